@@ -1,0 +1,25 @@
+"""fluidgrad: Programs of Blocks of Operators, automatic backward building, and an eager mode.
+
+    import fluidgrad as fg
+    x = fg.static.data("x", [None, 4])
+    loss = fg.mean(fg.static.nn.fc(x, 1))
+    fg.append_backward(loss)
+"""
+from . import ops  # registers every op first
+from . import functions
+from .backward import append_backward, gradients
+from .executor import Executor, Scope, global_scope, scope_guard
+from .framework import (ParamAttr, Parameter, Program, Variable, default_main_program, default_startup_program,
+                        program_guard)
+from .framework import math_mixin as _math_mixin
+from .functions import (abs, add, add_n, cast, concat, cos, divide, equal, exp, flatten, full, full_like, gather,
+                        greater_equal, greater_than, less_equal, less_than, log, logical_and, logical_not,
+                        logical_or, matmul, max, maximum, mean, min, minimum, multiply, not_equal, one_hot,
+                        ones, ones_like, pow, relu, reshape, scale, sigmoid, sign, sin, slice, split, sqrt,
+                        square, squeeze, stack, subtract, sum, tanh, transpose, unsqueeze, zeros, zeros_like)
+from .ops.random import seed
+from . import static
+
+_math_mixin.install(functions)
+
+__version__ = "0.1.0"

@@ -1,0 +1,317 @@
+"""append_backward and gradients: build the backward pass into the same Program.
+
+The steps follow the Fluid design (../shared/seeds/backward-building.md):
+  1. prune to the ops on a path to the targets;
+  2. seed each target's gradient (`fill_constant` 1 for a loss);
+  3. walk the ops in reverse, asking the registry for grad ops; an op with a sub-block
+     gets a grad block (parent: that sub-block) built by the same walk, recursively;
+  4. a gradient written by several grad ops is renamed `@RENAME@k` per writer and summed;
+  5. a gradient that a kept grad op reads but nobody writes gets `fill_zeros_like`;
+  6. gradient variables are created in the right block and shape-inferred.
+A gradient flows only where some output's gradient flows (a symbolic zero elsewhere),
+so ops off the path, and ops whose inputs all stop the gradient, get no grad op.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Callable, Iterable, Sequence
+
+from .framework import BACKWARD, Block, Operator, Parameter, Program, Variable
+from .framework.names import EMPTY_VAR_NAME, GRAD_SUFFIX, rename_var_name
+from .framework.registry_hooks import infer_op
+from .ops.grad_builder import OpDesc, get_grad_op_desc
+
+
+def _as_names(items: Any, what: str) -> list[str]:
+    if items is None:
+        return []
+    if isinstance(items, (str, Variable)):
+        raise TypeError(f"{what} must be a list, tuple or set of Variables or names, "
+                        f"got a single {type(items).__name__}")
+    if not isinstance(items, (list, tuple, set, frozenset)):
+        raise TypeError(f"{what} must be a list, tuple or set, got {type(items).__name__}")
+    names = []
+    for item in items:
+        if isinstance(item, Variable):
+            names.append(item.name)
+        elif isinstance(item, str):
+            names.append(item)
+        else:
+            raise TypeError(f"{what} holds a {type(item).__name__}; expected Variables or names")
+    return names
+
+
+def _check_variable(value: Any, what: str) -> Variable:
+    if not isinstance(value, Variable):
+        raise TypeError(f"{what} must be a Variable, got {type(value).__name__}"
+                        + (" (a name; pass the Variable itself)" if isinstance(value, str) else ""))
+    return value
+
+
+def _sub_block(op: Operator) -> Block | None:
+    sub = op.attrs.get("sub_block")
+    return sub if isinstance(sub, Block) else None
+
+
+class _BackwardBuilder:
+    """The state of one backward pass over one program."""
+
+    def __init__(self, program: Program, no_grad_set: Iterable[str]) -> None:
+        self.program = program
+        self.no_grad = set(no_grad_set)
+        for var in program.list_vars():
+            if var.stop_gradient:
+                self.no_grad.add(var.name)
+        self.grad_to_var: dict[str, str] = {}
+        self.suffix = self._pass_suffix()
+
+    def _pass_suffix(self) -> str:
+        """Grad-of-grad: a second pass over a program must not reuse the first pass's names."""
+        existing = {v.name for v in self.program.list_vars()}
+        k = 0
+        while any(name + self._suffix(k) in existing for name in existing):
+            k += 1
+        return self._suffix(k)
+
+    @staticmethod
+    def _suffix(k: int) -> str:
+        return GRAD_SUFFIX if k == 0 else f"{GRAD_SUFFIX}@{k}"
+
+    def grad_name(self, name: str) -> str:
+        return name + self.suffix
+
+    # ---- step 1
+    @staticmethod
+    def ops_on_path(block: Block, targets: set[str]) -> list[Operator]:
+        """The ops of `block` whose outputs reach `targets` (a backward sweep)."""
+        needed, path = set(targets), []
+        for op in reversed(block.ops):
+            if any(n in needed for n in op.output_arg_names):
+                path.append(op)
+                needed.update(op.input_arg_names)
+        path.reverse()
+        return path
+
+    # ---- step 3
+    def append_grad_ops(self, ops: Sequence[Operator], target_block: Block, flowing: set[str],
+                        callbacks: Sequence[Callable] = ()) -> set[str]:
+        """Append grad ops for `ops` (reverse order) to `target_block`; return vars given a gradient."""
+        for op in reversed(ops):
+            if not any(n in flowing for n in op.output_arg_names):
+                continue
+            if not self._inputs_need_grad(op):
+                continue
+            grad_sub_block = self._build_grad_sub_block(op, flowing)
+            descs, grad_to_var = get_grad_op_desc(op, self.no_grad, grad_sub_block, self.grad_name, {
+                self.grad_name(n) for n in op.output_arg_names if n in flowing})
+            self.grad_to_var.update(grad_to_var)
+            for desc in descs:
+                desc.attrs.setdefault("op_role", BACKWARD)
+                target_block.append_op(desc.type, desc.inputs, desc.outputs, desc.attrs, infer=False)
+                for callback in callbacks:
+                    callback(block=target_block, context={"op": target_block.ops[-1], "forward_op": op})
+            flowing.update(grad_to_var[n] for d in descs for n in d.output_arg_names() if n in grad_to_var
+                           and grad_to_var[n] in op.input_arg_names)
+        return flowing
+
+    def _inputs_need_grad(self, op: Operator) -> bool:
+        for name in op.input_arg_names:
+            var = op.block._find_var_recursive(name)
+            if name not in self.no_grad and var is not None and var.dtype.startswith("float"):
+                return True
+        return False
+
+    def _build_grad_sub_block(self, op: Operator, flowing: set[str]) -> Block | None:
+        sub = _sub_block(op)
+        if sub is None:
+            return None
+        grad_block = self.program._create_block(parent_idx=sub.idx)
+        grad_block.forward_block_idx = sub.idx
+        try:
+            # inside the sub-block, gradients flow from the outer variables it writes
+            outer_writes = {n for o in sub.ops for n in o.output_arg_names if not sub.has_var(n)}
+            inner_flowing = {n for n in outer_writes if n in flowing or n in op.output_arg_names}
+            self.append_grad_ops(sub.ops, grad_block, inner_flowing)
+            self.add_up_repeated_grads(grad_block)
+            provided = {self.grad_name(n) for n in outer_writes}
+            self.fill_missing_grads(grad_block, provided)
+        finally:
+            self.program._current_block_idx = op.block.idx
+        return grad_block
+
+    # ---- step 4
+    def add_up_repeated_grads(self, block: Block, start: int = 0) -> None:
+        """A gradient written by several ops since it was last read: rename each write, then sum."""
+        pending: dict[str, list[Operator]] = defaultdict(list)
+        renames: dict[str, int] = defaultdict(int)
+        i = start
+        while i < len(block.ops):
+            op = block.ops[i]
+            for name in set(op.input_arg_names):
+                if len(pending.get(name, ())) > 1:
+                    self._sum_writes(block, i, name, pending.pop(name), renames)
+                    i += 1
+                pending.pop(name, None)
+            for name in op.output_arg_names:
+                if GRAD_SUFFIX in name and name != EMPTY_VAR_NAME:
+                    pending[name].append(op)
+            i += 1
+        for name, writers in pending.items():
+            if len(writers) > 1:
+                last = max(block.ops.index(w) for w in writers)
+                self._sum_writes(block, last + 1, name, writers, renames)
+
+    def _sum_writes(self, block: Block, index: int, name: str, writers: list[Operator],
+                    renames: dict[str, int]) -> None:
+        parts = []
+        for writer in writers:
+            new = rename_var_name(name, renames[name])
+            renames[name] += 1
+            writer.rename_output(name, new)
+            parts.append(new)
+        block._insert_op(index, "sum", {"X": parts}, {"Out": [name]}, {"op_role": BACKWARD}, infer=False)
+
+    # ---- step 5
+    def fill_missing_grads(self, block: Block, provided: set[str], start: int = 0) -> None:
+        """Zero-fill gradients that a grad op reads but no earlier op writes."""
+        written = set(provided)
+        i = start
+        while i < len(block.ops):
+            op = block.ops[i]
+            for name in op.input_arg_names:
+                if name in written or name not in self.grad_to_var or name == EMPTY_VAR_NAME:
+                    continue
+                block._insert_op(i, "fill_zeros_like", {"X": [self.grad_to_var[name]]}, {"Out": [name]},
+                                 {"op_role": BACKWARD}, infer=False)
+                written.add(name)
+                i += 1
+            written.update(op.output_arg_names)
+            i += 1
+
+    # ---- step 6
+    def create_grad_vars(self, block: Block, start: int = 0) -> None:
+        for op in block.ops[start:]:
+            sub = _sub_block(op)
+            if sub is not None and op.role == BACKWARD:
+                self.create_grad_vars(sub)
+            infer_op(op)
+            for name in op.output_arg_names:
+                fwd = self.grad_to_var.get(name)
+                var = block._find_var_recursive(name)
+                if fwd is not None and var is not None:
+                    fwd_var = block._find_var_recursive(fwd)
+                    if fwd_var is not None:
+                        var.shape, var.dtype = fwd_var.shape, fwd_var.dtype
+
+
+def _seed(block: Block, target: Variable, grad_name: str, target_gradient: Variable | None) -> None:
+    if target_gradient is not None:
+        if tuple(target_gradient.shape) != tuple(target.shape) and -1 not in target.shape:
+            raise ValueError(f"target gradient {target_gradient.name} has shape {list(target_gradient.shape)}, "
+                             f"but target {target.name} has shape {list(target.shape)}")
+        block.append_op("assign", {"X": [target_gradient]}, {"Out": [grad_name]}, {"op_role": BACKWARD},
+                        infer=False)
+    elif -1 in target.shape:
+        block.append_op("fill_any_like", {"X": [target]}, {"Out": [grad_name]},
+                        {"value": 1.0, "op_role": BACKWARD}, infer=False)
+    else:
+        block.append_op("fill_constant", {}, {"Out": [grad_name]},
+                        {"shape": list(target.shape), "value": 1.0, "dtype": target.dtype,
+                         "op_role": BACKWARD}, infer=False)
+
+
+def _build(targets: list[Variable], target_gradients: list[Variable | None], no_grad_set: Iterable[str],
+           callbacks: Sequence[Callable] = ()) -> _BackwardBuilder:
+    block = targets[0].block
+    program = block.program
+    for target in targets:
+        if target.block is not block:
+            raise ValueError(f"all targets must live in one block; {target.name} is in block "
+                             f"{target.block.idx}, {targets[0].name} in block {block.idx}")
+    builder = _BackwardBuilder(program, no_grad_set)
+    path = builder.ops_on_path(block, {t.name for t in targets})
+    start = len(block.ops)
+    for target, gradient in zip(targets, target_gradients):
+        _seed(block, target, builder.grad_name(target.name), gradient)
+        builder.grad_to_var[builder.grad_name(target.name)] = target.name
+    builder.append_grad_ops(path, block, {t.name for t in targets}, callbacks)
+    builder.add_up_repeated_grads(block, start)
+    builder.fill_missing_grads(block, set(), start)
+    builder.create_grad_vars(block, start)
+    return builder
+
+
+def append_backward(loss: Variable, parameter_list: Sequence[Any] | None = None,
+                    no_grad_set: Iterable[Any] | None = None,
+                    callbacks: Sequence[Callable] | None = None) -> list[tuple[Parameter, Variable]]:
+    """Append the backward pass of `loss`; return `(parameter, gradient)` for each trainable
+    parameter the loss depends on (only those of `parameter_list`, when given)."""
+    _check_variable(loss, "append_backward: loss")
+    if any(d != 1 for d in loss.shape):
+        raise ValueError(f"append_backward: loss {loss.name} must hold one element, but its shape is "
+                         f"{list(loss.shape)}; reduce it first, e.g. with fluidgrad.mean")
+    wanted = _as_names(parameter_list, "parameter_list") if parameter_list is not None else None
+    no_grad = _as_names(no_grad_set, "no_grad_set")
+    if callbacks is not None and not isinstance(callbacks, (list, tuple)):
+        raise TypeError("callbacks must be a list of callables")
+    builder = _build([loss], [None], no_grad, callbacks or ())
+    program = loss.block.program
+    params = program.all_parameters()
+    if wanted is not None:
+        by_name = {p.name: p for p in params}
+        missing = [n for n in wanted if n not in by_name]
+        if missing:
+            raise ValueError(f"parameter_list names {missing}, which are not parameters of the program")
+        params = [by_name[n] for n in wanted]
+    block = loss.block
+    result = []
+    for param in params:
+        grad_name = builder.grad_name(param.name)
+        if param.trainable and block.has_var(grad_name):
+            result.append((param, block.var(grad_name)))
+    return result
+
+
+def gradients(targets: Variable | Sequence[Variable], inputs: Variable | Sequence[Variable],
+              target_gradients: Variable | Sequence[Variable | None] | None = None,
+              no_grad_set: Iterable[Any] | None = None) -> list[Variable | None]:
+    """The gradients of `targets` (summed) with respect to each of `inputs`; None if unreachable."""
+    targets_list = [targets] if isinstance(targets, Variable) else list(_check_list(targets, "targets"))
+    inputs_list = [inputs] if isinstance(inputs, Variable) else list(_check_list(inputs, "inputs"))
+    for t in targets_list:
+        _check_variable(t, "gradients: each target")
+    for x in inputs_list:
+        _check_variable(x, "gradients: each input")
+    if target_gradients is None:
+        grads_in: list[Variable | None] = [None] * len(targets_list)
+    else:
+        grads_in = [target_gradients] if isinstance(target_gradients, Variable) else list(target_gradients)
+        if len(grads_in) != len(targets_list):
+            raise ValueError(f"gradients: {len(targets_list)} targets but {len(grads_in)} target_gradients")
+    no_grad = set(_as_names(no_grad_set, "no_grad_set"))
+    # the inputs asked for get gradients even when they are marked stop_gradient (e.g. data)
+    program = targets_list[0].block.program
+    forced = {x.name for x in inputs_list}
+    saved = {}
+    for var in program.list_vars():
+        if var.name in forced and var.stop_gradient:
+            saved[var.name] = var
+            var.stop_gradient = False
+    try:
+        builder = _build(targets_list, grads_in, no_grad - forced)
+    finally:
+        for var in saved.values():
+            var.stop_gradient = True
+    block = targets_list[0].block
+    return [block.var(builder.grad_name(x.name)) if block.has_var(builder.grad_name(x.name)) else None
+            for x in inputs_list]
+
+
+def _check_list(items: Any, what: str) -> Sequence[Any]:
+    if isinstance(items, str) or not isinstance(items, (list, tuple)):
+        raise TypeError(f"gradients: {what} must be a Variable or a list of Variables, "
+                        f"got {type(items).__name__}")
+    return items
+
+
+__all__ = ["append_backward", "gradients", "OpDesc"]

@@ -1,0 +1,60 @@
+"""One entry point for every function: append an op (Variables) or run it now (Tensors).
+
+`fluidgrad.functions` and `fluidgrad.nn.functional` call `apply_op`; the eager package
+installs its runner here, so this module knows nothing about the autograd engine.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .framework import Variable, default_main_program, unique_name
+from .ops.registry import get_op_def
+
+_eager_apply: Callable[..., Any] | None = None
+_tensor_type: type | None = None
+
+
+def install_eager(tensor_type: type, apply: Callable[..., Any]) -> None:
+    global _eager_apply, _tensor_type
+    _tensor_type, _eager_apply = tensor_type, apply
+
+
+def is_tensor(value: Any) -> bool:
+    return _tensor_type is not None and isinstance(value, _tensor_type)
+
+
+def _any_tensor(inputs: dict[str, Any]) -> bool:
+    if _tensor_type is None:
+        return False
+    for value in inputs.values():
+        if isinstance(value, _tensor_type):
+            return True
+        if isinstance(value, (list, tuple)) and any(isinstance(v, _tensor_type) for v in value):
+            return True
+    return False
+
+
+def apply_op(op_type: str, inputs: dict[str, Any], attrs: dict[str, Any] | None = None,
+             n_out: int | None = None) -> Any:
+    """Run or append `op_type`; return its output (a tuple for several slots, a list for one
+    duplicable slot), as Tensors in eager mode and Variables in static mode."""
+    if _eager_apply is not None and _any_tensor(inputs):
+        return _eager_apply(op_type, inputs, attrs or {}, n_out)
+    return append_static_op(op_type, inputs, attrs or {}, n_out)
+
+
+def append_static_op(op_type: str, inputs: dict[str, Any], attrs: dict[str, Any],
+                     n_out: int | None = None) -> Any:
+    for slot, value in inputs.items():
+        for item in (value if isinstance(value, (list, tuple)) else [value]):
+            if item is not None and not isinstance(item, Variable):
+                raise TypeError(f"{op_type}: input {slot} must be a Variable or Tensor, got {type(item).__name__}")
+    block = default_main_program().current_block()
+    op_def = get_op_def(op_type)
+    outputs: dict[str, list[Variable]] = {}
+    for slot in op_def.outputs:
+        count = (n_out or 1) if slot.duplicable else 1
+        outputs[slot.name] = [block.create_var(unique_name(f"{op_type}.tmp")) for _ in range(count)]
+    block.append_op(op_type, inputs, outputs, attrs)
+    values = [outputs[s.name] if s.duplicable else outputs[s.name][0] for s in op_def.outputs]
+    return values[0] if len(values) == 1 else tuple(values)

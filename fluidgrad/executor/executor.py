@@ -1,0 +1,120 @@
+"""The Executor: run a Program's global block on NumPy, with feeds, fetches and a Scope."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..framework import Block, Program, Variable, default_main_program
+from ..framework.errors import ExecutionError, FluidgradError
+from .plan import Plan, compile_block
+from .scope import Scope, global_scope
+
+
+def _plan_cache(program: Program) -> dict:
+    """Plans cached on the program, dropped whenever the program changes."""
+    cache = program.__dict__.get("_exec_cache")
+    if cache is None or cache[0] != program._version:
+        cache = (program._version, {})
+        program.__dict__["_exec_cache"] = cache
+    return cache[1]
+
+
+class Runtime:
+    """What control-flow kernels see: a way to run a sub-block in a given scope."""
+
+    def __init__(self, executor: "Executor") -> None:
+        self.executor = executor
+
+    def run_block(self, block: Block, scope: Scope) -> None:
+        plan = self.executor._plan(block, (), (), keep_all=True)
+        self.executor._call(plan, scope, {})
+
+
+class Executor:
+    """Runs programs. Each (program, feed names, fetch names) is compiled once into a Plan."""
+
+    def __init__(self, place: Any = None, check_nan_inf: bool = False) -> None:
+        if isinstance(place, bool):  # Executor(True) reads as check_nan_inf
+            place, check_nan_inf = None, place
+        self.check_nan_inf = check_nan_inf
+        self._runtime = Runtime(self)
+
+    def _plan(self, block: Block, feed_names: Sequence[str], fetch_names: Sequence[str],
+              keep_all: bool = False) -> Plan:
+        cache = _plan_cache(block.program)
+        key = (block.idx, frozenset(feed_names), tuple(fetch_names), keep_all, self.check_nan_inf)
+        plan = cache.get(key)
+        if plan is None:
+            plan = compile_block(block, feed_names, fetch_names, keep_all, self.check_nan_inf)
+            cache[key] = plan
+        return plan
+
+    def _call(self, plan: Plan, scope: Scope, feed: dict[str, Any]) -> tuple:
+        try:
+            return plan.fn(scope, feed, self._runtime)
+        except FluidgradError:
+            raise
+        except Exception as exc:
+            raise _locate(plan, exc) from exc
+
+    def run(self, program: Program | None = None, feed: dict[str, Any] | None = None,
+            fetch_list: Sequence[Variable | str] | None = None, scope: Scope | None = None,
+            return_numpy: bool = True, use_program_cache: bool = True) -> list[np.ndarray]:
+        program = program if program is not None else default_main_program()
+        if not isinstance(program, Program):
+            raise TypeError(f"Executor.run expects a Program, got {type(program).__name__}")
+        scope = scope if scope is not None else global_scope()
+        block = program.global_block()
+        feed_arrays = {name: _check_feed(block, name, value) for name, value in (feed or {}).items()}
+        fetch_names = [_fetch_name(block, item) for item in (fetch_list or [])]
+        plan = self._plan(block, feed_arrays.keys(), fetch_names)
+        results = self._call(plan, scope, feed_arrays)
+        return [np.asarray(r) for r in results]
+
+
+def _fetch_name(block: Block, item: Variable | str) -> str:
+    name = item.name if isinstance(item, Variable) else item
+    if not isinstance(name, str):
+        raise TypeError(f"fetch_list items must be Variables or names, got {type(item).__name__}")
+    if not block.has_var(name):
+        raise ExecutionError(f"cannot fetch {name!r}: the program's global block has no such variable")
+    return name
+
+
+def _check_feed(block: Block, name: str, value: Any) -> np.ndarray:
+    if not block.has_var(name):
+        raise ExecutionError(f"feed {name!r} is not a variable of the program's global block")
+    var = block.var(name)
+    array = value if isinstance(value, np.ndarray) else np.asarray(getattr(value, "numpy", lambda: value)())
+    if not isinstance(value, np.ndarray) and array.dtype != np.dtype(var.dtype):
+        if array.dtype.kind in "iufb" and np.can_cast(array.dtype, var.dtype, "same_kind") \
+                or array.dtype.kind in "iub" and var.dtype.startswith("float"):
+            array = array.astype(var.dtype)
+    if array.dtype != np.dtype(var.dtype):
+        raise ExecutionError(f"feed {name!r} has dtype {array.dtype}, but variable {name} is {var.dtype}")
+    if len(array.shape) != len(var.shape) or any(d != -1 and d != a for d, a in zip(var.shape, array.shape)):
+        raise ExecutionError(f"feed {name!r} has shape {list(array.shape)}, but variable {name} expects "
+                             f"{list(var.shape)} (-1 means any size)")
+    return array
+
+
+def _locate(plan: Plan, exc: Exception) -> ExecutionError:
+    """Turn a kernel's exception into one naming the op, found from the generated line."""
+    tb = exc.__traceback__
+    op_index, frame_locals = None, {}
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename.startswith("<fluidgrad plan"):
+            op_index = plan.op_at_line(tb.tb_lineno)
+            frame_locals = tb.tb_frame.f_locals
+            break
+        tb = tb.tb_next
+    if op_index is None:
+        return ExecutionError(f"running block {plan.block.idx} failed: {type(exc).__name__}: {exc}")
+    op = plan.block.ops[op_index]
+    del frame_locals
+    inputs = ", ".join(f"{slot}={names}" for slot, names in op.inputs.items())
+    return ExecutionError(f"op #{op_index} ({op.type}, block {plan.block.idx}) failed: "
+                          f"{type(exc).__name__}: {exc} [inputs: {inputs}]")
+
+

@@ -1,0 +1,221 @@
+"""Compile a Block into straight-line Python: one line per op, locals for variables.
+
+A plan is generated source such as
+
+    def run(scope, feed):
+        v0 = feed['x']
+        v1 = _load(scope, 'fc_0.w_0', 0)
+        v2 = k0(v0, v1)                  # op 0: matmul
+        del v0
+        ...
+        return (v5,)
+
+compiled once and cached. Kernels are bound as globals (with their attributes), simple
+ops are pasted as expressions, and every intermediate is `del`eted after its last use,
+so the interpreter does no dispatch at run time. `plan.source` shows what will run.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Iterable
+
+import numpy as np
+
+from ..framework import Block, Operator
+from ..framework.errors import ExecutionError, NanInfError
+from ..framework.names import EMPTY_VAR_NAME
+from ..ops.registry import get_op_def
+
+
+class Plan:
+    def __init__(self, block: Block, source: str, fn: Any, line_ops: dict[int, int]) -> None:
+        self.block = block
+        self.source = source
+        self.fn = fn
+        self.line_ops = line_ops  # generated line number -> op index
+
+    def op_at_line(self, lineno: int) -> int | None:
+        return self.line_ops.get(lineno)
+
+
+def _load(scope: Any, name: str, op_index: int, op_type: str) -> Any:
+    owner = scope.find_owner(name)
+    if owner is None:
+        raise ExecutionError(f"op #{op_index} ({op_type}) reads variable {name!r}, which is neither fed "
+                             f"nor in the scope nor written by an earlier op (run the startup program first, "
+                             f"or feed it)")
+    return owner.vars[name]
+
+
+def _check_finite(block: Block, index: int, values: Iterable[Any]) -> None:
+    for value in values:
+        if isinstance(value, np.ndarray) and value.dtype.kind == "f" and not np.isfinite(value).all():
+            op = block.ops[index]
+            kind = "NaN" if np.isnan(value).any() else "Inf"
+            raise NanInfError(
+                f"{kind} in the output of op #{index} ({op.type}, {op.role} op, block {block.idx}); "
+                f"its inputs: {', '.join(op.input_arg_names) or 'none'}; outputs: {', '.join(op.output_arg_names)}")
+
+
+class _Writer:
+    """Builds the generated source, handing out identifiers and tracking line numbers."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.line_ops: dict[int, int] = {}
+        self.idents: dict[str, str] = {}
+        self.globals: dict[str, Any] = {}
+
+    def ident(self, name: str) -> str:
+        if name not in self.idents:
+            self.idents[name] = f"v{len(self.idents)}"
+        return self.idents[name]
+
+    def constant(self, prefix: str, value: Any) -> str:
+        key = f"{prefix}{len(self.globals)}"
+        self.globals[key] = value
+        return key
+
+    def emit(self, line: str, op_index: int | None = None) -> None:
+        self.lines.append("    " + line)
+        if op_index is not None:
+            self.line_ops[len(self.lines) + 1] = op_index  # +1 for the `def` line
+
+
+def _kernel_ref(w: _Writer, op: Operator, op_index: int) -> tuple[str, bool]:
+    """The callable for an op (a global), and whether it is an inline expression template."""
+    op_def = get_op_def(op.type)
+    if op_def.inline and not op_def.attrs and not op_def.needs_runtime:
+        return op_def.inline, True
+    kernel = op_def.kernel
+    attrs = {k: op.attrs[k] for k in op_def.attrs}
+    if op_def.needs_runtime:
+        kernel = functools.partial(kernel, op=op, **attrs)
+    elif attrs:
+        kernel = functools.partial(kernel, **attrs)
+    return w.constant(f"k{op_index}_", kernel), False
+
+
+def _arguments(w: _Writer, op: Operator) -> list[str]:
+    args = []
+    for slot in get_op_def(op.type).inputs:
+        names = op.inputs.get(slot.name, [])
+        if slot.duplicable:
+            args.append("[" + ", ".join(w.ident(n) for n in names) + "]")
+        else:
+            args.append(w.ident(names[0]) if names else "None")
+    return args
+
+
+def _targets(w: _Writer, op: Operator, dead: set[str]) -> str:
+    def one(name: str) -> str:
+        return "_" if name == EMPTY_VAR_NAME or name in dead else w.ident(name)
+    parts = []
+    for slot in get_op_def(op.type).outputs:
+        names = op.outputs.get(slot.name, [])
+        if slot.duplicable:
+            parts.append("_" if not names else "(" + ", ".join(one(n) for n in names) + ",)")
+        else:
+            parts.append(one(names[0]) if names else "_")
+    return parts[0] if len(parts) == 1 else ", ".join(parts)
+
+
+def compile_block(block: Block, feed_names: Iterable[str] = (), fetch_names: Iterable[str] = (),
+                  keep_all: bool = False, check_nan_inf: bool = False) -> Plan:
+    """Generate and compile `run(scope, feed, _rt)` for `block`.
+
+    keep_all: store every variable in `scope` at the end (sub-blocks: a step's scope is read
+    again by the gradient); otherwise only persistables are stored and intermediates freed.
+    """
+    feed_names, fetch_names = set(feed_names), list(fetch_names)
+    ops = block.ops
+    # where each name is first read before being written, and where it is last touched
+    defined: set[str] = set()
+    external: dict[str, int] = {}
+    last_touch: dict[str, int] = {}
+    written: list[str] = []
+    for i, op in enumerate(ops):
+        for name in op.input_arg_names:
+            if name not in defined and name not in external:
+                external[name] = i
+            last_touch[name] = i
+        for name in op.output_arg_names:
+            if name != EMPTY_VAR_NAME:
+                if name not in defined:
+                    written.append(name)
+                defined.add(name)
+                last_touch[name] = i
+    for name in fetch_names:
+        if name not in defined and name not in external:
+            external[name] = -1
+
+    def persistable(name: str) -> bool:
+        var = block._find_var_recursive(name)
+        return var is not None and var.persistable
+
+    kept = set(fetch_names) | {n for n in written if persistable(n)}
+    if keep_all:
+        kept |= set(written) | set(external)
+
+    w = _Writer()
+    w.globals.update(_load=_load, _chk=functools.partial(_check_finite, block), np=np)
+    for name, first in external.items():
+        op_type = ops[first].type if first >= 0 else "fetch"
+        if name in feed_names:
+            w.emit(f"{w.ident(name)} = feed[{name!r}]")
+        else:
+            w.emit(f"{w.ident(name)} = _load(scope, {name!r}, {first}, {op_type!r})")
+        if keep_all and name in defined:
+            w.emit(f"_read_{w.ident(name)} = {w.ident(name)}")
+    frees: dict[int, list[str]] = {}
+    for name, i in last_touch.items():
+        if name not in kept:
+            frees.setdefault(i, []).append(name)
+    for i, op in enumerate(ops):
+        dead = {n for n in op.output_arg_names if last_touch.get(n) == i and n not in kept
+                and n not in op.input_arg_names}
+        ref, inline = _kernel_ref(w, op, i)
+        args = _arguments(w, op)
+        if inline:
+            slots = [s.name for s in get_op_def(op.type).inputs]
+            call = ref.format(**dict(zip(slots, args)))
+        elif get_op_def(op.type).needs_runtime:
+            call = f"{ref}(_rt, {', '.join(args)})"
+        else:
+            call = f"{ref}({', '.join(args)})"
+        w.emit(f"{_targets(w, op, dead)} = {call}  # op {i}: {op.type}", i)
+        if check_nan_inf:
+            outs = [w.ident(n) for n in op.output_arg_names if n != EMPTY_VAR_NAME and n not in dead]
+            if outs:
+                w.emit(f"_chk({i}, ({', '.join(outs)},))", i)
+        to_free = [n for n in frees.get(i, []) if n not in dead]
+        if to_free:
+            w.emit(f"del {', '.join(w.ident(n) for n in to_free)}")
+    _emit_stores(w, block, written, external, kept, keep_all)
+    w.emit(f"return ({''.join(w.ident(n) + ', ' for n in fetch_names)})")
+    source = "def run(scope, feed, _rt):\n" + ("\n".join(w.lines) if w.lines else "    pass")
+    namespace = dict(w.globals)
+    code = compile(source, f"<fluidgrad plan: block {block.idx}>", "exec")
+    exec(code, namespace)
+    return Plan(block, source, namespace["run"], w.line_ops)
+
+
+def _emit_stores(w: _Writer, block: Block, written: list[str], external: dict[str, int], kept: set[str],
+                 keep_all: bool) -> None:
+    """At the end, persistables go to the scope; a kept sub-block scope gets everything."""
+    for name in written:
+        var = block._find_var_recursive(name)
+        is_local = block.has_var(name) or var is None
+        if keep_all and is_local:
+            w.emit(f"scope.vars[{name!r}] = {w.ident(name)}")
+        elif keep_all:
+            w.emit(f"scope.parent.assign({name!r}, {w.ident(name)})")
+        elif var is not None and var.persistable:
+            w.emit(f"scope.assign({name!r}, {w.ident(name)})")
+    if keep_all:
+        for name in external:
+            if name not in written:
+                w.emit(f"scope.vars[{name!r}] = {w.ident(name)}")
+            elif not (block.has_var(name) or block._find_var_recursive(name) is None):
+                # an outer variable read, then overwritten: the step keeps the value it read
+                w.emit(f"scope.vars[{name!r}] = _read_{w.ident(name)}")

@@ -1,0 +1,59 @@
+"""Python operators (`+ - * / @ ** < ...`) for Variables and Tensors alike.
+
+The functions behind them live in `fluidgrad.functions`, which serves both modes;
+`install` plugs them in once at import so that no operator pays for a lookup.
+"""
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+_api: Any = None
+
+
+def install(api: ModuleType) -> None:
+    global _api
+    _api = api
+
+
+class MathMixin:
+    __slots__ = ()
+    __array_priority__ = 100  # numpy defers `ndarray + x` to our __radd__
+
+    def __add__(self, other): return _api.add(self, other)
+    def __radd__(self, other): return _api.add(other, self)
+    def __sub__(self, other): return _api.subtract(self, other)
+    def __rsub__(self, other): return _api.subtract(other, self)
+    def __mul__(self, other): return _api.multiply(self, other)
+    def __rmul__(self, other): return _api.multiply(other, self)
+    def __truediv__(self, other): return _api.divide(self, other)
+    def __rtruediv__(self, other): return _api.divide(other, self)
+    def __matmul__(self, other): return _api.matmul(self, other)
+    def __rmatmul__(self, other): return _api.matmul(other, self)
+    def __pow__(self, other): return _api.pow(self, other)
+    def __rpow__(self, other): return _api.pow(other, self)
+    def __neg__(self): return _api.scale(self, -1.0)
+    def __lt__(self, other): return _api.less_than(self, other)
+    def __le__(self, other): return _api.less_equal(self, other)
+    def __gt__(self, other): return _api.greater_than(self, other)
+    def __ge__(self, other): return _api.greater_equal(self, other)
+    def __getitem__(self, item): return _api.getitem(self, item)
+
+    # `==` stays identity: Variables and Tensors are dict keys and set members.
+    __hash__ = object.__hash__
+
+    def sum(self, axis=None, keepdim=False): return _api.sum(self, axis, keepdim)
+    def mean(self, axis=None, keepdim=False): return _api.mean(self, axis, keepdim)
+    def reshape(self, shape): return _api.reshape(self, shape)
+    def transpose(self, perm): return _api.transpose(self, perm)
+    def astype(self, dtype): return _api.cast(self, dtype)
+    def exp(self): return _api.exp(self)
+    def log(self): return _api.log(self)
+    def tanh(self): return _api.tanh(self)
+    def sqrt(self): return _api.sqrt(self)
+    def square(self): return _api.square(self)
+    def matmul(self, other): return _api.matmul(self, other)
+
+    @property
+    def T(self):
+        return _api.transpose(self, list(reversed(range(len(self.shape)))))

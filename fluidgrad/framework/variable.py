@@ -1,0 +1,100 @@
+"""Variables: named, typed slots in a Block. They hold no data; a Scope does."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+from .math_mixin import MathMixin
+
+if TYPE_CHECKING:
+    from .program import Block
+
+FLOAT_DTYPES = ("float16", "float32", "float64")
+DTYPES = FLOAT_DTYPES + ("int8", "int16", "int32", "int64", "uint8", "bool")
+
+
+def normalize_dtype(dtype: Any) -> str:
+    """Accept "float32", numpy dtypes and numpy scalar types; return the name string."""
+    name = getattr(dtype, "name", None) or getattr(dtype, "__name__", None) or str(dtype)
+    name = {"float": "float64", "int": "int64", "bool_": "bool"}.get(name, name)
+    if name not in DTYPES:
+        raise TypeError(f"unsupported dtype {dtype!r}; expected one of {', '.join(DTYPES)}")
+    return name
+
+
+def is_float_dtype(dtype: str) -> bool:
+    return dtype in FLOAT_DTYPES
+
+
+class Variable(MathMixin):
+    """A named value of a Block. `shape` uses -1 for a size known only at run time."""
+
+    # kinds of variable: ordinary arrays, and the list of scopes a `while` keeps
+    DENSE = "dense"
+    STEP_SCOPES = "step_scopes"
+
+    def __init__(self, block: "Block", name: str, shape: Sequence[int] = (), dtype: Any = "float32",
+                 persistable: bool = False, stop_gradient: bool = False, type: str = DENSE,
+                 is_data: bool = False) -> None:
+        self.block = block
+        self.name = name
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = normalize_dtype(dtype)
+        self.persistable = persistable
+        self.stop_gradient = stop_gradient
+        self.type = type
+        self.is_data = is_data
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __repr__(self) -> str:
+        flags = "".join([" persistable" if self.persistable else "",
+                         " stop_gradient" if self.stop_gradient else ""])
+        return f"var {self.name} : {self.dtype}{list(self.shape)}{flags}"
+
+    def __len__(self) -> int:
+        if not self.shape or self.shape[0] < 0:
+            raise TypeError(f"len() of variable {self.name} with shape {self.shape} is not known")
+        return self.shape[0]
+
+    def __bool__(self) -> bool:
+        raise TypeError(f"the truth value of variable {self.name} is only known when the program runs; "
+                        "use fluidgrad.static.nn.cond for data-dependent branches")
+
+
+class Parameter(Variable):
+    """A persistable, trainable Variable initialised by ops in the startup program."""
+
+    def __init__(self, block: "Block", name: str, shape: Sequence[int], dtype: Any = "float32",
+                 trainable: bool = True, **kwargs: Any) -> None:
+        kwargs.setdefault("stop_gradient", not trainable)
+        super().__init__(block, name, shape, dtype, persistable=True, **kwargs)
+        self.trainable = trainable
+
+    def __repr__(self) -> str:
+        return "param " + super().__repr__()[4:]
+
+
+class ParamAttr:
+    """How a builder should create a parameter: its name, initializer and trainability."""
+
+    def __init__(self, name: str | None = None, initializer: Any = None, trainable: bool = True,
+                 learning_rate: float = 1.0) -> None:
+        self.name = name
+        self.initializer = initializer
+        self.trainable = trainable
+        self.learning_rate = learning_rate
+
+    @staticmethod
+    def of(attr: "ParamAttr | str | bool | None") -> "ParamAttr | None":
+        """Normalise what builders accept: ParamAttr, a name, None (defaults) or False (none)."""
+        if attr is False:
+            return None
+        if attr is None or attr is True:
+            return ParamAttr()
+        if isinstance(attr, str):
+            return ParamAttr(name=attr)
+        if isinstance(attr, ParamAttr):
+            return attr
+        raise TypeError(f"expected ParamAttr, a name string, None or False, got {type(attr).__name__}")

@@ -1,0 +1,264 @@
+"""The top-level functions (Paddle 2 names). Each serves both modes through `apply_op`."""
+from __future__ import annotations
+
+import builtins
+from typing import Any, Sequence
+
+import numpy as np
+
+from .dispatch import apply_op, is_tensor
+from .framework import Variable, normalize_dtype
+
+_Number = (int, float, bool, np.number)
+
+
+def _is_value(x: Any) -> bool:
+    return isinstance(x, Variable) or is_tensor(x)
+
+
+def _constant(value: Any, like: Any) -> Any:
+    """A 0-D constant in `like`'s mode and dtype, so that it broadcasts against anything."""
+    dtype = like.dtype
+    if is_tensor(like):
+        from .eager import to_tensor
+        return to_tensor(np.asarray(value, dtype=dtype))
+    return apply_op("fill_constant", {}, {"shape": [], "value": float(value), "dtype": dtype})
+
+
+def _binary(op_type: str, x: Any, y: Any) -> Any:
+    if not _is_value(x):
+        if not _is_value(y):
+            raise TypeError(f"{op_type}: at least one operand must be a Variable or Tensor, "
+                            f"got {type(x).__name__} and {type(y).__name__}")
+        x = _constant(x, y)
+    elif not _is_value(y):
+        y = _constant(y, x)
+    return apply_op(op_type, {"X": x, "Y": y})
+
+
+def _check_number(value: Any, fn: str) -> None:
+    if not isinstance(value, _Number) and not _is_value(value):
+        raise TypeError(f"{fn}: expected a number, Variable or Tensor, got {type(value).__name__}")
+
+
+def add(x: Any, y: Any) -> Any:
+    if _is_value(x) and isinstance(y, _Number):
+        return scale(x, 1.0, float(y))
+    if _is_value(y) and isinstance(x, _Number):
+        return scale(y, 1.0, float(x))
+    return _binary("elementwise_add", x, y)
+
+
+def subtract(x: Any, y: Any) -> Any:
+    if _is_value(x) and isinstance(y, _Number):
+        return scale(x, 1.0, -float(y))
+    if _is_value(y) and isinstance(x, _Number):
+        return scale(y, -1.0, float(x))
+    return _binary("elementwise_sub", x, y)
+
+
+def multiply(x: Any, y: Any) -> Any:
+    if _is_value(x) and isinstance(y, _Number):
+        return scale(x, float(y))
+    if _is_value(y) and isinstance(x, _Number):
+        return scale(y, float(x))
+    return _binary("elementwise_mul", x, y)
+
+
+def divide(x: Any, y: Any) -> Any:
+    if _is_value(x) and isinstance(y, _Number):
+        return scale(x, 1.0 / float(y))
+    return _binary("elementwise_div", x, y)
+
+
+def pow(x: Any, y: Any) -> Any:
+    if _is_value(x) and isinstance(y, _Number):
+        return apply_op("pow", {"X": x}, {"factor": float(y)})
+    return _binary("elementwise_pow", x, y)
+
+
+def maximum(x: Any, y: Any) -> Any:
+    return _binary("elementwise_max", x, y)
+
+
+def minimum(x: Any, y: Any) -> Any:
+    return _binary("elementwise_min", x, y)
+
+
+def scale(x: Any, scale: float = 1.0, bias: float = 0.0, bias_after_scale: bool = True) -> Any:
+    return apply_op("scale", {"X": x}, {"scale": float(scale), "bias": float(bias),
+                                        "bias_after_scale": bias_after_scale})
+
+
+def matmul(x: Any, y: Any, transpose_x: bool = False, transpose_y: bool = False) -> Any:
+    return apply_op("matmul", {"X": x, "Y": y}, {"transpose_x": transpose_x, "transpose_y": transpose_y})
+
+
+def _axis_attrs(axis: Any, keepdim: bool) -> dict[str, Any]:
+    if axis is None:
+        return {"axis": None, "keepdim": keepdim, "reduce_all": True}
+    return {"axis": list(axis) if isinstance(axis, (list, tuple)) else [int(axis)], "keepdim": keepdim,
+            "reduce_all": False}
+
+
+def mean(x: Any, axis: Any = None, keepdim: bool = False) -> Any:
+    if axis is None and not keepdim:
+        return apply_op("mean", {"X": x})
+    return apply_op("reduce_mean", {"X": x}, _axis_attrs(axis, keepdim))
+
+
+def sum(x: Any, axis: Any = None, keepdim: bool = False) -> Any:
+    if isinstance(x, (list, tuple)):
+        return apply_op("sum", {"X": list(x)})
+    return apply_op("reduce_sum", {"X": x}, _axis_attrs(axis, keepdim))
+
+
+def max(x: Any, axis: Any = None, keepdim: bool = False) -> Any:
+    return apply_op("reduce_max", {"X": x}, _axis_attrs(axis, keepdim))
+
+
+def min(x: Any, axis: Any = None, keepdim: bool = False) -> Any:
+    return apply_op("reduce_min", {"X": x}, _axis_attrs(axis, keepdim))
+
+
+def add_n(inputs: Sequence[Any]) -> Any:
+    return apply_op("sum", {"X": list(inputs)})
+
+
+def _unary(op_type: str):
+    def fn(x: Any) -> Any:
+        return apply_op(op_type, {"X": x})
+    fn.__name__ = op_type
+    fn.__doc__ = f"Elementwise {op_type}."
+    return fn
+
+
+exp, log, tanh, sqrt, square, abs, sin, cos, sign = (
+    _unary(n) for n in ("exp", "log", "tanh", "sqrt", "square", "abs", "sin", "cos", "sign"))
+sigmoid, relu = _unary("sigmoid"), _unary("relu")
+
+
+def reshape(x: Any, shape: Sequence[int]) -> Any:
+    return apply_op("reshape", {"X": x}, {"shape": [int(d) for d in shape]})
+
+
+def flatten(x: Any, start_axis: int = 0, stop_axis: int = -1) -> Any:
+    ndim = len(x.shape)
+    start, stop = start_axis % ndim, stop_axis % ndim
+    shape = [0] * start + [-1] + [0] * 0
+    tail = list(x.shape[stop + 1:])
+    return reshape(x, shape + tail)
+
+
+def transpose(x: Any, perm: Sequence[int]) -> Any:
+    return apply_op("transpose", {"X": x}, {"perm": [int(p) for p in perm]})
+
+
+def concat(xs: Sequence[Any], axis: int = 0) -> Any:
+    return apply_op("concat", {"X": list(xs)}, {"axis": int(axis)})
+
+
+def stack(xs: Sequence[Any], axis: int = 0) -> Any:
+    return apply_op("stack", {"X": list(xs)}, {"axis": int(axis)})
+
+
+def split(x: Any, num_or_sections: int | Sequence[int], axis: int = 0) -> list[Any]:
+    count = num_or_sections if isinstance(num_or_sections, int) else len(num_or_sections)
+    sections = num_or_sections if isinstance(num_or_sections, int) else [int(s) for s in num_or_sections]
+    return apply_op("split", {"X": x}, {"num_or_sections": sections, "axis": int(axis)}, n_out=count)
+
+
+def slice(x: Any, axes: Sequence[int], starts: Sequence[int], ends: Sequence[int]) -> Any:
+    return apply_op("slice", {"X": x}, {"axes": [int(a) for a in axes], "starts": [int(s) for s in starts],
+                                        "ends": [int(e) for e in ends]})
+
+
+def squeeze(x: Any, axis: int | Sequence[int]) -> Any:
+    return apply_op("squeeze", {"X": x}, {"axes": [axis] if isinstance(axis, int) else list(axis)})
+
+
+def unsqueeze(x: Any, axis: int | Sequence[int]) -> Any:
+    return apply_op("unsqueeze", {"X": x}, {"axes": [axis] if isinstance(axis, int) else list(axis)})
+
+
+def gather(x: Any, index: Any, axis: int = 0) -> Any:
+    return apply_op("gather", {"X": x, "Index": index}, {"axis": int(axis)})
+
+
+def cast(x: Any, dtype: Any) -> Any:
+    return apply_op("cast", {"X": x}, {"dtype": normalize_dtype(dtype)})
+
+
+def one_hot(x: Any, num_classes: int) -> Any:
+    return apply_op("one_hot", {"X": x}, {"depth": int(num_classes), "dtype": "float32"})
+
+
+def full(shape: Sequence[int], fill_value: float, dtype: Any = "float32") -> Any:
+    from .dispatch import append_static_op
+    return append_static_op("fill_constant", {}, {"shape": [int(d) for d in shape], "value": float(fill_value),
+                                                  "dtype": normalize_dtype(dtype)})
+
+
+def zeros(shape: Sequence[int], dtype: Any = "float32") -> Any:
+    return full(shape, 0.0, dtype)
+
+
+def ones(shape: Sequence[int], dtype: Any = "float32") -> Any:
+    return full(shape, 1.0, dtype)
+
+
+def full_like(x: Any, fill_value: float, dtype: Any = None) -> Any:
+    return apply_op("fill_any_like", {"X": x}, {"value": float(fill_value),
+                                                "dtype": normalize_dtype(dtype) if dtype else None})
+
+
+def zeros_like(x: Any, dtype: Any = None) -> Any:
+    return full_like(x, 0.0, dtype)
+
+
+def ones_like(x: Any, dtype: Any = None) -> Any:
+    return full_like(x, 1.0, dtype)
+
+
+def _compare(op_type: str):
+    def fn(x: Any, y: Any) -> Any:
+        return _binary(op_type, x, y)
+    fn.__name__ = op_type
+    return fn
+
+
+less_than, less_equal, greater_than, greater_equal, equal, not_equal = (
+    _compare(n) for n in ("less_than", "less_equal", "greater_than", "greater_equal", "equal", "not_equal"))
+
+
+def logical_and(x: Any, y: Any) -> Any:
+    return apply_op("logical_and", {"X": x, "Y": y})
+
+
+def logical_or(x: Any, y: Any) -> Any:
+    return apply_op("logical_or", {"X": x, "Y": y})
+
+
+def logical_not(x: Any) -> Any:
+    return apply_op("logical_not", {"X": x})
+
+
+def getitem(x: Any, item: Any) -> Any:
+    """x[...] with integers and step-1 slices; an integer index drops its axis."""
+    items = item if isinstance(item, tuple) else (item,)
+    axes, starts, ends, drop = [], [], [], []
+    for axis, it in enumerate(items):
+        if isinstance(it, (int, np.integer)):
+            start = int(it) if it >= 0 or x.shape[axis] < 0 else int(it) % x.shape[axis]
+            axes.append(axis), starts.append(start), ends.append(start + 1 if start != -1 else 2**31 - 1)
+            drop.append(axis)
+        elif isinstance(it, builtins.slice):
+            if it.step not in (None, 1):
+                raise NotImplementedError(f"indexing with step {it.step} is not supported")
+            if it.start is None and it.stop is None:
+                continue
+            axes.append(axis), starts.append(it.start or 0), ends.append(2**31 - 1 if it.stop is None else it.stop)
+        else:
+            raise TypeError(f"unsupported index {it!r}; use integers and slices, or fluidgrad.gather")
+    out = slice(x, axes, starts, ends) if axes else x
+    return squeeze(out, drop) if drop else out

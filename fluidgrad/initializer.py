@@ -1,0 +1,110 @@
+"""Initializers: each appends one op to the startup program that fills a parameter."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .framework import Block, Variable
+
+
+def _fans(shape: tuple[int, ...]) -> tuple[int, int]:
+    """fan_in and fan_out, Paddle's convention: fc weights are [in, out], conv [out, in, kh, kw]."""
+    if len(shape) == 0:
+        return 1, 1
+    if len(shape) == 1:
+        return shape[0], shape[0]
+    if len(shape) == 2:
+        return shape[0], shape[1]
+    receptive = math.prod(shape[2:])
+    return shape[1] * receptive, shape[0] * receptive
+
+
+class Initializer:
+    op_type = ""
+
+    def attrs(self, var: Variable) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def __call__(self, var: Variable, block: Block) -> None:
+        attrs = {"shape": list(var.shape), "dtype": var.dtype, **self.attrs(var)}
+        block.append_op(self.op_type, {}, {"Out": [var]}, attrs)
+
+
+class Constant(Initializer):
+    op_type = "fill_constant"
+
+    def __init__(self, value: float = 0.0) -> None:
+        self.value = float(value)
+
+    def attrs(self, var: Variable) -> dict[str, Any]:
+        return {"value": self.value}
+
+
+class Uniform(Initializer):
+    op_type = "uniform_random"
+
+    def __init__(self, low: float = -1.0, high: float = 1.0, seed: int = 0) -> None:
+        self.low, self.high, self.seed = float(low), float(high), seed
+
+    def attrs(self, var: Variable) -> dict[str, Any]:
+        return {"min": self.low, "max": self.high, "seed": self.seed}
+
+
+class Normal(Initializer):
+    op_type = "gaussian_random"
+
+    def __init__(self, mean: float = 0.0, std: float = 1.0, seed: int = 0) -> None:
+        self.mean, self.std, self.seed = float(mean), float(std), seed
+
+    def attrs(self, var: Variable) -> dict[str, Any]:
+        return {"mean": self.mean, "std": self.std, "seed": self.seed}
+
+
+class TruncatedNormal(Normal):
+    op_type = "truncated_gaussian_random"
+
+
+class XavierUniform(Initializer):
+    op_type = "uniform_random"
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+
+    def attrs(self, var: Variable) -> dict[str, Any]:
+        fan_in, fan_out = _fans(var.shape)
+        limit = math.sqrt(6.0 / (fan_in + fan_out))
+        return {"min": -limit, "max": limit, "seed": self.seed}
+
+
+class XavierNormal(Initializer):
+    op_type = "gaussian_random"
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+
+    def attrs(self, var: Variable) -> dict[str, Any]:
+        fan_in, fan_out = _fans(var.shape)
+        return {"mean": 0.0, "std": math.sqrt(2.0 / (fan_in + fan_out)), "seed": self.seed}
+
+
+class KaimingNormal(Initializer):
+    op_type = "gaussian_random"
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+
+    def attrs(self, var: Variable) -> dict[str, Any]:
+        fan_in, _ = _fans(var.shape)
+        return {"mean": 0.0, "std": math.sqrt(2.0 / fan_in), "seed": self.seed}
+
+
+class KaimingUniform(Initializer):
+    op_type = "uniform_random"
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+
+    def attrs(self, var: Variable) -> dict[str, Any]:
+        fan_in, _ = _fans(var.shape)
+        limit = math.sqrt(6.0 / fan_in)
+        return {"min": -limit, "max": limit, "seed": self.seed}

@@ -1,0 +1,228 @@
+"""The interface grad makers are written against, and its static implementation.
+
+A grad maker says only the maths of one op's gradient:
+
+    def matmul_grad(g):
+        x, y, dout = g.input("X"), g.input("Y"), g.output_grad("Out")
+        if g.needs_input_grad("X"):
+            g.set_input_grad("X", g.op("matmul", {"X": dout, "Y": y}, transpose_y=True))
+
+`StaticGradBuilder` turns those calls into op descriptions for `append_backward`; the
+eager engine has a builder with the same methods that runs kernels at once. Everything
+else, unbroadcasting to the input's shape and naming the result `x@GRAD`, is done here
+once, not in each maker.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Collection, Sequence
+
+from ..framework.names import EMPTY_VAR_NAME, grad_var_name, unique_name
+from .registry import InferContext, OpDef, get_op_def, require_gradient
+
+
+@dataclass
+class OpDesc:
+    """An op not yet in a block: what `get_grad_op_desc` returns."""
+
+    type: str
+    inputs: dict[str, list[str]]
+    outputs: dict[str, list[str]]
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    def input_arg_names(self) -> list[str]:
+        return [n for names in self.inputs.values() for n in names]
+
+    def output_arg_names(self) -> list[str]:
+        return [n for names in self.outputs.values() for n in names]
+
+
+def _is_float(dtype: str) -> bool:
+    return dtype.startswith("float")
+
+
+class StaticGradBuilder:
+    """Collects the grad op descriptions of one forward op."""
+
+    def __init__(self, op: Any, no_grad_set: Collection[str], grad_sub_block: Any = None,
+                 grad_name: Callable[[str], str] = grad_var_name,
+                 available_grads: Collection[str] | None = None) -> None:
+        self.fwd = op
+        self.grad_name = grad_name
+        self.available_grads = available_grads
+        self.op_def: OpDef = get_op_def(op.type)
+        self.no_grad_set = no_grad_set
+        self.grad_sub_block = grad_sub_block
+        self.descs: list[OpDesc] = []
+        self._temps: dict[str, tuple[tuple[int, ...], str]] = {}
+        self._grad_to_var: dict[str, str] = {}
+        self._assigns: list[OpDesc] = []
+
+    # -- what a grad maker reads
+    def _slot_value(self, args: dict[str, list[str]], slot: str, duplicable: bool) -> Any:
+        names = args.get(slot, [])
+        if duplicable:
+            return list(names)
+        return names[0] if names else None
+
+    def input(self, slot: str) -> Any:
+        return self._slot_value(self.fwd.inputs, slot, self.op_def.input_slot(slot).duplicable)
+
+    def output(self, slot: str) -> Any:
+        return self._slot_value(self.fwd.outputs, slot, self.op_def.output_slot(slot).duplicable)
+
+    def output_grad(self, slot: str) -> Any:
+        names = [self.grad_name(n) for n in self.fwd.outputs.get(slot, [])]
+        for name, fwd_name in zip(names, self.fwd.outputs.get(slot, [])):
+            self._grad_to_var[name] = fwd_name
+        return names if self.op_def.output_slot(slot).duplicable else (names[0] if names else None)
+
+    def has_output_grad(self, slot: str) -> bool:
+        """Whether any gradient flows into this output (the rest are zero)."""
+        names = self.fwd.outputs.get(slot, [])
+        if self.available_grads is None:
+            return bool(names)
+        return any(n in self.available_grads for n in names)
+
+    def attr(self, name: str) -> Any:
+        return self.fwd.attrs[name]
+
+    def needs_input_grad(self, slot: str, index: int | None = None) -> bool:
+        names = self.fwd.inputs.get(slot, [])
+        if index is not None:
+            names = names[index:index + 1]
+        return any(self._differentiable(n) for n in names)
+
+    def _differentiable(self, name: str) -> bool:
+        return name not in self.no_grad_set and _is_float(self.dtype(name))
+
+    def shape(self, value: str) -> tuple[int, ...]:
+        return self._lookup(value)[0]
+
+    def dtype(self, value: str) -> str:
+        return self._lookup(value)[1]
+
+    def _lookup(self, name: str) -> tuple[tuple[int, ...], str]:
+        if name in self._temps:
+            return self._temps[name]
+        block = self.fwd.block
+        var = block._find_var_recursive(name)
+        if var is None and name in self._grad_to_var:
+            var = block._find_var_recursive(self._grad_to_var[name])
+        if var is None:
+            raise KeyError(f"grad of op {self.fwd.type}: variable {name!r} is unknown")
+        return var.shape, var.dtype
+
+    # -- what a grad maker writes
+    def op(self, type: str, inputs: dict[str, Any], n_out: int | None = None, **attrs: Any) -> Any:
+        """Emit one op; return its output name, or a tuple (several slots) or list (duplicable)."""
+        op_def = get_op_def(type)
+        in_names = {slot: (list(v) if isinstance(v, (list, tuple)) else [v])
+                    for slot, v in inputs.items() if v is not None}
+        outputs: dict[str, list[str]] = {}
+        for slot in op_def.outputs:
+            count = (n_out or 1) if slot.duplicable else 1
+            outputs[slot.name] = [unique_name(f"{self.fwd.type}@GRAD@TMP") for _ in range(count)]
+        full_attrs = {**op_def.attrs, **attrs}
+        desc = OpDesc(type, in_names, outputs, full_attrs)
+        self._infer(op_def, desc)
+        self.descs.append(desc)
+        values = [outputs[s.name] if s.duplicable else outputs[s.name][0] for s in op_def.outputs]
+        return values[0] if len(values) == 1 else tuple(values)
+
+    def _infer(self, op_def: OpDef, desc: OpDesc) -> None:
+        def store(name: str, shape: tuple[int, ...], dtype: str) -> None:
+            self._temps[name] = (shape, dtype)
+        op_def.infer(InferContext(op_def, desc.inputs, desc.outputs, desc.attrs, self._lookup, store))
+
+    def set_input_grad(self, slot: str, value: Any) -> None:
+        names = self.fwd.inputs.get(slot, [])
+        values = value if isinstance(value, (list, tuple)) else [value]
+        if len(values) != len(names):
+            raise ValueError(f"grad of op {self.fwd.type}: slot {slot} has {len(names)} inputs, "
+                             f"the grad maker gave {len(values)} gradients")
+        for fwd_name, grad in zip(names, values):
+            if grad is None or not self._differentiable(fwd_name):
+                continue
+            grad = self._match_input(grad, fwd_name)
+            target = self.grad_name(fwd_name)
+            self._grad_to_var[target] = fwd_name
+            assign = OpDesc("assign", {"X": [grad]}, {"Out": [target]}, {})
+            self.descs.append(assign)
+            self._assigns.append(assign)
+
+    def _match_input(self, grad: str, fwd_name: str) -> str:
+        """Sum a broadcast gradient back to the input's shape; only when shapes may differ."""
+        grad_shape, fwd_shape = self.shape(grad), self.shape(fwd_name)
+        if grad_shape == fwd_shape and -1 not in fwd_shape:
+            return grad
+        return self.op("reduce_as", {"X": grad, "Target": fwd_name})
+
+    # -- result
+    def finish(self) -> tuple[list[OpDesc], dict[str, str]]:
+        self._fold_assigns()
+        self._drop_unused()
+        for desc in self.descs:
+            desc.attrs.setdefault("op_role", "backward")
+        return self.descs, dict(self._grad_to_var)
+
+    def _read_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for desc in self.descs:
+            for name in desc.input_arg_names():
+                counts[name] = counts.get(name, 0) + 1
+        return counts
+
+    def _fold_assigns(self) -> None:
+        """`t = f(..); x@GRAD = assign(t)` becomes `x@GRAD = f(..)` when nothing else reads t."""
+        counts = self._read_counts()
+        producers = {n: d for d in self.descs for n in d.output_arg_names()}
+        for assign in self._assigns:
+            temp, target = assign.inputs["X"][0], assign.outputs["Out"][0]
+            producer = producers.get(temp)
+            if producer is None or counts.get(temp, 0) != 1 or temp not in self._temps:
+                continue
+            for names in producer.outputs.values():
+                names[:] = [target if n == temp else n for n in names]
+            self.descs.remove(assign)
+
+    def _drop_unused(self) -> None:
+        """Unread temporaries become @EMPTY@; an op none of whose outputs is used goes."""
+        counts = self._read_counts()
+        kept = []
+        for desc in self.descs:
+            for names in desc.outputs.values():
+                names[:] = [EMPTY_VAR_NAME if n in self._temps and not counts.get(n) else n for n in names]
+            if any(n != EMPTY_VAR_NAME for n in desc.output_arg_names()):
+                kept.append(desc)
+        self.descs = kept
+
+
+def get_grad_op_desc(op: Any, no_grad_set: Collection[str], grad_sub_block: Any = None,
+                     grad_name: Callable[[str], str] = grad_var_name,
+                     available_grads: Collection[str] | None = None) -> tuple[list[OpDesc], dict[str, str]]:
+    """The grad ops of `op` and the map from each gradient name to its forward variable."""
+    op_def = get_op_def(op.type)
+    require_gradient(op_def)
+    builder = StaticGradBuilder(op, no_grad_set, grad_sub_block, grad_name, available_grads)
+    op_def.grad(builder)
+    return builder.finish()
+
+
+def input_names_needing_grad(op: Any, no_grad_set: Collection[str]) -> list[str]:
+    """The float inputs of `op` outside `no_grad_set`: the ones a gradient would reach."""
+    result = []
+    for name in op.input_arg_names:
+        if name in no_grad_set:
+            continue
+        var = op.block._find_var_recursive(name)
+        if var is not None and _is_float(var.dtype):
+            result.append(name)
+    return result
+
+
+def flatten(values: Sequence[Any]) -> list[Any]:
+    out: list[Any] = []
+    for v in values:
+        out.extend(v if isinstance(v, list) else [v])
+    return out

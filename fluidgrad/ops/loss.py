@@ -1,0 +1,145 @@
+"""Softmax and the cross-entropy losses."""
+from __future__ import annotations
+
+import numpy as np
+
+from .registry import register_op
+from .shape_rules import float_only, normalize_axis
+
+
+def _softmax_kernel(x, axis=-1):
+    shifted = x - x.max(axis=axis, keepdims=True)
+    e = np.exp(shifted)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _softmax_infer(ctx):
+    float_only(ctx, "X")
+    normalize_axis(ctx, ctx.attr("axis"), len(ctx.shape("X")))
+    ctx.set_output("Out", ctx.shape("X"), ctx.dtype("X"))
+
+
+def _softmax_vjp(g, out, dout, axis):
+    """out * (dout - sum(dout * out, axis)): the softmax Jacobian applied to dout."""
+    inner = g.op("reduce_sum", {"X": g.op("elementwise_mul", {"X": dout, "Y": out})}, axis=[axis], keepdim=True)
+    return g.op("elementwise_mul", {"X": out, "Y": g.op("elementwise_sub", {"X": dout, "Y": inner})})
+
+
+register_op("softmax", inputs="X", outputs="Out", attrs={"axis": -1}, kernel=_softmax_kernel,
+            infer=_softmax_infer,
+            grad=lambda g: g.set_input_grad("X", _softmax_vjp(g, g.output("Out"), g.output_grad("Out"),
+                                                              g.attr("axis"))))
+
+
+def _hard_label(label, logits_ndim, axis):
+    """Labels come as [N, 1] (Paddle) or [N] (PyTorch); return them with a size-1 `axis`."""
+    if label.ndim == logits_ndim - 1:
+        label = np.expand_dims(label, axis)
+    return label
+
+
+def _one_hot_like_kernel(label, logits, axis=-1):
+    axis = axis % logits.ndim
+    label = _hard_label(label, logits.ndim, axis)
+    classes = logits.shape[axis]
+    if label.size and (label.max() >= classes or label.min() < 0):
+        raise IndexError(f"softmax_with_cross_entropy: label {int(label.max())} is out of range "
+                         f"for {classes} classes")
+    shape = [1] * logits.ndim
+    shape[axis] = classes
+    return (label == np.arange(classes).reshape(shape)).astype(logits.dtype)
+
+
+register_op("one_hot_like", inputs="Label Logits", outputs="Out", attrs={"axis": -1},
+            kernel=_one_hot_like_kernel,
+            infer=lambda ctx: ctx.set_output("Out", ctx.shape("Logits"), ctx.dtype("Logits")),
+            grad=lambda g: None, doc="One-hot labels laid out like Logits along `axis`; constant in both.")
+
+
+def _swce_kernel(logits, label, soft_label=False, axis=-1):
+    axis = axis % logits.ndim
+    shifted = logits - logits.max(axis=axis, keepdims=True)
+    log_z = np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+    log_softmax = shifted - log_z
+    if soft_label:
+        loss = -(label * log_softmax).sum(axis=axis, keepdims=True)
+    else:
+        loss = -np.take_along_axis(log_softmax, _hard_label(label, logits.ndim, axis).astype(np.int64), axis)
+    return np.exp(log_softmax), loss
+
+
+def _swce_infer(ctx):
+    float_only(ctx, "Logits")
+    shape = list(ctx.shape("Logits"))
+    axis = normalize_axis(ctx, ctx.attr("axis"), len(shape), "Logits")
+    label_shape = list(ctx.shape("Label"))
+    if ctx.attr("soft_label"):
+        float_only(ctx, "Label")
+        ok = len(label_shape) == len(shape)
+    else:
+        if not ctx.dtype("Label").startswith(("int", "uint")):
+            raise ctx.dtype_error(f"hard labels must be integers, got {ctx.describe('Label')} "
+                                  "(pass soft_label=True for probabilities)")
+        expected = shape[:axis] + [1] + shape[axis + 1:]
+        ok = label_shape in (expected, shape[:axis] + shape[axis + 1:])
+    if not ok:
+        raise ctx.shape_error(f"{ctx.describe('Label')} does not fit {ctx.describe('Logits')} on axis {axis}")
+    loss_shape = list(shape)
+    loss_shape[axis] = 1
+    ctx.set_output("Softmax", shape, ctx.dtype("Logits"))
+    ctx.set_output("Loss", loss_shape, ctx.dtype("Logits"))
+
+
+def _swce_grad(g):
+    logits, label, softmax = g.input("Logits"), g.input("Label"), g.output("Softmax")
+    axis = g.attr("axis")
+    dloss = g.output_grad("Loss")
+    if g.attr("soft_label"):
+        label_sum = g.op("reduce_sum", {"X": label}, axis=[axis], keepdim=True)
+        diff = g.op("elementwise_sub", {"X": g.op("elementwise_mul", {"X": softmax, "Y": label_sum}), "Y": label})
+        if g.needs_input_grad("Label"):
+            log_softmax = g.op("log", {"X": softmax})
+            g.set_input_grad("Label", g.op("scale", {"X": g.op("elementwise_mul", {"X": log_softmax, "Y": dloss})},
+                                           scale=-1.0))
+    else:
+        one_hot = g.op("one_hot_like", {"Label": label, "Logits": logits}, axis=axis)
+        diff = g.op("elementwise_sub", {"X": softmax, "Y": one_hot})
+    dlogits = g.op("elementwise_mul", {"X": diff, "Y": dloss})
+    if g.has_output_grad("Softmax"):
+        dlogits = g.op("elementwise_add", {"X": dlogits, "Y": _softmax_vjp(g, softmax, g.output_grad("Softmax"), axis)})
+    g.set_input_grad("Logits", dlogits)
+
+
+register_op("softmax_with_cross_entropy", inputs="Logits Label", outputs="Softmax Loss",
+            attrs={"soft_label": False, "axis": -1}, kernel=_swce_kernel, infer=_swce_infer, grad=_swce_grad,
+            doc="Softmax and cross-entropy fused for stability: Loss = logsumexp(Logits) - Logits[Label].")
+
+
+def _ce_kernel(x, label, soft_label=False):
+    if soft_label:
+        return -(label * np.log(x)).sum(axis=-1, keepdims=True)
+    picked = np.take_along_axis(x, _hard_label(label, x.ndim, x.ndim - 1).astype(np.int64), -1)
+    return -np.log(picked)
+
+
+def _ce_infer(ctx):
+    float_only(ctx, "X")
+    shape = list(ctx.shape("X"))
+    if not ctx.attr("soft_label") and not ctx.dtype("Label").startswith(("int", "uint")):
+        raise ctx.dtype_error(f"hard labels must be integers, got {ctx.describe('Label')}")
+    ctx.set_output("Y", shape[:-1] + [1], ctx.dtype("X"))
+
+
+def _ce_grad(g):
+    x, label, dy = g.input("X"), g.input("Label"), g.output_grad("Y")
+    target = label if g.attr("soft_label") else g.op("one_hot_like", {"Label": label, "Logits": x})
+    ratio = g.op("elementwise_div", {"X": target, "Y": x})
+    g.set_input_grad("X", g.op("scale", {"X": g.op("elementwise_mul", {"X": ratio, "Y": dy})}, scale=-1.0))
+    if g.attr("soft_label") and g.needs_input_grad("Label"):
+        log_x = g.op("log", {"X": x})
+        g.set_input_grad("Label", g.op("scale", {"X": g.op("elementwise_mul", {"X": log_x, "Y": dy})}, scale=-1.0))
+
+
+register_op("cross_entropy", inputs="X Label", outputs="Y", attrs={"soft_label": False},
+            kernel=_ce_kernel, infer=_ce_infer, grad=_ce_grad,
+            doc="Cross-entropy of probabilities X (last axis) against labels: Y = -log X[Label].")

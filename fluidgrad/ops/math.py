@@ -1,0 +1,312 @@
+"""Arithmetic ops: elementwise binary ops with NumPy broadcasting, matmul, scale, sum, casts."""
+from __future__ import annotations
+
+import numpy as np
+
+from .registry import NO_GRADIENT, register_op
+from .shape_rules import binary_broadcast, broadcast_shapes, float_only, same_as
+
+
+# ---------------------------------------------------------------- elementwise binary
+def _add_grad(g):
+    dout = g.output_grad("Out")
+    g.set_input_grad("X", dout)
+    g.set_input_grad("Y", dout)
+
+
+def _sub_grad(g):
+    dout = g.output_grad("Out")
+    g.set_input_grad("X", dout)
+    if g.needs_input_grad("Y"):
+        g.set_input_grad("Y", g.op("scale", {"X": dout}, scale=-1.0))
+
+
+def _mul_grad(g):
+    x, y, dout = g.input("X"), g.input("Y"), g.output_grad("Out")
+    if g.needs_input_grad("X"):
+        g.set_input_grad("X", g.op("elementwise_mul", {"X": dout, "Y": y}))
+    if g.needs_input_grad("Y"):
+        g.set_input_grad("Y", g.op("elementwise_mul", {"X": dout, "Y": x}))
+
+
+def _div_grad(g):
+    y, out, dout = g.input("Y"), g.output("Out"), g.output_grad("Out")
+    dx = g.op("elementwise_div", {"X": dout, "Y": y})
+    g.set_input_grad("X", dx)
+    if g.needs_input_grad("Y"):
+        # d(x/y)/dy = -out / y, so dy = -dx * out
+        g.set_input_grad("Y", g.op("scale", {"X": g.op("elementwise_mul", {"X": dx, "Y": out})}, scale=-1.0))
+
+
+def _pow_grad(g):
+    x, y, out, dout = g.input("X"), g.input("Y"), g.output("Out"), g.output_grad("Out")
+    if g.needs_input_grad("X"):
+        y_minus_1 = g.op("scale", {"X": y}, scale=1.0, bias=-1.0)
+        dpow = g.op("elementwise_mul", {"X": y, "Y": g.op("elementwise_pow", {"X": x, "Y": y_minus_1})})
+        g.set_input_grad("X", g.op("elementwise_mul", {"X": dout, "Y": dpow}))
+    if g.needs_input_grad("Y"):
+        dlog = g.op("elementwise_mul", {"X": out, "Y": g.op("log", {"X": x})})
+        g.set_input_grad("Y", g.op("elementwise_mul", {"X": dout, "Y": dlog}))
+
+
+register_op("elementwise_add", inputs="X Y", outputs="Out", kernel=np.add, inline="{X} + {Y}",
+            infer=binary_broadcast(), grad=_add_grad)
+register_op("elementwise_sub", inputs="X Y", outputs="Out", kernel=np.subtract, inline="{X} - {Y}",
+            infer=binary_broadcast(), grad=_sub_grad)
+register_op("elementwise_mul", inputs="X Y", outputs="Out", kernel=np.multiply, inline="{X} * {Y}",
+            infer=binary_broadcast(), grad=_mul_grad)
+register_op("elementwise_div", inputs="X Y", outputs="Out", kernel=np.divide, inline="{X} / {Y}",
+            infer=binary_broadcast(), grad=_div_grad)
+register_op("elementwise_pow", inputs="X Y", outputs="Out", kernel=np.power,
+            infer=binary_broadcast(), grad=_pow_grad)
+register_op("elementwise_max", inputs="X Y", outputs="Out", kernel=np.maximum,
+            infer=binary_broadcast(), grad=lambda g: _select_grad(g, "greater_equal"))
+register_op("elementwise_min", inputs="X Y", outputs="Out", kernel=np.minimum,
+            infer=binary_broadcast(), grad=lambda g: _select_grad(g, "less_equal"))
+
+
+def _select_grad(g, compare):
+    """max/min: the gradient goes to X where it won (ties to X), else to Y."""
+    x, y, dout = g.input("X"), g.input("Y"), g.output_grad("Out")
+    x_won = g.op("cast", {"X": g.op(compare, {"X": x, "Y": y})}, dtype=g.dtype(x))
+    dx = g.op("elementwise_mul", {"X": dout, "Y": x_won})
+    g.set_input_grad("X", dx)
+    if g.needs_input_grad("Y"):
+        g.set_input_grad("Y", g.op("elementwise_sub", {"X": dout, "Y": dx}))
+
+
+# ---------------------------------------------------------------- comparisons and logic
+def _compare(name, fn, symbol):
+    register_op(name, inputs="X Y", outputs="Out", kernel=fn, inline=f"{{X}} {symbol} {{Y}}",
+                infer=binary_broadcast("bool"), grad=NO_GRADIENT)
+
+
+_compare("less_than", np.less, "<")
+_compare("less_equal", np.less_equal, "<=")
+_compare("greater_than", np.greater, ">")
+_compare("greater_equal", np.greater_equal, ">=")
+_compare("equal", np.equal, "==")
+_compare("not_equal", np.not_equal, "!=")
+
+
+def _logic_infer(ctx):
+    for slot in ("X", "Y"):
+        if ctx.has_input(slot) and ctx.dtype(slot) != "bool":
+            raise ctx.dtype_error(f"expects bool inputs, got {ctx.describe(slot)}")
+    shape = ctx.shape("X")
+    if ctx.has_input("Y"):
+        shape = broadcast_shapes(ctx, shape, ctx.shape("Y"), f"{ctx.describe('X')} with {ctx.describe('Y')}")
+    ctx.set_output("Out", shape, "bool")
+
+
+register_op("logical_and", inputs="X Y", outputs="Out", kernel=np.logical_and, infer=_logic_infer,
+            grad=NO_GRADIENT)
+register_op("logical_or", inputs="X Y", outputs="Out", kernel=np.logical_or, infer=_logic_infer,
+            grad=NO_GRADIENT)
+register_op("logical_xor", inputs="X Y", outputs="Out", kernel=np.logical_xor, infer=_logic_infer,
+            grad=NO_GRADIENT)
+register_op("logical_not", inputs="X", outputs="Out", kernel=np.logical_not, infer=_logic_infer,
+            grad=NO_GRADIENT)
+
+
+# ---------------------------------------------------------------- matmul
+def _matmul_kernel(x, y, transpose_x=False, transpose_y=False):
+    if transpose_x and x.ndim > 1:
+        x = np.swapaxes(x, -1, -2)
+    if transpose_y and y.ndim > 1:
+        y = np.swapaxes(y, -1, -2)
+    return np.matmul(x, y)
+
+
+def _matmul_infer(ctx):
+    float_only(ctx, "X", "Y")
+    dtype = ctx.dtype("X")
+    if ctx.dtype("Y") != dtype:
+        raise ctx.dtype_error(f"inputs must have one dtype, got {ctx.describe('X')} and {ctx.describe('Y')}")
+    x, y = list(ctx.shape("X")), list(ctx.shape("Y"))
+    if not x or not y:
+        raise ctx.shape_error(f"needs at least 1-D inputs, got {ctx.describe('X')} and {ctx.describe('Y')}")
+    if ctx.attr("transpose_x") and len(x) > 1:
+        x[-1], x[-2] = x[-2], x[-1]
+    if ctx.attr("transpose_y") and len(y) > 1:
+        y[-1], y[-2] = y[-2], y[-1]
+    x_vec, y_vec = len(x) == 1, len(y) == 1
+    if x_vec:
+        x = [1] + x
+    if y_vec:
+        y = y + [1]
+    k1, k2 = x[-1], y[-2]
+    if k1 != k2 and k1 != -1 and k2 != -1:
+        raise ctx.shape_error(
+            f"inner dimensions differ: {ctx.describe('X')} (transpose_x={ctx.attr('transpose_x')}) "
+            f"cannot multiply {ctx.describe('Y')} (transpose_y={ctx.attr('transpose_y')}): {k1} != {k2}")
+    batch = broadcast_shapes(ctx, x[:-2], y[:-2], f"batch dims of {ctx.describe('X')} and {ctx.describe('Y')}")
+    out = list(batch) + ([] if x_vec else [x[-2]]) + ([] if y_vec else [y[-1]])
+    ctx.set_output("Out", out, dtype)
+
+
+def _matmul_grad(g):
+    x, y, dout = g.input("X"), g.input("Y"), g.output_grad("Out")
+    if len(g.shape(x)) == 1 or len(g.shape(y)) == 1:
+        _matmul_vector_grad(g, x, y, dout)
+        return
+    dx, dy = _matmul_grad_2d(g, x, y, dout)
+    g.set_input_grad("X", dx)
+    g.set_input_grad("Y", dy)
+
+
+def _outer(g, a, b):
+    column = g.op("reshape", {"X": a}, shape=[-1, 1])
+    row = g.op("reshape", {"X": b}, shape=[1, -1])
+    return g.op("matmul", {"X": column, "Y": row})
+
+
+def _matmul_vector_grad(g, x, y, dout):
+    """Vector-matrix, matrix-vector and dot products (no batch dimensions)."""
+    x_nd, y_nd = len(g.shape(x)), len(g.shape(y))
+    tx, ty = g.attr("transpose_x"), g.attr("transpose_y")
+    if x_nd > 2 or y_nd > 2:
+        raise NotImplementedError("matmul gradient: a vector operand with a batched matrix is not supported")
+    if x_nd == 1 and y_nd == 1:
+        g.set_input_grad("X", g.op("elementwise_mul", {"X": dout, "Y": y}))
+        g.set_input_grad("Y", g.op("elementwise_mul", {"X": dout, "Y": x}))
+    elif x_nd == 1:  # out[n] = sum_k x[k] Y[k, n]
+        g.set_input_grad("X", g.op("matmul", {"X": y, "Y": dout}, transpose_x=ty))
+        dy = _outer(g, dout, x) if ty else _outer(g, x, dout)
+        g.set_input_grad("Y", dy)
+    else:  # out[m] = sum_k X[m, k] y[k]
+        dx = _outer(g, y, dout) if tx else _outer(g, dout, y)
+        g.set_input_grad("X", dx)
+        g.set_input_grad("Y", g.op("matmul", {"X": x, "Y": dout}, transpose_x=not tx))
+
+
+def _matmul_grad_2d(g, x, y, dout):
+    tx, ty = g.attr("transpose_x"), g.attr("transpose_y")
+    dx = dy = None
+    if g.needs_input_grad("X"):
+        if tx:
+            dx = g.op("matmul", {"X": y, "Y": dout}, transpose_x=ty, transpose_y=True)
+        else:
+            dx = g.op("matmul", {"X": dout, "Y": y}, transpose_y=not ty)
+    if g.needs_input_grad("Y"):
+        if ty:
+            dy = g.op("matmul", {"X": dout, "Y": x}, transpose_x=True, transpose_y=tx)
+        else:
+            dy = g.op("matmul", {"X": x, "Y": dout}, transpose_x=not tx)
+    return dx, dy
+
+
+register_op("matmul", inputs="X Y", outputs="Out", attrs={"transpose_x": False, "transpose_y": False},
+            kernel=_matmul_kernel, infer=_matmul_infer, grad=_matmul_grad)
+
+
+# ---------------------------------------------------------------- scale, sum, assign, cast
+def _scale_kernel(x, scale=1.0, bias=0.0, bias_after_scale=True):
+    if bias_after_scale:
+        return x * scale + bias if bias else x * scale
+    return (x + bias) * scale
+
+
+register_op("scale", inputs="X", outputs="Out",
+            attrs={"scale": 1.0, "bias": 0.0, "bias_after_scale": True},
+            kernel=_scale_kernel, infer=same_as(),
+            grad=lambda g: g.set_input_grad("X", g.op("scale", {"X": g.output_grad("Out")},
+                                                      scale=g.attr("scale"))))
+
+
+def _sum_kernel(xs):
+    out = xs[0]
+    for x in xs[1:]:
+        out = out + x
+    return out
+
+
+def _sum_infer(ctx):
+    shapes, dtypes = ctx.shapes("X"), ctx.dtypes("X")
+    for i, (shape, dtype) in enumerate(zip(shapes, dtypes)):
+        if dtype != dtypes[0]:
+            raise ctx.dtype_error(f"inputs must share one dtype: {ctx.describe('X', 0)} vs {ctx.describe('X', i)}")
+        if len(shape) != len(shapes[0]) or any(a != b and a != -1 and b != -1 for a, b in zip(shape, shapes[0])):
+            raise ctx.shape_error(f"inputs must share one shape: {ctx.describe('X', 0)} vs {ctx.describe('X', i)}")
+    ctx.set_output("Out", shapes[0], dtypes[0])
+
+
+register_op("sum", inputs="X*", outputs="Out", kernel=_sum_kernel, infer=_sum_infer,
+            grad=lambda g: g.set_input_grad("X", [g.output_grad("Out")] * len(g.input("X"))),
+            doc="Adds any number of same-shaped inputs; the backward builder uses it for shared gradients.")
+
+register_op("assign", inputs="X", outputs="Out", kernel=lambda x: x, inline="{X}", infer=same_as(),
+            grad=lambda g: g.set_input_grad("X", g.output_grad("Out")),
+            doc="Copies X. Arrays are never written in place, so the executor aliases instead of copying.")
+
+
+def _cast_infer(ctx):
+    from ..framework.variable import normalize_dtype
+    ctx.set_output("Out", ctx.shape("X"), normalize_dtype(ctx.attr("dtype")))
+
+
+def _cast_grad(g):
+    x = g.input("X")
+    g.set_input_grad("X", g.op("cast", {"X": g.output_grad("Out")}, dtype=g.dtype(x)))
+
+
+register_op("cast", inputs="X", outputs="Out", attrs={"dtype": "float32"},
+            kernel=lambda x, dtype: x.astype(dtype, copy=False), infer=_cast_infer, grad=_cast_grad)
+
+
+# ---------------------------------------------------------------- broadcasting helpers
+def _reduce_as_kernel(x, target):
+    """Sum `x` down to `target`'s shape: the transpose of NumPy broadcasting."""
+    if x.shape == target.shape:
+        return x
+    lead = x.ndim - target.ndim
+    axes = tuple(range(lead)) + tuple(i + lead for i, d in enumerate(target.shape)
+                                      if d == 1 and x.shape[i + lead] != 1)
+    return x.sum(axis=axes, keepdims=True).reshape(target.shape) if axes else x.reshape(target.shape)
+
+
+def _expand_as_kernel(x, target):
+    return x if x.shape == target.shape else np.broadcast_to(x, target.shape)
+
+
+def _like_target(ctx):
+    ctx.set_output("Out", ctx.shape("Target"), ctx.dtype("X"))
+
+
+register_op("reduce_as", inputs="X Target", outputs="Out", kernel=_reduce_as_kernel, infer=_like_target,
+            grad=lambda g: g.set_input_grad("X", g.op("expand_as", {"X": g.output_grad("Out"),
+                                                                    "Target": g.input("X")})),
+            doc="Sums a broadcast gradient back to the shape of Target.")
+register_op("expand_as", inputs="X Target", outputs="Out", kernel=_expand_as_kernel, infer=_like_target,
+            grad=lambda g: g.set_input_grad("X", g.op("reduce_as", {"X": g.output_grad("Out"),
+                                                                    "Target": g.input("X")})),
+            doc="Broadcasts X to the shape of Target.")
+
+
+# ---------------------------------------------------------------- constants
+def _fill_constant_kernel(shape, value, dtype):
+    return np.full(shape, value, dtype=dtype)
+
+
+def _fill_constant_infer(ctx):
+    from ..framework.variable import normalize_dtype
+    ctx.set_output("Out", ctx.attr("shape"), normalize_dtype(ctx.attr("dtype")))
+
+
+register_op("fill_constant", inputs=(), outputs="Out", attrs={"shape": [1], "value": 0.0, "dtype": "float32"},
+            kernel=_fill_constant_kernel, infer=_fill_constant_infer, grad=NO_GRADIENT)
+
+
+def _fill_like_infer(ctx):
+    from ..framework.variable import normalize_dtype
+    dtype = ctx.attr("dtype")
+    ctx.set_output("Out", ctx.shape("X"), normalize_dtype(dtype) if dtype else ctx.dtype("X"))
+
+
+register_op("fill_zeros_like", inputs="X", outputs="Out", attrs={"dtype": None},
+            kernel=lambda x, dtype: np.zeros(x.shape, dtype=dtype or x.dtype), infer=_fill_like_infer,
+            grad=lambda g: None,  # constant in X: the gradient is a (symbolic) zero
+            doc="Zeros shaped like X; the backward builder feeds it where no gradient flows.")
+register_op("fill_any_like", inputs="X", outputs="Out", attrs={"value": 0.0, "dtype": None},
+            kernel=lambda x, value, dtype: np.full(x.shape, value, dtype=dtype or x.dtype),
+            infer=_fill_like_infer, grad=lambda g: None)

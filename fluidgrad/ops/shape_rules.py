@@ -1,0 +1,81 @@
+"""Shape rules shared by many ops. -1 stands for a size known only at run time."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from .registry import InferContext
+
+
+def broadcast_shapes(ctx: InferContext, a: Sequence[int], b: Sequence[int], what: str) -> tuple[int, ...]:
+    """NumPy broadcasting, with -1 allowed; raises naming the op and both shapes."""
+    n = max(len(a), len(b))
+    a = (1,) * (n - len(a)) + tuple(a)
+    b = (1,) * (n - len(b)) + tuple(b)
+    out = []
+    for da, db in zip(a, b):
+        if da == db or db == 1:
+            out.append(da)
+        elif da == 1:
+            out.append(db)
+        elif da == -1 or db == -1:
+            out.append(max(da, db))
+        else:
+            raise ctx.shape_error(f"cannot broadcast {what}")
+    return tuple(out)
+
+
+def same_as(slot: str = "X", out: str = "Out"):
+    """Output has the input's shape and dtype (elementwise unary ops)."""
+    def infer(ctx: InferContext) -> None:
+        ctx.set_output(out, ctx.shape(slot), ctx.dtype(slot))
+    return infer
+
+
+def float_only(ctx: InferContext, *slots: str) -> None:
+    for slot in slots:
+        for i, dtype in enumerate(ctx.dtypes(slot)):
+            if not dtype.startswith("float"):
+                raise ctx.dtype_error(f"expects floating point input, got {ctx.describe(slot, i)}")
+
+
+def same_dtype(ctx: InferContext, a: str, b: str) -> str:
+    if ctx.dtype(a) != ctx.dtype(b):
+        raise ctx.dtype_error(f"inputs must have one dtype, got {ctx.describe(a)} and {ctx.describe(b)}")
+    return ctx.dtype(a)
+
+
+def binary_broadcast(out_dtype: str | None = None):
+    """X and Y broadcast together; output dtype is theirs (or `out_dtype`, e.g. "bool")."""
+    def infer(ctx: InferContext) -> None:
+        dtype = same_dtype(ctx, "X", "Y")
+        shape = broadcast_shapes(ctx, ctx.shape("X"), ctx.shape("Y"),
+                                 f"{ctx.describe('X')} with {ctx.describe('Y')}")
+        ctx.set_output("Out", shape, out_dtype or dtype)
+    return infer
+
+
+def normalize_axis(ctx: InferContext, axis: int, ndim: int, slot: str = "X") -> int:
+    if not -max(ndim, 1) <= axis < max(ndim, 1):
+        raise ctx.shape_error(f"axis {axis} is out of range for {ctx.describe(slot)}")
+    return axis % max(ndim, 1)
+
+
+def reduced_shape(ctx: InferContext, shape: Sequence[int], axis, keepdim: bool) -> tuple[int, ...]:
+    ndim = len(shape)
+    if axis is None or axis == [] or axis == ():
+        axes = set(range(ndim))
+    else:
+        axes = {normalize_axis(ctx, a, ndim) for a in (axis if isinstance(axis, (list, tuple)) else [axis])}
+    if keepdim:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def static_numel(shape: Sequence[int]) -> int:
+    """Number of elements, or -1 when a dimension is unknown."""
+    n = 1
+    for d in shape:
+        if d < 0:
+            return -1
+        n *= d
+    return n

@@ -1,0 +1,307 @@
+"""Ops that move data: reshape, transpose, concat, split, slice, gather, one_hot."""
+from __future__ import annotations
+
+import numpy as np
+
+from .registry import NO_GRADIENT, register_op
+from .shape_rules import normalize_axis, static_numel
+
+
+# ---------------------------------------------------------------- reshape
+def _resolve_shape(in_shape, shape):
+    """Paddle's rules: 0 copies the input's size, one -1 is inferred."""
+    return [in_shape[i] if d == 0 else d for i, d in enumerate(shape)]
+
+
+def _reshape_kernel(x, shape):
+    return x.reshape(_resolve_shape(x.shape, shape))
+
+
+def _reshape_infer(ctx):
+    in_shape, shape = ctx.shape("X"), list(ctx.attr("shape"))
+    if shape.count(-1) > 1:
+        raise ctx.shape_error(f"shape {shape} has more than one -1 for {ctx.describe('X')}")
+    if any(d == 0 and i >= len(in_shape) for i, d in enumerate(shape)):
+        raise ctx.shape_error(f"shape {shape} copies (0) a dimension that {ctx.describe('X')} lacks")
+    out = _resolve_shape(in_shape, shape)
+    n_in, known = static_numel(in_shape), static_numel([d for d in out if d != -1])
+    if -1 in out and n_in >= 0 and known > 0:
+        if n_in % known:
+            raise ctx.shape_error(f"cannot reshape {ctx.describe('X')} to {shape}")
+        out[out.index(-1)] = n_in // known
+    elif n_in >= 0 and static_numel(out) >= 0 and n_in != static_numel(out):
+        raise ctx.shape_error(f"cannot reshape {ctx.describe('X')} ({n_in} elements) to {shape}")
+    ctx.set_output("Out", out, ctx.dtype("X"))
+
+
+def _reshape_grad(g):
+    g.set_input_grad("X", g.op("reshape_as", {"X": g.output_grad("Out"), "Target": g.input("X")}))
+
+
+register_op("reshape", inputs="X", outputs="Out", attrs={"shape": [-1]}, kernel=_reshape_kernel,
+            infer=_reshape_infer, grad=_reshape_grad)
+register_op("reshape_as", inputs="X Target", outputs="Out",
+            kernel=lambda x, target: x.reshape(target.shape),
+            infer=lambda ctx: ctx.set_output("Out", ctx.shape("Target"), ctx.dtype("X")),
+            grad=_reshape_grad, doc="Reshapes X to the shape of Target (the gradient of reshape).")
+
+
+# ---------------------------------------------------------------- transpose
+def _transpose_infer(ctx):
+    shape, perm = ctx.shape("X"), list(ctx.attr("perm"))
+    if sorted(p % max(len(shape), 1) for p in perm) != list(range(len(shape))):
+        raise ctx.shape_error(f"perm {perm} is not a permutation of the axes of {ctx.describe('X')}")
+    ctx.set_output("Out", [shape[p] for p in perm], ctx.dtype("X"))
+
+
+def _transpose_grad(g):
+    perm = [p % len(g.attr("perm")) for p in g.attr("perm")]
+    inverse = [perm.index(i) for i in range(len(perm))]
+    g.set_input_grad("X", g.op("transpose", {"X": g.output_grad("Out")}, perm=inverse))
+
+
+register_op("transpose", inputs="X", outputs="Out", attrs={"perm": [1, 0]},
+            kernel=lambda x, perm: np.transpose(x, perm), infer=_transpose_infer, grad=_transpose_grad)
+
+
+# ---------------------------------------------------------------- concat / split
+def _concat_infer(ctx):
+    shapes, dtypes = ctx.shapes("X"), ctx.dtypes("X")
+    axis = normalize_axis(ctx, ctx.attr("axis"), len(shapes[0]))
+    size = 0
+    for i, shape in enumerate(shapes):
+        if dtypes[i] != dtypes[0]:
+            raise ctx.dtype_error(f"inputs must share one dtype: {ctx.describe('X', 0)} vs {ctx.describe('X', i)}")
+        if len(shape) != len(shapes[0]) or any(
+                a != b and a != -1 and b != -1 for j, (a, b) in enumerate(zip(shape, shapes[0])) if j != axis):
+            raise ctx.shape_error(f"inputs differ off axis {axis}: {ctx.describe('X', 0)} vs {ctx.describe('X', i)}")
+        size = -1 if size == -1 or shape[axis] == -1 else size + shape[axis]
+    out = list(shapes[0])
+    out[axis] = size
+    ctx.set_output("Out", out, dtypes[0])
+
+
+def _concat_grad(g):
+    xs = g.input("X")
+    axis = g.attr("axis")
+    sections = [g.shape(x)[axis] for x in xs]
+    if sections.count(-1) > 1:
+        raise NotImplementedError(f"concat gradient needs the sizes along axis {axis}; "
+                                  f"{sections.count(-1)} of them are unknown")
+    g.set_input_grad("X", g.op("split", {"X": g.output_grad("Out")}, n_out=len(xs),
+                               num_or_sections=sections, axis=axis))
+
+
+register_op("concat", inputs="X*", outputs="Out", attrs={"axis": 0},
+            kernel=lambda xs, axis: np.concatenate(xs, axis=axis), infer=_concat_infer, grad=_concat_grad)
+
+
+def _split_points(size, num_or_sections):
+    if isinstance(num_or_sections, int):
+        if size % num_or_sections:
+            raise ValueError(f"split: size {size} is not divisible by {num_or_sections}")
+        sections = [size // num_or_sections] * num_or_sections
+    else:
+        sections = list(num_or_sections)
+        if -1 in sections:
+            sections[sections.index(-1)] = size - (sum(sections) + 1)
+    return np.cumsum(sections)[:-1]
+
+
+def _split_kernel(x, num_or_sections, axis):
+    return np.split(x, _split_points(x.shape[axis], num_or_sections), axis=axis)
+
+
+def _split_infer(ctx):
+    shape, sections = list(ctx.shape("X")), ctx.attr("num_or_sections")
+    axis = normalize_axis(ctx, ctx.attr("axis"), len(shape))
+    count = sections if isinstance(sections, int) else len(sections)
+    if ctx.num_outputs("Out") != count:
+        raise ctx.shape_error(f"{count} sections but {ctx.num_outputs('Out')} outputs for {ctx.describe('X')}")
+    if isinstance(sections, int):
+        if shape[axis] != -1 and shape[axis] % sections:
+            raise ctx.shape_error(f"cannot split {ctx.describe('X')} into {sections} equal parts on axis {axis}")
+        sizes = [shape[axis] // sections if shape[axis] != -1 else -1] * sections
+    else:
+        sizes = list(sections)
+        if shape[axis] != -1 and -1 not in sizes and sum(sizes) != shape[axis]:
+            raise ctx.shape_error(f"sections {sizes} do not add up to axis {axis} of {ctx.describe('X')}")
+        if shape[axis] != -1 and sizes.count(-1) == 1:
+            sizes[sizes.index(-1)] = shape[axis] - (sum(sizes) + 1)
+    for i, size in enumerate(sizes):
+        shape[axis] = size
+        ctx.set_output("Out", shape, ctx.dtype("X"), index=i)
+
+
+def _split_grad(g):
+    g.set_input_grad("X", g.op("concat", {"X": g.output_grad("Out")}, axis=g.attr("axis")))
+
+
+register_op("split", inputs="X", outputs="Out*", attrs={"num_or_sections": 2, "axis": 0},
+            kernel=_split_kernel, infer=_split_infer, grad=_split_grad)
+
+
+# ---------------------------------------------------------------- slice
+def _slices(ndim, axes, starts, ends, strides=None):
+    index = [slice(None)] * ndim
+    for i, axis in enumerate(axes):
+        index[axis] = slice(starts[i], ends[i], strides[i] if strides else None)
+    return tuple(index)
+
+
+def _slice_kernel(x, axes, starts, ends):
+    return x[_slices(x.ndim, axes, starts, ends)]
+
+
+def _slice_infer(ctx):
+    shape = list(ctx.shape("X"))
+    for axis, start, end in zip(ctx.attr("axes"), ctx.attr("starts"), ctx.attr("ends")):
+        axis = normalize_axis(ctx, axis, len(shape))
+        if shape[axis] != -1:
+            shape[axis] = len(range(*slice(start, end).indices(shape[axis])))
+        elif start >= 0 and end >= 0 and end < 2**31:
+            shape[axis] = max(0, end - start)
+    ctx.set_output("Out", shape, ctx.dtype("X"))
+
+
+def _slice_grad(g):
+    g.set_input_grad("X", g.op("slice_grad", {"X": g.output_grad("Out"), "Target": g.input("X")},
+                               axes=g.attr("axes"), starts=g.attr("starts"), ends=g.attr("ends")))
+
+
+def _slice_grad_kernel(dout, target, axes, starts, ends):
+    out = np.zeros(target.shape, dtype=dout.dtype)
+    out[_slices(target.ndim, axes, starts, ends)] = dout
+    return out
+
+
+def _slice_grad_grad(g):
+    g.set_input_grad("X", g.op("slice", {"X": g.output_grad("Out")}, axes=g.attr("axes"),
+                               starts=g.attr("starts"), ends=g.attr("ends")))
+
+
+_SLICE_ATTRS = {"axes": [0], "starts": [0], "ends": [1]}
+register_op("slice", inputs="X", outputs="Out", attrs=_SLICE_ATTRS, kernel=_slice_kernel,
+            infer=_slice_infer, grad=_slice_grad)
+register_op("slice_grad", inputs="X Target", outputs="Out", attrs=_SLICE_ATTRS, kernel=_slice_grad_kernel,
+            infer=lambda ctx: ctx.set_output("Out", ctx.shape("Target"), ctx.dtype("X")),
+            grad=_slice_grad_grad, doc="Places X into zeros shaped like Target (the transpose of slice).")
+
+
+# ---------------------------------------------------------------- gather
+def _check_index(ctx):
+    if not ctx.dtype("Index").startswith(("int", "uint")):
+        raise ctx.dtype_error(f"Index must be an integer tensor, got {ctx.describe('Index')}")
+
+
+def _gather_infer(ctx):
+    _check_index(ctx)
+    shape = list(ctx.shape("X"))
+    axis = normalize_axis(ctx, ctx.attr("axis"), len(shape))
+    out = shape[:axis] + list(ctx.shape("Index")) + shape[axis + 1:]
+    ctx.set_output("Out", out, ctx.dtype("X"))
+
+
+def _gather_kernel(x, index, axis):
+    size = x.shape[axis]
+    if index.size and (index.max() >= size or index.min() < -size):
+        raise IndexError(f"gather: index {int(index.max())} is out of range for axis {axis} of size {size}")
+    return np.take(x, index, axis=axis)
+
+
+def _gather_grad(g):
+    g.set_input_grad("X", g.op("gather_grad", {"X": g.output_grad("Out"), "Index": g.input("Index"),
+                                               "Target": g.input("X")}, axis=g.attr("axis")))
+
+
+def _gather_grad_kernel(dout, index, target, axis):
+    """Scatter-add: rows gathered twice receive both gradients."""
+    out = np.zeros(target.shape, dtype=dout.dtype)
+    moved = np.moveaxis(out, axis, 0)
+    d = np.moveaxis(dout.reshape(dout.shape[:axis] + (index.size,) + dout.shape[axis + index.ndim:]), axis, 0)
+    np.add.at(moved, index.reshape(-1), d)
+    return out
+
+
+def _gather_grad_grad(g):
+    g.set_input_grad("X", g.op("gather", {"X": g.output_grad("Out"), "Index": g.input("Index")},
+                               axis=g.attr("axis")))
+
+
+def _gather_grad_infer(ctx):
+    _check_index(ctx)
+    ctx.set_output("Out", ctx.shape("Target"), ctx.dtype("X"))
+
+
+register_op("gather", inputs="X Index", outputs="Out", attrs={"axis": 0}, kernel=_gather_kernel,
+            infer=_gather_infer, grad=_gather_grad)
+register_op("gather_grad", inputs="X Index Target", outputs="Out", attrs={"axis": 0},
+            kernel=_gather_grad_kernel, infer=_gather_grad_infer, grad=_gather_grad_grad,
+            doc="Scatter-adds X into zeros shaped like Target at Index (the transpose of gather).")
+
+
+# ---------------------------------------------------------------- one_hot
+def _one_hot_infer(ctx):
+    _check_index_slot(ctx)
+    ctx.set_output("Out", list(ctx.shape("X")) + [ctx.attr("depth")], ctx.attr("dtype"))
+
+
+def _check_index_slot(ctx):
+    if not ctx.dtype("X").startswith(("int", "uint")):
+        raise ctx.dtype_error(f"expects integer labels, got {ctx.describe('X')}")
+
+
+def _one_hot_kernel(x, depth, dtype):
+    if x.size and (x.max() >= depth or x.min() < 0):
+        raise IndexError(f"one_hot: label {int(x.max())} is out of range for depth {depth}")
+    return (x[..., None] == np.arange(depth)).astype(dtype)
+
+
+register_op("one_hot", inputs="X", outputs="Out", attrs={"depth": 2, "dtype": "float32"},
+            kernel=_one_hot_kernel, infer=_one_hot_infer, grad=NO_GRADIENT)
+
+
+# ---------------------------------------------------------------- squeeze / unsqueeze
+def _squeeze_infer(ctx):
+    shape = list(ctx.shape("X"))
+    axes = {normalize_axis(ctx, a, len(shape)) for a in ctx.attr("axes")}
+    for a in axes:
+        if shape[a] not in (1, -1):
+            raise ctx.shape_error(f"cannot squeeze axis {a} of size {shape[a]} in {ctx.describe('X')}")
+    ctx.set_output("Out", [d for i, d in enumerate(shape) if i not in axes], ctx.dtype("X"))
+
+
+def _unsqueeze_infer(ctx):
+    shape = list(ctx.shape("X"))
+    for a in sorted(ctx.attr("axes")):
+        shape.insert(a if a >= 0 else len(shape) + a + 1, 1)
+    ctx.set_output("Out", shape, ctx.dtype("X"))
+
+
+register_op("squeeze", inputs="X", outputs="Out", attrs={"axes": [0]},
+            kernel=lambda x, axes: np.squeeze(x, axis=tuple(axes)), infer=_squeeze_infer, grad=_reshape_grad)
+register_op("unsqueeze", inputs="X", outputs="Out", attrs={"axes": [0]},
+            kernel=lambda x, axes: np.expand_dims(x, tuple(axes)), infer=_unsqueeze_infer, grad=_reshape_grad)
+
+
+def _stack_infer(ctx):
+    shapes = ctx.shapes("X")
+    for i, shape in enumerate(shapes):
+        if shape != shapes[0]:
+            raise ctx.shape_error(f"inputs must share one shape: {ctx.describe('X', 0)} vs {ctx.describe('X', i)}")
+    out = list(shapes[0])
+    axis = ctx.attr("axis")
+    out.insert(axis if axis >= 0 else len(out) + axis + 1, len(shapes))
+    ctx.set_output("Out", out, ctx.dtype("X"))
+
+
+def _stack_grad(g):
+    xs = g.input("X")
+    axis = g.attr("axis")
+    axis = axis if axis >= 0 else len(g.shape(xs[0])) + axis + 1
+    parts = g.op("split", {"X": g.output_grad("Out")}, n_out=len(xs), num_or_sections=len(xs), axis=axis)
+    g.set_input_grad("X", [g.op("squeeze", {"X": p}, axes=[axis]) for p in parts])
+
+
+register_op("stack", inputs="X*", outputs="Out", attrs={"axis": 0},
+            kernel=lambda xs, axis: np.stack(xs, axis=axis), infer=_stack_infer, grad=_stack_grad)

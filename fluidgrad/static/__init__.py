@@ -1,0 +1,11 @@
+"""Static-graph building: inputs, parameters, layer builders, backward and the Executor."""
+from ..backward import append_backward, gradients
+from ..executor import Executor, Scope, global_scope, scope_guard
+from ..framework import (ParamAttr, Program, Variable, default_main_program, default_startup_program,
+                         program_guard)
+from . import nn
+from .input import create_parameter, data
+
+__all__ = ["Executor", "ParamAttr", "Program", "Scope", "Variable", "append_backward", "create_parameter",
+           "data", "default_main_program", "default_startup_program", "global_scope", "gradients", "nn",
+           "program_guard", "scope_guard"]

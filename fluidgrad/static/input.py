@@ -1,0 +1,44 @@
+"""Declaring inputs and parameters of a static program."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..framework import (ParamAttr, Parameter, Variable, default_main_program, default_startup_program,
+                         normalize_dtype, unique_name)
+from ..initializer import Constant, Initializer, XavierUniform
+
+
+def data(name: str, shape: Sequence[int | None], dtype: Any = "float32", lod_level: int = 0) -> Variable:
+    """An input fed at run time; None or -1 in `shape` is a size known only then."""
+    if not isinstance(name, str):
+        raise TypeError(f"data: name must be a string, got {type(name).__name__}")
+    block = default_main_program().global_block()
+    dims = [-1 if d is None else int(d) for d in shape]
+    return block.create_var(name, dims, normalize_dtype(dtype), stop_gradient=True, is_data=True)
+
+
+def create_parameter(shape: Sequence[int], dtype: Any = "float32", name: str | None = None,
+                     attr: ParamAttr | str | None = None, is_bias: bool = False,
+                     default_initializer: Initializer | None = None) -> Parameter:
+    """A trainable persistable variable, initialised by an op in the startup program.
+
+    A name already used by a parameter returns that parameter (shapes must agree), which is
+    how two layers share weights.
+    """
+    param_attr = ParamAttr.of(attr) or ParamAttr()
+    name = name or param_attr.name or unique_name("param" if not is_bias else "bias")
+    dtype = normalize_dtype(dtype)
+    shape = [int(d) for d in shape]
+    if any(d < 0 for d in shape):
+        raise ValueError(f"create_parameter: parameter {name} needs a fully known shape, got {shape}")
+    main_block = default_main_program().global_block()
+    existing = main_block.vars.get(name)
+    param = main_block.create_parameter(name, shape, dtype, trainable=param_attr.trainable)
+    if isinstance(existing, Parameter):
+        return param
+    startup_block = default_startup_program().global_block()
+    if not startup_block.has_var(name):
+        init_var = startup_block.create_var(name, shape, dtype, persistable=True)
+        initializer = param_attr.initializer or default_initializer or (Constant(0.0) if is_bias else XavierUniform())
+        initializer(init_var, startup_block)
+    return param
