@@ -13,6 +13,7 @@ so ops off the path, and ops whose inputs all stop the gradient, get no grad op.
 """
 from __future__ import annotations
 
+import gc
 from collections import defaultdict
 from typing import Any, Callable, Iterable, Sequence
 
@@ -63,6 +64,7 @@ class _BackwardBuilder:
             if var.stop_gradient:
                 self.no_grad.add(var.name)
         self.grad_to_var: dict[str, str] = {}
+        self.var_info: dict[str, tuple[tuple[int, ...], str]] = {}  # grad var -> (shape, dtype)
         self.suffix = self._pass_suffix()
 
     def _pass_suffix(self) -> str:
@@ -106,6 +108,7 @@ class _BackwardBuilder:
                 self.grad_name(n) for n in op.output_arg_names if n in flowing})
             self.grad_to_var.update(grad_to_var)
             for desc in descs:
+                self.var_info.update(desc.out_vars)
                 desc.attrs.setdefault("op_role", BACKWARD)
                 target_block.append_op(desc.type, desc.inputs, desc.outputs, desc.attrs, infer=False)
                 for callback in callbacks:
@@ -168,6 +171,8 @@ class _BackwardBuilder:
             new = rename_var_name(name, renames[name])
             renames[name] += 1
             writer.rename_output(name, new)
+            if name in self.var_info:
+                self.var_info[new] = self.var_info[name]
             parts.append(new)
         block._insert_op(index, "sum", {"X": parts}, {"Out": [name]}, {"op_role": BACKWARD}, infer=False)
 
@@ -190,18 +195,34 @@ class _BackwardBuilder:
 
     # ---- step 6
     def create_grad_vars(self, block: Block, start: int = 0) -> None:
+        """Declare every new gradient variable in the block whose op writes it.
+
+        Shapes were inferred when each grad op was described; ops the builder added later
+        (sums, zero fills, seeds) are inferred here. A gradient gets its forward variable's shape.
+        """
         for op in block.ops[start:]:
             sub = _sub_block(op)
             if sub is not None and op.role == BACKWARD:
                 self.create_grad_vars(sub)
-            infer_op(op)
-            for name in op.output_arg_names:
+            names = [n for n in op.output_arg_names if n != EMPTY_VAR_NAME and not block.has_var(n)]
+            unknown = [n for n in names if n not in self.var_info and n not in self.grad_to_var]
+            if unknown:
+                for name in unknown:  # declare locally first, so inference cannot pick an outer var
+                    block.create_var(name)
+                infer_op(op)
+            for name in names:
                 fwd = self.grad_to_var.get(name)
-                var = block._find_var_recursive(name)
-                if fwd is not None and var is not None:
-                    fwd_var = block._find_var_recursive(fwd)
-                    if fwd_var is not None:
-                        var.shape, var.dtype = fwd_var.shape, fwd_var.dtype
+                fwd_var = block._find_var_recursive(fwd) if fwd is not None else None
+                if fwd_var is not None:
+                    shape, dtype = fwd_var.shape, fwd_var.dtype
+                elif name in self.var_info:
+                    shape, dtype = self.var_info[name]
+                else:
+                    continue  # declared by infer_op above
+                if block.has_var(name):
+                    block.vars[name].shape, block.vars[name].dtype = shape, dtype
+                else:
+                    block.create_var(name, shape, dtype)
 
 
 def _seed(block: Block, target: Variable, grad_name: str, target_gradient: Variable | None) -> None:
@@ -222,6 +243,19 @@ def _seed(block: Block, target: Variable, grad_name: str, target_gradient: Varia
 
 def _build(targets: list[Variable], target_gradients: list[Variable | None], no_grad_set: Iterable[str],
            callbacks: Sequence[Callable] = ()) -> _BackwardBuilder:
+    # Building allocates many small objects and frees none: the cyclic collector would only
+    # rescan the growing program again and again, which made long programs superlinear.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _build_unpaused(targets, target_gradients, no_grad_set, callbacks)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _build_unpaused(targets: list[Variable], target_gradients: list[Variable | None],
+                    no_grad_set: Iterable[str], callbacks: Sequence[Callable]) -> _BackwardBuilder:
     block = targets[0].block
     program = block.program
     for target in targets:

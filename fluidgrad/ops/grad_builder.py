@@ -29,6 +29,8 @@ class OpDesc:
     inputs: dict[str, list[str]]
     outputs: dict[str, list[str]]
     attrs: dict[str, Any] = field(default_factory=dict)
+    # shapes and dtypes of the outputs, as inferred when the desc was made
+    out_vars: dict[str, tuple[tuple[int, ...], str]] = field(default_factory=dict)
 
     def input_arg_names(self) -> list[str]:
         return [n for names in self.inputs.values() for n in names]
@@ -82,7 +84,7 @@ class StaticGradBuilder:
         names = self.fwd.outputs.get(slot, [])
         if self.available_grads is None:
             return bool(names)
-        return any(n in self.available_grads for n in names)
+        return any(self.grad_name(n) in self.available_grads for n in names)
 
     def attr(self, name: str) -> Any:
         return self.fwd.attrs[name]
@@ -164,7 +166,15 @@ class StaticGradBuilder:
         self._drop_unused()
         for desc in self.descs:
             desc.attrs.setdefault("op_role", "backward")
+            desc.out_vars = {n: self._var_info(n, desc) for n in desc.output_arg_names() if n != EMPTY_VAR_NAME}
         return self.descs, dict(self._grad_to_var)
+
+    def _var_info(self, name: str, desc: OpDesc) -> tuple[tuple[int, ...], str]:
+        if name in self._grad_to_var:  # an input gradient: exactly its forward variable's shape
+            return self._lookup(self._grad_to_var[name])
+        if name in self._temps:
+            return self._temps[name]
+        return self._lookup(desc.input_arg_names()[0])  # an `assign` that was not folded
 
     def _read_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}

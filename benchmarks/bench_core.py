@@ -1,0 +1,167 @@
+"""Core benchmarks (issue 2): backward-building time, an MLP training step, executor per-op cost.
+
+    python benchmarks/bench_core.py [--quick]
+
+Every comparison runs in the same process, so the ratios hold on a noisy machine.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import fluidgrad as fg  # noqa: E402
+from common import best_time, print_table  # noqa: E402
+
+
+def fc_stack(depth: int, width: int = 16) -> fg.Variable:
+    x = fg.static.data("x", [None, width])
+    h = x
+    for _ in range(depth):
+        h = fg.relu(fg.static.nn.fc(h, width))
+    return fg.mean(h)
+
+
+def bench_append_backward(depths: list[int]) -> None:
+    rows, previous = [], None
+    for depth in depths:
+        main, startup = fg.Program(), fg.Program()
+        with fg.program_guard(main, startup):
+            loss = fc_stack(depth)
+            start = time.perf_counter()
+            fg.append_backward(loss)
+            seconds = time.perf_counter() - start
+        growth = f"x{seconds / previous:.1f}" if previous else ""
+        rows.append([depth, len(main.global_block().ops), f"{seconds:.3f}", growth])
+        previous = seconds
+    print_table("append_backward on fc stacks (matmul + add + relu per layer, width 16)",
+                ["depth", "ops after backward", "seconds", "growth vs previous"], rows)
+
+
+def _mlp_numpy(params, x, labels, lr):
+    w1, b1, w2, b2, w3, b3 = params
+    h1p = x @ w1 + b1
+    h1 = np.maximum(h1p, 0)
+    h2p = h1 @ w2 + b2
+    h2 = np.maximum(h2p, 0)
+    logits = h2 @ w3 + b3
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    e = np.exp(shifted)
+    softmax = e / e.sum(axis=1, keepdims=True)
+    n = x.shape[0]
+    loss = -np.log(softmax[np.arange(n), labels[:, 0]]).mean()
+    dlogits = softmax
+    dlogits[np.arange(n), labels[:, 0]] -= 1
+    dlogits /= n
+    dw3, db3 = h2.T @ dlogits, dlogits.sum(0)
+    dh2 = (dlogits @ w3.T) * (h2p > 0)
+    dw2, db2 = h1.T @ dh2, dh2.sum(0)
+    dh1 = (dh2 @ w2.T) * (h1p > 0)
+    dw1, db1 = x.T @ dh1, dh1.sum(0)
+    for p, g in zip(params, (dw1, db1, dw2, db2, dw3, db3)):
+        p -= lr * g
+    return loss
+
+
+def bench_mlp_step(repeat: int) -> None:
+    rng = np.random.default_rng(0)
+    x = rng.random((64, 784), dtype=np.float32)
+    labels = rng.integers(0, 10, (64, 1))
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup):
+        xv = fg.static.data("x", [None, 784])
+        lv = fg.static.data("label", [None, 1], "int64")
+        h = fg.static.nn.fc(xv, 512, activation="relu")
+        h = fg.static.nn.fc(h, 512, activation="relu")
+        logits = fg.static.nn.fc(h, 10)
+        loss = fg.mean(fg.nn.functional.softmax_with_cross_entropy(logits, lv)) if hasattr(fg, "nn") else \
+            fg.mean(fg.dispatch.apply_op("softmax_with_cross_entropy", {"Logits": logits, "Label": lv})[1])
+        try:
+            fg.optimizer.SGD(0.01).minimize(loss)
+            how = "sgd ops"
+        except AttributeError:
+            fg.append_backward(loss)
+            how = "append_backward only"
+    scope = fg.Scope()
+    exe = fg.Executor()
+    exe.run(startup, scope=scope)
+    feed = {"x": x, "label": labels}
+    ours = best_time(lambda: exe.run(main, feed=feed, fetch_list=[loss], scope=scope), repeat=repeat, number=5)
+    params = [scope[p.name].copy() for p in main.all_parameters()]
+    numpy_time = best_time(lambda: _mlp_numpy(params, x, labels, 0.01), repeat=repeat, number=5)
+    rows = [["hand-written NumPy", f"{numpy_time * 1e3:.2f}", "1.00"],
+            [f"fluidgrad Executor ({how})", f"{ours * 1e3:.2f}", f"{ours / numpy_time:.2f}"]]
+    try:
+        import torch
+        torch.set_num_threads(2)
+        tw = [torch.tensor(p.copy(), requires_grad=True) for p in params]
+        tx, tl = torch.tensor(x), torch.tensor(labels[:, 0])
+        opt = torch.optim.SGD(tw, lr=0.01)
+
+        def torch_step():
+            h1 = torch.relu(tx @ tw[0] + tw[1])
+            h2 = torch.relu(h1 @ tw[2] + tw[3])
+            loss_t = torch.nn.functional.cross_entropy(h2 @ tw[4] + tw[5], tl)
+            opt.zero_grad()
+            loss_t.backward()
+            opt.step()
+        torch_time = best_time(torch_step, repeat=repeat, number=5)
+        rows.append(["PyTorch eager", f"{torch_time * 1e3:.2f}", f"{torch_time / numpy_time:.2f}"])
+    except ImportError:
+        pass
+    print_table("MLP 784-512-512-10 training step, batch 64, float32",
+                ["implementation", "ms per step", "ratio to NumPy"], rows)
+
+
+def bench_per_op(n_ops: int, repeat: int) -> None:
+    """A chain alternating `h * a` and `h + b` on 1-element arrays: forward and backward."""
+    main = fg.Program()
+    with fg.program_guard(main, fg.Program()):
+        x = fg.static.data("x", [1], "float64")
+        a = fg.static.data("a", [1], "float64")
+        b = fg.static.data("b", [1], "float64")
+        x.stop_gradient = False
+        h = x
+        for i in range(n_ops):
+            h = h * a if i % 2 == 0 else h + b
+        grad_x = fg.gradients(h, x)[0]
+    exe = fg.Executor()
+    feed = {"x": np.ones(1), "a": np.full(1, 1.0001), "b": np.full(1, 0.001)}
+    ours = best_time(lambda: exe.run(main, feed=feed, fetch_list=[h, grad_x]), repeat=repeat)
+
+    def plain_numpy():
+        """The least a NumPy programmer would write: forward, then the chain rule by hand
+        (d(h*a)/dh = a; d(h+b)/dh = 1 costs nothing)."""
+        h, av, bv = feed["x"], feed["a"], feed["b"]
+        for i in range(n_ops):
+            h = h * av if i % 2 == 0 else h + bv
+        g = np.ones(1)
+        for i in range(n_ops - 1, -1, -2 if n_ops % 2 else -1):
+            if i % 2 == 0:
+                g = g * av
+        return h, g
+    numpy_time = best_time(plain_numpy, repeat=repeat)
+    rows = [["plain NumPy", f"{numpy_time / n_ops * 1e6:.2f}", "1.00"],
+            ["fluidgrad Executor", f"{ours / n_ops * 1e6:.2f}", f"{ours / numpy_time:.2f}"]]
+    print_table(f"executor per-op cost, forward + backward, chain of {n_ops} ops on 1-element arrays",
+                ["implementation", "µs per op", "ratio to NumPy"], rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, fewer repeats")
+    args = parser.parse_args()
+    depths = [10, 100, 1000] if args.quick else [10, 100, 1000, 3000]
+    bench_append_backward(depths)
+    bench_mlp_step(repeat=3 if args.quick else 10)
+    bench_per_op(1000, repeat=5 if args.quick else 20)
+
+
+if __name__ == "__main__":
+    main()

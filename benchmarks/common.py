@@ -1,0 +1,28 @@
+"""Timing helpers shared by the benchmark scripts: best-of-N wall time, and a table printer."""
+from __future__ import annotations
+
+import time
+from typing import Callable, Sequence
+
+
+def best_time(fn: Callable[[], object], repeat: int = 5, number: int = 1, warmup: int = 1) -> float:
+    """The best of `repeat` timings of `number` calls, in seconds per call (noise only adds)."""
+    for _ in range(warmup):
+        fn()
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        best = min(best, (time.perf_counter() - start) / number)
+    return best
+
+
+def print_table(title: str, header: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    cells = [list(map(str, header))] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    print(f"\n## {title}\n")
+    print("| " + " | ".join(c.ljust(w) for c, w in zip(cells[0], widths)) + " |")
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for row in cells[1:]:
+        print("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |")
