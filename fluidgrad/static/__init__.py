@@ -5,7 +5,8 @@ from ..framework import (ParamAttr, Program, Variable, default_main_program, def
                          program_guard)
 from . import nn
 from .input import create_parameter, data
+from ..io import load, load_inference_model, save, save_inference_model
 
 __all__ = ["Executor", "ParamAttr", "Program", "Scope", "Variable", "append_backward", "create_parameter",
-           "data", "default_main_program", "default_startup_program", "global_scope", "gradients", "nn",
-           "program_guard", "scope_guard"]
+           "data", "default_main_program", "default_startup_program", "global_scope", "gradients", "load",
+           "load_inference_model", "nn", "program_guard", "save", "save_inference_model", "scope_guard"]
