@@ -142,7 +142,7 @@ def bench_per_op(n_ops: int, repeat: int) -> None:
         for i in range(n_ops):
             h = h * av if i % 2 == 0 else h + bv
         g = np.ones(1)
-        for i in range(n_ops - 1, -1, -2 if n_ops % 2 else -1):
+        for i in reversed(range(n_ops)):
             if i % 2 == 0:
                 g = g * av
         return h, g
