@@ -112,9 +112,14 @@ def _locate(plan: Plan, exc: Exception) -> ExecutionError:
     if op_index is None:
         return ExecutionError(f"running block {plan.block.idx} failed: {type(exc).__name__}: {exc}")
     op = plan.block.ops[op_index]
-    del frame_locals
-    inputs = ", ".join(f"{slot}={names}" for slot, names in op.inputs.items())
-    return ExecutionError(f"op #{op_index} ({op.type}, block {plan.block.idx}) failed: "
-                          f"{type(exc).__name__}: {exc} [inputs: {inputs}]")
+
+    def describe(name: str) -> str:
+        value = frame_locals.get(plan.idents.get(name, ""))
+        if isinstance(value, np.ndarray):
+            return f"{name} (shape {list(value.shape)}, {value.dtype})"
+        return name
+    inputs = "; ".join(f"{slot}: {', '.join(describe(n) for n in names)}" for slot, names in op.inputs.items())
+    return ExecutionError(f"op #{op_index} ({op.type}, {op.role} op, block {plan.block.idx}) failed: "
+                          f"{type(exc).__name__}: {exc} [inputs {inputs}]")
 
 

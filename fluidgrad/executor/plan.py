@@ -28,11 +28,13 @@ from ..ops.registry import get_op_def
 
 
 class Plan:
-    def __init__(self, block: Block, source: str, fn: Any, line_ops: dict[int, int]) -> None:
+    def __init__(self, block: Block, source: str, fn: Any, line_ops: dict[int, int],
+                 idents: dict[str, str]) -> None:
         self.block = block
         self.source = source
         self.fn = fn
         self.line_ops = line_ops  # generated line number -> op index
+        self.idents = idents      # variable name -> local name in the generated code
 
     def op_at_line(self, lineno: int) -> int | None:
         return self.line_ops.get(lineno)
@@ -197,7 +199,7 @@ def compile_block(block: Block, feed_names: Iterable[str] = (), fetch_names: Ite
     namespace = dict(w.globals)
     code = compile(source, f"<fluidgrad plan: block {block.idx}>", "exec")
     exec(code, namespace)
-    return Plan(block, source, namespace["run"], w.line_ops)
+    return Plan(block, source, namespace["run"], w.line_ops, w.idents)
 
 
 def _emit_stores(w: _Writer, block: Block, written: list[str], external: dict[str, int], kept: set[str],

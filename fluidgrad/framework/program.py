@@ -35,6 +35,8 @@ def _arg_names(args: _SlotArgs | None) -> dict[str, list[str]]:
 class Operator:
     """One op: a type, named input and output slots (lists of variable names) and attributes."""
 
+    __slots__ = ("block", "type", "inputs", "outputs", "attrs", "__dict__")
+
     def __init__(self, block: "Block", type: str, inputs: dict[str, list[str]],
                  outputs: dict[str, list[str]], attrs: dict[str, Any]) -> None:
         self.block = block
@@ -114,6 +116,8 @@ def _format_op(op: Operator) -> str:
 
 class Block:
     """A list of ops and the variables they declare; `parent_idx` links nested blocks."""
+
+    __slots__ = ("program", "idx", "parent_idx", "ops", "vars", "forward_block_idx", "__dict__")
 
     def __init__(self, program: "Program", idx: int, parent_idx: int) -> None:
         self.program = program
@@ -217,6 +221,8 @@ class Block:
 class Program:
     """Nested Blocks; block 0 is the global block. Mutations bump `_version` to void cached plans."""
 
+    __slots__ = ("blocks", "_current_block_idx", "_version", "random_seed", "__dict__", "__weakref__")
+
     def __init__(self) -> None:
         self.blocks: list[Block] = [Block(self, 0, -1)]
         self._current_block_idx = 0
@@ -281,7 +287,10 @@ class Program:
         return copy
 
     def __str__(self) -> str:
-        return "\n".join(block.to_string() for block in self.blocks if block.parent_idx == -1)
+        """Block 0 with each sub-block indented under the op holding it; others after it."""
+        held = {op.attrs["sub_block"].idx for b in self.blocks for op in b.ops
+                if isinstance(op.attrs.get("sub_block"), Block)}
+        return "\n".join(block.to_string() for block in self.blocks if block.idx not in held)
 
     __repr__ = __str__
 

@@ -28,6 +28,9 @@ def is_float_dtype(dtype: str) -> bool:
 class Variable(MathMixin):
     """A named value of a Block. `shape` uses -1 for a size known only at run time."""
 
+    __slots__ = ("block", "name", "shape", "dtype", "persistable", "stop_gradient", "type", "is_data",
+                 "__dict__", "__weakref__")
+
     # kinds of variable: ordinary arrays, and the list of scopes a `while` keeps
     DENSE = "dense"
     STEP_SCOPES = "step_scopes"
@@ -65,6 +68,8 @@ class Variable(MathMixin):
 
 class Parameter(Variable):
     """A persistable, trainable Variable initialised by ops in the startup program."""
+
+    __slots__ = ("trainable",)
 
     def __init__(self, block: "Block", name: str, shape: Sequence[int], dtype: Any = "float32",
                  trainable: bool = True, **kwargs: Any) -> None:
