@@ -1,0 +1,22 @@
+"""Shared fixtures: every test builds into fresh programs, a fresh global scope and fresh names,
+so that tests never see each other's variables (and can run in any order, in parallel)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fluidgrad as fg
+from fluidgrad.framework import unique_name_guard
+
+
+@pytest.fixture(autouse=True)
+def fresh_programs():
+    """Default main/startup programs, global scope and unique names are new for each test."""
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup), fg.scope_guard(fg.Scope()), unique_name_guard():
+        yield main, startup
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(1234)
