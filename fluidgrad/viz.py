@@ -65,8 +65,8 @@ def _var_label(name: str, var: Variable | None) -> str:
     if var is None:
         return name
     if var.type != Variable.DENSE:
-        return f"{name}\n({var.type})"
-    return f"{name}\n{var.dtype}{list(var.shape)}"
+        return f"{name}\\n({var.type})"
+    return f"{name}\\n{var.dtype}{list(var.shape)}"
 
 
 def _op_sub_blocks(op: Operator) -> list[Block]:

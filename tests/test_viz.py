@@ -1,0 +1,119 @@
+"""fluidgrad.viz: DOT source names ops and colours roles; draw renders SVG/PNG through `dot`."""
+from __future__ import annotations
+
+import re
+import shutil
+import xml.etree.ElementTree as ET
+
+import pytest
+
+import fluidgrad as fg
+from fluidgrad import viz
+from fluidgrad.framework import BACKWARD, FORWARD, OPTIMIZE
+
+needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
+
+
+def _training_program():
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup), fg.framework.unique_name_guard():
+        x = fg.static.data("x", [None, 4])
+        y = fg.static.nn.fc(x, 3, activation="tanh")
+        loss = fg.mean(y * y)
+        params_grads = fg.append_backward(loss)
+        block = main.global_block()
+        for param, grad in params_grads:  # an SGD step written out, tagged as optimizer ops
+            step = block.create_var(f"{param.name}.step", param.shape, param.dtype)
+            block.append_op("scale", {"X": grad}, {"Out": step}, {"scale": -0.1, "op_role": OPTIMIZE})
+            block.append_op("elementwise_add", {"X": param, "Y": step}, {"Out": param}, {"op_role": OPTIMIZE})
+    return main
+
+
+def _node_lines(dot: str, word: str) -> list[str]:
+    return [line for line in dot.splitlines() if f'label={word}' in line or f'label="{word}' in line]
+
+
+def test_to_dot_names_ops_and_colours_roles():
+    main = _training_program()
+    dot = viz.to_dot(main)
+    assert dot.startswith("digraph")
+    for op in main.global_block().ops:
+        assert f"label={op.type} " in dot
+    colours = {role: viz.ROLE_COLORS[role] for role in (FORWARD, BACKWARD, OPTIMIZE)}
+    assert len(set(colours.values())) == 3
+    op_lines = [line for line in dot.splitlines() if "shape=box" in line and "legend" not in line]
+    for role, colour in colours.items():
+        n_ops = sum(op.role == role for op in main.global_block().ops)
+        assert n_ops > 0
+        assert sum(f'fillcolor="{colour}"' in line for line in op_lines) == n_ops, role
+    assert "tanh" in "".join(_node_lines(dot, "tanh"))
+
+
+def test_to_dot_marks_parameters_and_draws_every_edge():
+    main = _training_program()
+    dot = viz.to_dot(main, legend=False)
+    for param in main.all_parameters():
+        line = next(line for line in dot.splitlines() if f'label="{param.name}\\n' in line)
+        assert "bold" in line and viz.PARAMETER_COLOR in line
+    n_edges = sum(len([n for n in op.input_arg_names + op.output_arg_names])
+                  for op in main.global_block().ops)
+    assert len(re.findall(r" -> ", dot)) == n_edges
+
+
+def test_sub_blocks_become_nested_clusters():
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup):
+        x = fg.static.data("x", [2])
+        block = main.global_block()
+        with main._sub_block_guard() as outer:
+            inner_out = outer.create_var("inner_out", [2])
+            outer.append_op("scale", {"X": x}, {"Out": inner_out}, {"scale": 2.0})
+            with main._sub_block_guard() as nested:
+                nested.append_op("relu", {"X": inner_out}, {"Out": nested.create_var("deep", [2])})
+            outer.ops[0].attrs["sub_block"] = nested  # a stand-in for a loop op holding a body
+        out = block.create_var("out", [2])
+        block.append_op("assign", {"X": x}, {"Out": out}, {"sub_block": outer}, infer=False)
+    dot = viz.to_dot(main)
+    assert "subgraph cluster_1" in dot and "subgraph cluster_2" in dot
+    # cluster 2 is nested inside cluster 1: it opens before cluster 1 closes
+    body1 = dot[dot.index("subgraph cluster_1"):]
+    assert body1.index("subgraph cluster_2") < body1.index("\n\t}")
+    assert "lhead=cluster_1" in dot and "lhead=cluster_2" in dot
+    # the relu in block 2 reads inner_out from block 1: one node for it, not two
+    assert dot.count('label="inner_out') == 1
+
+
+def test_to_dot_rejects_non_programs():
+    with pytest.raises(TypeError, match="Program"):
+        viz.to_dot("not a program")
+
+
+@needs_dot
+def test_draw_svg_parses_and_names_the_ops(tmp_path):
+    main = _training_program()
+    path = viz.draw(main, tmp_path / "train.svg")
+    root = ET.parse(path).getroot()
+    assert root.tag.endswith("svg")
+    texts = {t.text for t in root.iter() if t.tag.endswith("text")}
+    for op in main.global_block().ops:
+        assert op.type in texts
+    assert {p.name for p in main.all_parameters()} <= texts
+
+
+@needs_dot
+def test_draw_png_and_dot_source(tmp_path):
+    main = _training_program()
+    assert viz.draw(main, tmp_path / "p.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    assert viz.draw(main, tmp_path / "p.dot").read_text() == viz.to_dot(main)
+
+
+def test_draw_unknown_suffix(tmp_path):
+    with pytest.raises(ValueError, match=r"\.svg"):
+        viz.draw(_training_program(), tmp_path / "p.jpeg")
+
+
+def test_draw_without_dot_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(RuntimeError, match="Graphviz's `dot` program is not installed"):
+        viz.draw(_training_program(), tmp_path / "p.svg")
+    assert not (tmp_path / "p.svg").exists()
