@@ -19,7 +19,11 @@ from .functions import (abs, add, add_n, cast, concat, cos, divide, equal, exp, 
                         square, squeeze, stack, subtract, sum, tanh, transpose, unsqueeze, zeros, zeros_like)
 from .ops.random import seed
 from . import static
+from .eager import Tensor, grad, no_grad, to_tensor
 
 _math_mixin.install(functions)
+from . import dispatch as _dispatch
+from .eager import eager_apply as _eager_apply
+_dispatch.install_eager(Tensor, _eager_apply)
 
 __version__ = "0.1.0"

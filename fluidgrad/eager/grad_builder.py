@@ -1,0 +1,196 @@
+"""EagerGradBuilder: the grad-maker interface of `ops/grad_builder.py`, run at once.
+
+The registry's grad makers (`op_def.grad(g)`) are written against a builder. The static
+builder appends op descriptions; this one computes: `g.op` calls the kernel directly on
+arrays (no descriptor, no shape inference), or, with `create_graph=True`, goes through
+`eager_apply` on Tensors so that the backward pass is itself recorded (grad of grad).
+Unbroadcasting to the input's shape and summing gradients of a tensor read by several
+nodes are done here, once, not by each maker. One builder serves a whole backward pass.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..framework.names import grad_var_name
+from .engine import OpCall, Node, _CALLS, eager_apply, op_call
+from .tensor import Tensor
+
+_ndarray = np.ndarray
+_asarray = np.asarray
+
+
+def _reduce_as(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Sum a broadcast gradient back to `shape`: the transpose of NumPy broadcasting."""
+    lead = grad.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(i + lead for i, d in enumerate(shape) if d == 1 and grad.shape[i + lead] != 1)
+    if axes:
+        grad = grad.sum(axis=axes, keepdims=True)
+    return grad.reshape(shape)
+
+
+class EagerGradBuilder:
+    """Runs one node's grad maker; `node_grads` / `leaf_grads` are the engine's dicts."""
+
+    grad_sub_block = None
+
+    __slots__ = ("node", "call", "grads", "node_grads", "leaf_grads", "create_graph")
+
+    def __init__(self, node_grads: dict, leaf_grads: dict, create_graph: bool) -> None:
+        self.node_grads = node_grads
+        self.leaf_grads = leaf_grads
+        self.create_graph = create_graph
+        self.node: Node | None = None
+        self.call: OpCall | None = None
+        self.grads: list = []
+
+    def run(self, node: Node, grads: list) -> None:
+        self.node, self.call, self.grads = node, node.call, grads
+        try:
+            node.call.grad_maker(self)
+        finally:
+            self.node = self.grads = None
+
+    # ---- accumulation (the engine's dict)
+    def accumulate(self, tensor: Tensor, grad: Any) -> None:
+        node = tensor._node
+        if node is None:
+            if tensor.stop_gradient:
+                return
+            prev = self.leaf_grads.get(tensor)
+            self.leaf_grads[tensor] = grad if prev is None else prev + grad
+            return
+        slot_grads = self.node_grads.get(node)
+        if slot_grads is None:
+            slot_grads = self.node_grads[node] = [None] * len(node.outs)
+        prev = slot_grads[tensor._idx]
+        slot_grads[tensor._idx] = grad if prev is None else prev + grad
+
+    # ---- what a grad maker reads
+    def _out_range(self, slot: str) -> tuple[int, int]:
+        ranges = self.node.out_ranges
+        if ranges is not None:
+            return ranges[slot]
+        i = self.call.out_index[slot]
+        return i, i + 1
+
+    def input(self, slot: str) -> Any:
+        value = self.node.inputs[self.call.in_index[slot]]
+        if self.create_graph or value is None:
+            return value
+        if type(value) is list:
+            return [t.data for t in value]
+        return value.data
+
+    def output(self, slot: str) -> Any:
+        start, stop = self._out_range(slot)
+        outs = self.node.outs
+        if self.create_graph:
+            # the same (node, index) as the forward output: gradients flow through it again
+            values = [Tensor(outs[i], False, self.node, i) for i in range(start, stop)]
+        else:
+            values = list(outs[start:stop])
+        return values if self.node.out_ranges is not None and self._is_dup_out(slot) else values[0]
+
+    def _is_dup_out(self, slot: str) -> bool:
+        for name, dup in self.call.out_slots:
+            if name == slot:
+                return dup
+        raise KeyError(f"op {self.call.type} has no output slot {slot!r}")
+
+    def output_grad(self, slot: str) -> Any:
+        """The gradient flowing into an output; zeros (made now) where none flows."""
+        start, stop = self._out_range(slot)
+        values = []
+        for i in range(start, stop):
+            g = self.grads[i]
+            if g is None:
+                zeros = np.zeros_like(self.node.outs[i])
+                g = Tensor(zeros) if self.create_graph else zeros
+            values.append(g)
+        return values if self.node.out_ranges is not None and self._is_dup_out(slot) else values[0]
+
+    def has_output_grad(self, slot: str) -> bool:
+        start, stop = self._out_range(slot)
+        return any(self.grads[i] is not None for i in range(start, stop))
+
+    def attr(self, name: str) -> Any:
+        try:
+            return self.node.attrs[name]
+        except KeyError:
+            raise KeyError(f"grad of op {self.call.type}: no attribute {name!r}") from None
+
+    def needs_input_grad(self, slot: str, index: int | None = None) -> bool:
+        value = self.node.inputs[self.call.in_index[slot]]
+        if value is None:
+            return False
+        if type(value) is list:
+            items = value if index is None else value[index:index + 1]
+            return any(not t.stop_gradient and t.data.dtype.kind == "f" for t in items)
+        return not value.stop_gradient and value.data.dtype.kind == "f"
+
+    @staticmethod
+    def shape(value: Any) -> tuple[int, ...]:
+        return tuple(value.shape)
+
+    @staticmethod
+    def dtype(value: Any) -> str:
+        dtype = value.dtype
+        return dtype if type(dtype) is str else dtype.name
+
+    @staticmethod
+    def grad_name(name: str) -> str:
+        return grad_var_name(name)
+
+    # ---- what a grad maker writes
+    def op(self, type: str, inputs: dict[str, Any], n_out: int | None = None, **attrs: Any) -> Any:
+        """Run one op now: on arrays through its kernel, or recorded on Tensors (create_graph)."""
+        if self.create_graph:
+            return eager_apply(type, {k: _tensor(v) for k, v in inputs.items()}, attrs, n_out)
+        call = _CALLS.get(type) or op_call(type)
+        args = [inputs.get(slot) for slot, _ in call.in_slots]
+        defaults = call.defaults
+        if defaults:
+            out = call.kernel(*args, **({**defaults, **attrs} if attrs else defaults))
+        else:
+            out = call.kernel(*args)
+        if call.single_out:
+            return out
+        if len(call.out_slots) == 1:
+            return list(out)
+        return tuple(list(v) if dup else v for v, (_, dup) in zip(out, call.out_slots))
+
+    def set_input_grad(self, slot: str, value: Any) -> None:
+        inputs = self.node.inputs[self.call.in_index[slot]]
+        if inputs is None:
+            return
+        if type(inputs) is list:
+            values = value if isinstance(value, (list, tuple)) else [value]
+            if len(values) != len(inputs):
+                raise ValueError(f"grad of op {self.call.type}: slot {slot} has {len(inputs)} inputs, "
+                                 f"the grad maker gave {len(values)} gradients")
+            for tensor, grad in zip(inputs, values):
+                self._give(tensor, grad)
+        else:
+            self._give(inputs, value)
+
+    def _give(self, tensor: Tensor, grad: Any) -> None:
+        if grad is None or tensor.stop_gradient or tensor.data.dtype.kind != "f":
+            return
+        shape = tensor.data.shape
+        if grad.shape != shape:
+            if self.create_graph:
+                grad = eager_apply("reduce_as", {"X": grad, "Target": tensor.detach()}, {}, None)
+            else:
+                grad = _reduce_as(_asarray(grad), shape)
+        self.accumulate(tensor, grad)
+
+
+def _tensor(value: Any) -> Any:
+    """create_graph mode: makers may pass arrays (e.g. zeros they built); lift them."""
+    if value is None or isinstance(value, Tensor):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_tensor(v) for v in value]
+    return Tensor(_asarray(value))

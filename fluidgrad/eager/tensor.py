@@ -1,0 +1,176 @@
+"""Tensor: a NumPy array plus what define-by-run autograd needs to know about it.
+
+A Tensor is either a leaf (`_node is None`: made by `to_tensor`, a parameter, or any op run
+while nothing needed a gradient) or the `_idx`-th output of the recorded `Node` `_node`.
+The node keeps the input Tensors and the output *arrays*, never the output Tensors, so a
+graph is freed by reference counting as soon as its last output dies.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..framework.math_mixin import MathMixin
+from ..framework.variable import normalize_dtype
+
+
+class Tensor(MathMixin):
+    """An eager value. `stop_gradient=False` asks for its gradient (`.grad` after backward)."""
+
+    __slots__ = ("data", "stop_gradient", "grad", "_node", "_idx", "name", "_hooks", "__weakref__")
+
+    def __init__(self, data: np.ndarray, stop_gradient: bool = True, node: Any = None, idx: int = 0,
+                 name: str | None = None) -> None:
+        self.data = data
+        self.stop_gradient = stop_gradient
+        self.grad = None
+        self._node = node
+        self._idx = idx
+        self.name = name
+        self._hooks = None
+
+    # ---- what it holds
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.data.shape
+
+    @property
+    def dtype(self) -> str:
+        return self.data.dtype.name
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim
+
+    @property
+    def size(self) -> int:
+        return self.data.size
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._node is None
+
+    def numpy(self) -> np.ndarray:
+        """The array itself (no copy): do not write into it while a graph may still read it."""
+        return self.data
+
+    def item(self) -> Any:
+        return self.data.item()
+
+    def tolist(self) -> Any:
+        return self.data.tolist()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return self.data if dtype is None else self.data.astype(dtype)
+
+    def __len__(self) -> int:
+        if self.data.ndim == 0:
+            raise TypeError("len() of a 0-D tensor")
+        return self.data.shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __bool__(self) -> bool:
+        return bool(self.data)
+
+    def __float__(self) -> float:
+        return float(self.data)
+
+    def __int__(self) -> int:
+        return int(self.data)
+
+    def __index__(self) -> int:
+        return int(self.data)
+
+    def __repr__(self) -> str:
+        body = np.array2string(self.data, prefix="       ", separator=", ")
+        return (f"Tensor(shape={list(self.shape)}, dtype={self.dtype}, "
+                f"stop_gradient={self.stop_gradient},\n       {body})")
+
+    # ---- autograd
+    def backward(self, grad_tensor: Any = None, retain_graph: bool = False) -> None:
+        """Accumulate d(self)/d(leaf) into every leaf's `.grad` (ones as the seed by default)."""
+        from .engine import backward
+        backward([self], None if grad_tensor is None else [grad_tensor], retain_graph)
+
+    def detach(self) -> "Tensor":
+        """The same array, cut from the graph."""
+        return Tensor(self.data, True, name=self.name)
+
+    def clear_grad(self) -> None:
+        self.grad = None
+
+    clear_gradient = clear_grad
+
+    def gradient(self) -> np.ndarray | None:
+        """Paddle's spelling: the gradient as an array."""
+        return None if self.grad is None else self.grad.data
+
+    def register_hook(self, hook: Callable[["Tensor"], "Tensor | None"]) -> "HookHandle":
+        """Call `hook(grad)` when this tensor's gradient is computed; a returned Tensor replaces it."""
+        if self.stop_gradient:
+            raise RuntimeError("register_hook: cannot hook a tensor with stop_gradient=True")
+        if self._node is not None:
+            hooks = self._node.hooks
+            if hooks is None:
+                hooks = self._node.hooks = {}
+            hook_list = hooks.setdefault(self._idx, [])
+        else:
+            if self._hooks is None:
+                self._hooks = []
+            hook_list = self._hooks
+        hook_list.append(hook)
+        return HookHandle(hook_list, hook)
+
+    # ---- values
+    def set_value(self, value: Any) -> None:
+        """Replace the array (same shape and dtype), e.g. when loading a state dict."""
+        array = np.asarray(value.data if isinstance(value, Tensor) else value)
+        if array.shape != self.data.shape:
+            raise ValueError(f"set_value: tensor {self.name or ''} has shape {list(self.shape)}, "
+                             f"the new value has shape {list(array.shape)}")
+        self.data = array.astype(self.data.dtype, copy=True)
+
+    def clone(self) -> "Tensor":
+        from .. import functions
+        return functions.scale(self, 1.0)
+
+    def astype(self, dtype: Any) -> "Tensor":
+        from .. import functions
+        return functions.cast(self, dtype)
+
+    def cpu(self) -> "Tensor":
+        return self
+
+
+class HookHandle:
+    """Returned by `register_hook`; `remove()` takes the hook off again."""
+
+    def __init__(self, hooks: list, hook: Callable) -> None:
+        self._hooks, self._hook = hooks, hook
+
+    def remove(self) -> None:
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+
+def to_tensor(data: Any, dtype: Any = None, place: Any = None, stop_gradient: bool = True) -> Tensor:
+    """A new leaf Tensor holding a copy of `data` (a list, number, array or Tensor).
+
+    Python floats become float32 (Paddle's default dtype); NumPy arrays keep their dtype.
+    """
+    if isinstance(data, Tensor):
+        data = data.data
+    if dtype is not None:
+        array = np.array(data, dtype=normalize_dtype(dtype))
+    elif isinstance(data, np.ndarray):
+        array = data.copy()
+    else:
+        array = np.array(data)
+        if array.dtype == np.float64 and not isinstance(data, np.generic):
+            array = array.astype(np.float32)
+    normalize_dtype(array.dtype)  # reject object/str arrays with a clear error
+    return Tensor(array, bool(stop_gradient))
