@@ -1,0 +1,116 @@
+"""The `fluidgrad` command (also `python -m fluidgrad`).
+
+    fluidgrad demo [--epochs N] [--out DIR] [--mode static|eager]   train a CNN on 8x8 digits
+    fluidgrad show MODEL                                             print a saved program
+    fluidgrad draw MODEL -o FILE                                     draw it (.svg/.png/.pdf/.dot)
+
+MODEL is the path prefix given to `save` / `save_inference_model` (e.g. fluidgrad-demo/digits)
+or the `.pdmodel.json` file itself.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Sequence
+
+DEFAULT_OUT = "fluidgrad-demo"
+
+
+def _parser() -> argparse.ArgumentParser:
+    from . import __version__
+    parser = argparse.ArgumentParser(prog="fluidgrad", description="fluidgrad: Programs, automatic backward "
+                                     "building and an eager mode, on NumPy.")
+    parser.add_argument("--version", action="version", version=f"fluidgrad {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    demo = commands.add_parser("demo", help="train a small CNN on scikit-learn's 8x8 digits (no download)",
+                               description="Train a small CNN on scikit-learn's bundled 8x8 digits, print the "
+                               "test accuracy, save the inference model and a picture of the training program.")
+    demo.add_argument("--epochs", type=int, default=12, help="passes over the training set (default 12)")
+    demo.add_argument("--out", default=DEFAULT_OUT, help=f"where to save model and picture (default ./{DEFAULT_OUT})")
+    demo.add_argument("--mode", choices=("static", "eager"), default="static",
+                      help="static: build a Program and run it on the Executor; eager: define-by-run tensors")
+    demo.add_argument("--model", choices=("cnn", "mlp"), default="cnn", help="network to train (default cnn)")
+    demo.add_argument("--batch-size", type=int, default=32)
+    demo.add_argument("--lr", type=float, default=0.01, help="Adam learning rate (default 0.01)")
+    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+    show = commands.add_parser("show", help="print a saved program")
+    show.add_argument("model", help="path prefix of a saved model, or its .pdmodel.json file")
+
+    draw = commands.add_parser("draw", help="draw a saved program (SVG, PNG, PDF by suffix, or DOT source)")
+    draw.add_argument("model", help="path prefix of a saved model, or its .pdmodel.json file")
+    draw.add_argument("-o", "--output", required=True, help="picture file: .svg, .png, .pdf or .dot")
+    return parser
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from . import demo
+    if args.epochs < 1:
+        raise ValueError(f"--epochs must be at least 1, got {args.epochs}")
+    progress = None
+    if not args.no_progress:
+        from tqdm import tqdm
+
+        def progress(items, **kwargs):
+            return tqdm(items, leave=True, dynamic_ncols=True, **kwargs)
+    train = demo.train_static if args.mode == "static" else demo.train_eager
+    result = train(args.epochs, model=args.model, batch_size=args.batch_size, learning_rate=args.lr,
+                   seed=args.seed, progress=progress, out_dir=Path(args.out))
+    if result.model_path is not None:
+        print(f"saved the inference model to {result.model_path}")
+    if result.picture_path is not None:
+        print(f"saved a picture of the training program to {result.picture_path}")
+    print(f"trained in {result.seconds:.1f} s ({args.mode} mode, {args.model}, {args.epochs} epochs)")
+    print(f"test accuracy: {result.test_accuracy:.3f}")
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from .io import read_model
+    program, feed_names, fetch_names = read_model(args.model)
+    print(f"# {Path(args.model)}")
+    if feed_names is not None:
+        print(f"# feeds: {', '.join(feed_names)}")
+        print(f"# fetches: {', '.join(fetch_names or [])}")
+    params = program.all_parameters()
+    size = sum(_numel(p.shape) for p in params)
+    print(f"# {len(params)} parameters, {size} values; {program.num_blocks} block(s), "
+          f"{sum(len(b.ops) for b in program.blocks)} ops")
+    print(program)
+    return 0
+
+
+def _numel(shape: Sequence[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= max(d, 0)
+    return n
+
+
+def _draw(args: argparse.Namespace) -> int:
+    from .io import read_model
+    from .viz import draw
+    program, _, _ = read_model(args.model)
+    print(f"wrote {draw(program, args.output)}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `fluidgrad` script; returns the exit status."""
+    args = _parser().parse_args(argv)
+    handler = {"demo": _demo, "show": _show, "draw": _draw}[args.command]
+    try:
+        return handler(args)
+    except KeyboardInterrupt:
+        print("fluidgrad: interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, RuntimeError, OSError, NotImplementedError) as exc:
+        print(f"fluidgrad {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
