@@ -67,3 +67,5 @@ def embedding(input: Variable, size: tuple[int, int] | list[int], is_sparse: boo
     table = create_parameter(list(size), dtype, _param_name(attr, prefix, "w_0"), attr,
                              default_initializer=Normal(0.0, 1.0 / max(size[1], 1) ** 0.5))
     return F.gather(table, input, axis=0)
+
+from .control_flow import While, cond, while_loop  # noqa: E402,F401  (differentiable control flow)

@@ -1,0 +1,356 @@
+"""Control-flow ops: `while`, `conditional_block`, their gradients, and what loops need.
+
+A control-flow op holds a sub-block (attr `sub_block`) and runs it through the runtime
+(`rt.run_block(block, scope)`). The sub-block plan reads through the scope chain and, at
+its end, keeps every local and a snapshot of every outer value it read in the scope it ran
+in, and writes outer variables with `scope.parent.assign`. So:
+
+* `while` runs each iteration in a fresh step scope whose parent is a loop scope holding
+  the op's inputs; outer writes land in the loop scope, and the list of step scopes is the
+  op's `StepScopes` output: exactly what the gradient needs, step by step.
+* `while_grad` runs the grad block once per step in reverse, in a scope whose parent is
+  that step's scope. A loop-carried variable's gradient passes from step to step; the
+  gradient of a variable only read in the loop is summed over the steps.
+* `conditional_block` runs its sub-block when `Cond` holds and keeps the scope it ran in;
+  `conditional_block_grad` runs the grad block there, or gives zeros if the branch did not run.
+
+The loop scope has no parent: `X` lists every outer variable the body reads (nested
+sub-blocks included), so a loop is self-contained and its step scopes never see stale
+values. A `while` whose condition never turns false runs forever, like the Python loop it
+stands for; that is the caller's business.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..executor.scope import Scope
+from ..framework.names import EMPTY_VAR_NAME
+from .registry import NO_GRADIENT, register_op
+
+# Variables of type Variable.STEP_SCOPES hold Python objects; their dtype is only a placeholder.
+SCOPE_VAR_DTYPE = "uint8"
+
+
+# ---------------------------------------------------------------- helpers
+def _truth(value: Any, op_type: str, name: str) -> bool:
+    array = np.asarray(value)
+    if array.size != 1:
+        raise ValueError(f"{op_type}: condition {name} must hold one element, got shape {list(array.shape)}")
+    return bool(array.reshape(-1)[0])
+
+
+def _is_float_array(value: Any) -> bool:
+    return isinstance(value, np.ndarray) and value.dtype.kind == "f"
+
+
+def _block_writes(block: Any) -> frozenset[str]:
+    """Every name an op of `block` writes, cached per program version (blocks change rarely)."""
+    cache = block.__dict__.get("_writes_cache")
+    version = block.program._version
+    if cache is None or cache[0] != version:
+        names = frozenset(n for op in block.ops for n in op.output_arg_names if n != EMPTY_VAR_NAME)
+        cache = (version, names)
+        block.__dict__["_writes_cache"] = cache
+    return cache[1]
+
+
+def _written_value(block: Any, scope: Scope, name: str) -> Any:
+    """Where the plan of `block`, run in `scope`, left the value it wrote to `name`.
+
+    A variable declared in `block` is stored in `scope.vars`; one declared in an ancestor
+    block went through `scope.parent.assign` (while `scope.vars` keeps the value read).
+    """
+    if block.has_var(name) or block._find_var_recursive(name) is None:
+        return scope.vars[name]
+    owner = scope.parent.find_owner(name)
+    if owner is None:
+        raise KeyError(f"block {block.idx} wrote {name!r}, but its value is nowhere in the scope chain")
+    return owner.vars[name]
+
+
+class _Zeros:
+    """One zero array per variable, shared: kernels never write their inputs in place."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, np.ndarray] = {}
+
+    def like(self, name: str, value: np.ndarray) -> np.ndarray:
+        zeros = self._cache.get(name)
+        if zeros is None or zeros.shape != value.shape or zeros.dtype != value.dtype:
+            zeros = np.zeros_like(value)
+            self._cache[name] = zeros
+        return zeros
+
+
+def _set_like_inputs(ctx: Any, in_slot: str, out_slot: str) -> None:
+    for i, (shape, dtype) in enumerate(zip(ctx.shapes(in_slot), ctx.dtypes(in_slot))):
+        ctx.set_output(out_slot, shape, dtype, index=i)
+
+
+def _set_scope_output(ctx: Any, slot: str) -> None:
+    ctx.set_output(slot, [], SCOPE_VAR_DTYPE)
+
+
+# ---------------------------------------------------------------- while
+def _while_kernel(rt: Any, xs: Sequence[Any], condition: Any, op: Any, sub_block: Any) -> tuple:
+    cond_name = op.input("Condition")[0]
+    loop_scope = Scope()
+    loop_scope.vars.update(zip(op.input("X"), xs))
+    loop_scope.vars[cond_name] = condition
+    step_scopes: list[Scope] = []
+    while _truth(loop_scope.vars[cond_name], "while", cond_name):
+        step = Scope(loop_scope)
+        rt.run_block(sub_block, step)
+        step_scopes.append(step)
+    return [loop_scope.vars[n] for n in op.output("Out")], step_scopes
+
+
+def _while_infer(ctx: Any) -> None:
+    if ctx.dtype("Condition") != "bool":
+        raise ctx.dtype_error(f"Condition must be bool, got {ctx.describe('Condition')}")
+    shape = ctx.shape("Condition")
+    if any(d != 1 for d in shape):
+        raise ctx.shape_error(f"Condition must hold one element, got {ctx.describe('Condition')}")
+    if ctx.attr("sub_block") is None:
+        raise ctx.shape_error("needs a sub_block")
+    _set_scope_output(ctx, "StepScopes")
+
+
+def _carried(g: Any, out_slot: str, in_slot: str) -> list[str]:
+    """Float outputs that are also inputs: their gradient enters and leaves the sub-block."""
+    inputs = set(g.input(in_slot))
+    return [n for n in g.output(out_slot) if n in inputs and g.dtype(n).startswith("float")]
+
+
+def _while_grad_maker(g: Any) -> None:
+    xs = g.input("X")
+    carried = _carried(g, "Out", "X")
+    grads = g.op("while_grad", {"X": xs, "Out@GRAD": [g.grad_name(n) for n in carried],
+                                "StepScopes": g.output("StepScopes")},
+                 n_out=len(xs), sub_block=g.grad_sub_block, carried=carried,
+                 x_grad_names=[g.grad_name(n) for n in xs])
+    # the builder records Out@GRAD -> Out for zero-filling; output_grad does that bookkeeping
+    g.output_grad("Out")
+    g.set_input_grad("X", grads)
+
+
+def _while_grad_kernel(rt: Any, xs: Sequence[Any], out_grads: Sequence[Any], step_scopes: list,
+                       op: Any, sub_block: Any, carried: Sequence[str], x_grad_names: Sequence[str]) -> list:
+    grad_block = sub_block
+    written = _block_writes(grad_block)
+    x_names = op.input("X")
+    values = dict(zip(x_names, xs))
+    grad_of = dict(zip(x_names, x_grad_names))
+    zeros = _Zeros()
+    incoming = {grad_of[n]: (g if g is not None else zeros.like(n, values[n])) for n, g in zip(carried, out_grads)}
+    carried_set = set(carried)
+    read_only = [grad_of[n] for n, x in zip(x_names, xs)
+                 if n not in carried_set and _is_float_array(x) and grad_of[n] in written]
+    summed: dict[str, np.ndarray] = {}
+    owned: set[str] = set()
+    for step in reversed(step_scopes):
+        grad_scope = Scope(step)
+        grad_scope.vars.update(incoming)
+        rt.run_block(grad_block, grad_scope)
+        for name in carried:
+            grad_name = grad_of[name]
+            incoming[grad_name] = (_written_value(grad_block, grad_scope, grad_name) if grad_name in written
+                                   else zeros.like(name, values[name]))
+        for grad_name in read_only:
+            _accumulate(summed, owned, grad_name, _written_value(grad_block, grad_scope, grad_name))
+    step_scopes.clear()  # the forward values of every step go now, not with the program
+    result = []
+    for name, x in zip(x_names, xs):
+        if not _is_float_array(x):
+            result.append(None)
+        elif name in carried_set:
+            result.append(incoming[grad_of[name]])
+        else:
+            result.append(summed.get(grad_of[name], zeros.like(name, x)))
+    return result
+
+
+def _accumulate(summed: dict[str, np.ndarray], owned: set[str], name: str, value: np.ndarray) -> None:
+    """Sum over steps; the sum is copied once, then added to in place (it is ours alone)."""
+    if name not in summed:
+        summed[name] = value
+    elif name in owned:
+        np.add(summed[name], value, out=summed[name])
+    else:
+        summed[name] = summed[name] + value
+        owned.add(name)
+
+
+def _while_grad_infer(ctx: Any) -> None:
+    _set_like_inputs(ctx, "X", "X@GRAD")
+
+
+register_op("while", inputs="X* Condition", outputs="Out* StepScopes", attrs={"sub_block": None},
+            kernel=_while_kernel, infer=_while_infer, grad=_while_grad_maker, needs_runtime=True,
+            doc="Runs sub_block while Condition holds; X: every outer variable the body reads or "
+                "writes, Out: those it writes (Condition among them), StepScopes: one scope per step.")
+register_op("while_grad", inputs="X* Out@GRAD* StepScopes", outputs="X@GRAD*",
+            attrs={"sub_block": None, "carried": [], "x_grad_names": []},
+            kernel=_while_grad_kernel, infer=_while_grad_infer, grad=NO_GRADIENT, needs_runtime=True,
+            doc="Runs the grad block over the step scopes in reverse. `carried`: the outputs that are "
+                "also inputs, in Out@GRAD order; their gradient passes from step to step, the "
+                "gradients of the other float inputs are summed over steps. Releases the step scopes.")
+
+
+# ---------------------------------------------------------------- conditional_block
+def _conditional_block_kernel(rt: Any, cond: Any, inputs: Sequence[Any], op: Any, sub_block: Any) -> tuple:
+    in_names, out_names = op.input("Input"), op.output("Out")
+    if not _truth(cond, "conditional_block", op.input("Cond")[0]):
+        # an output that is also an input keeps its value; a fresh one stays unset (None)
+        values = dict(zip(in_names, inputs))
+        return [values.get(n) for n in out_names], None
+    io_scope = Scope()
+    io_scope.vars.update(zip(in_names, inputs))
+    branch = Scope(io_scope)
+    rt.run_block(sub_block, branch)
+    return [io_scope.vars.get(n) for n in out_names], branch
+
+
+def _conditional_block_infer(ctx: Any) -> None:
+    if ctx.dtype("Cond") != "bool" or any(d != 1 for d in ctx.shape("Cond")):
+        raise ctx.dtype_error(f"Cond must be a one-element bool, got {ctx.describe('Cond')}")
+    if ctx.attr("sub_block") is None:
+        raise ctx.shape_error("needs a sub_block")
+    _set_scope_output(ctx, "Scope")
+
+
+def _conditional_block_grad_maker(g: Any) -> None:
+    inputs = g.input("Input")
+    out_names = [n for n in g.output("Out") if g.dtype(n).startswith("float")]
+    grads = g.op("conditional_block_grad",
+                 {"Input": inputs, "Out@GRAD": [g.grad_name(n) for n in out_names], "Scope": g.output("Scope")},
+                 n_out=len(inputs), sub_block=g.grad_sub_block, out_names=out_names,
+                 out_grad_names=[g.grad_name(n) for n in out_names],
+                 input_grad_names=[g.grad_name(n) for n in inputs])
+    g.output_grad("Out")
+    g.set_input_grad("Input", grads)
+
+
+def _conditional_block_grad_kernel(rt: Any, inputs: Sequence[Any], out_grads: Sequence[Any], branch: Any,
+                                   op: Any, sub_block: Any, out_names: Sequence[str],
+                                   out_grad_names: Sequence[str], input_grad_names: Sequence[str]) -> list:
+    in_names = op.input("Input")
+    passed = dict(zip(out_names, out_grads))
+    if branch is None:
+        # not run: an output that is an input passed through unchanged, so does its gradient
+        return [None if not _is_float_array(x) else
+                passed[n] if passed.get(n) is not None else np.zeros_like(x)
+                for n, x in zip(in_names, inputs)]
+    grad_block = sub_block
+    written = _block_writes(grad_block)
+    grad_scope = Scope(branch)
+    grad_scope.vars.update({n: g for n, g in zip(out_grad_names, out_grads) if g is not None})
+    rt.run_block(grad_block, grad_scope)
+    result = []
+    for x, grad_name in zip(inputs, input_grad_names):
+        if not _is_float_array(x):
+            result.append(None)
+        elif grad_name in written:
+            result.append(_written_value(grad_block, grad_scope, grad_name))
+        else:
+            result.append(np.zeros_like(x))
+    return result
+
+
+def _conditional_block_grad_infer(ctx: Any) -> None:
+    _set_like_inputs(ctx, "Input", "Input@GRAD")
+
+
+register_op("conditional_block", inputs="Cond Input*", outputs="Out* Scope", attrs={"sub_block": None},
+            kernel=_conditional_block_kernel, infer=_conditional_block_infer,
+            grad=_conditional_block_grad_maker, needs_runtime=True,
+            doc="Runs sub_block when Cond holds. Input: every outer variable it reads (and the outputs "
+                "that have a value before), Out: the outer variables it writes, Scope: the scope it "
+                "ran in (None when it did not run).")
+register_op("conditional_block_grad", inputs="Input* Out@GRAD* Scope", outputs="Input@GRAD*",
+            attrs={"sub_block": None, "out_names": [], "out_grad_names": [], "input_grad_names": []},
+            kernel=_conditional_block_grad_kernel, infer=_conditional_block_grad_infer, grad=NO_GRADIENT,
+            needs_runtime=True,
+            doc="Runs the grad block in the scope conditional_block ran in; zero gradients (or the "
+                "output's gradient, for an output that is also an input) when it did not run.")
+
+
+# ---------------------------------------------------------------- select_input: merging branches
+def _mask_index(mask: Any, n: int, op_type: str) -> int:
+    array = np.asarray(mask)
+    if array.size != 1:
+        raise ValueError(f"{op_type}: Mask must hold one element, got shape {list(array.shape)}")
+    index = int(array.reshape(-1)[0])
+    if not 0 <= index < n:
+        raise IndexError(f"{op_type}: Mask {index} is out of range for {n} inputs")
+    return index
+
+
+def _select_input_kernel(xs: Sequence[Any], mask: Any) -> Any:
+    return xs[_mask_index(mask, len(xs), "select_input")]
+
+
+def _check_mask(ctx: Any) -> None:
+    dtype = ctx.dtype("Mask")
+    if not (dtype == "bool" or dtype.startswith(("int", "uint"))) or any(d != 1 for d in ctx.shape("Mask")):
+        raise ctx.dtype_error(f"Mask must be a one-element bool or integer, got {ctx.describe('Mask')}")
+
+
+def _select_input_infer(ctx: Any) -> None:
+    _check_mask(ctx)
+    shapes, dtypes = ctx.shapes("X"), ctx.dtypes("X")
+    for i in range(1, len(shapes)):
+        same_shape = len(shapes[i]) == len(shapes[0]) and all(
+            a == b or -1 in (a, b) for a, b in zip(shapes[i], shapes[0]))
+        if dtypes[i] != dtypes[0] or not same_shape:
+            raise ctx.shape_error(f"inputs must share shape and dtype: {ctx.describe('X', 0)} vs "
+                                  f"{ctx.describe('X', i)}")
+    merged = [a if a == b else -1 for a, b in zip(*shapes)] if len(shapes) > 1 else list(shapes[0])
+    ctx.set_output("Out", merged, dtypes[0])
+
+
+def _select_input_grad(g: Any) -> None:
+    xs = g.input("X")
+    g.set_input_grad("X", g.op("select_input_grad", {"X": g.output_grad("Out"), "Mask": g.input("Mask")},
+                               n_out=len(xs), n=len(xs)))
+
+
+def _select_input_grad_kernel(dout: Any, mask: Any, n: int) -> list:
+    index = _mask_index(mask, n, "select_input_grad")
+    zeros = np.zeros_like(dout)
+    return [dout if i == index else zeros for i in range(n)]
+
+
+def _select_input_grad_infer(ctx: Any) -> None:
+    _check_mask(ctx)
+    ctx.set_output("Out", ctx.shape("X"), ctx.dtype("X"))
+
+
+def _select_input_grad_grad(g: Any) -> None:
+    g.set_input_grad("X", g.op("select_input", {"X": g.output_grad("Out"), "Mask": g.input("Mask")}))
+
+
+register_op("select_input", inputs="X* Mask", outputs="Out", kernel=_select_input_kernel,
+            infer=_select_input_infer, grad=_select_input_grad,
+            doc="Out = X[Mask]: merges the outputs of the branches of a cond (Mask: bool or int).")
+register_op("select_input_grad", inputs="X Mask", outputs="Out*", attrs={"n": 2},
+            kernel=_select_input_grad_kernel, infer=_select_input_grad_infer, grad=_select_input_grad_grad,
+            doc="Out[Mask] = X, the other n-1 outputs are zeros (the transpose of select_input).")
+
+
+# ---------------------------------------------------------------- increment
+def _increment_kernel(x: Any, step: float) -> Any:
+    return x + np.asarray(step).astype(x.dtype)
+
+
+def _increment_infer(ctx: Any) -> None:
+    if ctx.dtype("X") == "bool":
+        raise ctx.dtype_error(f"cannot increment a bool, got {ctx.describe('X')}")
+    ctx.set_output("Out", ctx.shape("X"), ctx.dtype("X"))
+
+
+register_op("increment", inputs="X", outputs="Out", attrs={"step": 1.0}, kernel=_increment_kernel,
+            infer=_increment_infer, grad=lambda g: g.set_input_grad("X", g.output_grad("Out")),
+            doc="Out = X + step in X's dtype: a loop counter (a new array; X is left alone).")

@@ -1,0 +1,251 @@
+"""Builders for differentiable control flow: `while_loop`, `cond`, and Fluid's `While`.
+
+Each builder opens a sub-block, lets the user's function append ops into it, then finds
+what the sub-block reads and writes of the enclosing blocks (its free variables) and
+appends one `while` / `conditional_block` op listing them. Nested builders need no special
+case: a nested control-flow op already lists its own free variables as inputs and outputs.
+
+    i = fluidgrad.full([], 0, "int64")
+    i, h = static.nn.while_loop(lambda i, h: i < 10, lambda i, h: (i + 1, h * 2.0), [i, h])
+
+`while_loop` never writes the variables it is given: the loop runs on copies, and the
+returned variables hold the final values.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, Iterator, Sequence
+
+from .. import functions as F
+from ..dispatch import apply_op
+from ..framework import Block, Variable, default_main_program, unique_name
+from ..framework.names import EMPTY_VAR_NAME
+from ..ops.control_flow import SCOPE_VAR_DTYPE
+
+__all__ = ["While", "assign", "cond", "increment", "while_loop"]
+
+
+# ---------------------------------------------------------------- free variables
+def _free_variables(block: Block) -> tuple[list[str], list[str]]:
+    """(read, written): outer variables the ops of `block` read / write, in first-use order."""
+    read: dict[str, None] = {}
+    written: dict[str, None] = {}
+
+    def outer(name: str) -> bool:
+        return name != EMPTY_VAR_NAME and not block.has_var(name) and block.has_var_recursive(name)
+
+    for op in block.ops:
+        for name in op.input_arg_names:
+            if outer(name):
+                read.setdefault(name)
+        for name in op.output_arg_names:
+            if outer(name):
+                written.setdefault(name)
+    return list(read), list(written)
+
+
+def _scope_var(block: Block, prefix: str) -> Variable:
+    return block.create_var(unique_name(prefix), [], SCOPE_VAR_DTYPE, stop_gradient=True,
+                            type=Variable.STEP_SCOPES)
+
+
+def _write(block: Block, value: Variable, target: Variable) -> None:
+    """Append `target = assign(value)` to `block` without re-inferring `target`'s declared shape."""
+    block.append_op("assign", {"X": [value]}, {"Out": [target]}, infer=False)
+
+
+def _describe(var: Variable) -> str:
+    return f"{var.name} (shape {list(var.shape)}, {var.dtype})"
+
+
+def _shapes_agree(a: Sequence[int], b: Sequence[int]) -> bool:
+    return len(a) == len(b) and all(x == y or -1 in (x, y) for x, y in zip(a, b))
+
+
+def _check_condition(value: Any, what: str) -> Variable:
+    if not isinstance(value, Variable):
+        raise TypeError(f"{what} must return a bool Variable, got {type(value).__name__}")
+    if value.dtype != "bool" or any(d != 1 for d in value.shape):
+        raise TypeError(f"{what} must return a one-element bool Variable, got {_describe(value)}")
+    return value
+
+
+# ---------------------------------------------------------------- while_loop
+def _as_list(values: Any, what: str) -> list[Variable]:
+    items = list(values) if isinstance(values, (list, tuple)) else [values]
+    for i, item in enumerate(items):
+        if not isinstance(item, Variable):
+            raise TypeError(f"{what}: item {i} must be a Variable, got {type(item).__name__}")
+    return items
+
+
+def _check_body_result(new: list[Variable], loop_vars: list[Variable]) -> None:
+    if len(new) != len(loop_vars):
+        raise ValueError(f"while_loop: body returned {len(new)} values for {len(loop_vars)} loop vars "
+                         f"({', '.join(v.name for v in loop_vars)})")
+    for k, (value, var) in enumerate(zip(new, loop_vars)):
+        if value.dtype != var.dtype:
+            raise TypeError(f"while_loop: body returned {_describe(value)} for loop var {k} {_describe(var)}: "
+                            f"the dtype must stay {var.dtype}")
+        if not _shapes_agree(value.shape, var.shape):
+            raise ValueError(f"while_loop: body returned {_describe(value)} for loop var {k} {_describe(var)}: "
+                             f"the shape must stay {list(var.shape)}")
+
+
+def while_loop(cond: Callable[..., Variable], body: Callable[..., Any], loop_vars: Sequence[Variable],
+               is_test: bool = False, name: str | None = None) -> list[Variable]:
+    """Repeat `loop_vars = body(*loop_vars)` while `cond(*loop_vars)` holds; differentiable.
+
+    `cond` returns a one-element bool Variable; `body` returns as many Variables as there are
+    loop vars, with the same shapes and dtypes. Returns the loop vars' final values (new
+    Variables; the ones passed in are not changed).
+    """
+    if not callable(cond) or not callable(body):
+        raise TypeError("while_loop: cond and body must be callables")
+    if isinstance(loop_vars, Variable) or not isinstance(loop_vars, (list, tuple)) or not loop_vars:
+        raise TypeError("while_loop: loop_vars must be a non-empty list or tuple of Variables")
+    originals = _as_list(loop_vars, "while_loop: loop_vars")
+    program = default_main_program()
+    parent = program.current_block()
+    carried = [apply_op("assign", {"X": v}) for v in originals]
+    condition = apply_op("assign", {"X": _check_condition(cond(*carried), "while_loop: cond")})
+    with program._sub_block_guard() as sub:
+        new = _as_list(body(*carried), "while_loop: body result")
+        _check_body_result(new, carried)
+        # outer values are copied first, so that `return b, a` swaps instead of reading a new a
+        new = [v if v is var or sub.has_var(v.name) else apply_op("assign", {"X": v})
+               for v, var in zip(new, carried)]
+        next_condition = _check_condition(cond(*new), "while_loop: cond")
+        for value, var in zip(new, carried):
+            if value is not var:
+                _write(sub, value, var)
+        _write(sub, next_condition, condition)
+    _append_while(parent, sub, condition)
+    return carried
+
+
+def _append_while(parent: Block, sub: Block, condition: Variable) -> None:
+    read, written = _free_variables(sub)
+    inputs = [n for n in dict.fromkeys(read + written) if n != condition.name]
+    step_scopes = _scope_var(parent, "while.step_scopes")
+    parent.append_op("while", {"X": inputs, "Condition": [condition]},
+                     {"Out": written, "StepScopes": [step_scopes]}, {"sub_block": sub})
+
+
+class While:
+    """Fluid's loop: `with loop.block():` appends the body; it must update `cond_var`.
+
+        i = fluidgrad.full([], 0, "int64")
+        cond_var = i < 10
+        loop = While(cond_var)
+        with loop.block():
+            assign(x * 2.0, output=x)
+            increment(i, in_place=True)
+            assign(i < 10, output=cond_var)
+
+    Outer variables are written in place (with `assign(..., output=)` / `increment`), as in
+    Fluid; write them with `assign` from a value computed in the body, so that the gradient
+    sees the value each step read.
+    """
+
+    def __init__(self, cond: Variable, is_test: bool = False, name: str | None = None) -> None:
+        self.cond_var = _check_condition(cond, "While")
+
+    @contextlib.contextmanager
+    def block(self) -> Iterator[Block]:
+        program = default_main_program()
+        parent = program.current_block()
+        if not parent.has_var_recursive(self.cond_var.name):
+            raise ValueError(f"While: condition {self.cond_var.name} is not visible from block {parent.idx}")
+        with program._sub_block_guard() as sub:
+            yield sub
+        if self.cond_var.name not in _free_variables(sub)[1]:
+            raise ValueError(f"While: the body never writes the condition {self.cond_var.name}, so the loop "
+                             f"would never end; update it, e.g. assign(i < n, output=cond_var)")
+        _append_while(parent, sub, self.cond_var)
+
+
+# ---------------------------------------------------------------- cond
+def _branch(program: Any, parent: Block, fn: Callable[[], Any], which: str
+            ) -> tuple[Block, list[Variable] | None, Any]:
+    """Run one branch function into a sub-block; copy its results into fresh outer variables."""
+    with program._sub_block_guard() as sub:
+        result = fn()
+        if result is None:
+            return sub, None, None
+        flat = _as_list(result, f"cond: {which}")
+        outs = []
+        for value in flat:
+            out = parent.create_var(unique_name(f"cond.{which}"), value.shape, value.dtype)
+            _write(sub, value, out)
+            outs.append(out)
+    return sub, outs, result
+
+
+def _append_conditional_block(parent: Block, sub: Block, pred: Variable, fresh: list[Variable]) -> None:
+    read, written = _free_variables(sub)
+    fresh_names = {v.name for v in fresh}
+    inputs = list(dict.fromkeys(read + [n for n in written if n not in fresh_names]))
+    scope = _scope_var(parent, "conditional_block.scope")
+    parent.append_op("conditional_block", {"Cond": [pred], "Input": inputs},
+                     {"Out": written, "Scope": [scope]}, {"sub_block": sub})
+
+
+def _check_branches(true_outs: list[Variable] | None, false_outs: list[Variable] | None) -> None:
+    if (true_outs is None) != (false_outs is None):
+        ran = "true_fn" if true_outs is None else "false_fn"
+        raise ValueError(f"cond: {ran} returned None but the other branch returned values; "
+                         f"both must return the same structure")
+    if true_outs is None:
+        return
+    if len(true_outs) != len(false_outs):
+        raise ValueError(f"cond: true_fn returned {len(true_outs)} values, false_fn {len(false_outs)}")
+    for k, (a, b) in enumerate(zip(true_outs, false_outs)):
+        if a.dtype != b.dtype or not _shapes_agree(a.shape, b.shape):
+            raise ValueError(f"cond: output {k} differs between branches: true_fn gives shape "
+                             f"{list(a.shape)} {a.dtype}, false_fn gives shape {list(b.shape)} {b.dtype}")
+
+
+def cond(pred: Variable, true_fn: Callable[[], Any] | None = None, false_fn: Callable[[], Any] | None = None,
+         name: str | None = None) -> Any:
+    """`true_fn()` if `pred` holds, else `false_fn()`; only the branch taken runs, and the
+    gradient flows through it alone. Both branches return the same structure of Variables
+    (same count, shapes and dtypes), or both None."""
+    pred = _check_condition(pred, "cond: pred")
+    program = default_main_program()
+    parent = program.current_block()
+    true_fn = true_fn or (lambda: None)
+    false_fn = false_fn or (lambda: None)
+    true_block, true_outs, true_result = _branch(program, parent, true_fn, "true")
+    false_block, false_outs, _ = _branch(program, parent, false_fn, "false")
+    _check_branches(true_outs, false_outs)
+    _append_conditional_block(parent, true_block, pred, true_outs or [])
+    _append_conditional_block(parent, false_block, F.logical_not(pred), false_outs or [])
+    if true_outs is None:
+        return None
+    merged = [apply_op("select_input", {"X": [f, t], "Mask": pred}) for t, f in zip(true_outs, false_outs)]
+    if isinstance(true_result, Variable):
+        return merged[0]
+    return tuple(merged) if isinstance(true_result, tuple) else merged
+
+
+# ---------------------------------------------------------------- writing outer variables
+def assign(x: Variable, output: Variable | None = None) -> Variable:
+    """A copy of `x`; with `output`, write `x` into that existing variable (Fluid's in-place style)."""
+    if output is None:
+        return apply_op("assign", {"X": x})
+    if not isinstance(output, Variable) or not isinstance(x, Variable):
+        raise TypeError("assign: x and output must be Variables")
+    if x.dtype != output.dtype or not _shapes_agree(x.shape, output.shape):
+        raise ValueError(f"assign: cannot write {_describe(x)} into {_describe(output)}")
+    _write(default_main_program().current_block(), x, output)
+    return output
+
+
+def increment(x: Variable, value: float = 1.0, in_place: bool = True) -> Variable:
+    """x + value in x's dtype (a loop counter); `in_place` writes the result back into x."""
+    if not in_place:
+        return apply_op("increment", {"X": x}, {"step": float(value)})
+    default_main_program().current_block().append_op("increment", {"X": [x]}, {"Out": [x]},
+                                                     {"step": float(value)}, infer=False)
+    return x
