@@ -510,3 +510,21 @@ def test_every_gradient_op_has_a_gradient_case():
     missing = [n for n, d in registered_ops().items()
                if d.has_gradient and n not in gradient_cases and n not in TESTED_ELSEWHERE]
     assert not missing, f"ops with a gradient but no gradient case: {missing}"
+
+
+@pytest.mark.parametrize("in_shape, shape, expected", [
+    ([-1, 5, 1], [0, -1], (-1, 5)),
+    ([-1, 3, 4], [0, 2, -1], (-1, 2, 6)),
+    ([-1, 3, 4], [-1, 12], (-1, 12)),
+    ([2, 3, 4], [0, -1], (2, 12)),
+    ([-1, 3, 4], [0, 0, -1], (-1, 3, 4)),
+])
+def test_reshape_infers_sizes_around_an_unknown_batch(in_shape, shape, expected):
+    x = data("x", in_shape, "float64")
+    assert fg.reshape(x, shape).shape == expected
+
+
+def test_reshape_rejects_impossible_shapes_at_build_time():
+    x = data("x", [-1, 3, 4], "float64")
+    with pytest.raises(ValueError, match=r"reshape.*\[0, 5, -1\]"):
+        fg.reshape(x, [0, 5, -1])

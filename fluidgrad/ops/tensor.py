@@ -25,7 +25,16 @@ def _reshape_infer(ctx):
         raise ctx.shape_error(f"shape {shape} copies (0) a dimension that {ctx.describe('X')} lacks")
     out = _resolve_shape(in_shape, shape)
     n_in, known = static_numel(in_shape), static_numel([d for d in out if d != -1])
-    if -1 in out and n_in >= 0 and known > 0:
+    if -1 in shape and n_in < 0:
+        # dims copied by 0 cancel out: [-1, 5, 1] -> [0, -1] gives [-1, 5] (the batch dim stays unknown)
+        copied = {i for i, d in enumerate(shape) if d == 0}
+        rest_in = static_numel([d for i, d in enumerate(in_shape) if i not in copied])
+        rest_out = static_numel([d for i, d in enumerate(shape) if i not in copied and d != -1])
+        if rest_in >= 0 and rest_out > 0:
+            if rest_in % rest_out:
+                raise ctx.shape_error(f"cannot reshape {ctx.describe('X')} to {shape}")
+            out[shape.index(-1)] = rest_in // rest_out
+    elif -1 in out and n_in >= 0 and known > 0:
         if n_in % known:
             raise ctx.shape_error(f"cannot reshape {ctx.describe('X')} to {shape}")
         out[out.index(-1)] = n_in // known
