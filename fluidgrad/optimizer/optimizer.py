@@ -1,0 +1,291 @@
+"""Optimizers: SGD, Momentum, Adam, AdamW, for static programs and eager parameters.
+
+Static mode: `minimize(loss)` = `append_backward(loss)`, then, as optimize ops in the same
+program: gradient clipping (`grad_clip`), L2 weight decay (`weight_decay`: g += wd * p, as
+Paddle's L2Decay and torch.optim's `weight_decay`), and one update op per parameter
+(`sgd`, `momentum`, `adam`) that writes the parameter and its accumulators in place.
+Accumulators (velocity, moments, beta powers) are persistable variables named
+`<param>_<accumulator>_<k>` and are initialised by ops appended to the startup program.
+
+The learning rate lives in the persistable 1-element variable `opt.lr_var`. With a
+scheduler, `scheduler.step()` writes the new rate into that variable in `global_scope()`;
+`opt.sync_lr(scope)` does it for another scope, `opt.set_lr(value)` changes a float rate.
+
+Eager mode: `step()` runs the same update kernels on each parameter's array with its
+`.grad` (state kept per parameter in the optimizer), `clear_grad()` clears the gradients.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from ..backward import append_backward
+from ..clip import GradientClipBase
+from ..executor import Scope, global_scope
+from ..framework import (OPTIMIZE, Block, Operator, Parameter, Program, Variable, default_startup_program,
+                         unique_name)
+from ..lr import LRScheduler
+from ..ops.optim import update_kernel
+from .emit import emit
+
+ParamsGrads = list[tuple[Variable, Variable]]
+
+
+class Optimizer:
+    """Base class. Subclasses name their update op, its accumulators and its attributes."""
+
+    op_type = ""
+    # accumulator slot -> (initial value, shape: "param" for the parameter's shape, else [1])
+    accumulators: dict[str, tuple[float, str]] = {}
+
+    def __init__(self, learning_rate: float | LRScheduler = 0.001, parameters: Iterable[Any] | None = None,
+                 weight_decay: float | None = None, grad_clip: GradientClipBase | None = None,
+                 name: str | None = None) -> None:
+        if not isinstance(learning_rate, (int, float, LRScheduler)):
+            raise TypeError(f"{type(self).__name__}: learning_rate must be a float or an LRScheduler, "
+                            f"got {type(learning_rate).__name__}")
+        if grad_clip is not None and not isinstance(grad_clip, GradientClipBase):
+            raise TypeError(f"{type(self).__name__}: grad_clip must be a ClipGradBy* object, "
+                            f"got {type(grad_clip).__name__}")
+        self._learning_rate = learning_rate
+        self._parameter_list = list(parameters) if parameters is not None else None
+        self.regularization_coeff = self._decay_coeff(weight_decay)
+        self._grad_clip = grad_clip
+        self._name = name or unique_name(type(self).__name__.lower())
+        self.lr_var: Variable | None = None
+        self._lr_vars: dict[int, Variable] = {}        # program id -> its learning-rate variable
+        self._accumulator_vars: dict[tuple[str, str], Variable] = {}
+        self._eager_state: dict[int, dict[str, np.ndarray]] = {}
+        if isinstance(learning_rate, LRScheduler):
+            learning_rate._subscribe(self._on_new_lr)
+
+    def _decay_coeff(self, weight_decay: Any) -> float:
+        if weight_decay is None:
+            return 0.0
+        coeff = getattr(weight_decay, "coeff", weight_decay)  # a float or an L2Decay-like object
+        if not isinstance(coeff, (int, float)) or coeff < 0:
+            raise ValueError(f"{type(self).__name__}: weight_decay must be a non-negative float, got {weight_decay!r}")
+        return float(coeff)
+
+    def update_attrs(self) -> dict[str, Any]:
+        """The update op's attributes (beta1, mu, ...)."""
+        return {}
+
+    # ------------------------------------------------------------------ learning rate
+    def get_lr(self) -> float:
+        lr = self._learning_rate
+        return lr() if isinstance(lr, LRScheduler) else float(lr)
+
+    def set_lr(self, value: float) -> None:
+        """Change a float learning rate (and the program's `lr_var` in `global_scope()`)."""
+        if isinstance(self._learning_rate, LRScheduler):
+            raise TypeError(f"{type(self).__name__}: the learning rate is driven by a scheduler; "
+                            "call scheduler.step() instead of set_lr")
+        self._learning_rate = float(value)
+        self._on_new_lr(self._learning_rate)
+
+    def sync_lr(self, scope: Scope | None = None) -> None:
+        """Write the current learning rate into every `lr_var` of this optimizer in `scope`."""
+        scope = scope if scope is not None else global_scope()
+        for var in self._lr_vars.values():
+            scope.assign(var.name, np.full([1], self.get_lr(), dtype=var.dtype))
+
+    def _on_new_lr(self, _value: float) -> None:
+        scope = global_scope()
+        for var in self._lr_vars.values():
+            if var.name in scope:
+                scope.assign(var.name, np.full([1], self.get_lr(), dtype=var.dtype))
+
+    def _create_lr_var(self, block: Block, startup: Program, dtype: str) -> Variable:
+        key = id(block.program)
+        if key not in self._lr_vars:
+            name = unique_name("learning_rate")
+            var = block.create_var(name, [1], dtype, persistable=True, stop_gradient=True)
+            init = startup.global_block().create_var(name, [1], dtype, persistable=True, stop_gradient=True)
+            startup.global_block().append_op("fill_constant", {}, {"Out": [init]},
+                                             {"shape": [1], "value": self.get_lr(), "dtype": dtype})
+            self._lr_vars[key] = var
+        self.lr_var = self._lr_vars[key]
+        return self.lr_var
+
+    # ------------------------------------------------------------------ static mode
+    def minimize(self, loss: Variable, startup_program: Program | None = None,
+                 parameter_list: Sequence[Any] | None = None, no_grad_set: Any = None,
+                 parameters: Sequence[Any] | None = None) -> tuple[list[Operator], ParamsGrads]:
+        """append_backward(loss), then clipping, decay and update ops; returns (update_ops, params_grads)."""
+        if not isinstance(loss, Variable):
+            raise TypeError(f"{type(self).__name__}.minimize: loss must be a Variable (static mode), "
+                            f"got {type(loss).__name__}; in eager mode call loss.backward() and step()")
+        params_grads = self.backward(loss, startup_program, parameter_list or parameters, no_grad_set)
+        update_ops = self.apply_gradients(params_grads, startup_program)
+        return update_ops, params_grads
+
+    def backward(self, loss: Variable, startup_program: Program | None = None,
+                 parameters: Sequence[Any] | None = None, no_grad_set: Any = None,
+                 callbacks: Any = None) -> ParamsGrads:
+        params = parameters if parameters is not None else self._parameter_list
+        return append_backward(loss, params, no_grad_set, callbacks)
+
+    def apply_gradients(self, params_grads: ParamsGrads, startup_program: Program | None = None) -> list[Operator]:
+        """Append clipping, decay and update ops for `params_grads` (pairs with grad None are skipped)."""
+        pairs = [(p, g) for p, g in params_grads if g is not None]
+        if not pairs:
+            return []
+        block = pairs[0][0].block.program.global_block()
+        startup = startup_program or default_startup_program()
+        if self._grad_clip is not None:
+            pairs = self._grad_clip.append_clip_ops(block, pairs)
+        pairs = [(p, self._append_decay(block, p, g)) for p, g in pairs]
+        lr = self._create_lr_var(block, startup, pairs[0][0].dtype)
+        return [self._append_update(block, startup, p, g, lr) for p, g in pairs]
+
+    def _append_decay(self, block: Block, param: Variable, grad: Variable) -> Variable:
+        if not self.regularization_coeff:
+            return grad
+        decay = emit(block, "scale", {"X": param}, {"scale": self.regularization_coeff})
+        return emit(block, "elementwise_add", {"X": grad, "Y": decay}, out_name=f"{grad.name}@DECAY")
+
+    def _accumulator(self, block: Block, startup: Program, param: Variable, slot: str) -> Variable:
+        key = (param.name, slot)
+        if key not in self._accumulator_vars:
+            value, kind = self.accumulators[slot]
+            shape = list(param.shape) if kind == "param" else [1]
+            name = unique_name(f"{param.name}_{slot.lower()}")
+            var = block.create_var(name, shape, param.dtype, persistable=True, stop_gradient=True)
+            init = startup.global_block().create_var(name, shape, param.dtype, persistable=True,
+                                                     stop_gradient=True)
+            startup.global_block().append_op("fill_constant", {}, {"Out": [init]},
+                                             {"shape": shape, "value": float(value), "dtype": param.dtype})
+            self._accumulator_vars[key] = var
+        return self._accumulator_vars[key]
+
+    def _append_update(self, block: Block, startup: Program, param: Variable, grad: Variable,
+                       lr: Variable) -> Operator:
+        inputs: dict[str, Any] = {"Param": param, "Grad": grad, "LearningRate": lr}
+        outputs: dict[str, Any] = {"ParamOut": param}
+        for slot in self.accumulators:
+            acc = self._accumulator(block, startup, param, slot)
+            inputs[slot], outputs[slot + "Out"] = acc, acc
+        return block.append_op(self.op_type, inputs, outputs, {**self.update_attrs(), "op_role": OPTIMIZE})
+
+    # ------------------------------------------------------------------ eager mode
+    def _apply_update(self, param: np.ndarray, grad: np.ndarray, state: dict[str, np.ndarray]) -> np.ndarray:
+        """One update of `param` by `grad` with the same kernel as the static op.
+
+        `state` holds this parameter's accumulators by slot name; it starts empty and is
+        filled and advanced here. Returns the new parameter array (nothing is written in place).
+        """
+        for slot, (value, kind) in self.accumulators.items():
+            if slot not in state:
+                state[slot] = np.full(param.shape if kind == "param" else [1], value, dtype=param.dtype)
+        lr = np.full([1], self.get_lr(), dtype=param.dtype)
+        results = update_kernel(self.op_type, **self.update_attrs())(
+            param, grad, *(state[s] for s in self.accumulators), lr)
+        if not isinstance(results, tuple):
+            return results
+        for slot, value in zip(self.accumulators, results[1:]):
+            state[slot] = value
+        return results[0]
+
+    def _eager_parameters(self) -> list[Any]:
+        if self._parameter_list is None:
+            raise ValueError(f"{type(self).__name__}: eager mode needs parameters=[...] at construction")
+        return [p for p in self._parameter_list if not getattr(p, "stop_gradient", False)]
+
+    def step(self) -> None:
+        """Eager mode: update every parameter that has a gradient."""
+        params = [p for p in self._eager_parameters() if getattr(p, "grad", None) is not None]
+        grads = [_to_array(p.grad) for p in params]
+        if self._grad_clip is not None:
+            grads = self._grad_clip.clip_arrays(grads)
+        for param, grad in zip(params, grads):
+            value = _to_array(param)
+            if self.regularization_coeff:
+                grad = grad + value.dtype.type(self.regularization_coeff) * value
+            state = self._eager_state.setdefault(id(param), {})
+            _set_array(param, self._apply_update(value, grad, state))
+
+    def clear_grad(self, set_to_zero: bool = False) -> None:
+        for param in self._eager_parameters():
+            param.clear_grad()
+
+    clear_gradients = clear_grad
+
+
+def _to_array(value: Any) -> np.ndarray:
+    return value.numpy() if hasattr(value, "numpy") else np.asarray(value)
+
+
+def _set_array(param: Any, value: np.ndarray) -> None:
+    if not hasattr(param, "set_value"):
+        raise TypeError(f"optimizer.step: cannot update a {type(param).__name__}; parameters must be "
+                        f"Tensors with set_value()")
+    param.set_value(value)
+
+
+class SGD(Optimizer):
+    """p -= lr * g."""
+
+    op_type = "sgd"
+    accumulators: dict[str, tuple[float, str]] = {}
+
+    def __init__(self, learning_rate: float | LRScheduler = 0.001, parameters: Iterable[Any] | None = None,
+                 weight_decay: float | None = None, grad_clip: GradientClipBase | None = None,
+                 name: str | None = None) -> None:
+        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
+
+
+class Momentum(Optimizer):
+    """v = momentum * v + g; p -= lr * v (Nesterov: p -= lr * (g + momentum * v)), torch.optim.SGD's form."""
+
+    op_type = "momentum"
+    accumulators = {"Velocity": (0.0, "param")}
+
+    def __init__(self, learning_rate: float | LRScheduler = 0.001, momentum: float = 0.9,
+                 parameters: Iterable[Any] | None = None, use_nesterov: bool = False,
+                 weight_decay: float | None = None, grad_clip: GradientClipBase | None = None,
+                 name: str | None = None) -> None:
+        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
+        self.momentum, self.use_nesterov = float(momentum), bool(use_nesterov)
+
+    def update_attrs(self) -> dict[str, Any]:
+        return {"mu": self.momentum, "use_nesterov": self.use_nesterov}
+
+
+class Adam(Optimizer):
+    """Adam with bias correction; `weight_decay` is L2 added to the gradient (torch.optim.Adam)."""
+
+    op_type = "adam"
+
+    def __init__(self, learning_rate: float | LRScheduler = 0.001, beta1: float = 0.9, beta2: float = 0.999,
+                 epsilon: float = 1e-8, parameters: Iterable[Any] | None = None,
+                 weight_decay: float | None = None, grad_clip: GradientClipBase | None = None,
+                 name: str | None = None) -> None:
+        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
+        if not (0 <= beta1 < 1 and 0 <= beta2 < 1):
+            raise ValueError(f"{type(self).__name__}: beta1 and beta2 must lie in [0, 1), got {beta1}, {beta2}")
+        self.beta1, self.beta2, self.epsilon = float(beta1), float(beta2), float(epsilon)
+        # beta powers start at beta**1: the first step's bias correction
+        self.accumulators = {"Moment1": (0.0, "param"), "Moment2": (0.0, "param"),
+                             "Beta1Pow": (self.beta1, "scalar"), "Beta2Pow": (self.beta2, "scalar")}
+
+    def update_attrs(self) -> dict[str, Any]:
+        return {"beta1": self.beta1, "beta2": self.beta2, "epsilon": self.epsilon}
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay: p *= 1 - lr * weight_decay before the Adam step
+    (torch.optim.AdamW; the decay is an attribute of the `adam` op, not added to the gradient)."""
+
+    def __init__(self, learning_rate: float | LRScheduler = 0.001, beta1: float = 0.9, beta2: float = 0.999,
+                 epsilon: float = 1e-8, parameters: Iterable[Any] | None = None, weight_decay: float = 0.01,
+                 grad_clip: GradientClipBase | None = None, name: str | None = None) -> None:
+        super().__init__(learning_rate, beta1, beta2, epsilon, parameters, None, grad_clip, name)
+        self.weight_decay = self._decay_coeff(weight_decay)
+
+    def update_attrs(self) -> dict[str, Any]:
+        return {**super().update_attrs(), "weight_decay": self.weight_decay}
+
+
+__all__ = ["Adam", "AdamW", "Momentum", "Optimizer", "SGD"]
