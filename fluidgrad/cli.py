@@ -62,7 +62,8 @@ def _demo(args: argparse.Namespace) -> int:
     if result.model_path is not None:
         print(f"saved the inference model to {result.model_path}")
     if result.picture_path is not None:
-        print(f"saved a picture of the training program to {result.picture_path}")
+        kind = "training" if args.mode == "static" else "inference"
+        print(f"saved a picture of the {kind} program to {result.picture_path}")
     print(f"trained in {result.seconds:.1f} s ({args.mode} mode, {args.model}, {args.epochs} epochs)")
     print(f"test accuracy: {result.test_accuracy:.3f}")
     return 0

@@ -22,6 +22,7 @@ from fluidgrad.dispatch import apply_op
 MODELS = ("cnn", "mlp")
 MODEL_PREFIX = "digits"          # the inference model is saved as <out>/digits.pdmodel.json + .pdparams...
 PICTURE_NAME = "train_program"   # the training program's picture: <out>/train_program.svg
+EAGER_PICTURE_NAME = "inference_program"  # eager mode has no training Program; it draws the saved one
 
 
 @dataclass
@@ -124,15 +125,101 @@ def _bar(progress: Callable[..., Iterator] | None, items: list, epoch: int, epoc
     return progress(items, desc=f"epoch {epoch}/{epochs}", unit="batch")
 
 
-def _save(out_dir: Path, net: dict[str, Any], exe: fg.Executor, scope: fg.Scope) -> tuple[Path, Path]:
+def _save(out_dir: Path, net: dict[str, Any], exe: fg.Executor, scope: fg.Scope,
+          picture_name: str = PICTURE_NAME) -> tuple[Path, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     prefix = out_dir / MODEL_PREFIX
     fg.static.save_inference_model(prefix, [net["image"]], [net["logits"]], exe, program=net["main"], scope=scope)
     from . import viz
-    picture = out_dir / f"{PICTURE_NAME}.svg"
+    picture = out_dir / f"{picture_name}.svg"
     if shutil.which("dot") is None:
         picture = picture.with_suffix(".dot")
         print(f"note: Graphviz's `dot` is not installed; wrote the picture's DOT source to {picture} "
               f"(render it with `dot -Tsvg`)", file=sys.stderr)
     viz.draw(net["main"], picture)
     return Path(str(prefix) + fg.io.MODEL_SUFFIX), picture
+
+
+# ---------------------------------------------------------------- eager mode
+
+def init_parameters(model: str, seed: int = 0) -> dict[str, np.ndarray]:
+    """He-uniform weights and zero biases for the same networks, as plain arrays."""
+    shapes = {"cnn": {"conv1.w": [16, 1, 3, 3], "conv1.b": [16], "conv2.w": [32, 16, 3, 3], "conv2.b": [32],
+                      "fc.w": [128, 10], "fc.b": [10]},
+              "mlp": {"fc1.w": [64, 64], "fc1.b": [64], "fc2.w": [64, 10], "fc2.b": [10]}}[model]
+    rng = np.random.default_rng(seed)
+    params = {}
+    for name, shape in shapes.items():
+        fan_in = int(np.prod(shape[1:])) if len(shape) == 4 else shape[0]
+        bound = np.sqrt(6.0 / fan_in)
+        value = rng.uniform(-bound, bound, shape) if name.endswith(".w") else np.zeros(shape)
+        params[name] = value.astype("float32")
+    return params
+
+
+def functional_forward(model: str, image: Any, p: dict[str, Any]) -> Any:
+    """The demo networks written with ops only: runs on Tensors (eager) or appends ops (Variables)."""
+    if model == "mlp":
+        h = fg.relu(fg.matmul(fg.reshape(image, [-1, 64]), p["fc1.w"]) + p["fc1.b"])
+        return fg.matmul(h, p["fc2.w"]) + p["fc2.b"]
+    pool = {"pooling_type": "max", "ksize": [2, 2], "strides": [2, 2]}
+    h = fg.relu(apply_op("conv2d", {"Input": image, "Filter": p["conv1.w"], "Bias": p["conv1.b"]},
+                         {"paddings": [1, 1]}))
+    h = apply_op("pool2d", {"X": h}, pool)
+    h = fg.relu(apply_op("conv2d", {"Input": h, "Filter": p["conv2.w"], "Bias": p["conv2.b"]},
+                         {"paddings": [1, 1]}))
+    h = apply_op("pool2d", {"X": h}, pool)
+    return fg.matmul(fg.reshape(h, [-1, 128]), p["fc.w"]) + p["fc.b"]
+
+
+def train_eager(epochs: int, model: str = "cnn", batch_size: int = 32, learning_rate: float = 0.01,
+                seed: int = 0, progress: Callable[..., Iterator] | None = None,
+                out_dir: Path | None = None) -> DemoResult:
+    """The same training, define-by-run: Tensors, loss.backward(), Adam.step().
+
+    The trained weights are then saved as an inference model by writing the same network
+    once more as a static Program (functional_forward on Variables).
+    """
+    from .eager import no_grad, to_tensor
+    from .optimizer import Adam
+    start = time.perf_counter()
+    x_train, y_train, x_test, y_test = load_data(seed)
+    params = {k: to_tensor(v, stop_gradient=False) for k, v in init_parameters(model, seed).items()}
+    optimizer = Adam(learning_rate, parameters=list(params.values()))
+    rng = np.random.default_rng(seed)
+    for epoch in range(1, epochs + 1):
+        bar = _bar(progress, batches(len(x_train), batch_size, rng), epoch, epochs)
+        seen = correct = 0
+        total_loss = 0.0
+        for idx in bar:
+            logits = functional_forward(model, to_tensor(x_train[idx]), params)
+            _, per_example = apply_op("softmax_with_cross_entropy", {"Logits": logits, "Label": to_tensor(y_train[idx])})
+            loss = fg.mean(per_example)
+            loss.backward()
+            optimizer.step()
+            optimizer.clear_grad()
+            seen += len(idx)
+            correct += int((logits.numpy().argmax(axis=1) == y_train[idx][:, 0]).sum())
+            total_loss += float(loss) * len(idx)
+            if hasattr(bar, "set_postfix"):
+                bar.set_postfix(loss=f"{total_loss / seen:.4f}", acc=f"{correct / seen:.3f}", refresh=False)
+    with no_grad():
+        logits = functional_forward(model, to_tensor(x_test), params).numpy()
+    accuracy = float((logits.argmax(axis=1) == y_test[:, 0]).mean())
+    model_path = picture_path = None
+    if out_dir is not None:
+        model_path, picture_path = _save_eager(out_dir, model, {k: v.numpy() for k, v in params.items()})
+    return DemoResult(accuracy, time.perf_counter() - start, model_path, picture_path)
+
+
+def _save_eager(out_dir: Path, model: str, arrays: dict[str, np.ndarray]) -> tuple[Path, Path]:
+    """Write the network as a static Program over parameters holding the eager weights, and save it."""
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup), fg.framework.unique_name_guard():
+        image = fg.static.data("image", [None, 1, 8, 8])
+        params = {k: fg.static.create_parameter(v.shape, "float32", name=k) for k, v in arrays.items()}
+        logits = functional_forward(model, image, params)
+    scope = fg.Scope()
+    scope.vars.update(arrays)
+    net = dict(main=main, image=image, logits=logits)
+    return _save(out_dir, net, fg.Executor(), scope, EAGER_PICTURE_NAME)
