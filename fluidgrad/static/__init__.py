@@ -9,4 +9,5 @@ from ..io import load, load_inference_model, save, save_inference_model
 
 __all__ = ["Executor", "ParamAttr", "Program", "Scope", "Variable", "append_backward", "create_parameter",
            "data", "default_main_program", "default_startup_program", "global_scope", "gradients", "load",
-           "load_inference_model", "nn", "program_guard", "save", "save_inference_model", "scope_guard"]
+           "load_inference_model", "nn", "program_guard", "save", "save_inference_model", "scope_guard", "While"]
+from .control_flow import While  # noqa: E402,F401

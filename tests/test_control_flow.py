@@ -1,0 +1,396 @@
+"""Differentiable control flow: `while` / `while_grad`, `conditional_block` / `conditional_block_grad`,
+`select_input`, `increment`, and the builders `static.nn.while_loop`, `static.nn.cond`, `static.While`.
+
+Gradients are compared with PyTorch running the same Python control flow (float64, 1e-6 relative).
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+import torch
+
+import fluidgrad as fg
+from fluidgrad import static
+from fluidgrad.static.control_flow import assign, increment
+from fluidgrad.testing import check_grad
+
+RTOL = 1e-6
+
+
+def _run(program, feed, fetch, scope=None):
+    return fg.Executor().run(program, feed=feed, fetch_list=fetch, scope=scope or fg.Scope())
+
+
+def _close(got, want, what):
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-12, err_msg=what)
+
+
+def _torch(feed):
+    return {k: torch.tensor(v, requires_grad=v.dtype.kind == "f") for k, v in feed.items()}
+
+
+# ------------------------------------------------------------------ the RNN through while_loop
+T, B, D, H = 6, 3, 4, 5
+
+
+def _rnn_feed(rng, sizes=(T, B, D, H)):
+    t, b, d, h = sizes
+    return {"x": rng.normal(size=(t, b, d)), "h0": rng.normal(size=(b, h)),
+            "W": rng.normal(size=(d, h)) / np.sqrt(d), "U": rng.normal(size=(h, h)) / np.sqrt(h)}
+
+
+def _build_rnn(sizes=(T, B, D, H), dtype="float64"):
+    """h = tanh(x_t W + h U) over T steps, x_t gathered by the loop counter; loss = mean(h_T^2)."""
+    T, B, D, H = sizes
+    x = static.data("x", [T, B, D], dtype)
+    h0 = static.data("h0", [B, H], dtype)
+    W = static.data("W", [D, H], dtype)
+    U = static.data("U", [H, H], dtype)
+    steps = fg.full([], T, "int64")
+
+    def body(i, h):
+        x_t = fg.gather(x, i)
+        return increment(i, in_place=False), fg.tanh(fg.matmul(x_t, W) + fg.matmul(h, U))
+
+    _, h_last = static.nn.while_loop(lambda i, h: i < steps, body, [fg.full([], 0, "int64"), h0])
+    loss = fg.mean(h_last * h_last)
+    return loss, [W, U, h0, x]
+
+
+def _torch_rnn(feed):
+    t = _torch(feed)
+    h = t["h0"]
+    for step in range(T):
+        h = torch.tanh(t["x"][step] @ t["W"] + h @ t["U"])
+    loss = (h * h).mean()
+    loss.backward()
+    return loss.item(), {k: t[k].grad.numpy() for k in ("W", "U", "h0", "x")}
+
+
+def test_rnn_loss_and_gradients_match_pytorch(fresh_programs, rng):
+    main, _ = fresh_programs
+    loss, wrt = _build_rnn()
+    grads = fg.gradients([loss], wrt)
+    feed = _rnn_feed(rng)
+    values = _run(main, feed, [loss] + grads)
+    want_loss, want = _torch_rnn(feed)
+    _close(values[0], want_loss, "loss")
+    for var, got in zip(wrt, values[1:]):
+        _close(got, want[var.name], f"gradient of {var.name}")
+
+
+def test_rnn_gradients_repeat_exactly(fresh_programs, rng):
+    main, _ = fresh_programs
+    loss, wrt = _build_rnn()
+    grads = fg.gradients([loss], wrt)
+    feed = _rnn_feed(rng)
+    scope = fg.Scope()
+    first = _run(main, feed, grads, scope)
+    second = _run(main, feed, grads, scope)
+    for a, b, var in zip(first, second, wrt):
+        np.testing.assert_array_equal(a, b, err_msg=f"gradient of {var.name} changed on the second run")
+
+
+def test_while_loop_leaves_its_arguments_alone(fresh_programs):
+    main, _ = fresh_programs
+    x = static.data("x", [2], "float64")
+    start = fg.full([], 0, "int64")
+    i, y = static.nn.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * 2.0), [start, x])
+    assert i is not start and y is not x
+    got_x, got_y, got_i, got_start = _run(main, {"x": np.array([1.0, -2.0])}, [x, y, i, start])
+    np.testing.assert_array_equal(got_x, [1.0, -2.0])
+    np.testing.assert_array_equal(got_y, [8.0, -16.0])
+    assert int(got_i) == 3 and int(got_start) == 0
+
+
+def test_loop_var_swap_and_coupled_carried_gradients(fresh_programs, rng):
+    """`return b, a` swaps; the loss reads only `a`, yet `b`'s gradient flows through it."""
+    main, _ = fresh_programs
+    a0 = static.data("a", [3], "float64")
+    b0 = static.data("b", [3], "float64")
+    i, a, b = static.nn.while_loop(lambda i, a, b: i < 3, lambda i, a, b: (i + 1, b * a, a),
+                                   [fg.full([], 0, "int64"), a0, b0])
+    loss = fg.sum(a)
+    grads = fg.gradients([loss], [a0, b0])
+    feed = {"a": rng.uniform(0.5, 1.5, 3), "b": rng.uniform(0.5, 1.5, 3)}
+    got = _run(main, feed, [loss] + grads)
+    t = _torch(feed)
+    ta, tb = t["a"], t["b"]
+    for _ in range(3):
+        ta, tb = tb * ta, ta
+    ta.sum().backward()
+    _close(got[0], ta.sum().item(), "loss")
+    _close(got[1], t["a"].grad.numpy(), "gradient of a")
+    _close(got[2], t["b"].grad.numpy(), "gradient of b")
+
+
+def test_zero_trip_loop_passes_values_and_gradients_through(fresh_programs):
+    main, _ = fresh_programs
+    x = static.data("x", [2], "float64")
+    x.stop_gradient = False
+    n = static.data("n", [], "int64")
+    _, y = static.nn.while_loop(lambda i, y: i < n, lambda i, y: (i + 1, y * 3.0), [fg.full([], 0, "int64"), x])
+    loss = fg.sum(y * y)
+    (dx,) = fg.gradients([loss], [x])
+    for trips in (0, 2):
+        got_y, got_dx = _run(main, {"x": np.array([1.0, 2.0]), "n": np.array(trips)}, [y, dx])
+        factor = 3.0 ** trips
+        _close(got_y, np.array([1.0, 2.0]) * factor, f"y after {trips} steps")
+        _close(got_dx, 2 * np.array([1.0, 2.0]) * factor ** 2, f"dx after {trips} steps")
+
+
+# ------------------------------------------------------------------ cond
+def _build_branchy():
+    x = static.data("x", [3], "float64")
+    w = static.data("w", [3], "float64")
+    pred = fg.sum(x) > 0.0
+    out = static.nn.cond(pred, lambda: fg.exp(x) * w, lambda: fg.sin(x) * w * w)
+    return fg.sum(out), [x, w]
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0], ids=["true-branch", "false-branch"])
+def test_cond_gradient_follows_the_branch_that_ran(fresh_programs, rng, sign):
+    main, _ = fresh_programs
+    loss, wrt = _build_branchy()
+    grads = fg.gradients([loss], wrt)
+    feed = {"x": sign * rng.uniform(0.1, 1.0, 3), "w": rng.normal(size=3)}
+    got = _run(main, feed, [loss] + grads)
+    t = _torch(feed)
+    out = torch.exp(t["x"]) * t["w"] if sign > 0 else torch.sin(t["x"]) * t["w"] * t["w"]
+    out.sum().backward()
+    _close(got[0], out.sum().item(), "loss")
+    _close(got[1], t["x"].grad.numpy(), "gradient of x")
+    _close(got[2], t["w"].grad.numpy(), "gradient of w")
+
+
+def test_cond_returns_the_structure_of_the_branches(fresh_programs):
+    main, _ = fresh_programs
+    x = static.data("x", [2], "float64")
+    pair = static.nn.cond(fg.sum(x) > 0.0, lambda: (x + 1.0, x * 2.0), lambda: (x - 1.0, x * 3.0))
+    assert isinstance(pair, tuple) and len(pair) == 2
+    as_list = static.nn.cond(fg.sum(x) > 0.0, lambda: [x], lambda: [x * 0.0])
+    assert isinstance(as_list, list)
+    got = _run(main, {"x": np.array([-1.0, -2.0])}, list(pair) + as_list)
+    _close(got[0], [-2.0, -3.0], "first output")
+    _close(got[1], [-3.0, -6.0], "second output")
+    _close(got[2], [0.0, 0.0], "list output")
+
+
+def test_cond_inside_while(fresh_programs, rng):
+    """Each step halves a positive value and squares a negative one's sine: branch per step."""
+    main, _ = fresh_programs
+    x = static.data("x", [1], "float64")
+    x.stop_gradient = False
+
+    def body(i, y):
+        y_new = static.nn.cond(fg.sum(y) > 0.5, lambda: y * y, lambda: fg.exp(y) * 0.8)
+        return i + 1, y_new
+
+    _, y = static.nn.while_loop(lambda i, y: i < 5, body, [fg.full([], 0, "int64"), x])
+    (dx,) = fg.gradients([fg.sum(y)], [x])
+    for start in (0.9, 0.3, -1.0):
+        got_y, got_dx = _run(main, {"x": np.array([start])}, [y, dx])
+        t = torch.tensor([start], dtype=torch.float64, requires_grad=True)
+        ty = t
+        for _ in range(5):
+            ty = ty * ty if ty.sum().item() > 0.5 else torch.exp(ty) * 0.8
+        ty.sum().backward()
+        _close(got_y, ty.detach().numpy(), f"y from {start}")
+        _close(got_dx, t.grad.numpy(), f"dy/dx from {start}")
+
+
+def test_nested_cond(fresh_programs):
+    main, _ = fresh_programs
+    x = static.data("x", [1], "float64")
+    x.stop_gradient = False
+    inner = lambda: static.nn.cond(fg.sum(x) > 2.0, lambda: x * x * x, lambda: x * x)  # noqa: E731
+    y = static.nn.cond(fg.sum(x) > 0.0, inner, lambda: -x)
+    (dx,) = fg.gradients([fg.sum(y)], [x])
+    for value, want_y, want_dx in ((3.0, 27.0, 27.0), (1.5, 2.25, 3.0), (-2.0, 2.0, -1.0)):
+        got_y, got_dx = _run(main, {"x": np.array([value])}, [y, dx])
+        _close(got_y, [want_y], f"y at {value}")
+        _close(got_dx, [want_dx], f"dy/dx at {value}")
+
+
+# ------------------------------------------------------------------ nesting and data-dependent trip counts
+def test_nested_while_loops_give_x_to_the_sixth(fresh_programs):
+    """y = 1; 3 times { 2 times { y = y * x } }: y = x^6, dy/dx = 6 x^5."""
+    main, _ = fresh_programs
+    x = static.data("x", [4], "float64")
+    x.stop_gradient = False
+
+    def outer_body(i, y):
+        _, y = static.nn.while_loop(lambda j, y: j < 2, lambda j, y: (j + 1, y * x),
+                                    [fg.full([], 0, "int64"), y])
+        return i + 1, y
+
+    _, y = static.nn.while_loop(lambda i, y: i < 3, outer_body, [fg.full([], 0, "int64"), fg.ones_like(x)])
+    (dx,) = fg.gradients([fg.sum(y)], [x])
+    values = np.array([0.5, -1.2, 1.1, 2.0])
+    got_y, got_dx = _run(main, {"x": values}, [y, dx])
+    _close(got_y, values ** 6, "x^6")
+    _close(got_dx, 6 * values ** 5, "6 x^5")
+
+
+def test_loop_with_data_dependent_trip_count(fresh_programs):
+    """Keep doubling until the norm passes 10: y = x * 2^k with k chosen by the data."""
+    main, _ = fresh_programs
+    x = static.data("x", [3], "float64")
+    w = static.data("w", [3], "float64")
+    x.stop_gradient = False
+    w.stop_gradient = False
+    (y,) = static.nn.while_loop(lambda y: fg.sqrt(fg.sum(y * y)) < 10.0, lambda y: [y * 2.0 + w * 0.1], [x])
+    loss = fg.sum(y * y * w)
+    grads = fg.gradients([loss], [x, w])
+    for scale in (0.05, 1.0, 20.0):
+        feed = {"x": np.array([0.3, -0.4, 0.5]) * scale, "w": np.array([0.2, 0.7, -0.3])}
+        got = _run(main, feed, [loss] + grads)
+        t = _torch(feed)
+        ty = t["x"]
+        while torch.sqrt((ty * ty).sum()).item() < 10.0:
+            ty = ty * 2.0 + t["w"] * 0.1
+        tloss = (ty * ty * t["w"]).sum()
+        tloss.backward()
+        _close(got[0], tloss.item(), f"loss at scale {scale}")
+        _close(got[1], t["x"].grad.numpy(), f"gradient of x at scale {scale}")
+        _close(got[2], t["w"].grad.numpy(), f"gradient of w at scale {scale}")
+
+
+def test_fluid_style_while_block(fresh_programs):
+    """static.While: the body writes outer variables in place, and the gradient still flows."""
+    main, _ = fresh_programs
+    x = static.data("x", [2], "float64")
+    x.stop_gradient = False
+    i = fg.full([], 0, "int64")
+    y = assign(x)
+    cond_var = i < 3
+    loop = static.While(cond_var)
+    with loop.block():
+        assign(fg.sin(y) + x, output=y)
+        increment(i, in_place=True)
+        assign(i < 3, output=cond_var)
+    (dx,) = fg.gradients([fg.sum(y)], [x])
+    feed = {"x": np.array([0.3, -1.1])}
+    got_y, got_i, got_dx = _run(main, feed, [y, i, dx])
+    t = _torch(feed)
+    ty = t["x"]
+    for _ in range(3):
+        ty = torch.sin(ty) + t["x"]
+    ty.sum().backward()
+    assert int(got_i) == 3
+    _close(got_y, ty.detach().numpy(), "y")
+    _close(got_dx, t["x"].grad.numpy(), "dy/dx")
+
+
+def test_program_with_loops_clones_and_runs(fresh_programs, rng):
+    main, _ = fresh_programs
+    loss, wrt = _build_rnn()
+    grads = fg.gradients([loss], wrt)
+    feed = _rnn_feed(rng)
+    copy = main.clone()
+    want = _run(main, feed, [loss] + grads)
+    got = _run(copy, feed, [loss.name] + [g.name for g in grads])
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    test_copy = main.clone(for_test=True)
+    np.testing.assert_array_equal(_run(test_copy, feed, [loss.name])[0], want[0])
+
+
+# ------------------------------------------------------------------ errors
+def _loop(body, loop_vars=None):
+    x = static.data("x", [2, 3], "float64")
+    loop_vars = loop_vars or [fg.full([], 0, "int64"), x]
+    return static.nn.while_loop(lambda i, y: i < 3, body, loop_vars)
+
+
+def test_body_returning_a_wrong_shape_is_named(fresh_programs):
+    with pytest.raises(ValueError, match=r"loop var 1 .*shape \[2, 3\].*must stay \[2, 3\]|shape must stay"):
+        _loop(lambda i, y: (i + 1, fg.sum(y, axis=0)))
+
+
+def test_body_returning_a_wrong_dtype_is_named(fresh_programs):
+    with pytest.raises(TypeError, match=r"loop var 1 .*float64.*dtype must stay float64"):
+        _loop(lambda i, y: (i + 1, fg.cast(y, "float32")))
+
+
+def test_body_returning_a_wrong_count_is_named(fresh_programs):
+    with pytest.raises(ValueError, match=r"body returned 1 values for 2 loop vars"):
+        _loop(lambda i, y: [i + 1])
+
+
+def test_loop_condition_must_be_a_one_element_bool(fresh_programs):
+    x = static.data("x", [2], "float64")
+    with pytest.raises(TypeError, match="one-element bool"):
+        static.nn.while_loop(lambda y: y > 0.0, lambda y: [y * 2.0], [x])
+    with pytest.raises(TypeError, match="non-empty list"):
+        static.nn.while_loop(lambda y: fg.sum(y) > 0.0, lambda y: [y], x)
+
+
+def test_cond_branches_must_agree(fresh_programs):
+    x = static.data("x", [2], "float64")
+    pred = fg.sum(x) > 0.0
+    with pytest.raises(ValueError, match=r"output 0 differs between branches.*\[2\].*\[\]"):
+        static.nn.cond(pred, lambda: x * 2.0, lambda: fg.sum(x))
+    with pytest.raises(ValueError, match="true_fn returned 2 values, false_fn 1"):
+        static.nn.cond(pred, lambda: (x, x), lambda: [x])
+    with pytest.raises(ValueError, match="returned None"):
+        static.nn.cond(pred, lambda: x, lambda: None)
+    with pytest.raises(TypeError, match="one-element bool"):
+        static.nn.cond(x, lambda: x, lambda: x)
+
+
+def test_while_block_must_update_its_condition(fresh_programs):
+    i = fg.full([], 0, "int64")
+    loop = static.While(i < 3)
+    with pytest.raises(ValueError, match="never writes the condition"):
+        with loop.block():
+            increment(i, in_place=True)
+
+
+# ------------------------------------------------------------------ the small ops loops use
+def test_increment_keeps_the_counter_dtype(fresh_programs):
+    main, _ = fresh_programs
+    i = fg.full([], 4, "int64")
+    out = increment(i, value=2.0, in_place=False)
+    assert out.dtype == "int64"
+    (got,) = _run(main, {}, [out])
+    assert got.dtype == np.int64 and int(got) == 6
+    check_grad("increment", {"X": np.array([0.5, 1.5])}, {"step": 2.0}, torch_fn=lambda X: X + 2.0)
+
+
+@pytest.mark.parametrize("mask", [0, 1])
+def test_select_input_and_its_transpose(mask):
+    a, b = np.array([1.0, 2.0]), np.array([3.0, -4.0])
+    check_grad("select_input", {"X": [a, b], "Mask": np.array([mask], dtype=np.int32)},
+               torch_fn=lambda X, Mask: X[int(Mask[0])])
+    check_grad("select_input_grad", {"X": a, "Mask": np.array([bool(mask)])}, {"n": 2}, n_out=2,
+               torch_fn=lambda X, Mask: (X * (1 - int(Mask[0])), X * int(Mask[0])))
+
+
+# ------------------------------------------------------------------ memory stays flat
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_rss_stays_flat_over_training_steps(fresh_programs, rng):
+    """200 SGD steps of the RNN: step scopes are released, so memory does not grow."""
+    main, _ = fresh_programs
+    sizes = (20, 64, 64, 64)  # each run keeps ~4 MB of step scopes: a leak would show at once
+    loss, wrt = _build_rnn(sizes)
+    W, U = wrt[0], wrt[1]
+    grads = fg.gradients([loss], [W, U])
+    feed = _rnn_feed(rng, sizes)
+    scope, exe = fg.Scope(), fg.Executor()
+    losses, rss = [], {}
+    for step in range(1, 201):
+        value, dW, dU = exe.run(main, feed=feed, fetch_list=[loss] + grads, scope=scope)
+        feed["W"] = feed["W"] - 0.5 * dW
+        feed["U"] = feed["U"] - 0.5 * dU
+        losses.append(float(value))
+        if step in (20, 200):
+            rss[step] = _rss_bytes()
+    assert losses[-1] < losses[0], "SGD through the loop should lower the loss"
+    assert rss[200] <= rss[20] * 1.10, f"RSS grew from {rss[20]} to {rss[200]} bytes"
