@@ -9,6 +9,8 @@ Gradients of intermediate outputs live in the engine's dict; only leaves get `.g
 """
 from __future__ import annotations
 
+import itertools
+from operator import attrgetter
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -65,6 +67,10 @@ class CustomOp:
         self.grad = grad
         self.has_gradient = True
         self.needs_runtime = False
+        self.call = OpCall(self)
+
+
+_next_seq = itertools.count().__next__
 
 
 class Node:
@@ -74,7 +80,7 @@ class Node:
     `inputs is None` once the graph was freed by a backward pass without retain_graph.
     """
 
-    __slots__ = ("call", "attrs", "inputs", "outs", "out_ranges", "hooks", "__weakref__")
+    __slots__ = ("call", "attrs", "inputs", "outs", "out_ranges", "hooks", "seq", "__weakref__")
 
     def __init__(self, call: OpCall, attrs: dict, inputs: tuple, outs: tuple, out_ranges: Any = None) -> None:
         self.call = call
@@ -83,6 +89,7 @@ class Node:
         self.outs = outs
         self.out_ranges = out_ranges
         self.hooks = None
+        self.seq = _next_seq()  # creation stamp: a node is always newer than the nodes it reads
 
     def parents(self) -> list["Node"]:
         result = []
@@ -252,6 +259,39 @@ def eager_apply(op_type: str, inputs: dict, attrs: dict, n_out: int | None = Non
     return _wrap_outputs(call, out, kw, tensors, record)
 
 
+def apply_binary(op_type: str, x: Tensor, y: Tensor) -> Tensor:
+    """`eager_apply` for an attribute-less binary op (X, Y -> Out) on two Tensors, without
+    building dicts: the path of `a * b`, `a + b`... (Tensor's operators)."""
+    if _tracer is not None:
+        return _tracer.apply(op_type, {"X": x, "Y": y}, {}, None)
+    call = _CALLS.get(op_type) or op_call(op_type)
+    try:
+        out = call.kernel(x.data, y.data)
+    except Exception as exc:
+        raise _kernel_error(call, [x.data, y.data], {}, exc) from exc
+    if type(out) is not _ndarray:
+        out = _asarray(out)
+    if (not x.stop_gradient or not y.stop_gradient) and _grad_enabled and out.dtype.kind == "f":
+        return Tensor(out, False, Node(call, call.defaults, (x, y), (out,)), 0)
+    return Tensor(out)
+
+
+def apply_unary(op_type: str, x: Tensor, attrs: dict) -> Tensor:
+    """`eager_apply` for a one-input, one-output op given all its attributes (e.g. `scale`)."""
+    if _tracer is not None:
+        return _tracer.apply(op_type, {"X": x}, attrs, None)
+    call = _CALLS.get(op_type) or op_call(op_type)
+    try:
+        out = call.kernel(x.data, **attrs)
+    except Exception as exc:
+        raise _kernel_error(call, [x.data], attrs, exc) from exc
+    if type(out) is not _ndarray:
+        out = _asarray(out)
+    if not x.stop_gradient and _grad_enabled and out.dtype.kind == "f":
+        return Tensor(out, False, Node(call, attrs, (x,), (out,)), 0)
+    return Tensor(out)
+
+
 def _wrap_outputs(call: OpCall, out: Any, kw: dict, tensors: list, record: bool) -> Any:
     per_slot = out if len(call.out_slots) > 1 else (out,)
     if len(per_slot) != len(call.out_slots):
@@ -291,7 +331,7 @@ def record_custom(op: CustomOp | OpCall, inputs: Sequence[Tensor], outputs: Sequ
     Nothing is recorded (plain Tensors come back) when grad mode is off or no input needs a
     gradient, as for registered ops.
     """
-    call = op if isinstance(op, OpCall) else OpCall(op)
+    call = op if isinstance(op, OpCall) else op.call
     inputs = list(inputs)
     outs = tuple(_asarray(a) for a in outputs)
     if not (_grad_enabled and any(not t.stop_gradient for t in inputs)):
@@ -302,25 +342,37 @@ def record_custom(op: CustomOp | OpCall, inputs: Sequence[Tensor], outputs: Sequ
 
 # ------------------------------------------------------------------ backward
 def topological_order(roots: Sequence[Node]) -> list[Node]:
-    """Nodes reachable from `roots`, every node after all the nodes it reads from (iterative DFS)."""
-    order: list[Node] = []
-    visited: set[int] = set()
-    stack: list[tuple[Node, bool]] = [(r, False) for r in roots]
+    """Nodes reachable from `roots`, each after every node it reads from.
+
+    An iterative depth-first search (no recursion limit on deep graphs) collects the
+    reachable nodes; ordering them by creation stamp is then a topological order, because a
+    node is created after the nodes that produced its inputs. Deterministic, and cheaper than
+    keeping a post-order stack.
+    """
+    seen = set(roots)
+    stack = list(seen)
     while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
-            continue
-        if id(node) in visited:
-            continue
-        visited.add(id(node))
-        stack.append((node, True))
-        if node.inputs is None:
+        inputs = stack.pop().inputs
+        if inputs is None:
             continue  # freed: reported when the walk reaches it
-        for parent in node.parents():
-            if id(parent) not in visited:
-                stack.append((parent, False))
-    return order
+        for value in inputs:
+            if value is None:
+                continue
+            if type(value) is list:
+                for t in value:
+                    parent = t._node
+                    if parent is not None and parent not in seen:
+                        seen.add(parent)
+                        stack.append(parent)
+            else:
+                parent = value._node
+                if parent is not None and parent not in seen:
+                    seen.add(parent)
+                    stack.append(parent)
+    return sorted(seen, key=_by_seq)
+
+
+_by_seq = attrgetter("seq")
 
 
 _FREED = ("the graph has been freed: backward already ran through it (op {op}); call backward(retain_graph=True) "
@@ -343,26 +395,29 @@ def run_backward(roots: Sequence[Tensor], seeds: Sequence[Any], retain_graph: bo
     captured: dict[Any, Any] = {}
     saved_mode = _grad_enabled
     set_grad_enabled(create_graph)
+    pop = node_grads.pop
+    run = builder.run
     try:
         for node in reversed(order):
-            grads = node_grads.pop(node, None)
+            grads = pop(node, None)
             if grads is None:
                 continue  # a symbolic zero: no output of this node received a gradient
             if node.inputs is None:
                 raise RuntimeError(_FREED.format(op=node.call.type))
             if node.hooks:
                 _run_node_hooks(node, grads, create_graph)
-            if wanted:
+            if needed is not None:
                 for i, g in enumerate(grads):
                     if g is not None and (id(node), i) in wanted:
                         captured[(id(node), i)] = g
-            if needed is not None and id(node) not in needed:
-                continue
-            builder.run(node, grads)
+                if id(node) not in needed:
+                    continue
+            run(node, grads)
             if not retain_graph:
-                node.free()
+                node.inputs = node.outs = None  # free: a second pass reports it
     finally:
         set_grad_enabled(saved_mode)
+        builder.node = builder.grads = None
     for leaf, g in leaf_grads.items():
         if leaf._hooks:
             g = _run_hooks(leaf._hooks, g, create_graph)

@@ -46,11 +46,12 @@ class EagerGradBuilder:
         self.grads: list = []
 
     def run(self, node: Node, grads: list) -> None:
-        self.node, self.call, self.grads = node, node.call, grads
-        try:
-            node.call.grad_maker(self)
-        finally:
-            self.node = self.grads = None
+        """Run `node`'s grad maker with `grads` flowing into its outputs (the engine clears
+        `node` / `grads` when the pass ends, so nothing outlives it)."""
+        self.node = node
+        self.grads = grads
+        call = self.call = node.call
+        call.grad_maker(self)
 
     # ---- accumulation (the engine's dict)
     def accumulate(self, tensor: Tensor, grad: Any) -> None:
@@ -101,6 +102,13 @@ class EagerGradBuilder:
 
     def output_grad(self, slot: str) -> Any:
         """The gradient flowing into an output; zeros (made now) where none flows."""
+        if self.node.out_ranges is None:
+            i = self.call.out_index[slot]
+            g = self.grads[i]
+            if g is None:
+                g = np.zeros_like(self.node.outs[i])
+                return Tensor(g) if self.create_graph else g
+            return g
         start, stop = self._out_range(slot)
         values = []
         for i in range(start, stop):
@@ -163,17 +171,31 @@ class EagerGradBuilder:
 
     def set_input_grad(self, slot: str, value: Any) -> None:
         inputs = self.node.inputs[self.call.in_index[slot]]
-        if inputs is None:
+        if inputs is None or value is None:
             return
-        if type(inputs) is list:
+        if type(inputs) is not list:
+            if inputs.stop_gradient:
+                return
+            if value.shape == inputs.data.shape and not self.create_graph and inputs.data.dtype.kind == "f":
+                node = inputs._node  # the common case, inlined: same shape, accumulate
+                if node is None:
+                    prev = self.leaf_grads.get(inputs)
+                    self.leaf_grads[inputs] = value if prev is None else prev + value
+                    return
+                slot_grads = self.node_grads.get(node)
+                if slot_grads is None:
+                    slot_grads = self.node_grads[node] = [None] * len(node.outs)
+                prev = slot_grads[inputs._idx]
+                slot_grads[inputs._idx] = value if prev is None else prev + value
+                return
+            self._give(inputs, value)
+        else:
             values = value if isinstance(value, (list, tuple)) else [value]
             if len(values) != len(inputs):
                 raise ValueError(f"grad of op {self.call.type}: slot {slot} has {len(inputs)} inputs, "
                                  f"the grad maker gave {len(values)} gradients")
             for tensor, grad in zip(inputs, values):
                 self._give(tensor, grad)
-        else:
-            self._give(inputs, value)
 
     def _give(self, tensor: Tensor, grad: Any) -> None:
         if grad is None or tensor.stop_gradient or tensor.data.dtype.kind != "f":

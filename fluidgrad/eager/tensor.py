@@ -146,6 +146,64 @@ class Tensor(MathMixin):
         return self
 
 
+    # ---- operators: a Tensor-with-Tensor or Tensor-with-number operation goes straight to
+    # the engine (same ops and attributes as fluidgrad.functions, fewer Python layers).
+    def __add__(self, other):
+        kind = type(other)
+        if kind is Tensor:
+            return apply_binary("elementwise_add", self, other)
+        if kind is float or kind is int:
+            return apply_unary("scale", self, {"scale": 1.0, "bias": float(other), "bias_after_scale": True})
+        return MathMixin.__add__(self, other)
+
+    def __radd__(self, other):
+        kind = type(other)
+        if kind is float or kind is int:
+            return apply_unary("scale", self, {"scale": 1.0, "bias": float(other), "bias_after_scale": True})
+        return MathMixin.__radd__(self, other)
+
+    def __sub__(self, other):
+        kind = type(other)
+        if kind is Tensor:
+            return apply_binary("elementwise_sub", self, other)
+        if kind is float or kind is int:
+            return apply_unary("scale", self, {"scale": 1.0, "bias": -float(other), "bias_after_scale": True})
+        return MathMixin.__sub__(self, other)
+
+    def __rsub__(self, other):
+        kind = type(other)
+        if kind is float or kind is int:
+            return apply_unary("scale", self, {"scale": -1.0, "bias": float(other), "bias_after_scale": True})
+        return MathMixin.__rsub__(self, other)
+
+    def __mul__(self, other):
+        kind = type(other)
+        if kind is Tensor:
+            return apply_binary("elementwise_mul", self, other)
+        if kind is float or kind is int:
+            return apply_unary("scale", self, {"scale": float(other), "bias": 0.0, "bias_after_scale": True})
+        return MathMixin.__mul__(self, other)
+
+    def __rmul__(self, other):
+        kind = type(other)
+        if kind is float or kind is int:
+            return apply_unary("scale", self, {"scale": float(other), "bias": 0.0, "bias_after_scale": True})
+        return MathMixin.__rmul__(self, other)
+
+    def __truediv__(self, other):
+        kind = type(other)
+        if kind is Tensor:
+            return apply_binary("elementwise_div", self, other)
+        if kind is float or kind is int:
+            return apply_unary("scale", self, {"scale": 1.0 / float(other), "bias": 0.0, "bias_after_scale": True})
+        return MathMixin.__truediv__(self, other)
+
+    def __neg__(self):
+        return apply_unary("scale", self, {"scale": -1.0, "bias": 0.0, "bias_after_scale": True})
+
+    __hash__ = MathMixin.__hash__
+
+
 class HookHandle:
     """Returned by `register_hook`; `remove()` takes the hook off again."""
 
@@ -174,3 +232,6 @@ def to_tensor(data: Any, dtype: Any = None, place: Any = None, stop_gradient: bo
             array = array.astype(np.float32)
     normalize_dtype(array.dtype)  # reject object/str arrays with a clear error
     return Tensor(array, bool(stop_gradient))
+
+
+from .engine import apply_binary, apply_unary  # noqa: E402  (the engine imports Tensor first)
