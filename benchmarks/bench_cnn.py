@@ -1,0 +1,90 @@
+"""The `fluidgrad demo` CNN's training step (forward, backward, Adam) against the same CNN in PyTorch.
+
+    python benchmarks/bench_cnn.py [--quick]
+
+Network (as in fluidgrad/demo.py): conv3x3(1->16)-relu-maxpool2, conv3x3(16->32)-relu-maxpool2,
+fc(128->10), softmax cross-entropy, Adam; float32 8x8 images. Rows: fluidgrad static (the
+demo's own Program on the Executor), fluidgrad eager (the same network on Tensors), PyTorch
+eager. All run in this process on the same batches, so the ratios hold on a noisy machine.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import fluidgrad as fg  # noqa: E402
+from common import best_time, print_table  # noqa: E402
+from fluidgrad import demo  # noqa: E402
+from fluidgrad.nn import functional as F  # noqa: E402
+
+
+def static_step(images: np.ndarray, labels: np.ndarray):
+    net = demo.build_static("cnn", learning_rate=0.01)
+    scope, exe = fg.Scope(), fg.Executor()
+    exe.run(net["startup"], scope=scope)
+    feed = {"image": images, "label": labels}
+    return lambda: exe.run(net["main"], feed=feed, fetch_list=[net["loss"]], scope=scope)
+
+
+def eager_step(images: np.ndarray, labels: np.ndarray):
+    from fluidgrad.optimizer import Adam
+    params = {k: fg.to_tensor(v, stop_gradient=False) for k, v in demo.init_parameters("cnn").items()}
+    optimizer = Adam(0.01, parameters=list(params.values()))
+    x, y = fg.to_tensor(images), fg.to_tensor(labels)
+
+    def step():
+        loss = fg.mean(F.softmax_with_cross_entropy(demo.functional_forward("cnn", x, params), y))
+        loss.backward()
+        optimizer.step()
+        optimizer.clear_grad()
+    return step
+
+
+def torch_step(images: np.ndarray, labels: np.ndarray):
+    import torch
+    from torch import nn
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Flatten(), nn.Linear(128, 10))
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    x, y = torch.from_numpy(images), torch.from_numpy(labels[:, 0])
+
+    def step():
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+    return step
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    args = parser.parse_args()
+    import torch
+    repeat, number = (3, 5) if args.quick else (7, 20)
+    x_train, y_train, _, _ = demo.load_data()
+    rows = []
+    for batch in (32, 128):
+        images, labels = x_train[:batch], y_train[:batch]
+        times = {name: best_time(make(images, labels), repeat=repeat, number=number, warmup=3)
+                 for name, make in [("fluidgrad static", static_step), ("fluidgrad eager", eager_step),
+                                    ("PyTorch eager", torch_step)]}
+        for name, seconds in times.items():
+            rows.append([batch, name, f"{seconds * 1e3:.2f}", f"{seconds / times['PyTorch eager']:.2f}x"])
+    print_table(f"demo CNN training step, best of {repeat}x{number} (torch {torch.__version__}, "
+                f"{torch.get_num_threads()} threads; numpy {np.__version__})",
+                ["batch", "implementation", "ms / step", "vs PyTorch"], rows)
+    steps = -(-len(x_train) // 32)
+    print(f"\n(one demo epoch is {steps} steps of batch 32)")
+
+
+if __name__ == "__main__":
+    main()
