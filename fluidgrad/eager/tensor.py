@@ -18,7 +18,7 @@ from ..framework.variable import normalize_dtype
 class Tensor(MathMixin):
     """An eager value. `stop_gradient=False` asks for its gradient (`.grad` after backward)."""
 
-    __slots__ = ("data", "stop_gradient", "grad", "_node", "_idx", "name", "_hooks", "__weakref__")
+    __slots__ = ("data", "stop_gradient", "grad", "_node", "_idx", "name", "_hooks", "persistable", "__weakref__")
 
     def __init__(self, data: np.ndarray, stop_gradient: bool = True, node: Any = None, idx: int = 0,
                  name: str | None = None) -> None:
@@ -29,6 +29,7 @@ class Tensor(MathMixin):
         self._idx = idx
         self.name = name
         self._hooks = None
+        self.persistable = False  # True for a Layer's parameters and buffers
 
     # ---- what it holds
     @property

@@ -1,0 +1,245 @@
+"""Layer: the base class of eager models, owning parameters, buffers and sublayers.
+
+Attributes register themselves: assigning a parameter (a Tensor made by `create_parameter`)
+or a Layer to `self.x` records it under the name `x`, in order, so `parameters()` and
+`state_dict()` list them deterministically (own entries first, then each sublayer's,
+dotted: `fc1.weight`). `train()` / `eval()` set the `training` flag that Dropout and
+BatchNorm read.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+from ..eager.tensor import Tensor
+from ..framework import ParamAttr, normalize_dtype
+from ..initializer import Constant, Initializer, XavierUniform
+from ..ops.registry import get_op_def
+
+
+class _Spec:
+    """What an initializer reads from the variable it fills."""
+
+    def __init__(self, shape: Sequence[int], dtype: str) -> None:
+        self.shape, self.dtype = tuple(shape), dtype
+
+
+def initial_value(initializer: Initializer, shape: Sequence[int], dtype: str) -> np.ndarray:
+    """Run an initializer's op kernel at once (the static initializers append that same op)."""
+    op_def = get_op_def(initializer.op_type)
+    attrs = {**op_def.attrs, "shape": [int(d) for d in shape], "dtype": dtype,
+             **initializer.attrs(_Spec(shape, dtype))}
+    return np.asarray(op_def.kernel(**attrs), dtype=dtype)
+
+
+def create_parameter(shape: Sequence[int], dtype: Any = "float32", attr: Any = None, is_bias: bool = False,
+                     default_initializer: Initializer | None = None, name: str | None = None) -> Tensor:
+    """A parameter Tensor (persistable; stop_gradient=False unless the attr says not trainable)."""
+    param_attr = ParamAttr.of(attr)
+    if param_attr is None:
+        raise ValueError("create_parameter: attr=False means no parameter; do not call it then")
+    dtype = normalize_dtype(dtype)
+    initializer = param_attr.initializer or default_initializer or (Constant(0.0) if is_bias else XavierUniform())
+    tensor = Tensor(initial_value(initializer, shape, dtype), stop_gradient=not param_attr.trainable,
+                    name=param_attr.name or name)
+    tensor.persistable = True
+    return tensor
+
+
+class Layer:
+    """Base class: subclasses create parameters and sublayers in __init__ and define forward."""
+
+    def __init__(self, name_scope: str | None = None, dtype: Any = "float32") -> None:
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_sub_layers", OrderedDict())
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_dtype", normalize_dtype(dtype))
+        object.__setattr__(self, "_full_name", name_scope or type(self).__name__.lower())
+
+    # ---- registration
+    def _registries(self) -> tuple[OrderedDict, OrderedDict, OrderedDict]:
+        try:
+            return self._parameters, self._buffers, self._sub_layers
+        except AttributeError:
+            raise RuntimeError(f"{type(self).__name__}: call super().__init__() before assigning "
+                               f"parameters or sublayers") from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, (Tensor, Layer)) or name in self.__dict__.get("_parameters", ()) \
+                or name in self.__dict__.get("_sub_layers", ()) or name in self.__dict__.get("_buffers", ()):
+            params, buffers, layers = self._registries()
+            for registry in (params, buffers, layers):
+                registry.pop(name, None)
+            if isinstance(value, Layer):
+                layers[name] = value
+            elif isinstance(value, Tensor) and value.persistable:
+                if value.stop_gradient and name in self.__dict__.get("_buffer_names", ()):
+                    buffers[name] = value
+                else:
+                    params[name] = value
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        for registry in self._registries():
+            registry.pop(name, None)
+        object.__delattr__(self, name)
+
+    def create_parameter(self, shape: Sequence[int], attr: Any = None, dtype: Any = None, is_bias: bool = False,
+                         default_initializer: Initializer | None = None) -> Tensor:
+        return create_parameter(shape, dtype or self._dtype, attr, is_bias, default_initializer)
+
+    def add_parameter(self, name: str, parameter: Tensor | None) -> Tensor | None:
+        if parameter is not None:
+            parameter.persistable = True
+        setattr(self, name, parameter)
+        if parameter is not None:
+            self._parameters[name] = parameter
+        return parameter
+
+    def add_sublayer(self, name: str, sublayer: "Layer") -> "Layer":
+        if not isinstance(sublayer, Layer):
+            raise TypeError(f"add_sublayer: {name} must be a Layer, got {type(sublayer).__name__}")
+        setattr(self, str(name), sublayer)
+        return sublayer
+
+    def register_buffer(self, name: str, tensor: Tensor, persistable: bool = True) -> None:
+        """A non-trainable state Tensor (e.g. BatchNorm's running mean) kept in state_dict."""
+        tensor.persistable = True
+        tensor.stop_gradient = True
+        self.__dict__.setdefault("_buffer_names", set()).add(name)
+        setattr(self, name, tensor)
+
+    # ---- traversal
+    def named_parameters(self, prefix: str = "", include_sublayers: bool = True) -> Iterator[tuple[str, Tensor]]:
+        seen: set[int] = set()
+        for name, layer in self._named_layers(prefix, include_sublayers):
+            for pname, param in layer._parameters.items():
+                if param is not None and id(param) not in seen:
+                    seen.add(id(param))
+                    yield (f"{name}.{pname}" if name else pname), param
+
+    def parameters(self, include_sublayers: bool = True) -> list[Tensor]:
+        return [p for _, p in self.named_parameters(include_sublayers=include_sublayers)]
+
+    def named_buffers(self, prefix: str = "", include_sublayers: bool = True) -> Iterator[tuple[str, Tensor]]:
+        for name, layer in self._named_layers(prefix, include_sublayers):
+            for bname, buf in layer._buffers.items():
+                yield (f"{name}.{bname}" if name else bname), buf
+
+    def buffers(self, include_sublayers: bool = True) -> list[Tensor]:
+        return [b for _, b in self.named_buffers(include_sublayers=include_sublayers)]
+
+    def _named_layers(self, prefix: str, include_sublayers: bool) -> Iterator[tuple[str, "Layer"]]:
+        """This layer, then every sublayer depth-first in registration order (each once)."""
+        stack: list[tuple[str, Layer]] = [(prefix, self)]
+        seen: set[int] = set()
+        while stack:
+            name, layer = stack.pop()
+            if id(layer) in seen:
+                continue
+            seen.add(id(layer))
+            yield name, layer
+            if include_sublayers:
+                children = [(f"{name}.{n}" if name else n, sub) for n, sub in layer._sub_layers.items()
+                            if sub is not None]
+                stack.extend(reversed(children))
+
+    def named_sublayers(self, prefix: str = "", include_self: bool = False) -> Iterator[tuple[str, "Layer"]]:
+        for name, layer in self._named_layers(prefix, True):
+            if layer is not self or include_self:
+                yield name, layer
+
+    def sublayers(self, include_self: bool = False) -> list["Layer"]:
+        return [layer for _, layer in self.named_sublayers(include_self=include_self)]
+
+    def children(self) -> Iterator["Layer"]:
+        return iter(layer for layer in self._sub_layers.values() if layer is not None)
+
+    def named_children(self) -> Iterator[tuple[str, "Layer"]]:
+        return iter((n, layer) for n, layer in self._sub_layers.items() if layer is not None)
+
+    def apply(self, fn: Callable[["Layer"], Any]) -> "Layer":
+        for layer in self.sublayers(include_self=True):
+            fn(layer)
+        return self
+
+    # ---- modes
+    def train(self, mode: bool = True) -> "Layer":
+        for layer in self.sublayers(include_self=True):
+            object.__setattr__(layer, "training", bool(mode))
+        return self
+
+    def eval(self) -> "Layer":
+        return self.train(False)
+
+    # ---- gradients and state
+    def clear_gradients(self) -> None:
+        for param in self.parameters():
+            param.clear_grad()
+
+    clear_grad = clear_gradients
+
+    def state_dict(self, include_sublayers: bool = True) -> "OrderedDict[str, Tensor]":
+        """Parameters and buffers by dotted name (the Tensors themselves, not copies)."""
+        state: OrderedDict[str, Tensor] = OrderedDict()
+        for name, param in self.named_parameters(include_sublayers=include_sublayers):
+            state[name] = param
+        for name, buf in self.named_buffers(include_sublayers=include_sublayers):
+            state[name] = buf
+        return state
+
+    def set_state_dict(self, state_dict: dict[str, Any], use_structured_name: bool = True) -> tuple[list, list]:
+        """Copy values (Tensors or arrays) into the parameters and buffers of the same names.
+
+        Shapes must match (error naming the entry); returns (missing_keys, unexpected_keys).
+        """
+        own = self.state_dict()
+        for name, value in state_dict.items():
+            if name in own:
+                array = np.asarray(value.data if isinstance(value, Tensor) else value)
+                if tuple(array.shape) != tuple(own[name].shape):
+                    raise ValueError(f"set_state_dict: {name} has shape {list(own[name].shape)} in "
+                                     f"{type(self).__name__}, the state dict gives {list(array.shape)}")
+        for name, value in state_dict.items():
+            if name in own:
+                own[name].set_value(value)
+        missing = [n for n in own if n not in state_dict]
+        unexpected = [n for n in state_dict if n not in own]
+        return missing, unexpected
+
+    load_dict = set_state_dict
+    set_dict = set_state_dict
+
+    def to(self, dtype: Any = None, **_: Any) -> "Layer":
+        """Cast every floating parameter and buffer to `dtype` (e.g. "float64")."""
+        if dtype is not None:
+            dtype = normalize_dtype(dtype)
+            for tensor in list(self.parameters()) + self.buffers():
+                if tensor.data.dtype.kind == "f":
+                    tensor.data = tensor.data.astype(dtype)
+            for layer in self.sublayers(include_self=True):
+                object.__setattr__(layer, "_dtype", dtype)
+        return self
+
+    # ---- calling
+    def forward(self, *inputs: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must define forward()")
+
+    def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
+        return self.forward(*inputs, **kwargs)
+
+    def full_name(self) -> str:
+        return self._full_name
+
+    def extra_repr(self) -> str:
+        return ""
+
+    def __repr__(self) -> str:
+        lines = [f"{type(self).__name__}({self.extra_repr()}"]
+        for name, layer in self._sub_layers.items():
+            body = repr(layer).replace("\n", "\n  ")
+            lines.append(f"  ({name}): {body}")
+        return lines[0] + ")" if len(lines) == 1 else "\n".join(lines) + "\n)"
