@@ -54,6 +54,16 @@ def _sub_block(op: Operator) -> Block | None:
     return sub if isinstance(sub, Block) else None
 
 
+def _rename_first_output(op: Operator, old: str, new: str) -> None:
+    """Rename one occurrence of `old` among the op's outputs: an op that writes the same
+    gradient twice (the split in the gradient of `concat([x, x])`) counts as two writers."""
+    for names in op.outputs.values():
+        if old in names:
+            names[names.index(old)] = new
+            op.block.program._bump()
+            return
+
+
 class _BackwardBuilder:
     """The state of one backward pass over one program."""
 
@@ -170,7 +180,7 @@ class _BackwardBuilder:
         for writer in writers:
             new = rename_var_name(name, renames[name])
             renames[name] += 1
-            writer.rename_output(name, new)
+            _rename_first_output(writer, name, new)
             if name in self.var_info:
                 self.var_info[new] = self.var_info[name]
             parts.append(new)
