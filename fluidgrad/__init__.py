@@ -20,11 +20,12 @@ from .functions import (abs, add, add_n, cast, concat, cos, divide, equal, exp, 
 from .ops.random import seed
 from . import static
 from . import nn, optimizer  # noqa: E402  (after static: they build on it)
-from .eager import Tensor, grad, no_grad, to_tensor
+from .eager import Tensor, enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled, to_tensor
 
 _math_mixin.install(functions)
 from . import dispatch as _dispatch
 from .eager import eager_apply as _eager_apply
 _dispatch.install_eager(Tensor, _eager_apply)
+from . import autograd, jit  # noqa: E402  (eager mode's PyLayer and to_static)
 
 __version__ = "0.1.0"

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..framework.math_mixin import MathMixin
-from ..framework.variable import normalize_dtype
+from ..framework.variable import Variable, normalize_dtype
 
 
 class Tensor(MathMixin):
@@ -129,6 +129,12 @@ class Tensor(MathMixin):
     # ---- values
     def set_value(self, value: Any) -> None:
         """Replace the array (same shape and dtype), e.g. when loading a state dict."""
+        if isinstance(value, Variable):
+            from . import engine
+            if engine._tracer is None:
+                raise TypeError(f"set_value: got the static Variable {value.name}; pass an array or a Tensor")
+            engine._tracer.write(self, value)  # jit.to_static: copied in after each run
+            return
         array = np.asarray(value.data if isinstance(value, Tensor) else value)
         if array.shape != self.data.shape:
             raise ValueError(f"set_value: tensor {self.name or ''} has shape {list(self.shape)}, "

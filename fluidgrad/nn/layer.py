@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from ..eager.tensor import Tensor
-from ..framework import ParamAttr, normalize_dtype
+from ..framework import ParamAttr, normalize_dtype, unique_name
 from ..initializer import Constant, Initializer, XavierUniform
 from ..ops.registry import get_op_def
 
@@ -57,7 +57,8 @@ class Layer:
         object.__setattr__(self, "_sub_layers", OrderedDict())
         object.__setattr__(self, "training", True)
         object.__setattr__(self, "_dtype", normalize_dtype(dtype))
-        object.__setattr__(self, "_full_name", name_scope or type(self).__name__.lower())
+        object.__setattr__(self, "_full_name", unique_name(name_scope or type(self).__name__.lower()))
+        object.__setattr__(self, "_param_count", 0)
 
     # ---- registration
     def _registries(self) -> tuple[OrderedDict, OrderedDict, OrderedDict]:
@@ -89,7 +90,9 @@ class Layer:
 
     def create_parameter(self, shape: Sequence[int], attr: Any = None, dtype: Any = None, is_bias: bool = False,
                          default_initializer: Initializer | None = None) -> Tensor:
-        return create_parameter(shape, dtype or self._dtype, attr, is_bias, default_initializer)
+        name = f"{self._full_name}.{'b' if is_bias else 'w'}_{self._param_count}"
+        object.__setattr__(self, "_param_count", self._param_count + 1)
+        return create_parameter(shape, dtype or self._dtype, attr, is_bias, default_initializer, name=name)
 
     def add_parameter(self, name: str, parameter: Tensor | None) -> Tensor | None:
         if parameter is not None:
