@@ -16,7 +16,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .registry import register_op
-from .shape_rules import float_only, normalize_axis, same_as
+from .shape_rules import float_only, normalize_axis
 
 
 # ---------------------------------------------------------------- geometry
@@ -193,11 +193,25 @@ def _conv_filter_grad_grad(g):
 register_op("conv2d", inputs="Input Filter Bias?", outputs="Output", attrs=dict(_CONV_ATTRS),
             kernel=conv2d_kernel, infer=_conv_infer, grad=_conv_grad,
             doc="2-D convolution (cross-correlation), NCHW, with strides, paddings, dilations and groups.")
+def _conv_grad_infer(shape_slot: str):
+    """The conv2d gradient ops: DOutput must have conv2d(Input, Filter)'s output shape."""
+    def infer(ctx):
+        float_only(ctx, "DOutput", "Input", "Filter")
+        x, w, dout = list(ctx.shape("Input")), list(ctx.shape("Filter")), list(ctx.shape("DOutput"))
+        conv = _Conv(x, w, ctx.attr("strides"), ctx.attr("paddings"), ctx.attr("dilations"), ctx.attr("groups"))
+        expected = [x[0], w[0], conv.oh, conv.ow]
+        if len(dout) != 4 or any(a != b and a >= 0 and b >= 0 for a, b in zip(dout, expected)):
+            raise ctx.shape_error(f"{ctx.describe('DOutput')} must have conv2d's output shape {expected} for "
+                                  f"{ctx.describe('Input')} and {ctx.describe('Filter')}")
+        ctx.set_output("Out", ctx.shape(shape_slot), ctx.dtype("DOutput"))
+    return infer
+
+
 register_op("conv2d_input_grad", inputs="DOutput Filter Input", outputs="Out", attrs=dict(_CONV_ATTRS),
-            kernel=conv2d_input_grad_kernel, infer=same_as("Input"), grad=_conv_input_grad_grad,
+            kernel=conv2d_input_grad_kernel, infer=_conv_grad_infer("Input"), grad=_conv_input_grad_grad,
             doc="The gradient of conv2d with respect to Input (Input gives only the shape).")
 register_op("conv2d_filter_grad", inputs="DOutput Input Filter", outputs="Out", attrs=dict(_CONV_ATTRS),
-            kernel=conv2d_filter_grad_kernel, infer=same_as("Filter"), grad=_conv_filter_grad_grad,
+            kernel=conv2d_filter_grad_kernel, infer=_conv_grad_infer("Filter"), grad=_conv_filter_grad_grad,
             doc="The gradient of conv2d with respect to Filter (Filter gives only the shape).")
 
 

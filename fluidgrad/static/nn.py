@@ -69,3 +69,147 @@ def embedding(input: Variable, size: tuple[int, int] | list[int], is_sparse: boo
     return F.gather(table, input, axis=0)
 
 from .control_flow import While, cond, while_loop  # noqa: E402,F401  (differentiable control flow)
+
+
+# ---------------------------------------------------------------- convolution, pooling, normalisation
+def _two(value: Any, what: str) -> list[int]:
+    values = [value, value] if isinstance(value, int) else list(value)
+    if len(values) != 2:
+        raise ValueError(f"{what} must be an int or two ints, got {value!r}")
+    return [int(v) for v in values]
+
+
+def _check_nchw(input: Any, builder: str) -> None:
+    if not isinstance(input, Variable) or len(input.shape) != 4:
+        raise ValueError(f"{builder}: input must be a 4-D NCHW Variable, got "
+                         f"{getattr(input, 'name', type(input).__name__)} of shape {list(getattr(input, 'shape', []))}")
+
+
+def conv2d(input: Variable, num_filters: int, filter_size: Any, stride: Any = 1, padding: Any = 0,
+           dilation: Any = 1, groups: int | None = None, param_attr: Any = None, bias_attr: Any = None,
+           act: str | None = None, name: str | None = None, data_format: str = "NCHW") -> Variable:
+    """act(conv2d(input, W) + b) with W [num_filters, C / groups, KH, KW] initialised
+    Normal(0, sqrt(2 / (C/groups * KH * KW))) as Paddle, and b [num_filters] (bias_attr=False: none)."""
+    from ..nn import functional as NF
+    _check_nchw(input, "conv2d")
+    groups = groups or 1
+    channels = input.shape[1]
+    if channels < 0 or channels % groups:
+        raise ValueError(f"conv2d: input {input.name} has {channels} channels, which must be known and "
+                         f"divisible by groups={groups}")
+    kh, kw = _two(filter_size, "conv2d: filter_size")
+    prefix = name or unique_name("conv2d")
+    w_attr = ParamAttr.of(param_attr)
+    if w_attr is None:
+        raise ValueError("conv2d: param_attr=False is not allowed; conv2d always has a filter")
+    fan_in = channels // groups * kh * kw
+    weight = create_parameter([num_filters, channels // groups, kh, kw], input.dtype,
+                              _param_name(w_attr, prefix, "w_0"), w_attr,
+                              default_initializer=Normal(0.0, (2.0 / fan_in) ** 0.5))
+    b_attr = ParamAttr.of(bias_attr)
+    bias = None if b_attr is None else create_parameter(
+        [num_filters], input.dtype, _param_name(b_attr, prefix, "b_0"), b_attr, is_bias=True,
+        default_initializer=Constant(0.0))
+    out = NF.conv2d(input, weight, bias, stride=stride, padding=padding, dilation=dilation, groups=groups,
+                    data_format=data_format)
+    return _activate(out, act)
+
+
+def pool2d(input: Variable, pool_size: Any = -1, pool_type: str = "max", pool_stride: Any = 1,
+           pool_padding: Any = 0, global_pooling: bool = False, exclusive: bool = True,
+           name: str | None = None, data_format: str = "NCHW") -> Variable:
+    """Fluid's pool2d: max or avg over pool_size windows (global_pooling: over all of H, W)."""
+    _check_nchw(input, "pool2d")
+    if pool_type not in ("max", "avg"):
+        raise ValueError(f"pool2d: pool_type must be 'max' or 'avg', got {pool_type!r}")
+    if global_pooling:
+        attrs = {"pooling_type": pool_type, "global_pooling": True, "data_format": data_format}
+    else:
+        if pool_size == -1:
+            raise ValueError("pool2d: give pool_size, or global_pooling=True")
+        pads = [int(pool_padding)] * 2 if isinstance(pool_padding, int) else [int(p) for p in pool_padding]
+        attrs = {"pooling_type": pool_type, "ksize": _two(pool_size, "pool2d: pool_size"),
+                 "strides": _two(pool_stride, "pool2d: pool_stride"), "paddings": pads, "global_pooling": False,
+                 "exclusive": bool(exclusive), "data_format": data_format}
+    return apply_op("pool2d", {"X": input}, attrs)
+
+
+def max_pool2d(input: Variable, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Variable:
+    """Max pooling; stride defaults to kernel_size."""
+    return pool2d(input, kernel_size, "max", kernel_size if stride is None else stride, padding)
+
+
+def avg_pool2d(input: Variable, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               exclusive: bool = True) -> Variable:
+    """Average pooling; stride defaults to kernel_size; `exclusive` leaves padding out of the count."""
+    return pool2d(input, kernel_size, "avg", kernel_size if stride is None else stride, padding,
+                  exclusive=exclusive)
+
+
+def batch_norm(input: Variable, act: str | None = None, is_test: bool = False, momentum: float = 0.9,
+               epsilon: float = 1e-5, param_attr: Any = None, bias_attr: Any = None, data_layout: str = "NCHW",
+               name: str | None = None, moving_mean_name: str | None = None,
+               moving_variance_name: str | None = None, use_global_stats: bool = False) -> Variable:
+    """Batch normalisation over all axes but 1, with a learned scale (init 1) and shift (init 0)
+    and running mean/variance: non-trainable parameters updated in place while training
+    (running = momentum * running + (1 - momentum) * batch). `clone(for_test=True)` sets is_test."""
+    if not isinstance(input, Variable) or len(input.shape) < 2 or input.shape[1] < 0:
+        raise ValueError(f"batch_norm: input must be a Variable with a known channel axis 1, got "
+                         f"{getattr(input, 'name', type(input).__name__)} {list(getattr(input, 'shape', []))}")
+    channels, dtype = input.shape[1], input.dtype
+    prefix = name or unique_name("batch_norm")
+    s_attr = ParamAttr.of(param_attr) or ParamAttr()
+    b_attr = ParamAttr.of(bias_attr) or ParamAttr()
+    scale = create_parameter([channels], dtype, _param_name(s_attr, prefix, "w_0"), s_attr,
+                             default_initializer=Constant(1.0))
+    bias = create_parameter([channels], dtype, _param_name(b_attr, prefix, "b_0"), b_attr, is_bias=True,
+                            default_initializer=Constant(0.0))
+    mean = create_parameter([channels], dtype, moving_mean_name or f"{prefix}.w_1",
+                            ParamAttr(trainable=False), default_initializer=Constant(0.0))
+    variance = create_parameter([channels], dtype, moving_variance_name or f"{prefix}.w_2",
+                                ParamAttr(trainable=False), default_initializer=Constant(1.0))
+    block = input.block.program.current_block()
+    outputs = {"Y": block.create_var(unique_name(f"{prefix}.tmp")), "MeanOut": mean, "VarianceOut": variance,
+               "SavedMean": block.create_var(unique_name(f"{prefix}.saved_mean"), stop_gradient=True),
+               "SavedVariance": block.create_var(unique_name(f"{prefix}.saved_inv_std"), stop_gradient=True)}
+    block.append_op("batch_norm", {"X": input, "Scale": scale, "Bias": bias, "Mean": mean, "Variance": variance},
+                    outputs, {"momentum": float(momentum), "epsilon": float(epsilon), "is_test": bool(is_test),
+                              "use_global_stats": bool(use_global_stats), "data_layout": data_layout})
+    return _activate(outputs["Y"], act)
+
+
+def layer_norm(input: Variable, scale: bool = True, shift: bool = True, begin_norm_axis: int = 1,
+               epsilon: float = 1e-5, param_attr: Any = None, bias_attr: Any = None, act: str | None = None,
+               name: str | None = None) -> Variable:
+    """Normalise over the axes from begin_norm_axis on, with a learned scale (init 1) and shift
+    (init 0) of that many elements."""
+    if not isinstance(input, Variable) or not 0 < begin_norm_axis < len(input.shape):
+        raise ValueError(f"layer_norm: begin_norm_axis={begin_norm_axis} must lie in [1, rank-1] for "
+                         f"{getattr(input, 'name', type(input).__name__)} {list(getattr(input, 'shape', []))}")
+    tail = input.shape[begin_norm_axis:]
+    if any(d < 0 for d in tail):
+        raise ValueError(f"layer_norm: the normalised axes of {input.name} {list(input.shape)} must be known")
+    width = 1
+    for d in tail:
+        width *= d
+    prefix = name or unique_name("layer_norm")
+    inputs: dict[str, Any] = {"X": input}
+    s_attr = ParamAttr.of(param_attr) if scale else None
+    if s_attr is not None:
+        inputs["Scale"] = create_parameter([width], input.dtype, _param_name(s_attr, prefix, "w_0"), s_attr,
+                                           default_initializer=Constant(1.0))
+    b_attr = ParamAttr.of(bias_attr) if shift else None
+    if b_attr is not None:
+        inputs["Bias"] = create_parameter([width], input.dtype, _param_name(b_attr, prefix, "b_0"), b_attr,
+                                          is_bias=True, default_initializer=Constant(0.0))
+    y, _mean, _var = apply_op("layer_norm", inputs, {"begin_norm_axis": begin_norm_axis, "epsilon": float(epsilon)})
+    return _activate(y, act)
+
+
+def dropout(x: Variable, dropout_prob: float, is_test: bool = False, seed: int | None = None,
+            name: str | None = None, dropout_implementation: str = "upscale_in_train") -> Variable:
+    """Zero elements with probability dropout_prob. The default upscale_in_train (PyTorch's and
+    Paddle 2's) scales the kept ones by 1/(1-p) in training and is the identity in the
+    evaluation program; a seed gives the same mask on every run."""
+    from ..nn import functional as NF
+    return NF.dropout(x, p=dropout_prob, training=not is_test, mode=dropout_implementation, seed=seed or 0)

@@ -1,0 +1,232 @@
+"""Normalisation and dropout: `batch_norm`, `layer_norm`, `dropout`.
+
+batch_norm and layer_norm have dedicated grad ops (one fused pass instead of a dozen
+elementwise ops); those grad ops have no gradient themselves (NO_GRADIENT, so asking for
+a third derivative is a clear error). dropout's gradient is `dOut * Mask`, an ordinary op.
+All three carry `is_test`, which `Program.clone(for_test=True)` switches on.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .random import generator
+from .registry import NO_GRADIENT, register_op
+from .shape_rules import float_only
+
+
+# ---------------------------------------------------------------- batch_norm
+def _channel_view(v: np.ndarray, ndim: int) -> np.ndarray:
+    """A per-channel vector shaped to broadcast against an [N, C, ...] array."""
+    return v.reshape((1, -1) + (1,) * (ndim - 2))
+
+
+def _stat_axes(ndim: int) -> tuple[int, ...]:
+    return (0,) + tuple(range(2, ndim))
+
+
+def batch_norm_kernel(x, scale, bias, mean, variance, momentum=0.9, epsilon=1e-5, is_test=False,
+                      use_global_stats=False, data_layout="NCHW"):
+    """Y, MeanOut, VarianceOut, SavedMean, SavedVariance (the inverse std used, for the grad)."""
+    dtype = x.dtype.type
+    if is_test or use_global_stats:
+        batch_mean, batch_var = mean, variance
+        mean_out, var_out = mean, variance
+    else:
+        axes = _stat_axes(x.ndim)
+        count = x.size // x.shape[1]
+        batch_mean = x.mean(axis=axes)
+        batch_var = x.var(axis=axes)
+        unbiased = batch_var * dtype(count / max(count - 1, 1))
+        mean_out = dtype(momentum) * mean + dtype(1 - momentum) * batch_mean.astype(mean.dtype)
+        var_out = dtype(momentum) * variance + dtype(1 - momentum) * unbiased.astype(variance.dtype)
+    inv_std = (1.0 / np.sqrt(batch_var + dtype(epsilon))).astype(x.dtype)
+    y = (x - _channel_view(batch_mean, x.ndim)) * _channel_view(inv_std * scale, x.ndim) + _channel_view(bias, x.ndim)
+    return y.astype(x.dtype, copy=False), mean_out, var_out, batch_mean.astype(x.dtype), inv_std
+
+
+def batch_norm_grad_kernel(x, scale, saved_mean, saved_inv_std, dy, epsilon=1e-5, is_test=False,
+                           use_global_stats=False, data_layout="NCHW"):
+    """DX, DScale, DBias. With batch statistics the mean and variance depend on X too."""
+    axes, ndim = _stat_axes(x.ndim), x.ndim
+    x_hat = (x - _channel_view(saved_mean, ndim)) * _channel_view(saved_inv_std, ndim)
+    dbias = dy.sum(axis=axes)
+    dscale = (dy * x_hat).sum(axis=axes)
+    if is_test or use_global_stats:
+        dx = dy * _channel_view(scale * saved_inv_std, ndim)
+    else:
+        count = x.dtype.type(x.size // x.shape[1])
+        dx = _channel_view(scale * saved_inv_std / count, ndim) * (
+            count * dy - _channel_view(dbias, ndim) - x_hat * _channel_view(dscale, ndim))
+    return dx, dscale, dbias
+
+
+def _batch_norm_infer(ctx):
+    float_only(ctx, "X", "Scale", "Bias", "Mean", "Variance")
+    x = list(ctx.shape("X"))
+    if len(x) < 2:
+        raise ctx.shape_error(f"expects X of rank >= 2 (channels on axis 1), got {ctx.describe('X')}")
+    if ctx.attr("data_layout") != "NCHW":
+        raise ctx.shape_error(f"only data_layout='NCHW' (channels on axis 1) is supported, "
+                              f"got {ctx.attr('data_layout')!r}")
+    for slot in ("Scale", "Bias", "Mean", "Variance"):
+        if list(ctx.shape(slot)) != [x[1]]:
+            raise ctx.shape_error(f"{ctx.describe(slot)} must have shape [{x[1]}] to match {ctx.describe('X')}")
+    dtype = ctx.dtype("X")
+    ctx.set_output("Y", x, dtype)
+    ctx.set_output("MeanOut", [x[1]], ctx.dtype("Mean"))
+    ctx.set_output("VarianceOut", [x[1]], ctx.dtype("Variance"))
+    ctx.set_output("SavedMean", [x[1]], dtype)
+    ctx.set_output("SavedVariance", [x[1]], dtype)
+
+
+def _batch_norm_grad(g):
+    dx, dscale, dbias = g.op("batch_norm_grad", {
+        "X": g.input("X"), "Scale": g.input("Scale"), "SavedMean": g.output("SavedMean"),
+        "SavedVariance": g.output("SavedVariance"), "DY": g.output_grad("Y")},
+        epsilon=g.attr("epsilon"), is_test=g.attr("is_test"), use_global_stats=g.attr("use_global_stats"))
+    g.set_input_grad("X", dx)
+    g.set_input_grad("Scale", dscale)
+    g.set_input_grad("Bias", dbias)
+
+
+def _batch_norm_grad_infer(ctx):
+    ctx.set_output("DX", ctx.shape("X"), ctx.dtype("X"))
+    ctx.set_output("DScale", ctx.shape("Scale"), ctx.dtype("Scale"))
+    ctx.set_output("DBias", ctx.shape("Scale"), ctx.dtype("Scale"))
+
+
+_BN_ATTRS = {"momentum": 0.9, "epsilon": 1e-5, "is_test": False, "use_global_stats": False, "data_layout": "NCHW"}
+register_op("batch_norm", inputs="X Scale Bias Mean Variance",
+            outputs="Y MeanOut VarianceOut SavedMean SavedVariance", attrs=dict(_BN_ATTRS),
+            kernel=batch_norm_kernel, infer=_batch_norm_infer, grad=_batch_norm_grad,
+            doc="Batch normalisation over all axes but 1. Training: batch statistics, and MeanOut/VarianceOut "
+                "(written to the Mean/Variance variables) = momentum * running + (1 - momentum) * batch, "
+                "with the unbiased batch variance as PyTorch. is_test: running statistics.")
+register_op("batch_norm_grad", inputs="X Scale SavedMean SavedVariance DY", outputs="DX DScale DBias",
+            attrs={k: _BN_ATTRS[k] for k in ("epsilon", "is_test", "use_global_stats", "data_layout")},
+            kernel=batch_norm_grad_kernel, infer=_batch_norm_grad_infer, grad=NO_GRADIENT,
+            doc="The gradients of batch_norm (SavedVariance is the inverse standard deviation).")
+
+
+# ---------------------------------------------------------------- layer_norm
+def _rows(x: np.ndarray, begin_norm_axis: int) -> np.ndarray:
+    return x.reshape(int(np.prod(x.shape[:begin_norm_axis], dtype=np.int64)), -1)
+
+
+def layer_norm_kernel(x, scale=None, bias=None, begin_norm_axis=1, epsilon=1e-5):
+    """Y, Mean, Variance (both [prod(X.shape[:begin_norm_axis])])."""
+    rows = _rows(x, begin_norm_axis)
+    mean = rows.mean(axis=1)
+    var = rows.var(axis=1)
+    y = (rows - mean[:, None]) / np.sqrt(var[:, None] + x.dtype.type(epsilon))
+    if scale is not None:
+        y = y * scale.reshape(1, -1)
+    if bias is not None:
+        y = y + bias.reshape(1, -1)
+    return y.reshape(x.shape).astype(x.dtype, copy=False), mean, var
+
+
+def layer_norm_grad_kernel(x, scale, mean, variance, dy, begin_norm_axis=1, epsilon=1e-5):
+    """DX, DScale, DBias (DScale/DBias shaped like Scale; zeros-sized when there is no Scale)."""
+    rows, drows = _rows(x, begin_norm_axis), _rows(dy, begin_norm_axis)
+    inv_std = 1.0 / np.sqrt(variance[:, None] + x.dtype.type(epsilon))
+    x_hat = (rows - mean[:, None]) * inv_std
+    dx_hat = drows * scale.reshape(1, -1) if scale is not None else drows
+    dx = inv_std * (dx_hat - dx_hat.mean(axis=1, keepdims=True) - x_hat * (dx_hat * x_hat).mean(axis=1, keepdims=True))
+    shape = scale.shape if scale is not None else (rows.shape[1],)
+    dscale = (drows * x_hat).sum(axis=0).reshape(shape)
+    dbias = drows.sum(axis=0).reshape(shape)
+    return dx.reshape(x.shape).astype(x.dtype, copy=False), dscale, dbias
+
+
+def _layer_norm_infer(ctx):
+    float_only(ctx, "X")
+    x = list(ctx.shape("X"))
+    axis = ctx.attr("begin_norm_axis")
+    if not 0 < axis < len(x) + (1 if len(x) == 1 else 0):
+        raise ctx.shape_error(f"begin_norm_axis={axis} must lie in [1, {len(x) - 1}] for {ctx.describe('X')}")
+    tail = x[axis:]
+    width = -1 if any(d < 0 for d in tail) else int(np.prod(tail))
+    for slot in ("Scale", "Bias"):
+        if ctx.has_input(slot):
+            size = int(np.prod(ctx.shape(slot)))
+            if width >= 0 and size != width:
+                raise ctx.shape_error(f"{ctx.describe(slot)} must have {width} elements (the axes from "
+                                      f"{axis} of {ctx.describe('X')})")
+    lead = x[:axis]
+    rows = -1 if any(d < 0 for d in lead) else int(np.prod(lead))
+    ctx.set_output("Y", x, ctx.dtype("X"))
+    ctx.set_output("Mean", [rows], ctx.dtype("X"))
+    ctx.set_output("Variance", [rows], ctx.dtype("X"))
+
+
+def _layer_norm_grad(g):
+    scale = g.input("Scale")
+    inputs = {"X": g.input("X"), "Scale": scale, "Mean": g.output("Mean"), "Variance": g.output("Variance"),
+              "DY": g.output_grad("Y")}
+    dx, dscale, dbias = g.op("layer_norm_grad", inputs, begin_norm_axis=g.attr("begin_norm_axis"),
+                             epsilon=g.attr("epsilon"))
+    g.set_input_grad("X", dx)
+    if scale is not None:
+        g.set_input_grad("Scale", dscale)
+    bias = g.input("Bias")
+    if bias is not None:
+        same = tuple(g.shape(dbias)) == tuple(g.shape(bias))
+        g.set_input_grad("Bias", dbias if same else g.op("reshape_as", {"X": dbias, "Target": bias}))
+
+
+def _layer_norm_grad_infer(ctx):
+    x = list(ctx.shape("X"))
+    tail = x[ctx.attr("begin_norm_axis"):]
+    shape = ctx.shape("Scale") if ctx.has_input("Scale") else [-1 if any(d < 0 for d in tail) else int(np.prod(tail))]
+    ctx.set_output("DX", x, ctx.dtype("X"))
+    ctx.set_output("DScale", shape, ctx.dtype("X"))
+    ctx.set_output("DBias", shape, ctx.dtype("X"))
+
+
+register_op("layer_norm", inputs="X Scale? Bias?", outputs="Y Mean Variance",
+            attrs={"begin_norm_axis": 1, "epsilon": 1e-5}, kernel=layer_norm_kernel, infer=_layer_norm_infer,
+            grad=_layer_norm_grad,
+            doc="Normalise each row over the axes from begin_norm_axis on; Scale/Bias hold one value per "
+                "normalised element (any shape with that many elements).")
+register_op("layer_norm_grad", inputs="X Scale? Mean Variance DY", outputs="DX DScale DBias",
+            attrs={"begin_norm_axis": 1, "epsilon": 1e-5}, kernel=layer_norm_grad_kernel,
+            infer=_layer_norm_grad_infer, grad=NO_GRADIENT, doc="The gradients of layer_norm.")
+
+
+# ---------------------------------------------------------------- dropout
+def dropout_kernel(x, dropout_prob=0.5, is_test=False, seed=0, dropout_implementation="upscale_in_train"):
+    """Out = X * Mask. Mask holds the factor for each element: 0 or 1/(1-p) (upscale_in_train),
+    0 or 1 (downgrade_in_infer); at test time 1, or (1-p) for downgrade_in_infer.
+    A non-zero `seed` draws the same mask on every run."""
+    dtype = x.dtype.type
+    upscale = dropout_implementation == "upscale_in_train"
+    if is_test:
+        mask = np.full(x.shape, 1.0 if upscale else 1.0 - dropout_prob, dtype=x.dtype)
+    elif dropout_prob >= 1.0:
+        mask = np.zeros(x.shape, dtype=x.dtype)
+    else:
+        keep = generator(seed).random(x.shape) >= dropout_prob
+        mask = keep.astype(x.dtype) * dtype(1.0 / (1.0 - dropout_prob) if upscale else 1.0)
+    return x * mask, mask
+
+
+def _dropout_infer(ctx):
+    float_only(ctx, "X")
+    if not 0.0 <= ctx.attr("dropout_prob") <= 1.0:
+        raise ctx.shape_error(f"dropout_prob must lie in [0, 1], got {ctx.attr('dropout_prob')}")
+    if ctx.attr("dropout_implementation") not in ("upscale_in_train", "downgrade_in_infer"):
+        raise ctx.shape_error(f"dropout_implementation must be 'upscale_in_train' or 'downgrade_in_infer', "
+                              f"got {ctx.attr('dropout_implementation')!r}")
+    ctx.set_output("Out", ctx.shape("X"), ctx.dtype("X"))
+    ctx.set_output("Mask", ctx.shape("X"), ctx.dtype("X"))
+
+
+register_op("dropout", inputs="X", outputs="Out Mask",
+            attrs={"dropout_prob": 0.5, "is_test": False, "seed": 0,
+                   "dropout_implementation": "upscale_in_train"},
+            kernel=dropout_kernel, infer=_dropout_infer,
+            grad=lambda g: g.set_input_grad("X", g.op("elementwise_mul", {"X": g.output_grad("Out"),
+                                                                          "Y": g.output("Mask")})),
+            doc="Randomly zero elements with probability dropout_prob; Mask is the factor applied, so "
+                "dX = dOut * Mask.")

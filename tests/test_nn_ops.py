@@ -1,0 +1,397 @@
+"""conv2d, pool2d, batch_norm, layer_norm, dropout, clip, log_softmax: forward and gradients
+against PyTorch (float64) and central differences; nn.functional and the static.nn builders."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import fluidgrad as fg
+from fluidgrad.dispatch import append_static_op
+from fluidgrad.nn import functional as F
+from fluidgrad.testing import ProgramGradCheck, check_grad, check_program_grad, torch_gradients
+
+RNG = np.random.default_rng(7)
+
+
+def rand(*shape):
+    return RNG.standard_normal(shape)
+
+
+def _run(build, feeds):
+    """Build a program from `feeds` (name -> array) and run it; returns the outputs."""
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup):
+        variables = {k: fg.static.data(k, v.shape, v.dtype) for k, v in feeds.items()}
+        outs = build(variables)
+    outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+    scope, exe = fg.Scope(), fg.Executor()
+    exe.run(startup, scope=scope)
+    return exe.run(main, feed=feeds, fetch_list=outs, scope=scope)
+
+
+def _check_outputs_vs_torch(op_type, inputs, attrs, used, torch_fn, wrt, rtol=1e-6):
+    """Gradient check of an op whose outputs `used` (indices) reach the loss; vs numeric and PyTorch."""
+    def build(variables):
+        slot_args = {slot: variables[slot] for slot in inputs}
+        outs = append_static_op(op_type, slot_args, dict(attrs))
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        return [outs[i] for i in used]
+    analytic = check_program_grad(build, inputs, wrt=wrt, rtol=rtol)
+    expected = torch_gradients(torch_fn, inputs, ProgramGradCheck(build, inputs, wrt), wrt)
+    for name in wrt:
+        np.testing.assert_allclose(analytic[name], expected[name], rtol=rtol, atol=1e-9, err_msg=name)
+    return analytic
+
+
+# ------------------------------------------------------------------ conv2d
+CONV_CASES = [
+    # x shape, w shape, strides, paddings, dilations, groups
+    ((2, 3, 7, 6), (4, 3, 3, 3), [1, 1], [0, 0], [1, 1], 1),
+    ((2, 3, 7, 6), (4, 3, 3, 2), [2, 1], [1, 2], [1, 1], 1),
+    ((1, 2, 8, 8), (3, 2, 3, 3), [1, 2], [2, 1], [2, 2], 1),
+    ((2, 4, 6, 5), (6, 2, 3, 3), [2, 2], [1, 1], [1, 1], 2),
+    ((1, 4, 5, 5), (4, 1, 2, 2), [1, 1], [0, 1], [2, 1], 4),
+]
+
+
+@pytest.mark.parametrize("x_shape, w_shape, strides, paddings, dilations, groups", CONV_CASES)
+def test_conv2d_matches_torch(x_shape, w_shape, strides, paddings, dilations, groups):
+    inputs = {"Input": rand(*x_shape), "Filter": rand(*w_shape), "Bias": rand(w_shape[0])}
+    attrs = {"strides": strides, "paddings": paddings, "dilations": dilations, "groups": groups}
+
+    def torch_fn(Input, Filter, Bias):
+        return TF.conv2d(Input, Filter, Bias, stride=strides, padding=paddings, dilation=dilations, groups=groups)
+    (out,) = _run(lambda v: append_static_op("conv2d", v, attrs), inputs)
+    expected = torch_fn(*(torch.tensor(inputs[k]) for k in ("Input", "Filter", "Bias"))).numpy()
+    np.testing.assert_allclose(out, expected, rtol=1e-10, atol=1e-12)
+    check_grad("conv2d", inputs, attrs, torch_fn=torch_fn)
+
+
+def test_conv2d_asymmetric_padding_and_no_bias():
+    x, w = rand(1, 2, 5, 6), rand(3, 2, 3, 3)
+
+    def torch_fn(Input, Filter):
+        return TF.conv2d(TF.pad(Input, (2, 0, 1, 0)), Filter)   # left 2, right 0, top 1, bottom 0
+    check_grad("conv2d", {"Input": x, "Filter": w}, {"paddings": [1, 0, 2, 0]}, torch_fn=torch_fn)
+
+
+def test_conv2d_grad_ops_are_differentiable():
+    """conv2d_input_grad and conv2d_filter_grad have gradients of their own (grad of grad)."""
+    x, w = rand(2, 4, 6, 5), rand(6, 2, 3, 2)
+    attrs = {"strides": [2, 1], "paddings": [1, 1], "dilations": [1, 2], "groups": 2}
+    dout = rand(2, 6, 3, 5)
+    kw = dict(stride=(2, 1), padding=(1, 1), dilation=(1, 2), groups=2)
+    check_grad("conv2d_input_grad", {"DOutput": dout, "Filter": w, "Input": x}, attrs, no_grad=("Input",),
+               torch_fn=lambda DOutput, Filter, Input: torch.nn.grad.conv2d_input(x.shape, Filter, DOutput, **kw))
+    check_grad("conv2d_filter_grad", {"DOutput": dout, "Input": x, "Filter": w}, attrs, no_grad=("Filter",),
+               torch_fn=lambda DOutput, Input, Filter: torch.nn.grad.conv2d_weight(Input, w.shape, DOutput, **kw))
+
+
+def test_conv2d_second_order_through_backward():
+    """d/dx of sum((d loss / d w)^2) for loss = sum(conv(x, w)^2), against PyTorch's double backward."""
+    x, w = rand(1, 2, 5, 5), rand(3, 2, 3, 3)
+
+    def build(v):
+        out = F.conv2d(v["x"], v["w"], padding=1)
+        loss = fg.sum(out * out)
+        (dw,) = fg.gradients([loss], [v["w"]])
+        return fg.sum(dw * dw)
+    analytic = check_program_grad(build, {"x": x, "w": w}, rtol=1e-5)
+    xt, wt = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+    loss = (TF.conv2d(xt, wt, padding=1) ** 2).sum()
+    (dw,) = torch.autograd.grad(loss, wt, create_graph=True)
+    (dx,) = torch.autograd.grad((dw * dw).sum() * torch.tensor(1.0), xt)
+    assert analytic["x"].shape == x.shape and np.isfinite(analytic["x"]).all()
+    scale = ProgramGradCheck(build, {"x": x, "w": w}).feeds["cotangent_0"]
+    np.testing.assert_allclose(analytic["x"], dx.numpy() * scale, rtol=1e-6)
+
+
+def test_conv2d_shape_errors_name_the_op():
+    main = fg.Program()
+    with fg.program_guard(main, fg.Program()):
+        x = fg.static.data("x", [None, 3, 8, 8], "float64")
+        w = fg.static.data("w", [4, 2, 3, 3], "float64")
+        with pytest.raises(Exception, match=r"conv2d.*x.*channels"):
+            F.conv2d(x, w)
+        w_big = fg.static.data("w_big", [4, 3, 9, 9], "float64")
+        with pytest.raises(Exception, match=r"conv2d.*does not fit"):
+            F.conv2d(x, w_big)
+
+
+# ------------------------------------------------------------------ pool2d
+POOL_CASES = [
+    ("max", [2, 2], [2, 2], [0, 0], True),
+    ("max", [3, 2], [2, 1], [1, 1], True),
+    ("avg", [2, 2], [2, 2], [0, 0], True),
+    ("avg", [3, 3], [2, 2], [1, 1], True),
+    ("avg", [3, 2], [1, 2], [1, 1], False),
+]
+
+
+def _torch_pool(kind, ksize, strides, paddings, exclusive):
+    if kind == "max":
+        return lambda X: TF.max_pool2d(X, ksize, strides, paddings)
+    return lambda X: TF.avg_pool2d(X, ksize, strides, paddings, count_include_pad=not exclusive)
+
+
+@pytest.mark.parametrize("kind, ksize, strides, paddings, exclusive", POOL_CASES)
+def test_pool2d_matches_torch(kind, ksize, strides, paddings, exclusive):
+    x = rand(2, 3, 7, 6)
+    attrs = {"pooling_type": kind, "ksize": ksize, "strides": strides, "paddings": paddings, "exclusive": exclusive}
+    torch_fn = _torch_pool(kind, ksize, strides, paddings, exclusive)
+    (out,) = _run(lambda v: append_static_op("pool2d", v, attrs), {"X": x})
+    np.testing.assert_allclose(out, torch_fn(torch.tensor(x)).numpy(), rtol=1e-12)
+    check_grad("pool2d", {"X": x}, attrs, torch_fn=torch_fn)
+
+
+def test_global_pooling():
+    x = rand(2, 3, 4, 5)
+    for kind, reduce in (("max", lambda X: X.amax((2, 3), keepdim=True)),
+                         ("avg", lambda X: X.mean((2, 3), keepdim=True))):
+        check_grad("pool2d", {"X": x}, {"pooling_type": kind, "global_pooling": True}, torch_fn=reduce)
+
+
+@pytest.mark.parametrize("kind", ["max", "avg"])
+def test_pool2d_grad_is_differentiable(kind):
+    """pool2d_grad's gradient (avg pooling, or max_pool2d_select for max) passes the numeric check."""
+    x, dout = rand(1, 2, 6, 6), rand(1, 2, 3, 3)
+    attrs = {"pooling_type": kind, "ksize": [3, 3], "strides": [2, 2], "paddings": [1, 1]}
+    check_grad("pool2d_grad", {"X": x, "DOut": dout}, attrs, no_grad=("X",))
+    if kind == "max":
+        select_attrs = {k: v for k, v in attrs.items() if k != "pooling_type"}
+        check_grad("max_pool2d_select", {"X": x, "Y": rand(1, 2, 6, 6)}, select_attrs, no_grad=("X",))
+
+
+# ------------------------------------------------------------------ batch_norm
+def _bn_inputs(shape):
+    c = shape[1]
+    return {"X": rand(*shape) * 2 + 1, "Scale": rand(c), "Bias": rand(c), "Mean": rand(c),
+            "Variance": np.abs(rand(c)) + 0.5}
+
+
+@pytest.mark.parametrize("shape", [(4, 3, 5, 2), (6, 4)])
+def test_batch_norm_training_matches_torch(shape):
+    inputs = _bn_inputs(shape)
+    attrs = {"momentum": 0.8, "epsilon": 1e-4, "is_test": False}
+    y, mean_out, var_out = _run(lambda v: append_static_op("batch_norm", v, attrs)[:3], inputs)
+    rm, rv = torch.tensor(inputs["Mean"]), torch.tensor(inputs["Variance"])
+    expected = TF.batch_norm(torch.tensor(inputs["X"]), rm, rv, torch.tensor(inputs["Scale"]),
+                             torch.tensor(inputs["Bias"]), training=True, momentum=0.2, eps=1e-4)
+    np.testing.assert_allclose(y, expected.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(mean_out, rm.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(var_out, rv.numpy(), rtol=1e-10)
+
+    def torch_fn(X, Scale, Bias, Mean, Variance):
+        return TF.batch_norm(X, Mean.clone(), Variance.clone(), Scale, Bias, training=True, momentum=0.2, eps=1e-4)
+    _check_outputs_vs_torch("batch_norm", inputs, attrs, [0], torch_fn, ["X", "Scale", "Bias"])
+
+
+def test_batch_norm_inference_matches_torch():
+    inputs = _bn_inputs((3, 4, 2, 3))
+    attrs = {"epsilon": 1e-5, "is_test": True}
+
+    def torch_fn(X, Scale, Bias, Mean, Variance):
+        return TF.batch_norm(X, Mean, Variance, Scale, Bias, training=False, eps=1e-5)
+    y, mean_out, _ = _run(lambda v: append_static_op("batch_norm", v, attrs)[:3], inputs)
+    np.testing.assert_allclose(y, torch_fn(*(torch.tensor(inputs[k]) for k in inputs)).numpy(), rtol=1e-10)
+    np.testing.assert_array_equal(mean_out, inputs["Mean"])
+    _check_outputs_vs_torch("batch_norm", inputs, attrs, [0], torch_fn, ["X", "Scale", "Bias"])
+
+
+def test_batch_norm_grad_has_no_gradient():
+    from fluidgrad.ops import get_op_def
+    assert not get_op_def("batch_norm_grad").has_gradient and not get_op_def("layer_norm_grad").has_gradient
+
+
+def test_batch_norm_builder_updates_running_stats_and_clone_for_test_uses_them():
+    x1, x2 = rand(8, 3, 4, 4), rand(8, 3, 4, 4) + 0.5
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup):
+        x = fg.static.data("x", [None, 3, 4, 4], "float64")
+        y = fg.static.nn.batch_norm(x, momentum=0.9, name="bn")
+        test_program = main.clone(for_test=True)
+    assert [op.attr("is_test") for op in test_program.global_block().ops if op.type == "batch_norm"] == [True]
+    scope, exe = fg.Scope(), fg.Executor()
+    exe.run(startup, scope=scope)
+    torch_bn = torch.nn.BatchNorm2d(3, momentum=0.1, dtype=torch.float64)
+    for batch in (x1, x2):
+        (ours,) = exe.run(main, feed={"x": batch}, fetch_list=[y], scope=scope)
+        np.testing.assert_allclose(ours, torch_bn(torch.tensor(batch)).detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(scope["bn.w_1"], torch_bn.running_mean.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(scope["bn.w_2"], torch_bn.running_var.numpy(), rtol=1e-10)
+    torch_bn.eval()
+    (ours,) = exe.run(test_program, feed={"x": x1}, fetch_list=[y.name], scope=scope)
+    np.testing.assert_allclose(ours, torch_bn(torch.tensor(x1)).detach().numpy(), rtol=1e-10, atol=1e-12)
+    trainable = {p.name for p in main.all_parameters() if p.trainable}
+    assert trainable == {"bn.w_0", "bn.b_0"}
+
+
+# ------------------------------------------------------------------ layer_norm
+@pytest.mark.parametrize("shape, axis, affine", [((4, 6), 1, True), ((2, 3, 4), 1, True), ((2, 3, 4), 2, True),
+                                                 ((3, 5), 1, False)])
+def test_layer_norm_matches_torch(shape, axis, affine):
+    normalized = list(shape[axis:])
+    width = int(np.prod(normalized))
+    inputs = {"X": rand(*shape) * 3 + 1}
+    if affine:
+        inputs.update(Scale=rand(width), Bias=rand(width))
+
+    def torch_fn(X, Scale=None, Bias=None):
+        weight = Scale.reshape(normalized) if Scale is not None else None
+        bias = Bias.reshape(normalized) if Bias is not None else None
+        return TF.layer_norm(X, normalized, weight, bias, eps=1e-5)
+    attrs = {"begin_norm_axis": axis, "epsilon": 1e-5}
+    (y,) = _run(lambda v: [append_static_op("layer_norm", v, attrs)[0]], inputs)
+    np.testing.assert_allclose(y, torch_fn(**{k: torch.tensor(v) for k, v in inputs.items()}).numpy(), rtol=1e-10,
+                               atol=1e-12)
+    _check_outputs_vs_torch("layer_norm", inputs, attrs, [0], torch_fn, list(inputs))
+
+
+def test_layer_norm_bias_without_scale():
+    x, b = rand(3, 2, 2), rand(2, 2)
+    check_program_grad(lambda v: F.layer_norm(v["x"], [2, 2], None, v["b"]), {"x": x, "b": b})
+
+
+# ------------------------------------------------------------------ dropout
+def test_dropout_fixed_seed_forward_and_gradient():
+    x = rand(40, 50)
+    attrs = {"dropout_prob": 0.3, "seed": 11}
+    out, mask = _run(lambda v: append_static_op("dropout", v, attrs), {"X": x})
+    kept = mask != 0
+    assert abs(1 - kept.mean() - 0.3) < 0.03
+    np.testing.assert_allclose(mask[kept], 1 / 0.7)
+    np.testing.assert_allclose(out, x * mask)
+    out_again, _ = _run(lambda v: append_static_op("dropout", v, attrs), {"X": x})
+    np.testing.assert_array_equal(out_again, out)   # a seed fixes the mask
+    mask_t = torch.tensor(mask)
+    check_grad("dropout", {"X": x}, attrs, torch_fn=lambda X: (X * mask_t, mask_t))
+
+
+def test_dropout_modes_and_inference():
+    x = rand(20, 30)
+    test_out, _ = _run(lambda v: append_static_op("dropout", v, {"dropout_prob": 0.4, "is_test": True}), {"X": x})
+    np.testing.assert_array_equal(test_out, x)
+    down_train, down_mask = _run(lambda v: append_static_op(
+        "dropout", v, {"dropout_prob": 0.4, "seed": 3, "dropout_implementation": "downgrade_in_infer"}), {"X": x})
+    assert set(np.unique(down_mask)) <= {0.0, 1.0}
+    down_test, _ = _run(lambda v: append_static_op(
+        "dropout", v, {"dropout_prob": 0.4, "is_test": True, "dropout_implementation": "downgrade_in_infer"}), {"X": x})
+    np.testing.assert_allclose(down_test, x * 0.6)
+    all_dropped, _ = _run(lambda v: append_static_op("dropout", v, {"dropout_prob": 1.0}), {"X": x})
+    np.testing.assert_array_equal(all_dropped, np.zeros_like(x))
+
+
+def test_dropout_builder_is_identity_in_the_test_program():
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup):
+        x = fg.static.data("x", [None, 8], "float64")
+        y = fg.static.nn.dropout(x, 0.5)
+        test_program = main.clone(for_test=True)
+    data = rand(4, 8)
+    exe, scope = fg.Executor(), fg.Scope()
+    (train_out,) = exe.run(main, feed={"x": data}, fetch_list=[y], scope=scope)
+    (test_out,) = exe.run(test_program, feed={"x": data}, fetch_list=[y.name], scope=scope)
+    np.testing.assert_array_equal(test_out, data)
+    assert (train_out == 0).any() and set(np.round(train_out[train_out != 0] / data[train_out != 0], 9)) == {2.0}
+
+
+# ------------------------------------------------------------------ clip, clip_mask, log_softmax
+def test_clip_and_log_softmax_gradients():
+    x = rand(4, 5)
+    x[np.abs(np.abs(x) - 0.5) < 0.05] += 0.2   # keep away from the kinks (clip_mask is piecewise constant)
+    check_grad("clip", {"X": x}, {"min": -0.5, "max": 0.5}, torch_fn=lambda X: torch.clamp(X, -0.5, 0.5))
+    check_grad("log_softmax", {"X": x}, {"axis": 0}, torch_fn=lambda X: torch.log_softmax(X, 0))
+    check_grad("log_softmax", {"X": x}, {"axis": -1}, torch_fn=lambda X: torch.log_softmax(X, -1))
+
+
+# ------------------------------------------------------------------ nn.functional
+def test_functional_losses_match_torch():
+    logits, labels, target = rand(6, 5), RNG.integers(0, 5, size=(6, 1)), rand(6, 5)
+    feeds = {"logits": logits, "labels": labels.astype(np.int64), "target": target}
+    ce, ce_sum, ce_none, mse, sm, lsm = _run(lambda v: [
+        F.cross_entropy(v["logits"], v["labels"]), F.cross_entropy(v["logits"], v["labels"], reduction="sum"),
+        F.cross_entropy(v["logits"], v["labels"], reduction="none"), F.mse_loss(v["logits"], v["target"]),
+        F.softmax(v["logits"]), F.log_softmax(v["logits"], axis=0)], feeds)
+    lt, yt = torch.tensor(logits), torch.tensor(labels[:, 0])
+    np.testing.assert_allclose(ce, TF.cross_entropy(lt, yt).numpy(), rtol=1e-10)
+    np.testing.assert_allclose(ce_sum, TF.cross_entropy(lt, yt, reduction="sum").numpy(), rtol=1e-10)
+    np.testing.assert_allclose(ce_none[:, 0], TF.cross_entropy(lt, yt, reduction="none").numpy(), rtol=1e-10)
+    np.testing.assert_allclose(mse, TF.mse_loss(lt, torch.tensor(target)).numpy(), rtol=1e-10)
+    np.testing.assert_allclose(sm, torch.softmax(lt, -1).numpy(), rtol=1e-10)
+    np.testing.assert_allclose(lsm, torch.log_softmax(lt, 0).numpy(), rtol=1e-10)
+    with pytest.raises(ValueError, match="reduction"):
+        _run(lambda v: F.cross_entropy(v["logits"], v["labels"], reduction="avg"), feeds)
+
+
+def test_functional_layers_match_torch():
+    x, w, b = rand(2, 3, 6, 6), rand(4, 3, 3, 3), rand(4)
+    lw, lb = rand(6, 2), rand(2)
+    feeds = {"x": x, "w": w, "b": b, "lw": lw, "lb": lb}
+    same, strided, mp, ap, lin = _run(lambda v: [
+        F.conv2d(v["x"], v["w"], v["b"], padding="same"), F.conv2d(v["x"], v["w"], stride=2, padding=1),
+        F.max_pool2d(v["x"], 2), F.avg_pool2d(v["x"], 3, stride=1, padding=1),
+        F.linear(v["x"], v["lw"], v["lb"])], feeds)
+    xt, wt = torch.tensor(x), torch.tensor(w)
+    np.testing.assert_allclose(same, TF.conv2d(xt, wt, torch.tensor(b), padding="same").numpy(), rtol=1e-10)
+    np.testing.assert_allclose(strided, TF.conv2d(xt, wt, stride=2, padding=1).numpy(), rtol=1e-10)
+    np.testing.assert_allclose(mp, TF.max_pool2d(xt, 2).numpy())
+    np.testing.assert_allclose(ap, TF.avg_pool2d(xt, 3, 1, 1, count_include_pad=False).numpy(), rtol=1e-10)
+    np.testing.assert_allclose(lin, (xt @ torch.tensor(lw) + torch.tensor(lb)).numpy(), rtol=1e-10)
+
+
+def test_functional_norms_and_embedding():
+    x, ids, table = rand(4, 3, 2, 2), np.array([[0, 2], [1, 1]], dtype=np.int64), rand(3, 5)
+    c = 3
+    feeds = {"x": x, "ids": ids, "table": table, "w": rand(c), "b": rand(c), "m": rand(c), "v": np.abs(rand(c)) + 1}
+    bn_eval, ln, emb, oh = _run(lambda v: [
+        F.batch_norm(v["x"], v["m"], v["v"], v["w"], v["b"], training=False),
+        F.layer_norm(v["x"], [2, 2]), F.embedding(v["ids"], v["table"]), F.one_hot(v["ids"], 4)], feeds)
+    t = {k: torch.tensor(val) for k, val in feeds.items()}
+    np.testing.assert_allclose(bn_eval, TF.batch_norm(t["x"], t["m"], t["v"], t["w"], t["b"]).numpy(), rtol=1e-10)
+    np.testing.assert_allclose(ln, TF.layer_norm(t["x"], [2, 2]).numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(emb, table[ids])
+    np.testing.assert_array_equal(oh, np.eye(4)[ids])
+
+
+# ------------------------------------------------------------------ static.nn builders
+def test_conv_pool_builders_and_a_small_cnn_learns():
+    from sklearn.datasets import load_digits
+    digits = load_digits()
+    images = (digits.images[:256] / 16.0).astype("float32").reshape(-1, 1, 8, 8)
+    labels = digits.target[:256].astype("int64").reshape(-1, 1)
+    fg.seed(1)
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup):
+        x = fg.static.data("img", [None, 1, 8, 8], "float32")
+        y = fg.static.data("lbl", [None, 1], "int64")
+        h = fg.static.nn.conv2d(x, 8, 3, padding=1, act="relu", name="c1")
+        h = fg.static.nn.batch_norm(h, name="bn1")
+        h = fg.static.nn.max_pool2d(h, 2)
+        h = fg.static.nn.conv2d(h, 8, 3, padding=1, groups=2, bias_attr=False, name="c2")
+        h = fg.static.nn.avg_pool2d(h, 2)
+        h = fg.static.nn.layer_norm(h, begin_norm_axis=1)
+        h = fg.static.nn.pool2d(h, pool_type="max", global_pooling=True)
+        h = fg.static.nn.dropout(h, 0.1)
+        logits = fg.static.nn.fc(h, 10)
+        loss = fg.nn.functional.cross_entropy(logits, y)
+        fg.optimizer.Adam(0.02).minimize(loss)
+    params = {p.name: p.shape for p in main.all_parameters()}
+    assert params["c1.w_0"] == (8, 1, 3, 3) and params["c1.b_0"] == (8,) and params["c2.w_0"] == (8, 4, 3, 3)
+    assert "c2.b_0" not in params and logits.shape == (-1, 10)
+    scope, exe = fg.Scope(), fg.Executor()
+    exe.run(startup, scope=scope)
+    losses = [float(exe.run(main, feed={"img": images, "lbl": labels}, fetch_list=[loss], scope=scope)[0])
+              for _ in range(25)]
+    assert losses[-1] < 0.6 * losses[0], losses
+
+
+def test_builders_reject_bad_input():
+    main = fg.Program()
+    with fg.program_guard(main, fg.Program()):
+        flat = fg.static.data("flat", [None, 8], "float32")
+        with pytest.raises(ValueError, match="conv2d.*4-D"):
+            fg.static.nn.conv2d(flat, 4, 3)
+        with pytest.raises(ValueError, match="pool_type"):
+            fg.static.nn.pool2d(fg.static.data("img4", [None, 1, 4, 4]), 2, pool_type="median")
