@@ -73,6 +73,7 @@ class Case:
     rtol: float = 1e-6
     eps: float = 1e-6
     grad: bool = True   # False: no float output, nothing to differentiate (see test_backward errors)
+    second_order: bool = True   # False: the first derivative jumps at these inputs (ties)
     id: str = ""
 
     def __post_init__(self):
@@ -301,7 +302,7 @@ def _cases() -> list[Case]:
                    torch_fn=lambda X, f=fn: f(X, (0, 2), keepdim=True)),
               # two equal extremes in a row: both share the gradient (PyTorch's amax/amin do too)
               Case(op, {"X": np.array([[1.0, 3.0, 3.0], [-2.0, 0.5, -2.0]])}, {"axis": [1]}, id=f"{op}-tie",
-                   torch_fn=lambda X, f=fn: f(X, 1))]
+                   torch_fn=lambda X, f=fn: f(X, 1), second_order=False)]
     # ---- tensor.py
     c += [Case("reshape", {"X": rand(2, 3, 4)}, {"shape": [0, -1]}, id="reshape-0-neg1",
                torch_fn=lambda X: X.reshape(2, 12)),
@@ -528,3 +529,36 @@ def test_reshape_rejects_impossible_shapes_at_build_time():
     x = data("x", [-1, 3, 4], "float64")
     with pytest.raises(ValueError, match=r"reshape.*\[0, 5, -1\]"):
         fg.reshape(x, [0, 5, -1])
+
+
+# ------------------------------------------------------------------ one order higher
+def _first_order_build(case: Case, wrt: list[str]):
+    """A program computing the first-order VJP of the case's op (for a fixed cotangent feed),
+    so that check_program_grad differentiates the backward ops themselves: grad of grad."""
+    build_op = build_single_op(case.op, case.inputs, case.attrs, case.n_out)
+
+    def build(variables):
+        outs = [o for o in _used(case, build_op(variables)) if o.dtype.startswith("float")]
+        loss = fg.add_n([fg.sum(o * variables[f"cot{i}"]) for i, o in enumerate(outs)])
+        grads = fg.gradients([loss], [variables[k] for k in wrt])
+        return [g for g in grads if g is not None]
+    return build
+
+
+SECOND_ORDER_CASES = [c for c in GRAD_CASES if c.second_order]
+
+
+@pytest.mark.parametrize("case", SECOND_ORDER_CASES, ids=[c.id for c in SECOND_ORDER_CASES])
+def test_second_order_gradient(case: Case):
+    feeds = _flat_feeds(case.inputs)
+    wrt = [k for k, v in feeds.items() if v.dtype.kind == "f"]
+    values, _ = run_forward(case)
+    float_outs = [v for v in _used(case, values) if v.dtype.kind == "f"]
+    cot_rng = np.random.default_rng(7)
+    feeds.update({f"cot{i}": cot_rng.uniform(0.5, 1.5, size=v.shape).astype(v.dtype)
+                  for i, v in enumerate(float_outs)})
+    build = _first_order_build(case, wrt)
+    with fg.program_guard(fg.Program(), fg.Program()):
+        if not build({k: data(k, v.shape, v.dtype) for k, v in feeds.items()}):
+            pytest.skip("the first-order gradient is a symbolic zero: nothing to differentiate")
+    check_program_grad(build, feeds, rtol=max(case.rtol, 1e-5), eps=case.eps)
