@@ -179,7 +179,7 @@ def _accumulate(summed: dict[str, np.ndarray], owned: set[str], name: str, value
     elif name in owned:
         np.add(summed[name], value, out=summed[name])
     else:
-        summed[name] = summed[name] + value
+        summed[name] = np.asarray(summed[name] + value)  # 0-d arrays add to a scalar, not an array
         owned.add(name)
 
 

@@ -37,3 +37,22 @@ def test_concat_of_one_variable_three_times_with_append_backward(fresh_programs)
     fg.append_backward(loss)
     value, = _run(main, {"x": np.array([1.0, -2.0])}, ["x@GRAD"])
     np.testing.assert_allclose(value, 3 * 2 * np.array([1.0, -2.0]))
+
+
+def test_while_gradient_of_a_0d_outer_variable_read_in_every_step(fresh_programs):
+    """while_grad summed the per-step gradients of a 0-d outer variable with `out=`, but adding
+    two 0-d arrays gives a NumPy scalar, which `out=` rejects: TypeError at the third step."""
+    main, _ = fresh_programs
+    w = data("w", [], "float64")
+    x = data("x", [1], "float64")
+    w.stop_gradient = x.stop_gradient = False
+    i = fg.full([1], 0, "int64")
+    limit = fg.full([1], 3, "int64")
+    _, y = fg.static.nn.while_loop(lambda i, v: fg.less_than(i, limit),
+                                   lambda i, v: [i + 1, fg.multiply(v, w)], [i, x])
+    loss = fg.sum(y)
+    gw, gx = fg.gradients([loss], [w, x])
+    w_value, x_value = 0.7, np.array([1.3])
+    got_w, got_x = _run(main, {"w": np.array(w_value), "x": x_value}, [gw, gx])
+    np.testing.assert_allclose(got_w, 3 * w_value ** 2 * x_value[0])  # y = x w^3
+    np.testing.assert_allclose(got_x, [w_value ** 3])
