@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..framework.names import grad_var_name
-from .engine import OpCall, Node, _CALLS, eager_apply, op_call
+from .engine import _CALLS, _FREED, Node, OpCall, eager_apply, op_call
 from .tensor import Tensor
 
 _ndarray = np.ndarray
@@ -64,9 +64,15 @@ class EagerGradBuilder:
             return
         slot_grads = self.node_grads.get(node)
         if slot_grads is None:
-            slot_grads = self.node_grads[node] = [None] * len(node.outs)
+            slot_grads = self.node_grads[node] = self._new_slot_grads(node)
         prev = slot_grads[tensor._idx]
         slot_grads[tensor._idx] = grad if prev is None else prev + grad
+
+    @staticmethod
+    def _new_slot_grads(node: Node) -> list:
+        if node.outs is None:
+            raise RuntimeError(_FREED.format(op=node.call.type))
+        return [None] * len(node.outs)
 
     # ---- what a grad maker reads
     def _out_range(self, slot: str) -> tuple[int, int]:
@@ -184,7 +190,7 @@ class EagerGradBuilder:
                     return
                 slot_grads = self.node_grads.get(node)
                 if slot_grads is None:
-                    slot_grads = self.node_grads[node] = [None] * len(node.outs)
+                    slot_grads = self.node_grads[node] = self._new_slot_grads(node)
                 prev = slot_grads[inputs._idx]
                 slot_grads[inputs._idx] = value if prev is None else prev + value
                 return

@@ -1,0 +1,547 @@
+"""Eager mode: Tensors, the autograd engine on the op registry, grad(), PyLayer and Layers.
+
+The oracle is PyTorch (float64, 1e-6 relative) where it has the computation, and the static
+`append_backward` path for the registry-wide test: both run the same grad makers, so eager
+and static gradients must agree to rounding on every op.
+"""
+from __future__ import annotations
+
+import gc
+import sys
+import weakref
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import fluidgrad as fg
+from fluidgrad import nn
+from fluidgrad.autograd import PyLayer
+from fluidgrad.dispatch import apply_op
+from fluidgrad.eager import Tensor, eager_apply
+from fluidgrad.nn import functional as F
+from fluidgrad.ops import get_op_def, registered_ops
+from fluidgrad.testing import ProgramGradCheck, build_single_op
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_ops import CASES as OP_CASES  # noqa: E402  (the registry's case table)
+
+
+def t(array, stop_gradient=False):
+    return fg.to_tensor(np.asarray(array, dtype=np.float64), stop_gradient=stop_gradient)
+
+
+# ------------------------------------------------------------------ a model vs PyTorch
+def test_mlp_gradients_equal_pytorch(rng):
+    sizes = [6, 16, 8, 5]
+    weights = [rng.standard_normal((i, o)) * 0.5 for i, o in zip(sizes, sizes[1:])]
+    biases = [rng.standard_normal(o) * 0.1 for o in sizes[1:]]
+    x_np, labels = rng.standard_normal((7, 6)), rng.integers(0, 5, (7,))
+
+    params = [t(a) for pair in zip(weights, biases) for a in pair]
+    h = fg.to_tensor(x_np)
+    for i in range(3):
+        h = fg.matmul(h, params[2 * i]) + params[2 * i + 1]
+        h = F.relu(h) if i == 0 else (fg.tanh(h) if i == 1 else h)
+    loss = F.cross_entropy(h, fg.to_tensor(labels.reshape(-1, 1)))
+    loss.backward()
+
+    t_params = [torch.tensor(a, requires_grad=True) for pair in zip(weights, biases) for a in pair]
+    th = torch.tensor(x_np)
+    for i in range(3):
+        th = th @ t_params[2 * i] + t_params[2 * i + 1]
+        th = torch.relu(th) if i == 0 else (torch.tanh(th) if i == 1 else th)
+    t_loss = torch.nn.functional.cross_entropy(th, torch.tensor(labels))
+    t_loss.backward()
+
+    np.testing.assert_allclose(loss.numpy(), t_loss.detach().numpy(), rtol=1e-6)
+    for p, tp in zip(params, t_params):
+        assert p.grad.dtype == "float64" and p.grad.shape == p.shape
+        np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-6, atol=1e-12)
+
+
+def test_intermediates_have_no_grad_and_stop_gradient_inputs_get_none():
+    x, w = t([[1.0, 2.0]]), t([[0.5], [-1.0]])
+    data = t([[3.0, 4.0]], stop_gradient=True)
+    hidden = fg.matmul(x + data, w)
+    loss = fg.sum(hidden * hidden)
+    loss.backward()
+    assert hidden.grad is None and loss.grad is None
+    assert data.grad is None
+    assert x.grad is not None and w.grad is not None
+    assert not hidden.stop_gradient and data.stop_gradient
+
+
+def test_broadcast_gradients_are_summed_back_to_the_input_shape():
+    x, b = t(np.arange(6.0).reshape(2, 3)), t([1.0, 2.0, 3.0])
+    fg.sum((x + b) * 2.0).backward()
+    np.testing.assert_array_equal(b.grad.numpy(), [4.0, 4.0, 4.0])
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((2, 3), 2.0))
+
+
+def test_a_tensor_read_twice_accumulates_both_gradients():
+    x = t([2.0, 3.0])
+    y = x * x + x * 3.0  # x feeds three uses
+    fg.sum(y).backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * np.array([2.0, 3.0]) + 3.0)
+
+
+# ------------------------------------------------------------------ accumulation, retain_graph
+def test_backward_accumulates_and_a_freed_graph_raises():
+    x = t([1.0, 2.0])
+    loss = fg.sum(x * x)
+    loss.backward(retain_graph=True)
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 4.0])
+    loss.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [4.0, 8.0])
+    with pytest.raises(RuntimeError, match="graph has been freed"):
+        loss.backward()
+    x.clear_grad()
+    assert x.grad is None
+
+
+def test_backward_on_a_tensor_without_history_is_a_clear_error():
+    x = t([1.0], stop_gradient=True)
+    with pytest.raises(RuntimeError, match="stop_gradient=True"):
+        (x * 2.0).backward()
+
+
+def test_backward_with_a_gradient_tensor():
+    x = t([1.0, 2.0, 3.0])
+    y = x * x
+    y.backward(t([1.0, 0.0, 2.0], stop_gradient=True))
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 0.0, 12.0])
+
+
+# ------------------------------------------------------------------ no_grad, detach
+def test_no_grad_records_nothing_as_context_and_decorator():
+    x = t([1.0, 2.0])
+    with fg.no_grad():
+        y = x * 3.0
+    assert y.stop_gradient and y._node is None
+
+    @fg.no_grad()
+    def f(v):
+        return fg.exp(v)
+
+    z = f(x)
+    assert z.stop_gradient and z._node is None
+    assert fg.is_grad_enabled()
+    w = x * 2.0  # recording again outside
+    assert not w.stop_gradient
+
+
+def test_detach_cuts_the_graph():
+    x = t([1.0, 2.0])
+    y = (x * x).detach()
+    assert y.stop_gradient and y._node is None
+    z = fg.sum(y * x)
+    z.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 4.0])  # y treated as a constant
+
+
+# ------------------------------------------------------------------ grad()
+def test_grad_of_grad_of_cube_is_6x():
+    x = t([1.0, -2.0, 0.5])
+    (dx,) = fg.grad(fg.sum(x ** 3), x, create_graph=True)
+    np.testing.assert_allclose(dx.numpy(), 3 * x.numpy() ** 2)
+    assert not dx.stop_gradient
+    (ddx,) = fg.grad(fg.sum(dx), x)
+    np.testing.assert_allclose(ddx.numpy(), 6 * x.numpy())
+    assert x.grad is None  # grad() leaves .grad alone
+
+
+def test_grad_matches_torch_for_a_hessian_vector_product(rng):
+    a, v = rng.standard_normal(4), rng.standard_normal(4)
+    x = t(a)
+    y = fg.sum(fg.tanh(x) * fg.exp(x * 0.5))
+    (g,) = fg.grad(y, x, create_graph=True)
+    (hv,) = fg.grad(fg.sum(g * t(v, True)), x)
+    tx = torch.tensor(a, requires_grad=True)
+    (tg,) = torch.autograd.grad((torch.tanh(tx) * torch.exp(tx * 0.5)).sum(), tx, create_graph=True)
+    (thv,) = torch.autograd.grad((tg * torch.tensor(v)).sum(), tx)
+    np.testing.assert_allclose(hv.numpy(), thv.numpy(), rtol=1e-6)
+
+
+def test_grad_allow_unused_semantics():
+    x, unused = t([1.0, 2.0]), t([3.0])
+    y = fg.sum(x * x)
+    with pytest.raises(RuntimeError, match="allow_unused"):
+        fg.grad(y, [x, unused], retain_graph=True)
+    gx, gu = fg.grad(y, [x, unused], allow_unused=True)
+    np.testing.assert_array_equal(gx.numpy(), [2.0, 4.0])
+    assert gu is None
+
+
+def test_grad_with_respect_to_an_intermediate_and_with_grad_outputs():
+    x = t([1.0, 2.0])
+    h = x * 3.0
+    y = h * h
+    (dh,) = fg.grad(y, h, grad_outputs=t([1.0, 10.0], True))
+    np.testing.assert_allclose(dh.numpy(), [6.0, 120.0])
+    with pytest.raises(RuntimeError, match="not a scalar"):
+        fg.grad(x * 2.0, x)
+
+
+def test_grad_of_an_input_with_stop_gradient_is_an_error():
+    x = t([1.0], stop_gradient=True)
+    w = t([2.0])
+    with pytest.raises(RuntimeError, match="stop_gradient"):
+        fg.grad(fg.sum(x * w), x)
+
+
+# ------------------------------------------------------------------ hooks
+def test_hooks_see_and_replace_gradients():
+    x = t([1.0, 2.0])
+    seen = []
+    h = x * 2.0
+    h.register_hook(lambda g: seen.append(g.numpy().copy()))
+    handle = x.register_hook(lambda g: g * 10.0)
+    fg.sum(h * h).backward()
+    np.testing.assert_array_equal(seen[0], [4.0, 8.0])
+    np.testing.assert_array_equal(x.grad.numpy(), [80.0, 160.0])
+    handle.remove()
+    x.clear_grad()
+    fg.sum(x * 1.0).backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 1.0])
+
+
+# ------------------------------------------------------------------ every op: eager == static
+def _extra_cases():
+    """Ops with a gradient that the table of tests/test_ops.py does not cover (nn, control flow)."""
+    rng = np.random.default_rng(7)
+    r = lambda *s: rng.uniform(-1, 1, s)  # noqa: E731
+    conv = {"strides": [1, 1], "paddings": [1, 1], "dilations": [1, 1], "groups": 1}
+    pool = {"ksize": [2, 2], "strides": [2, 2], "paddings": [0, 0]}
+    distinct = lambda *s: rng.permutation(int(np.prod(s))).reshape(s) / 7.0  # noqa: E731
+    return [
+        ("batch_norm", {"X": r(4, 3, 2, 2), "Scale": r(3), "Bias": r(3), "Mean": r(3), "Variance": r(3) + 2},
+         {}, None, (0,)),
+        ("batch_norm", {"X": r(4, 3, 2, 2), "Scale": r(3), "Bias": r(3), "Mean": r(3), "Variance": r(3) + 2},
+         {"is_test": True, "use_global_stats": True}, None, (0,)),
+        ("layer_norm", {"X": r(3, 4, 2), "Scale": r(8), "Bias": r(8)}, {"begin_norm_axis": 1}, None, (0,)),
+        ("dropout", {"X": r(4, 5)}, {"dropout_prob": 0.3, "seed": 11}, None, (0,)),
+        ("log_softmax", {"X": r(3, 5)}, {"axis": -1}, None, None),
+        ("clip", {"X": r(3, 4)}, {"min": -0.5, "max": 0.4}, None, None),
+        ("clip_mask", {"X": r(3, 4)}, {"min": -0.5, "max": 0.4}, None, None),
+        ("increment", {"X": r(3)}, {"step": 2.0}, None, None),
+        ("conv2d", {"Input": r(2, 2, 5, 5), "Filter": r(3, 2, 3, 3), "Bias": r(3)}, conv, None, None),
+        ("conv2d_input_grad", {"DOutput": r(2, 3, 5, 5), "Filter": r(3, 2, 3, 3), "Input": r(2, 2, 5, 5)},
+         conv, None, None),
+        ("conv2d_filter_grad", {"DOutput": r(2, 3, 5, 5), "Input": r(2, 2, 5, 5), "Filter": r(3, 2, 3, 3)},
+         conv, None, None),
+        ("pool2d", {"X": distinct(2, 2, 4, 4)}, {**pool, "pooling_type": "max"}, None, None),
+        ("pool2d", {"X": r(2, 2, 4, 4)}, {**pool, "pooling_type": "avg"}, None, None),
+        ("pool2d_grad", {"X": distinct(2, 2, 4, 4), "DOut": r(2, 2, 2, 2)}, {**pool, "pooling_type": "max"},
+         None, None),
+        ("max_pool2d_select", {"X": distinct(2, 2, 4, 4), "Y": r(2, 2, 4, 4)}, pool, None, None),
+        ("select_input", {"X": [r(3), r(3)], "Mask": np.array(1)}, {}, None, None),
+        ("select_input_grad", {"X": r(3), "Mask": np.array(0)}, {"n": 2}, 2, None),
+    ]
+
+
+def _registry_cases():
+    cases = [(c.id, c.op, c.inputs, c.attrs, c.n_out, c.use_outputs, c.no_grad) for c in OP_CASES
+             if c.grad and get_op_def(c.op).has_gradient]
+    for i, (op, inputs, attrs, n_out, use) in enumerate(_extra_cases()):
+        cases.append((f"{op}-eager{i}", op, inputs, attrs, n_out, use, ()))
+    return cases
+
+
+REGISTRY_CASES = _registry_cases()
+STATIC_ONLY = {name for name, d in registered_ops().items() if d.needs_runtime}
+
+
+def _flat(out):
+    flat = []
+    for item in (out if isinstance(out, tuple) else (out,)):
+        flat.extend(item if isinstance(item, list) else [item])
+    return flat
+
+
+def test_every_op_with_a_gradient_has_an_eager_case():
+    covered = {case[1] for case in REGISTRY_CASES}
+    missing = sorted(name for name, d in registered_ops().items()
+                     if d.has_gradient and name not in covered and name not in STATIC_ONLY)
+    assert not missing, f"ops with a gradient but no eager-vs-static case: {missing}"
+
+
+@pytest.mark.parametrize("case", REGISTRY_CASES, ids=[c[0] for c in REGISTRY_CASES])
+def test_eager_and_static_gradients_are_identical(case):
+    case_id, op, inputs, attrs, n_out, use_outputs, no_grad = case
+    feeds = {}
+    for slot, value in inputs.items():
+        if isinstance(value, list):
+            feeds.update({f"{slot}_{i}": np.asarray(v) for i, v in enumerate(value)})
+        else:
+            feeds[slot] = np.asarray(value)
+    wrt = [k for k, v in feeds.items() if v.dtype.kind == "f" and k.split("_")[0] not in no_grad]
+    build_all = build_single_op(op, inputs, attrs, n_out)
+    build = build_all if use_outputs is None else (lambda vs: [build_all(vs)[i] for i in use_outputs])
+    static = ProgramGradCheck(build, feeds, wrt)
+    expected = static.analytic()
+
+    tensors, eager_inputs = {}, {}
+    for slot, value in inputs.items():
+        items = value if isinstance(value, list) else [value]
+        names = [f"{slot}_{i}" for i in range(len(items))] if isinstance(value, list) else [slot]
+        made = [fg.to_tensor(np.asarray(v), stop_gradient=n not in wrt) for n, v in zip(names, items)]
+        tensors.update(zip(names, made))
+        eager_inputs[slot] = made if isinstance(value, list) else made[0]
+    outs = _flat(eager_apply(op, eager_inputs, dict(attrs), n_out))
+    if use_outputs is not None:
+        outs = [outs[i] for i in use_outputs]
+    roots, seeds = [], []
+    for i, out in enumerate(outs):
+        if out.dtype.startswith("float") and not out.stop_gradient:
+            roots.append(out)
+            seeds.append(static.feeds[f"cotangent_{i}"])
+    if roots:
+        fg.eager.backward(roots, seeds)
+    for name in wrt:
+        got = tensors[name].grad
+        got = np.zeros_like(feeds[name]) if got is None else got.numpy()
+        assert got.shape == expected[name].shape and got.dtype == expected[name].dtype, name
+        np.testing.assert_allclose(got, expected[name], rtol=1e-10, atol=1e-12, err_msg=f"{case_id}: {name}")
+
+
+def test_static_only_ops_are_refused_in_eager_mode():
+    if not STATIC_ONLY:
+        pytest.skip("no sub-block ops registered")
+    op = sorted(STATIC_ONLY)[0]
+    with pytest.raises(Exception, match="static mode only"):
+        eager_apply(op, {}, {}, None)
+
+
+# ------------------------------------------------------------------ deep graphs, memory
+def test_a_10000_deep_chain_backpropagates_without_recursion():
+    x = t([1.0])
+    h = x
+    for i in range(10000):
+        h = h * 1.0001 if i % 2 == 0 else fg.tanh(h) + 0.5
+    h.backward()
+    assert np.isfinite(x.grad.numpy()).all()
+    limit = sys.getrecursionlimit()
+    assert limit < 10000  # the chain is deeper than Python's stack allows recursion to go
+
+
+def test_1000_deep_chain_gradient_is_exact():
+    x = t([1.0])
+    h = x
+    for _ in range(1000):
+        h = h * 1.001
+    h.backward()
+    np.testing.assert_allclose(x.grad.numpy(), [1.001 ** 1000], rtol=1e-12)
+
+
+def test_an_intermediate_dies_after_backward_and_del():
+    x = t(np.ones(1000))
+    hidden = fg.tanh(x * 2.0)
+    loss = fg.sum(hidden * hidden)
+    ref = weakref.ref(hidden)
+    node_ref = weakref.ref(hidden._node)
+    loss.backward()
+    del hidden, loss
+    assert ref() is None and node_ref() is None  # freed by reference counting alone
+
+
+def test_the_graph_holds_no_reference_cycles():
+    gc.collect()
+    gc.disable()
+    try:
+        x = t(np.ones(10))
+        out = fg.sum(fg.exp(x * x))
+        ref = weakref.ref(out._node)
+        del out
+        assert ref() is None  # without the cycle collector: no cycles through the graph
+    finally:
+        gc.enable()
+
+
+# ------------------------------------------------------------------ PyLayer
+class Cube(PyLayer):
+    @staticmethod
+    def forward(ctx, x, scale=1.0):
+        ctx.save_for_backward(x)
+        ctx.scale = scale
+        return x * x * x * scale
+
+    @staticmethod
+    def backward(ctx, dy):
+        (x,) = ctx.saved_tensor()
+        return dy * x * x * (3.0 * ctx.scale)
+
+
+def test_pylayer_forward_backward_and_grad_of_grad():
+    x = t([1.0, 2.0])
+    y = Cube.apply(x, scale=2.0)
+    assert not y.stop_gradient
+    fg.sum(y).backward()
+    np.testing.assert_allclose(x.grad.numpy(), [6.0, 24.0])
+    (g,) = fg.grad(fg.sum(Cube.apply(x)), x, create_graph=True)
+    (gg,) = fg.grad(fg.sum(g), x)
+    np.testing.assert_allclose(gg.numpy(), [6.0, 12.0])
+
+
+def test_pylayer_with_two_inputs_and_outputs_mixed_with_ops():
+    class MulAdd(PyLayer):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            return a * b, a + b
+
+        @staticmethod
+        def backward(ctx, d_prod, d_sum):
+            a, b = ctx.saved_tensor()
+            return d_prod * b + d_sum, d_prod * a + d_sum
+
+    a, b = t([2.0]), t([5.0])
+    prod, total = MulAdd.apply(fg.exp(a * 0.0) * a, b)
+    fg.sum(prod * 3.0).backward()  # `total` unused: its gradient is zero
+    np.testing.assert_allclose(a.grad.numpy(), [15.0])
+    np.testing.assert_allclose(b.grad.numpy(), [6.0])
+
+
+def test_pylayer_backward_must_return_one_gradient_per_input():
+    class Bad(PyLayer):
+        @staticmethod
+        def forward(ctx, a, b):
+            return a * b
+
+        @staticmethod
+        def backward(ctx, dy):
+            return dy
+
+    with pytest.raises(ValueError, match="2 Tensor inputs"):
+        fg.sum(Bad.apply(t([1.0]), t([2.0]))).backward()
+
+
+# ------------------------------------------------------------------ Layers
+def test_layer_parameters_are_ordered_and_state_dict_roundtrips():
+    fg.seed(3)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2), nn.BatchNorm2D(2))
+    names = [n for n, _ in model.named_parameters()]
+    assert names == ["0.weight", "0.bias", "2.weight", "2.bias", "3.weight", "3.bias"]
+    assert all(not p.stop_gradient for p in model.parameters())
+    state = {k: v.numpy().copy() for k, v in model.state_dict().items()}
+    assert "3._mean" in state and "3._variance" in state
+    other = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2), nn.BatchNorm2D(2))
+    missing, unexpected = other.set_state_dict(state)
+    assert missing == [] and unexpected == []
+    for k, v in other.state_dict().items():
+        np.testing.assert_array_equal(v.numpy(), state[k])
+    with pytest.raises(ValueError, match="0.weight"):
+        other.set_state_dict({"0.weight": np.zeros((3, 3))})
+
+
+def test_linear_layer_matches_torch_and_trains_with_the_optimizer(rng):
+    layer = nn.Linear(3, 2).to("float64")
+    x_np = rng.standard_normal((5, 3))
+    tl = torch.nn.Linear(3, 2).double()
+    with torch.no_grad():
+        tl.weight.copy_(torch.tensor(layer.weight.numpy().T))
+        tl.bias.copy_(torch.tensor(layer.bias.numpy()))
+    loss = fg.mean(fg.square(layer(fg.to_tensor(x_np))))
+    loss.backward()
+    t_loss = (tl(torch.tensor(x_np)) ** 2).mean()
+    t_loss.backward()
+    np.testing.assert_allclose(layer.weight.grad.numpy(), tl.weight.grad.numpy().T, rtol=1e-6)
+    np.testing.assert_allclose(layer.bias.grad.numpy(), tl.bias.grad.numpy(), rtol=1e-6)
+    opt = fg.optimizer.SGD(learning_rate=0.1, parameters=layer.parameters())
+    before = layer.weight.numpy().copy()
+    opt.step()
+    np.testing.assert_allclose(layer.weight.numpy(), before - 0.1 * layer.weight.grad.numpy())
+    opt.clear_grad()
+    assert layer.weight.grad is None
+
+
+def test_train_and_eval_switch_dropout_and_batch_norm(rng):
+    fg.seed(0)
+    model = nn.Sequential(nn.Conv2D(1, 2, 3, padding=1), nn.BatchNorm2D(2), nn.Dropout(0.5))
+    x = fg.to_tensor(rng.standard_normal((2, 1, 4, 4)).astype("float32"))
+    mean_before = model[1]._mean.numpy().copy()
+    model.train()
+    y_train = model(x)
+    assert not np.array_equal(model[1]._mean.numpy(), mean_before)  # running stats moved
+    assert (y_train.numpy() == 0).any()  # dropout zeroed something
+    model.eval()
+    assert not model.training and not model[2].training
+    mean_eval = model[1]._mean.numpy().copy()
+    y1, y2 = model(x), model(x)
+    np.testing.assert_array_equal(y1.numpy(), y2.numpy())
+    np.testing.assert_array_equal(model[1]._mean.numpy(), mean_eval)
+
+
+def test_conv_pool_embedding_layers_backpropagate():
+    fg.seed(1)
+    model = nn.Sequential(nn.Conv2D(1, 3, 3), nn.ReLU(), nn.MaxPool2D(2), nn.Flatten(), nn.Linear(12, 4),
+                          nn.LayerNorm(4))
+    x = fg.to_tensor(np.random.default_rng(0).standard_normal((2, 1, 6, 6)).astype("float32"))
+    out = model(x)
+    assert out.shape == (2, 4)
+    loss = nn.CrossEntropyLoss()(out, fg.to_tensor(np.array([[1], [3]])))
+    loss.backward()
+    assert all(p.grad is not None and p.grad.shape == p.shape for p in model.parameters())
+    emb = nn.Embedding(10, 3)
+    ids = fg.to_tensor(np.array([[1, 2], [2, 9]]))
+    fg.sum(emb(ids)).backward()
+    np.testing.assert_array_equal(emb.weight.grad.numpy()[:, 0], [0, 1, 2, 0, 0, 0, 0, 0, 0, 1])
+
+
+def test_custom_layer_registers_sublayers_and_parameters():
+    class Block(nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.scale = self.create_parameter([1], default_initializer=fg.initializer.Constant(2.0))
+            self.inner = nn.Linear(2, 2)
+
+        def forward(self, x):
+            return self.inner(x) * self.scale
+
+    block = Block()
+    assert [n for n, _ in block.named_parameters()] == ["scale", "inner.weight", "inner.bias"]
+    assert block.sublayers() == [block.inner]
+    out = block(fg.to_tensor(np.ones((1, 2), "float32")))
+    fg.sum(out).backward()
+    assert block.scale.grad is not None
+
+
+# ------------------------------------------------------------------ values and errors
+def test_tensor_basics():
+    x = fg.to_tensor([[1.0, 2.0], [3.0, 4.0]])
+    assert x.dtype == "float32" and x.shape == (2, 2) and x.stop_gradient and x.ndim == 2 and x.size == 4
+    assert len(x) == 2 and x.T.numpy()[0, 1] == 3.0
+    assert fg.to_tensor(np.arange(3)).dtype == "int64"
+    assert fg.to_tensor(np.ones(2), dtype="float64").dtype == "float64"
+    assert float(fg.sum(x)) == 10.0 and fg.sum(x).item() == 10.0
+    assert "Tensor(shape=[2, 2], dtype=float32" in repr(x)
+    np.testing.assert_array_equal((1.0 - x).numpy(), 1.0 - x.numpy())
+    np.testing.assert_array_equal((2.0 / x).numpy(), 2.0 / x.numpy())
+    np.testing.assert_array_equal((-x).numpy(), -x.numpy())
+    np.testing.assert_array_equal(x[1].numpy(), [3.0, 4.0])
+    np.testing.assert_array_equal((x > 2.0).numpy(), x.numpy() > 2.0)
+
+
+def test_a_failing_kernel_names_the_op_and_shapes():
+    a, b = t(np.ones((2, 3))), t(np.ones((4, 5)))
+    with pytest.raises(Exception, match=r"matmul.*\[2, 3\].*\[4, 5\]"):
+        fg.matmul(a, b)
+
+
+def test_mixing_a_variable_and_a_tensor_is_a_clear_error():
+    var = fg.static.data("v", [2], "float64")
+    with pytest.raises(TypeError, match="static Variable v"):
+        apply_op("elementwise_add", {"X": t([1.0, 2.0]), "Y": var})
+
+
+def test_split_with_an_unused_output_gets_a_zero_gradient():
+    x = t(np.arange(6.0))
+    a, b, c = fg.split(x, 3)
+    fg.sum(a * 2.0 + c).backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0, 0.0, 0.0, 1.0, 1.0])
+
+
+def test_integer_outputs_do_not_require_grad():
+    x = t([1.5, 2.5])
+    assert isinstance(x.astype("int64"), Tensor) and x.astype("int64").stop_gradient
