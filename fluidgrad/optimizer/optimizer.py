@@ -23,8 +23,7 @@ import numpy as np
 from ..backward import append_backward
 from ..clip import GradientClipBase
 from ..executor import Scope, global_scope
-from ..framework import (OPTIMIZE, Block, Operator, Parameter, Program, Variable, default_startup_program,
-                         unique_name)
+from ..framework import OPTIMIZE, Block, Operator, Program, Variable, default_startup_program, unique_name
 from ..lr import LRScheduler
 from ..ops.optim import update_kernel
 from .emit import emit
@@ -55,7 +54,7 @@ class Optimizer:
         self._name = name or unique_name(type(self).__name__.lower())
         self.lr_var: Variable | None = None
         self._lr_vars: dict[int, Variable] = {}        # program id -> its learning-rate variable
-        self._accumulator_vars: dict[tuple[str, str], Variable] = {}
+        self._accumulator_vars: dict[tuple[int, str, str], Variable] = {}  # (program id, param, slot)
         self._eager_state: dict[int, dict[str, np.ndarray]] = {}
         if isinstance(learning_rate, LRScheduler):
             learning_rate._subscribe(self._on_new_lr)
@@ -147,7 +146,7 @@ class Optimizer:
         return emit(block, "elementwise_add", {"X": grad, "Y": decay}, out_name=f"{grad.name}@DECAY")
 
     def _accumulator(self, block: Block, startup: Program, param: Variable, slot: str) -> Variable:
-        key = (param.name, slot)
+        key = (id(block.program), param.name, slot)
         if key not in self._accumulator_vars:
             value, kind = self.accumulators[slot]
             shape = list(param.shape) if kind == "param" else [1]
