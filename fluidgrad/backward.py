@@ -148,9 +148,26 @@ class _BackwardBuilder:
             self.add_up_repeated_grads(grad_block)
             provided = {self.grad_name(n) for n in outer_writes}
             self.fill_missing_grads(grad_block, provided)
+            self.prune_unread_grads(grad_block, sub)
         finally:
             self.program._current_block_idx = op.block.idx
         return grad_block
+
+    def prune_unread_grads(self, grad_block: Block, sub: Block) -> None:
+        """Drop grad ops of a grad block whose outputs nobody reads: only gradients of outer
+        variables leave a grad block (the control-flow grad op reads them), so the gradient of
+        a local such as `x_t = gather(x, i)` with `x` stop_gradient is dead work, every step."""
+        read: set[str] = set()
+        for index in range(len(grad_block.ops) - 1, -1, -1):
+            op = grad_block.ops[index]
+            if any(n in read or self._leaves_block(n, sub) for n in op.output_arg_names if n != EMPTY_VAR_NAME):
+                read.update(op.input_arg_names)
+            else:
+                grad_block._remove_op(index)
+
+    def _leaves_block(self, grad_name: str, sub: Block) -> bool:
+        forward_name = self.grad_to_var.get(grad_name)
+        return forward_name is not None and not sub.has_var(forward_name)
 
     # ---- step 4
     def add_up_repeated_grads(self, block: Block, start: int = 0) -> None:
