@@ -4,7 +4,8 @@
    tensors, forward + backward of d(h)/d(x), in microseconds per op: fluidgrad eager vs
    PyTorch eager, HIPS autograd, and plain NumPy (forward, then the chain rule by hand).
 2. An MLP 784-512-512-10 training step (forward, softmax cross-entropy, backward, SGD
-   update) at batch 64 in float32: fluidgrad eager vs PyTorch eager.
+   update, clear gradients) at batch 64 in float32, with each framework's Linear layers and
+   SGD optimizer: fluidgrad eager vs PyTorch eager.
 
     /work/venv/bin/python benchmarks/bench_eager.py [--quick]
 """
@@ -77,58 +78,51 @@ def bench_per_op(n_ops: int, repeat: int) -> None:
 
 
 def bench_mlp_step(repeat: int, batch: int = 64) -> None:
+    """nn.Linear layers + optimizer.SGD in both frameworks, same initial weights."""
     import torch
-    from fluidgrad.dispatch import apply_op
+    from fluidgrad import nn
+    from fluidgrad.nn import functional as F
     rng = np.random.default_rng(0)
-    sizes = [784, 512, 512, 10]
-    weights = [rng.uniform(-0.05, 0.05, (i, o)).astype(np.float32) for i, o in zip(sizes, sizes[1:])]
-    biases = [np.zeros(o, np.float32) for o in sizes[1:]]
     x_np = rng.standard_normal((batch, 784)).astype(np.float32)
     y_np = rng.integers(0, 10, (batch,)).astype(np.int64)
     lr = 0.01
 
-    params = [fg.to_tensor(a, stop_gradient=False) for pair in zip(weights, biases) for a in pair]
+    model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+    opt = fg.optimizer.SGD(learning_rate=lr, parameters=model.parameters())
     x, y = fg.to_tensor(x_np), fg.to_tensor(y_np.reshape(-1, 1))
 
     def ours():
-        h = x
-        for i in range(3):
-            h = fg.matmul(h, params[2 * i]) + params[2 * i + 1]
-            if i < 2:
-                h = fg.relu(h)
-        loss = fg.mean(apply_op("softmax_with_cross_entropy", {"Logits": h, "Label": y})[1])
+        loss = F.cross_entropy(model(x), y)
         loss.backward()
-        with fg.no_grad():
-            for p in params:
-                p.data = p.data - lr * p.grad.data
-                p.grad = None
+        opt.step()
+        opt.clear_grad()
         return loss
 
-    t_params = [torch.tensor(a, requires_grad=True) for pair in zip(weights, biases) for a in pair]
+    t_model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
+                                  torch.nn.ReLU(), torch.nn.Linear(512, 10))
+    with torch.no_grad():
+        for mine, theirs in zip([m for m in model if isinstance(m, nn.Linear)],
+                                [m for m in t_model if isinstance(m, torch.nn.Linear)]):
+            theirs.weight.copy_(torch.tensor(mine.weight.numpy().T))
+            theirs.bias.copy_(torch.tensor(mine.bias.numpy()))
+    t_opt = torch.optim.SGD(t_model.parameters(), lr=lr)
     tx, ty = torch.tensor(x_np), torch.tensor(y_np)
 
     def torch_step():
-        h = tx
-        for i in range(3):
-            h = h @ t_params[2 * i] + t_params[2 * i + 1]
-            if i < 2:
-                h = torch.relu(h)
-        loss = torch.nn.functional.cross_entropy(h, ty)
+        loss = torch.nn.functional.cross_entropy(t_model(tx), ty)
         loss.backward()
-        with torch.no_grad():
-            for p in t_params:
-                p -= lr * p.grad
-                p.grad = None
+        t_opt.step()
+        t_opt.zero_grad()
         return loss
 
     ours_loss, torch_loss = float(ours().numpy()), float(torch_step().detach())
     if abs(ours_loss - torch_loss) > 1e-4 * max(1.0, abs(torch_loss)):
         raise AssertionError(f"losses differ: fluidgrad {ours_loss} vs PyTorch {torch_loss}")
-    t_ours = best_time(ours, repeat=repeat)
-    t_torch = best_time(torch_step, repeat=repeat)
-    rows = [["PyTorch eager", f"{t_torch * 1e3:.2f}", "1.00"],
-            ["fluidgrad eager", f"{t_ours * 1e3:.2f}", f"{t_ours / t_torch:.2f}"]]
-    print_table(f"MLP 784-512-512-10 training step, batch {batch}, float32",
+    t_ours = best_time(ours, repeat=repeat, number=5)
+    t_torch = best_time(torch_step, repeat=repeat, number=5)
+    rows = [["PyTorch eager (nn.Linear, optim.SGD)", f"{t_torch * 1e3:.2f}", "1.00"],
+            ["fluidgrad eager (nn.Linear, optimizer.SGD)", f"{t_ours * 1e3:.2f}", f"{t_ours / t_torch:.2f}"]]
+    print_table(f"MLP 784-512-512-10 training step, batch {batch}, float32 (torch threads: {torch.get_num_threads()})",
                 ["implementation", "ms per step", "ratio to PyTorch"], rows)
 
 

@@ -19,6 +19,7 @@ import fluidgrad as fg
 from fluidgrad import nn
 from fluidgrad.autograd import PyLayer
 from fluidgrad.dispatch import apply_op
+from fluidgrad.framework.errors import NoGradientError
 from fluidgrad.eager import Tensor, eager_apply
 from fluidgrad.nn import functional as F
 from fluidgrad.ops import get_op_def, registered_ops
@@ -249,6 +250,10 @@ def _registry_cases():
     return cases
 
 
+# first derivatives that jump at the case's inputs (ties): no second-order comparison there
+_NO_SECOND_ORDER = {c.id for c in OP_CASES if not getattr(c, "second_order", True)}
+
+
 REGISTRY_CASES = _registry_cases()
 STATIC_ONLY = {name for name, d in registered_ops().items() if d.needs_runtime}
 
@@ -268,8 +273,8 @@ def test_every_op_with_a_gradient_has_an_eager_case():
 
 
 @pytest.mark.parametrize("case", REGISTRY_CASES, ids=[c[0] for c in REGISTRY_CASES])
-def test_eager_and_static_gradients_are_identical(case):
-    case_id, op, inputs, attrs, n_out, use_outputs, no_grad = case
+def _case_feeds(case):
+    _, _, inputs, _, _, _, no_grad = case
     feeds = {}
     for slot, value in inputs.items():
         if isinstance(value, list):
@@ -277,11 +282,18 @@ def test_eager_and_static_gradients_are_identical(case):
         else:
             feeds[slot] = np.asarray(value)
     wrt = [k for k, v in feeds.items() if v.dtype.kind == "f" and k.split("_")[0] not in no_grad]
-    build_all = build_single_op(op, inputs, attrs, n_out)
-    build = build_all if use_outputs is None else (lambda vs: [build_all(vs)[i] for i in use_outputs])
-    static = ProgramGradCheck(build, feeds, wrt)
-    expected = static.analytic()
+    return feeds, wrt
 
+
+def _static_build(case):
+    _, op, inputs, attrs, n_out, use_outputs, _ = case
+    build_all = build_single_op(op, inputs, attrs, n_out)
+    return build_all if use_outputs is None else (lambda vs: [build_all(vs)[i] for i in use_outputs])
+
+
+def _eager_run(case, wrt):
+    """Run the case's op eagerly; return its input Tensors by feed name and its used outputs."""
+    _, op, inputs, attrs, n_out, use_outputs, _ = case
     tensors, eager_inputs = {}, {}
     for slot, value in inputs.items():
         items = value if isinstance(value, list) else [value]
@@ -292,18 +304,81 @@ def test_eager_and_static_gradients_are_identical(case):
     outs = _flat(eager_apply(op, eager_inputs, dict(attrs), n_out))
     if use_outputs is not None:
         outs = [outs[i] for i in use_outputs]
+    return tensors, outs
+
+
+def _roots_and_seeds(outs, cotangents):
     roots, seeds = [], []
     for i, out in enumerate(outs):
-        if out.dtype.startswith("float") and not out.stop_gradient:
+        if out is not None and out.dtype.startswith("float") and not out.stop_gradient:
             roots.append(out)
-            seeds.append(static.feeds[f"cotangent_{i}"])
+            seeds.append(cotangents[f"cotangent_{i}"])
+    return roots, seeds
+
+
+@pytest.mark.parametrize("case", REGISTRY_CASES, ids=[c[0] for c in REGISTRY_CASES])
+def test_eager_and_static_gradients_are_identical(case):
+    feeds, wrt = _case_feeds(case)
+    static = ProgramGradCheck(_static_build(case), feeds, wrt)
+    expected = static.analytic()
+    tensors, outs = _eager_run(case, wrt)
+    roots, seeds = _roots_and_seeds(outs, static.feeds)
     if roots:
         fg.eager.backward(roots, seeds)
     for name in wrt:
         got = tensors[name].grad
         got = np.zeros_like(feeds[name]) if got is None else got.numpy()
         assert got.shape == expected[name].shape and got.dtype == expected[name].dtype, name
-        np.testing.assert_allclose(got, expected[name], rtol=1e-10, atol=1e-12, err_msg=f"{case_id}: {name}")
+        np.testing.assert_allclose(got, expected[name], rtol=1e-10, atol=1e-12, err_msg=f"{case[0]}: {name}")
+
+
+SECOND_ORDER = [c for c in REGISTRY_CASES if c[0] not in _NO_SECOND_ORDER]
+
+
+@pytest.mark.parametrize("case", SECOND_ORDER, ids=[c[0] for c in SECOND_ORDER])
+def test_eager_grad_of_grad_equals_static(case):
+    """create_graph=True: the first-order gradients are recorded; differentiating them again
+    gives what `gradients` applied twice to the static program gives."""
+    feeds, wrt = _case_feeds(case)
+    first = ProgramGradCheck(_static_build(case), feeds, wrt, seed=3)
+    build = _static_build(case)
+
+    def first_order(variables):
+        outs = build(variables)
+        terms = [fg.sum(o * variables[f"first_{i}"]) for i, o in enumerate(outs)
+                 if o.dtype.startswith("float")]
+        grads = fg.gradients([terms[0] if len(terms) == 1 else fg.add_n(terms)], [variables[k] for k in wrt])
+        return [g for g in grads if g is not None]
+
+    all_feeds = {**feeds, **{k.replace("cotangent_", "first_"): v for k, v in first.feeds.items()
+                             if k.startswith("cotangent_")}}
+    with fg.program_guard(fg.Program(), fg.Program()):
+        if not first_order({k: fg.static.data(k, v.shape, v.dtype) for k, v in all_feeds.items()}):
+            pytest.skip("the first-order gradient is a symbolic zero")
+    try:
+        second = ProgramGradCheck(first_order, all_feeds, wrt, seed=4)
+    except NoGradientError as exc:
+        with pytest.raises(NoGradientError):  # eager refuses too, naming the op
+            tensors, outs = _eager_run(case, wrt)
+            roots, seeds = _roots_and_seeds(outs, first.feeds)
+            grads = fg.grad(roots, [tensors[k] for k in wrt], [fg.to_tensor(s) for s in seeds],
+                            create_graph=True, allow_unused=True)
+            fg.eager.backward([g for g in grads if g is not None and not g.stop_gradient])
+        pytest.skip(f"a grad op has no gradient of its own: {exc}")
+    expected = second.analytic()
+
+    tensors, outs = _eager_run(case, wrt)
+    roots, seeds = _roots_and_seeds(outs, first.feeds)
+    inputs = [tensors[k] for k in wrt]
+    grads = fg.grad(roots, inputs, [fg.to_tensor(s) for s in seeds], create_graph=True, allow_unused=True)
+    grads = [g for g in grads if g is not None]
+    roots2, seeds2 = _roots_and_seeds(grads, second.feeds)
+    if roots2:
+        fg.eager.backward(roots2, seeds2)
+    for name in wrt:
+        got = tensors[name].grad
+        got = np.zeros_like(feeds[name]) if got is None else got.numpy()
+        np.testing.assert_allclose(got, expected[name], rtol=1e-9, atol=1e-11, err_msg=f"{case[0]}: {name}")
 
 
 def test_static_only_ops_are_refused_in_eager_mode():

@@ -23,6 +23,11 @@ _ndarray = np.ndarray
 _asarray = np.asarray
 
 
+def _no_gradient(g: Any) -> None:
+    from ..ops.registry import require_gradient
+    require_gradient(g.call.op_def)
+
+
 class OpCall:
     """What running one op type needs, computed once per op type (the eager hot path)."""
 
@@ -40,7 +45,9 @@ class OpCall:
         self.defaults = dict(op_def.attrs)
         self.single_out = len(op_def.outputs) == 1 and not op_def.outputs[0].duplicable
         self.has_dup_out = any(s.duplicable for s in op_def.outputs)
-        self.grad_maker = op_def.grad if op_def.has_gradient else None
+        # an op without a gradient still records a node when a float output depends on an input
+        # that needs a gradient: backward reaching it is then an error naming the op, never a silent zero
+        self.grad_maker = op_def.grad if op_def.has_gradient else _no_gradient
         self.needs_runtime = op_def.needs_runtime
 
 
@@ -248,7 +255,7 @@ def eager_apply(op_type: str, inputs: dict, attrs: dict, n_out: int | None = Non
             out = call.kernel(*args)
         except Exception as exc:
             raise _kernel_error(call, args, attrs, exc) from exc
-    record = requires and _grad_enabled and call.grad_maker is not None
+    record = requires and _grad_enabled
     if call.single_out:
         if type(out) is not _ndarray:
             out = _asarray(out)
