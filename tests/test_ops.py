@@ -237,7 +237,13 @@ def _cases() -> list[Case]:
           Case("matmul", {"X": rand(2, 3, 4), "Y": rand(2, 4, 5)}, id="matmul-batched", torch_fn=mm),
           Case("matmul", {"X": rand(2, 3, 4), "Y": rand(4, 5)}, id="matmul-batched-bcast", torch_fn=mm),
           Case("matmul", {"X": rand(2, 4, 3), "Y": rand(2, 5, 4)}, {"transpose_x": True, "transpose_y": True},
-               id="matmul-batched-txty", torch_fn=lambda X, Y: mm(X, Y, True, True))]
+               id="matmul-batched-txty", torch_fn=lambda X, Y: mm(X, Y, True, True)),
+          Case("matmul", {"X": rand(4), "Y": rand(2, 4, 5)}, id="matmul-vec-batched", torch_fn=mm),
+          Case("matmul", {"X": rand(4), "Y": rand(2, 5, 4)}, {"transpose_x": True, "transpose_y": True},
+               id="matmul-vec-batchedT", torch_fn=lambda X, Y: mm(X, Y, ty=True)),
+          Case("matmul", {"X": rand(3, 2, 4), "Y": rand(4)}, id="matmul-batched-vec", torch_fn=mm),
+          Case("matmul", {"X": rand(3, 4, 2), "Y": rand(4)}, {"transpose_x": True}, id="matmul-batchedT-vec",
+               torch_fn=lambda X, Y: mm(X, Y, tx=True))]
     # ---- scale, sum, assign, cast, constants
     c += [Case("scale", {"X": rand(3, 4)}, {"scale": 2.5, "bias": 0.5}, torch_fn=lambda X: X * 2.5 + 0.5),
           Case("scale", {"X": rand(3, 4)}, {"scale": -2.0, "bias": 0.5, "bias_after_scale": False},
@@ -343,6 +349,12 @@ def _cases() -> list[Case]:
           Case("unsqueeze", {"X": rand(3, 4)}, {"axes": [0, 2]}, torch_fn=lambda X: X.reshape(1, 3, 1, 4)),
           Case("unsqueeze", {"X": rand(3, 4)}, {"axes": [-1]}, id="unsqueeze-neg",
                torch_fn=lambda X: X.unsqueeze(-1)),
+          Case("unsqueeze", {"X": rand(3)}, {"axes": [-1, -2]}, id="unsqueeze-two-neg",
+               torch_fn=lambda X: X.reshape(3, 1, 1)),
+          Case("unsqueeze", {"X": rand(3)}, {"axes": [2, 0]}, id="unsqueeze-unsorted",
+               torch_fn=lambda X: X.reshape(1, 3, 1)),
+          Case("gather", {"X": rand(3, 4), "Index": np.array(2)}, {"axis": 1}, id="gather-scalar-index",
+               torch_fn=lambda X, Index: X[:, 2]),
           Case("stack", {"X": [rand(3, 4), rand(3, 4)]}, {"axis": 0}, torch_fn=lambda X: T.stack(X, 0)),
           Case("stack", {"X": [rand(3, 4), rand(3, 4), rand(3, 4)]}, {"axis": -1}, id="stack-axis-neg",
                torch_fn=lambda X: T.stack(X, -1))]
@@ -571,3 +583,41 @@ def test_second_order_gradient(case: Case):
         if not build({k: data(k, v.shape, v.dtype) for k, v in feeds.items()}):
             pytest.skip("the first-order gradient is a symbolic zero: nothing to differentiate")
     check_program_grad(build, feeds, rtol=max(case.rtol, 1e-5), eps=case.eps)
+
+
+# ------------------------------------------------------------------ declared vs computed dtype and shape
+_A = np.array([[1, 2, 3], [4, 5, 6]], dtype=np.int64)
+_B = np.array([2, 3, 4], dtype=np.int64)
+INT_CASES = [
+    ("elementwise_add", {"X": _A, "Y": _B}, {}), ("elementwise_sub", {"X": _A, "Y": _B}, {}),
+    ("elementwise_mul", {"X": _A, "Y": _B}, {}), ("elementwise_div", {"X": _A, "Y": _B}, {}),
+    ("elementwise_pow", {"X": _A, "Y": _B}, {}), ("elementwise_max", {"X": _A, "Y": _B}, {}),
+    ("elementwise_min", {"X": _A, "Y": _B}, {}), ("scale", {"X": _A}, {"scale": 2.0, "bias": 1.0}),
+    ("scale", {"X": _A}, {"scale": 0.5}), ("sum", {"X": [_A, _A]}, {}), ("assign", {"X": _A}, {}),
+    ("reduce_sum", {"X": _A}, {"axis": [1]}), ("reduce_max", {"X": _A}, {"axis": [0]}),
+    ("reshape", {"X": _A}, {"shape": [-1]}), ("transpose", {"X": _A}, {}), ("concat", {"X": [_A, _A]}, {}),
+    ("slice", {"X": _A}, {}), ("gather", {"X": _A, "Index": _B - 2}, {"axis": 1}),
+    ("unsqueeze", {"X": _B}, {"axes": [-1, -2]}), ("unsqueeze", {"X": _B}, {"axes": [2, 0]}),
+    ("stack", {"X": [_A, _A]}, {"axis": 1}), ("fill_zeros_like", {"X": _A}, {}),
+    ("fill_any_like", {"X": _A}, {"value": 2.0}), ("expand_as", {"X": _B, "Target": _A}, {}),
+    ("reduce_as", {"X": _A, "Target": _B}, {}), ("cast", {"X": _A}, {"dtype": "bool"}),
+    ("squeeze", {"X": _A[None]}, {"axes": [0]}), ("one_hot", {"X": _B}, {"depth": 5}),
+    ("split", {"X": _A}, {"num_or_sections": [1, 2], "axis": 1}),
+]
+
+
+@pytest.mark.parametrize("op, inputs, attrs", INT_CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(INT_CASES)])
+def test_integer_inputs_compute_what_the_shape_rule_declares(op, inputs, attrs):
+    case = Case(op, inputs, attrs, n_out=2 if op == "split" else None)
+    values, variables = run_forward(case)
+    for value, var in zip(values, variables):
+        assert value.dtype.name == var.dtype and value.shape == var.shape, \
+            f"{op}: declared {var.dtype}{list(var.shape)}, computed {value.dtype}{list(value.shape)}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_declared_shapes_match_computed_shapes(case: Case):
+    values, variables = run_forward(case)
+    for value, var in zip(values, variables):
+        assert value.shape == var.shape and value.dtype.name == var.dtype, \
+            f"{case.id}: declared {var.dtype}{list(var.shape)}, computed {value.dtype}{list(value.shape)}"

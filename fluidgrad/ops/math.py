@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .registry import NO_GRADIENT, register_op
-from .shape_rules import binary_broadcast, broadcast_shapes, float_only, same_as
+from .shape_rules import binary_broadcast, broadcast_shapes, float_only, same_as, same_dtype
 
 
 # ---------------------------------------------------------------- elementwise binary
@@ -55,8 +55,15 @@ register_op("elementwise_sub", inputs="X Y", outputs="Out", kernel=np.subtract, 
             infer=binary_broadcast(), grad=_sub_grad)
 register_op("elementwise_mul", inputs="X Y", outputs="Out", kernel=np.multiply, inline="{X} * {Y}",
             infer=binary_broadcast(), grad=_mul_grad)
+def _div_infer(ctx):
+    """True division, as in NumPy and PyTorch: integer inputs give float64."""
+    dtype = same_dtype(ctx, "X", "Y")
+    shape = broadcast_shapes(ctx, ctx.shape("X"), ctx.shape("Y"), f"{ctx.describe('X')} with {ctx.describe('Y')}")
+    ctx.set_output("Out", shape, dtype if dtype.startswith("float") else "float64")
+
+
 register_op("elementwise_div", inputs="X Y", outputs="Out", kernel=np.divide, inline="{X} / {Y}",
-            infer=binary_broadcast(), grad=_div_grad)
+            infer=_div_infer, grad=_div_grad)
 register_op("elementwise_pow", inputs="X Y", outputs="Out", kernel=np.power,
             infer=binary_broadcast(), grad=_pow_grad)
 register_op("elementwise_max", inputs="X Y", outputs="Out", kernel=np.maximum,
@@ -150,38 +157,33 @@ def _matmul_grad(g):
     if len(g.shape(x)) == 1 or len(g.shape(y)) == 1:
         _matmul_vector_grad(g, x, y, dout)
         return
-    dx, dy = _matmul_grad_2d(g, x, y, dout)
+    dx, dy = _matmul_grad_2d(g, x, y, dout, g.attr("transpose_x"), g.attr("transpose_y"))
     g.set_input_grad("X", dx)
     g.set_input_grad("Y", dy)
 
 
-def _outer(g, a, b):
-    column = g.op("reshape", {"X": a}, shape=[-1, 1])
-    row = g.op("reshape", {"X": b}, shape=[1, -1])
-    return g.op("matmul", {"X": column, "Y": row})
-
-
 def _matmul_vector_grad(g, x, y, dout):
-    """Vector-matrix, matrix-vector and dot products (no batch dimensions)."""
-    x_nd, y_nd = len(g.shape(x)), len(g.shape(y))
-    tx, ty = g.attr("transpose_x"), g.attr("transpose_y")
-    if x_nd > 2 or y_nd > 2:
-        raise NotImplementedError("matmul gradient: a vector operand with a batched matrix is not supported")
-    if x_nd == 1 and y_nd == 1:
-        g.set_input_grad("X", g.op("elementwise_mul", {"X": dout, "Y": y}))
-        g.set_input_grad("Y", g.op("elementwise_mul", {"X": dout, "Y": x}))
-    elif x_nd == 1:  # out[n] = sum_k x[k] Y[k, n]
-        g.set_input_grad("X", g.op("matmul", {"X": y, "Y": dout}, transpose_x=ty))
-        dy = _outer(g, dout, x) if ty else _outer(g, x, dout)
-        g.set_input_grad("Y", dy)
-    else:  # out[m] = sum_k X[m, k] y[k]
-        dx = _outer(g, y, dout) if tx else _outer(g, dout, y)
-        g.set_input_grad("X", dx)
-        g.set_input_grad("Y", g.op("matmul", {"X": x, "Y": dout}, transpose_x=not tx))
+    """A vector operand is a one-row (X) or one-column (Y) matrix whose extra axis is dropped:
+    promote it, use the matrix rule, and squeeze the gradient back. The builder then sums
+    any batch dimensions away (a vector times a batch of matrices)."""
+    x_vec, y_vec = len(g.shape(x)) == 1, len(g.shape(y)) == 1
+    tx = g.attr("transpose_x") and not x_vec  # the kernel ignores transposing a vector
+    ty = g.attr("transpose_y") and not y_vec
+    if x_vec:
+        x = g.op("unsqueeze", {"X": x}, axes=[0])
+    if y_vec:
+        y = g.op("unsqueeze", {"X": y}, axes=[1])
+    dout = g.op("unsqueeze", {"X": dout}, axes=[0, 1] if x_vec and y_vec else [-2] if x_vec else [-1])
+    dx, dy = _matmul_grad_2d(g, x, y, dout, tx, ty)
+    if dx is not None and x_vec:
+        dx = g.op("squeeze", {"X": dx}, axes=[-2])
+    if dy is not None and y_vec:
+        dy = g.op("squeeze", {"X": dy}, axes=[-1])
+    g.set_input_grad("X", dx)
+    g.set_input_grad("Y", dy)
 
 
-def _matmul_grad_2d(g, x, y, dout):
-    tx, ty = g.attr("transpose_x"), g.attr("transpose_y")
+def _matmul_grad_2d(g, x, y, dout, tx, ty):
     dx = dy = None
     if g.needs_input_grad("X"):
         if tx:
@@ -203,8 +205,11 @@ register_op("matmul", inputs="X Y", outputs="Out", attrs={"transpose_x": False, 
 # ---------------------------------------------------------------- scale, sum, assign, cast
 def _scale_kernel(x, scale=1.0, bias=0.0, bias_after_scale=True):
     if bias_after_scale:
-        return x * scale + bias if bias else x * scale
-    return (x + bias) * scale
+        out = x * scale + bias if bias else x * scale
+    else:
+        out = (x + bias) * scale
+    # integers stay integers (truncated), as the shape rule declares; floats keep their width
+    return out if out.dtype == x.dtype else out.astype(x.dtype)
 
 
 register_op("scale", inputs="X", outputs="Out",

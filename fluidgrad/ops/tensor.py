@@ -281,9 +281,14 @@ def _squeeze_infer(ctx):
 
 
 def _unsqueeze_infer(ctx):
-    shape = list(ctx.shape("X"))
-    for a in sorted(ctx.attr("axes")):
-        shape.insert(a if a >= 0 else len(shape) + a + 1, 1)
+    """NumPy's expand_dims: each axis names a position in the output, negative ones from its end."""
+    shape, axes = list(ctx.shape("X")), list(ctx.attr("axes"))
+    out_ndim = len(shape) + len(axes)
+    if any(not -out_ndim <= a < out_ndim for a in axes) or len({a % out_ndim for a in axes}) != len(axes):
+        raise ctx.shape_error(f"axes {axes} are out of range or repeated for an output of rank {out_ndim} "
+                              f"from {ctx.describe('X')}")
+    for a in sorted(a % out_ndim for a in axes):
+        shape.insert(a, 1)
     ctx.set_output("Out", shape, ctx.dtype("X"))
 
 
