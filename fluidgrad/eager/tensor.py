@@ -128,7 +128,11 @@ class Tensor(MathMixin):
 
     # ---- values
     def set_value(self, value: Any) -> None:
-        """Replace the array (same shape and dtype), e.g. when loading a state dict."""
+        """Replace the array (same shape; cast to this tensor's dtype), e.g. an optimizer update.
+
+        An ndarray of the right dtype is taken as is, not copied: fluidgrad never writes into
+        arrays in place, and an update then costs no copy of the parameter.
+        """
         if isinstance(value, Variable):
             from . import engine
             if engine._tracer is None:
@@ -139,7 +143,7 @@ class Tensor(MathMixin):
         if array.shape != self.data.shape:
             raise ValueError(f"set_value: tensor {self.name or ''} has shape {list(self.shape)}, "
                              f"the new value has shape {list(array.shape)}")
-        self.data = array.astype(self.data.dtype, copy=True)
+        self.data = array if array.dtype == self.data.dtype else array.astype(self.data.dtype)
 
     def clone(self) -> "Tensor":
         from .. import functions

@@ -207,8 +207,8 @@ class Layer:
                     raise ValueError(f"set_state_dict: {name} has shape {list(own[name].shape)} in "
                                      f"{type(self).__name__}, the state dict gives {list(array.shape)}")
         for name, value in state_dict.items():
-            if name in own:
-                own[name].set_value(value)
+            if name in own:  # a copy: two layers loaded from one dict must not share arrays
+                own[name].set_value(np.array(value.data if isinstance(value, Tensor) else value))
         missing = [n for n in own if n not in state_dict]
         unexpected = [n for n in state_dict if n not in own]
         return missing, unexpected
