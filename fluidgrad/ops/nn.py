@@ -232,8 +232,14 @@ class _Pool:
         self.oh = _out_len(self.h, self.kh, self.pads[0], self.pads[1], self.sh)
         self.ow = _out_len(self.w, self.kw, self.pads[2], self.pads[3], self.sw)
 
-    def windows(self, x: np.ndarray, fill: float) -> np.ndarray:
-        return _windows(_pad(x, self.pads, fill), self.kh, self.kw, self.sh, self.sw, 1, 1, self.oh, self.ow)
+    def positions(self, xp: np.ndarray):
+        """(k, view) for each window offset k = kh * KW + kw: the [N, C, OH, OW] strided slice of the
+        padded array that offset reads. Looping over KH * KW offsets keeps every NumPy call on
+        large regular slices, much faster than reducing a 6-D window view."""
+        for kh in range(self.kh):
+            for kw in range(self.kw):
+                yield kh * self.kw + kw, xp[:, :, kh:kh + self.sh * (self.oh - 1) + 1:self.sh,
+                                            kw:kw + self.sw * (self.ow - 1) + 1:self.sw]
 
     def padded_shape(self) -> tuple[int, int, int, int]:
         return (self.n, self.c, self.h + self.pads[0] + self.pads[1], self.w + self.pads[2] + self.pads[3])
@@ -250,19 +256,36 @@ class _Pool:
         cols = along(self.w, self.kw, self.pads[2], self.sw, self.ow)
         return np.maximum(np.outer(rows, cols), 1).astype(dtype)
 
-    def argmax(self, x: np.ndarray) -> np.ndarray:
-        """Index (kh * KW + kw) of each window's first maximum: [N, C, OH, OW]."""
-        win = self.windows(x, -np.inf).transpose(0, 1, 4, 5, 2, 3)
-        return win.reshape(self.n, self.c, self.oh, self.ow, self.kh * self.kw).argmax(axis=-1)
+    def maximum(self, x: np.ndarray) -> np.ndarray:
+        best = None
+        for _, view in self.positions(_pad(x, self.pads, -np.inf)):
+            best = view.copy() if best is None else np.maximum(best, view, out=best)
+        return best
 
+    def argmax(self, x: np.ndarray) -> np.ndarray:
+        """The offset k of each window's first maximum (PyTorch's choice on ties)."""
+        views = [view for _, view in self.positions(_pad(x, self.pads, -np.inf))]
+        return np.stack(views, axis=-1).argmax(axis=-1)
+
+    def scatter_to_argmax(self, index: np.ndarray, dout: np.ndarray) -> np.ndarray:
+        """A padded zero array with each dOut added at its window's argmax (overlaps add up)."""
+        dxp = np.zeros(self.padded_shape(), dtype=dout.dtype)
+        for k, view in self.positions(dxp):
+            view += np.where(index == k, dout, 0)
+        return dxp
 
 
 def pool2d_kernel(x, pooling_type="max", ksize=(1, 1), strides=(1, 1), paddings=(0, 0), global_pooling=False,
                   exclusive=True, data_format="NCHW"):
+    if global_pooling:
+        reduce = np.max if pooling_type == "max" else np.mean
+        return reduce(x, axis=(2, 3), keepdims=True).astype(x.dtype, copy=False)
     pool = _Pool(x.shape, ksize, strides, paddings, global_pooling)
     if pooling_type == "max":
-        return np.ascontiguousarray(pool.windows(x, -np.inf).max(axis=(2, 3)))
-    total = pool.windows(x, 0.0).sum(axis=(2, 3))
+        return pool.maximum(x)
+    total = np.zeros((pool.n, pool.c, pool.oh, pool.ow), dtype=x.dtype)
+    for _, view in pool.positions(_pad(x, pool.pads)):
+        total += view
     return total / pool.counts(exclusive, x.dtype)
 
 
@@ -270,16 +293,20 @@ def pool2d_grad_kernel(x, dout, pooling_type="max", ksize=(1, 1), strides=(1, 1)
                        global_pooling=False, exclusive=True, data_format="NCHW"):
     """Scatter dOut back over the windows: to each window's first maximum, or spread evenly."""
     pool = _Pool(x.shape, ksize, strides, paddings, global_pooling)
-    dxp = np.zeros(pool.padded_shape(), dtype=dout.dtype)
+    if global_pooling and pooling_type == "avg":
+        return np.broadcast_to(dout / dout.dtype.type(pool.h * pool.w), x.shape).copy()
+    if global_pooling:
+        flat_index = x.reshape(pool.n, pool.c, -1).argmax(axis=-1)[..., None]
+        dx = np.zeros((pool.n, pool.c, pool.h * pool.w), dtype=dout.dtype)
+        np.put_along_axis(dx, flat_index, dout.reshape(pool.n, pool.c, 1), axis=-1)
+        return dx.reshape(x.shape)
     if pooling_type == "max":
-        index = pool.argmax(x)
-        zero = dout.dtype.type(0)
+        dxp = pool.scatter_to_argmax(pool.argmax(x), dout)
     else:
+        dxp = np.zeros(pool.padded_shape(), dtype=dout.dtype)
         share = dout / pool.counts(exclusive, dout.dtype)
-    for kh in range(pool.kh):
-        for kw in range(pool.kw):
-            part = np.where(index == kh * pool.kw + kw, dout, zero) if pooling_type == "max" else share
-            dxp[:, :, kh:kh + pool.sh * (pool.oh - 1) + 1:pool.sh, kw:kw + pool.sw * (pool.ow - 1) + 1:pool.sw] += part
+        for _, view in pool.positions(dxp):
+            view += share
     return np.ascontiguousarray(_crop(dxp, pool.pads, pool.h, pool.w))
 
 
@@ -287,8 +314,11 @@ def max_pool2d_select_kernel(x, y, ksize=(1, 1), strides=(1, 1), paddings=(0, 0)
                              data_format="NCHW"):
     """Y (shaped like X) read at each max-pool window's argmax of X: the transpose of pool2d_grad."""
     pool = _Pool(x.shape, ksize, strides, paddings, global_pooling)
-    win = pool.windows(y, 0.0).transpose(0, 1, 4, 5, 2, 3).reshape(pool.n, pool.c, pool.oh, pool.ow, -1)
-    return np.take_along_axis(win, pool.argmax(x)[..., None], axis=-1)[..., 0]
+    index = pool.argmax(x)
+    out = np.zeros((pool.n, pool.c, pool.oh, pool.ow), dtype=y.dtype)
+    for k, view in pool.positions(_pad(y, pool.pads)):
+        np.copyto(out, view, where=index == k)
+    return out
 
 
 def _pool_infer(ctx):
