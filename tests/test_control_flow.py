@@ -234,6 +234,68 @@ def test_nested_while_loops_give_x_to_the_sixth(fresh_programs):
     _close(got_dx, 6 * values ** 5, "6 x^5")
 
 
+def test_inner_loop_reading_the_outer_loop_var(fresh_programs):
+    """The inner loop only reads `a` (its gradient sums over inner steps); the outer loop carries it."""
+    main, _ = fresh_programs
+    x = static.data("x", [2], "float64")
+    x.stop_gradient = False
+
+    def outer_body(i, a):
+        _, b = static.nn.while_loop(lambda j, b: j < 2, lambda j, b: (j + 1, fg.sin(b * a)),
+                                    [fg.full([], 0, "int64"), a])
+        return i + 1, b + a
+
+    _, a = static.nn.while_loop(lambda i, a: i < 3, outer_body, [fg.full([], 0, "int64"), x])
+    (dx,) = fg.gradients([fg.sum(a)], [x])
+    feed = {"x": np.array([0.3, -0.7])}
+    got_a, got_dx = _run(main, feed, [a, dx])
+    t = _torch(feed)
+    ta = t["x"]
+    for _ in range(3):
+        b = ta
+        for _ in range(2):
+            b = torch.sin(b * ta)
+        ta = b + ta
+    ta.sum().backward()
+    _close(got_a, ta.detach().numpy(), "a")
+    _close(got_dx, t["x"].grad.numpy(), "da/dx")
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0], ids=["loop-branch", "square-branch"])
+def test_while_inside_cond(fresh_programs, sign):
+    main, _ = fresh_programs
+    x = static.data("x", [2], "float64")
+    x.stop_gradient = False
+
+    def cube():
+        _, y = static.nn.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * x),
+                                    [fg.full([], 0, "int64"), fg.ones_like(x)])
+        return y
+
+    y = static.nn.cond(fg.sum(x) > 0.0, cube, lambda: x * x)
+    (dx,) = fg.gradients([fg.sum(y)], [x])
+    values = sign * np.array([1.0, 2.0])
+    got_y, got_dx = _run(main, {"x": values}, [y, dx])
+    _close(got_y, values ** 3 if sign > 0 else values ** 2, "y")
+    _close(got_dx, 3 * values ** 2 if sign > 0 else 2 * values, "dy/dx")
+
+
+def test_parameters_created_in_the_body_train_with_an_optimizer(fresh_programs, rng):
+    from fluidgrad.optimizer import SGD
+    main, startup = fresh_programs
+    x = static.data("x", [4, 3], "float64")
+    cell = lambda i, h: (i + 1, static.nn.fc(h, 3, activation="tanh", name="cell"))  # noqa: E731
+    _, h = static.nn.while_loop(lambda i, h: i < 3, cell, [fg.full([], 0, "int64"), x])
+    loss = fg.mean(fg.square(h - 0.5))
+    _, params_grads = SGD(0.5).minimize(loss)
+    assert sorted(p.name for p, _ in params_grads) == ["cell.b_0", "cell.w_0"]
+    scope, exe = fg.Scope(), fg.Executor()
+    exe.run(startup, scope=scope)
+    feed = {"x": rng.normal(size=(4, 3))}
+    losses = [float(exe.run(main, feed=feed, fetch_list=[loss], scope=scope)[0]) for _ in range(30)]
+    assert losses[-1] < 0.1 * losses[0]
+
+
 def test_loop_with_data_dependent_trip_count(fresh_programs):
     """Keep doubling until the norm passes 10: y = x * 2^k with k chosen by the data."""
     main, _ = fresh_programs
