@@ -57,17 +57,6 @@ def _windows(xp: np.ndarray, kh: int, kw: int, sh: int, sw: int, dh: int, dw: in
     return as_strided(xp, (n, c, kh, kw, oh, ow), (s0, s1, s2 * dh, s3 * dw, s2 * sh, s3 * sw), writeable=False)
 
 
-def _scatter_windows(cols: np.ndarray, padded_shape: Sequence[int], sh: int, sw: int, dh: int, dw: int) -> np.ndarray:
-    """The transpose of `_windows` (col2im): add each window position back into a zero array."""
-    out = np.zeros(padded_shape, dtype=cols.dtype)
-    _, _, kh_n, kw_n, oh, ow = cols.shape
-    for kh in range(kh_n):
-        for kw in range(kw_n):
-            h0, w0 = kh * dh, kw * dw
-            out[:, :, h0:h0 + sh * (oh - 1) + 1:sh, w0:w0 + sw * (ow - 1) + 1:sw] += cols[:, :, kh, kw]
-    return out
-
-
 def _crop(xp: np.ndarray, pads: Sequence[int], height: int, width: int) -> np.ndarray:
     return xp[:, :, pads[0]:pads[0] + height, pads[2]:pads[2] + width]
 
@@ -112,14 +101,18 @@ def conv2d_kernel(x, w, bias=None, strides=(1, 1), paddings=(0, 0), dilations=(1
 
 def conv2d_input_grad_kernel(dout, w, x, strides=(1, 1), paddings=(0, 0), dilations=(1, 1), groups=1,
                              data_format="NCHW"):
-    """dX of conv2d (X only gives the shape): col2im of W^T dOut."""
+    """dX of conv2d (X only gives the shape): W^T dOut per window offset, added back (col2im)."""
     conv = _Conv(x.shape, w.shape, strides, paddings, dilations, groups)
-    cols = np.empty((conv.n, conv.c, conv.kh, conv.kw, conv.oh, conv.ow), dtype=dout.dtype)
-    for cs, os_ in conv.group_slices():
-        # [C_g, KH, KW, N, OH, OW] -> [N, C_g, KH, KW, OH, OW]
-        cols[:, cs] = np.tensordot(w[os_], dout[:, os_], axes=([0], [1])).transpose(3, 0, 1, 2, 4, 5)
     padded = (conv.n, conv.c, conv.h + conv.pads[0] + conv.pads[1], conv.w + conv.pads[2] + conv.pads[3])
-    dxp = _scatter_windows(cols, padded, conv.sh, conv.sw, conv.dh, conv.dw)
+    dxp = np.zeros(padded, dtype=dout.dtype)
+    rows, cols = conv.sh * (conv.oh - 1) + 1, conv.sw * (conv.ow - 1) + 1
+    for cs, os_ in conv.group_slices():
+        # [N, OH, OW, C_g, KH, KW] viewed as [N, C_g, KH, KW, OH, OW]
+        per_offset = np.tensordot(dout[:, os_], w[os_], axes=([1], [0])).transpose(0, 3, 4, 5, 1, 2)
+        for kh in range(conv.kh):
+            for kw in range(conv.kw):
+                h0, w0 = kh * conv.dh, kw * conv.dw
+                dxp[:, cs, h0:h0 + rows:conv.sh, w0:w0 + cols:conv.sw] += per_offset[:, :, kh, kw]
     return np.ascontiguousarray(_crop(dxp, conv.pads, conv.h, conv.w))
 
 
