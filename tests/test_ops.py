@@ -271,6 +271,8 @@ def _cases() -> list[Case]:
                torch_fn=lambda X, Target: X.expand_as(Target)),
           Case("expand_as", {"X": rand(3, 1), "Target": rand(2, 3, 4)}, id="expand_as-inner",
                torch_fn=lambda X, Target: X.expand_as(Target)),
+          Case("expand_as", {"X": rand(1, 1), "Target": rand()}, id="expand_as-higher-rank",
+               torch_fn=lambda X, Target: X.reshape(())),
           Case("unreduce", {"X": rand(3), "Target": rand(3, 4)}, {"axis": [1]},
                torch_fn=lambda X, Target: _unreduce_torch(X, Target, [1])),
           Case("unreduce", {"X": rand(1, 4), "Target": rand(3, 4)}, {"axis": [0], "keepdim": True, "mean": True},
@@ -283,6 +285,11 @@ def _cases() -> list[Case]:
                torch_fn=lambda X, Target: _slice_grad_torch(X, Target, [0, 1], [1, -3], [3, None])),
           Case("gather_grad", {"X": rand(4, 3), "Index": np.array([0, 2, 0, 1]), "Target": rand(3, 3)},
                torch_fn=lambda X, Index, Target: T.zeros_like(Target).index_add(0, Index, X)),
+          Case("gather_grad", {"X": rand(3, 5), "Index": np.array([1, 0, 1, 3, 1]), "Target": rand(3, 4)},
+               {"axis": -1}, id="gather_grad-axis-neg",
+               torch_fn=lambda X, Index, Target: T.zeros_like(Target).index_add(1, Index, X)),
+          Case("reduce_as", {"X": rand(), "Target": rand(1, 1)}, id="reduce_as-lower-rank",
+               torch_fn=lambda X, Target: X.reshape(1, 1)),
           Case("gather_grad", {"X": rand(3, 2, 2), "Index": np.array([[1, 1], [0, 1]]), "Target": rand(3, 2)},
                {"axis": 1}, id="gather_grad-axis1-2d-index",
                torch_fn=lambda X, Index, Target: T.zeros_like(Target).index_add(1, Index.reshape(-1),
@@ -340,6 +347,8 @@ def _cases() -> list[Case]:
           Case("gather", {"X": rand(3, 4), "Index": np.array([0, 2, 0, 1, 2])}, id="gather-repeated",
                torch_fn=lambda X, Index: _gather_torch(X, Index)),
           Case("gather", {"X": rand(3, 4), "Index": np.array([3, 3, 1])}, {"axis": 1}, id="gather-axis1",
+               torch_fn=lambda X, Index: _gather_torch(X, Index, 1)),
+          Case("gather", {"X": rand(3, 4), "Index": np.array([3, 0, 3])}, {"axis": -1}, id="gather-axis-neg",
                torch_fn=lambda X, Index: _gather_torch(X, Index, 1)),
           Case("gather", {"X": rand(5, 2), "Index": np.array([[0, 4], [4, 4]])}, id="gather-2d-index",
                torch_fn=lambda X, Index: _gather_torch(X, Index)),
@@ -621,3 +630,17 @@ def test_declared_shapes_match_computed_shapes(case: Case):
     for value, var in zip(values, variables):
         assert value.shape == var.shape and value.dtype.name == var.dtype, \
             f"{case.id}: declared {var.dtype}{list(var.shape)}, computed {value.dtype}{list(value.shape)}"
+
+
+@pytest.mark.parametrize("op, inputs", [
+    ("softmax_with_cross_entropy", {"Logits": rand(3, 4), "Label": np.array([[0], [-1], [2]])}),
+    ("softmax_with_cross_entropy", {"Logits": rand(3, 4), "Label": np.array([0, 4, 2])}),
+    ("cross_entropy", {"X": probs(3, 4), "Label": np.array([[0], [-1], [2]])}),
+    ("cross_entropy", {"X": probs(3, 4), "Label": np.array([1, 1, 9])}),
+    ("gather", {"X": rand(3, 4), "Index": np.array([0, 3])}),
+    ("one_hot", {"X": np.array([0, 5])}),
+])
+def test_out_of_range_labels_and_indices_are_errors_not_wraparound(op, inputs):
+    """NumPy would wrap -1 to the last class; the kernel must refuse, naming the op."""
+    with pytest.raises(fg.framework.ExecutionError, match=rf"{op}.*out of range"):
+        run_forward(Case(op, inputs, {"depth": 5} if op == "one_hot" else {}))

@@ -31,10 +31,15 @@ register_op("softmax", inputs="X", outputs="Out", attrs={"axis": -1}, kernel=_so
                                                               g.attr("axis"))))
 
 
-def _hard_label(label, logits_ndim, axis):
-    """Labels come as [N, 1] (Paddle) or [N] (PyTorch); return them with a size-1 `axis`."""
+def _hard_label(label, logits_ndim, axis, classes=None, op="softmax_with_cross_entropy"):
+    """Labels come as [N, 1] (Paddle) or [N] (PyTorch); return them with a size-1 `axis`.
+
+    With `classes`, a label outside [0, classes) is an error: NumPy would silently wrap -1."""
     if label.ndim == logits_ndim - 1:
         label = np.expand_dims(label, axis)
+    if classes is not None and label.size and (label.min() < 0 or label.max() >= classes):
+        bad = int(label.min()) if label.min() < 0 else int(label.max())
+        raise IndexError(f"{op}: label {bad} is out of range for {classes} classes")
     return label
 
 
@@ -64,7 +69,8 @@ def _swce_kernel(logits, label, soft_label=False, axis=-1):
     if soft_label:
         loss = -(label * log_softmax).sum(axis=axis, keepdims=True)
     else:
-        loss = -np.take_along_axis(log_softmax, _hard_label(label, logits.ndim, axis).astype(np.int64), axis)
+        label = _hard_label(label, logits.ndim, axis, logits.shape[axis])
+        loss = -np.take_along_axis(log_softmax, label.astype(np.int64, copy=False), axis)
     return np.exp(log_softmax), loss
 
 
@@ -118,7 +124,8 @@ register_op("softmax_with_cross_entropy", inputs="Logits Label", outputs="Softma
 def _ce_kernel(x, label, soft_label=False):
     if soft_label:
         return -(label * np.log(x)).sum(axis=-1, keepdims=True)
-    picked = np.take_along_axis(x, _hard_label(label, x.ndim, x.ndim - 1).astype(np.int64), -1)
+    label = _hard_label(label, x.ndim, x.ndim - 1, x.shape[-1], "cross_entropy")
+    picked = np.take_along_axis(x, label.astype(np.int64, copy=False), -1)
     return -np.log(picked)
 
 

@@ -264,6 +264,8 @@ def _reduce_as_kernel(x, target):
     """Sum `x` down to `target`'s shape: the transpose of NumPy broadcasting."""
     if x.shape == target.shape:
         return x
+    if x.ndim < target.ndim:  # e.g. a 0-D gradient for a [1, 1] input
+        x = x.reshape((1,) * (target.ndim - x.ndim) + x.shape)
     lead = x.ndim - target.ndim
     axes = tuple(range(lead)) + tuple(i + lead for i, d in enumerate(target.shape)
                                       if d == 1 and x.shape[i + lead] != 1)
@@ -271,7 +273,11 @@ def _reduce_as_kernel(x, target):
 
 
 def _expand_as_kernel(x, target):
-    return x if x.shape == target.shape else np.broadcast_to(x, target.shape)
+    if x.shape == target.shape:
+        return x
+    if x.ndim > target.ndim and all(d == 1 for d in x.shape[:x.ndim - target.ndim]):
+        x = x.reshape(x.shape[x.ndim - target.ndim:])  # the transpose of reduce_as adding axes
+    return np.broadcast_to(x, target.shape)
 
 
 def _like_target(ctx):

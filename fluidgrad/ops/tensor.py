@@ -225,6 +225,7 @@ def _gather_grad(g):
 
 def _gather_grad_kernel(dout, index, target, axis):
     """Scatter-add: rows gathered twice receive both gradients."""
+    axis = axis % max(target.ndim, 1)
     out = np.zeros(target.shape, dtype=dout.dtype)
     moved = np.moveaxis(out, axis, 0)
     d = np.moveaxis(dout.reshape(dout.shape[:axis] + (index.size,) + dout.shape[axis + index.ndim:]), axis, 0)
