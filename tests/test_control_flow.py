@@ -141,6 +141,26 @@ def test_zero_trip_loop_passes_values_and_gradients_through(fresh_programs):
         _close(got_dx, 2 * np.array([1.0, 2.0]) * factor ** 2, f"dx after {trips} steps")
 
 
+def test_scalar_loop_var_and_scalar_read_only_var(fresh_programs):
+    """0-d values (which NumPy turns into scalars) carry and accumulate gradients like arrays."""
+    main, _ = fresh_programs
+    x = static.data("x", [3], "float64")
+    x.stop_gradient = False
+    total, average = fg.sum(x), fg.mean(x)
+    _, y = static.nn.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * average + total),
+                                [fg.full([], 0, "int64"), total])
+    (dx,) = fg.gradients([y], [x])
+    feed = {"x": np.array([1.0, 2.0, 3.0])}
+    got_y, got_dx = _run(main, feed, [y, dx])
+    t = _torch(feed)
+    ty = t["x"].sum()
+    for _ in range(3):
+        ty = ty * t["x"].mean() + t["x"].sum()
+    ty.backward()
+    _close(got_y, ty.item(), "y")
+    _close(got_dx, t["x"].grad.numpy(), "dy/dx")
+
+
 # ------------------------------------------------------------------ cond
 def _build_branchy():
     x = static.data("x", [3], "float64")

@@ -35,6 +35,8 @@ SCOPE_VAR_DTYPE = "uint8"
 
 # ---------------------------------------------------------------- helpers
 def _truth(value: Any, op_type: str, name: str) -> bool:
+    if getattr(value, "size", None) == 1:
+        return bool(value)
     array = np.asarray(value)
     if array.size != 1:
         raise ValueError(f"{op_type}: condition {name} must hold one element, got shape {list(array.shape)}")
@@ -42,7 +44,9 @@ def _truth(value: Any, op_type: str, name: str) -> bool:
 
 
 def _is_float_array(value: Any) -> bool:
-    return isinstance(value, np.ndarray) and value.dtype.kind == "f"
+    """A float array, or a NumPy float scalar (what a ufunc returns for 0-d inputs)."""
+    dtype = getattr(value, "dtype", None)
+    return dtype is not None and dtype.kind == "f"
 
 
 def _block_writes(block: Any) -> frozenset[str]:
@@ -57,17 +61,23 @@ def _block_writes(block: Any) -> frozenset[str]:
 
 
 def _written_value(block: Any, scope: Scope, name: str) -> Any:
-    """Where the plan of `block`, run in `scope`, left the value it wrote to `name`.
+    """Where the plan of `block`, run in `scope`, left the value it wrote to `name`."""
+    return _value_left(scope, name, _is_local(block, name))
 
-    A variable declared in `block` is stored in `scope.vars`; one declared in an ancestor
-    block went through `scope.parent.assign` (while `scope.vars` keeps the value read).
-    """
-    if block.has_var(name) or block._find_var_recursive(name) is None:
+
+def _value_left(scope: Scope, name: str, local: bool) -> Any:
+    """A variable declared in the block is stored in `scope.vars`; one declared in an ancestor
+    block went through `scope.parent.assign` (while `scope.vars` keeps the value read)."""
+    if local:
         return scope.vars[name]
     owner = scope.parent.find_owner(name)
     if owner is None:
-        raise KeyError(f"block {block.idx} wrote {name!r}, but its value is nowhere in the scope chain")
+        raise KeyError(f"a grad block wrote {name!r}, but its value is nowhere in the scope chain")
     return owner.vars[name]
+
+
+def _is_local(block: Any, name: str) -> bool:
+    return block.has_var(name) or block._find_var_recursive(name) is None
 
 
 class _Zeros:
@@ -150,16 +160,17 @@ def _while_grad_kernel(rt: Any, xs: Sequence[Any], out_grads: Sequence[Any], ste
                  if n not in carried_set and _is_float_array(x) and grad_of[n] in written]
     summed: dict[str, np.ndarray] = {}
     owned: set[str] = set()
+    local = {g: _is_local(grad_block, g) for g in incoming.keys() | set(read_only)}
     for step in reversed(step_scopes):
         grad_scope = Scope(step)
         grad_scope.vars.update(incoming)
         rt.run_block(grad_block, grad_scope)
         for name in carried:
             grad_name = grad_of[name]
-            incoming[grad_name] = (_written_value(grad_block, grad_scope, grad_name) if grad_name in written
+            incoming[grad_name] = (_value_left(grad_scope, grad_name, local[grad_name]) if grad_name in written
                                    else zeros.like(name, values[name]))
         for grad_name in read_only:
-            _accumulate(summed, owned, grad_name, _written_value(grad_block, grad_scope, grad_name))
+            _accumulate(summed, owned, grad_name, _value_left(grad_scope, grad_name, local[grad_name]))
     step_scopes.clear()  # the forward values of every step go now, not with the program
     result = []
     for name, x in zip(x_names, xs):
@@ -342,7 +353,7 @@ register_op("select_input_grad", inputs="X Mask", outputs="Out*", attrs={"n": 2}
 
 # ---------------------------------------------------------------- increment
 def _increment_kernel(x: Any, step: float) -> Any:
-    return x + np.asarray(step).astype(x.dtype)
+    return x + x.dtype.type(step)
 
 
 def _increment_infer(ctx: Any) -> None:
