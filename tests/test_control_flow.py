@@ -366,6 +366,19 @@ def test_fluid_style_while_block(fresh_programs):
     _close(got_dx, t["x"].grad.numpy(), "dy/dx")
 
 
+def test_builders_run_eagerly_on_tensors():
+    """With Tensors the loop and the branch are plain Python, recorded by eager autograd."""
+    from fluidgrad.eager import to_tensor
+    x = to_tensor(np.array([1.0, -2.0]), stop_gradient=False)
+    counter, y = static.nn.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * x),
+                                      [to_tensor(np.array(0)), fg.ones_like(x)])
+    z = static.nn.cond(fg.sum(y) > 0.0, lambda: y * 2.0, lambda: y * 0.5)
+    fg.sum(z).backward()
+    assert int(counter) == 3
+    _close(y.numpy(), [1.0, -8.0], "x^3")
+    _close(x.grad.numpy(), 0.5 * 3 * np.array([1.0, 4.0]), "d(x^3 / 2)/dx")
+
+
 def test_program_with_loops_clones_and_runs(fresh_programs, rng):
     main, _ = fresh_programs
     loss, wrt = _build_rnn()

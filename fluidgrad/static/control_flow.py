@@ -17,7 +17,7 @@ import contextlib
 from typing import Any, Callable, Iterator, Sequence
 
 from .. import functions as F
-from ..dispatch import apply_op
+from ..dispatch import apply_op, is_tensor
 from ..framework import Block, Variable, default_main_program, unique_name
 from ..framework.names import EMPTY_VAR_NAME
 from ..ops.control_flow import SCOPE_VAR_DTYPE
@@ -104,6 +104,8 @@ def while_loop(cond: Callable[..., Variable], body: Callable[..., Any], loop_var
         raise TypeError("while_loop: cond and body must be callables")
     if isinstance(loop_vars, Variable) or not isinstance(loop_vars, (list, tuple)) or not loop_vars:
         raise TypeError("while_loop: loop_vars must be a non-empty list or tuple of Variables")
+    if any(is_tensor(v) for v in loop_vars):
+        return _eager_while_loop(cond, body, list(loop_vars))
     originals = _as_list(loop_vars, "while_loop: loop_vars")
     program = default_main_program()
     parent = program.current_block()
@@ -122,6 +124,17 @@ def while_loop(cond: Callable[..., Variable], body: Callable[..., Any], loop_var
         _write(sub, next_condition, condition)
     _append_while(parent, sub, condition)
     return carried
+
+
+def _eager_while_loop(cond: Callable[..., Any], body: Callable[..., Any], values: list[Any]) -> list[Any]:
+    """Tensors: the loop is Python's, and eager autograd records each step as it runs."""
+    while bool(cond(*values)):
+        new = body(*values)
+        new = list(new) if isinstance(new, (list, tuple)) else [new]
+        if len(new) != len(values):
+            raise ValueError(f"while_loop: body returned {len(new)} values for {len(values)} loop vars")
+        values = new
+    return values
 
 
 def _append_while(parent: Block, sub: Block, condition: Variable) -> None:
@@ -211,6 +224,9 @@ def cond(pred: Variable, true_fn: Callable[[], Any] | None = None, false_fn: Cal
     """`true_fn()` if `pred` holds, else `false_fn()`; only the branch taken runs, and the
     gradient flows through it alone. Both branches return the same structure of Variables
     (same count, shapes and dtypes), or both None."""
+    if is_tensor(pred):
+        chosen = true_fn if bool(pred) else false_fn
+        return chosen() if chosen is not None else None
     pred = _check_condition(pred, "cond: pred")
     program = default_main_program()
     parent = program.current_block()
