@@ -384,3 +384,49 @@ def test_executor_runs_backward_program_repeatedly(fresh_programs, rng):
     second = _run(main, {"x": xs}, [g for _, g in pairs])
     for a, b in zip(first, second):
         np.testing.assert_array_equal(a, b)
+
+
+def test_no_grad_set_with_an_intermediate_variable_cuts_below_it(fresh_programs):
+    main, _ = fresh_programs
+    _x, h, out = _two_layer()
+    pairs, seen = _forward_ops_with_grads(fg.mean(out), no_grad_set=[h])   # a Variable, not a name
+    assert {p.name for p, _ in pairs} == {"layer2.w_0", "layer2.b_0"}
+    assert not main.global_block().has_var(h.name + GRAD_SUFFIX)
+    assert not any(n.startswith("layer1") for op in seen for n in op.input_arg_names)
+
+
+def test_untrainable_parameter_gets_no_gradient(fresh_programs, rng):
+    main, startup = fresh_programs
+    x = static.data("x", [-1, 3], "float64")
+    frozen = static.nn.fc(x, 4, weight_attr=ParamAttr(name="frozen_w", trainable=False), bias_attr=False)
+    out = static.nn.fc(frozen, 2, name="head")
+    pairs = fg.append_backward(fg.mean(out))
+    assert {p.name for p, _ in pairs} == {"head.w_0", "head.b_0"}
+    assert not main.global_block().has_var("frozen_w@GRAD")
+
+
+def test_loss_independent_of_parameters_gives_no_pairs(fresh_programs):
+    main, _ = fresh_programs
+    x = static.data("x", [-1, 3], "float64")
+    static.nn.fc(x, 2)
+    assert fg.append_backward(fg.mean(fg.exp(x))) == []
+
+
+def test_second_append_backward_does_not_reuse_names(fresh_programs, rng):
+    main, startup = fresh_programs
+    x = static.data("x", [-1, 3], "float64")
+    out = static.nn.fc(x, 2, name="layer")
+    first = fg.append_backward(fg.mean(out))
+    second = fg.append_backward(fg.sum(out * out))
+    assert [p.name for p, _ in first] == [p.name for p, _ in second]
+    assert not {g.name for _, g in first} & {g.name for _, g in second}
+    fg.Executor().run(startup)
+    xs = rng.normal(size=(4, 3))
+    values = _run(main, {"x": xs}, [g for _, g in first + second])
+    scope = fg.global_scope()
+    w = torch.tensor(np.array(scope["layer.w_0"]), requires_grad=True)
+    b = torch.tensor(np.array(scope["layer.b_0"]), requires_grad=True)
+    o = torch.tensor(xs) @ w + b
+    expected = [*torch.autograd.grad(o.mean(), [w, b], retain_graph=True), *torch.autograd.grad((o * o).sum(), [w, b])]
+    for got, want in zip(values, expected):
+        _close(got, want.numpy())
