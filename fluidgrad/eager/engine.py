@@ -31,15 +31,17 @@ def _no_gradient(g: Any) -> None:
 class OpCall:
     """What running one op type needs, computed once per op type (the eager hot path)."""
 
-    __slots__ = ("type", "op_def", "kernel", "in_slots", "in_index", "out_slots", "out_index", "defaults",
-                 "single_out", "has_dup_out", "grad_maker", "needs_runtime")
+    __slots__ = ("type", "op_def", "kernel", "in_slots", "in_names", "in_index", "out_slots", "out_index",
+                 "defaults", "single_out", "has_dup_out", "has_dup_in", "grad_maker", "needs_runtime")
 
     def __init__(self, op_def: Any) -> None:
         self.type = op_def.type
         self.op_def = op_def
         self.kernel = op_def.kernel
         self.in_slots = tuple((s.name, s.duplicable) for s in op_def.inputs)
+        self.in_names = tuple(s.name for s in op_def.inputs)
         self.in_index = {s.name: i for i, s in enumerate(op_def.inputs)}
+        self.has_dup_in = any(s.duplicable for s in op_def.inputs)
         self.out_slots = tuple((s.name, s.duplicable) for s in op_def.outputs)
         self.out_index = {s.name: i for i, s in enumerate(op_def.outputs)}
         self.defaults = dict(op_def.attrs)
@@ -221,9 +223,22 @@ def eager_apply(op_type: str, inputs: dict, attrs: dict, n_out: int | None = Non
     if call.needs_runtime:
         raise FluidgradError(f"op {op_type} runs sub-blocks and exists in static mode only; "
                              f"in eager mode write the Python loop or branch directly")
+    requires = False
+    if not call.has_dup_in:  # the common case: one Tensor (or None) per slot
+        tensors = list(map(inputs.get, call.in_names))
+        args = []
+        for i, value in enumerate(tensors):
+            if value is None:
+                args.append(None)
+                continue
+            if type(value) is not Tensor:
+                value = tensors[i] = _as_tensor(value, op_type, call.in_names[i])
+            args.append(value.data)
+            if not value.stop_gradient:
+                requires = True
+        return _run(call, args, tensors, attrs, requires)
     args = []
     tensors = []
-    requires = False
     for slot, dup in call.in_slots:
         value = inputs.get(slot)
         if value is None:
@@ -242,6 +257,11 @@ def eager_apply(op_type: str, inputs: dict, attrs: dict, n_out: int | None = Non
             tensors.append(value)
             if not value.stop_gradient:
                 requires = True
+    return _run(call, args, tensors, attrs, requires)
+
+
+def _run(call: OpCall, args: list, tensors: list, attrs: dict, requires: bool) -> Any:
+    """Run the kernel on `args`; wrap the outputs; record a node when `requires` and grad mode."""
     defaults = call.defaults
     if defaults:
         kw = {**defaults, **attrs} if attrs else defaults

@@ -163,7 +163,7 @@ class EagerGradBuilder:
         if self.create_graph:
             return eager_apply(type, {k: _tensor(v) for k, v in inputs.items()}, attrs, n_out)
         call = _CALLS.get(type) or op_call(type)
-        args = [inputs.get(slot) for slot, _ in call.in_slots]
+        args = list(map(inputs.get, call.in_names))
         defaults = call.defaults
         if defaults:
             out = call.kernel(*args, **({**defaults, **attrs} if attrs else defaults))
