@@ -126,9 +126,17 @@ def test_no_grad_records_nothing_as_context_and_decorator():
     def f(v):
         return fg.exp(v)
 
+    @fg.no_grad
+    def g(v):
+        return v * 2.0
+
     z = f(x)
-    assert z.stop_gradient and z._node is None
+    assert z.stop_gradient and z._node is None and g(x).stop_gradient
     assert fg.is_grad_enabled()
+    with fg.no_grad():
+        with fg.enable_grad():
+            assert not (x * 2.0).stop_gradient
+        assert (x * 2.0).stop_gradient
     w = x * 2.0  # recording again outside
     assert not w.stop_gradient
 
