@@ -32,7 +32,6 @@ def _chain(h, a, b, n_ops):
 
 def bench_per_op(n_ops: int, repeat: int) -> None:
     import autograd
-    import autograd.numpy as anp  # noqa: F401  (autograd boxes NumPy calls)
     import torch
     x0, a0, b0 = np.ones(1), np.full(1, 1.0001), np.full(1, 0.001)
 

@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..framework.errors import FluidgradError
-from ..ops.registry import OpDef, Slot, get_op_def
+from ..ops.registry import Slot, get_op_def
 from .tensor import Tensor
 
 _ndarray = np.ndarray
