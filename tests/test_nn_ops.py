@@ -395,3 +395,31 @@ def test_builders_reject_bad_input():
             fg.static.nn.conv2d(flat, 4, 3)
         with pytest.raises(ValueError, match="pool_type"):
             fg.static.nn.pool2d(fg.static.data("img4", [None, 1, 4, 4]), 2, pool_type="median")
+
+
+# ------------------------------------------------------------------ the same functions on eager Tensors
+def test_functional_runs_eagerly_and_matches_torch():
+    x, w, scale, bias = rand(2, 3, 6, 6), rand(4, 3, 3, 3), rand(4), rand(4)
+    labels = np.array([[1], [5]])
+    ours = {k: fg.to_tensor(v.copy(), stop_gradient=False) for k, v in {"x": x, "w": w, "s": scale, "b": bias}.items()}
+    mean, var = fg.to_tensor(np.zeros(4)), fg.to_tensor(np.ones(4))
+    h = F.conv2d(ours["x"], ours["w"], padding=1, stride=1)
+    h = F.batch_norm(h, mean, var, ours["s"], ours["b"], training=True)
+    h = F.avg_pool2d(F.max_pool2d(h, 2), 3, stride=1, padding=1)
+    h = F.layer_norm(h, [3, 3])
+    loss = F.cross_entropy(fg.reshape(h, [2, -1]), fg.to_tensor(labels))
+    loss.backward()
+
+    theirs = {k: torch.tensor(v, requires_grad=True) for k, v in {"x": x, "w": w, "s": scale, "b": bias}.items()}
+    t_mean, t_var = torch.zeros(4, dtype=torch.float64), torch.ones(4, dtype=torch.float64)
+    th = TF.conv2d(theirs["x"], theirs["w"], padding=1)
+    th = TF.batch_norm(th, t_mean, t_var, theirs["s"], theirs["b"], training=True, momentum=0.1)
+    th = TF.avg_pool2d(TF.max_pool2d(th, 2), 3, stride=1, padding=1, count_include_pad=False)
+    th = TF.layer_norm(th, [3, 3])
+    t_loss = TF.cross_entropy(th.reshape(2, -1), torch.tensor(labels[:, 0]))
+    t_loss.backward()
+    np.testing.assert_allclose(loss.numpy(), t_loss.detach().numpy(), rtol=1e-10)
+    for k in ours:
+        np.testing.assert_allclose(ours[k].grad.numpy(), theirs[k].grad.numpy(), rtol=1e-6, atol=1e-10, err_msg=k)
+    np.testing.assert_allclose(mean.numpy(), t_mean.numpy(), rtol=1e-10)   # running stats written back
+    np.testing.assert_allclose(var.numpy(), t_var.numpy(), rtol=1e-10)
