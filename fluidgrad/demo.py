@@ -7,6 +7,7 @@ program. The data set ships with scikit-learn (1797 images), so nothing is downl
 """
 from __future__ import annotations
 
+import contextlib
 import shutil
 import sys
 import time
@@ -17,7 +18,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 import fluidgrad as fg
-from fluidgrad.dispatch import apply_op
+from fluidgrad.nn import functional as F
 
 MODELS = ("cnn", "mlp")
 MODEL_PREFIX = "digits"          # the inference model is saved as <out>/digits.pdmodel.json + .pdparams...
@@ -48,6 +49,20 @@ def load_data(seed: int = 0, test_fraction: float = 0.2) -> tuple[np.ndarray, ..
     return x_train, y_train, x_test, y_test
 
 
+def blas_threads(limit: int | None = 1) -> Any:
+    """Cap BLAS threads while training (a context manager).
+
+    The demo's matrices are tiny (32 x 144 @ 144 x 16): a second OpenBLAS thread costs more
+    in hand-offs than it saves, and on a busy 2-core machine its spin-waiting made a step
+    up to 10x slower. threadpoolctl comes with scikit-learn; without it nothing changes.
+    """
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(limit, user_api="blas")
+
+
 def batches(n: int, batch_size: int, rng: np.random.Generator) -> list[np.ndarray]:
     order = rng.permutation(n)
     return [order[i:i + batch_size] for i in range(0, n, batch_size)]
@@ -57,12 +72,11 @@ def batches(n: int, batch_size: int, rng: np.random.Generator) -> list[np.ndarra
 
 def cnn(image: fg.Variable) -> fg.Variable:
     """conv3x3(16)-relu-maxpool2 -> conv3x3(32)-relu-maxpool2 -> fc(10): 8x8 -> 4x4 -> 2x2."""
-    nn = fg.static.nn
-    h = nn.conv2d(image, num_filters=16, filter_size=3, padding=1, act="relu")
-    h = nn.pool2d(h, pool_size=2, pool_type="max", pool_stride=2)
-    h = nn.conv2d(h, num_filters=32, filter_size=3, padding=1, act="relu")
-    h = nn.pool2d(h, pool_size=2, pool_type="max", pool_stride=2)
-    return nn.fc(h, 10)
+    h = fg.static.nn.conv2d(image, num_filters=16, filter_size=3, padding=1, act="relu")
+    h = F.max_pool2d(h, kernel_size=2)
+    h = fg.static.nn.conv2d(h, num_filters=32, filter_size=3, padding=1, act="relu")
+    h = F.max_pool2d(h, kernel_size=2)
+    return fg.static.nn.fc(h, 10)
 
 
 def mlp(image: fg.Variable) -> fg.Variable:
@@ -81,8 +95,7 @@ def build_static(model: str, learning_rate: float) -> dict[str, Any]:
         label = fg.static.data("label", [None, 1], "int64")
         logits = build(image)
         test_program = main.clone(for_test=True)  # logits only: no loss, no label feed needed
-        _, per_example = apply_op("softmax_with_cross_entropy", {"Logits": logits, "Label": label})
-        loss = fg.mean(per_example)
+        loss = fg.mean(F.softmax_with_cross_entropy(logits, label))
         Adam(learning_rate).minimize(loss)
     return dict(main=main, startup=startup, test=test_program, image=image, label=label, logits=logits, loss=loss)
 
@@ -91,6 +104,12 @@ def train_static(epochs: int, model: str = "cnn", batch_size: int = 32, learning
                  seed: int = 0, progress: Callable[..., Iterator] | None = None,
                  out_dir: Path | None = None) -> DemoResult:
     """Train, evaluate on the held-out fifth, save the inference model and the picture."""
+    with blas_threads(1):
+        return _train_static(epochs, model, batch_size, learning_rate, seed, progress, out_dir)
+
+
+def _train_static(epochs: int, model: str, batch_size: int, learning_rate: float, seed: int,
+                  progress: Callable[..., Iterator] | None, out_dir: Path | None) -> DemoResult:
     start = time.perf_counter()
     x_train, y_train, x_test, y_test = load_data(seed)
     fg.seed(seed)
@@ -162,13 +181,8 @@ def functional_forward(model: str, image: Any, p: dict[str, Any]) -> Any:
     if model == "mlp":
         h = fg.relu(fg.matmul(fg.reshape(image, [-1, 64]), p["fc1.w"]) + p["fc1.b"])
         return fg.matmul(h, p["fc2.w"]) + p["fc2.b"]
-    pool = {"pooling_type": "max", "ksize": [2, 2], "strides": [2, 2]}
-    h = fg.relu(apply_op("conv2d", {"Input": image, "Filter": p["conv1.w"], "Bias": p["conv1.b"]},
-                         {"paddings": [1, 1]}))
-    h = apply_op("pool2d", {"X": h}, pool)
-    h = fg.relu(apply_op("conv2d", {"Input": h, "Filter": p["conv2.w"], "Bias": p["conv2.b"]},
-                         {"paddings": [1, 1]}))
-    h = apply_op("pool2d", {"X": h}, pool)
+    h = F.max_pool2d(fg.relu(F.conv2d(image, p["conv1.w"], p["conv1.b"], padding=1)), 2)
+    h = F.max_pool2d(fg.relu(F.conv2d(h, p["conv2.w"], p["conv2.b"], padding=1)), 2)
     return fg.matmul(fg.reshape(h, [-1, 128]), p["fc.w"]) + p["fc.b"]
 
 
@@ -180,6 +194,12 @@ def train_eager(epochs: int, model: str = "cnn", batch_size: int = 32, learning_
     The trained weights are then saved as an inference model by writing the same network
     once more as a static Program (functional_forward on Variables).
     """
+    with blas_threads(1):
+        return _train_eager(epochs, model, batch_size, learning_rate, seed, progress, out_dir)
+
+
+def _train_eager(epochs: int, model: str, batch_size: int, learning_rate: float, seed: int,
+                 progress: Callable[..., Iterator] | None, out_dir: Path | None) -> DemoResult:
     from .eager import no_grad, to_tensor
     from .optimizer import Adam
     start = time.perf_counter()
@@ -193,8 +213,7 @@ def train_eager(epochs: int, model: str = "cnn", batch_size: int = 32, learning_
         total_loss = 0.0
         for idx in bar:
             logits = functional_forward(model, to_tensor(x_train[idx]), params)
-            _, per_example = apply_op("softmax_with_cross_entropy", {"Logits": logits, "Label": to_tensor(y_train[idx])})
-            loss = fg.mean(per_example)
+            loss = fg.mean(F.softmax_with_cross_entropy(logits, to_tensor(y_train[idx])))
             loss.backward()
             optimizer.step()
             optimizer.clear_grad()

@@ -1,0 +1,136 @@
+"""The `fluidgrad` command: demo, show, draw (run as `python -m fluidgrad`, as a user would)."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fluidgrad as fg
+from fluidgrad import cli, io
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "fluidgrad", *args], capture_output=True, text=True,
+                          cwd=cwd or REPO, env=env, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo") / "out"
+    return _run("demo", "--epochs", "1", "--out", str(out)), out
+
+
+def test_demo_one_epoch_prints_accuracy_and_saves(demo_run):
+    proc, out = demo_run
+    assert proc.returncode == 0, proc.stderr
+    match = re.search(r"^test accuracy: (\d\.\d{3})$", proc.stdout, re.M)
+    assert match, proc.stdout
+    assert proc.stdout.rstrip().splitlines()[-1].startswith("test accuracy:")
+    assert float(match.group(1)) > 0.5  # one epoch of Adam already learns most digits
+    assert "epoch 1/1" in proc.stderr and "loss=" in proc.stderr and "acc=" in proc.stderr  # the tqdm bar
+    assert (out / "digits.pdmodel.json").exists() and (out / "digits.pdparams.safetensors").exists()
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
+def test_demo_picture_parses_and_names_the_ops(demo_run):
+    _, out = demo_run
+    root = ET.parse(out / "train_program.svg").getroot()
+    texts = {t.text for t in root.iter() if t.tag.endswith("text")}
+    assert {"conv2d", "relu", "softmax_with_cross_entropy", "adam"} <= texts
+
+
+def test_demo_inference_model_reloads_and_classifies(demo_run):
+    from fluidgrad.demo import load_data
+    _, out = demo_run
+    scope = fg.Scope()
+    program, feeds, fetches = io.load_inference_model(out / "digits", fg.Executor(), scope=scope)
+    assert feeds == ["image"]
+    assert {op.role for op in program.global_block().ops} <= {"forward"}
+    _, _, x_test, y_test = load_data()
+    (logits,) = fg.Executor().run(program, feed={"image": x_test}, fetch_list=fetches, scope=scope)
+    assert logits.shape == (len(x_test), 10)
+    assert (logits.argmax(1) == y_test[:, 0]).mean() > 0.5
+
+
+def test_show_prints_the_saved_program(demo_run):
+    _, out = demo_run
+    proc = _run("show", str(out / "digits"))
+    assert proc.returncode == 0, proc.stderr
+    assert "# feeds: image" in proc.stdout
+    assert "conv2d(" in proc.stdout and "param " in proc.stdout
+    assert "adam" not in proc.stdout and "@GRAD" not in proc.stdout
+
+
+def test_draw_command_writes_svg(demo_run, tmp_path):
+    _, out = demo_run
+    target = tmp_path / "model.svg" if shutil.which("dot") else tmp_path / "model.dot"
+    proc = _run("draw", str(out / "digits.pdmodel.json"), "-o", str(target))
+    assert proc.returncode == 0, proc.stderr
+    assert str(target) in proc.stdout
+    if target.suffix == ".svg":
+        texts = {t.text for t in ET.parse(target).getroot().iter() if t.tag.endswith("text")}
+        assert "conv2d" in texts
+    else:
+        assert "conv2d" in target.read_text()
+
+
+# ---------------------------------------------------------------- in-process: errors and the small commands
+
+def _saved_model(tmp_path):
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup):
+        x = fg.static.data("x", [None, 3])
+        y = fg.static.nn.fc(x, 2, activation="sigmoid")
+    scope = fg.Scope()
+    fg.Executor().run(startup, scope=scope)
+    io.save_inference_model(tmp_path / "tiny", [x], [y], None, program=main, scope=scope)
+    return tmp_path / "tiny", y
+
+
+def test_show_in_process(tmp_path, capsys):
+    prefix, y = _saved_model(tmp_path)
+    assert cli.main(["show", str(prefix)]) == 0
+    text = capsys.readouterr().out
+    assert f"# fetches: {y.name}" in text and "sigmoid(" in text
+    assert "# 2 parameters, 8 values; 1 block(s), 3 ops" in text
+
+
+def test_draw_dot_source_in_process(tmp_path, capsys):
+    prefix, _ = _saved_model(tmp_path)
+    assert cli.main(["draw", str(prefix), "-o", str(tmp_path / "tiny.dot")]) == 0
+    assert (tmp_path / "tiny.dot").read_text().startswith("digraph")
+
+
+def test_missing_or_corrupted_model_is_a_clear_error(tmp_path, capsys):
+    assert cli.main(["show", str(tmp_path / "absent")]) == 1
+    assert "absent.pdmodel.json does not exist" in capsys.readouterr().err
+    (tmp_path / "bad.pdmodel.json").write_text('{"fluidgrad_model": 1, "program": {"blo')
+    assert cli.main(["draw", str(tmp_path / "bad"), "-o", str(tmp_path / "x.svg")]) == 1
+    assert "truncated or corrupted" in capsys.readouterr().err
+    assert not (tmp_path / "x.svg").exists()
+
+
+def test_bad_arguments(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["demo", "--mode", "quantum"])
+    assert "invalid choice" in capsys.readouterr().err
+    assert cli.main(["demo", "--epochs", "0"]) == 1
+    assert "--epochs must be at least 1" in capsys.readouterr().err
+
+
+def test_mlp_demo_in_process_without_output_dir(capsys):
+    from fluidgrad.demo import train_static
+    result = train_static(2, model="mlp", out_dir=None)
+    assert result.model_path is None and 0.0 <= result.test_accuracy <= 1.0
+    assert result.test_accuracy > 0.8
+    assert np.isfinite(result.seconds)
