@@ -22,6 +22,7 @@ import numpy as np
 
 from ..backward import append_backward
 from ..clip import GradientClipBase
+from ..dispatch import is_tensor
 from ..executor import Scope, global_scope
 from ..framework import OPTIMIZE, Block, Operator, Program, Variable, default_startup_program, unique_name
 from ..lr import LRScheduler
@@ -112,10 +113,17 @@ class Optimizer:
     def minimize(self, loss: Variable, startup_program: Program | None = None,
                  parameter_list: Sequence[Any] | None = None, no_grad_set: Any = None,
                  parameters: Sequence[Any] | None = None) -> tuple[list[Operator], ParamsGrads]:
-        """append_backward(loss), then clipping, decay and update ops; returns (update_ops, params_grads)."""
+        """append_backward(loss), then clipping, decay and update ops; returns (update_ops, params_grads).
+
+        Eager mode (loss is a Tensor, as Paddle's dygraph minimize): after `loss.backward()`, this is
+        `step()`; it returns ([], [(param, grad), ...])."""
+        if is_tensor(loss):
+            pairs = [(p, p.grad) for p in self._eager_parameters() if p.grad is not None]
+            self.step()
+            return [], pairs
         if not isinstance(loss, Variable):
-            raise TypeError(f"{type(self).__name__}.minimize: loss must be a Variable (static mode), "
-                            f"got {type(loss).__name__}; in eager mode call loss.backward() and step()")
+            raise TypeError(f"{type(self).__name__}.minimize: loss must be a Variable (static mode) or a "
+                            f"Tensor (eager mode), got {type(loss).__name__}")
         params_grads = self.backward(loss, startup_program, parameter_list or parameters, no_grad_set)
         update_ops = self.apply_gradients(params_grads, startup_program)
         return update_ops, params_grads
