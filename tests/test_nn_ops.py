@@ -153,6 +153,17 @@ def test_global_pooling():
         check_grad("pool2d", {"X": x}, {"pooling_type": kind, "global_pooling": True}, torch_fn=reduce)
 
 
+def test_global_pooling_with_unknown_spatial_size():
+    main = fg.Program()
+    with fg.program_guard(main, fg.Program()):
+        x = fg.static.data("x", [None, 3, None, None], "float64")
+        out = fg.static.nn.pool2d(x, pool_type="avg", global_pooling=True)
+    assert out.shape == (-1, 3, 1, 1)
+    data = rand(2, 3, 5, 4)
+    (value,) = fg.Executor().run(main, feed={"x": data}, fetch_list=[out], scope=fg.Scope())
+    np.testing.assert_allclose(value, data.mean(axis=(2, 3), keepdims=True))
+
+
 @pytest.mark.parametrize("kind", ["max", "avg"])
 def test_pool2d_grad_is_differentiable(kind):
     """pool2d_grad's gradient (avg pooling, or max_pool2d_select for max) passes the numeric check."""
@@ -230,7 +241,7 @@ def test_batch_norm_builder_updates_running_stats_and_clone_for_test_uses_them()
 
 # ------------------------------------------------------------------ layer_norm
 @pytest.mark.parametrize("shape, axis, affine", [((4, 6), 1, True), ((2, 3, 4), 1, True), ((2, 3, 4), 2, True),
-                                                 ((3, 5), 1, False)])
+                                                 ((3, 5), 1, False), ((3, 4), 0, True)])
 def test_layer_norm_matches_torch(shape, axis, affine):
     normalized = list(shape[axis:])
     width = int(np.prod(normalized))

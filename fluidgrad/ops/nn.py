@@ -224,6 +224,8 @@ class _Pool:
             self.pads = _pads(paddings)
         self.oh = _out_len(self.h, self.kh, self.pads[0], self.pads[1], self.sh)
         self.ow = _out_len(self.w, self.kw, self.pads[2], self.pads[3], self.sw)
+        if global_pooling:  # one window, even when H and W are known only at run time
+            self.oh = self.ow = 1
 
     def positions(self, xp: np.ndarray):
         """(k, view) for each window offset k = kh * KW + kw: the [N, C, OH, OW] strided slice of the
@@ -325,6 +327,8 @@ def _pool_infer(ctx):
         raise ctx.shape_error(f"pooling_type must be 'max' or 'avg', got {ctx.attr('pooling_type')!r}")
     pool = _Pool(x, ctx.attr("ksize"), ctx.attr("strides"), ctx.attr("paddings"), ctx.attr("global_pooling"))
     pads = pool.pads
+    if ctx.attr("global_pooling"):
+        return x, pool
     if pads[0] >= pool.kh or pads[1] >= pool.kh or pads[2] >= pool.kw or pads[3] >= pool.kw:
         raise ctx.shape_error(f"paddings {pads} must be smaller than the window {[pool.kh, pool.kw]}")
     if (x[2] >= 0 and pool.oh < 1) or (x[3] >= 0 and pool.ow < 1):

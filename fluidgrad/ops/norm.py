@@ -146,8 +146,8 @@ def _layer_norm_infer(ctx):
     float_only(ctx, "X")
     x = list(ctx.shape("X"))
     axis = ctx.attr("begin_norm_axis")
-    if not 0 < axis < len(x) + (1 if len(x) == 1 else 0):
-        raise ctx.shape_error(f"begin_norm_axis={axis} must lie in [1, {len(x) - 1}] for {ctx.describe('X')}")
+    if not 0 <= axis < len(x):
+        raise ctx.shape_error(f"begin_norm_axis={axis} must lie in [0, {len(x) - 1}] for {ctx.describe('X')}")
     tail = x[axis:]
     width = -1 if any(d < 0 for d in tail) else int(np.prod(tail))
     for slot in ("Scale", "Bias"):
