@@ -430,3 +430,47 @@ def test_second_append_backward_does_not_reuse_names(fresh_programs, rng):
     expected = [*torch.autograd.grad(o.mean(), [w, b], retain_graph=True), *torch.autograd.grad((o * o).sum(), [w, b])]
     for got, want in zip(values, expected):
         _close(got, want.numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gradient_arrays_at_run_time_match_their_variables(fresh_programs, rng, dtype):
+    """Not only declared: every computed X@GRAD array has X's run-time shape and dtype."""
+    main, startup = fresh_programs
+    x = static.data("x", [-1, 3, 4], dtype)
+    label = static.data("label", [-1], "int64")
+    h = static.nn.fc(x, 6, activation="sigmoid")
+    first, second = fg.split(h, 2, axis=1)
+    mixed = fg.concat([fg.maximum(first, second), fg.sqrt(fg.square(second) + 1.0)], axis=1)
+    pooled = fg.mean(fg.reshape(mixed, [0, 2, 3]), axis=1) - fg.max(mixed, axis=1, keepdim=True)
+    loss = fg.mean(_swce(static.nn.fc(pooled, 4, activation="tanh"), label)) + fg.mean(fg.abs(x)) * 0.1
+    fg.append_backward(loss)
+    block = main.global_block()
+    pairs = [(block.var(n[:-len(GRAD_SUFFIX)]), block.var(n)) for n in block.vars if n.endswith(GRAD_SUFFIX)
+             and block.has_var(n[:-len(GRAD_SUFFIX)]) and not block.var(n[:-len(GRAD_SUFFIX)]).persistable]
+    params = [(p, block.var(p.name + GRAD_SUFFIX)) for p in main.all_parameters()]
+    fg.Executor().run(startup)
+    feed = {"x": rng.normal(size=(5, 3, 4)).astype(dtype), "label": rng.integers(0, 4, size=5)}
+    fetch = [v for pair in pairs for v in pair] + [g for _, g in params]
+    values = dict(zip([v.name for v in fetch], _run(main, feed, fetch)))
+    assert len(pairs) >= 10
+    for var, grad in pairs:
+        assert values[grad.name].shape == values[var.name].shape, grad.name
+        assert values[grad.name].dtype == np.dtype(dtype), f"{grad.name}: {values[grad.name].dtype}"
+    for param, grad in params:
+        assert values[grad.name].shape == param.shape and values[grad.name].dtype == np.dtype(dtype), grad.name
+
+
+def test_composite_program_gradient_matches_central_differences(rng):
+    """Many ops chained, each input read several times: the whole backward pass, numerically."""
+    from fluidgrad.testing import check_program_grad
+
+    def build(v):
+        a, b, idx = v["a"], v["b"], v["idx"]
+        rows = fg.gather(a, idx)                          # repeated indices
+        mixed = fg.matmul(rows, b, transpose_y=True) * fg.sigmoid(fg.sum(a))
+        first, second = fg.split(mixed, [1, 4], axis=1)
+        both = fg.concat([fg.tanh(second), first * first, fg.exp(-first)], axis=1)
+        return apply_op("softmax", {"X": both}, {"axis": -1})[:, 1:5] + fg.mean(b, axis=0, keepdim=True) * a[0, :]
+
+    check_program_grad(build, {"a": rng.normal(size=(3, 4)), "b": rng.normal(size=(5, 4)),
+                               "idx": np.array([2, 0, 2, 2])})
