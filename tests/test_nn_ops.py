@@ -146,6 +146,18 @@ def test_pool2d_matches_torch(kind, ksize, strides, paddings, exclusive):
     check_grad("pool2d", {"X": x}, attrs, torch_fn=torch_fn)
 
 
+def test_max_pool_ties_go_to_the_first_maximum():
+    """ReLU outputs tie at 0 often: like PyTorch, only the first maximum of a window gets dOut."""
+    x = np.maximum(rand(2, 3, 6, 6), 0.0)
+    x[0, 0, :2, :2] = 0.7
+    attrs = {"pooling_type": "max", "ksize": [2, 2], "strides": [2, 2]}
+    dout = rand(2, 3, 3, 3)
+    (dx,) = _run(lambda v: append_static_op("pool2d_grad", v, attrs), {"X": x, "DOut": dout})
+    xt = torch.tensor(x, requires_grad=True)
+    TF.max_pool2d(xt, 2).backward(torch.tensor(dout))
+    np.testing.assert_array_equal(dx, xt.grad.numpy())
+
+
 def test_global_pooling():
     x = rand(2, 3, 4, 5)
     for kind, reduce in (("max", lambda X: X.amax((2, 3), keepdim=True)),

@@ -257,17 +257,16 @@ class _Pool:
             best = view.copy() if best is None else np.maximum(best, view, out=best)
         return best
 
-    def argmax(self, x: np.ndarray) -> np.ndarray:
-        """The offset k of each window's first maximum (PyTorch's choice on ties)."""
-        views = [view for _, view in self.positions(_pad(x, self.pads, -np.inf))]
-        return np.stack(views, axis=-1).argmax(axis=-1)
-
-    def scatter_to_argmax(self, index: np.ndarray, dout: np.ndarray) -> np.ndarray:
-        """A padded zero array with each dOut added at its window's argmax (overlaps add up)."""
-        dxp = np.zeros(self.padded_shape(), dtype=dout.dtype)
-        for k, view in self.positions(dxp):
-            view += np.where(index == k, dout, 0)
-        return dxp
+    def first_max_hits(self, x: np.ndarray):
+        """(k, hit) per window offset k: hit marks the windows whose first maximum (PyTorch's
+        choice on ties) sits at offset k. Comparing with the window maximum beats an argmax."""
+        best = self.maximum(x)
+        free = np.ones(best.shape, dtype=bool)
+        for k, view in self.positions(_pad(x, self.pads, -np.inf)):
+            hit = view == best
+            hit &= free
+            free &= ~hit
+            yield k, hit
 
 
 def pool2d_kernel(x, pooling_type="max", ksize=(1, 1), strides=(1, 1), paddings=(0, 0), global_pooling=False,
@@ -295,10 +294,12 @@ def pool2d_grad_kernel(x, dout, pooling_type="max", ksize=(1, 1), strides=(1, 1)
         dx = np.zeros((pool.n, pool.c, pool.h * pool.w), dtype=dout.dtype)
         np.put_along_axis(dx, flat_index, dout.reshape(pool.n, pool.c, 1), axis=-1)
         return dx.reshape(x.shape)
+    dxp = np.zeros(pool.padded_shape(), dtype=dout.dtype)
     if pooling_type == "max":
-        dxp = pool.scatter_to_argmax(pool.argmax(x), dout)
+        targets = [view for _, view in pool.positions(dxp)]
+        for k, hit in pool.first_max_hits(x):
+            targets[k] += dout * hit
     else:
-        dxp = np.zeros(pool.padded_shape(), dtype=dout.dtype)
         share = dout / pool.counts(exclusive, dout.dtype)
         for _, view in pool.positions(dxp):
             view += share
@@ -309,10 +310,10 @@ def max_pool2d_select_kernel(x, y, ksize=(1, 1), strides=(1, 1), paddings=(0, 0)
                              data_format="NCHW"):
     """Y (shaped like X) read at each max-pool window's argmax of X: the transpose of pool2d_grad."""
     pool = _Pool(x.shape, ksize, strides, paddings, global_pooling)
-    index = pool.argmax(x)
     out = np.zeros((pool.n, pool.c, pool.oh, pool.ow), dtype=y.dtype)
-    for k, view in pool.positions(_pad(y, pool.pads)):
-        np.copyto(out, view, where=index == k)
+    sources = [view for _, view in pool.positions(_pad(y, pool.pads))]
+    for k, hit in pool.first_max_hits(x):
+        np.copyto(out, sources[k], where=hit)
     return out
 
 
