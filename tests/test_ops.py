@@ -644,3 +644,20 @@ def test_out_of_range_labels_and_indices_are_errors_not_wraparound(op, inputs):
     """NumPy would wrap -1 to the last class; the kernel must refuse, naming the op."""
     with pytest.raises(fg.framework.ExecutionError, match=rf"{op}.*out of range"):
         run_forward(Case(op, inputs, {"depth": 5} if op == "one_hot" else {}))
+
+
+@pytest.mark.parametrize("case", GRAD_CASES, ids=[c.id for c in GRAD_CASES])
+def test_float32_gradients_stay_float32(case: Case):
+    """The backward ops of a float32 op compute in float32 (no silent float64 upcast) and agree
+    with the float64 gradients to float32 precision."""
+    def analytic(dtype):
+        inputs = {k: _as_dtype(v, dtype) for k, v in case.inputs.items()}
+        feeds = _flat_feeds(inputs)
+        wrt = [k for k, v in feeds.items() if v.dtype.kind == "f"]
+        build_all = build_single_op(case.op, inputs, case.attrs, case.n_out)
+        check = ProgramGradCheck(lambda variables: _used(case, build_all(variables)), feeds, wrt)
+        return check.analytic()
+    low, high = analytic(np.float32), analytic(np.float64)
+    for name, value in low.items():
+        assert value.dtype == np.float32, f"{case.id}: gradient of float32 {name} is {value.dtype}"
+        np.testing.assert_allclose(value, high[name], rtol=2e-3, atol=1e-4, err_msg=f"{case.id}: {name}")
