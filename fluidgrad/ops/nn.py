@@ -1,8 +1,8 @@
 """Convolution and pooling (NCHW), plus `clip` and `log_softmax`.
 
 conv2d is im2col + one BLAS product: the padded input is viewed (no copy) as windows
-of shape [N, C, KH, KW, OH, OW] with stride tricks, and `np.tensordot` contracts them
-with the filter. Its gradients are two more ops, `conv2d_input_grad` (col2im: KH * KW
+of shape [C, KH, KW, N, OH, OW] with stride tricks, copied once into a matrix, and
+multiplied by the [O, C * KH * KW] filter. Its gradients are two more ops, `conv2d_input_grad` (col2im: KH * KW
 strided slice additions) and `conv2d_filter_grad`; the three are bilinear and adjoint to
 each other, so each one's gradient is written with the other two (grad of grad for free).
 Pooling works the same way: `pool2d_grad` scatters back, `max_pool2d_select` is its
@@ -50,13 +50,6 @@ def _pad(x: np.ndarray, pads: Sequence[int], value: float = 0.0) -> np.ndarray:
     return np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=value)
 
 
-def _windows(xp: np.ndarray, kh: int, kw: int, sh: int, sw: int, dh: int, dw: int, oh: int, ow: int) -> np.ndarray:
-    """A read-only view [N, C, KH, KW, OH, OW] of the windows of a padded NCHW array."""
-    n, c = xp.shape[:2]
-    s0, s1, s2, s3 = xp.strides
-    return as_strided(xp, (n, c, kh, kw, oh, ow), (s0, s1, s2 * dh, s3 * dw, s2 * sh, s3 * sw), writeable=False)
-
-
 def _crop(xp: np.ndarray, pads: Sequence[int], height: int, width: int) -> np.ndarray:
     return xp[:, :, pads[0]:pads[0] + height, pads[2]:pads[2] + width]
 
@@ -78,52 +71,63 @@ class _Conv:
         self.oh = _out_len(self.h, self.kh, self.pads[0], self.pads[1], self.sh, self.dh)
         self.ow = _out_len(self.w, self.kw, self.pads[2], self.pads[3], self.sw, self.dw)
 
-    def cols(self, x: np.ndarray) -> np.ndarray:
-        return _windows(_pad(x, self.pads), self.kh, self.kw, self.sh, self.sw, self.dh, self.dw, self.oh, self.ow)
+    def cols(self, x: np.ndarray, channels: slice) -> np.ndarray:
+        """im2col: the windows of x's `channels` as a [C_g * KH * KW, N * OH * OW] matrix (one copy).
+
+        Laid out channel-major so that the copy reads runs along OW and one BLAS product
+        with the [O_g, C_g * KH * KW] filter gives the output channel-major too."""
+        xp = _pad(x[:, channels], self.pads)
+        s0, s1, s2, s3 = xp.strides
+        view = as_strided(xp, (xp.shape[1], self.kh, self.kw, self.n, self.oh, self.ow),
+                          (s1, s2 * self.dh, s3 * self.dw, s0, s2 * self.sh, s3 * self.sw), writeable=False)
+        return view.reshape(xp.shape[1] * self.kh * self.kw, -1)
 
     def group_slices(self):
         cg, og = self.c // self.groups, self.o // self.groups
         return [(slice(g * cg, (g + 1) * cg), slice(g * og, (g + 1) * og)) for g in range(self.groups)]
 
 
+def _channel_major(dout: np.ndarray, channels: slice) -> np.ndarray:
+    """dOut's `channels` as a [O_g, N * OH * OW] matrix."""
+    part = dout[:, channels]
+    return part.transpose(1, 0, 2, 3).reshape(part.shape[1], -1)
+
+
 def conv2d_kernel(x, w, bias=None, strides=(1, 1), paddings=(0, 0), dilations=(1, 1), groups=1,
                   data_format="NCHW"):
     conv = _Conv(x.shape, w.shape, strides, paddings, dilations, groups)
-    cols = conv.cols(x)
-    out = np.empty((conv.n, conv.o, conv.oh, conv.ow), dtype=np.result_type(x, w))
+    out = np.empty((conv.o, conv.n, conv.oh, conv.ow), dtype=np.result_type(x, w))   # channel-major
     for cs, os_ in conv.group_slices():
-        # [N, OH, OW, O_g] -> [N, O_g, OH, OW]
-        out[:, os_] = np.tensordot(cols[:, cs], w[os_], axes=([1, 2, 3], [1, 2, 3])).transpose(0, 3, 1, 2)
+        out[os_] = (w[os_].reshape(os_.stop - os_.start, -1) @ conv.cols(x, cs)).reshape(out[os_].shape)
     if bias is not None:
-        out += bias.reshape(1, -1, 1, 1)
-    return out
+        out += bias.reshape(-1, 1, 1, 1)
+    return out.transpose(1, 0, 2, 3)
 
 
 def conv2d_input_grad_kernel(dout, w, x, strides=(1, 1), paddings=(0, 0), dilations=(1, 1), groups=1,
                              data_format="NCHW"):
-    """dX of conv2d (X only gives the shape): W^T dOut per window offset, added back (col2im)."""
+    """dX of conv2d (X only gives the shape): W^T dOut, added back window offset by window offset (col2im)."""
     conv = _Conv(x.shape, w.shape, strides, paddings, dilations, groups)
-    padded = (conv.n, conv.c, conv.h + conv.pads[0] + conv.pads[1], conv.w + conv.pads[2] + conv.pads[3])
-    dxp = np.zeros(padded, dtype=dout.dtype)
+    hp, wp = conv.h + conv.pads[0] + conv.pads[1], conv.w + conv.pads[2] + conv.pads[3]
+    dxp = np.zeros((conv.c, conv.n, hp, wp), dtype=dout.dtype)   # channel-major, like the columns
     rows, cols = conv.sh * (conv.oh - 1) + 1, conv.sw * (conv.ow - 1) + 1
     for cs, os_ in conv.group_slices():
-        # [N, OH, OW, C_g, KH, KW] viewed as [N, C_g, KH, KW, OH, OW]
-        per_offset = np.tensordot(dout[:, os_], w[os_], axes=([1], [0])).transpose(0, 3, 4, 5, 1, 2)
+        weights = w[os_].reshape(os_.stop - os_.start, -1)
+        dcols = (weights.T @ _channel_major(dout, os_)).reshape(-1, conv.kh, conv.kw, conv.n, conv.oh, conv.ow)
         for kh in range(conv.kh):
             for kw in range(conv.kw):
                 h0, w0 = kh * conv.dh, kw * conv.dw
-                dxp[:, cs, h0:h0 + rows:conv.sh, w0:w0 + cols:conv.sw] += per_offset[:, :, kh, kw]
-    return np.ascontiguousarray(_crop(dxp, conv.pads, conv.h, conv.w))
+                dxp[cs, :, h0:h0 + rows:conv.sh, w0:w0 + cols:conv.sw] += dcols[:, kh, kw]
+    return np.ascontiguousarray(_crop(dxp.transpose(1, 0, 2, 3), conv.pads, conv.h, conv.w))
 
 
 def conv2d_filter_grad_kernel(dout, x, w, strides=(1, 1), paddings=(0, 0), dilations=(1, 1), groups=1,
                               data_format="NCHW"):
-    """dW of conv2d (W only gives the shape): dOut contracted with the input windows."""
+    """dW of conv2d (W only gives the shape): dOut times the transposed im2col matrix."""
     conv = _Conv(x.shape, w.shape, strides, paddings, dilations, groups)
-    cols = conv.cols(x)
     dw = np.empty(w.shape, dtype=dout.dtype)
     for cs, os_ in conv.group_slices():
-        dw[os_] = np.tensordot(dout[:, os_], cols[:, cs], axes=([0, 2, 3], [0, 4, 5]))
+        dw[os_] = (_channel_major(dout, os_) @ conv.cols(x, cs).T).reshape(dw[os_].shape)
     return dw
 
 
