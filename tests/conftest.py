@@ -7,6 +7,7 @@ import pytest
 
 import fluidgrad as fg
 from fluidgrad.framework import unique_name_guard
+from fuzz_conftest_plugin import pytest_addoption, pytest_terminal_summary  # noqa: F401  (--fuzz-long, fuzz count)
 
 
 @pytest.fixture(autouse=True)

@@ -1,0 +1,32 @@
+"""pytest hooks for the gradient fuzzer: the `--fuzz-long` option and the example count.
+
+tests/conftest.py imports these two hooks. The count travels in each test report's
+`user_properties`, so it is printed by the controlling process under pytest-xdist too.
+"""
+from __future__ import annotations
+
+FUZZ_PROPERTY = "fuzz_stats"
+
+
+def pytest_addoption(parser) -> None:
+    parser.addoption("--fuzz-long", action="store", type=int, default=0, nargs="?", const=5000,
+                     metavar="N", help="run the gradient fuzzer on N random programs (default 5000) "
+                                      "instead of the CI budget")
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    totals: dict[str, float] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            for key, value in getattr(report, "user_properties", ()):
+                if key == FUZZ_PROPERTY and getattr(report, "when", "call") == "call":
+                    for name, count in value.items():
+                        totals[name] = totals.get(name, 0) + count
+    if not totals:
+        return
+    terminalreporter.section("gradient fuzzer")
+    terminalreporter.write_line(
+        f"fuzzer: {int(totals.get('programs', 0))} random programs in {totals.get('seconds', 0.0):.1f} s; "
+        f"static vs numeric on {int(totals.get('numeric', 0))}, vs PyTorch on {int(totals.get('torch', 0))}, "
+        f"vs eager on {int(totals.get('eager', 0))}, with control flow {int(totals.get('control_flow', 0))}, "
+        f"skipped at a kink {int(totals.get('kinks', 0))}")

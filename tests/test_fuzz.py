@@ -1,0 +1,282 @@
+"""Gradient fuzzing: random programs, four independent answers that must agree.
+
+For each random program (tests/fuzz_programs.py) with loss = sum_i sum(out_i * c_i):
+  * static: `append_backward` or `gradients`, run by the Executor;
+  * numeric: for a random direction u, <u, grad> must equal the central difference of the
+    loss along u, in float64 (HIPS autograd's check); a stop_gradient value is held constant;
+  * PyTorch, float64 (every kind has a PyTorch twin);
+  * eager mode (Tensors), when fluidgrad has it.
+At a kink (relu at 0, ties of max, a branch flip) one-sided differences disagree; there only
+static and eager are compared, since conventions for subgradients legitimately differ.
+
+CI runs a fixed, derandomized budget; `pytest --fuzz-long[=N]` runs N programs with fresh
+randomness. The number of programs run is printed in the terminal summary.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+
+import fluidgrad as fg
+from fluidgrad.executor import Executor, Scope
+from fluidgrad.framework import Program, program_guard, unique_name_guard
+from fluidgrad.static import create_parameter, data
+
+from fuzz_conftest_plugin import FUZZ_PROPERTY
+from fuzz_programs import (KINDS, FluidContext, Spec, cotangents, input_values, programs, realize,
+                           torch_ops_available)
+
+CI_EXAMPLES = 300
+EPS = 1e-6
+
+
+# ---------------------------------------------------------------- the four answers
+
+class StaticRun:
+    """The spec as a Program: loss, input gradients, and the values of stop_gradient nodes."""
+
+    def __init__(self, spec: Spec, frozen: dict[int, np.ndarray] | None = None, backward: bool = True) -> None:
+        self.spec = spec
+        self.main, startup = Program(), Program()
+        self.scope, self.feeds = Scope(), {}
+        self.inputs: dict[int, tuple[str, str]] = {}  # value -> (name, role)
+        values = input_values(spec)
+        int_count = [0]
+
+        def leaf(v: int, frozen_value: np.ndarray | None):
+            shape = spec.shape(v)
+            if frozen_value is not None:
+                name = f"frozen_{v}"
+                self.feeds[name] = frozen_value
+                return data(name, shape, "float64")
+            role = spec.nodes[spec.value_nodes[v][0]].p("role")
+            name = f"in_{v}"
+            self.inputs[v] = (name, role)
+            if role == "param":
+                self.scope[name] = values[v]
+                return create_parameter(shape, "float64", name=name)
+            var = data(name, shape, "float64")
+            var.stop_gradient = role == "const"
+            self.feeds[name] = values[v]
+            return var
+
+        def make_int(array: np.ndarray):  # a constant input: indices, labels, running statistics
+            name = f"const_{int_count[0]}"
+            int_count[0] += 1
+            self.feeds[name] = array
+            return data(name, array.shape, array.dtype.name)
+
+        def stop(var):
+            var.stop_gradient = True
+            return var
+
+        ctx = FluidContext(fg, True, make_int)
+        with program_guard(self.main, startup), unique_name_guard():
+            self.values = realize(spec, leaf, lambda k, n, xs: k.fluid(fg, ctx, n, *xs), stop, frozen)
+            self.loss = _fluid_loss(spec, self.values, lambda v, c: self._cotangent(v, c))
+            self.grads: dict[int, object] = {}
+            if backward:
+                self._append_backward()
+
+    def _cotangent(self, v: int, c: np.ndarray):
+        name = f"cotangent_{v}"
+        self.feeds[name] = c
+        return data(name, c.shape, "float64")
+
+    def _append_backward(self) -> None:
+        wrt = {v: self.main.global_block().var(name) for v, (name, role) in self.inputs.items() if role != "const"}
+        if self.spec.use_append_backward:
+            pairs = dict((p.name, g) for p, g in fg.append_backward(self.loss))
+            block = self.main.global_block()
+            for v, var in wrt.items():
+                grad = pairs.get(var.name) if self.inputs[v][1] == "param" else \
+                    (block.var(var.name + "@GRAD") if block.has_var(var.name + "@GRAD") else None)
+                self.grads[v] = grad
+        else:
+            order = sorted(wrt)
+            for v, grad in zip(order, fg.gradients([self.loss], [wrt[v] for v in order])):
+                self.grads[v] = grad
+
+    def run(self, exe: Executor, feeds: dict | None = None, params: dict | None = None,
+            extra: tuple = ()) -> tuple[float, dict[int, np.ndarray], list[np.ndarray]]:
+        for name, value in (params or {}).items():
+            self.scope[name] = value
+        fetched_grads = [v for v, g in self.grads.items() if g is not None]
+        fetch = [self.loss] + [self.grads[v] for v in fetched_grads] + list(extra)
+        out = exe.run(self.main, feed=dict(self.feeds, **(feeds or {})), fetch_list=fetch, scope=self.scope)
+        grads = {v: np.zeros(self.spec.shape(v)) for v in self.grads}
+        grads.update(zip(fetched_grads, out[1:1 + len(fetched_grads)]))
+        return float(out[0]), grads, out[1 + len(fetched_grads):]
+
+
+def _fluid_loss(spec: Spec, values: list, cotangent) -> object:
+    cots = cotangents(spec)
+    terms = [fg.sum(fg.multiply(values[v], cotangent(v, cots[v]))) for v in spec.loss_terms]
+    return terms[0] if len(terms) == 1 else fg.add_n(terms)
+
+
+def torch_answer(spec: Spec) -> tuple[float, dict[int, np.ndarray]]:
+    values = input_values(spec)
+    leaves: dict[int, torch.Tensor] = {}
+
+    def leaf(v, frozen_value):
+        role = spec.nodes[spec.value_nodes[v][0]].p("role")
+        t = torch.tensor(values[v], dtype=torch.float64, requires_grad=role != "const")
+        if role != "const":
+            leaves[v] = t
+        return t
+
+    outs = realize(spec, leaf, lambda k, n, xs: k.torch(torch, n, *xs), lambda t: t.detach())
+    cots = cotangents(spec)
+    loss = sum((outs[v] * torch.tensor(cots[v])).sum() for v in spec.loss_terms)
+    order = sorted(leaves)
+    grads = torch.autograd.grad(loss, [leaves[v] for v in order], allow_unused=True) if loss.requires_grad \
+        else [None] * len(order)
+    return float(loss.detach()), {v: (g.numpy() if g is not None else np.zeros(spec.shape(v))) for v, g in zip(order, grads)}
+
+
+def eager_available() -> bool:
+    return hasattr(fg, "to_tensor")
+
+
+def eager_answer(spec: Spec) -> tuple[float, dict[int, np.ndarray]]:
+    values = input_values(spec)
+    leaves = {}
+
+    def leaf(v, frozen_value):
+        role = spec.nodes[spec.value_nodes[v][0]].p("role")
+        t = fg.to_tensor(values[v], dtype="float64", stop_gradient=role == "const")
+        if role != "const":
+            leaves[v] = t
+        return t
+
+    ctx = FluidContext(fg, False, lambda array: fg.to_tensor(array))
+    outs = realize(spec, leaf, lambda k, n, xs: k.fluid(fg, ctx, n, *xs), lambda t: t.detach())
+    cots = cotangents(spec)
+    loss = _fluid_loss(spec, outs, lambda v, c: fg.to_tensor(c))
+    if not loss.stop_gradient:
+        loss.backward()
+    grads = {v: (t.grad.numpy() if t.grad is not None else np.zeros(spec.shape(v))) for v, t in leaves.items()}
+    return float(loss.numpy()), grads
+
+
+class Directional:
+    """f along a random direction u through the inputs, with stop_gradient values frozen."""
+
+    def __init__(self, spec: Spec, static: StaticRun, exe: Executor, frozen: dict[int, np.ndarray]) -> None:
+        self.forward = StaticRun(spec, frozen=frozen, backward=False)
+        self.exe = exe
+        rng = np.random.default_rng(spec.seed + 2)
+        self.base = input_values(spec)
+        self.u = {v: rng.standard_normal(spec.shape(v)) for v in static.grads}
+
+    def f(self, t: float) -> float:
+        feeds, params = {}, {}
+        for v, (name, role) in self.forward.inputs.items():
+            value = self.base[v] + t * self.u[v] if v in self.u else self.base[v]
+            (params if role == "param" else feeds)[name] = value
+        return self.forward.run(self.exe, feeds, params)[0]
+
+    def along(self, grads: dict[int, np.ndarray]) -> float:
+        return float(sum(np.sum(self.u[v] * grads[v]) for v in self.u))
+
+
+def _close(a: np.ndarray, b: np.ndarray, rtol: float) -> bool:
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    scale = max(1.0, float(np.max(np.abs(b), initial=0.0)))
+    return a.shape == b.shape and bool(np.allclose(a, b, rtol=rtol, atol=rtol * 1e-3 * scale))
+
+
+def check_program(spec: Spec, stats: dict[str, float]) -> None:
+    exe = Executor()
+    static = StaticRun(spec)
+    stop_vals = sorted(spec.stop)
+    loss, grads, stopped = static.run(exe, extra=tuple(static.values[v] for v in stop_vals))
+    assert np.isfinite(loss), f"loss is {loss}\n{spec}"
+    for v, g in grads.items():
+        assert g.shape == spec.shape(v), f"gradient of input {v} has shape {g.shape}, expected {spec.shape(v)}"
+
+    # numeric: <u, grad> against the central difference, unless the point is a kink
+    line = Directional(spec, static, exe, dict(zip(stop_vals, stopped)))
+    f0, fp, fm = line.f(0.0), line.f(EPS), line.f(-EPS)
+    assert abs(f0 - loss) <= 1e-9 * (1 + abs(loss)), f"forward-only program gives {f0}, with backward {loss}"
+    central, forward_d, backward_d = (fp - fm) / (2 * EPS), (fp - f0) / EPS, (f0 - fm) / EPS
+    kink = abs(forward_d - backward_d) > 1e-4 * (1 + abs(central)) + 1e-8 * abs(f0)
+    if kink:
+        stats["kinks"] += 1
+    else:
+        analytic = line.along(grads)
+        tol = 1e-5 * (1 + abs(central)) + 1e-8 * abs(f0)
+        assert abs(analytic - central) <= tol, (
+            f"<u, static grad> = {analytic!r} but the central difference is {central!r}\n{spec}\n"
+            f"{static.main}")
+        stats["numeric"] += 1
+
+    if torch_ops_available(spec):
+        t_loss, t_grads = torch_answer(spec)
+        assert abs(t_loss - loss) <= 1e-8 * (1 + abs(loss)), f"loss {loss} but PyTorch gives {t_loss}\n{spec}"
+        if not kink:
+            for v, g in grads.items():
+                assert _close(g, t_grads[v], 1e-6), (
+                    f"gradient of input {v} differs from PyTorch:\nstatic {g}\ntorch  {t_grads[v]}\n{spec}\n"
+                    f"{static.main}")
+            stats["torch"] += 1
+
+    if eager_available():
+        e_loss, e_grads = eager_answer(spec)
+        assert abs(e_loss - loss) <= 1e-9 * (1 + abs(loss)), f"loss {loss} but eager gives {e_loss}\n{spec}"
+        for v, g in grads.items():
+            assert _close(g, e_grads[v], 1e-8), (
+                f"gradient of input {v} differs from eager:\nstatic {g}\neager  {e_grads[v]}\n{spec}")
+        stats["eager"] += 1
+    if spec.kinds & {"while", "cond"}:
+        stats["control_flow"] += 1
+
+
+def _fuzz_settings(request) -> settings:
+    long_run = request.config.getoption("--fuzz-long", default=0)
+    return settings(max_examples=long_run or CI_EXAMPLES, deadline=None, derandomize=not long_run,
+                    database=None, print_blob=True,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                           HealthCheck.filter_too_much])
+
+
+def test_random_programs_have_right_gradients(request):
+    stats = dict.fromkeys(["programs", "numeric", "torch", "eager", "control_flow", "kinks"], 0)
+    start = time.perf_counter()
+
+    @_fuzz_settings(request)
+    @given(programs())
+    def run(spec: Spec) -> None:
+        check_program(spec, stats)
+        stats["programs"] += 1
+
+    try:
+        run()
+    finally:
+        stats["seconds"] = time.perf_counter() - start
+        request.node.user_properties.append((FUZZ_PROPERTY, dict(stats)))
+    assert stats["numeric"] > stats["programs"] // 2, f"too few programs checked numerically: {stats}"
+
+
+def test_every_differentiable_op_is_fuzzed_or_excused():
+    """New ops must join the fuzzer (tests/fuzz_programs.py KINDS) or say here why not."""
+    from fluidgrad.ops.registry import registered_ops
+    fuzzed = {op for k in KINDS.values() for op in k.ops}
+    excused = {
+        # the gradients of other ops (their own gradients are exercised as the grad ops run)
+        "step", "leaky_step", "unreduce", "reshape_as", "slice_grad", "gather_grad", "one_hot_like",
+        "clip_mask", "conv2d_input_grad", "conv2d_filter_grad", "pool2d_grad", "max_pool2d_select",
+        "select_input_grad",
+        # constants: their gradient is a symbolic zero, nothing to compare
+        "fill_zeros_like", "fill_any_like",
+        # a float cast changes precision, which a float64 numeric check cannot follow
+        "cast",
+    }
+    missing = sorted(name for name, op_def in registered_ops().items()
+                     if op_def.has_gradient and name not in fuzzed | excused and not op_def.needs_runtime)
+    assert not missing, f"differentiable ops the fuzzer never generates: {missing}"
