@@ -661,3 +661,48 @@ def test_float32_gradients_stay_float32(case: Case):
     for name, value in low.items():
         assert value.dtype == np.float32, f"{case.id}: gradient of float32 {name} is {value.dtype}"
         np.testing.assert_allclose(value, high[name], rtol=2e-3, atol=1e-4, err_msg=f"{case.id}: {name}")
+
+
+# ------------------------------------------------------------------ build-time errors name the op
+F64 = "float64"
+BAD_BUILDS = [
+    ("split", {"X": ((3, 5), F64)}, {"num_or_sections": 2, "axis": 1}, 2, r"split.*\[3, 5\]"),
+    ("split", {"X": ((3, 5), F64)}, {"num_or_sections": [2, 2], "axis": 1}, 2, r"split.*\[2, 2\].*\[3, 5\]"),
+    ("reshape", {"X": ((3, 5), F64)}, {"shape": [4, -1]}, None, r"reshape.*\[3, 5\]"),
+    ("reshape", {"X": ((3, 5), F64)}, {"shape": [-1, -1]}, None, r"reshape.*more than one -1"),
+    ("transpose", {"X": ((3, 5), F64)}, {"perm": [0, 0]}, None, r"transpose.*\[0, 0\].*\[3, 5\]"),
+    ("concat", {"X": [((3, 5), F64), ((3,), F64)]}, {"axis": 0}, None, r"concat.*\[3, 5\].*\[3\]"),
+    ("concat", {"X": [((3, 5), F64), ((3, 5), "float32")]}, {"axis": 0}, None, r"concat.*float64.*float32"),
+    ("gather", {"X": ((3, 5), F64), "Index": ((2,), F64)}, {}, None, r"gather.*Index.*float64"),
+    ("softmax_with_cross_entropy", {"Logits": ((3, 5), F64), "Label": ((3, 1), F64)}, {}, None,
+     r"softmax_with_cross_entropy.*Label.*float64"),
+    ("softmax_with_cross_entropy", {"Logits": ((3, 5), F64), "Label": ((4, 1), "int64")}, {}, None,
+     r"softmax_with_cross_entropy.*\[4, 1\].*\[3, 5\]"),
+    ("softmax", {"X": ((3, 5), "int64")}, {}, None, r"softmax.*int64"),
+    ("reduce_sum", {"X": ((3, 5), F64)}, {"axis": [2]}, None, r"reduce_sum.*axis 2.*\[3, 5\]"),
+    ("squeeze", {"X": ((3, 5), F64)}, {"axes": [1]}, None, r"squeeze.*size 5.*\[3, 5\]"),
+    ("unsqueeze", {"X": ((3, 5), F64)}, {"axes": [0, 0]}, None, r"unsqueeze.*\[0, 0\].*\[3, 5\]"),
+    ("stack", {"X": [((3, 5), F64), ((5, 3), F64)]}, {}, None, r"stack.*\[3, 5\].*\[5, 3\]"),
+    ("matmul", {"X": ((3, 5), F64), "Y": ((5, 2), "float32")}, {}, None, r"matmul.*float64.*float32"),
+    ("matmul", {"X": ((3, 5), F64), "Y": ((3, 2), F64)}, {"transpose_y": True}, None, r"matmul.*\[3, 5\].*\[3, 2\]"),
+    ("sum", {"X": [((3, 5), F64), ((3, 4), F64)]}, {}, None, r"sum.*\[3, 5\].*\[3, 4\]"),
+    ("elementwise_sub", {"X": ((2, 3), F64), "Y": ((3, 2), F64)}, {}, None, r"elementwise_sub.*\[2, 3\].*\[3, 2\]"),
+    ("logical_and", {"X": ((2,), F64), "Y": ((2,), "bool")}, {}, None, r"logical_and.*float64"),
+    ("slice", {"X": ((3, 5), F64)}, {"axes": [3], "starts": [0], "ends": [1]}, None, r"slice.*axis 3.*\[3, 5\]"),
+    ("cross_entropy", {"X": ((3, 5), F64), "Label": ((3, 1), F64)}, {}, None, r"cross_entropy.*Label.*float64"),
+]
+
+
+@pytest.mark.parametrize("op, inputs, attrs, n_out, pattern", BAD_BUILDS,
+                         ids=[f"{b[0]}-{i}" for i, b in enumerate(BAD_BUILDS)])
+def test_bad_input_is_rejected_at_build_time_naming_op_and_shapes(op, inputs, attrs, n_out, pattern):
+    variables = {}
+    for slot, spec in inputs.items():
+        if isinstance(spec, list):
+            for i, (shape, dtype) in enumerate(spec):
+                variables[f"{slot}_{i}"] = data(f"{slot}_{i}", shape, dtype)
+        else:
+            variables[slot] = data(slot, *spec)
+    fake_inputs = {slot: ([0] * len(spec) if isinstance(spec, list) else 0) for slot, spec in inputs.items()}
+    with pytest.raises((ValueError, TypeError), match=pattern):
+        build_single_op(op, fake_inputs, attrs, n_out)(variables)
