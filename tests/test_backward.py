@@ -474,3 +474,25 @@ def test_composite_program_gradient_matches_central_differences(rng):
 
     check_program_grad(build, {"a": rng.normal(size=(3, 4)), "b": rng.normal(size=(5, 4)),
                                "idx": np.array([2, 0, 2, 2])})
+
+
+def test_get_grad_op_desc_contract(fresh_programs, no_gradient_op):
+    from fluidgrad.framework import get_grad_op_desc as framework_get_grad_op_desc
+    from fluidgrad.ops import get_grad_op_desc
+    main, _ = fresh_programs
+    x = static.data("x", [2, 3], "float64")
+    w = static.data("w", [3, 4], "float64")
+    out = fg.matmul(x, w)
+    op = main.global_block().ops[-1]
+    for fn in (get_grad_op_desc, framework_get_grad_op_desc):
+        descs, grad_to_var = fn(op, set(), None)
+        assert {n for d in descs for n in d.output_arg_names()} >= {"x@GRAD", "w@GRAD"}
+        assert grad_to_var["x@GRAD"] == "x" and grad_to_var["w@GRAD"] == "w"
+        assert grad_to_var[out.name + GRAD_SUFFIX] == out.name
+        assert all(d.type == "matmul" for d in descs)
+    descs, grad_to_var = get_grad_op_desc(op, {"w"}, None)
+    assert "w@GRAD" not in {n for d in descs for n in d.output_arg_names()}
+    y = apply_op(no_gradient_op, {"X": x})
+    with pytest.raises(NoGradientError, match=no_gradient_op):
+        get_grad_op_desc(main.global_block().ops[-1], set(), None)
+    assert y.shape == (2, 3)
