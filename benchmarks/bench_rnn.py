@@ -92,7 +92,14 @@ def main() -> None:
     parser.add_argument("--inputs", type=int, default=128)
     parser.add_argument("--hidden", type=int, default=128)
     parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--threads", type=int, default=0,
+                        help="limit BLAS and PyTorch to this many threads (default: the libraries' own)")
     args = parser.parse_args()
+    import torch
+    if args.threads:
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(args.threads)
+        torch.set_num_threads(args.threads)
     repeat = 3 if args.quick else 30
     steps, batch, inputs, hidden = args.steps, args.batch, args.inputs, args.hidden
 
@@ -108,7 +115,6 @@ def main() -> None:
     def run_fluidgrad():
         return exe.run(main_program, feed=feed, fetch_list=[loss] + grads, scope=scope)
 
-    import torch
     tx, th0 = torch.from_numpy(x), torch.from_numpy(h0)
     tW, tU = torch.from_numpy(W.copy()).requires_grad_(), torch.from_numpy(U.copy()).requires_grad_()
 
