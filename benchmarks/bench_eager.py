@@ -3,11 +3,12 @@
 1. Per-op overhead: a chain of 1000 ops alternating `h * a` and `h + b` on 1-element float64
    tensors, forward + backward of d(h)/d(x), in microseconds per op: fluidgrad eager vs
    PyTorch eager, HIPS autograd, and plain NumPy (forward, then the chain rule by hand).
-2. An MLP 784-512-512-10 training step (forward, softmax cross-entropy, backward, SGD
+2. The same on a chain of tanh, whose registered gradient is three ops (PyTorch fuses it).
+3. An MLP 784-512-512-10 training step (forward, softmax cross-entropy, backward, SGD
    update, clear gradients) at batch 64 in float32, with each framework's Linear layers and
    SGD optimizer: fluidgrad eager vs PyTorch eager.
 
-    /work/venv/bin/python benchmarks/bench_eager.py [--quick]
+    /work/venv/bin/python benchmarks/bench_eager.py [--quick] [--threads 1]
 """
 from __future__ import annotations
 
@@ -76,6 +77,35 @@ def bench_per_op(n_ops: int, repeat: int) -> None:
                 ["implementation", "µs per op", "ratio to PyTorch", "ratio to NumPy"], rows)
 
 
+def bench_unary_chain(n_ops: int, repeat: int) -> None:
+    """A chain of tanh: one op whose registered gradient is three ops (square, scale, mul),
+    where PyTorch runs one fused backward kernel. Shown for honesty next to the main chain."""
+    import torch
+    x0 = np.full(1, 0.5)
+
+    def ours():
+        x = fg.to_tensor(x0, stop_gradient=False)
+        h = x
+        for _ in range(n_ops):
+            h = fg.tanh(h)
+        h.backward()
+        return x.grad
+
+    def torch_eager():
+        x = torch.tensor(x0, requires_grad=True)
+        h = x
+        for _ in range(n_ops):
+            h = torch.tanh(h)
+        h.backward()
+        return x.grad
+
+    np.testing.assert_allclose(ours().numpy(), torch_eager().numpy(), rtol=1e-9)
+    times = {"fluidgrad eager": best_time(ours, repeat=repeat), "PyTorch eager": best_time(torch_eager, repeat=repeat)}
+    rows = [[name, f"{t / n_ops * 1e6:.2f}", f"{t / times['PyTorch eager']:.2f}"] for name, t in times.items()]
+    print_table(f"eager per-op cost, forward + backward, chain of {n_ops} tanh on 1-element tensors",
+                ["implementation", "µs per op", "ratio to PyTorch"], rows)
+
+
 def bench_mlp_step(repeat: int, batch: int = 64) -> None:
     """nn.Linear layers + optimizer.SGD in both frameworks, same initial weights."""
     import torch
@@ -125,12 +155,27 @@ def bench_mlp_step(repeat: int, batch: int = 64) -> None:
                 ["implementation", "ms per step", "ratio to PyTorch"], rows)
 
 
+def _limit_threads(threads: int | None):
+    """Cap NumPy's BLAS and PyTorch to the same number of threads (both, or neither)."""
+    import contextlib
+    if threads is None:
+        return contextlib.nullcontext()
+    import torch
+    torch.set_num_threads(threads)
+    from threadpoolctl import threadpool_limits
+    return threadpool_limits(threads, user_api="blas")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="BLAS / PyTorch threads for the MLP (default: each library's own default)")
     args = parser.parse_args()
     bench_per_op(1000, repeat=5 if args.quick else 20)
-    bench_mlp_step(repeat=5 if args.quick else 20)
+    bench_unary_chain(1000, repeat=5 if args.quick else 20)
+    with _limit_threads(args.threads):
+        bench_mlp_step(repeat=5 if args.quick else 20)
 
 
 if __name__ == "__main__":
