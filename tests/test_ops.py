@@ -706,3 +706,49 @@ def test_bad_input_is_rejected_at_build_time_naming_op_and_shapes(op, inputs, at
     fake_inputs = {slot: ([0] * len(spec) if isinstance(spec, list) else 0) for slot, spec in inputs.items()}
     with pytest.raises((ValueError, TypeError), match=pattern):
         build_single_op(op, fake_inputs, attrs, n_out)(variables)
+
+
+# ------------------------------------------------------------------ property: any broadcast pair
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@st.composite
+def _broadcast_pair(draw):
+    """Two shapes NumPy can broadcast: each dim of the shorter one is equal, 1, or the other 1."""
+    out = draw(st.lists(st.integers(1, 3), min_size=0, max_size=3))
+    def operand():
+        keep = draw(st.integers(0, len(out)))
+        return tuple(d if draw(st.booleans()) else 1 for d in out[len(out) - keep:])
+    return operand(), operand()
+
+
+_TORCH_BINARY = {"elementwise_add": torch.add, "elementwise_sub": torch.sub, "elementwise_mul": torch.mul,
+                 "elementwise_div": torch.div, "elementwise_max": torch.maximum, "elementwise_min": torch.minimum,
+                 "elementwise_pow": torch.pow}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(op=st.sampled_from(sorted(_TORCH_BINARY)), shapes=_broadcast_pair(), seed=st.integers(0, 2**16))
+def test_elementwise_ops_broadcast_any_compatible_shapes(op, shapes, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0.5, 2.0, size=shapes[0])
+    y = rng.uniform(0.5, 2.0, size=shapes[1]) + (0.03 if op in ("elementwise_max", "elementwise_min") else 0.0)
+    fn = _TORCH_BINARY[op]
+    check_grad(op, {"X": x, "Y": y}, torch_fn=lambda X, Y: fn(X, Y))
+
+
+_TORCH_REDUCE = {"reduce_sum": torch.sum, "reduce_mean": torch.mean, "reduce_max": torch.amax,
+                 "reduce_min": torch.amin}
+
+
+@settings(max_examples=40, deadline=None)
+@given(op=st.sampled_from(sorted(_TORCH_REDUCE)), shape=st.lists(st.integers(1, 3), min_size=1, max_size=3),
+       data_=st.data(), keepdim=st.booleans(), seed=st.integers(0, 2**16))
+def test_reductions_over_any_axes(op, shape, data_, keepdim, seed):
+    axes = data_.draw(st.lists(st.integers(-len(shape), len(shape) - 1), min_size=1, max_size=len(shape),
+                               unique_by=lambda a: a % len(shape)))
+    x = np.random.default_rng(seed).normal(size=shape)
+    fn = _TORCH_REDUCE[op]
+    check_grad(op, {"X": x}, {"axis": axes, "keepdim": keepdim},
+               torch_fn=lambda X: fn(X, dim=tuple(axes), keepdim=keepdim))
