@@ -69,19 +69,26 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
     args = parser.parse_args()
     import torch
+    from threadpoolctl import threadpool_limits
     repeat, number = (3, 5) if args.quick else (7, 20)
     x_train, y_train, _, _ = demo.load_data()
+    default_threads = torch.get_num_threads()
     rows = []
-    for batch in (32, 128):
-        images, labels = x_train[:batch], y_train[:batch]
-        times = {name: best_time(make(images, labels), repeat=repeat, number=number, warmup=3)
-                 for name, make in [("fluidgrad static", static_step), ("fluidgrad eager", eager_step),
-                                    ("PyTorch eager", torch_step)]}
-        for name, seconds in times.items():
-            rows.append([batch, name, f"{seconds * 1e3:.2f}", f"{seconds / times['PyTorch eager']:.2f}x"])
-    print_table(f"demo CNN training step, best of {repeat}x{number} (torch {torch.__version__}, "
-                f"{torch.get_num_threads()} threads; numpy {np.__version__})",
-                ["batch", "implementation", "ms / step", "vs PyTorch"], rows)
+    for threads in (1, default_threads):  # 1: how `fluidgrad demo` runs (it caps BLAS at one thread)
+        torch.set_num_threads(threads)
+        with threadpool_limits(threads, user_api="blas"):
+            for batch in (32, 128):
+                images, labels = x_train[:batch], y_train[:batch]
+                times = {name: best_time(make(images, labels), repeat=repeat, number=number, warmup=3)
+                         for name, make in [("fluidgrad static", static_step), ("fluidgrad eager", eager_step),
+                                            ("PyTorch eager", torch_step)]}
+                for name, seconds in times.items():
+                    rows.append([threads, batch, name, f"{seconds * 1e3:.2f}",
+                                 f"{seconds / times['PyTorch eager']:.2f}x"])
+    torch.set_num_threads(default_threads)
+    print_table(f"demo CNN training step, best of {repeat}x{number} (torch {torch.__version__}, numpy {np.__version__}; "
+                f"threads = BLAS threads for NumPy and torch.set_num_threads)",
+                ["threads", "batch", "implementation", "ms / step", "vs PyTorch"], rows)
     steps = -(-len(x_train) // 32)
     print(f"\n(one demo epoch is {steps} steps of batch 32)")
 
