@@ -292,3 +292,21 @@ def test_shape_inference_keeps_unknown_batch(fresh_programs):
     assert static.nn.fc(x, 2).shape == (-1, 2)
     ids = static.data("ids", [-1, 7], "int64")
     assert static.nn.embedding(ids, (10, 6)).shape == (-1, 7, 6)
+
+
+# Known bugs in fluidgrad/functions.py (reported to the lead): a Python float mixed with an
+# integer Variable is cast to the integer dtype, or divided by truncation.
+@pytest.mark.xfail(strict=True, reason="functions._constant casts 1.5 to int64 (compares with 1)")
+def test_integer_variable_compared_with_a_fraction(fresh_programs):
+    main, _ = fresh_programs
+    i = static.data("i", [3], "int64")
+    (value,) = fg.Executor().run(main, feed={"i": np.array([1, 2, 3])}, fetch_list=[i < 1.5])
+    np.testing.assert_array_equal(value, [True, False, False])
+
+
+@pytest.mark.xfail(strict=True, reason="functions.divide turns i / 2 into scale(i, 0.5) on int64: truncates")
+def test_integer_variable_divided_by_a_python_int_is_true_division(fresh_programs):
+    main, _ = fresh_programs
+    i = static.data("i", [3], "int64")
+    (value,) = fg.Executor().run(main, feed={"i": np.array([1, 2, 3])}, fetch_list=[i / 2])
+    np.testing.assert_allclose(value, [0.5, 1.0, 1.5])
