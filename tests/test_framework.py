@@ -310,3 +310,15 @@ def test_integer_variable_divided_by_a_python_int_is_true_division(fresh_program
     i = static.data("i", [3], "int64")
     (value,) = fg.Executor().run(main, feed={"i": np.array([1, 2, 3])}, fetch_list=[i / 2])
     np.testing.assert_allclose(value, [0.5, 1.0, 1.5])
+
+
+@pytest.mark.xfail(strict=True, reason="dispatch.append_static_op creates the output variable before the "
+                                       "shape rule rejects the op, leaving an orphan float32[] variable")
+def test_rejected_op_leaves_no_variables_behind(fresh_programs):
+    main, _ = fresh_programs
+    x = static.data("x", [2, 4], "float32")
+    y = static.data("y", [3, 5], "float32")
+    names = set(main.global_block().vars)
+    with pytest.raises(ShapeError):
+        x + y
+    assert set(main.global_block().vars) == names
