@@ -578,16 +578,20 @@ def test_custom_layer_registers_sublayers_and_parameters():
             super().__init__()
             self.scale = self.create_parameter([1], default_initializer=fg.initializer.Constant(2.0))
             self.inner = nn.Linear(2, 2)
+            self.shift = fg.to_tensor(np.zeros(2, "float32"), stop_gradient=False)  # a leaf: a parameter
+            self.constant = fg.to_tensor(np.ones(2, "float32"))  # not a parameter
 
         def forward(self, x):
-            return self.inner(x) * self.scale
+            self.last = self.inner(x) * self.scale + self.shift  # a non-leaf: a plain attribute
+            return self.last * self.constant
 
     block = Block()
-    assert [n for n, _ in block.named_parameters()] == ["scale", "inner.weight", "inner.bias"]
+    assert [n for n, _ in block.named_parameters()] == ["scale", "shift", "inner.weight", "inner.bias"]  # own first
     assert block.sublayers() == [block.inner]
     out = block(fg.to_tensor(np.ones((1, 2), "float32")))
     fg.sum(out).backward()
-    assert block.scale.grad is not None
+    assert block.scale.grad is not None and block.shift.grad is not None
+    assert len(block.parameters()) == 4 and list(block.state_dict()) == [n for n, _ in block.named_parameters()]
 
 
 # ------------------------------------------------------------------ values and errors

@@ -1,7 +1,9 @@
 """Layer: the base class of eager models, owning parameters, buffers and sublayers.
 
-Attributes register themselves: assigning a parameter (a Tensor made by `create_parameter`)
-or a Layer to `self.x` records it under the name `x`, in order, so `parameters()` and
+Attributes register themselves: assigning a parameter (a Tensor made by `create_parameter`,
+or any leaf Tensor with stop_gradient=False) or a Layer to `self.x` records it under the
+name `x`, in order (other Tensors, such as a cached activation, are plain attributes; state
+Tensors are declared with `register_buffer`), so `parameters()` and
 `state_dict()` list them deterministically (own entries first, then each sublayer's,
 dotted: `fc1.weight`). `train()` / `eval()` set the `training` flag that Dropout and
 BatchNorm read.
@@ -76,6 +78,10 @@ class Layer:
                 registry.pop(name, None)
             if isinstance(value, Layer):
                 layers[name] = value
+            elif isinstance(value, Tensor) and not value.persistable and not value.stop_gradient \
+                    and value.is_leaf:
+                value.persistable = True  # a leaf that wants a gradient, e.g. to_tensor(..., stop_gradient=False)
+                params[name] = value
             elif isinstance(value, Tensor) and value.persistable:
                 if value.stop_gradient and name in self.__dict__.get("_buffer_names", ()):
                     buffers[name] = value
