@@ -25,7 +25,8 @@ class LRScheduler:
 
     def __init__(self, learning_rate: float = 0.1, last_epoch: int = -1, verbose: bool = False) -> None:
         if not isinstance(learning_rate, (int, float)):
-            raise TypeError(f"{type(self).__name__}: learning_rate must be a number, got {type(learning_rate).__name__}")
+            raise TypeError(f"{type(self).__name__}: learning_rate must be a number, "
+                            f"got {type(learning_rate).__name__}")
         self.base_lr = float(learning_rate)
         self.last_epoch = last_epoch
         self.verbose = verbose
