@@ -19,7 +19,7 @@ from .functions import (abs, add, add_n, cast, concat, cos, divide, equal, exp, 
                         square, squeeze, stack, subtract, sum, tanh, transpose, unsqueeze, zeros, zeros_like)
 from .ops.random import seed
 from . import static
-from . import nn, optimizer  # noqa: E402  (after static: they build on it)
+from . import nn, optimizer, regularizer  # noqa: E402  (after static: they build on it)
 from .eager import Tensor, enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled, to_tensor
 
 _math_mixin.install(functions)

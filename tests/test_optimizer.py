@@ -165,6 +165,24 @@ def test_minimize_with_parameter_list_updates_only_those():
     np.testing.assert_array_equal(scope["b_frozen"], b0)
 
 
+def test_l1_and_l2_decay_objects():
+    """weight_decay=L2Decay(c) is the float c; L1Decay adds c * sign(p) to the gradient."""
+    from fluidgrad.regularizer import L1Decay, L2Decay
+    params, grads = _initial_params(), _grad_sequence()
+    as_float = _run_static(lambda: opt.Momentum(0.1, weight_decay=0.05), params, grads)
+    as_object = _run_static(lambda: opt.Momentum(0.1, weight_decay=L2Decay(0.05)), params, grads)
+    np.testing.assert_array_equal(as_object[-1]["w"], as_float[-1]["w"])
+    l1 = _run_static(lambda: opt.SGD(0.1, weight_decay=L1Decay(0.2)), params, grads)
+    w = params["w"].copy()
+    for g in grads:
+        w = w - 0.1 * (g["w"] + 0.2 * np.sign(w))
+    np.testing.assert_allclose(l1[-1]["w"], w, rtol=1e-12)
+    with pytest.raises(ValueError, match="coeff"):
+        opt.SGD(0.1, weight_decay=-1.0)
+    with pytest.raises(TypeError, match="weight_decay"):
+        opt.SGD(0.1, weight_decay="l2")
+
+
 def test_accumulators_are_persistable_and_initialised_in_startup():
     main, startup = fg.Program(), fg.Program()
     with fg.program_guard(main, startup):

@@ -1,9 +1,10 @@
 """Optimizers: SGD, Momentum, Adam, AdamW, for static programs and eager parameters.
 
 Static mode: `minimize(loss)` = `append_backward(loss)`, then, as optimize ops in the same
-program: gradient clipping (`grad_clip`), L2 weight decay (`weight_decay`: g += wd * p, as
-Paddle's L2Decay and torch.optim's `weight_decay`), and one update op per parameter
-(`sgd`, `momentum`, `adam`) that writes the parameter and its accumulators in place.
+program: gradient clipping (`grad_clip`), weight decay (`weight_decay`: a float is L2,
+g += wd * p as torch.optim's `weight_decay`, or a `fluidgrad.regularizer.L1Decay/L2Decay`),
+and one update op per parameter (`sgd`, `momentum`, `adam`) that writes the parameter and
+its accumulators in place.
 Accumulators (velocity, moments, beta powers) are persistable variables named
 `<param>_<accumulator>_<k>` and are initialised by ops appended to the startup program.
 
@@ -27,6 +28,7 @@ from ..executor import Scope, global_scope
 from ..framework import OPTIMIZE, Block, Operator, Program, Variable, default_startup_program, unique_name
 from ..lr import LRScheduler
 from ..ops.optim import update_kernel
+from ..regularizer import L2Decay, WeightDecayRegularizer
 from .emit import emit
 
 ParamsGrads = list[tuple[Variable, Variable]]
@@ -50,7 +52,7 @@ class Optimizer:
                             f"got {type(grad_clip).__name__}")
         self._learning_rate = learning_rate
         self._parameter_list = list(parameters) if parameters is not None else None
-        self.regularization_coeff = self._decay_coeff(weight_decay)
+        self.regularization = self._regularizer(weight_decay)
         self._grad_clip = grad_clip
         self._name = name or unique_name(type(self).__name__.lower())
         self.lr_var: Variable | None = None
@@ -60,13 +62,14 @@ class Optimizer:
         if isinstance(learning_rate, LRScheduler):
             learning_rate._subscribe(self._on_new_lr)
 
-    def _decay_coeff(self, weight_decay: Any) -> float:
-        if weight_decay is None:
-            return 0.0
-        coeff = getattr(weight_decay, "coeff", weight_decay)  # a float or an L2Decay-like object
-        if not isinstance(coeff, (int, float)) or coeff < 0:
-            raise ValueError(f"{type(self).__name__}: weight_decay must be a non-negative float, got {weight_decay!r}")
-        return float(coeff)
+    def _regularizer(self, weight_decay: Any) -> WeightDecayRegularizer | None:
+        """None, a float (L2 coefficient) or an L1Decay / L2Decay."""
+        if weight_decay is None or isinstance(weight_decay, WeightDecayRegularizer):
+            return weight_decay
+        if isinstance(weight_decay, (int, float)) and not isinstance(weight_decay, bool):
+            return L2Decay(weight_decay) if weight_decay else None
+        raise TypeError(f"{type(self).__name__}: weight_decay must be a float, L1Decay or L2Decay, "
+                        f"got {type(weight_decay).__name__}")
 
     def update_attrs(self) -> dict[str, Any]:
         """The update op's attributes (beta1, mu, ...)."""
@@ -148,10 +151,7 @@ class Optimizer:
         return [self._append_update(block, startup, p, g, lr) for p, g in pairs]
 
     def _append_decay(self, block: Block, param: Variable, grad: Variable) -> Variable:
-        if not self.regularization_coeff:
-            return grad
-        decay = emit(block, "scale", {"X": param}, {"scale": self.regularization_coeff})
-        return emit(block, "elementwise_add", {"X": grad, "Y": decay}, out_name=f"{grad.name}@DECAY")
+        return grad if self.regularization is None else self.regularization.append_ops(block, param, grad)
 
     def _accumulator(self, block: Block, startup: Program, param: Variable, slot: str) -> Variable:
         key = (id(block.program), param.name, slot)
@@ -208,8 +208,8 @@ class Optimizer:
             grads = self._grad_clip.clip_arrays(grads)
         for param, grad in zip(params, grads):
             value = _to_array(param)
-            if self.regularization_coeff:
-                grad = grad + value.dtype.type(self.regularization_coeff) * value
+            if self.regularization is not None:
+                grad = self.regularization.apply_array(value, grad)
             state = self._eager_state.setdefault(id(param), {})
             _set_array(param, self._apply_update(value, grad, state))
 
@@ -289,7 +289,9 @@ class AdamW(Adam):
                  epsilon: float = 1e-8, parameters: Iterable[Any] | None = None, weight_decay: float = 0.01,
                  grad_clip: GradientClipBase | None = None, name: str | None = None) -> None:
         super().__init__(learning_rate, beta1, beta2, epsilon, parameters, None, grad_clip, name)
-        self.weight_decay = self._decay_coeff(weight_decay)
+        if not isinstance(weight_decay, (int, float)) or weight_decay < 0:
+            raise ValueError(f"AdamW: weight_decay (decoupled) must be a non-negative float, got {weight_decay!r}")
+        self.weight_decay = float(weight_decay)
 
     def update_attrs(self) -> dict[str, Any]:
         return {**super().update_attrs(), "weight_decay": self.weight_decay}
