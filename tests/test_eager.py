@@ -632,3 +632,77 @@ def test_split_with_an_unused_output_gets_a_zero_gradient():
 def test_integer_outputs_do_not_require_grad():
     x = t([1.5, 2.5])
     assert isinstance(x.astype("int64"), Tensor) and x.astype("int64").stop_gradient
+
+
+# ------------------------------------------------------------------ DESIGN §7 functions on Tensors
+def _section7_calls(x, y, idx, b1, b2):
+    return {
+        "add": (lambda: fg.add(x, y), x.numpy() + y.numpy()),
+        "subtract": (lambda: fg.subtract(x, y), x.numpy() - y.numpy()),
+        "multiply": (lambda: fg.multiply(x, 2.0), x.numpy() * 2.0),
+        "divide": (lambda: fg.divide(x, y), x.numpy() / y.numpy()),
+        "matmul": (lambda: fg.matmul(x, y, transpose_y=True), x.numpy() @ y.numpy().T),
+        "mean": (lambda: fg.mean(x, axis=1, keepdim=True), x.numpy().mean(1, keepdims=True)),
+        "sum": (lambda: fg.sum(x, axis=0), x.numpy().sum(0)),
+        "exp": (lambda: fg.exp(x), np.exp(x.numpy())),
+        "log": (lambda: fg.log(y), np.log(y.numpy())),
+        "tanh": (lambda: fg.tanh(x), np.tanh(x.numpy())),
+        "sqrt": (lambda: fg.sqrt(y), np.sqrt(y.numpy())),
+        "square": (lambda: fg.square(x), x.numpy() ** 2),
+        "pow": (lambda: fg.pow(y, 1.5), y.numpy() ** 1.5),
+        "scale": (lambda: fg.scale(x, 2.0, 1.0), x.numpy() * 2.0 + 1.0),
+        "reshape": (lambda: fg.reshape(x, [3, 2]), x.numpy().reshape(3, 2)),
+        "transpose": (lambda: fg.transpose(x, [1, 0]), x.numpy().T),
+        "concat": (lambda: fg.concat([x, y], axis=0), np.concatenate([x.numpy(), y.numpy()])),
+        "split": (lambda: fg.split(x, 3, axis=1)[1], x.numpy()[:, 1:2]),
+        "slice": (lambda: fg.slice(x, [1], [1], [3]), x.numpy()[:, 1:3]),
+        "gather": (lambda: fg.gather(x, idx, axis=1), x.numpy()[:, idx.numpy()]),
+        "cast": (lambda: fg.cast(x, "float32"), x.numpy().astype("float32")),
+        "zeros_like": (lambda: fg.zeros_like(x), np.zeros_like(x.numpy())),
+        "ones_like": (lambda: fg.ones_like(x), np.ones_like(x.numpy())),
+        "less_than": (lambda: fg.less_than(x, y), x.numpy() < y.numpy()),
+        "greater_than": (lambda: fg.greater_than(x, y), x.numpy() > y.numpy()),
+        "equal": (lambda: fg.equal(x, x), np.ones(x.shape, bool)),
+        "logical_and": (lambda: fg.logical_and(b1, b2), np.logical_and(b1.numpy(), b2.numpy())),
+        "logical_not": (lambda: fg.logical_not(b1), ~b1.numpy()),
+        "F.relu": (lambda: F.relu(x), np.maximum(x.numpy(), 0)),
+        "F.sigmoid": (lambda: F.sigmoid(x), 1 / (1 + np.exp(-x.numpy()))),
+        "F.tanh": (lambda: F.tanh(x), np.tanh(x.numpy())),
+        "F.softmax": (lambda: F.softmax(x), np.exp(x.numpy()) / np.exp(x.numpy()).sum(-1, keepdims=True)),
+        "F.linear": (lambda: F.linear(x, fg.transpose(y, [1, 0]), None), x.numpy() @ y.numpy().T),
+        "F.dropout-eval": (lambda: F.dropout(x, 0.5, training=False), x.numpy()),
+    }
+
+
+def test_every_section7_function_computes_on_tensors_and_differentiates():
+    rng = np.random.default_rng(0)
+    x, y = t(rng.uniform(-1, 1, (2, 3))), t(rng.uniform(0.5, 2, (2, 3)))
+    idx = fg.to_tensor(np.array([2, 0]))
+    b1, b2 = fg.to_tensor(np.array([True, False])), fg.to_tensor(np.array([True, True]))
+    for name, (call, expected) in _section7_calls(x, y, idx, b1, b2).items():
+        out = call()
+        assert isinstance(out, Tensor), name
+        np.testing.assert_allclose(out.numpy(), expected, rtol=1e-6, err_msg=name)
+        if out.dtype.startswith("float") and not out.stop_gradient:
+            x.clear_grad(), y.clear_grad()
+            fg.sum(out).backward()
+            if name not in ("zeros_like", "ones_like"):  # constant in x: a symbolic zero gradient
+                assert x.grad is not None or y.grad is not None, name
+
+
+def test_losses_and_conv_functions_on_tensors_match_torch(rng):
+    x_np, w_np = rng.standard_normal((2, 3, 6, 6)), rng.standard_normal((4, 3, 3, 3))
+    x, w = t(x_np), t(w_np)
+    out = F.max_pool2d(F.conv2d(x, w, padding=1), 2) + F.avg_pool2d(F.conv2d(x, w, padding=1), 2)
+    logits = fg.reshape(out, [2, -1])
+    labels = np.array([3, 7])
+    loss = F.cross_entropy(logits, fg.to_tensor(labels.reshape(-1, 1)))
+    loss.backward()
+    tx, tw = torch.tensor(x_np, requires_grad=True), torch.tensor(w_np, requires_grad=True)
+    tconv = torch.nn.functional.conv2d(tx, tw, padding=1)
+    tout = torch.nn.functional.max_pool2d(tconv, 2) + torch.nn.functional.avg_pool2d(tconv, 2)
+    t_loss = torch.nn.functional.cross_entropy(tout.reshape(2, -1), torch.tensor(labels))
+    t_loss.backward()
+    np.testing.assert_allclose(loss.numpy(), t_loss.detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6, atol=1e-12)
+    np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-6, atol=1e-12)
