@@ -219,6 +219,48 @@ class Optimizer:
 
     clear_gradients = clear_grad
 
+    # ------------------------------------------------------------------ saving and restoring
+    def _eager_state_keys(self) -> list[tuple[str, Any]]:
+        return [(p.name or f"param_{i}", p) for i, p in enumerate(self._parameter_list or [])]
+
+    def state_dict(self, scope: Scope | None = None) -> dict[str, Any]:
+        """Accumulators by name (static: `<param>_<slot>_<k>` read from `scope`; eager:
+        `<param name>.<slot>`), and the scheduler's state under "LR_Scheduler"."""
+        state: dict[str, Any] = {}
+        scope = scope if scope is not None else global_scope()
+        for var in self._accumulator_vars.values():
+            if var.name in scope:
+                state[var.name] = np.array(scope[var.name])
+        for key, param in self._eager_state_keys():
+            for slot, value in self._eager_state.get(id(param), {}).items():
+                state[f"{key}.{slot}"] = value.copy()
+        if isinstance(self._learning_rate, LRScheduler):
+            state["LR_Scheduler"] = self._learning_rate.state_dict()
+        return state
+
+    def set_state_dict(self, state: dict[str, Any], scope: Scope | None = None) -> None:
+        """Restore what `state_dict` gave; shapes must match the accumulators they replace."""
+        scope = scope if scope is not None else global_scope()
+        for var in self._accumulator_vars.values():
+            if var.name in state:
+                scope.assign(var.name, _checked(state[var.name], tuple(var.shape), var.name))
+        for key, param in self._eager_state_keys():
+            value = _to_array(param)
+            for slot, (_, kind) in self.accumulators.items():
+                if f"{key}.{slot}" in state:
+                    shape = value.shape if kind == "param" else (1,)
+                    restored = _checked(state[f"{key}.{slot}"], shape, f"{key}.{slot}").astype(value.dtype)
+                    self._eager_state.setdefault(id(param), {})[slot] = restored
+        if "LR_Scheduler" in state and isinstance(self._learning_rate, LRScheduler):
+            self._learning_rate.set_state_dict(state["LR_Scheduler"])
+
+
+def _checked(value: Any, shape: tuple[int, ...], name: str) -> np.ndarray:
+    array = np.array(value)
+    if array.shape != tuple(shape):
+        raise ValueError(f"optimizer.set_state_dict: {name} has shape {list(array.shape)}, expected {list(shape)}")
+    return array
+
 
 def _to_array(value: Any) -> np.ndarray:
     return value.numpy() if hasattr(value, "numpy") else np.asarray(value)
