@@ -612,8 +612,12 @@ def test_tensor_basics():
 
 def test_a_failing_kernel_names_the_op_and_shapes():
     a, b = t(np.ones((2, 3))), t(np.ones((4, 5)))
-    with pytest.raises(Exception, match=r"matmul.*\[2, 3\].*\[4, 5\]"):
+    with pytest.raises(fg.framework.errors.ShapeError, match=r"matmul.*\[2, 3\].*\[4, 5\]"):
         fg.matmul(a, b)
+    with pytest.raises(fg.framework.errors.ShapeError, match=r"elementwise_add: cannot broadcast"):
+        a + b
+    with pytest.raises(fg.framework.errors.FluidgradError, match=r"gather.*out of range"):
+        fg.gather(a, fg.to_tensor(np.array([5])))
 
 
 def test_mixing_a_variable_and_a_tensor_is_a_clear_error():

@@ -206,6 +206,9 @@ def _kernel_error(call: OpCall, args: list, attrs: dict, exc: Exception) -> Exce
         elif value is not None:
             parts.append(f"{slot}={list(value.shape)} {value.dtype}")
     shown = {k: v for k, v in attrs.items() if not k.startswith("_")}
+    rule_error = _shape_rule_error(call, args, attrs)
+    if rule_error is not None:  # the static shape rule says what is wrong, as at build time
+        return type(rule_error)(f"{rule_error} (in eager mode)")
     message = f"op {call.type} failed in eager mode on inputs {', '.join(parts)} attrs {shown}: " \
               f"{type(exc).__name__}: {exc}"
     kind = exc.__class__ if isinstance(exc, FluidgradError) else FluidgradError
@@ -213,6 +216,33 @@ def _kernel_error(call: OpCall, args: list, attrs: dict, exc: Exception) -> Exce
         return kind(message)
     except TypeError:
         return FluidgradError(message)
+
+
+def _shape_rule_error(call: OpCall, args: list, attrs: dict) -> Exception | None:
+    """Run the op's shape rule on the failing inputs (only after a kernel failed: never on
+    the hot path); return its ShapeError / DTypeError, if it has one."""
+    from ..framework.errors import DTypeError, ShapeError
+    from ..ops.registry import InferContext
+    if not hasattr(call.op_def, "infer"):
+        return None
+    values: dict[str, tuple] = {}
+    names: dict[str, list[str]] = {}
+    for (slot, _), value in zip(call.in_slots, args):
+        items = value if isinstance(value, list) else ([] if value is None else [value])
+        names[slot] = []
+        for i, item in enumerate(items):
+            name = f"<{slot.lower()}{i if isinstance(value, list) else ''}>"
+            values[name] = (tuple(np.shape(item)), np.asarray(item).dtype.name)
+            names[slot].append(name)
+    outputs = {slot: [f"{slot}@out"] for slot, _ in call.out_slots}
+    try:
+        call.op_def.infer(InferContext(call.op_def, names, outputs, {**call.defaults, **attrs},
+                                       values.__getitem__, lambda *_: None))
+    except (ShapeError, DTypeError) as err:
+        return err
+    except Exception:
+        return None
+    return None
 
 
 def eager_apply(op_type: str, inputs: dict, attrs: dict, n_out: int | None = None) -> Any:
