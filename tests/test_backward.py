@@ -496,3 +496,18 @@ def test_get_grad_op_desc_contract(fresh_programs, no_gradient_op):
     with pytest.raises(NoGradientError, match=no_gradient_op):
         get_grad_op_desc(main.global_block().ops[-1], set(), None)
     assert y.shape == (2, 3)
+
+
+def test_concat_of_batch_sized_inputs_along_the_batch_axis(fresh_programs, rng):
+    """Both sizes along the axis are -1 at build time: the gradient splits by run-time sizes."""
+    main, _ = fresh_programs
+    x = static.data("x", [-1, 3], "float64")
+    y = static.data("y", [-1, 3], "float64")
+    both = fg.concat([x, fg.exp(y)], axis=0)
+    assert both.shape == (-1, 3)
+    gx, gy = fg.gradients(fg.sum(both * both), [x, y])
+    assert gx.shape == (-1, 3) and gy.shape == (-1, 3)
+    xs, ys = rng.normal(size=(2, 3)), rng.normal(size=(4, 3))
+    values = _run(main, {"x": xs, "y": ys}, [gx, gy])
+    _close(values[0], 2 * xs)
+    _close(values[1], 2 * np.exp(2 * ys))

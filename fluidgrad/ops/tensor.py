@@ -94,11 +94,11 @@ def _concat_grad(g):
     xs = g.input("X")
     axis = g.attr("axis")
     sections = [g.shape(x)[axis] for x in xs]
-    if sections.count(-1) > 1:
-        raise NotImplementedError(f"concat gradient needs the sizes along axis {axis}; "
-                                  f"{sections.count(-1)} of them are unknown")
-    g.set_input_grad("X", g.op("split", {"X": g.output_grad("Out")}, n_out=len(xs),
-                               num_or_sections=sections, axis=axis))
+    if sections.count(-1) > 1:  # sizes known only at run time: split like the inputs then
+        parts = g.op("split_as", {"X": g.output_grad("Out"), "Like": xs}, n_out=len(xs), axis=axis)
+    else:
+        parts = g.op("split", {"X": g.output_grad("Out")}, n_out=len(xs), num_or_sections=sections, axis=axis)
+    g.set_input_grad("X", parts)
 
 
 register_op("concat", inputs="X*", outputs="Out", attrs={"axis": 0},
@@ -148,6 +148,29 @@ def _split_grad(g):
 
 register_op("split", inputs="X", outputs="Out*", attrs={"num_or_sections": 2, "axis": 0},
             kernel=_split_kernel, infer=_split_infer, grad=_split_grad)
+
+
+def _split_as_kernel(x, likes, axis):
+    return np.split(x, np.cumsum([like.shape[axis] for like in likes])[:-1], axis=axis)
+
+
+def _split_as_infer(ctx):
+    shape = ctx.shape("X")
+    axis = normalize_axis(ctx, ctx.attr("axis"), len(shape))
+    if ctx.num_outputs("Out") != len(ctx.input_names("Like")):
+        raise ctx.shape_error(f"{len(ctx.input_names('Like'))} Like inputs but {ctx.num_outputs('Out')} outputs")
+    for i, like in enumerate(ctx.shapes("Like")):
+        if len(like) != len(shape):
+            raise ctx.shape_error(f"{ctx.describe('Like', i)} does not have the rank of {ctx.describe('X')}")
+        out = list(shape)
+        out[axis] = like[axis]
+        ctx.set_output("Out", out, ctx.dtype("X"), index=i)
+
+
+register_op("split_as", inputs="X Like*", outputs="Out*", attrs={"axis": 0}, kernel=_split_as_kernel,
+            infer=_split_as_infer, grad=_split_grad,
+            doc="Splits X along `axis` into pieces as long as each Like input there (concat's gradient "
+                "when those lengths are known only at run time).")
 
 
 # ---------------------------------------------------------------- slice
