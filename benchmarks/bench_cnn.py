@@ -4,7 +4,7 @@
 
 Network (as in fluidgrad/demo.py): conv3x3(1->16)-relu-maxpool2, conv3x3(16->32)-relu-maxpool2,
 fc(128->10), softmax cross-entropy, Adam; float32 8x8 images. Rows: fluidgrad static (the
-demo's own Program on the Executor), fluidgrad eager (the same network on Tensors), PyTorch
+demo's own Program on the Executor), fluidgrad eager (the demo's eager Layers), PyTorch
 eager. All run in this process on the same batches, so the ratios hold on a noisy machine.
 """
 from __future__ import annotations
@@ -34,12 +34,12 @@ def static_step(images: np.ndarray, labels: np.ndarray):
 
 def eager_step(images: np.ndarray, labels: np.ndarray):
     from fluidgrad.optimizer import Adam
-    params = {k: fg.to_tensor(v, stop_gradient=False) for k, v in demo.init_parameters("cnn").items()}
-    optimizer = Adam(0.01, parameters=list(params.values()))
+    net = demo.eager_network("cnn")
+    optimizer = Adam(0.01, parameters=net.parameters())
     x, y = fg.to_tensor(images), fg.to_tensor(labels)
 
     def step():
-        loss = fg.mean(F.softmax_with_cross_entropy(demo.functional_forward("cnn", x, params), y))
+        loss = fg.mean(F.softmax_with_cross_entropy(net(x), y))
         loss.backward()
         optimizer.step()
         optimizer.clear_grad()

@@ -161,23 +161,29 @@ def _save(out_dir: Path, net: dict[str, Any], exe: fg.Executor, scope: fg.Scope,
 
 # ---------------------------------------------------------------- eager mode
 
-def init_parameters(model: str, seed: int = 0) -> dict[str, np.ndarray]:
-    """He-uniform weights and zero biases for the same networks, as plain arrays."""
-    shapes = {"cnn": {"conv1.w": [16, 1, 3, 3], "conv1.b": [16], "conv2.w": [32, 16, 3, 3], "conv2.b": [32],
-                      "fc.w": [128, 10], "fc.b": [10]},
-              "mlp": {"fc1.w": [64, 64], "fc1.b": [64], "fc2.w": [64, 10], "fc2.b": [10]}}[model]
-    rng = np.random.default_rng(seed)
-    params = {}
-    for name, shape in shapes.items():
-        fan_in = int(np.prod(shape[1:])) if len(shape) == 4 else shape[0]
-        bound = np.sqrt(6.0 / fan_in)
-        value = rng.uniform(-bound, bound, shape) if name.endswith(".w") else np.zeros(shape)
-        params[name] = value.astype("float32")
-    return params
+# parameter names and shapes of the demo networks, in the order the eager Layers hold them
+PARAMETER_SHAPES = {
+    "cnn": {"conv1.w": [16, 1, 3, 3], "conv1.b": [16], "conv2.w": [32, 16, 3, 3], "conv2.b": [32],
+            "fc.w": [128, 10], "fc.b": [10]},
+    "mlp": {"fc1.w": [64, 64], "fc1.b": [64], "fc2.w": [64, 10], "fc2.b": [10]},
+}
+
+
+def eager_network(model: str) -> Any:
+    """The demo networks as eager Layers (the same architecture as `cnn` / `mlp` above)."""
+    from . import nn
+    if model == "mlp":
+        return nn.Sequential(nn.Flatten(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+    return nn.Sequential(nn.Conv2D(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2D(2),
+                         nn.Conv2D(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2D(2),
+                         nn.Flatten(), nn.Linear(128, 10))
 
 
 def functional_forward(model: str, image: Any, p: dict[str, Any]) -> Any:
-    """The demo networks written with ops only: runs on Tensors (eager) or appends ops (Variables)."""
+    """The demo networks written with functions only: runs on Tensors or appends ops to a Program.
+
+    Used to write an eagerly trained network as a static Program for `save_inference_model`.
+    """
     if model == "mlp":
         h = fg.relu(fg.matmul(fg.reshape(image, [-1, 64]), p["fc1.w"]) + p["fc1.b"])
         return fg.matmul(h, p["fc2.w"]) + p["fc2.b"]
@@ -186,13 +192,23 @@ def functional_forward(model: str, image: Any, p: dict[str, Any]) -> Any:
     return fg.matmul(fg.reshape(h, [-1, 128]), p["fc.w"]) + p["fc.b"]
 
 
+def layer_arrays(model: str, net: Any) -> dict[str, np.ndarray]:
+    """The eager network's parameters under `functional_forward`'s names (shapes checked)."""
+    params = net.parameters()
+    shapes = PARAMETER_SHAPES[model]
+    if [list(p.shape) for p in params] != list(shapes.values()):
+        raise ValueError(f"demo: the {model} Layers hold parameters of shapes {[list(p.shape) for p in params]}, "
+                         f"expected {list(shapes.values())}")
+    return {name: p.numpy() for name, p in zip(shapes, params)}
+
+
 def train_eager(epochs: int, model: str = "cnn", batch_size: int = 32, learning_rate: float = 0.01,
                 seed: int = 0, progress: Callable[..., Iterator] | None = None,
                 out_dir: Path | None = None) -> DemoResult:
-    """The same training, define-by-run: Tensors, loss.backward(), Adam.step().
+    """The same training, define-by-run: Layers, loss.backward(), Adam.step().
 
     The trained weights are then saved as an inference model by writing the same network
-    once more as a static Program (functional_forward on Variables).
+    as a static Program (functional_forward on Variables) over parameters holding them.
     """
     with blas_threads(1):
         return _train_eager(epochs, model, batch_size, learning_rate, seed, progress, out_dir)
@@ -204,15 +220,16 @@ def _train_eager(epochs: int, model: str, batch_size: int, learning_rate: float,
     from .optimizer import Adam
     start = time.perf_counter()
     x_train, y_train, x_test, y_test = load_data(seed)
-    params = {k: to_tensor(v, stop_gradient=False) for k, v in init_parameters(model, seed).items()}
-    optimizer = Adam(learning_rate, parameters=list(params.values()))
+    fg.seed(seed)
+    net = eager_network(model)
+    optimizer = Adam(learning_rate, parameters=net.parameters())
     rng = np.random.default_rng(seed)
     for epoch in range(1, epochs + 1):
         bar = _bar(progress, batches(len(x_train), batch_size, rng), epoch, epochs)
         seen = correct = 0
         total_loss = 0.0
         for idx in bar:
-            logits = functional_forward(model, to_tensor(x_train[idx]), params)
+            logits = net(to_tensor(x_train[idx]))
             loss = fg.mean(F.softmax_with_cross_entropy(logits, to_tensor(y_train[idx])))
             loss.backward()
             optimizer.step()
@@ -223,11 +240,11 @@ def _train_eager(epochs: int, model: str, batch_size: int, learning_rate: float,
             if hasattr(bar, "set_postfix"):
                 bar.set_postfix(loss=f"{total_loss / seen:.4f}", acc=f"{correct / seen:.3f}", refresh=False)
     with no_grad():
-        logits = functional_forward(model, to_tensor(x_test), params).numpy()
+        logits = net(to_tensor(x_test)).numpy()
     accuracy = float((logits.argmax(axis=1) == y_test[:, 0]).mean())
     model_path = picture_path = None
     if out_dir is not None:
-        model_path, picture_path = _save_eager(out_dir, model, {k: v.numpy() for k, v in params.items()})
+        model_path, picture_path = _save_eager(out_dir, model, layer_arrays(model, net))
     return DemoResult(accuracy, time.perf_counter() - start, model_path, picture_path)
 
 

@@ -134,3 +134,24 @@ def test_mlp_demo_in_process_without_output_dir(capsys):
     assert result.model_path is None and 0.0 <= result.test_accuracy <= 1.0
     assert result.test_accuracy > 0.8
     assert np.isfinite(result.seconds)
+
+
+def test_eager_demo_matches_static_and_saves_a_loadable_model(tmp_path):
+    """Same seed, same initializers, same registered ops: both modes learn the same network."""
+    from fluidgrad.demo import load_data, train_eager, train_static
+    static = train_static(2, model="cnn")
+    eager = train_eager(2, model="cnn", out_dir=tmp_path)
+    assert eager.test_accuracy == static.test_accuracy > 0.8
+    assert eager.picture_path is not None and eager.picture_path.exists()
+    scope = fg.Scope()
+    program, _, fetches = io.load_inference_model(tmp_path / "digits", None, scope=scope)
+    _, _, x_test, y_test = load_data()
+    (logits,) = fg.Executor().run(program, feed={"image": x_test}, fetch_list=fetches, scope=scope)
+    assert (logits.argmax(1) == y_test[:, 0]).mean() == eager.test_accuracy
+
+
+def test_demo_eager_mode_command(tmp_path):
+    proc = _run("demo", "--mode", "eager", "--model", "mlp", "--epochs", "1", "--no-progress", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"^test accuracy: 0\.\d{3}$", proc.stdout, re.M)
+    assert "eager mode" in proc.stdout and (tmp_path / "digits.pdparams.safetensors").exists()
