@@ -756,3 +756,29 @@ def test_reductions_over_any_axes(op, shape, data_, keepdim, seed):
     fn = _TORCH_REDUCE[op]
     check_grad(op, {"X": x}, {"axis": axes, "keepdim": keepdim},
                torch_fn=lambda X: fn(X, dim=tuple(axes), keepdim=keepdim))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_kernels_never_modify_their_inputs(case: Case):
+    """The executor aliases arrays between ops, so a kernel writing into an input corrupts others."""
+    op_def = get_op_def(case.op)
+    args = []
+    for slot in op_def.inputs:
+        value = case.inputs.get(slot.name)
+        if value is None:
+            args.append(None)
+        elif isinstance(value, list):
+            args.append([np.array(v) for v in value])
+        else:
+            args.append(np.array(value))
+    before = [[a.copy() for a in arg] if isinstance(arg, list) else (None if arg is None else arg.copy())
+              for arg in args]
+    for arg in args:   # a kernel that writes into a read-only input raises
+        for a in (arg if isinstance(arg, list) else [arg]):
+            if a is not None:
+                a.flags.writeable = False
+    op_def.kernel(*args, **{**op_def.attrs, **case.attrs})
+    for arg, saved in zip(args, before):
+        for a, b in zip(arg if isinstance(arg, list) else [arg], saved if isinstance(saved, list) else [saved]):
+            if a is not None:
+                np.testing.assert_array_equal(a, b)
