@@ -348,6 +348,32 @@ def test_functional_losses_match_torch():
         _run(lambda v: F.cross_entropy(v["logits"], v["labels"], reduction="avg"), feeds)
 
 
+@pytest.mark.parametrize("label_shape", ["column", "flat"])
+def test_cross_entropy_weight_and_ignore_index_match_torch(label_shape):
+    logits, weight = rand(7, 4), np.abs(rand(4)) + 0.2
+    labels = np.array([0, 3, 1, 2, 2, 1, 3])
+    labels[[1, 4]] = 2                                   # samples of the ignored class
+    fed = labels.reshape(-1, 1) if label_shape == "column" else labels
+    feeds = {"logits": logits, "labels": fed.astype(np.int64), "weight": weight}
+    mean, total, none = _run(lambda v: [
+        F.cross_entropy(v["logits"], v["labels"], weight=v["weight"], ignore_index=2),
+        F.cross_entropy(v["logits"], v["labels"], weight=v["weight"], reduction="sum"),
+        F.cross_entropy(v["logits"], v["labels"], ignore_index=2, reduction="none")], feeds)
+    lt, yt, wt = torch.tensor(logits), torch.tensor(labels), torch.tensor(weight)
+    np.testing.assert_allclose(mean, TF.cross_entropy(lt, yt, weight=wt, ignore_index=2).numpy(), rtol=1e-10)
+    np.testing.assert_allclose(total, TF.cross_entropy(lt, yt, weight=wt, reduction="sum").numpy(), rtol=1e-10)
+    np.testing.assert_allclose(none.reshape(-1), TF.cross_entropy(lt, yt, ignore_index=2, reduction="none").numpy(),
+                               rtol=1e-10)
+
+    def build(v):
+        return F.cross_entropy(v["logits"], v["labels"], weight=v["weight"], ignore_index=2)
+    analytic = check_program_grad(build, feeds, wrt=["logits"])
+    lt.requires_grad_(True)
+    TF.cross_entropy(lt, yt, weight=wt, ignore_index=2).backward()
+    scale = ProgramGradCheck(build, feeds, ["logits"]).feeds["cotangent_0"]
+    np.testing.assert_allclose(analytic["logits"], lt.grad.numpy() * scale, rtol=1e-6)
+
+
 def test_functional_layers_match_torch():
     x, w, b = rand(2, 3, 6, 6), rand(4, 3, 3, 3), rand(4)
     lw, lb = rand(6, 2), rand(2)
