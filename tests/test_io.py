@@ -311,3 +311,16 @@ def test_atomic_write_creates_directories_and_replaces(tmp_path):
     io.atomic_write(target, b"two")
     assert target.read_bytes() == b"two"
     assert os.listdir(target.parent) == ["f.bin"]
+
+
+def test_atomic_write_gives_ordinary_file_permissions(tmp_path):
+    target = tmp_path / "f.bin"
+    umask = os.umask(0o022)
+    try:
+        io.atomic_write(target, b"x")
+    finally:
+        os.umask(umask)
+    assert target.stat().st_mode & 0o777 == 0o644
+    target.chmod(0o600)
+    io.atomic_write(target, b"y")
+    assert target.stat().st_mode & 0o777 == 0o600  # replacing keeps the file's mode
