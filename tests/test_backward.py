@@ -88,6 +88,8 @@ def test_variable_read_by_several_ops_sums_renamed_gradients(fresh_programs, rng
     assert sorted(renamed) == [f"x@GRAD@RENAME@{k}" for k in range(4)]
     sums = [op for op in _backward_ops(main) if op.type == "sum" and op.output("Out") == ["x@GRAD"]]
     assert len(sums) == 1 and sorted(sums[0].input("X")) == sorted(renamed)
+    text = str(main)
+    assert "x@GRAD@RENAME@0" in text and "sum(X=[" in text
     # nothing but the sum writes x@GRAD itself
     assert [op.type for op in main.global_block().ops if "x@GRAD" in op.output_arg_names] == ["sum"]
 

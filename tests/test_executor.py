@@ -281,3 +281,25 @@ def test_feed_that_is_not_a_dict_is_a_clear_error(fresh_programs):
     y = fg.exp(x)
     with pytest.raises(TypeError, match="feed"):
         fg.Executor().run(main, feed=[("x", np.ones(2))], fetch_list=[y])
+
+
+def test_a_failed_run_leaves_persistables_untouched(fresh_programs):
+    main, startup = fresh_programs
+    block = main.global_block()
+    counter = block.create_var("counter", (1,), "float64", persistable=True)
+    startup.global_block().create_var("counter", (1,), "float64", persistable=True)
+    startup.global_block().append_op("fill_constant", {}, {"Out": ["counter"]},
+                                     {"shape": [1], "value": 0.0, "dtype": "float64"})
+    block.append_op("scale", {"X": counter}, {"Out": counter}, {"bias": 1.0})
+    table = static.data("table", [3], "float64")
+    ids = static.data("ids", [-1], "int64")
+    picked = fg.gather(table, ids)
+    exe = fg.Executor()
+    exe.run(startup)
+    exe.run(main, feed={"table": np.zeros(3), "ids": np.array([0])}, fetch_list=[picked])
+    np.testing.assert_array_equal(fg.global_scope()["counter"], [1.0])
+    with pytest.raises(ExecutionError, match="gather"):
+        exe.run(main, feed={"table": np.zeros(3), "ids": np.array([5])}, fetch_list=[picked])
+    np.testing.assert_array_equal(fg.global_scope()["counter"], [1.0])
+    exe.run(main, feed={"table": np.zeros(3), "ids": np.array([2])}, fetch_list=[picked])
+    np.testing.assert_array_equal(fg.global_scope()["counter"], [2.0])
