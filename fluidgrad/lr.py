@@ -94,6 +94,36 @@ class MultiStepDecay(LRScheduler):
         return self.base_lr * self.gamma ** sum(1 for m in self.milestones if self.last_epoch >= m)
 
 
+class PiecewiseDecay(LRScheduler):
+    """values[i] while epoch < boundaries[i] (and values[-1] after the last boundary)."""
+
+    def __init__(self, boundaries: list[int], values: list[float], last_epoch: int = -1, verbose: bool = False) -> None:
+        if len(values) != len(boundaries) + 1:
+            raise ValueError(f"PiecewiseDecay: needs one more value than boundaries, got {len(boundaries)} "
+                             f"boundaries and {len(values)} values")
+        if list(boundaries) != sorted(boundaries):
+            raise ValueError(f"PiecewiseDecay: boundaries must increase, got {boundaries}")
+        self.boundaries, self.values = list(boundaries), [float(v) for v in values]
+        super().__init__(values[0], last_epoch, verbose)
+
+    def get_lr(self) -> float:
+        return self.values[sum(1 for b in self.boundaries if self.last_epoch >= b)]
+
+
+class LambdaDecay(LRScheduler):
+    """lr = learning_rate * lr_lambda(epoch)  (torch LambdaLR)."""
+
+    def __init__(self, learning_rate: float, lr_lambda: Callable[[int], float], last_epoch: int = -1,
+                 verbose: bool = False) -> None:
+        if not callable(lr_lambda):
+            raise TypeError(f"LambdaDecay: lr_lambda must be callable, got {type(lr_lambda).__name__}")
+        self.lr_lambda = lr_lambda
+        super().__init__(learning_rate, last_epoch, verbose)
+
+    def get_lr(self) -> float:
+        return self.base_lr * float(self.lr_lambda(self.last_epoch))
+
+
 class ExponentialDecay(LRScheduler):
     """lr = learning_rate * gamma ** epoch  (torch ExponentialLR)."""
 
@@ -147,5 +177,5 @@ class LinearWarmup(LRScheduler):
         return float(self.learning_rate)
 
 
-__all__ = ["CosineAnnealingDecay", "ExponentialDecay", "LRScheduler", "LinearWarmup", "MultiStepDecay",
-           "StepDecay"]
+__all__ = ["CosineAnnealingDecay", "ExponentialDecay", "LRScheduler", "LambdaDecay", "LinearWarmup",
+           "MultiStepDecay", "PiecewiseDecay", "StepDecay"]

@@ -304,6 +304,8 @@ SCHEDULERS = {
     "step": (lambda: sched.StepDecay(0.5, step_size=3, gamma=0.3), lambda o: L.StepLR(o, step_size=3, gamma=0.3)),
     "multistep": (lambda: sched.MultiStepDecay(0.5, [2, 5], gamma=0.1), lambda o: L.MultiStepLR(o, [2, 5], 0.1)),
     "exponential": (lambda: sched.ExponentialDecay(0.5, 0.9), lambda o: L.ExponentialLR(o, 0.9)),
+    "lambda": (lambda: sched.LambdaDecay(0.5, lambda e: 1.0 / (1 + e)), lambda o: L.LambdaLR(o, lambda e: 1.0 / (1 + e))),
+    "piecewise": (lambda: sched.PiecewiseDecay([2, 5], [0.5, 0.05, 0.005]), lambda o: L.MultiStepLR(o, [2, 5], 0.1)),
     "cosine": (lambda: sched.CosineAnnealingDecay(0.5, T_max=5, eta_min=0.01),
                lambda o: L.CosineAnnealingLR(o, T_max=5, eta_min=0.01)),
     "warmup": (lambda: sched.LinearWarmup(0.5, warmup_steps=4, start_lr=0.05, end_lr=0.5),
