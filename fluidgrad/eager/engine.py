@@ -100,17 +100,6 @@ class Node:
         self.hooks = None
         self.seq = _next_seq()  # creation stamp: a node is always newer than the nodes it reads
 
-    def parents(self) -> list["Node"]:
-        result = []
-        for value in self.inputs:
-            if value is None:
-                continue
-            if type(value) is list:
-                result.extend(t._node for t in value if t._node is not None)
-            elif value._node is not None:
-                result.append(value._node)
-        return result
-
     def free(self) -> None:
         self.inputs = None
         self.outs = None
@@ -471,7 +460,7 @@ def run_backward(roots: Sequence[Tensor], seeds: Sequence[Any], retain_graph: bo
                     continue
             run(node, grads)
             if not retain_graph:
-                node.inputs = node.outs = None  # free: a second pass reports it
+                node.free()  # a second pass reports it
     finally:
         set_grad_enabled(saved_mode)
         builder.node = builder.grads = None
