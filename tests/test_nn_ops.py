@@ -472,3 +472,37 @@ def test_functional_runs_eagerly_and_matches_torch():
         np.testing.assert_allclose(ours[k].grad.numpy(), theirs[k].grad.numpy(), rtol=1e-6, atol=1e-10, err_msg=k)
     np.testing.assert_allclose(mean.numpy(), t_mean.numpy(), rtol=1e-10)   # running stats written back
     np.testing.assert_allclose(var.numpy(), t_var.numpy(), rtol=1e-10)
+
+
+# ------------------------------------------------------------------ float32 stays float32
+FLOAT32_CASES = [
+    ("conv2d", {"Input": (2, 4, 5, 5), "Filter": (6, 2, 3, 3), "Bias": (6,)}, {"paddings": [1, 1], "groups": 2}),
+    ("pool2d", {"X": (2, 3, 6, 6)}, {"pooling_type": "max", "ksize": [2, 2], "strides": [2, 2]}),
+    ("pool2d", {"X": (2, 3, 6, 6)}, {"pooling_type": "avg", "ksize": [3, 3], "strides": [1, 1], "paddings": [1, 1]}),
+    ("batch_norm", {"X": (4, 3, 2, 2), "Scale": (3,), "Bias": (3,), "Mean": (3,), "Variance": (3,)}, {}),
+    ("layer_norm", {"X": (4, 6), "Scale": (6,), "Bias": (6,)}, {}),
+    ("dropout", {"X": (4, 6)}, {"seed": 5}),
+    ("log_softmax", {"X": (4, 6)}, {}),
+    ("clip", {"X": (4, 6)}, {"min": -0.3, "max": 0.3}),
+]
+
+
+@pytest.mark.parametrize("op_type, shapes, attrs", FLOAT32_CASES, ids=[c[0] + str(i) for i, c in enumerate(FLOAT32_CASES)])
+def test_float32_in_float32_out_and_gradients(op_type, shapes, attrs):
+    inputs64 = {k: np.abs(rand(*s)) + 0.5 if k == "Variance" else rand(*s) for k, s in shapes.items()}
+    inputs32 = {k: v.astype(np.float32) for k, v in inputs64.items()}
+    outs32 = _run(lambda v: append_static_op(op_type, v, attrs), inputs32)
+    outs64 = _run(lambda v: append_static_op(op_type, v, attrs), inputs64)
+    for a, b in zip(outs32, outs64):
+        assert a.dtype == np.float32, f"{op_type}: float32 inputs give {a.dtype}"
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    main = fg.Program()
+    with fg.program_guard(main, fg.Program()):
+        variables = {k: fg.static.data(k, v.shape, "float32") for k, v in inputs32.items()}
+        for var in variables.values():
+            var.stop_gradient = False
+        out = append_static_op(op_type, variables, attrs)
+        first = out[0] if isinstance(out, tuple) else out
+        grads = fg.gradients([fg.sum(first)], list(variables.values()))
+    values = fg.Executor().run(main, feed=inputs32, fetch_list=[g for g in grads if g is not None], scope=fg.Scope())
+    assert values and all(v.dtype == np.float32 for v in values)
