@@ -15,7 +15,7 @@ import numpy as np
 
 from ..framework.names import grad_var_name
 from .engine import _CALLS, _FREED, Node, OpCall, eager_apply, op_call
-from .tensor import Tensor
+from .tensor import Tensor, modified_tensors
 
 _ndarray = np.ndarray
 _asarray = np.asarray
@@ -84,6 +84,8 @@ class EagerGradBuilder:
 
     def input(self, slot: str) -> Any:
         value = self.node.inputs[self.call.in_index[slot]]
+        if modified_tensors and value is not None:
+            _check_not_modified(self.node, slot, value)
         if self.create_graph or value is None:
             return value
         if type(value) is list:
@@ -222,3 +224,16 @@ def _tensor(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_tensor(v) for v in value]
     return Tensor(_asarray(value))
+
+
+def _check_not_modified(node: Node, slot: str, value: Any) -> None:
+    """A tensor the gradient reads must still hold the value the op saw (a version check)."""
+    for tensor in (value if type(value) is list else (value,)):
+        entry = modified_tensors.get(id(tensor))
+        if entry is not None and entry[0]() is tensor and entry[1] > node.seq:
+            name = f"tensor {tensor.name!r}" if tensor.name else "a tensor"
+            raise RuntimeError(
+                f"backward of op {node.call.type}: its input {slot} ({name} of shape {list(tensor.shape)}, "
+                f"{tensor.dtype}) was modified in place by set_value after the op ran, and the gradient "
+                f"needs the value the op saw; run the forward pass again after the update, or update "
+                f"a copy instead")

@@ -14,6 +14,18 @@ import numpy as np
 from ..framework.math_mixin import MathMixin
 from ..framework.variable import Variable, normalize_dtype
 
+# In-place updates (`set_value`) of live tensors: id -> (weak reference, creation stamp of the
+# update). A node older than the update that saved the tensor would compute its gradient from
+# the new value; the grad builder checks this table (only when it is not empty) and says so.
+modified_tensors: dict[int, tuple[Any, int]] = {}
+
+
+def _record_modification(tensor: "Tensor") -> None:
+    import weakref
+    from .engine import _next_seq
+    key = id(tensor)
+    modified_tensors[key] = (weakref.ref(tensor, lambda _, key=key: modified_tensors.pop(key, None)), _next_seq())
+
 
 class Tensor(MathMixin):
     """An eager value. `stop_gradient=False` asks for its gradient (`.grad` after backward)."""
@@ -144,6 +156,7 @@ class Tensor(MathMixin):
             raise ValueError(f"set_value: tensor {self.name or ''} has shape {list(self.shape)}, "
                              f"the new value has shape {list(array.shape)}")
         self.data = array if array.dtype == self.data.dtype else array.astype(self.data.dtype)
+        _record_modification(self)
 
     def clone(self) -> "Tensor":
         from .. import functions
