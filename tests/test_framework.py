@@ -7,7 +7,7 @@ import pytest
 
 import fluidgrad as fg
 from fluidgrad import static
-from fluidgrad.framework import (EMPTY_VAR_NAME, BACKWARD, Block, DTypeError, Operator, Parameter,
+from fluidgrad.framework import (EMPTY_VAR_NAME, BACKWARD, DTypeError, Operator, Parameter,
                                  ShapeError, Variable, default_main_program, default_startup_program,
                                  grad_var_name)
 from fluidgrad.framework.names import RENAME_SUFFIX, rename_var_name, unique_name, unique_name_guard

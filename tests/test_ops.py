@@ -19,13 +19,15 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import fluidgrad as fg
 from fluidgrad.executor import Executor, Scope
 from fluidgrad.ops import NO_GRADIENT, get_op_def, registered_ops
 from fluidgrad.static import data
-from fluidgrad.testing import build_single_op, check_grad, check_program_grad, torch_gradients
-from fluidgrad.testing import ProgramGradCheck
+from fluidgrad.testing import (ProgramGradCheck, build_single_op, check_grad, check_program_grad,
+                               torch_gradients)
 
 _RNG = np.random.default_rng(20261121)
 
@@ -713,10 +715,6 @@ def test_bad_input_is_rejected_at_build_time_naming_op_and_shapes(op, inputs, at
 
 
 # ------------------------------------------------------------------ property: any broadcast pair
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-
 @st.composite
 def _broadcast_pair(draw):
     """Two shapes NumPy can broadcast: each dim of the shorter one is equal, 1, or the other 1."""
