@@ -10,11 +10,13 @@ or the `.pdmodel.json` file itself.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Sequence
 
 DEFAULT_OUT = "fluidgrad-demo"
+MODELS = ("cnn", "mlp")  # the networks fluidgrad.demo defines
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -31,7 +33,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", default=DEFAULT_OUT, help=f"where to save model and picture (default ./{DEFAULT_OUT})")
     demo.add_argument("--mode", choices=("static", "eager"), default="static",
                       help="static: build a Program and run it on the Executor; eager: define-by-run tensors")
-    demo.add_argument("--model", choices=("cnn", "mlp"), default="cnn", help="network to train (default cnn)")
+    demo.add_argument("--model", choices=MODELS, default="cnn", help="network to train (default cnn)")
     demo.add_argument("--batch-size", type=int, default=32)
     demo.add_argument("--lr", type=float, default=0.01, help="Adam learning rate (default 0.01)")
     demo.add_argument("--seed", type=int, default=0)
@@ -105,6 +107,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler = {"demo": _demo, "show": _show, "draw": _draw}[args.command]
     try:
         return handler(args)
+    except BrokenPipeError:  # `fluidgrad show MODEL | head`: stop quietly (Python docs' recipe)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print("fluidgrad: interrupted", file=sys.stderr)
         return 130

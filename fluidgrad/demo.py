@@ -20,7 +20,6 @@ import numpy as np
 import fluidgrad as fg
 from fluidgrad.nn import functional as F
 
-MODELS = ("cnn", "mlp")
 MODEL_PREFIX = "digits"          # the inference model is saved as <out>/digits.pdmodel.json + .pdparams...
 PICTURE_NAME = "train_program"   # the training program's picture: <out>/train_program.svg
 EAGER_PICTURE_NAME = "inference_program"  # eager mode has no training Program; it draws the saved one
@@ -61,6 +60,21 @@ def blas_threads(limit: int | None = 1) -> Any:
     except ImportError:
         return contextlib.nullcontext()
     return threadpool_limits(limit, user_api="blas")
+
+
+class _RunningStats:
+    """Mean loss and accuracy over the examples seen so far in an epoch, for the progress bar."""
+
+    def __init__(self, bar: Any) -> None:
+        self.bar, self.seen, self.correct, self.total_loss = bar, 0, 0, 0.0
+
+    def update(self, loss: Any, logits: np.ndarray, labels: np.ndarray) -> None:
+        self.seen += len(labels)
+        self.correct += int((logits.argmax(axis=1) == labels[:, 0]).sum())
+        self.total_loss += float(loss) * len(labels)
+        if hasattr(self.bar, "set_postfix"):
+            self.bar.set_postfix(loss=f"{self.total_loss / self.seen:.4f}", acc=f"{self.correct / self.seen:.3f}",
+                                 refresh=False)
 
 
 def batches(n: int, batch_size: int, rng: np.random.Generator) -> list[np.ndarray]:
@@ -120,16 +134,11 @@ def _train_static(epochs: int, model: str, batch_size: int, learning_rate: float
     rng = np.random.default_rng(seed)
     for epoch in range(1, epochs + 1):
         bar = _bar(progress, batches(len(x_train), batch_size, rng), epoch, epochs)
-        seen = correct = 0
-        total_loss = 0.0
+        stats = _RunningStats(bar)
         for idx in bar:
             loss, logits = exe.run(net["main"], feed={"image": x_train[idx], "label": y_train[idx]},
                                    fetch_list=[net["loss"], net["logits"]], scope=scope)
-            seen += len(idx)
-            correct += int((logits.argmax(axis=1) == y_train[idx][:, 0]).sum())
-            total_loss += float(loss) * len(idx)
-            if hasattr(bar, "set_postfix"):
-                bar.set_postfix(loss=f"{total_loss / seen:.4f}", acc=f"{correct / seen:.3f}", refresh=False)
+            stats.update(loss, logits, y_train[idx])
     (logits,) = exe.run(net["test"], feed={"image": x_test}, fetch_list=[net["logits"]], scope=scope)
     accuracy = float((logits.argmax(axis=1) == y_test[:, 0]).mean())
     model_path = picture_path = None
@@ -226,19 +235,14 @@ def _train_eager(epochs: int, model: str, batch_size: int, learning_rate: float,
     rng = np.random.default_rng(seed)
     for epoch in range(1, epochs + 1):
         bar = _bar(progress, batches(len(x_train), batch_size, rng), epoch, epochs)
-        seen = correct = 0
-        total_loss = 0.0
+        stats = _RunningStats(bar)
         for idx in bar:
             logits = net(to_tensor(x_train[idx]))
             loss = fg.mean(F.softmax_with_cross_entropy(logits, to_tensor(y_train[idx])))
             loss.backward()
             optimizer.step()
             optimizer.clear_grad()
-            seen += len(idx)
-            correct += int((logits.numpy().argmax(axis=1) == y_train[idx][:, 0]).sum())
-            total_loss += float(loss) * len(idx)
-            if hasattr(bar, "set_postfix"):
-                bar.set_postfix(loss=f"{total_loss / seen:.4f}", acc=f"{correct / seen:.3f}", refresh=False)
+            stats.update(loss, logits.numpy(), y_train[idx])
     with no_grad():
         logits = net(to_tensor(x_test)).numpy()
     accuracy = float((logits.argmax(axis=1) == y_test[:, 0]).mean())
