@@ -86,8 +86,8 @@ def main() -> None:
                     rows.append([threads, batch, name, f"{seconds * 1e3:.2f}",
                                  f"{seconds / times['PyTorch eager']:.2f}x"])
     torch.set_num_threads(default_threads)
-    print_table(f"demo CNN training step, best of {repeat}x{number} (torch {torch.__version__}, numpy {np.__version__}; "
-                f"threads = BLAS threads for NumPy and torch.set_num_threads)",
+    print_table(f"demo CNN training step, best of {repeat}x{number} (torch {torch.__version__}, "
+                f"numpy {np.__version__}; threads = BLAS threads for NumPy and torch.set_num_threads)",
                 ["threads", "batch", "implementation", "ms / step", "vs PyTorch"], rows)
     steps = -(-len(x_train) // 32)
     print(f"\n(one demo epoch is {steps} steps of batch 32)")
