@@ -324,3 +324,50 @@ def test_atomic_write_gives_ordinary_file_permissions(tmp_path):
     target.chmod(0o600)
     io.atomic_write(target, b"y")
     assert target.stat().st_mode & 0o777 == 0o600  # replacing keeps the file's mode
+
+
+def test_inference_model_runs_batch_norm_and_dropout_in_inference_mode(tmp_path):
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup), fg.framework.unique_name_guard():
+        x = fg.static.data("x", [None, 2, 3, 3])
+        h = fg.static.nn.batch_norm(fg.static.nn.conv2d(x, 4, 3, padding=1), act="relu")
+        h = fg.static.nn.dropout(h, 0.5)
+        y = fg.static.nn.fc(h, 3)
+        _minimize(fg.mean(y * y))
+    scope = _init(startup)
+    exe = fg.Executor()
+    feed = {"x": np.random.default_rng(2).standard_normal((4, 2, 3, 3)).astype("float32")}
+    for _ in range(3):  # move the running statistics away from their initial values
+        exe.run(main, feed=feed, scope=scope)
+    expected = exe.run(main.clone(for_test=True), feed=feed, fetch_list=[y], scope=scope)[0]
+    io.save_inference_model(tmp_path / "bn", [x], [y], exe, program=main, scope=scope)
+    fresh = fg.Scope()
+    program, _, fetches = io.load_inference_model(tmp_path / "bn", fg.Executor(), scope=fresh)
+    running = [n for n in fresh.vars if not any(n == p.name for p in program.all_parameters() if p.trainable)]
+    assert running, "the batch-norm running mean and variance are saved with the model"
+    first = fg.Executor().run(program, feed=feed, fetch_list=fetches, scope=fresh)[0]
+    second = fg.Executor().run(program, feed=feed, fetch_list=fetches, scope=fresh)[0]
+    np.testing.assert_array_equal(first, expected)
+    np.testing.assert_array_equal(second, first)  # no dropout mask, no running-stat updates at inference
+
+
+def test_save_load_resumes_training_exactly(tmp_path):
+    """Optimizer state (moments, step counters, learning rate) is persistable, so it is saved too."""
+    from fluidgrad.optimizer import Adam
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup), fg.framework.unique_name_guard():
+        x = fg.static.data("x", [None, 4])
+        loss = fg.mean(fg.square(fg.static.nn.fc(x, 2)))
+        Adam(0.1).minimize(loss)
+    feeds = [{"x": np.random.default_rng(i).standard_normal((3, 4)).astype("float32")} for i in range(4)]
+    exe, scope = fg.Executor(), _init(startup)
+    for feed in feeds[:2]:
+        exe.run(main, feed=feed, scope=scope)
+    io.save(main, tmp_path / "ckpt", scope=scope)
+    assert len(scope.vars) > len(main.all_parameters())  # Adam's accumulators are in the checkpoint
+    continued = [exe.run(main, feed=f, fetch_list=[loss], scope=scope)[0] for f in feeds[2:]]
+
+    resumed_scope = _init(startup, seed=9)
+    io.load(main, tmp_path / "ckpt", scope=resumed_scope)
+    resumed = [fg.Executor().run(main, feed=f, fetch_list=[loss], scope=resumed_scope)[0] for f in feeds[2:]]
+    np.testing.assert_array_equal(resumed, continued)
