@@ -18,6 +18,7 @@ from .functions import (abs, add, add_n, cast, concat, cos, divide, equal, exp, 
                         ones, ones_like, pow, relu, reshape, scale, sigmoid, sign, sin, slice, split, sqrt,
                         square, squeeze, stack, subtract, sum, tanh, transpose, unsqueeze, zeros, zeros_like)
 from .ops.random import seed
+from .flags import get_flags, set_flags
 from . import static
 from . import nn, optimizer, regularizer  # noqa: E402  (after static: they build on it)
 from .eager import Tensor, enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled, to_tensor

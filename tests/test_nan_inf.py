@@ -113,3 +113,45 @@ def test_integer_and_bool_outputs_are_not_checked(fresh_programs):
     out, = fg.Executor(check_nan_inf=True).run(main, feed={"x": np.array([-1.0, 0.0, 1.0])},
                                                fetch_list=[flags], scope=fg.Scope())
     np.testing.assert_array_equal(out, [True, False, False])
+
+
+# ---------------------------------------------------------------- eager mode
+
+@pytest.fixture
+def eager_nan_check():
+    fg.set_flags({"check_nan_inf": True})
+    try:
+        yield
+    finally:
+        fg.set_flags({"check_nan_inf": False})
+
+
+def test_eager_forward_nan_names_the_op(eager_nan_check):
+    x = fg.to_tensor(np.array([1.0, -1.0]))
+    with pytest.raises(NanInfError, match=r"NaN in the output of op log \(forward op, eager mode.*"
+                                          r"its inputs: X \(shape \[2\], float64\)"):
+        fg.log(x)
+
+
+def test_eager_backward_inf_names_a_backward_op(eager_nan_check):
+    x = fg.to_tensor(np.array([0.0, 4.0]), stop_gradient=False)
+    y = fg.sum(fg.sqrt(x))  # finite forward
+    with pytest.raises(NanInfError, match=r"Inf in the output of op \w+ \(backward op, eager mode"):
+        y.backward()
+
+
+def test_eager_flag_off_restores_the_plain_kernels():
+    from fluidgrad.eager import engine
+    plain = engine.op_call("log").kernel
+    fg.set_flags({"FLAGS_check_nan_inf": True})
+    assert engine.op_call("log").kernel is not plain
+    assert fg.get_flags("check_nan_inf") == {"check_nan_inf": True}
+    fg.set_flags({"check_nan_inf": False})
+    assert engine.op_call("log").kernel is plain
+    out = fg.log(fg.to_tensor(np.array([-1.0])))
+    assert np.isnan(out.numpy()).all()
+
+
+def test_set_flags_rejects_unknown_flags():
+    with pytest.raises(ValueError, match="unknown flag 'check_nan'"):
+        fg.set_flags({"check_nan": True})
