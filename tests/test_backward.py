@@ -523,3 +523,24 @@ def test_integer_loss_is_an_error(fresh_programs):
     loss = fg.sum(fg.cast(x * w, "int64"))
     with pytest.raises((TypeError, ValueError), match=loss.name):
         fg.append_backward(loss)
+
+
+@pytest.mark.parametrize("name, build, torch_build", [
+    ("concat", lambda x: fg.concat([x, x], 0), lambda x: torch.cat([x, x], 0)),
+    ("stack", lambda x: fg.stack([x, x], 1), lambda x: torch.stack([x, x], 1)),
+    ("add_n", lambda x: fg.add_n([x, x, fg.exp(x)]), lambda x: x + x + torch.exp(x)),
+    ("split-then-concat", lambda x: fg.concat(fg.split(x, 2, 0)[::-1] + [x], 0),
+     lambda x: torch.cat(list(torch.split(x, 1, 0))[::-1] + [x], 0)),
+    ("mul-self", lambda x: x * x, lambda x: x * x),
+])
+def test_same_variable_twice_in_one_op(fresh_programs, rng, name, build, torch_build):
+    """One grad op writing x@GRAD twice (a duplicable slot holding x twice) still sums both."""
+    main, _ = fresh_programs
+    x = static.data("x", [2, 3], "float64")
+    y = build(x)
+    (gx,) = fg.gradients(fg.sum(fg.sin(y)), [x])
+    xs = rng.normal(size=(2, 3))
+    (value,) = _run(main, {"x": xs}, [gx])
+    xt = torch.tensor(xs, requires_grad=True)
+    torch.sin(torch_build(xt)).sum().backward()
+    _close(value, xt.grad.numpy(), name)
