@@ -544,3 +544,17 @@ def test_same_variable_twice_in_one_op(fresh_programs, rng, name, build, torch_b
     xt = torch.tensor(xs, requires_grad=True)
     torch.sin(torch_build(xt)).sum().backward()
     _close(value, xt.grad.numpy(), name)
+
+
+def test_gradients_with_respect_to_an_intermediate_and_the_target_itself(fresh_programs, rng):
+    main, _ = fresh_programs
+    x = static.data("x", [2, 3], "float64")
+    x.stop_gradient = False
+    h = fg.exp(x)
+    y = fg.sum(h * h)
+    gh, gx, gy = fg.gradients(y, [h, x, y])
+    xs = rng.normal(size=(2, 3))
+    values = _run(main, {"x": xs}, [gh, gx, gy])
+    _close(values[0], 2 * np.exp(xs))
+    _close(values[1], 2 * np.exp(2 * xs))
+    _close(values[2], 1.0)
