@@ -11,8 +11,9 @@ A scheduler is a function of the epoch (or step) counter `last_epoch`:
 
 How the new rate reaches a static program: the optimizer keeps the rate in a persistable
 1-element variable (`opt.lr_var`); `step()` notifies the optimizers using this scheduler,
-and each writes `last_lr` into that variable in `global_scope()` (if the startup program has
-already created it there). For another scope call `opt.sync_lr(scope)`.
+and each writes `last_lr` into that variable in `global_scope()` (once the startup program
+has created it there) and into its startup initialiser. A program run in another scope:
+call `opt.sync_lr(scope)` once after the startup program; later steps update it too.
 """
 from __future__ import annotations
 

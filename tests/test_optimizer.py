@@ -265,6 +265,22 @@ def test_scheduler_drives_the_static_learning_rate():
         np.testing.assert_allclose(start - scope["w_sched"], 1.75)
 
 
+def test_scheduler_reaches_a_bound_scope_and_a_later_startup():
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup):
+        w = fg.static.create_parameter([1], "float64", name="w_bound")
+        schedule = sched.StepDecay(1.0, step_size=1, gamma=0.1)
+        optimizer = opt.SGD(learning_rate=schedule)
+        optimizer.minimize(fg.sum(w))
+    schedule.step()                               # before the startup program ran
+    scope, exe = fg.Scope(), fg.Executor()
+    exe.run(startup, scope=scope)
+    np.testing.assert_allclose(scope[optimizer.lr_var.name], [0.1])
+    optimizer.sync_lr(scope)
+    schedule.step()
+    np.testing.assert_allclose(scope[optimizer.lr_var.name], [0.01])
+
+
 def test_set_lr_and_sync_lr():
     main, startup = fg.Program(), fg.Program()
     with fg.program_guard(main, startup):

@@ -8,9 +8,11 @@ its accumulators in place.
 Accumulators (velocity, moments, beta powers) are persistable variables named
 `<param>_<accumulator>_<k>` and are initialised by ops appended to the startup program.
 
-The learning rate lives in the persistable 1-element variable `opt.lr_var`. With a
-scheduler, `scheduler.step()` writes the new rate into that variable in `global_scope()`;
-`opt.sync_lr(scope)` does it for another scope, `opt.set_lr(value)` changes a float rate.
+The learning rate lives in the persistable 1-element variable `opt.lr_var`, filled by the
+startup program. With a scheduler, `scheduler.step()` writes the new rate into that variable
+in `global_scope()` (and into the startup program's initialiser). A program run in another
+scope: call `opt.sync_lr(scope)` once after the startup program; later steps then update that
+scope too. `opt.set_lr(value)` changes a float rate the same way.
 
 Eager mode: `step()` runs the same update kernels on each parameter's array with its
 `.grad` (state kept per parameter in the optimizer), `clear_grad()` clears the gradients.
@@ -57,6 +59,8 @@ class Optimizer:
         self._name = name or unique_name(type(self).__name__.lower())
         self.lr_var: Variable | None = None
         self._lr_vars: dict[int, Variable] = {}        # program id -> its learning-rate variable
+        self._lr_init_ops: list[Operator] = []          # the startup ops filling them
+        self._bound_scopes: list[Scope] = []            # scopes given to sync_lr
         self._accumulator_vars: dict[tuple[int, str, str], Variable] = {}  # (program id, param, slot)
         self._eager_state: dict[int, dict[str, np.ndarray]] = {}
         if isinstance(learning_rate, LRScheduler):
@@ -89,16 +93,27 @@ class Optimizer:
         self._on_new_lr(self._learning_rate)
 
     def sync_lr(self, scope: Scope | None = None) -> None:
-        """Write the current learning rate into every `lr_var` of this optimizer in `scope`."""
+        """Write the current learning rate into this optimizer's `lr_var`s in `scope`, and keep
+        doing so on every later change (a scheduler's step(), set_lr): how a program run in a
+        scope other than `global_scope()` follows the schedule."""
         scope = scope if scope is not None else global_scope()
+        if not any(s is scope for s in self._bound_scopes):
+            self._bound_scopes.append(scope)
+        self._write_lr(scope)
+
+    def _write_lr(self, scope: Scope) -> None:
         for var in self._lr_vars.values():
             scope.assign(var.name, np.full([1], self.get_lr(), dtype=var.dtype))
 
     def _on_new_lr(self, _value: float) -> None:
-        scope = global_scope()
-        for var in self._lr_vars.values():
-            if var.name in scope:
-                scope.assign(var.name, np.full([1], self.get_lr(), dtype=var.dtype))
+        """A new rate: update the startup initialisers (for programs not started yet), then every
+        known scope that already holds the rate variable."""
+        for op in self._lr_init_ops:
+            op._set_attr("value", self.get_lr())
+        global_ = global_scope()
+        for scope in [global_] + [s for s in self._bound_scopes if s is not global_]:
+            if all(var.name in scope for var in self._lr_vars.values()):
+                self._write_lr(scope)
 
     def _create_lr_var(self, block: Block, startup: Program, dtype: str) -> Variable:
         key = id(block.program)
@@ -106,8 +121,8 @@ class Optimizer:
             name = unique_name("learning_rate")
             var = block.create_var(name, [1], dtype, persistable=True, stop_gradient=True)
             init = startup.global_block().create_var(name, [1], dtype, persistable=True, stop_gradient=True)
-            startup.global_block().append_op("fill_constant", {}, {"Out": [init]},
-                                             {"shape": [1], "value": self.get_lr(), "dtype": dtype})
+            self._lr_init_ops.append(startup.global_block().append_op(
+                "fill_constant", {}, {"Out": [init]}, {"shape": [1], "value": self.get_lr(), "dtype": dtype}))
             self._lr_vars[key] = var
         self.lr_var = self._lr_vars[key]
         return self.lr_var
