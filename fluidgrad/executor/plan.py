@@ -40,9 +40,13 @@ class Plan:
         return self.line_ops.get(lineno)
 
 
-def _load(scope: Any, name: str, op_index: int, op_type: str) -> Any:
+def _load(scope: Any, name: str, op_index: int, op_type: str, later_writer: str | None = None) -> Any:
     owner = scope.find_owner(name)
     if owner is None:
+        if later_writer is not None:  # ops run in block order: the value would come too late
+            raise ExecutionError(f"op #{op_index} ({op_type}) reads variable {name!r} before {later_writer} "
+                                 f"writes it, and it is neither fed nor in the scope (ops run in the order "
+                                 f"they were appended; append the writer first)")
         raise ExecutionError(f"op #{op_index} ({op_type}) reads variable {name!r}, which is neither fed "
                              f"nor in the scope nor written by an earlier op (run the startup program first, "
                              f"or feed it)")
@@ -136,6 +140,7 @@ def compile_block(block: Block, feed_names: Iterable[str] = (), fetch_names: Ite
     external: dict[str, int] = {}
     last_touch: dict[str, int] = {}
     written: list[str] = []
+    first_writer: dict[str, int] = {}
     for i, op in enumerate(ops):
         for name in op.input_arg_names:
             if name not in defined and name not in external:
@@ -145,6 +150,7 @@ def compile_block(block: Block, feed_names: Iterable[str] = (), fetch_names: Ite
             if name != EMPTY_VAR_NAME:
                 if name not in defined:
                     written.append(name)
+                    first_writer[name] = i
                 defined.add(name)
                 last_touch[name] = i
     for name in fetch_names:
@@ -166,7 +172,9 @@ def compile_block(block: Block, feed_names: Iterable[str] = (), fetch_names: Ite
         if name in feed_names:
             w.emit(f"{w.ident(name)} = feed[{name!r}]")
         else:
-            w.emit(f"{w.ident(name)} = _load(scope, {name!r}, {first}, {op_type!r})")
+            j = first_writer.get(name)
+            writer = None if j is None else f"op #{j} ({ops[j].type})"
+            w.emit(f"{w.ident(name)} = _load(scope, {name!r}, {first}, {op_type!r}, {writer!r})")
         if keep_all and name in defined:
             w.emit(f"_read_{w.ident(name)} = {w.ident(name)}")
     frees: dict[int, list[str]] = {}
