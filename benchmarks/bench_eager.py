@@ -22,7 +22,23 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import fluidgrad as fg  # noqa: E402
-from common import best_time, print_table  # noqa: E402
+from common import print_table  # noqa: E402
+
+
+def _interleaved_best(fns, repeat: int, number: int = 1) -> list[float]:
+    """Best time per call of each function, measured in alternation, so that a change in the
+    machine's load during the run hits every competitor alike (a shared 2-core machine)."""
+    import time
+    for fn in fns:
+        fn()
+    best = [float("inf")] * len(fns)
+    for _ in range(repeat):
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            best[i] = min(best[i], (time.perf_counter() - start) / number)
+    return best
 
 
 def _chain(h, a, b, n_ops):
@@ -67,9 +83,8 @@ def bench_per_op(n_ops: int, repeat: int) -> None:
         got = got.numpy() if hasattr(got, "numpy") else got
         if not np.allclose(np.asarray(got, dtype=np.float64), expected, rtol=1e-9):
             raise AssertionError(f"{name} computed a wrong gradient: {got} vs {expected}")
-    times = {name: best_time(fn, repeat=repeat) for name, fn in
-             (("plain NumPy", plain_numpy), ("fluidgrad eager", ours), ("PyTorch eager", torch_eager),
-              ("HIPS autograd", hips))}
+    names = ["plain NumPy", "fluidgrad eager", "PyTorch eager", "HIPS autograd"]
+    times = dict(zip(names, _interleaved_best([plain_numpy, ours, torch_eager, hips], repeat=repeat)))
     base = times["PyTorch eager"]
     rows = [[name, f"{t / n_ops * 1e6:.2f}", f"{t / base:.2f}", f"{t / times['plain NumPy']:.1f}"]
             for name, t in times.items()]
@@ -100,7 +115,7 @@ def bench_unary_chain(n_ops: int, repeat: int) -> None:
         return x.grad
 
     np.testing.assert_allclose(ours().numpy(), torch_eager().numpy(), rtol=1e-9)
-    times = {"fluidgrad eager": best_time(ours, repeat=repeat), "PyTorch eager": best_time(torch_eager, repeat=repeat)}
+    times = dict(zip(["fluidgrad eager", "PyTorch eager"], _interleaved_best([ours, torch_eager], repeat=repeat)))
     rows = [[name, f"{t / n_ops * 1e6:.2f}", f"{t / times['PyTorch eager']:.2f}"] for name, t in times.items()]
     print_table(f"eager per-op cost, forward + backward, chain of {n_ops} tanh on 1-element tensors",
                 ["implementation", "µs per op", "ratio to PyTorch"], rows)
@@ -147,8 +162,7 @@ def bench_mlp_step(repeat: int, batch: int = 64) -> None:
     ours_loss, torch_loss = float(ours().numpy()), float(torch_step().detach())
     if abs(ours_loss - torch_loss) > 1e-4 * max(1.0, abs(torch_loss)):
         raise AssertionError(f"losses differ: fluidgrad {ours_loss} vs PyTorch {torch_loss}")
-    t_ours = best_time(ours, repeat=repeat, number=5)
-    t_torch = best_time(torch_step, repeat=repeat, number=5)
+    t_ours, t_torch = _interleaved_best([ours, torch_step], repeat=repeat, number=5)
     rows = [["PyTorch eager (nn.Linear, optim.SGD)", f"{t_torch * 1e3:.2f}", "1.00"],
             ["fluidgrad eager (nn.Linear, optimizer.SGD)", f"{t_ours * 1e3:.2f}", f"{t_ours / t_torch:.2f}"]]
     print_table(f"MLP 784-512-512-10 training step, batch {batch}, float32 (torch threads: {torch.get_num_threads()})",
