@@ -28,5 +28,6 @@ from . import dispatch as _dispatch
 from .eager import eager_apply as _eager_apply
 _dispatch.install_eager(Tensor, _eager_apply)
 from . import autograd, jit  # noqa: E402  (eager mode's PyLayer and to_static)
+from . import io, viz  # noqa: E402  (save/load and pictures: fg.io.save, fg.viz.draw)
 
 __version__ = "0.1.0"

@@ -155,3 +155,16 @@ def test_demo_eager_mode_command(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert re.search(r"^test accuracy: 0\.\d{3}$", proc.stdout, re.M)
     assert "eager mode" in proc.stdout and (tmp_path / "digits.pdparams.safetensors").exists()
+
+
+def test_show_a_checkpoint_written_by_save(tmp_path, capsys):
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup):
+        x = fg.static.data("x", [None, 3])
+        fg.append_backward(fg.mean(fg.static.nn.fc(x, 2)))
+    scope = fg.Scope()
+    fg.Executor().run(startup, scope=scope)
+    io.save(main, tmp_path / "ckpt", scope=scope)
+    assert cli.main(["show", str(tmp_path / "ckpt.pdmodel.json")]) == 0
+    text = capsys.readouterr().out
+    assert "# feeds" not in text and "# backward" in text  # the whole training program, roles marked

@@ -117,3 +117,7 @@ def test_draw_without_dot_is_a_clear_error(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="Graphviz's `dot` program is not installed"):
         viz.draw(_training_program(), tmp_path / "p.svg")
     assert not (tmp_path / "p.svg").exists()
+
+
+def test_reachable_from_the_package():
+    assert fg.viz.to_dot is viz.to_dot and fg.viz.draw is viz.draw
