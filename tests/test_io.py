@@ -371,3 +371,36 @@ def test_save_load_resumes_training_exactly(tmp_path):
     io.load(main, tmp_path / "ckpt", scope=resumed_scope)
     resumed = [fg.Executor().run(main, feed=f, fetch_list=[loss], scope=resumed_scope)[0] for f in feeds[2:]]
     np.testing.assert_array_equal(resumed, continued)
+
+
+def test_digits_mlp_reaches_95_percent_and_its_inference_model_reloads(tmp_path):
+    """Issue 4's user story: an MLP with Adam(0.01).minimize(loss), 15 epochs, then a saved model."""
+    pytest.importorskip("sklearn")
+    from fluidgrad.demo import load_data
+    from fluidgrad.optimizer import Adam
+    x_train, y_train, x_test, y_test = load_data()
+    x_train, x_test = x_train.reshape(-1, 64), x_test.reshape(-1, 64)
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup):
+        image = fg.static.data("image", [None, 64])
+        label = fg.static.data("label", [None, 1], "int64")
+        logits = fg.static.nn.fc(fg.static.nn.fc(image, 64, activation="relu"), 10)
+        loss = fg.mean(fg.nn.functional.softmax_with_cross_entropy(logits, label))
+        Adam(0.01).minimize(loss)
+    scope, exe = _init(startup), fg.Executor()
+    rng = np.random.default_rng(0)
+    for _ in range(15):
+        order = rng.permutation(len(x_train))
+        for start in range(0, len(order), 32):
+            idx = order[start:start + 32]
+            exe.run(main, feed={"image": x_train[idx], "label": y_train[idx]}, scope=scope)
+    io.save_inference_model(tmp_path / "mlp", [image], [logits], exe, program=main, scope=scope)
+    expected = exe.run(main.clone(for_test=True), feed={"image": x_test, "label": y_test}, fetch_list=[logits],
+                       scope=scope)[0]
+    assert (expected.argmax(1) == y_test[:, 0]).mean() >= 0.95
+
+    fresh_scope = fg.Scope()
+    program, feed_names, fetch_vars = io.load_inference_model(tmp_path / "mlp", fg.Executor(), scope=fresh_scope)
+    assert all(op.role not in (BACKWARD, OPTIMIZE) for block in program.blocks for op in block.ops)
+    got = fg.Executor().run(program, feed={feed_names[0]: x_test}, fetch_list=fetch_vars, scope=fresh_scope)[0]
+    np.testing.assert_array_equal(got, expected)
