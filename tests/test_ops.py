@@ -206,7 +206,12 @@ def _cases() -> list[Case]:
           Case("elementwise_max", {"X": distinct(3, 4), "Y": distinct(4) + 0.125}, id="elementwise_max-bcast",
                torch_fn=lambda X, Y: T.maximum(X, Y)),
           Case("elementwise_min", {"X": distinct(3, 4), "Y": distinct(3, 1) + 0.125},
-               torch_fn=lambda X, Y: T.minimum(X, Y))]
+               torch_fn=lambda X, Y: T.minimum(X, Y)),
+          # ties split the gradient in half, as in PyTorch and as central differences measure
+          Case("elementwise_max", {"X": np.array([[1.0, 2.0, -1.0], [0.5, 0.0, 3.0]]), "Y": np.array([1.0, 0.0, -1.0])},
+               id="elementwise_max-ties", torch_fn=lambda X, Y: T.maximum(X, Y), second_order=False),
+          Case("elementwise_min", {"X": np.array([[1.0, 2.0, -1.0], [0.5, 0.0, 3.0]]), "Y": np.array([1.0, 0.0, -1.0])},
+               id="elementwise_min-ties", torch_fn=lambda X, Y: T.minimum(X, Y), second_order=False)]
     compare = {"less_than": T.lt, "less_equal": T.le, "greater_than": T.gt, "greater_equal": T.ge,
                "equal": T.eq, "not_equal": T.ne}
     for op, fn in compare.items():

@@ -67,16 +67,20 @@ register_op("elementwise_div", inputs="X Y", outputs="Out", kernel=np.divide, in
 register_op("elementwise_pow", inputs="X Y", outputs="Out", kernel=np.power,
             infer=binary_broadcast(), grad=_pow_grad)
 register_op("elementwise_max", inputs="X Y", outputs="Out", kernel=np.maximum,
-            infer=binary_broadcast(), grad=lambda g: _select_grad(g, "greater_equal"))
+            infer=binary_broadcast(), grad=lambda g: _select_grad(g, "greater_than"))
 register_op("elementwise_min", inputs="X Y", outputs="Out", kernel=np.minimum,
-            infer=binary_broadcast(), grad=lambda g: _select_grad(g, "less_equal"))
+            infer=binary_broadcast(), grad=lambda g: _select_grad(g, "less_than"))
 
 
 def _select_grad(g, compare):
-    """max/min: the gradient goes to X where it won (ties to X), else to Y."""
+    """max/min: the gradient goes to the input that won; a tie splits it in half (as PyTorch
+    does, and as central differences measure), like reduce_max sharing among equal elements."""
     x, y, dout = g.input("X"), g.input("Y"), g.output_grad("Out")
-    x_won = g.op("cast", {"X": g.op(compare, {"X": x, "Y": y})}, dtype=g.dtype(x))
-    dx = g.op("elementwise_mul", {"X": dout, "Y": x_won})
+    dtype = g.dtype(x)
+    won = g.op("cast", {"X": g.op(compare, {"X": x, "Y": y})}, dtype=dtype)
+    tie = g.op("cast", {"X": g.op("equal", {"X": x, "Y": y})}, dtype=dtype)
+    share = g.op("elementwise_add", {"X": won, "Y": g.op("scale", {"X": tie}, scale=0.5)})
+    dx = g.op("elementwise_mul", {"X": dout, "Y": share})
     g.set_input_grad("X", dx)
     if g.needs_input_grad("Y"):
         g.set_input_grad("Y", g.op("elementwise_sub", {"X": dout, "Y": dx}))
