@@ -350,6 +350,10 @@ def gradients(targets: Variable | Sequence[Variable], inputs: Variable | Sequenc
         if len(grads_in) != len(targets_list):
             raise ValueError(f"gradients: {len(targets_list)} targets but {len(grads_in)} target_gradients")
     no_grad = set(_as_names(no_grad_set, "no_grad_set"))
+    for x in inputs_list:
+        if not x.dtype.startswith("float"):
+            raise TypeError(f"gradients: input {x.name} is {x.dtype}; only float variables have gradients "
+                            f"(cast it to a float dtype first if it should be differentiable)")
     # the inputs asked for get gradients even when they are marked stop_gradient (e.g. data)
     program = targets_list[0].block.program
     forced = {x.name for x in inputs_list}

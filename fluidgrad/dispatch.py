@@ -55,6 +55,11 @@ def append_static_op(op_type: str, inputs: dict[str, Any], attrs: dict[str, Any]
     for slot in op_def.outputs:
         count = (n_out or 1) if slot.duplicable else 1
         outputs[slot.name] = [block.create_var(unique_name(f"{op_type}.tmp")) for _ in range(count)]
-    block.append_op(op_type, inputs, outputs, attrs)
+    try:
+        block.append_op(op_type, inputs, outputs, attrs)
+    except Exception:
+        for var in (v for vs in outputs.values() for v in vs):  # a failed op leaves no trace
+            block.vars.pop(var.name, None)
+        raise
     values = [outputs[s.name] if s.duplicable else outputs[s.name][0] for s in op_def.outputs]
     return values[0] if len(values) == 1 else tuple(values)

@@ -312,8 +312,6 @@ def test_integer_variable_divided_by_a_python_int_is_true_division(fresh_program
     np.testing.assert_allclose(value, [0.5, 1.0, 1.5])
 
 
-@pytest.mark.xfail(strict=True, reason="dispatch.append_static_op creates the output variable before the "
-                                       "shape rule rejects the op, leaving an orphan float32[] variable")
 def test_rejected_op_leaves_no_variables_behind(fresh_programs):
     main, _ = fresh_programs
     x = static.data("x", [2, 4], "float32")

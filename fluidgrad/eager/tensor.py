@@ -255,6 +255,9 @@ def to_tensor(data: Any, dtype: Any = None, place: Any = None, stop_gradient: bo
         if array.dtype == np.float64 and not isinstance(data, np.generic):
             array = array.astype(np.float32)
     normalize_dtype(array.dtype)  # reject object/str arrays with a clear error
+    if not stop_gradient and array.dtype.kind != "f":
+        raise TypeError(f"to_tensor: a {array.dtype} tensor cannot have a gradient (stop_gradient=False); "
+                        f"only float tensors can, so pass dtype='float32' or 'float64'")
     return Tensor(array, bool(stop_gradient))
 
 
