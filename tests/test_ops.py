@@ -245,6 +245,8 @@ def _cases() -> list[Case]:
           Case("matmul", {"X": rand(2, 3, 4), "Y": rand(4, 5)}, id="matmul-batched-bcast", torch_fn=mm),
           Case("matmul", {"X": rand(2, 4, 3), "Y": rand(2, 5, 4)}, {"transpose_x": True, "transpose_y": True},
                id="matmul-batched-txty", torch_fn=lambda X, Y: mm(X, Y, True, True)),
+          Case("matmul", {"X": rand(2, 1, 3, 4), "Y": rand(5, 2, 4)}, {"transpose_y": True},
+               id="matmul-batch-broadcast-both", torch_fn=lambda X, Y: mm(X, Y, ty=True)),
           Case("matmul", {"X": rand(4), "Y": rand(2, 4, 5)}, id="matmul-vec-batched", torch_fn=mm),
           Case("matmul", {"X": rand(4), "Y": rand(2, 5, 4)}, {"transpose_x": True, "transpose_y": True},
                id="matmul-vec-batchedT", torch_fn=lambda X, Y: mm(X, Y, ty=True)),
