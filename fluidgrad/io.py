@@ -32,6 +32,7 @@ from .framework.errors import FluidgradError
 from .framework.names import EMPTY_VAR_NAME
 from .framework.serialize import FORMAT_VERSION as PROGRAM_FORMAT_VERSION
 from .framework.serialize import program_from_dict, program_to_dict
+from .ops.registry import registered_ops
 
 MODEL_SUFFIX = ".pdmodel.json"
 PARAMS_SUFFIX = ".pdparams.safetensors"
@@ -108,19 +109,25 @@ def read_model(path: str | os.PathLike) -> tuple[Program, list[str] | None, list
     if not isinstance(doc, dict) or "fluidgrad_model" not in doc or not isinstance(doc.get("program"), dict):
         raise ModelFileError(f"model file {path} is not a fluidgrad model (no 'fluidgrad_model' and "
                              f"'program' entries)")
-    version = doc["fluidgrad_model"]
-    if not isinstance(version, int) or version > FILE_FORMAT_VERSION:
-        raise ModelFileError(f"model file {path} has format version {version!r}, newer than this fluidgrad "
-                             f"reads (up to {FILE_FORMAT_VERSION}); upgrade fluidgrad")
-    prog_version = doc["program"].get("format_version")
-    if not isinstance(prog_version, int) or prog_version > PROGRAM_FORMAT_VERSION:
-        raise ModelFileError(f"model file {path} holds a program of format version {prog_version!r}, newer "
-                             f"than this fluidgrad reads (up to {PROGRAM_FORMAT_VERSION}); upgrade fluidgrad")
+    _check_version(path, "has format version", doc["fluidgrad_model"], FILE_FORMAT_VERSION)
+    _check_version(path, "holds a program of format version", doc["program"].get("format_version"),
+                   PROGRAM_FORMAT_VERSION)
     try:
         program = program_from_dict(doc["program"])
-    except (KeyError, TypeError, ValueError, IndexError) as exc:
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         raise ModelFileError(f"model file {path} holds a malformed program: {type(exc).__name__}: {exc}") from None
+    unknown = sorted({op.type for block in program.blocks for op in block.ops} - set(registered_ops()))
+    if unknown:
+        raise ModelFileError(f"model file {path} uses op types this fluidgrad does not have: {', '.join(unknown)}")
     return program, doc.get("feed_names"), doc.get("fetch_names")
+
+
+def _check_version(path: Path, what: str, version: Any, supported: int) -> None:
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ModelFileError(f"model file {path} {what} {version!r}, which is not a valid version number")
+    if version > supported:
+        raise ModelFileError(f"model file {path} {what} {version}, newer than this fluidgrad reads "
+                             f"(up to {supported}); upgrade fluidgrad")
 
 
 def _model_path(path: str | os.PathLike) -> Path:

@@ -404,3 +404,19 @@ def test_digits_mlp_reaches_95_percent_and_its_inference_model_reloads(tmp_path)
     assert all(op.role not in (BACKWARD, OPTIMIZE) for block in program.blocks for op in block.ops)
     got = fg.Executor().run(program, feed={feed_names[0]: x_test}, fetch_list=fetch_vars, scope=fresh_scope)[0]
     np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda doc: doc.update(fluidgrad_model="2"), "not a valid version number"),
+    (lambda doc: doc["program"]["blocks"][0]["ops"][0].update(type="quantum_matmul"),
+     "op types this fluidgrad does not have: quantum_matmul"),
+    (lambda doc: doc["program"]["blocks"][0].pop("vars"), "malformed program"),
+])
+def test_model_file_with_bad_contents(saved, edit, message):
+    path = saved[2]
+    model = path.with_name("m.pdmodel.json")
+    doc = json.loads(model.read_text())
+    edit(doc)
+    model.write_text(json.dumps(doc))
+    with pytest.raises(io.ModelFileError, match=message):
+        io.read_model(path)
