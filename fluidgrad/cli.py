@@ -54,10 +54,13 @@ def _demo(args: argparse.Namespace) -> int:
         raise ValueError(f"--epochs must be at least 1, got {args.epochs}")
     progress = None
     if not args.no_progress:
-        from tqdm import tqdm
-
-        def progress(items, **kwargs):
-            return tqdm(items, leave=True, dynamic_ncols=True, **kwargs)
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            print("note: no progress bars without tqdm (pip install 'fluidgrad[demo]')", file=sys.stderr)
+        else:
+            def progress(items, **kwargs):
+                return tqdm(items, leave=True, dynamic_ncols=True, **kwargs)
     train = demo.train_static if args.mode == "static" else demo.train_eager
     result = train(args.epochs, model=args.model, batch_size=args.batch_size, learning_rate=args.lr,
                    seed=args.seed, progress=progress, out_dir=Path(args.out))
