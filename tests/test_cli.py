@@ -168,3 +168,26 @@ def test_show_a_checkpoint_written_by_save(tmp_path, capsys):
     assert cli.main(["show", str(tmp_path / "ckpt.pdmodel.json")]) == 0
     text = capsys.readouterr().out
     assert "# feeds" not in text and "# backward" in text  # the whole training program, roles marked
+
+
+def _run_example(name: str, cwd: Path) -> str:
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")  # tiny matrices: one BLAS thread is fastest
+    proc = subprocess.run([sys.executable, str(REPO / "examples" / name)], capture_output=True, text=True,
+                          cwd=cwd, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_linear_regression_example_recovers_the_line(tmp_path):
+    out = _run_example("linear_regression.py", tmp_path)
+    w = [float(v) for v in re.search(r"learned w: \[\s*(\S+)\s+(\S+)\s*\]", out).groups()]
+    b = float(re.search(r"learned b: \[\s*(\S+)\s*\]", out).group(1))
+    np.testing.assert_allclose(w + [b], [2.0, -3.4, 4.2], atol=0.01)
+
+
+def test_digits_cnn_example_trains_and_saves(tmp_path):
+    out = _run_example("digits_cnn.py", tmp_path)
+    final = float(re.findall(r"test accuracy (\d\.\d+)", out)[-1])
+    assert final >= 0.97
+    assert (tmp_path / "digits_cnn.pdmodel.json").exists()
