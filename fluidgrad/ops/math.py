@@ -49,12 +49,6 @@ def _pow_grad(g):
         g.set_input_grad("Y", g.op("elementwise_mul", {"X": dout, "Y": dlog}))
 
 
-register_op("elementwise_add", inputs="X Y", outputs="Out", kernel=np.add, inline="{X} + {Y}",
-            infer=binary_broadcast(), grad=_add_grad)
-register_op("elementwise_sub", inputs="X Y", outputs="Out", kernel=np.subtract, inline="{X} - {Y}",
-            infer=binary_broadcast(), grad=_sub_grad)
-register_op("elementwise_mul", inputs="X Y", outputs="Out", kernel=np.multiply, inline="{X} * {Y}",
-            infer=binary_broadcast(), grad=_mul_grad)
 def _div_infer(ctx):
     """True division, as in NumPy and PyTorch: integer inputs give float64."""
     dtype = same_dtype(ctx, "X", "Y")
@@ -62,6 +56,12 @@ def _div_infer(ctx):
     ctx.set_output("Out", shape, dtype if dtype.startswith("float") else "float64")
 
 
+register_op("elementwise_add", inputs="X Y", outputs="Out", kernel=np.add, inline="{X} + {Y}",
+            infer=binary_broadcast(), grad=_add_grad)
+register_op("elementwise_sub", inputs="X Y", outputs="Out", kernel=np.subtract, inline="{X} - {Y}",
+            infer=binary_broadcast(), grad=_sub_grad)
+register_op("elementwise_mul", inputs="X Y", outputs="Out", kernel=np.multiply, inline="{X} * {Y}",
+            infer=binary_broadcast(), grad=_mul_grad)
 register_op("elementwise_div", inputs="X Y", outputs="Out", kernel=np.divide, inline="{X} / {Y}",
             infer=_div_infer, grad=_div_grad)
 register_op("elementwise_pow", inputs="X Y", outputs="Out", kernel=np.power,
