@@ -5,7 +5,11 @@
 Builds a Program with conv2d / max_pool2d / fc, lets Adam append the backward and update
 ops, trains for a few epochs, evaluates the test program, and saves an inference model.
 """
-import numpy as np
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # tiny matrices: BLAS threads cost more than they give
+
+import numpy as np  # noqa: E402
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
