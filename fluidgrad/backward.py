@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable, Sequence
 from .framework import BACKWARD, Block, Operator, Parameter, Program, Variable
 from .framework.names import EMPTY_VAR_NAME, GRAD_SUFFIX, rename_var_name
 from .framework.registry_hooks import infer_op
+from .framework.transaction import rollback_on_error
 from .ops.grad_builder import OpDesc, get_grad_op_desc
 
 
@@ -275,7 +276,8 @@ def _build(targets: list[Variable], target_gradients: list[Variable | None], no_
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _build_unpaused(targets, target_gradients, no_grad_set, callbacks)
+        with rollback_on_error(targets[0].block.program):  # a failed pass leaves no grad ops behind
+            return _build_unpaused(targets, target_gradients, no_grad_set, callbacks)
     finally:
         if collecting:
             gc.enable()

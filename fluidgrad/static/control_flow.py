@@ -20,6 +20,7 @@ from .. import functions as F
 from ..dispatch import apply_op, is_tensor
 from ..framework import Block, Variable, default_main_program, unique_name
 from ..framework.names import EMPTY_VAR_NAME
+from ..framework.transaction import atomic_build
 from ..ops.control_flow import SCOPE_VAR_DTYPE
 
 __all__ = ["While", "assign", "cond", "increment", "while_loop"]
@@ -92,6 +93,7 @@ def _check_body_result(new: list[Variable], loop_vars: list[Variable]) -> None:
                              f"the shape must stay {list(var.shape)}")
 
 
+@atomic_build
 def while_loop(cond: Callable[..., Variable], body: Callable[..., Any], loop_vars: Sequence[Variable],
                is_test: bool = False, name: str | None = None) -> list[Variable]:
     """Repeat `loop_vars = body(*loop_vars)` while `cond(*loop_vars)` holds; differentiable.
@@ -219,6 +221,7 @@ def _check_branches(true_outs: list[Variable] | None, false_outs: list[Variable]
                              f"{list(a.shape)} {a.dtype}, false_fn gives shape {list(b.shape)} {b.dtype}")
 
 
+@atomic_build
 def cond(pred: Variable, true_fn: Callable[[], Any] | None = None, false_fn: Callable[[], Any] | None = None,
          name: str | None = None) -> Any:
     """`true_fn()` if `pred` holds, else `false_fn()`; only the branch taken runs, and the
