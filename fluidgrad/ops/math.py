@@ -45,7 +45,11 @@ def _pow_grad(g):
         dpow = g.op("elementwise_mul", {"X": y, "Y": g.op("elementwise_pow", {"X": x, "Y": y_minus_1})})
         g.set_input_grad("X", g.op("elementwise_mul", {"X": dout, "Y": dpow}))
     if g.needs_input_grad("Y"):
-        dlog = g.op("elementwise_mul", {"X": out, "Y": g.op("log", {"X": x})})
+        # d(x^y)/dy = x^y log x, which is 0 (not 0 * -inf) at x = 0: take log(1) there, as PyTorch does
+        at_zero = g.op("cast", {"X": g.op("equal", {"X": x, "Y": g.op("fill_zeros_like", {"X": x})})},
+                       dtype=g.dtype(x))
+        log_x = g.op("log", {"X": g.op("elementwise_add", {"X": x, "Y": at_zero})})
+        dlog = g.op("elementwise_mul", {"X": out, "Y": log_x})
         g.set_input_grad("Y", g.op("elementwise_mul", {"X": dout, "Y": dlog}))
 
 
