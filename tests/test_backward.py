@@ -84,7 +84,7 @@ def test_variable_read_by_several_ops_sums_renamed_gradients(fresh_programs, rng
     writers = [op for op in _backward_ops(main) for n in op.output_arg_names
                if n.startswith("x@GRAD" + RENAME_SUFFIX)]
     renamed = [n for op in writers for n in op.output_arg_names if n.startswith("x@GRAD" + RENAME_SUFFIX)]
-    assert len(renamed) == 4  # exp, sin, mul, tanh each read x once (the add reads it too via mul's output)
+    assert len(renamed) == 4  # x is read by exp, sin, the multiply and tanh
     assert sorted(renamed) == [f"x@GRAD@RENAME@{k}" for k in range(4)]
     sums = [op for op in _backward_ops(main) if op.type == "sum" and op.output("Out") == ["x@GRAD"]]
     assert len(sums) == 1 and sorted(sums[0].input("X")) == sorted(renamed)
