@@ -30,3 +30,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
         f"static vs numeric on {int(totals.get('numeric', 0))}, vs PyTorch on {int(totals.get('torch', 0))}, "
         f"vs eager on {int(totals.get('eager', 0))}, with control flow {int(totals.get('control_flow', 0))}, "
         f"skipped at a kink {int(totals.get('kinks', 0))}")
+    if totals.get("second_order_programs"):
+        terminalreporter.write_line(
+            f"fuzzer, grad of grad: {int(totals['second_order_programs'])} random programs; Hessian-vector "
+            f"products checked against numeric and PyTorch on {int(totals.get('second_order', 0))}, "
+            f"{int(totals.get('no_second_order', 0))} used an op whose gradient has no gradient, "
+            f"{int(totals.get('known_bug_empty_output', 0))} hit the known @EMPTY@ grad-of-grad bug "
+            f"(tests/regressions)")

@@ -31,6 +31,7 @@ from fuzz_programs import (KINDS, FluidContext, Spec, cotangents, input_values, 
                            torch_ops_available)
 
 CI_EXAMPLES = 300
+CI_SECOND_ORDER_EXAMPLES = 150
 EPS = 1e-6
 
 
@@ -39,7 +40,8 @@ EPS = 1e-6
 class StaticRun:
     """The spec as a Program: loss, input gradients, and the values of stop_gradient nodes."""
 
-    def __init__(self, spec: Spec, frozen: dict[int, np.ndarray] | None = None, backward: bool = True) -> None:
+    def __init__(self, spec: Spec, frozen: dict[int, np.ndarray] | None = None, backward: bool = True,
+                 order: int = 1) -> None:
         self.spec = spec
         self.main, startup = Program(), Program()
         self.scope, self.feeds = Scope(), {}
@@ -77,8 +79,10 @@ class StaticRun:
         ctx = FluidContext(fg, True, make_int)
         with program_guard(self.main, startup), unique_name_guard():
             self.values = realize(spec, leaf, lambda k, n, xs: k.fluid(fg, ctx, n, *xs), stop, frozen)
-            self.loss = _fluid_loss(spec, self.values, lambda v, c: self._cotangent(v, c))
+            self.loss = self.objective = _fluid_loss(spec, self.values, lambda v, c: self._cotangent(v, c))
             self.grads: dict[int, object] = {}
+            if order == 2:
+                self._second_order_objective()
             if backward:
                 self._append_backward()
 
@@ -87,9 +91,30 @@ class StaticRun:
         self.feeds[name] = c
         return data(name, c.shape, "float64")
 
+    def _wrt(self) -> dict[int, object]:
+        return {v: self.main.global_block().var(name) for v, (name, role) in self.inputs.items() if role != "const"}
+
+    def _second_order_objective(self) -> None:
+        """objective = <d loss / d inputs, w> for random w: its gradient is a Hessian-vector product."""
+        self._append_backward()
+        first = {v: g for v, g in self.grads.items() if g is not None}
+        if not first:
+            raise NoSecondOrder("no input gets a first-order gradient")
+        weights = second_order_weights(self.spec)
+        terms = []
+        for v, grad in sorted(first.items()):
+            name = f"w_{v}"
+            self.feeds[name] = weights[v]
+            terms.append(fg.sum(fg.multiply(grad, data(name, weights[v].shape, "float64"))))
+        self.objective = terms[0] if len(terms) == 1 else fg.add_n(terms)
+        self.grads = {}
+
     def _append_backward(self) -> None:
-        wrt = {v: self.main.global_block().var(name) for v, (name, role) in self.inputs.items() if role != "const"}
-        if self.spec.use_append_backward:
+        wrt = self._wrt()
+        if self.objective is not self.loss:  # second order: always through gradients()
+            order = sorted(wrt)
+            self.grads = dict(zip(order, fg.gradients([self.objective], [wrt[v] for v in order])))
+        elif self.spec.use_append_backward:
             pairs = dict((p.name, g) for p, g in fg.append_backward(self.loss))
             block = self.main.global_block()
             for v, var in wrt.items():
@@ -106,11 +131,21 @@ class StaticRun:
         for name, value in (params or {}).items():
             self.scope[name] = value
         fetched_grads = [v for v, g in self.grads.items() if g is not None]
-        fetch = [self.loss] + [self.grads[v] for v in fetched_grads] + list(extra)
+        fetch = [self.objective] + [self.grads[v] for v in fetched_grads] + list(extra)
         out = exe.run(self.main, feed=dict(self.feeds, **(feeds or {})), fetch_list=fetch, scope=self.scope)
         grads = {v: np.zeros(self.spec.shape(v)) for v in self.grads}
         grads.update(zip(fetched_grads, out[1:1 + len(fetched_grads)]))
         return float(out[0]), grads, out[1 + len(fetched_grads):]
+
+
+class NoSecondOrder(Exception):
+    """The program has no first-order gradient to differentiate again."""
+
+
+def second_order_weights(spec: Spec) -> dict[int, np.ndarray]:
+    rng = np.random.default_rng(spec.seed + 3)
+    return {v: rng.uniform(-1.0, 1.0, size=spec.shape(v)) for v in range(len(spec.value_nodes))
+            if spec.nodes[spec.value_nodes[v][0]].kind == "input"}
 
 
 def _fluid_loss(spec: Spec, values: list, cotangent) -> object:
@@ -137,6 +172,32 @@ def torch_answer(spec: Spec) -> tuple[float, dict[int, np.ndarray]]:
     grads = torch.autograd.grad(loss, [leaves[v] for v in order], allow_unused=True) if loss.requires_grad \
         else [None] * len(order)
     return float(loss.detach()), {v: (g.numpy() if g is not None else np.zeros(spec.shape(v))) for v, g in zip(order, grads)}
+
+
+def torch_second_order(spec: Spec) -> tuple[float, dict[int, np.ndarray]]:
+    """<grad, w> and its gradient (a Hessian-vector product) by PyTorch's double backward."""
+    values = input_values(spec)
+    leaves: dict[int, torch.Tensor] = {}
+
+    def leaf(v, frozen_value):
+        role = spec.nodes[spec.value_nodes[v][0]].p("role")
+        t = torch.tensor(values[v], dtype=torch.float64, requires_grad=role != "const")
+        if role != "const":
+            leaves[v] = t
+        return t
+
+    outs = realize(spec, leaf, lambda k, n, xs: k.torch(torch, n, *xs), lambda t: t.detach())
+    cots = cotangents(spec)
+    loss = sum((outs[v] * torch.tensor(cots[v])).sum() for v in spec.loss_terms)
+    order = sorted(leaves)
+    firsts = torch.autograd.grad(loss, [leaves[v] for v in order], create_graph=True, allow_unused=True)
+    weights = second_order_weights(spec)
+    objective = sum((g * torch.tensor(weights[v])).sum() for v, g in zip(order, firsts) if g is not None)
+    if not isinstance(objective, torch.Tensor) or not objective.requires_grad:
+        return float(objective), {v: np.zeros(spec.shape(v)) for v in order}
+    seconds = torch.autograd.grad(objective, [leaves[v] for v in order], allow_unused=True)
+    return float(objective.detach()), {v: (g.numpy(force=True) if g is not None else np.zeros(spec.shape(v)))
+                                       for v, g in zip(order, seconds)}
 
 
 def eager_available() -> bool:
@@ -167,8 +228,9 @@ def eager_answer(spec: Spec) -> tuple[float, dict[int, np.ndarray]]:
 class Directional:
     """f along a random direction u through the inputs, with stop_gradient values frozen."""
 
-    def __init__(self, spec: Spec, static: StaticRun, exe: Executor, frozen: dict[int, np.ndarray]) -> None:
-        self.forward = StaticRun(spec, frozen=frozen, backward=False)
+    def __init__(self, spec: Spec, static: StaticRun, exe: Executor, frozen: dict[int, np.ndarray],
+                 order: int = 1) -> None:
+        self.forward = StaticRun(spec, frozen=frozen, backward=False, order=order)
         self.exe = exe
         rng = np.random.default_rng(spec.seed + 2)
         self.base = input_values(spec)
@@ -237,9 +299,50 @@ def check_program(spec: Spec, stats: dict[str, float]) -> None:
         stats["control_flow"] += 1
 
 
-def _fuzz_settings(request) -> settings:
+def check_second_order(spec: Spec, stats: dict[str, float]) -> None:
+    """Grad of grad: d<grad, w>/dx (static, gradients() twice) vs numeric and PyTorch's double backward."""
+    from fluidgrad.framework.errors import NoGradientError
+    exe = Executor()
+    try:
+        static = StaticRun(spec, order=2)
+    except NoSecondOrder:
+        return
+    except NoGradientError:  # a grad op registered without a gradient (e.g. conv2d_input_grad): by design
+        stats["no_second_order"] += 1
+        return
+    except KeyError as exc:
+        # Known bug, kept as an xfail in tests/regressions (grad of grad through an op whose first
+        # gradient wrote @EMPTY@ for an unused output, e.g. split for concat([x, constant])).
+        # Counted and printed in the summary so that it cannot hide: 0 once fixed.
+        if "@EMPTY@" not in str(exc):
+            raise
+        stats["known_bug_empty_output"] += 1
+        return
+    stop_vals = sorted(spec.stop)
+    value, hvp, stopped = static.run(exe, extra=tuple(static.values[v] for v in stop_vals))
+    line = Directional(spec, static, exe, dict(zip(stop_vals, stopped)), order=2)
+    f0, fp, fm = line.f(0.0), line.f(EPS), line.f(-EPS)
+    assert abs(f0 - value) <= 1e-9 * (1 + abs(value)), f"<grad, w> is {f0} alone but {value} with its gradient"
+    central, forward_d, backward_d = (fp - fm) / (2 * EPS), (fp - f0) / EPS, (f0 - fm) / EPS
+    if abs(forward_d - backward_d) > 1e-4 * (1 + abs(central)) + 1e-8 * abs(f0):
+        stats["kinks"] += 1
+        return
+    analytic = line.along(hvp)
+    assert abs(analytic - central) <= 1e-5 * (1 + abs(central)) + 1e-8 * abs(f0), (
+        f"second order: <u, static Hw> = {analytic!r} but the central difference of <grad, w> is {central!r}\n"
+        f"{spec}\n{static.main}")
+    stats["second_order"] += 1
+    if torch_ops_available(spec):
+        t_value, t_hvp = torch_second_order(spec)
+        assert abs(t_value - value) <= 1e-8 * (1 + abs(value)), f"<grad, w> {value} but PyTorch gives {t_value}"
+        for v, h in hvp.items():
+            assert _close(h, t_hvp[v], 1e-6), (
+                f"second order of input {v} differs from PyTorch:\nstatic {h}\ntorch  {t_hvp[v]}\n{spec}")
+
+
+def _fuzz_settings(request, examples: int = CI_EXAMPLES) -> settings:
     long_run = request.config.getoption("--fuzz-long", default=0)
-    return settings(max_examples=long_run or CI_EXAMPLES, deadline=None, derandomize=not long_run,
+    return settings(max_examples=long_run or examples, deadline=None, derandomize=not long_run,
                     database=None, print_blob=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.filter_too_much])
@@ -261,6 +364,25 @@ def test_random_programs_have_right_gradients(request):
         stats["seconds"] = time.perf_counter() - start
         request.node.user_properties.append((FUZZ_PROPERTY, dict(stats)))
     assert stats["numeric"] > stats["programs"] // 2, f"too few programs checked numerically: {stats}"
+
+
+def test_random_programs_have_right_second_derivatives(request):
+    stats = dict.fromkeys(["second_order_programs", "second_order", "no_second_order", "kinks",
+                           "known_bug_empty_output"], 0)
+    start = time.perf_counter()
+
+    @_fuzz_settings(request, CI_SECOND_ORDER_EXAMPLES)
+    @given(programs(max_ops=6, control_flow=False))
+    def run(spec: Spec) -> None:
+        check_second_order(spec, stats)
+        stats["second_order_programs"] += 1
+
+    try:
+        run()
+    finally:
+        stats["seconds"] = time.perf_counter() - start
+        request.node.user_properties.append((FUZZ_PROPERTY, dict(stats)))
+    assert stats["second_order"] > stats["second_order_programs"] // 3, f"too few second-order checks: {stats}"
 
 
 def test_every_differentiable_op_is_fuzzed_or_excused():

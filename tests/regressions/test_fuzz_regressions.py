@@ -6,6 +6,7 @@ hand (or PyTorch), independent of the fuzzer's machinery.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import fluidgrad as fg
 from fluidgrad.static import data
@@ -56,3 +57,21 @@ def test_while_gradient_of_a_0d_outer_variable_read_in_every_step(fresh_programs
     got_w, got_x = _run(main, {"w": np.array(w_value), "x": x_value}, [gw, gx])
     np.testing.assert_allclose(got_w, 3 * w_value ** 2 * x_value[0])  # y = x w^3
     np.testing.assert_allclose(got_x, [w_value ** 3])
+
+
+@pytest.mark.xfail(strict=True, raises=KeyError, reason=(
+    "ops/grad_builder.py _drop_unused renames an unused output of a kept grad op to @EMPTY@ "
+    "(the split in the gradient of concat([x, constant])); a second gradients() pass over that "
+    "split then asks for '@EMPTY@@GRAD@1', which has no variable. Keeping the names of unused "
+    "outputs of differentiable grad ops fixes it (see the fuzzer report)."))
+def test_grad_of_grad_through_concat_with_a_constant_input(fresh_programs):
+    """Found by the second-order fuzzer: d/dx sum((d/dx sum(concat([x, c])^2))^2) = 8x."""
+    main, _ = fresh_programs
+    x = data("x", [1], "float64")
+    x.stop_gradient = False
+    c = data("c", [1], "float64")
+    loss = fg.sum(fg.square(fg.concat([x, c], 0)))
+    g, = fg.gradients([loss], [x])
+    h, = fg.gradients([fg.sum(fg.multiply(g, g))], [x])
+    value, = _run(main, {"x": np.array([1.5]), "c": np.array([2.0])}, [h])
+    np.testing.assert_allclose(value, [12.0])
