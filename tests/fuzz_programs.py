@@ -776,7 +776,32 @@ def _gen_dropout(gen):
 #   ("while", trips, body)                a nested loop over the body
 #   ("cond", body, else_body)             a nested branch on sum(x) > 0
 BODY_UNARY = ("tanh", "sin", "sigmoid", "square_scaled", "scale")
+#   ("kind", name, params)                any shape-preserving one-input kind of KINDS
+BODY_KINDS = ("exp", "log", "sqrt", "relu", "abs", "sigmoid", "tanh", "sin", "cos", "pow", "leaky_relu",
+              "clip", "softmax", "log_softmax", "scale", "dropout", "assign")
 MAX_NESTING = 2
+
+
+class _NoFreshInputs(Exception):
+    pass
+
+
+def _draw_body_kind(gen: Gen, shape: tuple[int, ...]) -> tuple | None:
+    """A one-input kind applied to the loop value: generated against a pool holding only it."""
+    name = gen.draw(st.sampled_from(BODY_KINDS))
+    sub = Gen(gen.draw)
+    sub.pool = [shape]
+
+    def no_fresh(_shape):
+        raise _NoFreshInputs
+    sub.new_input = no_fresh
+    try:
+        node = KINDS[name].generate(sub)
+    except _NoFreshInputs:
+        return None
+    if node is None or node.args != (0,) or node.shapes != (shape,):
+        return None
+    return ("kind", name, node.params)
 
 
 def _body_step(F, ctx, step, x, outer):
@@ -798,6 +823,8 @@ def _body_step(F, ctx, step, x, outer):
         return F.add(x, outer[step[1]])
     if name == "matmul_outer":
         return F.matmul(x, F.tanh(outer[step[1]]))
+    if name == "kind":
+        return KINDS[step[1]].fluid(F, ctx, Node(step[1], (0,), step[2], (tuple(x.shape),)), x)
     if name == "while":
         return _fluid_loop(F, ctx, step[1], step[2], x, outer)
     if name == "cond":
@@ -848,6 +875,8 @@ def _torch_body(T, body, x, outer):
             x = x + outer[step[1]]
         elif name == "matmul_outer":
             x = T.matmul(x, T.tanh(outer[step[1]]))
+        elif name == "kind":
+            x = KINDS[step[1]].torch(T, Node(step[1], (0,), step[2], (tuple(x.shape),)), x)
         elif name == "while":
             for _ in range(step[1]):
                 x = _torch_body(T, step[2], x, outer)
@@ -870,6 +899,8 @@ def _draw_body(gen, shape, depth=0):
             steps.append(("while", gen.draw(st.integers(1, 2)), _draw_body(gen, shape, depth + 1)))
         elif choice == 4 and depth < MAX_NESTING:
             steps.append(("cond", _draw_body(gen, shape, depth + 1), _draw_body(gen, shape, depth + 1)))
+        elif choice in (5, 6) and (step := _draw_body_kind(gen, shape)) is not None:
+            steps.append(step)
         else:
             steps.append((gen.draw(st.sampled_from(BODY_UNARY)),))
     return tuple(steps)
@@ -894,8 +925,8 @@ def _outer_values(node):
 def body_kinds(body) -> set[str]:
     found = set()
     for step in body:
-        found.add(step[0])
-        for part in step[1:]:
+        found.add(step[1] if step[0] == "kind" else step[0])
+        for part in step[1:] if step[0] != "kind" else ():
             if isinstance(part, tuple):
                 found |= body_kinds(part)
     return found
