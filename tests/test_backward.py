@@ -558,3 +558,19 @@ def test_gradients_with_respect_to_an_intermediate_and_the_target_itself(fresh_p
     _close(values[0], 2 * np.exp(xs))
     _close(values[1], 2 * np.exp(2 * xs))
     _close(values[2], 1.0)
+
+
+def test_grad_of_grad_through_concat_with_a_constant_input(fresh_programs, rng):
+    """concat's gradient is a split whose piece for the constant input is unused (@EMPTY@);
+    differentiating that split again must zero-fill the missing piece."""
+    main, _ = fresh_programs
+    x = static.data("x", [3], "float64")
+    x.stop_gradient = False
+    c = static.data("c", [2], "float64")
+    y = fg.concat([fg.exp(x), c], 0)
+    (g,) = fg.gradients(fg.sum(y * y), [x])
+    (gg,) = fg.gradients(fg.sum(g), [x])
+    xs = rng.normal(size=3)
+    first, second = _run(main, {"x": xs, "c": rng.normal(size=2)}, [g, gg])
+    _close(first, 2 * np.exp(2 * xs))
+    _close(second, 4 * np.exp(2 * xs))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..framework.names import EMPTY_VAR_NAME
 from .registry import NO_GRADIENT, register_op
 from .shape_rules import normalize_axis, static_numel
 
@@ -142,12 +143,25 @@ def _split_infer(ctx):
         ctx.set_output("Out", shape, ctx.dtype("X"), index=i)
 
 
-def _split_grad(g):
-    g.set_input_grad("X", g.op("concat", {"X": g.output_grad("Out")}, axis=g.attr("axis")))
+def _split_grad(g, resplit=None):
+    """concat of the output gradients. An output dropped as @EMPTY@ (a grad op's unused piece,
+    met again when differentiating twice) has no variable to zero-fill like: `resplit(g)`
+    splits X again to get pieces of the right shapes."""
+    grads = g.output_grad("Out")
+    empty = [i for i, name in enumerate(g.output("Out")) if isinstance(name, str) and name == EMPTY_VAR_NAME]
+    if empty:
+        pieces = resplit(g)
+        grads = [g.op("fill_zeros_like", {"X": pieces[i]}) if i in empty else d for i, d in enumerate(grads)]
+    g.set_input_grad("X", g.op("concat", {"X": grads}, axis=g.attr("axis")))
+
+
+def _resplit(g):
+    return g.op("split", {"X": g.input("X")}, n_out=len(g.output("Out")),
+                num_or_sections=g.attr("num_or_sections"), axis=g.attr("axis"))
 
 
 register_op("split", inputs="X", outputs="Out*", attrs={"num_or_sections": 2, "axis": 0},
-            kernel=_split_kernel, infer=_split_infer, grad=_split_grad)
+            kernel=_split_kernel, infer=_split_infer, grad=lambda g: _split_grad(g, _resplit))
 
 
 def _split_as_kernel(x, likes, axis):
@@ -168,7 +182,9 @@ def _split_as_infer(ctx):
 
 
 register_op("split_as", inputs="X Like*", outputs="Out*", attrs={"axis": 0}, kernel=_split_as_kernel,
-            infer=_split_as_infer, grad=_split_grad,
+            infer=_split_as_infer,
+            grad=lambda g: _split_grad(g, lambda g: g.op("split_as", {"X": g.input("X"), "Like": g.input("Like")},
+                                                         n_out=len(g.output("Out")), axis=g.attr("axis"))),
             doc="Splits X along `axis` into pieces as long as each Like input there (concat's gradient "
                 "when those lengths are known only at run time).")
 

@@ -6,7 +6,6 @@ hand (or PyTorch), independent of the fuzzer's machinery.
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 import fluidgrad as fg
 from fluidgrad.static import data
@@ -59,11 +58,6 @@ def test_while_gradient_of_a_0d_outer_variable_read_in_every_step(fresh_programs
     np.testing.assert_allclose(got_x, [w_value ** 3])
 
 
-@pytest.mark.xfail(strict=True, raises=KeyError, reason=(
-    "ops/grad_builder.py _drop_unused renames an unused output of a kept grad op to @EMPTY@ "
-    "(the split in the gradient of concat([x, constant])); a second gradients() pass over that "
-    "split then asks for '@EMPTY@@GRAD@1', which has no variable. Keeping the names of unused "
-    "outputs of differentiable grad ops fixes it (see the fuzzer report)."))
 def test_grad_of_grad_through_concat_with_a_constant_input(fresh_programs):
     """Found by the second-order fuzzer: d/dx sum((d/dx sum(concat([x, c])^2))^2) = 8x."""
     main, _ = fresh_programs
