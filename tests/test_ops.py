@@ -706,6 +706,8 @@ BAD_BUILDS = [
     ("logical_and", {"X": ((2,), F64), "Y": ((2,), "bool")}, {}, None, r"logical_and.*float64"),
     ("slice", {"X": ((3, 5), F64)}, {"axes": [3], "starts": [0], "ends": [1]}, None, r"slice.*axis 3.*\[3, 5\]"),
     ("cross_entropy", {"X": ((3, 5), F64), "Label": ((3, 1), F64)}, {}, None, r"cross_entropy.*Label.*float64"),
+    ("mean", {"X": ((3, 5), "int64")}, {}, None, r"mean.*cast.*int64"),
+    ("reduce_mean", {"X": ((3, 5), "int64")}, {"axis": [0]}, None, r"reduce_mean.*cast.*int64"),
 ]
 
 

@@ -16,6 +16,8 @@ def _axes(axis, ndim):
 
 def _reduce_infer(ctx):
     axis = None if ctx.attr("reduce_all") else ctx.attr("axis")
+    if ctx.op_def.type == "reduce_mean":
+        _float_mean(ctx)
     ctx.set_output("Out", reduced_shape(ctx, ctx.shape("X"), axis, ctx.attr("keepdim")), ctx.dtype("X"))
 
 
@@ -67,7 +69,14 @@ register_op("unreduce", inputs="X Target", outputs="Out", attrs={**_REDUCE_ATTRS
             doc="The transpose of reduce_sum / reduce_mean: spreads a gradient over the reduced axes.")
 
 
+def _float_mean(ctx):
+    """A mean of integers kept in an integer dtype would be truncated: ask for a cast instead."""
+    if not ctx.dtype("X").startswith("float"):
+        raise ctx.dtype_error(f"averages floating point values; cast {ctx.describe('X')} to a float first")
+
+
 def _mean_infer(ctx):
+    _float_mean(ctx)
     ctx.set_output("Out", (), ctx.dtype("X"))
 
 
