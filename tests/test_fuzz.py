@@ -22,6 +22,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 
 import fluidgrad as fg
+from fluidgrad.dispatch import apply_op
 from fluidgrad.executor import Executor, Scope
 from fluidgrad.framework import Program, program_guard, unique_name_guard
 from fluidgrad.static import create_parameter, data
@@ -73,8 +74,11 @@ class StaticRun:
             return data(name, array.shape, array.dtype.name)
 
         def stop(var):
-            var.stop_gradient = True
-            return var
+            # detach: a stopped copy. Marking `var` itself would also stop second-order flow
+            # through the grad ops that read it (a Paddle-style variable property, not detach).
+            copy = apply_op("assign", {"X": var})
+            copy.stop_gradient = True
+            return copy
 
         ctx = FluidContext(fg, True, make_int)
         with program_guard(self.main, startup), unique_name_guard():
