@@ -74,8 +74,12 @@ class StaticRun:
             return data(name, array.shape, array.dtype.name)
 
         def stop(var):
-            # detach: a stopped copy. Marking `var` itself would also stop second-order flow
-            # through the grad ops that read it (a Paddle-style variable property, not detach).
+            # detach: a stopped copy. Marking `var` itself also stops second-order flow through
+            # the grad ops that read it (a Paddle-style variable property, not detach); for
+            # first order both mean the same, so half the programs mark the variable itself.
+            if order == 1 and spec.seed % 2 == 0:
+                var.stop_gradient = True
+                return var
             copy = apply_op("assign", {"X": var})
             copy.stop_gradient = True
             return copy
