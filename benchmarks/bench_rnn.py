@@ -92,6 +92,7 @@ def main() -> None:
     parser.add_argument("--inputs", type=int, default=128)
     parser.add_argument("--hidden", type=int, default=128)
     parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--repeat", type=int, default=30, help="rounds (each runs every contender once)")
     parser.add_argument("--threads", type=int, default=0,
                         help="limit BLAS and PyTorch to this many threads (default: the libraries' own)")
     args = parser.parse_args()
@@ -100,7 +101,7 @@ def main() -> None:
         from threadpoolctl import threadpool_limits
         threadpool_limits(args.threads)
         torch.set_num_threads(args.threads)
-    repeat = 3 if args.quick else 30
+    repeat = 3 if args.quick else args.repeat
     steps, batch, inputs, hidden = args.steps, args.batch, args.inputs, args.hidden
 
     main_program, startup, loss, grads, backward_seconds = build_program(steps, batch, inputs, hidden)
