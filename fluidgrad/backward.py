@@ -310,6 +310,9 @@ def append_backward(loss: Variable, parameter_list: Sequence[Any] | None = None,
     """Append the backward pass of `loss`; return `(parameter, gradient)` for each trainable
     parameter the loss depends on (only those of `parameter_list`, when given)."""
     _check_variable(loss, "append_backward: loss")
+    if not loss.dtype.startswith("float"):
+        raise TypeError(f"append_backward: loss {loss.name} has dtype {loss.dtype}; "
+                        "only a floating point loss has a gradient")
     if any(d != 1 for d in loss.shape):
         raise ValueError(f"append_backward: loss {loss.name} must hold one element, but its shape is "
                          f"{list(loss.shape)}; reduce it first, e.g. with fluidgrad.mean")

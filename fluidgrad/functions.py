@@ -25,13 +25,22 @@ def _constant(value: Any, like: Any) -> Any:
     return apply_op("fill_constant", {}, {"shape": [], "value": float(value), "dtype": dtype})
 
 
+def _promote(x: Any, value: Any) -> Any:
+    """A Python float meeting an integer tensor computes in float64, as it does in NumPy."""
+    if isinstance(value, (float, np.floating)) and not x.dtype.startswith("float"):
+        return cast(x, "float64")
+    return x
+
+
 def _binary(op_type: str, x: Any, y: Any) -> Any:
     if not _is_value(x):
         if not _is_value(y):
             raise TypeError(f"{op_type}: at least one operand must be a Variable or Tensor, "
                             f"got {type(x).__name__} and {type(y).__name__}")
+        y = _promote(y, x)
         x = _constant(x, y)
     elif not _is_value(y):
+        x = _promote(x, y)
         y = _constant(y, x)
     return apply_op(op_type, {"X": x, "Y": y})
 
@@ -43,30 +52,33 @@ def _check_number(value: Any, fn: str) -> None:
 
 def add(x: Any, y: Any) -> Any:
     if _is_value(x) and isinstance(y, _Number):
-        return scale(x, 1.0, float(y))
+        return scale(_promote(x, y), 1.0, float(y))
     if _is_value(y) and isinstance(x, _Number):
-        return scale(y, 1.0, float(x))
+        return scale(_promote(y, x), 1.0, float(x))
     return _binary("elementwise_add", x, y)
 
 
 def subtract(x: Any, y: Any) -> Any:
     if _is_value(x) and isinstance(y, _Number):
-        return scale(x, 1.0, -float(y))
+        return scale(_promote(x, y), 1.0, -float(y))
     if _is_value(y) and isinstance(x, _Number):
-        return scale(y, -1.0, float(x))
+        return scale(_promote(y, x), -1.0, float(x))
     return _binary("elementwise_sub", x, y)
 
 
 def multiply(x: Any, y: Any) -> Any:
     if _is_value(x) and isinstance(y, _Number):
-        return scale(x, float(y))
+        return scale(_promote(x, y), float(y))
     if _is_value(y) and isinstance(x, _Number):
-        return scale(y, float(x))
+        return scale(_promote(y, x), float(x))
     return _binary("elementwise_mul", x, y)
 
 
 def divide(x: Any, y: Any) -> Any:
+    """True division: integer operands give float64."""
     if _is_value(x) and isinstance(y, _Number):
+        if not x.dtype.startswith("float"):
+            x = cast(x, "float64")
         return scale(x, 1.0 / float(y))
     return _binary("elementwise_div", x, y)
 

@@ -515,8 +515,6 @@ def test_concat_of_batch_sized_inputs_along_the_batch_axis(fresh_programs, rng):
     _close(values[1], 2 * np.exp(2 * ys))
 
 
-@pytest.mark.xfail(strict=True, reason="append_backward accepts an integer loss and silently returns [] "
-                                       "(backward.py, reported): it should say the loss must be floating point")
 def test_integer_loss_is_an_error(fresh_programs):
     x = static.data("x", [3], "float64")
     w = static.create_parameter([3], "float64", name="w")

@@ -263,8 +263,6 @@ def test_run_rejects_a_non_program():
         fg.Executor().run("main")
 
 
-@pytest.mark.xfail(strict=True, reason="Executor.run evaluates `fetch_list or []`: a lone Variable raises "
-                                       "'truth value of variable ...' instead of naming fetch_list (reported)")
 def test_fetch_list_that_is_not_a_list_is_a_clear_error(fresh_programs):
     main, _ = fresh_programs
     x = static.data("x", [2], "float64")
@@ -273,8 +271,6 @@ def test_fetch_list_that_is_not_a_list_is_a_clear_error(fresh_programs):
         fg.Executor().run(main, feed={"x": np.ones(2)}, fetch_list=y)
 
 
-@pytest.mark.xfail(strict=True, reason="Executor.run calls feed.items(): a list of pairs raises AttributeError "
-                                       "(reported)")
 def test_feed_that_is_not_a_dict_is_a_clear_error(fresh_programs):
     main, _ = fresh_programs
     x = static.data("x", [2], "float64")

@@ -294,9 +294,7 @@ def test_shape_inference_keeps_unknown_batch(fresh_programs):
     assert static.nn.embedding(ids, (10, 6)).shape == (-1, 7, 6)
 
 
-# Known bugs in fluidgrad/functions.py (reported to the lead): a Python float mixed with an
-# integer Variable is cast to the integer dtype, or divided by truncation.
-@pytest.mark.xfail(strict=True, reason="functions._constant casts 1.5 to int64 (compares with 1)")
+# A Python float mixed with an integer Variable computes in float64; division is true division.
 def test_integer_variable_compared_with_a_fraction(fresh_programs):
     main, _ = fresh_programs
     i = static.data("i", [3], "int64")
@@ -304,7 +302,6 @@ def test_integer_variable_compared_with_a_fraction(fresh_programs):
     np.testing.assert_array_equal(value, [True, False, False])
 
 
-@pytest.mark.xfail(strict=True, reason="functions.divide turns i / 2 into scale(i, 0.5) on int64: truncates")
 def test_integer_variable_divided_by_a_python_int_is_true_division(fresh_programs):
     main, _ = fresh_programs
     i = static.data("i", [3], "int64")

@@ -65,12 +65,18 @@ class Executor:
         if not isinstance(program, Program):
             raise TypeError(f"Executor.run expects a Program, got {type(program).__name__}")
         scope = scope if scope is not None else global_scope()
+        if feed is not None and not isinstance(feed, dict):
+            raise TypeError(f"Executor.run: feed must be a dict of name -> array, got {type(feed).__name__}")
+        if fetch_list is not None and not isinstance(fetch_list, (list, tuple)):
+            raise TypeError(f"Executor.run: fetch_list must be a list of Variables or names, "
+                            f"got {type(fetch_list).__name__}")
         block = program.global_block()
         feed_arrays = {name: _check_feed(block, name, value) for name, value in (feed or {}).items()}
         fetch_names = [_fetch_name(block, item) for item in (fetch_list or [])]
         plan = self._plan(block, feed_arrays.keys(), fetch_names)
         results = self._call(plan, scope, feed_arrays)
-        return [np.asarray(r) for r in results]
+        # inside a run, arrays may be read-only broadcast views; the caller gets arrays it owns
+        return [r if isinstance(r, np.ndarray) and r.flags.writeable else np.array(r) for r in results]
 
 
 def _fetch_name(block: Block, item: Variable | str) -> str:
