@@ -774,12 +774,15 @@ def _gen_dropout(gen):
 #   ("mul_outer", v) ("add_outer", v)     x * tanh(outer value v) / x + v (v broadcasts into x)
 #   ("matmul_outer", v)                   x @ tanh(W_v), W_v square on x's last axis
 #   ("while", trips, body)                a nested loop over the body
-#   ("cond", body, else_body)             a nested branch on sum(x) > 0
+#   ("cond", body, else_body)             a nested branch on sum(x) > COND_THRESHOLD
 BODY_UNARY = ("tanh", "sin", "sigmoid", "square_scaled", "scale")
 #   ("kind", name, params)                any shape-preserving one-input kind of KINDS
 BODY_KINDS = ("exp", "log", "sqrt", "relu", "abs", "sigmoid", "tanh", "sin", "cos", "pow", "leaky_relu",
               "clip", "softmax", "log_softmax", "scale", "dropout", "assign")
 MAX_NESTING = 2
+# branch on sum(x) > COND_THRESHOLD: an odd value, so that sums that are 0 by construction
+# (a layer_norm's rows, x - x) do not sit on the boundary, where rounding picks the branch
+COND_THRESHOLD = 0.0123
 
 
 class _NoFreshInputs(Exception):
@@ -855,10 +858,10 @@ def _fluid_loop(F, ctx, trips, body, x, outer):
 
 def _fluid_branch(F, ctx, body, else_body, x, outer):
     if not ctx.static:
-        taken = float(F.sum(x).numpy()) > 0
+        taken = float(F.sum(x).numpy()) > COND_THRESHOLD
         return _run_body(F, ctx, body if taken else else_body, x, outer)
     from fluidgrad.static import nn
-    pred = F.greater_than(F.sum(x), F.full([], 0.0, x.dtype))
+    pred = F.greater_than(F.sum(x), F.full([], COND_THRESHOLD, x.dtype))
     return nn.cond(pred, lambda: _run_body(F, ctx, body, x, outer), lambda: _run_body(F, ctx, else_body, x, outer))
 
 
@@ -881,7 +884,7 @@ def _torch_body(T, body, x, outer):
             for _ in range(step[1]):
                 x = _torch_body(T, step[2], x, outer)
         elif name == "cond":
-            x = _torch_body(T, step[1] if float(x.detach().sum()) > 0 else step[2], x, outer)
+            x = _torch_body(T, step[1] if float(x.detach().sum()) > COND_THRESHOLD else step[2], x, outer)
     return x
 
 
