@@ -6,8 +6,12 @@ For each random program (tests/fuzz_programs.py) with loss = sum_i sum(out_i * c
     loss along u, in float64 (HIPS autograd's check); a stop_gradient value is held constant;
   * PyTorch, float64 (every kind has a PyTorch twin);
   * eager mode (Tensors), when fluidgrad has it.
-At a kink (relu at 0, ties of max, a branch flip) one-sided differences disagree; there only
-static and eager are compared, since conventions for subgradients legitimately differ.
+At a kink (relu at 0, ties of max, a branch flip) one-sided differences disagree, or the central
+difference changes with the step; there only static and eager are compared, since conventions
+for subgradients legitimately differ.
+Second order (grad of grad, as HIPS autograd checks one order higher): for random w, the
+gradient of <grad, w> (gradients() applied twice) is a Hessian-vector product, checked the same
+way against the central difference of <grad, w> and against PyTorch's double backward.
 
 CI runs a fixed, derandomized budget; `pytest --fuzz-long[=N]` runs N programs with fresh
 randomness. The number of programs run is printed in the terminal summary.
