@@ -10,6 +10,7 @@ from . import functions
 from .backward import append_backward, gradients
 from .executor import Executor, Scope, global_scope, scope_guard
 from .framework import (ParamAttr, Parameter, Program, Variable, default_main_program, default_startup_program,
+                        disable_static, enable_static, in_dynamic_mode,
                         program_guard)
 from .framework import math_mixin as _math_mixin
 from .functions import (abs, add, add_n, cast, concat, cos, divide, equal, exp, flatten, full, full_like, gather,

@@ -206,7 +206,12 @@ def one_hot(x: Any, num_classes: int) -> Any:
 
 
 def full(shape: Sequence[int], fill_value: float, dtype: Any = "float32") -> Any:
+    """A Tensor, or inside `program_guard` (or after `enable_static()`) a Variable."""
     from .dispatch import append_static_op
+    from .framework import in_dynamic_mode
+    if in_dynamic_mode():
+        from .eager import to_tensor
+        return to_tensor(np.full([int(d) for d in shape], fill_value, dtype=normalize_dtype(dtype)))
     return append_static_op("fill_constant", {}, {"shape": [int(d) for d in shape], "value": float(fill_value),
                                                   "dtype": normalize_dtype(dtype)})
 

@@ -47,8 +47,8 @@ class Scope:
 
     def assign(self, name: str, value: Any) -> None:
         """Write to the scope that already holds `name` (an outer variable), else here."""
-        owner = self.find_owner(name) or self
-        owner.vars[name] = value
+        owner = self.find_owner(name)
+        (self if owner is None else owner).vars[name] = value
 
     def keys(self) -> list[str]:
         return list(self.vars)

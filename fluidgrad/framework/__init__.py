@@ -3,7 +3,7 @@ from .errors import DTypeError, ExecutionError, FluidgradError, NanInfError, NoG
 from .names import (EMPTY_VAR_NAME, GRAD_SUFFIX, RENAME_SUFFIX, grad_var_name, unique_name,
                     unique_name_guard)
 from .program import (BACKWARD, FORWARD, LOSS, OPTIMIZE, Block, Operator, Program, default_main_program,
-                      default_startup_program, program_guard)
+                      default_startup_program, disable_static, enable_static, in_dynamic_mode, program_guard)
 from .variable import Parameter, ParamAttr, Variable, is_float_dtype, normalize_dtype
 
 

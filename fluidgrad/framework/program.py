@@ -297,6 +297,25 @@ class Program:
 
 _main_program = Program()
 _startup_program = Program()
+_guard_depth = 0       # program_guard blocks currently open
+_static_mode = False   # set by enable_static()
+
+
+def enable_static() -> None:
+    """Make input-less functions (full, zeros, ones) append ops even outside program_guard."""
+    global _static_mode
+    _static_mode = True
+
+
+def disable_static() -> None:
+    global _static_mode
+    _static_mode = False
+
+
+def in_dynamic_mode() -> bool:
+    """True unless inside `program_guard` or after `enable_static()`. Functions with inputs
+    follow their inputs (Variables or Tensors); only functions without inputs ask this."""
+    return not (_static_mode or _guard_depth)
 
 
 def default_main_program() -> Program:
@@ -312,16 +331,18 @@ def program_guard(main_program: Program, startup_program: Program | None = None)
     """Make builders write into `main_program` (and `startup_program`) inside the block."""
     if not isinstance(main_program, Program):
         raise TypeError(f"program_guard expects a Program, got {type(main_program).__name__}")
-    global _main_program, _startup_program
+    global _main_program, _startup_program, _guard_depth
     saved = _main_program, _startup_program
     _main_program = main_program
     if startup_program is not None:
         if not isinstance(startup_program, Program):
             raise TypeError(f"program_guard expects a Program as startup, got {type(startup_program).__name__}")
         _startup_program = startup_program
+    _guard_depth += 1
     try:
         yield
     finally:
+        _guard_depth -= 1
         _main_program, _startup_program = saved
 
 
