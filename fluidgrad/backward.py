@@ -18,6 +18,7 @@ from collections import defaultdict
 from typing import Any, Callable, Iterable, Sequence
 
 from .framework import BACKWARD, Block, Operator, Parameter, Program, Variable
+from .framework.variable import names_of
 from .framework.names import EMPTY_VAR_NAME, GRAD_SUFFIX, rename_var_name
 from .framework.registry_hooks import infer_op
 from .framework.transaction import rollback_on_error
@@ -32,15 +33,7 @@ def _as_names(items: Any, what: str) -> list[str]:
                         f"got a single {type(items).__name__}")
     if not isinstance(items, (list, tuple, set, frozenset)):
         raise TypeError(f"{what} must be a list, tuple or set, got {type(items).__name__}")
-    names = []
-    for item in items:
-        if isinstance(item, Variable):
-            names.append(item.name)
-        elif isinstance(item, str):
-            names.append(item)
-        else:
-            raise TypeError(f"{what} holds a {type(item).__name__}; expected Variables or names")
-    return names
+    return names_of(items, what)
 
 
 def _check_variable(value: Any, what: str) -> Variable:

@@ -29,6 +29,7 @@ import numpy as np
 from .executor import Scope, global_scope
 from .framework import BACKWARD, OPTIMIZE, Block, Program, Variable, default_main_program
 from .framework.errors import FluidgradError
+from .framework.variable import names_of
 from .framework.names import EMPTY_VAR_NAME
 from .framework.serialize import FORMAT_VERSION as PROGRAM_FORMAT_VERSION
 from .framework.serialize import program_from_dict, program_to_dict
@@ -285,14 +286,7 @@ def load_inference_model(path_prefix: str | os.PathLike, executor: Any = None,
 
 def _names(items: Sequence[Variable | str] | Variable | str, what: str) -> list[str]:
     items = [items] if isinstance(items, (Variable, str)) else list(items)
-    names = []
-    for item in items:
-        if isinstance(item, Variable):
-            names.append(item.name)
-        elif isinstance(item, str):
-            names.append(item)
-        else:
-            raise TypeError(f"{what} takes Variables or names, got {type(item).__name__}")
+    names = names_of(items, what)
     if not names:
         raise ValueError(f"{what} is empty")
     return names

@@ -5,7 +5,7 @@ import contextlib
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from .names import EMPTY_VAR_NAME, unique_name
-from .variable import Parameter, Variable
+from .variable import Parameter, Variable, names_of
 
 # Op roles: what wrote an op. The picture colours them; clone(for_test) drops two of them.
 FORWARD, BACKWARD, OPTIMIZE, LOSS = "forward", "backward", "optimize", "loss"
@@ -20,15 +20,7 @@ def _arg_names(args: _SlotArgs | None) -> dict[str, list[str]]:
         if value is None:
             continue
         items = value if isinstance(value, (list, tuple)) else [value]
-        names = []
-        for item in items:
-            if isinstance(item, Variable):
-                names.append(item.name)
-            elif isinstance(item, str):
-                names.append(item)
-            else:
-                raise TypeError(f"slot {slot} takes Variables or names, got {type(item).__name__}")
-        result[slot] = names
+        result[slot] = names_of(items, f"slot {slot}")
     return result
 
 

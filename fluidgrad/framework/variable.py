@@ -81,6 +81,19 @@ class Parameter(Variable):
         return "param " + super().__repr__()[4:]
 
 
+def names_of(items: Any, what: str) -> list[str]:
+    """Variables or names -> names; anything else is a TypeError naming `what`."""
+    names = []
+    for item in items:
+        if isinstance(item, Variable):
+            names.append(item.name)
+        elif isinstance(item, str):
+            names.append(item)
+        else:
+            raise TypeError(f"{what} takes Variables or names, got {type(item).__name__}")
+    return names
+
+
 class ParamAttr:
     """How a builder should create a parameter: its name, initializer and trainability."""
 
