@@ -331,14 +331,6 @@ def check_second_order(spec: Spec, stats: dict[str, float]) -> None:
     except NoGradientError:  # a grad op registered without a gradient (e.g. conv2d_input_grad): by design
         stats["no_second_order"] += 1
         return
-    except KeyError as exc:
-        # Known bug, kept as an xfail in tests/regressions (grad of grad through an op whose first
-        # gradient wrote @EMPTY@ for an unused output, e.g. split for concat([x, constant])).
-        # Counted and printed in the summary so that it cannot hide: 0 once fixed.
-        if "@EMPTY@" not in str(exc):
-            raise
-        stats["known_bug_empty_output"] += 1
-        return
     stop_vals = sorted(spec.stop)
     value, hvp, stopped = static.run(exe, extra=tuple(static.values[v] for v in stop_vals))
     line = Directional(spec, static, exe, dict(zip(stop_vals, stopped)), order=2)
@@ -387,8 +379,7 @@ def test_random_programs_have_right_gradients(request):
 
 
 def test_random_programs_have_right_second_derivatives(request):
-    stats = dict.fromkeys(["second_order_programs", "second_order", "no_second_order", "kinks",
-                           "known_bug_empty_output"], 0)
+    stats = dict.fromkeys(["second_order_programs", "second_order", "no_second_order", "kinks"], 0)
     start = time.perf_counter()
 
     @_fuzz_settings(request, CI_SECOND_ORDER_EXAMPLES)
