@@ -12,12 +12,17 @@ Files written for a path (or path prefix) `P`:
 Why these choices: JSON keeps a saved model inspectable with `fluidgrad show` or a text
 diff; safetensors cannot run code on load, unlike pickle. Each file is written atomically
 (a temporary file in the same directory, fsync, then `os.replace`), so a crash mid-write
-leaves the previous file intact. Loading validates everything before touching the scope:
+leaves the previous file intact. The pair is committed by the model file, which records the
+sha256 of its parameters: new parameters are written under `P.pdparams.safetensors.next`, then
+the model file, then renamed into place, and loading picks the file whose checksum the model
+names, so a crash at any moment of a save leaves a loadable, matching pair (and a corrupted or
+mismatched parameter file is refused). Loading validates everything before touching the scope:
 a truncated or corrupted file, a newer format version, or a parameter whose name, shape or
 dtype does not fit the program raises `ModelFileError` and the scope is left unchanged.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -87,8 +92,10 @@ def _read_bytes(path: Path, what: str) -> bytes:
 # ---------------------------------------------------------------- program files
 
 def _write_model(path: Path, program: Program, feed_names: Sequence[str] | None = None,
-                 fetch_names: Sequence[str] | None = None) -> None:
+                 fetch_names: Sequence[str] | None = None, params_sha256: str | None = None) -> None:
     doc: dict[str, Any] = {"fluidgrad_model": FILE_FORMAT_VERSION, "program": program_to_dict(program)}
+    if params_sha256 is not None:
+        doc["params_sha256"] = params_sha256
     if feed_names is not None:
         doc["feed_names"] = list(feed_names)
         doc["fetch_names"] = list(fetch_names or [])
@@ -151,7 +158,13 @@ def _persistables(program: Program) -> list[Variable]:
             if v.persistable and v.type == Variable.DENSE and v.name != EMPTY_VAR_NAME]
 
 
-def _write_params(path: Path, variables: Sequence[Variable], scope: Scope) -> None:
+def _next_path(path: Path) -> Path:
+    """Where a save puts the new parameters until its model file (the commit point) is written."""
+    return path.with_name(path.name + ".next")
+
+
+def _write_params(path: Path, variables: Sequence[Variable], scope: Scope) -> str:
+    """Write the parameters to `_next_path(path)`; return their sha256 (for the model file)."""
     from safetensors.numpy import save as st_save
     tensors = {}
     for var in variables:
@@ -161,12 +174,55 @@ def _write_params(path: Path, variables: Sequence[Variable], scope: Scope) -> No
                                  f"(run the startup program first)")
         tensors[var.name] = np.ascontiguousarray(np.asarray(value))
     data = st_save(tensors, metadata={"fluidgrad_params": str(FILE_FORMAT_VERSION)})
-    atomic_write(path, data)
+    atomic_write(_next_path(path), data)
+    return hashlib.sha256(data).hexdigest()
 
 
-def _read_params(path: Path) -> dict[str, np.ndarray]:
+def _save_pair(params_path: Path, model_path: Path, variables: Sequence[Variable], scope: Scope,
+               program: Program, feed_names: Sequence[str] | None = None,
+               fetch_names: Sequence[str] | None = None) -> None:
+    """Parameters, then the model naming their checksum (the commit point), then the rename.
+
+    Each step is atomic; a crash before the model file is replaced leaves the old pair, a crash
+    after it leaves the new model with its parameters still under the `.next` name, where
+    loading finds them by their checksum. So a crash anywhere leaves a loadable, matching pair.
+    """
+    digest = _write_params(params_path, variables, scope)
+    _write_model(model_path, program, feed_names, fetch_names, params_sha256=digest)
+    os.replace(_next_path(params_path), params_path)
+
+
+def _expected_params_digest(model_path: Path) -> str | None:
+    """The checksum of the parameters the model file was saved with (None: no model file, or
+    one written before checksums)."""
+    try:
+        doc = json.loads(model_path.read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    digest = doc.get("params_sha256") if isinstance(doc, dict) else None
+    return digest if isinstance(digest, str) else None
+
+
+def _params_bytes(path: Path, expected: str | None) -> bytes:
+    """The parameter file's bytes, verified against the model's checksum when there is one; a
+    save interrupted after its model file keeps the matching parameters under `.next`."""
+    raw = _read_bytes(path, "parameter") if expected is None or path.exists() else b""
+    if expected is None or hashlib.sha256(raw).hexdigest() == expected:
+        return raw
+    pending = _next_path(path)
+    if pending.exists():
+        raw_next = pending.read_bytes()
+        if hashlib.sha256(raw_next).hexdigest() == expected:
+            return raw_next
+    if not raw and not path.exists():
+        raise ModelFileError(f"parameter file {path} does not exist")
+    raise ModelFileError(f"parameter file {path} is truncated or corrupted, or comes from another save: its "
+                         f"sha256 differs from the one its model file records")
+
+
+def _read_params(path: Path, expected: str | None = None) -> dict[str, np.ndarray]:
     from safetensors.numpy import load as st_load
-    raw = _read_bytes(path, "parameter")
+    raw = _params_bytes(path, expected)
     try:
         tensors = st_load(raw)
     except Exception as exc:  # safetensors raises its own SafetensorError (and sometimes others)
@@ -210,8 +266,9 @@ def _check_params(path: Path, variables: Sequence[Variable], tensors: dict[str, 
         raise ModelFileError(f"parameter file {path} does not fit the program: " + "; ".join(problems))
 
 
-def _load_params_into(path: Path, variables: Sequence[Variable], scope: Scope, strict: bool = True) -> None:
-    tensors = _read_params(path)
+def _load_params_into(path: Path, variables: Sequence[Variable], scope: Scope, strict: bool = True,
+                      model_path: Path | None = None) -> None:
+    tensors = _read_params(path, _expected_params_digest(model_path) if model_path is not None else None)
     _check_params(path, variables, tensors, strict)
     # validated: only now touch the scope
     for var in variables:
@@ -228,8 +285,7 @@ def save(program: Program | None, path: str | os.PathLike, scope: Scope | None =
     """
     program = program if program is not None else default_main_program()
     scope = scope if scope is not None else global_scope()
-    _write_params(_params_path(path), _persistables(program), scope)
-    _write_model(_model_path(path), program)
+    _save_pair(_params_path(path), _model_path(path), _persistables(program), scope, program)
 
 
 def load(program: Program | None, path: str | os.PathLike, executor: Any = None, scope: Scope | None = None,
@@ -242,7 +298,7 @@ def load(program: Program | None, path: str | os.PathLike, executor: Any = None,
     """
     program = program if program is not None else default_main_program()
     scope = scope if scope is not None else global_scope()
-    _load_params_into(_params_path(path), _persistables(program), scope, strict)
+    _load_params_into(_params_path(path), _persistables(program), scope, strict, _model_path(path))
 
 
 def save_inference_model(path_prefix: str | os.PathLike, feed_vars: Sequence[Variable | str] | Variable | str,
@@ -258,8 +314,8 @@ def save_inference_model(path_prefix: str | os.PathLike, feed_vars: Sequence[Var
     feed_names = _names(feed_vars, "feed_vars")
     fetch_names = _names(fetch_vars, "fetch_vars")
     pruned = prune(program.clone(for_test=True), feed_names, fetch_names)
-    _write_params(_params_path(path_prefix), _persistables(pruned), scope)
-    _write_model(_model_path(path_prefix), pruned, feed_names, fetch_names)
+    _save_pair(_params_path(path_prefix), _model_path(path_prefix), _persistables(pruned), scope, pruned,
+               feed_names, fetch_names)
     return pruned
 
 
@@ -280,7 +336,7 @@ def load_inference_model(path_prefix: str | os.PathLike, executor: Any = None,
     missing = [n for n in list(feed_names) + list(fetch_names) if not block.has_var(n)]
     if missing:
         raise ModelFileError(f"model file {path} names feeds/fetches {missing} that its program does not declare")
-    _load_params_into(_params_path(path_prefix), _persistables(program), scope)
+    _load_params_into(_params_path(path_prefix), _persistables(program), scope, model_path=path)
     return [program, list(feed_names), [block.var(n) for n in fetch_names]]
 
 

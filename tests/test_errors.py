@@ -334,10 +334,24 @@ def _(state):
     return lambda: fg.static.load(other, path, scope=state.scope)
 
 
-@row("load-truncated", "a truncated or corrupted parameter file", ModelFileError,
-     r"parameter file \S+ is truncated or corrupted")
+@row("load-truncated", "a truncated, corrupted or mismatched parameter file (next to its model file)",
+     ModelFileError, r"parameter file \S+ is truncated or corrupted, or comes from another save: its sha256 differs")
 def _(state):
     path = _save_model(state)
+    params = path + ".pdparams.safetensors"
+    with open(params, "rb") as f:
+        raw = bytearray(f.read())
+    raw[-1] ^= 1  # one flipped bit in the data: only the checksum can tell
+    with open(params, "wb") as f:
+        f.write(raw)
+    return lambda: fg.static.load(state.main, path, scope=state.scope)
+
+
+@row("load-truncated-alone", "a truncated parameter file without its model file", ModelFileError,
+     r"parameter file \S+ is truncated or corrupted: ")
+def _(state):
+    path = _save_model(state)
+    os.remove(path + ".pdmodel.json")
     params = path + ".pdparams.safetensors"
     with open(params, "rb") as f:
         raw = f.read()

@@ -1,10 +1,13 @@
 """A crash mid-save leaves the previous model loadable.
 
 A forked child process saves a ~4 MB model again and again (every parameter filled with the
-save's number k, then `fluidgrad.static.save`); the parent kills it with SIGKILL at a random
-moment, then loads what is on disk. Each of 20 rounds must load, with every parameter holding
-one and the same k (no mix of two saves, no torn file) from a save that had completed or had
-just completed its parameter file. The 20 rounds run in a row, in a few seconds.
+save's number k, then `fluidgrad.static.save`), alternating between two architectures (the
+first layer 512 or 384 wide), so that a model file and a parameter file from different saves
+cannot fit each other. The parent kills it with SIGKILL at a random moment, then loads what
+is on disk: the program from the model file, its parameters with `load`. Each of 20 rounds
+must load, with every parameter holding one and the same k (no mix of two saves, no torn
+file), the architecture of save k, and k the last completed save or the one in progress.
+The 20 rounds run in a row, in a few seconds.
 """
 from __future__ import annotations
 
@@ -24,49 +27,53 @@ from fluidgrad.static import data
 
 ROUNDS = 20
 WIDTHS = [256, 512, 512, 512, 256]  # ~0.5 M float64 parameters: about 4 MB per save
+FIRST_WIDTHS = (512, 384)  # save k uses FIRST_WIDTHS[k % 2]
 
 
-def _build() -> tuple[fg.Program, fg.Program]:
+def _build(first_width: int = FIRST_WIDTHS[0]) -> tuple[fg.Program, fg.Program]:
     main, startup = fg.Program(), fg.Program()
+    widths = [WIDTHS[0], first_width] + WIDTHS[2:]
     with fg.program_guard(main, startup), unique_name_guard():  # the same names in both processes
-        h = data("x", [None, WIDTHS[0]], "float64")
-        for i, width in enumerate(WIDTHS[1:]):
+        h = data("x", [None, widths[0]], "float64")
+        for i, width in enumerate(widths[1:]):
             h = fg.static.nn.fc(h, width, activation="tanh", name=f"layer{i}")
     return main, startup
 
 
 def _save_forever(prefix: str, completed) -> None:
     """The child: save k = 1, 2, 3... and publish the last completed k."""
-    main, startup = _build()
-    scope = fg.Scope()
-    fg.Executor().run(startup, scope=scope)
-    names = [p.name for p in main.all_parameters()]
+    models = []
+    for width in FIRST_WIDTHS:
+        main, startup = _build(width)
+        scope = fg.Scope()
+        fg.Executor().run(startup, scope=scope)
+        models.append((main, scope))
     k = 0
     while True:
         k += 1
-        for name in names:
-            scope[name] = np.full(np.shape(scope[name]), float(k))
+        main, scope = models[k % 2]
+        for param in main.all_parameters():
+            scope[param.name] = np.full(np.shape(scope[param.name]), float(k))
         fg.static.save(main, prefix, scope=scope)
         completed.value = k
 
 
-def _check_loadable(prefix: str, main: fg.Program, completed: int) -> int:
+def _check_loadable(prefix: str, completed: int) -> int:
     program, _, _ = read_model(prefix)
-    assert str(program) == str(main)
     scope = fg.Scope()
     fg.static.load(program, prefix, scope=scope)
     values = {float(np.unique(scope[p.name]).item()) if np.unique(scope[p.name]).size == 1 else None
-              for p in main.all_parameters()}
+              for p in program.all_parameters()}
     assert len(values) == 1 and None not in values, f"parameters from different saves: {values}"
     k = int(values.pop())
     assert k in (completed, completed + 1), f"loaded save {k}, but the last completed save was {completed}"
+    assert str(program) == str(_build(FIRST_WIDTHS[k % 2])[0]), f"save {k} has another save's program"
     return k
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_kill_during_save_leaves_a_loadable_model_20_times(tmp_path):
     ctx = multiprocessing.get_context("fork")
-    main, _ = _build()
     rng = random.Random(20261121)
     start = time.perf_counter()
     loaded, torn = [], []  # torn: the kill left a half-written temporary file (mid-write)
@@ -88,7 +95,7 @@ def test_kill_during_save_leaves_a_loadable_model_20_times(tmp_path):
                 os.kill(child.pid, signal.SIGKILL)
                 child.join(5)
         assert child.exitcode == -signal.SIGKILL
-        loaded.append((_check_loadable(prefix, main, completed.value), completed.value))
+        loaded.append((_check_loadable(prefix, completed.value), completed.value))
         torn.append(any(name.endswith(".tmp") for name in os.listdir(os.path.dirname(prefix))))
     elapsed = time.perf_counter() - start
     assert elapsed < 30, f"{ROUNDS} rounds took {elapsed:.1f} s"
