@@ -97,8 +97,7 @@ def test_kill_during_save_leaves_a_loadable_model_20_times(tmp_path):
         assert child.exitcode == -signal.SIGKILL
         loaded.append((_check_loadable(prefix, completed.value), completed.value))
         torn.append(any(name.endswith(".tmp") for name in os.listdir(os.path.dirname(prefix))))
-    elapsed = time.perf_counter() - start
-    assert elapsed < 30, f"{ROUNDS} rounds took {elapsed:.1f} s"
+    elapsed = time.perf_counter() - start  # printed, not asserted: no timing assertions in tests
     # the kills really landed at different points: several saves were completed in some rounds
     assert len({c for _, c in loaded}) > 1, loaded
     print(f"save crash: {ROUNDS} kills in {elapsed:.1f} s, {sum(torn)} of them mid-write; "
