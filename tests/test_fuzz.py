@@ -237,6 +237,36 @@ def eager_answer(spec: Spec) -> tuple[float, dict[int, np.ndarray]]:
     return float(loss.numpy()), grads
 
 
+def jit_available() -> bool:
+    return hasattr(fg, "jit") and hasattr(fg.jit, "to_static")
+
+
+def jit_answer(spec: Spec) -> tuple[float, dict[int, np.ndarray]]:
+    """The program written as eager code, traced by `jit.to_static`, run and differentiated."""
+    values = input_values(spec)
+    order = [v for v in range(len(spec.value_nodes)) if spec.nodes[spec.value_nodes[v][0]].kind == "input"]
+    roles = {v: spec.nodes[spec.value_nodes[v][0]].p("role") for v in order}
+
+    def stop(var):
+        copy = apply_op("assign", {"X": var})
+        copy.stop_gradient = True
+        return copy
+
+    def fn(*args):
+        by_value = dict(zip(order, args))
+        ctx = FluidContext(fg, True, lambda array: fg.to_tensor(array))
+        outs = realize(spec, lambda v, frozen: by_value[v], lambda k, n, xs: k.fluid(fg, ctx, n, *xs), stop)
+        return _fluid_loss(spec, outs, lambda v, c: fg.to_tensor(c))
+
+    tensors = [fg.to_tensor(values[v], dtype="float64", stop_gradient=roles[v] == "const") for v in order]
+    loss = fg.jit.to_static(fn)(*tensors)
+    if not loss.stop_gradient:
+        loss.backward()
+    grads = {v: (t.grad.numpy() if t.grad is not None else np.zeros(spec.shape(v)))
+             for v, t in zip(order, tensors) if roles[v] != "const"}
+    return float(loss.numpy()), grads
+
+
 class Directional:
     """f along a random direction u through the inputs, with stop_gradient values frozen."""
 
@@ -316,6 +346,13 @@ def check_program(spec: Spec, stats: dict[str, float]) -> None:
             assert _close(g, e_grads[v], 1e-8), (
                 f"gradient of input {v} differs from eager:\nstatic {g}\neager  {e_grads[v]}\n{spec}")
         stats["eager"] += 1
+    if jit_available():
+        j_loss, j_grads = jit_answer(spec)
+        assert abs(j_loss - loss) <= 1e-9 * (1 + abs(loss)), f"loss {loss} but jit.to_static gives {j_loss}\n{spec}"
+        for v, g in grads.items():
+            assert _close(g, j_grads[v], 1e-8), (
+                f"gradient of input {v} differs from jit.to_static:\nstatic {g}\njit    {j_grads[v]}\n{spec}")
+        stats["jit"] += 1
     if spec.kinds & {"while", "cond"}:
         stats["control_flow"] += 1
 
@@ -361,7 +398,7 @@ def _fuzz_settings(request, examples: int = CI_EXAMPLES) -> settings:
 
 
 def test_random_programs_have_right_gradients(request):
-    stats = dict.fromkeys(["programs", "numeric", "torch", "eager", "control_flow", "kinks"], 0)
+    stats = dict.fromkeys(["programs", "numeric", "torch", "eager", "jit", "control_flow", "kinks"], 0)
     start = time.perf_counter()
 
     @_fuzz_settings(request)
