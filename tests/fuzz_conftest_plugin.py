@@ -25,14 +25,17 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     if not totals:
         return
     terminalreporter.section("gradient fuzzer")
-    terminalreporter.write_line(
-        f"fuzzer: {int(totals.get('programs', 0))} random programs in {totals.get('seconds', 0.0):.1f} s; "
-        f"static vs numeric on {int(totals.get('numeric', 0))}, vs PyTorch on {int(totals.get('torch', 0))}, "
-        f"vs eager on {int(totals.get('eager', 0))}, vs jit.to_static on {int(totals.get('jit', 0))}, "
-        f"with control flow {int(totals.get('control_flow', 0))}, "
-        f"skipped at a kink {int(totals.get('kinks', 0))}")
+    if totals.get("programs"):
+        terminalreporter.write_line(
+            f"fuzzer: {int(totals.get('programs', 0))} random programs in {totals.get('seconds', 0.0):.1f} s; "
+            f"static vs numeric on {int(totals.get('numeric', 0))}, vs PyTorch on {int(totals.get('torch', 0))}, "
+            f"vs eager on {int(totals.get('eager', 0))}, vs jit.to_static on {int(totals.get('jit', 0))}, "
+            f"with control flow {int(totals.get('control_flow', 0))}, "
+            f"skipped at a kink {int(totals.get('kinks', 0))}")
     if totals.get("second_order_programs"):
         terminalreporter.write_line(
-            f"fuzzer, grad of grad: {int(totals['second_order_programs'])} random programs; Hessian-vector "
-            f"products checked against numeric and PyTorch on {int(totals.get('second_order', 0))}, "
+            f"fuzzer, grad of grad: {int(totals['second_order_programs'])} random programs in "
+            f"{totals.get('second_order_seconds', 0.0):.1f} s; Hessian-vector "
+            f"products checked against numeric and PyTorch on {int(totals.get('second_order', 0))} "
+            f"(and eager's create_graph on {int(totals.get('second_order_eager', 0))}), "
             f"{int(totals.get('no_second_order', 0))} used an op whose gradient has no gradient")
