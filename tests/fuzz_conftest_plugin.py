@@ -31,7 +31,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
             f"static vs numeric on {int(totals.get('numeric', 0))}, vs PyTorch on {int(totals.get('torch', 0))}, "
             f"vs eager on {int(totals.get('eager', 0))}, vs jit.to_static on {int(totals.get('jit', 0))}, "
             f"with control flow {int(totals.get('control_flow', 0))}, "
-            f"skipped at a kink {int(totals.get('kinks', 0))}")
+            f"skipped at a kink {int(totals.get('kinks', 0))}, overflowing (PyTorch too) "
+            f"{int(totals.get('overflow', 0))}")
     if totals.get("second_order_programs"):
         terminalreporter.write_line(
             f"fuzzer, grad of grad: {int(totals['second_order_programs'])} random programs in "

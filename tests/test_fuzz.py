@@ -23,7 +23,7 @@ import time
 import numpy as np
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 
 import fluidgrad as fg
 from fluidgrad.dispatch import apply_op
@@ -339,7 +339,13 @@ def check_program(spec: Spec, stats: dict[str, float]) -> None:
     static = StaticRun(spec)
     stop_vals = sorted(spec.stop)
     loss, grads, stopped = static.run(exe, extra=tuple(static.values[v] for v in stop_vals))
-    assert np.isfinite(loss), f"loss is {loss}\n{spec}"
+    if not np.isfinite(loss) or abs(loss) > 1e12:
+        # repeated squaring in a loop can overflow float64: not a gradient question, unless
+        # PyTorch computes a finite value for the same program
+        t_loss = torch_answer(spec)[0] if torch_ops_available(spec) else float("inf")
+        assert not np.isfinite(t_loss) or abs(t_loss) > 1e12, f"loss is {loss}, PyTorch's {t_loss}\n{spec}"
+        stats["overflow"] += 1
+        assume(False)
     for v, g in grads.items():
         assert g.shape == spec.shape(v), f"gradient of input {v} has shape {g.shape}, expected {spec.shape(v)}"
 
@@ -398,6 +404,7 @@ def check_second_order(spec: Spec, stats: dict[str, float]) -> None:
         return
     stop_vals = sorted(spec.stop)
     value, hvp, stopped = static.run(exe, extra=tuple(static.values[v] for v in stop_vals))
+    assume(np.isfinite(value) and abs(value) < 1e12)  # float64 overflow is not a gradient question
     line = Directional(spec, static, exe, dict(zip(stop_vals, stopped)), order=2)
     f0, central, kink = line.probe()
     assert abs(f0 - value) <= 1e-9 * (1 + abs(value)), f"<grad, w> is {f0} alone but {value} with its gradient"
@@ -432,8 +439,9 @@ def _fuzz_settings(request, examples: int = CI_EXAMPLES) -> settings:
                                            HealthCheck.filter_too_much])
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # overflow in the rare program that squares in a loop
 def test_random_programs_have_right_gradients(request):
-    stats = dict.fromkeys(["programs", "numeric", "torch", "eager", "jit", "control_flow", "kinks"], 0)
+    stats = dict.fromkeys(["programs", "numeric", "torch", "eager", "jit", "control_flow", "kinks", "overflow"], 0)
     start = time.perf_counter()
 
     @_fuzz_settings(request)
@@ -450,6 +458,7 @@ def test_random_programs_have_right_gradients(request):
     assert stats["numeric"] > stats["programs"] // 2, f"too few programs checked numerically: {stats}"
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_random_programs_have_right_second_derivatives(request):
     stats = dict.fromkeys(["second_order_programs", "second_order", "second_order_eager", "no_second_order",
                            "kinks"], 0)
