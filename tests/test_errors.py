@@ -463,6 +463,40 @@ def test_catalogue_row(case: Row) -> None:
         assert out.shape == (2, 3)
 
 
+def test_validate_program_finds_unprovided_reads_at_build_time() -> None:
+    from fluidgrad.framework.validate import validate_program
+    main = fg.Program()
+    block = main.global_block()
+    with fg.program_guard(main, fg.Program()):
+        x = data("x", [2], "float64")
+        t = block.create_var("t", [2], "float64")
+        fg.relu(t)
+        block.append_op("scale", {"X": [x]}, {"Out": [t]}, {"scale": 2.0})
+        u = block.create_var("u", [2], "float64")
+        fg.tanh(u)
+    problems = validate_program(main)
+    assert problems[0] == "op #0 (relu) in block 0 reads 't' before op #1 (scale) writes it"
+    assert re.match(r"op #2 \(tanh\) in block 0 reads 'u', which no earlier op writes and which is neither", problems[1])
+    assert validate_program(main, feed_names=["u"]) == problems[:1]
+    with pytest.raises(ValueError, match="the program reads variables nothing provides"):
+        validate_program(main, raise_error=True)
+
+
+def test_validate_program_accepts_real_programs() -> None:
+    """An MLP with Adam, a while loop and a cond, and their backward: nothing to report."""
+    from fluidgrad.framework.validate import validate_program
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup):
+        x = data("x", [None, 4])
+        y = fg.static.nn.fc(x, 3)
+        i, limit = fg.full([1], 0, "int64"), fg.full([1], 3, "int64")
+        _, z = fg.static.nn.while_loop(lambda i, v: fg.less_than(i, limit), lambda i, v: [i + 1, fg.tanh(v)], [i, y])
+        c = fg.static.nn.cond(fg.less_than(fg.sum(z), fg.full([], 0.0)), lambda: fg.tanh(z), lambda: fg.sin(z))
+        fg.optimizer.Adam(0.01).minimize(fg.mean(c))
+    assert validate_program(main) == []
+    assert validate_program(startup) == []
+
+
 def test_catalogue_document_lists_every_row() -> None:
     path = os.path.join(os.path.dirname(__file__), "..", "docs", "errors.md")
     with open(path) as f:

@@ -29,6 +29,7 @@ import fluidgrad as fg
 from fluidgrad.dispatch import apply_op
 from fluidgrad.executor import Executor, Scope
 from fluidgrad.framework import Program, program_guard, unique_name_guard
+from fluidgrad.framework.validate import validate_program
 from fluidgrad.static import create_parameter, data
 
 from fuzz_conftest_plugin import FUZZ_PROPERTY
@@ -337,6 +338,7 @@ def _close(a: np.ndarray, b: np.ndarray, rtol: float) -> bool:
 def check_program(spec: Spec, stats: dict[str, float]) -> None:
     exe = Executor()
     static = StaticRun(spec)
+    assert validate_program(static.main, static.feeds) == [], f"build-time validation flags a valid program\n{spec}"
     stop_vals = sorted(spec.stop)
     loss, grads, stopped = static.run(exe, extra=tuple(static.values[v] for v in stop_vals))
     if not np.isfinite(loss) or abs(loss) > 1e12:
