@@ -30,6 +30,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
             f"fuzzer: {int(totals.get('programs', 0))} random programs in {totals.get('seconds', 0.0):.1f} s; "
             f"static vs numeric on {int(totals.get('numeric', 0))}, vs PyTorch on {int(totals.get('torch', 0))}, "
             f"vs eager on {int(totals.get('eager', 0))}, vs jit.to_static on {int(totals.get('jit', 0))}, "
+            f"float32 dtypes and values on {int(totals.get('float32', 0))}, "
             f"with control flow {int(totals.get('control_flow', 0))}, "
             f"skipped at a kink {int(totals.get('kinks', 0))}, overflowing (PyTorch too) "
             f"{int(totals.get('overflow', 0))}")

@@ -47,12 +47,13 @@ class StaticRun:
     """The spec as a Program: loss, input gradients, and the values of stop_gradient nodes."""
 
     def __init__(self, spec: Spec, frozen: dict[int, np.ndarray] | None = None, backward: bool = True,
-                 order: int = 1) -> None:
+                 order: int = 1, dtype: str = "float64") -> None:
         self.spec = spec
+        self.dtype = dtype
         self.main, startup = Program(), Program()
         self.scope, self.feeds = Scope(), {}
         self.inputs: dict[int, tuple[str, str]] = {}  # value -> (name, role)
-        values = input_values(spec)
+        values = {v: a.astype(dtype) for v, a in input_values(spec).items()}
         int_count = [0]
 
         def leaf(v: int, frozen_value: np.ndarray | None):
@@ -60,14 +61,14 @@ class StaticRun:
             if frozen_value is not None:
                 name = f"frozen_{v}"
                 self.feeds[name] = frozen_value
-                return data(name, shape, "float64")
+                return data(name, shape, dtype)
             role = spec.nodes[spec.value_nodes[v][0]].p("role")
             name = f"in_{v}"
             self.inputs[v] = (name, role)
             if role == "param":
                 self.scope[name] = values[v]
-                return create_parameter(shape, "float64", name=name)
-            var = data(name, shape, "float64")
+                return create_parameter(shape, dtype, name=name)
+            var = data(name, shape, dtype)
             var.stop_gradient = role == "const"
             self.feeds[name] = values[v]
             return var
@@ -75,6 +76,7 @@ class StaticRun:
         def make_int(array: np.ndarray):  # a constant input: indices, labels, running statistics
             name = f"const_{int_count[0]}"
             int_count[0] += 1
+            array = array.astype(dtype) if array.dtype.kind == "f" else array
             self.feeds[name] = array
             return data(name, array.shape, array.dtype.name)
 
@@ -101,8 +103,8 @@ class StaticRun:
 
     def _cotangent(self, v: int, c: np.ndarray):
         name = f"cotangent_{v}"
-        self.feeds[name] = c
-        return data(name, c.shape, "float64")
+        self.feeds[name] = c.astype(self.dtype)
+        return data(name, c.shape, self.dtype)
 
     def _wrt(self) -> dict[int, object]:
         return {v: self.main.global_block().var(name) for v, (name, role) in self.inputs.items() if role != "const"}
@@ -146,7 +148,7 @@ class StaticRun:
         fetched_grads = [v for v, g in self.grads.items() if g is not None]
         fetch = [self.objective] + [self.grads[v] for v in fetched_grads] + list(extra)
         out = exe.run(self.main, feed=dict(self.feeds, **(feeds or {})), fetch_list=fetch, scope=self.scope)
-        grads = {v: np.zeros(self.spec.shape(v)) for v in self.grads}
+        grads = {v: np.zeros(self.spec.shape(v), self.dtype) for v in self.grads}
         grads.update(zip(fetched_grads, out[1:1 + len(fetched_grads)]))
         return float(out[0]), grads, out[1 + len(fetched_grads):]
 
@@ -382,6 +384,8 @@ def check_program(spec: Spec, stats: dict[str, float]) -> None:
             assert _close(g, e_grads[v], 1e-8), (
                 f"gradient of input {v} differs from eager:\nstatic {g}\neager  {e_grads[v]}\n{spec}")
         stats["eager"] += 1
+    if not kink and spec.seed % 3 == 0:
+        check_float32(spec, grads, stats)
     if jit_available():
         j_loss, j_grads = jit_answer(spec)
         assert abs(j_loss - loss) <= 1e-9 * (1 + abs(loss)), f"loss {loss} but jit.to_static gives {j_loss}\n{spec}"
@@ -433,6 +437,19 @@ def check_second_order(spec: Spec, stats: dict[str, float]) -> None:
                 f"second order of input {v} differs from PyTorch:\nstatic {h}\ntorch  {t_hvp[v]}\n{spec}")
 
 
+def check_float32(spec: Spec, grads64: dict[int, np.ndarray], stats: dict[str, float]) -> None:
+    """The same program in float32: every gradient is float32 (variable and array) and near float64's."""
+    static = StaticRun(spec, dtype="float32")
+    for v, var in static.grads.items():
+        assert var is None or var.dtype == "float32", f"gradient {var.name} is {var.dtype} in a float32 program"
+    loss, grads, _ = static.run(Executor())
+    for v, g in grads.items():
+        assert g.dtype == np.float32, f"gradient of input {v} is a {g.dtype} array in a float32 program\n{spec}"
+        assert _close(g, grads64[v], 2e-2), (
+            f"float32 gradient of input {v} is far from float64's:\nfloat32 {g}\nfloat64 {grads64[v]}\n{spec}")
+    stats["float32"] += 1
+
+
 def _fuzz_settings(request, examples: int = CI_EXAMPLES) -> settings:
     long_run = request.config.getoption("--fuzz-long", default=0)
     return settings(max_examples=long_run or examples, deadline=None, derandomize=not long_run,
@@ -443,7 +460,8 @@ def _fuzz_settings(request, examples: int = CI_EXAMPLES) -> settings:
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # overflow in the rare program that squares in a loop
 def test_random_programs_have_right_gradients(request):
-    stats = dict.fromkeys(["programs", "numeric", "torch", "eager", "jit", "control_flow", "kinks", "overflow"], 0)
+    stats = dict.fromkeys(["programs", "numeric", "torch", "eager", "jit", "float32", "control_flow", "kinks",
+                           "overflow"], 0)
     start = time.perf_counter()
 
     @_fuzz_settings(request)
