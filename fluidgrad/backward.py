@@ -13,6 +13,7 @@ so ops off the path, and ops whose inputs all stop the gradient, get no grad op.
 """
 from __future__ import annotations
 
+import functools
 import gc
 from collections import defaultdict
 from typing import Any, Callable, Iterable, Sequence
@@ -103,26 +104,29 @@ class _BackwardBuilder:
                         callbacks: Sequence[Callable] = ()) -> set[str]:
         """Append grad ops for `ops` (reverse order) to `target_block`; return vars given a gradient."""
         for op in reversed(ops):
-            if not any(n in flowing for n in op.output_arg_names):
+            outputs = op.output_arg_names
+            if not any(n in flowing for n in outputs):
                 continue
-            if not self._inputs_need_grad(op):
+            inputs = op.input_arg_names
+            if not self._inputs_need_grad(op, inputs):
                 continue
             grad_sub_block = self._build_grad_sub_block(op, flowing)
             descs, grad_to_var = get_grad_op_desc(op, self.no_grad, grad_sub_block, self.grad_name, {
-                self.grad_name(n) for n in op.output_arg_names if n in flowing})
+                self.grad_name(n) for n in outputs if n in flowing})
             self.grad_to_var.update(grad_to_var)
             for desc in descs:
                 self.var_info.update(desc.out_vars)
                 desc.attrs.setdefault("op_role", BACKWARD)
-                target_block.append_op(desc.type, desc.inputs, desc.outputs, desc.attrs, infer=False)
+                # descs come from the registry's own grad makers: no need to validate them again
+                target_block._append_trusted(desc.type, desc.inputs, desc.outputs, desc.attrs)
                 for callback in callbacks:
                     callback(block=target_block, context={"op": target_block.ops[-1], "forward_op": op})
             flowing.update(grad_to_var[n] for d in descs for n in d.output_arg_names() if n in grad_to_var
-                           and grad_to_var[n] in op.input_arg_names)
+                           and grad_to_var[n] in inputs)
         return flowing
 
-    def _inputs_need_grad(self, op: Operator) -> bool:
-        for name in op.input_arg_names:
+    def _inputs_need_grad(self, op: Operator, inputs: Sequence[str]) -> bool:
+        for name in inputs:
             var = op.block._find_var_recursive(name)
             if name not in self.no_grad and var is not None and var.dtype.startswith("float"):
                 return True
@@ -262,22 +266,29 @@ def _seed(block: Block, target: Variable, grad_name: str, target_gradient: Varia
                          "op_role": BACKWARD}, infer=False)
 
 
-def _build(targets: list[Variable], target_gradients: list[Variable | None], no_grad_set: Iterable[str],
-           callbacks: Sequence[Callable] = ()) -> _BackwardBuilder:
-    # Building allocates many small objects and frees none: the cyclic collector would only
-    # rescan the growing program again and again, which made long programs superlinear.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        with rollback_on_error(targets[0].block.program):  # a failed pass leaves no grad ops behind
-            return _build_unpaused(targets, target_gradients, no_grad_set, callbacks)
-    finally:
-        if collecting:
-            gc.enable()
+def _without_gc(fn: Callable) -> Callable:
+    """Building allocates many small objects and frees none: the cyclic collector would only
+    rescan the growing program again and again, making long programs superlinear."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if collecting:
+                gc.enable()
+    return wrapper
 
 
-def _build_unpaused(targets: list[Variable], target_gradients: list[Variable | None],
-                    no_grad_set: Iterable[str], callbacks: Sequence[Callable]) -> _BackwardBuilder:
+def _build(targets: list[Variable], target_gradients: list[Variable | None],
+           no_grad_set: Iterable[str], callbacks: Sequence[Callable] = ()) -> _BackwardBuilder:
+    with rollback_on_error(targets[0].block.program):  # a failed pass leaves no grad ops behind
+        return _build_unguarded(targets, target_gradients, no_grad_set, callbacks)
+
+
+def _build_unguarded(targets: list[Variable], target_gradients: list[Variable | None],
+                     no_grad_set: Iterable[str], callbacks: Sequence[Callable]) -> _BackwardBuilder:
     block = targets[0].block
     program = block.program
     for target in targets:
@@ -297,6 +308,7 @@ def _build_unpaused(targets: list[Variable], target_gradients: list[Variable | N
     return builder
 
 
+@_without_gc
 def append_backward(loss: Variable, parameter_list: Sequence[Any] | None = None,
                     no_grad_set: Iterable[Any] | None = None,
                     callbacks: Sequence[Callable] | None = None) -> list[tuple[Parameter, Variable]]:
@@ -331,6 +343,7 @@ def append_backward(loss: Variable, parameter_list: Sequence[Any] | None = None,
     return result
 
 
+@_without_gc
 def gradients(targets: Variable | Sequence[Variable], inputs: Variable | Sequence[Variable],
               target_gradients: Variable | Sequence[Variable | None] | None = None,
               no_grad_set: Iterable[Any] | None = None) -> list[Variable | None]:

@@ -187,6 +187,15 @@ class Block:
         self.program._bump()
         return op
 
+    def _append_trusted(self, type: str, inputs: dict[str, list[str]], outputs: dict[str, list[str]],
+                        attrs: dict[str, Any]) -> Operator:
+        """Append an op description that the registry itself produced (slots checked, attrs
+        complete): the backward builder's fast path, with no validation or inference."""
+        op = Operator(self, type, inputs, outputs, attrs)
+        self.ops.append(op)
+        self.program._version += 1
+        return op
+
     def _remove_op(self, index: int) -> None:
         del self.ops[index]
         self.program._bump()

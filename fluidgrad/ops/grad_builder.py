@@ -162,8 +162,9 @@ class StaticGradBuilder:
 
     # -- result
     def finish(self) -> tuple[list[OpDesc], dict[str, str]]:
-        self._fold_assigns()
-        self._drop_unused()
+        counts = self._read_counts()
+        self._fold_assigns(counts)
+        self._drop_unused(counts)
         for desc in self.descs:
             desc.attrs.setdefault("op_role", "backward")
             desc.out_vars = {n: self._var_info(n, desc) for n in desc.output_arg_names() if n != EMPTY_VAR_NAME}
@@ -183,9 +184,8 @@ class StaticGradBuilder:
                 counts[name] = counts.get(name, 0) + 1
         return counts
 
-    def _fold_assigns(self) -> None:
+    def _fold_assigns(self, counts: dict[str, int]) -> None:
         """`t = f(..); x@GRAD = assign(t)` becomes `x@GRAD = f(..)` when nothing else reads t."""
-        counts = self._read_counts()
         producers = {n: d for d in self.descs for n in d.output_arg_names()}
         for assign in self._assigns:
             temp, target = assign.inputs["X"][0], assign.outputs["Out"][0]
@@ -196,9 +196,9 @@ class StaticGradBuilder:
                 names[:] = [target if n == temp else n for n in names]
             self.descs.remove(assign)
 
-    def _drop_unused(self) -> None:
-        """Unread temporaries become @EMPTY@; an op none of whose outputs is used goes."""
-        counts = self._read_counts()
+    def _drop_unused(self, counts: dict[str, int]) -> None:
+        """Unread temporaries become @EMPTY@; an op none of whose outputs is used goes.
+        (`counts` may still count reads by folded assigns: those temporaries are renamed.)"""
         kept = []
         for desc in self.descs:
             for names in desc.outputs.values():

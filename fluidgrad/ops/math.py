@@ -56,7 +56,8 @@ def _pow_grad(g):
 def _div_infer(ctx):
     """True division, as in NumPy and PyTorch: integer inputs give float64."""
     dtype = same_dtype(ctx, "X", "Y")
-    shape = broadcast_shapes(ctx, ctx.shape("X"), ctx.shape("Y"), f"{ctx.describe('X')} with {ctx.describe('Y')}")
+    shape = broadcast_shapes(ctx, ctx.shape("X"), ctx.shape("Y"),
+                             lambda: f"{ctx.describe('X')} with {ctx.describe('Y')}")
     ctx.set_output("Out", shape, dtype if dtype.startswith("float") else "float64")
 
 
@@ -110,7 +111,8 @@ def _logic_infer(ctx):
             raise ctx.dtype_error(f"expects bool inputs, got {ctx.describe(slot)}")
     shape = ctx.shape("X")
     if ctx.has_input("Y"):
-        shape = broadcast_shapes(ctx, shape, ctx.shape("Y"), f"{ctx.describe('X')} with {ctx.describe('Y')}")
+        shape = broadcast_shapes(ctx, shape, ctx.shape("Y"),
+                                 lambda: f"{ctx.describe('X')} with {ctx.describe('Y')}")
     ctx.set_output("Out", shape, "bool")
 
 
@@ -155,7 +157,8 @@ def _matmul_infer(ctx):
         raise ctx.shape_error(
             f"inner dimensions differ: {ctx.describe('X')} (transpose_x={ctx.attr('transpose_x')}) "
             f"cannot multiply {ctx.describe('Y')} (transpose_y={ctx.attr('transpose_y')}): {k1} != {k2}")
-    batch = broadcast_shapes(ctx, x[:-2], y[:-2], f"batch dims of {ctx.describe('X')} and {ctx.describe('Y')}")
+    batch = broadcast_shapes(ctx, x[:-2], y[:-2],
+                             lambda: f"batch dims of {ctx.describe('X')} and {ctx.describe('Y')}")
     out = list(batch) + ([] if x_vec else [x[-2]]) + ([] if y_vec else [y[-1]])
     ctx.set_output("Out", out, dtype)
 

@@ -1,13 +1,15 @@
 """Shape rules shared by many ops. -1 stands for a size known only at run time."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 from .registry import InferContext
 
 
-def broadcast_shapes(ctx: InferContext, a: Sequence[int], b: Sequence[int], what: str) -> tuple[int, ...]:
-    """NumPy broadcasting, with -1 allowed; raises naming the op and both shapes."""
+def broadcast_shapes(ctx: InferContext, a: Sequence[int], b: Sequence[int],
+                     what: Callable[[], str]) -> tuple[int, ...]:
+    """NumPy broadcasting, with -1 allowed; raises naming the op and both shapes.
+    `what` describes the operands; it is called only on error (it runs for every op built)."""
     n = max(len(a), len(b))
     a = (1,) * (n - len(a)) + tuple(a)
     b = (1,) * (n - len(b)) + tuple(b)
@@ -20,7 +22,7 @@ def broadcast_shapes(ctx: InferContext, a: Sequence[int], b: Sequence[int], what
         elif da == -1 or db == -1:
             out.append(max(da, db))
         else:
-            raise ctx.shape_error(f"cannot broadcast {what}")
+            raise ctx.shape_error(f"cannot broadcast {what()}")
     return tuple(out)
 
 
@@ -49,7 +51,7 @@ def binary_broadcast(out_dtype: str | None = None):
     def infer(ctx: InferContext) -> None:
         dtype = same_dtype(ctx, "X", "Y")
         shape = broadcast_shapes(ctx, ctx.shape("X"), ctx.shape("Y"),
-                                 f"{ctx.describe('X')} with {ctx.describe('Y')}")
+                                 lambda: f"{ctx.describe('X')} with {ctx.describe('Y')}")
         ctx.set_output("Out", shape, out_dtype or dtype)
     return infer
 
