@@ -99,6 +99,37 @@ class _BackwardBuilder:
         path.reverse()
         return path
 
+    def check_no_overwrite(self, ops: Sequence[Operator], loop_body: Block | None = None) -> None:
+        """Grad ops read forward values by name, so a value that a later op overwrites would be
+        read back wrong. Refuse it rather than give a wrong gradient. A loop body may overwrite
+        an outer variable it has read (each step's scope keeps the value it read), provided
+        nothing in the body reads it again afterwards."""
+        last_reader: dict[str, Operator] = {}
+        overwritten: dict[str, Operator] = {}
+        for op in ops:
+            for name in op.input_arg_names:
+                if name in overwritten:
+                    self._overwrite_error(name, last_reader[name], overwritten[name], also=op)
+                last_reader[name] = op
+            for name in op.output_arg_names:
+                reader = last_reader.get(name)
+                if reader is None or reader is op or not self._differentiable(op.block, name):
+                    continue
+                if loop_body is None or loop_body.has_var(name):
+                    self._overwrite_error(name, reader, op)
+                overwritten[name] = op
+
+    def _differentiable(self, block: Block, name: str) -> bool:
+        var = block._find_var_recursive(name)
+        return name not in self.no_grad and var is not None and var.dtype.startswith("float")
+
+    @staticmethod
+    def _overwrite_error(name: str, reader: Operator, writer: Operator, also: Operator | None = None) -> None:
+        again = f", and op {also.type} reads the new value" if also is not None else ""
+        raise ValueError(f"variable {name!r} is read by op {reader.type} and then overwritten by op "
+                         f"{writer.type}{again}: its gradient would use the wrong value. Write the new value "
+                         f"to a new variable (e.g. `{name} = ...` instead of assign(..., output={name}))")
+
     # ---- step 3
     def append_grad_ops(self, ops: Sequence[Operator], target_block: Block, flowing: set[str],
                         callbacks: Sequence[Callable] = ()) -> set[str]:
@@ -140,6 +171,7 @@ class _BackwardBuilder:
         grad_block.forward_block_idx = sub.idx
         try:
             # inside the sub-block, gradients flow from the outer variables it writes
+            self.check_no_overwrite(sub.ops, loop_body=sub)
             outer_writes = {n for o in sub.ops for n in o.output_arg_names if not sub.has_var(n)}
             inner_flowing = {n for n in outer_writes if n in flowing or n in op.output_arg_names}
             self.append_grad_ops(sub.ops, grad_block, inner_flowing)
@@ -297,6 +329,7 @@ def _build_unguarded(targets: list[Variable], target_gradients: list[Variable | 
                              f"{target.block.idx}, {targets[0].name} in block {block.idx}")
     builder = _BackwardBuilder(program, no_grad_set)
     path = builder.ops_on_path(block, {t.name for t in targets})
+    builder.check_no_overwrite(path)
     start = len(block.ops)
     for target, gradient in zip(targets, target_gradients):
         _seed(block, target, builder.grad_name(target.name), gradient)

@@ -572,3 +572,37 @@ def test_grad_of_grad_through_concat_with_a_constant_input(fresh_programs, rng):
     first, second = _run(main, {"x": xs, "c": rng.normal(size=2)}, [g, gg])
     _close(first, 2 * np.exp(2 * xs))
     _close(second, 4 * np.exp(2 * xs))
+
+
+def test_overwriting_a_value_that_a_grad_op_needs_is_an_error(fresh_programs):
+    """assign(..., output=h) after h was read would make h's readers see the new value."""
+    from fluidgrad.static.control_flow import assign
+    main, _ = fresh_programs
+    x = static.data("x", [3], "float64")
+    x.stop_gradient = False
+    h = fg.tanh(x)
+    doubled = h * 3.0
+    assign(doubled, output=h)
+    loss = fg.mean(fg.tanh(h) * h)
+    ops_before = len(main.global_block().ops)
+    with pytest.raises(ValueError, match=f"{h.name}.*read by op scale.*overwritten by op assign"):
+        fg.append_backward(loss)
+    assert len(main.global_block().ops) == ops_before  # nothing half-built is left behind
+
+
+def test_loop_body_reading_an_overwritten_outer_value_is_an_error(fresh_programs):
+    from fluidgrad.static.control_flow import assign
+    x = static.data("x", [3], "float64")
+    x.stop_gradient = False
+    acc = fg.zeros([3], "float64")
+    limit = fg.full([1], 2, "int64")
+    i = fg.zeros([1], "int64")
+    cond = fg.less_than(i, limit)
+    loop = static.While(cond)
+    with loop.block():
+        assign(fg.tanh(x), output=x)
+        assign(acc + x * x, output=acc)
+        assign(i + 1, output=i)
+        assign(fg.less_than(i, limit), output=cond)
+    with pytest.raises(ValueError, match="read by op tanh and then overwritten by op assign, and op"):
+        fg.append_backward(fg.mean(acc))
