@@ -443,9 +443,11 @@ def check_float32(spec: Spec, grads64: dict[int, np.ndarray], stats: dict[str, f
     for v, var in static.grads.items():
         assert var is None or var.dtype == "float32", f"gradient {var.name} is {var.dtype} in a float32 program"
     loss, grads, _ = static.run(Executor())
+    # float32 rounding is relative to the largest values around, not to each (maybe cancelling) entry
+    scale = max([1.0] + [float(np.max(np.abs(g), initial=0.0)) for g in grads64.values()])
     for v, g in grads.items():
         assert g.dtype == np.float32, f"gradient of input {v} is a {g.dtype} array in a float32 program\n{spec}"
-        assert _close(g, grads64[v], 2e-2), (
+        assert np.allclose(g, grads64[v], rtol=2e-2, atol=2e-3 * scale), (
             f"float32 gradient of input {v} is far from float64's:\nfloat32 {g}\nfloat64 {grads64[v]}\n{spec}")
     stats["float32"] += 1
 
