@@ -299,3 +299,39 @@ def test_a_failed_run_leaves_persistables_untouched(fresh_programs):
     np.testing.assert_array_equal(fg.global_scope()["counter"], [1.0])
     exe.run(main, feed={"table": np.zeros(3), "ids": np.array([2])}, fetch_list=[picked])
     np.testing.assert_array_equal(fg.global_scope()["counter"], [2.0])
+
+
+def test_fetched_parameters_and_feeds_are_copies(fresh_programs):
+    """Writing into a fetched array must not change the scope, nor the caller's feed."""
+    main, startup = fresh_programs
+    x = static.data("x", [3], "float64")
+    w = static.create_parameter([3], "float64", name="w")
+    y = x * w
+    exe = fg.Executor()
+    exe.run(startup)
+    feed = np.ones(3)
+    w_value, x_value, y_value = exe.run(main, feed={"x": feed}, fetch_list=[w, x, y])
+    w_value[:] = 0.0
+    x_value[:] = 5.0
+    assert not np.all(fg.global_scope()["w"] == 0.0)
+    np.testing.assert_array_equal(feed, np.ones(3))
+
+
+def test_making_a_variable_persistable_after_a_run_takes_effect(fresh_programs):
+    main, _ = fresh_programs
+    x = static.data("x", [2], "float64")
+    h = fg.exp(x)
+    exe = fg.Executor()
+    exe.run(main, feed={"x": np.zeros(2)}, fetch_list=[h])
+    assert h.name not in fg.global_scope()
+    h.persistable = True
+    exe.run(main, feed={"x": np.zeros(2)}, fetch_list=[h])
+    np.testing.assert_array_equal(fg.global_scope()[h.name], np.ones(2))
+
+
+def test_feeding_a_variable_that_an_op_writes_first_is_an_error(fresh_programs):
+    main, _ = fresh_programs
+    x = static.data("x", [2], "float64")
+    h = fg.exp(x)
+    with pytest.raises(fg.framework.ExecutionError, match=f"feed '{h.name}' would be ignored: op #0 \\(exp\\)"):
+        fg.Executor().run(main, feed={"x": np.zeros(2), h.name: np.full(2, 100.0)}, fetch_list=[h])

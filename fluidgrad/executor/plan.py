@@ -126,6 +126,34 @@ def _targets(w: _Writer, op: Operator, dead: set[str]) -> str:
     return parts[0] if len(parts) == 1 else ", ".join(parts)
 
 
+class _Liveness:
+    """Where each variable is first read before any write (`external`), first written, and
+    last touched, in one pass over the ops."""
+
+    def __init__(self, ops: list[Operator], fetch_names: list[str]) -> None:
+        self.defined: set[str] = set()
+        self.external: dict[str, int] = {}      # name -> index of the first op reading it (-1: a fetch)
+        self.last_touch: dict[str, int] = {}
+        self.first_writer: dict[str, int] = {}  # in order of first write
+        for i, op in enumerate(ops):
+            for name in op.input_arg_names:
+                if name not in self.defined and name not in self.external:
+                    self.external[name] = i
+                self.last_touch[name] = i
+            for name in op.output_arg_names:
+                if name != EMPTY_VAR_NAME:
+                    self.first_writer.setdefault(name, i)
+                    self.defined.add(name)
+                    self.last_touch[name] = i
+        for name in fetch_names:
+            if name not in self.defined and name not in self.external:
+                self.external[name] = -1
+
+    @property
+    def written(self) -> list[str]:
+        return list(self.first_writer)
+
+
 def compile_block(block: Block, feed_names: Iterable[str] = (), fetch_names: Iterable[str] = (),
                   keep_all: bool = False, check_nan_inf: bool = False) -> Plan:
     """Generate and compile `run(scope, feed, _rt)` for `block`.
@@ -135,61 +163,65 @@ def compile_block(block: Block, feed_names: Iterable[str] = (), fetch_names: Ite
     """
     feed_names, fetch_names = set(feed_names), list(fetch_names)
     ops = block.ops
-    # where each name is first read before being written, and where it is last touched
-    defined: set[str] = set()
-    external: dict[str, int] = {}
-    last_touch: dict[str, int] = {}
-    written: list[str] = []
-    first_writer: dict[str, int] = {}
-    for i, op in enumerate(ops):
-        for name in op.input_arg_names:
-            if name not in defined and name not in external:
-                external[name] = i
-            last_touch[name] = i
-        for name in op.output_arg_names:
-            if name != EMPTY_VAR_NAME:
-                if name not in defined:
-                    written.append(name)
-                    first_writer[name] = i
-                defined.add(name)
-                last_touch[name] = i
-    for name in fetch_names:
-        if name not in defined and name not in external:
-            external[name] = -1
-
-    def persistable(name: str) -> bool:
-        var = block._find_var_recursive(name)
-        return var is not None and var.persistable
-
-    kept = set(fetch_names) | {n for n in written if persistable(n)}
+    live = _Liveness(ops, fetch_names)
+    for name in feed_names:
+        if name not in live.external and name in live.first_writer:
+            j = live.first_writer[name]
+            raise ExecutionError(f"feed {name!r} would be ignored: op #{j} ({ops[j].type}) writes it "
+                                 f"before any op reads it")
+    kept = set(fetch_names) | {n for n in live.written if _is_persistable(block, n)}
     if keep_all:
-        kept |= set(written) | set(external)
-
+        kept |= set(live.written) | set(live.external)
     w = _Writer()
     w.globals.update(_load=_load, _chk=functools.partial(_check_finite, block), np=np)
-    for name, first in external.items():
+    _emit_loads(w, ops, live, feed_names, keep_all)
+    _emit_ops(w, ops, live, kept, check_nan_inf)
+    _emit_stores(w, block, live.written, live.external, kept, keep_all)
+    # a caller must not be able to write into the scope, or into its own feed, through a fetch
+    owned_elsewhere = {n for n in fetch_names if n in live.external or _is_persistable(block, n)}
+    w.emit("return (" + "".join((f"np.array({w.ident(n)})" if n in owned_elsewhere else w.ident(n)) + ", "
+                                for n in fetch_names) + ")")
+    source = "def run(scope, feed, _rt):\n" + ("\n".join(w.lines) if w.lines else "    pass")
+    namespace = dict(w.globals)
+    code = compile(source, f"<fluidgrad plan: block {block.idx}>", "exec")
+    exec(code, namespace)
+    return Plan(block, source, namespace["run"], w.line_ops, w.idents)
+
+
+def _is_persistable(block: Block, name: str) -> bool:
+    var = block._find_var_recursive(name)
+    return var is not None and var.persistable
+
+
+def _emit_loads(w: _Writer, ops: list[Operator], live: _Liveness, feed_names: set[str], keep_all: bool) -> None:
+    """Variables read before written come from the feed, else from the scope chain."""
+    for name, first in live.external.items():
         op_type = ops[first].type if first >= 0 else "fetch"
         if name in feed_names:
             w.emit(f"{w.ident(name)} = feed[{name!r}]")
         else:
-            j = first_writer.get(name)
+            j = live.first_writer.get(name)
             writer = None if j is None else f"op #{j} ({ops[j].type})"
             w.emit(f"{w.ident(name)} = _load(scope, {name!r}, {first}, {op_type!r}, {writer!r})")
-        if keep_all and name in defined:
+        if keep_all and name in live.defined:
             w.emit(f"_read_{w.ident(name)} = {w.ident(name)}")
+
+
+def _emit_ops(w: _Writer, ops: list[Operator], live: _Liveness, kept: set[str], check_nan_inf: bool) -> None:
+    """One line per op; `del` each intermediate after its last use."""
     frees: dict[int, list[str]] = {}
-    for name, i in last_touch.items():
+    for name, i in live.last_touch.items():
         if name not in kept:
             frees.setdefault(i, []).append(name)
     for i, op in enumerate(ops):
-        dead = {n for n in op.output_arg_names if last_touch.get(n) == i and n not in kept
+        dead = {n for n in op.output_arg_names if live.last_touch.get(n) == i and n not in kept
                 and n not in op.input_arg_names}
         ref, inline = _kernel_ref(w, op, i)
         args = _arguments(w, op)
+        op_def = get_op_def(op.type)
         if inline:
-            slots = [s.name for s in get_op_def(op.type).inputs]
-            call = ref.format(**dict(zip(slots, args)))
-        elif get_op_def(op.type).needs_runtime:
+            call = ref.format(**dict(zip([s.name for s in op_def.inputs], args)))
+        elif op_def.needs_runtime:
             call = f"{ref}(_rt, {', '.join(args)})"
         else:
             call = f"{ref}({', '.join(args)})"
@@ -201,13 +233,6 @@ def compile_block(block: Block, feed_names: Iterable[str] = (), fetch_names: Ite
         to_free = [n for n in frees.get(i, []) if n not in dead]
         if to_free:
             w.emit(f"del {', '.join(w.ident(n) for n in to_free)}")
-    _emit_stores(w, block, written, external, kept, keep_all)
-    w.emit(f"return ({''.join(w.ident(n) + ', ' for n in fetch_names)})")
-    source = "def run(scope, feed, _rt):\n" + ("\n".join(w.lines) if w.lines else "    pass")
-    namespace = dict(w.globals)
-    code = compile(source, f"<fluidgrad plan: block {block.idx}>", "exec")
-    exec(code, namespace)
-    return Plan(block, source, namespace["run"], w.line_ops, w.idents)
 
 
 def _emit_stores(w: _Writer, block: Block, written: list[str], external: dict[str, int], kept: set[str],

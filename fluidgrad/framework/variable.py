@@ -28,7 +28,7 @@ def is_float_dtype(dtype: str) -> bool:
 class Variable(MathMixin):
     """A named value of a Block. `shape` uses -1 for a size known only at run time."""
 
-    __slots__ = ("block", "name", "shape", "dtype", "persistable", "stop_gradient", "type", "is_data",
+    __slots__ = ("block", "name", "shape", "dtype", "_persistable", "stop_gradient", "type", "is_data",
                  "__dict__", "__weakref__")
 
     # kinds of variable: ordinary arrays, and the list of scopes a `while` keeps
@@ -42,10 +42,21 @@ class Variable(MathMixin):
         self.name = name
         self.shape = tuple(int(d) for d in shape)
         self.dtype = normalize_dtype(dtype)
-        self.persistable = persistable
+        self._persistable = persistable
         self.stop_gradient = stop_gradient
         self.type = type
         self.is_data = is_data
+
+    @property
+    def persistable(self) -> bool:
+        """Kept in the scope between runs. Changing it changes what a run stores, so it
+        voids the program's compiled plans."""
+        return self._persistable
+
+    @persistable.setter
+    def persistable(self, value: bool) -> None:
+        self._persistable = bool(value)
+        self.block.program._bump()
 
     @property
     def ndim(self) -> int:
