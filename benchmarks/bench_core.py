@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import fluidgrad as fg  # noqa: E402
-from common import best_time, print_table  # noqa: E402
+from common import interleaved_best, print_table  # noqa: E402
 
 
 def fc_stack(depth: int, width: int = 16) -> fg.Variable:
@@ -94,11 +94,11 @@ def bench_mlp_step(repeat: int) -> None:
     exe = fg.Executor()
     exe.run(startup, scope=scope)
     feed = {"x": x, "label": labels}
-    ours = best_time(lambda: exe.run(main, feed=feed, fetch_list=[loss], scope=scope), repeat=repeat, number=5)
     params = [scope[p.name].copy() for p in main.all_parameters()]
-    numpy_time = best_time(lambda: _mlp_numpy(params, x, labels, 0.01), repeat=repeat, number=5)
-    rows = [["hand-written NumPy", f"{numpy_time * 1e3:.2f}", "1.00"],
-            [f"fluidgrad Executor ({how})", f"{ours * 1e3:.2f}", f"{ours / numpy_time:.2f}"]]
+    contenders = {
+        "hand-written NumPy": lambda: _mlp_numpy(params, x, labels, 0.01),
+        f"fluidgrad Executor ({how})": lambda: exe.run(main, feed=feed, fetch_list=[loss], scope=scope),
+    }
     try:
         import torch
         torch.set_num_threads(2)
@@ -113,10 +113,12 @@ def bench_mlp_step(repeat: int) -> None:
             opt.zero_grad()
             loss_t.backward()
             opt.step()
-        torch_time = best_time(torch_step, repeat=repeat, number=5)
-        rows.append(["PyTorch eager", f"{torch_time * 1e3:.2f}", f"{torch_time / numpy_time:.2f}"])
+        contenders["PyTorch eager"] = torch_step
     except ImportError:
         pass
+    best = interleaved_best(contenders, rounds=repeat, number=5)
+    numpy_time = best["hand-written NumPy"]
+    rows = [[name, f"{t * 1e3:.2f}", f"{t / numpy_time:.2f}"] for name, t in best.items()]
     print_table("MLP 784-512-512-10 training step, batch 64, float32",
                 ["implementation", "ms per step", "ratio to NumPy"], rows)
 
@@ -135,7 +137,6 @@ def bench_per_op(n_ops: int, repeat: int) -> None:
         grad_x = fg.gradients(h, x)[0]
     exe = fg.Executor()
     feed = {"x": np.ones(1), "a": np.full(1, 1.0001), "b": np.full(1, 0.001)}
-    ours = best_time(lambda: exe.run(main, feed=feed, fetch_list=[h, grad_x]), repeat=repeat)
 
     def plain_numpy():
         """The least a NumPy programmer would write: forward, then the chain rule by hand
@@ -148,9 +149,11 @@ def bench_per_op(n_ops: int, repeat: int) -> None:
             if i % 2 == 0:
                 g = g * av
         return h, g
-    numpy_time = best_time(plain_numpy, repeat=repeat)
-    rows = [["plain NumPy", f"{numpy_time / n_ops * 1e6:.2f}", "1.00"],
-            ["fluidgrad Executor", f"{ours / n_ops * 1e6:.2f}", f"{ours / numpy_time:.2f}"]]
+    best = interleaved_best({"plain NumPy": plain_numpy,
+                             "fluidgrad Executor": lambda: exe.run(main, feed=feed, fetch_list=[h, grad_x])},
+                            rounds=repeat)
+    numpy_time = best["plain NumPy"]
+    rows = [[name, f"{t / n_ops * 1e6:.2f}", f"{t / numpy_time:.2f}"] for name, t in best.items()]
     print_table(f"executor per-op cost, forward + backward, chain of {n_ops} ops on 1-element arrays",
                 ["implementation", "µs per op", "ratio to NumPy"], rows)
 

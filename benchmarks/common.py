@@ -26,3 +26,19 @@ def print_table(title: str, header: Sequence[str], rows: Sequence[Sequence[objec
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for row in cells[1:]:
         print("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |")
+
+
+def interleaved_best(contenders: dict[str, Callable[[], object]], rounds: int = 10,
+                     number: int = 1) -> dict[str, float]:
+    """Best seconds per call of each contender, timed in alternation, so that a burst of load
+    from elsewhere on a shared machine hits every contender alike."""
+    for fn in contenders.values():
+        fn()
+    best = {name: float("inf") for name in contenders}
+    for _ in range(rounds):
+        for name, fn in contenders.items():
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            best[name] = min(best[name], (time.perf_counter() - start) / number)
+    return best
