@@ -59,6 +59,13 @@ def _rename_first_output(op: Operator, old: str, new: str) -> None:
             return
 
 
+def _replace_ops(block: Block, start: int, ops: list[Operator]) -> None:
+    """Rewrite `block.ops[start:]` in one go: inserting or removing one op at a time would make
+    long blocks quadratic."""
+    block.ops[start:] = ops
+    block.program._bump()
+
+
 class _BackwardBuilder:
     """The state of one backward pass over one program."""
 
@@ -188,12 +195,13 @@ class _BackwardBuilder:
         variables leave a grad block (the control-flow grad op reads them), so the gradient of
         a local such as `x_t = gather(x, i)` with `x` stop_gradient is dead work, every step."""
         read: set[str] = set()
-        for index in range(len(grad_block.ops) - 1, -1, -1):
-            op = grad_block.ops[index]
+        kept = []
+        for op in reversed(grad_block.ops):
             if any(n in read or self._leaves_block(n, sub) for n in op.output_arg_names if n != EMPTY_VAR_NAME):
                 read.update(op.input_arg_names)
-            else:
-                grad_block._remove_op(index)
+                kept.append(op)
+        kept.reverse()
+        _replace_ops(grad_block, 0, kept)
 
     def _leaves_block(self, grad_name: str, sub: Block) -> bool:
         forward_name = self.grad_to_var.get(grad_name)
@@ -201,28 +209,26 @@ class _BackwardBuilder:
 
     # ---- step 4
     def add_up_repeated_grads(self, block: Block, start: int = 0) -> None:
-        """A gradient written by several ops since it was last read: rename each write, then sum."""
-        pending: dict[str, list[Operator]] = defaultdict(list)
+        """A gradient written by several ops since it was last read: rename each write, then sum
+        (before the first op that reads it, or at the end)."""
+        pending: dict[str, list[Operator]] = {}
         renames: dict[str, int] = defaultdict(int)
-        i = start
-        while i < len(block.ops):
-            op = block.ops[i]
+        ops: list[Operator] = []
+        for op in block.ops[start:]:
             for name in set(op.input_arg_names):
-                if len(pending.get(name, ())) > 1:
-                    self._sum_writes(block, i, name, pending.pop(name), renames)
-                    i += 1
-                pending.pop(name, None)
+                writers = pending.pop(name, ())
+                if len(writers) > 1:
+                    ops.append(self._sum_writes(block, name, writers, renames))
+            ops.append(op)
             for name in op.output_arg_names:
                 if GRAD_SUFFIX in name and name != EMPTY_VAR_NAME:
-                    pending[name].append(op)
-            i += 1
-        for name, writers in pending.items():
-            if len(writers) > 1:
-                last = max(block.ops.index(w) for w in writers)
-                self._sum_writes(block, last + 1, name, writers, renames)
+                    pending.setdefault(name, []).append(op)
+        ops += [self._sum_writes(block, name, writers, renames) for name, writers in pending.items()
+                if len(writers) > 1]
+        _replace_ops(block, start, ops)
 
-    def _sum_writes(self, block: Block, index: int, name: str, writers: list[Operator],
-                    renames: dict[str, int]) -> None:
+    def _sum_writes(self, block: Block, name: str, writers: list[Operator],
+                    renames: dict[str, int]) -> Operator:
         parts = []
         for writer in writers:
             new = rename_var_name(name, renames[name])
@@ -231,24 +237,23 @@ class _BackwardBuilder:
             if name in self.var_info:
                 self.var_info[new] = self.var_info[name]
             parts.append(new)
-        block._insert_op(index, "sum", {"X": parts}, {"Out": [name]}, {"op_role": BACKWARD}, infer=False)
+        return Operator(block, "sum", {"X": parts}, {"Out": [name]}, {"op_role": BACKWARD})
 
     # ---- step 5
     def fill_missing_grads(self, block: Block, provided: set[str], start: int = 0) -> None:
         """Zero-fill gradients that a grad op reads but no earlier op writes."""
         written = set(provided)
-        i = start
-        while i < len(block.ops):
-            op = block.ops[i]
+        ops: list[Operator] = []
+        for op in block.ops[start:]:
             for name in op.input_arg_names:
                 if name in written or name not in self.grad_to_var or name == EMPTY_VAR_NAME:
                     continue
-                block._insert_op(i, "fill_zeros_like", {"X": [self.grad_to_var[name]]}, {"Out": [name]},
-                                 {"op_role": BACKWARD}, infer=False)
+                ops.append(Operator(block, "fill_zeros_like", {"X": [self.grad_to_var[name]]}, {"Out": [name]},
+                                    {"op_role": BACKWARD, "dtype": None}))
                 written.add(name)
-                i += 1
             written.update(op.output_arg_names)
-            i += 1
+            ops.append(op)
+        _replace_ops(block, start, ops)
 
     # ---- step 6
     def create_grad_vars(self, block: Block, start: int = 0) -> None:
