@@ -17,10 +17,12 @@ import numpy as np
 
 from ..framework.errors import FluidgradError
 from ..ops.registry import Slot, get_op_def
+from .infer import attr_key, cache_key, key_or_none, run_rule
 from .tensor import Tensor
 
 _ndarray = np.ndarray
 _asarray = np.asarray
+_MISS = object()
 
 
 def _no_gradient(g: Any) -> None:
@@ -32,7 +34,8 @@ class OpCall:
     """What running one op type needs, computed once per op type (the eager hot path)."""
 
     __slots__ = ("type", "op_def", "kernel", "in_slots", "in_names", "in_index", "out_slots", "out_index",
-                 "defaults", "single_out", "has_dup_out", "has_dup_in", "grad_maker", "needs_runtime")
+                 "defaults", "single_out", "has_dup_out", "has_dup_in", "grad_maker", "needs_runtime",
+                 "infer", "infer_cache", "infer_attrs", "default_attr_key")
 
     def __init__(self, op_def: Any) -> None:
         self.type = op_def.type
@@ -51,6 +54,12 @@ class OpCall:
         # that needs a gradient: backward reaching it is then an error naming the op, never a silent zero
         self.grad_maker = op_def.grad if op_def.has_gradient else _no_gradient
         self.needs_runtime = op_def.needs_runtime
+        # the shape rule, and its verdicts cached by input shapes, dtypes and the attributes it
+        # reads (learnt as it runs): see infer.py
+        self.infer = getattr(op_def, "infer", None)
+        self.infer_cache: dict[tuple, Any] = {}
+        self.infer_attrs: tuple[str, ...] = ()
+        self.default_attr_key: tuple = attr_key(self, self.defaults, None)
 
 
 _CALLS: dict[str, OpCall] = {}
@@ -187,7 +196,8 @@ def _as_tensor(value: Any, op_type: str, slot: str) -> Tensor:
 
 
 def _kernel_error(call: OpCall, args: list, attrs: dict, exc: Exception) -> Exception:
-    """Name the op, its inputs' shapes and dtypes, and the attributes; the shape rule may say more."""
+    """Name the op, its inputs' shapes and dtypes, and the attributes (the shape rule passed,
+    so this is something only the values show, e.g. an index out of range)."""
     parts = []
     for (slot, _), value in zip(call.in_slots, args):
         if isinstance(value, list):
@@ -195,9 +205,6 @@ def _kernel_error(call: OpCall, args: list, attrs: dict, exc: Exception) -> Exce
         elif value is not None:
             parts.append(f"{slot}={list(value.shape)} {value.dtype}")
     shown = {k: v for k, v in attrs.items() if not k.startswith("_")}
-    rule_error = _shape_rule_error(call, args, attrs)
-    if rule_error is not None:  # the static shape rule says what is wrong, as at build time
-        return type(rule_error)(f"{rule_error} (in eager mode)")
     message = f"op {call.type} failed in eager mode on inputs {', '.join(parts)} attrs {shown}: " \
               f"{type(exc).__name__}: {exc}"
     kind = exc.__class__ if isinstance(exc, FluidgradError) else FluidgradError
@@ -207,31 +214,9 @@ def _kernel_error(call: OpCall, args: list, attrs: dict, exc: Exception) -> Exce
         return FluidgradError(message)
 
 
-def _shape_rule_error(call: OpCall, args: list, attrs: dict) -> Exception | None:
-    """Run the op's shape rule on the failing inputs (only after a kernel failed: never on
-    the hot path); return its ShapeError / DTypeError, if it has one."""
-    from ..framework.errors import DTypeError, ShapeError
-    from ..ops.registry import InferContext
-    if not hasattr(call.op_def, "infer"):
-        return None
-    values: dict[str, tuple] = {}
-    names: dict[str, list[str]] = {}
-    for (slot, _), value in zip(call.in_slots, args):
-        items = value if isinstance(value, list) else ([] if value is None else [value])
-        names[slot] = []
-        for i, item in enumerate(items):
-            name = f"<{slot.lower()}{i if isinstance(value, list) else ''}>"
-            values[name] = (tuple(np.shape(item)), np.asarray(item).dtype.name)
-            names[slot].append(name)
-    outputs = {slot: [f"{slot}@out"] for slot, _ in call.out_slots}
-    try:
-        call.op_def.infer(InferContext(call.op_def, names, outputs, {**call.defaults, **attrs},
-                                       values.__getitem__, lambda *_: None))
-    except (ShapeError, DTypeError) as err:
-        return err
-    except Exception:
-        return None
-    return None
+def _dtype_error(call: OpCall, got: Any, expected: Any) -> FluidgradError:
+    return FluidgradError(f"op {call.type}: the kernel computed {got} where the shape rule declares "
+                          f"{expected} in eager mode; the op's kernel and rule disagree (a registration bug)")
 
 
 def eager_apply(op_type: str, inputs: dict, attrs: dict, n_out: int | None = None) -> Any:
@@ -242,67 +227,71 @@ def eager_apply(op_type: str, inputs: dict, attrs: dict, n_out: int | None = Non
     if call.needs_runtime:
         raise FluidgradError(f"op {op_type} runs sub-blocks and exists in static mode only; "
                              f"in eager mode write the Python loop or branch directly")
+    args: list = []
+    tensors = list(map(inputs.get, call.in_names))
+    requires = _gather_inputs(call, tensors, args) if call.has_dup_in else _gather_single(call, tensors, args)
+    kw = {**call.defaults, **attrs} if attrs else call.defaults
+    try:
+        expected = call.infer_cache[cache_key(call, args, kw, n_out)]
+    except (KeyError, TypeError):  # not seen yet (or an unhashable attribute): run the rule
+        expected = run_rule(call, key_or_none(call, args, kw, n_out), args, tensors, kw, n_out)
+    return _run(call, args, tensors, kw, requires, expected)
+
+
+def _gather_single(call: OpCall, tensors: list, args: list) -> bool:
+    """One Tensor (or None) per slot, the common case: fill `args` with their arrays (lifting
+    arrays to Tensors in `tensors`); return whether one of them needs a gradient."""
     requires = False
-    if not call.has_dup_in:  # the common case: one Tensor (or None) per slot
-        tensors = list(map(inputs.get, call.in_names))
-        args = []
-        for i, value in enumerate(tensors):
-            if value is None:
-                args.append(None)
-                continue
-            if type(value) is not Tensor:
-                value = tensors[i] = _as_tensor(value, op_type, call.in_names[i])
-            args.append(value.data)
-            if not value.stop_gradient:
-                requires = True
-        return _run(call, args, tensors, attrs, requires)
-    args = []
-    tensors = []
-    for slot, dup in call.in_slots:
-        value = inputs.get(slot)
+    for i, value in enumerate(tensors):
         if value is None:
             args.append(None)
-            tensors.append(None)
+            continue
+        if type(value) is not Tensor:
+            value = tensors[i] = _as_tensor(value, call.type, call.in_names[i])
+        args.append(value.data)
+        if not value.stop_gradient:
+            requires = True
+    return requires
+
+
+def _gather_inputs(call: OpCall, tensors: list, args: list) -> bool:
+    """`_gather_single` for an op with a duplicable input slot (a list of Tensors)."""
+    requires = False
+    for i, (slot, dup) in enumerate(call.in_slots):
+        value = tensors[i]
+        if value is None:
+            args.append(None)
         elif dup:
-            items = [v if type(v) is Tensor else _as_tensor(v, op_type, slot) for v in value]
+            items = tensors[i] = [v if type(v) is Tensor else _as_tensor(v, call.type, slot) for v in value]
             args.append([t.data for t in items])
-            tensors.append(items)
             if not requires:
                 requires = any(not t.stop_gradient for t in items)
         else:
             if type(value) is not Tensor:
-                value = _as_tensor(value, op_type, slot)
+                value = tensors[i] = _as_tensor(value, call.type, slot)
             args.append(value.data)
-            tensors.append(value)
             if not value.stop_gradient:
                 requires = True
-    return _run(call, args, tensors, attrs, requires)
+    return requires
 
 
-def _run(call: OpCall, args: list, tensors: list, attrs: dict, requires: bool) -> Any:
-    """Run the kernel on `args`; wrap the outputs; record a node when `requires` and grad mode."""
-    defaults = call.defaults
-    if defaults:
-        kw = {**defaults, **attrs} if attrs else defaults
-        try:
-            out = call.kernel(*args, **kw)
-        except Exception as exc:
-            raise _kernel_error(call, args, kw, exc) from exc
-    else:
-        kw = defaults
-        try:
-            out = call.kernel(*args)
-        except Exception as exc:
-            raise _kernel_error(call, args, attrs, exc) from exc
+def _run(call: OpCall, args: list, tensors: Any, kw: dict, requires: bool, expected: Any) -> Any:
+    """Run the kernel on `args` (the shape rule passed, declaring `expected` dtypes); wrap the
+    outputs; record a node when `requires` and grad mode is on."""
+    try:
+        out = call.kernel(*args, **kw) if kw else call.kernel(*args)
+    except Exception as exc:
+        raise _kernel_error(call, args, kw, exc) from exc
     record = requires and _grad_enabled
     if call.single_out:
         if type(out) is not _ndarray:
             out = _asarray(out)
+        if out.dtype is not expected and expected is not None and out.dtype != expected:
+            raise _dtype_error(call, out.dtype, expected)
         if record and out.dtype.kind == "f":
-            node = Node(call, kw, tuple(tensors), (out,))
-            return Tensor(out, False, node, 0)
+            return Tensor(out, False, Node(call, kw, tuple(tensors), (out,)), 0)
         return Tensor(out)
-    return _wrap_outputs(call, out, kw, tensors, record)
+    return _wrap_outputs(call, out, kw, tensors, record, expected)
 
 
 def apply_binary(op_type: str, x: Tensor, y: Tensor) -> Tensor:
@@ -311,13 +300,22 @@ def apply_binary(op_type: str, x: Tensor, y: Tensor) -> Tensor:
     if _tracer is not None:
         return _tracer.apply(op_type, {"X": x, "Y": y}, {}, None)
     call = _CALLS.get(op_type) or op_call(op_type)
+    xd = x.data
+    yd = y.data
+    expected = call.infer_cache.get((xd.shape, xd.dtype, yd.shape, yd.dtype, call.default_attr_key), _MISS)
+    if expected is _MISS:
+        expected = run_rule(call, key_or_none(call, [xd, yd], call.defaults, None), [xd, yd], (x, y),
+                            call.defaults, None)
     try:
-        out = call.kernel(x.data, y.data)
+        out = call.kernel(xd, yd)
     except Exception as exc:
-        raise _kernel_error(call, [x.data, y.data], {}, exc) from exc
+        raise _kernel_error(call, [xd, yd], {}, exc) from exc
     if type(out) is not _ndarray:
         out = _asarray(out)
-    if (not x.stop_gradient or not y.stop_gradient) and _grad_enabled and out.dtype.kind == "f":
+    dtype = out.dtype
+    if dtype is not expected and expected is not None and dtype != expected:
+        raise _dtype_error(call, dtype, expected)
+    if (not x.stop_gradient or not y.stop_gradient) and _grad_enabled and dtype.kind == "f":
         return Tensor(out, False, Node(call, call.defaults, (x, y), (out,)), 0)
     return Tensor(out)
 
@@ -327,32 +325,20 @@ def apply_unary(op_type: str, x: Tensor, attrs: dict) -> Tensor:
     if _tracer is not None:
         return _tracer.apply(op_type, {"X": x}, attrs, None)
     call = _CALLS.get(op_type) or op_call(op_type)
+    xd = x.data
     try:
-        out = call.kernel(x.data, **attrs)
-    except Exception as exc:
-        raise _kernel_error(call, [x.data], attrs, exc) from exc
-    if type(out) is not _ndarray:
-        out = _asarray(out)
-    if not x.stop_gradient and _grad_enabled and out.dtype.kind == "f":
-        return Tensor(out, False, Node(call, attrs, (x,), (out,)), 0)
-    return Tensor(out)
+        expected = call.infer_cache[(xd.shape, xd.dtype, attr_key(call, attrs, None) if call.infer_attrs else ())]
+    except (KeyError, TypeError):
+        expected = run_rule(call, key_or_none(call, [xd], attrs, None), [xd], (x,), attrs, None)
+    return _run(call, [xd], (x,), attrs, not x.stop_gradient, expected)
 
 
-def _wrap_outputs(call: OpCall, out: Any, kw: dict, tensors: list, record: bool) -> Any:
-    per_slot = out if len(call.out_slots) > 1 else (out,)
-    if len(per_slot) != len(call.out_slots):
-        raise FluidgradError(f"op {call.type}: kernel returned {len(per_slot)} outputs for slots "
-                             f"{[s for s, _ in call.out_slots]}")
-    flat: list[np.ndarray] = []
-    ranges: dict[str, tuple[int, int]] | None = {} if call.has_dup_out else None
-    for (slot, dup), value in zip(call.out_slots, per_slot):
-        start = len(flat)
-        if dup:
-            flat.extend(_asarray(v) for v in value)
-        else:
-            flat.append(value if type(value) is _ndarray else _asarray(value))
-        if ranges is not None:
-            ranges[slot] = (start, len(flat))
+def _wrap_outputs(call: OpCall, out: Any, kw: dict, tensors: list, record: bool, expected: Any) -> Any:
+    flat, ranges = _flatten_outputs(call, out)
+    if expected is not None:
+        for array, dtype in zip(flat, expected):
+            if dtype is not None and array.dtype != dtype:
+                raise _dtype_error(call, array.dtype, dtype)
     record = record and any(a.dtype.kind == "f" for a in flat)
     node = Node(call, kw, tuple(tensors), tuple(flat), ranges) if record else None
     outs = [Tensor(a, not (record and a.dtype.kind == "f"), node if a.dtype.kind == "f" else None, i)
@@ -368,6 +354,25 @@ def _wrap_outputs(call: OpCall, out: Any, kw: dict, tensors: list, record: bool)
             values.append(outs[pos])
             pos += 1
     return values[0] if len(values) == 1 else tuple(values)
+
+
+def _flatten_outputs(call: OpCall, out: Any) -> tuple[list[np.ndarray], dict | None]:
+    """The kernel's outputs as one list of arrays, and each duplicable slot's (start, stop) in it."""
+    per_slot = out if len(call.out_slots) > 1 else (out,)
+    if len(per_slot) != len(call.out_slots):
+        raise FluidgradError(f"op {call.type}: kernel returned {len(per_slot)} outputs for slots "
+                             f"{[s for s, _ in call.out_slots]}")
+    flat: list[np.ndarray] = []
+    ranges: dict[str, tuple[int, int]] | None = {} if call.has_dup_out else None
+    for (slot, dup), value in zip(call.out_slots, per_slot):
+        start = len(flat)
+        if dup:
+            flat.extend(_asarray(v) for v in value)
+        else:
+            flat.append(value if type(value) is _ndarray else _asarray(value))
+        if ranges is not None:
+            ranges[slot] = (start, len(flat))
+    return flat, ranges
 
 
 def record_custom(op: CustomOp | OpCall, inputs: Sequence[Tensor], outputs: Sequence[np.ndarray],
@@ -427,21 +432,54 @@ _FREED = ("the graph has been freed: backward already ran through it (op {op}); 
 
 def run_backward(roots: Sequence[Tensor], seeds: Sequence[Any], retain_graph: bool, create_graph: bool,
                  targets: Sequence[Tensor] | None = None) -> dict:
-    """The engine. Returns the gradients of `targets` (key: the tensor) when given, else
-    accumulates into the `.grad` of every leaf reached and returns {}."""
+    """The engine: seed the roots, order the reachable nodes, walk them newest first running
+    each one's grad maker, then hand out the leaves' gradients. Returns the gradients of
+    `targets` (key: id of the tensor) when given, else accumulates into the `.grad` of every
+    leaf reached and returns {}."""
     from .grad_builder import EagerGradBuilder
-    node_grads: dict[Node, list] = {}
-    leaf_grads: dict[Tensor, Any] = {}
-    builder = EagerGradBuilder(node_grads, leaf_grads, create_graph)
+    builder = EagerGradBuilder({}, {}, create_graph)
     for root, seed in zip(roots, seeds):
         builder.accumulate(root, seed)
     order = topological_order([r._node for r in roots if r._node is not None])
-    wanted = _target_keys(targets)
-    needed = _needed_nodes(order, wanted, targets) if targets is not None else None
-    captured: dict[Any, Any] = {}
+    # arrays the caller may still hold (seeds, hooks' results): never stored as a gradient as is
+    external = {id(_array_of(seed)) for seed in seeds}
+    walk = _Walk(targets, order) if targets is not None else None
+    _walk(order, builder, retain_graph, walk, external)
+    leaf_grads = builder.leaf_grads
+    _run_leaf_hooks(leaf_grads, create_graph, external)
+    if walk is not None:
+        return _target_grads(targets, walk.captured, leaf_grads, external)
+    for leaf, g in leaf_grads.items():
+        _accumulate_leaf(leaf, g, create_graph, external)
+    return {}
+
+
+class _Walk:
+    """What a `grad(outputs, inputs)` pass needs besides the nodes: the (node, output index)
+    of each wanted non-leaf input, the nodes worth running, and the gradients captured."""
+
+    __slots__ = ("wanted", "needed", "captured")
+
+    def __init__(self, targets: Sequence[Tensor], order: list[Node]) -> None:
+        self.wanted = {(id(t._node), t._idx) for t in targets if t._node is not None}
+        self.needed = _needed_nodes(order, self.wanted, targets)
+        self.captured: dict[tuple[int, int], Any] = {}
+
+    def visit(self, node: Node, grads: list) -> bool:
+        """Capture the gradients of wanted outputs of `node`; say whether to run its maker."""
+        for i, g in enumerate(grads):
+            if g is not None and (id(node), i) in self.wanted:
+                self.captured[(id(node), i)] = g
+        return id(node) in self.needed
+
+
+def _walk(order: list[Node], builder: Any, retain_graph: bool, walk: _Walk | None, external: set) -> None:
+    """Run the grad maker of every node that received a gradient, newest first (grad mode on
+    only to record the backward pass itself, with create_graph)."""
+    create_graph = builder.create_graph
     saved_mode = _grad_enabled
     set_grad_enabled(create_graph)
-    pop = node_grads.pop
+    pop = builder.node_grads.pop
     run = builder.run
     try:
         for node in reversed(order):
@@ -451,38 +489,25 @@ def run_backward(roots: Sequence[Tensor], seeds: Sequence[Any], retain_graph: bo
             if node.inputs is None:
                 raise RuntimeError(_FREED.format(op=node.call.type))
             if node.hooks:
-                _run_node_hooks(node, grads, create_graph)
-            if needed is not None:
-                for i, g in enumerate(grads):
-                    if g is not None and (id(node), i) in wanted:
-                        captured[(id(node), i)] = g
-                if id(node) not in needed:
-                    continue
+                _run_node_hooks(node, grads, create_graph, external)
+            if walk is not None and not walk.visit(node, grads):
+                continue
             run(node, grads)
             if not retain_graph:
-                node.free()  # a second pass reports it
+                node.inputs = node.outs = None  # node.free(), inlined (per node); a second pass reports it
     finally:
         set_grad_enabled(saved_mode)
         builder.node = builder.grads = None
-    for leaf, g in leaf_grads.items():
-        if leaf._hooks:
-            g = _run_hooks(leaf._hooks, g, create_graph)
-            leaf_grads[leaf] = g
-    if targets is not None:
-        result = {}
-        for t in targets:
-            key = (id(t._node), t._idx) if t._node is not None else None
-            result[id(t)] = captured.get(key) if key is not None else leaf_grads.get(t)
-        return result
-    for leaf, g in leaf_grads.items():
-        _accumulate_leaf(leaf, g, create_graph)
-    return {}
 
 
-def _target_keys(targets: Sequence[Tensor] | None) -> set:
-    if not targets:
-        return set()
-    return {(id(t._node), t._idx) for t in targets if t._node is not None}
+def _target_grads(targets: Sequence[Tensor], captured: dict, leaf_grads: dict, external: set) -> dict:
+    """grad(): each input's gradient, an array of its own (see `_owned`)."""
+    result = {}
+    taken = set(external)
+    for t in targets:
+        g = captured.get((id(t._node), t._idx)) if t._node is not None else leaf_grads.get(t)
+        result[id(t)] = None if g is None else _owned(g, taken)
+    return result
 
 
 def _needed_nodes(order: list[Node], wanted: set, targets: Sequence[Tensor]) -> set[int]:
@@ -506,38 +531,73 @@ def _needed_nodes(order: list[Node], wanted: set, targets: Sequence[Tensor]) -> 
     return needed
 
 
-def _hook_value(value: Any, create_graph: bool) -> Tensor:
+def _array_of(value: Any) -> Any:
+    return value.data if isinstance(value, Tensor) else value
+
+
+def _hook_value(value: Any) -> Tensor:
     return value if isinstance(value, Tensor) else Tensor(_asarray(value))
 
 
-def _run_hooks(hooks: list, g: Any, create_graph: bool) -> Any:
+def _run_hooks(hooks: list, g: Any, create_graph: bool, external: set) -> Any:
     for hook in list(hooks):
-        result = hook(_hook_value(g, create_graph))
+        result = hook(_hook_value(g))
         if result is not None:
             g = result if create_graph else (result.data if isinstance(result, Tensor) else _asarray(result))
+            external.add(id(_array_of(g)))  # the hook's caller may keep it
     return g
 
 
-def _run_node_hooks(node: Node, grads: list, create_graph: bool) -> None:
+def _run_node_hooks(node: Node, grads: list, create_graph: bool, external: set) -> None:
     for i, hooks in node.hooks.items():
         if grads[i] is not None and hooks:
-            grads[i] = _run_hooks(hooks, grads[i], create_graph)
+            grads[i] = _run_hooks(hooks, grads[i], create_graph, external)
 
 
-def _accumulate_leaf(leaf: Tensor, g: Any, create_graph: bool) -> None:
+def _run_leaf_hooks(leaf_grads: dict, create_graph: bool, external: set) -> None:
+    for leaf, g in leaf_grads.items():
+        if leaf._hooks:
+            leaf_grads[leaf] = _run_hooks(leaf._hooks, g, create_graph, external)
+
+
+def _owned(g: Any, taken: set) -> Any:
+    """`g` if nothing else can reach its array, else a copy: a gradient handed out (a leaf's
+    `.grad`, a result of `grad`) must be an array of its own, so that writing into one never
+    changes another. Others may hold views (of a forward value or of another gradient),
+    read-only arrays (broadcast views), arrays already handed out in this pass (`d(a+b)` is
+    one array for a and b) and `taken`'s seeds and hook results. The common case, a fresh
+    kernel result, is kept without a copy."""
+    if isinstance(g, Tensor):  # create_graph: copy by a recorded op, so it stays differentiable
+        if _shared(g.data, taken):
+            with enable_grad():
+                g = apply_unary("scale", g, {"scale": 1.0, "bias": 0.0, "bias_after_scale": True})
+        taken.add(id(g.data))
+        return g
+    array = g if type(g) is _ndarray else _asarray(g)
+    if _shared(array, taken):
+        array = array.copy()
+    taken.add(id(array))
+    return array
+
+
+def _shared(array: np.ndarray, taken: set) -> bool:
+    return array.base is not None or not array.flags.writeable or id(array) in taken
+
+
+def _accumulate_leaf(leaf: Tensor, g: Any, create_graph: bool, taken: set) -> None:
+    """Add `g` into `leaf.grad` (a new Tensor each time: a `.grad` read before stays as it was)."""
     if create_graph:
         g = g if isinstance(g, Tensor) else Tensor(_asarray(g))
-        leaf.grad = g if leaf.grad is None else leaf.grad + g
+        leaf.grad = _owned(g, taken) if leaf.grad is None else leaf.grad + g
         return
     g = g.data if isinstance(g, Tensor) else g
     if type(g) is not _ndarray:
         g = _asarray(g)
     if g.dtype != leaf.data.dtype:
-        g = g.astype(leaf.data.dtype)
-    if leaf.grad is None:
-        leaf.grad = Tensor(g)
-    else:
-        leaf.grad = Tensor(leaf.grad.data + g)
+        g = g.astype(leaf.data.dtype)  # a new array
+    elif leaf.grad is None:
+        g = _owned(g, taken)
+    leaf.grad = Tensor(g) if leaf.grad is None else Tensor(leaf.grad.data + g)
 
 
 def _seed_values(outputs: list[Tensor], grad_outputs: Sequence[Any] | None, create_graph: bool,
@@ -615,9 +675,6 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
                 raise RuntimeError(f"grad: input {i} (shape {list(x.shape)}) was not used to compute the "
                                    f"outputs; pass allow_unused=True to get None for it")
             result.append(None)
-        elif create_graph:
-            result.append(g if isinstance(g, Tensor) else Tensor(_asarray(g)))
         else:
-            g = g.data if isinstance(g, Tensor) else g
-            result.append(Tensor(g if type(g) is _ndarray else _asarray(g)))
+            result.append(g if isinstance(g, Tensor) else Tensor(g))
     return result

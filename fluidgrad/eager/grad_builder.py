@@ -4,8 +4,9 @@ The registry's grad makers (`op_def.grad(g)`) are written against a builder. The
 builder appends op descriptions; this one computes: `g.op` calls the kernel directly on
 arrays (no descriptor, no shape inference), or, with `create_graph=True`, goes through
 `eager_apply` on Tensors so that the backward pass is itself recorded (grad of grad).
-Unbroadcasting to the input's shape and summing gradients of a tensor read by several
-nodes are done here, once, not by each maker. One builder serves a whole backward pass.
+Unbroadcasting to the input's shape (the registry's `reduce_as` op) and summing gradients
+of a tensor read by several nodes are done here, once, not by each maker. One builder
+serves a whole backward pass.
 """
 from __future__ import annotations
 
@@ -19,15 +20,6 @@ from .tensor import Tensor, modified_tensors
 
 _ndarray = np.ndarray
 _asarray = np.asarray
-
-
-def _reduce_as(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """Sum a broadcast gradient back to `shape`: the transpose of NumPy broadcasting."""
-    lead = grad.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(i + lead for i, d in enumerate(shape) if d == 1 and grad.shape[i + lead] != 1)
-    if axes:
-        grad = grad.sum(axis=axes, keepdims=True)
-    return grad.reshape(shape)
 
 
 class EagerGradBuilder:
@@ -185,16 +177,7 @@ class EagerGradBuilder:
             if inputs.stop_gradient:
                 return
             if value.shape == inputs.data.shape and not self.create_graph and inputs.data.dtype.kind == "f":
-                node = inputs._node  # the common case, inlined: same shape, accumulate
-                if node is None:
-                    prev = self.leaf_grads.get(inputs)
-                    self.leaf_grads[inputs] = value if prev is None else prev + value
-                    return
-                slot_grads = self.node_grads.get(node)
-                if slot_grads is None:
-                    slot_grads = self.node_grads[node] = self._new_slot_grads(node)
-                prev = slot_grads[inputs._idx]
-                slot_grads[inputs._idx] = value if prev is None else prev + value
+                self.accumulate(inputs, value)  # the common case: same shape, nothing to reduce
                 return
             self._give(inputs, value)
         else:
@@ -208,12 +191,9 @@ class EagerGradBuilder:
     def _give(self, tensor: Tensor, grad: Any) -> None:
         if grad is None or tensor.stop_gradient or tensor.data.dtype.kind != "f":
             return
-        shape = tensor.data.shape
-        if grad.shape != shape:
-            if self.create_graph:
-                grad = eager_apply("reduce_as", {"X": grad, "Target": tensor.detach()}, {}, None)
-            else:
-                grad = _reduce_as(_asarray(grad), shape)
+        if grad.shape != tensor.data.shape:  # a broadcast input: sum its gradient back to its shape
+            target = tensor.detach() if self.create_graph else tensor.data
+            grad = self.op("reduce_as", {"X": grad if self.create_graph else _asarray(grad), "Target": target})
         self.accumulate(tensor, grad)
 
 
