@@ -69,3 +69,30 @@ def test_grad_of_grad_through_concat_with_a_constant_input(fresh_programs):
     h, = fg.gradients([fg.sum(fg.multiply(g, g))], [x])
     value, = _run(main, {"x": np.array([1.5]), "c": np.array([2.0])}, [h])
     np.testing.assert_allclose(value, [12.0])
+
+
+def test_cond_gradient_of_a_0d_outer_variable_read_in_one_branch(fresh_programs):
+    """A 0-d outer value (a NumPy scalar at run time) read by a cond branch got a None gradient
+    (not recognised as a float array), and the sum with its other gradient failed."""
+    main, _ = fresh_programs
+    x = data("x", [1], "float64")
+    s = data("s", [], "float64")
+    b = data("b", [1], "float64")
+    x.stop_gradient = s.stop_gradient = b.stop_gradient = False
+    a = fg.exp(s)
+    pred = fg.greater_than(fg.sum(x), fg.full([], 0.0, "float64"))
+    y = fg.static.nn.cond(pred, lambda: fg.multiply(x, fg.tanh(a)), lambda: fg.multiply(x, fg.tanh(b)))
+    gs, gx, gb = fg.gradients([fg.add_n([fg.sum(y), fg.sum(a)])], [s, x, b])
+    s_value, b_value = 0.3, 0.5
+    for x_value in (1.0, -1.0):
+        got_s, got_x, got_b = _run(main, {"x": np.array([x_value]), "s": np.array(s_value),
+                                          "b": np.array([b_value])}, [gs, gx, gb])
+        a_value = np.exp(s_value)
+        if x_value > 0:  # loss = x tanh(e^s) + e^s
+            np.testing.assert_allclose(got_s, x_value * (1 - np.tanh(a_value) ** 2) * a_value + a_value)
+            np.testing.assert_allclose(got_x, [np.tanh(a_value)])
+            np.testing.assert_allclose(got_b, [0.0])
+        else:  # loss = x tanh(b) + e^s
+            np.testing.assert_allclose(got_s, a_value)
+            np.testing.assert_allclose(got_x, [np.tanh(b_value)])
+            np.testing.assert_allclose(got_b, [x_value * (1 - np.tanh(b_value) ** 2)])
