@@ -106,6 +106,22 @@ class _BackwardBuilder:
         path.reverse()
         return path
 
+    def mark_constants(self, path: Sequence[Operator], wanted: Iterable[str] = ()) -> None:
+        """Step 1's forward half: an op that no differentiable variable reaches computes a
+        constant (e.g. a transform of the data), so its outputs join the no-grad set and no grad
+        op differentiates it. `wanted` names variables whose gradient is asked for explicitly."""
+        produced: set[str] = set()
+        live = set(wanted)
+        for op in path:
+            # an input is live if a live op wrote it, or if it comes from outside (read before
+            # any write) and is differentiable itself
+            if any(n in live or (n not in produced and self._differentiable(op.block, n))
+                   for n in op.input_arg_names):
+                live.update(op.output_arg_names)
+            produced.update(op.output_arg_names)
+        # a variable written twice (a loop variable) is live if any of its writers is
+        self.no_grad.update(produced - live)
+
     def check_no_overwrite(self, ops: Sequence[Operator], loop_body: Block | None = None) -> None:
         """Grad ops read forward values by name, so a value that a later op overwrites would be
         read back wrong. Refuse it rather than give a wrong gradient. A loop body may overwrite
@@ -148,7 +164,7 @@ class _BackwardBuilder:
             inputs = op.input_arg_names
             if not self._inputs_need_grad(op, inputs):
                 continue
-            grad_sub_block = self._build_grad_sub_block(op, flowing)
+            grad_sub_block = self._build_grad_sub_block(op, flowing, callbacks)
             descs, grad_to_var = get_grad_op_desc(op, self.no_grad, grad_sub_block, self.grad_name, {
                 self.grad_name(n) for n in outputs if n in flowing})
             self.grad_to_var.update(grad_to_var)
@@ -170,7 +186,8 @@ class _BackwardBuilder:
                 return True
         return False
 
-    def _build_grad_sub_block(self, op: Operator, flowing: set[str]) -> Block | None:
+    def _build_grad_sub_block(self, op: Operator, flowing: set[str],
+                              callbacks: Sequence[Callable] = ()) -> Block | None:
         sub = _sub_block(op)
         if sub is None:
             return None
@@ -181,7 +198,7 @@ class _BackwardBuilder:
             self.check_no_overwrite(sub.ops, loop_body=sub)
             outer_writes = {n for o in sub.ops for n in o.output_arg_names if not sub.has_var(n)}
             inner_flowing = {n for n in outer_writes if n in flowing or n in op.output_arg_names}
-            self.append_grad_ops(sub.ops, grad_block, inner_flowing)
+            self.append_grad_ops(sub.ops, grad_block, inner_flowing, callbacks)
             self.add_up_repeated_grads(grad_block)
             provided = {self.grad_name(n) for n in outer_writes}
             self.fill_missing_grads(grad_block, provided)
@@ -318,14 +335,15 @@ def _without_gc(fn: Callable) -> Callable:
     return wrapper
 
 
-def _build(targets: list[Variable], target_gradients: list[Variable | None],
-           no_grad_set: Iterable[str], callbacks: Sequence[Callable] = ()) -> _BackwardBuilder:
+def _build(targets: list[Variable], target_gradients: list[Variable | None], no_grad_set: Iterable[str],
+           callbacks: Sequence[Callable] = (), wanted: Iterable[str] = ()) -> _BackwardBuilder:
     with rollback_on_error(targets[0].block.program):  # a failed pass leaves no grad ops behind
-        return _build_unguarded(targets, target_gradients, no_grad_set, callbacks)
+        return _build_unguarded(targets, target_gradients, no_grad_set, callbacks, wanted)
 
 
 def _build_unguarded(targets: list[Variable], target_gradients: list[Variable | None],
-                     no_grad_set: Iterable[str], callbacks: Sequence[Callable]) -> _BackwardBuilder:
+                     no_grad_set: Iterable[str], callbacks: Sequence[Callable],
+                     wanted: Iterable[str]) -> _BackwardBuilder:
     block = targets[0].block
     program = block.program
     for target in targets:
@@ -335,6 +353,7 @@ def _build_unguarded(targets: list[Variable], target_gradients: list[Variable | 
     builder = _BackwardBuilder(program, no_grad_set)
     path = builder.ops_on_path(block, {t.name for t in targets})
     builder.check_no_overwrite(path)
+    builder.mark_constants(path, wanted)
     start = len(block.ops)
     for target, gradient in zip(targets, target_gradients):
         _seed(block, target, builder.grad_name(target.name), gradient)
@@ -412,7 +431,7 @@ def gradients(targets: Variable | Sequence[Variable], inputs: Variable | Sequenc
             saved[var.name] = var
             var.stop_gradient = False
     try:
-        builder = _build(targets_list, grads_in, no_grad - forced)
+        builder = _build(targets_list, grads_in, no_grad - forced, wanted=forced)
     finally:
         for var in saved.values():
             var.stop_gradient = True

@@ -606,3 +606,26 @@ def test_loop_body_reading_an_overwritten_outer_value_is_an_error(fresh_programs
         assign(fg.less_than(i, limit), output=cond)
     with pytest.raises(ValueError, match="read by op tanh and then overwritten by op assign, and op"):
         fg.append_backward(fg.mean(acc))
+
+
+def test_ops_that_only_transform_data_get_no_grad_op(fresh_programs):
+    """Step 1's forward half: nothing differentiable reaches exp(data) * 2, so it is a constant."""
+    main, _ = fresh_programs
+    x = static.data("x", [2, 3], "float64")
+    features = fg.tanh(fg.exp(x) * 2.0)
+    loss = fg.mean(static.nn.fc(features, 1))
+    fg.append_backward(loss)
+    grad_ops = [op for op in main.global_block().ops if op.role == BACKWARD]
+    differentiated = {o.type for o in grad_ops}
+    assert not differentiated & {"square", "scale", "elementwise_mul"}, sorted(differentiated)
+    assert not any(GRAD_SUFFIX in n and n.startswith(features.name) for op in grad_ops for n in op.output_arg_names)
+
+
+def test_gradients_with_respect_to_a_data_transform_still_work(fresh_programs):
+    """Asking for the gradient of an intermediate keeps the ops after it differentiable."""
+    main, _ = fresh_programs
+    x = static.data("x", [3], "float64")
+    h = fg.exp(x)
+    (dh,) = fg.gradients([fg.sum(h * h)], [h])
+    (value,) = fg.Executor().run(main, feed={"x": np.zeros(3)}, fetch_list=[dh])
+    np.testing.assert_allclose(value, 2 * np.ones(3))

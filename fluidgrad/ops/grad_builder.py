@@ -217,22 +217,3 @@ def get_grad_op_desc(op: Any, no_grad_set: Collection[str], grad_sub_block: Any 
     builder = StaticGradBuilder(op, no_grad_set, grad_sub_block, grad_name, available_grads)
     op_def.grad(builder)
     return builder.finish()
-
-
-def input_names_needing_grad(op: Any, no_grad_set: Collection[str]) -> list[str]:
-    """The float inputs of `op` outside `no_grad_set`: the ones a gradient would reach."""
-    result = []
-    for name in op.input_arg_names:
-        if name in no_grad_set:
-            continue
-        var = op.block._find_var_recursive(name)
-        if var is not None and _is_float(var.dtype):
-            result.append(name)
-    return result
-
-
-def flatten(values: Sequence[Any]) -> list[Any]:
-    out: list[Any] = []
-    for v in values:
-        out.extend(v if isinstance(v, list) else [v])
-    return out
