@@ -2,10 +2,11 @@
 
 Static mode runs an op's rule when the op is appended, so bad input (shapes that would
 silently broadcast, float32 mixed with float64) is a ShapeError / DTypeError naming the op.
-Eager mode runs the same rule before the kernel, with the same text. A rule depends only
-on the input shapes and dtypes, the attributes it reads and, for an op with a duplicable
-output slot, the number of outputs; its verdict is cached per op on exactly that, so
-running an op again costs one dict lookup (`OpCall.infer_cache`).
+Eager mode runs the same rule before the kernel: the same error type and text, followed by
+" (in eager mode)"; a tensor's `name`, if set, stands where static mode names the variable.
+A rule depends only on the input shapes and dtypes, the attributes it reads and, for an
+op with a duplicable output slot, the number of outputs; its verdict is cached per op on
+exactly that, so running an op again costs one dict lookup (`OpCall.infer_cache`).
 
 Which attributes a rule reads is learnt, not declared: the rule sees the attributes
 through `_ReadAttrs`, which notes the names it reads. `OpCall.infer_attrs` is the union
@@ -19,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ..framework.errors import DTypeError, ShapeError
 from ..ops.registry import InferContext
 
 # An op called with ever new attribute values that its rule reads (say a `scale` in a
@@ -109,8 +111,11 @@ def run_rule(call: Any, key: tuple | None, args: list, tensors: list, kw: dict, 
     outputs = {slot: [f"{slot}@out{i}" for i in range((n_out or 1) if dup else 1)] for slot, dup in call.out_slots}
     attrs = _ReadAttrs(kw)
     declared: dict[str, str] = {}
-    call.infer(InferContext(call.op_def, names, outputs, attrs, values.__getitem__,
-                            lambda name, shape, dtype: declared.__setitem__(name, dtype)))
+    try:
+        call.infer(InferContext(call.op_def, names, outputs, attrs, values.__getitem__,
+                                lambda name, shape, dtype: declared.__setitem__(name, dtype)))
+    except (ShapeError, DTypeError) as err:  # the static text, and where it was raised
+        raise type(err)(f"{err} (in eager mode)") from None
     dtypes = tuple(_as_dtype(declared.get(name)) for slot, _ in call.out_slots for name in outputs[slot])
     expected = dtypes[0] if call.single_out else dtypes
     if not attrs.read.issubset(call.infer_attrs):
