@@ -96,7 +96,7 @@ def cache_key(call: Any, args: list, kw: dict, n_out: int | None) -> tuple:
             key += (tuple([v.shape for v in value]), tuple([v.dtype for v in value]))
         else:
             key += (value.shape, value.dtype)
-    key.append(attr_key(call, kw, n_out))
+    key.append(attr_key(call, kw, n_out) if call.infer_attrs or call.has_dup_out else ())
     return tuple(key)
 
 
