@@ -1,11 +1,13 @@
 """Define-by-run autograd on the op registry.
 
-`eager_apply` runs an op's kernel at once and, only when some input needs a gradient and
-grad mode is on, records a `Node`. `backward` / `grad` order the nodes reachable from the
-outputs topologically (an iterative depth-first search, so deep graphs cannot overflow the
-stack), walk them in reverse, and ask each op's registered grad maker, through an
-`EagerGradBuilder`, for its input gradients: the very makers `append_backward` uses.
-Gradients of intermediate outputs live in the engine's dict; only leaves get `.grad`.
+`eager_apply` checks the inputs with the op's registered shape rule, as static mode does
+when it appends the op (cached, see infer.py), runs the kernel at once and, only when some
+input needs a gradient and grad mode is on, records a `Node`. `backward` / `grad` order the
+nodes reachable from the outputs topologically (an iterative depth-first search, so deep
+graphs cannot overflow the stack), walk them in reverse, and ask each op's registered grad
+maker, through an `EagerGradBuilder`, for its input gradients: the very makers
+`append_backward` uses. Gradients of intermediate outputs live in the engine's dict; only
+leaves get `.grad`, each an array of its own (`_owned`).
 """
 from __future__ import annotations
 
@@ -108,10 +110,6 @@ class Node:
         self.out_ranges = out_ranges
         self.hooks = None
         self.seq = _next_seq()  # creation stamp: a node is always newer than the nodes it reads
-
-    def free(self) -> None:
-        self.inputs = None
-        self.outs = None
 
     def __repr__(self) -> str:
         return f"<Node {self.call.type}{' (freed)' if self.inputs is None else ''}>"
@@ -498,7 +496,7 @@ def _walk(order: list[Node], builder: Any, retain_graph: bool, walk: _Walk | Non
             call = builder.call = node.call
             call.grad_maker(builder)
             if not retain_graph:
-                node.inputs = node.outs = None  # node.free(), inlined (per node); a second pass reports it
+                node.inputs = node.outs = None  # free the graph as we go; a second pass reports it
     finally:
         set_grad_enabled(saved_mode)
         builder.node = builder.grads = None

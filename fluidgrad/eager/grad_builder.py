@@ -47,6 +47,7 @@ class EagerGradBuilder:
 
     # ---- accumulation (the engine's dict)
     def accumulate(self, tensor: Tensor, grad: Any) -> None:
+        """Add `grad` to what flows into `tensor`: a leaf's entry, or its node's output slot."""
         node = tensor._node
         if node is None:
             if tensor.stop_gradient:
@@ -55,16 +56,12 @@ class EagerGradBuilder:
             self.leaf_grads[tensor] = grad if prev is None else prev + grad
             return
         slot_grads = self.node_grads.get(node)
-        if slot_grads is None:
-            slot_grads = self.node_grads[node] = self._new_slot_grads(node)
+        if slot_grads is None:  # the node's first gradient
+            if node.outs is None:
+                raise RuntimeError(_FREED.format(op=node.call.type))
+            slot_grads = self.node_grads[node] = [None] * len(node.outs)
         prev = slot_grads[tensor._idx]
         slot_grads[tensor._idx] = grad if prev is None else prev + grad
-
-    @staticmethod
-    def _new_slot_grads(node: Node) -> list:
-        if node.outs is None:
-            raise RuntimeError(_FREED.format(op=node.call.type))
-        return [None] * len(node.outs)
 
     # ---- what a grad maker reads
     def _out_range(self, slot: str) -> tuple[int, int]:
