@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .registry import register_op
-from .shape_rules import float_only, normalize_axis
+from .shape_rules import float_only, normalize_axis, same_dtype
 
 
 def _softmax_kernel(x, axis=-1):
@@ -81,6 +81,7 @@ def _swce_infer(ctx):
     label_shape = list(ctx.shape("Label"))
     if ctx.attr("soft_label"):
         float_only(ctx, "Label")
+        same_dtype(ctx, "Logits", "Label")
         ok = len(label_shape) == len(shape)
     else:
         if not ctx.dtype("Label").startswith(("int", "uint")):
@@ -132,7 +133,9 @@ def _ce_kernel(x, label, soft_label=False):
 def _ce_infer(ctx):
     float_only(ctx, "X")
     shape = list(ctx.shape("X"))
-    if not ctx.attr("soft_label") and not ctx.dtype("Label").startswith(("int", "uint")):
+    if ctx.attr("soft_label"):
+        same_dtype(ctx, "X", "Label")
+    elif not ctx.dtype("Label").startswith(("int", "uint")):
         raise ctx.dtype_error(f"hard labels must be integers, got {ctx.describe('Label')}")
     ctx.set_output("Y", shape[:-1] + [1], ctx.dtype("X"))
 

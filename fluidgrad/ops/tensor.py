@@ -339,10 +339,12 @@ register_op("unsqueeze", inputs="X", outputs="Out", attrs={"axes": [0]},
 
 
 def _stack_infer(ctx):
-    shapes = ctx.shapes("X")
+    shapes, dtypes = ctx.shapes("X"), ctx.dtypes("X")
     for i, shape in enumerate(shapes):
         if shape != shapes[0]:
             raise ctx.shape_error(f"inputs must share one shape: {ctx.describe('X', 0)} vs {ctx.describe('X', i)}")
+        if dtypes[i] != dtypes[0]:
+            raise ctx.dtype_error(f"inputs must share one dtype: {ctx.describe('X', 0)} vs {ctx.describe('X', i)}")
     out = list(shapes[0])
     axis = ctx.attr("axis")
     out.insert(axis if axis >= 0 else len(out) + axis + 1, len(shapes))
