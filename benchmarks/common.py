@@ -1,7 +1,13 @@
 """Timing helpers shared by the benchmark scripts: best-of-N wall time, and a table printer."""
 from __future__ import annotations
 
+import os
 import time
+
+# PyTorch's OpenMP threads spin for a while after each op. In one process with NumPy's BLAS
+# threads, the spinning steals the cores from whichever contender runs next; passive waiting
+# keeps an in-process comparison fair. It must be set before torch is imported.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from typing import Callable, Sequence
 
 
