@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import fluidgrad as fg  # noqa: E402
-from common import interleaved_best, print_table  # noqa: E402
+from common import interleaved_best, limit_threads, print_table  # noqa: E402
 
 
 def fc_stack(depth: int, width: int = 16) -> fg.Variable:
@@ -101,7 +101,6 @@ def bench_mlp_step(repeat: int) -> None:
     }
     try:
         import torch
-        torch.set_num_threads(2)
         tw = [torch.tensor(p.copy(), requires_grad=True) for p in params]
         tx, tl = torch.tensor(x), torch.tensor(labels[:, 0])
         opt = torch.optim.SGD(tw, lr=0.01)
@@ -119,7 +118,8 @@ def bench_mlp_step(repeat: int) -> None:
     best = interleaved_best(contenders, rounds=repeat, number=5)
     numpy_time = best["hand-written NumPy"]
     rows = [[name, f"{t * 1e3:.2f}", f"{t / numpy_time:.2f}"] for name, t in best.items()]
-    print_table("MLP 784-512-512-10 training step, batch 64, float32",
+    import torch
+    print_table(f"MLP 784-512-512-10 training step, batch 64, float32 (threads: {torch.get_num_threads()})",
                 ["implementation", "ms per step", "ratio to NumPy"], rows)
 
 
@@ -161,10 +161,13 @@ def bench_per_op(n_ops: int, repeat: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smaller sizes, fewer repeats")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="BLAS / PyTorch threads for the MLP (default: each library's own default)")
     args = parser.parse_args()
     depths = [10, 100, 1000] if args.quick else [10, 100, 1000, 3000]
     bench_append_backward(depths)
-    bench_mlp_step(repeat=3 if args.quick else 10)
+    with limit_threads(args.threads):
+        bench_mlp_step(repeat=3 if args.quick else 10)
     bench_per_op(1000, repeat=5 if args.quick else 20)
 
 

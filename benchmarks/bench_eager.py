@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import fluidgrad as fg  # noqa: E402
-from common import print_table  # noqa: E402
+from common import limit_threads, print_table  # noqa: E402
 
 
 def _interleaved_best(fns, repeat: int, number: int = 1) -> list[float]:
@@ -169,17 +169,6 @@ def bench_mlp_step(repeat: int, batch: int = 64) -> None:
                 ["implementation", "ms per step", "ratio to PyTorch"], rows)
 
 
-def _limit_threads(threads: int | None):
-    """Cap NumPy's BLAS and PyTorch to the same number of threads (both, or neither)."""
-    import contextlib
-    if threads is None:
-        return contextlib.nullcontext()
-    import torch
-    torch.set_num_threads(threads)
-    from threadpoolctl import threadpool_limits
-    return threadpool_limits(threads, user_api="blas")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
@@ -188,7 +177,7 @@ def main() -> None:
     args = parser.parse_args()
     bench_per_op(1000, repeat=5 if args.quick else 20)
     bench_unary_chain(1000, repeat=5 if args.quick else 20)
-    with _limit_threads(args.threads):
+    with limit_threads(args.threads):
         bench_mlp_step(repeat=5 if args.quick else 20)
 
 

@@ -1,14 +1,25 @@
 """Timing helpers shared by the benchmark scripts: best-of-N wall time, and a table printer."""
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+from typing import Any, Callable, Sequence
 
 # PyTorch's OpenMP threads spin for a while after each op. In one process with NumPy's BLAS
 # threads, the spinning steals the cores from whichever contender runs next; passive waiting
 # keeps an in-process comparison fair. It must be set before torch is imported.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-from typing import Callable, Sequence
+
+
+def limit_threads(threads: int | None) -> Any:
+    """Cap NumPy's BLAS and PyTorch to the same number of threads (both, or neither)."""
+    if threads is None:
+        return contextlib.nullcontext()
+    import torch
+    from threadpoolctl import threadpool_limits
+    torch.set_num_threads(threads)
+    return threadpool_limits(threads, user_api="blas")
 
 
 def best_time(fn: Callable[[], object], repeat: int = 5, number: int = 1, warmup: int = 1) -> float:
