@@ -1,4 +1,8 @@
-"""Elementwise unary functions. Gradients are ordinary ops, so they differentiate again."""
+"""Elementwise unary functions. Gradients are ordinary ops, so they differentiate again.
+
+relu, sigmoid and tanh, the activations every network runs, get one fused gradient op each
+(`<name>_grad(Out, DOut)`) instead of two or three small ones; each fused op has a grad maker
+of its own, so second derivatives still come for free."""
 from __future__ import annotations
 
 import numpy as np
@@ -38,19 +42,43 @@ def _square_grad(g):
     g.set_input_grad("X", _mul(g, g.output_grad("Out"), g.op("scale", {"X": g.input("X")}, scale=2.0)))
 
 
-def _relu_grad(g):
-    g.set_input_grad("X", _mul(g, g.output_grad("Out"), g.op("step", {"X": g.output("Out")})))
+def _fused_grad(name):
+    """The activation's gradient is `<name>_grad(Out, DOut)`, computed from its output."""
+    def grad(g):
+        g.set_input_grad("X", g.op(f"{name}_grad", {"Out": g.output("Out"), "DOut": g.output_grad("Out")}))
+    return grad
 
 
-def _sigmoid_grad(g):
-    out = g.output("Out")
-    one_minus = g.op("scale", {"X": out}, scale=-1.0, bias=1.0)
-    g.set_input_grad("X", _mul(g, g.output_grad("Out"), _mul(g, out, one_minus)))
+def _fused_grad_grad(name, d_out_factor):
+    """DX = DOut * f'(Out) is linear in DOut (its gradient is the same op again); in Out,
+    its gradient is G * DOut * d f'(Out) / d Out, which `d_out_factor(g, out)` builds."""
+    def grad(g):
+        out, dout, cotangent = g.input("Out"), g.input("DOut"), g.output_grad("DX")
+        if g.needs_input_grad("DOut"):
+            g.set_input_grad("DOut", g.op(f"{name}_grad", {"Out": out, "DOut": cotangent}))
+        if d_out_factor is not None and g.needs_input_grad("Out"):
+            g.set_input_grad("Out", _mul(g, _mul(g, cotangent, dout), d_out_factor(g, out)))
+    return grad
 
 
-def _tanh_grad(g):
-    one_minus_sq = g.op("scale", {"X": g.op("square", {"X": g.output("Out")})}, scale=-1.0, bias=1.0)
-    g.set_input_grad("X", _mul(g, g.output_grad("Out"), one_minus_sq))
+def _fused_grad_infer(ctx):
+    float_only(ctx, "Out", "DOut")
+    if ctx.dtype("Out") != ctx.dtype("DOut") or ctx.shape("Out") != ctx.shape("DOut"):
+        raise ctx.shape_error(f"Out and DOut must match, got {ctx.describe('Out')} and {ctx.describe('DOut')}")
+    ctx.set_output("DX", ctx.shape("DOut"), ctx.dtype("DOut"))
+
+
+def _register_fused_grad(name, kernel, d_out_factor):
+    register_op(f"{name}_grad", inputs="Out DOut", outputs="DX", kernel=kernel, infer=_fused_grad_infer,
+                grad=_fused_grad_grad(name, d_out_factor), doc=f"The gradient of {name}, from its output.")
+
+
+_register_fused_grad("relu", lambda out, dout: dout * (out > 0), None)  # piecewise linear: f'' = 0
+_register_fused_grad("sigmoid", lambda out, dout: dout * (out * (1 - out)),
+                     lambda g, out: g.op("scale", {"X": out}, scale=-2.0, bias=1.0))    # 1 - 2 out
+_register_fused_grad("tanh", lambda out, dout: dout * (1 - out * out),
+                     lambda g, out: g.op("scale", {"X": out}, scale=-2.0))             # -2 out
+_relu_grad, _sigmoid_grad, _tanh_grad = (_fused_grad(n) for n in ("relu", "sigmoid", "tanh"))
 
 
 def _abs_grad(g):
@@ -102,7 +130,6 @@ _unary("abs", np.abs, _abs_grad)
 _unary("sin", np.sin, _sin_grad)
 _unary("cos", np.cos, _cos_grad)
 _unary("sign", np.sign, _zero_grad, doc="-1, 0 or 1; its gradient is zero.")
-_unary("step", lambda x: (x > 0).astype(x.dtype), _zero_grad, doc="1 where X > 0 else 0 (relu's slope).")
 register_op("pow", inputs="X", outputs="Out", attrs={"factor": 1.0},
             kernel=lambda x, factor: np.power(x, x.dtype.type(factor)), infer=_float_same_as, grad=_pow_grad)
 register_op("leaky_relu", inputs="X", outputs="Out", attrs={"alpha": 0.02},
