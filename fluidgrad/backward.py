@@ -197,7 +197,7 @@ class _BackwardBuilder:
             # inside the sub-block, gradients flow from the outer variables it writes
             self.check_no_overwrite(sub.ops, loop_body=sub)
             outer_writes = {n for o in sub.ops for n in o.output_arg_names if not sub.has_var(n)}
-            inner_flowing = {n for n in outer_writes if n in flowing or n in op.output_arg_names}
+            inner_flowing = self._flowing_outer_writes(sub, outer_writes, flowing)
             self.append_grad_ops(sub.ops, grad_block, inner_flowing, callbacks)
             self.add_up_repeated_grads(grad_block)
             provided = {self.grad_name(n) for n in outer_writes}
@@ -223,6 +223,24 @@ class _BackwardBuilder:
     def _leaves_block(self, grad_name: str, sub: Block) -> bool:
         forward_name = self.grad_to_var.get(grad_name)
         return forward_name is not None and not sub.has_var(forward_name)
+
+    def _flowing_outer_writes(self, sub: Block, outer_writes: set[str], flowing: set[str]) -> set[str]:
+        """The outer variables written by `sub` whose gradient can be non-zero at some step.
+
+        Those flowing outside the op, and, to a fixed point, those whose value read at the
+        start of a step gets a gradient from one that flows: in a loop, that read value is
+        what the previous step wrote. Gradients of the others are zero; no grad op is built
+        for them (a loop variable that never reaches the loss costs nothing per step)."""
+        result = {n for n in outer_writes if n in flowing}
+        while True:
+            reached = set(result)
+            for o in reversed(sub.ops):
+                if any(n in reached for n in o.output_arg_names):
+                    reached.update(n for n in o.input_arg_names if self._differentiable(sub, n))
+            grown = {n for n in outer_writes if n in reached} - result
+            if not grown:
+                return result
+            result |= grown
 
     # ---- step 4
     def add_up_repeated_grads(self, block: Block, start: int = 0) -> None:

@@ -489,3 +489,24 @@ def test_rss_stays_flat_over_training_steps(fresh_programs, rng):
             rss[step] = _rss_bytes()
     assert losses[-1] < losses[0], "SGD through the loop should lower the loss"
     assert rss[200] <= rss[20] * 1.10, f"RSS grew from {rss[20]} to {rss[200]} bytes"
+
+
+def test_loop_variable_that_never_reaches_the_loss_gets_no_grad_ops(fresh_programs):
+    """Only carried variables whose gradient can be non-zero are differentiated, step by step."""
+    main, _ = fresh_programs
+    x = static.data("x", [3], "float64")
+    x.stop_gradient = False
+    i, n = fg.full([1], 0, "int64"), fg.full([1], 3, "int64")
+    _, a, _ = static.nn.while_loop(lambda i, a, b: i < n,
+                                   lambda i, a, b: [i + 1, fg.tanh(a), fg.exp(fg.sin(b * x))], [i, x, x])
+    (dx,) = fg.gradients([fg.sum(a)], [x])
+    grad_blocks = [b for b in main.blocks if b.forward_block_idx >= 0]
+    assert {op.type for b in grad_blocks for op in b.ops} <= {"assign", "tanh_grad"}
+    values = np.array([0.1, -0.5, 0.9])
+    (got,) = _run(main, {"x": values}, [dx])
+    t = torch.tensor(values, requires_grad=True)
+    h = t
+    for _ in range(3):
+        h = torch.tanh(h)
+    (want,) = torch.autograd.grad(h.sum(), t)
+    _close(got, want.numpy(), "dx")
