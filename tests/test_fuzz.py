@@ -169,7 +169,8 @@ def _fluid_loss(spec: Spec, values: list, cotangent) -> object:
     return terms[0] if len(terms) == 1 else fg.add_n(terms)
 
 
-def torch_answer(spec: Spec) -> tuple[float, dict[int, np.ndarray]]:
+def _torch_loss(spec: Spec) -> tuple[object, list[int], dict[int, torch.Tensor]]:
+    """The program's loss in PyTorch, its differentiable leaves, and their order."""
     values = input_values(spec)
     leaves: dict[int, torch.Tensor] = {}
 
@@ -183,7 +184,11 @@ def torch_answer(spec: Spec) -> tuple[float, dict[int, np.ndarray]]:
     outs = realize(spec, leaf, lambda k, n, xs: k.torch(torch, n, *xs), lambda t: t.detach())
     cots = cotangents(spec)
     loss = sum((outs[v] * torch.tensor(cots[v])).sum() for v in spec.loss_terms)
-    order = sorted(leaves)
+    return loss, sorted(leaves), leaves
+
+
+def torch_answer(spec: Spec) -> tuple[float, dict[int, np.ndarray]]:
+    loss, order, leaves = _torch_loss(spec)
     grads = torch.autograd.grad(loss, [leaves[v] for v in order], allow_unused=True) if loss.requires_grad \
         else [None] * len(order)
     return float(loss.detach()), {v: (g.numpy() if g is not None else np.zeros(spec.shape(v))) for v, g in zip(order, grads)}
@@ -191,20 +196,7 @@ def torch_answer(spec: Spec) -> tuple[float, dict[int, np.ndarray]]:
 
 def torch_second_order(spec: Spec) -> tuple[float, dict[int, np.ndarray]]:
     """<grad, w> and its gradient (a Hessian-vector product) by PyTorch's double backward."""
-    values = input_values(spec)
-    leaves: dict[int, torch.Tensor] = {}
-
-    def leaf(v, frozen_value):
-        role = spec.nodes[spec.value_nodes[v][0]].p("role")
-        t = torch.tensor(values[v], dtype=torch.float64, requires_grad=role != "const")
-        if role != "const":
-            leaves[v] = t
-        return t
-
-    outs = realize(spec, leaf, lambda k, n, xs: k.torch(torch, n, *xs), lambda t: t.detach())
-    cots = cotangents(spec)
-    loss = sum((outs[v] * torch.tensor(cots[v])).sum() for v in spec.loss_terms)
-    order = sorted(leaves)
+    loss, order, leaves = _torch_loss(spec)
     firsts = torch.autograd.grad(loss, [leaves[v] for v in order], create_graph=True, allow_unused=True)
     weights = second_order_weights(spec)
     objective = sum((g * torch.tensor(weights[v])).sum() for v, g in zip(order, firsts) if g is not None)
