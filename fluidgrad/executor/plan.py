@@ -225,7 +225,8 @@ def _emit_ops(w: _Writer, ops: list[Operator], live: _Liveness, kept: set[str], 
             call = f"{ref}(_rt, {', '.join(args)})"
         else:
             call = f"{ref}({', '.join(args)})"
-        w.emit(f"{_targets(w, op, dead)} = {call}  # op {i}: {op.type}", i)
+        names = f"{', '.join(op.output_arg_names)} = {op.type}({', '.join(op.input_arg_names)})"
+        w.emit(f"{_targets(w, op, dead)} = {call}  # op {i}: {names}", i)
         if check_nan_inf:
             outs = [w.ident(n) for n in op.output_arg_names if n != EMPTY_VAR_NAME and n not in dead]
             if outs:
