@@ -211,7 +211,8 @@ def eager_available() -> bool:
     return hasattr(fg, "to_tensor")
 
 
-def eager_answer(spec: Spec) -> tuple[float, dict[int, np.ndarray]]:
+def _eager_loss(spec: Spec) -> tuple[object, dict[int, object]]:
+    """The program run eagerly: its loss and its differentiable leaf Tensors."""
     values = input_values(spec)
     leaves = {}
 
@@ -224,8 +225,11 @@ def eager_answer(spec: Spec) -> tuple[float, dict[int, np.ndarray]]:
 
     ctx = FluidContext(fg, False, lambda array: fg.to_tensor(array))
     outs = realize(spec, leaf, lambda k, n, xs: k.fluid(fg, ctx, n, *xs), lambda t: t.detach())
-    cots = cotangents(spec)
-    loss = _fluid_loss(spec, outs, lambda v, c: fg.to_tensor(c))
+    return _fluid_loss(spec, outs, lambda v, c: fg.to_tensor(c)), leaves
+
+
+def eager_answer(spec: Spec) -> tuple[float, dict[int, np.ndarray]]:
+    loss, leaves = _eager_loss(spec)
     if not loss.stop_gradient:
         loss.backward()
     grads = {v: (t.grad.numpy() if t.grad is not None else np.zeros(spec.shape(v))) for v, t in leaves.items()}
@@ -264,19 +268,7 @@ def jit_answer(spec: Spec) -> tuple[float, dict[int, np.ndarray]]:
 
 def eager_second_order(spec: Spec) -> dict[int, np.ndarray] | None:
     """The Hessian-vector product by eager mode: grad(create_graph=True), then grad again."""
-    values = input_values(spec)
-    leaves = {}
-
-    def leaf(v, frozen_value):
-        role = spec.nodes[spec.value_nodes[v][0]].p("role")
-        t = fg.to_tensor(values[v], dtype="float64", stop_gradient=role == "const")
-        if role != "const":
-            leaves[v] = t
-        return t
-
-    ctx = FluidContext(fg, False, lambda array: fg.to_tensor(array))
-    outs = realize(spec, leaf, lambda k, n, xs: k.fluid(fg, ctx, n, *xs), lambda t: t.detach())
-    loss = _fluid_loss(spec, outs, lambda v, c: fg.to_tensor(c))
+    loss, leaves = _eager_loss(spec)
     order = sorted(leaves)
     if loss.stop_gradient or not order:
         return None
