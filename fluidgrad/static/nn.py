@@ -1,6 +1,7 @@
 """Fluid-style layer builders: each creates its parameters and appends its ops."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .. import functions as F
@@ -18,6 +19,14 @@ def _activate(x: Variable, activation: str | None) -> Variable:
     return x if activation is None else apply_op(activation, {"X": x})
 
 
+def _known_size(x: Variable, axis: int, builder: str) -> int:
+    """The number of elements in x's dims from `axis` on, which a parameter's shape needs."""
+    tail = x.shape[axis:]
+    if any(d < 0 for d in tail):
+        raise ValueError(f"{builder}: input {x.name} of shape {list(x.shape)} needs known sizes after axis {axis}")
+    return math.prod(tail)
+
+
 def _param_name(attr: ParamAttr, prefix: str, suffix: str) -> str:
     return attr.name or f"{prefix}.{suffix}"
 
@@ -33,11 +42,7 @@ def fc(x: Variable, size: int, num_flatten_dims: int = 1, weight_attr: Any = Non
         raise ValueError(f"fc: num_flatten_dims={num_flatten_dims} must lie in [1, {len(shape) - 1}] "
                          f"for input {x.name} of shape {shape}")
     tail = shape[num_flatten_dims:]
-    if any(d < 0 for d in tail):
-        raise ValueError(f"fc: input {x.name} of shape {shape} needs known sizes after axis {num_flatten_dims}")
-    in_features = 1
-    for d in tail:
-        in_features *= d
+    in_features = _known_size(x, num_flatten_dims, "fc")
     prefix = name or unique_name("fc")
     w_attr = ParamAttr.of(weight_attr)
     if w_attr is None:
@@ -186,12 +191,7 @@ def layer_norm(input: Variable, scale: bool = True, shift: bool = True, begin_no
     if not isinstance(input, Variable) or not 0 < begin_norm_axis < len(input.shape):
         raise ValueError(f"layer_norm: begin_norm_axis={begin_norm_axis} must lie in [1, rank-1] for "
                          f"{getattr(input, 'name', type(input).__name__)} {list(getattr(input, 'shape', []))}")
-    tail = input.shape[begin_norm_axis:]
-    if any(d < 0 for d in tail):
-        raise ValueError(f"layer_norm: the normalised axes of {input.name} {list(input.shape)} must be known")
-    width = 1
-    for d in tail:
-        width *= d
+    width = _known_size(input, begin_norm_axis, "layer_norm")
     prefix = name or unique_name("layer_norm")
     inputs: dict[str, Any] = {"X": input}
     s_attr = ParamAttr.of(param_attr) if scale else None
