@@ -18,6 +18,7 @@ from .functions import (abs, add, add_n, cast, concat, cos, divide, equal, exp, 
                         logical_or, matmul, max, maximum, mean, min, minimum, multiply, not_equal, one_hot,
                         ones, ones_like, pow, relu, reshape, scale, sigmoid, sign, sin, slice, split, sqrt,
                         square, squeeze, stack, subtract, sum, tanh, transpose, unsqueeze, zeros, zeros_like)
+from .tensor import *  # noqa: F401,F403  (where, argmax, tile, erf, einsum, ...: fluidgrad/tensor/)
 from .ops.random import seed
 from .flags import get_flags, set_flags
 from . import static

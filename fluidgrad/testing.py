@@ -8,6 +8,7 @@ vector-Jacobian product, not just a sum. Numeric gradients use central differenc
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -16,6 +17,35 @@ from .backward import gradients
 from .executor import Executor, Scope
 from .framework import Program, Variable, program_guard
 from .ops.registry import get_op_def
+
+
+@dataclass
+class OpCase:
+    """One declared test of one registered op: inputs (float64 where float), attributes, a reference.
+
+    The op-case runner (tests/test_ops.py over every `tests/op_cases/*.py`'s `CASES`) checks the
+    forward values against `torch_fn(**inputs)` (PyTorch, torch tensors by slot name; attributes
+    are closed over) or `numpy_fn(**inputs)`, the gradient against central differences and PyTorch, float32 kept as float32,
+    eager equal to static, and grad of grad unless `second_order` is False.
+    """
+
+    op: str
+    inputs: dict[str, Any]
+    attrs: dict[str, Any] = field(default_factory=dict)
+    torch_fn: Callable[..., Any] | None = None   # the same op in PyTorch: forward and gradient oracle
+    numpy_fn: Callable[..., Any] | None = None   # forward reference where PyTorch has no such op
+    check_fn: Callable[..., Any] | None = None   # forward check for random ops: check_fn(outputs, case)
+    n_out: int | None = None
+    use_outputs: tuple[int, ...] | None = None   # only these outputs reach the loss (the rest unused)
+    no_grad: tuple[str, ...] = ()
+    rtol: float = 1e-6
+    eps: float = 1e-6
+    grad: bool = True   # False: no float output, nothing to differentiate (see test_backward errors)
+    second_order: bool = True   # False: the first derivative jumps at these inputs (ties)
+    id: str = ""
+
+    def __post_init__(self):
+        self.id = self.id or self.op
 
 
 def _as_list(value: Any) -> list[np.ndarray]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import pathlib
 import re
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -26,61 +25,12 @@ import fluidgrad as fg
 from fluidgrad.executor import Executor, Scope
 from fluidgrad.ops import NO_GRADIENT, get_op_def, registered_ops
 from fluidgrad.static import data
-from fluidgrad.testing import (ProgramGradCheck, build_single_op, check_grad, check_program_grad,
+from op_cases import collect_cases
+from op_cases.common import distinct, ints, nonzero, pos, probs, rand
+from fluidgrad.testing import (OpCase, ProgramGradCheck, build_single_op, check_grad, check_program_grad,
                                torch_gradients)
 
-_RNG = np.random.default_rng(20261121)
-
-
-def rand(*shape, lo=-1.0, hi=1.0):
-    return _RNG.uniform(lo, hi, size=shape)
-
-
-def pos(*shape):
-    """Positive values well inside the domain of log, sqrt, pow."""
-    return rand(*shape, lo=0.5, hi=2.0)
-
-
-def nonzero(*shape):
-    """Values at least 0.1 from 0: relu, abs, sign and steps are smooth there."""
-    x = rand(*shape, lo=0.1, hi=1.0)
-    return x * _RNG.choice([-1.0, 1.0], size=shape)
-
-
-def distinct(*shape):
-    """A permutation of well separated values, so max/min have no accidental ties."""
-    n = int(np.prod(shape))
-    return (_RNG.permutation(n) * 0.25 - 1.0).reshape(shape).astype(np.float64)
-
-
-def probs(*shape):
-    x = rand(*shape, lo=0.2, hi=1.0)
-    return x / x.sum(-1, keepdims=True)
-
-
-def ints(high, *shape):
-    return _RNG.integers(0, high, size=shape).astype(np.int64)
-
-
-@dataclass
-class Case:
-    op: str
-    inputs: dict[str, Any]
-    attrs: dict[str, Any] = field(default_factory=dict)
-    torch_fn: Callable[..., Any] | None = None   # the same op in PyTorch: forward and gradient oracle
-    numpy_fn: Callable[..., Any] | None = None   # forward reference where PyTorch has no such op
-    check_fn: Callable[..., Any] | None = None   # forward check for random ops: check_fn(outputs, case)
-    n_out: int | None = None
-    use_outputs: tuple[int, ...] | None = None   # only these outputs reach the loss (the rest unused)
-    no_grad: tuple[str, ...] = ()
-    rtol: float = 1e-6
-    eps: float = 1e-6
-    grad: bool = True   # False: no float output, nothing to differentiate (see test_backward errors)
-    second_order: bool = True   # False: the first derivative jumps at these inputs (ties)
-    id: str = ""
-
-    def __post_init__(self):
-        self.id = self.id or self.op
+Case = OpCase
 
 
 def _gather_torch(X, Index, axis=0):
@@ -399,7 +349,8 @@ def _cases() -> list[Case]:
     return c
 
 
-CASES = _cases()
+# the cases of tests/op_cases/*.py (one module per op family) join the table
+CASES = _cases() + collect_cases()
 
 # Ops registered by other parts of fluidgrad and tested in their own files (name -> test file).
 # The meta-test below checks that each such file exists and mentions the op by name.

@@ -1,0 +1,14 @@
+"""Neural-network functions (Paddle 2 `paddle.nn.functional` names), for both modes.
+
+Every function goes through `dispatch.apply_op`: given Variables it appends ops to the
+current program, given eager Tensors it computes at once. Parameters are arguments here;
+the layer builders (`fluidgrad.static.nn`) and eager Layers create and own them.
+"""
+from __future__ import annotations
+
+from ...functions import one_hot, relu, sigmoid, tanh  # noqa: F401  (re-exported)
+from .activation import *  # noqa: F401,F403
+from .loss import *  # noqa: F401,F403
+from .common import *  # noqa: F401,F403
+from .conv import *  # noqa: F401,F403
+from .norm import *  # noqa: F401,F403

@@ -1,0 +1,35 @@
+"""Dense layers, embedding and dropout as functions, for both modes."""
+from __future__ import annotations
+
+from typing import Any
+
+from ... import functions as F
+from ...dispatch import apply_op
+
+__all__ = ['linear', 'embedding', 'dropout']
+
+
+def linear(x: Any, weight: Any, bias: Any = None) -> Any:
+    """x @ weight + bias, weight shaped [in, out] (Paddle's layout)."""
+    out = F.matmul(x, weight)
+    return out if bias is None else F.add(out, bias)
+
+
+def embedding(x: Any, weight: Any, padding_idx: int | None = None) -> Any:
+    """Rows of `weight` picked by the integer ids `x`: shape x.shape + [dim]."""
+    if padding_idx is not None:
+        raise ValueError("embedding: padding_idx is not supported; leave it None")
+    return F.gather(weight, x, axis=0)
+
+
+def dropout(x: Any, p: float = 0.5, training: bool = True, mode: str = "upscale_in_train",
+            seed: int = 0) -> Any:
+    """Zero each element with probability p. upscale_in_train (default, as PyTorch) scales the
+    kept ones by 1/(1-p) while training; downgrade_in_infer scales by (1-p) at inference."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout: p must lie in [0, 1], got {p}")
+    if mode not in ("upscale_in_train", "downgrade_in_infer"):
+        raise ValueError(f"dropout: mode must be 'upscale_in_train' or 'downgrade_in_infer', got {mode!r}")
+    out, _mask = apply_op("dropout", {"X": x}, {"dropout_prob": float(p), "is_test": not training,
+                                               "seed": int(seed), "dropout_implementation": mode})
+    return out

@@ -1,0 +1,96 @@
+"""Dense, embedding, dropout and shape layers."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ... import functions as F
+from ...eager.tensor import Tensor
+from ...initializer import Constant, Normal, XavierUniform
+from .. import functional as NF
+from ..layer import Layer
+
+__all__ = ['Linear', 'Embedding', 'Dropout', 'Identity', 'Flatten']
+
+
+class Linear(Layer):
+    """y = x @ weight + bias; weight is [in_features, out_features] (Paddle's layout)."""
+
+    def __init__(self, in_features: int, out_features: int, weight_attr: Any = None, bias_attr: Any = None,
+                 name: str | None = None) -> None:
+        super().__init__()
+        self.in_features, self.out_features = int(in_features), int(out_features)
+        self.weight = self.create_parameter([self.in_features, self.out_features], weight_attr,
+                                            default_initializer=XavierUniform())
+        self.bias = None if bias_attr is False else self.create_parameter(
+            [self.out_features], bias_attr, is_bias=True, default_initializer=Constant(0.0))
+
+    def forward(self, x: Any) -> Any:
+        return NF.linear(x, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}"
+
+
+class Embedding(Layer):
+    """Rows of a [num_embeddings, embedding_dim] table picked by integer ids."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
+                 sparse: bool = False, weight_attr: Any = None, name: str | None = None) -> None:
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = int(num_embeddings), int(embedding_dim)
+        self.weight = self.create_parameter([self.num_embeddings, self.embedding_dim], weight_attr,
+                                            default_initializer=Normal(0.0, 1.0 / max(embedding_dim, 1) ** 0.5))
+        self.padding_idx = padding_idx
+        if padding_idx is not None:
+            self.weight.data[padding_idx] = 0.0
+
+    def forward(self, x: Any) -> Any:
+        if self.padding_idx is None:
+            return NF.embedding(x, self.weight)
+        # the padding row reads as zeros and receives no gradient: mask it out of the output
+        ids = np.asarray(x.data if isinstance(x, Tensor) else x)
+        out = NF.embedding(x, self.weight)
+        keep = Tensor((ids != self.padding_idx)[..., None].astype(self.weight.data.dtype))
+        return out * keep
+
+    def extra_repr(self) -> str:
+        return f"{self.num_embeddings}, {self.embedding_dim}"
+
+
+class Dropout(Layer):
+    """Zero elements with probability p while training (kept ones scaled by 1/(1-p)); identity in eval."""
+
+    def __init__(self, p: float = 0.5, axis: Any = None, mode: str = "upscale_in_train", name: str | None = None) -> None:
+        super().__init__()
+        if axis is not None:
+            raise ValueError("Dropout: axis is not supported; leave it None")
+        self.p, self.mode = float(p), mode
+
+    def forward(self, x: Any) -> Any:
+        return NF.dropout(x, self.p, training=self.training, mode=self.mode)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
+
+
+class Identity(Layer):
+    def forward(self, x: Any) -> Any:
+        return x
+
+
+class Flatten(Layer):
+    """Merge axes start_axis..stop_axis into one (default: all but the batch axis)."""
+
+    def __init__(self, start_axis: int = 1, stop_axis: int = -1) -> None:
+        super().__init__()
+        self.start_axis, self.stop_axis = int(start_axis), int(stop_axis)
+
+    def forward(self, x: Any) -> Any:
+        ndim = len(x.shape)
+        start, stop = self.start_axis % ndim, self.stop_axis % ndim
+        shape = list(x.shape)
+        middle = shape[start:stop + 1]
+        merged = int(np.prod(middle)) if all(d >= 0 for d in middle) else -1
+        return F.reshape(x, [0] * start + [merged] + shape[stop + 1:])

@@ -1,0 +1,2 @@
+"""Linear-algebra ops: einsum, bmm, ..."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""Selection and indexing ops: where, argmax, topk, sort, scatter, ..."""
+from __future__ import annotations

@@ -1,0 +1,4 @@
+"""Statistics: std, var, median, ..."""
+from __future__ import annotations
+
+__all__: list[str] = []
