@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pathlib
 import re
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pytest
