@@ -31,5 +31,7 @@ from .eager import eager_apply as _eager_apply
 _dispatch.install_eager(Tensor, _eager_apply)
 from . import autograd, jit  # noqa: E402  (eager mode's PyLayer and to_static)
 from . import io, viz  # noqa: E402  (save/load and pictures: fg.io.save, fg.viz.draw)
+from . import distributed  # noqa: E402  (data parallelism over MPI; mpi4py only under a launcher)
+from .distributed import DataParallel  # noqa: E402
 
 __version__ = "0.1.0"

@@ -3,6 +3,7 @@
     fluidgrad demo [--epochs N] [--out DIR] [--mode static|eager]   train a CNN on 8x8 digits
     fluidgrad show MODEL                                             print a saved program
     fluidgrad draw MODEL -o FILE                                     draw it (.svg/.png/.pdf/.dot)
+    fluidgrad launch -n N SCRIPT [ARGS]                              run SCRIPT on N ranks (MPI)
 
 MODEL is the path prefix given to `save` / `save_inference_model` (e.g. fluidgrad-demo/digits)
 or the `.pdmodel.json` file itself.
@@ -12,8 +13,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
+from typing import Any
 
 DEFAULT_OUT = "fluidgrad-demo"
 MODELS = ("cnn", "mlp")  # the networks fluidgrad.demo defines
@@ -45,7 +47,21 @@ def _parser() -> argparse.ArgumentParser:
     draw = commands.add_parser("draw", help="draw a saved program (SVG, PNG, PDF by suffix, or DOT source)")
     draw.add_argument("model", help="path prefix of a saved model, or its .pdmodel.json file")
     draw.add_argument("-o", "--output", required=True, help="picture file: .svg, .png, .pdf or .dot")
+    _add_launch_parser(commands)
     return parser
+
+
+def _add_launch_parser(commands: Any) -> None:
+    from .distributed.launch import add_arguments
+    launch = commands.add_parser("launch", help="run a training script on N ranks over MPI (data parallel)",
+                                 description="Run SCRIPT on N ranks with MPI's launcher (the `dist` extra); "
+                                 "the script runs unchanged without it, as a world of one.")
+    add_arguments(launch)
+
+
+def _launch(args: argparse.Namespace) -> int:
+    from .distributed.launch import launch
+    return launch(args.nproc, [args.script, *args.args], args.threads)
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -107,7 +123,7 @@ def _draw(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `fluidgrad` script; returns the exit status."""
     args = _parser().parse_args(argv)
-    handler = {"demo": _demo, "show": _show, "draw": _draw}[args.command]
+    handler = {"demo": _demo, "show": _show, "draw": _draw, "launch": _launch}[args.command]
     try:
         return handler(args)
     except BrokenPipeError:  # `fluidgrad show MODEL | head`: stop quietly (Python docs' recipe)

@@ -1,0 +1,26 @@
+"""Data-parallel training over MPI (mpi4py + the mpich wheel: `pip install 'fluidgrad[dist]'`).
+
+    fluidgrad launch -n 4 train.py        # or: python -m fluidgrad.distributed.launch -n 4 train.py
+
+Without a launcher the process is a world of one: every collective is the identity and the
+same script runs unchanged. mpi4py is imported only by a process an MPI launcher started.
+"""
+from ..ops.comm import CollectiveMismatchError, RankFailedError
+from .checkpoint import load, load_state_dict, save, save_state_dict
+from .collective import (
+                         all_gather,
+                         all_reduce,
+                         barrier,
+                         broadcast,
+                         get_rank,
+                         get_world_size,
+                         init_parallel_env,
+                         reduce_scatter,
+)
+from .data import DistributedBatchSampler, shard
+from .data_parallel import DataParallel
+from .optimizer import DistributedOptimizer
+
+__all__ = ["CollectiveMismatchError", "DataParallel", "DistributedBatchSampler", "DistributedOptimizer",
+           "RankFailedError", "all_gather", "all_reduce", "barrier", "broadcast", "get_rank", "get_world_size",
+           "init_parallel_env", "load", "load_state_dict", "reduce_scatter", "save", "save_state_dict", "shard"]

@@ -1,0 +1,33 @@
+"""Grouping gradients into buckets: one collective per bucket instead of one per parameter.
+
+Parameters are taken in reverse order (the backward pass produces the last layer's gradient
+first), grouped by dtype, and a bucket is closed once it holds `bucket_bytes`; the first
+bucket is capped at `first_bucket_bytes` so that its all-reduce can start early in the
+backward pass (PyTorch DDP's and Paddle's choice). `bucket_bytes <= 0` gives one bucket per
+parameter (for comparison).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from math import prod
+
+import numpy as np
+
+
+def plan_buckets(shapes: Sequence[Sequence[int]], dtypes: Sequence[str], bucket_bytes: float,
+                 first_bucket_bytes: float | None = None) -> list[list[int]]:
+    """Indices of the tensors in each bucket, in the order the buckets are reduced."""
+    open_buckets: dict[str, list[int]] = {}
+    sizes: dict[str, int] = {}
+    buckets: list[list[int]] = []
+    for i in reversed(range(len(shapes))):
+        dtype = dtypes[i]
+        bucket = open_buckets.setdefault(dtype, [])
+        bucket.append(i)
+        sizes[dtype] = sizes.get(dtype, 0) + prod(shapes[i]) * np.dtype(dtype).itemsize
+        cap = first_bucket_bytes if (not buckets and first_bucket_bytes is not None) else bucket_bytes
+        if sizes[dtype] >= cap:
+            buckets.append(open_buckets.pop(dtype))
+            sizes[dtype] = 0
+    buckets.extend(b for b in open_buckets.values() if b)
+    return buckets

@@ -1,0 +1,50 @@
+"""Checkpoints in data-parallel training: rank 0 writes (atomically), every rank may read.
+
+Parameters are the same on every rank, so one copy is the checkpoint; it does not depend on
+the world size and loads in a job of any size (or in a single process). The other ranks wait
+at a barrier until the file is complete.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from ..dispatch import is_tensor
+from ..executor import Scope
+from ..framework import Program
+from ..io import atomic_write
+from ..io import load as load_program
+from ..io import save as save_program
+from ..ops.comm import get_world
+
+
+def save(program: Program | None, path: str | os.PathLike, scope: Scope | None = None) -> None:
+    """Static mode: `fluidgrad.io.save` on rank 0, then a barrier."""
+    world = get_world()
+    if world.rank == 0:
+        save_program(program, path, scope)
+    world.barrier()
+
+
+def load(program: Program | None, path: str | os.PathLike, executor: Any = None, scope: Scope | None = None) -> None:
+    """Static mode: every rank loads the same file (`fluidgrad.io.load`)."""
+    load_program(program, path, executor, scope)
+
+
+def save_state_dict(state_dict: dict[str, Any], path: str | os.PathLike) -> None:
+    """Eager mode: a state dict (Tensors or arrays) as one safetensors file, written by rank 0."""
+    from safetensors.numpy import save as st_save
+    world = get_world()
+    if world.rank == 0:
+        arrays = {k: np.ascontiguousarray(v.data if is_tensor(v) else np.asarray(v)) for k, v in state_dict.items()}
+        atomic_write(path, st_save(arrays))
+    world.barrier()
+
+
+def load_state_dict(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """What `save_state_dict` wrote, as arrays (for `layer.set_state_dict`)."""
+    from safetensors.numpy import load as st_load
+    with open(path, "rb") as f:
+        return dict(st_load(f.read()))

@@ -1,0 +1,110 @@
+"""The collectives of `fluidgrad.distributed` on Tensors, Variables and NumPy arrays.
+
+Eager Tensors and NumPy arrays are updated in place (as Paddle's `all_reduce` and
+`broadcast`) and returned; a static Variable gets an op in the current block (`c_allreduce_*`,
+`c_broadcast`, ...) writing the same variable, so the Program shows the communication.
+With a world of one (no launcher) every collective is the identity.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..dispatch import apply_op, is_tensor
+from ..framework import Variable, default_main_program
+from ..ops.comm import REDUCE_OPS, get_world
+
+
+def init_parallel_env() -> None:
+    """Join the launcher's process group (a world of one without a launcher). Idempotent."""
+    get_world()
+
+
+def get_rank() -> int:
+    return get_world().rank
+
+
+def get_world_size() -> int:
+    return get_world().size
+
+
+def barrier() -> None:
+    """Wait until every rank gets here."""
+    get_world().barrier()
+
+
+def _check_op(op: str) -> str:
+    op = op.lower() if isinstance(op, str) else op
+    if op not in REDUCE_OPS:
+        raise ValueError(f"all_reduce: op must be one of {list(REDUCE_OPS)}, got {op!r}")
+    return op
+
+
+def _in_place(x: Any, value: np.ndarray, what: str) -> Any:
+    if is_tensor(x):
+        x.set_value(value)
+    elif isinstance(x, np.ndarray):
+        x[...] = value
+    else:
+        raise TypeError(f"{what}: expects a Tensor, a Variable or a NumPy array, got {type(x).__name__}")
+    return x
+
+
+def _append_in_place(op_type: str, x: Variable, attrs: dict[str, Any]) -> Variable:
+    default_main_program().current_block().append_op(op_type, {"X": x}, {"Out": x}, attrs)
+    return x
+
+
+def all_reduce(x: Any, op: str = "sum", group: Any = None, sync_op: bool = True) -> Any:
+    """Reduce `x` over every rank ("sum", "max", "min" or "avg"), in place; returns `x`."""
+    op = _check_op(op)
+    if isinstance(x, Variable):
+        return _append_in_place(f"c_allreduce_{op}", x, {})
+    array = x.data if is_tensor(x) else x
+    return _in_place(x, get_world().all_reduce(np.asarray(array), op), "all_reduce")
+
+
+def broadcast(x: Any, src: int = 0, group: Any = None, sync_op: bool = True) -> Any:
+    """Give every rank rank `src`'s value of `x`, in place; returns `x`."""
+    if isinstance(x, Variable):
+        return _append_in_place("c_broadcast", x, {"root": int(src)})
+    array = x.data if is_tensor(x) else x
+    return _in_place(x, get_world().broadcast(np.asarray(array), int(src)), "broadcast")
+
+
+def all_gather(tensor_or_list: Any, tensor: Any = None, group: Any = None, sync_op: bool = True) -> list[Any]:
+    """Every rank's `x`, in rank order: `all_gather(x)` returns the list; Paddle's form
+    `all_gather(tensor_list, x)` also fills `tensor_list`."""
+    out_list, x = (tensor_or_list, tensor) if tensor is not None else (None, tensor_or_list)
+    world = get_world()
+    if isinstance(x, Variable):
+        gathered = apply_op("c_allgather", {"X": x}, {"nranks": world.size})
+        flat = apply_op("coalesce", {"X": [gathered]}) if x.shape else gathered
+        parts = apply_op("uncoalesce", {"X": flat}, {"shapes": [list(x.shape)] * world.size}, n_out=world.size)
+    else:
+        array = np.asarray(x.data if is_tensor(x) else x)
+        stacked = world.all_gather(array)
+        parts = [_like(x, stacked[r]) for r in range(world.size)]
+    if out_list is not None:
+        out_list.clear()
+        out_list.extend(parts)
+    return list(parts)
+
+
+def reduce_scatter(x: Any, op: str = "sum", group: Any = None, sync_op: bool = True) -> Any:
+    """`x` reduced over ranks and split along axis 0 into world-size parts; rank r gets part r."""
+    op = _check_op(op)
+    world = get_world()
+    if isinstance(x, Variable):
+        if op != "sum":
+            raise ValueError(f"reduce_scatter in a Program supports op='sum', got {op!r}")
+        return apply_op("c_reducescatter", {"X": x}, {"nranks": world.size})
+    array = np.asarray(x.data if is_tensor(x) else x)
+    return _like(x, world.reduce_scatter(array, op))
+
+
+def _like(x: Any, array: np.ndarray) -> Any:
+    if is_tensor(x):
+        return type(x)(np.array(array))
+    return np.array(array)

@@ -1,0 +1,201 @@
+"""Eager data parallelism: `DataParallel(layer)` averages gradients over ranks during backward().
+
+At wrap time every rank checks that it holds the same parameters (names, shapes, dtypes) and
+takes rank 0's values. Each forward pass routes the parameters through two kinds of
+recorded identity nodes (PyLayers, so the autograd engine needs nothing new):
+
+    param --> [gather: one node for all parameters] --> [ready_i: one per parameter] --> the layer
+
+The engine runs a node's backward once every consumer of its output has run, so `ready_i`'s
+backward sees parameter i's complete gradient: it copies it into its bucket's buffer and,
+when the bucket is full, starts a non-blocking all-reduce (MPI `Iallreduce`), while the
+backward pass goes on with earlier layers. `gather` was recorded first, so its backward runs
+last: it waits for the buckets and hands each parameter its averaged gradient, which the
+engine stores in `.grad`. Buckets start in one fixed order on every rank (a bucket found
+ready early waits for its predecessors), as MPI requires.
+
+`no_sync()` skips all of it (gradients accumulate locally); the next synchronised backward
+reduces the accumulated gradient. A parameter that got no gradient takes part with zeros.
+"""
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from math import prod
+from typing import Any
+
+import numpy as np
+
+from ..autograd import PyLayer
+from ..eager import Tensor, is_grad_enabled
+from ..nn import Layer
+from ..ops.comm import CollectiveMismatchError, Pending, World, get_world
+from .buckets import plan_buckets
+
+MB = 1 << 20
+
+
+class DataParallel(Layer):
+    """Wraps a Layer for data-parallel training; call it as the layer itself."""
+
+    def __init__(self, layers: Layer, strategy: Any = None, comm_buffer_size: float = 25,
+                 last_comm_buffer_size: float = 1, find_unused_parameters: bool = False, group: Any = None) -> None:
+        super().__init__()
+        if not isinstance(layers, Layer):
+            raise TypeError(f"DataParallel wraps a fluidgrad.nn.Layer, got {type(layers).__name__}")
+        self._layers = layers
+        self._world = get_world()
+        named = [(n, p) for n, p in layers.named_parameters() if not p.stop_gradient]
+        self._param_names = [n for n, _ in named]
+        self._params = [p for _, p in named]
+        check_same_parameters(self._world, named)
+        broadcast_parameters(self._world, layers)
+        self._buckets = plan_buckets([p.shape for p in self._params], [p.data.dtype.name for p in self._params],
+                                     comm_buffer_size * MB, last_comm_buffer_size * MB if comm_buffer_size > 0 else None)
+        object.__setattr__(self, "_sync", True)
+        object.__setattr__(self, "last_step", None)
+
+    def forward(self, *inputs: Any, **kwargs: Any) -> Any:
+        if not self._sync or self._world.size == 1 or not is_grad_enabled() or not self._params:
+            return self._layers(*inputs, **kwargs)
+        step = _ReduceStep(self._world, self._params, self._buckets)
+        object.__setattr__(self, "last_step", step)
+        with _routed_parameters(self._layers, self._params, step):
+            return self._layers(*inputs, **kwargs)
+
+    @contextlib.contextmanager
+    def no_sync(self) -> Iterator[None]:
+        """Gradients of backward passes inside accumulate locally, unreduced."""
+        previous = self._sync
+        object.__setattr__(self, "_sync", False)
+        try:
+            yield
+        finally:
+            object.__setattr__(self, "_sync", previous)
+
+    def state_dict(self, *args: Any, **kwargs: Any) -> Any:
+        return self._layers.state_dict(*args, **kwargs)
+
+    def set_state_dict(self, *args: Any, **kwargs: Any) -> Any:
+        return self._layers.set_state_dict(*args, **kwargs)
+
+    set_dict = load_dict = set_state_dict
+
+
+def check_same_parameters(world: World, named: list[tuple[str, Tensor]]) -> None:
+    """Every rank must wrap the same parameters; else an error naming rank and parameter."""
+    if world.size == 1:
+        return
+    mine = [(n, list(p.shape), p.data.dtype.name) for n, p in named]
+    every = world.all_gather_object(mine, "DataParallel (parameter check)")
+    for rank, theirs in enumerate(every):
+        if theirs == every[0]:
+            continue
+        for a, b in zip(every[0], theirs):
+            if a != b:
+                raise CollectiveMismatchError(f"DataParallel: rank {rank} has parameter {b[0]} {b[1]} ({b[2]}) "
+                                              f"where rank 0 has {a[0]} {a[1]} ({a[2]})")
+        raise CollectiveMismatchError(f"DataParallel: rank {rank} has {len(theirs)} parameters, "
+                                      f"rank 0 has {len(every[0])}")
+
+
+def broadcast_parameters(world: World, layer: Layer) -> None:
+    """Every parameter and buffer takes rank 0's value."""
+    if world.size == 1:
+        return
+    for name, tensor in list(layer.named_parameters()) + list(layer.named_buffers()):
+        tensor.set_value(world.broadcast(tensor.data, 0, what=f"DataParallel broadcast of {name}"))
+
+
+@contextlib.contextmanager
+def _routed_parameters(layers: Layer, params: list[Tensor], step: _ReduceStep) -> Iterator[None]:
+    """During one forward pass, the layers read each parameter through its identity nodes."""
+    gathered = _Gather.apply(*params, step=step)
+    gathered = (gathered,) if isinstance(gathered, Tensor) else gathered
+    routed = {id(p): _Ready.apply(g, step=step, index=i) for i, (p, g) in enumerate(zip(params, gathered))}
+    swapped = []
+    for layer in layers.sublayers(include_self=True):
+        for name, param in layer._parameters.items():
+            if param is not None and id(param) in routed:
+                swapped.append((layer, name, param))
+                object.__setattr__(layer, name, routed[id(param)])
+    try:
+        yield
+    finally:
+        for layer, name, param in swapped:
+            object.__setattr__(layer, name, param)
+
+
+class _Gather(PyLayer):
+    @staticmethod
+    def forward(ctx: Any, *params: Tensor, step: _ReduceStep) -> Any:
+        ctx.step = step
+        return tuple(Tensor(p.data) for p in params)
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Tensor) -> Any:
+        return tuple(ctx.step.finish())
+
+
+class _Ready(PyLayer):
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, step: _ReduceStep, index: int) -> Tensor:
+        ctx.step, ctx.index = step, index
+        return Tensor(x.data)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> Tensor:
+        ctx.step.ready(ctx.index, grad.data)
+        return grad
+
+
+class _ReduceStep:
+    """The buckets of one forward/backward pair: filled as gradients get ready, reduced in order."""
+
+    def __init__(self, world: World, params: list[Tensor], buckets: list[list[int]]) -> None:
+        self.world, self.params, self.buckets = world, params, buckets
+        self.bucket_of, self.offset = {}, {}
+        self.buffers: list[np.ndarray] = []
+        for b, bucket in enumerate(buckets):
+            position = 0
+            for i in bucket:
+                self.bucket_of[i], self.offset[i] = b, position
+                position += prod(params[i].shape)
+            self.buffers.append(np.empty(position, params[bucket[0]].data.dtype))
+        self.missing = [len(bucket) for bucket in buckets]
+        self.filled: set[int] = set()
+        self.pending: list[Pending] = []
+        self.folded: list[int] = []
+
+    def ready(self, i: int, grad: np.ndarray) -> None:
+        """Parameter i's gradient is complete: into its bucket; start the buckets that can go."""
+        param = self.params[i]
+        if param.grad is not None:  # accumulated under no_sync (or not cleared): reduce the sum
+            grad = grad + param.grad.data
+            self.folded.append(i)
+        b, start = self.bucket_of[i], self.offset[i]
+        self.buffers[b][start:start + grad.size] = grad.reshape(-1)
+        self.filled.add(i)
+        self.missing[b] -= 1
+        self._start_ready_buckets()
+        for pending in self.pending:
+            pending.test()  # let MPI move the data of the buckets under way
+
+    def _start_ready_buckets(self) -> None:
+        while len(self.pending) < len(self.buckets) and self.missing[len(self.pending)] == 0:
+            self.pending.append(self.world.start_all_reduce(self.buffers[len(self.pending)], "avg"))
+
+    def finish(self) -> list[np.ndarray]:
+        """Every parameter's averaged gradient (zeros join for parameters that got none)."""
+        for i in range(len(self.params)):
+            if i not in self.filled:
+                self.ready(i, np.zeros(self.params[i].shape, self.params[i].data.dtype))
+        for pending in self.pending:
+            pending.wait()
+        for i in self.folded:
+            self.params[i].clear_grad()  # the engine stores the reduced sum in .grad
+        grads = []
+        for i, param in enumerate(self.params):
+            b, start = self.bucket_of[i], self.offset[i]
+            grads.append(self.buffers[b][start:start + prod(param.shape)].reshape(param.shape))
+        return grads

@@ -1,0 +1,124 @@
+"""Static data parallelism as a program transformation (Fluid's design).
+
+`DistributedOptimizer(opt).minimize(loss)` = `append_backward(loss)`, then, for each bucket
+of gradients, `coalesce` -> `c_allreduce_avg` -> `uncoalesce` (one collective per bucket,
+the gradient variables rewritten in place), then `opt`'s own clipping, decay and update ops.
+Clipping therefore sees the averaged gradient: a global norm is the global one. The startup
+program ends with a `c_broadcast` from rank 0 of every parameter, so all ranks start equal.
+Before anything is appended, the ranks compare what they built (op types, parameter names,
+shapes and dtypes) and a difference is an error naming the rank and the first mismatch.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..framework import (
+    OPTIMIZE,
+    Block,
+    Operator,
+    Program,
+    Variable,
+    default_startup_program,
+    unique_name,
+)
+from ..ops.comm import CollectiveMismatchError, get_world
+from ..optimizer import Optimizer
+from .buckets import plan_buckets
+
+ParamsGrads = list[tuple[Variable, Variable]]
+MB = 1 << 20
+
+
+class DistributedOptimizer:
+    """Wraps an optimizer: gradients averaged over ranks (bucketed all-reduce) before its updates."""
+
+    def __init__(self, optimizer: Optimizer, bucket_size_mb: float = 25, first_bucket_size_mb: float = 1) -> None:
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"DistributedOptimizer wraps a fluidgrad optimizer, got {type(optimizer).__name__}")
+        self.inner = optimizer
+        self.bucket_bytes = bucket_size_mb * MB
+        self.first_bucket_bytes = first_bucket_size_mb * MB if bucket_size_mb > 0 else None
+
+    def __getattr__(self, name: str) -> Any:  # lr_var, set_lr, state_dict, ...: the wrapped optimizer's
+        return getattr(self.__dict__["inner"], name)
+
+    def minimize(self, loss: Variable, startup_program: Program | None = None,
+                 parameter_list: Sequence[Any] | None = None, no_grad_set: Any = None,
+                 parameters: Sequence[Any] | None = None) -> tuple[list[Operator], ParamsGrads]:
+        if not isinstance(loss, Variable):
+            raise TypeError("DistributedOptimizer.minimize builds a Program: loss must be a Variable; "
+                            "in eager mode wrap the model in fluidgrad.DataParallel instead")
+        startup = startup_program or default_startup_program()
+        params_grads = self.inner.backward(loss, startup, parameter_list or parameters, no_grad_set)
+        pairs = [(p, g) for p, g in params_grads if g is not None]
+        block = loss.block.program.global_block()
+        check_same_program(block, pairs)
+        append_gradient_allreduce(block, pairs, self.bucket_bytes, self.first_bucket_bytes)
+        append_parameter_broadcast(startup, [p for p, _ in pairs])
+        return self.inner.apply_gradients(params_grads, startup), params_grads
+
+
+def append_gradient_allreduce(block: Block, pairs: ParamsGrads, bucket_bytes: float,
+                              first_bucket_bytes: float | None = None) -> list[list[Variable]]:
+    """Average every gradient over ranks, in place, one `c_allreduce_avg` per bucket."""
+    grads = [g for _, g in pairs]
+    buckets = plan_buckets([g.shape for g in grads], [g.dtype for g in grads], bucket_bytes, first_bucket_bytes)
+    role = {"op_role": OPTIMIZE}
+    for bucket in buckets:
+        members = [grads[i] for i in bucket]
+        if len(members) == 1:
+            block.append_op("c_allreduce_avg", {"X": members[0]}, {"Out": members[0]}, role)
+            continue
+        fused = block.create_var(unique_name("grad_bucket"), stop_gradient=True)
+        block.append_op("coalesce", {"X": members}, {"Out": fused}, role)
+        block.append_op("c_allreduce_avg", {"X": fused}, {"Out": fused}, role)
+        block.append_op("uncoalesce", {"X": fused}, {"Out": members},
+                        {"shapes": [list(g.shape) for g in members], **role})
+    return [[grads[i] for i in bucket] for bucket in buckets]
+
+
+def append_parameter_broadcast(startup: Program, params: Sequence[Variable]) -> None:
+    """End the startup program with a broadcast of every parameter from rank 0."""
+    block = startup.global_block()
+    for param in params:
+        var = block._find_var_recursive(param.name)
+        if var is None:
+            raise ValueError(f"DistributedOptimizer: parameter {param.name} is not initialised by the startup "
+                             f"program given; pass the startup program the model was built with")
+        if not any(op.type == "c_broadcast" and op.inputs.get("X") == [param.name] for op in block.ops):
+            block.append_op("c_broadcast", {"X": var}, {"Out": var}, {"root": 0})
+
+
+def program_signature(block: Block, pairs: ParamsGrads) -> tuple[list[str], list[tuple[str, list[int], str]]]:
+    ops = [op.type for op in block.ops]
+    params = [(p.name, list(p.shape), p.dtype) for p, _ in pairs]
+    return ops, params
+
+
+def check_same_program(block: Block, pairs: ParamsGrads) -> None:
+    """Every rank must have built the same program: same ops, same parameters."""
+    world = get_world()
+    if world.size == 1:
+        return
+    mine = program_signature(block, pairs)
+    signatures = world.all_gather_object(mine, "DistributedOptimizer.minimize (program check)")
+    reference = signatures[0]
+    for rank, signature in enumerate(signatures):
+        if signature != reference:
+            raise CollectiveMismatchError(f"DistributedOptimizer: rank {rank} built a different program than "
+                                          f"rank 0: {describe_difference(reference, signature)}")
+
+
+def describe_difference(reference: tuple, other: tuple) -> str:
+    ref_ops, ref_params = reference
+    ops, params = other
+    for i, (a, b) in enumerate(zip(ref_params, params)):
+        if a != b:
+            return (f"parameter {i} is {b[0]} {b[1]} ({b[2]}) there and {a[0]} {a[1]} ({a[2]}) on rank 0")
+    if len(ref_params) != len(params):
+        return f"{len(params)} parameters there, {len(ref_params)} on rank 0"
+    for i, (a, b) in enumerate(zip(ref_ops, ops)):
+        if a != b:
+            return f"op {i} is {b} there and {a} on rank 0"
+    return f"{len(ops)} ops there, {len(ref_ops)} on rank 0"

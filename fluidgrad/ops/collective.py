@@ -1,0 +1,173 @@
+"""Collective ops: communication as ordinary ops, so a Program carries it and the Executor runs it.
+
+Each kernel talks to the process group of `comm.get_world()` (a world of one without a
+launcher: every collective is then the identity). The gradients treat the training loss as
+the sum of the per-rank losses, so each collective's gradient is its adjoint collective:
+
+    c_allreduce_sum  <->  c_allreduce_sum        c_allgather      <->  c_reducescatter
+    c_allreduce_avg  <->  c_allreduce_avg        c_broadcast(root) <->  c_reduce_sum(root)
+
+`coalesce` / `uncoalesce` pack several tensors into one flat buffer and back (each the
+other's gradient), so that a bucket of gradients costs one collective instead of one each.
+"""
+from __future__ import annotations
+
+from math import prod
+
+import numpy as np
+
+from .comm import get_world
+from .registry import NO_GRADIENT, register_op
+from .shape_rules import same_as
+
+
+def _numeric_same_as(ctx) -> None:
+    dtype = ctx.dtype("X")
+    if dtype == "bool":
+        raise ctx.dtype_error(f"collectives reduce numbers, got {ctx.describe('X')}")
+    same_as()(ctx)
+
+
+def _world_of(op: str, nranks: int):
+    world = get_world()
+    if nranks != world.size:
+        raise ValueError(f"op {op}: built for nranks={nranks}, but this job has {world.size} rank(s)")
+    return world
+
+
+# ------------------------------------------------------------------ all-reduce
+def _allreduce_kernel(op: str):
+    def kernel(x, ring_id=0):
+        return get_world().all_reduce(np.asarray(x), op)
+    return kernel
+
+
+def _self_adjoint_grad(op_type: str):
+    def grad(g):
+        g.set_input_grad("X", g.op(op_type, {"X": g.output_grad("Out")}))
+    return grad
+
+
+for _op in ("sum", "avg", "max", "min"):
+    _type = f"c_allreduce_{_op}"
+    register_op(_type, inputs="X", outputs="Out", attrs={"ring_id": 0}, kernel=_allreduce_kernel(_op),
+                infer=_numeric_same_as,
+                grad=_self_adjoint_grad(_type) if _op in ("sum", "avg") else NO_GRADIENT,
+                doc=f"Out = the {_op} of X over every rank (the same on each).")
+
+
+# ------------------------------------------------------------------ broadcast and reduce
+def _broadcast_kernel(x, root=0, ring_id=0):
+    return get_world().broadcast(np.asarray(x), root, what="op c_broadcast")
+
+
+def _reduce_sum_kernel(x, root=0, ring_id=0):
+    world = get_world()
+    total = world.all_reduce(np.asarray(x), "sum")
+    return total if world.rank == root else np.zeros_like(total)
+
+
+def _broadcast_grad(g):
+    g.set_input_grad("X", g.op("c_reduce_sum", {"X": g.output_grad("Out")}, root=g.attr("root")))
+
+
+def _reduce_sum_grad(g):
+    g.set_input_grad("X", g.op("c_broadcast", {"X": g.output_grad("Out")}, root=g.attr("root")))
+
+
+register_op("c_broadcast", inputs="X", outputs="Out", attrs={"root": 0, "ring_id": 0}, kernel=_broadcast_kernel,
+            infer=_numeric_same_as, grad=_broadcast_grad, doc="Out = X of rank `root`, on every rank.")
+register_op("c_reduce_sum", inputs="X", outputs="Out", attrs={"root": 0, "ring_id": 0},
+            kernel=_reduce_sum_kernel, infer=_numeric_same_as, grad=_reduce_sum_grad,
+            doc="Out = the sum of X over ranks on rank `root`, zeros elsewhere.")
+
+
+# ------------------------------------------------------------------ gather and scatter
+def _allgather_kernel(x, nranks=1, ring_id=0):
+    x = np.asarray(x)
+    gathered = _world_of("c_allgather", nranks).all_gather(x, what="op c_allgather")
+    return gathered.reshape((nranks * x.shape[0],) + x.shape[1:]) if x.ndim else gathered
+
+
+def _reducescatter_kernel(x, nranks=1, ring_id=0):
+    return _world_of("c_reducescatter", nranks).reduce_scatter(np.asarray(x), "sum", what="op c_reducescatter")
+
+
+def _allgather_infer(ctx) -> None:
+    _numeric_same_as(ctx)
+    shape, nranks = ctx.shape("X"), ctx.attr("nranks")
+    out = (nranks,) if not shape else ((shape[0] * nranks if shape[0] >= 0 else -1),) + tuple(shape[1:])
+    ctx.set_output("Out", out, ctx.dtype("X"))
+
+
+def _reducescatter_infer(ctx) -> None:
+    _numeric_same_as(ctx)
+    shape, nranks = ctx.shape("X"), ctx.attr("nranks")
+    if not shape or (shape[0] >= 0 and shape[0] % nranks):
+        raise ctx.shape_error(f"the first axis of {ctx.describe('X')} must divide into nranks={nranks} parts")
+    ctx.set_output("Out", ((shape[0] // nranks if shape[0] >= 0 else -1),) + tuple(shape[1:]), ctx.dtype("X"))
+
+
+def _allgather_grad(g):
+    g.set_input_grad("X", g.op("c_reducescatter", {"X": g.output_grad("Out")}, nranks=g.attr("nranks")))
+
+
+def _reducescatter_grad(g):
+    g.set_input_grad("X", g.op("c_allgather", {"X": g.output_grad("Out")}, nranks=g.attr("nranks")))
+
+
+register_op("c_allgather", inputs="X", outputs="Out", attrs={"nranks": 1, "ring_id": 0}, kernel=_allgather_kernel,
+            infer=_allgather_infer, grad=_allgather_grad,
+            doc="Out = every rank's X concatenated along axis 0, in rank order.")
+register_op("c_reducescatter", inputs="X", outputs="Out", attrs={"nranks": 1, "ring_id": 0},
+            kernel=_reducescatter_kernel, infer=_reducescatter_infer, grad=_reducescatter_grad,
+            doc="X summed over ranks, split into nranks parts along axis 0; rank r keeps part r.")
+
+
+# ------------------------------------------------------------------ buckets
+def _coalesce_kernel(xs):
+    return np.concatenate([np.asarray(x).reshape(-1) for x in xs])
+
+
+def _uncoalesce_kernel(x, shapes=()):
+    sizes = [prod(s) for s in shapes]
+    if sum(sizes) != x.size:
+        raise ValueError(f"op uncoalesce: X has {x.size} elements, the shapes {list(shapes)} need {sum(sizes)}")
+    bounds = np.cumsum([0] + sizes)
+    return [x[bounds[i]:bounds[i + 1]].reshape(s).copy() for i, s in enumerate(shapes)]
+
+
+def _coalesce_infer(ctx) -> None:
+    dtypes, shapes = ctx.dtypes("X"), ctx.shapes("X")
+    if len(set(dtypes)) != 1:
+        raise ctx.dtype_error(f"a bucket holds one dtype, got {dict(zip(ctx.input_names('X'), dtypes))}")
+    if any(d < 0 for s in shapes for d in s):
+        raise ctx.shape_error(f"coalesced tensors need known shapes, got {dict(zip(ctx.input_names('X'), shapes))}")
+    ctx.set_output("Out", (sum(prod(s) for s in shapes),), dtypes[0])
+
+
+def _uncoalesce_infer(ctx) -> None:
+    shapes = [tuple(s) for s in ctx.attr("shapes")]
+    if len(ctx.shape("X")) != 1 or ctx.shape("X")[0] not in (-1, sum(prod(s) for s in shapes)):
+        raise ctx.shape_error(f"{ctx.describe('X')} must be 1-D with {sum(prod(s) for s in shapes)} elements "
+                              f"for the shapes {[list(s) for s in shapes]}")
+    if ctx.num_outputs("Out") != len(shapes):
+        raise ctx.shape_error(f"{ctx.num_outputs('Out')} outputs for {len(shapes)} shapes")
+    for i, shape in enumerate(shapes):
+        ctx.set_output("Out", shape, ctx.dtype("X"), index=i)
+
+
+def _coalesce_grad(g):
+    shapes = [list(g.shape(x)) for x in g.input("X")]
+    g.set_input_grad("X", g.op("uncoalesce", {"X": g.output_grad("Out")}, n_out=len(shapes), shapes=shapes))
+
+
+def _uncoalesce_grad(g):
+    g.set_input_grad("X", g.op("coalesce", {"X": g.output_grad("Out")}))
+
+
+register_op("coalesce", inputs="X*", outputs="Out", kernel=_coalesce_kernel, infer=_coalesce_infer,
+            grad=_coalesce_grad, doc="Out = the X flattened and concatenated (one buffer for a bucket).")
+register_op("uncoalesce", inputs="X", outputs="Out*", attrs={"shapes": []}, kernel=_uncoalesce_kernel,
+            infer=_uncoalesce_infer, grad=_uncoalesce_grad,
+            doc="Split a flat buffer back into tensors of the given shapes (coalesce's inverse).")

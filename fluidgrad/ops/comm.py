@@ -1,0 +1,276 @@
+"""The process group the collective kernels talk to: MPI's world, or a world of one.
+
+A process started by an MPI launcher (`fluidgrad launch`, `mpiexec`, `srun`: they set
+`PMI_RANK` / `OMPI_COMM_WORLD_RANK` / `PMIX_RANK`) joins MPI's world through mpi4py, imported
+only then; any other process is a world of one, where every collective is the identity, so
+the same script runs with or without a launcher and `import fluidgrad` never needs mpi4py.
+
+No hang: every wait polls its MPI request and, between polls, looks for news of a failed
+peer: a message on `FAILURE_TAG` (a rank that raised sends one to every other rank before
+aborting, see `report_failure`), or files in `$FLUIDGRAD_LAUNCH_DIR` written by the
+launcher (a rank that died) or by a rank that exited while the others still wait for it.
+A wait also gives up after `$FLUIDGRAD_COLLECTIVE_TIMEOUT` seconds (default 600). Each
+case raises `RankFailedError` naming the failed rank.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import pickle
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..framework.errors import FluidgradError
+
+FAILURE_TAG = 7391
+_LAUNCHER_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
+_POLL_SECONDS = 0.05
+_EXIT_GRACE_SECONDS = 2.0
+REDUCE_OPS = ("sum", "max", "min", "avg")
+
+
+class RankFailedError(FluidgradError, RuntimeError):
+    """Another rank raised, died or left: this rank cannot finish a collective."""
+
+
+class CollectiveMismatchError(FluidgradError, ValueError):
+    """Ranks disagree about a collective (shapes, dtypes, programs, parameters)."""
+
+
+def launched() -> bool:
+    """Whether an MPI launcher started this process."""
+    return any(name in os.environ for name in _LAUNCHER_VARS)
+
+
+def _import_mpi() -> Any:
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        raise ImportError("this process was started by an MPI launcher, but mpi4py is not installed: "
+                          "pip install 'fluidgrad[dist]' (mpi4py and the mpich wheel)") from None
+    return MPI
+
+
+class World:
+    """Rank, size and the blocking / non-blocking collectives on NumPy arrays."""
+
+    def __init__(self) -> None:
+        self.mpi = _import_mpi() if launched() else None
+        self.comm = self.mpi.COMM_WORLD if self.mpi is not None else None
+        self.rank = self.comm.Get_rank() if self.comm is not None else 0
+        self.size = self.comm.Get_size() if self.comm is not None else 1
+        launch_dir = os.environ.get("FLUIDGRAD_LAUNCH_DIR")
+        self.launch_dir = Path(launch_dir) if launch_dir and self.comm is not None else None
+        self.timeout = float(os.environ.get("FLUIDGRAD_COLLECTIVE_TIMEOUT", "600"))
+        self.comm_seconds = 0.0  # time spent waiting in collectives (benchmarks read it)
+        if self.launch_dir is not None:
+            (self.launch_dir / f"rank{self.rank}.pid").write_text(str(os.getpid()))
+
+    # ------------------------------------------------------------------ waiting without hanging
+    def wait(self, request: Any, what: str) -> None:
+        """Complete `request`, raising RankFailedError if a peer fails meanwhile."""
+        start = time.perf_counter()
+        try:
+            if request.Test():
+                return
+            deadline, next_check, left_at = start + self.timeout, start + _POLL_SECONDS, None
+            while not request.Test():
+                now = time.perf_counter()
+                if now >= next_check:
+                    left = self.check_peers(what)
+                    left_at = left_at or (now if left else None)
+                    if left and now - left_at > _EXIT_GRACE_SECONDS:  # its last messages had time to land
+                        raise RankFailedError(left)
+                    next_check = now + _POLL_SECONDS
+                    if now >= deadline:
+                        raise RankFailedError(f"rank {self.rank}: {what} did not complete within "
+                                              f"{self.timeout:.0f} s (FLUIDGRAD_COLLECTIVE_TIMEOUT); "
+                                              f"some rank is not taking part")
+                os.sched_yield()
+        except self.mpi.Exception as exc:
+            self.check_peers(what)
+            raise RankFailedError(f"rank {self.rank}: MPI failed in {what}: {exc}") from exc
+        finally:
+            self.comm_seconds += time.perf_counter() - start
+
+    def check_peers(self, what: str) -> str | None:
+        """Raise RankFailedError if some rank reported a failure; say so if one left normally."""
+        if self.comm.Iprobe(source=self.mpi.ANY_SOURCE, tag=FAILURE_TAG):
+            status = self.mpi.Status()
+            report = self.comm.recv(source=self.mpi.ANY_SOURCE, tag=FAILURE_TAG, status=status)
+            raise RankFailedError(f"rank {report['rank']} failed ({report['message']}); "
+                                  f"rank {self.rank} stops in {what}")
+        if self.launch_dir is None:
+            return None
+        failed = self.launch_dir / "failed"
+        if failed.exists():
+            raise RankFailedError(f"{failed.read_text().strip()}; rank {self.rank} stops in {what}")
+        for rank in range(self.size):
+            if rank != self.rank and (self.launch_dir / f"rank{rank}.exit").exists():
+                return f"rank {rank} exited while rank {self.rank} waits for it in {what}"
+        return None
+
+    # ------------------------------------------------------------------ collectives on arrays
+    def mpi_op(self, op: str) -> Any:
+        return {"sum": self.mpi.SUM, "avg": self.mpi.SUM, "max": self.mpi.MAX, "min": self.mpi.MIN}[op]
+
+    def start_all_reduce(self, array: np.ndarray, op: str = "sum") -> Pending:
+        """Begin reducing `array` (contiguous) in place across ranks; `.wait()` finishes it."""
+        _check_op(op)
+        if self.size == 1:
+            return Pending(self, None, array, op, "all_reduce")
+        if not array.flags.c_contiguous:
+            raise ValueError("all_reduce needs a contiguous array")
+        request = self.comm.Iallreduce(self.mpi.IN_PLACE, array, op=self.mpi_op(op))
+        return Pending(self, request, array, op, "all_reduce")
+
+    def all_reduce(self, array: np.ndarray, op: str = "sum") -> np.ndarray:
+        """A new array: `array` reduced over ranks ("avg" divides the sum by the world size)."""
+        out = np.ascontiguousarray(array).copy()
+        return self.start_all_reduce(out, op).wait()
+
+    def broadcast(self, array: np.ndarray, src: int = 0, what: str = "broadcast") -> np.ndarray:
+        """A new array holding rank `src`'s `array`; shapes and dtypes are checked first."""
+        self._check_rank(src, "broadcast")
+        out = np.ascontiguousarray(array).copy()
+        if self.size == 1:
+            return out
+        self.check_same_layout(out, what, src)
+        self.wait(self.comm.Ibcast(out, root=src), what)
+        return out
+
+    def all_gather(self, array: np.ndarray, what: str = "all_gather") -> np.ndarray:
+        """Every rank's `array` stacked along a new first axis, in rank order."""
+        array = np.ascontiguousarray(array)
+        if self.size == 1:
+            return array[None].copy()
+        self.check_same_layout(array, what)
+        out = np.empty((self.size,) + array.shape, array.dtype)
+        self.wait(self.comm.Iallgather(array, out), what)
+        return out
+
+    def reduce_scatter(self, array: np.ndarray, op: str = "sum", what: str = "reduce_scatter") -> np.ndarray:
+        """`array`'s first axis split into world-size equal parts; rank r gets part r reduced over ranks."""
+        _check_op(op)
+        array = np.ascontiguousarray(array)
+        if array.ndim == 0 or array.shape[0] % self.size:
+            raise ValueError(f"{what}: the first axis of shape {list(array.shape)} must divide into "
+                             f"{self.size} equal parts (one per rank)")
+        part = (array.shape[0] // self.size,) + array.shape[1:]
+        if self.size == 1:
+            return array.copy()
+        self.check_same_layout(array, what)
+        out = np.empty(part, array.dtype)
+        self.wait(self.comm.Ireduce_scatter_block(array, out, op=self.mpi_op(op)), what)
+        return out / out.dtype.type(self.size) if op == "avg" else out
+
+    def barrier(self) -> None:
+        if self.size > 1:
+            self.wait(self.comm.Ibarrier(), "barrier")
+
+    def all_gather_object(self, value: Any, what: str) -> list[Any]:
+        """Every rank's picklable `value`, in rank order (small: fingerprints, shapes)."""
+        if self.size == 1:
+            return [value]
+        payload = np.frombuffer(pickle.dumps(value), np.uint8)
+        sizes = np.empty(self.size, np.int64)
+        self.wait(self.comm.Iallgather(np.array([payload.size], np.int64), sizes), what)
+        buffer = np.empty(int(sizes.sum()), np.uint8)
+        self.wait(self.comm.Iallgatherv(payload, [buffer, sizes]), what)
+        offsets = np.concatenate([[0], np.cumsum(sizes)])
+        return [pickle.loads(buffer[offsets[i]:offsets[i + 1]].tobytes()) for i in range(self.size)]
+
+    def check_same_layout(self, array: np.ndarray, what: str, src: int | None = None) -> None:
+        """Every rank must pass an array of one shape and dtype; else a clear error on every rank."""
+        layouts = self.all_gather_object((tuple(array.shape), array.dtype.name), what)
+        reference = layouts[0 if src is None else src]
+        for rank, layout in enumerate(layouts):
+            if layout != reference:
+                raise CollectiveMismatchError(
+                    f"{what}: rank {rank} passes shape {list(layout[0])} ({layout[1]}), rank "
+                    f"{layouts.index(reference)} passes shape {list(reference[0])} ({reference[1]}); "
+                    f"every rank must pass the same shape and dtype")
+
+    def _check_rank(self, rank: int, what: str) -> None:
+        if not 0 <= rank < self.size:
+            raise ValueError(f"{what}: rank {rank} is outside the world of {self.size} rank(s)")
+
+    # ------------------------------------------------------------------ failure
+    def report_failure(self, message: str) -> None:
+        """Tell every other rank that this one failed (then the caller aborts)."""
+        if self.launch_dir is not None:
+            (self.launch_dir / f"rank{self.rank}.failed").write_text(message)
+        if self.comm is None:
+            return
+        report = {"rank": self.rank, "message": message}
+        requests = [self.comm.isend(report, dest=r, tag=FAILURE_TAG) for r in range(self.size) if r != self.rank]
+        deadline = time.perf_counter() + 1.0
+        while requests and time.perf_counter() < deadline:
+            requests = [r for r in requests if not r.Test()]
+            time.sleep(0.01)
+        time.sleep(0.5)  # the others poll every _POLL_SECONDS: let them print their own error
+
+    def mark_exit(self) -> None:
+        """A rank leaving normally says so, so that peers still waiting for it stop."""
+        if self.launch_dir is not None:
+            (self.launch_dir / f"rank{self.rank}.exit").write_text("0")
+
+
+class Pending:
+    """An all-reduce under way (non-blocking); `wait()` returns the reduced array."""
+
+    def __init__(self, world: World, request: Any, array: np.ndarray, op: str, what: str) -> None:
+        self.world, self.request, self.array, self.op, self.what = world, request, array, op, what
+
+    def test(self) -> bool:
+        """Let MPI progress; whether the reduction is done."""
+        return self.request is None or bool(self.request.Test())
+
+    def wait(self) -> np.ndarray:
+        if self.request is not None:
+            self.world.wait(self.request, self.what)
+            self.request = None
+            if self.op == "avg":
+                self.array /= self.array.dtype.type(self.world.size)
+        return self.array
+
+
+def _check_op(op: str) -> None:
+    if op not in REDUCE_OPS:
+        raise ValueError(f"all_reduce: op must be one of {list(REDUCE_OPS)}, got {op!r}")
+
+
+_WORLD: World | None = None
+
+
+def get_world() -> World:
+    """The process group, joined on first use (and failure handling installed)."""
+    global _WORLD
+    if _WORLD is None:
+        _WORLD = World()
+        if _WORLD.comm is not None:
+            _install_failure_handling(_WORLD)
+    return _WORLD
+
+
+def _install_failure_handling(world: World) -> None:
+    """An uncaught exception on one rank reports it to the others, then aborts the job."""
+    def excepthook(kind: type, value: BaseException, tb: Any) -> None:
+        text = "".join(traceback.format_exception(kind, value, tb))
+        sys.stderr.write(f"[rank {world.rank}] " + text.replace("\n", f"\n[rank {world.rank}] ").rstrip() + "\n")
+        sys.stderr.flush()
+        if not isinstance(value, RankFailedError):
+            world.report_failure(f"{kind.__name__}: {value}".splitlines()[0][:300])
+        else:  # a consequence of another rank's failure: say so to the launcher, do not report
+            if world.launch_dir is not None:
+                (world.launch_dir / f"rank{world.rank}.stopped").write_text(str(value))
+            time.sleep(0.2)
+        world.comm.Abort(1)
+
+    sys.excepthook = excepthook
+    atexit.register(world.mark_exit)

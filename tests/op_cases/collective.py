@@ -1,0 +1,27 @@
+"""Collective ops (fluidgrad/ops/collective.py) in a world of one, where communication is the
+identity (so kernels, shape rules, gradients and eager-vs-static are checked here), and the
+bucket packing ops. tests/test_distributed.py checks the communicating ops and their gradients
+on 2 and 3 ranks through the launcher."""
+from __future__ import annotations
+
+import torch as T
+
+from fluidgrad.testing import OpCase
+
+from .common import rand
+
+CASES = [
+    OpCase("c_allreduce_sum", {"X": rand(2, 3)}, torch_fn=lambda X: X),
+    OpCase("c_allreduce_avg", {"X": rand(3)}, torch_fn=lambda X: X),
+    OpCase("c_broadcast", {"X": rand(2, 2)}, {"root": 0}, torch_fn=lambda X: X),
+    OpCase("c_reduce_sum", {"X": rand(2, 2)}, {"root": 0}, torch_fn=lambda X: X),
+    OpCase("c_allgather", {"X": rand(2, 3)}, {"nranks": 1}, torch_fn=lambda X: X),
+    OpCase("c_reducescatter", {"X": rand(4, 2)}, {"nranks": 1}, torch_fn=lambda X: X),
+    OpCase("coalesce", {"X": [rand(2, 3), rand(4), rand(1, 2, 2)]},
+           torch_fn=lambda X: T.cat([x.reshape(-1) for x in X])),
+    OpCase("coalesce", {"X": [rand(3)]}, id="coalesce-one", torch_fn=lambda X: X[0].reshape(-1)),
+    OpCase("uncoalesce", {"X": rand(12)}, {"shapes": [[2, 3], [4], [2, 1]]}, n_out=3,
+           torch_fn=lambda X: [X[:6].reshape(2, 3), X[6:10], X[10:].reshape(2, 1)]),
+    OpCase("uncoalesce", {"X": rand(5)}, {"shapes": [[2], [], [2]]}, n_out=3, use_outputs=(0, 1),
+           id="uncoalesce-unused-output", torch_fn=lambda X: [X[:2], X[2].reshape(())]),
+]
