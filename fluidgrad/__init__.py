@@ -8,7 +8,7 @@
 from . import ops  # registers every op first
 from . import functions
 from .backward import append_backward, gradients
-from .executor import Executor, Scope, global_scope, scope_guard
+from .executor import CPUPlace, Executor, Scope, global_scope, scope_guard
 from .framework import (ParamAttr, Parameter, Program, Variable, default_main_program, default_startup_program,
                         disable_static, enable_static, in_dynamic_mode,
                         program_guard)
@@ -30,6 +30,7 @@ from . import dispatch as _dispatch
 from .eager import eager_apply as _eager_apply
 _dispatch.install_eager(Tensor, _eager_apply)
 from . import autograd, jit  # noqa: E402  (eager mode's PyLayer and to_static)
-from . import io, viz  # noqa: E402  (save/load and pictures: fg.io.save, fg.viz.draw)
+from . import io, viz  # noqa: E402  (static save/load and pictures: fg.io.save, fg.viz.draw)
+from .serialization import load, save  # noqa: E402  (eager state dicts: fg.save(model.state_dict(), path))
 
 __version__ = "0.1.0"

@@ -31,12 +31,30 @@ class Runtime:
         self.executor._call(plan, scope, {})
 
 
+class CPUPlace:
+    """The one place fluidgrad runs on (Paddle's `CPUPlace()`): NumPy on the host CPU."""
+
+    def __repr__(self) -> str:
+        return "CPUPlace()"
+
+
+def _check_place(place: Any) -> None:
+    """Accept only what fluidgrad can run on, so that `Executor("gpu")` is not silently the CPU."""
+    if place is None or isinstance(place, CPUPlace):
+        return
+    if isinstance(place, str) and place.strip().lower() == "cpu":
+        return
+    raise ValueError(f"Executor: fluidgrad runs on the CPU only (NumPy kernels); got place {place!r}. "
+                     f"Use Executor() or Executor(\"cpu\").")
+
+
 class Executor:
     """Runs programs. Each (program, feed names, fetch names) is compiled once into a Plan."""
 
     def __init__(self, place: Any = None, check_nan_inf: bool = False) -> None:
         if isinstance(place, bool):  # Executor(True) reads as check_nan_inf
             place, check_nan_inf = None, place
+        _check_place(place)
         self.check_nan_inf = check_nan_inf
         self._runtime = Runtime(self)
 

@@ -220,6 +220,7 @@ class Layer:
         return missing, unexpected
 
     load_dict = set_state_dict
+    load_state_dict = set_state_dict  # PyTorch's name
     set_dict = set_state_dict
 
     def to(self, dtype: Any = None, **_: Any) -> "Layer":
