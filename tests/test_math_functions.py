@@ -122,7 +122,7 @@ def test_bool_and_integer_functions_match_pytorch():
 
 
 def test_activation_layers_match_pytorch():
-    import fluidgrad.nn as nn
+    from fluidgrad import nn
     x = _r(2, 4, 3)
     layers = [(nn.GELU(), torch.nn.GELU()), (nn.GELU(approximate=True), torch.nn.GELU("tanh")),
               (nn.SiLU(), torch.nn.SiLU()), (nn.Mish(), torch.nn.Mish()), (nn.ELU(0.5), torch.nn.ELU(0.5)),
@@ -137,7 +137,7 @@ def test_activation_layers_match_pytorch():
 
 
 def test_prelu_layer_learns_one_slope_per_channel():
-    import fluidgrad.nn as nn
+    from fluidgrad import nn
     layer = nn.PReLU(4, init=0.1)
     layer.weight.data[:] = np.array([0.1, 0.2, 0.3, 0.4], dtype=np.float32)
     x = _r(2, 4, 3).astype(np.float32)
