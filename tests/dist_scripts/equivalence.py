@@ -16,7 +16,6 @@ import sys
 import numpy as np
 
 import fluidgrad as fg
-import fluidgrad.clip
 import fluidgrad.distributed as dist
 from fluidgrad.nn import functional as F
 
@@ -25,7 +24,7 @@ CLIP_NORM = 0.05
 
 
 def make_optimizer(kind, clip, parameters=None):
-    grad_clip = fg.clip.ClipGradByGlobalNorm(CLIP_NORM) if clip else None
+    grad_clip = fg.nn.ClipGradByGlobalNorm(CLIP_NORM) if clip else None
     if kind == "sgd":
         return fg.optimizer.SGD(0.1, parameters=parameters, grad_clip=grad_clip)
     if kind == "momentum":
