@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 
 from .framework import Block, Variable
-from .optimizer.emit import constant, emit
+from .framework.emit import constant, emit
 
 ParamsGrads = list[tuple[Variable, Variable]]
 

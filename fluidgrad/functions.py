@@ -6,8 +6,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .dispatch import apply_op, is_tensor
-from .framework import Variable, normalize_dtype
+from .dispatch import append_static_op, apply_op, is_tensor
+from .eager import to_tensor
+from .framework import Variable, in_dynamic_mode, normalize_dtype
 
 _Number = (int, float, bool, np.number)
 
@@ -20,7 +21,6 @@ def _constant(value: Any, like: Any) -> Any:
     """A 0-D constant in `like`'s mode and dtype, so that it broadcasts against anything."""
     dtype = like.dtype
     if is_tensor(like):
-        from .eager import to_tensor
         return to_tensor(np.asarray(value, dtype=dtype))
     return apply_op("fill_constant", {}, {"shape": [], "value": float(value), "dtype": dtype})
 
@@ -207,10 +207,7 @@ def one_hot(x: Any, num_classes: int) -> Any:
 
 def full(shape: Sequence[int], fill_value: float, dtype: Any = "float32") -> Any:
     """A Tensor, or inside `program_guard` (or after `enable_static()`) a Variable."""
-    from .dispatch import append_static_op
-    from .framework import in_dynamic_mode
     if in_dynamic_mode():
-        from .eager import to_tensor
         return to_tensor(np.full([int(d) for d in shape], fill_value, dtype=normalize_dtype(dtype)))
     return append_static_op("fill_constant", {}, {"shape": [int(d) for d in shape], "value": float(fill_value),
                                                   "dtype": normalize_dtype(dtype)})

@@ -29,11 +29,13 @@ import numpy as np
 
 from .backward import gradients
 from .dispatch import append_static_op
-from .eager import engine
-from .eager.engine import CustomOp, record_custom
+from .eager.apply import record_custom
+from .eager.mode import set_tracer
+from .eager.node import CustomOp
 from .eager.tensor import Tensor
 from .executor import Executor, Scope
 from .framework import Program, Variable, program_guard, unique_name
+from .nn.layer import Layer
 from .static import data
 
 __all__ = ["StaticFunction", "to_static", "not_to_static"]
@@ -109,12 +111,12 @@ class _TracedProgram:
                     tracer.vars[id(arg)] = var
                     self.input_vars.append((i, var))
                     call_args[i] = var
-            saved = engine.set_tracer(tracer)
+            saved = set_tracer(tracer)
             try:
                 result = fn(*call_args, **kwargs)
                 self.outputs, self.rebuild = _flatten_outputs(result, tracer)
             finally:
-                engine.set_tracer(saved)
+                set_tracer(saved)
         self.captured = tracer.captured
         self.writes = tracer.writes
         self.executor = Executor()
@@ -182,7 +184,6 @@ _TO_STATIC_OP = CustomOp("run_program", _to_static_grad)
 
 def _training_flags(fn: Callable) -> tuple:
     owner = getattr(fn, "__self__", None)
-    from .nn.layer import Layer
     if isinstance(owner, Layer):
         return tuple(layer.training for layer in owner.sublayers(include_self=True))
     return ()
@@ -249,7 +250,6 @@ def to_static(function: Any = None, input_spec: Any = None, **_: Any) -> Any:
     """Decorate a function (or method), or convert a Layer's forward, to run as a traced Program."""
     if function is None:
         return lambda fn: to_static(fn, input_spec)
-    from .nn.layer import Layer
     if isinstance(function, Layer):
         object.__setattr__(function, "forward", StaticFunction(function.forward))
         return function

@@ -17,6 +17,7 @@ from typing import Any
 
 from .framework import BACKWARD, FORWARD, LOSS, OPTIMIZE, Block, Operator, Parameter, Program, Variable
 from .framework.names import EMPTY_VAR_NAME
+from .io import atomic_write
 
 ROLE_COLORS = {FORWARD: "#cfe2ff", LOSS: "#e0c8ff", BACKWARD: "#ffd8a8", OPTIMIZE: "#c3f0ca"}
 PARAMETER_COLOR = "#fff3a0"
@@ -179,7 +180,6 @@ def draw(program: Program, path: str | os.PathLike, legend: bool = True) -> Path
     Needs Graphviz's `dot` program (e.g. `apt-get install graphviz`) for the image formats.
     The file is written atomically. Returns the path.
     """
-    from .io import atomic_write
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in FORMATS:
