@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__, demo
+from .distributed.launch import add_arguments, launch
 from .io import read_model
 from .viz import draw
 
@@ -56,7 +57,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _add_launch_parser(commands: Any) -> None:
-    from .distributed.launch import add_arguments
     launch = commands.add_parser("launch", help="run a training script on N ranks over MPI (data parallel)",
                                  description="Run SCRIPT on N ranks with MPI's launcher (the `dist` extra); "
                                  "the script runs unchanged without it, as a world of one.")
@@ -64,7 +64,6 @@ def _add_launch_parser(commands: Any) -> None:
 
 
 def _launch(args: argparse.Namespace) -> int:
-    from .distributed.launch import launch
     return launch(args.nproc, [args.script, *args.args], args.threads)
 
 
