@@ -54,7 +54,7 @@ def conv_kernel(x, w, bias=None, strides=(1, 1), paddings=(0, 0), dilations=(1, 
 def col2im(dout: np.ndarray, w: np.ndarray, geo: Windows, channels: int, groups: int) -> np.ndarray:
     """W^T dOut added back over the windows: conv's input gradient, and conv_transpose's forward."""
     n, o = dout.shape[:2]
-    dxp = np.zeros((n, channels) + tuple(geo.padded), dtype=np.result_type(dout, w))
+    dxp = np.zeros((n, channels) + tuple(geo.padded), dtype=dout.dtype)
     d3 = dout.reshape(n, o, -1)
     for cs, os_ in _group_slices(channels, o, groups):
         weights = w[os_].reshape(os_.stop - os_.start, -1)
@@ -78,7 +78,7 @@ def conv_filter_grad_kernel(dout, x, w, strides=(1, 1), paddings=(0, 0), dilatio
     win = geo.view(geo.pad(x))
     n, o = dout.shape[:2]
     d3 = dout.reshape(n, o, -1)
-    dw = np.empty(w.shape, dtype=np.result_type(dout, x))
+    dw = np.empty(w.shape, dtype=dout.dtype)
     for cs, os_ in _group_slices(x.shape[1], o, groups):
         per_image = np.matmul(d3[:, os_], _columns(win, cs).transpose(0, 2, 1))
         dw[os_] = per_image.sum(axis=0).reshape(dw[os_].shape)
