@@ -155,7 +155,15 @@ def _conv_grad_infer(nd: int, shape_slot: str):
 
 # ---------------------------------------------------------------- gradients
 def _attrs(g, keys=CONV_ATTRS) -> dict:
-    return {k: g.attr(k) for k in keys}
+    return {k: _attr(g, k, CONV_ATTRS[k]) for k in keys}
+
+
+def _attr(g, name: str, default):
+    """An attribute of the forward op; programs saved before it existed lack it."""
+    try:
+        return g.attr(name)
+    except KeyError:
+        return default
 
 
 def _bias_grad(g, dout, nd: int):

@@ -99,7 +99,8 @@ def _adaptive_max(x: np.ndarray, pool: Pooling) -> tuple[np.ndarray, np.ndarray]
         region = tuple(slice(b[0][i], b[1][i]) for b, i in zip(bounds, pos))
         block = x[(slice(None), slice(None)) + region]
         local = block.reshape(n, c, -1).argmax(axis=-1)
-        out[(slice(None), slice(None)) + pos] = np.take_along_axis(block.reshape(n, c, -1), local[:, :, None], 2)[..., 0]
+        flat = block.reshape(n, c, -1)
+        out[(slice(None), slice(None)) + pos] = np.take_along_axis(flat, local[:, :, None], 2)[..., 0]
         coords = np.unravel_index(local, block.shape[2:])
         index[(slice(None), slice(None)) + pos] = np.ravel_multi_index(
             tuple(co + r.start for co, r in zip(coords, region)), pool.spatial)
@@ -308,7 +309,15 @@ def _index_select_infer(ctx):
 
 # ---------------------------------------------------------------- gradients
 def _attrs(g, keys) -> dict:
-    return {k: g.attr(k) for k in keys}
+    return {k: _attr(g, k, POOL_ATTRS[k]) for k in keys}
+
+
+def _attr(g, name: str, default):
+    """An attribute of the forward op; programs saved before it existed lack it."""
+    try:
+        return g.attr(name)
+    except KeyError:
+        return default
 
 
 def _pool_grad(nd: int):
