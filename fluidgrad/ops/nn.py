@@ -13,7 +13,7 @@ from .conv import conv_input_grad_kernel as conv2d_input_grad_kernel  # noqa: F4
 from .conv import conv_kernel as conv2d_kernel  # noqa: F401
 from .pooling import pool_grad_kernel as pool2d_grad_kernel  # noqa: F401
 from .pooling import pool_kernel as pool2d_kernel  # noqa: F401
-from .registry import register_op
+from .registry import ZERO_GRADIENT, register_op
 from .shape_rules import float_only, normalize_axis
 
 
@@ -35,7 +35,7 @@ register_op("clip", inputs="X", outputs="Out", attrs={"min": -np.inf, "max": np.
             infer=_clip_infer, grad=_clip_grad, doc="Clamp X into [min, max].")
 register_op("clip_mask", inputs="X", outputs="Out", attrs={"min": -np.inf, "max": np.inf},
             kernel=lambda x, min, max: ((x >= min) & (x <= max)).astype(x.dtype),
-            infer=_clip_infer, grad=lambda g: None, doc="1 where min <= X <= max, else 0 (clip's slope).")
+            infer=_clip_infer, grad=ZERO_GRADIENT, doc="1 where min <= X <= max, else 0 (clip's slope).")
 
 
 def _log_softmax_kernel(x, axis=-1):
