@@ -18,10 +18,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import fluidgrad as fg  # noqa: E402
-from bench_core import _mlp_numpy  # noqa: E402
-from common import interleaved_best, limit_threads, print_table  # noqa: E402
-from fluidgrad.ops import get_op_def  # noqa: E402
+from bench_core import _mlp_numpy
+from common import interleaved_best, limit_threads, print_table
+
+import fluidgrad as fg
+from fluidgrad.ops import get_op_def
 
 
 def _products(batch_rows: int) -> list[tuple[str, tuple, tuple, bool, bool]]:
@@ -62,14 +63,14 @@ def bench_products(rounds: int, quick: bool) -> None:
         flops = 2 * np.prod(np.matmul(np.zeros(xv.shape[-2:]), np.zeros(yv.shape[-2:])).shape) * xv.shape[-1] \
             * (xv.shape[0] if xv.ndim == 3 else 1)
         number = max(1, int(2e7 // max(flops, 1)))
-        contenders = {"fluidgrad": lambda: kernel(x, y, tx, ty), "numpy": lambda: np.matmul(xv, yv),
-                      "torch": lambda: torch.matmul(tx_t, ty_t)}
+        contenders = {"fluidgrad": lambda a=(x, y, tx, ty): kernel(*a), "numpy": lambda a=(xv, yv): np.matmul(*a),
+                      "torch": lambda a=(tx_t, ty_t): torch.matmul(*a)}
         ratios = {"numpy": [], "torch": []}
         best = {}
         for _ in range(3):  # three alternating rounds; the table gives medians of their ratios
             best = interleaved_best(contenders, rounds=rounds, number=number)
-            for other in ratios:
-                ratios[other].append(best["fluidgrad"] / best[other])
+            for other, found in ratios.items():
+                found.append(best["fluidgrad"] / best[other])
         table.append([what, f"{list(xv.shape)} @ {list(yv.shape)}", f"{best['fluidgrad'] * 1e6:.1f}",
                       f"{statistics.median(ratios['numpy']):.2f}", f"{statistics.median(ratios['torch']):.2f}"])
     print_table(f"matmul products, float32 (threads: {torch.get_num_threads()})",
