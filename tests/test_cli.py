@@ -124,8 +124,10 @@ def test_bad_arguments(capsys):
     with pytest.raises(SystemExit):
         cli.main(["demo", "--mode", "quantum"])
     assert "invalid choice" in capsys.readouterr().err
-    assert cli.main(["demo", "--epochs", "0"]) == 1
-    assert "--epochs must be at least 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:  # argparse refuses it, like every demo argument
+        cli.main(["demo", "--epochs", "0"])
+    assert exit_info.value.code == 2
+    assert "--epochs: must be at least 1" in capsys.readouterr().err
 
 
 def test_mlp_demo_in_process_without_output_dir(capsys):
