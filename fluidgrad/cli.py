@@ -4,8 +4,8 @@
     fluidgrad show MODEL                                             print a saved program
     fluidgrad draw MODEL -o FILE                                     draw it (.svg/.png/.pdf/.dot/.html)
 
-MODEL is the path prefix given to `save` / `save_inference_model` (e.g. fluidgrad-demo/digits)
-or the `.pdmodel.json` file itself.
+MODEL is the path prefix given to `save` / `save_inference_model` (e.g. fluidgrad-demo/digits),
+either of the model's two files, or the folder holding it.
 """
 from __future__ import annotations
 
@@ -15,12 +15,15 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from . import __version__, demo
+from .io import MODEL_SUFFIX, PARAMS_SUFFIX, read_model
+from .viz import draw
+
 DEFAULT_OUT = "fluidgrad-demo"
 MODELS = ("cnn", "mlp")  # the networks fluidgrad.demo defines
 
 
 def _parser() -> argparse.ArgumentParser:
-    from . import __version__
     parser = argparse.ArgumentParser(prog="fluidgrad", description="fluidgrad: Programs, automatic backward "
                                      "building and an eager mode, on NumPy.")
     parser.add_argument("--version", action="version", version=f"fluidgrad {__version__}")
@@ -69,7 +72,6 @@ _positive_float = _number(float, lambda v: 0 < v < float("inf"), "a positive fin
 
 def _model_path(given: str) -> Path:
     """The model file of a saved model named by its prefix, either of its files, or its folder."""
-    from .io import MODEL_SUFFIX, PARAMS_SUFFIX
     path = Path(given)
     if path.is_dir():
         models = sorted(path.glob(f"*{MODEL_SUFFIX}"))
@@ -90,7 +92,6 @@ def _model_path(given: str) -> Path:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from . import demo
     progress = None
     if not args.no_progress:
         try:
@@ -114,7 +115,6 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from .io import read_model
     model = _model_path(args.model)
     program, feed_names, fetch_names = read_model(model)
     print(f"# {model}")
@@ -137,8 +137,6 @@ def _numel(shape: Sequence[int]) -> int:
 
 
 def _draw(args: argparse.Namespace) -> int:
-    from .io import read_model
-    from .viz import draw
     program, _, _ = read_model(_model_path(args.model))
     print(f"wrote {draw(program, args.output)}")
     return 0
