@@ -1,0 +1,170 @@
+"""Data-parallel step time (issue 14): the MLP 784-512-512-10 at per-rank batch 64, SGD.
+
+    python benchmarks/bench_dist.py [--steps 20] [--launches 2]
+
+Weak scaling: 1 rank (plain training, no data-parallel wrapper) against 2 ranks (batch 64 on
+each), in static mode (DistributedOptimizer) and eager mode (DataParallel), one BLAS thread
+per rank (`fluidgrad launch` sets it). On 2 ranks, bucketed gradient all-reduce (the default
+buckets: 1 MB first, then 25 MB) and one all-reduce per parameter (bucket_size 0) alternate
+step by step in the same processes. The 1-rank and 2-rank jobs alternate `--launches` times;
+each row is the median step over all its steps. "comm" is the time a rank spends waiting for
+collectives per step (in eager mode, the part of the all-reduce the backward pass did not hide).
+Goal: 2-rank step <= 1.1x the 1-rank step (90% weak-scaling efficiency); bucketed < per-parameter.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from common import print_table  # noqa: E402
+
+import fluidgrad as fg  # noqa: E402
+import fluidgrad.distributed as dist  # noqa: E402
+from fluidgrad.nn import functional as F  # noqa: E402
+from fluidgrad.ops.comm import get_world  # noqa: E402
+
+SIZES, BATCH, LR = (784, 512, 512, 10), 64, 0.01
+VARIANTS = {"bucketed": 25.0, "per-parameter": 0.0}
+
+
+def data(rank):
+    rng = np.random.default_rng(rank)
+    return rng.standard_normal((BATCH, SIZES[0])).astype("float32"), rng.integers(0, 10, (BATCH, 1))
+
+
+def static_stepper(bucket_mb):
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup):
+        x = fg.static.data("x", [None, SIZES[0]], "float32")
+        y = fg.static.data("y", [None, 1], "int64")
+        h = x
+        for size in SIZES[1:-1]:
+            h = fg.static.nn.fc(h, size, activation="relu")
+        loss = fg.mean(F.softmax_with_cross_entropy(fg.static.nn.fc(h, SIZES[-1]), y))
+        opt = fg.optimizer.SGD(LR)
+        (opt if bucket_mb is None else dist.DistributedOptimizer(opt, bucket_size_mb=bucket_mb)).minimize(loss)
+    exe, scope = fg.Executor(), fg.Scope()
+    exe.run(startup, scope=scope)
+    x_value, y_value = data(get_world().rank)
+    return lambda: exe.run(main, feed={"x": x_value, "y": y_value}, fetch_list=[loss], scope=scope)
+
+
+def eager_stepper(bucket_mb):
+    layers = []
+    for a, b in zip(SIZES[:-1], SIZES[1:]):
+        layers += [fg.nn.Linear(a, b), fg.nn.ReLU()]
+    model = fg.nn.Sequential(*layers[:-1])
+    if bucket_mb is not None:
+        model = fg.DataParallel(model, comm_buffer_size=bucket_mb)
+    opt = fg.optimizer.SGD(LR, parameters=model.parameters())
+    x_value, y_value = data(get_world().rank)
+    x, y = fg.to_tensor(x_value), fg.to_tensor(y_value)
+
+    def step():
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.clear_grad()
+    return step
+
+
+def worker(out_path, steps):
+    """Runs on every rank: times each contender's steps, alternating them step by step."""
+    dist.init_parallel_env()
+    world = get_world()
+    variants = {"1 rank": None} if world.size == 1 else VARIANTS
+    steppers = {(mode, name): make(mb) for mode, make in (("static", static_stepper), ("eager", eager_stepper))
+                for name, mb in variants.items()}
+    times = {key: [] for key in steppers}
+    comm = {key: [] for key in steppers}
+    for _ in range(3):  # warm up
+        for step in steppers.values():
+            step()
+    for _ in range(steps):
+        for key, step in steppers.items():
+            dist.barrier()
+            waited, start = world.comm_seconds, time.perf_counter()
+            step()
+            times[key].append(time.perf_counter() - start)
+            comm[key].append(world.comm_seconds - waited)
+    result = {f"{m}|{n}": [times[(m, n)], comm[(m, n)]] for m, n in steppers}
+    if world.size > 1:
+        result["allreduce"] = allreduce_times(world)
+    if world.rank == 0:
+        Path(out_path).write_text(json.dumps(result))
+
+
+def allreduce_times(world, repeat=30):
+    """Median seconds of one blocking all-reduce of 8 bytes and of the whole MLP gradient:
+    the latency (alpha) and bandwidth (beta) terms of the cost model in docs/distributed.md."""
+    n_grad = sum(a * b + b for a, b in zip(SIZES[:-1], SIZES[1:]))
+    medians = {}
+    for n in (2, n_grad):
+        array, samples = np.ones(n, "float32"), []
+        for _ in range(repeat):
+            world.barrier()
+            start = time.perf_counter()
+            world.start_all_reduce(array, "sum").wait()
+            samples.append(time.perf_counter() - start)
+        medians[str(n * 4)] = float(np.median(samples))
+    return medians
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--launches", type=int, default=2)
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        return worker(args.worker, args.steps)
+    results: dict[str, list[list[float]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for launch in range(args.launches):
+            for nproc in (1, 2):
+                out = Path(tmp) / f"{nproc}-{launch}.json"
+                subprocess.run([sys.executable, "-m", "fluidgrad", "launch", "-n", str(nproc), __file__,
+                                "--steps", str(args.steps), "--worker", str(out)], check=True,
+                               cwd=Path(__file__).resolve().parents[1])
+                found = json.loads(out.read_text())
+                for size, seconds in found.pop("allreduce", {}).items():
+                    results.setdefault(f"allreduce|{size}", [[], []])[0].append(seconds)
+                for key, (t, c) in found.items():
+                    entry = results.setdefault(key, [[], []])
+                    entry[0] += t
+                    entry[1] += c
+    rows = []
+    for mode in ("static", "eager"):
+        base = float(np.median(results[f"{mode}|1 rank"][0]))
+        for name in ("1 rank", "bucketed", "per-parameter"):
+            t, c = results[f"{mode}|{name}"]
+            step = float(np.median(t))
+            label = name if name == "1 rank" else f"2 ranks, {name}"
+            rows.append([mode, label, f"{step * 1e3:.2f}", f"{float(np.median(c)) * 1e3:.2f}", f"{step / base:.2f}x"])
+    fits = []
+    sizes = sorted(int(k.split("|")[1]) for k in results if k.startswith("allreduce|"))
+    if len(sizes) == 2:
+        small, large = (float(np.median(results[f"allreduce|{n}"][0])) for n in sizes)
+        alpha = small / 2  # ring on p ranks: 2 (p - 1) messages; p = 2
+        beta = (large - small) / (2 * 0.5 * (sizes[1] - sizes[0]))
+        fits = [[f"{n} bytes", f"{float(np.median(results[f'allreduce|{n}'][0])) * 1e3:.3f}"] for n in sizes]
+        fits.append(["fit: alpha (s/message), beta (s/byte)", f"{alpha:.2e}, {beta:.2e}"])
+    print_table(f"MLP {'-'.join(map(str, SIZES))}, batch {BATCH} per rank, SGD, 1 BLAS thread per rank "
+                f"(median of {args.steps * args.launches} steps)",
+                ["mode", "ranks / all-reduce", "step ms", "comm wait ms", "vs 1 rank"], rows)
+    if fits:
+        print_table("one blocking all-reduce on 2 ranks (median)", ["message", "ms"], fits)
+
+
+if __name__ == "__main__":
+    main()
