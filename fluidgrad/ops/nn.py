@@ -171,7 +171,7 @@ def _conv_grad(g):
 
 def _conv_input_grad_grad(g):
     """Out = B(D, W), the adjoint of conv2d in X: <G, B(D, W)> = <D, conv2d(G, W)>."""
-    d, w, x, cot, attrs = g.input("DOutput"), g.input("Filter"), g.input("Input"), g.output_grad("Out"), _conv_attrs(g)
+    d, w, cot, attrs = g.input("DOutput"), g.input("Filter"), g.output_grad("Out"), _conv_attrs(g)
     if g.needs_input_grad("DOutput"):
         g.set_input_grad("DOutput", g.op("conv2d", {"Input": cot, "Filter": w}, **attrs))
     if g.needs_input_grad("Filter"):
@@ -180,7 +180,7 @@ def _conv_input_grad_grad(g):
 
 def _conv_filter_grad_grad(g):
     """Out = F(D, X), the adjoint of conv2d in W: <G, F(D, X)> = <D, conv2d(X, G)>."""
-    d, x, w, cot, attrs = g.input("DOutput"), g.input("Input"), g.input("Filter"), g.output_grad("Out"), _conv_attrs(g)
+    d, x, cot, attrs = g.input("DOutput"), g.input("Input"), g.output_grad("Out"), _conv_attrs(g)
     if g.needs_input_grad("DOutput"):
         g.set_input_grad("DOutput", g.op("conv2d", {"Input": x, "Filter": cot}, **attrs))
     if g.needs_input_grad("Input"):
