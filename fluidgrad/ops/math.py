@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..framework import dtypes
-from .registry import NO_GRADIENT, register_op
+from ..framework.variable import normalize_dtype
+from .registry import NO_GRADIENT, ZERO_GRADIENT, register_op
 from .shape_rules import (
     binary_broadcast,
     broadcast_shapes,
@@ -171,6 +172,16 @@ def _matmul_kernel(x, y, transpose_x=False, transpose_y=False):
         x = np.swapaxes(x, -1, -2)
     if transpose_y and y.ndim > 1:
         y = np.swapaxes(y, -1, -2)
+    if x.ndim >= 2 and y.ndim >= 2 and x.shape[-1] == 1:
+        # an outer product (a weight gradient at batch 1): OpenBLAS's K=1 GEMM is several
+        # times slower than this broadcast multiply (benchmarks/bench_matmul.py)
+        return np.multiply(x, y)
+    if x.ndim > 2 and y.ndim == 2:
+        # a stack of rows times one matrix (linear on [batch, seq, features]): one GEMM, not
+        # one per batch entry; only when the rows are contiguous (else reshape would copy)
+        rows = x.reshape(-1, x.shape[-1]) if x.flags.c_contiguous else None
+        if rows is not None:
+            return np.matmul(rows, y).reshape(x.shape[:-1] + y.shape[-1:])
     return np.matmul(x, y)
 
 
@@ -207,9 +218,27 @@ def _matmul_grad(g):
     if len(g.shape(x)) == 1 or len(g.shape(y)) == 1:
         _matmul_vector_grad(g, x, y, dout)
         return
-    dx, dy = _matmul_grad_2d(g, x, y, dout, g.attr("transpose_x"), g.attr("transpose_y"))
+    tx, ty = g.attr("transpose_x"), g.attr("transpose_y")
+    if len(g.shape(x)) > 2 and len(g.shape(y)) == 2 and not tx and -1 not in (g.shape(x)[-1], g.shape(dout)[-1]):
+        _matmul_rows_grad(g, x, y, dout, ty)
+        return
+    dx, dy = _matmul_grad_2d(g, x, y, dout, tx, ty)
     g.set_input_grad("X", dx)
     g.set_input_grad("Y", dy)
+
+
+def _matmul_rows_grad(g, x, y, dout, ty):
+    """[..., M, K] @ [K, N]: the weight gradient is one GEMM over all rows, not a batch of
+    GEMMs summed afterwards (linear on [batch, seq, features])."""
+    if g.needs_input_grad("X"):
+        g.set_input_grad("X", g.op("matmul", {"X": dout, "Y": y}, transpose_y=not ty))
+    if g.needs_input_grad("Y"):
+        rows = g.op("reshape", {"X": x}, shape=[-1, g.shape(x)[-1]])
+        drows = g.op("reshape", {"X": dout}, shape=[-1, g.shape(dout)[-1]])
+        if ty:
+            g.set_input_grad("Y", g.op("matmul", {"X": drows, "Y": rows}, transpose_x=True))
+        else:
+            g.set_input_grad("Y", g.op("matmul", {"X": rows, "Y": drows}, transpose_x=True))
 
 
 def _matmul_vector_grad(g, x, y, dout):
@@ -309,7 +338,6 @@ register_op("assign", inputs="X", outputs="Out", kernel=lambda x: x, inline="{X}
 
 
 def _cast_infer(ctx):
-    from ..framework.variable import normalize_dtype
     ctx.set_output("Out", ctx.shape("X"), normalize_dtype(ctx.attr("dtype")))
 
 
@@ -371,7 +399,6 @@ def _fill_constant_kernel(shape, value, dtype):
 
 
 def _fill_constant_infer(ctx):
-    from ..framework.variable import normalize_dtype
     ctx.set_output("Out", ctx.attr("shape"), normalize_dtype(ctx.attr("dtype")))
 
 
@@ -380,15 +407,14 @@ register_op("fill_constant", inputs=(), outputs="Out", attrs={"shape": [1], "val
 
 
 def _fill_like_infer(ctx):
-    from ..framework.variable import normalize_dtype
     dtype = ctx.attr("dtype")
     ctx.set_output("Out", ctx.shape("X"), normalize_dtype(dtype) if dtype else ctx.dtype("X"))
 
 
 register_op("fill_zeros_like", inputs="X", outputs="Out", attrs={"dtype": None},
             kernel=lambda x, dtype: np.zeros(x.shape, dtype=dtype or x.dtype), infer=_fill_like_infer,
-            grad=lambda g: None,  # constant in X: the gradient is a (symbolic) zero
+            grad=ZERO_GRADIENT,  # constant in X: the gradient is a (symbolic) zero
             doc="Zeros shaped like X; the backward builder feeds it where no gradient flows.")
 register_op("fill_any_like", inputs="X", outputs="Out", attrs={"value": 0.0, "dtype": None},
             kernel=lambda x, value, dtype: np.full(x.shape, value, dtype=dtype or x.dtype),
-            infer=_fill_like_infer, grad=lambda g: None)
+            infer=_fill_like_infer, grad=ZERO_GRADIENT)

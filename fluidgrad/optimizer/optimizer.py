@@ -24,14 +24,14 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ..backward import append_backward
-from ..clip import GradientClipBase
+from ..nn.clip import GradientClipBase
 from ..dispatch import is_tensor
 from ..executor import Scope, global_scope
 from ..framework import OPTIMIZE, Block, Operator, Program, Variable, default_startup_program, unique_name
 from ..lr import LRScheduler
 from ..ops.optim import update_kernel
 from ..regularizer import L2Decay, WeightDecayRegularizer
-from .emit import emit
+from ..framework.emit import emit
 
 ParamsGrads = list[tuple[Variable, Variable]]
 
