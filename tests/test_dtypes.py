@@ -193,6 +193,8 @@ SPECS: dict[str, OpCase] = {s.op: s for s in [
     OpCase("fill_any_like", {"X": rand(3, 4)}, {"value": 2.5}, torch_fn=lambda X: torch.full_like(X, 2.5)),
     OpCase("one_hot_like", {"Label": ints(3, 4, 1), "Logits": rand(4, 3)},
            torch_fn=lambda Label, Logits: TF.one_hot(Label[:, 0], 3).to(Logits.dtype)),
+    OpCase("elementwise_floordiv", {"X": rand(3, 4) * 4, "Y": np.array([1.5, -1.0, 0.5, -2.5])},
+           torch_fn=lambda X, Y: torch.floor_divide(X, Y)),
     OpCase("clip", {"X": rand(3, 4) * 3}, {"min": -1.0, "max": 2.0}, torch_fn=lambda X: torch.clamp(X, -1.0, 2.0)),
     OpCase("log_softmax", {"X": rand(3, 4)}, {"axis": 1}, torch_fn=lambda X: torch.log_softmax(X, 1)),
     OpCase("dropout", {"X": rand(3, 4)}, {"dropout_prob": 0.5, "is_test": True}, use_outputs=(0,),
