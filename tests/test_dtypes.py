@@ -212,8 +212,7 @@ SKIP: dict[str, str] = {
     **dict.fromkeys(["sgd", "momentum", "adam"], "optimizer update: float parameters and state only"),
     **dict.fromkeys(["uniform_random", "gaussian_random", "truncated_gaussian_random"],
                     "random: no input, its dtype is an attribute; no values to compare with PyTorch"),
-    **dict.fromkeys(["batch_norm", "batch_norm_grad", "layer_norm", "layer_norm_grad", "conv2d_input_grad",
-                     "conv2d_filter_grad", "pool2d_grad", "max_pool2d_select", "clip_mask"],
+    **dict.fromkeys(["batch_norm", "batch_norm_grad", "layer_norm", "layer_norm_grad", "clip_mask"],
                     "normalisation statistics or a gradient helper of a float-only op (tests/test_nn_ops.py)"),
 }
 
