@@ -164,6 +164,34 @@ def main():
                 ["mode", "ranks / all-reduce", "step ms", "comm wait ms", "vs 1 rank"], rows)
     if fits:
         print_table("one blocking all-reduce on 2 ranks (median)", ["message", "ms"], fits)
+        compute = float(np.median(results["static|1 rank"][0]))
+        print_cost_model(compute, {"this machine (shared memory, measured)": (alpha, beta), **NETWORKS})
+
+
+# assumed links for the projection: (alpha seconds per message, beta seconds per byte)
+NETWORKS = {"10 Gb Ethernet, TCP (assumed)": (30e-6, 0.8e-9), "100 Gb InfiniBand (assumed)": (3e-6, 0.08e-9)}
+RANKS = (8, 16, 32, 64, 128, 256)
+
+
+def ring_allreduce_seconds(p, n_bytes, alpha, beta, buckets):
+    """Ring all-reduce: each bucket is 2 (p - 1) steps (reduce-scatter, then all-gather), each
+    step one message of n / p bytes: latency 2 (p - 1) alpha per bucket, bandwidth 2 (p - 1) / p n beta."""
+    return buckets * 2 * (p - 1) * alpha + 2 * (p - 1) / p * n_bytes * beta
+
+
+def print_cost_model(compute, networks):
+    """Expected weak-scaling step time = 1-rank step + all-reduce (no overlap: an upper bound)."""
+    n_bytes = 4 * sum(a * b + b for a, b in zip(SIZES[:-1], SIZES[1:]))
+    rows = []
+    for name, (alpha, beta) in networks.items():
+        for p in RANKS:
+            bucketed = ring_allreduce_seconds(p, n_bytes, alpha, beta, 2)  # 1 MB first bucket, then the rest
+            per_param = ring_allreduce_seconds(p, n_bytes, alpha, beta, 2 * (len(SIZES) - 1))
+            rows.append([name, p, f"{bucketed * 1e3:.2f}", f"{(compute + bucketed) * 1e3:.1f}",
+                         f"{compute / (compute + bucketed):.0%}", f"{(compute + per_param) * 1e3:.1f}"])
+    print_table(f"expected step time, ring all-reduce of {n_bytes} bytes, 1-rank step {compute * 1e3:.1f} ms",
+                ["link", "ranks", "all-reduce ms", "step ms (bucketed)", "efficiency", "step ms (per-parameter)"],
+                rows)
 
 
 if __name__ == "__main__":

@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__, demo
+from .distributed import get_rank, get_world_size
 from .distributed.launch import add_arguments, launch
 from .io import MODEL_SUFFIX, PARAMS_SUFFIX, read_model
+from .ops.comm import launched
 from .viz import draw
 
 DEFAULT_OUT = "fluidgrad-demo"
@@ -44,6 +46,8 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--lr", type=_positive_float, default=0.01, help="Adam learning rate, > 0 (default 0.01)")
     demo.add_argument("--seed", type=_non_negative_int, default=0)
     demo.add_argument("--no-progress", action="store_true", help="no progress bars")
+    demo.add_argument("--nproc", type=_positive_int, default=1,
+                      help="train data-parallel on N ranks over MPI (the `dist` extra); default 1")
 
     show = commands.add_parser("show", help="print a saved program")
     show.add_argument("model", help="a saved model: its path prefix, either of its two files, or its folder")
@@ -106,7 +110,23 @@ def _launch(args: argparse.Namespace) -> int:
     return launch(args.nproc, [args.script, *args.args], args.threads)
 
 
+def _demo_on_ranks(args: argparse.Namespace) -> int:
+    """`demo --nproc N`: the same command on N ranks under the MPI launcher."""
+    argv = ["demo", "--epochs", str(args.epochs), "--out", args.out, "--mode", args.mode, "--model", args.model,
+            "--batch-size", str(args.batch_size), "--lr", str(args.lr), "--seed", str(args.seed),
+            "--nproc", str(args.nproc)] + (["--no-progress"] if args.no_progress else [])
+    return launch(args.nproc, [sys.executable, "-m", "fluidgrad", *argv])
+
+
 def _demo(args: argparse.Namespace) -> int:
+    if args.nproc > 1 and not launched():
+        return _demo_on_ranks(args)
+    if get_world_size() != args.nproc:
+        raise ValueError(f"--nproc {args.nproc}, but this job has {get_world_size()} rank(s)")
+    if get_rank() != 0:  # rank 0 reports; the others train quietly
+        train = demo.train_static if args.mode == "static" else demo.train_eager
+        train(args.epochs, model=args.model, batch_size=args.batch_size, learning_rate=args.lr, seed=args.seed)
+        return 0
     progress = None
     if not args.no_progress:
         try:
@@ -124,7 +144,8 @@ def _demo(args: argparse.Namespace) -> int:
     if result.picture_path is not None:
         kind = "training" if args.mode == "static" else "inference"
         print(f"saved a picture of the {kind} program to {result.picture_path}")
-    print(f"trained in {result.seconds:.1f} s ({args.mode} mode, {args.model}, {args.epochs} epochs)")
+    ranks = f", {args.nproc} ranks data-parallel" if args.nproc > 1 else ""
+    print(f"trained in {result.seconds:.1f} s ({args.mode} mode, {args.model}, {args.epochs} epochs{ranks})")
     print(f"test accuracy: {result.test_accuracy:.3f}")
     return 0
 

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 import fluidgrad as fg
+import fluidgrad.distributed as dist
 from fluidgrad import nn, viz
 from fluidgrad.eager import no_grad, to_tensor
 from fluidgrad.optimizer import Adam
@@ -102,8 +103,9 @@ def mlp(image: fg.Variable) -> fg.Variable:
     return fg.static.nn.fc(hidden, 10)
 
 
-def build_static(model: str, learning_rate: float) -> dict[str, Any]:
-    """The training and test programs: logits, mean cross-entropy loss, Adam."""
+def build_static(model: str, learning_rate: float, data_parallel: bool = False) -> dict[str, Any]:
+    """The training and test programs: logits, mean cross-entropy loss, Adam (its gradients
+    averaged over ranks by bucketed all-reduce ops when `data_parallel`)."""
     build = {"cnn": cnn, "mlp": mlp}[model]
     main, startup = fg.Program(), fg.Program()
     with fg.program_guard(main, startup), fg.framework.unique_name_guard():
@@ -112,14 +114,19 @@ def build_static(model: str, learning_rate: float) -> dict[str, Any]:
         logits = build(image)
         test_program = main.clone(for_test=True)  # logits only: no loss, no label feed needed
         loss = fg.mean(F.softmax_with_cross_entropy(logits, label))
-        Adam(learning_rate).minimize(loss)
+        optimizer = Adam(learning_rate)
+        (dist.DistributedOptimizer(optimizer) if data_parallel else optimizer).minimize(loss, startup)
     return dict(main=main, startup=startup, test=test_program, image=image, label=label, logits=logits, loss=loss)
 
 
 def train_static(epochs: int, model: str = "cnn", batch_size: int = 32, learning_rate: float = 0.01,
                  seed: int = 0, progress: Callable[..., Iterator] | None = None,
                  out_dir: Path | None = None) -> DemoResult:
-    """Train, evaluate on the held-out fifth, save the inference model and the picture."""
+    """Train, evaluate on the held-out fifth, save the inference model and the picture.
+
+    Under `fluidgrad launch -n N` (world size N > 1) this is data-parallel training: each
+    global batch of `batch_size * N` examples is sharded over the ranks, and only rank 0
+    shows progress and saves."""
     with blas_threads(1):
         return _train_static(epochs, model, batch_size, learning_rate, seed, progress, out_dir)
 
@@ -129,13 +136,15 @@ def _train_static(epochs: int, model: str, batch_size: int, learning_rate: float
     start = time.perf_counter()
     x_train, y_train, x_test, y_test = load_data(seed)
     fg.seed(seed)
-    net = build_static(model, learning_rate)
+    world = dist.get_world_size()
+    net = build_static(model, learning_rate, data_parallel=world > 1)
     scope = fg.Scope()
     exe = fg.Executor()
     exe.run(net["startup"], scope=scope)
     rng = np.random.default_rng(seed)
+    progress, out_dir = (progress, out_dir) if dist.get_rank() == 0 else (None, None)
     for epoch in range(1, epochs + 1):
-        bar = _bar(progress, batches(len(x_train), batch_size, rng), epoch, epochs)
+        bar = _bar(progress, _rank_batches(len(x_train), batch_size, rng), epoch, epochs)
         stats = _RunningStats(bar)
         for idx in bar:
             loss, logits = exe.run(net["main"], feed={"image": x_train[idx], "label": y_train[idx]},
@@ -147,6 +156,16 @@ def _train_static(epochs: int, model: str, batch_size: int, learning_rate: float
     if out_dir is not None:
         model_path, picture_path = _save(out_dir, net, exe, scope)
     return DemoResult(accuracy, time.perf_counter() - start, model_path, picture_path)
+
+
+def _rank_batches(n: int, batch_size: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """This rank's part of each global batch (batch_size examples per rank; every rank draws the
+    same global order from the same seed, and the last, short global batch is dropped when it
+    cannot give every rank the same count)."""
+    world = dist.get_world_size()
+    if world == 1:
+        return batches(n, batch_size, rng)
+    return [dist.shard(b) for b in batches(n, batch_size * world, rng) if len(b) >= world]
 
 
 def _bar(progress: Callable[..., Iterator] | None, items: list, epoch: int, epochs: int) -> Iterator:
@@ -230,13 +249,15 @@ def _train_eager(epochs: int, model: str, batch_size: int, learning_rate: float,
     x_train, y_train, x_test, y_test = load_data(seed)
     fg.seed(seed)
     net = eager_network(model)
-    optimizer = Adam(learning_rate, parameters=net.parameters())
+    trained = fg.DataParallel(net) if dist.get_world_size() > 1 else net
+    optimizer = Adam(learning_rate, parameters=trained.parameters())
     rng = np.random.default_rng(seed)
+    progress, out_dir = (progress, out_dir) if dist.get_rank() == 0 else (None, None)
     for epoch in range(1, epochs + 1):
-        bar = _bar(progress, batches(len(x_train), batch_size, rng), epoch, epochs)
+        bar = _bar(progress, _rank_batches(len(x_train), batch_size, rng), epoch, epochs)
         stats = _RunningStats(bar)
         for idx in bar:
-            logits = net(to_tensor(x_train[idx]))
+            logits = trained(to_tensor(x_train[idx]))
             loss = fg.mean(F.softmax_with_cross_entropy(logits, to_tensor(y_train[idx])))
             loss.backward()
             optimizer.step()

@@ -153,3 +153,15 @@ def test_every_collective_op_is_registered_and_checked_on_several_ranks():
     script = (SCRIPTS / "collectives.py").read_text()
     for op in COLLECTIVE_OPS:
         assert op in fg.ops.registered_ops() and f'"{op}"' in script, op
+
+
+def test_demo_trains_data_parallel_on_two_ranks_and_draws_the_collectives(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    result = subprocess.run([sys.executable, "-m", "fluidgrad", "demo", "--nproc", "2", "--epochs", "2", "--model",
+                             "mlp", "--no-progress", "--out", str(tmp_path)], env=env, capture_output=True, text=True,
+                            timeout=240, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.count("test accuracy:") == 1  # rank 0 reports, once
+    assert float(result.stdout.split("test accuracy:")[1].split()[0]) > 0.8
+    picture = next(tmp_path.glob("train_program.*")).read_text()
+    assert "c_allreduce_avg" in picture and "coalesce" in picture
