@@ -361,7 +361,6 @@ TESTED_ELSEWHERE: dict[str, str] = {
     **dict.fromkeys(["while", "while_grad", "conditional_block", "conditional_block_grad", "select_input",
                      "select_input_grad", "increment"], _CONTROL),
     **dict.fromkeys(["sgd", "momentum", "adam"], _OPTIM),
-    **dict.fromkeys(["c_allreduce_max", "c_allreduce_min"], "test_distributed.py"),
 }
 
 _TESTS_DIR = pathlib.Path(__file__).parent

@@ -114,6 +114,46 @@ def run_eager(kind, clip, rank, world):
     return loss_diffs, param_diffs, spread, "", clipped
 
 
+def run_no_sync(kind, clip, rank, world):
+    """Gradient accumulation: two micro-batches per step, the first under no_sync(); the
+    reference accumulates the same two halves of the global batch (each the concatenation
+    of every rank's half)."""
+    fg.seed(300 + rank)
+    model = make_model()
+    dp = fg.DataParallel(model, comm_buffer_size=0.0005, last_comm_buffer_size=0.0001)
+    reference = make_model()
+    reference.set_state_dict(model.state_dict())
+    opt, ref_opt = make_optimizer(kind, clip, dp.parameters()), make_optimizer(kind, clip, reference.parameters())
+    half = PER_RANK // 2
+    loss_diffs = []
+    for x, y in batches(world):
+        xs, ys = dist.shard(x), dist.shard(y)
+        before = dp.last_step
+        with dp.no_sync():
+            first = F.cross_entropy(dp(fg.to_tensor(xs[:half])), fg.to_tensor(ys[:half]))
+            first.backward()
+        if dp.last_step is not before:
+            raise AssertionError("no_sync(): the forward pass set up gradient communication")
+        second = F.cross_entropy(dp(fg.to_tensor(xs[half:])), fg.to_tensor(ys[half:]))
+        second.backward()
+        opt.step()
+        opt.clear_grad()
+        halves = [np.concatenate([dist.shard(a, r, world)[part] for r in range(world)]) for a in (x, y)
+                  for part in (slice(None, half), slice(half, None))]
+        ref_total = 0.0
+        for xh, yh in ((halves[0], halves[2]), (halves[1], halves[3])):
+            ref_loss = F.cross_entropy(reference(fg.to_tensor(xh)), fg.to_tensor(yh))
+            ref_loss.backward()
+            ref_total += float(ref_loss.numpy())
+        ref_opt.step()
+        ref_opt.clear_grad()
+        total = float(first.numpy()) + float(second.numpy())
+        loss_diffs.append(rel_diff(dist.all_reduce(np.array(total, np.float64), "avg"), ref_total))
+    param_diffs = [rel_diff(p.numpy(), q.numpy()) for p, q in zip(model.parameters(), reference.parameters())]
+    spread = max(rel_diff(dist.all_gather(p.numpy())[r], p.numpy()) for p in model.parameters() for r in range(world))
+    return loss_diffs, param_diffs, spread, "", False
+
+
 def main(out_path):
     dist.init_parallel_env()
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -125,6 +165,10 @@ def main(out_path):
                 results["cases"][f"{mode}-{kind}-{'clip' if clip else 'noclip'}"] = {
                     "loss": max(loss_diffs), "params": max(param_diffs), "n_params": len(param_diffs),
                     "spread": spread, "program": program, "clipped": bool(clipped)}
+    loss_diffs, param_diffs, spread, _, _ = run_no_sync("momentum", False, rank, world)
+    results["cases"]["eager-momentum-no_sync"] = {"loss": max(loss_diffs), "params": max(param_diffs),
+                                                  "n_params": len(param_diffs), "spread": spread, "program": "",
+                                                  "clipped": False}
     if rank == 0:
         with open(out_path, "w") as f:
             json.dump(results, f)
