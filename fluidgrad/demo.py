@@ -89,9 +89,9 @@ def batches(n: int, batch_size: int, rng: np.random.Generator) -> list[np.ndarra
 
 def cnn(image: fg.Variable) -> fg.Variable:
     """conv3x3(16)-relu-maxpool2 -> conv3x3(32)-relu-maxpool2 -> fc(10): 8x8 -> 4x4 -> 2x2."""
-    h = fg.static.nn.conv2d(image, num_filters=16, filter_size=3, padding=1, act="relu")
+    h = fg.static.nn.conv2d(image, num_filters=16, filter_size=3, padding=1, activation="relu")
     h = F.max_pool2d(h, kernel_size=2)
-    h = fg.static.nn.conv2d(h, num_filters=32, filter_size=3, padding=1, act="relu")
+    h = fg.static.nn.conv2d(h, num_filters=32, filter_size=3, padding=1, activation="relu")
     h = F.max_pool2d(h, kernel_size=2)
     return fg.static.nn.fc(h, 10)
 
