@@ -1,0 +1,88 @@
+"""If and Loop become `conditional_block` and `while` sub-blocks (through static.nn.cond and
+static.nn.while_loop), so `append_backward` differentiates imported control flow.
+
+A subgraph reads outer values by name; its nodes convert inside the sub-block, with names
+looked up through the enclosing graphs.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..framework import Variable
+from ..static.control_flow import cond, while_loop
+from .convert_common import binary, cast, full
+from .dtypes import value_info_type
+from .convert_table import converter
+
+
+def _one_element_bool(ctx: Any, value: Any) -> Variable:
+    var = cast(ctx, value if isinstance(value, Variable) else ctx.constant(value), "bool")
+    return var if all(d == 1 for d in var.shape) else ctx.op("reshape", {"X": var}, shape=[1])
+
+
+@converter("If")
+def _if(ctx):
+    pred = _one_element_bool(ctx, ctx.input(0))
+
+    def branch(graph):
+        def build():
+            sub = ctx.subgraph(graph)
+            sub.convert_nodes(ctx.opset)
+            return [sub.variable(out.name) for out in graph.output]
+        return build
+
+    outs = cond(pred, branch(ctx.attr("then_branch")), branch(ctx.attr("else_branch")))
+    return list(outs) if isinstance(outs, (list, tuple)) else [outs]
+
+
+@converter("Loop")
+def _loop(ctx):
+    body = ctx.attr("body")
+    n_carried = len(ctx.node.input) - 2
+    n_scan = len(body.output) - 1 - n_carried
+    counter = full(ctx, [], 0, "int64")
+    keep_going = _one_element_bool(ctx, ctx.input(1)) if ctx.has_input(1) else full(ctx, [], 1, "bool")
+    limit = cast(ctx, ctx.input(0), "int64") if ctx.has_input(0) else None
+    carried = [ctx.input(2 + k) for k in range(n_carried)]
+    scans = [_empty_scan(ctx, body, 1 + n_carried + k) for k in range(n_scan)]
+
+    def condition(i, going, *rest):
+        if limit is None:
+            return going
+        within = ctx.op("less_than", {"X": i, "Y": limit})
+        within = within if len(within.shape) == len(going.shape) else ctx.op("reshape", {"X": within},
+                                                                               shape=list(going.shape))
+        return ctx.op("logical_and", {"X": within, "Y": going})
+
+    def step(i, going, *values):
+        sub = ctx.subgraph(body)
+        bound = [i, going] + list(values[:n_carried])
+        for value_info, var in zip(body.input, bound):
+            sub.env[value_info.name] = var
+        sub.convert_nodes(ctx.opset)
+        outs = [sub.variable(out.name) for out in body.output]
+        next_going = ctx.op("reshape", {"X": cast(ctx, outs[0], "bool")}, shape=list(going.shape))
+        new_values = [_keep_dtype(ctx, v, old) for v, old in zip(outs[1:1 + n_carried], values)]
+        grown = [ctx.op("concat", {"X": [acc, ctx.op("unsqueeze", {"X": y}, axes=[0])]}, axis=0)
+                 for acc, y in zip(values[n_carried:], outs[1 + n_carried:])]
+        return [binary(ctx, "elementwise_add", i, full(ctx, [], 1, "int64")), next_going] + new_values + grown
+
+    finals = while_loop(condition, step, [counter, keep_going] + carried + scans)
+    return finals[2:]
+
+
+def _keep_dtype(ctx: Any, value: Variable, old: Variable) -> Variable:
+    value = cast(ctx, value, old.dtype)
+    if len(value.shape) != len(old.shape):
+        value = ctx.op("reshape", {"X": value}, shape=[d if d >= 0 else 0 for d in old.shape])
+    return value
+
+
+def _empty_scan(ctx: Any, body: Any, index: int) -> Variable:
+    """An empty accumulator [0, *element shape] whose first dimension grows each step."""
+    dtype, shape = value_info_type(body.output[index], f"Loop scan output {body.output[index].name!r}")
+    if any(d < 0 for d in shape):
+        raise ctx.unsupported(f"scan output {body.output[index].name!r} of unknown shape {shape}")
+    acc = full(ctx, [0] + shape, 0, dtype)
+    acc.shape = (-1,) + tuple(shape)
+    return acc
