@@ -139,7 +139,14 @@ def _layer_norm(ctx):
     bias = ctx.op("reshape", {"X": ctx.input(2)}, shape=[-1]) if ctx.has_input(2) else None
     y, mean, variance = ctx.op("layer_norm", {"X": x, "Scale": scale, "Bias": bias}, begin_norm_axis=axis,
                                epsilon=float(ctx.attr("epsilon", 1e-5)))
-    return [y, None if len(ctx.node.output) < 2 else mean, None if len(ctx.node.output) < 3 else variance]
+    if len(ctx.node.output) < 2:
+        return y
+    stats_shape = [d if d >= 0 else 0 for d in x.shape[:axis]] + [1] * (len(x.shape) - axis)
+    mean = ctx.op("reshape", {"X": mean}, shape=stats_shape)
+    eps = ctx.scalar(float(ctx.attr("epsilon", 1e-5)), x.dtype)
+    inv_std = binary(ctx, "elementwise_div", ctx.scalar(1.0, x.dtype),
+                     ctx.op("sqrt", {"X": binary(ctx, "elementwise_add", variance, eps)}))
+    return [y, mean, ctx.op("reshape", {"X": inv_std}, shape=stats_shape)]
 
 
 @converter("InstanceNormalization")

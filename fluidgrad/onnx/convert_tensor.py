@@ -57,7 +57,9 @@ def _constant_of_shape(ctx):
 @converter("Range")
 def _range(ctx):
     start, limit, delta = (ctx.const(i, what) for i, what in enumerate(("start", "limit", "delta")))
-    return np.arange(start, limit, delta, dtype=start.dtype)
+    dtype = start.dtype.name
+    values = [v.item() for v in (start, limit, delta)]
+    return ctx.op("range", {}, start=values[0], end=values[1], step=values[2], dtype=dtype)
 
 
 @converter("Cast")
@@ -226,6 +228,8 @@ def _expand(ctx):
     a = [1] * (rank - len(x.shape)) + list(x.shape)
     b = [1] * (rank - len(shape)) + shape
     out_shape = [db if da == 1 else da for da, db in zip(a, b)]
+    if ctx.has_op("expand"):
+        return ctx.op("expand", {"X": x}, shape=shape)
     if not _known(out_shape):
         raise ctx.unsupported(f"expanding {list(x.shape)} to {shape} with unknown sizes")
     target = full(ctx, out_shape, 0, x.dtype)
@@ -234,16 +238,14 @@ def _expand(ctx):
 
 @converter("Tile")
 def _tile(ctx):
+    repeats = [int(r) for r in ctx.const(1, "repeats")]
+    if ctx.has_op("tile"):
+        return ctx.op("tile", {"X": ctx.input(0)}, repeat_times=repeats)
     out = ctx.input(0)
     for axis, times in enumerate(int(r) for r in ctx.const(1, "repeats")):
         if times != 1:
             out = ctx.op("concat", {"X": [out] * times}, axis=axis)
     return out
-
-
-@converter("Where")
-def _where(ctx):
-    return ctx.op("where", {"Condition": ctx.input(0), "X": ctx.input(1), "Y": ctx.input(2)})
 
 
 @converter("Dropout")

@@ -32,6 +32,10 @@ def find_function(model: Any, node: NodeProto, opset: int, input_types: Sequence
             schema, "get_function_with_opset_version") else schema.function_body
     elif schema.has_context_dependent_function:
         body = _context_dependent_body(schema, node, opset, input_types)
+    if isinstance(body, bytes):
+        parsed = FunctionProto()
+        parsed.ParseFromString(body)
+        body = parsed
     if body is None or not body.node:
         return None
     return body, _function_opset(body, opset)

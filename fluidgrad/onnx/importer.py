@@ -18,10 +18,12 @@ from onnx import helper
 from ..executor import Scope, global_scope
 from ..framework import Parameter, Program, Variable, program_guard
 from ..ops.registry import get_op_def
-from . import convert_control, convert_math, convert_nn, convert_tensor  # noqa: F401  (fill the table)
+from . import convert_control, convert_math, convert_nn, convert_search, convert_tensor  # noqa: F401  (fill the table)
 from .convert_table import find_converter
+from . import dtypes
 from .dtypes import value_info_type
 from .errors import OnnxImportError, UnsupportedOnnxOpError, ValueRequiredError
+from .fold import fold_node, foldable
 from .functions import expand_function, find_function
 from .load import DEFAULT_DOMAINS, default_opset, load_model, tensor_to_array
 
@@ -154,6 +156,8 @@ class GraphImporter:
 
     def convert_node(self, node: onnx.NodeProto, opset: int) -> None:
         ctx = NodeContext(self, node, opset)
+        if node.domain in DEFAULT_DOMAINS and self.try_fold(ctx):
+            return
         fn = find_converter(node.op_type, opset) if node.domain in DEFAULT_DOMAINS else None
         if fn is None:
             function = find_function(self.model, node, opset, ctx.input_types)
@@ -168,6 +172,23 @@ class GraphImporter:
         except Exception as exc:
             raise OnnxImportError(f"{ctx.where()}: {type(exc).__name__}: {exc}") from exc
         self.bind_outputs(ctx, result)
+
+    def try_fold(self, ctx: "NodeContext") -> bool:
+        """Shape arithmetic on known integers is computed now (see fold.py)."""
+        values = [ctx.maybe_const(i) for i in range(ctx.num_inputs)]
+        present = [v for i, v in enumerate(values) if ctx.has_input(i)]
+        if len(present) != len([i for i in range(ctx.num_inputs) if ctx.has_input(i)]) or \
+                not foldable(ctx.node.op_type, present):
+            return False
+        cast_to = None
+        if ctx.node.op_type == "Cast":
+            cast_to = dtypes.to_fluidgrad(ctx.attr("to"), ctx.where())
+        try:
+            value = fold_node(ctx.node.op_type, ctx.attrs, values, ctx.opset, cast_to)
+        except (ValueError, IndexError, TypeError, KeyError):
+            return False  # not foldable after all: the converter builds ops (or says why not)
+        self.bind_outputs(ctx, [value])
+        return True
 
     def bind_outputs(self, ctx: "NodeContext", result: Any) -> None:
         results = list(result) if isinstance(result, (list, tuple)) else [result]
@@ -265,6 +286,13 @@ class NodeContext:
     def subgraph(self, graph: onnx.GraphProto) -> GraphImporter:
         """An importer for a body (If branch, Loop body) that sees this graph's names."""
         return GraphImporter(self.graph.model, graph, parent=self.graph)
+
+    def has_op(self, type: str) -> bool:
+        try:
+            get_op_def(type)
+        except KeyError:
+            return False
+        return True
 
     def op(self, type: str, inputs: dict[str, Any], n_out: int | None = None, **attrs: Any) -> Any:
         """Append registered op `type`; returns its output Variable (a tuple for several slots,
