@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..framework import Variable
-from ..static.control_flow import cond, while_loop
+from ..static.control_flow import _append_conditional_block, _branch, while_loop
 from .convert_common import binary, cast, full
 from .dtypes import value_info_type
 from .convert_table import converter
@@ -22,17 +22,36 @@ def _one_element_bool(ctx: Any, value: Any) -> Variable:
 
 @converter("If")
 def _if(ctx):
+    """`static.nn.cond`'s structure (two conditional_blocks and select_input). ONNX lets the
+    branches give different shapes; the merged variable then has -1 where they differ."""
     pred = _one_element_bool(ctx, ctx.input(0))
+    program = ctx.graph.model.program
+    parent = program.current_block()
 
-    def branch(graph):
-        def build():
+    def build(graph, which):
+        def run():
             sub = ctx.subgraph(graph)
             sub.convert_nodes(ctx.opset)
             return [sub.variable(out.name) for out in graph.output]
-        return build
+        return _branch(program, parent, run, which)
 
-    outs = cond(pred, branch(ctx.attr("then_branch")), branch(ctx.attr("else_branch")))
-    return list(outs) if isinstance(outs, (list, tuple)) else [outs]
+    true_block, true_outs, _ = build(ctx.attr("then_branch"), "true")
+    false_block, false_outs, _ = build(ctx.attr("else_branch"), "false")
+    for t, f in zip(true_outs, false_outs):
+        if t.dtype != f.dtype:
+            raise ctx.unsupported(f"branches give {t.dtype} and {f.dtype} for one output")
+        if t.shape != f.shape:
+            merged = _merge_shapes(t.shape, f.shape)
+            t.shape = f.shape = merged
+    _append_conditional_block(parent, true_block, pred, true_outs)
+    _append_conditional_block(parent, false_block, ctx.op("logical_not", {"X": pred}), false_outs)
+    return [ctx.op("select_input", {"X": [f, t], "Mask": pred}) for t, f in zip(true_outs, false_outs)]
+
+
+def _merge_shapes(a, b):
+    if len(a) != len(b):
+        return tuple(-1 for _ in (a if len(a) > len(b) else b))
+    return tuple(x if x == y else -1 for x, y in zip(a, b))
 
 
 @converter("Loop")

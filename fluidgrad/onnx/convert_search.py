@@ -9,7 +9,10 @@ from .convert_table import converter
 
 @converter("Where")
 def _where(ctx):
-    return ctx.op("where", {"Condition": ctx.input(0), "X": ctx.input(1), "Y": ctx.input(2)})
+    condition, x, y = ctx.input(0), ctx.input(1), ctx.input(2)
+    if not ctx.has_op("where") and all(d == 1 for d in condition.shape) and x.shape == y.shape:
+        return ctx.op("select_input", {"X": [y, x], "Mask": condition})  # one condition for all
+    return ctx.op("where", {"Condition": condition, "X": x, "Y": y})
 
 
 def _arg(op_type):

@@ -1,0 +1,330 @@
+"""The table of op exporters: fluidgrad op type -> function writing ONNX nodes.
+
+An exporter gets an `OpContext` (see exporter.py): the op, `x(slot)` for the ONNX name of
+an input, `out(slot)` for a fresh ONNX name of an output, `node(...)` to emit a node and
+`const(array)` for an initializer. Ops absent from the table have no ONNX equivalent, and
+export refuses them with an error naming the op.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+
+
+Exporter = Callable[[Any], None]
+EXPORTERS: dict[str, Exporter] = {}
+
+
+def exporter(*op_types: str) -> Callable[[Exporter], Exporter]:
+    def register(fn: Exporter) -> Exporter:
+        for op_type in op_types:
+            EXPORTERS[op_type] = fn
+        return fn
+    return register
+
+
+def _simple(onnx_type: str, in_slots: tuple[str, ...] = ("X",), out_slot: str = "Out", **fixed: Any) -> Exporter:
+    def export(c):
+        c.node(onnx_type, [c.x(s) for s in in_slots], [c.out(out_slot)], **fixed)
+    return export
+
+
+for _ours, _theirs in {"elementwise_add": "Add", "elementwise_sub": "Sub", "elementwise_mul": "Mul",
+                       "elementwise_max": "Max", "elementwise_min": "Min", "elementwise_pow": "Pow",
+                       "equal": "Equal", "less_than": "Less", "greater_than": "Greater",
+                       "less_equal": "LessOrEqual", "greater_equal": "GreaterOrEqual",
+                       "logical_and": "And", "logical_or": "Or", "logical_xor": "Xor"}.items():
+    EXPORTERS[_ours] = _simple(_theirs, ("X", "Y"))
+
+for _ours, _theirs in {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "exp": "Exp", "log": "Log",
+                       "sqrt": "Sqrt", "abs": "Abs", "sin": "Sin", "cos": "Cos", "sign": "Sign",
+                       "logical_not": "Not", "assign": "Identity", "floor": "Floor", "ceil": "Ceil",
+                       "erf": "Erf", "tan": "Tan", "asin": "Asin", "acos": "Acos", "atan": "Atan",
+                       "sinh": "Sinh", "cosh": "Cosh", "asinh": "Asinh", "acosh": "Acosh", "atanh": "Atanh",
+                       "reciprocal": "Reciprocal", "softplus": "Softplus", "softsign": "Softsign"}.items():
+    EXPORTERS[_ours] = _simple(_theirs)
+
+
+@exporter("elementwise_div")
+def _div(c):
+    x, y = c.x("X"), c.x("Y")
+    dtype = c.dtype_of("Out")
+    if c.dtype_in("X") != dtype:  # true division of integers: in floating point
+        x, y = c.cast(x, dtype), c.cast(y, dtype)
+    c.node("Div", [x, y], [c.out("Out")])
+
+
+@exporter("not_equal")
+def _not_equal(c):
+    c.node("Not", [c.node("Equal", [c.x("X"), c.x("Y")])], [c.out("Out")])
+
+
+@exporter("square")
+def _square(c):
+    c.node("Mul", [c.x("X"), c.x("X")], [c.out("Out")])
+
+
+@exporter("pow")
+def _pow(c):
+    c.node("Pow", [c.x("X"), c.const(np.asarray(c.attr("factor"), c.dtype_in("X")))], [c.out("Out")])
+
+
+@exporter("leaky_relu")
+def _leaky_relu(c):
+    c.node("LeakyRelu", [c.x("X")], [c.out("Out")], alpha=float(c.attr("alpha")))
+
+
+@exporter("scale")
+def _scale(c):
+    dtype = c.dtype_in("X")
+    scale, bias = c.const(np.asarray(c.attr("scale"), dtype)), c.const(np.asarray(c.attr("bias"), dtype))
+    if c.attr("bias_after_scale"):
+        c.node("Add", [c.node("Mul", [c.x("X"), scale]), bias], [c.out("Out")])
+    else:
+        c.node("Mul", [c.node("Add", [c.x("X"), bias]), scale], [c.out("Out")])
+
+
+@exporter("increment")
+def _increment(c):
+    c.node("Add", [c.x("X"), c.const(np.asarray(c.attr("step"), c.dtype_in("X")))], [c.out("Out")])
+
+
+@exporter("sum")
+def _sum(c):
+    c.node("Sum", c.xs("X"), [c.out("Out")])
+
+
+@exporter("cast")
+def _cast(c):
+    c.node("Cast", [c.x("X")], [c.out("Out")], to=c.onnx_dtype(c.attr("dtype")))
+
+
+@exporter("clip")
+def _clip(c):
+    dtype = c.dtype_in("X")
+    low, high = c.attr("min"), c.attr("max")
+    inputs = [c.x("X"), c.const(np.asarray(low, dtype)) if np.isfinite(low) else "",
+              c.const(np.asarray(high, dtype)) if np.isfinite(high) else ""]
+    while inputs[-1] == "":
+        inputs.pop()
+    c.node("Clip", inputs, [c.out("Out")])
+
+
+# ---------------------------------------------------------------- reductions
+def _axes(c, rank):
+    axis = c.attr("axis")
+    if axis is None or axis == [] or c.attr("reduce_all"):
+        return list(range(rank))
+    return [int(a) for a in (axis if isinstance(axis, (list, tuple)) else [axis])]
+
+
+def _reduce(onnx_type: str, axes_input_since: int):
+    def export(c):
+        rank = len(c.shape_in("X"))
+        axes = _axes(c, rank)
+        keep = int(bool(c.attr("keepdim")))
+        if not axes:
+            c.node("Identity", [c.x("X")], [c.out("Out")])
+        elif c.opset >= axes_input_since:
+            c.node(onnx_type, [c.x("X"), c.const(np.asarray(axes, "int64"))], [c.out("Out")], keepdims=keep)
+        else:
+            c.node(onnx_type, [c.x("X")], [c.out("Out")], axes=axes, keepdims=keep)
+    return export
+
+
+EXPORTERS["reduce_sum"] = _reduce("ReduceSum", 13)
+EXPORTERS["reduce_mean"] = _reduce("ReduceMean", 18)
+EXPORTERS["reduce_max"] = _reduce("ReduceMax", 18)
+EXPORTERS["reduce_min"] = _reduce("ReduceMin", 18)
+
+
+@exporter("mean")
+def _mean(c):
+    rank = len(c.shape_in("X"))
+    if c.opset >= 18:
+        c.node("ReduceMean", [c.x("X"), c.const(np.arange(rank, dtype="int64"))], [c.out("Out")], keepdims=0)
+    else:
+        c.node("ReduceMean", [c.x("X")], [c.out("Out")], axes=list(range(rank)), keepdims=0)
+
+
+@exporter("softmax", "log_softmax")
+def _softmax(c):
+    c.node({"softmax": "Softmax", "log_softmax": "LogSoftmax"}[c.op.type], [c.x("X")], [c.out("Out")],
+           axis=int(c.attr("axis")))
+
+
+# ---------------------------------------------------------------- shapes
+@exporter("reshape")
+def _reshape(c):
+    c.node("Reshape", [c.x("X"), c.const(np.asarray(c.attr("shape"), "int64"))], [c.out("Out")])
+
+
+@exporter("reshape_as")
+def _reshape_as(c):
+    c.node("Reshape", [c.x("X"), c.node("Shape", [c.x("Target")])], [c.out("Out")])
+
+
+@exporter("transpose")
+def _transpose(c):
+    c.node("Transpose", [c.x("X")], [c.out("Out")], perm=[int(p) for p in c.attr("perm")])
+
+
+@exporter("concat")
+def _concat(c):
+    c.node("Concat", c.xs("X"), [c.out("Out")], axis=int(c.attr("axis")))
+
+
+@exporter("stack")
+def _stack(c):
+    axis = int(c.attr("axis"))
+    axes = c.const(np.asarray([axis], "int64"))
+    c.node("Concat", [c.node("Unsqueeze", [x, axes]) for x in c.xs("X")], [c.out("Out")], axis=axis)
+
+
+@exporter("split")
+def _split(c):
+    axis = int(c.attr("axis"))
+    outs = [c.out("Out", i) for i in range(len(c.op.output("Out")))]
+    sizes = [int(framework_shape[axis]) for framework_shape in c.shapes_out("Out")]
+    if any(s < 0 for s in sizes):
+        c.node("Split", [c.x("X")], outs, axis=axis, **({"num_outputs": len(outs)} if c.opset >= 18 else {}))
+    else:
+        c.node("Split", [c.x("X"), c.const(np.asarray(sizes, "int64"))], outs, axis=axis)
+
+
+@exporter("slice")
+def _slice(c):
+    const = lambda values: c.const(np.asarray(values, "int64"))  # noqa: E731
+    c.node("Slice", [c.x("X"), const(c.attr("starts")), const(c.attr("ends")), const(c.attr("axes"))],
+           [c.out("Out")])
+
+
+@exporter("gather")
+def _gather(c):
+    c.node("Gather", [c.x("X"), c.x("Index")], [c.out("Out")], axis=int(c.attr("axis")))
+
+
+@exporter("squeeze", "unsqueeze")
+def _squeeze(c):
+    c.node(c.op.type.capitalize(), [c.x("X"), c.const(np.asarray(c.attr("axes"), "int64"))], [c.out("Out")])
+
+
+@exporter("expand_as")
+def _expand_as(c):
+    c.node("Expand", [c.x("X"), c.node("Shape", [c.x("Target")])], [c.out("Out")])
+
+
+@exporter("fill_constant")
+def _fill_constant(c):
+    value = np.full(c.attr("shape"), c.attr("value"), dtype=c.attr("dtype"))
+    c.node("Identity", [c.const(value)], [c.out("Out")])
+
+
+@exporter("fill_zeros_like", "fill_any_like")
+def _fill_like(c):
+    dtype = c.dtype_of("Out")
+    value = c.attr("value") if c.op.type == "fill_any_like" else 0
+    c.node("ConstantOfShape", [c.node("Shape", [c.x("X")])], [c.out("Out")],
+           value=c.tensor(np.asarray([value], dtype)))
+
+
+@exporter("one_hot")
+def _one_hot(c):
+    depth = c.const(np.asarray(c.attr("depth"), "int64"))
+    values = c.const(np.asarray([0, 1], c.attr("dtype")))
+    c.node("OneHot", [c.x("X"), depth, values], [c.out("Out")], axis=-1)
+
+
+@exporter("select_input")
+def _select_input(c):
+    inputs = c.xs("X")
+    if len(inputs) != 2:
+        raise c.refuse("select_input of more than two inputs")
+    mask = c.cast(c.node("Reshape", [c.x("Mask"), c.const(np.asarray([], "int64"))]), "bool")
+    c.node("Where", [mask, inputs[1], inputs[0]], [c.out("Out")])
+
+
+@exporter("where")
+def _where(c):
+    c.node("Where", [c.x("Condition"), c.x("X"), c.x("Y")], [c.out("Out")])
+
+
+# ---------------------------------------------------------------- products and nn
+@exporter("matmul")
+def _matmul(c):
+    def operand(slot, flag):
+        name = c.x(slot)
+        rank = len(c.shape_in(slot))
+        if c.attr(flag) and rank > 1:
+            perm = list(range(rank))
+            perm[-1], perm[-2] = perm[-2], perm[-1]
+            name = c.node("Transpose", [name], perm=perm)
+        return name
+    c.node("MatMul", [operand("X", "transpose_x"), operand("Y", "transpose_y")], [c.out("Out")])
+
+
+def _onnx_pads(paddings):
+    values = list(paddings)
+    top, bottom, left, right = (values[0], values[0], values[1], values[1]) if len(values) == 2 else values
+    return [int(top), int(left), int(bottom), int(right)]
+
+
+@exporter("conv2d")
+def _conv2d(c):
+    inputs = [c.x("Input"), c.x("Filter")] + ([c.x("Bias")] if c.has("Bias") else [])
+    filter_shape = c.shape_in("Filter")
+    c.node("Conv", inputs, [c.out("Output")], kernel_shape=list(filter_shape[2:]), strides=list(c.attr("strides")),
+           pads=_onnx_pads(c.attr("paddings")), dilations=list(c.attr("dilations")), group=int(c.attr("groups")))
+
+
+@exporter("pool2d")
+def _pool2d(c):
+    kind = c.attr("pooling_type")
+    if c.attr("global_pooling"):
+        c.node("GlobalMaxPool" if kind == "max" else "GlobalAveragePool", [c.x("X")], [c.out("Out")])
+        return
+    attrs = dict(kernel_shape=list(c.attr("ksize")), strides=list(c.attr("strides")),
+                 pads=_onnx_pads(c.attr("paddings")))
+    if kind != "max":
+        attrs["count_include_pad"] = 0 if c.attr("exclusive") else 1
+    c.node("MaxPool" if kind == "max" else "AveragePool", [c.x("X")], [c.out("Out")], **attrs)
+
+
+@exporter("batch_norm")
+def _batch_norm(c):
+    if not (c.attr("is_test") or c.attr("use_global_stats")):
+        raise c.refuse("batch_norm in training mode (export the program for inference: clone(for_test=True))")
+    c.node("BatchNormalization", [c.x(s) for s in ("X", "Scale", "Bias", "Mean", "Variance")], [c.out("Y")],
+           epsilon=float(c.attr("epsilon")))
+
+
+@exporter("layer_norm")
+def _layer_norm(c):
+    shape = c.shape_in("X")
+    axis = int(c.attr("begin_norm_axis"))
+    normalized = [d for d in shape[axis:]]
+    if any(d < 0 for d in normalized):
+        raise c.refuse("layer_norm over dimensions of unknown size")
+    norm_shape = c.const(np.asarray(normalized, "int64"))
+    dtype = c.dtype_in("X")
+    scale = c.node("Reshape", [c.x("Scale"), norm_shape]) if c.has("Scale") else c.const(np.ones(normalized, dtype))
+    inputs = [c.x("X"), scale] + ([c.node("Reshape", [c.x("Bias"), norm_shape])] if c.has("Bias") else [])
+    if c.opset < 17:
+        raise c.refuse("layer_norm before opset 17 (LayerNormalization)")
+    c.node("LayerNormalization", inputs, [c.out("Y")], axis=axis, epsilon=float(c.attr("epsilon")))
+
+
+@exporter("dropout")
+def _dropout(c):
+    if not c.attr("is_test") and c.attr("dropout_prob") > 0:
+        raise c.refuse("dropout in training mode (export the program for inference: clone(for_test=True))")
+    if c.attr("dropout_implementation") == "downgrade_in_infer":
+        keep = np.asarray(1.0 - c.attr("dropout_prob"), c.dtype_in("X"))
+        c.node("Mul", [c.x("X"), c.const(keep)], [c.out("Out")])
+    else:
+        c.node("Identity", [c.x("X")], [c.out("Out")])
+
+
+
