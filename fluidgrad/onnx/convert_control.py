@@ -63,7 +63,8 @@ def _loop(ctx):
     keep_going = _one_element_bool(ctx, ctx.input(1)) if ctx.has_input(1) else full(ctx, [], 1, "bool")
     limit = cast(ctx, ctx.input(0), "int64") if ctx.has_input(0) else None
     carried = [ctx.input(2 + k) for k in range(n_carried)]
-    scans = [_empty_scan(ctx, body, 1 + n_carried + k) for k in range(n_scan)]
+    trips = _trip_count(ctx) if n_scan else 0
+    scans = [_scan_buffer(ctx, body, 1 + n_carried + k, trips) for k in range(n_scan)]
 
     def condition(i, going, *rest):
         if limit is None:
@@ -82,8 +83,7 @@ def _loop(ctx):
         outs = [sub.variable(out.name) for out in body.output]
         next_going = ctx.op("reshape", {"X": cast(ctx, outs[0], "bool")}, shape=list(going.shape))
         new_values = [_keep_dtype(ctx, v, old) for v, old in zip(outs[1:1 + n_carried], values)]
-        grown = [ctx.op("concat", {"X": [acc, ctx.op("unsqueeze", {"X": y}, axes=[0])]}, axis=0)
-                 for acc, y in zip(values[n_carried:], outs[1 + n_carried:])]
+        grown = [_scan_write(ctx, acc, y, i, trips) for acc, y in zip(values[n_carried:], outs[1 + n_carried:])]
         return [binary(ctx, "elementwise_add", i, full(ctx, [], 1, "int64")), next_going] + new_values + grown
 
     finals = while_loop(condition, step, [counter, keep_going] + carried + scans)
@@ -97,11 +97,24 @@ def _keep_dtype(ctx: Any, value: Variable, old: Variable) -> Variable:
     return value
 
 
-def _empty_scan(ctx: Any, body: Any, index: int) -> Variable:
-    """An empty accumulator [0, *element shape] whose first dimension grows each step."""
+def _trip_count(ctx: Any) -> int:
+    """Scan outputs need the number of steps when the program is built (their buffer's size)."""
+    if not ctx.has_input(0) or ctx.maybe_const(0) is None:
+        raise ctx.unsupported("scan outputs of a Loop whose trip count is not a constant")
+    return int(ctx.maybe_const(0).reshape(-1)[0])
+
+
+def _scan_buffer(ctx: Any, body: Any, index: int, trips: int) -> Variable:
+    """A zero buffer [trips, *element shape]; step i adds its value at row i."""
     dtype, shape = value_info_type(body.output[index], f"Loop scan output {body.output[index].name!r}")
     if any(d < 0 for d in shape):
         raise ctx.unsupported(f"scan output {body.output[index].name!r} of unknown shape {shape}")
-    acc = full(ctx, [0] + shape, 0, dtype)
-    acc.shape = (-1,) + tuple(shape)
-    return acc
+    return full(ctx, [trips] + shape, 0, dtype)
+
+
+def _scan_write(ctx: Any, buffer: Variable, value: Variable, i: Variable, trips: int) -> Variable:
+    """buffer + one_hot(i) (x) value: differentiable with ordinary ops (no scatter)."""
+    row = ctx.op("one_hot", {"X": i}, depth=trips, dtype=buffer.dtype)
+    row = ctx.op("reshape", {"X": row}, shape=[trips] + [1] * len(value.shape))
+    placed = binary(ctx, "elementwise_mul", row, ctx.op("unsqueeze", {"X": cast(ctx, value, buffer.dtype)}, axes=[0]))
+    return binary(ctx, "elementwise_add", buffer, placed)
