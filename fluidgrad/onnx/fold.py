@@ -77,6 +77,7 @@ FOLDERS: dict[str, Callable[[dict, list, int], Any]] = {
     "Equal": lambda a, i, o: np.equal(i[0], i[1]), "Less": lambda a, i, o: np.less(i[0], i[1]),
     "Greater": lambda a, i, o: np.greater(i[0], i[1]), "Not": lambda a, i, o: np.logical_not(i[0]),
     "Where": lambda a, i, o: np.where(i[0], i[1], i[2]),
+    "Mod": lambda a, i, o: np.fmod(i[0], i[1]) if a.get("fmod", 0) else np.mod(i[0], i[1]),
     "Concat": lambda a, i, o: np.concatenate(i, axis=a["axis"]),
     "Gather": lambda a, i, o: np.take(i[0], i[1], axis=a.get("axis", 0)),
     "Cast": lambda a, i, o: i[0],  # the dtype is applied by the caller (see fold_node)
