@@ -26,10 +26,11 @@ def export(layer_or_function: Any, path: Any, example_inputs: Any, opset_version
 
 
 def export_program(path: Any, feed_vars: Any, fetch_vars: Any, program: Any = None, scope: Any = None,
-                   opset_version: int | None = None) -> Any:
-    """Write a static program's inference part as ONNX (parameters as initializers); returns the ModelProto."""
+                   opset_version: int | None = None, **options: Any) -> Any:
+    """Write a static program's inference part as ONNX (parameters as initializers); returns the ModelProto.
+    `options`: dynamic_axes={name: [axes]}, external_data=True/False (default: above 1 GB)."""
     return importlib.import_module(".exporter", __name__).export_program(path, feed_vars, fetch_vars, program,
-                                                                        scope, opset_version)
+                                                                        scope, opset_version, **options)
 
 
 def __getattr__(name: str) -> Any:

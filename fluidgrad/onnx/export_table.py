@@ -168,7 +168,8 @@ def _reshape_as(c):
 
 @exporter("transpose")
 def _transpose(c):
-    c.node("Transpose", [c.x("X")], [c.out("Out")], perm=[int(p) for p in c.attr("perm")])
+    rank = len(c.shape_in("X"))
+    c.node("Transpose", [c.x("X")], [c.out("Out")], perm=[int(p) % max(rank, 1) for p in c.attr("perm")])
 
 
 @exporter("concat")
@@ -213,7 +214,11 @@ def _squeeze(c):
 
 @exporter("expand_as")
 def _expand_as(c):
-    c.node("Expand", [c.x("X"), c.node("Shape", [c.x("Target")])], [c.out("Out")])
+    shape = c.node("Shape", [c.x("Target")])
+    if len(c.shape_in("X")) > len(c.shape_in("Target")):  # fluidgrad drops leading 1s; Expand cannot
+        c.node("Reshape", [c.node("Expand", [c.x("X"), shape]), shape], [c.out("Out")])
+    else:
+        c.node("Expand", [c.x("X"), shape], [c.out("Out")])
 
 
 @exporter("fill_constant")
@@ -232,9 +237,10 @@ def _fill_like(c):
 
 @exporter("one_hot")
 def _one_hot(c):
-    depth = c.const(np.asarray(c.attr("depth"), "int64"))
-    values = c.const(np.asarray([0, 1], c.attr("dtype")))
-    c.node("OneHot", [c.x("X"), depth, values], [c.out("Out")], axis=-1)
+    """X[..., None] == arange(depth), cast: exact, and runs where OneHot lacks a kernel."""
+    positions = c.const(np.arange(int(c.attr("depth")), dtype=c.dtype_in("X")))
+    column = c.node("Unsqueeze", [c.x("X"), c.const(np.asarray([-1], "int64"))])
+    c.node("Cast", [c.node("Equal", [column, positions])], [c.out("Out")], to=c.onnx_dtype(c.attr("dtype")))
 
 
 @exporter("select_input")
@@ -262,7 +268,13 @@ def _matmul(c):
             perm[-1], perm[-2] = perm[-2], perm[-1]
             name = c.node("Transpose", [name], perm=perm)
         return name
-    c.node("MatMul", [operand("X", "transpose_x"), operand("Y", "transpose_y")], [c.out("Out")])
+    x, y = operand("X", "transpose_x"), operand("Y", "transpose_y")
+    if len(c.shape_in("Y")) == 1 and c.attr("transpose_x") and len(c.shape_in("X")) > 1:
+        # onnxruntime's Transpose+MatMul fusion gets a vector right operand wrong (1.32): use a column
+        last = c.const(np.asarray([-1], "int64"))
+        c.node("Squeeze", [c.node("MatMul", [x, c.node("Unsqueeze", [y, last])]), last], [c.out("Out")])
+        return
+    c.node("MatMul", [x, y], [c.out("Out")])
 
 
 def _onnx_pads(paddings):
