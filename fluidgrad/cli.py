@@ -3,9 +3,10 @@
     fluidgrad demo [--epochs N] [--out DIR] [--mode static|eager]   train a CNN on 8x8 digits
     fluidgrad show MODEL                                             print a saved program
     fluidgrad draw MODEL -o FILE                                     draw it (.svg/.png/.pdf/.dot)
+    fluidgrad export MODEL -o model.onnx [--opset N]                 a saved inference model to ONNX
 
 MODEL is the path prefix given to `save` / `save_inference_model` (e.g. fluidgrad-demo/digits)
-or the `.pdmodel.json` file itself.
+or the `.pdmodel.json` file itself; `show` and `draw` also take an ONNX file (`.onnx`).
 """
 from __future__ import annotations
 
@@ -45,7 +46,51 @@ def _parser() -> argparse.ArgumentParser:
     draw = commands.add_parser("draw", help="draw a saved program (SVG, PNG, PDF by suffix, or DOT source)")
     draw.add_argument("model", help="path prefix of a saved model, or its .pdmodel.json file")
     draw.add_argument("-o", "--output", required=True, help="picture file: .svg, .png, .pdf or .dot")
+    _add_export_parser(commands)
     return parser
+
+
+def _add_export_parser(commands: argparse._SubParsersAction) -> None:
+    export = commands.add_parser("export", help="write a saved inference model as ONNX (needs fluidgrad[onnx])",
+                                 description="Convert a model saved with save_inference_model to an ONNX file "
+                                 "that onnxruntime (or any ONNX runtime) can run.")
+    export.add_argument("model", help="path prefix of a model saved with save_inference_model")
+    export.add_argument("-o", "--output", required=True, help="the ONNX file to write")
+    export.add_argument("--opset", type=int, default=None, help="ONNX opset version (default: fluidgrad's)")
+
+
+def _require_onnx() -> None:
+    try:
+        import onnx  # noqa: F401
+    except ImportError:
+        raise RuntimeError("ONNX support needs the onnx package: pip install 'fluidgrad[onnx]'") from None
+
+
+def _export(args: argparse.Namespace) -> int:
+    _require_onnx()
+    from .executor import Scope
+    from .io import load_inference_model
+    from .onnx import export_program
+    scope = Scope()
+    program, feed_names, fetch_vars = load_inference_model(args.model, scope=scope)
+    model = export_program(args.output, feed_names, fetch_vars, program=program, scope=scope,
+                           opset_version=args.opset)
+    print(f"wrote {args.output} (opset {model.opset_import[0].version}, {len(model.graph.node)} nodes, "
+          f"{len(model.graph.initializer)} initializers)")
+    return 0
+
+
+def _is_onnx(path: str) -> bool:
+    return str(path).lower().endswith(".onnx")
+
+
+def _read_onnx(path: str) -> tuple:
+    """An ONNX file as (program, feed names, fetch names), imported into a throwaway scope."""
+    _require_onnx()
+    from .executor import Scope
+    from .onnx import import_model
+    program, feed_names, fetch_vars = import_model(path, Scope())
+    return program, feed_names, [v.name for v in fetch_vars]
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -76,7 +121,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     from .io import read_model
-    program, feed_names, fetch_names = read_model(args.model)
+    program, feed_names, fetch_names = (_read_onnx if _is_onnx(args.model) else read_model)(args.model)
     print(f"# {Path(args.model)}")
     if feed_names is not None:
         print(f"# feeds: {', '.join(feed_names)}")
@@ -99,7 +144,7 @@ def _numel(shape: Sequence[int]) -> int:
 def _draw(args: argparse.Namespace) -> int:
     from .io import read_model
     from .viz import draw
-    program, _, _ = read_model(args.model)
+    program, _, _ = (_read_onnx if _is_onnx(args.model) else read_model)(args.model)
     print(f"wrote {draw(program, args.output)}")
     return 0
 
@@ -107,7 +152,7 @@ def _draw(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `fluidgrad` script; returns the exit status."""
     args = _parser().parse_args(argv)
-    handler = {"demo": _demo, "show": _show, "draw": _draw}[args.command]
+    handler = {"demo": _demo, "show": _show, "draw": _draw, "export": _export}[args.command]
     try:
         return handler(args)
     except BrokenPipeError:  # `fluidgrad show MODEL | head`: stop quietly (Python docs' recipe)
