@@ -43,8 +43,18 @@ for _ours, _theirs in {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "ex
                        "logical_not": "Not", "assign": "Identity", "floor": "Floor", "ceil": "Ceil",
                        "erf": "Erf", "tan": "Tan", "asin": "Asin", "acos": "Acos", "atan": "Atan",
                        "sinh": "Sinh", "cosh": "Cosh", "asinh": "Asinh", "acosh": "Acosh", "atanh": "Atanh",
-                       "reciprocal": "Reciprocal", "softplus": "Softplus", "softsign": "Softsign"}.items():
+                       "reciprocal": "Reciprocal", "softsign": "Softsign"}.items():
     EXPORTERS[_ours] = _simple(_theirs)
+
+
+@exporter("softplus")
+def _softplus(c):
+    """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (Paddle's rule)."""
+    dtype = c.dtype_in("X")
+    beta, threshold = c.const(np.asarray(c.attr("beta"), dtype)), c.const(np.asarray(c.attr("threshold"), dtype))
+    scaled = c.node("Mul", [c.x("X"), beta])
+    smooth = c.node("Div", [c.node("Softplus", [scaled]), beta])
+    c.node("Where", [c.node("Greater", [scaled, threshold]), c.x("X"), smooth], [c.out("Out")])
 
 
 @exporter("elementwise_div")
