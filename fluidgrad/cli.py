@@ -16,12 +16,17 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from . import __version__, demo
+from .executor import Scope
+from .io import load_inference_model, read_model
+from .onnx import export_program, import_model
+from .viz import draw
+
 DEFAULT_OUT = "fluidgrad-demo"
 MODELS = ("cnn", "mlp")  # the networks fluidgrad.demo defines
 
 
 def _parser() -> argparse.ArgumentParser:
-    from . import __version__
     parser = argparse.ArgumentParser(prog="fluidgrad", description="fluidgrad: Programs, automatic backward "
                                      "building and an eager mode, on NumPy.")
     parser.add_argument("--version", action="version", version=f"fluidgrad {__version__}")
@@ -69,9 +74,6 @@ def _require_onnx() -> None:
 
 def _export(args: argparse.Namespace) -> int:
     _require_onnx()
-    from .executor import Scope
-    from .io import load_inference_model
-    from .onnx import export_program
     scope = Scope()
     program, feed_names, fetch_vars = load_inference_model(args.model, scope=scope)
     model = export_program(args.output, feed_names, fetch_vars, program=program, scope=scope,
@@ -88,14 +90,11 @@ def _is_onnx(path: str) -> bool:
 def _read_onnx(path: str) -> tuple:
     """An ONNX file as (program, feed names, fetch names), imported into a throwaway scope."""
     _require_onnx()
-    from .executor import Scope
-    from .onnx import import_model
     program, feed_names, fetch_vars = import_model(path, Scope())
     return program, feed_names, [v.name for v in fetch_vars]
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from . import demo
     if args.epochs < 1:
         raise ValueError(f"--epochs must be at least 1, got {args.epochs}")
     progress = None
@@ -121,7 +120,6 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from .io import read_model
     program, feed_names, fetch_names = (_read_onnx if _is_onnx(args.model) else read_model)(args.model)
     print(f"# {Path(args.model)}")
     if feed_names is not None:
@@ -143,8 +141,6 @@ def _numel(shape: Sequence[int]) -> int:
 
 
 def _draw(args: argparse.Namespace) -> int:
-    from .io import read_model
-    from .viz import draw
     program, _, _ = (_read_onnx if _is_onnx(args.model) else read_model)(args.model)
     print(f"wrote {draw(program, args.output)}")
     return 0

@@ -49,12 +49,15 @@ for _ours, _theirs in {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "ex
 
 @exporter("softplus")
 def _softplus(c):
-    """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (Paddle's rule)."""
+    """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (Paddle's rule), blended
+    with a 0/1 mask (both sides are finite)."""
     dtype = c.dtype_in("X")
     beta, threshold = c.const(np.asarray(c.attr("beta"), dtype)), c.const(np.asarray(c.attr("threshold"), dtype))
     scaled = c.node("Mul", [c.x("X"), beta])
     smooth = c.node("Div", [c.node("Softplus", [scaled]), beta])
-    c.node("Where", [c.node("Greater", [scaled, threshold]), c.x("X"), smooth], [c.out("Out")])
+    linear = c.cast(c.node("Greater", [scaled, threshold]), dtype)
+    rest = c.node("Sub", [c.const(np.asarray(1, dtype)), linear])
+    c.node("Add", [c.node("Mul", [linear, c.x("X")]), c.node("Mul", [rest, smooth])], [c.out("Out")])
 
 
 @exporter("elementwise_div")
