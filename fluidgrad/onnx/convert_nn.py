@@ -1,7 +1,6 @@
 """Converters for convolution, pooling and normalisation (1-D and 2-D spatial, NCHW)."""
 from __future__ import annotations
 
-import math
 from typing import Any, Sequence
 
 
@@ -10,100 +9,63 @@ from .convert_common import binary, normalize_axes
 from .convert_table import converter
 
 
-def _spatial_pads(ctx: Any, in_sizes: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
-                  dilations: Sequence[int]) -> list[int]:
-    """ONNX pads [x1_begin, x2_begin, ..., x1_end, ...], honouring auto_pad."""
-    n = len(kernel)
-    auto_pad = ctx.attr("auto_pad", "NOTSET")
-    if auto_pad in ("NOTSET", "") :
-        return [int(p) for p in (ctx.attr("pads") or [0] * 2 * n)]
-    if auto_pad == "VALID":
-        return [0] * 2 * n
-    begins, ends = [], []
-    for size, k, s, d in zip(in_sizes, kernel, strides, dilations):
-        if size < 0:
-            raise ctx.unsupported(f"auto_pad={auto_pad} on an input of unknown size")
-        total = max((math.ceil(size / s) - 1) * s + (k - 1) * d + 1 - size, 0)
-        small, large = total // 2, total - total // 2
-        begins.append(small if auto_pad == "SAME_UPPER" else large)
-        ends.append(large if auto_pad == "SAME_UPPER" else small)
-    return begins + ends
+def _pairs(onnx_pads: Sequence[int], n: int) -> list[int]:
+    """ONNX [x1_begin, x2_begin, ..., x1_end, ...] -> fluidgrad [lo0, hi0, lo1, hi1, ...]."""
+    pads = list(onnx_pads) or [0] * 2 * n
+    return [int(v) for i in range(n) for v in (pads[i], pads[n + i])]
 
 
-def _as_2d(ctx: Any, x: Any) -> tuple[Any, bool]:
-    """1-D spatial input (N, C, L) becomes (N, C, 1, L); 2-D passes; others are refused."""
-    spatial = len(x.shape) - 2
-    if spatial == 2:
-        return x, False
-    if spatial == 1:
-        return ctx.op("unsqueeze", {"X": x}, axes=[2]), True
-    raise ctx.unsupported(f"{spatial}-D spatial input {list(x.shape)}: fluidgrad has 2-D (and 1-D) kernels")
+def _window_attrs(ctx: Any, n: int) -> dict:
+    """strides, dilations, paddings and padding_algorithm of a Conv / pooling node."""
+    auto_pad = ctx.attr("auto_pad", "NOTSET") or "NOTSET"
+    algorithm = {"NOTSET": "EXPLICIT", "VALID": "VALID", "SAME_UPPER": "SAME_UPPER",
+                 "SAME_LOWER": "SAME_LOWER"}[auto_pad]
+    return dict(strides=[int(s) for s in (ctx.attr("strides") or [1] * n)],
+                dilations=[int(d) for d in (ctx.attr("dilations") or [1] * n)],
+                paddings=_pairs(ctx.attr("pads") or [], n), padding_algorithm=algorithm)
 
 
-def _two(values: Sequence[int], was_1d: bool, fill: int) -> list[int]:
-    return [fill] + list(values) if was_1d else list(values)
-
-
-def _fluid_pads(pads: Sequence[int], was_1d: bool) -> list[int]:
-    """ONNX [h_begin, w_begin, h_end, w_end] -> fluidgrad [top, bottom, left, right]."""
-    if was_1d:
-        return [0, 0, pads[0], pads[1]]
-    return [pads[0], pads[2], pads[1], pads[3]]
+def _spatial_rank(ctx: Any, x: Any) -> int:
+    n = len(x.shape) - 2
+    if n not in (1, 2, 3):
+        raise ctx.unsupported(f"{n}-D spatial input {list(x.shape)}: fluidgrad has 1-D, 2-D and 3-D kernels")
+    return n
 
 
 @converter("Conv")
 def _conv(ctx):
     x, w = ctx.input(0), ctx.input(1)
-    kernel = ctx.attr("kernel_shape") or list(w.shape[2:])
-    n = len(kernel)
-    strides = ctx.attr("strides") or [1] * n
-    dilations = ctx.attr("dilations") or [1] * n
-    pads = _spatial_pads(ctx, x.shape[2:], kernel, strides, dilations)
-    x2, was_1d = _as_2d(ctx, x)
-    w2 = ctx.op("unsqueeze", {"X": w}, axes=[2]) if was_1d else w
+    n = _spatial_rank(ctx, x)
     bias = ctx.input(2) if ctx.has_input(2) else None
-    out = ctx.op("conv2d", {"Input": x2, "Filter": w2, "Bias": bias}, strides=_two(strides, was_1d, 1),
-                 paddings=_fluid_pads(pads, was_1d), dilations=_two(dilations, was_1d, 1),
-                 groups=int(ctx.attr("group", 1)))
-    return ctx.op("squeeze", {"X": out}, axes=[2]) if was_1d else out
+    return ctx.op(f"conv{n}d", {"Input": x, "Filter": w, "Bias": bias}, groups=int(ctx.attr("group", 1)),
+                  **_window_attrs(ctx, n))
+
+
+@converter("ConvTranspose")
+def _conv_transpose(ctx):
+    x, w = ctx.input(0), ctx.input(1)
+    n = _spatial_rank(ctx, x)
+    if ctx.attr("output_shape") is not None:
+        raise ctx.unsupported("ConvTranspose with output_shape (give pads and output_padding)")
+    if (ctx.attr("auto_pad", "NOTSET") or "NOTSET") not in ("NOTSET", "VALID"):
+        raise ctx.unsupported(f"ConvTranspose with auto_pad={ctx.attr('auto_pad')}")
+    attrs = _window_attrs(ctx, n)
+    attrs["padding_algorithm"] = "EXPLICIT"
+    bias = ctx.input(2) if ctx.has_input(2) else None
+    return ctx.op(f"conv{n}d_transpose", {"Input": x, "Filter": w, "Bias": bias}, groups=int(ctx.attr("group", 1)),
+                  output_padding=[int(p) for p in (ctx.attr("output_padding") or [0] * n)], **attrs)
 
 
 def _pool(ctx: Any, pooling_type: str) -> Any:
     x = ctx.input(0)
-    kernel = list(ctx.attr("kernel_shape"))
-    n = len(kernel)
-    strides = ctx.attr("strides") or [1] * n
-    dilations = ctx.attr("dilations") or [1] * n
-    if any(d != 1 for d in dilations):
-        raise ctx.unsupported(f"pooling with dilations {dilations}")
-    pads = _spatial_pads(ctx, x.shape[2:], kernel, strides, dilations)
-    if ctx.attr("ceil_mode", 0):
-        pads = _ceil_pads(ctx, x.shape[2:], kernel, strides, pads, pooling_type)
-    x2, was_1d = _as_2d(ctx, x)
-    exclusive = not ctx.attr("count_include_pad", 0)
-    out = ctx.op("pool2d", {"X": x2}, pooling_type=pooling_type, ksize=_two(kernel, was_1d, 1),
-                 strides=_two(strides, was_1d, 1), paddings=_fluid_pads(pads, was_1d), exclusive=exclusive)
-    out = ctx.op("squeeze", {"X": out}, axes=[2]) if was_1d else out
+    n = _spatial_rank(ctx, x)
     if len(ctx.node.output) > 1 and ctx.node.output[1]:
-        raise ctx.unsupported("the Indices output of MaxPool")
-    return out
-
-
-def _ceil_pads(ctx, sizes, kernel, strides, pads, pooling_type):
-    """Ceil mode = extra padding at the end, for windows that start inside the input."""
-    n = len(kernel)
-    if pooling_type != "max" and ctx.attr("count_include_pad", 0):
-        raise ctx.unsupported("ceil_mode with count_include_pad")
-    ends = list(pads[n:])
-    for i, (size, k, s) in enumerate(zip(sizes, kernel, strides)):
-        if size < 0:
-            raise ctx.unsupported("ceil_mode on an input of unknown size")
-        padded = size + pads[i] + pads[n + i]
-        out = math.ceil((padded - k) / s) + 1
-        if (out - 1) * s >= size + pads[i]:
-            out -= 1
-        ends[i] += max((out - 1) * s + k - padded, 0)
-    return list(pads[:n]) + ends
+        raise ctx.unsupported("the Indices output of MaxPool (fluidgrad's indices count within a plane)")
+    attrs = _window_attrs(ctx, n)
+    if pooling_type == "avg" and ctx.opset < 19:
+        attrs["dilations"] = [1] * n
+    return ctx.op(f"pool{n}d", {"X": x}, pooling_type=pooling_type, ksize=[int(k) for k in ctx.attr("kernel_shape")],
+                  exclusive=not ctx.attr("count_include_pad", 0), ceil_mode=bool(ctx.attr("ceil_mode", 0)), **attrs)
 
 
 converter("MaxPool")(lambda ctx: _pool(ctx, "max"))

@@ -290,30 +290,87 @@ def _matmul(c):
     c.node("MatMul", [x, y], [c.out("Out")])
 
 
-def _onnx_pads(paddings):
-    values = list(paddings)
-    top, bottom, left, right = (values[0], values[0], values[1], values[1]) if len(values) == 2 else values
-    return [int(top), int(left), int(bottom), int(right)]
+def _window(c, nd: int) -> dict:
+    """strides, dilations, pads / auto_pad of a window op, in ONNX's terms."""
+    attrs = dict(strides=_per_axis(c.attr("strides"), nd), dilations=_per_axis(c.attr("dilations"), nd))
+    algorithm = str(c.attr("padding_algorithm")).upper()
+    if algorithm == "EXPLICIT":
+        pairs = _pad_pairs(c.attr("paddings"), nd)
+        attrs["pads"] = [lo for lo, _ in pairs] + [hi for _, hi in pairs]
+    else:
+        attrs["auto_pad"] = {"SAME": "SAME_UPPER"}.get(algorithm, algorithm)
+    return attrs
 
 
-@exporter("conv2d")
-def _conv2d(c):
+def _ceil_as_padding(c, attrs, nd, kind):
+    """ceil_mode as extra end padding: fluidgrad (like PyTorch) drops a last window that would
+    start in the end padding, which ONNX's ceil_mode keeps; explicit padding says it exactly."""
+    sizes = c.shape_in("X")[2:]
+    if "pads" not in attrs or any(s < 0 for s in sizes):
+        attrs["ceil_mode"] = 1
+        return
+    if kind != "max" and not c.attr("exclusive"):
+        raise c.refuse("ceil_mode with padding counted in the average")
+    pads = attrs["pads"]
+    for i, (size, k, s, d) in enumerate(zip(sizes, attrs["kernel_shape"], attrs["strides"], attrs["dilations"])):
+        lo, hi = pads[i], pads[nd + i]
+        span = size + lo + hi - d * (k - 1) - 1
+        out = -(-span // s) + 1
+        if (out - 1) * s >= size + lo:
+            out -= 1
+        pads[nd + i] = max(hi, (out - 1) * s + d * (k - 1) + 1 - size - lo)
+
+
+def _per_axis(value, nd):
+    values = [value] if isinstance(value, int) else list(value)
+    return [int(v) for v in (values * nd if len(values) == 1 else values)]
+
+
+def _pad_pairs(paddings, nd):
+    values = [paddings] if isinstance(paddings, int) else [int(p) for p in paddings]
+    values = values * nd if len(values) == 1 else values
+    if len(values) == nd:
+        return [(v, v) for v in values]
+    return [(values[2 * i], values[2 * i + 1]) for i in range(nd)]
+
+
+def _channel_first(c, slot: str) -> int:
+    fmt = c.attr("data_format")
+    if fmt not in ("NCL", "NCHW", "NCDHW"):
+        raise c.refuse(f"data_format {fmt} (ONNX is channel-first)")
+    return len(c.shape_in(slot)) - 2
+
+
+@exporter("conv1d", "conv2d", "conv3d", "conv1d_transpose", "conv2d_transpose", "conv3d_transpose")
+def _conv(c):
+    nd = _channel_first(c, "Input")
     inputs = [c.x("Input"), c.x("Filter")] + ([c.x("Bias")] if c.has("Bias") else [])
-    filter_shape = c.shape_in("Filter")
-    c.node("Conv", inputs, [c.out("Output")], kernel_shape=list(filter_shape[2:]), strides=list(c.attr("strides")),
-           pads=_onnx_pads(c.attr("paddings")), dilations=list(c.attr("dilations")), group=int(c.attr("groups")))
+    attrs = dict(kernel_shape=list(c.shape_in("Filter")[2:]), group=int(c.attr("groups")), **_window(c, nd))
+    if c.op.type.endswith("_transpose"):
+        attrs["output_padding"] = _per_axis(c.attr("output_padding"), nd)
+        c.node("ConvTranspose", inputs, [c.out("Output")], **attrs)
+    else:
+        c.node("Conv", inputs, [c.out("Output")], **attrs)
 
 
-@exporter("pool2d")
-def _pool2d(c):
-    kind = c.attr("pooling_type")
-    if c.attr("global_pooling"):
+@exporter("pool1d", "pool2d", "pool3d", "max_pool1d_with_index", "max_pool2d_with_index", "max_pool3d_with_index")
+def _pool(c):
+    nd = _channel_first(c, "X")
+    kind = c.attr("pooling_type") if c.op.has_attr("pooling_type") else "max"
+    if c.attr("global_pooling") or (c.attr("adaptive") and all(k == 1 for k in _per_axis(c.attr("ksize"), nd))):
         c.node("GlobalMaxPool" if kind == "max" else "GlobalAveragePool", [c.x("X")], [c.out("Out")])
         return
-    attrs = dict(kernel_shape=list(c.attr("ksize")), strides=list(c.attr("strides")),
-                 pads=_onnx_pads(c.attr("paddings")))
+    if c.attr("adaptive"):
+        raise c.refuse("adaptive pooling to more than one output per axis")
+    attrs = dict(kernel_shape=_per_axis(c.attr("ksize"), nd), **_window(c, nd))
+    if c.attr("ceil_mode"):
+        _ceil_as_padding(c, attrs, nd, kind)
     if kind != "max":
         attrs["count_include_pad"] = 0 if c.attr("exclusive") else 1
+        if any(d != 1 for d in attrs["dilations"]) and c.opset < 19:
+            raise c.refuse("dilated average pooling before opset 19")
+        if c.opset < 19:
+            del attrs["dilations"]
     c.node("MaxPool" if kind == "max" else "AveragePool", [c.x("X")], [c.out("Out")], **attrs)
 
 
