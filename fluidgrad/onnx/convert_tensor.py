@@ -1,7 +1,6 @@
 """Converters for shapes and data movement: constants, casts, reshapes, slicing, gathering."""
 from __future__ import annotations
 
-from typing import Any
 
 import numpy as np
 

@@ -68,7 +68,6 @@ class ModelImporter:
         return self.program, feed_names, fetch_vars
 
     def fresh_name(self, prefix: str) -> str:
-        block = self.program.global_block()
         while True:
             name = f"{prefix}_{self._counter}"
             self._counter += 1
