@@ -120,8 +120,9 @@ def _scan(op_type):
     def convert(ctx):
         x = ctx.input(0)
         axis = normalize_axes([int(ctx.const(1, "axis").reshape(-1)[0])], len(x.shape))[0]
-        return ctx.op(op_type, {"X": x}, axis=axis, exclusive=bool(ctx.attr("exclusive", 0)),
-                      reverse=bool(ctx.attr("reverse", 0)))
+        out = ctx.op(op_type, {"X": x}, axis=axis, exclusive=bool(ctx.attr("exclusive", 0)),
+                     reverse=bool(ctx.attr("reverse", 0)))
+        return cast(ctx, out, x.dtype)  # fluidgrad sums small integers in int64; ONNX keeps the type
     return convert
 
 
