@@ -49,17 +49,24 @@ def batch_norm_kernel(x, scale, bias, mean, variance, momentum=0.9, epsilon=1e-5
 
 def batch_norm_grad_kernel(x, scale, saved_mean, saved_inv_std, dy, epsilon=1e-5, is_test=False,
                            use_global_stats=False, data_layout="NCHW"):
-    """DX, DScale, DBias. With batch statistics the mean and variance depend on X too."""
-    ndim = x.ndim
-    x_hat = (x - _channel_view(saved_mean, ndim)) * _channel_view(saved_inv_std, ndim)
+    """DX, DScale, DBias. With batch statistics the mean and variance depend on X too.
+
+    Fused: dscale = (sum(dy * x) - mean * sum(dy)) * inv_std needs no x_hat array, and
+    dx = a * dy + b * x + e per channel, so the whole backward is two reductions and four passes."""
+    ndim, dtype = x.ndim, x.dtype
     dbias = _channel_sum(dy)
-    dscale = _channel_sum(dy * x_hat)
+    flat_x, flat_dy = x.reshape(x.shape[0], x.shape[1], -1), dy.reshape(dy.shape[0], dy.shape[1], -1)
+    dy_x = np.einsum("ncl,ncl->c", flat_dy, flat_x)
+    dscale = ((dy_x - saved_mean * dbias) * saved_inv_std).astype(dtype, copy=False)
     if is_test or use_global_stats:
-        dx = dy * _channel_view(scale * saved_inv_std, ndim)
-    else:
-        count = x.dtype.type(x.size // x.shape[1])
-        dx = _channel_view(scale * saved_inv_std / count, ndim) * (
-            count * dy - _channel_view(dbias, ndim) - x_hat * _channel_view(dscale, ndim))
+        return dy * _channel_view(scale * saved_inv_std, ndim), dscale, dbias
+    count = dtype.type(x.size // x.shape[1])
+    a = scale * saved_inv_std
+    b = -a * saved_inv_std * dscale / count
+    e = -a / count * dbias - b * saved_mean
+    dx = dy * _channel_view(a.astype(dtype, copy=False), ndim)
+    dx += x * _channel_view(b.astype(dtype, copy=False), ndim)
+    dx += _channel_view(e.astype(dtype, copy=False), ndim)
     return dx, dscale, dbias
 
 
