@@ -88,7 +88,7 @@ def pool_rows(label: str, n: int, c: int, h: int) -> list[Row]:
     return [
         (f"{label}: max_pool2d 2x2 forward (with argmax)", lambda: pool_ops.max_pool_with_index_kernel(x, **attrs),
          lambda: TF.max_pool2d(xt, 2, return_indices=True)),
-        (f"{label}: max_pool2d 2x2 grad", lambda: pool_ops.max_pool_index_grad_kernel(mask, dout, x),
+        (f"{label}: max_pool2d 2x2 grad", lambda: pool_ops.max_pool_index_grad_kernel(mask, dout, x, False),
          lambda: torch.ops.aten.max_pool2d_with_indices_backward(dt, xt, [2, 2], [2, 2], [0, 0], [1, 1], False,
                                                                   t_idx)),
     ]
