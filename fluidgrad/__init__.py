@@ -34,3 +34,7 @@ from . import distributed  # noqa: E402  (data parallelism over MPI; mpi4py only
 from .distributed import DataParallel  # noqa: E402
 
 __version__ = "0.1.0"
+
+# what `from fluidgrad import *` gives and `help(fluidgrad)` lists: every public function and class
+__all__ = sorted(name for name, value in globals().items()
+                 if not name.startswith("_") and callable(value) and not isinstance(value, type(_math_mixin)))
