@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..framework.errors import FluidgradError
+from ..framework.errors import FluidgradError, IndexRangeError
 from ..ops.registry import Slot, get_op_def
 from .infer import attr_key, cache_key, key_or_none, run_rule
 from .tensor import Tensor
@@ -205,7 +205,8 @@ def _kernel_error(call: OpCall, args: list, attrs: dict, exc: Exception) -> Exce
     shown = {k: v for k, v in attrs.items() if not k.startswith("_")}
     message = f"op {call.type} failed in eager mode on inputs {', '.join(parts)} attrs {shown}: " \
               f"{type(exc).__name__}: {exc}"
-    kind = exc.__class__ if isinstance(exc, FluidgradError) else FluidgradError
+    kind = exc.__class__ if isinstance(exc, FluidgradError) else IndexRangeError if isinstance(exc, IndexError) \
+        else FluidgradError
     try:
         return kind(message)
     except TypeError:
