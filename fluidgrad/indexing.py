@@ -5,7 +5,7 @@ slices (any step, negative too) one `slice` op plus `squeeze`; `None` an `unsque
 array, list or tensor a `gather`; a boolean mask `gather_nd` of `nonzero`. An integer out of
 range raises IndexError naming the index, the axis and the size (at build time when the size is
 known, else when the op runs). Assignment is a `set_value` op: eager Tensors take the result in
-place (as in PyTorch), and a Variable's later readers in the program see the new value.
+place (as in PyTorch); a Variable handle moves to the new value (ops appended later read it).
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import numpy as np
 from .dispatch import append_static_op, apply_op, is_tensor
 from .eager import Tensor, eager_apply, is_grad_enabled, to_tensor
 from .eager.tensor import _record_modification
-from .framework import Variable, in_dynamic_mode, normalize_dtype
+from .framework import Parameter, Variable, in_dynamic_mode, normalize_dtype
 
 _BIG = 2**31 - 1
 
@@ -243,8 +243,8 @@ def _cast_to(value: Any, dtype: str) -> Any:
 def setitem(x: Any, item: Any, value: Any) -> None:
     """x[item] = value. A Tensor takes the new value in place: later uses see it, and its gradient
     flows to x's old value (outside the written region) and to value, as in PyTorch. A leaf Tensor
-    that requires a gradient refuses in-place assignment (PyTorch does too). A Variable's
-    later readers in its program see the new value: an op writes it back under x's name."""
+    that requires a gradient refuses in-place assignment (PyTorch does too). A Variable then
+    names the new value for the ops appended after (see `_setitem_variable`)."""
     if is_tensor(x):
         _setitem_tensor(x, item, value)
     elif isinstance(x, Variable):
@@ -264,8 +264,23 @@ def _setitem_tensor(x: Tensor, item: Any, value: Any) -> None:
     _record_modification(x)
 
 
+_VARIABLE_SLOTS = ("block", "name", "shape", "dtype", "_persistable", "stop_gradient", "type", "is_data")
+
+
 def _setitem_variable(x: Variable, item: Any, value: Any) -> None:
+    """The op computing the new value writes a new variable; then the two Python handles swap,
+    so that `x` names the new value (as after `x = ...`) and ops appended before keep reading
+    the old one. The program stays free of overwrites, and its gradient is the ordinary one."""
+    if isinstance(x, Parameter) or x.persistable:
+        raise TypeError(f"x[...] = v on the {'parameter' if isinstance(x, Parameter) else 'persistable variable'} "
+                        f"{x.name} in static mode: it would not write back to the scope; compute the new value "
+                        f"with fluidgrad.where / put_along_axis and assign it")
     new = _set_value(x, item, value)
-    block = x.block
-    block.ops[-1].rename_output(new.name, x.name)  # the op that computed `new` writes x instead
-    block.vars.pop(new.name, None)
+    vars_ = x.block.vars
+    for slot in _VARIABLE_SLOTS:
+        a, b = getattr(x, slot), getattr(new, slot)
+        setattr(x, slot, b)
+        setattr(new, slot, a)
+    x.__dict__, new.__dict__ = new.__dict__, x.__dict__
+    vars_[x.name], vars_[new.name] = x, new
+    x.block.program._bump()

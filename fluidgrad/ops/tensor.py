@@ -472,15 +472,17 @@ def _set_value_infer(ctx):
 def _set_value_grad(g):
     dout, value = g.output_grad("Out"), g.input("Value")
     where = {a: g.attr(a) for a in ("axes", "starts", "ends", "strides", "decrease_axes")}
-    if g.needs_input_grad("X"):
-        g.set_input_grad("X", g.op("set_value", {"X": dout, "Value": g.op("fill_zeros_like", {"X": value})},
-                                   **where))
+    # Value's gradient first: after `x[...] = v` in a program, X and Out share one name, and so
+    # do their gradients; X's gradient overwrites the region Value's gradient reads
     if g.needs_input_grad("Value"):
         region = g.op("slice", {"X": dout}, axes=where["axes"], starts=where["starts"], ends=where["ends"],
                       strides=where["strides"])
         if where["decrease_axes"]:
             region = g.op("squeeze", {"X": region}, axes=where["decrease_axes"])
         g.set_input_grad("Value", region)
+    if g.needs_input_grad("X"):
+        g.set_input_grad("X", g.op("set_value", {"X": dout, "Value": g.op("fill_zeros_like", {"X": value})},
+                                   **where))
 
 
 register_op("set_value", inputs="X Value", outputs="Out",
