@@ -95,7 +95,7 @@ def _slice_bounds(it: builtins.slice) -> tuple[int, int, int]:
 
 def _check_int(index: int, axis: int, size: int) -> int:
     if size >= 0 and not -size <= index < size:
-        raise IndexError(f"index {index} is out of range for axis {axis} with size {size}")
+        raise IndexError(f"index {index} is out of range for axis {axis} of size {size}")
     return index % size if size > 0 else index
 
 
@@ -175,7 +175,7 @@ def _array_index(value: Any, x: Any, axis: int) -> Any:
     if size >= 0 and array.size:
         bad = (array >= size) | (array < -size)
         if bad.any():
-            raise IndexError(f"index {int(array[bad].flat[0])} is out of range for axis {axis} with size {size}")
+            raise IndexError(f"index {int(array[bad].flat[0])} is out of range for axis {axis} of size {size}")
     return constant(array.astype(np.int64), x)
 
 

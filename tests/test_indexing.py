@@ -109,26 +109,26 @@ def test_strided_slice_function_and_unknown_batch():
 @pytest.mark.parametrize("index", [-5, 4, 5, 100])
 def test_out_of_range_integer_raises_index_error_in_both_modes(index):
     x = np.arange(4.0)
-    with pytest.raises(IndexError, match=rf"index {index} is out of range for axis 0 with size 4"):
+    with pytest.raises(IndexError, match=rf"index {index} is out of range for axis 0 of size 4"):
         fg.to_tensor(x)[index]
-    with pytest.raises(IndexError, match=rf"index {index} is out of range for axis 0 with size 4"):
+    with pytest.raises(IndexError, match=rf"index {index} is out of range for axis 0 of size 4"):
         run_static(lambda t: t[index], x)
-    with pytest.raises(IndexError, match=rf"index {index} is out of range for axis 1 with size 4"):
+    with pytest.raises(IndexError, match=rf"index {index} is out of range for axis 1 of size 4"):
         fg.to_tensor(X34)[0, index]
 
 
 def test_out_of_range_on_an_axis_of_unknown_size_raises_when_run():
-    with pytest.raises(IndexError, match=r"index 3 is out of range for axis 0 with size 3"):
+    with pytest.raises(IndexError, match=r"index 3 is out of range for axis 0 of size 3"):
         run_static(lambda t: t[3], X34, unknown_batch=True)
     np.testing.assert_array_equal(run_static(lambda t: t[-3], X34, unknown_batch=True)[0], X34[-3])
 
 
 @pytest.mark.parametrize("fn, message", [
-    (lambda t: fg.gather(t, fg.to_tensor(np.array([0, 3]))), r"gather: index 3 is out of range for axis 0 with size 3"),
-    (lambda t: fg.gather(t, fg.to_tensor(np.array([-5])), axis=1), r"gather: index -5 .* axis 1 with size 4"),
-    (lambda t: t[[0, 7]], r"index 7 is out of range for axis 0 with size 3"),
+    (lambda t: fg.gather(t, fg.to_tensor(np.array([0, 3]))), r"gather: index 3 is out of range for axis 0 of size 3"),
+    (lambda t: fg.gather(t, fg.to_tensor(np.array([-5])), axis=1), r"gather: index -5 .* axis 1 of size 4"),
+    (lambda t: t[[0, 7]], r"index 7 is out of range for axis 0 of size 3"),
     (lambda t: fg.take_along_axis(t, fg.to_tensor(np.array([[4]])), 1), r"take_along_axis: index 4 .* axis 1 .* 4"),
-    (lambda t: fg.gather_nd(t, fg.to_tensor(np.array([[1, -9]]))), r"gather_nd: index -9 .* axis 1 with size 4"),
+    (lambda t: fg.gather_nd(t, fg.to_tensor(np.array([[1, -9]]))), r"gather_nd: index -9 .* axis 1 of size 4"),
     (lambda t: fg.index_select(t, fg.to_tensor(np.array([3])), axis=0), r"gather: index 3 .* axis 0 .* 3"),
     (lambda t: fg.scatter(t, fg.to_tensor(np.array([3])), t[:1]), r"scatter: index 3 .* axis 0 .* 3"),
     (lambda t: fg.one_hot(fg.to_tensor(np.array([1, -4])), 3), r"one_hot: index -4 .* size 3"),
@@ -143,7 +143,7 @@ def test_static_gather_index_error_names_the_op():
     with fg.program_guard(main, fg.Program()):
         x, i = data("x", [3, 4], "float64"), data("i", [2], "int64")
         out = fg.gather(x, i)
-    with pytest.raises(IndexError, match=r"op #\d+ \(gather.*index 9 is out of range for axis 0 with size 3"):
+    with pytest.raises(IndexError, match=r"op #\d+ \(gather.*index 9 is out of range for axis 0 of size 3"):
         Executor().run(main, feed={"x": X34, "i": np.array([0, 9])}, fetch_list=[out], scope=Scope())
 
 

@@ -21,7 +21,7 @@ def check_index_range(op, index, size, axis):
         bad = (index >= size) | (index < -size)
         if bad.any():
             raise IndexError(f"{op}: index {int(index[bad].flat[0])} is out of range for axis {axis} "
-                             f"with size {size}")
+                             f"of size {size}")
 
 
 def wrap_negative(index, size):
