@@ -8,7 +8,7 @@
 from . import ops  # registers every op first
 from . import functions
 from .backward import append_backward, gradients
-from .executor import Executor, Scope, global_scope, scope_guard
+from .executor import CPUPlace, Executor, Scope, global_scope, scope_guard
 from .framework import (ParamAttr, Parameter, Program, Variable, default_main_program, default_startup_program,
                         disable_static, enable_static, in_dynamic_mode,
                         program_guard)
@@ -19,17 +19,16 @@ from .functions import (abs, add, add_n, cast, concat, cos, divide, equal, exp, 
                         ones, ones_like, pow, relu, reshape, scale, sigmoid, sign, sin, slice, split, sqrt,
                         square, squeeze, stack, subtract, sum, tanh, transpose, unsqueeze, zeros, zeros_like)
 from .tensor import *  # noqa: F401,F403  (where, argmax, tile, erf, einsum, ...: fluidgrad/tensor/)
-from .ops.random import seed
+from .ops.random import get_rng_state, seed, set_rng_state
 from .flags import get_flags, set_flags
 from . import static
 from . import nn, optimizer, regularizer  # noqa: E402  (after static: they build on it)
 from .eager import Tensor, enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled, to_tensor
 
 _math_mixin.install(functions)
-from . import dispatch as _dispatch
-from .eager import eager_apply as _eager_apply
-_dispatch.install_eager(Tensor, _eager_apply)
 from . import autograd, jit  # noqa: E402  (eager mode's PyLayer and to_static)
-from . import io, viz  # noqa: E402  (save/load and pictures: fg.io.save, fg.viz.draw)
+from . import io, viz  # noqa: E402  (static save/load and pictures: fg.io.save, fg.viz.draw)
+from .serialization import load, save  # noqa: E402  (eager state dicts: fg.save(model.state_dict(), path))
+from .recompute_eager import recompute  # noqa: E402  (eager activation checkpointing)
 
 __version__ = "0.1.0"

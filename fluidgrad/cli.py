@@ -2,7 +2,7 @@
 
     fluidgrad demo [--epochs N] [--out DIR] [--mode static|eager]   train a CNN on 8x8 digits
     fluidgrad show MODEL                                             print a saved program
-    fluidgrad draw MODEL -o FILE                                     draw it (.svg/.png/.pdf/.dot)
+    fluidgrad draw MODEL -o FILE                                     draw it (.svg/.png/.pdf/.dot/.html)
 
 MODEL is the path prefix given to `save` / `save_inference_model` (e.g. fluidgrad-demo/digits)
 or the `.pdmodel.json` file itself.
@@ -15,12 +15,15 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from . import __version__, demo
+from .io import read_model
+from .viz import draw
+
 DEFAULT_OUT = "fluidgrad-demo"
 MODELS = ("cnn", "mlp")  # the networks fluidgrad.demo defines
 
 
 def _parser() -> argparse.ArgumentParser:
-    from . import __version__
     parser = argparse.ArgumentParser(prog="fluidgrad", description="fluidgrad: Programs, automatic backward "
                                      "building and an eager mode, on NumPy.")
     parser.add_argument("--version", action="version", version=f"fluidgrad {__version__}")
@@ -44,12 +47,12 @@ def _parser() -> argparse.ArgumentParser:
 
     draw = commands.add_parser("draw", help="draw a saved program (SVG, PNG, PDF by suffix, or DOT source)")
     draw.add_argument("model", help="path prefix of a saved model, or its .pdmodel.json file")
-    draw.add_argument("-o", "--output", required=True, help="picture file: .svg, .png, .pdf or .dot")
+    draw.add_argument("-o", "--output", required=True,
+                      help="picture file: .svg, .png, .pdf (Graphviz), .dot, or .html (interactive, no Graphviz)")
     return parser
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from . import demo
     if args.epochs < 1:
         raise ValueError(f"--epochs must be at least 1, got {args.epochs}")
     progress = None
@@ -75,7 +78,6 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from .io import read_model
     program, feed_names, fetch_names = read_model(args.model)
     print(f"# {Path(args.model)}")
     if feed_names is not None:
@@ -97,8 +99,6 @@ def _numel(shape: Sequence[int]) -> int:
 
 
 def _draw(args: argparse.Namespace) -> int:
-    from .io import read_model
-    from .viz import draw
     program, _, _ = read_model(args.model)
     print(f"wrote {draw(program, args.output)}")
     return 0

@@ -7,6 +7,8 @@ import numpy as np
 
 from ..framework import Block, Program, Variable, default_main_program
 from ..framework.errors import ExecutionError, FluidgradError, IndexRangeError
+from . import control_flow
+from .memory import RunStats, live_bytes
 from .plan import Plan, compile_block
 from .scope import Scope, global_scope
 
@@ -21,7 +23,13 @@ def _plan_cache(program: Program) -> dict:
 
 
 class Runtime:
-    """What control-flow kernels see: a way to run a sub-block in a given scope."""
+    """What control-flow kernels see: running a sub-block in a given scope, and the loops and
+    branches built on that (executor/control_flow.py)."""
+
+    run_while = control_flow.run_while
+    run_while_grad = control_flow.run_while_grad
+    run_conditional_block = control_flow.run_conditional_block
+    run_conditional_block_grad = control_flow.run_conditional_block_grad
 
     def __init__(self, executor: "Executor") -> None:
         self.executor = executor
@@ -31,12 +39,30 @@ class Runtime:
         self.executor._call(plan, scope, {})
 
 
+class CPUPlace:
+    """The one place fluidgrad runs on (Paddle's `CPUPlace()`): NumPy on the host CPU."""
+
+    def __repr__(self) -> str:
+        return "CPUPlace()"
+
+
+def _check_place(place: Any) -> None:
+    """Accept only what fluidgrad can run on, so that `Executor("gpu")` is not silently the CPU."""
+    if place is None or isinstance(place, CPUPlace):
+        return
+    if isinstance(place, str) and place.strip().lower() == "cpu":
+        return
+    raise ValueError(f"Executor: fluidgrad runs on the CPU only (NumPy kernels); got place {place!r}. "
+                     f"Use Executor() or Executor(\"cpu\").")
+
+
 class Executor:
     """Runs programs. Each (program, feed names, fetch names) is compiled once into a Plan."""
 
     def __init__(self, place: Any = None, check_nan_inf: bool = False) -> None:
         if isinstance(place, bool):  # Executor(True) reads as check_nan_inf
             place, check_nan_inf = None, place
+        _check_place(place)
         self.check_nan_inf = check_nan_inf
         self._runtime = Runtime(self)
 
@@ -60,7 +86,10 @@ class Executor:
 
     def run(self, program: Program | None = None, feed: dict[str, Any] | None = None,
             fetch_list: Sequence[Variable | str] | None = None, scope: Scope | None = None,
-            return_numpy: bool = True, use_program_cache: bool = True) -> list[np.ndarray]:
+            return_numpy: bool = True, use_program_cache: bool = True,
+            return_stats: bool = False) -> list[np.ndarray] | tuple[list[np.ndarray], RunStats]:
+        """Run `program`'s global block once; return one array per fetch (copies the caller owns).
+        `return_stats=True` also returns a `RunStats` with the peak bytes of live intermediates."""
         program = program if program is not None else default_main_program()
         if not isinstance(program, Program):
             raise TypeError(f"Executor.run expects a Program, got {type(program).__name__}")
@@ -76,7 +105,8 @@ class Executor:
         plan = self._plan(block, feed_arrays.keys(), fetch_names)
         results = self._call(plan, scope, feed_arrays)
         # inside a run, arrays may be read-only broadcast views; the caller gets arrays it owns
-        return [r if isinstance(r, np.ndarray) and r.flags.writeable else np.array(r) for r in results]
+        results = [r if isinstance(r, np.ndarray) and r.flags.writeable else np.array(r) for r in results]
+        return (results, live_bytes(block, feed_arrays, fetch_names)) if return_stats else results
 
 
 def _fetch_name(block: Block, item: Variable | str) -> str:

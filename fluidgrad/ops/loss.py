@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .registry import register_op
+from .registry import ZERO_GRADIENT, register_op
 from .shape_rules import float_only, normalize_axis, same_dtype
 
 
@@ -58,7 +58,7 @@ def _one_hot_like_kernel(label, logits, axis=-1):
 register_op("one_hot_like", inputs="Label Logits", outputs="Out", attrs={"axis": -1},
             kernel=_one_hot_like_kernel,
             infer=lambda ctx: ctx.set_output("Out", ctx.shape("Logits"), ctx.dtype("Logits")),
-            grad=lambda g: None, doc="One-hot labels laid out like Logits along `axis`; constant in both.")
+            grad=ZERO_GRADIENT, doc="One-hot labels laid out like Logits along `axis`; constant in both.")
 
 
 def _swce_kernel(logits, label, soft_label=False, axis=-1):
@@ -105,7 +105,9 @@ def _swce_grad(g):
         label_sum = g.op("reduce_sum", {"X": label}, axis=[axis], keepdim=True)
         diff = g.op("elementwise_sub", {"X": g.op("elementwise_mul", {"X": softmax, "Y": label_sum}), "Y": label})
         if g.needs_input_grad("Label"):
-            log_softmax = g.op("log", {"X": softmax})
+            # log_softmax of the logits, never log(softmax): softmax underflows to 0 for logits
+            # far below the maximum, and log(0) = -inf where the true value is finite
+            log_softmax = g.op("log_softmax", {"X": logits}, axis=axis)
             g.set_input_grad("Label", g.op("scale", {"X": g.op("elementwise_mul", {"X": log_softmax, "Y": dloss})},
                                            scale=-1.0))
     else:

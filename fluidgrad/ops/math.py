@@ -3,8 +3,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from .registry import NO_GRADIENT, register_op
-from .shape_rules import binary_broadcast, broadcast_shapes, float_only, same_as, same_dtype
+from ..framework import dtypes
+from ..framework.variable import normalize_dtype
+from .registry import NO_GRADIENT, ZERO_GRADIENT, register_op
+from .shape_rules import (
+    binary_broadcast,
+    broadcast_shapes,
+    float_only,
+    same_as,
+    same_dtype,
+)
 
 
 # ---------------------------------------------------------------- elementwise binary
@@ -41,8 +49,11 @@ def _div_grad(g):
 def _pow_grad(g):
     x, y, out, dout = g.input("X"), g.input("Y"), g.output("Out"), g.output_grad("Out")
     if g.needs_input_grad("X"):
-        y_minus_1 = g.op("scale", {"X": y}, scale=1.0, bias=-1.0)
-        dpow = g.op("elementwise_mul", {"X": y, "Y": g.op("elementwise_pow", {"X": x, "Y": y_minus_1})})
+        # d(x^y)/dx = y x^(y-1); where y = 0 take y x^0 = 0, never 0 * x^-1 = 0 * inf at x = 0
+        y_nonzero = g.op("cast", {"X": g.op("not_equal", {"X": y, "Y": g.op("fill_zeros_like", {"X": y})})},
+                         dtype=g.dtype(y))
+        exponent = g.op("elementwise_sub", {"X": y, "Y": y_nonzero})
+        dpow = g.op("elementwise_mul", {"X": y, "Y": g.op("elementwise_pow", {"X": x, "Y": exponent})})
         g.set_input_grad("X", g.op("elementwise_mul", {"X": dout, "Y": dpow}))
     if g.needs_input_grad("Y"):
         # d(x^y)/dy = x^y log x, which is 0 (not 0 * -inf) at x = 0: take log(1) there, as PyTorch does
@@ -54,23 +65,40 @@ def _pow_grad(g):
 
 
 def _div_infer(ctx):
-    """True division, as in NumPy and PyTorch: integer inputs give float64."""
+    """True division, as in PyTorch: bool and integer inputs give the default float dtype."""
     dtype = same_dtype(ctx, "X", "Y")
     shape = broadcast_shapes(ctx, ctx.shape("X"), ctx.shape("Y"),
                              lambda: f"{ctx.describe('X')} with {ctx.describe('Y')}")
-    ctx.set_output("Out", shape, dtype if dtype.startswith("float") else "float64")
+    ctx.set_output("Out", shape, dtypes.true_divide_dtype(dtype))
+
+
+def _true_divide(x, y):
+    if x.dtype.kind == "f":
+        return x / y
+    return np.true_divide(x, y, dtype=dtypes.true_divide_dtype(x.dtype.name))
+
+
+def _no_bool(rule, what):
+    """`rule`, refusing bool inputs as PyTorch does (`what`: the operation it refuses)."""
+    def infer(ctx):
+        for slot in ("X", "Y"):
+            if ctx.has_input(slot) and ctx.dtype(slot) == "bool":
+                raise ctx.dtype_error(f"{what} of bool values is not supported, got {ctx.describe(slot)}; "
+                                      f"use logical_xor / logical_not, or cast to an integer dtype first")
+        rule(ctx)
+    return infer
 
 
 register_op("elementwise_add", inputs="X Y", outputs="Out", kernel=np.add, inline="{X} + {Y}",
             infer=binary_broadcast(), grad=_add_grad)
 register_op("elementwise_sub", inputs="X Y", outputs="Out", kernel=np.subtract, inline="{X} - {Y}",
-            infer=binary_broadcast(), grad=_sub_grad)
+            infer=_no_bool(binary_broadcast(), "subtraction"), grad=_sub_grad)
 register_op("elementwise_mul", inputs="X Y", outputs="Out", kernel=np.multiply, inline="{X} * {Y}",
             infer=binary_broadcast(), grad=_mul_grad)
-register_op("elementwise_div", inputs="X Y", outputs="Out", kernel=np.divide, inline="{X} / {Y}",
+register_op("elementwise_div", inputs="X Y", outputs="Out", kernel=_true_divide,
             infer=_div_infer, grad=_div_grad)
 register_op("elementwise_pow", inputs="X Y", outputs="Out", kernel=np.power,
-            infer=binary_broadcast(), grad=_pow_grad)
+            infer=_no_bool(binary_broadcast(), "power"), grad=_pow_grad)
 register_op("elementwise_max", inputs="X Y", outputs="Out", kernel=np.maximum,
             infer=binary_broadcast(), grad=lambda g: _select_grad(g, "greater_than"))
 register_op("elementwise_min", inputs="X Y", outputs="Out", kernel=np.minimum,
@@ -132,6 +160,16 @@ def _matmul_kernel(x, y, transpose_x=False, transpose_y=False):
         x = np.swapaxes(x, -1, -2)
     if transpose_y and y.ndim > 1:
         y = np.swapaxes(y, -1, -2)
+    if x.ndim >= 2 and y.ndim >= 2 and x.shape[-1] == 1:
+        # an outer product (a weight gradient at batch 1): OpenBLAS's K=1 GEMM is several
+        # times slower than this broadcast multiply (benchmarks/bench_matmul.py)
+        return np.multiply(x, y)
+    if x.ndim > 2 and y.ndim == 2:
+        # a stack of rows times one matrix (linear on [batch, seq, features]): one GEMM, not
+        # one per batch entry; only when the rows are contiguous (else reshape would copy)
+        rows = x.reshape(-1, x.shape[-1]) if x.flags.c_contiguous else None
+        if rows is not None:
+            return np.matmul(rows, y).reshape(x.shape[:-1] + y.shape[-1:])
     return np.matmul(x, y)
 
 
@@ -168,9 +206,27 @@ def _matmul_grad(g):
     if len(g.shape(x)) == 1 or len(g.shape(y)) == 1:
         _matmul_vector_grad(g, x, y, dout)
         return
-    dx, dy = _matmul_grad_2d(g, x, y, dout, g.attr("transpose_x"), g.attr("transpose_y"))
+    tx, ty = g.attr("transpose_x"), g.attr("transpose_y")
+    if len(g.shape(x)) > 2 and len(g.shape(y)) == 2 and not tx and -1 not in (g.shape(x)[-1], g.shape(dout)[-1]):
+        _matmul_rows_grad(g, x, y, dout, ty)
+        return
+    dx, dy = _matmul_grad_2d(g, x, y, dout, tx, ty)
     g.set_input_grad("X", dx)
     g.set_input_grad("Y", dy)
+
+
+def _matmul_rows_grad(g, x, y, dout, ty):
+    """[..., M, K] @ [K, N]: the weight gradient is one GEMM over all rows, not a batch of
+    GEMMs summed afterwards (linear on [batch, seq, features])."""
+    if g.needs_input_grad("X"):
+        g.set_input_grad("X", g.op("matmul", {"X": dout, "Y": y}, transpose_y=not ty))
+    if g.needs_input_grad("Y"):
+        rows = g.op("reshape", {"X": x}, shape=[-1, g.shape(x)[-1]])
+        drows = g.op("reshape", {"X": dout}, shape=[-1, g.shape(dout)[-1]])
+        if ty:
+            g.set_input_grad("Y", g.op("matmul", {"X": drows, "Y": rows}, transpose_x=True))
+        else:
+            g.set_input_grad("Y", g.op("matmul", {"X": rows, "Y": drows}, transpose_x=True))
 
 
 def _matmul_vector_grad(g, x, y, dout):
@@ -215,6 +271,8 @@ register_op("matmul", inputs="X Y", outputs="Out", attrs={"transpose_x": False, 
 
 # ---------------------------------------------------------------- scale, sum, assign, cast
 def _scale_kernel(x, scale=1.0, bias=0.0, bias_after_scale=True):
+    if x.dtype.kind in "iu" and float(scale).is_integer() and float(bias).is_integer():
+        scale, bias = int(scale), int(bias)  # exact integer arithmetic: no rounding through float64
     if bias_after_scale:
         out = x * scale + bias if bias else x * scale
     else:
@@ -225,7 +283,7 @@ def _scale_kernel(x, scale=1.0, bias=0.0, bias_after_scale=True):
 
 register_op("scale", inputs="X", outputs="Out",
             attrs={"scale": 1.0, "bias": 0.0, "bias_after_scale": True},
-            kernel=_scale_kernel, infer=same_as(),
+            kernel=_scale_kernel, infer=_no_bool(same_as(), "scaling (or negation)"),
             grad=lambda g: g.set_input_grad("X", g.op("scale", {"X": g.output_grad("Out")},
                                                       scale=g.attr("scale"))))
 
@@ -257,7 +315,6 @@ register_op("assign", inputs="X", outputs="Out", kernel=lambda x: x, inline="{X}
 
 
 def _cast_infer(ctx):
-    from ..framework.variable import normalize_dtype
     ctx.set_output("Out", ctx.shape("X"), normalize_dtype(ctx.attr("dtype")))
 
 
@@ -311,7 +368,6 @@ def _fill_constant_kernel(shape, value, dtype):
 
 
 def _fill_constant_infer(ctx):
-    from ..framework.variable import normalize_dtype
     ctx.set_output("Out", ctx.attr("shape"), normalize_dtype(ctx.attr("dtype")))
 
 
@@ -320,15 +376,14 @@ register_op("fill_constant", inputs=(), outputs="Out", attrs={"shape": [1], "val
 
 
 def _fill_like_infer(ctx):
-    from ..framework.variable import normalize_dtype
     dtype = ctx.attr("dtype")
     ctx.set_output("Out", ctx.shape("X"), normalize_dtype(dtype) if dtype else ctx.dtype("X"))
 
 
 register_op("fill_zeros_like", inputs="X", outputs="Out", attrs={"dtype": None},
             kernel=lambda x, dtype: np.zeros(x.shape, dtype=dtype or x.dtype), infer=_fill_like_infer,
-            grad=lambda g: None,  # constant in X: the gradient is a (symbolic) zero
+            grad=ZERO_GRADIENT,  # constant in X: the gradient is a (symbolic) zero
             doc="Zeros shaped like X; the backward builder feeds it where no gradient flows.")
 register_op("fill_any_like", inputs="X", outputs="Out", attrs={"value": 0.0, "dtype": None},
             kernel=lambda x, value, dtype: np.full(x.shape, value, dtype=dtype or x.dtype),
-            infer=_fill_like_infer, grad=lambda g: None)
+            infer=_fill_like_infer, grad=ZERO_GRADIENT)

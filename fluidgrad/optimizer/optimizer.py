@@ -24,16 +24,34 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ..backward import append_backward
-from ..clip import GradientClipBase
+from ..nn.clip import GradientClipBase
 from ..dispatch import is_tensor
 from ..executor import Scope, global_scope
 from ..framework import OPTIMIZE, Block, Operator, Program, Variable, default_startup_program, unique_name
 from ..lr import LRScheduler
 from ..ops.optim import update_kernel
 from ..regularizer import L2Decay, WeightDecayRegularizer
-from .emit import emit
+from ..framework.emit import emit
 
 ParamsGrads = list[tuple[Variable, Variable]]
+
+
+_DEFAULT_LR = 0.001
+
+
+def _torch_style(owner: str, learning_rate: Any, parameters: Any, lr: Any) -> tuple[Any, Any]:
+    """Accept PyTorch's habit, `Adam(model.parameters(), lr=1e-3)`, beside Paddle's
+    `Adam(learning_rate=1e-3, parameters=model.parameters())`: the parameters may come first
+    (any iterable that is not a number), and `lr` is another name for `learning_rate`."""
+    if hasattr(learning_rate, "__iter__") and not isinstance(learning_rate, (str, bytes, LRScheduler)):
+        if parameters is not None:
+            raise TypeError(f"{owner}: parameters given twice (first argument and parameters=)")
+        learning_rate, parameters = None, learning_rate
+    if lr is not None:
+        if learning_rate is not None:
+            raise TypeError(f"{owner}: give the learning rate once, as learning_rate= or lr=")
+        learning_rate = lr
+    return (_DEFAULT_LR if learning_rate is None else learning_rate), parameters
 
 
 class Optimizer:
@@ -43,10 +61,11 @@ class Optimizer:
     # accumulator slot -> (initial value, shape: "param" for the parameter's shape, else [1])
     accumulators: dict[str, tuple[float, str]] = {}
 
-    def __init__(self, learning_rate: float | LRScheduler = 0.001, parameters: Iterable[Any] | None = None,
+    def __init__(self, learning_rate: float | LRScheduler | None = None, parameters: Iterable[Any] | None = None,
                  weight_decay: float | None = None, grad_clip: GradientClipBase | None = None,
-                 name: str | None = None) -> None:
-        if not isinstance(learning_rate, (int, float, LRScheduler)):
+                 name: str | None = None, *, lr: float | LRScheduler | None = None) -> None:
+        learning_rate, parameters = _torch_style(type(self).__name__, learning_rate, parameters, lr)
+        if not isinstance(learning_rate, (int, float, LRScheduler)) or isinstance(learning_rate, bool):
             raise TypeError(f"{type(self).__name__}: learning_rate must be a float or an LRScheduler, "
                             f"got {type(learning_rate).__name__}")
         if grad_clip is not None and not isinstance(grad_clip, GradientClipBase):
@@ -130,8 +149,10 @@ class Optimizer:
     # ------------------------------------------------------------------ static mode
     def minimize(self, loss: Variable, startup_program: Program | None = None,
                  parameter_list: Sequence[Any] | None = None, no_grad_set: Any = None,
-                 parameters: Sequence[Any] | None = None) -> tuple[list[Operator], ParamsGrads]:
+                 parameters: Sequence[Any] | None = None,
+                 checkpoints: Sequence[Any] | str | None = None) -> tuple[list[Operator], ParamsGrads]:
         """append_backward(loss), then clipping, decay and update ops; returns (update_ops, params_grads).
+        `checkpoints` (Variables, or "auto") recompute the forward between them in the backward part.
 
         Eager mode (loss is a Tensor, as Paddle's dygraph minimize): after `loss.backward()`, this is
         `step()`; it returns ([], [(param, grad), ...])."""
@@ -142,15 +163,16 @@ class Optimizer:
         if not isinstance(loss, Variable):
             raise TypeError(f"{type(self).__name__}.minimize: loss must be a Variable (static mode) or a "
                             f"Tensor (eager mode), got {type(loss).__name__}")
-        params_grads = self.backward(loss, startup_program, parameter_list or parameters, no_grad_set)
+        params_grads = self.backward(loss, startup_program, parameter_list or parameters, no_grad_set,
+                                     checkpoints=checkpoints)
         update_ops = self.apply_gradients(params_grads, startup_program)
         return update_ops, params_grads
 
     def backward(self, loss: Variable, startup_program: Program | None = None,
                  parameters: Sequence[Any] | None = None, no_grad_set: Any = None,
-                 callbacks: Any = None) -> ParamsGrads:
+                 callbacks: Any = None, checkpoints: Sequence[Any] | str | None = None) -> ParamsGrads:
         params = parameters if parameters is not None else self._parameter_list
-        return append_backward(loss, params, no_grad_set, callbacks)
+        return append_backward(loss, params, no_grad_set, callbacks, checkpoints=checkpoints)
 
     def apply_gradients(self, params_grads: ParamsGrads, startup_program: Program | None = None) -> list[Operator]:
         """Append clipping, decay and update ops for `params_grads` (pairs with grad None are skipped)."""
@@ -234,6 +256,14 @@ class Optimizer:
 
     clear_gradients = clear_grad
 
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """PyTorch's name for `clear_grad`; `set_to_none=False` keeps zero-filled gradient arrays."""
+        for param in self._eager_parameters():
+            if set_to_none or param.grad is None:
+                param.clear_grad()
+            else:
+                param.grad.data[...] = 0
+
     # ------------------------------------------------------------------ saving and restoring
     def _eager_state_keys(self) -> list[tuple[str, Any]]:
         return [(p.name or f"param_{i}", p) for i, p in enumerate(self._parameter_list or [])]
@@ -256,9 +286,11 @@ class Optimizer:
     def set_state_dict(self, state: dict[str, Any], scope: Scope | None = None) -> None:
         """Restore what `state_dict` gave; shapes must match the accumulators they replace."""
         scope = scope if scope is not None else global_scope()
+        used = {"LR_Scheduler"}
         for var in self._accumulator_vars.values():
             if var.name in state:
                 scope.assign(var.name, _checked(state[var.name], tuple(var.shape), var.name))
+                used.add(var.name)
         for key, param in self._eager_state_keys():
             value = _to_array(param)
             for slot, (_, kind) in self.accumulators.items():
@@ -266,8 +298,15 @@ class Optimizer:
                     shape = value.shape if kind == "param" else (1,)
                     restored = _checked(state[f"{key}.{slot}"], shape, f"{key}.{slot}").astype(value.dtype)
                     self._eager_state.setdefault(id(param), {})[slot] = restored
+                    used.add(f"{key}.{slot}")
         if "LR_Scheduler" in state and isinstance(self._learning_rate, LRScheduler):
             self._learning_rate.set_state_dict(state["LR_Scheduler"])
+        unused = sorted(set(state) - used)
+        if unused:  # a silently skipped accumulator would resume training from a different state
+            raise ValueError(f"{type(self).__name__}.set_state_dict: {len(unused)} entries match no accumulator "
+                             f"of this optimizer, e.g. {unused[:3]}; its parameters are "
+                             f"{[k for k, _ in self._eager_state_keys()][:3]}... (parameter names follow "
+                             f"creation order: build the model the same way, or restore before minimize())")
 
 
 def _checked(value: Any, shape: tuple[int, ...], name: str) -> np.ndarray:
@@ -294,10 +333,10 @@ class SGD(Optimizer):
     op_type = "sgd"
     accumulators: dict[str, tuple[float, str]] = {}
 
-    def __init__(self, learning_rate: float | LRScheduler = 0.001, parameters: Iterable[Any] | None = None,
+    def __init__(self, learning_rate: float | LRScheduler | None = None, parameters: Iterable[Any] | None = None,
                  weight_decay: float | None = None, grad_clip: GradientClipBase | None = None,
-                 name: str | None = None) -> None:
-        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
+                 name: str | None = None, *, lr: float | LRScheduler | None = None) -> None:
+        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name, lr=lr)
 
 
 class Momentum(Optimizer):
@@ -306,11 +345,11 @@ class Momentum(Optimizer):
     op_type = "momentum"
     accumulators = {"Velocity": (0.0, "param")}
 
-    def __init__(self, learning_rate: float | LRScheduler = 0.001, momentum: float = 0.9,
+    def __init__(self, learning_rate: float | LRScheduler | None = None, momentum: float = 0.9,
                  parameters: Iterable[Any] | None = None, use_nesterov: bool = False,
                  weight_decay: float | None = None, grad_clip: GradientClipBase | None = None,
-                 name: str | None = None) -> None:
-        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
+                 name: str | None = None, *, lr: float | LRScheduler | None = None) -> None:
+        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name, lr=lr)
         self.momentum, self.use_nesterov = float(momentum), bool(use_nesterov)
 
     def update_attrs(self) -> dict[str, Any]:
@@ -322,11 +361,11 @@ class Adam(Optimizer):
 
     op_type = "adam"
 
-    def __init__(self, learning_rate: float | LRScheduler = 0.001, beta1: float = 0.9, beta2: float = 0.999,
+    def __init__(self, learning_rate: float | LRScheduler | None = None, beta1: float = 0.9, beta2: float = 0.999,
                  epsilon: float = 1e-8, parameters: Iterable[Any] | None = None,
                  weight_decay: float | None = None, grad_clip: GradientClipBase | None = None,
-                 name: str | None = None) -> None:
-        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
+                 name: str | None = None, *, lr: float | LRScheduler | None = None) -> None:
+        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name, lr=lr)
         if not (0 <= beta1 < 1 and 0 <= beta2 < 1):
             raise ValueError(f"{type(self).__name__}: beta1 and beta2 must lie in [0, 1), got {beta1}, {beta2}")
         self.beta1, self.beta2, self.epsilon = float(beta1), float(beta2), float(epsilon)
@@ -342,10 +381,11 @@ class AdamW(Adam):
     """Adam with decoupled weight decay: p *= 1 - lr * weight_decay before the Adam step
     (torch.optim.AdamW; the decay is an attribute of the `adam` op, not added to the gradient)."""
 
-    def __init__(self, learning_rate: float | LRScheduler = 0.001, beta1: float = 0.9, beta2: float = 0.999,
+    def __init__(self, learning_rate: float | LRScheduler | None = None, beta1: float = 0.9, beta2: float = 0.999,
                  epsilon: float = 1e-8, parameters: Iterable[Any] | None = None, weight_decay: float = 0.01,
-                 grad_clip: GradientClipBase | None = None, name: str | None = None) -> None:
-        super().__init__(learning_rate, beta1, beta2, epsilon, parameters, None, grad_clip, name)
+                 grad_clip: GradientClipBase | None = None, name: str | None = None, *,
+                 lr: float | LRScheduler | None = None) -> None:
+        super().__init__(learning_rate, beta1, beta2, epsilon, parameters, None, grad_clip, name, lr=lr)
         if not isinstance(weight_decay, (int, float)) or weight_decay < 0:
             raise ValueError(f"AdamW: weight_decay (decoupled) must be a non-negative float, got {weight_decay!r}")
         self.weight_decay = float(weight_decay)

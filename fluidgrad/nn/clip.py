@@ -1,4 +1,6 @@
-"""Gradient clipping, as ops in the program (static) or on arrays (eager).
+"""Gradient clipping, as ops in the program (static) or on arrays (eager). Paddle 2 keeps the
+classes in `paddle.nn`; `fluidgrad.optimizer` re-exports them (`fluidgrad.clip` is the
+function clamping a tensor, as `paddle.clip`).
 
 An optimizer given `grad_clip=` calls `append_clip_ops(block, params_grads)` after
 `append_backward` and before weight decay and the update ops, the order of
@@ -11,8 +13,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .framework import Block, Variable
-from .optimizer.emit import constant, emit
+from ..framework import Block, Variable
+from ..framework.emit import constant, emit
 
 ParamsGrads = list[tuple[Variable, Variable]]
 

@@ -1,0 +1,112 @@
+"""`fluidgrad.save(obj, path)` / `fluidgrad.load(path)`: eager state dicts on disk, without pickle.
+
+A state dict (of a Layer, of an optimizer, or nested dicts and lists of those, Tensors, NumPy
+arrays and plain values) becomes one safetensors file: every array is a tensor keyed by its
+position in the structure, and the structure itself, with the plain values, is JSON in the
+file's metadata. Loading gives back the same structure: Tensors as Tensors (with their
+`stop_gradient`), arrays as arrays. The file is written atomically (temp file, fsync, rename),
+so a crash mid-save leaves the previous checkpoint whole.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import safetensors
+import safetensors.numpy
+
+from .eager import Tensor, to_tensor
+from .framework.errors import FluidgradError
+from .io import atomic_write
+
+__all__ = ["save", "load", "CheckpointError"]
+
+_FORMAT = "fluidgrad.state/1"
+_STRUCTURE_KEY = "fluidgrad.structure"
+
+
+class CheckpointError(FluidgradError, ValueError):
+    """A state file that cannot be read, or an object that cannot be saved."""
+
+
+def save(obj: Any, path: str | os.PathLike) -> None:
+    """Save a state dict (nested dicts/lists of Tensors, arrays, numbers, strings, None)."""
+    arrays: dict[str, np.ndarray] = {}
+    structure = _encode(obj, arrays, "state")
+    metadata = {"format": _FORMAT, _STRUCTURE_KEY: json.dumps(structure, sort_keys=True)}
+    atomic_write(path, safetensors.numpy.save(arrays, metadata=metadata))
+
+
+def load(path: str | os.PathLike) -> Any:
+    """Read what `save` wrote: the same structure, Tensors as Tensors and arrays as arrays."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"load: {path} does not exist or is not a file")
+    try:
+        with safetensors.safe_open(str(path), framework="numpy") as handle:
+            metadata = handle.metadata() or {}
+            if metadata.get("format") != _FORMAT:
+                raise CheckpointError(f"load: {path} is a safetensors file but not one written by "
+                                      f"fluidgrad.save (format {metadata.get('format')!r})")
+            arrays = {key: handle.get_tensor(key) for key in handle.keys()}
+    except CheckpointError:
+        raise
+    except Exception as exc:  # safetensors' own errors: not safetensors, truncated, bad header
+        raise CheckpointError(f"load: {path} is not a readable fluidgrad state file ({exc})") from None
+    return _decode(json.loads(metadata[_STRUCTURE_KEY]), arrays, path)
+
+
+def _encode(obj: Any, arrays: dict[str, np.ndarray], where: str) -> Any:
+    """The JSON form of `obj`; arrays go into `arrays` under their path in the structure."""
+    if isinstance(obj, Tensor):
+        arrays[where] = np.ascontiguousarray(obj.numpy())
+        return {"tensor": where, "stop_gradient": bool(obj.stop_gradient)}
+    if isinstance(obj, np.ndarray):
+        if obj.dtype.kind not in "biuf":
+            raise CheckpointError(f"save: {where} is an array of dtype {obj.dtype}; only bool, "
+                                  f"integer and float arrays can be saved")
+        arrays[where] = np.ascontiguousarray(obj)
+        return {"array": where}
+    if isinstance(obj, np.generic):
+        return _encode(obj.item(), arrays, where)
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return {"value": obj}
+    if isinstance(obj, dict):
+        for key in obj:
+            if not isinstance(key, str):
+                raise CheckpointError(f"save: {where} has a key {key!r} of type {type(key).__name__}; "
+                                      f"keys must be strings")
+        return {"dict": [[k, _encode(v, arrays, f"{where}.{k}")] for k, v in obj.items()]}
+    if isinstance(obj, (list, tuple)):
+        items = [_encode(v, arrays, f"{where}[{i}]") for i, v in enumerate(obj)]
+        return {"tuple" if isinstance(obj, tuple) else "list": items}
+    raise CheckpointError(f"save: {where} is a {type(obj).__name__}; a state dict holds Tensors, "
+                          f"arrays, numbers, strings, None, and dicts and lists of those")
+
+
+def _decode(node: Any, arrays: dict[str, np.ndarray], path: Path) -> Any:
+    if not isinstance(node, dict) or len(node) not in (1, 2):
+        raise CheckpointError(f"load: {path} has a damaged structure entry {node!r}")
+    if "tensor" in node:
+        return to_tensor(_array(node["tensor"], arrays, path), stop_gradient=node.get("stop_gradient", True))
+    if "array" in node:
+        return _array(node["array"], arrays, path)
+    if "value" in node:
+        return node["value"]
+    if "dict" in node:
+        return {key: _decode(value, arrays, path) for key, value in node["dict"]}
+    if "list" in node:
+        return [_decode(value, arrays, path) for value in node["list"]]
+    if "tuple" in node:
+        return tuple(_decode(value, arrays, path) for value in node["tuple"])
+    raise CheckpointError(f"load: {path} has a damaged structure entry {node!r}")
+
+
+def _array(key: str, arrays: dict[str, np.ndarray], path: Path) -> np.ndarray:
+    try:
+        return np.array(arrays[key])  # owned and writable: the caller may train on it
+    except KeyError:
+        raise CheckpointError(f"load: {path} names an array {key!r} that the file does not hold") from None
