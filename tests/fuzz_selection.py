@@ -172,7 +172,7 @@ def _gen_roll(gen):
 def _gen_tile(gen):
     x = gen.pick()
     shape = gen.pool[x]
-    repeats = tuple(gen.draw(st.lists(st.integers(1, 2), min_size=len(shape), max_size=MAX_RANK)) or [2])
+    repeats = tuple(gen.draw(st.lists(st.integers(1, 2), min_size=len(shape), max_size=max(MAX_RANK, len(shape)))) or [2])
     padded = (1,) * (len(repeats) - len(shape)) + shape
     return Node("tile", (x,), (("repeats", repeats),), (tuple(d * r for d, r in zip(padded, repeats)),))
 
