@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from .registry import NO_GRADIENT, register_op
-from .shape_rules import normalize_axis
+from .shape_rules import float_only, normalize_axis
 
 
 # ---------------------------------------------------------------- tile
@@ -27,6 +27,12 @@ def _tile_infer(ctx):
     ctx.set_output("Out", [d * r if d >= 0 else -1 for d, r in zip(_padded(shape, repeat), repeat)], ctx.dtype("X"))
 
 
+def _grad_helper_infer(ctx):
+    """tile_grad and pad_grad carry gradients: floating point only."""
+    float_only(ctx, "X")
+    ctx.set_output("Out", ctx.shape("Target"), ctx.dtype("X"))
+
+
 def _tile_grad_kernel(dout, target, repeat_times):
     repeat = [1] * (dout.ndim - len(repeat_times)) + list(repeat_times)
     base = _padded(target.shape, repeat)
@@ -40,7 +46,7 @@ register_op("tile", inputs="X", outputs="Out", attrs={"repeat_times": [1]},
                                                       repeat_times=g.attr("repeat_times"))),
             doc="X repeated repeat_times[i] times along axis i (leading axes added as needed).")
 register_op("tile_grad", inputs="X Target", outputs="Out", attrs={"repeat_times": [1]},
-            kernel=_tile_grad_kernel, infer=lambda ctx: ctx.set_output("Out", ctx.shape("Target"), ctx.dtype("X")),
+            kernel=_tile_grad_kernel, infer=_grad_helper_infer,
             grad=lambda g: g.set_input_grad("X", g.op("tile", {"X": g.output_grad("Out")},
                                                       repeat_times=g.attr("repeat_times"))),
             doc="Sums the tiles of X back into Target's shape (the transpose of tile).")
@@ -154,7 +160,7 @@ register_op("pad", inputs="X", outputs="Out", attrs=_PAD_ATTRS, kernel=_pad_kern
                 "...]; mode constant, reflect, replicate (edge) or circular (wrap). Reflection and wrapping "
                 "repeat when a padding is longer than the axis.")
 register_op("pad_grad", inputs="X Target", outputs="Out", attrs=_PAD_ATTRS, kernel=_pad_grad_kernel,
-            infer=lambda ctx: ctx.set_output("Out", ctx.shape("Target"), ctx.dtype("X")),
+            infer=_grad_helper_infer,
             grad=lambda g: g.set_input_grad("X", g.op("pad", {"X": g.output_grad("Out")}, paddings=g.attr("paddings"),
                                                       mode=g.attr("mode"), value=0.0)),
             doc="The transpose of pad: each padded position's gradient goes to the position it copied.")

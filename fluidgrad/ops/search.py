@@ -78,7 +78,13 @@ def _arg(pick, x, axis, select_last_index):
     return x.shape[axis] - 1 - pick(np.flip(x, axis), axis=axis)
 
 
+def _no_bool(ctx):
+    if ctx.dtype("X") == "bool":
+        raise ctx.dtype_error(f"does not compare bool values (as in PyTorch), got {ctx.describe('X')}")
+
+
 def _arg_infer(ctx):
+    _no_bool(ctx)
     shape, axis = ctx.shape("X"), ctx.attr("axis")
     if ctx.attr("dtype") not in ("int32", "int64"):
         raise ctx.dtype_error(f"dtype must be int32 or int64, got {ctx.attr('dtype')}")
@@ -147,6 +153,7 @@ def _top_k_kernel(x, k, axis, largest, sorted):
 
 
 def _top_k_infer(ctx):
+    _no_bool(ctx)
     shape = list(ctx.shape("X"))
     axis = normalize_axis(ctx, ctx.attr("axis"), len(shape))
     k = ctx.attr("k")
