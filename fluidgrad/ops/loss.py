@@ -8,6 +8,8 @@ from .shape_rules import float_only, normalize_axis, same_dtype
 
 
 def _softmax_kernel(x, axis=-1):
+    if x.size == 0:  # nothing to normalise (x.max would raise): an empty result, as in PyTorch
+        return x.copy()
     shifted = x - x.max(axis=axis, keepdims=True)
     e = np.exp(shifted)
     return e / e.sum(axis=axis, keepdims=True)
