@@ -60,4 +60,5 @@ def cross_entropy(input: Any, label: Any, weight: Any = None, ignore_index: int 
 
 
 def mse_loss(input: Any, label: Any, reduction: str = "mean") -> Any:
+    """The squared error (input - label)**2, reduced by `reduction` ('mean', 'sum' or 'none')."""
     return _reduce(F.square(F.subtract(input, label)), reduction, "mse_loss")

@@ -76,6 +76,7 @@ class Dropout(Layer):
 
 
 class Identity(Layer):
+    """Returns its input: a placeholder layer in a Sequential (as torch.nn.Identity)."""
     def forward(self, x: Any) -> Any:
         return x
 

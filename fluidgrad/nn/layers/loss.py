@@ -10,6 +10,7 @@ __all__ = ['CrossEntropyLoss', 'MSELoss']
 
 
 class CrossEntropyLoss(Layer):
+    """The Layer form of `nn.functional.cross_entropy` (logits and integer labels by default)."""
     def __init__(self, reduction: str = "mean", soft_label: bool = False, axis: int = -1) -> None:
         super().__init__()
         self.reduction, self.soft_label, self.axis = reduction, soft_label, axis
@@ -19,6 +20,7 @@ class CrossEntropyLoss(Layer):
 
 
 class MSELoss(Layer):
+    """The Layer form of `nn.functional.mse_loss`."""
     def __init__(self, reduction: str = "mean") -> None:
         super().__init__()
         self.reduction = reduction
