@@ -51,12 +51,23 @@ def _static_run(fg_fn: Callable, inputs: dict[str, np.ndarray], wrt: Sequence[st
     return values[0], values[1:]
 
 
+def _to_static_run(fg_fn: Callable, inputs: dict[str, np.ndarray], wrt: Sequence[str], seed: int):
+    """Static mode for code that holds eager parameters (Layers): traced by jit.to_static."""
+    names = list(inputs)
+    traced = fg.jit.to_static(lambda *args: fg_fn(**dict(zip(names, args))))
+    return _eager_run(lambda **tensors: traced(*(tensors[n] for n in names)), inputs, wrt, seed)
+
+
 def compare_with_torch(fg_fn: Callable, torch_fn: Callable, inputs: dict[str, Any], wrt: Sequence[str] = (),
-                       rtol: float = 1e-7, atol: float = 1e-9, seed: int = 0) -> None:
-    """Assert that fg_fn agrees with torch_fn, value and gradients, in eager and static mode."""
+                       rtol: float = 1e-7, atol: float = 1e-9, seed: int = 0, static: str = "program") -> None:
+    """Assert that fg_fn agrees with torch_fn, value and gradients, in eager and static mode.
+
+    static="program" builds fg_fn on `data` Variables in a Program; "to_static" traces it with
+    jit.to_static (for Layers, whose parameters are eager Tensors)."""
     inputs = {k: np.asarray(v) for k, v in inputs.items()}
     expected, expected_grads = _torch_run(torch_fn, inputs, wrt, seed)
-    for mode, run in (("eager", _eager_run), ("static", _static_run)):
+    static_run = _static_run if static == "program" else _to_static_run
+    for mode, run in (("eager", _eager_run), ("static", static_run)):
         value, grads = run(fg_fn, inputs, wrt, seed)
         assert value.dtype == expected.dtype, f"{mode}: dtype {value.dtype}, PyTorch {expected.dtype}"
         np.testing.assert_allclose(value, expected, rtol=rtol, atol=atol, err_msg=f"{mode} value")

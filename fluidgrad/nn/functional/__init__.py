@@ -12,3 +12,4 @@ from .loss import *  # noqa: F401,F403
 from .common import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
 from .norm import *  # noqa: F401,F403
+from .attention import *  # noqa: F401,F403
