@@ -19,7 +19,7 @@ from .functions import (abs, add, add_n, cast, concat, cos, divide, equal, exp, 
                         ones, ones_like, pow, relu, reshape, scale, sigmoid, sign, sin, slice, split, sqrt,
                         square, squeeze, stack, subtract, sum, tanh, transpose, unsqueeze, zeros, zeros_like)
 from .tensor import *  # noqa: F401,F403  (where, argmax, tile, erf, einsum, ...: fluidgrad/tensor/)
-from .ops.random import seed
+from .ops.random import get_rng_state, seed, set_rng_state
 from .flags import get_flags, set_flags
 from . import static
 from . import nn, optimizer, regularizer  # noqa: E402  (after static: they build on it)
@@ -32,5 +32,6 @@ _dispatch.install_eager(Tensor, _eager_apply)
 from . import autograd, jit  # noqa: E402  (eager mode's PyLayer and to_static)
 from . import io, viz  # noqa: E402  (static save/load and pictures: fg.io.save, fg.viz.draw)
 from .serialization import load, save  # noqa: E402  (eager state dicts: fg.save(model.state_dict(), path))
+from .recompute_eager import recompute  # noqa: E402  (eager activation checkpointing)
 
 __version__ = "0.1.0"

@@ -24,6 +24,7 @@ from .framework.names import EMPTY_VAR_NAME, GRAD_SUFFIX, rename_var_name
 from .framework.registry_hooks import infer_op
 from .framework.transaction import rollback_on_error
 from .ops.grad_builder import OpDesc, get_grad_op_desc
+from .recompute_pass import apply_recompute
 
 
 def _as_names(items: Any, what: str) -> list[str]:
@@ -354,14 +355,15 @@ def _without_gc(fn: Callable) -> Callable:
 
 
 def _build(targets: list[Variable], target_gradients: list[Variable | None], no_grad_set: Iterable[str],
-           callbacks: Sequence[Callable] = (), wanted: Iterable[str] = ()) -> _BackwardBuilder:
+           callbacks: Sequence[Callable] = (), wanted: Iterable[str] = (),
+           checkpoints: Sequence[str] | str | None = None) -> _BackwardBuilder:
     with rollback_on_error(targets[0].block.program):  # a failed pass leaves no grad ops behind
-        return _build_unguarded(targets, target_gradients, no_grad_set, callbacks, wanted)
+        return _build_unguarded(targets, target_gradients, no_grad_set, callbacks, wanted, checkpoints)
 
 
 def _build_unguarded(targets: list[Variable], target_gradients: list[Variable | None],
                      no_grad_set: Iterable[str], callbacks: Sequence[Callable],
-                     wanted: Iterable[str]) -> _BackwardBuilder:
+                     wanted: Iterable[str], checkpoints: Sequence[str] | str | None = None) -> _BackwardBuilder:
     block = targets[0].block
     program = block.program
     for target in targets:
@@ -380,15 +382,22 @@ def _build_unguarded(targets: list[Variable], target_gradients: list[Variable | 
     builder.add_up_repeated_grads(block, start)
     builder.fill_missing_grads(block, set(), start)
     builder.create_grad_vars(block, start)
+    if checkpoints is not None:
+        program.recompute_checkpoints = apply_recompute(block, path, start, checkpoints)
     return builder
 
 
 @_without_gc
 def append_backward(loss: Variable, parameter_list: Sequence[Any] | None = None,
                     no_grad_set: Iterable[Any] | None = None,
-                    callbacks: Sequence[Callable] | None = None) -> list[tuple[Parameter, Variable]]:
+                    callbacks: Sequence[Callable] | None = None,
+                    checkpoints: Sequence[Any] | str | None = None) -> list[tuple[Parameter, Variable]]:
     """Append the backward pass of `loss`; return `(parameter, gradient)` for each trainable
-    parameter the loss depends on (only those of `parameter_list`, when given)."""
+    parameter the loss depends on (only those of `parameter_list`, when given).
+
+    `checkpoints` (Variables or names, or "auto"): the forward ops between them are recomputed
+    in the backward part, so only the checkpoints stay alive through the step; gradients are
+    unchanged. `program.recompute_checkpoints` then names the checkpoints used."""
     _check_variable(loss, "append_backward: loss")
     if not loss.dtype.startswith("float"):
         raise TypeError(f"append_backward: loss {loss.name} has dtype {loss.dtype}; "
@@ -400,7 +409,7 @@ def append_backward(loss: Variable, parameter_list: Sequence[Any] | None = None,
     no_grad = _as_names(no_grad_set, "no_grad_set")
     if callbacks is not None and not isinstance(callbacks, (list, tuple)):
         raise TypeError("callbacks must be a list of callables")
-    builder = _build([loss], [None], no_grad, callbacks or ())
+    builder = _build([loss], [None], no_grad, callbacks or (), checkpoints=_checkpoint_names(checkpoints))
     program = loss.block.program
     params = program.all_parameters()
     if wanted is not None:
@@ -421,8 +430,10 @@ def append_backward(loss: Variable, parameter_list: Sequence[Any] | None = None,
 @_without_gc
 def gradients(targets: Variable | Sequence[Variable], inputs: Variable | Sequence[Variable],
               target_gradients: Variable | Sequence[Variable | None] | None = None,
-              no_grad_set: Iterable[Any] | None = None) -> list[Variable | None]:
-    """The gradients of `targets` (summed) with respect to each of `inputs`; None if unreachable."""
+              no_grad_set: Iterable[Any] | None = None,
+              checkpoints: Sequence[Any] | str | None = None) -> list[Variable | None]:
+    """The gradients of `targets` (summed) with respect to each of `inputs`; None if unreachable.
+    `checkpoints`: as for `append_backward`."""
     targets_list = [targets] if isinstance(targets, Variable) else list(_check_list(targets, "targets"))
     inputs_list = [inputs] if isinstance(inputs, Variable) else list(_check_list(inputs, "inputs"))
     for t in targets_list:
@@ -449,13 +460,20 @@ def gradients(targets: Variable | Sequence[Variable], inputs: Variable | Sequenc
             saved[var.name] = var
             var.stop_gradient = False
     try:
-        builder = _build(targets_list, grads_in, no_grad - forced, wanted=forced)
+        builder = _build(targets_list, grads_in, no_grad - forced, wanted=forced,
+                         checkpoints=_checkpoint_names(checkpoints))
     finally:
         for var in saved.values():
             var.stop_gradient = True
     block = targets_list[0].block
     return [block.var(builder.grad_name(x.name)) if block.has_var(builder.grad_name(x.name)) else None
             for x in inputs_list]
+
+
+def _checkpoint_names(checkpoints: Sequence[Any] | str | None) -> list[str] | str | None:
+    if checkpoints is None or checkpoints == "auto":
+        return checkpoints
+    return _as_names(checkpoints, "checkpoints")
 
 
 def _check_list(items: Any, what: str) -> Sequence[Any]:

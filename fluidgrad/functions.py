@@ -1,4 +1,9 @@
-"""The top-level functions (Paddle 2 names). Each serves both modes through `apply_op`."""
+"""The top-level functions (Paddle 2 names). Each serves both modes through `apply_op`.
+
+A Python scalar meeting a Variable or Tensor follows the one promotion rule of
+`framework.dtypes` (PyTorch's weak scalars, docs/dtypes.md): the value is cast to the result
+dtype first, so the op itself always sees one dtype.
+"""
 from __future__ import annotations
 
 import builtins
@@ -7,85 +12,116 @@ from typing import Any, Sequence
 import numpy as np
 
 from .dispatch import apply_op, is_tensor
-from .framework import Variable, normalize_dtype
-
-_Number = (int, float, bool, np.number)
+from .framework import DTypeError, Variable, dtypes, normalize_dtype
 
 
 def _is_value(x: Any) -> bool:
     return isinstance(x, Variable) or is_tensor(x)
 
 
-def _constant(value: Any, like: Any) -> Any:
-    """A 0-D constant in `like`'s mode and dtype, so that it broadcasts against anything."""
-    dtype = like.dtype
+def _describe(value: Any) -> str:
+    if _is_value(value):
+        return f"{getattr(value, 'name', None) or type(value).__name__} (shape {list(value.shape)}, {value.dtype})"
+    return repr(value)
+
+
+def _exact(value: Any) -> int | float | bool:
+    """A scalar as a plain Python number, without rounding a large integer through float."""
+    kind = dtypes.scalar_kind(value)
+    return bool(value) if kind == dtypes.BOOL else int(value) if kind == dtypes.INTEGER else float(value)
+
+
+def _constant(value: Any, dtype: str, like: Any) -> Any:
+    """A 0-D constant of `dtype` in `like`'s mode, so that it broadcasts against anything."""
     if is_tensor(like):
         from .eager import to_tensor
         return to_tensor(np.asarray(value, dtype=dtype))
-    return apply_op("fill_constant", {}, {"shape": [], "value": float(value), "dtype": dtype})
+    return apply_op("fill_constant", {}, {"shape": [], "value": _exact(value), "dtype": dtype})
 
 
-def _promote(x: Any, value: Any) -> Any:
-    """A Python float meeting an integer tensor computes in float64, as it does in NumPy."""
-    if isinstance(value, (float, np.floating)) and not x.dtype.startswith("float"):
-        return cast(x, "float64")
-    return x
+def _lift(x: Any, dtype: str) -> Any:
+    return x if x.dtype == dtype else cast(x, dtype)
+
+
+def _operand(value: Any, other: Any, op_type: str) -> Any:
+    """A non-Variable operand of a binary op: NumPy arrays join eager Tensors as Tensors."""
+    if isinstance(value, np.ndarray) and is_tensor(other):
+        from .eager import to_tensor
+        return to_tensor(value)
+    raise TypeError(f"{op_type}: expected a number, Variable or Tensor, got {type(value).__name__}")
 
 
 def _binary(op_type: str, x: Any, y: Any) -> Any:
+    """`op_type(x, y)`; a Python scalar on either side becomes a constant of the promoted
+    dtype (`dtypes.result_type`), the other side cast to it."""
     if not _is_value(x):
         if not _is_value(y):
             raise TypeError(f"{op_type}: at least one operand must be a Variable or Tensor, "
                             f"got {type(x).__name__} and {type(y).__name__}")
-        y = _promote(y, x)
-        x = _constant(x, y)
+        if not dtypes.is_scalar(x):
+            return _binary(op_type, _operand(x, y, op_type), y)
+        dtype = dtypes.result_type(y.dtype, x)
+        y, x = _lift(y, dtype), _constant(x, dtype, y)
     elif not _is_value(y):
-        x = _promote(x, y)
-        y = _constant(y, x)
+        if not dtypes.is_scalar(y):
+            return _binary(op_type, x, _operand(y, x, op_type))
+        dtype = dtypes.result_type(x.dtype, y)
+        x, y = _lift(x, dtype), _constant(y, dtype, x)
     return apply_op(op_type, {"X": x, "Y": y})
 
 
-def _check_number(value: Any, fn: str) -> None:
-    if not isinstance(value, _Number) and not _is_value(value):
-        raise TypeError(f"{fn}: expected a number, Variable or Tensor, got {type(value).__name__}")
+def _with_scalar(x: Any, y: Any) -> tuple[Any, Any] | None:
+    """(value cast to the result dtype, scalar) when one operand is a value and the other a
+    Python scalar, the result is not bool (bool arithmetic is logical: elementwise ops do it)."""
+    if _is_value(x) and dtypes.is_scalar(y):
+        value = _lift(x, dtypes.result_type(x.dtype, y))
+        return None if value.dtype == "bool" else (value, _exact(y))
+    return None
 
 
 def add(x: Any, y: Any) -> Any:
-    if _is_value(x) and isinstance(y, _Number):
-        return scale(_promote(x, y), 1.0, float(y))
-    if _is_value(y) and isinstance(x, _Number):
-        return scale(_promote(y, x), 1.0, float(x))
+    pair = _with_scalar(x, y) or _with_scalar(y, x)
+    if pair:
+        return scale(pair[0], 1, pair[1])
     return _binary("elementwise_add", x, y)
 
 
 def subtract(x: Any, y: Any) -> Any:
-    if _is_value(x) and isinstance(y, _Number):
-        return scale(_promote(x, y), 1.0, -float(y))
-    if _is_value(y) and isinstance(x, _Number):
-        return scale(_promote(y, x), -1.0, float(x))
+    for operand in (x, y):  # before promotion turns a bool into an integer: PyTorch refuses it
+        if isinstance(operand, bool) or (_is_value(operand) and operand.dtype == "bool"):
+            raise DTypeError(f"subtract: subtraction with a bool ({_describe(operand)}) is not supported, "
+                             f"as in PyTorch; use logical_xor / logical_not, or cast to an integer dtype")
+    pair = _with_scalar(x, y)
+    if pair:
+        return scale(pair[0], 1, -pair[1])
+    pair = _with_scalar(y, x)
+    if pair:
+        return scale(pair[0], -1, pair[1])
     return _binary("elementwise_sub", x, y)
 
 
 def multiply(x: Any, y: Any) -> Any:
-    if _is_value(x) and isinstance(y, _Number):
-        return scale(_promote(x, y), float(y))
-    if _is_value(y) and isinstance(x, _Number):
-        return scale(_promote(y, x), float(x))
+    pair = _with_scalar(x, y) or _with_scalar(y, x)
+    if pair:
+        return scale(pair[0], pair[1])
     return _binary("elementwise_mul", x, y)
 
 
 def divide(x: Any, y: Any) -> Any:
-    """True division: integer operands give float64."""
-    if _is_value(x) and isinstance(y, _Number):
-        if not x.dtype.startswith("float"):
-            x = cast(x, "float64")
-        return scale(x, 1.0 / float(y))
+    """True division: bool and integer operands give the default float dtype (float32)."""
     return _binary("elementwise_div", x, y)
 
 
 def pow(x: Any, y: Any) -> Any:
-    if _is_value(x) and isinstance(y, _Number):
-        return apply_op("pow", {"X": x}, {"factor": float(y)})
+    """x ** y. A float exponent (or a float base) gives `pow` in floating point; an integer
+    tensor to a non-negative integer power stays an integer tensor, as in PyTorch."""
+    if _is_value(x) and dtypes.is_scalar(y):
+        dtype = dtypes.result_type(x.dtype, y)
+        if dtypes.dtype_kind(dtype) == dtypes.FLOAT:
+            return apply_op("pow", {"X": _lift(x, dtype)}, {"factor": float(y)})
+        if y < 0:
+            raise ValueError(f"pow: integers to negative integer powers are not allowed "
+                             f"({x.dtype} {getattr(x, 'name', None) or ''} ** {y}); cast to a float first")
     return _binary("elementwise_pow", x, y)
 
 

@@ -170,19 +170,21 @@ class Tensor(MathMixin):
         return self
 
 
-    # ---- operators: a Tensor-with-Tensor or Tensor-with-number operation goes straight to
-    # the engine (same ops and attributes as fluidgrad.functions, fewer Python layers).
+    # ---- operators: a Tensor-with-Tensor or float-Tensor-with-number operation goes straight
+    # to the engine (same ops and attributes as fluidgrad.functions, fewer Python layers). A
+    # number meeting a bool or integer Tensor may change the dtype (framework/dtypes.py), so
+    # that case goes through fluidgrad.functions.
     def __add__(self, other):
         kind = type(other)
         if kind is Tensor:
             return apply_binary("elementwise_add", self, other)
-        if kind is float or kind is int:
+        if (kind is float or kind is int) and self.data.dtype.kind == "f":
             return apply_unary("scale", self, {"scale": 1.0, "bias": float(other), "bias_after_scale": True})
         return MathMixin.__add__(self, other)
 
     def __radd__(self, other):
         kind = type(other)
-        if kind is float or kind is int:
+        if (kind is float or kind is int) and self.data.dtype.kind == "f":
             return apply_unary("scale", self, {"scale": 1.0, "bias": float(other), "bias_after_scale": True})
         return MathMixin.__radd__(self, other)
 
@@ -190,13 +192,13 @@ class Tensor(MathMixin):
         kind = type(other)
         if kind is Tensor:
             return apply_binary("elementwise_sub", self, other)
-        if kind is float or kind is int:
+        if (kind is float or kind is int) and self.data.dtype.kind == "f":
             return apply_unary("scale", self, {"scale": 1.0, "bias": -float(other), "bias_after_scale": True})
         return MathMixin.__sub__(self, other)
 
     def __rsub__(self, other):
         kind = type(other)
-        if kind is float or kind is int:
+        if (kind is float or kind is int) and self.data.dtype.kind == "f":
             return apply_unary("scale", self, {"scale": -1.0, "bias": float(other), "bias_after_scale": True})
         return MathMixin.__rsub__(self, other)
 
@@ -204,13 +206,13 @@ class Tensor(MathMixin):
         kind = type(other)
         if kind is Tensor:
             return apply_binary("elementwise_mul", self, other)
-        if kind is float or kind is int:
+        if (kind is float or kind is int) and self.data.dtype.kind == "f":
             return apply_unary("scale", self, {"scale": float(other), "bias": 0.0, "bias_after_scale": True})
         return MathMixin.__mul__(self, other)
 
     def __rmul__(self, other):
         kind = type(other)
-        if kind is float or kind is int:
+        if (kind is float or kind is int) and self.data.dtype.kind == "f":
             return apply_unary("scale", self, {"scale": float(other), "bias": 0.0, "bias_after_scale": True})
         return MathMixin.__rmul__(self, other)
 
@@ -218,7 +220,7 @@ class Tensor(MathMixin):
         kind = type(other)
         if kind is Tensor:
             return apply_binary("elementwise_div", self, other)
-        if kind is float or kind is int:
+        if (kind is float or kind is int) and self.data.dtype.kind == "f" and other:
             return apply_unary("scale", self, {"scale": 1.0 / float(other), "bias": 0.0, "bias_after_scale": True})
         return MathMixin.__truediv__(self, other)
 

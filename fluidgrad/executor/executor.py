@@ -7,6 +7,7 @@ import numpy as np
 
 from ..framework import Block, Program, Variable, default_main_program
 from ..framework.errors import ExecutionError, FluidgradError
+from .memory import RunStats, live_bytes
 from .plan import Plan, compile_block
 from .scope import Scope, global_scope
 
@@ -78,7 +79,10 @@ class Executor:
 
     def run(self, program: Program | None = None, feed: dict[str, Any] | None = None,
             fetch_list: Sequence[Variable | str] | None = None, scope: Scope | None = None,
-            return_numpy: bool = True, use_program_cache: bool = True) -> list[np.ndarray]:
+            return_numpy: bool = True, use_program_cache: bool = True,
+            return_stats: bool = False) -> list[np.ndarray] | tuple[list[np.ndarray], RunStats]:
+        """Run `program`'s global block once; return one array per fetch (copies the caller owns).
+        `return_stats=True` also returns a `RunStats` with the peak bytes of live intermediates."""
         program = program if program is not None else default_main_program()
         if not isinstance(program, Program):
             raise TypeError(f"Executor.run expects a Program, got {type(program).__name__}")
@@ -94,7 +98,8 @@ class Executor:
         plan = self._plan(block, feed_arrays.keys(), fetch_names)
         results = self._call(plan, scope, feed_arrays)
         # inside a run, arrays may be read-only broadcast views; the caller gets arrays it owns
-        return [r if isinstance(r, np.ndarray) and r.flags.writeable else np.array(r) for r in results]
+        results = [r if isinstance(r, np.ndarray) and r.flags.writeable else np.array(r) for r in results]
+        return (results, live_bytes(block, feed_arrays, fetch_names)) if return_stats else results
 
 
 def _fetch_name(block: Block, item: Variable | str) -> str:

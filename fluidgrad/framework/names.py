@@ -8,6 +8,7 @@ from typing import Iterator
 
 GRAD_SUFFIX = "@GRAD"
 RENAME_SUFFIX = "@RENAME@"
+RECOMPUTE_SUFFIX = "@RECOMPUTE"  # a forward value recomputed in the backward part (recompute_pass.py)
 EMPTY_VAR_NAME = "@EMPTY@"
 TEMP_SUFFIX = "@TMP@"
 

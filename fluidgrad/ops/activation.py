@@ -87,6 +87,9 @@ def _abs_grad(g):
 
 def _pow_grad(g):
     factor = g.attr("factor")
+    if factor == 0:  # x^0 = 1: the gradient is 0, also at x = 0 (never 0 * x^-1 = 0 * inf)
+        g.set_input_grad("X", g.op("scale", {"X": g.output_grad("Out")}, scale=0.0))
+        return
     dpow = g.op("scale", {"X": g.op("pow", {"X": g.input("X")}, factor=factor - 1.0)}, scale=factor)
     g.set_input_grad("X", _mul(g, g.output_grad("Out"), dpow))
 

@@ -105,7 +105,9 @@ def _swce_grad(g):
         label_sum = g.op("reduce_sum", {"X": label}, axis=[axis], keepdim=True)
         diff = g.op("elementwise_sub", {"X": g.op("elementwise_mul", {"X": softmax, "Y": label_sum}), "Y": label})
         if g.needs_input_grad("Label"):
-            log_softmax = g.op("log", {"X": softmax})
+            # log_softmax of the logits, never log(softmax): softmax underflows to 0 for logits
+            # far below the maximum, and log(0) = -inf where the true value is finite
+            log_softmax = g.op("log_softmax", {"X": logits}, axis=axis)
             g.set_input_grad("Label", g.op("scale", {"X": g.op("elementwise_mul", {"X": log_softmax, "Y": dloss})},
                                            scale=-1.0))
     else:

@@ -3,8 +3,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..framework import dtypes
 from .registry import NO_GRADIENT, register_op
-from .shape_rules import binary_broadcast, broadcast_shapes, float_only, same_as, same_dtype
+from .shape_rules import (
+    binary_broadcast,
+    broadcast_shapes,
+    float_only,
+    same_as,
+    same_dtype,
+)
 
 
 # ---------------------------------------------------------------- elementwise binary
@@ -41,8 +48,11 @@ def _div_grad(g):
 def _pow_grad(g):
     x, y, out, dout = g.input("X"), g.input("Y"), g.output("Out"), g.output_grad("Out")
     if g.needs_input_grad("X"):
-        y_minus_1 = g.op("scale", {"X": y}, scale=1.0, bias=-1.0)
-        dpow = g.op("elementwise_mul", {"X": y, "Y": g.op("elementwise_pow", {"X": x, "Y": y_minus_1})})
+        # d(x^y)/dx = y x^(y-1); where y = 0 take y x^0 = 0, never 0 * x^-1 = 0 * inf at x = 0
+        y_nonzero = g.op("cast", {"X": g.op("not_equal", {"X": y, "Y": g.op("fill_zeros_like", {"X": y})})},
+                         dtype=g.dtype(y))
+        exponent = g.op("elementwise_sub", {"X": y, "Y": y_nonzero})
+        dpow = g.op("elementwise_mul", {"X": y, "Y": g.op("elementwise_pow", {"X": x, "Y": exponent})})
         g.set_input_grad("X", g.op("elementwise_mul", {"X": dout, "Y": dpow}))
     if g.needs_input_grad("Y"):
         # d(x^y)/dy = x^y log x, which is 0 (not 0 * -inf) at x = 0: take log(1) there, as PyTorch does
@@ -54,23 +64,40 @@ def _pow_grad(g):
 
 
 def _div_infer(ctx):
-    """True division, as in NumPy and PyTorch: integer inputs give float64."""
+    """True division, as in PyTorch: bool and integer inputs give the default float dtype."""
     dtype = same_dtype(ctx, "X", "Y")
     shape = broadcast_shapes(ctx, ctx.shape("X"), ctx.shape("Y"),
                              lambda: f"{ctx.describe('X')} with {ctx.describe('Y')}")
-    ctx.set_output("Out", shape, dtype if dtype.startswith("float") else "float64")
+    ctx.set_output("Out", shape, dtypes.true_divide_dtype(dtype))
+
+
+def _true_divide(x, y):
+    if x.dtype.kind == "f":
+        return x / y
+    return np.true_divide(x, y, dtype=dtypes.true_divide_dtype(x.dtype.name))
+
+
+def _no_bool(rule, what):
+    """`rule`, refusing bool inputs as PyTorch does (`what`: the operation it refuses)."""
+    def infer(ctx):
+        for slot in ("X", "Y"):
+            if ctx.has_input(slot) and ctx.dtype(slot) == "bool":
+                raise ctx.dtype_error(f"{what} of bool values is not supported, got {ctx.describe(slot)}; "
+                                      f"use logical_xor / logical_not, or cast to an integer dtype first")
+        rule(ctx)
+    return infer
 
 
 register_op("elementwise_add", inputs="X Y", outputs="Out", kernel=np.add, inline="{X} + {Y}",
             infer=binary_broadcast(), grad=_add_grad)
 register_op("elementwise_sub", inputs="X Y", outputs="Out", kernel=np.subtract, inline="{X} - {Y}",
-            infer=binary_broadcast(), grad=_sub_grad)
+            infer=_no_bool(binary_broadcast(), "subtraction"), grad=_sub_grad)
 register_op("elementwise_mul", inputs="X Y", outputs="Out", kernel=np.multiply, inline="{X} * {Y}",
             infer=binary_broadcast(), grad=_mul_grad)
-register_op("elementwise_div", inputs="X Y", outputs="Out", kernel=np.divide, inline="{X} / {Y}",
+register_op("elementwise_div", inputs="X Y", outputs="Out", kernel=_true_divide,
             infer=_div_infer, grad=_div_grad)
 register_op("elementwise_pow", inputs="X Y", outputs="Out", kernel=np.power,
-            infer=binary_broadcast(), grad=_pow_grad)
+            infer=_no_bool(binary_broadcast(), "power"), grad=_pow_grad)
 register_op("elementwise_max", inputs="X Y", outputs="Out", kernel=np.maximum,
             infer=binary_broadcast(), grad=lambda g: _select_grad(g, "greater_than"))
 register_op("elementwise_min", inputs="X Y", outputs="Out", kernel=np.minimum,
@@ -215,6 +242,8 @@ register_op("matmul", inputs="X Y", outputs="Out", attrs={"transpose_x": False, 
 
 # ---------------------------------------------------------------- scale, sum, assign, cast
 def _scale_kernel(x, scale=1.0, bias=0.0, bias_after_scale=True):
+    if x.dtype.kind in "iu" and float(scale).is_integer() and float(bias).is_integer():
+        scale, bias = int(scale), int(bias)  # exact integer arithmetic: no rounding through float64
     if bias_after_scale:
         out = x * scale + bias if bias else x * scale
     else:
@@ -225,7 +254,7 @@ def _scale_kernel(x, scale=1.0, bias=0.0, bias_after_scale=True):
 
 register_op("scale", inputs="X", outputs="Out",
             attrs={"scale": 1.0, "bias": 0.0, "bias_after_scale": True},
-            kernel=_scale_kernel, infer=same_as(),
+            kernel=_scale_kernel, infer=_no_bool(same_as(), "scaling (or negation)"),
             grad=lambda g: g.set_input_grad("X", g.op("scale", {"X": g.output_grad("Out")},
                                                       scale=g.attr("scale"))))
 

@@ -14,6 +14,16 @@ def seed(value: int) -> None:
     _generator = np.random.default_rng(value)
 
 
+def get_rng_state() -> dict:
+    """The global generator's state (PyTorch's and Paddle's name): recompute replays it."""
+    return _generator.bit_generator.state
+
+
+def set_rng_state(state: dict) -> None:
+    """Put the global generator back into a state that `get_rng_state` returned."""
+    _generator.bit_generator.state = state
+
+
 def generator(op_seed: int = 0) -> np.random.Generator:
     """The global generator, or a private one when an op carries its own non-zero seed."""
     return np.random.default_rng(op_seed) if op_seed else _generator

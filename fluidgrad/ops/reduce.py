@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..framework import dtypes
+from ..framework.errors import ShapeError
 from .registry import register_op
 from .shape_rules import reduced_shape
 
@@ -16,14 +18,44 @@ def _axes(axis, ndim):
 
 def _reduce_infer(ctx):
     axis = None if ctx.attr("reduce_all") else ctx.attr("axis")
-    if ctx.op_def.type == "reduce_mean":
+    kind = ctx.op_def.type
+    if kind == "reduce_mean":
         _float_mean(ctx)
-    ctx.set_output("Out", reduced_shape(ctx, ctx.shape("X"), axis, ctx.attr("keepdim")), ctx.dtype("X"))
+    shape = reduced_shape(ctx, ctx.shape("X"), axis, ctx.attr("keepdim"))
+    if kind in _NO_IDENTITY:
+        axes = _axes(axis, len(ctx.shape("X")))
+        if any(ctx.shape("X")[a] == 0 for a in axes):
+            raise ctx.shape_error(_empty_message(kind, ctx.shape("X"), axes))
+    dtype = dtypes.accumulate_dtype(ctx.dtype("X")) if kind == "reduce_sum" else ctx.dtype("X")
+    ctx.set_output("Out", shape, dtype)
 
 
-def _reduce_kernel(fn):
+# max and min have no identity element: over a zero-size axis they are an error (as in
+# PyTorch), at build time when the size is known and at run time when it is not
+_NO_IDENTITY = ("reduce_max", "reduce_min")
+
+
+def _empty_message(kind, shape, axes):
+    return (f"op {kind}: cannot reduce X (shape {list(shape)}) over axes {list(axes)}, which hold "
+            f"no elements: {kind[7:]} of nothing is undefined (sum gives 0, mean NaN)")
+
+
+def _reduce_kernel(fn, accumulate=False):
+    """`fn` over the axes; `accumulate`: bool and integers sum in int64 (dtypes.accumulate_dtype)."""
     def kernel(x, axis=None, keepdim=False, reduce_all=False):
         axes = _axes(None if reduce_all else axis, x.ndim)
+        dtype = np.dtype(dtypes.accumulate_dtype(x.dtype.name)) if accumulate else x.dtype
+        if accumulate:
+            return np.asarray(fn(x, axis=axes, keepdims=keepdim, dtype=dtype))
+        return np.asarray(fn(x, axis=axes, keepdims=keepdim), dtype=dtype)
+    return kernel
+
+
+def _extreme_kernel(fn, kind):
+    def kernel(x, axis=None, keepdim=False, reduce_all=False):
+        axes = _axes(None if reduce_all else axis, x.ndim)
+        if any(x.shape[a] == 0 for a in axes):
+            raise ShapeError(_empty_message(kind, x.shape, axes))
         return np.asarray(fn(x, axis=axes, keepdims=keepdim), dtype=x.dtype)
     return kernel
 
@@ -60,7 +92,7 @@ def _unreduce_infer(ctx):
 
 _REDUCE_ATTRS = {"axis": None, "keepdim": False, "reduce_all": False}
 
-register_op("reduce_sum", inputs="X", outputs="Out", attrs=_REDUCE_ATTRS, kernel=_reduce_kernel(np.sum),
+register_op("reduce_sum", inputs="X", outputs="Out", attrs=_REDUCE_ATTRS, kernel=_reduce_kernel(np.sum, accumulate=True),
             infer=_reduce_infer, grad=_reduce_grad(mean=False))
 register_op("reduce_mean", inputs="X", outputs="Out", attrs=_REDUCE_ATTRS, kernel=_reduce_kernel(np.mean),
             infer=_reduce_infer, grad=_reduce_grad(mean=True))
@@ -101,7 +133,7 @@ def _extreme_grad(g):
     g.set_input_grad("X", g.op("elementwise_mul", {"X": spread, "Y": hit}))
 
 
-register_op("reduce_max", inputs="X", outputs="Out", attrs=_REDUCE_ATTRS, kernel=_reduce_kernel(np.max),
+register_op("reduce_max", inputs="X", outputs="Out", attrs=_REDUCE_ATTRS, kernel=_extreme_kernel(np.amax, "reduce_max"),
             infer=_reduce_infer, grad=_extreme_grad)
-register_op("reduce_min", inputs="X", outputs="Out", attrs=_REDUCE_ATTRS, kernel=_reduce_kernel(np.min),
+register_op("reduce_min", inputs="X", outputs="Out", attrs=_REDUCE_ATTRS, kernel=_extreme_kernel(np.amin, "reduce_min"),
             infer=_reduce_infer, grad=_extreme_grad)

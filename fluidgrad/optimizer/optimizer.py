@@ -149,8 +149,10 @@ class Optimizer:
     # ------------------------------------------------------------------ static mode
     def minimize(self, loss: Variable, startup_program: Program | None = None,
                  parameter_list: Sequence[Any] | None = None, no_grad_set: Any = None,
-                 parameters: Sequence[Any] | None = None) -> tuple[list[Operator], ParamsGrads]:
+                 parameters: Sequence[Any] | None = None,
+                 checkpoints: Sequence[Any] | str | None = None) -> tuple[list[Operator], ParamsGrads]:
         """append_backward(loss), then clipping, decay and update ops; returns (update_ops, params_grads).
+        `checkpoints` (Variables, or "auto") recompute the forward between them in the backward part.
 
         Eager mode (loss is a Tensor, as Paddle's dygraph minimize): after `loss.backward()`, this is
         `step()`; it returns ([], [(param, grad), ...])."""
@@ -161,15 +163,16 @@ class Optimizer:
         if not isinstance(loss, Variable):
             raise TypeError(f"{type(self).__name__}.minimize: loss must be a Variable (static mode) or a "
                             f"Tensor (eager mode), got {type(loss).__name__}")
-        params_grads = self.backward(loss, startup_program, parameter_list or parameters, no_grad_set)
+        params_grads = self.backward(loss, startup_program, parameter_list or parameters, no_grad_set,
+                                     checkpoints=checkpoints)
         update_ops = self.apply_gradients(params_grads, startup_program)
         return update_ops, params_grads
 
     def backward(self, loss: Variable, startup_program: Program | None = None,
                  parameters: Sequence[Any] | None = None, no_grad_set: Any = None,
-                 callbacks: Any = None) -> ParamsGrads:
+                 callbacks: Any = None, checkpoints: Sequence[Any] | str | None = None) -> ParamsGrads:
         params = parameters if parameters is not None else self._parameter_list
-        return append_backward(loss, params, no_grad_set, callbacks)
+        return append_backward(loss, params, no_grad_set, callbacks, checkpoints=checkpoints)
 
     def apply_gradients(self, params_grads: ParamsGrads, startup_program: Program | None = None) -> list[Operator]:
         """Append clipping, decay and update ops for `params_grads` (pairs with grad None are skipped)."""

@@ -1,0 +1,237 @@
+"""Recompute: checkpoints in backward building and `fluidgrad.recompute` in eager mode give the
+same gradients, bit for bit, as no checkpoints; and keep fewer activations alive."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fluidgrad as fg
+from fluidgrad.framework import unique_name_guard
+from fluidgrad.recompute_pass import RECOMPUTE_SUFFIX, RecomputeError
+
+_RNG = np.random.default_rng(7)
+
+
+def _run(build, checkpoints, feed, scope=None, optimizer=None):
+    """Build with `checkpoints`; return (fetched loss and gradients, stats, program)."""
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup), unique_name_guard():
+        loss, cks = build()
+        if optimizer is not None:
+            _, pairs = optimizer().minimize(loss, checkpoints=cks(checkpoints) if callable(cks) else checkpoints)
+        else:
+            pairs = fg.append_backward(loss, checkpoints=cks(checkpoints) if callable(cks) else checkpoints)
+    fresh = scope is None
+    scope = scope if scope is not None else fg.Scope()
+    exe = fg.Executor()
+    if fresh:
+        exe.run(startup, scope=scope)
+    fg.seed(1234)  # the same dropout masks in every variant's forward
+    values, stats = exe.run(main, feed=feed, fetch_list=[loss] + [g for _, g in pairs], scope=scope,
+                            return_stats=True)
+    return values, stats, main, scope
+
+
+def _compare(build, feed, variants, optimizer=None):
+    """Every variant of checkpoints gives exactly the values of no checkpoints."""
+    reference, ref_stats, _, scope = _run(build, None, feed)
+    snapshot = {name: np.array(scope[name]) for name in list(scope.vars)}
+    results = {}
+    for checkpoints in variants:
+        for name, value in snapshot.items():  # same parameters for every variant
+            scope[name] = np.array(value)
+        values, stats, program, _ = _run(build, checkpoints, feed, scope=scope)
+        assert len(values) == len(reference)
+        for got, want in zip(values, reference):
+            np.testing.assert_array_equal(got, want)
+        results[str(checkpoints)] = (stats, program)
+    return ref_stats, results
+
+
+def _mlp(depth=8, width=16, dropout=False):
+    def build():
+        x = fg.static.data("x", [None, width], "float64")
+        h, hidden = x, []
+        for i in range(depth):
+            h = fg.static.nn.fc(h, width, activation="tanh", weight_attr=fg.ParamAttr(name=f"w{i}"),
+                                bias_attr=fg.ParamAttr(name=f"b{i}"))
+            if dropout:
+                h = fg.nn.functional.dropout(h, p=0.2)
+            hidden.append(h)
+        return fg.mean(h * h), lambda which: which if which in (None, "auto") else [hidden[i] for i in which]
+    return build
+
+
+def test_mlp_gradients_are_bit_identical_and_activations_shrink():
+    feed = {"x": _RNG.standard_normal((32, 16))}
+    ref, results = _compare(_mlp(depth=16), feed, [[3, 7, 11], "auto", [5]])
+    manual_stats, program = results["[3, 7, 11]"]
+    assert any(RECOMPUTE_SUFFIX in name for name in program.global_block().vars)
+    assert manual_stats.peak_activation_bytes < 0.5 * ref.peak_activation_bytes
+    assert results["auto"][0].peak_activation_bytes < 0.5 * ref.peak_activation_bytes
+    assert program.recompute_checkpoints  # the checkpoints used are recorded on the program
+
+
+def test_auto_names_about_sqrt_n_checkpoints():
+    feed = {"x": _RNG.standard_normal((4, 16))}
+    _, results = _compare(_mlp(depth=16), feed, ["auto"])
+    chosen = results["auto"][1].recompute_checkpoints
+    n_forward = sum(op.role == "forward" for op in results["auto"][1].global_block().ops)
+    assert 0.5 * n_forward ** 0.5 <= len(chosen) <= 1.5 * n_forward ** 0.5
+
+
+def test_dropout_masks_are_reused_not_redrawn():
+    feed = {"x": _RNG.standard_normal((8, 16))}
+    _compare(_mlp(depth=6, dropout=True), feed, [[1, 3], "auto"])
+
+
+def _cnn():
+    def build():
+        x = fg.static.data("img", [None, 2, 8, 8], "float64")
+        h = fg.static.nn.conv2d(x, 4, 3, padding=1)
+        h = fg.static.nn.batch_norm(h)
+        first = fg.nn.functional.relu(h)
+        h = fg.static.nn.conv2d(first, 4, 3, padding=1)
+        h = fg.nn.functional.dropout(fg.nn.functional.relu(h), p=0.3)
+        second = fg.nn.functional.max_pool2d(h, 2)
+        logits = fg.static.nn.fc(fg.reshape(second, [-1, 64]), 3)
+        label = fg.static.data("label", [None, 1], "int64")
+        loss = fg.mean(fg.nn.functional.softmax_with_cross_entropy(logits, label))
+        return loss, lambda which: which if which in (None, "auto") else [first, second]
+    return build
+
+
+def test_cnn_with_batch_norm_and_dropout():
+    feed = {"img": _RNG.standard_normal((4, 2, 8, 8)), "label": _RNG.integers(0, 3, (4, 1))}
+    _compare(_cnn(), feed, [["manual"], "auto"])
+
+
+def _loop():
+    def build():
+        x = fg.static.data("x", [4, 6], "float64")
+        w = fg.static.create_parameter([6, 6], "float64", name="w_loop")
+        a = fg.tanh(fg.matmul(x, w))
+        i = fg.full([], 0, "int64")
+        _, b = fg.static.nn.while_loop(lambda i, h: i < 3, lambda i, h: (i + 1, fg.tanh(fg.matmul(h, w))), [i, a])
+        c = fg.tanh(fg.matmul(b, w))
+        d = fg.tanh(fg.matmul(c, w))
+        return fg.mean(d * d), lambda which: which if which in (None, "auto") else [a, c]
+    return build
+
+
+def test_program_with_a_while_loop():
+    feed = {"x": _RNG.standard_normal((4, 6))}
+    _compare(_loop(), feed, [["manual"], "auto"])
+
+
+def test_optimizer_minimize_passes_checkpoints_through():
+    """One Adam step with and without checkpoints updates the parameters identically."""
+    feed = {"x": _RNG.standard_normal((8, 16))}
+    build, updated = _mlp(depth=4), []
+    for checkpoints in (None, [1]):
+        main, startup = fg.Program(), fg.Program()
+        with fg.program_guard(main, startup), unique_name_guard():
+            loss, cks = build()
+            fg.optimizer.Adam(0.1).minimize(loss, checkpoints=cks(checkpoints))
+        recomputed = [n for n in main.global_block().vars if RECOMPUTE_SUFFIX in n]
+        assert bool(recomputed) == (checkpoints is not None)
+        scope, exe = fg.Scope(), fg.Executor()
+        fg.seed(5)
+        exe.run(startup, scope=scope)
+        exe.run(main, feed=feed, scope=scope)
+        updated.append({f"w{i}": np.array(scope[f"w{i}"]) for i in range(4)})
+    for name, value in updated[0].items():
+        np.testing.assert_array_equal(updated[1][name], value)
+
+
+def test_grad_of_grad_through_recomputed_segments():
+    x_value = _RNG.standard_normal((3, 4))
+    results = []
+    for checkpoints in (None, "manual"):
+        main, startup = fg.Program(), fg.Program()
+        with fg.program_guard(main, startup), unique_name_guard():
+            x = fg.static.data("x", [3, 4], "float64")
+            x.stop_gradient = False
+            a = fg.tanh(x * 2.0)
+            b = fg.sin(a) * a
+            c = fg.exp(b * 0.5)
+            y = fg.sum(c * c)
+            (dx,) = fg.gradients([y], [x], checkpoints=None if checkpoints is None else [b])
+            (ddx,) = fg.gradients([fg.sum(dx * dx)], [x])
+        exe = fg.Executor()
+        exe.run(startup)
+        results.append(exe.run(main, feed={"x": x_value}, fetch_list=[dx, ddx]))
+    np.testing.assert_array_equal(results[1][0], results[0][0])
+    # the second pass differentiates the recomputed copies too: the same terms, summed in
+    # another order, so equal to the last bits of float64, not bit for bit
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-14, atol=1e-14)
+
+
+def test_bad_checkpoints_are_clear_errors():
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup):
+        x = fg.static.data("x", [None, 4], "float64")
+        off_path = fg.exp(x)
+        loss = fg.mean(fg.static.nn.fc(x, 3))
+        ops_before = len(main.global_block().ops)
+        with pytest.raises(RecomputeError, match="'nope' is not a variable"):
+            fg.append_backward(loss, checkpoints=["nope"])
+        with pytest.raises(RecomputeError, match=f"{off_path.name!r} is not computed by a forward op on the path"):
+            fg.append_backward(loss, checkpoints=[off_path])
+        with pytest.raises(RecomputeError, match="'x' is not computed by a forward op"):
+            fg.append_backward(loss, checkpoints=[x])
+        assert len(main.global_block().ops) == ops_before  # a refused pass leaves nothing behind
+        with pytest.raises(TypeError, match="checkpoints must be a list"):
+            fg.append_backward(loss, checkpoints=off_path)
+
+
+# ------------------------------------------------------------------ eager
+def _eager_grads(use_recompute, make_block, x_value):
+    fg.seed(11)
+    with unique_name_guard():
+        block, head = make_block()
+    x = fg.to_tensor(x_value, stop_gradient=False)
+    fg.seed(3)
+    h = fg.recompute(block, x) if use_recompute else block(x)
+    loss = fg.mean(head(h) ** 2)
+    loss.backward()
+    return [loss.numpy()] + [p.grad.numpy() for p in block.parameters() + head.parameters()] + [x.grad.numpy()]
+
+
+@pytest.mark.parametrize("make_block", [
+    lambda: (fg.nn.Sequential(fg.nn.Linear(8, 16), fg.nn.Tanh(), fg.nn.Dropout(0.3), fg.nn.Linear(16, 8)),
+             fg.nn.Linear(8, 2)),
+    lambda: (fg.nn.Sequential(fg.nn.Conv2D(2, 3, 3, padding=1), fg.nn.BatchNorm2D(3), fg.nn.ReLU(),
+                              fg.nn.Dropout(0.2)), fg.nn.Conv2D(3, 1, 1)),
+], ids=["mlp-dropout", "cnn-batchnorm-dropout"])
+def test_eager_recompute_gives_identical_gradients(make_block):
+    block, _ = make_block()
+    shape = (4, 8) if isinstance(block[0], fg.nn.Linear) else (2, 2, 5, 5)
+    x_value = _RNG.standard_normal(shape).astype("float32")
+    plain = _eager_grads(False, make_block, x_value)
+    recomputed = _eager_grads(True, make_block, x_value)
+    for got, want in zip(recomputed, plain):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_eager_recompute_keeps_no_intermediates_and_checks_its_argument():
+    layer = fg.nn.Linear(4, 4)
+    x = fg.to_tensor(np.ones((2, 4), "float32"), stop_gradient=False)
+    out = fg.recompute(lambda t: fg.tanh(layer(t)) * 2.0, x)
+    np.testing.assert_allclose(out.numpy(), np.tanh(layer(x).numpy()) * 2.0, rtol=1e-6)
+    fg.sum(out).backward()
+    assert x.grad is not None and layer.weight.grad is not None
+    with pytest.raises(TypeError, match="must be callable"):
+        fg.recompute(3, x)
+
+
+def test_run_stats_follow_the_plans_liveness():
+    """exp(exp(exp(x))) with a [4, 16] float64 feed: two 512-byte values alive at once at most."""
+    main = fg.Program()
+    with fg.program_guard(main, fg.Program()):
+        x = fg.static.data("x", [None, 16], "float64")
+        out = fg.exp(fg.exp(fg.exp(x)))
+    values, stats = fg.Executor().run(main, feed={"x": np.zeros((4, 16))}, fetch_list=[out], return_stats=True)
+    np.testing.assert_allclose(values[0], np.exp(np.exp(np.e ** 0)))
+    assert stats.live_bytes == [512, 1024, 1024] and stats.peak_live_bytes == 1024
+    assert stats.peak_activation_bytes == 1024 and stats.peak_op == 1
