@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any, Sequence
@@ -209,13 +210,25 @@ def _save_pair(params_path: Path, model_path: Path, variables: Sequence[Variable
 
 def _expected_params_digest(model_path: Path) -> str | None:
     """The checksum of the parameters the model file was saved with (None: no model file, or
-    one written before checksums)."""
+    one written before checksums). A damaged model file is an error: its checksum cannot be
+    read, so the parameters cannot be verified, and a bit-flipped parameter file would load."""
     try:
-        doc = json.loads(model_path.read_bytes().decode("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        raw = model_path.read_bytes()
+    except FileNotFoundError:
         return None
-    digest = doc.get("params_sha256") if isinstance(doc, dict) else None
-    return digest if isinstance(digest, str) else None
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelFileError(f"model file {model_path} is truncated or corrupted (not valid JSON: {exc}), so the "
+                             f"checksum of its parameter file cannot be verified; refusing to load") from None
+    if not isinstance(doc, dict) or "fluidgrad_model" not in doc:
+        raise ModelFileError(f"model file {model_path} is not a fluidgrad model, so the checksum of its parameter "
+                             f"file cannot be verified; refusing to load")
+    digest = doc.get("params_sha256")
+    if digest is not None and not (isinstance(digest, str) and re.fullmatch(r"[0-9a-f]{64}", digest)):
+        raise ModelFileError(f"model file {model_path} is corrupted: its params_sha256 {digest!r} is not a "
+                             f"sha256 digest; refusing to load its parameter file")
+    return digest
 
 
 def _params_bytes(path: Path, expected: str | None) -> bytes:
@@ -324,11 +337,11 @@ def save_inference_model(path_prefix: str | os.PathLike, feed_vars: Sequence[Var
     The program is cloned for test (no backward or optimizer ops; dropout and batch-norm in
     inference mode) and pruned to the ops the fetches need. Returns the pruned program.
     """
-    program = program if program is not None else default_main_program()
+    program, where = _program_of(feed_vars, fetch_vars, program)
     scope = scope if scope is not None else global_scope()
     feed_names = _names(feed_vars, "feed_vars")
     fetch_names = _names(fetch_vars, "fetch_vars")
-    pruned = prune(program.clone(for_test=True), feed_names, fetch_names)
+    pruned = prune(program.clone(for_test=True), feed_names, fetch_names, where)
     _save_pair(_params_path(path_prefix), _model_path(path_prefix), _persistables(pruned), scope, pruned,
                feed_names, fetch_names)
     return pruned
@@ -353,6 +366,24 @@ def load_inference_model(path_prefix: str | os.PathLike, executor: Any = None,
         raise ModelFileError(f"model file {path} names feeds/fetches {missing} that its program does not declare")
     _load_params_into(_params_path(path_prefix), _persistables(program), scope, model_path=path)
     return [program, list(feed_names), [block.var(n) for n in fetch_names]]
+
+
+def _program_of(feed_vars: Any, fetch_vars: Any, program: Program | None) -> tuple[Program, str]:
+    """The program to save, and how to name it in errors: `program` if given, else the one
+    the feed and fetch Variables belong to (they must agree), else the default main program."""
+    if program is not None:
+        return program, "the given program"
+    items = [v for group in (feed_vars, fetch_vars)
+             for v in ([group] if isinstance(group, (Variable, str)) else list(group))]
+    owners = {id(v.block.program): (v.block.program, v.name) for v in items if isinstance(v, Variable)}
+    if len(owners) > 1:
+        names = [name for _, name in owners.values()]
+        raise ValueError(f"save_inference_model: the feed and fetch Variables {names} belong to different "
+                         f"programs; pass program= explicitly")
+    if owners:
+        owner, name = next(iter(owners.values()))
+        return owner, f"the program that {name!r} belongs to"
+    return default_main_program(), "the default main program (feeds and fetches given by name; pass program=)"
 
 
 def _names(items: Sequence[Variable | str] | Variable | str, what: str) -> list[str]:
@@ -380,7 +411,8 @@ def _outer_reads(block: Block) -> set[str]:
     return {n for n in names if not block.has_var(n)}
 
 
-def prune(program: Program, feed_names: Sequence[str], fetch_names: Sequence[str]) -> Program:
+def prune(program: Program, feed_names: Sequence[str], fetch_names: Sequence[str],
+          where: str = "the program") -> Program:
     """Keep the global-block ops that `fetch_names` need from `feed_names` (in place; returns it).
 
     Ops holding a sub-block keep it, and whatever the sub-block reads from outside counts as
@@ -391,7 +423,8 @@ def prune(program: Program, feed_names: Sequence[str], fetch_names: Sequence[str
     block = program.global_block()
     for name in list(feed_names) + list(fetch_names):
         if not block.has_var(name):
-            raise ValueError(f"save_inference_model: {name!r} is not a variable of the program's global block")
+            raise ValueError(f"save_inference_model: {name!r} is not a variable of the global block of {where}, "
+                             f"which was searched")
     feeds = set(feed_names)
     needed = set(fetch_names) - feeds
     kept = []

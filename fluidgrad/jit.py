@@ -16,8 +16,14 @@ gradient, a persistable constant otherwise. Each call feeds the arguments, loads
 captured Tensors' current values into a private Scope and runs the Program. The result
 Tensors get one engine node whose backward runs the backward program (the forward ops
 plus those `gradients` appended), so eager code downstream of a static function
-backpropagates through it. A new trace is made when the arguments' shapes, dtypes or
-stop_gradient flags (or the layers' train/eval mode) change.
+backpropagates through it.
+
+A trace is reused only for a call it fits: the cache key is the arguments' structure
+(`_structure`: containers and their lengths, each Tensor's shape, dtype and stop_gradient,
+other values by type and value, unknown objects by identity), never their printed text;
+every Tensor in the arguments, however nested, is fed, never baked in. Each trace also
+records the train/eval mode of every Layer that ran while tracing (Layer.__call__ reports
+it), and is reused only while those modes are unchanged: `model.eval()` retraces.
 """
 from __future__ import annotations
 
@@ -34,6 +40,7 @@ from .eager.engine import CustomOp, record_custom
 from .eager.tensor import Tensor
 from .executor import Executor, Scope
 from .framework import Program, Variable, program_guard, unique_name
+from .nn import layer as layer_module
 from .static import data
 
 __all__ = ["StaticFunction", "to_static", "not_to_static"]
@@ -98,27 +105,36 @@ class _TracedProgram:
 
     def __init__(self, fn: Callable, args: Sequence[Any], kwargs: dict) -> None:
         self.program, self.startup = Program(), Program()
-        self.input_vars: list[tuple[int, Variable]] = []
+        self.input_vars: list[Variable] = []  # one per Tensor leaf of (args, kwargs), in order
         tracer = _Tracer(self.program)
+        owner = getattr(fn, "__self__", None)  # a Layer's forward reads its own `training` too
+        ran = {id(layer): layer for layer in owner.sublayers(include_self=True)} \
+            if isinstance(owner, layer_module.Layer) else {}
         with program_guard(self.program, self.startup):
-            call_args = list(args)
-            for i, arg in enumerate(args):
-                if isinstance(arg, Tensor):
-                    var = data(unique_name(f"input_{i}"), arg.shape, arg.dtype)
-                    var.stop_gradient = arg.stop_gradient
-                    tracer.vars[id(arg)] = var
-                    self.input_vars.append((i, var))
-                    call_args[i] = var
+            def as_input(tensor: Tensor) -> Variable:
+                var = data(unique_name(f"input_{len(self.input_vars)}"), tensor.shape, tensor.dtype)
+                var.stop_gradient = tensor.stop_gradient
+                tracer.vars[id(tensor)] = var
+                self.input_vars.append(var)
+                return var
+            call_args, call_kwargs = _replace_tensors((tuple(args), kwargs), as_input)
             saved = engine.set_tracer(tracer)
+            layer_module.call_observers.append(lambda layer: ran.setdefault(id(layer), layer))
             try:
-                result = fn(*call_args, **kwargs)
+                result = fn(*call_args, **call_kwargs)
                 self.outputs, self.rebuild = _flatten_outputs(result, tracer)
             finally:
+                layer_module.call_observers.pop()
                 engine.set_tracer(saved)
+        self.layer_modes = [(layer, layer.training) for layer in ran.values()]
         self.captured = tracer.captured
         self.writes = tracer.writes
         self.executor = Executor()
         self._backward_programs: dict[tuple[str, ...], tuple[Program, list[Variable], list[Any]]] = {}
+
+    def fits_layer_modes(self) -> bool:
+        """Every Layer that ran while tracing is still in the train/eval mode it was in then."""
+        return all(layer.training == mode for layer, mode in self.layer_modes)
 
     # ---- forward
     def _scope(self, params: dict[str, np.ndarray]) -> Scope:
@@ -126,15 +142,16 @@ class _TracedProgram:
         scope.vars.update(params)
         return scope
 
-    def run(self, args: Sequence[Any]) -> Any:
-        feed = {var.name: args[i].data for i, var in self.input_vars}
+    def run(self, tensors: Sequence[Tensor]) -> Any:
+        """Run on `tensors`, the Tensor leaves of the call's arguments (as `_structure` lists them)."""
+        feed = {var.name: t.data for var, t in zip(self.input_vars, tensors)}
         params = {name: tensor.data for name, tensor in self.captured}
         fetch = self.outputs + [var for _, var in self.writes]
         values = self.executor.run(self.program, feed=feed, fetch_list=fetch, scope=self._scope(params))
         for (tensor, _), value in zip(self.writes, values[len(self.outputs):]):
             tensor.data = value
         out_values = values[:len(self.outputs)]
-        wrt_inputs = [(var.name, args[i]) for i, var in self.input_vars if not args[i].stop_gradient]
+        wrt_inputs = [(var.name, t) for var, t in zip(self.input_vars, tensors) if not t.stop_gradient]
         wrt_params = [(name, t) for name, t in self.captured if not t.stop_gradient]
         wrt = wrt_inputs + wrt_params
         tensors = record_custom(_TO_STATIC_OP, [t for _, t in wrt], out_values,
@@ -180,27 +197,41 @@ def _to_static_grad(g: Any) -> None:
 _TO_STATIC_OP = CustomOp("run_program", _to_static_grad)
 
 
-def _training_flags(fn: Callable) -> tuple:
-    owner = getattr(fn, "__self__", None)
-    from .nn.layer import Layer
-    if isinstance(owner, Layer):
-        return tuple(layer.training for layer in owner.sublayers(include_self=True))
-    return ()
+_ATOMS = (type(None), bool, int, float, complex, str, bytes)
 
 
-def _signature(args: Sequence[Any], kwargs: dict, fn: Callable) -> tuple:
-    parts = []
-    for arg in args:
-        if isinstance(arg, Tensor):
-            parts.append(("T", arg.shape, arg.dtype, arg.stop_gradient))
-        else:
-            parts.append(("V", repr(arg)))
-    for key in sorted(kwargs):
-        value = kwargs[key]
-        if isinstance(value, Tensor):
-            raise TypeError(f"to_static: pass Tensors positionally (got Tensor keyword argument {key!r})")
-        parts.append((key, repr(value)))
-    return tuple(parts) + _training_flags(fn)
+def _structure(value: Any, tensors: list[Tensor], keep: list[Any]) -> Any:
+    """A hashable description of an argument that two calls share exactly when one trace
+    serves both; Tensor leaves are appended to `tensors` (they are fed), objects whose identity
+    is keyed on are appended to `keep` (held by the trace, so that their ids stay theirs)."""
+    kind = type(value)
+    if isinstance(value, Tensor):
+        tensors.append(value)
+        return "Tensor", value.shape, value.dtype, value.stop_gradient
+    if kind in _ATOMS:
+        return kind, value
+    if kind in (list, tuple):
+        return kind, tuple(_structure(v, tensors, keep) for v in value)
+    if kind is dict:
+        return dict, tuple((_structure(k, tensors, keep), _structure(v, tensors, keep)) for k, v in value.items())
+    if isinstance(value, np.ndarray):  # a constant of the trace: keyed on its contents
+        return np.ndarray, value.shape, value.dtype.str, value.tobytes()
+    if isinstance(value, np.generic):
+        return kind, value.item()
+    keep.append(value)  # a Layer, a function, any object: the trace may read it, so key on which one
+    return "object", kind, id(value)
+
+
+def _replace_tensors(value: Any, replace: Callable[[Tensor], Any]) -> Any:
+    """`value` with every Tensor leaf (in `_structure`'s order) replaced by `replace(tensor)`."""
+    if isinstance(value, Tensor):
+        return replace(value)
+    kind = type(value)
+    if kind in (list, tuple):
+        return kind(_replace_tensors(v, replace) for v in value)
+    if kind is dict:
+        return {_replace_tensors(k, replace): _replace_tensors(v, replace) for k, v in value.items()}
+    return value
 
 
 class StaticFunction:
@@ -208,7 +239,7 @@ class StaticFunction:
 
     def __init__(self, fn: Callable) -> None:
         self._fn = fn
-        self._traces: dict[tuple, _TracedProgram] = {}
+        self._traces: dict[Any, list[_TracedProgram]] = {}
         self._last: _TracedProgram | None = None
         functools.update_wrapper(self, fn)
 
@@ -222,12 +253,17 @@ class StaticFunction:
         return bound
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        key = _signature(args, kwargs, self._fn)
-        traced = self._traces.get(key)
+        tensors: list[Tensor] = []
+        keep: list[Any] = []
+        key = _structure((args, kwargs), tensors, keep)
+        candidates = self._traces.setdefault(key, [])
+        traced = next((t for t in candidates if t.fits_layer_modes()), None)
         if traced is None:
-            traced = self._traces[key] = _TracedProgram(self._fn, args, kwargs)
+            traced = _TracedProgram(self._fn, args, kwargs)
+            traced.keep = keep
+            candidates.append(traced)
         self._last = traced
-        return traced.run(args)
+        return traced.run(tensors)
 
     @property
     def main_program(self) -> Program:
@@ -238,7 +274,7 @@ class StaticFunction:
 
     @property
     def concrete_programs(self) -> list[Program]:
-        return [t.program for t in self._traces.values()]
+        return [t.program for traces in self._traces.values() for t in traces]
 
     def dygraph_function(self, *args: Any, **kwargs: Any) -> Any:
         """The undecorated eager function."""

@@ -374,6 +374,36 @@ def _(state):
     return lambda: fg.static.load_inference_model(path, scope=state.scope)
 
 
+@row("load-damaged-model-params", "a damaged model file next to its parameter file (load)", ModelFileError,
+     r"model file \S+ is truncated or corrupted \(not valid JSON.*\), so the checksum of its parameter file cannot "
+     r"be verified; refusing to load")
+def _(state):
+    path = _save_model(state)
+    with open(path + ".pdmodel.json", "r+b") as f:
+        f.truncate(100)
+    return lambda: fg.static.load(state.main, path, scope=state.scope)
+
+
+@row("save-inference-unknown", "a feed or fetch name the program of the feed/fetch Variables lacks", ValueError,
+     r"save_inference_model: 'nope' is not a variable of the global block of the program that 'x' belongs to")
+def _(state):
+    _mlp(state)
+    return lambda: fg.static.save_inference_model(os.path.join(state.dir, "inf"), [state.v["x"]], ["nope"],
+                                                  scope=state.scope)
+
+
+@row("reduce-empty", "max or min over an axis of size zero", ShapeError,
+     r"op reduce_max: cannot reduce X \(shape \[0, 3\]\) over axes \[0\], which hold no elements")
+def _(state):
+    with fg.program_guard(state.main, state.startup):
+        x = data("x", [0, 3], "float32")
+
+    def mistake():
+        with fg.program_guard(state.main, state.startup):
+            fg.max(x, axis=0)
+    return mistake
+
+
 @row("load-newer-version", "a model file from a newer fluidgrad", ModelFileError,
      r"has format version 99, newer than this fluidgrad reads \(up to \d+\); upgrade fluidgrad")
 def _(state):

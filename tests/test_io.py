@@ -420,3 +420,53 @@ def test_model_file_with_bad_contents(saved, edit, message):
     model.write_text(json.dumps(doc))
     with pytest.raises(io.ModelFileError, match=message):
         io.read_model(path)
+
+
+# ---------------------------------------------------------------- issue 10 item 9
+def _flip_a_parameter_bit(params_path):
+    """Flip one bit in the data section (after the header): a valid file with a wrong value."""
+    data = bytearray(params_path.read_bytes())
+    header = 8 + int.from_bytes(data[:8], "little")
+    data[header + (len(data) - header) // 2] ^= 0x10
+    params_path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("damage", [lambda t: t[: len(t) // 2], lambda t: "{not json" + t, lambda t: "[1, 2]",
+                                    lambda t: t.replace('"params_sha256": "', '"params_sha256": "zz')])
+def test_load_refuses_bit_flipped_parameters_when_the_model_file_is_damaged(saved, damage):
+    main, _, path, scope, snap = saved
+    _flip_a_parameter_bit(path.with_name("m.pdparams.safetensors"))
+    model = path.with_name("m.pdmodel.json")
+    model.write_text(damage(model.read_text()))
+    with pytest.raises(io.ModelFileError, match=r"m.pdmodel.json .*(corrupted|not a fluidgrad model).*refusing"):
+        io.load(main, path, scope=scope)
+    _assert_unchanged(scope, snap)
+
+
+def test_load_refuses_bit_flipped_parameters_next_to_an_intact_model_file(saved):
+    main, _, path, scope, snap = saved
+    _flip_a_parameter_bit(path.with_name("m.pdparams.safetensors"))
+    with pytest.raises(io.ModelFileError, match="sha256 differs"):
+        io.load(main, path, scope=scope)
+    _assert_unchanged(scope, snap)
+
+
+def test_save_inference_model_outside_program_guard_uses_the_variables_program(tmp_path):
+    main, startup, x, y, _ = _build(train=False)
+    scope = _init(startup, seed=3)
+    assert fg.default_main_program() is not main
+    io.save_inference_model(tmp_path / "inf", [x], [y], fg.Executor(), scope=scope)
+    program, feeds, fetches = io.load_inference_model(tmp_path / "inf", fg.Executor(), scope=fg.Scope())
+    assert feeds == ["x"] and [v.name for v in fetches] == [y.name]
+
+
+def test_save_inference_model_names_the_program_it_searched(tmp_path):
+    main, startup, x, y, _ = _build(train=False)
+    with pytest.raises(ValueError, match=r"'nope' is not a variable of the global block of the program that 'x' "
+                                         r"belongs to"):
+        io.save_inference_model(tmp_path / "inf", [x], ["nope"], scope=_init(startup))
+    with pytest.raises(ValueError, match=r"'x' is not a variable of the global block of the default main program"):
+        io.save_inference_model(tmp_path / "inf", ["x"], [y.name], scope=_init(startup))
+    other, *_ = _build(train=False)
+    with pytest.raises(ValueError, match="belong to different programs"):
+        io.save_inference_model(tmp_path / "inf", [x], [other.global_block().var(y.name)], scope=_init(startup))

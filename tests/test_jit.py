@@ -152,3 +152,71 @@ def test_no_grad_call_records_nothing_and_errors_are_clear():
         fg.jit.to_static(lambda x: x).main_program
     with pytest.raises(TypeError, match="must return Tensors"):
         fg.jit.to_static(lambda x: 3)(fg.to_tensor(np.ones(1)))
+
+
+# ------------------------------------------------------------------ the trace cache (issue 10 item 5)
+def test_plain_function_calling_a_layer_retraces_after_eval():
+    fg.seed(3)
+    model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5)).to("float64")
+    f = fg.jit.to_static(lambda x: model(x))
+    x = fg.to_tensor(np.ones((8, 4)))
+    train_out = f(x).numpy()
+    assert (train_out == 0).any(), "dropout in training mode drops something"
+    model.eval()
+    np.testing.assert_allclose(f(x).numpy(), model(x).numpy())
+    model.train()
+    assert (f(x).numpy() == 0).any()
+    assert len(f.concrete_programs) == 2  # one trace per mode, reused
+
+
+def test_layer_forward_converted_retraces_after_eval():
+    fg.seed(4)
+    layer = fg.jit.to_static(nn.Sequential(nn.Linear(3, 3), nn.Dropout(0.9)).to("float64"))
+    x = fg.to_tensor(np.ones((16, 3)))
+    assert (layer(x).numpy() == 0).any()
+    layer.eval()
+    np.testing.assert_allclose(layer(x).numpy(), layer[0](x).numpy())
+
+
+def test_tensors_that_print_the_same_get_their_own_values():
+    """Two 5000-element Tensors in a list print alike (with '...'): each call uses its own."""
+    f = fg.jit.to_static(lambda pair: pair[0] + pair[1])
+    a = np.zeros(5000)
+    b = np.zeros(5000)
+    b[2500] = 1.0
+    assert repr([fg.to_tensor(a)]) == repr([fg.to_tensor(b)])
+    first = f([fg.to_tensor(a), fg.to_tensor(a)]).numpy()
+    second = f([fg.to_tensor(b), fg.to_tensor(a)]).numpy()
+    assert first.sum() == 0 and second[2500] == 1.0
+    assert len(f.concrete_programs) == 1  # same structure: one trace, fed each call's Tensors
+
+
+def test_nested_tensor_arguments_get_gradients():
+    f = fg.jit.to_static(lambda d, k=2.0: fg.sum(d["w"] * d["x"]) * k)
+    w = fg.to_tensor(np.array([1.0, 2.0]), stop_gradient=False)
+    x = fg.to_tensor(np.array([3.0, 4.0]))
+    f({"w": w, "x": x}, k=3.0).backward()
+    np.testing.assert_allclose(w.grad.numpy(), [9.0, 12.0])
+
+
+@pytest.mark.parametrize("first, second", [
+    (2.0, 3.0), ([1, 2], [1, 3]), (np.arange(3.0), np.arange(3.0) + 1), ("sum", "mean")])
+def test_non_tensor_arguments_of_equal_print_but_different_value_retrace(first, second):
+    def fn(x, arg):
+        if isinstance(arg, str):
+            return fg.sum(x) if arg == "sum" else fg.mean(x)
+        return x * float(np.sum(arg))
+    f = fg.jit.to_static(fn)
+    x = fg.to_tensor(np.array([1.0, 3.0]))
+    for arg in (first, second, first):
+        np.testing.assert_allclose(f(x, arg).numpy(), fn(x, arg).numpy())
+    assert len(f.concrete_programs) == 2
+
+
+def test_large_arrays_that_print_alike_are_different_keys():
+    f = fg.jit.to_static(lambda x, c: x * float(c.sum()))
+    a, b = np.zeros(5000), np.zeros(5000)
+    b[100] = 2.0
+    assert repr(a) == repr(b)
+    x = fg.to_tensor(np.array([1.0]))
+    assert f(x, a).numpy()[0] == 0.0 and f(x, b).numpy()[0] == 2.0

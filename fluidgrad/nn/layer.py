@@ -21,6 +21,10 @@ from ..initializer import Constant, Initializer, XavierUniform
 from ..ops.registry import get_op_def
 
 
+# Called with each Layer about to run (see Layer.__call__); jit.to_static registers one while tracing.
+call_observers: list[Callable[["Layer"], None]] = []
+
+
 class _Spec:
     """What an initializer reads from the variable it fills."""
 
@@ -239,6 +243,8 @@ class Layer:
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
+        for observe in call_observers:  # jit.to_static notes the Layers a trace ran (their modes)
+            observe(self)
         return self.forward(*inputs, **kwargs)
 
     def full_name(self) -> str:

@@ -36,7 +36,7 @@ _NO_IDENTITY = ("reduce_max", "reduce_min")
 
 
 def _empty_message(kind, shape, axes):
-    return (f"op {kind}: cannot reduce X (shape {list(shape)}) over axes {list(axes)}, which hold "
+    return (f"cannot reduce X (shape {list(shape)}) over axes {list(axes)}, which hold "
             f"no elements: {kind[7:]} of nothing is undefined (sum gives 0, mean NaN)")
 
 
@@ -55,7 +55,7 @@ def _extreme_kernel(fn, kind):
     def kernel(x, axis=None, keepdim=False, reduce_all=False):
         axes = _axes(None if reduce_all else axis, x.ndim)
         if any(x.shape[a] == 0 for a in axes):
-            raise ShapeError(_empty_message(kind, x.shape, axes))
+            raise ShapeError(f"op {kind}: {_empty_message(kind, x.shape, axes)}")
         return np.asarray(fn(x, axis=axes, keepdims=keepdim), dtype=x.dtype)
     return kernel
 
