@@ -2,7 +2,7 @@
 
     fluidgrad demo [--epochs N] [--out DIR] [--mode static|eager]   train a CNN on 8x8 digits
     fluidgrad show MODEL                                             print a saved program
-    fluidgrad draw MODEL -o FILE                                     draw it (.svg/.png/.pdf/.dot)
+    fluidgrad draw MODEL -o FILE                                     draw it (.svg/.png/.pdf/.dot/.html)
 
 MODEL is the path prefix given to `save` / `save_inference_model` (e.g. fluidgrad-demo/digits)
 or the `.pdmodel.json` file itself.
@@ -44,7 +44,8 @@ def _parser() -> argparse.ArgumentParser:
 
     draw = commands.add_parser("draw", help="draw a saved program (SVG, PNG, PDF by suffix, or DOT source)")
     draw.add_argument("model", help="path prefix of a saved model, or its .pdmodel.json file")
-    draw.add_argument("-o", "--output", required=True, help="picture file: .svg, .png, .pdf or .dot")
+    draw.add_argument("-o", "--output", required=True,
+                      help="picture file: .svg, .png, .pdf (Graphviz), .dot, or .html (interactive, no Graphviz)")
     return parser
 
 

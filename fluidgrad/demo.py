@@ -160,10 +160,11 @@ def _save(out_dir: Path, net: dict[str, Any], exe: fg.Executor, scope: fg.Scope,
     fg.static.save_inference_model(prefix, [net["image"]], [net["logits"]], exe, program=net["main"], scope=scope)
     from . import viz
     picture = out_dir / f"{picture_name}.svg"
-    if shutil.which("dot") is None:
-        picture = picture.with_suffix(".dot")
-        print(f"note: Graphviz's `dot` is not installed; wrote the picture's DOT source to {picture} "
-              f"(render it with `dot -Tsvg`)", file=sys.stderr)
+    if shutil.which("dot") is None:  # the interactive page needs no Graphviz
+        picture = picture.with_suffix(".html")
+        print(f"note: Graphviz's `dot` is not installed, so the picture is the interactive page {picture} "
+              f"(open it in a browser; install Graphviz for SVG: apt-get install graphviz / brew install graphviz)",
+              file=sys.stderr)
     viz.draw(net["main"], picture)
     return Path(str(prefix) + fg.io.MODEL_SUFFIX), picture
 

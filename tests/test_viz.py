@@ -121,3 +121,68 @@ def test_draw_without_dot_is_a_clear_error(tmp_path, monkeypatch):
 
 def test_reachable_from_the_package():
     assert fg.viz.to_dot is viz.to_dot and fg.viz.draw is viz.draw
+
+
+def _mlp_training_program(depth):
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup), fg.framework.unique_name_guard():
+        x = fg.static.data("x", [None, 8])
+        label = fg.static.data("label", [None, 1], "int64")
+        h = x
+        for _ in range(depth):
+            h = fg.static.nn.fc(h, 8, activation="relu")
+        loss = fg.mean(fg.nn.functional.softmax_with_cross_entropy(fg.static.nn.fc(h, 3), label))
+        fg.optimizer.SGD(0.1).minimize(loss)
+    return main
+
+
+def test_phases_are_three_labelled_clusters_and_full_view_has_none():
+    main = _mlp_training_program(2)
+    dot = viz.to_dot(main)
+    for label in ("forward", "backward (append_backward)", "optimizer (minimize)"):
+        assert f'label="{label}"' in dot or f"label={label}" in dot
+    assert "cluster_phase_" not in viz.to_dot(main, view="full")
+    with pytest.raises(ValueError, match="view must be one of"):
+        viz.to_dot(main, view="sideways")
+
+
+def test_a_deep_network_is_summarised_so_it_fits_a_screen():
+    main = _mlp_training_program(100)
+    n_ops = len(main.global_block().ops)
+    dot = viz.to_dot(main)
+    drawn_ops = [line for line in dot.splitlines() if "shape=box" in line and "legend" not in line]
+    assert n_ops > 600 and len(drawn_ops) < 60, (n_ops, len(drawn_ops))
+    assert "x98 more" in dot and "matmul -> elementwise_add -> relu" in dot
+    assert "repeats not drawn" in dot  # the legend explains the summary node
+    full = viz.to_dot(main, view="full")
+    assert sum("shape=box" in line and "legend" not in line for line in full.splitlines()) == n_ops
+
+
+def test_legend_lists_only_what_the_picture_contains():
+    main = fg.Program()
+    with fg.program_guard(main, fg.Program()):
+        fg.exp(fg.static.data("x", [3]))
+    dot = viz.to_dot(main)
+    assert "forward op" in dot
+    for absent in ("backward op", "optimize op", "loss op", "parameter", "repeats not drawn"):
+        assert absent not in dot
+    full = viz.to_dot(_mlp_training_program(1))
+    assert all(word in full for word in ("forward op", "backward op", "optimize op", "parameter"))
+    assert "loss op" not in full
+
+
+def test_html_view_is_self_contained_and_needs_no_graphviz(tmp_path, monkeypatch):
+    import json
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    main = _mlp_training_program(2)
+    path = viz.draw(main, tmp_path / "program.html")
+    page = path.read_text()
+    assert page.startswith("<!DOCTYPE html>") and "http" not in page.split("<script")[0].replace(
+        'xmlns="http://www.w3.org/2000/svg"', "")
+    data = json.loads(re.search(r'<script id="program-data" type="application/json">(.*?)</script>', page, re.S)
+                      .group(1))
+    assert len(data["ops"]) == len(main.global_block().ops)
+    assert page.count('class="op"') == len(main.global_block().ops)
+    first_fc = data["ops"][0]
+    assert first_fc["type"] == "matmul" and first_fc["inputs"]["Y"][0]["kind"] == "parameter"
+    assert first_fc["inputs"]["Y"][0]["shape"] == [8, 8]
