@@ -219,6 +219,29 @@ def _unary_generate(name):
     return generate
 
 
+# -- the unary ops of ops/elementwise.py and ops/activation.py, inputs moved into their domains
+_DOMAIN = {"all": (lambda F, x: x, lambda x: x), "pos": (_positive, _tpositive),
+           "unit": (lambda F, x: F.scale(F.tanh(x), 0.9), lambda x: x.tanh() * 0.9),
+           "above1": (lambda F, x: F.scale(_positive(F, x), 1.0, 1.0), lambda x: _tpositive(x) + 1.0)}
+for _name, _domain, _torch in [
+        ("erf", "all", "erf"), ("sinh", "all", "sinh"), ("cosh", "all", "cosh"), ("asinh", "all", "asinh"),
+        ("atan", "all", "atan"), ("expm1", "unit", "expm1"), ("log1p", "pos", "log1p"), ("log2", "pos", "log2"),
+        ("log10", "pos", "log10"), ("rsqrt", "pos", "rsqrt"), ("reciprocal", "pos", "reciprocal"),
+        ("tan", "unit", "tan"), ("asin", "unit", "asin"), ("acos", "unit", "acos"), ("atanh", "unit", "atanh"),
+        ("acosh", "above1", "acosh"), ("gelu", "all", "nn.functional.gelu"), ("silu", "all", "nn.functional.silu"),
+        ("mish", "all", "nn.functional.mish"), ("softplus", "all", "nn.functional.softplus"),
+        ("log_sigmoid", "all", "nn.functional.logsigmoid")]:
+    _pre_f, _pre_t = _DOMAIN[_domain]
+    _UNARY[_name] = (lambda F, x, n=_name, p=_pre_f: _apply(F, n, {"X": p(F, x)}),
+                     lambda T, x, t=_torch, p=_pre_t: _attr_path(T, t)(p(x)), (_name,))
+
+
+def _attr_path(module, dotted):
+    for part in dotted.split("."):
+        module = getattr(module, part)
+    return module
+
+
 for _name, (_f, _t, _ops) in _UNARY.items():
     kind(_name, _ops, lambda F, ctx, n, x, _f=_f: _f(F, x), lambda T, n, x, _t=_t: _t(T, x),
          weight=1, smooth=_name not in ("relu", "abs", "sign"))(_unary_generate(_name))

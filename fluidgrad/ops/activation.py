@@ -5,8 +5,11 @@ relu, sigmoid and tanh, the activations every network runs, get one fused gradie
 of its own, so second derivatives still come for free."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from .elementwise import _erf_kernel
 from .registry import register_op
 from .shape_rules import float_only, same_as
 
@@ -141,3 +144,272 @@ register_op("leaky_relu", inputs="X", outputs="Out", attrs={"alpha": 0.02},
 register_op("leaky_step", inputs="X", outputs="Out", attrs={"alpha": 0.02},
             kernel=lambda x, alpha: np.where(x > 0, 1.0, alpha).astype(x.dtype), infer=_float_same_as,
             grad=_zero_grad, doc="leaky_relu's slope: 1 where X > 0 else alpha.")
+
+
+# ---------------------------------------------------------------- modern activations
+# Each gets one fused forward op and one fused gradient op `<name>_grad(X, DOut) -> DX`
+# (NumPy makes one pass per ufunc, so a fused kernel saves the temporaries of a chain of
+# ops); the gradient op's own grad maker writes f'' with registered ops, so every order of
+# derivative stays available.
+def _register_activation(name, kernel, slope_kernel, second, attrs=None, doc=""):
+    """`kernel(x, **attrs)` computes f, `slope_kernel(x, dout, **attrs)` DOut * f'(x), and
+    `second(g, x, **attrs)` builds f''(x) from registered ops (None: f'' = 0)."""
+    attrs = dict(attrs or {})
+
+    def grad(g):
+        kw = {k: g.attr(k) for k in attrs}
+        g.set_input_grad("X", g.op(f"{name}_grad", {"X": g.input("X"), "DOut": g.output_grad("Out")}, **kw))
+
+    def grad_grad(g):
+        kw = {k: g.attr(k) for k in attrs}
+        x, dout, cotangent = g.input("X"), g.input("DOut"), g.output_grad("DX")
+        if g.needs_input_grad("DOut"):
+            g.set_input_grad("DOut", g.op(f"{name}_grad", {"X": x, "DOut": cotangent}, **kw))
+        if second is not None and g.needs_input_grad("X"):
+            g.set_input_grad("X", _mul(g, _mul(g, cotangent, dout), second(g, x, **kw)))
+
+    def grad_infer(ctx):
+        float_only(ctx, "X", "DOut")
+        if ctx.dtype("X") != ctx.dtype("DOut") or ctx.shape("X") != ctx.shape("DOut"):
+            raise ctx.shape_error(f"X and DOut must match, got {ctx.describe('X')} and {ctx.describe('DOut')}")
+        ctx.set_output("DX", ctx.shape("X"), ctx.dtype("X"))
+
+    register_op(name, inputs="X", outputs="Out", attrs=attrs, kernel=kernel, infer=_float_same_as, grad=grad,
+                doc=doc)
+    register_op(f"{name}_grad", inputs="X DOut", outputs="DX", attrs=attrs, kernel=slope_kernel,
+                infer=grad_infer, grad=grad_grad, doc=f"DOut times the derivative of {name} at X.")
+
+
+def _g_scale(g, x, scale=1.0, bias=0.0):
+    return g.op("scale", {"X": x}, scale=scale, bias=bias)
+
+
+def _g_unary(g, type, x, **attrs):
+    return g.op(type, {"X": x}, **attrs)
+
+
+def _sub(g, a, b):
+    return g.op("elementwise_sub", {"X": a, "Y": b})
+
+
+def _add(g, a, b):
+    return g.op("elementwise_add", {"X": a, "Y": b})
+
+
+# -- gelu: exact (erf) or the tanh approximation
+_SQRT_2_OVER_PI, _GELU_A = math.sqrt(2.0 / math.pi), 0.044715
+_INV_SQRT_2PI, _INV_SQRT_2 = 1.0 / math.sqrt(2.0 * math.pi), 1.0 / math.sqrt(2.0)
+
+
+def _gelu_kernel(x, approximate=False):
+    if approximate:
+        inner = x * x
+        inner *= x.dtype.type(_SQRT_2_OVER_PI * _GELU_A)
+        inner += x.dtype.type(_SQRT_2_OVER_PI)
+        inner *= x
+        out = np.tanh(inner)
+    else:
+        out = _erf_kernel(x * x.dtype.type(_INV_SQRT_2))
+    out += 1
+    out *= x
+    out *= x.dtype.type(0.5)
+    return out
+
+
+def _gelu_slope(x, dout, approximate=False):
+    t = x.dtype.type
+    if approximate:
+        x2 = x * x
+        tanh = np.tanh(x * (x2 * t(_SQRT_2_OVER_PI * _GELU_A) + t(_SQRT_2_OVER_PI)))
+        du = x2 * t(3 * _SQRT_2_OVER_PI * _GELU_A) + t(_SQRT_2_OVER_PI)  # d(inner)/dx
+        slope = (1 - tanh * tanh) * x * du
+        slope += tanh
+        slope += 1
+        slope *= t(0.5)
+    else:
+        pdf = np.exp(x * x * t(-0.5))
+        pdf *= x
+        pdf *= t(_INV_SQRT_2PI)
+        slope = _erf_kernel(x * t(_INV_SQRT_2))
+        slope += 1
+        slope *= t(0.5)
+        slope += pdf
+    slope *= dout
+    return slope
+
+
+def _gelu_second(g, x, approximate=False):
+    x2 = _g_unary(g, "square", x)
+    if not approximate:  # pdf(x) (2 - x^2)
+        pdf = _g_scale(g, _g_unary(g, "exp", _g_scale(g, x2, -0.5)), _INV_SQRT_2PI)
+        return _mul(g, pdf, _g_scale(g, x2, -1.0, 2.0))
+    c, a = _SQRT_2_OVER_PI, _GELU_A   # (1 - t^2) (p + 3ac x^2 - x t p^2), p = c (1 + 3a x^2)
+    tanh = _g_unary(g, "tanh", _mul(g, x, _g_scale(g, x2, c * a, c)))
+    p = _g_scale(g, x2, 3 * a * c, c)
+    inner = _sub(g, _add(g, p, _g_scale(g, x2, 3 * a * c)), _mul(g, _mul(g, x, tanh), _g_unary(g, "square", p)))
+    return _mul(g, _g_scale(g, _g_unary(g, "square", tanh), -1.0, 1.0), inner)
+
+
+_register_activation("gelu", _gelu_kernel, _gelu_slope, _gelu_second, {"approximate": False},
+                     "x * Phi(x); approximate=True uses the tanh form (ONNX Gelu approximate='tanh').")
+
+
+# -- silu / swish: x * sigmoid(x)
+def _silu_kernel(x):
+    out = _sigmoid_kernel(x)
+    out *= x
+    return out
+
+
+def _silu_slope(x, dout):
+    s = _sigmoid_kernel(x)
+    slope = (1 - s) * x
+    slope += 1
+    slope *= s
+    slope *= dout
+    return slope
+
+
+def _silu_second(g, x):   # s (1 - s) (2 + x (1 - 2 s))
+    s = _g_unary(g, "sigmoid", x)
+    ds = _mul(g, s, _g_scale(g, s, -1.0, 1.0))
+    return _mul(g, ds, _g_scale(g, _mul(g, x, _g_scale(g, s, -2.0, 1.0)), 1.0, 2.0))
+
+
+_register_activation("silu", _silu_kernel, _silu_slope, _silu_second, doc="x * sigmoid(x) (swish).")
+
+
+# -- softplus: log(1 + exp(beta x)) / beta, linear above the threshold (as PyTorch and Paddle)
+def _softplus_kernel(x, beta=1.0, threshold=20.0):
+    bx = x * x.dtype.type(beta)
+    out = np.logaddexp(0, bx).astype(x.dtype, copy=False)
+    if beta != 1.0:
+        out /= x.dtype.type(beta)
+    return np.where(bx > threshold, x, out)
+
+
+def _softplus_slope(x, dout, beta=1.0, threshold=20.0):
+    bx = x * x.dtype.type(beta)
+    return dout * np.where(bx > threshold, 1, _sigmoid_kernel(bx)).astype(x.dtype, copy=False)
+
+
+def _softplus_second(g, x, beta=1.0, threshold=20.0):   # beta s (1 - s) below the threshold, else 0
+    bx = _g_scale(g, x, beta)
+    s = _g_unary(g, "sigmoid", bx)
+    curve = _g_scale(g, _mul(g, s, _g_scale(g, s, -1.0, 1.0)), beta)
+    return _mul(g, curve, _g_unary(g, "clip_mask", bx, min=-math.inf, max=float(threshold)))
+
+
+_register_activation("softplus", _softplus_kernel, _softplus_slope, _softplus_second,
+                     {"beta": 1.0, "threshold": 20.0}, "log(1 + exp(beta x)) / beta, computed without overflow.")
+
+
+# -- log_sigmoid: min(x, 0) - log1p(exp(-|x|)), finite for every finite x
+def _log_sigmoid_kernel(x):
+    return np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))
+
+
+def _log_sigmoid_slope(x, dout):
+    return dout * _sigmoid_kernel(-x)
+
+
+def _log_sigmoid_second(g, x):   # -s (1 - s) = s^2 - s
+    s = _g_unary(g, "sigmoid", x)
+    return _sub(g, _g_unary(g, "square", s), s)
+
+
+_register_activation("log_sigmoid", _log_sigmoid_kernel, _log_sigmoid_slope, _log_sigmoid_second,
+                     doc="log(sigmoid(x)), stable at large magnitudes.")
+
+
+# -- mish: x * tanh(softplus(x))
+def _mish_kernel(x):
+    out = np.tanh(np.logaddexp(0, x).astype(x.dtype, copy=False))
+    out *= x
+    return out
+
+
+def _mish_slope(x, dout):
+    t = np.tanh(np.logaddexp(0, x).astype(x.dtype, copy=False))
+    slope = 1 - t * t
+    slope *= _sigmoid_kernel(x)
+    slope *= x
+    slope += t
+    slope *= dout
+    return slope
+
+
+def _mish_second(g, x):   # s (1 - t^2) (2 + x (1 - s) - 2 x t s), t = tanh(softplus(x)), s = sigmoid(x)
+    t = _g_unary(g, "tanh", _g_unary(g, "softplus", x))
+    s = _g_unary(g, "sigmoid", x)
+    bracket = _sub(g, _mul(g, x, _g_scale(g, s, -1.0, 1.0)), _g_scale(g, _mul(g, _mul(g, x, t), s), 2.0))
+    return _mul(g, _mul(g, s, _g_scale(g, _g_unary(g, "square", t), -1.0, 1.0)), _g_scale(g, bracket, 1.0, 2.0))
+
+
+_register_activation("mish", _mish_kernel, _mish_slope, _mish_second, doc="x * tanh(softplus(x)).")
+
+
+# -- elu: x above 0, alpha (exp(x) - 1) below (selu and celu are scalings of it)
+def _elu_kernel(x, alpha=1.0):
+    below = np.expm1(np.minimum(x, 0))
+    below *= x.dtype.type(alpha)
+    return np.where(x > 0, x, below)
+
+
+def _elu_slope(x, dout, alpha=1.0):
+    below = np.exp(np.minimum(x, 0))
+    below *= x.dtype.type(alpha)
+    return dout * np.where(x > 0, 1, below).astype(x.dtype, copy=False)
+
+
+def _elu_second(g, x, alpha=1.0):   # alpha exp(x) below 0 (exp of min(x, 0): no inf * 0 above)
+    below = _g_scale(g, _g_unary(g, "leaky_step", x, alpha=0.0), -1.0, 1.0)
+    negative_part = _sub(g, x, _g_unary(g, "relu", x))
+    return _mul(g, _g_scale(g, _g_unary(g, "exp", negative_part), alpha), below)
+
+
+_register_activation("elu", _elu_kernel, _elu_slope, _elu_second, {"alpha": 1.0},
+                     "x for x > 0, alpha (exp(x) - 1) otherwise.")
+
+
+# -- hardswish: x * relu6(x + 3) / 6
+def _hardswish_kernel(x):
+    out = np.clip(x + 3, 0, 6)
+    out *= x
+    out /= 6
+    return out
+
+
+def _hardswish_slope(x, dout):   # as PyTorch: 0 below -3, (2x + 3) / 6 up to 3, 1 above
+    slope = np.where(x < -3, 0, np.where(x <= 3, (2 * x + 3) / 6, 1)).astype(x.dtype, copy=False)
+    return dout * slope
+
+
+_register_activation("hardswish", _hardswish_kernel, _hardswish_slope,
+                     lambda g, x: _g_scale(g, _g_unary(g, "clip_mask", x, min=-3.0, max=3.0), 1.0 / 3.0),
+                     doc="x * relu6(x + 3) / 6.")
+
+
+# -- prelu: leaky_relu with a learned slope Alpha (broadcast against X)
+def _prelu_infer(ctx):
+    float_only(ctx, "X", "Alpha")
+    if ctx.dtype("Alpha") != ctx.dtype("X"):
+        raise ctx.dtype_error(f"X and Alpha must share a dtype, got {ctx.describe('X')} and {ctx.describe('Alpha')}")
+    x, alpha = ctx.shape("X"), ctx.shape("Alpha")
+    if len(alpha) > len(x) or any(a not in (1, d, -1) and d != -1 for a, d in zip(alpha[::-1], x[::-1])):
+        raise ctx.shape_error(f"Alpha must broadcast to X, got {ctx.describe('Alpha')} for {ctx.describe('X')}")
+    ctx.set_output("Out", x, ctx.dtype("X"))
+
+
+def _prelu_grad(g):
+    x, alpha, dout = g.input("X"), g.input("Alpha"), g.output_grad("Out")
+    above = _g_unary(g, "leaky_step", x, alpha=0.0)
+    below = _g_scale(g, above, -1.0, 1.0)
+    if g.needs_input_grad("X"):
+        g.set_input_grad("X", _mul(g, dout, _add(g, above, _mul(g, alpha, below))))
+    if g.needs_input_grad("Alpha"):
+        g.set_input_grad("Alpha", _mul(g, dout, _mul(g, x, below)))
+
+
+register_op("prelu", inputs="X Alpha", outputs="Out", kernel=lambda x, alpha: np.where(x > 0, x, alpha * x),
+            infer=_prelu_infer, grad=_prelu_grad, doc="x for x > 0, Alpha * x otherwise (ONNX PRelu).")

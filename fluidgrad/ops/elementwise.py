@@ -1,2 +1,201 @@
-"""Elementwise ops beyond the basic arithmetic: rounding, erf, trigonometry, bitwise, ..."""
+"""Elementwise ops beyond the basic arithmetic: rounding, erf, trigonometry and hyperbolic
+functions and their inverses, log/exp variants, remainders, floor division, float tests, bitwise.
+
+Every gradient is written with ordinary registered ops, so grad of grad comes for free.
+Rounding, floor division and the float tests are piecewise constant: their gradient is an
+explicit zero (a grad maker that sets nothing), never a missing one.
+"""
 from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from .registry import NO_GRADIENT, register_op
+from .shape_rules import binary_broadcast, broadcast_shapes, float_only, same_as
+
+
+def _float_same_as(ctx):
+    float_only(ctx, "X")
+    same_as()(ctx)
+
+
+def _op(g, type, x, **attrs):
+    return g.op(type, {"X": x}, **attrs)
+
+
+def _mul(g, a, b):
+    return g.op("elementwise_mul", {"X": a, "Y": b})
+
+
+def _div(g, a, b):
+    return g.op("elementwise_div", {"X": a, "Y": b})
+
+
+def _scale(g, x, scale=1.0, bias=0.0):
+    return g.op("scale", {"X": x}, scale=scale, bias=bias)
+
+
+def _chain(derivative):
+    """dX = DOut * f'(X), with f' built by `derivative(g, x, out)` from registered ops."""
+    def grad(g):
+        if g.needs_input_grad("X"):
+            slope = derivative(g, g.input("X"), g.output("Out"))
+            g.set_input_grad("X", _mul(g, g.output_grad("Out"), slope))
+    return grad
+
+
+def _zero_grad(g):
+    """Piecewise constant: the gradient is a (symbolic) zero everywhere it exists."""
+
+
+def _unary(name, kernel, derivative, doc=""):
+    register_op(name, inputs="X", outputs="Out", kernel=kernel, infer=_float_same_as,
+                grad=_zero_grad if derivative is None else _chain(derivative), doc=doc)
+
+
+# ---------------------------------------------------------------- rounding (zero gradient)
+_unary("floor", np.floor, None, "Rounds down; its gradient is zero.")
+_unary("ceil", np.ceil, None, "Rounds up; its gradient is zero.")
+_unary("round", np.round, None, "Rounds half to even (as ONNX Round and PyTorch); its gradient is zero.")
+_unary("trunc", np.trunc, None, "Rounds toward zero; its gradient is zero.")
+
+
+# ---------------------------------------------------------------- erf, logs and exponentials
+@functools.cache
+def _erf_ufunc():
+    """SciPy's erf when installed (the `fast` extra); else math.erf per element (exact, slow)."""
+    try:
+        from scipy.special import erf  # optional: NumPy has no erf
+        return erf
+    except ImportError:
+        return np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _erf_kernel(x):
+    return np.asarray(_erf_ufunc()(x)).astype(x.dtype, copy=False)
+
+
+def _erf_derivative(g, x, out):
+    """2/sqrt(pi) exp(-x^2)."""
+    return _scale(g, _op(g, "exp", _scale(g, _op(g, "square", x), -1.0)), 2.0 / math.sqrt(math.pi))
+
+
+_unary("erf", _erf_kernel, _erf_derivative, "The error function.")
+_unary("log1p", np.log1p, lambda g, x, out: _op(g, "reciprocal", _scale(g, x, 1.0, 1.0)),
+       "log(1 + x), accurate near 0.")
+_unary("expm1", np.expm1, lambda g, x, out: _scale(g, out, 1.0, 1.0), "exp(x) - 1, accurate near 0.")
+_unary("log2", np.log2, lambda g, x, out: _op(g, "reciprocal", _scale(g, x, math.log(2.0))))
+_unary("log10", np.log10, lambda g, x, out: _op(g, "reciprocal", _scale(g, x, math.log(10.0))))
+
+
+def _rsqrt_kernel(x):
+    return 1 / np.sqrt(x)
+
+
+_unary("rsqrt", _rsqrt_kernel,   # d x^(-1/2) = -1/2 out^3
+       lambda g, x, out: _scale(g, _mul(g, out, _op(g, "square", out)), -0.5), "1 / sqrt(x).")
+_unary("reciprocal", lambda x: np.divide(1, x, dtype=x.dtype),
+       lambda g, x, out: _scale(g, _op(g, "square", out), -1.0), "1 / x.")
+
+
+# ---------------------------------------------------------------- trigonometry
+def _one_minus_square(g, x):
+    return _scale(g, _op(g, "square", x), -1.0, 1.0)
+
+
+def _one_plus_square(g, x):
+    return _scale(g, _op(g, "square", x), 1.0, 1.0)
+
+
+_unary("tan", np.tan, lambda g, x, out: _one_plus_square(g, out))
+_unary("asin", np.arcsin, lambda g, x, out: _op(g, "rsqrt", _one_minus_square(g, x)))
+_unary("acos", np.arccos, lambda g, x, out: _scale(g, _op(g, "rsqrt", _one_minus_square(g, x)), -1.0))
+_unary("atan", np.arctan, lambda g, x, out: _op(g, "reciprocal", _one_plus_square(g, x)))
+_unary("sinh", np.sinh, lambda g, x, out: _op(g, "cosh", x))
+_unary("cosh", np.cosh, lambda g, x, out: _op(g, "sinh", x))
+_unary("asinh", np.arcsinh, lambda g, x, out: _op(g, "rsqrt", _one_plus_square(g, x)))
+_unary("acosh", np.arccosh, lambda g, x, out: _op(g, "rsqrt", _scale(g, _op(g, "square", x), 1.0, -1.0)))
+_unary("atanh", np.arctanh, lambda g, x, out: _op(g, "reciprocal", _one_minus_square(g, x)))
+
+
+# ---------------------------------------------------------------- float tests (bool out)
+def _float_test_infer(ctx):
+    ctx.set_output("Out", ctx.shape("X"), "bool")
+
+
+for _name, _fn in (("isnan", np.isnan), ("isinf", np.isinf), ("isfinite", np.isfinite)):
+    register_op(_name, inputs="X", outputs="Out", kernel=_fn, infer=_float_test_infer, grad=NO_GRADIENT,
+                doc="A bool mask; integers are always finite.")
+
+
+# ---------------------------------------------------------------- remainders and floor division
+def _check_int_divisor(op_type, y):
+    if y.dtype.kind in "iu" and not np.all(y):
+        raise ZeroDivisionError(f"op {op_type}: integer division by zero (Y has a 0)")
+
+
+def _mod_kernel(x, y):
+    _check_int_divisor("elementwise_mod", y)
+    return np.mod(x, y)
+
+
+def _fmod_kernel(x, y):
+    _check_int_divisor("elementwise_fmod", y)
+    return np.fmod(x, y)
+
+
+def _floordiv_kernel(x, y):
+    _check_int_divisor("elementwise_floordiv", y)
+    return np.floor_divide(x, y)
+
+
+def _remainder_grad(rounding):
+    """x - rounding(x / y) * y: dX = dOut, dY = -dOut * rounding(x / y)."""
+    def grad(g):
+        x, y, dout = g.input("X"), g.input("Y"), g.output_grad("Out")
+        g.set_input_grad("X", dout)
+        if g.needs_input_grad("Y"):
+            quotient = _op(g, rounding, _div(g, x, y))
+            g.set_input_grad("Y", _scale(g, _mul(g, dout, quotient), -1.0))
+    return grad
+
+
+def _numeric_broadcast(ctx):
+    for slot in ("X", "Y"):
+        if ctx.dtype(slot) == "bool":
+            raise ctx.dtype_error(f"expects numbers, got {ctx.describe(slot)}")
+    binary_broadcast()(ctx)
+
+
+register_op("elementwise_mod", inputs="X Y", outputs="Out", kernel=_mod_kernel, infer=_numeric_broadcast,
+            grad=_remainder_grad("floor"),
+            doc="Python's remainder: the result has the sign of Y (ONNX Mod with fmod=0, paddle.remainder).")
+register_op("elementwise_fmod", inputs="X Y", outputs="Out", kernel=_fmod_kernel, infer=_numeric_broadcast,
+            grad=_remainder_grad("trunc"),
+            doc="C's fmod: the result has the sign of X (ONNX Mod with fmod=1, torch.fmod).")
+register_op("elementwise_floordiv", inputs="X Y", outputs="Out", kernel=_floordiv_kernel,
+            infer=_numeric_broadcast, grad=_zero_grad,
+            doc="floor(X / Y); piecewise constant, so its gradient is zero.")
+
+
+# ---------------------------------------------------------------- bitwise (integers and bool)
+def _bitwise_infer(ctx):
+    for slot in ("X", "Y"):
+        if ctx.has_input(slot) and not (ctx.dtype(slot) == "bool" or "int" in ctx.dtype(slot)):
+            raise ctx.dtype_error(f"expects integer or bool inputs, got {ctx.describe(slot)}")
+    if not ctx.has_input("Y"):
+        ctx.set_output("Out", ctx.shape("X"), ctx.dtype("X"))
+        return
+    if ctx.dtype("X") != ctx.dtype("Y"):
+        raise ctx.dtype_error(f"inputs must have one dtype, got {ctx.describe('X')} and {ctx.describe('Y')}")
+    shape = broadcast_shapes(ctx, ctx.shape("X"), ctx.shape("Y"),
+                             lambda: f"{ctx.describe('X')} with {ctx.describe('Y')}")
+    ctx.set_output("Out", shape, ctx.dtype("X"))
+
+
+for _name, _fn in (("bitwise_and", np.bitwise_and), ("bitwise_or", np.bitwise_or),
+                   ("bitwise_xor", np.bitwise_xor)):
+    register_op(_name, inputs="X Y", outputs="Out", kernel=_fn, infer=_bitwise_infer, grad=NO_GRADIENT)
+register_op("bitwise_not", inputs="X", outputs="Out", kernel=np.invert, infer=_bitwise_infer, grad=NO_GRADIENT)

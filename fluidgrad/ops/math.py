@@ -159,6 +159,16 @@ def _matmul_kernel(x, y, transpose_x=False, transpose_y=False):
         x = np.swapaxes(x, -1, -2)
     if transpose_y and y.ndim > 1:
         y = np.swapaxes(y, -1, -2)
+    if x.ndim >= 2 and y.ndim >= 2 and x.shape[-1] == 1:
+        # an outer product (a weight gradient at batch 1): OpenBLAS's K=1 GEMM is several
+        # times slower than this broadcast multiply (benchmarks/bench_matmul.py)
+        return np.multiply(x, y)
+    if x.ndim > 2 and y.ndim == 2:
+        # a stack of rows times one matrix (linear on [batch, seq, features]): one GEMM, not
+        # one per batch entry; only when the rows are contiguous (else reshape would copy)
+        rows = x.reshape(-1, x.shape[-1]) if x.flags.c_contiguous else None
+        if rows is not None:
+            return np.matmul(rows, y).reshape(x.shape[:-1] + y.shape[-1:])
     return np.matmul(x, y)
 
 
@@ -195,9 +205,27 @@ def _matmul_grad(g):
     if len(g.shape(x)) == 1 or len(g.shape(y)) == 1:
         _matmul_vector_grad(g, x, y, dout)
         return
-    dx, dy = _matmul_grad_2d(g, x, y, dout, g.attr("transpose_x"), g.attr("transpose_y"))
+    tx, ty = g.attr("transpose_x"), g.attr("transpose_y")
+    if len(g.shape(x)) > 2 and len(g.shape(y)) == 2 and not tx and -1 not in (g.shape(x)[-1], g.shape(dout)[-1]):
+        _matmul_rows_grad(g, x, y, dout, ty)
+        return
+    dx, dy = _matmul_grad_2d(g, x, y, dout, tx, ty)
     g.set_input_grad("X", dx)
     g.set_input_grad("Y", dy)
+
+
+def _matmul_rows_grad(g, x, y, dout, ty):
+    """[..., M, K] @ [K, N]: the weight gradient is one GEMM over all rows, not a batch of
+    GEMMs summed afterwards (linear on [batch, seq, features])."""
+    if g.needs_input_grad("X"):
+        g.set_input_grad("X", g.op("matmul", {"X": dout, "Y": y}, transpose_y=not ty))
+    if g.needs_input_grad("Y"):
+        rows = g.op("reshape", {"X": x}, shape=[-1, g.shape(x)[-1]])
+        drows = g.op("reshape", {"X": dout}, shape=[-1, g.shape(dout)[-1]])
+        if ty:
+            g.set_input_grad("Y", g.op("matmul", {"X": drows, "Y": rows}, transpose_x=True))
+        else:
+            g.set_input_grad("Y", g.op("matmul", {"X": rows, "Y": drows}, transpose_x=True))
 
 
 def _matmul_vector_grad(g, x, y, dout):

@@ -137,3 +137,205 @@ register_op("reduce_max", inputs="X", outputs="Out", attrs=_REDUCE_ATTRS, kernel
             infer=_reduce_infer, grad=_extreme_grad)
 register_op("reduce_min", inputs="X", outputs="Out", attrs=_REDUCE_ATTRS, kernel=_extreme_kernel(np.amin, "reduce_min"),
             infer=_reduce_infer, grad=_extreme_grad)
+
+
+# ================================================================ more reductions and scans
+# (prod, logsumexp, p-norms, all/any, cumsum/cumprod; kept apart from the core reductions above)
+from .registry import NO_GRADIENT  # noqa: E402
+from .shape_rules import float_only, normalize_axis  # noqa: E402
+
+
+def _reduce_attrs(g):
+    return dict(axis=g.attr("axis"), keepdim=g.attr("keepdim"), reduce_all=g.attr("reduce_all"))
+
+
+# -- logsumexp
+def _logsumexp_kernel(x, axis=None, keepdim=False, reduce_all=False):
+    axes = _axes(None if reduce_all else axis, x.ndim)
+    top = np.max(x, axis=axes, keepdims=True) if x.size else np.zeros([1] * x.ndim, x.dtype)
+    top = np.where(np.isfinite(top), top, 0)   # all -inf (or an inf) along a row: no inf - inf
+    out = np.log(np.sum(np.exp(x - top), axis=axes, keepdims=True)) + top
+    return np.asarray(out if keepdim else np.squeeze(out, axis=axes), dtype=x.dtype)
+
+
+def _logsumexp_infer(ctx):
+    float_only(ctx, "X")
+    _reduce_infer(ctx)
+
+
+def _logsumexp_grad(g):
+    """dX = dOut * exp(X - Out): a softmax, never above 1, so large magnitudes are safe."""
+    x, attrs = g.input("X"), _reduce_attrs(g)
+    out_b = g.op("unreduce", {"X": g.output("Out"), "Target": x}, **attrs)
+    dout_b = g.op("unreduce", {"X": g.output_grad("Out"), "Target": x}, **attrs)
+    softmax = g.op("exp", {"X": g.op("elementwise_sub", {"X": x, "Y": out_b})})
+    g.set_input_grad("X", g.op("elementwise_mul", {"X": dout_b, "Y": softmax}))
+
+
+register_op("logsumexp", inputs="X", outputs="Out", attrs=_REDUCE_ATTRS, kernel=_logsumexp_kernel,
+            infer=_logsumexp_infer, grad=_logsumexp_grad,
+            doc="log(sum(exp(X))) over axes, shifted by the maximum (ONNX ReduceLogSumExp).")
+
+
+# -- p-norm (p > 0; p = 1 and p = inf are compositions of abs with reduce_sum / reduce_max)
+def _p_norm_kernel(x, porder=2.0, axis=None, keepdim=False, reduce_all=False):
+    axes = _axes(None if reduce_all else axis, x.ndim)
+    if porder == 2.0:
+        out = np.sqrt(np.sum(x * x, axis=axes, keepdims=keepdim))
+    else:
+        out = np.sum(np.abs(x) ** porder, axis=axes, keepdims=keepdim) ** (1.0 / porder)
+    return np.asarray(out, dtype=x.dtype)
+
+
+def _p_norm_infer(ctx):
+    float_only(ctx, "X")
+    if not ctx.attr("porder") > 0:
+        raise ctx.shape_error(f"porder must be positive, got {ctx.attr('porder')}")
+    _reduce_infer(ctx)
+
+
+def _p_norm_grad(g):
+    """dX = dOut * sign(x) |x|^(p-1) / norm^(p-1); a zero norm divides by 1 (its x are all 0)."""
+    x, out, p, attrs = g.input("X"), g.output("Out"), g.attr("porder"), _reduce_attrs(g)
+    zero = g.op("cast", {"X": g.op("equal", {"X": out, "Y": g.op("fill_zeros_like", {"X": out})})},
+                dtype=g.dtype(out))
+    safe_norm = g.op("elementwise_add", {"X": out, "Y": zero})
+    if p != 2.0:
+        safe_norm = g.op("pow", {"X": safe_norm}, factor=p - 1.0)
+    share = g.op("unreduce", {"X": g.op("elementwise_div", {"X": g.output_grad("Out"), "Y": safe_norm}),
+                              "Target": x}, **attrs)
+    direction = x
+    if p != 2.0:
+        direction = g.op("elementwise_mul", {"X": g.op("sign", {"X": x}),
+                                             "Y": g.op("pow", {"X": g.op("abs", {"X": x})}, factor=p - 1.0)})
+    g.set_input_grad("X", g.op("elementwise_mul", {"X": share, "Y": direction}))
+
+
+register_op("p_norm", inputs="X", outputs="Out", attrs={"porder": 2.0, **_REDUCE_ATTRS}, kernel=_p_norm_kernel,
+            infer=_p_norm_infer, grad=_p_norm_grad,
+            doc="(sum |X|^p)^(1/p) over axes; its gradient at a zero norm is 0 (as PyTorch), not nan.")
+
+
+# -- all / any
+def _bool_reduce_infer(ctx):
+    axis = None if ctx.attr("reduce_all") else ctx.attr("axis")
+    ctx.set_output("Out", reduced_shape(ctx, ctx.shape("X"), axis, ctx.attr("keepdim")), "bool")
+
+
+def _bool_reduce_kernel(fn):
+    def kernel(x, axis=None, keepdim=False, reduce_all=False):
+        return np.asarray(fn(x, axis=_axes(None if reduce_all else axis, x.ndim), keepdims=keepdim))
+    return kernel
+
+
+register_op("reduce_all", inputs="X", outputs="Out", attrs=_REDUCE_ATTRS, kernel=_bool_reduce_kernel(np.all),
+            infer=_bool_reduce_infer, grad=NO_GRADIENT, doc="Whether every element (non-zero) is true.")
+register_op("reduce_any", inputs="X", outputs="Out", attrs=_REDUCE_ATTRS, kernel=_bool_reduce_kernel(np.any),
+            infer=_bool_reduce_infer, grad=NO_GRADIENT, doc="Whether any element (non-zero) is true.")
+
+
+# -- scans: cumsum and cumprod, with ONNX CumSum's exclusive and reverse
+_SCAN_ATTRS = {"axis": -1, "exclusive": False, "reverse": False}
+
+
+def _scan(ufunc, x, axis, exclusive, reverse):
+    axis = axis % max(x.ndim, 1)
+    if x.ndim == 0:
+        return x.copy() if not exclusive else np.asarray(ufunc.identity, dtype=x.dtype)
+    if reverse:
+        x = np.flip(x, axis)
+    if exclusive:
+        index = [slice(None)] * x.ndim
+        index[axis] = slice(0, -1)
+        pad = [(0, 0)] * x.ndim
+        pad[axis] = (1, 0)
+        x = np.pad(x[tuple(index)], pad, constant_values=ufunc.identity)
+    out = ufunc.accumulate(x, axis=axis, dtype=x.dtype)
+    return np.ascontiguousarray(np.flip(out, axis)) if reverse else out
+
+
+def _scan_infer(ctx):
+    if ctx.dtype("X") == "bool":
+        raise ctx.dtype_error(f"expects numbers, got {ctx.describe('X')}; cast to an integer first")
+    normalize_axis(ctx, ctx.attr("axis"), len(ctx.shape("X")))
+    ctx.set_output("Out", ctx.shape("X"), ctx.dtype("X"))
+
+
+def _cumsum_grad(g):
+    """The transpose of a (exclusive) cumulative sum is the same sum in the other direction."""
+    g.set_input_grad("X", g.op("cumsum", {"X": g.output_grad("Out")}, axis=g.attr("axis"),
+                               exclusive=g.attr("exclusive"), reverse=not g.attr("reverse")))
+
+
+register_op("cumsum", inputs="X", outputs="Out", attrs=_SCAN_ATTRS,
+            kernel=lambda x, axis, exclusive, reverse: _scan(np.add, x, axis, exclusive, reverse),
+            infer=_scan_infer, grad=_cumsum_grad, doc="Cumulative sum along `axis` (ONNX CumSum).")
+
+
+def _cumprod_grad_kernel(x, dout, axis=-1, exclusive=False, reverse=False):
+    """Exact also where X has zeros: dx_j = prod_{k<j} x_k * S_j with S_j = dout_j + x_{j+1} S_{j+1}."""
+    axis = axis % max(x.ndim, 1)
+    if x.ndim == 0:
+        return np.zeros_like(x) if exclusive else dout.astype(x.dtype, copy=True)
+    if reverse:
+        x, dout = np.flip(x, axis), np.flip(dout, axis)
+    x, dout = np.moveaxis(x, axis, 0), np.moveaxis(dout, axis, 0)
+    if exclusive:  # out = inclusive cumprod of [1, x_0, .., x_{n-2}]
+        x = np.concatenate([np.ones_like(x[:1]), x[:-1]])
+    before = np.multiply.accumulate(np.concatenate([np.ones_like(x[:1]), x[:-1]]), axis=0)
+    tail = np.empty_like(before)
+    tail[-1] = dout[-1]
+    for j in range(len(x) - 2, -1, -1):
+        tail[j] = dout[j] + x[j + 1] * tail[j + 1]
+    dx = before * tail
+    if exclusive:  # the gradient of x_j is that of the shifted entry j + 1
+        dx = np.concatenate([dx[1:], np.zeros_like(dx[:1])])
+    dx = np.moveaxis(dx, 0, axis)
+    return np.ascontiguousarray(np.flip(dx, axis)) if reverse else np.ascontiguousarray(dx)
+
+
+def _cumprod_grad_infer(ctx):
+    float_only(ctx, "X", "DOut")
+    if ctx.shape("X") != ctx.shape("DOut"):
+        raise ctx.shape_error(f"X and DOut must match, got {ctx.describe('X')} and {ctx.describe('DOut')}")
+    ctx.set_output("DX", ctx.shape("X"), ctx.dtype("X"))
+
+
+def _cumprod_grad(g):
+    g.set_input_grad("X", g.op("cumprod_grad", {"X": g.input("X"), "DOut": g.output_grad("Out")},
+                               axis=g.attr("axis"), exclusive=g.attr("exclusive"), reverse=g.attr("reverse")))
+
+
+register_op("cumprod", inputs="X", outputs="Out", attrs=_SCAN_ATTRS,
+            kernel=lambda x, axis, exclusive, reverse: _scan(np.multiply, x, axis, exclusive, reverse),
+            infer=_scan_infer, grad=_cumprod_grad, doc="Cumulative product along `axis`.")
+register_op("cumprod_grad", inputs="X DOut", outputs="DX", attrs=_SCAN_ATTRS, kernel=_cumprod_grad_kernel,
+            infer=_cumprod_grad_infer, grad=NO_GRADIENT,
+            doc="cumprod's gradient, exact where X has zeros. It has no gradient itself: cumprod is "
+                "differentiable once (reduce_prod, built on it, twice).")
+
+
+# -- prod over one axis (prod over several axes chains it)
+def _prod_infer(ctx):
+    normalize_axis(ctx, ctx.attr("axis"), len(ctx.shape("X")))
+    if ctx.dtype("X") == "bool":
+        raise ctx.dtype_error(f"expects numbers, got {ctx.describe('X')}")
+    ctx.set_output("Out", reduced_shape(ctx, ctx.shape("X"), [ctx.attr("axis")], ctx.attr("keepdim")),
+                   ctx.dtype("X"))
+
+
+def _prod_grad(g):
+    """dx_j = dOut * (product of the others) = dOut * exclusive cumprod * reverse exclusive cumprod:
+    no division, so zeros in X are exact."""
+    x, axis, keepdim = g.input("X"), g.attr("axis"), g.attr("keepdim")
+    before = g.op("cumprod", {"X": x}, axis=axis, exclusive=True, reverse=False)
+    after = g.op("cumprod", {"X": x}, axis=axis, exclusive=True, reverse=True)
+    dout = g.op("unreduce", {"X": g.output_grad("Out"), "Target": x}, axis=[axis], keepdim=keepdim,
+                reduce_all=False)
+    g.set_input_grad("X", g.op("elementwise_mul", {"X": dout, "Y": g.op("elementwise_mul",
+                                                                         {"X": before, "Y": after})}))
+
+
+register_op("reduce_prod", inputs="X", outputs="Out", attrs={"axis": 0, "keepdim": False},
+            kernel=lambda x, axis, keepdim: np.asarray(np.prod(x, axis=axis, keepdims=keepdim, dtype=x.dtype)),
+            infer=_prod_infer, grad=_prod_grad, doc="The product along one axis.")

@@ -24,7 +24,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ..backward import append_backward
-from ..clip import GradientClipBase
+from ..nn.clip import GradientClipBase
 from ..dispatch import is_tensor
 from ..executor import Scope, global_scope
 from ..framework import OPTIMIZE, Block, Operator, Program, Variable, default_startup_program, unique_name

@@ -1,4 +1,48 @@
-"""Logical, bitwise and comparison functions, isnan / isinf / isfinite."""
+"""Logical, bitwise and float-test functions: logical_xor, bitwise_*, isnan / isinf / isfinite."""
 from __future__ import annotations
 
-__all__: list[str] = []
+from typing import Any
+
+from ..dispatch import apply_op
+
+__all__ = [
+    "bitwise_and",
+    "bitwise_not",
+    "bitwise_or",
+    "bitwise_xor",
+    "isfinite",
+    "isinf",
+    "isnan",
+    "logical_xor",
+]
+
+
+def logical_xor(x: Any, y: Any, name: str | None = None) -> Any:
+    return apply_op("logical_xor", {"X": x, "Y": y})
+
+
+def _bitwise(op_type: str):
+    def fn(x: Any, y: Any, name: str | None = None) -> Any:
+        return apply_op(op_type, {"X": x, "Y": y})
+    fn.__name__ = fn.__qualname__ = op_type
+    fn.__doc__ = f"Elementwise {op_type.replace('_', ' ')} of integer or bool tensors."
+    return fn
+
+
+bitwise_and, bitwise_or, bitwise_xor = (_bitwise(n) for n in ("bitwise_and", "bitwise_or", "bitwise_xor"))
+
+
+def bitwise_not(x: Any, name: str | None = None) -> Any:
+    """Elementwise bitwise not of an integer or bool tensor."""
+    return apply_op("bitwise_not", {"X": x})
+
+
+def _float_test(op_type: str):
+    def fn(x: Any, name: str | None = None) -> Any:
+        return apply_op(op_type, {"X": x})
+    fn.__name__ = fn.__qualname__ = op_type
+    fn.__doc__ = f"A bool mask: {op_type} of each element."
+    return fn
+
+
+isnan, isinf, isfinite = (_float_test(n) for n in ("isnan", "isinf", "isfinite"))

@@ -1,12 +1,42 @@
-"""Activation functions (Paddle 2 names), for both modes."""
+"""Activation functions (Paddle 2 names and signatures), for both modes.
+
+Most are one registered op each with a fused kernel and a fused gradient (gelu, silu, mish,
+elu, softplus, log_sigmoid, hardswish, prelu); the rest are short compositions of registered
+ops that cost no more (selu and celu scale elu, hardtanh and relu6 are clip, hardsigmoid is
+scale + clip, softsign and glu are two or three elementwise ops).
+"""
 from __future__ import annotations
 
 from typing import Any
 
 from ...dispatch import apply_op
-from ...functions import relu, sigmoid, tanh  # noqa: F401  (re-exported)
+from ...functions import abs as _abs
+from ...functions import divide, multiply, reshape, scale, sigmoid, split
 
-__all__ = ['softmax', 'log_softmax', 'leaky_relu']
+__all__ = [
+    'celu',
+    'elu',
+    'gelu',
+    'glu',
+    'hardsigmoid',
+    'hardswish',
+    'hardtanh',
+    'leaky_relu',
+    'log_sigmoid',
+    'log_softmax',
+    'mish',
+    'prelu',
+    'relu6',
+    'selu',
+    'silu',
+    'softmax',
+    'softplus',
+    'softsign',
+    'swish',
+]
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def softmax(x: Any, axis: int = -1) -> Any:
@@ -19,3 +49,105 @@ def log_softmax(x: Any, axis: int = -1) -> Any:
 
 def leaky_relu(x: Any, negative_slope: float = 0.01) -> Any:
     return apply_op("leaky_relu", {"X": x}, {"alpha": float(negative_slope)})
+
+
+def gelu(x: Any, approximate: bool = False, name: str | None = None) -> Any:
+    """x * Phi(x); `approximate=True` uses the tanh form (GPT-2's)."""
+    return apply_op("gelu", {"X": x}, {"approximate": bool(approximate)})
+
+
+def silu(x: Any, name: str | None = None) -> Any:
+    """x * sigmoid(x)."""
+    return apply_op("silu", {"X": x})
+
+
+swish = silu
+
+
+def mish(x: Any, name: str | None = None) -> Any:
+    """x * tanh(softplus(x))."""
+    return apply_op("mish", {"X": x})
+
+
+def elu(x: Any, alpha: float = 1.0, name: str | None = None) -> Any:
+    """x above 0, alpha * (exp(x) - 1) below."""
+    return apply_op("elu", {"X": x}, {"alpha": float(alpha)})
+
+
+def selu(x: Any, scale: float = _SELU_SCALE, alpha: float = _SELU_ALPHA, name: str | None = None) -> Any:
+    """scale * elu(x, alpha), with the self-normalising constants by default."""
+    return _scale(elu(x, alpha), scale)
+
+
+def _scale(x: Any, factor: float) -> Any:
+    return scale(x, float(factor))
+
+
+def celu(x: Any, alpha: float = 1.0, name: str | None = None) -> Any:
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) = alpha * elu(x / alpha)."""
+    if alpha == 0:
+        raise ValueError("celu: alpha must not be 0")
+    if alpha == 1.0:
+        return elu(x, 1.0)
+    return _scale(elu(_scale(x, 1.0 / alpha), 1.0), alpha)
+
+
+def softplus(x: Any, beta: float = 1.0, threshold: float = 20.0, name: str | None = None) -> Any:
+    """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold."""
+    return apply_op("softplus", {"X": x}, {"beta": float(beta), "threshold": float(threshold)})
+
+
+def softsign(x: Any, name: str | None = None) -> Any:
+    """x / (1 + |x|)."""
+    return divide(x, scale(_abs(x), 1.0, 1.0))
+
+
+def hardsigmoid(x: Any, slope: float = 0.1666667, offset: float = 0.5, name: str | None = None) -> Any:
+    """clip(slope x + offset, 0, 1) (ONNX HardSigmoid: alpha = slope, beta = offset)."""
+    return apply_op("clip", {"X": scale(x, float(slope), float(offset))}, {"min": 0.0, "max": 1.0})
+
+
+def hardswish(x: Any, name: str | None = None) -> Any:
+    """x * relu6(x + 3) / 6."""
+    return apply_op("hardswish", {"X": x})
+
+
+def hardtanh(x: Any, min: float = -1.0, max: float = 1.0, name: str | None = None) -> Any:
+    """clip(x, min, max)."""
+    return apply_op("clip", {"X": x}, {"min": float(min), "max": float(max)})
+
+
+def relu6(x: Any, name: str | None = None) -> Any:
+    """clip(x, 0, 6)."""
+    return hardtanh(x, 0.0, 6.0)
+
+
+def prelu(x: Any, weight: Any, data_format: str = "NCHW", name: str | None = None) -> Any:
+    """leaky_relu with a learned slope: `weight` has one entry, or one per channel (axis 1 for
+    NC..., the last axis for N...C)."""
+    if data_format not in ("NCHW", "NCL", "NCDHW", "NC", "NHWC", "NLC", "NDHWC"):
+        raise ValueError(f"prelu: unknown data_format {data_format!r}")
+    ndim, size = len(x.shape), 1
+    for d in weight.shape:
+        size *= d
+    if size != 1 and ndim >= 2:
+        channel = ndim - 1 if data_format.endswith("C") and data_format != "NC" else 1
+        if x.shape[channel] not in (-1, size):
+            raise ValueError(f"prelu: weight has {size} entries but x (shape {list(x.shape)}) has "
+                             f"{x.shape[channel]} channels on axis {channel}")
+        weight = reshape(weight, [size] + [1] * (ndim - 1 - channel))
+    return apply_op("prelu", {"X": x, "Alpha": weight})
+
+
+def log_sigmoid(x: Any, name: str | None = None) -> Any:
+    """log(sigmoid(x)) = -softplus(-x), finite for every finite x."""
+    return apply_op("log_sigmoid", {"X": x})
+
+
+def glu(x: Any, axis: int = -1, name: str | None = None) -> Any:
+    """a * sigmoid(b), where a and b are the two halves of x along `axis`."""
+    size = x.shape[axis]
+    if size != -1 and size % 2:
+        raise ValueError(f"glu: axis {axis} of x (shape {list(x.shape)}) must have an even size")
+    a, b = split(x, 2, axis)
+    return multiply(a, sigmoid(b))

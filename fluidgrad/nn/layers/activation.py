@@ -1,20 +1,53 @@
-"""Activation layers."""
+"""Activation layers: each calls its function in `fluidgrad.nn.functional`."""
 from __future__ import annotations
 
 from typing import Any
 
 from ... import functions as F
+from ...initializer import Constant
 from .. import functional as NF
 from ..layer import Layer
 
-__all__ = ['ReLU', 'Sigmoid', 'Tanh', 'Softmax', 'LeakyReLU']
+__all__ = [
+    'CELU',
+    'ELU',
+    'GELU',
+    'GLU',
+    'SELU',
+    'Hardsigmoid',
+    'Hardswish',
+    'Hardtanh',
+    'LeakyReLU',
+    'LogSigmoid',
+    'LogSoftmax',
+    'Mish',
+    'PReLU',
+    'ReLU',
+    'ReLU6',
+    'SiLU',
+    'Sigmoid',
+    'Softmax',
+    'Softplus',
+    'Softsign',
+    'Swish',
+    'Tanh',
+]
 
 
 class _Activation(Layer):
+    """A layer without parameters: forward(x) = fn(x, **its keyword arguments)."""
+
     fn: Any = None
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__()
+        self._kwargs = kwargs
+
     def forward(self, x: Any) -> Any:
-        return type(self).fn(x)
+        return type(self).fn(x, **self._kwargs)
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self._kwargs.items())
 
 
 class ReLU(_Activation):
@@ -29,19 +62,124 @@ class Tanh(_Activation):
     fn = staticmethod(F.tanh)
 
 
-class Softmax(Layer):
+class Softmax(_Activation):
+    fn = staticmethod(NF.softmax)
+
     def __init__(self, axis: int = -1) -> None:
-        super().__init__()
-        self.axis = axis
-
-    def forward(self, x: Any) -> Any:
-        return NF.softmax(x, self.axis)
+        super().__init__(axis=axis)
 
 
-class LeakyReLU(Layer):
+class LogSoftmax(_Activation):
+    fn = staticmethod(NF.log_softmax)
+
+    def __init__(self, axis: int = -1) -> None:
+        super().__init__(axis=axis)
+
+
+class LeakyReLU(_Activation):
+    fn = staticmethod(NF.leaky_relu)
+
     def __init__(self, negative_slope: float = 0.01) -> None:
+        super().__init__(negative_slope=float(negative_slope))
+
+
+class GELU(_Activation):
+    fn = staticmethod(NF.gelu)
+
+    def __init__(self, approximate: bool = False) -> None:
+        super().__init__(approximate=bool(approximate))
+
+
+class SiLU(_Activation):
+    fn = staticmethod(NF.silu)
+
+
+class Swish(_Activation):
+    fn = staticmethod(NF.swish)
+
+
+class Mish(_Activation):
+    fn = staticmethod(NF.mish)
+
+
+class ELU(_Activation):
+    fn = staticmethod(NF.elu)
+
+    def __init__(self, alpha: float = 1.0) -> None:
+        super().__init__(alpha=float(alpha))
+
+
+class SELU(_Activation):
+    fn = staticmethod(NF.selu)
+
+    def __init__(self, scale: float = 1.0507009873554804934193349852946,
+                 alpha: float = 1.6732632423543772848170429916717) -> None:
+        super().__init__(scale=float(scale), alpha=float(alpha))
+
+
+class CELU(_Activation):
+    fn = staticmethod(NF.celu)
+
+    def __init__(self, alpha: float = 1.0) -> None:
+        super().__init__(alpha=float(alpha))
+
+
+class Softplus(_Activation):
+    fn = staticmethod(NF.softplus)
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
+        super().__init__(beta=float(beta), threshold=float(threshold))
+
+
+class Softsign(_Activation):
+    fn = staticmethod(NF.softsign)
+
+
+class Hardsigmoid(_Activation):
+    fn = staticmethod(NF.hardsigmoid)
+
+    def __init__(self, slope: float = 0.1666667, offset: float = 0.5) -> None:
+        super().__init__(slope=float(slope), offset=float(offset))
+
+
+class Hardswish(_Activation):
+    fn = staticmethod(NF.hardswish)
+
+
+class Hardtanh(_Activation):
+    fn = staticmethod(NF.hardtanh)
+
+    def __init__(self, min: float = -1.0, max: float = 1.0) -> None:
+        super().__init__(min=float(min), max=float(max))
+
+
+class ReLU6(_Activation):
+    fn = staticmethod(NF.relu6)
+
+
+class LogSigmoid(_Activation):
+    fn = staticmethod(NF.log_sigmoid)
+
+
+class GLU(_Activation):
+    fn = staticmethod(NF.glu)
+
+    def __init__(self, axis: int = -1) -> None:
+        super().__init__(axis=int(axis))
+
+
+class PReLU(Layer):
+    """prelu with its own slope: one shared (num_parameters=1) or one per channel."""
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, weight_attr: Any = None,
+                 data_format: str = "NCHW", name: str | None = None) -> None:
         super().__init__()
-        self.negative_slope = float(negative_slope)
+        self.num_parameters, self.data_format = int(num_parameters), data_format
+        self.weight = self.create_parameter([self.num_parameters], weight_attr,
+                                            default_initializer=Constant(float(init)))
 
     def forward(self, x: Any) -> Any:
-        return NF.leaky_relu(x, self.negative_slope)
+        return NF.prelu(x, self.weight, self.data_format)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}, data_format={self.data_format}"

@@ -1,0 +1,29 @@
+"""Op cases of fluidgrad/ops/linalg.py: einsum with an explicit equation."""
+from __future__ import annotations
+
+import torch as T
+
+from fluidgrad.testing import OpCase
+
+from .common import rand
+
+
+def _einsum(equation):
+    return lambda Operands: T.einsum(equation, *Operands)
+
+
+_EQUATIONS = [
+    ("ij,jk->ik", [(3, 4), (4, 5)]),
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+    ("bhqd,bhkd->bhqk", [(2, 2, 3, 4), (2, 2, 5, 4)]),   # attention scores
+    ("ij->ji", [(3, 4)]),
+    ("ij->i", [(3, 4)]),                                   # an index summed within one operand
+    ("ij,j->", [(3, 4), (4,)]),
+    ("i,j->ij", [(3,), (4,)]),                             # outer product
+    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]),            # three operands
+    ("bij,jk->bik", [(2, 3, 4), (4, 5)]),
+    ("ijk,k->ij", [(2, 3, 4), (4,)]),
+]
+
+CASES = [OpCase("einsum", {"Operands": [rand(*s) for s in shapes]}, {"equation": eq}, torch_fn=_einsum(eq),
+                id=f"einsum-{eq}") for eq, shapes in _EQUATIONS]
