@@ -1,11 +1,15 @@
 """A small CNN on scikit-learn's 8x8 digits, static mode, in one screen (`fluidgrad demo` does the same).
 
-    python examples/digits_cnn.py          # needs scikit-learn (pip install 'fluidgrad[demo]')
+    python examples/digits_cnn.py [OUT_DIR]   # needs scikit-learn (pip install 'fluidgrad[demo]')
 
 Builds a Program with conv2d / max_pool2d / fc, lets Adam append the backward and update
-ops, trains for a few epochs, evaluates the test program, and saves an inference model.
+ops, trains for a few epochs, evaluates the test program, and saves an inference model into
+OUT_DIR (default: a new temporary folder; the path is printed), never into the current folder.
 """
 import os
+import sys
+import tempfile
+from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # tiny matrices: BLAS threads cost more than they give
 
@@ -49,5 +53,6 @@ for epoch in range(12):
     accuracy = (test_logits.argmax(axis=1) == y_test[:, 0]).mean()
     print(f"epoch {epoch + 1:2d}  last batch loss {float(loss_value):.4f}  test accuracy {accuracy:.3f}")
 
-fg.static.save_inference_model("digits_cnn", [image], [logits], exe, program=main)
-print("saved digits_cnn.pdmodel.json and digits_cnn.pdparams.safetensors; try `fluidgrad show digits_cnn`")
+out_dir = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="fluidgrad-digits-cnn-"))
+fg.static.save_inference_model(out_dir / "digits_cnn", [image], [logits], exe, program=main)
+print(f"saved the inference model in {out_dir}; try `fluidgrad show {out_dir / 'digits_cnn'}`")

@@ -170,10 +170,10 @@ def test_show_a_checkpoint_written_by_save(tmp_path, capsys):
     assert "# feeds" not in text and "# backward" in text  # the whole training program, roles marked
 
 
-def _run_example(name: str, cwd: Path) -> str:
+def _run_example(name: str, cwd: Path, *args: str) -> str:
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
                OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")  # tiny matrices: one BLAS thread is fastest
-    proc = subprocess.run([sys.executable, str(REPO / "examples" / name)], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, str(REPO / "examples" / name), *args], capture_output=True, text=True,
                           cwd=cwd, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
@@ -187,7 +187,9 @@ def test_linear_regression_example_recovers_the_line(tmp_path):
 
 
 def test_digits_cnn_example_trains_and_saves(tmp_path):
-    out = _run_example("digits_cnn.py", tmp_path)
+    out = _run_example("digits_cnn.py", tmp_path, str(tmp_path / "out"))
     final = float(re.findall(r"test accuracy (\d\.\d+)", out)[-1])
     assert final >= 0.97
-    assert (tmp_path / "digits_cnn.pdmodel.json").exists()
+    assert (tmp_path / "out" / "digits_cnn.pdmodel.json").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # nothing written into the current folder
+    assert f"saved the inference model in {tmp_path / 'out'}" in out
