@@ -26,9 +26,6 @@ from . import nn, optimizer, regularizer  # noqa: E402  (after static: they buil
 from .eager import Tensor, enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled, to_tensor
 
 _math_mixin.install(functions)
-from . import dispatch as _dispatch
-from .eager import eager_apply as _eager_apply
-_dispatch.install_eager(Tensor, _eager_apply)
 from . import autograd, jit  # noqa: E402  (eager mode's PyLayer and to_static)
 from . import io, viz  # noqa: E402  (static save/load and pictures: fg.io.save, fg.viz.draw)
 from .serialization import load, save  # noqa: E402  (eager state dicts: fg.save(model.state_dict(), path))

@@ -22,8 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from .eager.engine import CustomOp, backward, enable_grad, grad, is_grad_enabled, no_grad, record_custom, \
-    set_grad_enabled
+from .eager.apply import record_custom
+from .eager.engine import backward, grad
+from .eager.mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .eager.node import CustomOp
 from .eager.tensor import Tensor
 
 __all__ = ["PyLayer", "PyLayerContext", "backward", "enable_grad", "grad", "is_grad_enabled", "no_grad",

@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, Sequence
 from .framework import BACKWARD, Block, Operator, Parameter, Program, Variable
 from .framework.variable import names_of
 from .framework.names import EMPTY_VAR_NAME, GRAD_SUFFIX, rename_var_name
-from .framework.registry_hooks import infer_op
+from .ops.registry import infer_op
 from .framework.transaction import rollback_on_error
 from .ops.grad_builder import OpDesc, get_grad_op_desc
 from .recompute_pass import apply_recompute

@@ -15,12 +15,15 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from . import __version__, demo
+from .io import read_model
+from .viz import draw
+
 DEFAULT_OUT = "fluidgrad-demo"
 MODELS = ("cnn", "mlp")  # the networks fluidgrad.demo defines
 
 
 def _parser() -> argparse.ArgumentParser:
-    from . import __version__
     parser = argparse.ArgumentParser(prog="fluidgrad", description="fluidgrad: Programs, automatic backward "
                                      "building and an eager mode, on NumPy.")
     parser.add_argument("--version", action="version", version=f"fluidgrad {__version__}")
@@ -50,7 +53,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from . import demo
     if args.epochs < 1:
         raise ValueError(f"--epochs must be at least 1, got {args.epochs}")
     progress = None
@@ -76,7 +78,6 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from .io import read_model
     program, feed_names, fetch_names = read_model(args.model)
     print(f"# {Path(args.model)}")
     if feed_names is not None:
@@ -98,8 +99,6 @@ def _numel(shape: Sequence[int]) -> int:
 
 
 def _draw(args: argparse.Namespace) -> int:
-    from .io import read_model
-    from .viz import draw
     program, _, _ = read_model(args.model)
     print(f"wrote {draw(program, args.output)}")
     return 0

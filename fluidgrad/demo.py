@@ -18,6 +18,9 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 import fluidgrad as fg
+from fluidgrad import nn, viz
+from fluidgrad.eager import no_grad, to_tensor
+from fluidgrad.optimizer import Adam
 from fluidgrad.nn import functional as F
 
 MODEL_PREFIX = "digits"          # the inference model is saved as <out>/digits.pdmodel.json + .pdparams...
@@ -101,7 +104,6 @@ def mlp(image: fg.Variable) -> fg.Variable:
 
 def build_static(model: str, learning_rate: float) -> dict[str, Any]:
     """The training and test programs: logits, mean cross-entropy loss, Adam."""
-    from .optimizer import Adam
     build = {"cnn": cnn, "mlp": mlp}[model]
     main, startup = fg.Program(), fg.Program()
     with fg.program_guard(main, startup), fg.framework.unique_name_guard():
@@ -158,7 +160,6 @@ def _save(out_dir: Path, net: dict[str, Any], exe: fg.Executor, scope: fg.Scope,
     out_dir.mkdir(parents=True, exist_ok=True)
     prefix = out_dir / MODEL_PREFIX
     fg.static.save_inference_model(prefix, [net["image"]], [net["logits"]], exe, program=net["main"], scope=scope)
-    from . import viz
     picture = out_dir / f"{picture_name}.svg"
     if shutil.which("dot") is None:  # the interactive page needs no Graphviz
         picture = picture.with_suffix(".html")
@@ -181,7 +182,6 @@ PARAMETER_SHAPES = {
 
 def eager_network(model: str) -> Any:
     """The demo networks as eager Layers (the same architecture as `cnn` / `mlp` above)."""
-    from . import nn
     if model == "mlp":
         return nn.Sequential(nn.Flatten(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
     return nn.Sequential(nn.Conv2D(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2D(2),
@@ -226,8 +226,6 @@ def train_eager(epochs: int, model: str = "cnn", batch_size: int = 32, learning_
 
 def _train_eager(epochs: int, model: str, batch_size: int, learning_rate: float, seed: int,
                  progress: Callable[..., Iterator] | None, out_dir: Path | None) -> DemoResult:
-    from .eager import no_grad, to_tensor
-    from .optimizer import Adam
     start = time.perf_counter()
     x_train, y_train, x_test, y_test = load_data(seed)
     fg.seed(seed)

@@ -1,35 +1,27 @@
 """One entry point for every function: append an op (Variables) or run it now (Tensors).
 
-`fluidgrad.functions` and `fluidgrad.nn.functional` call `apply_op`; the eager package
-installs its runner here, so this module knows nothing about the autograd engine.
+`fluidgrad.functions` and `fluidgrad.nn.functional` call `apply_op`: Tensors go to the eager
+package's `eager_apply`, Variables to `append_static_op` below.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
+from .eager.apply import eager_apply
+from .eager.tensor import Tensor
 from .framework import Variable, default_main_program, unique_name
 from .ops.registry import get_op_def
 
-_eager_apply: Callable[..., Any] | None = None
-_tensor_type: type | None = None
-
-
-def install_eager(tensor_type: type, apply: Callable[..., Any]) -> None:
-    global _eager_apply, _tensor_type
-    _tensor_type, _eager_apply = tensor_type, apply
-
 
 def is_tensor(value: Any) -> bool:
-    return _tensor_type is not None and isinstance(value, _tensor_type)
+    return isinstance(value, Tensor)
 
 
 def _any_tensor(inputs: dict[str, Any]) -> bool:
-    if _tensor_type is None:
-        return False
     for value in inputs.values():
-        if isinstance(value, _tensor_type):
+        if isinstance(value, Tensor):
             return True
-        if isinstance(value, (list, tuple)) and any(isinstance(v, _tensor_type) for v in value):
+        if isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in value):
             return True
     return False
 
@@ -38,8 +30,8 @@ def apply_op(op_type: str, inputs: dict[str, Any], attrs: dict[str, Any] | None 
              n_out: int | None = None) -> Any:
     """Run or append `op_type`; return its output (a tuple for several slots, a list for one
     duplicable slot), as Tensors in eager mode and Variables in static mode."""
-    if _eager_apply is not None and _any_tensor(inputs):
-        return _eager_apply(op_type, inputs, attrs or {}, n_out)
+    if _any_tensor(inputs):
+        return eager_apply(op_type, inputs, attrs or {}, n_out)
     return append_static_op(op_type, inputs, attrs or {}, n_out)
 
 

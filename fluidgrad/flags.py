@@ -7,22 +7,24 @@ NaN or Inf raises `NanInfError` naming the op, whether it ran forward or backwar
 inputs' shapes and dtypes. Static programs use `Executor(check_nan_inf=True)` instead, whose
 plans carry the check only when asked for.
 
-Why kernel wrapping: the eager hot path calls `OpCall.kernel` directly, so the check is
-installed by swapping those kernels for checking wrappers and removed by swapping them back;
-with the flag off, eager mode runs exactly the code it runs without this module.
+How: the eager engine calls an output-check hook after every kernel (`eager.apply.
+set_output_check`); with the flag off no hook is installed and eager mode pays one `is None`
+test per op. The test itself is the executor's (`executor/nan_inf.py`).
 """
 from __future__ import annotations
 
-import functools
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
+from .eager.apply import set_output_check
+from .eager.mode import state
+from .eager.node import OpCall
+from .executor.nan_inf import non_finite
 from .framework.errors import NanInfError
 
 _FLAGS: dict[str, Any] = {"check_nan_inf": False}
-_saved_kernels: dict[str, Callable[..., Any]] = {}
-_state = {"phase": "forward", "count": 0, "run_backward": None}
+_counter = {"ops": 0}
 
 
 def _key(name: str) -> str:
@@ -51,50 +53,21 @@ def set_flags(flags: dict[str, Any]) -> None:
 
 
 def _set_check_nan_inf(on: bool) -> None:
-    from .eager import engine
-    from .ops.registry import registered_ops
-    if on and not _saved_kernels:
-        for op_type in registered_ops():
-            call = engine.op_call(op_type)
-            _saved_kernels[op_type] = call.kernel
-            call.kernel = _checked(op_type, call.kernel)
-        _state["run_backward"] = engine.run_backward
-        engine.run_backward = _backward_phase(engine.run_backward)
-        _state["count"] = 0
-    elif not on and _saved_kernels:
-        for op_type, kernel in _saved_kernels.items():
-            engine.op_call(op_type).kernel = kernel
-        _saved_kernels.clear()
-        engine.run_backward = _state["run_backward"]
+    _counter["ops"] = 0
+    set_output_check(_check_outputs if on else None)
 
 
-def _backward_phase(run_backward: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(run_backward)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        saved, _state["phase"] = _state["phase"], "backward"
-        try:
-            return run_backward(*args, **kwargs)
-        finally:
-            _state["phase"] = saved
-    return wrapper
-
-
-def _checked(op_type: str, kernel: Callable[..., Any]) -> Callable[..., Any]:
-    from .ops.registry import get_op_def
-    slots = [slot.name for slot in get_op_def(op_type).inputs]
-
-    def run(*args: Any, **kwargs: Any) -> Any:
-        out = kernel(*args, **kwargs)
-        _state["count"] += 1
-        for value in _flat(out):
-            if value.dtype.kind == "f" and not np.isfinite(value).all():
-                kind = "NaN" if np.isnan(value).any() else "Inf"
-                raise NanInfError(f"{kind} in the output of op {op_type} ({_state['phase']} op, eager mode, "
-                                  f"op #{_state['count'] - 1} since check_nan_inf was set); its inputs: "
-                                  f"{_describe(slots, args)}")
-        return out
-    run.__wrapped__ = kernel  # type: ignore[attr-defined]
-    return run
+def _check_outputs(call: OpCall, args: Any, out: Any) -> None:
+    """The eager hook: raise on the first NaN or Inf in a kernel's outputs, naming the op."""
+    _counter["ops"] += 1
+    for value in _flat(out):
+        kind = non_finite(value)
+        if kind is not None:
+            phase = "backward" if state.in_backward else "forward"
+            slots = [slot for slot, _ in call.in_slots]
+            raise NanInfError(f"{kind} in the output of op {call.type} ({phase} op, eager mode, "
+                              f"op #{_counter['ops'] - 1} since check_nan_inf was set); its inputs: "
+                              f"{_describe(slots, args)}")
 
 
 def _flat(out: Any) -> list[np.ndarray]:

@@ -11,8 +11,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .dispatch import apply_op, is_tensor
-from .framework import DTypeError, Variable, dtypes, normalize_dtype
+from .dispatch import append_static_op, apply_op, is_tensor
+from .eager import to_tensor
+from .framework import DTypeError, Variable, dtypes, in_dynamic_mode, normalize_dtype
 
 
 def _is_value(x: Any) -> bool:
@@ -34,7 +35,6 @@ def _exact(value: Any) -> int | float | bool:
 def _constant(value: Any, dtype: str, like: Any) -> Any:
     """A 0-D constant of `dtype` in `like`'s mode, so that it broadcasts against anything."""
     if is_tensor(like):
-        from .eager import to_tensor
         return to_tensor(np.asarray(value, dtype=dtype))
     return apply_op("fill_constant", {}, {"shape": [], "value": _exact(value), "dtype": dtype})
 
@@ -46,7 +46,6 @@ def _lift(x: Any, dtype: str) -> Any:
 def _operand(value: Any, other: Any, op_type: str) -> Any:
     """A non-Variable operand of a binary op: NumPy arrays join eager Tensors as Tensors."""
     if isinstance(value, np.ndarray) and is_tensor(other):
-        from .eager import to_tensor
         return to_tensor(value)
     raise TypeError(f"{op_type}: expected a number, Variable or Tensor, got {type(value).__name__}")
 
@@ -243,10 +242,7 @@ def one_hot(x: Any, num_classes: int) -> Any:
 
 def full(shape: Sequence[int], fill_value: float, dtype: Any = "float32") -> Any:
     """A Tensor, or inside `program_guard` (or after `enable_static()`) a Variable."""
-    from .dispatch import append_static_op
-    from .framework import in_dynamic_mode
     if in_dynamic_mode():
-        from .eager import to_tensor
         return to_tensor(np.full([int(d) for d in shape], fill_value, dtype=normalize_dtype(dtype)))
     return append_static_op("fill_constant", {}, {"shape": [int(d) for d in shape], "value": float(fill_value),
                                                   "dtype": normalize_dtype(dtype)})

@@ -35,12 +35,14 @@ import numpy as np
 
 from .backward import gradients
 from .dispatch import append_static_op
-from .eager import engine
-from .eager.engine import CustomOp, record_custom
+from .eager.apply import record_custom
+from .eager.mode import set_tracer
+from .eager.node import CustomOp
 from .eager.tensor import Tensor
 from .executor import Executor, Scope
 from .framework import Program, Variable, program_guard, unique_name
 from .nn import layer as layer_module
+from .nn.layer import Layer
 from .static import data
 
 __all__ = ["StaticFunction", "to_static", "not_to_static"]
@@ -118,14 +120,14 @@ class _TracedProgram:
                 self.input_vars.append(var)
                 return var
             call_args, call_kwargs = _replace_tensors((tuple(args), kwargs), as_input)
-            saved = engine.set_tracer(tracer)
+            saved = set_tracer(tracer)
             layer_module.call_observers.append(lambda layer: ran.setdefault(id(layer), layer))
             try:
                 result = fn(*call_args, **call_kwargs)
                 self.outputs, self.rebuild = _flatten_outputs(result, tracer)
             finally:
                 layer_module.call_observers.pop()
-                engine.set_tracer(saved)
+                set_tracer(saved)
         self.layer_modes = [(layer, layer.training) for layer in ran.values()]
         self.captured = tracer.captured
         self.writes = tracer.writes
@@ -285,7 +287,6 @@ def to_static(function: Any = None, input_spec: Any = None, **_: Any) -> Any:
     """Decorate a function (or method), or convert a Layer's forward, to run as a traced Program."""
     if function is None:
         return lambda fn: to_static(fn, input_spec)
-    from .nn.layer import Layer
     if isinstance(function, Layer):
         object.__setattr__(function, "forward", StaticFunction(function.forward))
         return function

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .framework import Block, Variable
-from .optimizer.emit import emit
+from .framework.emit import emit
 
 
 class WeightDecayRegularizer:

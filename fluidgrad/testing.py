@@ -17,6 +17,9 @@ from .backward import gradients
 from .executor import Executor, Scope
 from .framework import Program, Variable, program_guard
 from .ops.registry import get_op_def
+from . import functions as F
+from .static import data
+from .dispatch import append_static_op
 
 
 @dataclass
@@ -91,8 +94,6 @@ class ProgramGradCheck:
 
     def __init__(self, build: Callable[[dict[str, Variable]], Variable | Sequence[Variable]],
                  feeds: Mapping[str, np.ndarray], wrt: Sequence[str] | None = None, seed: int = 0) -> None:
-        from . import functions as F
-        from .static import data
         self.feeds = {k: np.asarray(v) for k, v in feeds.items()}
         self.wrt = list(wrt) if wrt is not None else [k for k, v in self.feeds.items() if _is_float(v)]
         self.forward, self.main, self.startup = Program(), None, Program()
@@ -157,7 +158,6 @@ def check_program_grad(build: Callable[[dict[str, Variable]], Variable | Sequenc
 def build_single_op(op_type: str, inputs: Mapping[str, Any], attrs: Mapping[str, Any] | None,
                     n_out: int | None = None) -> Callable[[dict[str, Variable]], list[Variable]]:
     """A `build` function appending one op whose slot `S` reads feeds named `S` or `S_0, S_1...`."""
-    from .dispatch import append_static_op
 
     def build(variables: dict[str, Variable]) -> list[Variable]:
         slot_args = {}

@@ -832,7 +832,7 @@ def test_eager_no_longer_broadcasts_a_label_or_promotes_a_dtype_silently():
 
 def test_the_rule_cache_keys_on_the_attributes_the_rule_reads(monkeypatch):
     from fluidgrad.eager import infer
-    from fluidgrad.eager.engine import op_call
+    from fluidgrad.eager.node import op_call
     x = t(np.ones((3, 5)))
     np.testing.assert_array_equal(fg.sum(x, axis=1).numpy(), [5.0] * 3)
     with pytest.raises(fg.framework.errors.ShapeError, match=r"reduce_sum.*axis 2.*\[3, 5\]"):

@@ -1,6 +1,6 @@
-"""EagerGradBuilder: the grad-maker interface of `ops/grad_builder.py`, run at once.
+"""EagerGradBuilder: the grad-maker protocol (`framework/grad_builder.py`), run at once.
 
-The registry's grad makers (`op_def.grad(g)`) are written against a builder. The static
+The registry's grad makers (`op_def.grad(g)`) are written against `GradBuilder`. The static
 builder appends op descriptions; this one computes: `g.op` calls the kernel directly on
 arrays (no descriptor, no shape inference), or, with `create_graph=True`, goes through
 `eager_apply` on Tensors so that the backward pass is itself recorded (grad of grad).
@@ -14,16 +14,19 @@ from typing import Any
 
 import numpy as np
 
-from ..framework.names import grad_var_name
-from .engine import _CALLS, _FREED, Node, OpCall, eager_apply, op_call
+from ..framework.grad_builder import GradBuilder
+from . import apply
+from .apply import eager_apply
+from .node import _CALLS, _FREED, Node, OpCall, op_call
 from .tensor import Tensor, modified_tensors
 
 _ndarray = np.ndarray
 _asarray = np.asarray
 
 
-class EagerGradBuilder:
-    """Runs one node's grad maker; `node_grads` / `leaf_grads` are the engine's dicts."""
+class EagerGradBuilder(GradBuilder):
+    """Runs one node's grad maker; `node_grads` / `leaf_grads` are the engine's dicts. Values
+    are arrays (Tensors with create_graph); delivering a gradient adds it to the engine's dict."""
 
     grad_sub_block = None
 
@@ -36,14 +39,6 @@ class EagerGradBuilder:
         self.node: Node | None = None
         self.call: OpCall | None = None
         self.grads: list = []
-
-    def run(self, node: Node, grads: list) -> None:
-        """Run `node`'s grad maker with `grads` flowing into its outputs (the engine clears
-        `node` / `grads` when the pass ends, so nothing outlives it)."""
-        self.node = node
-        self.grads = grads
-        call = self.call = node.call
-        call.grad_maker(self)
 
     # ---- accumulation (the engine's dict)
     def accumulate(self, tensor: Tensor, grad: Any) -> None:
@@ -126,14 +121,16 @@ class EagerGradBuilder:
         except KeyError:
             raise KeyError(f"grad of op {self.call.type}: no attribute {name!r}") from None
 
-    def needs_input_grad(self, slot: str, index: int | None = None) -> bool:
+    @property
+    def op_def(self) -> Any:
+        return self.call.op_def
+
+    def _input_values(self, slot: str) -> list:
         value = self.node.inputs[self.call.in_index[slot]]
-        if value is None:
-            return False
-        if type(value) is list:
-            items = value if index is None else value[index:index + 1]
-            return any(not t.stop_gradient and t.data.dtype.kind == "f" for t in items)
-        return not value.stop_gradient and value.data.dtype.kind == "f"
+        return value if type(value) is list else [value]
+
+    def _differentiable(self, tensor: Tensor) -> bool:
+        return not tensor.stop_gradient and tensor.data.dtype.kind == "f"
 
     @staticmethod
     def shape(value: Any) -> tuple[int, ...]:
@@ -143,10 +140,6 @@ class EagerGradBuilder:
     def dtype(value: Any) -> str:
         dtype = value.dtype
         return dtype if type(dtype) is str else dtype.name
-
-    @staticmethod
-    def grad_name(name: str) -> str:
-        return grad_var_name(name)
 
     # ---- what a grad maker writes
     def op(self, type: str, inputs: dict[str, Any], n_out: int | None = None, **attrs: Any) -> Any:
@@ -160,6 +153,8 @@ class EagerGradBuilder:
             out = call.kernel(*args, **({**defaults, **attrs} if attrs else defaults))
         else:
             out = call.kernel(*args)
+        if apply.output_check is not None:
+            apply.output_check(call, args, out)
         if call.single_out:
             return out
         if len(call.out_slots) == 1:
@@ -167,31 +162,23 @@ class EagerGradBuilder:
         return tuple(list(v) if dup else v for v, (_, dup) in zip(out, call.out_slots))
 
     def set_input_grad(self, slot: str, value: Any) -> None:
+        """The common case first (one float input, a gradient of its shape, no graph to
+        record): straight into the engine's dict; everything else takes the shared path."""
         inputs = self.node.inputs[self.call.in_index[slot]]
-        if inputs is None or value is None:
+        if (type(inputs) is Tensor and value is not None and not self.create_graph and not inputs.stop_gradient
+                and value.shape == inputs.data.shape and inputs.data.dtype.kind == "f"):
+            self.accumulate(inputs, value)
             return
-        if type(inputs) is not list:
-            if inputs.stop_gradient:
-                return
-            if value.shape == inputs.data.shape and not self.create_graph and inputs.data.dtype.kind == "f":
-                self.accumulate(inputs, value)  # the common case: same shape, nothing to reduce
-                return
-            self._give(inputs, value)
-        else:
-            values = value if isinstance(value, (list, tuple)) else [value]
-            if len(values) != len(inputs):
-                raise ValueError(f"grad of op {self.call.type}: slot {slot} has {len(inputs)} inputs, "
-                                 f"the grad maker gave {len(values)} gradients")
-            for tensor, grad in zip(inputs, values):
-                self._give(tensor, grad)
+        GradBuilder.set_input_grad(self, slot, value)
 
-    def _give(self, tensor: Tensor, grad: Any) -> None:
-        if grad is None or tensor.stop_gradient or tensor.data.dtype.kind != "f":
-            return
-        if grad.shape != tensor.data.shape:  # a broadcast input: sum its gradient back to its shape
-            target = tensor.detach() if self.create_graph else tensor.data
-            grad = self.op("reduce_as", {"X": grad if self.create_graph else _asarray(grad), "Target": target})
-        self.accumulate(tensor, grad)
+    def _same_shape(self, grad: Any, target: Tensor) -> bool:
+        return grad.shape == target.data.shape
+
+    def _reduce_target(self, target: Tensor) -> Any:
+        return target.detach() if self.create_graph else target.data
+
+    def _deliver(self, target: Tensor, grad: Any) -> None:
+        self.accumulate(target, grad)
 
 
 def _tensor(value: Any) -> Any:

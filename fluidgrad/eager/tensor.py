@@ -4,15 +4,35 @@ A Tensor is either a leaf (`_node is None`: made by `to_tensor`, a parameter, or
 while nothing needed a gradient) or the `_idx`-th output of the recorded `Node` `_node`.
 The node keeps the input Tensors and the output *arrays*, never the output Tensors, so a
 graph is freed by reference counting as soon as its last output dies.
+
+Tensor's operators and `backward()` run through the op application (apply.py) and the
+engine (engine.py), which both build Tensors and so import this module; they hand their
+entry points to `install_engine` when the eager package is imported.
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable
 
 import numpy as np
 
 from ..framework.math_mixin import MathMixin
 from ..framework.variable import Variable, normalize_dtype
+from .mode import state
+from .node import next_seq
+
+# the entry points of apply.py and engine.py (see install_engine)
+apply_binary: Callable[..., Any]
+apply_unary: Callable[..., Any]
+_eager_apply: Callable[..., Any]
+_backward: Callable[..., Any]
+
+
+def install_engine(binary: Callable[..., Any], unary: Callable[..., Any], apply: Callable[..., Any],
+                   backward: Callable[..., Any]) -> None:
+    """Called once by `fluidgrad.eager`: how Tensor's operators and `backward()` run."""
+    global apply_binary, apply_unary, _eager_apply, _backward
+    apply_binary, apply_unary, _eager_apply, _backward = binary, unary, apply, backward
 
 # In-place updates (`set_value`) of live tensors: id -> (weak reference, creation stamp of the
 # update). A node older than the update that saved the tensor would compute its gradient from
@@ -21,10 +41,8 @@ modified_tensors: dict[int, tuple[Any, int]] = {}
 
 
 def _record_modification(tensor: "Tensor") -> None:
-    import weakref
-    from .engine import _next_seq
     key = id(tensor)
-    modified_tensors[key] = (weakref.ref(tensor, lambda _, key=key: modified_tensors.pop(key, None)), _next_seq())
+    modified_tensors[key] = (weakref.ref(tensor, lambda _, key=key: modified_tensors.pop(key, None)), next_seq())
 
 
 class Tensor(MathMixin):
@@ -106,8 +124,7 @@ class Tensor(MathMixin):
     # ---- autograd
     def backward(self, grad_tensor: Any = None, retain_graph: bool = False) -> None:
         """Accumulate d(self)/d(leaf) into every leaf's `.grad` (ones as the seed by default)."""
-        from .engine import backward
-        backward([self], None if grad_tensor is None else [grad_tensor], retain_graph)
+        _backward([self], None if grad_tensor is None else [grad_tensor], retain_graph)
 
     def detach(self) -> "Tensor":
         """The same array, cut from the graph."""
@@ -146,10 +163,9 @@ class Tensor(MathMixin):
         arrays in place, and an update then costs no copy of the parameter.
         """
         if isinstance(value, Variable):
-            from . import engine
-            if engine._tracer is None:
+            if state.tracer is None:
                 raise TypeError(f"set_value: got the static Variable {value.name}; pass an array or a Tensor")
-            engine._tracer.write(self, value)  # jit.to_static: copied in after each run
+            state.tracer.write(self, value)  # jit.to_static: copied in after each run
             return
         array = np.asarray(value.data if isinstance(value, Tensor) else value)
         if array.shape != self.data.shape:
@@ -159,12 +175,10 @@ class Tensor(MathMixin):
         _record_modification(self)
 
     def clone(self) -> "Tensor":
-        from .. import functions
-        return functions.scale(self, 1.0)
+        return apply_unary("scale", self, {"scale": 1.0, "bias": 0.0, "bias_after_scale": True})
 
     def astype(self, dtype: Any) -> "Tensor":
-        from .. import functions
-        return functions.cast(self, dtype)
+        return _eager_apply("cast", {"X": self}, {"dtype": normalize_dtype(dtype)})
 
     def cpu(self) -> "Tensor":
         return self
@@ -261,6 +275,3 @@ def to_tensor(data: Any, dtype: Any = None, place: Any = None, stop_gradient: bo
         raise TypeError(f"to_tensor: a {array.dtype} tensor cannot have a gradient (stop_gradient=False); "
                         f"only float tensors can, so pass dtype='float32' or 'float64'")
     return Tensor(array, bool(stop_gradient))
-
-
-from .engine import apply_binary, apply_unary  # noqa: E402  (the engine imports Tensor first)

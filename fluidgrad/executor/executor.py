@@ -7,6 +7,7 @@ import numpy as np
 
 from ..framework import Block, Program, Variable, default_main_program
 from ..framework.errors import ExecutionError, FluidgradError
+from . import control_flow
 from .memory import RunStats, live_bytes
 from .plan import Plan, compile_block
 from .scope import Scope, global_scope
@@ -22,7 +23,13 @@ def _plan_cache(program: Program) -> dict:
 
 
 class Runtime:
-    """What control-flow kernels see: a way to run a sub-block in a given scope."""
+    """What control-flow kernels see: running a sub-block in a given scope, and the loops and
+    branches built on that (executor/control_flow.py)."""
+
+    run_while = control_flow.run_while
+    run_while_grad = control_flow.run_while_grad
+    run_conditional_block = control_flow.run_conditional_block
+    run_conditional_block_grad = control_flow.run_conditional_block_grad
 
     def __init__(self, executor: "Executor") -> None:
         self.executor = executor

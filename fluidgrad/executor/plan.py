@@ -25,6 +25,7 @@ from ..framework import Block, Operator
 from ..framework.errors import ExecutionError, NanInfError
 from ..framework.names import EMPTY_VAR_NAME
 from ..ops.registry import get_op_def
+from .nan_inf import non_finite
 
 
 class Plan:
@@ -55,9 +56,9 @@ def _load(scope: Any, name: str, op_index: int, op_type: str, later_writer: str 
 
 def _check_finite(block: Block, index: int, values: Iterable[Any]) -> None:
     for value in values:
-        if isinstance(value, np.ndarray) and value.dtype.kind == "f" and not np.isfinite(value).all():
+        kind = non_finite(value) if isinstance(value, np.ndarray) else None
+        if kind is not None:
             op = block.ops[index]
-            kind = "NaN" if np.isnan(value).any() else "Inf"
             raise NanInfError(
                 f"{kind} in the output of op #{index} ({op.type}, {op.role} op, block {block.idx}); "
                 f"its inputs: {', '.join(op.input_arg_names) or 'none'}; outputs: {', '.join(op.output_arg_names)}")

@@ -4,7 +4,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from .names import EMPTY_VAR_NAME, unique_name
+from .names import unique_name
+from .op_def import prepare
 from .variable import Parameter, Variable, names_of
 
 # Op roles: what wrote an op. The picture colours them; clone(for_test) drops two of them.
@@ -180,9 +181,8 @@ class Block:
 
     def _insert_op(self, index: int, type: str, inputs: _SlotArgs | None, outputs: _SlotArgs | None,
                    attrs: dict[str, Any] | None, infer: bool = True) -> Operator:
-        from ..ops import registry  # lazy: the registry imports the op families
         op = Operator(self, type, _arg_names(inputs), _arg_names(outputs), dict(attrs or {}))
-        registry.prepare(op, infer=infer)
+        prepare(op, infer=infer)
         self.ops.insert(index, op)
         self.program._bump()
         return op
@@ -195,10 +195,6 @@ class Block:
         self.ops.append(op)
         self.program._version += 1
         return op
-
-    def _remove_op(self, index: int) -> None:
-        del self.ops[index]
-        self.program._bump()
 
     def all_parameters(self) -> list[Parameter]:
         return [v for v in self.vars.values() if isinstance(v, Parameter)]
@@ -254,9 +250,6 @@ class Program:
         self._bump()
         return block
 
-    def _rollback(self) -> None:
-        self._current_block_idx = self.current_block().parent_idx
-
     @contextlib.contextmanager
     def _sub_block_guard(self) -> Iterator[Block]:
         """Open a child of the current block; ops appended inside land there."""
@@ -276,8 +269,15 @@ class Program:
 
     def clone(self, for_test: bool = False) -> "Program":
         """A deep copy. `for_test` drops backward and optimizer ops and sets `is_test` on ops."""
-        from .serialize import program_from_dict, program_to_dict
-        copy = program_from_dict(program_to_dict(self))
+        copy = Program()
+        copy.random_seed = self.random_seed
+        copy.blocks = [Block(copy, b.idx, b.parent_idx) for b in self.blocks]
+        for source, block in zip(self.blocks, copy.blocks):
+            block.forward_block_idx = source.forward_block_idx
+            block.vars = {name: _copy_var(var, block) for name, var in source.vars.items()}
+            block.ops = [Operator(block, op.type, {k: list(v) for k, v in op.inputs.items()},
+                                  {k: list(v) for k, v in op.outputs.items()},
+                                  {k: _copy_attr(v, copy) for k, v in op.attrs.items()}) for op in source.ops]
         if for_test:
             for block in copy.blocks:
                 block.ops = [op for op in block.ops if op.role not in (BACKWARD, OPTIMIZE)]
@@ -294,6 +294,30 @@ class Program:
         return "\n".join(block.to_string() for block in self.blocks if block.idx not in held)
 
     __repr__ = __str__
+
+
+def _copy_var(var: Variable, block: Block) -> Variable:
+    """What a saved program keeps of a variable, in `block` of the copy."""
+    if isinstance(var, Parameter):
+        copy: Variable = Parameter(block, var.name, var.shape, var.dtype, trainable=var.trainable,
+                                   type=var.type, is_data=var.is_data)
+    else:
+        copy = Variable(block, var.name, var.shape, var.dtype, persistable=var.persistable, type=var.type,
+                        is_data=var.is_data)
+    copy.stop_gradient = var.stop_gradient
+    return copy
+
+
+def _copy_attr(value: Any, program: Program) -> Any:
+    """An attribute for the copy: a sub-block becomes the copy's block of the same index; lists
+    are new lists (as a save and load would give)."""
+    if isinstance(value, Block):
+        return program.blocks[value.idx]
+    if isinstance(value, (list, tuple)):
+        return [_copy_attr(v, program) for v in value]
+    if isinstance(value, dict):
+        return {k: _copy_attr(v, program) for k, v in value.items()}
+    return value
 
 
 _main_program = Program()
@@ -346,6 +370,3 @@ def program_guard(main_program: Program, startup_program: Program | None = None)
         _guard_depth -= 1
         _main_program, _startup_program = saved
 
-
-def empty_var_name() -> str:
-    return EMPTY_VAR_NAME

@@ -1,12 +1,10 @@
 """Variables: named, typed slots in a Block. They hold no data; a Scope does."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 from .math_mixin import MathMixin
 
-if TYPE_CHECKING:
-    from .program import Block
 
 FLOAT_DTYPES = ("float16", "float32", "float64")
 DTYPES = FLOAT_DTYPES + ("int8", "int16", "int32", "int64", "uint8", "bool")
@@ -35,7 +33,7 @@ class Variable(MathMixin):
     DENSE = "dense"
     STEP_SCOPES = "step_scopes"
 
-    def __init__(self, block: "Block", name: str, shape: Sequence[int] = (), dtype: Any = "float32",
+    def __init__(self, block: Any, name: str, shape: Sequence[int] = (), dtype: Any = "float32",
                  persistable: bool = False, stop_gradient: bool = False, type: str = DENSE,
                  is_data: bool = False) -> None:
         self.block = block
@@ -82,7 +80,7 @@ class Parameter(Variable):
 
     __slots__ = ("trainable",)
 
-    def __init__(self, block: "Block", name: str, shape: Sequence[int], dtype: Any = "float32",
+    def __init__(self, block: Any, name: str, shape: Sequence[int], dtype: Any = "float32",
                  trainable: bool = True, **kwargs: Any) -> None:
         kwargs.setdefault("stop_gradient", not trainable)
         super().__init__(block, name, shape, dtype, persistable=True, **kwargs)

@@ -13,8 +13,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ..framework import OPTIMIZE, Block, Variable, unique_name
-from ..ops.registry import get_op_def
+from ..framework import Block, Variable
+from ..framework.emit import constant, emit
 
 ParamsGrads = list[tuple[Variable, Variable]]
 
@@ -25,21 +25,6 @@ class GradientClipBase:
 
     def clip_arrays(self, grads: Sequence[np.ndarray]) -> list[np.ndarray]:
         raise NotImplementedError
-
-
-def emit(block: Block, op_type: str, inputs: dict, attrs: dict | None = None, out_name: str | None = None):
-    """Append an optimize-role op to `block` (as the optimizer's own ops; this module sits below
-    the optimizer package, which imports it)."""
-    op_def = get_op_def(op_type)
-    (slot,) = op_def.outputs
-    out = block.create_var(out_name or unique_name(f"{op_type}.opt"), stop_gradient=True)
-    block.append_op(op_type, inputs, {slot.name: [out]}, {**(attrs or {}), "op_role": OPTIMIZE})
-    return out
-
-
-def constant(block: Block, value: float, dtype: str) -> Variable:
-    """A 0-D constant, broadcasting against any gradient."""
-    return emit(block, "fill_constant", {}, {"shape": [], "value": float(value), "dtype": dtype})
 
 
 def _squared_sum(block: Block, grad: Variable) -> Variable:

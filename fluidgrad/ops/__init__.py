@@ -2,8 +2,9 @@
 # registration side effects: one module per op family
 from . import activation, control_flow, loss, math, nn, norm, optim, random, reduce, tensor  # noqa: F401
 from . import attention, elementwise, linalg, manipulation, search  # noqa: F401
-from .grad_builder import OpDesc, StaticGradBuilder, get_grad_op_desc
-from .registry import NO_GRADIENT, InferContext, OpDef, get_op_def, register_op, registered_ops
+from .grad_builder import GradBuilder, OpDesc, StaticGradBuilder, get_grad_op_desc
+from .registry import NO_GRADIENT, ZERO_GRADIENT, InferContext, OpDef, get_op_def, register_op, registered_ops
 
-__all__ = ["NO_GRADIENT", "InferContext", "OpDef", "OpDesc", "StaticGradBuilder", "get_grad_op_desc",
+__all__ = ["NO_GRADIENT", "ZERO_GRADIENT", "GradBuilder", "InferContext", "OpDef", "OpDesc", "StaticGradBuilder",
+           "get_grad_op_desc",
            "get_op_def", "register_op", "registered_ops"]

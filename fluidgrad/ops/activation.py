@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from .elementwise import _erf_kernel
-from .registry import register_op
+from .registry import ZERO_GRADIENT, register_op
 from .shape_rules import float_only, same_as
 
 
@@ -111,10 +111,6 @@ def _cos_grad(g):
     g.set_input_grad("X", _mul(g, g.output_grad("Out"), neg_sin))
 
 
-def _zero_grad(g):
-    """Piecewise-constant functions: the gradient is a (symbolic) zero."""
-
-
 def _sigmoid_kernel(x):
     # split by sign so that neither branch overflows
     out = np.empty_like(x)
@@ -135,7 +131,7 @@ _unary("tanh", np.tanh, _tanh_grad)
 _unary("abs", np.abs, _abs_grad)
 _unary("sin", np.sin, _sin_grad)
 _unary("cos", np.cos, _cos_grad)
-_unary("sign", np.sign, _zero_grad, doc="-1, 0 or 1; its gradient is zero.")
+_unary("sign", np.sign, ZERO_GRADIENT, doc="-1, 0 or 1; its gradient is zero.")
 register_op("pow", inputs="X", outputs="Out", attrs={"factor": 1.0},
             kernel=lambda x, factor: np.power(x, x.dtype.type(factor)), infer=_float_same_as, grad=_pow_grad)
 register_op("leaky_relu", inputs="X", outputs="Out", attrs={"alpha": 0.02},
@@ -143,7 +139,7 @@ register_op("leaky_relu", inputs="X", outputs="Out", attrs={"alpha": 0.02},
             grad=_leaky_relu_grad)
 register_op("leaky_step", inputs="X", outputs="Out", attrs={"alpha": 0.02},
             kernel=lambda x, alpha: np.where(x > 0, 1.0, alpha).astype(x.dtype), infer=_float_same_as,
-            grad=_zero_grad, doc="leaky_relu's slope: 1 where X > 0 else alpha.")
+            grad=ZERO_GRADIENT, doc="leaky_relu's slope: 1 where X > 0 else alpha.")
 
 
 # ---------------------------------------------------------------- modern activations

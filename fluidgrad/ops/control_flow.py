@@ -1,7 +1,7 @@
 """Control-flow ops: `while`, `conditional_block`, their gradients, and what loops need.
 
-A control-flow op holds a sub-block (attr `sub_block`) and runs it through the runtime
-(`rt.run_block(block, scope)`). The sub-block plan reads through the scope chain and, at
+A control-flow op holds a sub-block (attr `sub_block`); its kernel hands the op to the
+executor's runtime (`executor/control_flow.py`), which owns scopes. The sub-block plan reads through the scope chain and, at
 its end, keeps every local and a snapshot of every outer value it read in the scope it ran
 in, and writes outer variables with `scope.parent.assign`. So:
 
@@ -25,73 +25,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..executor.scope import Scope
-from ..framework.names import EMPTY_VAR_NAME
 from .registry import NO_GRADIENT, register_op
 
 # Variables of type Variable.STEP_SCOPES hold Python objects; their dtype is only a placeholder.
 SCOPE_VAR_DTYPE = "uint8"
-
-
-# ---------------------------------------------------------------- helpers
-def _truth(value: Any, op_type: str, name: str) -> bool:
-    if getattr(value, "size", None) == 1:
-        return bool(value)
-    array = np.asarray(value)
-    if array.size != 1:
-        raise ValueError(f"{op_type}: condition {name} must hold one element, got shape {list(array.shape)}")
-    return bool(array.reshape(-1)[0])
-
-
-def _is_float_array(value: Any) -> bool:
-    """A float array, or a NumPy float scalar (what a ufunc returns for 0-d inputs)."""
-    dtype = getattr(value, "dtype", None)
-    return dtype is not None and dtype.kind == "f"
-
-
-def _block_writes(block: Any) -> frozenset[str]:
-    """Every name an op of `block` writes, cached per program version (blocks change rarely)."""
-    cache = block.__dict__.get("_writes_cache")
-    version = block.program._version
-    if cache is None or cache[0] != version:
-        names = frozenset(n for op in block.ops for n in op.output_arg_names if n != EMPTY_VAR_NAME)
-        cache = (version, names)
-        block.__dict__["_writes_cache"] = cache
-    return cache[1]
-
-
-def _written_value(block: Any, scope: Scope, name: str) -> Any:
-    """Where the plan of `block`, run in `scope`, left the value it wrote to `name`."""
-    return _value_left(scope, name, _is_local(block, name))
-
-
-def _value_left(scope: Scope, name: str, local: bool) -> Any:
-    """A variable declared in the block is stored in `scope.vars`; one declared in an ancestor
-    block went through `scope.parent.assign` (while `scope.vars` keeps the value read)."""
-    if local:
-        return scope.vars[name]
-    owner = scope.parent.find_owner(name)
-    if owner is None:
-        raise KeyError(f"a grad block wrote {name!r}, but its value is nowhere in the scope chain")
-    return owner.vars[name]
-
-
-def _is_local(block: Any, name: str) -> bool:
-    return block.has_var(name) or block._find_var_recursive(name) is None
-
-
-class _Zeros:
-    """One zero array per variable, shared: kernels never write their inputs in place."""
-
-    def __init__(self) -> None:
-        self._cache: dict[str, np.ndarray] = {}
-
-    def like(self, name: str, value: np.ndarray) -> np.ndarray:
-        zeros = self._cache.get(name)
-        if zeros is None or zeros.shape != value.shape or zeros.dtype != value.dtype:
-            zeros = np.zeros_like(value)
-            self._cache[name] = zeros
-        return zeros
 
 
 def _set_like_inputs(ctx: Any, in_slot: str, out_slot: str) -> None:
@@ -103,20 +40,30 @@ def _set_scope_output(ctx: Any, slot: str) -> None:
     ctx.set_output(slot, [], SCOPE_VAR_DTYPE)
 
 
-# ---------------------------------------------------------------- while
+# ---------------------------------------------------------------- shared
+# The kernels hand the work to the executor's runtime (`rt`, executor/control_flow.py): how a
+# sub-block runs, in which scopes, and where its plan leaves the values is the executor's.
 def _while_kernel(rt: Any, xs: Sequence[Any], condition: Any, op: Any, sub_block: Any) -> tuple:
-    cond_name = op.input("Condition")[0]
-    loop_scope = Scope()
-    loop_scope.vars.update(zip(op.input("X"), xs))
-    loop_scope.vars[cond_name] = condition
-    step_scopes: list[Scope] = []
-    while _truth(loop_scope.vars[cond_name], "while", cond_name):
-        step = Scope(loop_scope)
-        rt.run_block(sub_block, step)
-        step_scopes.append(step)
-    return [loop_scope.vars[n] for n in op.output("Out")], step_scopes
+    return rt.run_while(xs, condition, op, sub_block)
 
 
+def _while_grad_kernel(rt: Any, xs: Sequence[Any], out_grads: Sequence[Any], step_scopes: list,
+                       op: Any, sub_block: Any, carried: Sequence[str], x_grad_names: Sequence[str]) -> list:
+    return rt.run_while_grad(xs, out_grads, step_scopes, op, sub_block, carried, x_grad_names)
+
+
+def _conditional_block_kernel(rt: Any, cond: Any, inputs: Sequence[Any], op: Any, sub_block: Any) -> tuple:
+    return rt.run_conditional_block(cond, inputs, op, sub_block)
+
+
+def _conditional_block_grad_kernel(rt: Any, inputs: Sequence[Any], out_grads: Sequence[Any], branch: Any,
+                                   op: Any, sub_block: Any, out_names: Sequence[str],
+                                   out_grad_names: Sequence[str], input_grad_names: Sequence[str]) -> list:
+    return rt.run_conditional_block_grad(inputs, out_grads, branch, op, sub_block, out_names, out_grad_names,
+                                         input_grad_names)
+
+
+# ---------------------------------------------------------------- while
 def _while_infer(ctx: Any) -> None:
     if ctx.dtype("Condition") != "bool":
         raise ctx.dtype_error(f"Condition must be bool, got {ctx.describe('Condition')}")
@@ -146,54 +93,6 @@ def _while_grad_maker(g: Any) -> None:
     g.set_input_grad("X", grads)
 
 
-def _while_grad_kernel(rt: Any, xs: Sequence[Any], out_grads: Sequence[Any], step_scopes: list,
-                       op: Any, sub_block: Any, carried: Sequence[str], x_grad_names: Sequence[str]) -> list:
-    grad_block = sub_block
-    written = _block_writes(grad_block)
-    x_names = op.input("X")
-    values = dict(zip(x_names, xs))
-    grad_of = dict(zip(x_names, x_grad_names))
-    zeros = _Zeros()
-    incoming = {grad_of[n]: (g if g is not None else zeros.like(n, values[n])) for n, g in zip(carried, out_grads)}
-    carried_set = set(carried)
-    read_only = [grad_of[n] for n, x in zip(x_names, xs)
-                 if n not in carried_set and _is_float_array(x) and grad_of[n] in written]
-    summed: dict[str, np.ndarray] = {}
-    owned: set[str] = set()
-    local = {g: _is_local(grad_block, g) for g in incoming.keys() | set(read_only)}
-    for step in reversed(step_scopes):
-        grad_scope = Scope(step)
-        grad_scope.vars.update(incoming)
-        rt.run_block(grad_block, grad_scope)
-        for name in carried:
-            grad_name = grad_of[name]
-            incoming[grad_name] = (_value_left(grad_scope, grad_name, local[grad_name]) if grad_name in written
-                                   else zeros.like(name, values[name]))
-        for grad_name in read_only:
-            _accumulate(summed, owned, grad_name, _value_left(grad_scope, grad_name, local[grad_name]))
-    step_scopes.clear()  # the forward values of every step go now, not with the program
-    result = []
-    for name, x in zip(x_names, xs):
-        if not _is_float_array(x):
-            result.append(None)
-        elif name in carried_set:
-            result.append(incoming[grad_of[name]])
-        else:
-            result.append(summed.get(grad_of[name], zeros.like(name, x)))
-    return result
-
-
-def _accumulate(summed: dict[str, np.ndarray], owned: set[str], name: str, value: np.ndarray) -> None:
-    """Sum over steps; the sum is copied once, then added to in place (it is ours alone)."""
-    if name not in summed:
-        summed[name] = value
-    elif name in owned:
-        np.add(summed[name], value, out=summed[name])
-    else:
-        summed[name] = np.asarray(summed[name] + value)  # 0-d arrays add to a scalar, not an array
-        owned.add(name)
-
-
 def _while_grad_infer(ctx: Any) -> None:
     _set_like_inputs(ctx, "X", "X@GRAD")
 
@@ -211,19 +110,6 @@ register_op("while_grad", inputs="X* Out@GRAD* StepScopes", outputs="X@GRAD*",
 
 
 # ---------------------------------------------------------------- conditional_block
-def _conditional_block_kernel(rt: Any, cond: Any, inputs: Sequence[Any], op: Any, sub_block: Any) -> tuple:
-    in_names, out_names = op.input("Input"), op.output("Out")
-    if not _truth(cond, "conditional_block", op.input("Cond")[0]):
-        # an output that is also an input keeps its value; a fresh one stays unset (None)
-        values = dict(zip(in_names, inputs))
-        return [values.get(n) for n in out_names], None
-    io_scope = Scope()
-    io_scope.vars.update(zip(in_names, inputs))
-    branch = Scope(io_scope)
-    rt.run_block(sub_block, branch)
-    return [io_scope.vars.get(n) for n in out_names], branch
-
-
 def _conditional_block_infer(ctx: Any) -> None:
     if ctx.dtype("Cond") != "bool" or any(d != 1 for d in ctx.shape("Cond")):
         raise ctx.dtype_error(f"Cond must be a one-element bool, got {ctx.describe('Cond')}")
@@ -242,32 +128,6 @@ def _conditional_block_grad_maker(g: Any) -> None:
                  input_grad_names=[g.grad_name(n) for n in inputs])
     g.output_grad("Out")
     g.set_input_grad("Input", grads)
-
-
-def _conditional_block_grad_kernel(rt: Any, inputs: Sequence[Any], out_grads: Sequence[Any], branch: Any,
-                                   op: Any, sub_block: Any, out_names: Sequence[str],
-                                   out_grad_names: Sequence[str], input_grad_names: Sequence[str]) -> list:
-    in_names = op.input("Input")
-    passed = dict(zip(out_names, out_grads))
-    if branch is None:
-        # not run: an output that is an input passed through unchanged, so does its gradient
-        return [None if not _is_float_array(x) else
-                passed[n] if passed.get(n) is not None else np.zeros_like(x)
-                for n, x in zip(in_names, inputs)]
-    grad_block = sub_block
-    written = _block_writes(grad_block)
-    grad_scope = Scope(branch)
-    grad_scope.vars.update({n: g for n, g in zip(out_grad_names, out_grads) if g is not None})
-    rt.run_block(grad_block, grad_scope)
-    result = []
-    for x, grad_name in zip(inputs, input_grad_names):
-        if not _is_float_array(x):
-            result.append(None)
-        elif grad_name in written:
-            result.append(_written_value(grad_block, grad_scope, grad_name))
-        else:
-            result.append(np.zeros_like(x))
-    return result
 
 
 def _conditional_block_grad_infer(ctx: Any) -> None:

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from .registry import NO_GRADIENT, register_op
+from .registry import NO_GRADIENT, ZERO_GRADIENT, register_op
 from .shape_rules import binary_broadcast, broadcast_shapes, float_only, same_as
 
 
@@ -46,13 +46,9 @@ def _chain(derivative):
     return grad
 
 
-def _zero_grad(g):
-    """Piecewise constant: the gradient is a (symbolic) zero everywhere it exists."""
-
-
 def _unary(name, kernel, derivative, doc=""):
     register_op(name, inputs="X", outputs="Out", kernel=kernel, infer=_float_same_as,
-                grad=_zero_grad if derivative is None else _chain(derivative), doc=doc)
+                grad=ZERO_GRADIENT if derivative is None else _chain(derivative), doc=doc)
 
 
 # ---------------------------------------------------------------- rounding (zero gradient)
@@ -176,7 +172,7 @@ register_op("elementwise_fmod", inputs="X Y", outputs="Out", kernel=_fmod_kernel
             grad=_remainder_grad("trunc"),
             doc="C's fmod: the result has the sign of X (ONNX Mod with fmod=1, torch.fmod).")
 register_op("elementwise_floordiv", inputs="X Y", outputs="Out", kernel=_floordiv_kernel,
-            infer=_numeric_broadcast, grad=_zero_grad,
+            infer=_numeric_broadcast, grad=ZERO_GRADIENT,
             doc="floor(X / Y); piecewise constant, so its gradient is zero.")
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .registry import register_op
+from .registry import ZERO_GRADIENT, register_op
 from .shape_rules import float_only, normalize_axis, same_dtype
 
 
@@ -58,7 +58,7 @@ def _one_hot_like_kernel(label, logits, axis=-1):
 register_op("one_hot_like", inputs="Label Logits", outputs="Out", attrs={"axis": -1},
             kernel=_one_hot_like_kernel,
             infer=lambda ctx: ctx.set_output("Out", ctx.shape("Logits"), ctx.dtype("Logits")),
-            grad=lambda g: None, doc="One-hot labels laid out like Logits along `axis`; constant in both.")
+            grad=ZERO_GRADIENT, doc="One-hot labels laid out like Logits along `axis`; constant in both.")
 
 
 def _swce_kernel(logits, label, soft_label=False, axis=-1):

@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..framework import dtypes
-from .registry import NO_GRADIENT, register_op
+from ..framework.variable import normalize_dtype
+from .registry import NO_GRADIENT, ZERO_GRADIENT, register_op
 from .shape_rules import (
     binary_broadcast,
     broadcast_shapes,
@@ -314,7 +315,6 @@ register_op("assign", inputs="X", outputs="Out", kernel=lambda x: x, inline="{X}
 
 
 def _cast_infer(ctx):
-    from ..framework.variable import normalize_dtype
     ctx.set_output("Out", ctx.shape("X"), normalize_dtype(ctx.attr("dtype")))
 
 
@@ -368,7 +368,6 @@ def _fill_constant_kernel(shape, value, dtype):
 
 
 def _fill_constant_infer(ctx):
-    from ..framework.variable import normalize_dtype
     ctx.set_output("Out", ctx.attr("shape"), normalize_dtype(ctx.attr("dtype")))
 
 
@@ -377,15 +376,14 @@ register_op("fill_constant", inputs=(), outputs="Out", attrs={"shape": [1], "val
 
 
 def _fill_like_infer(ctx):
-    from ..framework.variable import normalize_dtype
     dtype = ctx.attr("dtype")
     ctx.set_output("Out", ctx.shape("X"), normalize_dtype(dtype) if dtype else ctx.dtype("X"))
 
 
 register_op("fill_zeros_like", inputs="X", outputs="Out", attrs={"dtype": None},
             kernel=lambda x, dtype: np.zeros(x.shape, dtype=dtype or x.dtype), infer=_fill_like_infer,
-            grad=lambda g: None,  # constant in X: the gradient is a (symbolic) zero
+            grad=ZERO_GRADIENT,  # constant in X: the gradient is a (symbolic) zero
             doc="Zeros shaped like X; the backward builder feeds it where no gradient flows.")
 register_op("fill_any_like", inputs="X", outputs="Out", attrs={"value": 0.0, "dtype": None},
             kernel=lambda x, value, dtype: np.full(x.shape, value, dtype=dtype or x.dtype),
-            infer=_fill_like_infer, grad=lambda g: None)
+            infer=_fill_like_infer, grad=ZERO_GRADIENT)

@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .registry import register_op
+from .registry import ZERO_GRADIENT, register_op
 from .shape_rules import float_only, normalize_axis
 
 
@@ -407,7 +407,7 @@ register_op("clip", inputs="X", outputs="Out", attrs={"min": -np.inf, "max": np.
             infer=_clip_infer, grad=_clip_grad, doc="Clamp X into [min, max].")
 register_op("clip_mask", inputs="X", outputs="Out", attrs={"min": -np.inf, "max": np.inf},
             kernel=lambda x, min, max: ((x >= min) & (x <= max)).astype(x.dtype),
-            infer=_clip_infer, grad=lambda g: None, doc="1 where min <= X <= max, else 0 (clip's slope).")
+            infer=_clip_infer, grad=ZERO_GRADIENT, doc="1 where min <= X <= max, else 0 (clip's slope).")
 
 
 def _log_softmax_kernel(x, axis=-1):

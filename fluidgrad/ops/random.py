@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .registry import NO_GRADIENT, register_op
+from ..framework.variable import normalize_dtype
 
 _generator = np.random.default_rng(0)
 
@@ -30,7 +31,6 @@ def generator(op_seed: int = 0) -> np.random.Generator:
 
 
 def _shape_infer(ctx):
-    from ..framework.variable import normalize_dtype
     ctx.set_output("Out", ctx.attr("shape"), normalize_dtype(ctx.attr("dtype")))
 
 

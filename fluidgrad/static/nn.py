@@ -8,6 +8,7 @@ from .. import functions as F
 from ..dispatch import apply_op
 from ..framework import ParamAttr, Variable, unique_name
 from ..initializer import Constant, Normal, XavierUniform
+from ..nn import functional as NF
 from .input import create_parameter
 
 _ACTIVATIONS = {"relu", "sigmoid", "tanh", "softmax", "leaky_relu", None}
@@ -95,7 +96,6 @@ def conv2d(input: Variable, num_filters: int, filter_size: Any, stride: Any = 1,
            act: str | None = None, name: str | None = None, data_format: str = "NCHW") -> Variable:
     """act(conv2d(input, W) + b) with W [num_filters, C / groups, KH, KW] initialised
     Normal(0, sqrt(2 / (C/groups * KH * KW))) as Paddle, and b [num_filters] (bias_attr=False: none)."""
-    from ..nn import functional as NF
     _check_nchw(input, "conv2d")
     groups = groups or 1
     channels = input.shape[1]
@@ -211,5 +211,4 @@ def dropout(x: Variable, dropout_prob: float, is_test: bool = False, seed: int |
     """Zero elements with probability dropout_prob. The default upscale_in_train (PyTorch's and
     Paddle 2's) scales the kept ones by 1/(1-p) in training and is the identity in the
     evaluation program; a seed gives the same mask on every run."""
-    from ..nn import functional as NF
     return NF.dropout(x, p=dropout_prob, training=not is_test, mode=dropout_implementation, seed=seed or 0)

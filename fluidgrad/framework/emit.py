@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..framework import OPTIMIZE, Block, Variable, unique_name
-from ..ops.registry import get_op_def
+from .names import unique_name
+from .op_def import get_op_def
+from .program import OPTIMIZE, Block
+from .variable import Variable
 
 
 def emit(block: Block, op_type: str, inputs: dict[str, Any], attrs: dict[str, Any] | None = None,

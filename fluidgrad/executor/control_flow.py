@@ -1,0 +1,190 @@
+"""The control-flow runtime: how `while` and `conditional_block` run their sub-blocks.
+
+The ops (ops/control_flow.py) declare slots, shape rules and grad makers; their kernels call
+the functions here through the runtime the plan passes them (`rt`). This module knows how a
+sub-block plan stores its values (executor/plan.py, `keep_all`): every local and a snapshot
+of every outer value it read stay in the scope it ran in, and outer variables are written
+with `scope.parent.assign`. So:
+
+* `while` runs each iteration in a fresh step scope whose parent is a loop scope holding
+  the op's inputs; outer writes land in the loop scope, and the list of step scopes is the
+  op's `StepScopes` output: exactly what the gradient needs, step by step.
+* `while_grad` runs the grad block once per step in reverse, in a scope whose parent is
+  that step's scope. A loop-carried variable's gradient passes from step to step; the
+  gradient of a variable only read in the loop is summed over the steps.
+* `conditional_block` runs its sub-block when `Cond` holds and keeps the scope it ran in;
+  `conditional_block_grad` runs the grad block there, or gives zeros if the branch did not run.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..framework.names import EMPTY_VAR_NAME
+from .scope import Scope
+
+
+def _truth(value: Any, op_type: str, name: str) -> bool:
+    if getattr(value, "size", None) == 1:
+        return bool(value)
+    array = np.asarray(value)
+    if array.size != 1:
+        raise ValueError(f"{op_type}: condition {name} must hold one element, got shape {list(array.shape)}")
+    return bool(array.reshape(-1)[0])
+
+
+def _is_float_array(value: Any) -> bool:
+    """A float array, or a NumPy float scalar (what a ufunc returns for 0-d inputs)."""
+    dtype = getattr(value, "dtype", None)
+    return dtype is not None and dtype.kind == "f"
+
+
+def _block_writes(block: Any) -> frozenset[str]:
+    """Every name an op of `block` writes, cached per program version (blocks change rarely)."""
+    cache = block.__dict__.get("_writes_cache")
+    version = block.program._version
+    if cache is None or cache[0] != version:
+        names = frozenset(n for op in block.ops for n in op.output_arg_names if n != EMPTY_VAR_NAME)
+        cache = (version, names)
+        block.__dict__["_writes_cache"] = cache
+    return cache[1]
+
+
+def _written_value(block: Any, scope: Scope, name: str) -> Any:
+    """Where the plan of `block`, run in `scope`, left the value it wrote to `name`."""
+    return _value_left(scope, name, _is_local(block, name))
+
+
+def _value_left(scope: Scope, name: str, local: bool) -> Any:
+    """A variable declared in the block is stored in `scope.vars`; one declared in an ancestor
+    block went through `scope.parent.assign` (while `scope.vars` keeps the value read)."""
+    if local:
+        return scope.vars[name]
+    owner = scope.parent.find_owner(name)
+    if owner is None:
+        raise KeyError(f"a grad block wrote {name!r}, but its value is nowhere in the scope chain")
+    return owner.vars[name]
+
+
+def _is_local(block: Any, name: str) -> bool:
+    return block.has_var(name) or block._find_var_recursive(name) is None
+
+
+
+class _Zeros:
+    """One zero array per variable, shared: kernels never write their inputs in place."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, np.ndarray] = {}
+
+    def like(self, name: str, value: np.ndarray) -> np.ndarray:
+        zeros = self._cache.get(name)
+        if zeros is None or zeros.shape != value.shape or zeros.dtype != value.dtype:
+            zeros = np.zeros_like(value)
+            self._cache[name] = zeros
+        return zeros
+
+
+
+def run_while(rt: Any, xs: Sequence[Any], condition: Any, op: Any, sub_block: Any) -> tuple:
+    cond_name = op.input("Condition")[0]
+    loop_scope = Scope()
+    loop_scope.vars.update(zip(op.input("X"), xs))
+    loop_scope.vars[cond_name] = condition
+    step_scopes: list[Scope] = []
+    while _truth(loop_scope.vars[cond_name], "while", cond_name):
+        step = Scope(loop_scope)
+        rt.run_block(sub_block, step)
+        step_scopes.append(step)
+    return [loop_scope.vars[n] for n in op.output("Out")], step_scopes
+
+
+
+def run_while_grad(rt: Any, xs: Sequence[Any], out_grads: Sequence[Any], step_scopes: list,
+                       op: Any, sub_block: Any, carried: Sequence[str], x_grad_names: Sequence[str]) -> list:
+    grad_block = sub_block
+    written = _block_writes(grad_block)
+    x_names = op.input("X")
+    values = dict(zip(x_names, xs))
+    grad_of = dict(zip(x_names, x_grad_names))
+    zeros = _Zeros()
+    incoming = {grad_of[n]: (g if g is not None else zeros.like(n, values[n])) for n, g in zip(carried, out_grads)}
+    carried_set = set(carried)
+    read_only = [grad_of[n] for n, x in zip(x_names, xs)
+                 if n not in carried_set and _is_float_array(x) and grad_of[n] in written]
+    summed: dict[str, np.ndarray] = {}
+    owned: set[str] = set()
+    local = {g: _is_local(grad_block, g) for g in incoming.keys() | set(read_only)}
+    for step in reversed(step_scopes):
+        grad_scope = Scope(step)
+        grad_scope.vars.update(incoming)
+        rt.run_block(grad_block, grad_scope)
+        for name in carried:
+            grad_name = grad_of[name]
+            incoming[grad_name] = (_value_left(grad_scope, grad_name, local[grad_name]) if grad_name in written
+                                   else zeros.like(name, values[name]))
+        for grad_name in read_only:
+            _accumulate(summed, owned, grad_name, _value_left(grad_scope, grad_name, local[grad_name]))
+    step_scopes.clear()  # the forward values of every step go now, not with the program
+    result = []
+    for name, x in zip(x_names, xs):
+        if not _is_float_array(x):
+            result.append(None)
+        elif name in carried_set:
+            result.append(incoming[grad_of[name]])
+        else:
+            result.append(summed.get(grad_of[name], zeros.like(name, x)))
+    return result
+
+
+def _accumulate(summed: dict[str, np.ndarray], owned: set[str], name: str, value: np.ndarray) -> None:
+    """Sum over steps; the sum is copied once, then added to in place (it is ours alone)."""
+    if name not in summed:
+        summed[name] = value
+    elif name in owned:
+        np.add(summed[name], value, out=summed[name])
+    else:
+        summed[name] = np.asarray(summed[name] + value)  # 0-d arrays add to a scalar, not an array
+        owned.add(name)
+
+
+
+def run_conditional_block(rt: Any, cond: Any, inputs: Sequence[Any], op: Any, sub_block: Any) -> tuple:
+    in_names, out_names = op.input("Input"), op.output("Out")
+    if not _truth(cond, "conditional_block", op.input("Cond")[0]):
+        # an output that is also an input keeps its value; a fresh one stays unset (None)
+        values = dict(zip(in_names, inputs))
+        return [values.get(n) for n in out_names], None
+    io_scope = Scope()
+    io_scope.vars.update(zip(in_names, inputs))
+    branch = Scope(io_scope)
+    rt.run_block(sub_block, branch)
+    return [io_scope.vars.get(n) for n in out_names], branch
+
+
+
+def run_conditional_block_grad(rt: Any, inputs: Sequence[Any], out_grads: Sequence[Any], branch: Any,
+                                   op: Any, sub_block: Any, out_names: Sequence[str],
+                                   out_grad_names: Sequence[str], input_grad_names: Sequence[str]) -> list:
+    in_names = op.input("Input")
+    passed = dict(zip(out_names, out_grads))
+    if branch is None:
+        # not run: an output that is an input passed through unchanged, so does its gradient
+        return [None if not _is_float_array(x) else
+                passed[n] if passed.get(n) is not None else np.zeros_like(x)
+                for n, x in zip(in_names, inputs)]
+    grad_block = sub_block
+    written = _block_writes(grad_block)
+    grad_scope = Scope(branch)
+    grad_scope.vars.update({n: g for n, g in zip(out_grad_names, out_grads) if g is not None})
+    rt.run_block(grad_block, grad_scope)
+    result = []
+    for x, grad_name in zip(inputs, input_grad_names):
+        if not _is_float_array(x):
+            result.append(None)
+        elif grad_name in written:
+            result.append(_written_value(grad_block, grad_scope, grad_name))
+        else:
+            result.append(np.zeros_like(x))
+    return result

@@ -1,0 +1,231 @@
+"""The one op registry: what each op is (slots, attributes, kernel, shape rule, gradient).
+
+An `OpDef` is declared once and serves static mode, eager mode and the tests. It lives in
+the IR layer, free of NumPy, so that `Block.append_op` can validate an op and run its shape
+rule without importing anything above the IR: the op families (`fluidgrad.ops`) register
+into this table, the IR only reads it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from .errors import DTypeError, NoGradientError, ShapeError
+from .names import EMPTY_VAR_NAME
+
+
+@dataclass(frozen=True)
+class Slot:
+    name: str
+    duplicable: bool = False  # a list of variables ("X*" in a spec)
+    optional: bool = False    # may be absent ("Bias?" in a spec)
+
+
+def _parse_slots(spec: str | Sequence[str]) -> tuple[Slot, ...]:
+    words = spec.split() if isinstance(spec, str) else list(spec)
+    return tuple(Slot(w.rstrip("*?"), duplicable=w.endswith("*"), optional=w.endswith("?")) for w in words)
+
+
+class _NoGradient:
+    """Marks an op that has no gradient, so that asking for one is a clear error."""
+
+    def __repr__(self) -> str:
+        return "NO_GRADIENT"
+
+
+NO_GRADIENT = _NoGradient()
+
+
+class _ZeroGradient:
+    """Marks an op whose gradient is zero everywhere (piecewise constant, or constant in its
+    inputs): nothing flows back through it, and asking for it is not an error."""
+
+    def __call__(self, builder: Any) -> None:
+        return None
+
+    def __repr__(self) -> str:
+        return "ZERO_GRADIENT"
+
+
+ZERO_GRADIENT = _ZeroGradient()
+
+
+@dataclass
+class OpDef:
+    """Everything fluidgrad knows about one op type.
+
+    kernel(*inputs, **attrs): inputs in slot order (a list for a duplicable slot, None for
+        an absent optional one); returns one array, or a tuple with one entry per output slot.
+    infer(ctx): sets output shapes and dtypes, raising ShapeError / DTypeError on bad input.
+    grad(builder): emits the input gradients through the builder (see grad_builder.py),
+        ZERO_GRADIENT (nothing flows back) or NO_GRADIENT (asking for it is an error).
+    inline: optional Python expression the executor may paste instead of a kernel call,
+        e.g. "{X} + {Y}"; it must compute exactly what the kernel computes.
+    needs_runtime: the kernel takes the executor runtime first (control flow runs sub-blocks).
+    """
+
+    type: str
+    inputs: tuple[Slot, ...]
+    outputs: tuple[Slot, ...]
+    attrs: dict[str, Any]
+    kernel: Callable[..., Any]
+    infer: Callable[["InferContext"], None]
+    grad: Any
+    inline: str | None = None
+    needs_runtime: bool = False
+    doc: str = ""
+    input_index: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.input_index = {s.name: i for i, s in enumerate(self.inputs)}
+
+    @property
+    def has_gradient(self) -> bool:
+        return self.grad is not NO_GRADIENT
+
+    def input_slot(self, name: str) -> Slot:
+        return self.inputs[self.input_index[name]]
+
+    def output_slot(self, name: str) -> Slot:
+        for slot in self.outputs:
+            if slot.name == name:
+                return slot
+        raise KeyError(f"op {self.type} has no output slot {name!r}")
+
+
+_REGISTRY: dict[str, OpDef] = {}
+
+
+def register_op(type: str, *, inputs: str | Sequence[str], outputs: str | Sequence[str],
+                kernel: Callable[..., Any], infer: Callable[["InferContext"], None], grad: Any,
+                attrs: dict[str, Any] | None = None, inline: str | None = None,
+                needs_runtime: bool = False, doc: str = "") -> OpDef:
+    if type in _REGISTRY:
+        raise ValueError(f"op {type!r} is registered twice")
+    if grad is None:
+        raise ValueError(f"op {type!r}: pass a grad maker or NO_GRADIENT, never None")
+    op_def = OpDef(type, _parse_slots(inputs), _parse_slots(outputs), dict(attrs or {}), kernel,
+                   infer, grad, inline, needs_runtime, doc)
+    _REGISTRY[type] = op_def
+    return op_def
+
+
+def get_op_def(type: str) -> OpDef:
+    try:
+        return _REGISTRY[type]
+    except KeyError:
+        raise KeyError(f"op type {type!r} is not registered") from None
+
+
+def registered_ops() -> dict[str, OpDef]:
+    return dict(_REGISTRY)
+
+
+def require_gradient(op_def: OpDef) -> None:
+    if not op_def.has_gradient:
+        raise NoGradientError(f"op {op_def.type} has no gradient, but one was asked for "
+                              f"(mark its inputs stop_gradient or put them in no_grad_set)")
+
+
+class InferContext:
+    """What a shape rule sees: input shapes and dtypes, attributes, and where outputs go.
+
+    `lookup(name) -> (shape, dtype)` and `store(name, shape, dtype)` decouple the rule from
+    where shapes live (Block variables at build time, a dict for temporaries).
+    """
+
+    def __init__(self, op_def: OpDef, inputs: dict[str, list[str]], outputs: dict[str, list[str]],
+                 attrs: dict[str, Any], lookup: Callable[[str], tuple[tuple[int, ...], str]],
+                 store: Callable[[str, tuple[int, ...], str], None]) -> None:
+        self.op_def = op_def
+        self.inputs = inputs
+        self.outputs = outputs
+        self.attrs = attrs
+        self._lookup = lookup
+        self._store = store
+
+    # -- inputs
+    def has_input(self, slot: str) -> bool:
+        return bool(self.inputs.get(slot))
+
+    def input_names(self, slot: str) -> list[str]:
+        return self.inputs.get(slot, [])
+
+    def shape(self, slot: str, index: int = 0) -> tuple[int, ...]:
+        return self._lookup(self.inputs[slot][index])[0]
+
+    def dtype(self, slot: str, index: int = 0) -> str:
+        return self._lookup(self.inputs[slot][index])[1]
+
+    def shapes(self, slot: str) -> list[tuple[int, ...]]:
+        return [self._lookup(n)[0] for n in self.inputs.get(slot, [])]
+
+    def dtypes(self, slot: str) -> list[str]:
+        return [self._lookup(n)[1] for n in self.inputs.get(slot, [])]
+
+    def attr(self, name: str) -> Any:
+        return self.attrs[name]
+
+    # -- outputs
+    def num_outputs(self, slot: str) -> int:
+        return len(self.outputs.get(slot, []))
+
+    def set_output(self, slot: str, shape: Sequence[int], dtype: str, index: int | None = None) -> None:
+        names = self.outputs.get(slot, [])
+        targets = names if index is None else names[index:index + 1]
+        for name in targets:
+            if name != EMPTY_VAR_NAME:
+                self._store(name, tuple(int(d) for d in shape), dtype)
+
+    # -- errors
+    def describe(self, slot: str, index: int = 0) -> str:
+        name = self.inputs[slot][index]
+        shape, dtype = self._lookup(name)
+        return f"{slot}={name} (shape {list(shape)}, {dtype})"
+
+    def shape_error(self, message: str) -> ShapeError:
+        return ShapeError(f"op {self.op_def.type}: {message}")
+
+    def dtype_error(self, message: str) -> DTypeError:
+        return DTypeError(f"op {self.op_def.type}: {message}")
+
+
+def prepare(op: Any, infer: bool = True) -> None:
+    """Validate an Operator against its OpDef, fill default attrs, and infer output shapes."""
+    op_def = get_op_def(op.type)
+    for slot in op.inputs:
+        if slot not in op_def.input_index:
+            raise ValueError(f"op {op.type} has no input slot {slot!r}; its slots are "
+                             f"{[s.name for s in op_def.inputs]}")
+    for slot in op_def.inputs:
+        if not slot.optional and not op.inputs.get(slot.name):
+            raise ValueError(f"op {op.type} needs input slot {slot.name!r}")
+        if not slot.duplicable and len(op.inputs.get(slot.name, [])) > 1:
+            raise ValueError(f"op {op.type}: slot {slot.name} takes one variable, "
+                             f"got {op.inputs[slot.name]}")
+    for name, default in op_def.attrs.items():
+        op.attrs.setdefault(name, default)
+    if infer:
+        infer_op(op)
+
+
+def infer_op(op: Any) -> None:
+    """Run the shape rule against the op's block, creating output variables as needed."""
+    block = op.block
+
+    def lookup(name: str) -> tuple[tuple[int, ...], str]:
+        var = block._find_var_recursive(name)
+        if var is None:
+            raise KeyError(f"op {op.type} reads variable {name!r}, which block {block.idx} "
+                           f"and its ancestors do not declare")
+        return var.shape, var.dtype
+
+    def store(name: str, shape: tuple[int, ...], dtype: str) -> None:
+        var = block._find_var_recursive(name)
+        if var is None:
+            block.create_var(name, shape, dtype)
+        else:
+            var.shape, var.dtype = shape, dtype
+
+    op_def = get_op_def(op.type)
+    op_def.infer(InferContext(op_def, op.inputs, op.outputs, op.attrs, lookup, store))
