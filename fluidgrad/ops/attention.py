@@ -7,12 +7,15 @@ The gradient is ordinary ops on the output, so it differentiates again.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .registry import register_op
 from .shape_rules import broadcast_shapes, float_only
 
 
+@functools.lru_cache(maxsize=32)
 def _causal_upper(rows: int, cols: int) -> np.ndarray:
     """True where key j lies after query i (j > i): the entries a causal mask removes."""
     return np.triu(np.ones((rows, cols), dtype=bool), k=1)

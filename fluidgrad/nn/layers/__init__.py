@@ -7,3 +7,4 @@ from .activation import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .container import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
+from .rnn import *  # noqa: F401,F403
