@@ -722,7 +722,7 @@ def _pool_torch(T, n, x):
     return T.nn.functional.avg_pool2d(x, n.p("k"), n.p("stride"), n.p("pad"), count_include_pad=not n.p("exclusive"))
 
 
-@kind("pool2d", ("pool2d",), _pool_fluid, _pool_torch, smooth=False)
+@kind("pool2d", ("pool2d", "max_pool2d_with_index"), _pool_fluid, _pool_torch, smooth=False)
 def _gen_pool2d(gen):
     if not _has_op("pool2d"):
         return None

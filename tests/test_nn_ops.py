@@ -506,3 +506,250 @@ def test_float32_in_float32_out_and_gradients(op_type, shapes, attrs):
         grads = fg.gradients([fg.sum(first)], list(variables.values()))
     values = fg.Executor().run(main, feed=inputs32, fetch_list=[g for g in grads if g is not None], scope=fg.Scope())
     assert values and all(v.dtype == np.float32 for v in values)
+
+
+# ------------------------------------------------------------------ 1-3D convolution, pooling, resampling, norms
+def _both_modes(fn, arrays):
+    """fn(*values) run eagerly on Tensors and statically on Variables; both results, as arrays."""
+    eager = fn(*(fg.to_tensor(a) for a in arrays))
+    eager = [t.numpy() for t in (eager if isinstance(eager, (list, tuple)) else [eager])]
+    names = [f"a{i}" for i in range(len(arrays))]
+    static = _run(lambda v: fn(*(v[n] for n in names)), dict(zip(names, arrays)))
+    return eager, static
+
+
+def _t(a):
+    return torch.tensor(a)
+
+
+X1, X2, X3 = rand(2, 4, 9), rand(2, 4, 9, 8), rand(1, 2, 5, 6, 7)
+W1, W2, W3 = rand(6, 2, 3), rand(4, 2, 3, 3), rand(3, 2, 2, 3, 2)
+FUNCTIONAL_CASES = [
+    ("conv1d-strided-dilated-groups", lambda x, w: F.conv1d(x, w, stride=2, padding=1, dilation=2, groups=2), [X1, W1],
+     lambda x, w: TF.conv1d(x, w, stride=2, padding=1, dilation=2, groups=2)),
+    ("conv2d-same-stride2", lambda x, w: F.conv2d(x, w, stride=2, padding="SAME", groups=2), [X2, W2],
+     lambda x, w: TF.conv2d(TF.pad(x, (0, 1, 1, 1)), w, stride=2, groups=2)),
+    ("conv2d-paddle-pairs", lambda x, w: F.conv2d(x, w, padding=[[0, 0], [0, 0], [1, 0], [2, 1]], groups=2), [X2, W2],
+     lambda x, w: TF.conv2d(TF.pad(x, (2, 1, 1, 0)), w, groups=2)),
+    ("conv2d-valid", lambda x, w: F.conv2d(x, w, padding="valid", groups=2), [X2, W2],
+     lambda x, w: TF.conv2d(x, w, groups=2)),
+    ("conv3d", lambda x, w: F.conv3d(x, w, stride=(1, 2, 1), padding=(1, 0, 1)), [X3, W3],
+     lambda x, w: TF.conv3d(x, w, stride=(1, 2, 1), padding=(1, 0, 1))),
+    ("conv1d_transpose", lambda x, w: F.conv1d_transpose(x, w, stride=3, output_padding=2), [X1, rand(4, 3, 4)],
+     lambda x, w: TF.conv_transpose1d(x, w, stride=3, output_padding=2)),
+    ("conv2d_transpose-output_size", lambda x, w: F.conv2d_transpose(x, w, stride=2, padding=1, output_size=[18, 16]),
+     [X2, rand(4, 3, 3, 3)], lambda x, w: TF.conv_transpose2d(x, w, stride=2, padding=1, output_padding=(1, 1))),
+    ("conv2d_transpose-same", lambda x, w: F.conv2d_transpose(x, w, stride=2, padding="same"), [X2, rand(4, 3, 3, 3)],
+     lambda x, w: TF.conv_transpose2d(x, w, stride=2)[..., :18, :16]),   # ONNX SAME_UPPER: crop at the end
+    ("conv3d_transpose-groups", lambda x, w: F.conv3d_transpose(x, w, stride=2, groups=2, dilation=(1, 2, 1)),
+     [X3, rand(2, 1, 2, 2, 2)], lambda x, w: TF.conv_transpose3d(x, w, stride=2, groups=2, dilation=(1, 2, 1))),
+    ("max_pool1d", lambda x: F.max_pool1d(x, 3, 2, 1, ceil_mode=True), [X1],
+     lambda x: TF.max_pool1d(x, 3, 2, 1, ceil_mode=True)),
+    ("max_pool2d-mask", lambda x: F.max_pool2d(x, 3, 2, 1, return_mask=True, ceil_mode=True, dilation=2), [X2],
+     lambda x: TF.max_pool2d(x, 3, 2, 1, dilation=2, ceil_mode=True, return_indices=True)),
+    ("max_pool2d-same", lambda x: F.max_pool2d(x, 3, 2, "same"), [X2],
+     lambda x: TF.max_pool2d(TF.pad(x, (0, 1, 1, 1), value=-np.inf), 3, 2)),
+    ("max_pool3d", lambda x: F.max_pool3d(x, 2, (1, 2, 2), 1), [X3], lambda x: TF.max_pool3d(x, 2, (1, 2, 2), 1)),
+    ("avg_pool1d", lambda x: F.avg_pool1d(x, 3, 2, 1, exclusive=False), [X1], lambda x: TF.avg_pool1d(x, 3, 2, 1)),
+    ("avg_pool2d-ceil", lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True), [X2],
+     lambda x: TF.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False)),
+    ("avg_pool2d-count_include_pad", lambda x: F.avg_pool2d(x, 3, 2, 1, count_include_pad=True), [X2],
+     lambda x: TF.avg_pool2d(x, 3, 2, 1)),
+    ("avg_pool2d-divisor", lambda x: F.avg_pool2d(x, 2, divisor_override=3), [X2],
+     lambda x: TF.avg_pool2d(x, 2, divisor_override=3)),
+    ("avg_pool3d", lambda x: F.avg_pool3d(x, 3, 2, 1, ceil_mode=True), [X3],
+     lambda x: TF.avg_pool3d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False)),
+    ("adaptive_avg_pool1d", lambda x: F.adaptive_avg_pool1d(x, 4), [X1], lambda x: TF.adaptive_avg_pool1d(x, 4)),
+    ("adaptive_avg_pool2d-None", lambda x: F.adaptive_avg_pool2d(x, [4, None]), [X2],
+     lambda x: TF.adaptive_avg_pool2d(x, (4, 8))),
+    ("adaptive_avg_pool3d", lambda x: F.adaptive_avg_pool3d(x, (2, 3, 3)), [X3],
+     lambda x: TF.adaptive_avg_pool3d(x, (2, 3, 3))),
+    ("adaptive_max_pool1d", lambda x: F.adaptive_max_pool1d(x, 4, return_mask=True), [X1],
+     lambda x: TF.adaptive_max_pool1d(x, 4, return_indices=True)),
+    ("adaptive_max_pool2d", lambda x: F.adaptive_max_pool2d(x, (4, 3), return_mask=True), [X2],
+     lambda x: TF.adaptive_max_pool2d(x, (4, 3), return_indices=True)),
+    ("adaptive_max_pool3d", lambda x: F.adaptive_max_pool3d(x, 2), [X3], lambda x: TF.adaptive_max_pool3d(x, 2)),
+    ("interpolate-nearest-scale", lambda x: F.interpolate(x, scale_factor=1.7), [X2],
+     lambda x: TF.interpolate(x, scale_factor=1.7)),
+    ("interpolate-bilinear-corners", lambda x: F.interpolate(x, size=(13, 5), mode="bilinear", align_corners=True),
+     [X2], lambda x: TF.interpolate(x, size=(13, 5), mode="bilinear", align_corners=True)),
+    ("upsample-bicubic", lambda x: F.upsample(x, scale_factor=2, mode="bicubic"), [X2],
+     lambda x: TF.interpolate(x, scale_factor=2, mode="bicubic")),
+    ("interpolate-linear", lambda x: F.interpolate(x, size=[20], mode="linear"), [X1],
+     lambda x: TF.interpolate(x, size=20, mode="linear")),
+    ("interpolate-trilinear", lambda x: F.interpolate(x, size=(3, 8, 9), mode="trilinear"), [X3],
+     lambda x: TF.interpolate(x, size=(3, 8, 9), mode="trilinear")),
+    ("interpolate-area", lambda x: F.interpolate(x, size=(4, 3), mode="area"), [X2],
+     lambda x: TF.interpolate(x, size=(4, 3), mode="area")),
+    ("pixel_shuffle", lambda x: F.pixel_shuffle(x, 2), [X2], lambda x: TF.pixel_shuffle(x, 2)),
+    ("pixel_unshuffle", lambda x: F.pixel_unshuffle(x, 2), [X2[:, :, :8]], lambda x: TF.pixel_unshuffle(x, 2)),
+    ("unfold", lambda x: F.unfold(x, [2, 3], strides=[2, 1], paddings=[1, 0, 0, 2], dilations=[1, 2]), [X2],
+     lambda x: TF.unfold(TF.pad(x, (0, 2, 1, 0)), (2, 3), dilation=(1, 2), stride=(2, 1))),
+    ("group_norm", lambda x, w, b: F.group_norm(x, 2, 1e-5, w, b), [X2, rand(4), rand(4)],
+     lambda x, w, b: TF.group_norm(x, 2, w, b)),
+    ("instance_norm", lambda x, w, b: F.instance_norm(x, weight=w, bias=b), [X3, rand(2), rand(2)],
+     lambda x, w, b: TF.instance_norm(x, weight=w, bias=b)),
+    ("rms_norm", lambda x, w: F.rms_norm(x, [9, 8], w), [X2, rand(9, 8)], lambda x, w: TF.rms_norm(x, [9, 8], w, 1e-6)),
+    ("layer_norm-two-axes", lambda x, w, b: F.layer_norm(x, [9, 8], w, b), [X2, rand(9, 8), rand(9, 8)],
+     lambda x, w, b: TF.layer_norm(x, [9, 8], w, b)),
+    ("local_response_norm", lambda x: F.local_response_norm(x, 3, 0.1, 0.75, 2.0), [X3],
+     lambda x: TF.local_response_norm(x, 3, 0.1, 0.75, 2.0)),
+    ("normalize", lambda x: F.normalize(x, axis=2), [X2], lambda x: TF.normalize(x, dim=2)),
+    ("normalize-p3", lambda x: F.normalize(x, p=3), [X2], lambda x: TF.normalize(x, p=3)),
+]
+
+
+@pytest.mark.parametrize("name, fn, arrays, torch_fn", FUNCTIONAL_CASES, ids=[c[0] for c in FUNCTIONAL_CASES])
+def test_nd_functions_match_torch_in_both_modes(name, fn, arrays, torch_fn):
+    expected = torch_fn(*(_t(a) for a in arrays))
+    expected = [e.numpy() for e in (expected if isinstance(expected, tuple) else (expected,))]
+    eager, static = _both_modes(fn, arrays)
+    for ours in (eager, static):
+        assert len(ours) == len(expected)
+        for got, want in zip(ours, expected):
+            assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape, got.dtype)
+            np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("name, fn, arrays, torch_fn", [c for c in FUNCTIONAL_CASES if c[0] in {
+    "group_norm", "instance_norm", "rms_norm", "local_response_norm", "normalize", "normalize-p3", "pixel_shuffle",
+    "interpolate-area", "avg_pool2d-divisor", "conv2d_transpose-same"}], ids=lambda c: c if isinstance(c, str) else "")
+def test_composed_functions_have_torch_gradients(name, fn, arrays, torch_fn):
+    """The functions built from several ops: gradients vs central differences and PyTorch."""
+    small = [arrays[0][:1]] + list(arrays[1:])   # one sample: every element is perturbed
+    feeds = {f"a{i}": a for i, a in enumerate(small)}
+
+    def build(v):
+        out = fn(*(v[f"a{i}"] for i in range(len(small))))
+        return out[0] if isinstance(out, tuple) else out
+    analytic = check_program_grad(build, feeds, rtol=1e-5)
+    expected = torch_gradients(lambda **t: torch_fn(*(t[f"a{i}"] for i in range(len(small)))), feeds,
+                               ProgramGradCheck(build, feeds), list(feeds))
+    for key in feeds:
+        np.testing.assert_allclose(analytic[key], expected[key], rtol=1e-6, atol=1e-9, err_msg=key)
+
+
+def test_max_pool_backward_reads_the_saved_argmax():
+    """The functional max pools run max_pool*_with_index; their backward is max_pool_index_grad
+    on the saved Mask, not a second search of the windows."""
+    main = fg.Program()
+    with fg.program_guard(main, fg.Program()):
+        x = fg.static.data("x", [2, 3, 8, 8], "float64")
+        x.stop_gradient = False
+        fg.gradients([fg.sum(F.max_pool2d(x, 2))], [x])
+    types = [op.type for op in main.global_block().ops]
+    assert "max_pool2d_with_index" in types and "max_pool_index_grad" in types
+    assert "pool2d" not in types and "pool2d_grad" not in types
+
+
+def test_ties_and_overlapping_windows_sum_like_torch():
+    x = np.zeros((1, 1, 4, 4))
+    x[0, 0, 1, 1] = 1.0   # the maximum of four overlapping windows
+    xt = torch.tensor(x, requires_grad=True)
+    TF.max_pool2d(xt, 3, 1, 1).sum().backward()
+    tensor = fg.to_tensor(x, stop_gradient=False)
+    fg.sum(F.max_pool2d(tensor, 3, 1, 1)).backward()
+    np.testing.assert_array_equal(tensor.grad.numpy(), xt.grad.numpy())
+
+
+def test_old_pool2d_and_conv2d_programs_still_load_and_run():
+    """Programs saved before the N-D ops carry pool2d / conv2d without the new attributes."""
+    from fluidgrad.framework.serialize import program_from_dict, program_to_dict
+    main = fg.Program()
+    with fg.program_guard(main, fg.Program()):
+        x = fg.static.data("x", [2, 2, 6, 6], "float64")
+        w = fg.static.data("w", [3, 2, 3, 3], "float64")
+        y = append_static_op("conv2d", {"Input": x, "Filter": w}, {"paddings": [1, 1]})
+        out = append_static_op("pool2d", {"X": y}, {"pooling_type": "max", "ksize": [2, 2], "strides": [2, 2]})
+    saved = program_to_dict(main)
+    new_attrs = {"padding_algorithm", "ceil_mode", "dilations", "adaptive"}
+    for block in saved["blocks"]:
+        for op in block["ops"]:
+            op["attrs"] = {k: v for k, v in op["attrs"].items() if k not in new_attrs or
+                           (k == "dilations" and op["type"] == "conv2d")}
+    loaded = program_from_dict(saved)
+    feeds = {"x": rand(2, 2, 6, 6), "w": rand(3, 2, 3, 3)}
+    (got,) = fg.Executor().run(loaded, feed=feeds, fetch_list=[out.name], scope=fg.Scope())
+    want = TF.max_pool2d(TF.conv2d(_t(feeds["x"]), _t(feeds["w"]), padding=1), 2).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-10)
+
+
+LAYER_CASES = [
+    (lambda: fg.nn.Conv1D(4, 6, 3, padding="same"), (2, 4, 9), [2, 6, 9]),
+    (lambda: fg.nn.Conv2D(4, 6, 3, stride=2, padding=1), (2, 4, 8, 8), [2, 6, 4, 4]),
+    (lambda: fg.nn.Conv3D(4, 2, 3, bias_attr=False), (1, 4, 4, 5, 5), [1, 2, 2, 3, 3]),
+    (lambda: fg.nn.Conv1DTranspose(4, 2, 3, stride=2), (2, 4, 9), [2, 2, 19]),
+    (lambda: fg.nn.Conv2DTranspose(4, 2, 3, stride=2, padding=1, output_padding=1), (2, 4, 8, 8), [2, 2, 16, 16]),
+    (lambda: fg.nn.Conv3DTranspose(4, 2, 2, stride=2, groups=2), (1, 4, 2, 3, 3), [1, 2, 4, 6, 6]),
+    (lambda: fg.nn.MaxPool1D(2), (2, 4, 9), [2, 4, 4]),
+    (lambda: fg.nn.MaxPool2D(3, 2, 1, ceil_mode=True), (2, 4, 8, 8), [2, 4, 5, 5]),
+    (lambda: fg.nn.MaxPool3D(2), (1, 4, 4, 6, 6), [1, 4, 2, 3, 3]),
+    (lambda: fg.nn.AvgPool1D(2), (2, 4, 9), [2, 4, 4]),
+    (lambda: fg.nn.AvgPool2D(3, 2, 1), (2, 4, 8, 8), [2, 4, 4, 4]),
+    (lambda: fg.nn.AvgPool3D(2), (1, 4, 4, 6, 6), [1, 4, 2, 3, 3]),
+    (lambda: fg.nn.AdaptiveAvgPool1D(4), (2, 4, 9), [2, 4, 4]),
+    (lambda: fg.nn.AdaptiveAvgPool2D(3), (2, 4, 8, 8), [2, 4, 3, 3]),
+    (lambda: fg.nn.AdaptiveAvgPool3D(1), (1, 4, 4, 6, 6), [1, 4, 1, 1, 1]),
+    (lambda: fg.nn.AdaptiveMaxPool1D(4), (2, 4, 9), [2, 4, 4]),
+    (lambda: fg.nn.AdaptiveMaxPool2D(3), (2, 4, 8, 8), [2, 4, 3, 3]),
+    (lambda: fg.nn.AdaptiveMaxPool3D(2), (1, 4, 4, 6, 6), [1, 4, 2, 2, 2]),
+    (lambda: fg.nn.Upsample(scale_factor=2, mode="bilinear"), (2, 4, 8, 8), [2, 4, 16, 16]),
+    (lambda: fg.nn.PixelShuffle(2), (2, 4, 8, 8), [2, 1, 16, 16]),
+    (lambda: fg.nn.GroupNorm(2, 4), (2, 4, 8, 8), [2, 4, 8, 8]),
+    (lambda: fg.nn.InstanceNorm1D(4), (2, 4, 9), [2, 4, 9]),
+    (lambda: fg.nn.InstanceNorm2D(4), (2, 4, 8, 8), [2, 4, 8, 8]),
+    (lambda: fg.nn.InstanceNorm3D(4), (1, 4, 4, 6, 6), [1, 4, 4, 6, 6]),
+    (lambda: fg.nn.BatchNorm1D(4), (2, 4, 9), [2, 4, 9]),
+    (lambda: fg.nn.BatchNorm3D(4), (2, 4, 2, 3, 3), [2, 4, 2, 3, 3]),
+    (lambda: fg.nn.LayerNorm([8, 8]), (2, 4, 8, 8), [2, 4, 8, 8]),
+    (lambda: fg.nn.RMSNorm(8), (2, 4, 8, 8), [2, 4, 8, 8]),
+    (lambda: fg.nn.LocalResponseNorm(3), (2, 4, 8, 8), [2, 4, 8, 8]),
+]
+
+
+@pytest.mark.parametrize("make, shape, out_shape", LAYER_CASES, ids=[str(i) for i in range(len(LAYER_CASES))])
+def test_layers_run_forward_and_backward(make, shape, out_shape):
+    layer = make()
+    x = fg.to_tensor(rand(*shape).astype("float32"), stop_gradient=False)
+    y = layer(x)
+    assert list(y.shape) == out_shape and y.dtype == "float32"
+    fg.sum(y * y).backward()
+    assert x.grad is not None and x.grad.numpy().shape == shape
+    assert all(p.grad is not None for p in layer.parameters())
+
+
+def test_conv_layers_match_torch_with_the_same_weights():
+    x = rand(2, 4, 7, 7).astype("float32")
+    ours = fg.nn.Conv2DTranspose(4, 6, 3, stride=2, padding=1, groups=2)
+    theirs = torch.nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, groups=2)
+    with torch.no_grad():
+        theirs.weight.copy_(torch.tensor(ours.weight.numpy()))
+        theirs.bias.copy_(torch.tensor(ours.bias.numpy()))
+    np.testing.assert_allclose(ours(fg.to_tensor(x)).numpy(), theirs(torch.tensor(x)).detach().numpy(),
+                               rtol=1e-5, atol=1e-5)
+    assert list(ours.weight.shape) == list(theirs.weight.shape)
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda: F.conv3d(fg.static.data("x", [1, 2, 4, 4], "float32"), fg.static.data("w", [2, 2, 1, 1, 1], "float32")),
+     r"conv3d.*5-D"),
+    (lambda: F.conv1d(fg.static.data("x", [1, 3, 8], "float32"), fg.static.data("w", [2, 2, 3], "float32")),
+     r"conv1d.*channels"),
+    (lambda: F.conv2d_transpose(fg.static.data("x", [1, 2, 4, 4], "float32"),
+                                fg.static.data("w", [2, 2, 3, 3], "float32"), stride=2, output_padding=2),
+     r"conv2d_transpose.*output_padding"),
+    (lambda: F.max_pool2d(fg.static.data("x", [1, 2, 4, 4], "float32"), 2, padding=2),
+     r"max_pool2d_with_index.*paddings"),
+    (lambda: F.avg_pool1d(fg.static.data("x", [1, 2, 2], "float32"), 3), r"pool1d.*does not fit"),
+    (lambda: F.interpolate(fg.static.data("x", [1, 2, 4, 4], "float32"), size=[8, 8, 8], mode="nearest"),
+     r"interpolate.*size"),
+    (lambda: F.interpolate(fg.static.data("x", [1, 2, 4], "float32"), size=[8], mode="bilinear"), r"interpolate.*mode"),
+    (lambda: F.group_norm(fg.static.data("x", [1, 6, 4], "float32"), 4), r"group_norm.*num_groups"),
+    (lambda: F.rms_norm(fg.static.data("x", [1, 6, 4], "float32"), [6]), r"rms_norm.*normalized_shape"),
+    (lambda: F.conv2d(fg.static.data("x", [1, 2, 4, 4], "int64"), fg.static.data("w", [2, 2, 1, 1], "int64")),
+     r"conv2d.*floating"),
+])
+def test_bad_input_names_the_op(build, message):
+    with fg.program_guard(fg.Program(), fg.Program()):
+        with pytest.raises((ValueError, fg.framework.errors.FluidgradError), match=message):
+            build()

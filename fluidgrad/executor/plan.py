@@ -95,7 +95,7 @@ def _kernel_ref(w: _Writer, op: Operator, op_index: int) -> tuple[str, bool]:
     if op_def.inline and not op_def.attrs and not op_def.needs_runtime:
         return op_def.inline, True
     kernel = op_def.kernel
-    attrs = {k: op.attrs[k] for k in op_def.attrs}
+    attrs = {k: op.attrs.get(k, default) for k, default in op_def.attrs.items()}   # saved programs may predate an attr
     if op_def.needs_runtime:
         kernel = functools.partial(kernel, op=op, **attrs)
     elif attrs:

@@ -1,11 +1,14 @@
 """Normalisation functions, for both modes."""
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
+from ... import functions as F
 from ...dispatch import apply_op, is_tensor
 
-__all__ = ['batch_norm', 'layer_norm']
+__all__ = ['batch_norm', 'layer_norm', 'group_norm', 'instance_norm', 'rms_norm', 'local_response_norm',
+           'normalize']
 
 
 def _write_back(target: Any, value: Any) -> None:
@@ -20,7 +23,7 @@ def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any, bias: A
     """Normalise over every axis but the channel axis 1. Training uses batch statistics and
     updates running = momentum * running + (1 - momentum) * batch (unbiased variance, as
     PyTorch); otherwise the running statistics are used."""
-    if data_format not in ("NCHW", "NC", "NCL"):
+    if data_format not in ("NCHW", "NC", "NCL", "NCDHW"):
         raise ValueError(f"batch_norm: only channel-first layouts are supported, got {data_format!r}")
     attrs = {"momentum": float(momentum), "epsilon": float(epsilon), "is_test": not training,
              "use_global_stats": bool(use_global_stats) if use_global_stats is not None else not training}
@@ -42,3 +45,87 @@ def layer_norm(x: Any, normalized_shape: int | Sequence[int], weight: Any = None
     y, _mean, _var = apply_op("layer_norm", {"X": x, "Scale": weight, "Bias": bias},
                               {"begin_norm_axis": len(x.shape) - len(dims), "epsilon": float(epsilon)})
     return y
+
+
+def _normalized_dims(x: Any, normalized_shape: int | Sequence[int], fn: str) -> list[int]:
+    dims = [normalized_shape] if isinstance(normalized_shape, int) else [int(d) for d in normalized_shape]
+    if not dims or len(dims) > len(x.shape) or list(x.shape[len(x.shape) - len(dims):]) != dims:
+        raise ValueError(f"{fn}: normalized_shape {dims} does not match the trailing axes of shape {list(x.shape)}")
+    return dims
+
+
+def _channel_affine(y: Any, weight: Any, bias: Any, ndim: int) -> Any:
+    """y * weight + bias with [C] parameters broadcast along axis 1."""
+    trailing = [1] * (ndim - 2)
+    if weight is not None:
+        y = F.multiply(y, F.reshape(weight, [-1] + trailing))
+    if bias is not None:
+        y = F.add(y, F.reshape(bias, [-1] + trailing))
+    return y
+
+
+def group_norm(x: Any, num_groups: int, epsilon: float = 1e-5, weight: Any = None, bias: Any = None,
+               data_format: str = "NCHW", name: str | None = None) -> Any:
+    """Normalise each group of channels of each sample over its channels and positions, then
+    scale and shift per channel. Runs the fused layer_norm op on [N, groups, rest]."""
+    shape = list(x.shape)
+    if len(shape) < 2 or shape[1] < 0 or shape[1] % int(num_groups) or data_format not in \
+            ("NCHW", "NCL", "NCDHW", "NC"):
+        raise ValueError(f"group_norm: needs channel-first input whose channels divide by num_groups="
+                         f"{num_groups}, got shape {shape} and data_format {data_format!r}")
+    grouped = F.reshape(x, [0, int(num_groups), -1])
+    y, _mean, _var = apply_op("layer_norm", {"X": grouped}, {"begin_norm_axis": 2, "epsilon": float(epsilon)})
+    y = apply_op("reshape_as", {"X": y, "Target": x})
+    return _channel_affine(y, weight, bias, len(shape))
+
+
+def instance_norm(x: Any, running_mean: Any = None, running_var: Any = None, weight: Any = None, bias: Any = None,
+                  use_input_stats: bool = True, momentum: float = 0.9, eps: float = 1e-5,
+                  data_format: str = "NCHW", name: str | None = None) -> Any:
+    """Normalise each channel of each sample over its positions (group_norm with one channel
+    per group). use_input_stats=False normalises with the given running statistics instead."""
+    if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise ValueError("instance_norm: use_input_stats=False needs running_mean and running_var")
+        return batch_norm(x, running_mean, running_var, weight, bias, training=False, epsilon=eps,
+                          data_format=data_format, use_global_stats=True)
+    if x.shape[1] < 0:
+        raise ValueError(f"instance_norm: the channel axis of shape {list(x.shape)} must be known")
+    return group_norm(x, x.shape[1], eps, weight, bias, data_format)
+
+
+def rms_norm(x: Any, normalized_shape: int | Sequence[int], weight: Any = None, epsilon: float = 1e-6) -> Any:
+    """x / sqrt(mean(x^2 over the trailing normalized_shape axes) + epsilon) * weight."""
+    dims = _normalized_dims(x, normalized_shape, "rms_norm")
+    ndim = len(x.shape)
+    mean_square = F.mean(F.square(x), axis=list(range(ndim - len(dims), ndim)), keepdim=True)
+    y = F.multiply(x, F.pow(F.scale(mean_square, 1.0, float(epsilon)), -0.5))
+    return y if weight is None else F.multiply(y, weight)
+
+
+def local_response_norm(x: Any, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0,
+                        data_format: str = "NCHW", name: str | None = None) -> Any:
+    """x / (k + alpha * mean of x^2 over `size` neighbouring channels)^beta (zero padded, as
+    PyTorch and Paddle): an average pool along the channel axis."""
+    shape = list(x.shape)
+    if len(shape) < 3 or shape[1] < 0 or data_format not in ("NCHW", "NCL", "NCDHW"):
+        raise ValueError(f"local_response_norm: needs channel-first input of rank >= 3 with known channels, "
+                         f"got shape {shape} and data_format {data_format!r}")
+    size = int(size)
+    planes = F.reshape(F.square(x), [0, 1, shape[1], -1])
+    mean = apply_op("pool2d", {"X": planes}, {"pooling_type": "avg", "ksize": [size, 1], "strides": [1, 1],
+                                              "paddings": [size // 2, (size - 1) // 2, 0, 0], "exclusive": False})
+    mean = apply_op("reshape_as", {"X": mean, "Target": x})
+    return F.multiply(x, F.pow(F.scale(mean, float(alpha), float(k)), -float(beta)))
+
+
+def normalize(x: Any, p: float = 2, axis: int = 1, epsilon: float = 1e-12, name: str | None = None) -> Any:
+    """x / max(||x||_p along axis, epsilon)."""
+    if p == 2:
+        norm = F.sqrt(F.sum(F.square(x), axis=axis, keepdim=True))
+    elif p > 0 and math.isfinite(p):
+        norm = F.pow(F.sum(F.pow(F.abs(x), float(p)), axis=axis, keepdim=True), 1.0 / p)
+    else:
+        raise ValueError(f"normalize: p must be a positive finite number, got {p}")
+    norm = apply_op("clip", {"X": norm}, {"min": float(epsilon), "max": float("inf")})
+    return F.divide(x, norm)

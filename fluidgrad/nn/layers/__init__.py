@@ -2,6 +2,8 @@
 `fluidgrad.nn.functional`, so it runs the same registered ops as the static builders."""
 from .common import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
+from .pooling import *  # noqa: F401,F403
+from .vision import *  # noqa: F401,F403
 from .norm import *  # noqa: F401,F403
 from .activation import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403

@@ -1,67 +1,95 @@
-"""Convolution and pooling layers (NCHW)."""
+"""Convolution layers over 1-3 spatial axes (channel-first), and their transposes."""
 from __future__ import annotations
 
 from typing import Any
 
 from ...initializer import Constant, KaimingNormal
+from ...ops.geometry import per_axis
 from .. import functional as NF
 from ..layer import Layer
 
-__all__ = ['Conv2D', 'MaxPool2D', 'AvgPool2D']
+__all__ = ['Conv1D', 'Conv2D', 'Conv3D', 'Conv1DTranspose', 'Conv2DTranspose', 'Conv3DTranspose']
+
+_LAYOUTS = {1: "NCL", 2: "NCHW", 3: "NCDHW"}
+_CONV = {1: NF.conv1d, 2: NF.conv2d, 3: NF.conv3d}
+_TRANSPOSE = {1: NF.conv1d_transpose, 2: NF.conv2d_transpose, 3: NF.conv3d_transpose}
 
 
-def _pair(value: Any) -> list[int]:
-    return [int(value)] * 2 if isinstance(value, int) else [int(v) for v in value]
+class _ConvNd(Layer):
+    """Owns the filter (Kaiming-normal) and the bias (zeros; bias_attr=False: none)."""
 
-
-class Conv2D(Layer):
-    """NCHW convolution; weight is [out_channels, in_channels / groups, KH, KW]."""
+    nd = 2
+    transposed = False
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
                  dilation: Any = 1, groups: int = 1, padding_mode: str = "zeros", weight_attr: Any = None,
-                 bias_attr: Any = None, data_format: str = "NCHW") -> None:
+                 bias_attr: Any = None, data_format: str | None = None, output_padding: Any = 0) -> None:
         super().__init__()
+        name = type(self).__name__
         if padding_mode != "zeros":
-            raise ValueError(f"Conv2D: only padding_mode='zeros' is supported, got {padding_mode!r}")
+            raise ValueError(f"{name}: only padding_mode='zeros' is supported, got {padding_mode!r}")
         if in_channels % groups or out_channels % groups:
-            raise ValueError(f"Conv2D: in_channels {in_channels} and out_channels {out_channels} must be "
+            raise ValueError(f"{name}: in_channels {in_channels} and out_channels {out_channels} must be "
                              f"divisible by groups {groups}")
-        self.kernel_size = _pair(kernel_size)
+        self.kernel_size = per_axis(kernel_size, self.nd, f"{name}: kernel_size")
         self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, int(groups)
-        self.data_format = data_format
+        self.output_padding = output_padding
+        self.data_format = data_format or _LAYOUTS[self.nd]
         self.in_channels, self.out_channels = int(in_channels), int(out_channels)
-        self.weight = self.create_parameter([out_channels, in_channels // groups] + self.kernel_size, weight_attr,
-                                            default_initializer=KaimingNormal())
+        shape = ([in_channels, out_channels // groups] if self.transposed else
+                 [out_channels, in_channels // groups]) + self.kernel_size
+        self.weight = self.create_parameter(shape, weight_attr, default_initializer=KaimingNormal())
         self.bias = None if bias_attr is False else self.create_parameter(
             [out_channels], bias_attr, is_bias=True, default_initializer=Constant(0.0))
 
-    def forward(self, x: Any) -> Any:
-        return NF.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups,
-                         self.data_format)
+    def forward(self, x: Any, output_size: Any = None) -> Any:
+        if self.transposed:
+            return _TRANSPOSE[self.nd](x, self.weight, self.bias, stride=self.stride, padding=self.padding,
+                                       output_padding=self.output_padding, dilation=self.dilation,
+                                       groups=self.groups, output_size=output_size, data_format=self.data_format)
+        return _CONV[self.nd](x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups,
+                              self.data_format)
 
     def extra_repr(self) -> str:
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, "
                 f"padding={self.padding}")
 
 
-class MaxPool2D(Layer):
-    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, data_format: str = "NCHW") -> None:
-        super().__init__()
-        self.kernel_size, self.stride, self.padding, self.data_format = kernel_size, stride, padding, data_format
-
-    def forward(self, x: Any) -> Any:
-        return NF.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.data_format)
-
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+class Conv1D(_ConvNd):
+    """NCL convolution; weight is [out_channels, in_channels / groups, K]."""
+    nd = 1
 
 
-class AvgPool2D(Layer):
-    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, exclusive: bool = True,
-                 data_format: str = "NCHW") -> None:
-        super().__init__()
-        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
-        self.exclusive, self.data_format = exclusive, data_format
+class Conv2D(_ConvNd):
+    """NCHW convolution; weight is [out_channels, in_channels / groups, KH, KW]."""
+    nd = 2
 
-    def forward(self, x: Any) -> Any:
-        return NF.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.exclusive, self.data_format)
+
+class Conv3D(_ConvNd):
+    """NCDHW convolution; weight is [out_channels, in_channels / groups, KD, KH, KW]."""
+    nd = 3
+
+
+class _ConvTransposeNd(_ConvNd):
+    transposed = True
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+                 output_padding: Any = 0, groups: int = 1, dilation: Any = 1, weight_attr: Any = None,
+                 bias_attr: Any = None, data_format: str | None = None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, "zeros",
+                         weight_attr, bias_attr, data_format, output_padding)
+
+
+class Conv1DTranspose(_ConvTransposeNd):
+    """The transpose of Conv1D; weight is [in_channels, out_channels / groups, K]."""
+    nd = 1
+
+
+class Conv2DTranspose(_ConvTransposeNd):
+    """The transpose of Conv2D; weight is [in_channels, out_channels / groups, KH, KW]."""
+    nd = 2
+
+
+class Conv3DTranspose(_ConvTransposeNd):
+    """The transpose of Conv3D; weight is [in_channels, out_channels / groups, KD, KH, KW]."""
+    nd = 3

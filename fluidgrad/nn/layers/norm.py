@@ -10,17 +10,23 @@ from ...initializer import Constant
 from .. import functional as NF
 from ..layer import Layer
 
-__all__ = ['BatchNorm2D', 'LayerNorm']
+__all__ = ['BatchNorm', 'BatchNorm1D', 'BatchNorm2D', 'BatchNorm3D', 'LayerNorm', 'GroupNorm', 'InstanceNorm1D',
+           'InstanceNorm2D', 'InstanceNorm3D', 'RMSNorm', 'LocalResponseNorm']
 
 
-class BatchNorm2D(Layer):
-    """Normalise each channel of NCHW input: batch statistics while training (updating the
-    running ones: running = momentum * running + (1 - momentum) * batch), running ones in eval."""
+class _BatchNormNd(Layer):
+    """Normalise each channel (axis 1): batch statistics while training (updating the running
+    ones: running = momentum * running + (1 - momentum) * batch), running ones in eval."""
+
+    layouts: tuple[str, ...] = ("NCHW",)
 
     def __init__(self, num_features: int, momentum: float = 0.9, epsilon: float = 1e-5, weight_attr: Any = None,
-                 bias_attr: Any = None, data_format: str = "NCHW", use_global_stats: bool | None = None,
+                 bias_attr: Any = None, data_format: str | None = None, use_global_stats: bool | None = None,
                  name: str | None = None) -> None:
         super().__init__()
+        data_format = data_format or self.layouts[0]
+        if data_format not in self.layouts:
+            raise ValueError(f"{type(self).__name__}: data_format must be one of {self.layouts}, got {data_format!r}")
         self.num_features, self.momentum, self.epsilon = int(num_features), float(momentum), float(epsilon)
         self.data_format, self.use_global_stats = data_format, use_global_stats
         self.weight = self.create_parameter([num_features], weight_attr, default_initializer=Constant(1.0))
@@ -35,6 +41,24 @@ class BatchNorm2D(Layer):
 
     def extra_repr(self) -> str:
         return f"num_features={self.num_features}, momentum={self.momentum}, epsilon={self.epsilon}"
+
+
+class BatchNorm1D(_BatchNormNd):
+    """[N, C] or [N, C, L] input."""
+    layouts = ("NCL", "NC")
+
+
+class BatchNorm2D(_BatchNormNd):
+    layouts = ("NCHW",)
+
+
+class BatchNorm3D(_BatchNormNd):
+    layouts = ("NCDHW",)
+
+
+class BatchNorm(_BatchNormNd):
+    """Any channel-first rank (Fluid's dygraph BatchNorm)."""
+    layouts = ("NCHW", "NCL", "NC", "NCDHW")
 
 
 class LayerNorm(Layer):
@@ -53,3 +77,81 @@ class LayerNorm(Layer):
 
     def forward(self, x: Any) -> Any:
         return NF.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.epsilon)
+
+
+class GroupNorm(Layer):
+    """Normalise groups of channels per sample, then scale (init 1) and shift (init 0) per channel."""
+
+    def __init__(self, num_groups: int, num_channels: int, epsilon: float = 1e-5, weight_attr: Any = None,
+                 bias_attr: Any = None, data_format: str = "NCHW", name: str | None = None) -> None:
+        super().__init__()
+        if num_channels % num_groups:
+            raise ValueError(f"GroupNorm: num_channels {num_channels} must divide by num_groups {num_groups}")
+        self.num_groups, self.num_channels, self.epsilon = int(num_groups), int(num_channels), float(epsilon)
+        self.data_format = data_format
+        self.weight = None if weight_attr is False else self.create_parameter(
+            [num_channels], weight_attr, default_initializer=Constant(1.0))
+        self.bias = None if bias_attr is False else self.create_parameter(
+            [num_channels], bias_attr, is_bias=True, default_initializer=Constant(0.0))
+
+    def forward(self, x: Any) -> Any:
+        return NF.group_norm(x, self.num_groups, self.epsilon, self.weight, self.bias, self.data_format)
+
+    def extra_repr(self) -> str:
+        return f"num_groups={self.num_groups}, num_channels={self.num_channels}, epsilon={self.epsilon}"
+
+
+class _InstanceNormNd(Layer):
+    """Normalise each channel of each sample over its positions, then scale and shift per channel."""
+
+    def __init__(self, num_features: int, epsilon: float = 1e-5, momentum: float = 0.9, weight_attr: Any = None,
+                 bias_attr: Any = None, data_format: str = "NCHW", name: str | None = None) -> None:
+        super().__init__()
+        self.num_features, self.epsilon, self.data_format = int(num_features), float(epsilon), data_format
+        self.weight = None if weight_attr is False else self.create_parameter(
+            [num_features], weight_attr, default_initializer=Constant(1.0))
+        self.bias = None if bias_attr is False else self.create_parameter(
+            [num_features], bias_attr, is_bias=True, default_initializer=Constant(0.0))
+
+    def forward(self, x: Any) -> Any:
+        return NF.instance_norm(x, weight=self.weight, bias=self.bias, eps=self.epsilon)
+
+    def extra_repr(self) -> str:
+        return f"num_features={self.num_features}, epsilon={self.epsilon}"
+
+
+class InstanceNorm1D(_InstanceNormNd):
+    pass
+
+
+class InstanceNorm2D(_InstanceNormNd):
+    pass
+
+
+class InstanceNorm3D(_InstanceNormNd):
+    pass
+
+
+class RMSNorm(Layer):
+    """x / rms(x over the trailing normalized_shape axes) * weight (init 1)."""
+
+    def __init__(self, normalized_shape: int | Sequence[int], epsilon: float = 1e-6, weight_attr: Any = None,
+                 name: str | None = None) -> None:
+        super().__init__()
+        self.normalized_shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
+        self.epsilon = float(epsilon)
+        self.weight = None if weight_attr is False else self.create_parameter(
+            self.normalized_shape, weight_attr, default_initializer=Constant(1.0))
+
+    def forward(self, x: Any) -> Any:
+        return NF.rms_norm(x, self.normalized_shape, self.weight, self.epsilon)
+
+
+class LocalResponseNorm(Layer):
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0,
+                 data_format: str = "NCHW", name: str | None = None) -> None:
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k, self.data_format = int(size), alpha, beta, k, data_format
+
+    def forward(self, x: Any) -> Any:
+        return NF.local_response_norm(x, self.size, self.alpha, self.beta, self.k, self.data_format)

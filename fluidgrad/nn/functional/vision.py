@@ -1,0 +1,107 @@
+"""Resizing, pixel shuffling and im2col (channel-first), for both modes. Paddle 2 names."""
+from __future__ import annotations
+
+from typing import Any
+
+from ... import functions as F
+from ...dispatch import apply_op
+from ...ops.geometry import per_axis
+from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
+
+__all__ = ['interpolate', 'upsample', 'pixel_shuffle', 'pixel_unshuffle', 'unfold']
+
+_LAYOUTS = {1: ("NCL", "NCW"), 2: ("NCHW",), 3: ("NCDHW",)}
+_AREA = {1: adaptive_avg_pool1d, 2: adaptive_avg_pool2d, 3: adaptive_avg_pool3d}
+
+
+def interpolate(x: Any, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
+                align_corners: bool = False, align_mode: int = 0, data_format: str | None = None,
+                name: str | None = None) -> Any:
+    """Resize the spatial axes to `size`, or by `scale_factor` (output floor(size * scale); source
+    coordinates then use 1 / scale, as PyTorch). Modes: nearest, linear (1-D), bilinear and
+    bicubic (2-D), trilinear (3-D), area (adaptive average pooling). Without align_corners the
+    pixel centres are aligned (half-pixel); align_mode=1 is Paddle's asymmetric rule."""
+    nd = len(x.shape) - 2
+    if nd not in _LAYOUTS:
+        raise ValueError(f"interpolate: expects a 3-D, 4-D or 5-D channel-first input, got shape {list(x.shape)}")
+    if data_format is not None and data_format not in _LAYOUTS[nd]:
+        raise ValueError(f"interpolate: only channel-first layouts are supported, got {data_format!r}")
+    mode = mode.lower()
+    if (size is None) == (scale_factor is None):
+        raise ValueError("interpolate: give exactly one of size and scale_factor")
+    if mode == "nearest" and align_corners:
+        raise ValueError("interpolate: align_corners applies to the linear and cubic modes, not 'nearest'")
+    if mode == "area":
+        if size is None:
+            size = [int(s * f) for s, f in zip(x.shape[2:], _per_axis_float(scale_factor, nd))]
+        return _AREA[nd](x, size)
+    attrs = {"mode": mode, "align_corners": bool(align_corners), "align_mode": int(align_mode)}
+    if size is not None:
+        attrs.update(out_size=per_axis(size, nd, "interpolate: size"), scales=[])
+    else:
+        scales = _per_axis_float(scale_factor, nd)
+        if any(s <= 0 for s in scales):
+            raise ValueError(f"interpolate: scale_factor must be positive, got {scale_factor!r}")
+        attrs.update(out_size=[], scales=scales)
+    return apply_op("interpolate", {"X": x}, attrs)
+
+
+def _per_axis_float(value: Any, nd: int) -> list[float]:
+    values = [value] * nd if isinstance(value, (int, float)) else list(value)
+    if len(values) != nd:
+        raise ValueError(f"interpolate: scale_factor must be a number or {nd} numbers, got {value!r}")
+    return [float(v) for v in values]
+
+
+def upsample(x: Any, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
+             align_corners: bool = False, align_mode: int = 0, data_format: str | None = None,
+             name: str | None = None) -> Any:
+    """Same as `interpolate`."""
+    return interpolate(x, size, scale_factor, mode, align_corners, align_mode, data_format)
+
+
+def _known(x: Any, fn: str) -> list[int]:
+    shape = list(x.shape)
+    if len(shape) != 4 or any(d < 0 for d in shape[1:]):
+        raise ValueError(f"{fn}: expects a 4-D NCHW input with known C, H, W, got shape {shape}")
+    return shape
+
+
+def pixel_shuffle(x: Any, upscale_factor: int, data_format: str = "NCHW", name: str | None = None) -> Any:
+    """[N, C * r * r, H, W] -> [N, C, H * r, W * r] (ONNX DepthToSpace, mode CRD)."""
+    _, c, h, w = _known(x, "pixel_shuffle")
+    r = int(upscale_factor)
+    if data_format != "NCHW" or c % (r * r):
+        raise ValueError(f"pixel_shuffle: needs NCHW input whose channels {c} divide by {r * r}, "
+                         f"got {data_format!r} and shape {list(x.shape)}")
+    y = F.reshape(x, [0, c // (r * r), r, r, h, w])
+    y = F.transpose(y, [0, 1, 4, 2, 5, 3])
+    return F.reshape(y, [0, c // (r * r), h * r, w * r])
+
+
+def pixel_unshuffle(x: Any, downscale_factor: int, data_format: str = "NCHW", name: str | None = None) -> Any:
+    """[N, C, H * r, W * r] -> [N, C * r * r, H, W], the inverse of pixel_shuffle."""
+    _, c, h, w = _known(x, "pixel_unshuffle")
+    r = int(downscale_factor)
+    if data_format != "NCHW" or h % r or w % r:
+        raise ValueError(f"pixel_unshuffle: needs NCHW input whose H, W divide by {r}, got shape {list(x.shape)}")
+    y = F.reshape(x, [0, c, h // r, r, w // r, r])
+    y = F.transpose(y, [0, 1, 3, 5, 2, 4])
+    return F.reshape(y, [0, c * r * r, h // r, w // r])
+
+
+def unfold(x: Any, kernel_sizes: Any, strides: Any = 1, paddings: Any = 0, dilations: Any = 1,
+           name: str | None = None) -> Any:
+    """im2col: [N, C, H, W] -> [N, C * KH * KW, L], one column per window position. paddings:
+    an int, [h, w], or Paddle's [top, left, bottom, right]."""
+    pads = [paddings] * 2 if isinstance(paddings, int) else [int(p) for p in paddings]
+    if len(pads) == 2:
+        pads = [pads[0], pads[0], pads[1], pads[1]]
+    elif len(pads) == 4:
+        pads = [pads[0], pads[2], pads[1], pads[3]]   # [top, left, bottom, right] -> lo, hi per axis
+    else:
+        raise ValueError(f"unfold: paddings must be an int, 2 ints or 4 ints, got {paddings!r}")
+    attrs = {"kernel_sizes": per_axis(kernel_sizes, 2, "unfold: kernel_sizes"),
+             "strides": per_axis(strides, 2, "unfold: strides"), "paddings": pads,
+             "dilations": per_axis(dilations, 2, "unfold: dilations")}
+    return apply_op("unfold", {"X": x}, attrs)

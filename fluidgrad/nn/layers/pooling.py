@@ -1,0 +1,143 @@
+"""Pooling layers over 1-3 spatial axes (channel-first): max, average, adaptive."""
+from __future__ import annotations
+
+from typing import Any
+
+from .. import functional as NF
+from ..layer import Layer
+
+__all__ = ['MaxPool1D', 'MaxPool2D', 'MaxPool3D', 'AvgPool1D', 'AvgPool2D', 'AvgPool3D',
+           'AdaptiveAvgPool1D', 'AdaptiveAvgPool2D', 'AdaptiveAvgPool3D',
+           'AdaptiveMaxPool1D', 'AdaptiveMaxPool2D', 'AdaptiveMaxPool3D']
+
+_LAYOUTS = {1: "NCL", 2: "NCHW", 3: "NCDHW"}
+
+
+class _MaxPoolNd(Layer):
+    nd = 2
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, return_mask: bool = False,
+                 ceil_mode: bool = False, data_format: str | None = None, name: str | None = None,
+                 dilation: Any = 1) -> None:
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.return_mask, self.ceil_mode, self.dilation = return_mask, ceil_mode, dilation
+        self.data_format = data_format or _LAYOUTS[self.nd]
+
+    def forward(self, x: Any) -> Any:
+        fn = {1: NF.max_pool1d, 2: NF.max_pool2d, 3: NF.max_pool3d}[self.nd]
+        extra = {} if self.nd == 1 else {"data_format": self.data_format}
+        return fn(x, self.kernel_size, self.stride, self.padding, return_mask=self.return_mask,
+                  ceil_mode=self.ceil_mode, dilation=self.dilation, **extra)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxPool1D(_MaxPoolNd):
+    nd = 1
+
+
+class MaxPool2D(_MaxPoolNd):
+    nd = 2
+
+
+class MaxPool3D(_MaxPoolNd):
+    nd = 3
+
+
+class _AvgPoolNd(Layer):
+    nd = 2
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+                 exclusive: bool = True, divisor_override: float | None = None, data_format: str | None = None,
+                 name: str | None = None) -> None:
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.ceil_mode, self.exclusive, self.divisor_override = ceil_mode, exclusive, divisor_override
+        self.data_format = data_format or _LAYOUTS[self.nd]
+
+    def forward(self, x: Any) -> Any:
+        if self.nd == 1:
+            return NF.avg_pool1d(x, self.kernel_size, self.stride, self.padding, exclusive=self.exclusive,
+                                 ceil_mode=self.ceil_mode)
+        fn = NF.avg_pool2d if self.nd == 2 else NF.avg_pool3d
+        return fn(x, self.kernel_size, self.stride, self.padding, ceil_mode=self.ceil_mode, exclusive=self.exclusive,
+                  divisor_override=self.divisor_override, data_format=self.data_format)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool1D(_AvgPoolNd):
+    """Paddle's argument order: (kernel_size, stride, padding, exclusive, ceil_mode)."""
+    nd = 1
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, exclusive: bool = True,
+                 ceil_mode: bool = False, name: str | None = None) -> None:
+        super().__init__(kernel_size, stride, padding, ceil_mode, exclusive)
+
+
+class AvgPool2D(_AvgPoolNd):
+    nd = 2
+
+
+class AvgPool3D(_AvgPoolNd):
+    nd = 3
+
+
+class _AdaptiveAvgPoolNd(Layer):
+    nd = 2
+
+    def __init__(self, output_size: Any, data_format: str | None = None, name: str | None = None) -> None:
+        super().__init__()
+        self.output_size = output_size
+        self.data_format = data_format or _LAYOUTS[self.nd]
+
+    def forward(self, x: Any) -> Any:
+        if self.nd == 1:
+            return NF.adaptive_avg_pool1d(x, self.output_size)
+        fn = NF.adaptive_avg_pool2d if self.nd == 2 else NF.adaptive_avg_pool3d
+        return fn(x, self.output_size, self.data_format)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1D(_AdaptiveAvgPoolNd):
+    nd = 1
+
+
+class AdaptiveAvgPool2D(_AdaptiveAvgPoolNd):
+    nd = 2
+
+
+class AdaptiveAvgPool3D(_AdaptiveAvgPoolNd):
+    nd = 3
+
+
+class _AdaptiveMaxPoolNd(Layer):
+    nd = 2
+
+    def __init__(self, output_size: Any, return_mask: bool = False, name: str | None = None) -> None:
+        super().__init__()
+        self.output_size, self.return_mask = output_size, return_mask
+
+    def forward(self, x: Any) -> Any:
+        fn = {1: NF.adaptive_max_pool1d, 2: NF.adaptive_max_pool2d, 3: NF.adaptive_max_pool3d}[self.nd]
+        return fn(x, self.output_size, self.return_mask)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool1D(_AdaptiveMaxPoolNd):
+    nd = 1
+
+
+class AdaptiveMaxPool2D(_AdaptiveMaxPoolNd):
+    nd = 2
+
+
+class AdaptiveMaxPool3D(_AdaptiveMaxPoolNd):
+    nd = 3

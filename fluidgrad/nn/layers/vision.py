@@ -1,0 +1,68 @@
+"""Resizing, pixel shuffling and im2col layers (no parameters)."""
+from __future__ import annotations
+
+from typing import Any
+
+from .. import functional as NF
+from ..layer import Layer
+
+__all__ = ['Upsample', 'UpsamplingNearest2D', 'UpsamplingBilinear2D', 'PixelShuffle', 'PixelUnshuffle', 'Unfold']
+
+
+class Upsample(Layer):
+    """`interpolate` as a layer."""
+
+    def __init__(self, size: Any = None, scale_factor: Any = None, mode: str = "nearest", align_corners: bool = False,
+                 align_mode: int = 0, data_format: str | None = None, name: str | None = None) -> None:
+        super().__init__()
+        self.size, self.scale_factor, self.mode = size, scale_factor, mode
+        self.align_corners, self.align_mode, self.data_format = align_corners, align_mode, data_format
+
+    def forward(self, x: Any) -> Any:
+        return NF.interpolate(x, self.size, self.scale_factor, self.mode, self.align_corners, self.align_mode,
+                              self.data_format)
+
+    def extra_repr(self) -> str:
+        return f"size={self.size}, scale_factor={self.scale_factor}, mode={self.mode!r}"
+
+
+class UpsamplingNearest2D(Upsample):
+    def __init__(self, size: Any = None, scale_factor: Any = None, data_format: str = "NCHW",
+                 name: str | None = None) -> None:
+        super().__init__(size, scale_factor, "nearest", data_format=data_format)
+
+
+class UpsamplingBilinear2D(Upsample):
+    """Bilinear with align_corners=True (as Paddle's and PyTorch's layer of this name)."""
+
+    def __init__(self, size: Any = None, scale_factor: Any = None, data_format: str = "NCHW",
+                 name: str | None = None) -> None:
+        super().__init__(size, scale_factor, "bilinear", align_corners=True, data_format=data_format)
+
+
+class PixelShuffle(Layer):
+    def __init__(self, upscale_factor: int, data_format: str = "NCHW", name: str | None = None) -> None:
+        super().__init__()
+        self.upscale_factor, self.data_format = int(upscale_factor), data_format
+
+    def forward(self, x: Any) -> Any:
+        return NF.pixel_shuffle(x, self.upscale_factor, self.data_format)
+
+
+class PixelUnshuffle(Layer):
+    def __init__(self, downscale_factor: int, data_format: str = "NCHW", name: str | None = None) -> None:
+        super().__init__()
+        self.downscale_factor, self.data_format = int(downscale_factor), data_format
+
+    def forward(self, x: Any) -> Any:
+        return NF.pixel_unshuffle(x, self.downscale_factor, self.data_format)
+
+
+class Unfold(Layer):
+    def __init__(self, kernel_sizes: Any, dilations: Any = 1, paddings: Any = 0, strides: Any = 1,
+                 name: str | None = None) -> None:
+        super().__init__()
+        self.kernel_sizes, self.dilations, self.paddings, self.strides = kernel_sizes, dilations, paddings, strides
+
+    def forward(self, x: Any) -> Any:
+        return NF.unfold(x, self.kernel_sizes, self.strides, self.paddings, self.dilations)

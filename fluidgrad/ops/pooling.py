@@ -1,0 +1,392 @@
+"""Max and average pooling over 1, 2 or 3 spatial axes (channel-first).
+
+`pool{n}d` (the Fluid op: `pool2d` is in saved programs) and `max_pool{n}d_with_index`,
+which also returns the argmax of each window as a flat index into its input plane (PyTorch's
+`return_mask`). The public max-pooling functions use the latter: the backward reads the
+saved indices and scatters dOut in one pass (`max_pool_index_grad`) instead of searching
+the windows again. Its transpose `max_pool_index_select` gathers at the same indices, so both
+differentiate again. Windows are strided views of the padded input; a kernel loops over the
+(few) window offsets, never over pixels. ceil_mode, dilations, exclusive averages
+(count_include_pad=False), global and adaptive (PyTorch's window bounds) pooling are attributes.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .geometry import Windows, adaptive_bounds, adaptive_mean_matrix, along_axes, per_axis
+from .registry import register_op
+from .shape_rules import float_only
+
+POOL_ATTRS = {"pooling_type": "max", "ksize": [1, 1], "strides": [1, 1], "paddings": [0, 0],
+              "global_pooling": False, "exclusive": True, "data_format": "NCHW", "ceil_mode": False,
+              "dilations": [1, 1], "adaptive": False, "padding_algorithm": "EXPLICIT"}
+_INDEX_KEYS = [k for k in POOL_ATTRS if k not in ("pooling_type", "exclusive")]
+_LAYOUTS = {1: ("NCL", "NCW"), 2: ("NCHW",), 3: ("NCDHW",)}
+_MANY_OFFSETS = 16   # above this window size, one copy + argmax beats a pass per offset
+
+
+class Pooling:
+    """How one pooling op reads its input: regular windows, or adaptive / global ones."""
+
+    def __init__(self, spatial, ksize, strides, paddings, global_pooling=False, ceil_mode=False, dilations=1,
+                 adaptive=False, padding_algorithm="EXPLICIT") -> None:
+        nd = len(spatial)
+        self.spatial = [int(s) for s in spatial]
+        self.kind = "global" if global_pooling else ("adaptive" if adaptive else "windows")
+        if self.kind == "adaptive":
+            self.out = per_axis(ksize, nd, "output_size")
+            if all(s >= 0 and s % o == 0 for s, o in zip(self.spatial, self.out)):   # regular after all
+                kernel = [s // o for s, o in zip(self.spatial, self.out)]
+                self.kind, self.windows = "windows", Windows(self.spatial, kernel, kernel, 0)
+        elif self.kind == "global":
+            self.out = [1] * nd
+        else:
+            self.windows = Windows(self.spatial, per_axis(ksize, nd, "ksize"), strides, paddings, dilations,
+                                   padding_algorithm, ceil_mode)
+            self.out = self.windows.out
+
+    def plane_strides(self) -> list[int]:
+        return [math.prod(self.spatial[i + 1:]) for i in range(len(self.spatial))]
+
+
+def _pooling(x_shape, ksize, strides, paddings, global_pooling, ceil_mode, dilations, adaptive,
+             padding_algorithm) -> Pooling:
+    return Pooling(x_shape[2:], ksize, strides, paddings, global_pooling, ceil_mode, dilations, adaptive,
+                   padding_algorithm)
+
+
+# ---------------------------------------------------------------- max with argmax
+def _window_max(x: np.ndarray, geo: Windows, plane: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Max and flat argmax (into each input plane) of regular windows; ties go to the first."""
+    xp = geo.pad(x, -np.inf)
+    base = 0
+    for i, (o, st, (lo, _)) in enumerate(zip(geo.out, geo.strides, geo.pads)):
+        starts = (np.arange(o) * st - lo) * plane[i]
+        base = np.add.outer(base, starts) if i else starts
+    base = np.asarray(base, dtype=np.int64)
+    offsets = [sum(k * d * p for k, d, p in zip(off, geo.dilations, plane)) for off in geo.offsets()]
+    if len(offsets) > _MANY_OFFSETS:
+        win = geo.view(xp)
+        nd = geo.nd
+        order = (0, 1) + tuple(range(2 + nd, 2 + 2 * nd)) + tuple(range(2, 2 + nd))
+        flat = win.transpose(order).reshape(x.shape[:2] + tuple(geo.out) + (-1,))
+        local = flat.argmax(axis=-1)
+        best = np.take_along_axis(flat, local[..., None], axis=-1)[..., 0]
+        return best, base + np.asarray(offsets, dtype=np.int64)[local]
+    best = index = None
+    for off, offset in zip(offsets, geo.offsets()):
+        view = xp[geo.offset_slice(offset)]
+        if best is None:
+            best = view.copy()
+            index = np.empty(best.shape, dtype=np.int64)
+            index[...] = base + off
+            continue
+        better = view > best
+        np.copyto(best, view, where=better)
+        np.copyto(index, base + off, where=better)
+    return best, index
+
+
+def _adaptive_max(x: np.ndarray, pool: Pooling) -> tuple[np.ndarray, np.ndarray]:
+    """Irregular windows: one reduction per output position (outputs are small)."""
+    n, c = x.shape[:2]
+    bounds = [adaptive_bounds(s, o) for s, o in zip(pool.spatial, pool.out)]
+    out = np.empty((n, c) + tuple(pool.out), dtype=x.dtype)
+    index = np.empty(out.shape, dtype=np.int64)
+    for pos in np.ndindex(*pool.out):
+        region = tuple(slice(b[0][i], b[1][i]) for b, i in zip(bounds, pos))
+        block = x[(slice(None), slice(None)) + region]
+        local = block.reshape(n, c, -1).argmax(axis=-1)
+        flat = block.reshape(n, c, -1)
+        out[(slice(None), slice(None)) + pos] = np.take_along_axis(flat, local[:, :, None], 2)[..., 0]
+        coords = np.unravel_index(local, block.shape[2:])
+        index[(slice(None), slice(None)) + pos] = np.ravel_multi_index(
+            tuple(co + r.start for co, r in zip(coords, region)), pool.spatial)
+    return out, index
+
+
+def max_with_index(x: np.ndarray, pool: Pooling) -> tuple[np.ndarray, np.ndarray]:
+    if pool.kind == "global":
+        flat = x.reshape(x.shape[:2] + (-1,))
+        index = flat.argmax(axis=-1)[..., None]
+        shape = x.shape[:2] + (1,) * (x.ndim - 2)
+        return np.take_along_axis(flat, index, -1).reshape(shape), index.reshape(shape)
+    if pool.kind == "adaptive":
+        return _adaptive_max(x, pool)
+    return _window_max(x, pool.windows, pool.plane_strides())
+
+
+def max_pool_with_index_kernel(x, ksize=(1, 1), strides=(1, 1), paddings=(0, 0), global_pooling=False,
+                               data_format="NCHW", ceil_mode=False, dilations=(1, 1), adaptive=False,
+                               padding_algorithm="EXPLICIT"):
+    pool = _pooling(x.shape, ksize, strides, paddings, global_pooling, ceil_mode, dilations, adaptive,
+                    padding_algorithm)
+    return max_with_index(x, pool)
+
+
+def max_pool_index_grad_kernel(mask, dout, x):
+    """dOut added at the saved argmax of each window (X gives only the shape): one bincount,
+    which also sums where overlapping windows share a maximum."""
+    n, c = x.shape[:2]
+    plane = math.prod(x.shape[2:])
+    flat = mask.reshape(n * c, -1) + (np.arange(n * c, dtype=np.int64) * plane)[:, None]
+    dx = np.bincount(flat.ravel(), weights=dout.ravel(), minlength=n * c * plane)
+    return dx.astype(dout.dtype, copy=False).reshape(x.shape)
+
+
+def max_pool_index_select_kernel(mask, y):
+    """Y read at the saved argmax of each window: max_pool_index_grad's transpose."""
+    n, c = y.shape[:2]
+    picked = np.take_along_axis(y.reshape(n, c, -1), mask.reshape(n, c, -1), axis=2)
+    return picked.reshape(mask.shape)
+
+
+# ---------------------------------------------------------------- averages
+def _counts(geo: Windows, exclusive: bool, dtype) -> np.ndarray:
+    """How many elements each window averages: real ones (exclusive), or those inside the padding."""
+    per_axis_counts = []
+    for size, k, (lo, hi), st, d, o in zip(geo.spatial, geo.kernel, geo.pads, geo.strides, geo.dilations, geo.out):
+        positions = (np.arange(o) * st - lo)[:, None] + np.arange(k) * d
+        low, high = (0, size) if exclusive else (-lo, size + hi)
+        per_axis_counts.append(((positions >= low) & (positions < high)).sum(axis=1))
+    total = per_axis_counts[0]
+    for counts in per_axis_counts[1:]:
+        total = np.multiply.outer(total, counts)
+    return np.maximum(total, 1).astype(dtype)
+
+
+def _adaptive_matrices(pool: Pooling) -> list[np.ndarray]:
+    return [adaptive_mean_matrix(s, o) for s, o in zip(pool.spatial, pool.out)]
+
+
+def avg_pool(x: np.ndarray, pool: Pooling, exclusive: bool) -> np.ndarray:
+    if pool.kind == "global":
+        axes = tuple(range(2, x.ndim))
+        return x.mean(axis=axes, keepdims=True, dtype=x.dtype)
+    if pool.kind == "adaptive":
+        return along_axes(x, _adaptive_matrices(pool))
+    geo = pool.windows
+    xp = geo.pad(x)
+    total = None
+    for offset in geo.offsets():
+        view = xp[geo.offset_slice(offset)]
+        total = view.copy() if total is None else np.add(total, view, out=total)
+    total /= _counts(geo, exclusive, x.dtype)
+    return total
+
+
+def avg_pool_grad(dout: np.ndarray, x_shape, pool: Pooling, exclusive: bool) -> np.ndarray:
+    if pool.kind == "global":
+        return np.broadcast_to(dout / dout.dtype.type(math.prod(x_shape[2:])), x_shape).copy()
+    if pool.kind == "adaptive":
+        return along_axes(dout, [m.T for m in _adaptive_matrices(pool)])
+    geo = pool.windows
+    dxp = np.zeros(tuple(x_shape[:2]) + tuple(geo.padded), dtype=dout.dtype)
+    share = dout / _counts(geo, exclusive, dout.dtype)
+    for offset in geo.offsets():
+        dxp[geo.offset_slice(offset)] += share
+    return geo.crop(dxp)
+
+
+def pool_kernel(x, pooling_type="max", ksize=(1, 1), strides=(1, 1), paddings=(0, 0), global_pooling=False,
+                exclusive=True, data_format="NCHW", ceil_mode=False, dilations=(1, 1), adaptive=False,
+                padding_algorithm="EXPLICIT"):
+    pool = _pooling(x.shape, ksize, strides, paddings, global_pooling, ceil_mode, dilations, adaptive,
+                    padding_algorithm)
+    if pooling_type == "max":
+        return max_with_index(x, pool)[0]
+    return avg_pool(x, pool, exclusive)
+
+
+def pool_grad_kernel(x, dout, pooling_type="max", ksize=(1, 1), strides=(1, 1), paddings=(0, 0),
+                     global_pooling=False, exclusive=True, data_format="NCHW", ceil_mode=False, dilations=(1, 1),
+                     adaptive=False, padding_algorithm="EXPLICIT"):
+    """dX of pool (X locates the maxima): to each window's first maximum, or spread evenly."""
+    pool = _pooling(x.shape, ksize, strides, paddings, global_pooling, ceil_mode, dilations, adaptive,
+                    padding_algorithm)
+    if pooling_type == "max":
+        return max_pool_index_grad_kernel(max_with_index(x, pool)[1], dout, x)
+    return avg_pool_grad(dout, x.shape, pool, exclusive)
+
+
+def max_pool_select_kernel(x, y, ksize=(1, 1), strides=(1, 1), paddings=(0, 0), global_pooling=False,
+                           data_format="NCHW", ceil_mode=False, dilations=(1, 1), adaptive=False,
+                           padding_algorithm="EXPLICIT"):
+    """Y (shaped like X) read at each max-pool window's argmax of X: the transpose of pool_grad."""
+    pool = _pooling(x.shape, ksize, strides, paddings, global_pooling, ceil_mode, dilations, adaptive,
+                    padding_algorithm)
+    return max_pool_index_select_kernel(max_with_index(x, pool)[1], y)
+
+
+# ---------------------------------------------------------------- shape rules
+def _pool_geometry(ctx, nd: int, slot: str = "X") -> tuple[list[int], Pooling]:
+    float_only(ctx, slot)
+    x = list(ctx.shape(slot))
+    if len(x) != nd + 2:
+        raise ctx.shape_error(f"expects a {nd + 2}-D channel-first input, got {ctx.describe(slot)}")
+    if ctx.attr("data_format") not in _LAYOUTS[nd]:
+        raise ctx.shape_error(f"only data_format {_LAYOUTS[nd][0]!r} is supported, got {ctx.attr('data_format')!r}")
+    if "pooling_type" in ctx.attrs and ctx.attr("pooling_type") not in ("max", "avg"):
+        raise ctx.shape_error(f"pooling_type must be 'max' or 'avg', got {ctx.attr('pooling_type')!r}")
+    global_or_adaptive = ctx.attr("global_pooling") or ctx.attr("adaptive")
+    try:
+        if not global_or_adaptive and (min(per_axis(ctx.attr("strides"), nd, "strides")) < 1 or
+                                       min(per_axis(ctx.attr("ksize"), nd, "ksize")) < 1 or
+                                       min(per_axis(ctx.attr("dilations"), nd, "dilations")) < 1):
+            raise ValueError(f"ksize {ctx.attr('ksize')}, strides {ctx.attr('strides')} and dilations "
+                             f"{ctx.attr('dilations')} must be >= 1")
+        pool = Pooling(x[2:], ctx.attr("ksize"), ctx.attr("strides"), ctx.attr("paddings"),
+                       ctx.attr("global_pooling"), ctx.attr("ceil_mode"), ctx.attr("dilations"),
+                       ctx.attr("adaptive"), ctx.attr("padding_algorithm"))
+    except ValueError as err:
+        raise ctx.shape_error(str(err)) from None
+    if pool.kind == "windows" and not ctx.attr("adaptive"):
+        geo = pool.windows
+        reach = [d * (k - 1) + 1 for k, d in zip(geo.kernel, geo.dilations)]
+        if any(lo >= r or hi >= r for (lo, hi), r in zip(geo.pads, reach)):
+            raise ctx.shape_error(f"paddings {ctx.attr('paddings')} must be smaller than the window {reach}")
+        if any(s >= 0 and o < 1 for s, o in zip(x[2:], pool.out)):
+            raise ctx.shape_error(f"window {geo.kernel} does not fit into {ctx.describe(slot)}")
+    if pool.kind == "adaptive" and any(o < 1 for o in pool.out):
+        raise ctx.shape_error(f"adaptive output size {ctx.attr('ksize')} must be positive")
+    return x, pool
+
+
+def _pool_infer(nd: int):
+    def infer(ctx):
+        x, pool = _pool_geometry(ctx, nd)
+        ctx.set_output("Out", x[:2] + pool.out, ctx.dtype("X"))
+    return infer
+
+
+def _pool_grad_infer(nd: int):
+    def infer(ctx):
+        x, pool = _pool_geometry(ctx, nd)
+        if list(ctx.shape("DOut"))[2:] != pool.out and all(o >= 0 for o in pool.out):
+            raise ctx.shape_error(f"{ctx.describe('DOut')} must have the pooled shape {x[:2] + pool.out}")
+        ctx.set_output("Out", x, ctx.dtype("DOut"))
+    return infer
+
+
+def _select_infer(nd: int):
+    def infer(ctx):
+        x, pool = _pool_geometry(ctx, nd)
+        if list(ctx.shape("Y")) != x:
+            raise ctx.shape_error(f"{ctx.describe('Y')} must have the shape of {ctx.describe('X')}")
+        ctx.set_output("Out", x[:2] + pool.out, ctx.dtype("Y"))
+    return infer
+
+
+def _with_index_infer(nd: int):
+    def infer(ctx):
+        x, pool = _pool_geometry(ctx, nd)
+        ctx.set_output("Out", x[:2] + pool.out, ctx.dtype("X"))
+        ctx.set_output("Mask", x[:2] + pool.out, "int64")
+    return infer
+
+
+def _index_grad_infer(ctx):
+    float_only(ctx, "DOut", "X")
+    if not ctx.dtype("Mask").startswith("int"):
+        raise ctx.dtype_error(f"{ctx.describe('Mask')} must hold integer indices")
+    if list(ctx.shape("Mask")) != list(ctx.shape("DOut")):
+        raise ctx.shape_error(f"{ctx.describe('Mask')} and {ctx.describe('DOut')} must have one shape")
+    if list(ctx.shape("X"))[:2] != list(ctx.shape("DOut"))[:2]:
+        raise ctx.shape_error(f"{ctx.describe('X')} and {ctx.describe('DOut')} must share N and C")
+    ctx.set_output("Out", ctx.shape("X"), ctx.dtype("DOut"))
+
+
+def _index_select_infer(ctx):
+    float_only(ctx, "Y")
+    if not ctx.dtype("Mask").startswith("int"):
+        raise ctx.dtype_error(f"{ctx.describe('Mask')} must hold integer indices")
+    if list(ctx.shape("Y"))[:2] != list(ctx.shape("Mask"))[:2]:
+        raise ctx.shape_error(f"{ctx.describe('Y')} and {ctx.describe('Mask')} must share N and C")
+    ctx.set_output("Out", ctx.shape("Mask"), ctx.dtype("Y"))
+
+
+# ---------------------------------------------------------------- gradients
+def _attrs(g, keys) -> dict:
+    return {k: _attr(g, k, POOL_ATTRS[k]) for k in keys}
+
+
+def _attr(g, name: str, default):
+    """An attribute of the forward op; programs saved before it existed lack it."""
+    try:
+        return g.attr(name)
+    except KeyError:
+        return default
+
+
+def _pool_grad(nd: int):
+    def grad(g):
+        g.set_input_grad("X", g.op(f"pool{nd}d_grad", {"X": g.input("X"), "DOut": g.output_grad("Out")},
+                                   **_attrs(g, POOL_ATTRS)))
+    return grad
+
+
+def _pool_grad_grad(nd: int):
+    """pool_grad is linear in DOut; its transpose is avg pooling, or a gather at the argmax."""
+    def grad(g):
+        cot = g.output_grad("Out")
+        if g.attr("pooling_type") == "avg":
+            dd = g.op(f"pool{nd}d", {"X": cot}, **_attrs(g, POOL_ATTRS))
+        else:
+            _, mask = g.op(f"max_pool{nd}d_with_index", {"X": g.input("X")}, **_attrs(g, _INDEX_KEYS))
+            dd = g.op("max_pool_index_select", {"Mask": mask, "Y": cot})
+        g.set_input_grad("DOut", dd)
+    return grad
+
+
+def _with_index_grad(g):
+    g.set_input_grad("X", g.op("max_pool_index_grad", {"Mask": g.output("Mask"), "DOut": g.output_grad("Out"),
+                                                       "X": g.input("X")}))
+
+
+def _index_grad_grad(g):
+    g.set_input_grad("DOut", g.op("max_pool_index_select", {"Mask": g.input("Mask"), "Y": g.output_grad("Out")}))
+
+
+def _index_select_grad(g):
+    g.set_input_grad("Y", g.op("max_pool_index_grad", {"Mask": g.input("Mask"), "DOut": g.output_grad("Out"),
+                                                       "X": g.input("Y")}))
+
+
+def _select_grad(g):
+    g.set_input_grad("Y", g.op("pool2d_grad", {"X": g.input("X"), "DOut": g.output_grad("Out")},
+                               pooling_type="max", **_attrs(g, _INDEX_KEYS)))
+
+
+def _register(nd: int) -> None:
+    attrs = {k: (v[:1] * nd if isinstance(v, list) and k != "paddings" else v) for k, v in POOL_ATTRS.items()}
+    attrs["paddings"] = [0] * nd
+    attrs["data_format"] = _LAYOUTS[nd][0]
+    register_op(f"pool{nd}d", inputs="X", outputs="Out", attrs=dict(attrs), kernel=pool_kernel,
+                infer=_pool_infer(nd), grad=_pool_grad(nd),
+                doc=f"{nd}-D max or average pooling (channel-first); `exclusive` averages only real elements; "
+                    f"ceil_mode, dilations, global_pooling, adaptive (ksize is then the output size).")
+    register_op(f"pool{nd}d_grad", inputs="X DOut", outputs="Out", attrs=dict(attrs), kernel=pool_grad_kernel,
+                infer=_pool_grad_infer(nd), grad=_pool_grad_grad(nd),
+                doc=f"The gradient of pool{nd}d with respect to X (X locates the maxima).")
+    index_attrs = {k: attrs[k] for k in _INDEX_KEYS}
+    register_op(f"max_pool{nd}d_with_index", inputs="X", outputs="Out Mask", attrs=index_attrs,
+                kernel=max_pool_with_index_kernel, infer=_with_index_infer(nd), grad=_with_index_grad,
+                doc=f"{nd}-D max pooling that also returns each window's argmax as a flat index into its "
+                    f"input plane (PyTorch's return_mask); the backward scatters at these indices.")
+
+
+for _nd in (1, 2, 3):
+    _register(_nd)
+
+register_op("max_pool_index_grad", inputs="Mask DOut X", outputs="Out", kernel=max_pool_index_grad_kernel,
+            infer=_index_grad_infer, grad=_index_grad_grad,
+            doc="DOut added into an X-shaped zero array at the plane indices Mask (max pooling's backward).")
+register_op("max_pool_index_select", inputs="Mask Y", outputs="Out", kernel=max_pool_index_select_kernel,
+            infer=_index_select_infer, grad=_index_select_grad,
+            doc="Y read at the plane indices Mask: the transpose of max_pool_index_grad.")
+register_op("max_pool2d_select", inputs="X Y", outputs="Out", attrs={k: POOL_ATTRS[k] for k in _INDEX_KEYS},
+            kernel=max_pool_select_kernel, infer=_select_infer(2), grad=_select_grad,
+            doc="Y read at the argmax of each max-pool window of X (kept for saved programs: pool2d_grad's "
+                "transpose).")
