@@ -3,7 +3,7 @@
 softmax(X * scale + Mask) along the last axis, with -inf above the diagonal when `causal`
 (query i sees keys 0..i, PyTorch's top-left alignment). One kernel, one output buffer:
 the scaled, masked scores are never kept. Mask is float (added) or bool (True: attend).
-The gradient is ordinary ops on the output, so it differentiates again.
+The gradient is softmax's fused gradient op (on the output), which differentiates again.
 """
 from __future__ import annotations
 
@@ -52,9 +52,7 @@ def _attention_softmax_infer(ctx):
 
 
 def _attention_softmax_grad(g):
-    out, dout = g.output("Out"), g.output_grad("Out")
-    inner = g.op("reduce_sum", {"X": g.op("elementwise_mul", {"X": dout, "Y": out})}, axis=[-1], keepdim=True)
-    dscores = g.op("elementwise_mul", {"X": out, "Y": g.op("elementwise_sub", {"X": dout, "Y": inner})})
+    dscores = g.op("softmax_grad", {"Out": g.output("Out"), "DOut": g.output_grad("Out")}, axis=-1)
     if g.needs_input_grad("X"):
         g.set_input_grad("X", g.op("scale", {"X": dscores}, scale=float(g.attr("scale"))))
     if g.input("Mask") is not None and g.needs_input_grad("Mask"):
