@@ -6,7 +6,8 @@ The steps follow the Fluid design (../shared/seeds/backward-building.md):
   3. walk the ops in reverse, asking the registry for grad ops; an op with a sub-block
      gets a grad block (parent: that sub-block) built by the same walk, recursively;
   4. a gradient written by several grad ops is renamed `@RENAME@k` per writer and summed;
-  5. a gradient that a kept grad op reads but nobody writes gets `fill_zeros_like`;
+  5. no-grad branches: unread grad ops go, and a gradient that a kept grad op reads but
+     nobody writes gets `fill_zeros_like` (`remove_no_grad_branches`);
   6. gradient variables are created in the right block and shape-inferred.
 A gradient flows only where some output's gradient flows (a symbolic zero elsewhere),
 so ops off the path, and ops whose inputs all stop the gradient, get no grad op.
@@ -21,7 +22,8 @@ from typing import Any, Callable, Iterable, Sequence
 from .framework import BACKWARD, Block, Operator, Parameter, Program, Variable
 from .framework.variable import names_of
 from .framework.names import EMPTY_VAR_NAME, GRAD_SUFFIX, rename_var_name
-from .ops.registry import infer_op
+from .framework.errors import NoGradientError
+from .ops.registry import get_op_def, infer_op, require_gradient
 from .framework.transaction import rollback_on_error
 from .ops.grad_builder import OpDesc, get_grad_op_desc
 from .recompute_pass import apply_recompute
@@ -123,6 +125,24 @@ class _BackwardBuilder:
         # a variable written twice (a loop variable) is live if any of its writers is
         self.no_grad.update(produced - live)
 
+    def check_gradients_exist(self, path: Sequence[Operator]) -> None:
+        """An op on the path with a float output and a differentiable input must have a
+        gradient: say so now, naming it, before any other check reads its (generated) variables.
+        The common case is a second derivative through a loop: `while_grad` has none."""
+        for op in path:
+            op_def = get_op_def(op.type)
+            if op_def.has_gradient or not self._inputs_need_grad(op, op.input_arg_names):
+                continue
+            if not any(self._differentiable(op.block, n) for n in op.output_arg_names if n != EMPTY_VAR_NAME):
+                continue
+            origin = op.type.removesuffix("_grad")
+            hint = (f"; it is the gradient of op {origin}: a second derivative through {origin} is not "
+                    f"available" if op.role == BACKWARD else "")
+            try:
+                require_gradient(op_def)
+            except NoGradientError as err:
+                raise NoGradientError(f"{err}{hint}") from None
+
     def check_no_overwrite(self, ops: Sequence[Operator], loop_body: Block | None = None) -> None:
         """Grad ops read forward values by name, so a value that a later op overwrites would be
         read back wrong. Refuse it rather than give a wrong gradient. A loop body may overwrite
@@ -202,28 +222,10 @@ class _BackwardBuilder:
             self.append_grad_ops(sub.ops, grad_block, inner_flowing, callbacks)
             self.add_up_repeated_grads(grad_block)
             provided = {self.grad_name(n) for n in outer_writes}
-            self.fill_missing_grads(grad_block, provided)
-            self.prune_unread_grads(grad_block, sub)
+            self.remove_no_grad_branches(grad_block, provided, sub=sub)
         finally:
             self.program._current_block_idx = op.block.idx
         return grad_block
-
-    def prune_unread_grads(self, grad_block: Block, sub: Block) -> None:
-        """Drop grad ops of a grad block whose outputs nobody reads: only gradients of outer
-        variables leave a grad block (the control-flow grad op reads them), so the gradient of
-        a local such as `x_t = gather(x, i)` with `x` stop_gradient is dead work, every step."""
-        read: set[str] = set()
-        kept = []
-        for op in reversed(grad_block.ops):
-            if any(n in read or self._leaves_block(n, sub) for n in op.output_arg_names if n != EMPTY_VAR_NAME):
-                read.update(op.input_arg_names)
-                kept.append(op)
-        kept.reverse()
-        _replace_ops(grad_block, 0, kept)
-
-    def _leaves_block(self, grad_name: str, sub: Block) -> bool:
-        forward_name = self.grad_to_var.get(grad_name)
-        return forward_name is not None and not sub.has_var(forward_name)
 
     def _flowing_outer_writes(self, sub: Block, outer_writes: set[str], flowing: set[str]) -> set[str]:
         """The outer variables written by `sub` whose gradient can be non-zero at some step.
@@ -276,6 +278,33 @@ class _BackwardBuilder:
         return Operator(block, "sum", {"X": parts}, {"Out": [name]}, {"op_role": BACKWARD})
 
     # ---- step 5
+    def remove_no_grad_branches(self, block: Block, provided: set[str], start: int = 0,
+                                sub: Block | None = None) -> None:
+        """Fluid's `_remove_no_grad_branch_`, in one place. Grad ops with no gradient flowing in
+        were never built (step 3 skips them: a symbolic zero), nor those whose inputs all stop
+        the gradient (step 1's constants); here, in a grad block, grad ops whose results nobody
+        reads go, and a gradient that a kept grad op reads but nobody writes gets zeros."""
+        if sub is not None:
+            self.prune_unread_grads(block, sub)
+        self.fill_missing_grads(block, provided, start)
+
+    def prune_unread_grads(self, grad_block: Block, sub: Block) -> None:
+        """Drop grad ops of a grad block whose outputs nobody reads: only gradients of outer
+        variables leave a grad block (the control-flow grad op reads them), so the gradient of
+        a local such as `x_t = gather(x, i)` with `x` stop_gradient is dead work, every step."""
+        read: set[str] = set()
+        kept = []
+        for op in reversed(grad_block.ops):
+            if any(n in read or self._leaves_block(n, sub) for n in op.output_arg_names if n != EMPTY_VAR_NAME):
+                read.update(op.input_arg_names)
+                kept.append(op)
+        kept.reverse()
+        _replace_ops(grad_block, 0, kept)
+
+    def _leaves_block(self, grad_name: str, sub: Block) -> bool:
+        forward_name = self.grad_to_var.get(grad_name)
+        return forward_name is not None and not sub.has_var(forward_name)
+
     def fill_missing_grads(self, block: Block, provided: set[str], start: int = 0) -> None:
         """Zero-fill gradients that a grad op reads but no earlier op writes."""
         written = set(provided)
@@ -371,16 +400,23 @@ def _build_unguarded(targets: list[Variable], target_gradients: list[Variable | 
             raise ValueError(f"all targets must live in one block; {target.name} is in block "
                              f"{target.block.idx}, {targets[0].name} in block {block.idx}")
     builder = _BackwardBuilder(program, no_grad_set)
+    # 1. prune: the ops on a path to the targets, minus those computing constants
     path = builder.ops_on_path(block, {t.name for t in targets})
-    builder.check_no_overwrite(path)
     builder.mark_constants(path, wanted)
+    builder.check_gradients_exist(path)
+    builder.check_no_overwrite(path)
+    # 2. seed the targets' gradients
     start = len(block.ops)
     for target, gradient in zip(targets, target_gradients):
         _seed(block, target, builder.grad_name(target.name), gradient)
         builder.grad_to_var[builder.grad_name(target.name)] = target.name
+    # 3. grad ops in reverse (sub-blocks recursively: steps 3 to 5 again in each grad block)
     builder.append_grad_ops(path, block, {t.name for t in targets}, callbacks)
+    # 4. sum gradients written by several ops
     builder.add_up_repeated_grads(block, start)
-    builder.fill_missing_grads(block, set(), start)
+    # 5. no-grad branches: zero-fill what a kept grad op reads but nobody writes
+    builder.remove_no_grad_branches(block, set(), start)
+    # 6. declare and infer the gradient variables
     builder.create_grad_vars(block, start)
     if checkpoints is not None:
         program.recompute_checkpoints = apply_recompute(block, path, start, checkpoints)

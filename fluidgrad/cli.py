@@ -4,8 +4,8 @@
     fluidgrad show MODEL                                             print a saved program
     fluidgrad draw MODEL -o FILE                                     draw it (.svg/.png/.pdf/.dot/.html)
 
-MODEL is the path prefix given to `save` / `save_inference_model` (e.g. fluidgrad-demo/digits)
-or the `.pdmodel.json` file itself.
+MODEL is the path prefix given to `save` / `save_inference_model` (e.g. fluidgrad-demo/digits),
+either of the model's two files, or the folder holding it.
 """
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from . import __version__, demo
-from .io import read_model
+from .io import MODEL_SUFFIX, PARAMS_SUFFIX, read_model
 from .viz import draw
 
 DEFAULT_OUT = "fluidgrad-demo"
@@ -32,29 +32,66 @@ def _parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="train a small CNN on scikit-learn's 8x8 digits (no download)",
                                description="Train a small CNN on scikit-learn's bundled 8x8 digits, print the "
                                "test accuracy, save the inference model and a picture of the training program.")
-    demo.add_argument("--epochs", type=int, default=12, help="passes over the training set (default 12)")
+    demo.add_argument("--epochs", type=_positive_int, default=12, help="passes over the training set (default 12)")
     demo.add_argument("--out", default=DEFAULT_OUT, help=f"where to save model and picture (default ./{DEFAULT_OUT})")
     demo.add_argument("--mode", choices=("static", "eager"), default="static",
                       help="static: build a Program and run it on the Executor; eager: define-by-run tensors")
     demo.add_argument("--model", choices=MODELS, default="cnn", help="network to train (default cnn)")
-    demo.add_argument("--batch-size", type=int, default=32)
-    demo.add_argument("--lr", type=float, default=0.01, help="Adam learning rate (default 0.01)")
-    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--batch-size", type=_positive_int, default=32, help="examples per step (default 32)")
+    demo.add_argument("--lr", type=_positive_float, default=0.01, help="Adam learning rate, > 0 (default 0.01)")
+    demo.add_argument("--seed", type=_non_negative_int, default=0)
     demo.add_argument("--no-progress", action="store_true", help="no progress bars")
 
     show = commands.add_parser("show", help="print a saved program")
-    show.add_argument("model", help="path prefix of a saved model, or its .pdmodel.json file")
+    show.add_argument("model", help="a saved model: its path prefix, either of its two files, or its folder")
 
     draw = commands.add_parser("draw", help="draw a saved program (SVG, PNG, PDF by suffix, or DOT source)")
-    draw.add_argument("model", help="path prefix of a saved model, or its .pdmodel.json file")
+    draw.add_argument("model", help="a saved model: its path prefix, either of its two files, or its folder")
     draw.add_argument("-o", "--output", required=True,
                       help="picture file: .svg, .png, .pdf (Graphviz), .dot, or .html (interactive, no Graphviz)")
     return parser
 
 
+def _number(kind: type, test: Any, what: str) -> Any:
+    """An argparse type: the value must parse as `kind` and pass `test`, or a clear message."""
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
+        if not test(value):
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text}")
+        return value
+    return parse
+
+
+_positive_int = _number(int, lambda v: v >= 1, "at least 1")
+_non_negative_int = _number(int, lambda v: v >= 0, "0 or more")
+_positive_float = _number(float, lambda v: 0 < v < float("inf"), "a positive finite number")
+
+
+def _model_path(given: str) -> Path:
+    """The model file of a saved model named by its prefix, either of its files, or its folder."""
+    path = Path(given)
+    if path.is_dir():
+        models = sorted(path.glob(f"*{MODEL_SUFFIX}"))
+        if len(models) != 1:
+            found = ", ".join(m.name for m in models) or "none"
+            raise ValueError(f"{path} is a folder; it must hold exactly one saved model (*{MODEL_SUFFIX}), "
+                             f"found {found}: name the one you mean")
+        return models[0]
+    name = str(path)
+    for suffix in (MODEL_SUFFIX, PARAMS_SUFFIX):
+        if name.endswith(suffix):
+            name = name[:-len(suffix)]
+    model = Path(name + MODEL_SUFFIX)
+    if not model.is_file():
+        raise ValueError(f"no saved model at {given}: {model} does not exist (give a model's path prefix, "
+                         f"its {MODEL_SUFFIX} or {PARAMS_SUFFIX} file, or the folder holding it)")
+    return model
+
+
 def _demo(args: argparse.Namespace) -> int:
-    if args.epochs < 1:
-        raise ValueError(f"--epochs must be at least 1, got {args.epochs}")
     progress = None
     if not args.no_progress:
         try:
@@ -78,8 +115,9 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    program, feed_names, fetch_names = read_model(args.model)
-    print(f"# {Path(args.model)}")
+    model = _model_path(args.model)
+    program, feed_names, fetch_names = read_model(model)
+    print(f"# {model}")
     if feed_names is not None:
         print(f"# feeds: {', '.join(feed_names)}")
         print(f"# fetches: {', '.join(fetch_names or [])}")
@@ -99,7 +137,7 @@ def _numel(shape: Sequence[int]) -> int:
 
 
 def _draw(args: argparse.Namespace) -> int:
-    program, _, _ = read_model(args.model)
+    program, _, _ = read_model(_model_path(args.model))
     print(f"wrote {draw(program, args.output)}")
     return 0
 

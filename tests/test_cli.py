@@ -124,8 +124,10 @@ def test_bad_arguments(capsys):
     with pytest.raises(SystemExit):
         cli.main(["demo", "--mode", "quantum"])
     assert "invalid choice" in capsys.readouterr().err
-    assert cli.main(["demo", "--epochs", "0"]) == 1
-    assert "--epochs must be at least 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:  # argparse refuses it, like every demo argument
+        cli.main(["demo", "--epochs", "0"])
+    assert exit_info.value.code == 2
+    assert "--epochs: must be at least 1" in capsys.readouterr().err
 
 
 def test_mlp_demo_in_process_without_output_dir(capsys):
@@ -193,3 +195,37 @@ def test_digits_cnn_example_trains_and_saves(tmp_path):
     assert (tmp_path / "out" / "digits_cnn.pdmodel.json").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # nothing written into the current folder
     assert f"saved the inference model in {tmp_path / 'out'}" in out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--batch-size", "0"], "argument --batch-size: must be at least 1, got 0"),
+    (["--batch-size", "two"], "argument --batch-size: 'two' is not an integer"),
+    (["--lr", "-1"], "argument --lr: must be a positive finite number, got -1"),
+    (["--lr", "nan"], "argument --lr: must be a positive finite number, got nan"),
+    (["--epochs", "0"], "argument --epochs: must be at least 1, got 0"),
+    (["--seed", "-3"], "argument --seed: must be 0 or more, got -3"),
+])
+def test_demo_arguments_are_validated_with_a_clear_message(args, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["demo", *args])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_show_and_draw_accept_the_folder_and_either_file(tmp_path, capsys):
+    prefix, _ = _saved_model(tmp_path)
+    for given in (prefix, f"{prefix}{io.MODEL_SUFFIX}", f"{prefix}{io.PARAMS_SUFFIX}", tmp_path):
+        assert cli.main(["show", str(given)]) == 0, given
+        assert f"# {prefix}{io.MODEL_SUFFIX}" in capsys.readouterr().out
+    assert cli.main(["draw", str(tmp_path), "-o", str(tmp_path / "view.html")]) == 0
+    assert (tmp_path / "view.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def test_show_explains_what_it_expected(tmp_path, capsys):
+    assert cli.main(["show", str(tmp_path / "nothing")]) == 1
+    err = capsys.readouterr().err
+    assert "no saved model at" in err and "nothing.pdmodel.json" in err
+    (tmp_path / "a.pdmodel.json").write_text("{}")
+    (tmp_path / "b.pdmodel.json").write_text("{}")
+    assert cli.main(["show", str(tmp_path)]) == 1
+    assert "must hold exactly one saved model" in capsys.readouterr().err

@@ -510,3 +510,73 @@ def test_loop_variable_that_never_reaches_the_loss_gets_no_grad_ops(fresh_progra
         h = torch.tanh(h)
     (want,) = torch.autograd.grad(h.sum(), t)
     _close(got, want.numpy(), "dx")
+
+
+# ------------------------------------------------------------------ outputs that do not reach the loss
+@pytest.mark.parametrize("sign", [1.0, -1.0], ids=["true_branch", "false_branch"])
+def test_cond_with_an_output_that_does_not_reach_the_loss(sign):
+    x_np = sign * np.array([1.0, 2.0, 3.0])
+    main = fg.Program()
+    with fg.program_guard(main, fg.Program()):
+        x = static.data("x", [3], "float64")
+        x.stop_gradient = False
+        a, _unused = static.nn.cond(fg.sum(x) > 0, lambda: (x * x, x * 3.0), lambda: (x * 4.0, x * x))
+        (dx,) = fg.gradients([fg.sum(a)], [x])
+    (got,) = _run(main, {"x": x_np}, [dx])
+    xt = torch.tensor(x_np, requires_grad=True)
+    at = xt * xt if xt.sum() > 0 else xt * 4.0
+    (want,) = torch.autograd.grad(at.sum(), [xt])
+    _close(got, want.numpy(), "d sum(a) / dx")
+
+
+def test_cond_inside_a_while_body_with_an_output_that_does_not_reach_the_loss():
+    x_np = np.array([1.0, 2.0, 3.0])
+    main = fg.Program()
+    with fg.program_guard(main, fg.Program()):
+        x = static.data("x", [3], "float64")
+        x.stop_gradient = False
+
+        def body(i, y):
+            a, _unused = static.nn.cond(fg.sum(y) > 10.0, lambda: (y * 2.0, y * x), lambda: (y * x, y * 3.0))
+            return i + 1, a
+
+        _, y = static.nn.while_loop(lambda i, y: i < 4, body, [fg.full([], 0, "int64"), fg.ones_like(x)])
+        (dx,) = fg.gradients([fg.sum(y)], [x])
+    (got,) = _run(main, {"x": x_np}, [dx])
+    xt = torch.tensor(x_np, requires_grad=True)
+    yt = torch.ones(3, dtype=torch.float64)
+    for _ in range(4):
+        yt = yt * 2.0 if yt.sum() > 10.0 else yt * xt
+    (want,) = torch.autograd.grad(yt.sum(), [xt])
+    _close(got, want.numpy(), "d sum(y) / dx")
+
+
+def test_while_with_a_loop_variable_that_does_not_reach_the_loss():
+    x_np = np.array([0.5, 2.0, -1.0])
+    main = fg.Program()
+    with fg.program_guard(main, fg.Program()):
+        x = static.data("x", [3], "float64")
+        x.stop_gradient = False
+        loop = static.nn.while_loop(lambda i, y, z: i < 3, lambda i, y, z: (i + 1, y * x, z + y * x),
+                                    [fg.full([], 0, "int64"), fg.ones_like(x), fg.zeros_like(x)])
+        (dx,) = fg.gradients([fg.sum(loop[1])], [x])
+        (dx_z,) = fg.gradients([fg.sum(loop[2])], [x])
+    got, got_z = _run(main, {"x": x_np}, [dx, dx_z])
+    _close(got, 3 * x_np ** 2, "d sum(y) / dx")
+    _close(got_z, 1 + 2 * x_np + 3 * x_np ** 2, "d sum(z) / dx")
+
+
+def test_grad_of_grad_through_while_raises_the_no_gradient_error_naming_while():
+    main = fg.Program()
+    with fg.program_guard(main, fg.Program()):
+        x = static.data("x", [3], "float64")
+        x.stop_gradient = False
+        _, y = static.nn.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * x),
+                                    [fg.full([], 0, "int64"), fg.ones_like(x)])
+        (dx,) = fg.gradients([fg.sum(y)], [x])
+        ops_before = len(main.global_block().ops)
+        with pytest.raises(fg.framework.NoGradientError, match=r"op while_grad has no gradient, but one was asked for.*gradient of op while"):
+            fg.gradients([fg.sum(dx)], [x])
+    assert len(main.global_block().ops) == ops_before + 1  # only the fg.sum: the failed pass left nothing
+    (first,) = _run(main, {"x": np.array([1.0, 2.0, 3.0])}, [dx])
+    _close(first, 3 * np.array([1.0, 2.0, 3.0]) ** 2, "the first derivative still runs")

@@ -948,3 +948,101 @@ def test_a_0d_gradient_for_a_1x1_input_is_unbroadcast():
     np.testing.assert_array_equal(x.grad.numpy(), [[2.0]])
     (g,) = fg.grad(fg.sum(ToScalarGrad.apply(x)), [x], create_graph=True)
     assert g.shape == (1, 1) and g.numpy()[0, 0] == 2.0
+
+
+# ---------------------------------------------------------------- grad mode per thread; grad() arguments
+def test_no_grad_in_another_thread_does_not_stop_recording_here():
+    import threading
+    inside, release = threading.Event(), threading.Event()
+
+    def other():
+        with fg.no_grad():
+            inside.set()
+            release.wait(5)
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    inside.wait(5)
+    try:
+        x = fg.to_tensor(np.array([1.0, 2.0]), stop_gradient=False)
+        y = fg.sum(x * x)
+        assert fg.is_grad_enabled() and not y.stop_gradient
+        y.backward()
+        np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0])
+    finally:
+        release.set()
+        thread.join()
+
+
+def test_overlapping_no_grad_blocks_in_two_threads_restore_grad_mode():
+    import threading
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+    seen = {}
+
+    def first():
+        with fg.no_grad():
+            first_in.set()
+            second_in.wait(5)
+        first_out.set()
+
+    def second():
+        first_in.wait(5)
+        with fg.no_grad():
+            second_in.set()
+            first_out.wait(5)
+        seen["second"] = fg.is_grad_enabled()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen["second"] and fg.is_grad_enabled()
+    x = fg.to_tensor(np.ones(2), stop_gradient=False)
+    assert not (x * 2.0).stop_gradient
+
+
+def test_grad_mode_in_a_new_thread_starts_on():
+    import threading
+    seen = []
+    with fg.no_grad():
+        thread = threading.Thread(target=lambda: seen.append(fg.is_grad_enabled()))
+        thread.start()
+        thread.join()
+    assert seen == [True]
+
+
+def test_grad_no_grad_vars_are_constants_as_in_torch():
+    x_np = np.array([0.5, -1.5, 2.0])
+    x = fg.to_tensor(x_np, stop_gradient=False)
+    m = x * x
+    y = fg.sum(m * x)  # x^3, with m = x^2 held constant: dy/dx = m = x^2
+    (dx,) = fg.grad([y], [x], no_grad_vars=[m])
+    xt = torch.tensor(x_np, requires_grad=True)
+    mt = (xt * xt).detach()
+    (expected,) = torch.autograd.grad((mt * xt).sum(), [xt])
+    np.testing.assert_allclose(dx.numpy(), expected.numpy())
+    # an input reached only through a constant is unused
+    z = fg.to_tensor(np.array([1.0]), stop_gradient=False)
+    w = z * 3.0
+    out = fg.sum(w * 2.0)
+    with pytest.raises(RuntimeError, match="not used.*except through no_grad_vars"):
+        fg.grad([out], [z], no_grad_vars=[w], retain_graph=True)
+    assert fg.grad([out], [z], no_grad_vars=[w], allow_unused=True) == [None]
+
+
+def test_a_refused_grad_call_leaves_the_graph_for_the_next_one():
+    x = fg.to_tensor(np.array([1.0, 2.0]), stop_gradient=False)
+    z = fg.to_tensor(np.array([3.0]), stop_gradient=False)
+    y = fg.sum(x * x)
+    with pytest.raises(RuntimeError, match="input 1 .* was not used"):
+        fg.grad([y], [x, z])
+    dx, dz = fg.grad([y], [x, z], allow_unused=True)
+    np.testing.assert_allclose(dx.numpy(), [2.0, 4.0])
+    assert dz is None
+
+
+def test_grad_through_a_zero_gradient_op_is_zeros_as_in_torch():
+    x = fg.to_tensor(np.array([1.0, -2.0]), stop_gradient=False)
+    (dx,) = fg.grad([fg.sum(fg.sign(x))], [x])
+    np.testing.assert_array_equal(dx.numpy(), [0.0, 0.0])

@@ -7,6 +7,7 @@ import pytest
 
 import fluidgrad as fg
 from fluidgrad import static
+from fluidgrad.dispatch import apply_op
 from fluidgrad.executor import executor as executor_module
 from fluidgrad.framework import ExecutionError, NanInfError
 
@@ -335,3 +336,49 @@ def test_feeding_a_variable_that_an_op_writes_first_is_an_error(fresh_programs):
     h = fg.exp(x)
     with pytest.raises(fg.framework.ExecutionError, match=f"feed '{h.name}' would be ignored: op #0 \\(exp\\)"):
         fg.Executor().run(main, feed={"x": np.zeros(2), h.name: np.full(2, 100.0)}, fetch_list=[h])
+
+
+# ---------------------------------------------------------------- fetched arrays are the caller's own
+@pytest.mark.parametrize("make", [lambda w: fg.reshape(w, [6]), lambda w: apply_op("assign", {"X": w}),
+                                  lambda w: fg.transpose(w, [1, 0]), lambda w: fg.squeeze(fg.unsqueeze(w, [0]), [0]),
+                                  lambda w: fg.flatten(w), lambda w: w[0]],
+                         ids=["reshape", "assign", "transpose", "unsqueeze_squeeze", "flatten", "getitem"])
+def test_writing_into_a_fetched_view_of_a_parameter_leaves_the_parameter_alone(make):
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup):
+        w = fg.static.create_parameter([2, 3], "float64", name="w_alias")
+        out = make(w)
+    scope = fg.Scope()
+    exe = fg.Executor()
+    with fg.scope_guard(scope):
+        exe.run(startup)
+        before = np.array(scope["w_alias"])
+        (got,) = exe.run(main, fetch_list=[out])
+        got[...] = 123.0
+        np.testing.assert_array_equal(scope["w_alias"], before)
+        (again,) = exe.run(main, fetch_list=[out])
+        assert not np.shares_memory(again, scope["w_alias"])
+
+
+def test_writing_into_a_fetched_view_of_a_feed_leaves_the_feed_alone():
+    main = fg.Program()
+    with fg.program_guard(main, fg.Program()):
+        x = fg.static.data("x_alias", [2, 3], "float64")
+        outs = [fg.reshape(x, [3, 2]), apply_op("assign", {"X": x}), fg.transpose(x, [1, 0])]
+    feed = np.arange(6.0).reshape(2, 3)
+    fetched = fg.Executor().run(main, feed={"x_alias": feed}, fetch_list=outs)
+    for array in fetched:
+        array[...] = -1.0
+    np.testing.assert_array_equal(feed, np.arange(6.0).reshape(2, 3))
+
+
+def test_a_fetched_fresh_result_is_not_copied_and_shares_nothing():
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup):
+        w = fg.static.create_parameter([4], "float64", name="w_alias2")
+        y = fg.scale(w, 2.0)
+    scope = fg.Scope()
+    with fg.scope_guard(scope):
+        fg.Executor().run(startup)
+        (got,) = fg.Executor().run(main, fetch_list=[y])
+        assert got.base is None and not np.shares_memory(got, scope["w_alias2"])

@@ -149,7 +149,7 @@ def test_no_grad_call_records_nothing_and_errors_are_clear():
         out = f(fg.to_tensor(np.ones(2), stop_gradient=False))
     assert out.stop_gradient
     with pytest.raises(RuntimeError, match="call the function once"):
-        fg.jit.to_static(lambda x: x).main_program
+        _ = fg.jit.to_static(lambda x: x).main_program
     with pytest.raises(TypeError, match="must return Tensors"):
         fg.jit.to_static(lambda x: 3)(fg.to_tensor(np.ones(1)))
 

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .apply import apply_unary
-from .grad_builder import EagerGradBuilder
+from .grad_builder import ConstantsGradBuilder, EagerGradBuilder
 from .mode import enable_grad, state
 from .node import _FREED, Node
 from .tensor import Tensor
@@ -59,12 +59,13 @@ _by_seq = attrgetter("seq")
 
 
 def run_backward(roots: Sequence[Tensor], seeds: Sequence[Any], retain_graph: bool, create_graph: bool,
-                 targets: Sequence[Tensor] | None = None) -> dict:
+                 targets: Sequence[Tensor] | None = None, blocked: set | None = None) -> dict:
     """The engine: seed the roots, order the reachable nodes, walk them newest first running
     each one's grad maker, then hand out the leaves' gradients. Returns the gradients of
     `targets` (key: id of the tensor) when given, else accumulates into the `.grad` of every
     leaf reached and returns {}."""
-    builder = EagerGradBuilder({}, {}, create_graph)
+    builder = (EagerGradBuilder({}, {}, create_graph) if blocked is None
+               else ConstantsGradBuilder({}, {}, create_graph, blocked))
     for root, seed in zip(roots, seeds):
         builder.accumulate(root, seed)
     order = topological_order([r._node for r in roots if r._node is not None])
@@ -277,10 +278,15 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     """d(sum of outputs)/d(each input), PyTorch semantics; `.grad` of leaves is left untouched.
 
     create_graph=True records the backward pass itself, so the results can be differentiated
-    again. An input the outputs do not depend on raises unless allow_unused=True (then None).
+    again. An input the outputs do not depend on raises unless allow_unused=True (then None);
+    this is checked before anything runs, so a refused call leaves the graph as it was. An
+    input reached only through zero gradients (e.g. of `sign`) gets zeros, or None (a symbolic
+    zero, as static `gradients` gives) with allow_unused=True.
+    `no_grad_vars`: Tensors treated as constants (no gradient flows through them).
     """
     outs = _check_outputs(outputs, "grad")
     ins = _check_outputs(inputs, "grad")
+    constants = [] if no_grad_vars is None else _check_outputs(no_grad_vars, "grad: no_grad_vars")
     if isinstance(grad_outputs, Tensor):
         grad_outputs = [grad_outputs]
     for x in ins:
@@ -293,17 +299,47 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
                                f"needs a gradient (stop_gradient=True)")
         if grad_outputs is None and out.data.size != 1:
             raise RuntimeError(f"grad: output of shape {list(out.shape)} is not a scalar; pass grad_outputs")
+    blocked = {_tensor_key(t) for t in constants}
+    used = _reached_tensors(outs, blocked)
+    for i, x in enumerate(ins):
+        if _tensor_key(x) not in used and not allow_unused:
+            through = " except through no_grad_vars" if constants else ""
+            raise RuntimeError(f"grad: input {i} (shape {list(x.shape)}) was not used to compute the "
+                               f"outputs{through}; pass allow_unused=True to get None for it")
     retain = create_graph if retain_graph is None else retain_graph
     seeds = _seed_values(outs, grad_outputs, create_graph, "grad")
-    found = run_backward(outs, seeds, retain, create_graph, targets=ins)
+    found = run_backward(outs, seeds, retain, create_graph, targets=ins, blocked=blocked or None)
     result: list[Tensor | None] = []
-    for i, x in enumerate(ins):
+    for x in ins:
         g = found.get(id(x))
-        if g is None:
-            if not allow_unused:
-                raise RuntimeError(f"grad: input {i} (shape {list(x.shape)}) was not used to compute the "
-                                   f"outputs; pass allow_unused=True to get None for it")
-            result.append(None)
-        else:
-            result.append(g if isinstance(g, Tensor) else Tensor(g))
+        if g is None and not allow_unused:  # reached, but every path has a zero gradient (e.g. sign)
+            g = np.zeros_like(x.data)
+        result.append(None if g is None else g if isinstance(g, Tensor) else Tensor(g))
     return result
+
+
+def _tensor_key(tensor: Tensor) -> Any:
+    """What identifies a value in the graph: a leaf itself, else (its node, its output index)."""
+    return id(tensor) if tensor._node is None else (id(tensor._node), tensor._idx)
+
+
+def _reached_tensors(outputs: Sequence[Tensor], blocked: set) -> set:
+    """Keys of the tensors a gradient from `outputs` can reach, not passing through `blocked`."""
+    reached: set = set()
+    stack = [t for t in outputs if _tensor_key(t) not in blocked]
+    seen_nodes: set[int] = set()
+    while stack:
+        tensor = stack.pop()
+        key = _tensor_key(tensor)
+        if key in reached:
+            continue
+        reached.add(key)
+        node = tensor._node
+        if node is None or id(node) in seen_nodes or node.inputs is None:
+            continue
+        seen_nodes.add(id(node))
+        for value in node.inputs:
+            for t in (value if type(value) is list else (value,)):
+                if t is not None and not t.stop_gradient and _tensor_key(t) not in blocked:
+                    stack.append(t)
+    return reached

@@ -181,6 +181,23 @@ class EagerGradBuilder(GradBuilder):
         self.accumulate(target, grad)
 
 
+class ConstantsGradBuilder(EagerGradBuilder):
+    """`grad(..., no_grad_vars=...)`: nothing flows into the tensors in `blocked` (keys: a leaf's
+    id, else (id of its node, output index)), so they act as constants."""
+
+    __slots__ = ("blocked",)
+
+    def __init__(self, node_grads: dict, leaf_grads: dict, create_graph: bool, blocked: set) -> None:
+        super().__init__(node_grads, leaf_grads, create_graph)
+        self.blocked = blocked
+
+    def accumulate(self, tensor: Tensor, grad: Any) -> None:
+        node = tensor._node
+        if (id(tensor) if node is None else (id(node), tensor._idx)) in self.blocked:
+            return
+        EagerGradBuilder.accumulate(self, tensor, grad)
+
+
 def _tensor(value: Any) -> Any:
     """create_graph mode: makers may pass arrays (e.g. zeros they built); lift them."""
     if value is None or isinstance(value, Tensor):

@@ -126,7 +126,8 @@ def run_while_grad(rt: Any, xs: Sequence[Any], out_grads: Sequence[Any], step_sc
                                    else zeros.like(name, values[name]))
         for grad_name in read_only:
             _accumulate(summed, owned, grad_name, _value_left(grad_scope, grad_name, local[grad_name]))
-    step_scopes.clear()  # the forward values of every step go now, not with the program
+    if _last_reader_of_step_scopes(op):
+        step_scopes.clear()  # the forward values of every step go now, not with the program
     result = []
     for name, x in zip(x_names, xs):
         if not _is_float_array(x):
@@ -188,3 +189,19 @@ def run_conditional_block_grad(rt: Any, inputs: Sequence[Any], out_grads: Sequen
         else:
             result.append(np.zeros_like(x))
     return result
+
+
+def _last_reader_of_step_scopes(op: Any) -> bool:
+    """Whether no later op of the block reads this op's StepScopes: a second backward pass over
+    the same loop (two `gradients` calls) adds a second `while_grad` that needs the steps too."""
+    block = op.block
+    cache = block.__dict__.get("_step_scope_readers")
+    if cache is None or cache[0] != block.program._version:
+        last: dict[str, int] = {}
+        for op_ in block.ops:
+            for name in op_.input("StepScopes") if op_.type == "while_grad" else ():
+                last[name] = id(op_)
+        cache = (block.program._version, last)
+        block.__dict__["_step_scope_readers"] = cache
+    return all(cache[1].get(name) == id(op) for name in op.input("StepScopes"))
+

@@ -54,6 +54,14 @@ def _load(scope: Any, name: str, op_index: int, op_type: str, later_writer: str 
     return owner.vars[name]
 
 
+def _own(value: Any, shared: set[int]) -> Any:
+    """A fetched value the caller may write into: itself when it is a fresh writable array that
+    is not one of the run's inputs or stored values, else a copy."""
+    if type(value) is np.ndarray and value.base is None and value.flags.writeable and id(value) not in shared:
+        return value
+    return np.array(value)
+
+
 def _check_finite(block: Block, index: int, values: Iterable[Any]) -> None:
     for value in values:
         kind = non_finite(value) if isinstance(value, np.ndarray) else None
@@ -175,13 +183,23 @@ def compile_block(block: Block, feed_names: Iterable[str] = (), fetch_names: Ite
         kept |= set(live.written) | set(live.external)
     w = _Writer()
     w.globals.update(_load=_load, _chk=functools.partial(_check_finite, block), np=np)
+    w.globals["_own"] = _own
     _emit_loads(w, ops, live, feed_names, keep_all)
+    # a caller must not be able to write into the scope, or into its own feed, through a fetch:
+    # a fetch of a fed or stored variable is copied; any other is copied unless it is a fresh
+    # array of its own (an op may return a view of its input, `reshape`, or the input itself,
+    # `assign`: so the ids of every value the run read or stores are kept to compare with)
+    owned_elsewhere = {n for n in fetch_names if n in live.external or _is_persistable(block, n)}
+    computed = [n for n in fetch_names if n not in owned_elsewhere]
+    if computed:
+        w.emit("_shared = {" + "".join(f"id({w.ident(n)}), " for n in live.external) + "}")
     _emit_ops(w, ops, live, kept, check_nan_inf)
     _emit_stores(w, block, live.written, live.external, kept, keep_all)
-    # a caller must not be able to write into the scope, or into its own feed, through a fetch
-    owned_elsewhere = {n for n in fetch_names if n in live.external or _is_persistable(block, n)}
-    w.emit("return (" + "".join((f"np.array({w.ident(n)})" if n in owned_elsewhere else w.ident(n)) + ", "
-                                for n in fetch_names) + ")")
+    stored = [n for n in live.written if _is_persistable(block, n)]
+    if computed and stored:
+        w.emit("_shared.update((" + "".join(f"id({w.ident(n)}), " for n in stored) + "))")
+    w.emit("return (" + "".join((f"np.array({w.ident(n)})" if n in owned_elsewhere else
+                                 f"_own({w.ident(n)}, _shared)") + ", " for n in fetch_names) + ")")
     source = "def run(scope, feed, _rt):\n" + ("\n".join(w.lines) if w.lines else "    pass")
     namespace = dict(w.globals)
     code = compile(source, f"<fluidgrad plan: block {block.idx}>", "exec")

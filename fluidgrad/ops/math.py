@@ -382,8 +382,14 @@ def _fill_like_infer(ctx):
     ctx.set_output("Out", ctx.shape("X"), normalize_dtype(dtype) if dtype else ctx.dtype("X"))
 
 
+def _fill_zeros_like_kernel(x, dtype):
+    """No value for no value: X is None only for an output of a branch that did not run, and the
+    gradient fed for it then reaches only control-flow grad ops, which read None as zero."""
+    return None if x is None else np.zeros(x.shape, dtype=dtype or x.dtype)
+
+
 register_op("fill_zeros_like", inputs="X", outputs="Out", attrs={"dtype": None},
-            kernel=lambda x, dtype: np.zeros(x.shape, dtype=dtype or x.dtype), infer=_fill_like_infer,
+            kernel=_fill_zeros_like_kernel, infer=_fill_like_infer,
             grad=ZERO_GRADIENT,  # constant in X: the gradient is a (symbolic) zero
             doc="Zeros shaped like X; the backward builder feeds it where no gradient flows.")
 register_op("fill_any_like", inputs="X", outputs="Out", attrs={"value": 0.0, "dtype": None},

@@ -31,7 +31,6 @@ from ..framework import OPTIMIZE, Block, Operator, Program, Variable, default_st
 from ..lr import LRScheduler
 from ..ops.optim import update_kernel
 from ..regularizer import L2Decay, WeightDecayRegularizer
-from ..framework.emit import emit
 
 ParamsGrads = list[tuple[Variable, Variable]]
 
