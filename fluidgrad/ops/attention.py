@@ -11,6 +11,7 @@ import functools
 
 import numpy as np
 
+from .loss import row_max, row_sum
 from .registry import register_op
 from .shape_rules import broadcast_shapes, float_only
 
@@ -30,9 +31,9 @@ def _attention_softmax_kernel(x, mask=None, scale=1.0, causal=False):
             s += mask
     if causal:
         np.copyto(s, -np.inf, where=_causal_upper(*x.shape[-2:]))
-    s -= s.max(axis=-1, keepdims=True)
+    s -= row_max(s)
     np.exp(s, out=s)
-    s /= s.sum(axis=-1, keepdims=True)
+    s /= row_sum(s)
     return s
 
 

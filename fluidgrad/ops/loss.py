@@ -7,11 +7,29 @@ from .registry import ZERO_GRADIENT, register_op
 from .shape_rules import float_only, normalize_axis, same_dtype
 
 
+def row_max(x, axis=-1):
+    """max(x, axis, keepdims=True). NumPy reduces a short, contiguous last axis slowly (a call
+    per row); across rows of a transposed copy it is one vectorised pass, 2-3x faster for the
+    rows of attention scores and of a small vocabulary."""
+    if axis % x.ndim == x.ndim - 1 and 1 < x.shape[-1] <= 64 and x.size >= 64 * x.shape[-1] \
+            and x.flags.c_contiguous:
+        rows = x.reshape(-1, x.shape[-1])
+        return np.ascontiguousarray(rows.T).max(axis=0).reshape(x.shape[:-1] + (1,))
+    return x.max(axis=axis, keepdims=True)
+
+
+def row_sum(x, axis=-1):
+    """sum(x, axis, keepdims=True); a float last axis as one matrix-vector product (BLAS)."""
+    if axis % x.ndim == x.ndim - 1 and x.dtype in (np.float32, np.float64) and x.ndim > 1:
+        return np.matmul(x, np.ones(x.shape[-1], dtype=x.dtype))[..., None]
+    return x.sum(axis=axis, keepdims=True)
+
+
 def _softmax_kernel(x, axis=-1):
     """One output buffer: shift, exponentiate and normalise in place."""
-    out = np.subtract(x, x.max(axis=axis, keepdims=True))
+    out = np.subtract(x, row_max(x, axis))
     np.exp(out, out=out)
-    out /= out.sum(axis=axis, keepdims=True)
+    out /= row_sum(out, axis)
     return out
 
 
@@ -106,7 +124,7 @@ def _swce_kernel(logits, label, soft_label=False, axis=-1):
     """Softmax in one buffer; the loss is log(sum(exp(shifted))) - shifted[label] (hard labels),
     read before the buffer is exponentiated in place."""
     axis = axis % logits.ndim
-    softmax = np.subtract(logits, logits.max(axis=axis, keepdims=True))
+    softmax = np.subtract(logits, row_max(logits, axis))
     if soft_label:
         loss = -_row_dot(label, softmax, axis)
         label_sum = label.sum(axis=axis, keepdims=True)
@@ -114,7 +132,7 @@ def _swce_kernel(logits, label, soft_label=False, axis=-1):
         label = _hard_label(label, logits.ndim, axis, logits.shape[axis])
         loss = -np.take_along_axis(softmax, label.astype(np.int64, copy=False), axis)
     np.exp(softmax, out=softmax)
-    total = softmax.sum(axis=axis, keepdims=True)
+    total = row_sum(softmax, axis)
     log_z = np.log(total)
     softmax /= total
     loss += log_z * label_sum if soft_label else log_z
@@ -177,6 +195,10 @@ def _swce_grad_kernel(softmax, label, dloss, axis=-1):
     axis = axis % softmax.ndim
     dlogits = np.multiply(softmax, dloss)
     label = _hard_label(label, softmax.ndim, axis, softmax.shape[axis]).astype(np.int64, copy=False)
+    if axis == softmax.ndim - 1 and dloss.shape == label.shape:      # rows: one fancy-indexed update
+        rows = dlogits.reshape(-1, softmax.shape[-1])
+        rows[np.arange(rows.shape[0]), label.reshape(-1)] -= dloss.reshape(-1)
+        return dlogits
     picked = np.take_along_axis(dlogits, label, axis)
     picked -= np.broadcast_to(dloss, picked.shape)
     np.put_along_axis(dlogits, label, picked, axis)

@@ -6,7 +6,6 @@ from typing import Any
 import numpy as np
 
 from ... import functions as F
-from ...eager.tensor import Tensor
 from ...initializer import Constant, Normal, XavierUniform
 from .. import functional as NF
 from ..layer import Layer

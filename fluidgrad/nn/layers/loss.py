@@ -16,7 +16,8 @@ class CrossEntropyLoss(Layer):
                  label_smoothing: float = 0.0, name: str | None = None) -> None:
         super().__init__()
         self.weight, self.ignore_index, self.reduction = weight, ignore_index, reduction
-        self.soft_label, self.axis, self.use_softmax, self.label_smoothing = soft_label, axis, use_softmax, label_smoothing
+        self.soft_label, self.axis, self.use_softmax = soft_label, axis, use_softmax
+        self.label_smoothing = label_smoothing
 
     def forward(self, input: Any, label: Any) -> Any:
         return NF.cross_entropy(input, label, weight=self.weight, ignore_index=self.ignore_index,

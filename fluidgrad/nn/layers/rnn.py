@@ -7,10 +7,9 @@ and gate order (weight_ih_l{k} [gates * hidden, input], LSTM gates i, f, g, o; G
 so state dicts map one to one.
 
 The time loop is unrolled into ordinary ops: the input projection of every step is one
-matmul before the loop, each step adds one matmul with the hidden state and the gate
-arithmetic. Eager mode runs it on the tape; under `jit.to_static` it becomes one
-straight-line Program (no per-step scope or loop bookkeeping), which benchmarks/bench_rnn.py
-measured faster than a `while_loop` body for the sequence lengths these layers see.
+matmul before the loop (split into steps by one op), each step adds one matmul with the
+hidden state and the gate arithmetic. Eager mode runs it on the tape; under `jit.to_static`
+it becomes one straight-line Program.
 """
 from __future__ import annotations
 
@@ -23,11 +22,6 @@ from .. import functional as NF
 from ..layer import Layer
 
 __all__ = ['GRU', 'LSTM', 'SimpleRNN']
-
-
-def _step_input(projected: Any, t: int) -> Any:
-    """Step t of a [batch, time, features] tensor: [batch, features]."""
-    return F.squeeze(F.slice(projected, [1], [t], [t + 1]), [1])
 
 
 class _RNNBase(Layer):
@@ -66,17 +60,22 @@ class _RNNBase(Layer):
         return tuple(getattr(self, f"{kind}_{name}") for kind in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
 
     def _run_direction(self, x: Any, layer: int, reverse: bool, state: Any) -> tuple[list[Any], Any]:
+        """x is time-major [time, batch, features]: its projection splits into steps with one op
+        (whose gradient is one concat), never a slice per step (a full-size gradient each)."""
         w_ih, w_hh, b_ih, b_hh = self._weights(layer, reverse)
         projected = F.add(F.matmul(x, w_ih, transpose_y=True), b_ih)        # every step's x W_ih^T + b_ih
-        steps = range(x.shape[1] - 1, -1, -1) if reverse else range(x.shape[1])
-        outputs: dict[int, Any] = {}
-        for t in steps:
-            state = self._cell(_step_input(projected, t), state, w_hh, b_hh)
+        length = x.shape[0]
+        steps = [F.squeeze(p, [0]) for p in F.split(projected, length, axis=0)] if length > 1 \
+            else [F.squeeze(projected, [0])]
+        w_hh_t = F.transpose(w_hh, [1, 0])                                    # once, not per step
+        outputs: list[Any] = [None] * length
+        for t in (range(length - 1, -1, -1) if reverse else range(length)):
+            state = self._cell(steps[t], state, w_hh_t, b_hh)
             outputs[t] = self._hidden(state)
-        return [outputs[t] for t in range(x.shape[1])], state
+        return outputs, state
 
-    def _recurrent(self, h: Any, w_hh: Any, b_hh: Any) -> Any:
-        return F.add(F.matmul(h, w_hh, transpose_y=True), b_hh)
+    def _recurrent(self, h: Any, w_hh_t: Any, b_hh: Any) -> Any:
+        return F.add(F.matmul(h, w_hh_t), b_hh)
 
     # -- the whole stack
     def forward(self, inputs: Any, initial_states: Any = None, sequence_length: Any = None) -> Any:
@@ -85,10 +84,10 @@ class _RNNBase(Layer):
         if len(inputs.shape) != 3:
             raise ValueError(f"{type(self).__name__}: input must be [batch, time, input_size], got shape "
                              f"{list(inputs.shape)}")
-        x = F.transpose(inputs, [1, 0, 2]) if self.time_major else inputs
-        if x.shape[1] <= 0 or x.shape[2] != self.input_size:
+        if inputs.shape[1 if not self.time_major else 0] <= 0 or inputs.shape[2] != self.input_size:
             raise ValueError(f"{type(self).__name__}: input of shape {list(inputs.shape)} needs a known, non-zero "
                              f"time length and input_size {self.input_size}")
+        x = inputs if self.time_major else F.transpose(inputs, [1, 0, 2])    # time-major inside
         initial = self._split_states(initial_states)
         finals = []
         for layer in range(self.num_layers):
@@ -96,12 +95,12 @@ class _RNNBase(Layer):
             for d in range(self.num_directions):
                 index = layer * self.num_directions + d
                 steps, final = self._run_direction(x, layer, d == 1, initial[index])
-                outs.append(F.stack(steps, axis=1))
+                outs.append(F.stack(steps, axis=0))
                 finals.append(final)
             x = outs[0] if len(outs) == 1 else F.concat(outs, axis=-1)
             if self.dropout > 0.0 and layer < self.num_layers - 1:
                 x = NF.dropout(x, self.dropout, training=self.training)
-        out = F.transpose(x, [1, 0, 2]) if self.time_major else x
+        out = x if self.time_major else F.transpose(x, [1, 0, 2])
         return out, self._join_states(finals)
 
     def _split_states(self, states: Any) -> list[Any]:
