@@ -564,6 +564,84 @@ def _gen_reduce_as(gen):
     return Node("reduce_as", (x, t), (), (want,))
 
 
+# -- Python scalars (weak: the tensor's float dtype is kept), through the operators themselves
+_SCALAR_OPS = {
+    "x + s": (lambda x, s: x + s, False), "s - x": (lambda x, s: s - x, False), "x * s": (lambda x, s: x * s, False),
+    "x / s": (lambda x, s: x / s, False), "s / x": (lambda x, s: s / x, True), "x ** s": (lambda x, s: x ** s, True),
+    "s ** x": (lambda x, s: abs(s) ** x, False),
+}
+
+
+def _scalar_apply(F, x, n, positive):
+    fn, needs_positive = _SCALAR_OPS[n.p("op")]
+    return fn(positive(F, x) if needs_positive else x, n.p("s"))
+
+
+@kind("scalar", ("scale", "elementwise_div", "pow", "elementwise_pow", "fill_constant"),
+      lambda F, ctx, n, x: _scalar_apply(F, x, n, _positive),
+      lambda T, n, x: _scalar_apply(T, x, n, lambda T, x: _tpositive(x)), weight=2)
+def _gen_scalar(gen):
+    x = gen.pick()
+    return Node("scalar", (x,), (("op", gen.draw(st.sampled_from(sorted(_SCALAR_OPS)))),
+                                 ("s", gen.draw(st.sampled_from([2, -3, 0.5, 2.5, 1])))), (gen.pool[x],))
+
+
+# -- integer and bool tensors on the way: counts, truncating casts, integer arithmetic with
+# Python ints, true division of integers (float32), all cast back to join the float value
+def _int_mix_fluid(F, ctx, n, x):
+    count = F.sum(F.greater_than(x, 0.0))                    # bool -> int64 count
+    k = F.cast(x * 3.0, n.p("int_dtype"))                    # truncation toward zero
+    j = k * 2 - 1                                            # integer arithmetic with Python ints
+    q = j / 2                                                # true division: float32
+    return x * F.cast(q, x.dtype) + F.cast(count, x.dtype)
+
+
+def _int_mix_torch(T, n, x):
+    count = (x > 0.0).sum()
+    k = (x * 3.0).to(getattr(T, n.p("int_dtype")))
+    q = (k * 2 - 1) / 2
+    assert q.dtype == T.float32 and count.dtype == T.int64
+    return x * q.to(x.dtype) + count.to(x.dtype)
+
+
+@kind("int_mix", ("greater_than", "reduce_sum", "cast", "scale", "elementwise_div"), _int_mix_fluid,
+      _int_mix_torch, smooth=False)
+def _gen_int_mix(gen):
+    x = gen.pick()
+    return Node("int_mix", (x,), (("int_dtype", gen.draw(st.sampled_from(["int32", "int64"]))),), (gen.pool[x],))
+
+
+# -- indexing: x[i] (negative i counts from the end), x[a:b], x[:, i]
+def _index_key(n):
+    items = []
+    for item in n.p("index"):
+        items.append(item[1] if item[0] == "int" else slice(item[1], item[2]) if item[0] == "slice" else slice(None))
+    return tuple(items)
+
+
+@kind("getitem", ("slice", "squeeze"), lambda F, ctx, n, x: x[_index_key(n)], lambda T, n, x: x[_index_key(n)])
+def _gen_getitem(gen):
+    x = gen.pick(lambda s: len(s) >= 1 and all(d >= 1 for d in s))
+    shape = gen.pool[x]
+    index, out = [], []
+    for axis in range(gen.draw(st.integers(1, len(shape)))):
+        size = shape[axis]
+        choice = gen.draw(st.sampled_from(["int", "slice", "all"]))
+        if choice == "int":
+            i = gen.draw(st.integers(-size, size - 1))
+            index.append(("int", i))
+        elif choice == "slice":
+            a = gen.draw(st.integers(-size, size - 1))
+            b = gen.draw(st.integers((a % size) + 1, size))
+            index.append(("slice", a, b))
+            out.append(b - a % size)
+        else:
+            index.append(("all",))
+            out.append(size)
+    out += list(shape[len(index):])
+    return Node("getitem", (x,), (("index", tuple(index)),), (tuple(out),))
+
+
 # -- softmax and losses
 @kind("softmax", ("softmax",), lambda F, ctx, n, x: F.softmax(x, n.p("axis")) if hasattr(F, "softmax")
       else _apply(F, "softmax", {"X": x}, {"axis": n.p("axis")}), lambda T, n, x: T.softmax(x, n.p("axis")))

@@ -10,13 +10,19 @@ from __future__ import annotations
 import operator
 import pathlib
 import re
+import sys
 
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as TF
 
 import fluidgrad as fg
+from fluidgrad.dispatch import apply_op
 from fluidgrad.framework import DTypeError, FluidgradError, dtypes
+from fluidgrad.ops import registered_ops
+from fluidgrad.testing import OpCase, build_single_op
+from op_cases.common import ints, rand
 
 DTYPES = ["bool", "int32", "int64", "float32", "float64"]
 SCALARS = [True, 2, -3, 2.5]
@@ -33,10 +39,18 @@ FUNCTIONS = {"maximum(x, s)": (fg.maximum, torch.maximum), "minimum(x, s)": (fg.
 DOCS = pathlib.Path(__file__).parent.parent / "docs" / "dtypes.md"
 
 
+def _docs_section(heading: str) -> str:
+    """The text of docs/dtypes.md from `heading` to the next heading."""
+    text = DOCS.read_text()
+    start = text.index(heading) + len(heading)
+    end = text.find("\n## ", start)
+    return text[start:] if end < 0 else text[start:end]
+
+
 def _documented_refusals() -> set[tuple[str, str, str]]:
     """(expression, dtype, scalar) rows of the scalar refusal table in docs/dtypes.md."""
     rows = set()
-    for line in DOCS.read_text().splitlines():
+    for line in _docs_section("## Scalar refusals").splitlines():
         m = re.match(r"\| `(.+?)` \| (\w+) \| `(.+?)` \|", line)
         if m:
             rows.add(m.groups())
@@ -161,3 +175,177 @@ def test_promotion_rule_equals_torch_result_type():
             assert dtypes.result_type(dtype, scalar) == str(expected).replace("torch.", "")
         expected = torch.zeros(2, dtype=getattr(torch, dtype)).sum().dtype if dtype != "float16" else torch.float16
         assert dtypes.accumulate_dtype(dtype) == str(expected).replace("torch.", "")
+
+
+# ------------------------------------------------------------------ every registered op, every dtype
+# Each op runs on the inputs of its first op case with a PyTorch function (tests/test_ops.py's
+# table and tests/op_cases/*.py), every float input turned into each dtype below; the other
+# inputs (labels, indices, masks) stay as they are. Both modes, against PyTorch on the same values.
+OP_DTYPES = ["bool", "int32", "int64", "float32", "float64"]
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+from test_ops import CASES as OP_CASES  # noqa: E402  (the registry's case tables)
+
+# Ops whose op case cannot serve, with an explicit spec: no case there, or a PyTorch function
+# with a float-only artefact (`+ 0 * X`, added there so that PyTorch's graph reaches X).
+SPECS: dict[str, OpCase] = {s.op: s for s in [
+    OpCase("fill_zeros_like", {"X": rand(3, 4)}, torch_fn=lambda X: torch.zeros_like(X)),
+    OpCase("fill_any_like", {"X": rand(3, 4)}, {"value": 2.5}, torch_fn=lambda X: torch.full_like(X, 2.5)),
+    OpCase("one_hot_like", {"Label": ints(3, 4, 1), "Logits": rand(4, 3)},
+           torch_fn=lambda Label, Logits: TF.one_hot(Label[:, 0], 3).to(Logits.dtype)),
+    OpCase("elementwise_floordiv", {"X": rand(3, 4) * 4, "Y": np.array([1.5, -1.0, 0.5, -2.5])},
+           torch_fn=lambda X, Y: torch.floor_divide(X, Y)),
+    OpCase("clip", {"X": rand(3, 4) * 3}, {"min": -1.0, "max": 2.0}, torch_fn=lambda X: torch.clamp(X, -1.0, 2.0)),
+    OpCase("log_softmax", {"X": rand(3, 4)}, {"axis": 1}, torch_fn=lambda X: torch.log_softmax(X, 1)),
+    OpCase("dropout", {"X": rand(3, 4)}, {"dropout_prob": 0.5, "is_test": True}, use_outputs=(0,),
+           torch_fn=lambda X: TF.dropout(X, 0.5, training=False)),
+    OpCase("conv2d", {"Input": rand(1, 2, 5, 5), "Filter": rand(3, 2, 3, 3)}, {"paddings": [1, 1]},
+           torch_fn=lambda Input, Filter: TF.conv2d(Input, Filter, padding=1)),
+    OpCase("pool2d", {"X": rand(1, 2, 4, 4)}, {"pooling_type": "max", "ksize": [2, 2], "strides": [2, 2]},
+           torch_fn=lambda X: TF.max_pool2d(X, 2, 2)),
+]}
+
+# Ops the table does not run, and why; docs/dtypes.md lists them and a meta-test keeps both honest.
+SKIP: dict[str, str] = {
+    **dict.fromkeys(["while", "while_grad", "conditional_block", "conditional_block_grad", "select_input",
+                     "select_input_grad", "increment"], "control flow: runs sub-blocks (tests/test_control_flow.py)"),
+    **dict.fromkeys(["sgd", "momentum", "adam"], "optimizer update: float parameters and state only"),
+    **dict.fromkeys(["uniform_random", "gaussian_random", "truncated_gaussian_random"],
+                    "random: no input, its dtype is an attribute; no values to compare with PyTorch"),
+    **dict.fromkeys(["batch_norm", "batch_norm_grad", "layer_norm", "layer_norm_grad", "clip_mask"],
+                    "normalisation statistics or a gradient helper of a float-only op (tests/test_nn_ops.py)"),
+}
+
+
+def _table_case(op: str) -> OpCase | None:
+    if op in SPECS:
+        return SPECS[op]
+    return next((c for c in OP_CASES if c.op == op and c.torch_fn is not None), None)
+
+
+def _as_dtype(value, dtype):
+    if isinstance(value, list):
+        return [_as_dtype(v, dtype) for v in value]
+    array = np.asarray(value)
+    if array.dtype.kind != "f":
+        return array
+    if dtype == "bool":
+        return array > 0
+    if dtype.startswith("int"):
+        return np.round(array * 3).astype(dtype)
+    return array.astype(dtype)
+
+
+def _has_float_input(case: OpCase) -> bool:
+    return any(np.asarray(v).dtype.kind == "f" for value in case.inputs.values()
+               for v in (value if isinstance(value, list) else [value]))
+
+
+def _documented_refusal_messages() -> list[str]:
+    """The message fragments of the op refusal table in docs/dtypes.md (its third column)."""
+    section = _docs_section("## Op refusals")
+    return re.findall(r"^\| .+? \| .+? \| `(.+?)` \|", section, flags=re.M)
+
+
+def _flatten(out):
+    flat = []
+    for item in out if isinstance(out, tuple) else (out,):
+        flat.extend(item if isinstance(item, list) else [item])
+    return flat
+
+
+def _run_op(case: OpCase, inputs: dict, mode: str) -> list[tuple[np.ndarray, str]]:
+    """(value, declared dtype) of each used output."""
+    if mode == "eager":
+        tensors = {k: [fg.to_tensor(v) for v in value] if isinstance(value, list) else fg.to_tensor(value)
+                   for k, value in inputs.items()}
+        outs = _flatten(apply_op(case.op, tensors, dict(case.attrs), case.n_out))
+        pairs = [(o.numpy(), o.dtype) for o in outs]
+    else:
+        feeds = {}
+        for slot, value in inputs.items():
+            feeds.update({f"{slot}_{i}": v for i, v in enumerate(value)} if isinstance(value, list) else {slot: value})
+        main = fg.Program()
+        with fg.program_guard(main, fg.Program()):
+            variables = {k: fg.static.data(k, list(v.shape), v.dtype.name) for k, v in feeds.items()}
+            outs = build_single_op(case.op, inputs, dict(case.attrs), case.n_out)(variables)
+        values = fg.Executor().run(main, feed=feeds, fetch_list=outs, scope=fg.Scope())
+        pairs = list(zip(values, [o.dtype for o in outs]))
+    return pairs if case.use_outputs is None else [pairs[i] for i in case.use_outputs]
+
+
+def _run_torch(case: OpCase, inputs: dict) -> list[np.ndarray]:
+    args = {k: [torch.tensor(v) for v in value] if isinstance(value, list) else torch.tensor(value)
+            for k, value in inputs.items()}
+    outs = case.torch_fn(**args)
+    return [o.detach() for o in (outs if isinstance(outs, (list, tuple)) else [outs])]
+
+
+TABLE = [(op, dtype) for op in sorted(registered_ops()) if op not in SKIP and _table_case(op) is not None
+         for dtype in (OP_DTYPES if _has_float_input(_table_case(op)) else ["as given"])]
+# an op without inputs (fill_constant) appends itself in both modes: static only
+RUNS = [(op, dtype, mode) for op, dtype in TABLE for mode in ("static", "eager")
+        if mode == "static" or _table_case(op).inputs]
+
+
+@pytest.mark.parametrize("op, dtype, mode", RUNS, ids=[f"{op}-{dtype}-{mode}" for op, dtype, mode in RUNS])
+def test_every_op_and_dtype_equals_pytorch_or_is_a_documented_refusal(op, dtype, mode):
+    case = _table_case(op)
+    inputs = {k: _as_dtype(v, dtype) if dtype != "as given" else
+              ([np.asarray(x) for x in v] if isinstance(v, list) else np.asarray(v)) for k, v in case.inputs.items()}
+    expected, torch_error = _outcome(lambda: _run_torch(case, inputs))
+    got, error = _outcome(lambda: _run_op(case, inputs, mode))
+    where = f"op {op} on {dtype} inputs ({mode})"
+    if error is not None:
+        assert op in str(error), f"{where}: the error does not name the op: {error!r}"
+        if torch_error is not None:
+            return  # both refuse
+        assert isinstance(error, DTypeError), \
+            f"{where}: fails with {type(error).__name__} ({error}) where PyTorch gives a result; a dtype the op " \
+            f"cannot take must be refused by its shape rule (DTypeError at build time), never by its kernel"
+        documented = [m for m in _documented_refusal_messages() if m in str(error)]
+        assert documented, f"{where}: refused ({error}) where PyTorch gives {[str(e.dtype) for e in expected]}; " \
+                           f"support it, or list the refusal in docs/dtypes.md's op refusal table"
+        return
+    assert torch_error is None, f"{where}: PyTorch refuses ({torch_error}) but fluidgrad gives {[d for _, d in got]}"
+    assert len(got) == len(expected), f"{where}: {len(got)} outputs vs PyTorch's {len(expected)}"
+    for (value, declared), ref in zip(got, expected):
+        torch_dtype = str(ref.dtype).replace("torch.", "")
+        assert declared == value.dtype.name == torch_dtype, \
+            f"{where}: declared {declared}, computed {value.dtype.name}, PyTorch gives {torch_dtype}"
+        assert value.shape == tuple(ref.shape), f"{where}: shape {value.shape} vs PyTorch's {tuple(ref.shape)}"
+        rtol = 1e-5 if value.dtype == np.float32 else 1e-7
+        np.testing.assert_allclose(value.astype(np.float64), ref.double().numpy(), rtol=rtol, atol=1e-7,
+                                   equal_nan=True, err_msg=where)
+
+
+def test_every_registered_op_is_in_the_table_or_skipped_for_a_documented_reason():
+    problems = []
+    for op in sorted(registered_ops()):
+        case = _table_case(op)
+        if op in SKIP and case is not None:
+            problems.append(f"{op}: has a case with a PyTorch function now; drop it from SKIP")
+        if op not in SKIP and case is None:
+            problems.append(f"{op}: no op case with a torch_fn; add one (tests/op_cases/), a SPECS entry in "
+                            f"tests/test_dtypes.py, or a SKIP entry with the reason (and list it in docs/dtypes.md)")
+    for op in SKIP:
+        if op not in registered_ops():
+            problems.append(f"{op}: in SKIP but not a registered op")
+    section = _docs_section("## Not in the op table")
+    listed = set(re.findall(r"`(\w+)`", section))
+    if listed != set(SKIP):
+        problems.append(f"docs/dtypes.md's 'Not in the op table' lists {sorted(listed - set(SKIP))} too many and "
+                        f"{sorted(set(SKIP) - listed)} too few")
+    assert not problems, "\n".join(problems)
+
+
+def test_documented_op_refusals_still_happen():
+    """Each message fragment of the op refusal table is still given by some op (no stale rows)."""
+    seen = set()
+    for op, dtype in TABLE:
+        case = _table_case(op)
+        if dtype == "as given":
+            continue
+        _, error = _outcome(lambda: _run_op(case, {k: _as_dtype(v, dtype) for k, v in case.inputs.items()}, "eager"))
+        seen |= {m for m in _documented_refusal_messages() if error is not None and m in str(error)}
+    assert seen == set(_documented_refusal_messages())

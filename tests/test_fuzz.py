@@ -13,6 +13,12 @@ Second order (grad of grad, as HIPS autograd checks one order higher): for rando
 gradient of <grad, w> (gradients() applied twice) is a Hessian-vector product, checked the same
 way against the central difference of <grad, w> and against PyTorch's double backward.
 
+The programs mix in Python scalars (`x / 2`, `3 ** x`: weak, the float dtype kept), integer
+and bool tensors on the way (counts, truncating casts, integer arithmetic, true division),
+indexing (`x[-1]`, `x[a:b]`), loops and branches; the second-order run includes them too
+(through a loop: the documented no-gradient error). Focused properties below fuzz loops and
+branches whose outputs do not all reach the loss, and grad of grad through loops.
+
 CI runs a fixed, derandomized budget; `pytest --fuzz-long[=N]` runs N programs with fresh
 randomness. The number of programs run is printed in the terminal summary.
 """
@@ -24,6 +30,7 @@ import numpy as np
 import pytest
 import torch
 from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 import fluidgrad as fg
 from fluidgrad.dispatch import apply_op
@@ -31,10 +38,11 @@ from fluidgrad.executor import Executor, Scope
 from fluidgrad.framework import Program, program_guard, unique_name_guard
 from fluidgrad.framework.validate import validate_program
 from fluidgrad.static import create_parameter, data
+from fluidgrad.static import nn as static_nn
 
 from fuzz_conftest_plugin import FUZZ_PROPERTY
-from fuzz_programs import (KINDS, FluidContext, Spec, cotangents, input_values, programs, realize,
-                           torch_ops_available)
+from fuzz_programs import (BODY_UNARY, COND_THRESHOLD, KINDS, FluidContext, Spec, _run_body, _torch_body,
+                           cotangents, input_values, programs, realize, torch_ops_available)
 
 CI_EXAMPLES = 500
 CI_SECOND_ORDER_EXAMPLES = 200
@@ -389,7 +397,8 @@ def check_second_order(spec: Spec, stats: dict[str, float]) -> None:
         static = StaticRun(spec, order=2)
     except NoSecondOrder:
         return
-    except NoGradientError:  # a grad op registered without a gradient (e.g. conv2d_input_grad): by design
+    except NoGradientError as err:  # a grad op registered without a gradient (conv2d_input_grad, while_grad)
+        assert "has no gradient" in str(err) and "op " in str(err), f"unclear error: {err}\n{spec}"
         stats["no_second_order"] += 1
         return
     stop_vals = sorted(spec.stop)
@@ -471,7 +480,7 @@ def test_random_programs_have_right_second_derivatives(request):
     start = time.perf_counter()
 
     @_fuzz_settings(request, CI_SECOND_ORDER_EXAMPLES)
-    @given(programs(max_ops=6, control_flow=False))
+    @given(programs(max_ops=6, control_flow=True))  # grad of grad through cond; through while: the error
     def run(spec: Spec) -> None:
         check_second_order(spec, stats)
         stats["second_order_programs"] += 1
@@ -513,3 +522,88 @@ def test_every_differentiable_op_is_fuzzed_or_excused():
     missing = sorted(name for name, op_def in registered_ops().items()
                      if op_def.has_gradient and name not in fuzzed | excused and not op_def.needs_runtime)
     assert not missing, f"differentiable ops the fuzzer never generates: {missing}"
+
+
+# ---------------------------------------------------------------- control-flow corners, fuzzed
+# Loops and branches whose outputs do not all reach the loss, and grad of grad through loops:
+# random bodies of unary steps (nested loops and branches among them), against PyTorch.
+_STEP = st.sampled_from(BODY_UNARY).map(lambda name: (name,))
+_BODY = st.lists(st.one_of(_STEP, st.tuples(st.just("while"), st.integers(1, 2), st.lists(_STEP, min_size=1,
+                                                                                      max_size=2).map(tuple))),
+                 min_size=1, max_size=3).map(tuple)
+
+
+def _corner_program(kind: str, body: tuple, else_body: tuple, trips: int, shape: tuple[int, ...]):
+    """x -> (out, aux) by a while loop (trips) or a cond; only `out` reaches the loss."""
+    ctx = FluidContext(fg, True, None)
+    x = data("x", list(shape), "float64")
+    x.stop_gradient = False
+    c = data("c", list(shape), "float64")
+    if kind == "while":
+        i, limit = fg.full([1], 0, "int64"), fg.full([1], trips, "int64")
+
+        def step(i, v, aux):
+            return [apply_op("increment", {"X": i}, {"step": 1.0}), _run_body(fg, ctx, body, v, {}), fg.tanh(v) + aux]
+        _, out, _aux = static_nn.while_loop(lambda i, v, aux: fg.less_than(i, limit), step, [i, x, fg.zeros_like(x)])
+    else:
+        pred = fg.greater_than(fg.sum(x), fg.full([], COND_THRESHOLD, "float64"))
+        out, _aux = static_nn.cond(pred, lambda: (_run_body(fg, ctx, body, x, {}), fg.tanh(x)),
+                                   lambda: (_run_body(fg, ctx, else_body, x, {}), fg.sin(x)))
+    return x, c, fg.sum(fg.multiply(out, c))
+
+
+def _torch_corner(kind, body, else_body, trips, x, c):
+    if kind == "while":
+        out = _torch_body(torch, (("while", trips, body),), x, {})
+    else:
+        out = _torch_body(torch, body if float(x.detach().sum()) > COND_THRESHOLD else else_body, x, {})
+    return (out * c).sum()
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.sampled_from(["while", "cond"]), _BODY, _BODY, st.integers(1, 3),
+       st.lists(st.integers(1, 3), min_size=1, max_size=2).map(tuple), st.integers(0, 2**31 - 1))
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_loop_and_branch_outputs_that_do_not_reach_the_loss(kind, body, else_body, trips, shape, seed):
+    rng = np.random.default_rng(seed)
+    x0, c0 = rng.uniform(-1.5, 1.5, shape), rng.uniform(0.5, 1.5, shape)
+    main = Program()
+    with program_guard(main, Program()), unique_name_guard():
+        x, c, loss = _corner_program(kind, body, else_body, trips, shape)
+        (dx,) = fg.gradients([loss], [x])
+    value, grad = Executor().run(main, feed={"x": x0, "c": c0}, fetch_list=[loss, dx], scope=Scope())
+    tx = torch.tensor(x0, requires_grad=True)
+    t_loss = _torch_corner(kind, body, else_body, trips, tx, torch.tensor(c0))
+    (t_grad,) = torch.autograd.grad(t_loss, [tx])
+    assert abs(float(value) - t_loss.item()) <= 1e-9 * (1 + abs(float(value)))
+    assert _close(grad, t_grad.numpy(), 1e-8), f"{kind} {body} / {else_body}: {grad} vs PyTorch {t_grad.numpy()}"
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(_BODY, st.integers(1, 3), st.lists(st.integers(1, 3), min_size=1, max_size=2).map(tuple),
+       st.integers(0, 2**31 - 1))
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_grad_of_grad_through_a_loop_is_right_or_the_documented_error(body, trips, shape, seed):
+    """Either the Hessian-vector product equals PyTorch's, or the no-gradient error names the loop."""
+    from fluidgrad.framework.errors import NoGradientError
+    rng = np.random.default_rng(seed)
+    x0, c0, w0 = rng.uniform(-1.5, 1.5, shape), rng.uniform(0.5, 1.5, shape), rng.uniform(0.5, 1.5, shape)
+    main = Program()
+    with program_guard(main, Program()), unique_name_guard():
+        x, c, loss = _corner_program("while", body, (), trips, shape)
+        w = data("w", list(shape), "float64")
+        (dx,) = fg.gradients([loss], [x])
+        objective = fg.sum(fg.multiply(dx, w))
+        try:
+            (hvp,) = fg.gradients([objective], [x])
+        except NoGradientError as err:
+            assert "while" in str(err), f"the no-gradient error does not name the loop: {err}"
+            return
+    (value,) = Executor().run(main, feed={"x": x0, "c": c0, "w": w0}, fetch_list=[hvp], scope=Scope())
+    tx = torch.tensor(x0, requires_grad=True)
+    (t_dx,) = torch.autograd.grad(_torch_corner("while", body, (), trips, tx, torch.tensor(c0)), [tx],
+                                  create_graph=True)
+    (t_hvp,) = torch.autograd.grad((t_dx * torch.tensor(w0)).sum(), [tx])
+    assert _close(value, t_hvp.numpy(), 1e-6), f"{body}: {value} vs PyTorch {t_hvp.numpy()}"

@@ -573,7 +573,7 @@ INT_CASES = [
     ("elementwise_mul", {"X": _A, "Y": _B}, {}), ("elementwise_div", {"X": _A, "Y": _B}, {}),
     ("elementwise_pow", {"X": _A, "Y": _B}, {}), ("elementwise_max", {"X": _A, "Y": _B}, {}),
     ("elementwise_min", {"X": _A, "Y": _B}, {}), ("scale", {"X": _A}, {"scale": 2.0, "bias": 1.0}),
-    ("scale", {"X": _A}, {"scale": 0.5}), ("sum", {"X": [_A, _A]}, {}), ("assign", {"X": _A}, {}),
+    ("scale", {"X": _A}, {"scale": 3.0, "bias": -2.0}), ("sum", {"X": [_A, _A]}, {}), ("assign", {"X": _A}, {}),
     ("reduce_sum", {"X": _A}, {"axis": [1]}), ("reduce_max", {"X": _A}, {"axis": [0]}),
     ("reshape", {"X": _A}, {"shape": [-1]}), ("transpose", {"X": _A}, {}), ("concat", {"X": [_A, _A]}, {}),
     ("slice", {"X": _A}, {}), ("gather", {"X": _A, "Index": _B - 2}, {"axis": 1}),

@@ -78,6 +78,18 @@ def _true_divide(x, y):
     return np.true_divide(x, y, dtype=dtypes.true_divide_dtype(x.dtype.name))
 
 
+def _power(x, y):
+    """x ** y; integers to negative integer powers as PyTorch gives them (NumPy refuses): 1 ** -n
+    is 1, (-1) ** -n is +-1, any other base gives 0 (the truncated reciprocal)."""
+    if x.dtype.kind not in "iu" or not (y < 0).any():
+        return np.power(x, y)
+    negative = y < 0
+    out = np.power(x, np.where(negative, 0, y))
+    odd = (np.abs(y) % 2).astype(bool)
+    at_negative = np.where(x == 1, 1, np.where(x == -1, np.where(odd, -1, 1), 0)).astype(out.dtype)
+    return np.where(negative, at_negative, out)
+
+
 def _no_bool(rule, what):
     """`rule`, refusing bool inputs as PyTorch does (`what`: the operation it refuses)."""
     def infer(ctx):
@@ -97,7 +109,7 @@ register_op("elementwise_mul", inputs="X Y", outputs="Out", kernel=np.multiply, 
             infer=binary_broadcast(), grad=_mul_grad)
 register_op("elementwise_div", inputs="X Y", outputs="Out", kernel=_true_divide,
             infer=_div_infer, grad=_div_grad)
-register_op("elementwise_pow", inputs="X Y", outputs="Out", kernel=np.power,
+register_op("elementwise_pow", inputs="X Y", outputs="Out", kernel=_power,
             infer=_no_bool(binary_broadcast(), "power"), grad=_pow_grad)
 register_op("elementwise_max", inputs="X Y", outputs="Out", kernel=np.maximum,
             infer=binary_broadcast(), grad=lambda g: _select_grad(g, "greater_than"))
@@ -283,9 +295,20 @@ def _scale_kernel(x, scale=1.0, bias=0.0, bias_after_scale=True):
     return out if out.dtype == x.dtype else out.astype(x.dtype)
 
 
+def _scale_infer(ctx):
+    """The output keeps X's dtype (Paddle's scale); for integer X that holds only for integral
+    scale and bias: anything else would silently truncate, so it is refused (x * 2.5 promotes)."""
+    if dtypes.dtype_kind(ctx.dtype("X")) == dtypes.INTEGER:
+        for attr in ("scale", "bias"):
+            if not float(ctx.attr(attr)).is_integer():
+                raise ctx.dtype_error(f"{attr} {ctx.attr(attr)} on integer {ctx.describe('X')} would truncate; "
+                                      f"cast X to a float dtype first (x * {ctx.attr(attr)} does, as in PyTorch)")
+    ctx.set_output("Out", ctx.shape("X"), ctx.dtype("X"))
+
+
 register_op("scale", inputs="X", outputs="Out",
             attrs={"scale": 1.0, "bias": 0.0, "bias_after_scale": True},
-            kernel=_scale_kernel, infer=_no_bool(same_as(), "scaling (or negation)"),
+            kernel=_scale_kernel, infer=_no_bool(_scale_infer, "scaling (or negation)"),
             grad=lambda g: g.set_input_grad("X", g.op("scale", {"X": g.output_grad("Out")},
                                                       scale=g.attr("scale"))))
 
@@ -331,7 +354,11 @@ register_op("cast", inputs="X", outputs="Out", attrs={"dtype": "float32"},
 
 # ---------------------------------------------------------------- broadcasting helpers
 def _reduce_as_kernel(x, target):
-    """Sum `x` down to `target`'s shape: the transpose of NumPy broadcasting."""
+    """Sum `x` down to `target`'s shape: the transpose of NumPy broadcasting (bool and integers
+    accumulate in int64, as every sum does: dtypes.accumulate_dtype)."""
+    dtype = dtypes.accumulate_dtype(x.dtype.name)
+    if x.dtype.name != dtype:
+        x = x.astype(dtype)
     if x.shape == target.shape:
         return x
     if x.ndim < target.ndim:  # e.g. a 0-D gradient for a [1, 1] input
@@ -354,7 +381,11 @@ def _like_target(ctx):
     ctx.set_output("Out", ctx.shape("Target"), ctx.dtype("X"))
 
 
-register_op("reduce_as", inputs="X Target", outputs="Out", kernel=_reduce_as_kernel, infer=_like_target,
+def _reduce_as_infer(ctx):
+    ctx.set_output("Out", ctx.shape("Target"), dtypes.accumulate_dtype(ctx.dtype("X")))
+
+
+register_op("reduce_as", inputs="X Target", outputs="Out", kernel=_reduce_as_kernel, infer=_reduce_as_infer,
             grad=lambda g: g.set_input_grad("X", g.op("expand_as", {"X": g.output_grad("Out"),
                                                                     "Target": g.input("X")})),
             doc="Sums a broadcast gradient back to the shape of Target.")

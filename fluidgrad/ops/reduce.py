@@ -239,6 +239,7 @@ _SCAN_ATTRS = {"axis": -1, "exclusive": False, "reverse": False}
 
 
 def _scan(ufunc, x, axis, exclusive, reverse):
+    x = x.astype(dtypes.accumulate_dtype(x.dtype.name), copy=False)  # bool and integers: int64
     axis = axis % max(x.ndim, 1)
     if x.ndim == 0:
         return x.copy() if not exclusive else np.asarray(ufunc.identity, dtype=x.dtype)
@@ -255,10 +256,8 @@ def _scan(ufunc, x, axis, exclusive, reverse):
 
 
 def _scan_infer(ctx):
-    if ctx.dtype("X") == "bool":
-        raise ctx.dtype_error(f"expects numbers, got {ctx.describe('X')}; cast to an integer first")
     normalize_axis(ctx, ctx.attr("axis"), len(ctx.shape("X")))
-    ctx.set_output("Out", ctx.shape("X"), ctx.dtype("X"))
+    ctx.set_output("Out", ctx.shape("X"), dtypes.accumulate_dtype(ctx.dtype("X")))
 
 
 def _cumsum_grad(g):
@@ -318,10 +317,8 @@ register_op("cumprod_grad", inputs="X DOut", outputs="DX", attrs=_SCAN_ATTRS, ke
 # -- prod over one axis (prod over several axes chains it)
 def _prod_infer(ctx):
     normalize_axis(ctx, ctx.attr("axis"), len(ctx.shape("X")))
-    if ctx.dtype("X") == "bool":
-        raise ctx.dtype_error(f"expects numbers, got {ctx.describe('X')}")
     ctx.set_output("Out", reduced_shape(ctx, ctx.shape("X"), [ctx.attr("axis")], ctx.attr("keepdim")),
-                   ctx.dtype("X"))
+                   dtypes.accumulate_dtype(ctx.dtype("X")))
 
 
 def _prod_grad(g):
@@ -337,5 +334,6 @@ def _prod_grad(g):
 
 
 register_op("reduce_prod", inputs="X", outputs="Out", attrs={"axis": 0, "keepdim": False},
-            kernel=lambda x, axis, keepdim: np.asarray(np.prod(x, axis=axis, keepdims=keepdim, dtype=x.dtype)),
+            kernel=lambda x, axis, keepdim: np.asarray(np.prod(x, axis=axis, keepdims=keepdim,
+                                                               dtype=dtypes.accumulate_dtype(x.dtype.name))),
             infer=_prod_infer, grad=_prod_grad, doc="The product along one axis.")
