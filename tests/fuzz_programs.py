@@ -724,21 +724,6 @@ def _gen_log_softmax(gen):
     return Node("log_softmax", (x,), (("axis", gen.draw(st.integers(-len(shape), len(shape) - 1))),), (shape,))
 
 
-def _attention_softmax_torch(T, n, x):
-    scores = x * n.p("scale")
-    if n.p("causal"):
-        scores = scores.masked_fill(T.ones(x.shape[-2:], dtype=T.bool).triu(1), float("-inf"))
-    return T.softmax(scores, -1)
-
-
-@kind("attention_softmax", ("attention_softmax",), lambda F, ctx, n, x: _apply(
-    F, "attention_softmax", {"X": x}, {"scale": n.p("scale"), "causal": n.p("causal")}), _attention_softmax_torch)
-def _gen_attention_softmax(gen):
-    x = gen.pick(lambda s: len(s) >= 2)
-    attrs = (("scale", gen.draw(st.sampled_from([0.5, 1.0]))), ("causal", gen.draw(st.booleans())))
-    return Node("attention_softmax", (x,), attrs, (gen.pool[x],))
-
-
 @kind("increment", ("increment",), lambda F, ctx, n, x: _apply(F, "increment", {"X": x}, {"step": n.p("step")}),
       lambda T, n, x: x + n.p("step"))
 def _gen_increment(gen):
