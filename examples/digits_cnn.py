@@ -31,9 +31,9 @@ main, startup = fg.Program(), fg.Program()
 with fg.program_guard(main, startup):
     image = fg.static.data("image", [None, 1, 8, 8])
     label = fg.static.data("label", [None, 1], "int64")
-    h = fg.static.nn.conv2d(image, num_filters=16, filter_size=3, padding=1, act="relu")
+    h = fg.static.nn.conv2d(image, num_filters=16, filter_size=3, padding=1, activation="relu")
     h = F.max_pool2d(h, kernel_size=2)                                  # 16 x 4 x 4
-    h = fg.static.nn.conv2d(h, num_filters=32, filter_size=3, padding=1, act="relu")
+    h = fg.static.nn.conv2d(h, num_filters=32, filter_size=3, padding=1, activation="relu")
     h = F.max_pool2d(h, kernel_size=2)                                  # 32 x 2 x 2
     logits = fg.static.nn.fc(h, 10)
     test_program = main.clone(for_test=True)                            # forward only, for evaluation

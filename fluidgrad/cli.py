@@ -103,12 +103,17 @@ def _demo(args: argparse.Namespace) -> int:
                 return tqdm(items, leave=True, dynamic_ncols=True, **kwargs)
     train = demo.train_static if args.mode == "static" else demo.train_eager
     result = train(args.epochs, model=args.model, batch_size=args.batch_size, learning_rate=args.lr,
-                   seed=args.seed, progress=progress, out_dir=Path(args.out))
+                   seed=args.seed, progress=progress, out_dir=Path(args.out),
+                   on_epoch=lambda stats: print(stats.line(args.epochs), flush=True))
     if result.model_path is not None:
         print(f"saved the inference model to {result.model_path}")
     if result.picture_path is not None:
         kind = "training" if args.mode == "static" else "inference"
         print(f"saved a picture of the {kind} program to {result.picture_path}")
+    if result.curves_path is not None:
+        print(f"saved the training curves (loss and accuracy per epoch) to {result.curves_path}")
+    if result.checkpoint_path is not None:
+        print(f"saved the model and optimizer state (fluidgrad.save) to {result.checkpoint_path}")
     print(f"trained in {result.seconds:.1f} s ({args.mode} mode, {args.model}, {args.epochs} epochs)")
     print(f"test accuracy: {result.test_accuracy:.3f}")
     return 0

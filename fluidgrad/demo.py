@@ -3,7 +3,9 @@
 It exercises every layer of the framework a user touches: builders write a Program, the
 optimizer appends backward and Adam update ops, the Executor runs one plan per batch,
 `save_inference_model` prunes and saves the model, and `viz.draw` pictures the training
-program. The data set ships with scikit-learn (1797 images), so nothing is downloaded.
+program. After each epoch it measures loss and accuracy on the training and test sets; they
+are printed and drawn as training curves (`training.png`, with matplotlib). The data set ships
+with scikit-learn (1797 images), so nothing is downloaded.
 """
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import contextlib
 import shutil
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -28,12 +30,34 @@ PICTURE_NAME = "train_program"   # the training program's picture: <out>/train_p
 EAGER_PICTURE_NAME = "inference_program"  # eager mode has no training Program; it draws the saved one
 
 
+CURVES_NAME = "training.png"     # loss and accuracy per epoch, train and test
+CHECKPOINT_NAME = "digits_eager.safetensors"  # eager mode: model and optimizer state (fluidgrad.save)
+
+
+@dataclass
+class EpochStats:
+    """One epoch: mean loss and accuracy over the training batches, and on the test set after it."""
+
+    epoch: int
+    train_loss: float
+    train_accuracy: float
+    test_loss: float
+    test_accuracy: float
+
+    def line(self, epochs: int) -> str:
+        return (f"epoch {self.epoch:2d}/{epochs}: train loss {self.train_loss:.4f} accuracy {self.train_accuracy:.3f}"
+                f" | test loss {self.test_loss:.4f} accuracy {self.test_accuracy:.3f}")
+
+
 @dataclass
 class DemoResult:
     test_accuracy: float
     seconds: float
     model_path: Path | None
     picture_path: Path | None
+    history: list[EpochStats] = field(default_factory=list)
+    curves_path: Path | None = None
+    checkpoint_path: Path | None = None
 
 
 def load_data(seed: int = 0, test_fraction: float = 0.2) -> tuple[np.ndarray, ...]:
@@ -71,6 +95,10 @@ class _RunningStats:
     def __init__(self, bar: Any) -> None:
         self.bar, self.seen, self.correct, self.total_loss = bar, 0, 0, 0.0
 
+    def epoch(self, number: int, test_logits: np.ndarray, test_labels: np.ndarray) -> EpochStats:
+        return EpochStats(number, self.total_loss / max(self.seen, 1), self.correct / max(self.seen, 1),
+                          cross_entropy(test_logits, test_labels), accuracy(test_logits, test_labels))
+
     def update(self, loss: Any, logits: np.ndarray, labels: np.ndarray) -> None:
         self.seen += len(labels)
         self.correct += int((logits.argmax(axis=1) == labels[:, 0]).sum())
@@ -78,6 +106,47 @@ class _RunningStats:
         if hasattr(self.bar, "set_postfix"):
             self.bar.set_postfix(loss=f"{self.total_loss / self.seen:.4f}", acc=f"{self.correct / self.seen:.3f}",
                                  refresh=False)
+
+
+def accuracy(logits: np.ndarray, labels: np.ndarray) -> float:
+    return float((logits.argmax(axis=1) == labels[:, 0]).mean())
+
+
+def cross_entropy(logits: np.ndarray, labels: np.ndarray) -> float:
+    """Mean softmax cross-entropy, computed stably (the test set's loss, from its logits)."""
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    return float(-log_probs[np.arange(len(labels)), labels[:, 0]].mean())
+
+
+def draw_curves(history: list[EpochStats], path: Path) -> Path | None:
+    """Loss and accuracy per epoch, train and test, as a PNG; None (and a note) without matplotlib."""
+    try:
+        import matplotlib
+        import matplotlib.ticker
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("note: no training curves without matplotlib (pip install 'fluidgrad[demo]')", file=sys.stderr)
+        return None
+    epochs = [h.epoch for h in history]
+    figure, (loss_axes, accuracy_axes) = plt.subplots(1, 2, figsize=(10, 4))
+    loss_axes.plot(epochs, [h.train_loss for h in history], "o-", label="train")
+    loss_axes.plot(epochs, [h.test_loss for h in history], "s-", label="test")
+    loss_axes.set(title="cross-entropy loss", xlabel="epoch", ylabel="loss")
+    accuracy_axes.plot(epochs, [h.train_accuracy for h in history], "o-", label="train")
+    accuracy_axes.plot(epochs, [h.test_accuracy for h in history], "s-", label="test")
+    accuracy_axes.set(title="accuracy", xlabel="epoch", ylabel="accuracy", ylim=(0, 1.02))
+    for axes in (loss_axes, accuracy_axes):
+        axes.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+        axes.grid(alpha=0.3)
+        axes.legend()
+    figure.tight_layout()
+    temporary = path.with_name(f".{path.name}.tmp.png")
+    figure.savefig(temporary, dpi=100)
+    plt.close(figure)
+    temporary.replace(path)  # atomic: a reader sees the old picture or the whole new one
+    return path
 
 
 def batches(n: int, batch_size: int, rng: np.random.Generator) -> list[np.ndarray]:
@@ -89,9 +158,9 @@ def batches(n: int, batch_size: int, rng: np.random.Generator) -> list[np.ndarra
 
 def cnn(image: fg.Variable) -> fg.Variable:
     """conv3x3(16)-relu-maxpool2 -> conv3x3(32)-relu-maxpool2 -> fc(10): 8x8 -> 4x4 -> 2x2."""
-    h = fg.static.nn.conv2d(image, num_filters=16, filter_size=3, padding=1, act="relu")
+    h = fg.static.nn.conv2d(image, num_filters=16, filter_size=3, padding=1, activation="relu")
     h = F.max_pool2d(h, kernel_size=2)
-    h = fg.static.nn.conv2d(h, num_filters=32, filter_size=3, padding=1, act="relu")
+    h = fg.static.nn.conv2d(h, num_filters=32, filter_size=3, padding=1, activation="relu")
     h = F.max_pool2d(h, kernel_size=2)
     return fg.static.nn.fc(h, 10)
 
@@ -118,14 +187,16 @@ def build_static(model: str, learning_rate: float) -> dict[str, Any]:
 
 def train_static(epochs: int, model: str = "cnn", batch_size: int = 32, learning_rate: float = 0.01,
                  seed: int = 0, progress: Callable[..., Iterator] | None = None,
-                 out_dir: Path | None = None) -> DemoResult:
-    """Train, evaluate on the held-out fifth, save the inference model and the picture."""
+                 out_dir: Path | None = None, on_epoch: Callable[[EpochStats], Any] | None = None) -> DemoResult:
+    """Train, evaluate on the held-out fifth after each epoch (`on_epoch` sees the numbers), save
+    the inference model, the picture and the training curves."""
     with blas_threads(1):
-        return _train_static(epochs, model, batch_size, learning_rate, seed, progress, out_dir)
+        return _train_static(epochs, model, batch_size, learning_rate, seed, progress, out_dir, on_epoch)
 
 
 def _train_static(epochs: int, model: str, batch_size: int, learning_rate: float, seed: int,
-                  progress: Callable[..., Iterator] | None, out_dir: Path | None) -> DemoResult:
+                  progress: Callable[..., Iterator] | None, out_dir: Path | None,
+                  on_epoch: Callable[[EpochStats], Any] | None = None) -> DemoResult:
     start = time.perf_counter()
     x_train, y_train, x_test, y_test = load_data(seed)
     fg.seed(seed)
@@ -134,6 +205,7 @@ def _train_static(epochs: int, model: str, batch_size: int, learning_rate: float
     exe = fg.Executor()
     exe.run(net["startup"], scope=scope)
     rng = np.random.default_rng(seed)
+    history: list[EpochStats] = []
     for epoch in range(1, epochs + 1):
         bar = _bar(progress, batches(len(x_train), batch_size, rng), epoch, epochs)
         stats = _RunningStats(bar)
@@ -141,12 +213,19 @@ def _train_static(epochs: int, model: str, batch_size: int, learning_rate: float
             loss, logits = exe.run(net["main"], feed={"image": x_train[idx], "label": y_train[idx]},
                                    fetch_list=[net["loss"], net["logits"]], scope=scope)
             stats.update(loss, logits, y_train[idx])
-    (logits,) = exe.run(net["test"], feed={"image": x_test}, fetch_list=[net["logits"]], scope=scope)
-    accuracy = float((logits.argmax(axis=1) == y_test[:, 0]).mean())
-    model_path = picture_path = None
+        (logits,) = exe.run(net["test"], feed={"image": x_test}, fetch_list=[net["logits"]], scope=scope)
+        _record(history, stats.epoch(epoch, logits, y_test), on_epoch)
+    result = DemoResult(history[-1].test_accuracy, time.perf_counter() - start, None, None, history)
     if out_dir is not None:
-        model_path, picture_path = _save(out_dir, net, exe, scope)
-    return DemoResult(accuracy, time.perf_counter() - start, model_path, picture_path)
+        result.model_path, result.picture_path = _save(out_dir, net, exe, scope)
+        result.curves_path = draw_curves(history, out_dir / CURVES_NAME)
+    return result
+
+
+def _record(history: list[EpochStats], stats: EpochStats, on_epoch: Callable[[EpochStats], Any] | None) -> None:
+    history.append(stats)
+    if on_epoch is not None:
+        on_epoch(stats)
 
 
 def _bar(progress: Callable[..., Iterator] | None, items: list, epoch: int, epochs: int) -> Iterator:
@@ -214,24 +293,27 @@ def layer_arrays(model: str, net: Any) -> dict[str, np.ndarray]:
 
 def train_eager(epochs: int, model: str = "cnn", batch_size: int = 32, learning_rate: float = 0.01,
                 seed: int = 0, progress: Callable[..., Iterator] | None = None,
-                out_dir: Path | None = None) -> DemoResult:
+                out_dir: Path | None = None, on_epoch: Callable[[EpochStats], Any] | None = None) -> DemoResult:
     """The same training, define-by-run: Layers, loss.backward(), Adam.step().
 
-    The trained weights are then saved as an inference model by writing the same network
-    as a static Program (functional_forward on Variables) over parameters holding them.
+    The model and optimizer state are saved with `fluidgrad.save` (a checkpoint to resume
+    from); the trained weights are also saved as an inference model, by writing the same
+    network as a static Program (functional_forward on Variables) over parameters holding them.
     """
     with blas_threads(1):
-        return _train_eager(epochs, model, batch_size, learning_rate, seed, progress, out_dir)
+        return _train_eager(epochs, model, batch_size, learning_rate, seed, progress, out_dir, on_epoch)
 
 
 def _train_eager(epochs: int, model: str, batch_size: int, learning_rate: float, seed: int,
-                 progress: Callable[..., Iterator] | None, out_dir: Path | None) -> DemoResult:
+                 progress: Callable[..., Iterator] | None, out_dir: Path | None,
+                 on_epoch: Callable[[EpochStats], Any] | None = None) -> DemoResult:
     start = time.perf_counter()
     x_train, y_train, x_test, y_test = load_data(seed)
     fg.seed(seed)
     net = eager_network(model)
     optimizer = Adam(learning_rate, parameters=net.parameters())
     rng = np.random.default_rng(seed)
+    history: list[EpochStats] = []
     for epoch in range(1, epochs + 1):
         bar = _bar(progress, batches(len(x_train), batch_size, rng), epoch, epochs)
         stats = _RunningStats(bar)
@@ -242,13 +324,17 @@ def _train_eager(epochs: int, model: str, batch_size: int, learning_rate: float,
             optimizer.step()
             optimizer.clear_grad()
             stats.update(loss, logits.numpy(), y_train[idx])
-    with no_grad():
-        logits = net(to_tensor(x_test)).numpy()
-    accuracy = float((logits.argmax(axis=1) == y_test[:, 0]).mean())
-    model_path = picture_path = None
+        with no_grad():
+            test_logits = net(to_tensor(x_test)).numpy()
+        _record(history, stats.epoch(epoch, test_logits, y_test), on_epoch)
+    result = DemoResult(history[-1].test_accuracy, time.perf_counter() - start, None, None, history)
     if out_dir is not None:
-        model_path, picture_path = _save_eager(out_dir, model, layer_arrays(model, net))
-    return DemoResult(accuracy, time.perf_counter() - start, model_path, picture_path)
+        result.model_path, result.picture_path = _save_eager(out_dir, model, layer_arrays(model, net))
+        result.checkpoint_path = out_dir / CHECKPOINT_NAME
+        fg.save({"model": net.state_dict(), "optimizer": optimizer.state_dict(), "epochs": epochs},
+                result.checkpoint_path)
+        result.curves_path = draw_curves(history, out_dir / CURVES_NAME)
+    return result
 
 
 def _save_eager(out_dir: Path, model: str, arrays: dict[str, np.ndarray]) -> tuple[Path, Path]:

@@ -13,13 +13,14 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from . import functions as F
 from .backward import gradients
+from .dispatch import append_static_op
+from .eager import Tensor, backward, eager_apply, to_tensor
 from .executor import Executor, Scope
 from .framework import Program, Variable, program_guard
 from .ops.registry import get_op_def
-from . import functions as F
 from .static import data
-from .dispatch import append_static_op
 
 
 @dataclass
@@ -231,3 +232,223 @@ def torch_gradients(torch_fn: Callable[..., Any], inputs: Mapping[str, Any], che
     leaves = [tensors[k] for k in wrt]
     grads = torch.autograd.grad(loss, leaves, allow_unused=True)
     return {k: (g.detach().numpy() if g is not None else np.zeros(tensors[k].shape)) for k, g in zip(wrt, grads)}
+
+
+# ---------------------------------------------------------------- one op case, every check
+# Each check takes an OpCase and either passes, raises AssertionError, or returns the reason
+# it does not apply to that case (a string). `check_op` runs them all; tests/test_ops.py and
+# tests/test_eager.py are parametrisations of these functions over every case.
+def _cast_floats(value: Any, dtype: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return [_cast_floats(v, dtype) for v in value]
+    value = np.asarray(value)
+    return value.astype(dtype) if value.dtype.kind == "f" else value
+
+
+def run_case(case: OpCase, float_dtype: Any = np.float64) -> tuple[list[np.ndarray], list[Variable]]:
+    """Run the case's op once in a one-op program; its outputs and their Variables."""
+    inputs = {k: _cast_floats(v, float_dtype) for k, v in case.inputs.items()}
+    feeds = _flat_feeds(inputs)
+    main = Program()
+    with program_guard(main, Program()):
+        variables = {k: data(k, v.shape, v.dtype) for k, v in feeds.items()}
+        outs = build_single_op(case.op, inputs, dict(case.attrs), case.n_out)(variables)
+    return Executor().run(main, feed=feeds, fetch_list=outs, scope=Scope()), outs
+
+
+def _used(case: OpCase, values: list) -> list:
+    return values if case.use_outputs is None else [values[i] for i in case.use_outputs]
+
+
+def _reference(case: OpCase) -> list[np.ndarray]:
+    if case.torch_fn is None:
+        outs = case.numpy_fn(**case.inputs)
+        return list(outs) if isinstance(outs, (list, tuple)) else [outs]
+    import torch  # the oracle: an optional (test) dependency
+    args = {slot: [torch.tensor(np.asarray(v)) for v in value] if isinstance(value, (list, tuple))
+            else torch.tensor(np.asarray(value)) for slot, value in case.inputs.items()}
+    outs = case.torch_fn(**args)
+    return [o.numpy() for o in (list(outs) if isinstance(outs, (list, tuple)) else [outs])]
+
+
+def _wrt(case: OpCase, feeds: Mapping[str, np.ndarray]) -> list[str]:
+    return [k for k, v in feeds.items() if _is_float(v) and k.split("_")[0] not in case.no_grad
+            and k not in case.no_grad]
+
+
+def _has_gradient(case: OpCase) -> bool:
+    return case.grad and get_op_def(case.op).has_gradient
+
+
+def check_forward(case: OpCase) -> str | None:
+    """Forward values (dtype, shape, value) equal the reference's, or `check_fn` accepts them."""
+    values, _ = run_case(case)
+    if case.check_fn is not None:
+        case.check_fn(values, case)
+        return None
+    if case.torch_fn is None and case.numpy_fn is None:
+        return "no forward reference"
+    expected, values = _reference(case), _used(case, values)
+    assert len(values) == len(expected), f"{case.id}: {len(values)} outputs, reference has {len(expected)}"
+    for i, (got, want) in enumerate(zip(values, expected)):
+        assert got.shape == want.shape, f"{case.id} output {i}: shape {got.shape}, reference {want.shape}"
+        assert got.dtype == want.dtype, f"{case.id} output {i}: dtype {got.dtype}, reference {want.dtype}"
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=f"{case.id} output {i}")
+    return None
+
+
+def check_float32_forward(case: OpCase) -> str | None:
+    """The op on float32 inputs computes and declares float32 (values close to float64's)."""
+    if not any(_is_float(v) for v in _flat_feeds(case.inputs).values()):
+        return "no float inputs: the op's dtype comes from its attributes"
+    ref, _ = run_case(case, np.float64)
+    got, variables = run_case(case, np.float32)
+    for i, (a, b, var) in enumerate(zip(got, ref, variables)):
+        want = b.dtype if case.op == "cast" or b.dtype != np.float64 else np.dtype(np.float32)
+        assert a.dtype == want, f"{case.id} output {i}: float32 run gives {a.dtype}, expected {want}"
+        assert var.dtype == want.name, f"{case.id} output {i}: declared {var.dtype}, computed {want}"
+        assert a.shape == b.shape
+        if a.dtype.kind == "f":
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5, err_msg=f"{case.id} output {i}")
+    return None
+
+
+def check_declared_shapes(case: OpCase) -> str | None:
+    """What the shape rule declared at build time is what the kernel computed."""
+    values, variables = run_case(case)
+    for value, var in zip(values, variables):
+        assert value.shape == var.shape and value.dtype.name == var.dtype, \
+            f"{case.id}: declared {var.dtype}{list(var.shape)}, computed {value.dtype}{list(value.shape)}"
+    return None
+
+
+def check_inputs_unmodified(case: OpCase) -> str | None:
+    """The kernel never writes into its inputs (the executor shares arrays between ops)."""
+    op_def = get_op_def(case.op)
+    args = []
+    for slot in op_def.inputs:
+        value = case.inputs.get(slot.name)
+        args.append(None if value is None else [np.array(v) for v in value] if isinstance(value, list)
+                    else np.array(value))
+    saved = [None if a is None else [x.copy() for x in a] if isinstance(a, list) else a.copy() for a in args]
+    for arg in args:  # writing into a read-only input raises
+        for a in (arg if isinstance(arg, list) else [arg]):
+            if a is not None:
+                a.flags.writeable = False
+    op_def.kernel(*args, **{**op_def.attrs, **case.attrs})
+    for arg, before in zip(args, saved):
+        for a, b in zip(arg if isinstance(arg, list) else [arg], before if isinstance(before, list) else [before]):
+            if a is not None:
+                np.testing.assert_array_equal(a, b, err_msg=f"{case.id}: the kernel modified an input")
+    return None
+
+
+def check_gradient(case: OpCase) -> str | None:
+    """append_backward's gradient equals central differences and PyTorch's (float64)."""
+    if not _has_gradient(case):
+        return "no gradient"
+    feeds = _flat_feeds(case.inputs)
+    wrt = _wrt(case, feeds)
+    build_all = build_single_op(case.op, case.inputs, case.attrs, case.n_out)
+    check = ProgramGradCheck(lambda variables: _used(case, build_all(variables)), feeds, wrt)
+    analytic, numeric = check.analytic(), check.numeric(case.eps)
+    for name in wrt:
+        _assert_close(f"{case.id}.{name}", analytic[name], numeric[name], case.rtol, 1e-7, "central differences")
+    if case.torch_fn is not None:
+        expected = torch_gradients(case.torch_fn, case.inputs, check, wrt)
+        for name in wrt:
+            _assert_close(f"{case.id}.{name}", analytic[name], expected[name], case.rtol, 1e-9, "PyTorch")
+    return None
+
+
+def check_float32_gradient(case: OpCase) -> str | None:
+    """The backward ops of a float32 op compute in float32, close to the float64 gradient."""
+    if not _has_gradient(case):
+        return "no gradient"
+
+    def analytic(dtype: Any) -> dict[str, np.ndarray]:
+        inputs = {k: _cast_floats(v, dtype) for k, v in case.inputs.items()}
+        feeds = _flat_feeds(inputs)
+        build_all = build_single_op(case.op, inputs, case.attrs, case.n_out)
+        return ProgramGradCheck(lambda variables: _used(case, build_all(variables)), feeds,
+                                [k for k, v in feeds.items() if _is_float(v)]).analytic()
+    low, high = analytic(np.float32), analytic(np.float64)
+    for name, value in low.items():
+        assert value.dtype == np.float32, f"{case.id}: gradient of float32 {name} is {value.dtype}"
+        np.testing.assert_allclose(value, high[name], rtol=2e-3, atol=1e-4, err_msg=f"{case.id}: {name}")
+    return None
+
+
+def check_second_order(case: OpCase) -> str | None:
+    """Grad of grad: the first-order VJP program, differentiated again, against central differences."""
+    if not _has_gradient(case) or not case.second_order:
+        return "not twice differentiable at these inputs" if _has_gradient(case) else "no gradient"
+    feeds = _flat_feeds(case.inputs)
+    wrt = [k for k, v in feeds.items() if _is_float(v)]
+    values, _ = run_case(case)
+    rng = np.random.default_rng(7)
+    feeds.update({f"cot{i}": rng.uniform(0.5, 1.5, size=v.shape).astype(v.dtype)
+                  for i, v in enumerate(v for v in _used(case, values) if _is_float(v))})
+    build_op = build_single_op(case.op, case.inputs, case.attrs, case.n_out)
+
+    def first_order(variables: dict[str, Variable]) -> list[Variable]:
+        outs = [o for o in _used(case, build_op(variables)) if o.dtype.startswith("float")]
+        loss = F.add_n([F.sum(o * variables[f"cot{i}"]) for i, o in enumerate(outs)])
+        return [g for g in gradients([loss], [variables[k] for k in wrt]) if g is not None]
+    with program_guard(Program(), Program()):
+        if not first_order({k: data(k, v.shape, v.dtype) for k, v in feeds.items()}):
+            return "the first-order gradient is a symbolic zero"
+    check_program_grad(first_order, feeds, rtol=max(case.rtol, 1e-5), eps=case.eps)
+    return None
+
+
+def check_eager_equals_static(case: OpCase) -> str | None:
+    """The op run eagerly gives the static values and, through `backward`, the static gradients."""
+    op_def = get_op_def(case.op)
+    if op_def.needs_runtime:
+        return "static only (runs sub-blocks)"
+    feeds = _flat_feeds(case.inputs)
+    wrt = _wrt(case, feeds) if _has_gradient(case) else []
+    tensors: dict[str, Tensor] = {}
+    inputs: dict[str, Any] = {}
+    for slot, value in case.inputs.items():
+        names = [f"{slot}_{i}" for i in range(len(value))] if isinstance(value, (list, tuple)) else [slot]
+        made = [to_tensor(feeds[n], stop_gradient=n not in wrt) for n in names]
+        tensors.update(zip(names, made))
+        inputs[slot] = made if isinstance(value, (list, tuple)) else made[0]
+    out = eager_apply(case.op, inputs, dict(case.attrs), case.n_out)
+    outs = _used(case, [t for item in (out if isinstance(out, tuple) else (out,))
+                        for t in (item if isinstance(item, list) else [item])])
+    if case.check_fn is None:  # a random op draws differently in each mode
+        static_values = _used(case, run_case(case)[0])
+        for i, (got, want) in enumerate(zip(outs, static_values)):
+            assert got.dtype == want.dtype.name, f"{case.id} output {i}: eager {got.dtype}, static {want.dtype}"
+            np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12, err_msg=f"{case.id} output {i}")
+    if not wrt:
+        return None
+    build_all = build_single_op(case.op, case.inputs, case.attrs, case.n_out)
+    static = ProgramGradCheck(lambda variables: _used(case, build_all(variables)), feeds, wrt)
+    expected = static.analytic()
+    roots = [(o, static.feeds[f"cotangent_{i}"]) for i, o in enumerate(outs)
+             if o.dtype.startswith("float") and not o.stop_gradient]
+    if roots:
+        backward([r for r, _ in roots], [s for _, s in roots])
+    for name in wrt:
+        got = tensors[name].grad
+        got = np.zeros_like(feeds[name]) if got is None else got.numpy()
+        np.testing.assert_allclose(got, expected[name], rtol=1e-10, atol=1e-12, err_msg=f"{case.id}: d/d{name}")
+    return None
+
+
+CHECKS: tuple[Callable[[OpCase], str | None], ...] = (
+    check_forward, check_float32_forward, check_declared_shapes, check_inputs_unmodified, check_gradient,
+    check_float32_gradient, check_second_order, check_eager_equals_static)
+
+
+def check_op(case: OpCase, checks: Sequence[Callable[[OpCase], str | None]] = CHECKS) -> dict[str, str]:
+    """Run every check on one op case: forward against the reference, float32 kept, declared
+    shapes, inputs untouched, gradient against central differences and PyTorch, float32
+    gradient, grad of grad, eager equal to static. Returns {check: "ok" or why it does not
+    apply}; a failing check raises AssertionError naming the case. Users declare their own
+    ops' cases the same way: `check_op(OpCase("my_op", {"X": x}, torch_fn=...))`."""
+    return {check.__name__: check(case) or "ok" for check in checks}

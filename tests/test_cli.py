@@ -39,6 +39,10 @@ def test_demo_one_epoch_prints_accuracy_and_saves(demo_run):
     assert float(match.group(1)) > 0.5  # one epoch of Adam already learns most digits
     assert "epoch 1/1" in proc.stderr and "loss=" in proc.stderr and "acc=" in proc.stderr  # the tqdm bar
     assert (out / "digits.pdmodel.json").exists() and (out / "digits.pdparams.safetensors").exists()
+    assert re.search(r"^epoch  1/1: train loss \d\.\d{4} accuracy \d\.\d{3} \| test loss \d\.\d{4} "
+                     r"accuracy (\d\.\d{3})$", proc.stdout, re.M), proc.stdout
+    assert (out / "training.png").read_bytes().startswith(b"\x89PNG")
+    assert f"saved the training curves (loss and accuracy per epoch) to {out / 'training.png'}" in proc.stdout
 
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
@@ -229,3 +233,23 @@ def test_show_explains_what_it_expected(tmp_path, capsys):
     (tmp_path / "b.pdmodel.json").write_text("{}")
     assert cli.main(["show", str(tmp_path)]) == 1
     assert "must hold exactly one saved model" in capsys.readouterr().err
+
+
+def test_eager_demo_checkpoint_resumes_the_trained_model(tmp_path):
+    """The eager demo saves model and optimizer with fluidgrad.save; loading them into a fresh
+    network gives back the trained network's test accuracy, and the history has every epoch."""
+    from fluidgrad.demo import accuracy, eager_network, load_data, train_eager
+    epochs_seen = []
+    result = train_eager(2, model="mlp", out_dir=tmp_path, on_epoch=epochs_seen.append)
+    assert [h.epoch for h in result.history] == [1, 2] and epochs_seen == result.history
+    assert result.history[-1].test_accuracy == result.test_accuracy
+    state = fg.load(result.checkpoint_path)
+    net = eager_network("mlp")
+    assert net.load_state_dict(state["model"]) == ([], [])
+    opt = fg.optimizer.Adam(net.parameters(), lr=0.01)
+    opt.set_state_dict(state["optimizer"])
+    _, _, x_test, y_test = load_data(0)
+    with fg.no_grad():
+        logits = net(fg.to_tensor(x_test)).numpy()
+    assert accuracy(logits, y_test) == result.test_accuracy
+    assert result.curves_path == tmp_path / "training.png" and result.curves_path.exists()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import gc
 import sys
 import weakref
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,8 +24,8 @@ from fluidgrad.nn import functional as F
 from fluidgrad.ops import get_op_def, registered_ops
 from fluidgrad.testing import ProgramGradCheck, build_single_op
 
-sys.path.insert(0, str(Path(__file__).parent))
-from test_ops import BAD_BUILDS, CASES as OP_CASES  # noqa: E402  (the registry's case tables)
+
+from test_ops import BAD_BUILDS, CASES as OP_CASES  # the registry's case tables
 
 
 def t(array, stop_gradient=False):

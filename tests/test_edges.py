@@ -102,3 +102,15 @@ def test_sum_and_mean_of_nothing_match_pytorch():
     for got in (static, eager):
         for g, e in zip(got, expected):
             np.testing.assert_array_equal(g, e)
+
+
+@pytest.mark.parametrize("name, torch_fn", [("softmax", torch.softmax), ("log_softmax", torch.log_softmax)])
+def test_softmax_over_a_zero_size_axis_is_empty_in_both_modes(name, torch_fn):
+    """The shape rule accepts an empty input, so the kernel must too (it used to raise in x.max)."""
+    fn = getattr(F, name)
+    expected = torch_fn(torch.zeros(0, 3, dtype=torch.float64), 0).numpy()
+    x = fg.static.data("x", [-1, 3], "float64")
+    (static,) = fg.Executor().run(feed={"x": np.zeros((0, 3))}, fetch_list=[fn(x, axis=0)])
+    eager = fn(fg.to_tensor(np.zeros((0, 3))), axis=0).numpy()
+    for got in (static, eager):
+        assert got.shape == expected.shape == (0, 3)

@@ -330,7 +330,7 @@ def test_inference_model_runs_batch_norm_and_dropout_in_inference_mode(tmp_path)
     main, startup = fg.Program(), fg.Program()
     with fg.program_guard(main, startup), fg.framework.unique_name_guard():
         x = fg.static.data("x", [None, 2, 3, 3])
-        h = fg.static.nn.batch_norm(fg.static.nn.conv2d(x, 4, 3, padding=1), act="relu")
+        h = fg.static.nn.batch_norm(fg.static.nn.conv2d(x, 4, 3, padding=1), activation="relu")
         h = fg.static.nn.dropout(h, 0.5)
         y = fg.static.nn.fc(h, 3)
         _minimize(fg.mean(y * y))

@@ -415,7 +415,7 @@ def test_conv_pool_builders_and_a_small_cnn_learns():
     with fg.program_guard(main, startup):
         x = fg.static.data("img", [None, 1, 8, 8], "float32")
         y = fg.static.data("lbl", [None, 1], "int64")
-        h = fg.static.nn.conv2d(x, 8, 3, padding=1, act="relu", name="c1")
+        h = fg.static.nn.conv2d(x, 8, 3, padding=1, activation="relu", name="c1")
         h = fg.static.nn.batch_norm(h, name="bn1")
         h = fg.static.nn.max_pool2d(h, 2)
         h = fg.static.nn.conv2d(h, 8, 3, padding=1, groups=2, bias_attr=False, name="c2")

@@ -87,6 +87,10 @@ class Tensor(MathMixin):
         return self.data
 
     def item(self) -> Any:
+        """The one value of a one-element tensor, as a Python number."""
+        if self.data.size != 1:
+            raise ValueError(f"Tensor.item: only a one-element tensor has an item; this one has shape "
+                             f"{list(self.data.shape)}")
         return self.data.item()
 
     def tolist(self) -> Any:
@@ -178,7 +182,31 @@ class Tensor(MathMixin):
         return apply_unary("scale", self, {"scale": 1.0, "bias": 0.0, "bias_after_scale": True})
 
     def astype(self, dtype: Any) -> "Tensor":
+        """This tensor cast to `dtype` (a recorded `cast` op: the gradient flows back through it)."""
         return _eager_apply("cast", {"X": self}, {"dtype": normalize_dtype(dtype)})
+
+    def to(self, dtype: Any = None, device: Any = None) -> "Tensor":
+        """PyTorch's habit: `.to("float64")` casts like `astype`; `.to("cpu")` is this tensor,
+        since fluidgrad runs on the CPU only (any other device is an error)."""
+        if isinstance(dtype, str) and dtype.strip().lower() == "cpu" and device is None:
+            dtype, device = None, "cpu"
+        if device is not None and str(device).strip().lower() != "cpu":
+            raise ValueError(f"Tensor.to: fluidgrad runs on the CPU only; got device {device!r}")
+        return self if dtype is None or normalize_dtype(dtype) == self.dtype else self.astype(dtype)
+
+    @property
+    def requires_grad(self) -> bool:
+        """PyTorch's name for `not stop_gradient` (read and write)."""
+        return not self.stop_gradient
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.stop_gradient = not bool(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        """Set `requires_grad` in place and return this tensor (PyTorch's spelling)."""
+        self.requires_grad = requires_grad
+        return self
 
     def cpu(self) -> "Tensor":
         return self

@@ -64,7 +64,7 @@ class Layer:
         object.__setattr__(self, "training", True)
         object.__setattr__(self, "_dtype", normalize_dtype(dtype))
         object.__setattr__(self, "_full_name", unique_name(name_scope or type(self).__name__.lower()))
-        object.__setattr__(self, "_param_count", 0)
+        object.__setattr__(self, "_param_counts", {"w": 0, "b": 0})  # Paddle's names: w_0, w_1, ..., b_0, ...
 
     # ---- registration
     def _registries(self) -> tuple[OrderedDict, OrderedDict, OrderedDict]:
@@ -100,8 +100,9 @@ class Layer:
 
     def create_parameter(self, shape: Sequence[int], attr: Any = None, dtype: Any = None, is_bias: bool = False,
                          default_initializer: Initializer | None = None) -> Tensor:
-        name = f"{self._full_name}.{'b' if is_bias else 'w'}_{self._param_count}"
-        object.__setattr__(self, "_param_count", self._param_count + 1)
+        kind = "b" if is_bias else "w"
+        name = f"{self._full_name}.{kind}_{self._param_counts[kind]}"
+        self._param_counts[kind] += 1
         return create_parameter(shape, dtype or self._dtype, attr, is_bias, default_initializer, name=name)
 
     def add_parameter(self, name: str, parameter: Tensor | None) -> Tensor | None:

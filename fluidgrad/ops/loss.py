@@ -27,6 +27,8 @@ def row_sum(x, axis=-1):
 
 def _softmax_kernel(x, axis=-1):
     """One output buffer: shift, exponentiate and normalise in place."""
+    if x.size == 0:  # nothing to normalise (x.max would raise): an empty result, as in PyTorch
+        return x.copy()
     out = np.subtract(x, row_max(x, axis))
     np.exp(out, out=out)
     out /= row_sum(out, axis)

@@ -39,6 +39,8 @@ register_op("clip_mask", inputs="X", outputs="Out", attrs={"min": -np.inf, "max"
 
 
 def _log_softmax_kernel(x, axis=-1):
+    if x.size == 0:  # nothing to normalise (x.max would raise): an empty result, as in PyTorch
+        return x.copy()
     shifted = x - x.max(axis=axis, keepdims=True)
     return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
 

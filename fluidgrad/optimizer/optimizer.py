@@ -267,9 +267,23 @@ class Optimizer:
     def _eager_state_keys(self) -> list[tuple[str, Any]]:
         return [(p.name or f"param_{i}", p) for i, p in enumerate(self._parameter_list or [])]
 
+    def _saved_parameter_keys(self, state: dict[str, Any], own: list[tuple[str, Any]]) -> list[str]:
+        """The eager parameters' keys in the state, matched to `own`: by name when every name is
+        there, else by position (a model built again gets new names, in the same order)."""
+        names = [key for key, _ in own]
+        saved = list(dict.fromkeys(k.rsplit(".", 1)[0] for k in state
+                                   if "." in k and k.rsplit(".", 1)[1] in self.accumulators))
+        if not saved or set(saved) <= set(names):
+            return names
+        if len(saved) != len(names):
+            raise ValueError(f"{type(self).__name__}.set_state_dict: the state holds accumulators of "
+                             f"{len(saved)} parameters, this optimizer has {len(names)}")
+        return saved
+
     def state_dict(self, scope: Scope | None = None) -> dict[str, Any]:
         """Accumulators by name (static: `<param>_<slot>_<k>` read from `scope`; eager:
-        `<param name>.<slot>`), and the scheduler's state under "LR_Scheduler"."""
+        `<param name>.<slot>`, in the parameters' order), and the scheduler's state under
+        "LR_Scheduler"."""
         state: dict[str, Any] = {}
         scope = scope if scope is not None else global_scope()
         for var in self._accumulator_vars.values():
@@ -283,14 +297,18 @@ class Optimizer:
         return state
 
     def set_state_dict(self, state: dict[str, Any], scope: Scope | None = None) -> None:
-        """Restore what `state_dict` gave; shapes must match the accumulators they replace."""
+        """Restore what `state_dict` gave; shapes must match the accumulators they replace.
+
+        Eager accumulators go to the parameters in the same position of the parameter list, so a
+        model built again (whose parameters got new names) takes its optimizer state back."""
         scope = scope if scope is not None else global_scope()
         used = {"LR_Scheduler"}
         for var in self._accumulator_vars.values():
             if var.name in state:
                 scope.assign(var.name, _checked(state[var.name], tuple(var.shape), var.name))
                 used.add(var.name)
-        for key, param in self._eager_state_keys():
+        own = self._eager_state_keys()
+        for key, (_, param) in zip(self._saved_parameter_keys(state, own), own):
             value = _to_array(param)
             for slot, (_, kind) in self.accumulators.items():
                 if f"{key}.{slot}" in state:
@@ -304,8 +322,8 @@ class Optimizer:
         if unused:  # a silently skipped accumulator would resume training from a different state
             raise ValueError(f"{type(self).__name__}.set_state_dict: {len(unused)} entries match no accumulator "
                              f"of this optimizer, e.g. {unused[:3]}; its parameters are "
-                             f"{[k for k, _ in self._eager_state_keys()][:3]}... (parameter names follow "
-                             f"creation order: build the model the same way, or restore before minimize())")
+                             f"{[k for k, _ in own][:3]}... (a static optimizer's state is restored after "
+                             f"minimize() created its accumulators)")
 
 
 def _checked(value: Any, shape: tuple[int, ...], name: str) -> np.ndarray:

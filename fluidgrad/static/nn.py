@@ -1,8 +1,10 @@
 """Fluid-style layer builders: each creates its parameters and appends its ops."""
 from __future__ import annotations
 
+import functools
 import math
-from typing import Any
+import warnings
+from typing import Any, Callable
 
 from .. import functions as F
 from ..dispatch import apply_op
@@ -20,6 +22,24 @@ def _activate(x: Variable, activation: str | None) -> Variable:
     return x if activation is None else apply_op(activation, {"X": x})
 
 
+def _old_keywords(**renamed: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """One keyword convention across builders (`activation`, `weight_attr`, `bias_attr`): the
+    Fluid names (`act`, `param_attr`, `input`) still work, with a DeprecationWarning."""
+    def decorate(builder: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(builder)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            for old, new in renamed.items():
+                if old in kwargs:
+                    if new in kwargs:
+                        raise TypeError(f"{builder.__name__}: give {new}= or its old name {old}=, not both")
+                    warnings.warn(f"{builder.__name__}: {old}= is deprecated, use {new}=", DeprecationWarning,
+                                  stacklevel=2)
+                    kwargs[new] = kwargs.pop(old)
+            return builder(*args, **kwargs)
+        return wrapper
+    return decorate
+
+
 def _known_size(x: Variable, axis: int, builder: str) -> int:
     """The number of elements in x's dims from `axis` on, which a parameter's shape needs."""
     tail = x.shape[axis:]
@@ -32,10 +52,11 @@ def _param_name(attr: ParamAttr, prefix: str, suffix: str) -> str:
     return attr.name or f"{prefix}.{suffix}"
 
 
+@_old_keywords(input="x", param_attr="weight_attr", act="activation")
 def fc(x: Variable, size: int, num_flatten_dims: int = 1, weight_attr: Any = None, bias_attr: Any = None,
        activation: str | None = None, name: str | None = None) -> Variable:
     """out = activation(x @ W + b): W is [in, size], `in` the product of x's dims after
-    `num_flatten_dims`. Paddle's `input=` / `param_attr=` / `act=` keywords work too."""
+    `num_flatten_dims`. Fluid's `input=` / `param_attr=` / `act=` keywords work too (deprecated)."""
     if not isinstance(x, Variable):
         raise TypeError(f"fc: x must be a Variable, got {type(x).__name__}")
     shape = list(x.shape)
@@ -63,8 +84,12 @@ def fc(x: Variable, size: int, num_flatten_dims: int = 1, weight_attr: Any = Non
 
 def embedding(input: Variable, size: tuple[int, int] | list[int], is_sparse: bool = False,
               padding_idx: int | None = None, param_attr: Any = None, dtype: Any = "float32",
-              name: str | None = None) -> Variable:
-    """Rows of a [vocab, dim] table picked by integer ids: out shape is ids.shape + [dim]."""
+              name: str | None = None, weight_attr: Any = None) -> Variable:
+    """Rows of a [vocab, dim] table picked by integer ids: out shape is ids.shape + [dim].
+    The table's attribute is `weight_attr` (as every builder) or `param_attr` (Fluid's name)."""
+    if weight_attr is not None and param_attr is not None:
+        raise TypeError("embedding: give weight_attr= or param_attr=, not both")
+    param_attr = weight_attr if weight_attr is not None else param_attr
     if not isinstance(input, Variable) or not input.dtype.startswith("int"):
         raise TypeError(f"embedding: input must be an integer Variable, got "
                         f"{getattr(input, 'name', type(input).__name__)} ({getattr(input, 'dtype', '?')})")
@@ -91,9 +116,10 @@ def _check_nchw(input: Any, builder: str) -> None:
                          f"{getattr(input, 'name', type(input).__name__)} of shape {list(getattr(input, 'shape', []))}")
 
 
+@_old_keywords(param_attr="weight_attr", act="activation")
 def conv2d(input: Variable, num_filters: int, filter_size: Any, stride: Any = 1, padding: Any = 0,
-           dilation: Any = 1, groups: int | None = None, param_attr: Any = None, bias_attr: Any = None,
-           act: str | None = None, name: str | None = None, data_format: str = "NCHW") -> Variable:
+           dilation: Any = 1, groups: int | None = None, weight_attr: Any = None, bias_attr: Any = None,
+           activation: str | None = None, name: str | None = None, data_format: str = "NCHW") -> Variable:
     """act(conv2d(input, W) + b) with W [num_filters, C / groups, KH, KW] initialised
     Normal(0, sqrt(2 / (C/groups * KH * KW))) as Paddle, and b [num_filters] (bias_attr=False: none)."""
     _check_nchw(input, "conv2d")
@@ -104,9 +130,9 @@ def conv2d(input: Variable, num_filters: int, filter_size: Any, stride: Any = 1,
                          f"divisible by groups={groups}")
     kh, kw = _two(filter_size, "conv2d: filter_size")
     prefix = name or unique_name("conv2d")
-    w_attr = ParamAttr.of(param_attr)
+    w_attr = ParamAttr.of(weight_attr)
     if w_attr is None:
-        raise ValueError("conv2d: param_attr=False is not allowed; conv2d always has a filter")
+        raise ValueError("conv2d: weight_attr=False is not allowed; conv2d always has a filter")
     fan_in = channels // groups * kh * kw
     weight = create_parameter([num_filters, channels // groups, kh, kw], input.dtype,
                               _param_name(w_attr, prefix, "w_0"), w_attr,
@@ -117,7 +143,7 @@ def conv2d(input: Variable, num_filters: int, filter_size: Any, stride: Any = 1,
         default_initializer=Constant(0.0))
     out = NF.conv2d(input, weight, bias, stride=stride, padding=padding, dilation=dilation, groups=groups,
                     data_format=data_format)
-    return _activate(out, act)
+    return _activate(out, activation)
 
 
 def pool2d(input: Variable, pool_size: Any = -1, pool_type: str = "max", pool_stride: Any = 1,
@@ -151,8 +177,9 @@ def avg_pool2d(input: Variable, kernel_size: Any, stride: Any = None, padding: A
                   exclusive=exclusive)
 
 
-def batch_norm(input: Variable, act: str | None = None, is_test: bool = False, momentum: float = 0.9,
-               epsilon: float = 1e-5, param_attr: Any = None, bias_attr: Any = None, data_layout: str = "NCHW",
+@_old_keywords(param_attr="weight_attr", act="activation")
+def batch_norm(input: Variable, activation: str | None = None, is_test: bool = False, momentum: float = 0.9,
+               epsilon: float = 1e-5, weight_attr: Any = None, bias_attr: Any = None, data_layout: str = "NCHW",
                name: str | None = None, moving_mean_name: str | None = None,
                moving_variance_name: str | None = None, use_global_stats: bool = False) -> Variable:
     """Batch normalisation over all axes but 1, with a learned scale (init 1) and shift (init 0)
@@ -163,7 +190,7 @@ def batch_norm(input: Variable, act: str | None = None, is_test: bool = False, m
                          f"{getattr(input, 'name', type(input).__name__)} {list(getattr(input, 'shape', []))}")
     channels, dtype = input.shape[1], input.dtype
     prefix = name or unique_name("batch_norm")
-    s_attr = ParamAttr.of(param_attr) or ParamAttr()
+    s_attr = ParamAttr.of(weight_attr) or ParamAttr()
     b_attr = ParamAttr.of(bias_attr) or ParamAttr()
     scale = create_parameter([channels], dtype, _param_name(s_attr, prefix, "w_0"), s_attr,
                              default_initializer=Constant(1.0))
@@ -180,11 +207,12 @@ def batch_norm(input: Variable, act: str | None = None, is_test: bool = False, m
     block.append_op("batch_norm", {"X": input, "Scale": scale, "Bias": bias, "Mean": mean, "Variance": variance},
                     outputs, {"momentum": float(momentum), "epsilon": float(epsilon), "is_test": bool(is_test),
                               "use_global_stats": bool(use_global_stats), "data_layout": data_layout})
-    return _activate(outputs["Y"], act)
+    return _activate(outputs["Y"], activation)
 
 
+@_old_keywords(param_attr="weight_attr", act="activation")
 def layer_norm(input: Variable, scale: bool = True, shift: bool = True, begin_norm_axis: int = 1,
-               epsilon: float = 1e-5, param_attr: Any = None, bias_attr: Any = None, act: str | None = None,
+               epsilon: float = 1e-5, weight_attr: Any = None, bias_attr: Any = None, activation: str | None = None,
                name: str | None = None) -> Variable:
     """Normalise over the axes from begin_norm_axis on, with a learned scale (init 1) and shift
     (init 0) of that many elements."""
@@ -194,7 +222,7 @@ def layer_norm(input: Variable, scale: bool = True, shift: bool = True, begin_no
     width = _known_size(input, begin_norm_axis, "layer_norm")
     prefix = name or unique_name("layer_norm")
     inputs: dict[str, Any] = {"X": input}
-    s_attr = ParamAttr.of(param_attr) if scale else None
+    s_attr = ParamAttr.of(weight_attr) if scale else None
     if s_attr is not None:
         inputs["Scale"] = create_parameter([width], input.dtype, _param_name(s_attr, prefix, "w_0"), s_attr,
                                            default_initializer=Constant(1.0))
@@ -203,7 +231,7 @@ def layer_norm(input: Variable, scale: bool = True, shift: bool = True, begin_no
         inputs["Bias"] = create_parameter([width], input.dtype, _param_name(b_attr, prefix, "b_0"), b_attr,
                                           is_bias=True, default_initializer=Constant(0.0))
     y, _mean, _var = apply_op("layer_norm", inputs, {"begin_norm_axis": begin_norm_axis, "epsilon": float(epsilon)})
-    return _activate(y, act)
+    return _activate(y, activation)
 
 
 def dropout(x: Variable, dropout_prob: float, is_test: bool = False, seed: int | None = None,

@@ -1,0 +1,25 @@
+"""Cases of the core random ops: one OpCase per line, checked by `fluidgrad.testing.check_op`."""
+from __future__ import annotations
+
+import numpy as np  # noqa: F401
+import torch
+import torch.nn.functional as TF  # noqa: F401
+
+from fluidgrad.testing import OpCase as Case
+
+from ._torch_refs import (_ce_torch, _gather_torch, _random_check, _slice_grad_torch, _swce_torch,  # noqa: F401
+                          _unreduce_torch, _zero_grad_of)
+from .common import distinct, ints, nonzero, pos, probs, rand  # noqa: F401
+
+T = torch
+c: list[Case] = []
+# ---- random.py: no gradient, checked by range and shape
+c += [Case("uniform_random", {}, {"shape": [50, 4], "min": -2.0, "max": 3.0, "dtype": "float64", "seed": 7},
+           check_fn=_random_check(lambda a: a["min"], lambda a: a["max"])),
+      Case("gaussian_random", {}, {"shape": [50, 4], "mean": 1.0, "std": 0.5, "dtype": "float64", "seed": 7},
+           check_fn=_random_check(lambda a: a["mean"] - 10 * a["std"], lambda a: a["mean"] + 10 * a["std"])),
+      Case("truncated_gaussian_random", {}, {"shape": [50, 4], "mean": 1.0, "std": 0.5, "dtype": "float64",
+                                             "seed": 7},
+           check_fn=_random_check(lambda a: a["mean"] - 2 * a["std"], lambda a: a["mean"] + 2 * a["std"]))]
+
+CASES = c
