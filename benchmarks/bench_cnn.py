@@ -10,7 +10,9 @@ eager. All run in this process on the same batches, so the ratios hold on a nois
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import fluidgrad as fg  # noqa: E402
-from common import best_time, print_table  # noqa: E402
+from common import print_table  # noqa: E402
 from fluidgrad import demo  # noqa: E402
 from fluidgrad.nn import functional as F  # noqa: E402
 
@@ -64,31 +66,48 @@ def torch_step(images: np.ndarray, labels: np.ndarray):
     return step
 
 
+def alternating_medians(steps: dict, rounds: int, number: int) -> dict[str, tuple[float, float]]:
+    """Per contender: the median over rounds of seconds per step (each round times `number` steps
+    of every contender in turn), and the median of its per-round ratio to PyTorch."""
+    for step in steps.values():
+        for _ in range(3):
+            step()
+    per_round: dict[str, list[float]] = {name: [] for name in steps}
+    for _ in range(rounds):
+        for name, step in steps.items():
+            start = time.perf_counter()
+            for _ in range(number):
+                step()
+            per_round[name].append((time.perf_counter() - start) / number)
+    torch_times = per_round["PyTorch eager"]
+    return {name: (statistics.median(times), statistics.median(t / p for t, p in zip(times, torch_times)))
+            for name, times in per_round.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    parser.add_argument("--quick", action="store_true", help="fewer rounds")
+    parser.add_argument("--threads", type=int, nargs="*", default=None, help="thread counts (default: 1 and all)")
     args = parser.parse_args()
     import torch
     from threadpoolctl import threadpool_limits
-    repeat, number = (3, 5) if args.quick else (7, 20)
+    rounds, number = (3, 5) if args.quick else (7, 10)
     x_train, y_train, _, _ = demo.load_data()
     default_threads = torch.get_num_threads()
     rows = []
-    for threads in (1, default_threads):  # 1: how `fluidgrad demo` runs (it caps BLAS at one thread)
+    for threads in args.threads or (1, default_threads):  # 1: how `fluidgrad demo` runs (BLAS capped at one)
         torch.set_num_threads(threads)
         with threadpool_limits(threads, user_api="blas"):
             for batch in (32, 128):
                 images, labels = x_train[:batch], y_train[:batch]
-                times = {name: best_time(make(images, labels), repeat=repeat, number=number, warmup=3)
-                         for name, make in [("fluidgrad static", static_step), ("fluidgrad eager", eager_step),
-                                            ("PyTorch eager", torch_step)]}
-                for name, seconds in times.items():
-                    rows.append([threads, batch, name, f"{seconds * 1e3:.2f}",
-                                 f"{seconds / times['PyTorch eager']:.2f}x"])
+                steps = {name: make(images, labels) for name, make in [
+                    ("fluidgrad static", static_step), ("fluidgrad eager", eager_step), ("PyTorch eager", torch_step)]}
+                for name, (seconds, ratio) in alternating_medians(steps, rounds, number).items():
+                    rows.append([threads, batch, name, f"{seconds * 1e3:.2f}", f"{ratio:.2f}x"])
     torch.set_num_threads(default_threads)
-    print_table(f"demo CNN training step, best of {repeat}x{number} (torch {torch.__version__}, "
-                f"numpy {np.__version__}; threads = BLAS threads for NumPy and torch.set_num_threads)",
-                ["threads", "batch", "implementation", "ms / step", "vs PyTorch"], rows)
+    print_table(f"demo CNN training step, median of {rounds} alternating rounds of {number} steps (torch "
+                f"{torch.__version__}, numpy {np.__version__}; threads = BLAS threads for NumPy and "
+                f"torch.set_num_threads)", ["threads", "batch", "implementation", "ms / step", "vs PyTorch"], rows)
     steps = -(-len(x_train) // 32)
     print(f"\n(one demo epoch is {steps} steps of batch 32)")
 

@@ -1,119 +1,156 @@
-"""The NumPy kernels of conv2d, pool2d, batch_norm, layer_norm and Adam against PyTorch's.
+"""The NumPy kernels of convolution, pooling and normalisation against PyTorch's, one thread.
 
-    python benchmarks/bench_nn_ops.py [--quick]
+    python benchmarks/bench_nn_ops.py [--quick] [--rounds N] [--threads T]
 
-Each row times one kernel call (best of N, milliseconds) on the demo's sizes and on a larger
-CNN layer, float32, BLAS and PyTorch both limited to one thread (the sizes are small; more
-threads only add contention on a 2-core machine). Both run in this process on the same arrays,
-so the ratio column holds on a noisy machine.
+Each row is one kernel call on the same float32 arrays in both libraries. The two contenders
+alternate within each round (each timed as the best of a few calls), and the table shows the
+median over rounds of each and of the per-round ratio, so a burst of load from elsewhere on a
+shared machine hits both alike. PyTorch's gradients are timed through the same aten backward
+kernels its autograd calls (convolution_backward, max_pool2d_with_indices_backward,
+native_layer_norm_backward, native_batch_norm_backward), not forward + backward minus forward.
+Issue 12's targets: conv2d forward and both gradients (3x3, 32-64 channels, batch 32) <= 1.5x,
+max_pool2d gradient <= 1.5x, layer_norm <= 1.5x.
 """
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
+import time
 from pathlib import Path
-
-import numpy as np
-import torch
-import torch.nn.functional as TF
+from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common import best_time, print_table  # noqa: E402
-from fluidgrad.ops import nn as nn_ops  # noqa: E402
+from common import limit_threads, print_table  # noqa: E402  (sets OMP_WAIT_POLICY before torch loads)
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as TF  # noqa: E402
+
+from fluidgrad.ops import conv as conv_ops  # noqa: E402
 from fluidgrad.ops import norm as norm_ops  # noqa: E402
-from fluidgrad.ops.optim import adam_kernel  # noqa: E402
+from fluidgrad.ops import pooling as pool_ops  # noqa: E402
 
-SIZES = {"demo conv2 (64x16x4x4 -> 32)": (64, 16, 4, 32), "demo conv1 (64x1x8x8 -> 16)": (64, 1, 8, 16),
-         "larger (32x32x16x16 -> 64)": (32, 32, 16, 64)}
+Row = tuple[str, Callable[[], object], Callable[[], object]]
+CONV_SIZES = {"32x32x16x16 -> 64": (32, 32, 16, 64), "32x64x16x16 -> 64": (32, 64, 16, 64),
+              "demo conv2 64x16x4x4 -> 32": (64, 16, 4, 32), "demo conv1 64x1x8x8 -> 16": (64, 1, 8, 16)}
 
 
-def _conv_rows(n: int, c: int, h: int, o: int, repeat: int) -> list[tuple[str, float, float]]:
+def _best(fn: Callable[[], object], number: int) -> float:
+    best = float("inf")
+    for _ in range(number):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def measure(ours: Callable[[], object], theirs: Callable[[], object], rounds: int, number: int):
+    """Median seconds of each contender and median per-round ratio, contenders alternating."""
+    ours(), theirs()
+    a, b = [], []
+    for _ in range(rounds):
+        a.append(_best(ours, number))
+        b.append(_best(theirs, number))
+    return statistics.median(a), statistics.median(b), statistics.median(x / y for x, y in zip(a, b))
+
+
+def conv_rows(label: str, n: int, c: int, h: int, o: int) -> list[Row]:
     rng = np.random.default_rng(0)
     x, w = rng.standard_normal((n, c, h, h), dtype=np.float32), rng.standard_normal((o, c, 3, 3), dtype=np.float32)
     dout = rng.standard_normal((n, o, h, h), dtype=np.float32)
     xt, wt, dt = torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(dout)
     pad = {"paddings": [1, 1]}
-    pooled = rng.standard_normal((n, o, h, h), dtype=np.float32)
-    pt = torch.from_numpy(pooled)
-    pool = {"ksize": [2, 2], "strides": [2, 2]}
-    pool_out = nn_ops.pool2d_kernel(pooled, **pool)
+
+    def torch_backward(mask):
+        return lambda: torch.ops.aten.convolution_backward(dt, xt, wt, None, [1, 1], [1, 1], [1, 1], False, [0, 0],
+                                                           1, mask)
     return [
-        ("conv2d forward", best_time(lambda: nn_ops.conv2d_kernel(x, w, **pad), repeat),
-         best_time(lambda: TF.conv2d(xt, wt, padding=1), repeat)),
-        ("conv2d input grad", best_time(lambda: nn_ops.conv2d_input_grad_kernel(dout, w, x, **pad), repeat),
-         best_time(lambda: torch.nn.grad.conv2d_input(xt.shape, wt, dt, padding=1), repeat)),
-        ("conv2d filter grad", best_time(lambda: nn_ops.conv2d_filter_grad_kernel(dout, x, w, **pad), repeat),
-         best_time(lambda: torch.nn.grad.conv2d_weight(xt, wt.shape, dt, padding=1), repeat)),
-        ("max_pool2d 2x2 forward", best_time(lambda: nn_ops.pool2d_kernel(pooled, **pool), repeat),
-         best_time(lambda: TF.max_pool2d(pt, 2), repeat)),
-        ("max_pool2d 2x2 grad", best_time(lambda: nn_ops.pool2d_grad_kernel(pooled, pool_out, **pool), repeat),
-         _torch_backward(lambda t: TF.max_pool2d(t, 2), pooled, repeat)),
+        (f"{label}: conv2d forward", lambda: conv_ops.conv_kernel(x, w, **pad), lambda: TF.conv2d(xt, wt, padding=1)),
+        (f"{label}: conv2d input grad", lambda: conv_ops.conv_input_grad_kernel(dout, w, x, **pad),
+         torch_backward([True, False, False])),
+        (f"{label}: conv2d filter grad", lambda: conv_ops.conv_filter_grad_kernel(dout, x, w, **pad),
+         torch_backward([False, True, False])),
     ]
 
 
-def _torch_backward(fn, array: np.ndarray, repeat: int) -> float:
-    """Forward + backward in PyTorch minus the forward alone: the backward's time."""
-    t = torch.from_numpy(array).requires_grad_(True)
-
-    def both():
-        out = fn(t)
-        out.backward(torch.ones_like(out))
-    return max(best_time(both, repeat) - best_time(lambda: fn(t), repeat), 0.0)
-
-
-def _norm_rows(repeat: int) -> list[tuple[str, float, float]]:
+def pool_rows(label: str, n: int, c: int, h: int) -> list[Row]:
     rng = np.random.default_rng(1)
-    x = rng.standard_normal((64, 16, 8, 8), dtype=np.float32)
-    c = np.ones(16, dtype=np.float32)
-    z = np.zeros(16, dtype=np.float32)
-    xt, ct, zt = torch.from_numpy(x), torch.from_numpy(c), torch.from_numpy(z)
-    rows = [("batch_norm train forward (64x16x8x8)",
-             best_time(lambda: norm_ops.batch_norm_kernel(x, c, z, z, c), repeat),
-             best_time(lambda: TF.batch_norm(xt, zt.clone(), ct.clone(), ct, zt, training=True), repeat))]
-    flat = x.reshape(64, -1)
-    scale = np.ones(flat.shape[1], dtype=np.float32)
-    ft, st = torch.from_numpy(flat), torch.from_numpy(scale)
-    rows.append(("layer_norm forward (64x1024)",
-                 best_time(lambda: norm_ops.layer_norm_kernel(flat, scale, scale * 0), repeat),
-                 best_time(lambda: TF.layer_norm(ft, [1024], st, st * 0), repeat)))
-    return rows
+    x = rng.standard_normal((n, c, h, h), dtype=np.float32)
+    xt = torch.from_numpy(x)
+    attrs = {"ksize": [2, 2], "strides": [2, 2]}
+    out, mask = pool_ops.max_pool_with_index_kernel(x, **attrs)
+    dout = rng.standard_normal(out.shape, dtype=np.float32)
+    t_out, t_idx = TF.max_pool2d(xt, 2, return_indices=True)
+    dt = torch.from_numpy(dout)
+    return [
+        (f"{label}: max_pool2d 2x2 forward (with argmax)", lambda: pool_ops.max_pool_with_index_kernel(x, **attrs),
+         lambda: TF.max_pool2d(xt, 2, return_indices=True)),
+        (f"{label}: max_pool2d 2x2 grad", lambda: pool_ops.max_pool_index_grad_kernel(mask, dout, x, False),
+         lambda: torch.ops.aten.max_pool2d_with_indices_backward(dt, xt, [2, 2], [2, 2], [0, 0], [1, 1], False,
+                                                                  t_idx)),
+    ]
 
 
-def _adam_row(repeat: int) -> tuple[str, float, float]:
+def norm_rows() -> list[Row]:
     rng = np.random.default_rng(2)
-    p, g = rng.standard_normal(100_000, dtype=np.float32), rng.standard_normal(100_000, dtype=np.float32)
-    m, v, one = np.zeros_like(p), np.zeros_like(p), np.array([0.9], dtype=np.float32)
-    lr = np.array([1e-3], dtype=np.float32)
-    param = torch.from_numpy(p.copy()).requires_grad_(True)
-    param.grad = torch.from_numpy(g)
-    optim = torch.optim.Adam([param], lr=1e-3, foreach=False)
-    return ("adam update (100k params)", best_time(lambda: adam_kernel(p, g, m, v, one, one, lr), repeat),
-            best_time(optim.step, repeat))
+    rows: list[Row] = []
+    for rows_n, width in ((64, 1024), (2048, 128)):
+        x = rng.standard_normal((rows_n, width), dtype=np.float32)
+        scale, bias = rng.standard_normal(width, dtype=np.float32), rng.standard_normal(width, dtype=np.float32)
+        dy = rng.standard_normal(x.shape, dtype=np.float32)
+        xt, st, bt, dyt = (torch.from_numpy(a) for a in (x, scale, bias, dy))
+        _, mean, var = norm_ops.layer_norm_kernel(x, scale, bias)
+        _, t_mean, t_rstd = torch.ops.aten.native_layer_norm(xt, [width], st, bt, 1e-5)
+        rows += [
+            (f"layer_norm forward ({rows_n}x{width})", lambda x=x, s=scale, b=bias: norm_ops.layer_norm_kernel(x, s, b),
+             lambda xt=xt, st=st, bt=bt, w=width: TF.layer_norm(xt, [w], st, bt)),
+            (f"layer_norm grad ({rows_n}x{width})",
+             lambda x=x, s=scale, m=mean, v=var, dy=dy: norm_ops.layer_norm_grad_kernel(x, s, m, v, dy),
+             lambda xt=xt, st=st, bt=bt, dyt=dyt, m=t_mean, r=t_rstd, w=width: torch.ops.aten.native_layer_norm_backward(
+                 dyt, xt, [w], m, r, st, bt, [True, True, True])),
+        ]
+    x = rng.standard_normal((32, 32, 16, 16), dtype=np.float32)
+    c, z = np.ones(32, dtype=np.float32), np.zeros(32, dtype=np.float32)
+    dy = rng.standard_normal(x.shape, dtype=np.float32)
+    xt, ct, zt, dyt = (torch.from_numpy(a) for a in (x, c, z, dy))
+    _, _, _, saved_mean, saved_inv = norm_ops.batch_norm_kernel(x, c, z, z.copy(), c.copy())
+    _, t_mean, t_inv = torch.ops.aten.native_batch_norm(xt, ct, zt, zt.clone(), ct.clone(), True, 0.1, 1e-5)
+    rows += [
+        ("batch_norm train forward (32x32x16x16)", lambda: norm_ops.batch_norm_kernel(x, c, z, z.copy(), c.copy()),
+         lambda: torch.ops.aten.native_batch_norm(xt, ct, zt, zt.clone(), ct.clone(), True, 0.1, 1e-5)),
+        ("batch_norm train grad (32x32x16x16)",
+         lambda: norm_ops.batch_norm_grad_kernel(x, c, saved_mean, saved_inv, dy),
+         lambda: torch.ops.aten.native_batch_norm_backward(dyt, xt, ct, None, None, t_mean, t_inv, True, 1e-5,
+                                                           [True, True, True])),
+    ]
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument("--quick", action="store_true", help="fewer rounds")
+    parser.add_argument("--rounds", type=int, default=None, help="alternating rounds (default 7, quick 3)")
+    parser.add_argument("--threads", type=int, default=1, help="BLAS and PyTorch threads (default 1)")
+    parser.add_argument("--only", default="", help="run only rows whose name contains this text")
     args = parser.parse_args()
-    repeat = 3 if args.quick else 20
-    torch.set_num_threads(1)
-    try:
-        from threadpoolctl import threadpool_limits
-        limits = threadpool_limits(1, user_api="blas")
-    except ImportError:
-        limits = None
-    rows = []
-    for label, size in SIZES.items():
-        rows += [(f"{label}: {name}", ours, theirs) for name, ours, theirs in _conv_rows(*size, repeat)]
-    rows += _norm_rows(repeat) + [_adam_row(repeat)]
-    table = [(name, f"{ours * 1e3:.3f}", f"{theirs * 1e3:.3f}", f"{ours / theirs:.1f}x" if theirs > 0 else "-")
-             for name, ours, theirs in rows]
-    print_table("fluidgrad NumPy kernels vs PyTorch (ms per call, one thread)",
-                ["kernel", "fluidgrad", "PyTorch", "ratio"], table)
-    if limits is not None:
-        limits.restore_original_limits()
+    rounds = args.rounds or (3 if args.quick else 7)
+    number = 3 if args.quick else 5
+    with limit_threads(args.threads):
+        rows: list[Row] = []
+        for label, (n, c, h, o) in CONV_SIZES.items():
+            rows += conv_rows(label, n, c, h, o)
+        rows += pool_rows("32x64x16x16", 32, 64, 16) + pool_rows("demo 64x16x8x8", 64, 16, 8) + norm_rows()
+        table = []
+        for name, ours, theirs in rows:
+            if args.only and args.only not in name:
+                continue
+            a, b, ratio = measure(ours, theirs, rounds, number)
+            table.append((name, f"{a * 1e3:.3f}", f"{b * 1e3:.3f}", f"{ratio:.2f}x"))
+    print_table(f"fluidgrad NumPy kernels vs PyTorch (ms per call, median of {rounds} alternating rounds, "
+                f"{args.threads} thread(s))", ["kernel", "fluidgrad", "PyTorch", "ratio"], table)
 
 
 if __name__ == "__main__":

@@ -3,9 +3,11 @@
     fluidgrad demo [--epochs N] [--out DIR] [--mode static|eager]   train a CNN on 8x8 digits
     fluidgrad show MODEL                                             print a saved program
     fluidgrad draw MODEL -o FILE                                     draw it (.svg/.png/.pdf/.dot/.html)
+    fluidgrad export MODEL -o model.onnx [--opset N]                 a saved inference model to ONNX
 
 MODEL is the path prefix given to `save` / `save_inference_model` (e.g. fluidgrad-demo/digits),
-either of the model's two files, or the folder holding it.
+either of the model's two files, or the folder holding it; `show` and `draw` also take
+an ONNX file (`.onnx`).
 """
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from . import __version__, demo
-from .io import MODEL_SUFFIX, PARAMS_SUFFIX, read_model
+from .executor import Scope
+from .io import MODEL_SUFFIX, PARAMS_SUFFIX, load_inference_model, read_model
+from .onnx import export_program, import_model
 from .viz import draw
 
 DEFAULT_OUT = "fluidgrad-demo"
@@ -49,7 +53,55 @@ def _parser() -> argparse.ArgumentParser:
     draw.add_argument("model", help="a saved model: its path prefix, either of its two files, or its folder")
     draw.add_argument("-o", "--output", required=True,
                       help="picture file: .svg, .png, .pdf (Graphviz), .dot, or .html (interactive, no Graphviz)")
+    _add_export_parser(commands)
     return parser
+
+
+def _add_export_parser(commands: argparse._SubParsersAction) -> None:
+    export = commands.add_parser("export", help="write a saved inference model as ONNX (needs fluidgrad[onnx])",
+                                 description="Convert a model saved with save_inference_model to an ONNX file "
+                                 "that onnxruntime (or any ONNX runtime) can run.")
+    export.add_argument("model", help="path prefix of a model saved with save_inference_model")
+    export.add_argument("-o", "--output", required=True, help="the ONNX file to write")
+    export.add_argument("--opset", type=int, default=None, help="ONNX opset version (default: fluidgrad's)")
+
+
+def _require_onnx() -> None:
+    try:
+        import onnx  # noqa: F401
+    except ImportError:
+        raise RuntimeError("ONNX support needs the onnx package: pip install 'fluidgrad[onnx]'") from None
+
+
+def _export(args: argparse.Namespace) -> int:
+    _require_onnx()
+    scope = Scope()
+    prefix = str(_model_path(args.model))[:-len(MODEL_SUFFIX)]
+    program, feed_names, fetch_vars = load_inference_model(prefix, scope=scope)
+    model = export_program(args.output, feed_names, fetch_vars, program=program, scope=scope,
+                           opset_version=args.opset)
+    print(f"wrote {args.output} (opset {model.opset_import[0].version}, {len(model.graph.node)} nodes, "
+          f"{len(model.graph.initializer)} initializers)")
+    return 0
+
+
+def _read_any(given: str) -> tuple:
+    """(path, program, feed names, fetch names) of a saved fluidgrad model or an ONNX file."""
+    if _is_onnx(given):
+        return (Path(given),) + _read_onnx(given)
+    model = _model_path(given)
+    return (model,) + tuple(read_model(model))
+
+
+def _is_onnx(path: str) -> bool:
+    return str(path).lower().endswith(".onnx")
+
+
+def _read_onnx(path: str) -> tuple:
+    """An ONNX file as (program, feed names, fetch names), imported into a throwaway scope."""
+    _require_onnx()
+    program, feed_names, fetch_vars = import_model(path, Scope())
+    return program, feed_names, [v.name for v in fetch_vars]
 
 
 def _number(kind: type, test: Any, what: str) -> Any:
@@ -120,8 +172,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    model = _model_path(args.model)
-    program, feed_names, fetch_names = read_model(model)
+    model, program, feed_names, fetch_names = _read_any(args.model)
     print(f"# {model}")
     if feed_names is not None:
         print(f"# feeds: {', '.join(feed_names)}")
@@ -142,7 +193,7 @@ def _numel(shape: Sequence[int]) -> int:
 
 
 def _draw(args: argparse.Namespace) -> int:
-    program, _, _ = read_model(_model_path(args.model))
+    _, program, _, _ = _read_any(args.model)
     print(f"wrote {draw(program, args.output)}")
     return 0
 
@@ -150,7 +201,7 @@ def _draw(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `fluidgrad` script; returns the exit status."""
     args = _parser().parse_args(argv)
-    handler = {"demo": _demo, "show": _show, "draw": _draw}[args.command]
+    handler = {"demo": _demo, "show": _show, "draw": _draw, "export": _export}[args.command]
     try:
         return handler(args)
     except BrokenPipeError:  # `fluidgrad show MODEL | head`: stop quietly (Python docs' recipe)

@@ -66,9 +66,24 @@ def col2im(dout: np.ndarray, w: np.ndarray, geo: Windows, channels: int, groups:
 
 def conv_input_grad_kernel(dout, w, x, strides=(1, 1), paddings=(0, 0), dilations=(1, 1), groups=1,
                            data_format="NCHW", padding_algorithm="EXPLICIT"):
-    """dX of conv (X gives only the shape)."""
+    """dX of conv (X gives only the shape). With stride 1 it is itself a convolution of dOut
+    with the flipped, channel-swapped filter: one im2col copy and one GEMM, cheaper than
+    col2im's read-modify-write pass per kernel offset."""
     geo = _windows(x.shape, w.shape, strides, paddings, dilations, padding_algorithm)
-    return col2im(dout, w, geo, x.shape[1], groups)
+    reach = [d * (k - 1) for k, d in zip(geo.kernel, geo.dilations)]
+    full = [(r - lo, r - hi) for r, (lo, hi) in zip(reach, geo.pads)]
+    if max(geo.strides) > 1 or min(v for pair in full for v in pair) < 0:
+        return col2im(dout, w, geo, x.shape[1], groups)
+    return conv_kernel(dout, _flipped_filter(w, groups), None, 1, [v for pair in full for v in pair],
+                       geo.dilations, groups)
+
+
+def _flipped_filter(w: np.ndarray, groups: int) -> np.ndarray:
+    """[O, C/g, *K] -> [C, O/g, *K] with every spatial axis reversed (the adjoint's filter)."""
+    o, cg = w.shape[:2]
+    per_group = w.reshape((groups, o // groups, cg) + w.shape[2:]).swapaxes(1, 2)
+    flipped = per_group[(Ellipsis,) + (slice(None, None, -1),) * (w.ndim - 2)]
+    return np.ascontiguousarray(flipped).reshape((groups * cg, o // groups) + w.shape[2:])
 
 
 def conv_filter_grad_kernel(dout, x, w, strides=(1, 1), paddings=(0, 0), dilations=(1, 1), groups=1,

@@ -126,14 +126,29 @@ def max_pool_with_index_kernel(x, ksize=(1, 1), strides=(1, 1), paddings=(0, 0),
     return max_with_index(x, pool)
 
 
-def max_pool_index_grad_kernel(mask, dout, x):
-    """dOut added at the saved argmax of each window (X gives only the shape): one bincount,
-    which also sums where overlapping windows share a maximum."""
+def max_pool_index_grad_kernel(mask, dout, x, overlapping=True):
+    """dOut added at the saved argmax of each window (X gives only the shape). Disjoint windows
+    have distinct argmaxes: one scatter assignment. Overlapping ones may share a maximum: one
+    bincount sums them."""
     n, c = x.shape[:2]
     plane = math.prod(x.shape[2:])
     flat = mask.reshape(n * c, -1) + (np.arange(n * c, dtype=np.int64) * plane)[:, None]
-    dx = np.bincount(flat.ravel(), weights=dout.ravel(), minlength=n * c * plane)
-    return dx.astype(dout.dtype, copy=False).reshape(x.shape)
+    if overlapping:
+        dx = np.bincount(flat.ravel(), weights=dout.ravel(), minlength=n * c * plane)
+        return dx.astype(dout.dtype, copy=False).reshape(x.shape)
+    dx = np.zeros(n * c * plane, dtype=dout.dtype)
+    dx[flat.ravel()] = dout.ravel()
+    return dx.reshape(x.shape)
+
+
+def windows_overlap(ksize, strides, dilations, global_pooling: bool, adaptive: bool, nd: int) -> bool:
+    """Whether two windows can share an element (then their maxima may coincide)."""
+    if global_pooling:
+        return False
+    if adaptive:
+        return True
+    return any(s < d * (k - 1) + 1 for k, s, d in zip(per_axis(ksize, nd, "ksize"), per_axis(strides, nd, "strides"),
+                                                      per_axis(dilations, nd, "dilations")))
 
 
 def max_pool_index_select_kernel(mask, y):
@@ -207,7 +222,9 @@ def pool_grad_kernel(x, dout, pooling_type="max", ksize=(1, 1), strides=(1, 1), 
     pool = _pooling(x.shape, ksize, strides, paddings, global_pooling, ceil_mode, dilations, adaptive,
                     padding_algorithm)
     if pooling_type == "max":
-        return max_pool_index_grad_kernel(max_with_index(x, pool)[1], dout, x)
+        overlapping = pool.kind == "adaptive" or (pool.kind == "windows" and windows_overlap(
+            pool.windows.kernel, pool.windows.strides, pool.windows.dilations, False, False, len(pool.spatial)))
+        return max_pool_index_grad_kernel(max_with_index(x, pool)[1], dout, x, overlapping)
     return avg_pool_grad(dout, x.shape, pool, exclusive)
 
 
@@ -340,9 +357,14 @@ def _pool_grad_grad(nd: int):
     return grad
 
 
-def _with_index_grad(g):
-    g.set_input_grad("X", g.op("max_pool_index_grad", {"Mask": g.output("Mask"), "DOut": g.output_grad("Out"),
-                                                       "X": g.input("X")}))
+def _with_index_grad(nd: int):
+    def grad(g):
+        overlapping = windows_overlap(_attr(g, "ksize", [1] * nd), _attr(g, "strides", [1] * nd),
+                                      _attr(g, "dilations", [1] * nd), _attr(g, "global_pooling", False),
+                                      _attr(g, "adaptive", False), nd)
+        g.set_input_grad("X", g.op("max_pool_index_grad", {"Mask": g.output("Mask"), "DOut": g.output_grad("Out"),
+                                                           "X": g.input("X")}, overlapping=overlapping))
+    return grad
 
 
 def _index_grad_grad(g):
@@ -372,7 +394,7 @@ def _register(nd: int) -> None:
                 doc=f"The gradient of pool{nd}d with respect to X (X locates the maxima).")
     index_attrs = {k: attrs[k] for k in _INDEX_KEYS}
     register_op(f"max_pool{nd}d_with_index", inputs="X", outputs="Out Mask", attrs=index_attrs,
-                kernel=max_pool_with_index_kernel, infer=_with_index_infer(nd), grad=_with_index_grad,
+                kernel=max_pool_with_index_kernel, infer=_with_index_infer(nd), grad=_with_index_grad(nd),
                 doc=f"{nd}-D max pooling that also returns each window's argmax as a flat index into its "
                     f"input plane (PyTorch's return_mask); the backward scatters at these indices.")
 
@@ -380,9 +402,10 @@ def _register(nd: int) -> None:
 for _nd in (1, 2, 3):
     _register(_nd)
 
-register_op("max_pool_index_grad", inputs="Mask DOut X", outputs="Out", kernel=max_pool_index_grad_kernel,
-            infer=_index_grad_infer, grad=_index_grad_grad,
-            doc="DOut added into an X-shaped zero array at the plane indices Mask (max pooling's backward).")
+register_op("max_pool_index_grad", inputs="Mask DOut X", outputs="Out", attrs={"overlapping": True},
+            kernel=max_pool_index_grad_kernel, infer=_index_grad_infer, grad=_index_grad_grad,
+            doc="DOut added into an X-shaped zero array at the plane indices Mask (max pooling's backward); "
+                "overlapping=False promises distinct indices (disjoint windows): a plain scatter.")
 register_op("max_pool_index_select", inputs="Mask Y", outputs="Out", kernel=max_pool_index_select_kernel,
             infer=_index_select_infer, grad=_index_select_grad,
             doc="Y read at the plane indices Mask: the transpose of max_pool_index_grad.")

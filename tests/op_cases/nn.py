@@ -187,6 +187,7 @@ POOL_CASES += [
 
 _MASK_X = torch.tensor(distinct(2, 2, 5, 4))
 _MASK = TF.max_pool2d(_MASK_X, 2, 1, return_indices=True)[1].numpy()   # overlapping windows: repeated indices
+_DISJOINT_MASK = TF.max_pool2d(_MASK_X, 2, 2, ceil_mode=True, return_indices=True)[1].numpy()
 
 
 def _index_grad_torch(Mask, DOut, X):
@@ -197,6 +198,8 @@ def _index_grad_torch(Mask, DOut, X):
 POOL_CASES += [
     OpCase("max_pool_index_grad", {"Mask": _MASK, "DOut": rand(*_MASK.shape), "X": rand(2, 2, 5, 4)},
            torch_fn=_index_grad_torch, no_grad=("X",)),
+    OpCase("max_pool_index_grad", {"Mask": _DISJOINT_MASK, "DOut": rand(*_DISJOINT_MASK.shape), "X": rand(2, 2, 5, 4)},
+           {"overlapping": False}, torch_fn=_index_grad_torch, no_grad=("X",), id="max_pool_index_grad-disjoint"),
     OpCase("max_pool_index_select", {"Mask": _MASK, "Y": rand(2, 2, 5, 4)},
            torch_fn=lambda Mask, Y: torch.gather(Y.flatten(2), 2, Mask.flatten(2)).reshape(Mask.shape)),
     OpCase("max_pool2d_select", {"X": _MASK_X.numpy(), "Y": rand(2, 2, 5, 4)}, {"ksize": [2, 2], "strides": [1, 1]},

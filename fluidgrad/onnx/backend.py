@@ -1,0 +1,112 @@
+"""`onnx.backend.base.Backend` for fluidgrad: ONNX's own test runner runs imported programs.
+
+    import onnx.backend.test
+    import fluidgrad.onnx.backend as backend
+    onnx.backend.test.BackendTest(backend, __name__)
+
+A node that needs an input's value at import time (Reshape's shape, Slice's starts, ...)
+while the model feeds it at run time is imported at the first `run`, with that input's value
+bound as a constant (and imported again if a later run feeds a different value).
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import onnx
+from onnx.backend.base import Backend, BackendRep, namedtupledict
+
+from ..executor import Executor, Scope
+from .errors import ValueRequiredError
+from .importer import import_checked_model
+from .load import load_model, max_opset
+
+
+class FluidgradRep(BackendRep):
+    """A prepared model: the imported program, its scope, and how to feed it."""
+
+    def __init__(self, model: onnx.ModelProto) -> None:
+        self.model = model
+        initializers = {t.name for t in model.graph.initializer}
+        self.input_names = [i.name for i in model.graph.input if i.name not in initializers]
+        self.output_names = [o.name for o in model.graph.output]
+        self.executor = Executor()
+        self._bound: dict[str, np.ndarray] = {}
+        self._imported: list | None = None
+        try:
+            self._imported = self._import()
+        except ValueRequiredError:
+            pass  # imported at the first run, with the needed inputs bound
+
+    def _import(self) -> list:
+        scope = Scope()
+        program, feed_names, fetch_vars = import_checked_model(self.model, scope, self._bound)
+        return [program, feed_names, fetch_vars, scope]
+
+    def _import_with(self, feeds: dict[str, np.ndarray]) -> list:
+        self._bound = {}
+        while True:
+            try:
+                return self._import()
+            except ValueRequiredError as exc:
+                if exc.input_name not in feeds or exc.input_name in self._bound:
+                    raise
+                self._bound[exc.input_name] = feeds[exc.input_name]
+
+    def run(self, inputs: Any, **kwargs: Any) -> Any:
+        feeds = self._feeds(inputs)
+        stale = any(not np.array_equal(feeds[n], v) or feeds[n].dtype != v.dtype for n, v in self._bound.items())
+        if self._imported is None or stale:
+            self._imported = self._import_with(feeds)
+        program, feed_names, fetch_vars, scope = self._imported
+        outputs = self.executor.run(program, feed={n: feeds[n] for n in feed_names}, fetch_list=fetch_vars,
+                                    scope=scope)
+        return namedtupledict("Outputs", self.output_names)(*outputs)
+
+    def _feeds(self, inputs: Any) -> dict[str, np.ndarray]:
+        if isinstance(inputs, dict):
+            return {name: np.asarray(value) for name, value in inputs.items()}
+        if isinstance(inputs, np.ndarray):
+            inputs = [inputs]
+        if len(inputs) > len(self.input_names):
+            raise ValueError(f"the model takes {len(self.input_names)} inputs ({self.input_names}), "
+                             f"got {len(inputs)}")
+        return {name: np.asarray(value) for name, value in zip(self.input_names, inputs)}
+
+
+class FluidgradBackend(Backend):
+    """Runs ONNX models by importing them into fluidgrad Programs (CPU, NumPy kernels)."""
+
+    @classmethod
+    def prepare(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> FluidgradRep:
+        if not cls.supports_device(device):
+            raise ValueError(f"fluidgrad runs on the CPU only, not {device!r}")
+        return FluidgradRep(load_model(model))
+
+    @classmethod
+    def run_model(cls, model: onnx.ModelProto, inputs: Any, device: str = "CPU", **kwargs: Any) -> Any:
+        return cls.prepare(model, device, **kwargs).run(inputs)
+
+    @classmethod
+    def run_node(cls, node: onnx.NodeProto, inputs: Sequence[np.ndarray], device: str = "CPU",
+                 outputs_info: Any = None, **kwargs: Any) -> Any:
+        """One node as a one-node model, its inputs typed from the arrays given."""
+        values = [np.asarray(v) for v in inputs]
+        graph_inputs = [onnx.helper.make_tensor_value_info(name, onnx.helper.np_dtype_to_tensor_dtype(v.dtype),
+                                                           v.shape)
+                        for name, v in zip(node.input, values) if name]
+        graph_outputs = [onnx.helper.make_empty_tensor_value_info(name) for name in node.output if name]  # untyped
+        graph = onnx.helper.make_graph([node], "run_node", graph_inputs, graph_outputs)
+        opset = kwargs.get("opset_version", max_opset())
+        model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)])
+        return FluidgradRep(model).run({name: v for name, v in zip(node.input, values) if name}).run({name: v for name, v in zip(node.input, values) if name})
+
+    @classmethod
+    def supports_device(cls, device: str) -> bool:
+        return str(device).upper() == "CPU"
+
+
+prepare = FluidgradBackend.prepare
+run_model = FluidgradBackend.run_model
+run_node = FluidgradBackend.run_node
+supports_device = FluidgradBackend.supports_device

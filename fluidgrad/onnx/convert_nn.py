@@ -1,0 +1,127 @@
+"""Converters for convolution, pooling and normalisation (1-D and 2-D spatial, NCHW)."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+
+
+from .convert_common import binary, normalize_axes
+from .convert_table import converter
+
+
+def _pairs(onnx_pads: Sequence[int], n: int) -> list[int]:
+    """ONNX [x1_begin, x2_begin, ..., x1_end, ...] -> fluidgrad [lo0, hi0, lo1, hi1, ...]."""
+    pads = list(onnx_pads) or [0] * 2 * n
+    return [int(v) for i in range(n) for v in (pads[i], pads[n + i])]
+
+
+def _window_attrs(ctx: Any, n: int) -> dict:
+    """strides, dilations, paddings and padding_algorithm of a Conv / pooling node."""
+    auto_pad = ctx.attr("auto_pad", "NOTSET") or "NOTSET"
+    algorithm = {"NOTSET": "EXPLICIT", "VALID": "VALID", "SAME_UPPER": "SAME_UPPER",
+                 "SAME_LOWER": "SAME_LOWER"}[auto_pad]
+    return dict(strides=[int(s) for s in (ctx.attr("strides") or [1] * n)],
+                dilations=[int(d) for d in (ctx.attr("dilations") or [1] * n)],
+                paddings=_pairs(ctx.attr("pads") or [], n), padding_algorithm=algorithm)
+
+
+def _spatial_rank(ctx: Any, x: Any) -> int:
+    n = len(x.shape) - 2
+    if n not in (1, 2, 3):
+        raise ctx.unsupported(f"{n}-D spatial input {list(x.shape)}: fluidgrad has 1-D, 2-D and 3-D kernels")
+    return n
+
+
+@converter("Conv")
+def _conv(ctx):
+    x, w = ctx.input(0), ctx.input(1)
+    n = _spatial_rank(ctx, x)
+    bias = ctx.input(2) if ctx.has_input(2) else None
+    return ctx.op(f"conv{n}d", {"Input": x, "Filter": w, "Bias": bias}, groups=int(ctx.attr("group", 1)),
+                  **_window_attrs(ctx, n))
+
+
+@converter("ConvTranspose")
+def _conv_transpose(ctx):
+    x, w = ctx.input(0), ctx.input(1)
+    n = _spatial_rank(ctx, x)
+    if ctx.attr("output_shape") is not None:
+        raise ctx.unsupported("ConvTranspose with output_shape (give pads and output_padding)")
+    if (ctx.attr("auto_pad", "NOTSET") or "NOTSET") not in ("NOTSET", "VALID"):
+        raise ctx.unsupported(f"ConvTranspose with auto_pad={ctx.attr('auto_pad')}")
+    attrs = _window_attrs(ctx, n)
+    attrs["padding_algorithm"] = "EXPLICIT"
+    bias = ctx.input(2) if ctx.has_input(2) else None
+    return ctx.op(f"conv{n}d_transpose", {"Input": x, "Filter": w, "Bias": bias}, groups=int(ctx.attr("group", 1)),
+                  output_padding=[int(p) for p in (ctx.attr("output_padding") or [0] * n)], **attrs)
+
+
+def _pool(ctx: Any, pooling_type: str) -> Any:
+    x = ctx.input(0)
+    n = _spatial_rank(ctx, x)
+    if len(ctx.node.output) > 1 and ctx.node.output[1]:
+        raise ctx.unsupported("the Indices output of MaxPool (fluidgrad's indices count within a plane)")
+    attrs = _window_attrs(ctx, n)
+    if pooling_type == "avg" and ctx.opset < 19:
+        attrs["dilations"] = [1] * n
+    return ctx.op(f"pool{n}d", {"X": x}, pooling_type=pooling_type, ksize=[int(k) for k in ctx.attr("kernel_shape")],
+                  exclusive=not ctx.attr("count_include_pad", 0), ceil_mode=bool(ctx.attr("ceil_mode", 0)), **attrs)
+
+
+converter("MaxPool")(lambda ctx: _pool(ctx, "max"))
+converter("AveragePool")(lambda ctx: _pool(ctx, "avg"))
+
+
+def _global_pool(op_type: str):
+    def convert(ctx):
+        x = ctx.input(0)
+        return ctx.op(op_type, {"X": x}, axis=list(range(2, len(x.shape))), keepdim=True)
+    return convert
+
+
+converter("GlobalAveragePool")(_global_pool("reduce_mean"))
+converter("GlobalMaxPool")(_global_pool("reduce_max"))
+
+
+@converter("BatchNormalization")
+def _batch_norm(ctx):
+    x = ctx.input(0)
+    training = bool(ctx.attr("training_mode", 0)) if ctx.opset >= 14 else len(ctx.node.output) > 1
+    inputs = {"X": x, "Scale": ctx.input(1), "Bias": ctx.input(2), "Mean": ctx.input(3), "Variance": ctx.input(4)}
+    y, mean_out, var_out, _, _ = ctx.op("batch_norm", inputs, epsilon=float(ctx.attr("epsilon", 1e-5)),
+                                         momentum=float(ctx.attr("momentum", 0.9)), is_test=not training)
+    return [y, mean_out, var_out]
+
+
+@converter("LayerNormalization")
+def _layer_norm(ctx):
+    x = ctx.input(0)
+    axis = normalize_axes([ctx.attr("axis", -1)], len(x.shape))[0]
+    scale = ctx.op("reshape", {"X": ctx.input(1)}, shape=[-1])
+    bias = ctx.op("reshape", {"X": ctx.input(2)}, shape=[-1]) if ctx.has_input(2) else None
+    y, mean, variance = ctx.op("layer_norm", {"X": x, "Scale": scale, "Bias": bias}, begin_norm_axis=axis,
+                               epsilon=float(ctx.attr("epsilon", 1e-5)))
+    if len(ctx.node.output) < 2:
+        return y
+    stats_shape = [d if d >= 0 else 0 for d in x.shape[:axis]] + [1] * (len(x.shape) - axis)
+    mean = ctx.op("reshape", {"X": mean}, shape=stats_shape)
+    eps = ctx.scalar(float(ctx.attr("epsilon", 1e-5)), x.dtype)
+    inv_std = binary(ctx, "elementwise_div", ctx.scalar(1.0, x.dtype),
+                     ctx.op("sqrt", {"X": binary(ctx, "elementwise_add", variance, eps)}))
+    return [y, mean, ctx.op("reshape", {"X": inv_std}, shape=stats_shape)]
+
+
+@converter("InstanceNormalization")
+def _instance_norm(ctx):
+    x, scale, bias = ctx.input(0), ctx.input(1), ctx.input(2)
+    axes = list(range(2, len(x.shape)))
+    centred = binary(ctx, "elementwise_sub", x, ctx.op("reduce_mean", {"X": x}, axis=axes, keepdim=True))
+    variance = ctx.op("reduce_mean", {"X": binary(ctx, "elementwise_mul", centred, centred)}, axis=axes, keepdim=True)
+    eps = ctx.scalar(float(ctx.attr("epsilon", 1e-5)), x.dtype)
+    normed = binary(ctx, "elementwise_div", centred, ctx.op("sqrt", {"X": binary(ctx, "elementwise_add", variance, eps)}))
+    shape = [-1] + [1] * len(axes)
+    out = binary(ctx, "elementwise_mul", normed, ctx.op("reshape", {"X": scale}, shape=shape))
+    return binary(ctx, "elementwise_add", out, ctx.op("reshape", {"X": bias}, shape=shape))
+
+
+

@@ -1,0 +1,284 @@
+"""Converters for shapes and data movement: constants, casts, reshapes, slicing, gathering."""
+from __future__ import annotations
+
+
+import numpy as np
+
+from . import dtypes
+from .convert_common import binary, cast, full, normalize_axes
+from .convert_table import converter
+from .load import tensor_to_array
+
+
+def _known(shape) -> bool:
+    return all(d >= 0 for d in shape)
+
+
+# ---------------------------------------------------------------- constants and shapes
+@converter("Constant")
+def _constant(ctx):
+    attrs = ctx.attrs
+    if "value" in attrs:
+        return tensor_to_array(attrs["value"], f"{ctx.where()} value")
+    for name, dtype in (("value_float", "float32"), ("value_floats", "float32"), ("value_int", "int64"),
+                        ("value_ints", "int64")):
+        if name in attrs:
+            return np.asarray(attrs[name], dtype=dtype)
+    raise ctx.unsupported(f"constant attribute {sorted(attrs)} (sparse and string constants are not supported)")
+
+
+@converter("Shape")
+def _shape(ctx):
+    shape = ctx.shape(0)
+    start, end = ctx.attr("start", 0), ctx.attr("end", None)
+    picked = list(shape)[slice(start, end)]
+    if not _known(picked):
+        raise ctx.unsupported(f"the shape {list(shape)} is not known when the program is built")
+    return np.asarray(picked, dtype="int64")
+
+
+@converter("Size")
+def _size(ctx):
+    shape = ctx.shape(0)
+    if not _known(shape):
+        raise ctx.unsupported(f"the shape {list(shape)} is not known when the program is built")
+    return np.asarray(int(np.prod(shape)), dtype="int64")
+
+
+@converter("ConstantOfShape")
+def _constant_of_shape(ctx):
+    shape = [int(d) for d in ctx.const(0, "shape").reshape(-1)]
+    value = ctx.attr("value")
+    array = tensor_to_array(value, ctx.where()) if value is not None else np.zeros([1], "float32")
+    return full(ctx, shape, float(array.reshape(-1)[0]), array.dtype.name)
+
+
+@converter("Range")
+def _range(ctx):
+    start, limit, delta = (ctx.const(i, what) for i, what in enumerate(("start", "limit", "delta")))
+    dtype = start.dtype.name
+    values = [v.item() for v in (start, limit, delta)]
+    return ctx.op("range", {}, start=values[0], end=values[1], step=values[2], dtype=dtype)
+
+
+@converter("Cast")
+def _cast(ctx):
+    dtype = dtypes.to_fluidgrad(ctx.attr("to"), f"{ctx.where()} target type")
+    const = ctx.maybe_const(0)
+    if const is not None and const.dtype.kind in "iub" and const.size <= 64:
+        return const.astype(dtype)  # shape arithmetic, folded
+    return cast(ctx, ctx.input(0), dtype)
+
+
+@converter("CastLike")
+def _cast_like(ctx):
+    return cast(ctx, ctx.input(0), ctx.dtype(1))
+
+
+# ---------------------------------------------------------------- reshaping
+def _reshape_target(ctx, in_shape, shape, allowzero):
+    target = [int(d) for d in shape]
+    if not allowzero:
+        target = [in_shape[i] if d == 0 and i < len(in_shape) else d for i, d in enumerate(target)]
+    if -1 in target and _known(in_shape):
+        known = int(np.prod([d for d in target if d != -1]))
+        total = int(np.prod(in_shape))
+        target[target.index(-1)] = total // known if known else 0
+    return target
+
+
+@converter("Reshape")
+def _reshape(ctx):
+    x = ctx.input(0)
+    if ctx.opset < 5:
+        shape = ctx.attr("shape")
+    else:
+        shape = ctx.const(1, "shape").reshape(-1)
+    target = _reshape_target(ctx, x.shape, shape, ctx.attr("allowzero", 0))
+    # dims still unknown (-1 twice is impossible in ONNX): copy them from the input by position
+    if target.count(-1) > 1:
+        target = [0 if d == -1 and i < len(x.shape) and x.shape[i] == -1 else d for i, d in enumerate(target)]
+    return ctx.op("reshape", {"X": x}, shape=target)
+
+
+@converter("Flatten")
+def _flatten(ctx):
+    x = ctx.input(0)
+    rank = len(x.shape)
+    axis = normalize_axes([ctx.attr("axis", 1)], rank)[0]
+    before, after = x.shape[:axis], x.shape[axis:]
+    if _known(after):
+        shape = [-1, int(np.prod(after))] if before else [1, int(np.prod(after))]
+    elif _known(before):
+        shape = [int(np.prod(before)), -1]
+    else:
+        raise ctx.unsupported(f"flattening {list(x.shape)} at axis {axis} needs one side known")
+    return ctx.op("reshape", {"X": x}, shape=shape)
+
+
+@converter("Squeeze")
+def _squeeze(ctx):
+    x = ctx.input(0)
+    axes = ctx.attr("axes") if ctx.opset < 13 else (
+        [int(a) for a in ctx.const(1, "axes").reshape(-1)] if ctx.has_input(1) else None)
+    if axes is None:
+        axes = [i for i, d in enumerate(x.shape) if d == 1]
+    return ctx.op("squeeze", {"X": x}, axes=normalize_axes(axes, len(x.shape)))
+
+
+@converter("Unsqueeze")
+def _unsqueeze(ctx):
+    axes = ctx.attr("axes") if ctx.opset < 13 else [int(a) for a in ctx.const(1, "axes").reshape(-1)]
+    const = ctx.maybe_const(0)
+    out_rank = ctx.rank(0) + len(axes)
+    axes = sorted(normalize_axes(axes, out_rank))
+    if const is not None and const.dtype.kind in "iub" and const.size <= 64:
+        value = const
+        for axis in axes:
+            value = np.expand_dims(value, axis)
+        return value
+    return ctx.op("unsqueeze", {"X": ctx.input(0)}, axes=axes)
+
+
+@converter("Transpose")
+def _transpose(ctx):
+    x = ctx.input(0)
+    perm = ctx.attr("perm") or list(reversed(range(len(x.shape))))
+    return ctx.op("transpose", {"X": x}, perm=[int(p) for p in perm])
+
+
+@converter("Concat")
+def _concat(ctx):
+    consts = [ctx.maybe_const(i) for i in range(ctx.num_inputs) if ctx.has_input(i)]
+    axis = int(ctx.attr("axis"))
+    if all(c is not None and c.dtype.kind in "iub" and c.size <= 64 for c in consts):
+        return np.concatenate(consts, axis=axis)
+    return ctx.op("concat", {"X": ctx.inputs()}, axis=axis)
+
+
+@converter("Split")
+def _split(ctx):
+    x = ctx.input(0)
+    axis = normalize_axes([ctx.attr("axis", 0)], len(x.shape))[0]
+    n = len(ctx.node.output)
+    if ctx.opset < 13:
+        sizes = ctx.attr("split")
+    else:
+        sizes = [int(s) for s in ctx.const(1, "split sizes")] if ctx.has_input(1) else None
+    if sizes is None:
+        size = x.shape[axis]
+        if size < 0:
+            return ctx.op("split", {"X": x}, n_out=n, num_or_sections=n, axis=axis)
+        if ctx.opset >= 18 and size % n:
+            chunk = -(-size // n)
+            sizes = [chunk] * (n - 1) + [size - chunk * (n - 1)]
+        else:
+            sizes = [size // n] * n
+    return ctx.op("split", {"X": x}, n_out=len(sizes), num_or_sections=[int(s) for s in sizes], axis=axis)
+
+
+@converter("Slice")
+def _slice(ctx):
+    x = ctx.input(0)
+    rank = len(x.shape)
+    if ctx.opset < 10:
+        starts, ends = ctx.attr("starts"), ctx.attr("ends")
+        axes, steps = ctx.attr("axes") or list(range(len(starts))), [1] * len(starts)
+    else:
+        starts = [int(v) for v in ctx.const(1, "starts")]
+        ends = [int(v) for v in ctx.const(2, "ends")]
+        axes = [int(v) for v in ctx.const(3, "axes")] if ctx.has_input(3) else list(range(len(starts)))
+        steps = [int(v) for v in ctx.const(4, "steps")] if ctx.has_input(4) else [1] * len(starts)
+    axes = normalize_axes(axes, rank)
+    plain = [(a, s, e) for a, s, e, st in zip(axes, starts, ends, steps) if st == 1]
+    out = x
+    if plain:
+        big = 2**62
+        out = ctx.op("slice", {"X": out}, axes=[a for a, _, _ in plain],
+                     starts=[max(min(s, big), -big) for _, s, _ in plain],
+                     ends=[max(min(e, big), -big) for _, _, e in plain])
+    for axis, start, end, step in zip(axes, starts, ends, steps):
+        if step == 1:
+            continue
+        size = x.shape[axis]
+        if size < 0:
+            raise ctx.unsupported(f"a step of {step} on axis {axis} of unknown size")
+        index = np.arange(*slice(start, end, step).indices(size), dtype="int64")
+        out = ctx.op("gather", {"X": out, "Index": ctx.constant(index)}, axis=axis)
+    return out
+
+
+@converter("Gather")
+def _gather(ctx):
+    data, index = ctx.maybe_const(0), ctx.maybe_const(1)
+    axis = int(ctx.attr("axis", 0))
+    if data is not None and index is not None and data.dtype.kind in "iub" and data.size <= 64:
+        return np.take(data, index, axis=axis)
+    x = ctx.input(0)
+    axis = normalize_axes([axis], len(x.shape))[0]
+    return ctx.op("gather", {"X": x, "Index": ctx.input(1)}, axis=axis)
+
+
+@converter("Expand")
+def _expand(ctx):
+    x = ctx.input(0)
+    shape = [int(d) for d in ctx.const(1, "shape")]
+    rank = max(len(shape), len(x.shape))
+    a = [1] * (rank - len(x.shape)) + list(x.shape)
+    b = [1] * (rank - len(shape)) + shape
+    out_shape = [db if da == 1 else da for da, db in zip(a, b)]
+    if ctx.has_op("expand"):
+        return ctx.op("expand", {"X": x}, shape=shape)
+    if not _known(out_shape):
+        raise ctx.unsupported(f"expanding {list(x.shape)} to {shape} with unknown sizes")
+    target = full(ctx, out_shape, 0, x.dtype)
+    return ctx.op("expand_as", {"X": x, "Target": target})
+
+
+@converter("Tile")
+def _tile(ctx):
+    repeats = [int(r) for r in ctx.const(1, "repeats")]
+    if ctx.has_op("tile"):
+        return ctx.op("tile", {"X": ctx.input(0)}, repeat_times=repeats)
+    out = ctx.input(0)
+    for axis, times in enumerate(int(r) for r in ctx.const(1, "repeats")):
+        if times != 1:
+            out = ctx.op("concat", {"X": [out] * times}, axis=axis)
+    return out
+
+
+@converter("Dropout")
+def _dropout(ctx):
+    """Inference: the identity, and a mask of ones."""
+    x = ctx.input(0)
+    training = ctx.maybe_const(2) if ctx.num_inputs > 2 else None
+    if training is not None and bool(training) and ctx.has_input(1) and float(ctx.const(1, "ratio")) != 0:
+        raise ctx.unsupported("dropout in training mode (random masks differ between frameworks)")
+    out = ctx.op("assign", {"X": x})
+    if len(ctx.node.output) > 1 and ctx.node.output[1]:
+        mask = ctx.op("cast", {"X": ctx.op("fill_zeros_like", {"X": x})}, dtype="bool")
+        return [out, ctx.op("logical_not", {"X": mask})]
+    return out
+
+
+@converter("OneHot")
+def _one_hot(ctx):
+    indices = ctx.input(0)
+    depth = int(ctx.const(1, "depth").reshape(-1)[0])
+    values = ctx.const(2, "values").reshape(-1)
+    axis = ctx.attr("axis", -1)
+    index = cast(ctx, indices, "int64")
+    wrapped = binary(ctx, "elementwise_add", index, binary(ctx, "elementwise_mul", cast(
+        ctx, ctx.op("less_than", {"X": index, "Y": ctx.scalar(0, "int64")}), "int64"), ctx.scalar(depth, "int64")))
+    hot = ctx.op("one_hot", {"X": wrapped}, depth=depth, dtype="float64")
+    off, on = float(values[0]), float(values[1])
+    out = binary(ctx, "elementwise_add", binary(ctx, "elementwise_mul", hot, ctx.scalar(on - off, "float64")),
+                 ctx.scalar(off, "float64"))
+    out = cast(ctx, out, values.dtype.name)
+    rank = len(indices.shape) + 1
+    axis = normalize_axes([axis], rank)[0]
+    if axis != rank - 1:
+        perm = list(range(rank - 1))
+        perm.insert(axis, rank - 1)
+        out = ctx.op("transpose", {"X": out}, perm=perm)
+    return out

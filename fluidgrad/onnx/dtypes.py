@@ -1,0 +1,54 @@
+"""ONNX element types <-> fluidgrad dtype names (NumPy's)."""
+from __future__ import annotations
+
+from onnx import TensorProto
+
+import onnx
+
+from .errors import OnnxImportError, UnsupportedOnnxOpError
+
+_TO_FLUIDGRAD = {
+    TensorProto.FLOAT: "float32", TensorProto.DOUBLE: "float64", TensorProto.FLOAT16: "float16",
+    TensorProto.INT8: "int8", TensorProto.INT16: "int16", TensorProto.INT32: "int32",
+    TensorProto.INT64: "int64", TensorProto.UINT8: "uint8", TensorProto.BOOL: "bool",
+}
+_TO_ONNX = {name: code for code, name in _TO_FLUIDGRAD.items()}
+
+
+def onnx_type_name(elem_type: int) -> str:
+    try:
+        return TensorProto.DataType.Name(elem_type)
+    except ValueError:
+        return f"type code {elem_type}"
+
+
+def is_supported(elem_type: int) -> bool:
+    return elem_type in _TO_FLUIDGRAD
+
+
+def to_fluidgrad(elem_type: int, what: str) -> str:
+    """The fluidgrad dtype of an ONNX element type; `what` names the value for the error."""
+    try:
+        return _TO_FLUIDGRAD[elem_type]
+    except KeyError:
+        raise OnnxImportError(f"{what}: ONNX element type {onnx_type_name(elem_type)} has no fluidgrad dtype "
+                              f"(fluidgrad has {', '.join(_TO_ONNX)})") from None
+
+
+def to_onnx(dtype: str) -> int:
+    try:
+        return _TO_ONNX[dtype]
+    except KeyError:
+        raise ValueError(f"fluidgrad dtype {dtype!r} has no ONNX element type") from None
+
+
+def value_info_type(value_info: onnx.ValueInfoProto, what: str) -> tuple[str, list[int]]:
+    kind = value_info.type.WhichOneof("value")
+    if kind != "tensor_type":
+        raise UnsupportedOnnxOpError(f"{what}: ONNX type {kind} is not supported (only tensors)")
+    tensor_type = value_info.type.tensor_type
+    dtype = to_fluidgrad(tensor_type.elem_type, what)
+    if not tensor_type.HasField("shape"):
+        raise UnsupportedOnnxOpError(f"{what}: the model does not declare its rank; fluidgrad needs it")
+    shape = [d.dim_value if d.HasField("dim_value") else -1 for d in tensor_type.shape.dim]
+    return dtype, shape

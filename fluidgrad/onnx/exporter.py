@@ -1,0 +1,362 @@
+"""fluidgrad Program -> ONNX model.
+
+The program is cloned for inference and pruned to what the fetches need (as
+`save_inference_model` does); each op is written by its entry in export_table.py, `while`
+and `conditional_block` become `Loop` and `If` with their sub-blocks as bodies. fluidgrad
+writes variables in place (`increment`, `assign(output=)`), ONNX values are written once:
+so every write gets a fresh ONNX name and reads follow the latest one. Parameters become
+initializers (in an external data file for large models). The file is checked with
+`onnx.checker.check_model(full_check=True)` and written atomically.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from .. import __version__
+from ..eager import Tensor, to_tensor
+from ..executor import Scope, global_scope
+from ..framework import Block, Operator, Program, Variable, default_main_program
+from ..io import atomic_write, prune
+from ..jit import StaticFunction
+from ..nn.layer import Layer
+from . import dtypes
+from .errors import OnnxExportError
+from .export_table import EXPORTERS
+from .load import max_opset
+
+DEFAULT_OPSET = 18
+MIN_EXPORT_OPSET = 13
+EXTERNAL_DATA_BYTES = 1 << 30  # parameters above this go to `<model>.data` (protobuf's limit is 2 GB)
+
+
+def export_program(path: str | os.PathLike, feed_vars: Sequence[Variable | str], fetch_vars: Sequence[Variable | str],
+                   program: Program | None = None, scope: Scope | None = None, opset_version: int | None = None,
+                   *, dynamic_axes: dict | None = None, external_data: bool | None = None) -> onnx.ModelProto:
+    """Write the part of `program` computing `fetch_vars` from `feed_vars` as ONNX; returns the model."""
+    feed_names = [v.name if isinstance(v, Variable) else v for v in _as_list(feed_vars)]
+    fetch_names = [v.name if isinstance(v, Variable) else v for v in _as_list(fetch_vars)]
+    if program is None:
+        owners = [v.block.program for v in _as_list(feed_vars) + _as_list(fetch_vars) if isinstance(v, Variable)]
+        program = owners[0] if owners else default_main_program()
+    scope = scope if scope is not None else global_scope()
+    opset = _check_opset(opset_version)
+    pruned = prune(program.clone(for_test=True), feed_names, fetch_names, "the program to export")
+    model = ProgramExporter(pruned, scope, opset).build(feed_names, fetch_names, dynamic_axes or {})
+    try:
+        onnx.checker.check_model(model, full_check=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
+        raise OnnxExportError(f"the exported model fails onnx.checker: {exc}") from exc
+    _write(model, Path(path), external_data)
+    return model
+
+
+def export(layer_or_function: Any, path: str | os.PathLike, example_inputs: Any, opset_version: int | None = None,
+           dynamic_axes: dict | None = None) -> onnx.ModelProto:
+    """Trace `layer_or_function` (eager code) on `example_inputs` with `jit.to_static`, write it
+    as ONNX. `dynamic_axes` maps input/output index or name to the axes of unknown size."""
+    fn = layer_or_function.forward if isinstance(layer_or_function, Layer) else layer_or_function
+    fn = fn if isinstance(fn, StaticFunction) else StaticFunction(fn)
+    inputs = example_inputs if isinstance(example_inputs, (list, tuple)) else [example_inputs]
+    tensors = [x if isinstance(x, Tensor) else to_tensor(np.asarray(x)) for x in inputs]
+    fn(*tensors)
+    traced = fn._last
+    scope = Scope()
+    for name, tensor in traced.captured:
+        scope[name] = tensor.data
+        var = traced.program.global_block().var(name)
+        var.persistable = True
+    feed = [v.name for v in traced.input_vars]
+    fetch = [v.name for v in traced.outputs]
+    return export_program(path, feed, fetch, traced.program, scope, opset_version,
+                          dynamic_axes=_named_axes(dynamic_axes or {}, feed, fetch))
+
+
+def _named_axes(dynamic_axes: dict, feed: list[str], fetch: list[str]) -> dict[str, list[int]]:
+    """Index keys count inputs first, then outputs; names may be given too."""
+    names = feed + fetch
+    result = {}
+    for key, axes in dynamic_axes.items():
+        name = names[key] if isinstance(key, int) else key
+        result[name] = sorted(axes) if not isinstance(axes, dict) else sorted(axes)
+    return result
+
+
+def _as_list(items: Any) -> list:
+    return [items] if isinstance(items, (Variable, str)) else list(items)
+
+
+def _check_opset(opset_version: int | None) -> int:
+    opset = DEFAULT_OPSET if opset_version is None else int(opset_version)
+    if not MIN_EXPORT_OPSET <= opset <= max_opset():
+        raise OnnxExportError(f"opset_version {opset} is outside what fluidgrad exports "
+                              f"({MIN_EXPORT_OPSET} to {max_opset()})")
+    return opset
+
+
+def _write(model: onnx.ModelProto, path: Path, external_data: bool | None) -> None:
+    size = sum(t.ByteSize() for t in model.graph.initializer)
+    if external_data is None:
+        external_data = size > EXTERNAL_DATA_BYTES
+    if not external_data:
+        atomic_write(path, model.SerializeToString())
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data_name = path.name + ".data"
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        data_path = path.parent / data_name
+        if data_path.exists():
+            data_path.unlink()  # save_model appends to an existing data file
+        onnx.save_model(copy, tmp, save_as_external_data=True, all_tensors_to_one_file=True,
+                        location=data_name, size_threshold=1024)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+class ProgramExporter:
+    """Writes one pruned program: its nodes, initializers and fresh SSA names."""
+
+    def __init__(self, program: Program, scope: Scope, opset: int) -> None:
+        self.program = program
+        self.scope = scope
+        self.opset = opset
+        self.initializers: dict[str, onnx.TensorProto] = {}
+        self.used: set[str] = set()
+        self._counter = 0
+
+    def build(self, feed_names: list[str], fetch_names: list[str], dynamic_axes: dict) -> onnx.ModelProto:
+        block = self.program.global_block()
+        env: dict[str, str] = {}
+        inputs = []
+        for name in feed_names:
+            var = block.var(name)
+            inputs.append(_value_info(name, var, dynamic_axes.get(name)))
+            env[name] = name
+            self.used.add(name)
+        nodes: list[onnx.NodeProto] = []
+        self.export_block(block, nodes, env)
+        outputs = []
+        for name in fetch_names:
+            onnx_name = self.read(env, block, name)
+            if onnx_name in self.initializers or onnx_name in feed_names or onnx_name in {
+                    o.name for o in outputs}:
+                onnx_name = self.emit(nodes, "Identity", [onnx_name])
+            outputs.append(_value_info(onnx_name, block.var(name), dynamic_axes.get(name)))
+        graph = helper.make_graph(nodes, "fluidgrad", inputs, outputs, list(self.initializers.values()))
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)],
+                                 producer_name="fluidgrad", producer_version=__version__)
+
+    # -- names
+    def fresh(self, base: str) -> str:
+        name = base
+        while name in self.used:
+            name = f"{base}__{self._counter}"
+            self._counter += 1
+        self.used.add(name)
+        return name
+
+    def read(self, env: dict[str, str], block: Block, name: str) -> str:
+        """The ONNX name holding `name`'s current value; a parameter becomes an initializer."""
+        if name in env:
+            return env[name]
+        var = block._find_var_recursive(name)
+        if var is None or not var.persistable:
+            raise OnnxExportError(f"variable {name!r} is read before any op writes it, and it is neither fed "
+                                  f"nor a parameter")
+        value = self.scope.get(name)
+        if value is None:
+            raise OnnxExportError(f"parameter {name!r} has no value in the scope (run the startup program, or "
+                                  f"load the parameters, before exporting)")
+        self.initializers[name] = numpy_helper.from_array(np.asarray(value, dtype=var.dtype), name)
+        self.used.add(name)
+        env[name] = name
+        return name
+
+    def constant(self, array: np.ndarray) -> str:
+        name = self.fresh("const")
+        self.initializers[name] = numpy_helper.from_array(np.asarray(array), name)
+        return name
+
+    def emit(self, nodes: list, op_type: str, inputs: list[str], outputs: list[str] | None = None, **attrs) -> str:
+        outputs = outputs if outputs is not None else [self.fresh(op_type.lower())]
+        nodes.append(helper.make_node(op_type, inputs, outputs, name=self.fresh(f"{op_type}_node"), **attrs))
+        return outputs[0]
+
+    # -- blocks
+    def export_block(self, block: Block, nodes: list, env: dict[str, str]) -> None:
+        for op in block.ops:
+            context = OpContext(self, op, block, nodes, env)
+            if op.type in CONTROL_FLOW:
+                CONTROL_FLOW[op.type](context)
+                continue
+            fn = EXPORTERS.get(op.type)
+            if fn is None:
+                raise OnnxExportError(f"op {op.type} ({_describe_op(op)}) has no ONNX equivalent in fluidgrad's "
+                                      f"exporter; it cannot be exported")
+            fn(context)
+
+    def subgraph(self, block: Block, env: dict[str, str], inputs: list[onnx.ValueInfoProto],
+                 outputs_of: Any, name: str) -> onnx.GraphProto:
+        nodes: list = []
+        self.export_block(block, nodes, env)
+        outputs = outputs_of(nodes, env)
+        return helper.make_graph(nodes, self.fresh(name), inputs, outputs)
+
+
+def _describe_op(op: Operator) -> str:
+    ins = ", ".join(f"{k}={v}" for k, v in op.inputs.items())
+    return f"inputs {ins}" if ins else "no inputs"
+
+
+def _value_info(name: str, var: Variable, dynamic: Sequence[int] | None = None, with_shape: bool = True
+                ) -> onnx.ValueInfoProto:
+    elem = dtypes.to_onnx(var.dtype)
+    if not with_shape:
+        return helper.make_tensor_value_info(name, elem, None)
+    dynamic = set(dynamic or ())
+    shape = [f"{name}_dim{i}" if d < 0 or i in dynamic else int(d) for i, d in enumerate(var.shape)]
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+class OpContext:
+    """What an op exporter sees (see export_table.py)."""
+
+    def __init__(self, exporter: ProgramExporter, op: Operator, block: Block, nodes: list, env: dict[str, str]):
+        self.exporter, self.op, self.block, self.nodes, self.env = exporter, op, block, nodes, env
+        self.opset = exporter.opset
+
+    def refuse(self, reason: str) -> OnnxExportError:
+        return OnnxExportError(f"op {self.op.type} ({_describe_op(self.op)}) cannot be exported: {reason}")
+
+    def attr(self, name: str) -> Any:
+        return self.op.attr(name)
+
+    def has(self, slot: str) -> bool:
+        return bool(self.op.input(slot))
+
+    def var(self, name: str) -> Variable:
+        return self.block.var_recursive(name)
+
+    def x(self, slot: str, index: int = 0) -> str:
+        return self.exporter.read(self.env, self.block, self.op.input(slot)[index])
+
+    def xs(self, slot: str) -> list[str]:
+        return [self.exporter.read(self.env, self.block, n) for n in self.op.input(slot)]
+
+    def out(self, slot: str, index: int = 0) -> str:
+        name = self.op.output(slot)[index]
+        onnx_name = self.exporter.fresh(name)
+        self.env[name] = onnx_name
+        return onnx_name
+
+    def dtype_in(self, slot: str) -> str:
+        return self.var(self.op.input(slot)[0]).dtype
+
+    def shape_in(self, slot: str) -> tuple[int, ...]:
+        return self.var(self.op.input(slot)[0]).shape
+
+    def dtype_of(self, slot: str) -> str:
+        return self.var(self.op.output(slot)[0]).dtype
+
+    def shapes_out(self, slot: str) -> list[tuple[int, ...]]:
+        return [self.var(n).shape for n in self.op.output(slot)]
+
+    def onnx_dtype(self, dtype: str) -> int:
+        return dtypes.to_onnx(dtype)
+
+    def node(self, op_type: str, inputs: list[str], outputs: list[str] | None = None, **attrs: Any) -> str:
+        return self.exporter.emit(self.nodes, op_type, inputs, outputs, **attrs)
+
+    def const(self, array: np.ndarray) -> str:
+        return self.exporter.constant(array)
+
+    def tensor(self, array: np.ndarray) -> onnx.TensorProto:
+        return numpy_helper.from_array(np.asarray(array))
+
+    def cast(self, name: str, dtype: str) -> str:
+        return self.node("Cast", [name], to=dtypes.to_onnx(dtype))
+
+    def scalar_bool(self, name: str) -> str:
+        """A one-element condition as the 0-d bool ONNX wants."""
+        return self.cast(self.node("Reshape", [name, self.const(np.zeros([0], "int64"))]), "bool")
+
+
+# ---------------------------------------------------------------- control flow
+def _export_while(c: OpContext) -> None:
+    op, exporter = c.op, c.exporter
+    sub = op.attr("sub_block")
+    cond_name = op.input("Condition")[0]
+    carried = [n for n in op.output("Out") if n != cond_name]
+    initial = [c.exporter.read(c.env, c.block, n) for n in carried]
+    body_env = dict(c.env)
+    iteration = exporter.fresh("iteration")
+    cond_in = exporter.fresh(f"{cond_name}_in")
+    body_env[cond_name] = cond_in
+    body_inputs = [helper.make_tensor_value_info(iteration, onnx.TensorProto.INT64, []),
+                   helper.make_tensor_value_info(cond_in, onnx.TensorProto.BOOL, [])]
+    for name in carried:
+        inner = exporter.fresh(f"{name}_in")
+        body_env[name] = inner
+        body_inputs.append(_value_info(inner, c.var(name), with_shape=False))
+
+    def body_outputs(nodes, env):
+        cond_ctx = OpContext(exporter, op, sub, nodes, env)
+        outs = [helper.make_tensor_value_info(cond_ctx.scalar_bool(env[cond_name]), onnx.TensorProto.BOOL, [])]
+        for name in carried:
+            value = exporter.emit(nodes, "Identity", [env[name]])
+            outs.append(_value_info(value, c.var(name), with_shape=False))
+        return outs
+
+    body = exporter.subgraph(sub, body_env, body_inputs, body_outputs, "loop_body")
+    results = [c.out("Out", op.output("Out").index(n)) for n in carried]
+    c.node("Loop", ["", c.scalar_bool(c.x("Condition"))] + initial, results, body=body)
+
+
+def _export_conditional_block(c: OpContext) -> None:
+    op, exporter = c.op, c.exporter
+    sub = op.attr("sub_block")
+    outs = op.output("Out")
+    if not outs:
+        return  # a branch writing nothing outside has no effect on the fetches
+
+    def then_outputs(nodes, env):
+        return [_value_info(exporter.emit(nodes, "Identity", [env[n]]), c.var(n), with_shape=False) for n in outs]
+
+    def else_outputs(nodes, env):
+        values = []
+        for name in outs:
+            var = c.var(name)
+            if name in c.env or (var.persistable and exporter.scope.get(name) is not None):
+                before = exporter.read(c.env, c.block, name)
+                value = exporter.emit(nodes, "Identity", [before])
+            else:  # written only by the branch: a placeholder that `select_input` never picks
+                value = exporter.emit(nodes, "Constant", [], value=numpy_helper.from_array(
+                    np.zeros([], var.dtype)))
+            values.append(_value_info(value, var, with_shape=False))
+        return values
+
+    then_branch = exporter.subgraph(sub, dict(c.env), [], then_outputs, "then")
+    else_branch = _else_graph(exporter, c, else_outputs)
+    results = [c.out("Out", i) for i in range(len(outs))]
+    c.node("If", [c.scalar_bool(c.x("Cond"))], results, then_branch=then_branch, else_branch=else_branch)
+
+
+def _else_graph(exporter: ProgramExporter, c: OpContext, outputs_of: Any) -> onnx.GraphProto:
+    nodes: list = []
+    outputs = outputs_of(nodes, c.env)
+    return helper.make_graph(nodes, exporter.fresh("else"), [], outputs)
+
+
+CONTROL_FLOW = {"while": _export_while, "conditional_block": _export_conditional_block}

@@ -1,0 +1,99 @@
+"""Shape arithmetic folded at import time.
+
+fluidgrad fixes shapes, axes and pads when it builds a program, while ONNX graphs often
+compute them (Shape -> Gather -> Concat -> Reshape). A node whose inputs are all known
+small integer tensors (at most FOLD_LIMIT elements: shapes, not data) is evaluated here
+with NumPy, and its result becomes a constant. Data-sized or float computations are never
+folded: they become ops of the program.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+FOLD_LIMIT = 64
+
+
+def _axes(attrs: dict, inputs: list, opset: int, since: int) -> Any:
+    if opset < since:
+        return attrs.get("axes")
+    return [int(a) for a in inputs[1].reshape(-1)] if len(inputs) > 1 and inputs[1] is not None else None
+
+
+def _slice(attrs, inputs, opset):
+    x = inputs[0]
+    if opset < 10:
+        starts, ends = attrs["starts"], attrs["ends"]
+        axes, steps = attrs.get("axes") or list(range(len(starts))), [1] * len(starts)
+    else:
+        starts, ends = inputs[1].tolist(), inputs[2].tolist()
+        axes = inputs[3].tolist() if len(inputs) > 3 and inputs[3] is not None else list(range(len(starts)))
+        steps = inputs[4].tolist() if len(inputs) > 4 and inputs[4] is not None else [1] * len(starts)
+    index = [slice(None)] * x.ndim
+    for axis, start, end, step in zip(axes, starts, ends, steps):
+        index[axis] = slice(start, end, step)
+    return x[tuple(index)]
+
+
+def _squeeze(attrs, inputs, opset):
+    axes = _axes(attrs, inputs, opset, 13)
+    return np.squeeze(inputs[0], axis=tuple(axes) if axes else None)
+
+
+def _unsqueeze(attrs, inputs, opset):
+    axes = _axes(attrs, inputs, opset, 13)
+    out = inputs[0]
+    rank = out.ndim + len(axes)
+    for axis in sorted(a % rank for a in axes):
+        out = np.expand_dims(out, axis)
+    return out
+
+
+def _reduce(fn: Callable, since: int):
+    def fold(attrs, inputs, opset):
+        axes = _axes(attrs, inputs, opset, since)
+        keep = bool(attrs.get("keepdims", 1))
+        return fn(inputs[0], axis=tuple(axes) if axes else None, keepdims=keep)
+    return fold
+
+
+def _reshape(attrs, inputs, opset):
+    x, shape = inputs[0], [int(d) for d in inputs[1]]
+    if not attrs.get("allowzero", 0):
+        shape = [x.shape[i] if d == 0 else d for i, d in enumerate(shape)]
+    return x.reshape(shape)
+
+
+def _div(attrs, inputs, opset):
+    x, y = inputs
+    return np.trunc(x / y).astype(x.dtype) if x.dtype.kind in "iu" else x / y
+
+
+FOLDERS: dict[str, Callable[[dict, list, int], Any]] = {
+    "Add": lambda a, i, o: i[0] + i[1], "Sub": lambda a, i, o: i[0] - i[1], "Mul": lambda a, i, o: i[0] * i[1],
+    "Div": _div, "Neg": lambda a, i, o: -i[0], "Abs": lambda a, i, o: np.abs(i[0]),
+    "Max": lambda a, i, o: np.maximum.reduce(i), "Min": lambda a, i, o: np.minimum.reduce(i),
+    "Equal": lambda a, i, o: np.equal(i[0], i[1]), "Less": lambda a, i, o: np.less(i[0], i[1]),
+    "Greater": lambda a, i, o: np.greater(i[0], i[1]), "Not": lambda a, i, o: np.logical_not(i[0]),
+    "Where": lambda a, i, o: np.where(i[0], i[1], i[2]),
+    "Mod": lambda a, i, o: np.fmod(i[0], i[1]) if a.get("fmod", 0) else np.mod(i[0], i[1]),
+    "Concat": lambda a, i, o: np.concatenate(i, axis=a["axis"]),
+    "Gather": lambda a, i, o: np.take(i[0], i[1], axis=a.get("axis", 0)),
+    "Cast": lambda a, i, o: i[0],  # the dtype is applied by the caller (see fold_node)
+    "Identity": lambda a, i, o: i[0], "Slice": _slice, "Squeeze": _squeeze, "Unsqueeze": _unsqueeze,
+    "Reshape": _reshape, "Range": lambda a, i, o: np.arange(i[0], i[1], i[2], dtype=i[0].dtype),
+    "ReduceProd": _reduce(np.prod, 18), "ReduceSum": _reduce(np.sum, 13), "ReduceMax": _reduce(np.max, 18),
+    "ReduceMin": _reduce(np.min, 18),
+}
+
+
+def foldable(op_type: str, values: list) -> bool:
+    """All inputs known integer or bool tensors of shape size."""
+    return op_type in FOLDERS and bool(values) and all(
+        v is not None and v.dtype.kind in "iub" and v.size <= FOLD_LIMIT for v in values)
+
+
+def fold_node(op_type: str, attrs: dict, values: list, opset: int, cast_to: str | None) -> np.ndarray:
+    out = np.asarray(FOLDERS[op_type](attrs, values, opset))
+    return out.astype(cast_to) if cast_to else out

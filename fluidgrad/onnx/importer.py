@@ -1,0 +1,335 @@
+"""ONNX graph -> fluidgrad Program: each node becomes registered ops, one or a few.
+
+The whole program is built first; only when every node has converted are the initializer
+values written into the scope, so a model that fails to import leaves nothing behind.
+Initializers become Parameters keeping their ONNX names (float ones trainable, the others
+constants); graph inputs become `data` variables (unknown dimensions stay -1); `If` and
+`Loop` become `conditional_block` and `while` sub-blocks (see convert_control.py).
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Sequence
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from ..executor import Scope, global_scope
+from ..framework import Parameter, Program, Variable, program_guard
+from ..ops.registry import get_op_def
+from . import convert_control, convert_math, convert_nn, convert_search, convert_tensor  # noqa: F401  (fill the table)
+from .convert_table import find_converter
+from . import dtypes
+from .dtypes import value_info_type
+from .errors import OnnxImportError, UnsupportedOnnxOpError, ValueRequiredError
+from .fold import fold_node, foldable
+from .functions import expand_function, find_function
+from .load import DEFAULT_DOMAINS, default_opset, load_model, tensor_to_array
+
+
+def import_model(model_or_path: "onnx.ModelProto | str | os.PathLike", scope: Scope | None = None
+                 ) -> list:
+    """`[program, feed_names, fetch_vars]` for an ONNX model (a ModelProto or a file path);
+    initializers go into `scope` (default: the global scope) under their ONNX names."""
+    return import_checked_model(load_model(model_or_path), scope)
+
+
+def import_checked_model(model: onnx.ModelProto, scope: Scope | None = None,
+                         bound_inputs: dict[str, np.ndarray] | None = None) -> list:
+    """Import a model that `load_model` has checked. `bound_inputs` turns graph inputs into
+    constants (the backend binds inputs that a node needs at import time, such as a shape)."""
+    importer = ModelImporter(model, bound_inputs or {})
+    program, feed_names, fetch_vars = importer.build()
+    scope = scope if scope is not None else global_scope()
+    for name, value in importer.values.items():
+        scope[name] = value
+    return [program, feed_names, fetch_vars]
+
+
+class ModelImporter:
+    """Holds what the graphs of one model share: the program, the opset, the constants."""
+
+    def __init__(self, model: onnx.ModelProto, bound_inputs: dict[str, np.ndarray]) -> None:
+        self.model = model
+        self.opset = default_opset(model)
+        self.program = Program()
+        self.values: dict[str, np.ndarray] = {}   # written into the scope once the build succeeded
+        self.bound_inputs = bound_inputs
+        self.local_functions = {(f.domain, f.name): f for f in model.functions}
+        self._counter = 0
+
+    def build(self) -> tuple[Program, list[str], list[Variable]]:
+        with program_guard(self.program, Program()):
+            graph = GraphImporter(self, self.model.graph, parent=None)
+            feed_names = graph.declare_inputs()
+            graph.convert_nodes(self.opset)
+            fetch_vars = [graph.variable(out.name) for out in self.model.graph.output]
+        return self.program, feed_names, fetch_vars
+
+    def fresh_name(self, prefix: str) -> str:
+        while True:
+            name = f"{prefix}_{self._counter}"
+            self._counter += 1
+            if not any(b.has_var(name) for b in self.program.blocks) and name not in self.values:
+                return name
+
+    def add_constant(self, array: np.ndarray, name: str | None = None, trainable: bool = False) -> Parameter:
+        """A persistable variable of the global block holding `array` (written to the scope later)."""
+        block = self.program.global_block()
+        name = name if name is not None and not block.has_var(name) else self.fresh_name("onnx.const")
+        param = block.create_parameter(name, array.shape, array.dtype.name, trainable=trainable)
+        param.stop_gradient = not trainable
+        self.values[name] = array
+        return param
+
+
+class GraphImporter:
+    """One ONNX graph (the main graph or an If/Loop body): its names and their values."""
+
+    def __init__(self, model: ModelImporter, graph: onnx.GraphProto, parent: "GraphImporter | None") -> None:
+        self.model = model
+        self.graph = graph
+        self.parent = parent
+        self.env: dict[str, Variable] = {}        # ONNX name -> fluidgrad Variable
+        self.consts: dict[str, np.ndarray] = {}   # ONNX name -> value known at import time
+        for tensor in graph.initializer:
+            self.consts[tensor.name] = tensor_to_array(tensor, f"initializer {tensor.name!r}")
+
+    # -- names
+    def lookup_const(self, name: str) -> np.ndarray | None:
+        graph: GraphImporter | None = self
+        while graph is not None:
+            if name in graph.env and name not in graph.consts:
+                return None
+            if name in graph.consts:
+                return graph.consts[name]
+            graph = graph.parent
+        return None
+
+    def knows(self, name: str) -> bool:
+        graph: GraphImporter | None = self
+        while graph is not None:
+            if name in graph.env or name in graph.consts:
+                return True
+            graph = graph.parent
+        return False
+
+    def variable(self, name: str) -> Variable:
+        """The Variable of an ONNX value; a constant gets its variable on first use."""
+        graph: GraphImporter | None = self
+        while graph is not None:
+            if name in graph.env:
+                return graph.env[name]
+            if name in graph.consts:
+                var = graph.model.add_constant(graph.consts[name], name=None)
+                graph.env[name] = var
+                return var
+            graph = graph.parent
+        raise OnnxImportError(f"ONNX value {name!r} is used before any node produces it")
+
+    # -- the main graph's inputs and initializers
+    def declare_inputs(self) -> list[str]:
+        block = self.model.program.global_block()
+        for tensor in self.graph.initializer:
+            value = self.consts[tensor.name]
+            trainable = value.dtype.kind == "f"
+            self.env[tensor.name] = self.model.add_constant(value, name=tensor.name, trainable=trainable)
+        feed_names = []
+        for value_info in self.graph.input:
+            name = value_info.name
+            if name in self.env:
+                continue  # an initializer listed as input (IR < 4): its value is the default
+            if name in self.model.bound_inputs:
+                self.consts[name] = self.model.bound_inputs[name]
+                continue
+            dtype, shape = value_info_type(value_info, f"graph input {name!r}")
+            self.env[name] = block.create_var(name, shape, dtype, stop_gradient=True, is_data=True)
+            feed_names.append(name)
+        return feed_names
+
+    # -- nodes
+    def convert_nodes(self, opset: int, nodes: Sequence[onnx.NodeProto] | None = None) -> None:
+        for node in (self.graph.node if nodes is None else nodes):
+            self.convert_node(node, opset)
+
+    def convert_node(self, node: onnx.NodeProto, opset: int) -> None:
+        ctx = NodeContext(self, node, opset)
+        if node.domain in DEFAULT_DOMAINS and self.try_fold(ctx):
+            return
+        fn = find_converter(node.op_type, opset) if node.domain in DEFAULT_DOMAINS else None
+        if fn is None:
+            function = find_function(self.model, node, opset, ctx.input_types)
+            if function is None:
+                raise ctx.unsupported("no converter and no function body to expand")
+            self.convert_nodes(function[1], expand_function(node, function[0], self.model.fresh_name("fn")))
+            return
+        try:
+            result = fn(ctx)
+        except (OnnxImportError, NotImplementedError):
+            raise
+        except Exception as exc:
+            raise OnnxImportError(f"{ctx.where()}: {type(exc).__name__}: {exc}") from exc
+        self.bind_outputs(ctx, result)
+
+    def try_fold(self, ctx: "NodeContext") -> bool:
+        """Shape arithmetic on known integers is computed now (see fold.py)."""
+        values = [ctx.maybe_const(i) for i in range(ctx.num_inputs)]
+        present = [v for i, v in enumerate(values) if ctx.has_input(i)]
+        if len(present) != len([i for i in range(ctx.num_inputs) if ctx.has_input(i)]) or \
+                not foldable(ctx.node.op_type, present):
+            return False
+        cast_to = None
+        if ctx.node.op_type == "Cast":
+            cast_to = dtypes.to_fluidgrad(ctx.attr("to"), ctx.where())
+        try:
+            value = fold_node(ctx.node.op_type, ctx.attrs, values, ctx.opset, cast_to)
+        except (ValueError, IndexError, TypeError, KeyError):
+            return False  # not foldable after all: the converter builds ops (or says why not)
+        self.bind_outputs(ctx, [value])
+        return True
+
+    def bind_outputs(self, ctx: "NodeContext", result: Any) -> None:
+        results = list(result) if isinstance(result, (list, tuple)) else [result]
+        for i, name in enumerate(ctx.node.output):
+            if not name:
+                continue
+            value = results[i] if i < len(results) else None
+            if value is None:
+                raise ctx.unsupported(f"output {i} ({name!r}) is not produced by fluidgrad")
+            if isinstance(value, Variable):
+                self.env[name] = value
+            else:
+                self.consts[name] = np.asarray(value)
+                self.env.pop(name, None)
+
+
+class NodeContext:
+    """What a converter sees: the node's attributes, inputs as Variables or constants, and a
+    way to append registered ops."""
+
+    def __init__(self, graph: GraphImporter, node: onnx.NodeProto, opset: int) -> None:
+        self.graph = graph
+        self.node = node
+        self.opset = opset
+        self.attrs = {a.name: _attr_value(a) for a in node.attribute}
+
+    # -- description and errors
+    def where(self) -> str:
+        return f"ONNX node {self.node.name or '(unnamed)'!r} (op {self.node.op_type}, opset {self.opset})"
+
+    def unsupported(self, reason: str) -> UnsupportedOnnxOpError:
+        return UnsupportedOnnxOpError(f"{self.where()} is not supported: {reason}")
+
+    @property
+    def input_types(self) -> list[tuple[str, int] | None]:
+        """(dtype, rank) of each input, for context-dependent function bodies."""
+        types: list[tuple[str, int] | None] = []
+        for i in range(len(self.node.input)):
+            if not self.has_input(i):
+                types.append(None)
+                continue
+            const = self.graph.lookup_const(self.node.input[i])
+            if const is not None:
+                types.append((const.dtype.name, const.ndim))
+            else:
+                var = self.graph.variable(self.node.input[i])
+                types.append((var.dtype, len(var.shape)))
+        return types
+
+    # -- attributes
+    def attr(self, name: str, default: Any = None) -> Any:
+        return self.attrs.get(name, default)
+
+    # -- inputs
+    @property
+    def num_inputs(self) -> int:
+        return len(self.node.input)
+
+    def has_input(self, i: int) -> bool:
+        return i < len(self.node.input) and self.node.input[i] != ""
+
+    def input(self, i: int) -> Variable:
+        if not self.has_input(i):
+            raise self.unsupported(f"input {i} is required")
+        return self.graph.variable(self.node.input[i])
+
+    def inputs(self) -> list[Variable]:
+        return [self.input(i) for i in range(self.num_inputs) if self.has_input(i)]
+
+    def maybe_const(self, i: int) -> np.ndarray | None:
+        return self.graph.lookup_const(self.node.input[i]) if self.has_input(i) else None
+
+    def const(self, i: int, what: str) -> np.ndarray:
+        """The value of input `i`, which fluidgrad needs at import time (a shape, axes, ...)."""
+        value = self.maybe_const(i)
+        if value is None:
+            name = self.node.input[i] if self.has_input(i) else ""
+            raise ValueRequiredError(f"{self.where()}: input {i} ({name!r}, the {what}) must be a constant "
+                                     f"(an initializer or a Constant node), as fluidgrad fixes it when it "
+                                     f"builds the program", name)
+        return value
+
+    def dtype(self, i: int) -> str:
+        const = self.maybe_const(i)
+        return const.dtype.name if const is not None else self.input(i).dtype
+
+    def shape(self, i: int) -> tuple[int, ...]:
+        const = self.maybe_const(i)
+        return tuple(const.shape) if const is not None else tuple(self.input(i).shape)
+
+    def rank(self, i: int) -> int:
+        return len(self.shape(i))
+
+    # -- building
+    def subgraph(self, graph: onnx.GraphProto) -> GraphImporter:
+        """An importer for a body (If branch, Loop body) that sees this graph's names."""
+        return GraphImporter(self.graph.model, graph, parent=self.graph)
+
+    def has_op(self, type: str) -> bool:
+        try:
+            get_op_def(type)
+        except KeyError:
+            return False
+        return True
+
+    def op(self, type: str, inputs: dict[str, Any], n_out: int | None = None, **attrs: Any) -> Any:
+        """Append registered op `type`; returns its output Variable (a tuple for several slots,
+        a list for a duplicable slot), as `fluidgrad.dispatch.apply_op` does."""
+        try:
+            op_def = get_op_def(type)
+        except KeyError:
+            raise self.unsupported(f"fluidgrad has no op {type!r}") from None
+        program = self.graph.model.program
+        block = program.current_block()
+        outputs: dict[str, list[Variable]] = {}
+        for slot in op_def.outputs:
+            count = (n_out or 1) if slot.duplicable else 1
+            outputs[slot.name] = [block.create_var(self.graph.model.fresh_name(f"{type}.out"))
+                                  for _ in range(count)]
+        try:
+            block.append_op(type, inputs, outputs, attrs)
+        except Exception:
+            for var in (v for vs in outputs.values() for v in vs):
+                block.vars.pop(var.name, None)
+            raise
+        values = [outputs[s.name] if s.duplicable else outputs[s.name][0] for s in op_def.outputs]
+        return values[0] if len(values) == 1 else tuple(values)
+
+    def constant(self, value: Any, dtype: str | None = None) -> Variable:
+        """A constant Variable (persistable, not trainable) holding `value`."""
+        array = np.asarray(value, dtype=dtype)
+        return self.graph.model.add_constant(array)
+
+    def scalar(self, value: float, dtype: str) -> Variable:
+        """A 0-d constant made by `fill_constant`, so it lives in the program itself."""
+        return self.op("fill_constant", {}, shape=[], value=float(value), dtype=dtype)
+
+
+def _attr_value(attr: onnx.AttributeProto) -> Any:
+    value = helper.get_attribute_value(attr)
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    if isinstance(value, list) and value and isinstance(value[0], bytes):
+        return [v.decode("utf-8") for v in value]
+    return value
