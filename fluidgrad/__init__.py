@@ -32,3 +32,7 @@ from .serialization import load, save  # noqa: E402  (eager state dicts: fg.save
 from .recompute_eager import recompute  # noqa: E402  (eager activation checkpointing)
 
 __version__ = "0.1.0"
+
+# what `from fluidgrad import *` gives and `help(fluidgrad)` lists: every public function and class
+__all__ = sorted(name for name, value in globals().items()
+                 if not name.startswith("_") and callable(value) and not isinstance(value, type(_math_mixin)))

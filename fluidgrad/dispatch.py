@@ -37,6 +37,7 @@ def apply_op(op_type: str, inputs: dict[str, Any], attrs: dict[str, Any] | None 
 
 def append_static_op(op_type: str, inputs: dict[str, Any], attrs: dict[str, Any],
                      n_out: int | None = None) -> Any:
+    """Append `op_type` to the current block of the default main program; return its output Variable(s)."""
     for slot, value in inputs.items():
         for item in (value if isinstance(value, (list, tuple)) else [value]):
             if item is not None and not isinstance(item, Variable):

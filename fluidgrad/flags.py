@@ -43,6 +43,7 @@ def get_flags(names: str | list[str] | None = None) -> dict[str, Any]:
 
 
 def set_flags(flags: dict[str, Any]) -> None:
+    """Set global flags, e.g. `set_flags({'check_nan_inf': True})`: eager ops then stop at the first NaN or Inf, naming the op."""
     if not isinstance(flags, dict):
         raise TypeError(f"set_flags expects a dict of flag names to values, got {type(flags).__name__}")
     for name, value in flags.items():

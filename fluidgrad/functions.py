@@ -79,6 +79,7 @@ def _with_scalar(x: Any, y: Any) -> tuple[Any, Any] | None:
 
 
 def add(x: Any, y: Any) -> Any:
+    """x + y elementwise, broadcasting as NumPy; a Python scalar is a weak operand (docs/dtypes.md)."""
     pair = _with_scalar(x, y) or _with_scalar(y, x)
     if pair:
         return scale(pair[0], 1, pair[1])
@@ -86,6 +87,7 @@ def add(x: Any, y: Any) -> Any:
 
 
 def subtract(x: Any, y: Any) -> Any:
+    """x - y elementwise, broadcasting as NumPy; a Python scalar is a weak operand."""
     for operand in (x, y):  # before promotion turns a bool into an integer: PyTorch refuses it
         if isinstance(operand, bool) or (_is_value(operand) and operand.dtype == "bool"):
             raise DTypeError(f"subtract: subtraction with a bool ({_describe(operand)}) is not supported, "
@@ -100,6 +102,7 @@ def subtract(x: Any, y: Any) -> Any:
 
 
 def multiply(x: Any, y: Any) -> Any:
+    """x * y elementwise, broadcasting as NumPy; a Python scalar is a weak operand."""
     pair = _with_scalar(x, y) or _with_scalar(y, x)
     if pair:
         return scale(pair[0], pair[1])
@@ -125,19 +128,23 @@ def pow(x: Any, y: Any) -> Any:
 
 
 def maximum(x: Any, y: Any) -> Any:
+    """Elementwise max(x, y), broadcasting; a tie splits the gradient in half (as PyTorch)."""
     return _binary("elementwise_max", x, y)
 
 
 def minimum(x: Any, y: Any) -> Any:
+    """Elementwise min(x, y), broadcasting; a tie splits the gradient in half (as PyTorch)."""
     return _binary("elementwise_min", x, y)
 
 
 def scale(x: Any, scale: float = 1.0, bias: float = 0.0, bias_after_scale: bool = True) -> Any:
+    """x * scale + bias (or (x + bias) * scale with bias_after_scale=False), one fused op."""
     return apply_op("scale", {"X": x}, {"scale": float(scale), "bias": float(bias),
                                         "bias_after_scale": bias_after_scale})
 
 
 def matmul(x: Any, y: Any, transpose_x: bool = False, transpose_y: bool = False) -> Any:
+    """Matrix product with NumPy's rules for 1-D and batched operands; `transpose_x/y` transpose the last two axes first."""
     return apply_op("matmul", {"X": x, "Y": y}, {"transpose_x": transpose_x, "transpose_y": transpose_y})
 
 
@@ -149,26 +156,31 @@ def _axis_attrs(axis: Any, keepdim: bool) -> dict[str, Any]:
 
 
 def mean(x: Any, axis: Any = None, keepdim: bool = False) -> Any:
+    """The mean over `axis` (all axes by default), keeping reduced axes as size 1 with `keepdim`."""
     if axis is None and not keepdim:
         return apply_op("mean", {"X": x})
     return apply_op("reduce_mean", {"X": x}, _axis_attrs(axis, keepdim))
 
 
 def sum(x: Any, axis: Any = None, keepdim: bool = False) -> Any:
+    """The sum over `axis` (all axes by default); bool and integer inputs sum in int64 (as PyTorch)."""
     if isinstance(x, (list, tuple)):
         return apply_op("sum", {"X": list(x)})
     return apply_op("reduce_sum", {"X": x}, _axis_attrs(axis, keepdim))
 
 
 def max(x: Any, axis: Any = None, keepdim: bool = False) -> Any:
+    """The largest value over `axis` (all axes by default); ties share the gradient equally."""
     return apply_op("reduce_max", {"X": x}, _axis_attrs(axis, keepdim))
 
 
 def min(x: Any, axis: Any = None, keepdim: bool = False) -> Any:
+    """The smallest value over `axis` (all axes by default); ties share the gradient equally."""
     return apply_op("reduce_min", {"X": x}, _axis_attrs(axis, keepdim))
 
 
 def add_n(inputs: Sequence[Any]) -> Any:
+    """The sum of a list of same-shaped Variables or Tensors (one `sum` op)."""
     return apply_op("sum", {"X": list(inputs)})
 
 
@@ -186,10 +198,12 @@ sigmoid, relu = _unary("sigmoid"), _unary("relu")
 
 
 def reshape(x: Any, shape: Sequence[int]) -> Any:
+    """x with a new shape of the same size; 0 keeps that axis' size, one -1 is inferred."""
     return apply_op("reshape", {"X": x}, {"shape": [int(d) for d in shape]})
 
 
 def flatten(x: Any, start_axis: int = 0, stop_axis: int = -1) -> Any:
+    """x with the axes from `start_axis` to `stop_axis` merged into one."""
     ndim = len(x.shape)
     start, stop = start_axis % ndim, stop_axis % ndim
     shape = [0] * start + [-1] + [0] * 0
@@ -198,45 +212,55 @@ def flatten(x: Any, start_axis: int = 0, stop_axis: int = -1) -> Any:
 
 
 def transpose(x: Any, perm: Sequence[int]) -> Any:
+    """x with its axes permuted by `perm`."""
     return apply_op("transpose", {"X": x}, {"perm": [int(p) for p in perm]})
 
 
 def concat(xs: Sequence[Any], axis: int = 0) -> Any:
+    """The inputs joined along `axis` (all other axes must match)."""
     return apply_op("concat", {"X": list(xs)}, {"axis": int(axis)})
 
 
 def stack(xs: Sequence[Any], axis: int = 0) -> Any:
+    """The same-shaped inputs stacked along a new axis `axis`."""
     return apply_op("stack", {"X": list(xs)}, {"axis": int(axis)})
 
 
 def split(x: Any, num_or_sections: int | Sequence[int], axis: int = 0) -> list[Any]:
+    """x cut along `axis` into `num_or_sections` equal parts, or parts of the given sizes."""
     count = num_or_sections if isinstance(num_or_sections, int) else len(num_or_sections)
     sections = num_or_sections if isinstance(num_or_sections, int) else [int(s) for s in num_or_sections]
     return apply_op("split", {"X": x}, {"num_or_sections": sections, "axis": int(axis)}, n_out=count)
 
 
 def slice(x: Any, axes: Sequence[int], starts: Sequence[int], ends: Sequence[int]) -> Any:
+    """x[starts:ends] along `axes` (negative indices count from the end; ends are clipped)."""
     return apply_op("slice", {"X": x}, {"axes": [int(a) for a in axes], "starts": [int(s) for s in starts],
                                         "ends": [int(e) for e in ends]})
 
 
 def squeeze(x: Any, axis: int | Sequence[int]) -> Any:
+    """x without the size-1 axes listed in `axis`."""
     return apply_op("squeeze", {"X": x}, {"axes": [axis] if isinstance(axis, int) else list(axis)})
 
 
 def unsqueeze(x: Any, axis: int | Sequence[int]) -> Any:
+    """x with new size-1 axes inserted at the positions in `axis`."""
     return apply_op("unsqueeze", {"X": x}, {"axes": [axis] if isinstance(axis, int) else list(axis)})
 
 
 def gather(x: Any, index: Any, axis: int = 0) -> Any:
+    """The slices of x at the integer positions `index` along `axis` (shape: x's with `axis` replaced by index's)."""
     return apply_op("gather", {"X": x, "Index": index}, {"axis": int(axis)})
 
 
 def cast(x: Any, dtype: Any) -> Any:
+    """x converted to `dtype` (float to int truncates toward zero); differentiable between float dtypes."""
     return apply_op("cast", {"X": x}, {"dtype": normalize_dtype(dtype)})
 
 
 def one_hot(x: Any, num_classes: int) -> Any:
+    """Integer labels as float32 one-hot vectors of length `num_classes` (a new last axis)."""
     return apply_op("one_hot", {"X": x}, {"depth": int(num_classes), "dtype": "float32"})
 
 
@@ -249,30 +273,40 @@ def full(shape: Sequence[int], fill_value: float, dtype: Any = "float32") -> Any
 
 
 def zeros(shape: Sequence[int], dtype: Any = "float32") -> Any:
+    """A value of `shape` filled with zeros (a Tensor, or a Variable in static mode)."""
     return full(shape, 0.0, dtype)
 
 
 def ones(shape: Sequence[int], dtype: Any = "float32") -> Any:
+    """A value of `shape` filled with ones (a Tensor, or a Variable in static mode)."""
     return full(shape, 1.0, dtype)
 
 
 def full_like(x: Any, fill_value: float, dtype: Any = None) -> Any:
+    """A value of x's shape filled with `fill_value` (x's dtype unless `dtype` is given); no gradient flows to x."""
     return apply_op("fill_any_like", {"X": x}, {"value": float(fill_value),
                                                 "dtype": normalize_dtype(dtype) if dtype else None})
 
 
 def zeros_like(x: Any, dtype: Any = None) -> Any:
+    """Zeros of x's shape (and dtype unless given)."""
     return full_like(x, 0.0, dtype)
 
 
 def ones_like(x: Any, dtype: Any = None) -> Any:
+    """Ones of x's shape (and dtype unless given)."""
     return full_like(x, 1.0, dtype)
+
+
+_COMPARISONS = {"less_than": "<", "less_equal": "<=", "greater_than": ">", "greater_equal": ">=",
+                "equal": "==", "not_equal": "!="}
 
 
 def _compare(op_type: str):
     def fn(x: Any, y: Any) -> Any:
         return _binary(op_type, x, y)
     fn.__name__ = op_type
+    fn.__doc__ = f"Elementwise x {_COMPARISONS[op_type]} y as bool values (broadcasting; no gradient)."
     return fn
 
 
@@ -281,14 +315,17 @@ less_than, less_equal, greater_than, greater_equal, equal, not_equal = (
 
 
 def logical_and(x: Any, y: Any) -> Any:
+    """Elementwise `x and y` of bool values (broadcasting)."""
     return apply_op("logical_and", {"X": x, "Y": y})
 
 
 def logical_or(x: Any, y: Any) -> Any:
+    """Elementwise `x or y` of bool values (broadcasting)."""
     return apply_op("logical_or", {"X": x, "Y": y})
 
 
 def logical_not(x: Any) -> Any:
+    """Elementwise `not x` of bool values."""
     return apply_op("logical_not", {"X": x})
 
 

@@ -20,6 +20,7 @@ def _fans(shape: tuple[int, ...]) -> tuple[int, int]:
 
 
 class Initializer:
+    """How a parameter gets its first value: the op an initializer appends to the startup program (or runs at once in eager mode)."""
     op_type = ""
 
     def attrs(self, var: Variable) -> dict[str, Any]:
@@ -31,6 +32,7 @@ class Initializer:
 
 
 class Constant(Initializer):
+    """Every element `value`."""
     op_type = "fill_constant"
 
     def __init__(self, value: float = 0.0) -> None:
@@ -41,6 +43,7 @@ class Constant(Initializer):
 
 
 class Uniform(Initializer):
+    """Draws uniformly from [low, high)."""
     op_type = "uniform_random"
 
     def __init__(self, low: float = -1.0, high: float = 1.0, seed: int = 0) -> None:
@@ -51,6 +54,7 @@ class Uniform(Initializer):
 
 
 class Normal(Initializer):
+    """Draws from N(mean, std**2)."""
     op_type = "gaussian_random"
 
     def __init__(self, mean: float = 0.0, std: float = 1.0, seed: int = 0) -> None:
@@ -61,10 +65,12 @@ class Normal(Initializer):
 
 
 class TruncatedNormal(Normal):
+    """Draws from N(mean, std**2), redrawing values more than two std from the mean."""
     op_type = "truncated_gaussian_random"
 
 
 class XavierUniform(Initializer):
+    """Glorot's uniform: U(-a, a) with a = sqrt(6 / (fan_in + fan_out))."""
     op_type = "uniform_random"
 
     def __init__(self, seed: int = 0) -> None:
@@ -77,6 +83,7 @@ class XavierUniform(Initializer):
 
 
 class XavierNormal(Initializer):
+    """Glorot's normal: N(0, 2 / (fan_in + fan_out))."""
     op_type = "gaussian_random"
 
     def __init__(self, seed: int = 0) -> None:
@@ -88,6 +95,7 @@ class XavierNormal(Initializer):
 
 
 class KaimingNormal(Initializer):
+    """He's normal for ReLU networks: N(0, 2 / fan_in)."""
     op_type = "gaussian_random"
 
     def __init__(self, seed: int = 0) -> None:
@@ -99,6 +107,7 @@ class KaimingNormal(Initializer):
 
 
 class KaimingUniform(Initializer):
+    """He's uniform for ReLU networks: U(-a, a) with a = sqrt(6 / fan_in)."""
     op_type = "uniform_random"
 
     def __init__(self, seed: int = 0) -> None:

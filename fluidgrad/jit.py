@@ -296,4 +296,5 @@ def to_static(function: Any = None, input_spec: Any = None, **_: Any) -> Any:
 
 
 def not_to_static(fn: Callable) -> Callable:
+    """Mark a function that `to_static` must call as it is rather than trace into."""
     return fn

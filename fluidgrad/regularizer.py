@@ -13,6 +13,7 @@ from .framework.emit import emit
 
 
 class WeightDecayRegularizer:
+    """Base of L1Decay / L2Decay: what an optimizer adds to each gradient for weight decay."""
     def __init__(self, coeff: float = 0.0) -> None:
         if not isinstance(coeff, (int, float)) or coeff < 0:
             raise ValueError(f"{type(self).__name__}: coeff must be a non-negative number, got {coeff!r}")

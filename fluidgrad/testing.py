@@ -63,7 +63,7 @@ def _is_float(array: np.ndarray) -> bool:
 def numeric_gradient(f: Callable[[dict[str, np.ndarray]], float], feeds: Mapping[str, np.ndarray],
                      name: str, eps: float = 1e-6) -> np.ndarray:
     """d f / d feeds[name] by central differences (feeds are copied, never changed)."""
-    base = {k: np.array(v, copy=True) for k, v in feeds.items()}
+    base = {k: np.array(v, copy=True, order="C") for k, v in feeds.items()}  # C order: reshape(-1) is a view
     x = base[name]
     grad = np.zeros(x.shape, dtype=np.float64)
     flat, gflat = x.reshape(-1), grad.reshape(-1)

@@ -23,10 +23,12 @@ state = _ThreadState()
 
 
 def is_grad_enabled() -> bool:
+    """Whether eager ops record a graph in this thread (False inside `no_grad()`)."""
     return state.grad_enabled
 
 
 def set_grad_enabled(mode: bool) -> None:
+    """Turn recording on or off for this thread; usable as a context manager, as PyTorch's."""
     state.grad_enabled = bool(mode)
 
 

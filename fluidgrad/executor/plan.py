@@ -29,6 +29,7 @@ from .nan_inf import non_finite
 
 
 class Plan:
+    """A compiled block: the generated `source`, its function `fn`, and the map from generated lines to ops (for error messages)."""
     def __init__(self, block: Block, source: str, fn: Any, line_ops: dict[int, int],
                  idents: dict[str, str]) -> None:
         self.block = block

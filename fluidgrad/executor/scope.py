@@ -73,11 +73,13 @@ _global_scope = Scope()
 
 
 def global_scope() -> Scope:
+    """The scope runs use when none is given: it holds parameters across `Executor.run` calls."""
     return _global_scope
 
 
 @contextlib.contextmanager
 def scope_guard(scope: Scope) -> Iterator[None]:
+    """Make `scope` the global scope inside a `with` block (each test or model can have its own)."""
     global _global_scope
     saved, _global_scope = _global_scope, scope
     try:

@@ -42,6 +42,7 @@ _generator = UniqueNameGenerator()
 
 
 def unique_name(prefix: str) -> str:
+    """A fresh name `<prefix>_<k>` (counters per prefix; reset by `unique_name_guard`)."""
     return _generator(prefix)
 
 

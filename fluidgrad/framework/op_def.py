@@ -111,6 +111,7 @@ def register_op(type: str, *, inputs: str | Sequence[str], outputs: str | Sequen
 
 
 def get_op_def(type: str) -> OpDef:
+    """The registered definition of an op type (KeyError naming it if none)."""
     try:
         return _REGISTRY[type]
     except KeyError:

@@ -333,6 +333,7 @@ def enable_static() -> None:
 
 
 def disable_static() -> None:
+    """Leave static mode: functions without inputs (`full`, `zeros`) return Tensors again."""
     global _static_mode
     _static_mode = False
 
@@ -344,10 +345,12 @@ def in_dynamic_mode() -> bool:
 
 
 def default_main_program() -> Program:
+    """The Program builders append to outside `program_guard` (or the one it names inside)."""
     return _main_program
 
 
 def default_startup_program() -> Program:
+    """The Program that parameter initialisers are appended to (run it once, first)."""
     return _startup_program
 
 

@@ -15,7 +15,8 @@ _UNARY = {
     "Tanh": "tanh", "Sin": "sin", "Cos": "cos", "Tan": "tan", "Asin": "asin", "Acos": "acos", "Atan": "atan",
     "Sinh": "sinh", "Cosh": "cosh", "Asinh": "asinh", "Acosh": "acosh", "Atanh": "atanh", "Erf": "erf",
     "Floor": "floor", "Ceil": "ceil", "Round": "round", "Reciprocal": "reciprocal", "Sign": "sign",
-    "Softplus": "softplus", "Softsign": "softsign",
+    "Softplus": "softplus", "Softsign": "softsign", "HardSwish": "hardswish", "Mish": "mish",
+    "BitwiseNot": "bitwise_not",
 }
 _INT_OK = {"Abs", "Sign", "Relu"}  # also defined on integers: through float64
 
@@ -72,7 +73,8 @@ def _isinf(ctx):
 _BINARY = {"Add": "elementwise_add", "Sub": "elementwise_sub", "Mul": "elementwise_mul",
            "And": "logical_and", "Or": "logical_or", "Xor": "logical_xor",
            "Equal": "equal", "Less": "less_than", "Greater": "greater_than",
-           "LessOrEqual": "less_equal", "GreaterOrEqual": "greater_equal"}
+           "LessOrEqual": "less_equal", "GreaterOrEqual": "greater_equal",
+           "BitwiseAnd": "bitwise_and", "BitwiseOr": "bitwise_or", "BitwiseXor": "bitwise_xor"}
 
 
 def _binary(op_type: str, ctx: Any) -> Any:
@@ -125,6 +127,16 @@ def _mean(ctx):
 @converter("LeakyRelu")
 def _leaky_relu(ctx):
     return ctx.op("leaky_relu", {"X": ctx.input(0)}, alpha=float(ctx.attr("alpha", 0.01)))
+
+
+@converter("Elu")
+def _elu(ctx):
+    return ctx.op("elu", {"X": ctx.input(0)}, alpha=float(ctx.attr("alpha", 1.0)))
+
+
+@converter("Gelu")
+def _gelu(ctx):
+    return ctx.op("gelu", {"X": ctx.input(0)}, approximate=ctx.attr("approximate", "none") == "tanh")
 
 
 @converter("PRelu")

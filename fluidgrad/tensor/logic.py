@@ -18,6 +18,7 @@ __all__ = [
 
 
 def logical_xor(x: Any, y: Any, name: str | None = None) -> Any:
+    """Elementwise `x xor y` of bool values (broadcasting)."""
     return apply_op("logical_xor", {"X": x, "Y": y})
 
 

@@ -40,14 +40,17 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def softmax(x: Any, axis: int = -1) -> Any:
+    """exp(x) / sum(exp(x)) along `axis`, computed without overflow."""
     return apply_op("softmax", {"X": x}, {"axis": int(axis)})
 
 
 def log_softmax(x: Any, axis: int = -1) -> Any:
+    """log(softmax(x)) along `axis`, computed without overflow."""
     return apply_op("log_softmax", {"X": x}, {"axis": int(axis)})
 
 
 def leaky_relu(x: Any, negative_slope: float = 0.01) -> Any:
+    """x where x > 0, else negative_slope * x."""
     return apply_op("leaky_relu", {"X": x}, {"alpha": float(negative_slope)})
 
 

@@ -141,6 +141,7 @@ def adaptive_avg_pool2d(x: Any, output_size: Any, data_format: str = "NCHW", nam
 
 
 def adaptive_avg_pool3d(x: Any, output_size: Any, data_format: str = "NCDHW", name: str | None = None) -> Any:
+    """Average pooling of NCDHW input to the output size given (each window covers its share of the input)."""
     return _adaptive_avg(3, x, output_size, data_format)
 
 
@@ -150,8 +151,10 @@ def adaptive_max_pool1d(x: Any, output_size: Any, return_mask: bool = False, nam
 
 
 def adaptive_max_pool2d(x: Any, output_size: Any, return_mask: bool = False, name: str | None = None) -> Any:
+    """Max pooling of NCHW input to the output size given; `return_mask` also returns the argmax indices."""
     return _adaptive_max(2, x, output_size, return_mask)
 
 
 def adaptive_max_pool3d(x: Any, output_size: Any, return_mask: bool = False, name: str | None = None) -> Any:
+    """Max pooling of NCDHW input to the output size given; `return_mask` also returns the argmax indices."""
     return _adaptive_max(3, x, output_size, return_mask)

@@ -51,18 +51,22 @@ class _Activation(Layer):
 
 
 class ReLU(_Activation):
+    """The Layer form of `nn.functional.relu`: forward(x) applies it with the constructor's arguments."""
     fn = staticmethod(F.relu)
 
 
 class Sigmoid(_Activation):
+    """The Layer form of `nn.functional.sigmoid`: forward(x) applies it with the constructor's arguments."""
     fn = staticmethod(F.sigmoid)
 
 
 class Tanh(_Activation):
+    """The Layer form of `nn.functional.tanh`: forward(x) applies it with the constructor's arguments."""
     fn = staticmethod(F.tanh)
 
 
 class Softmax(_Activation):
+    """The Layer form of `nn.functional.softmax`: forward(x) applies it with the constructor's arguments."""
     fn = staticmethod(NF.softmax)
 
     def __init__(self, axis: int = -1) -> None:
@@ -70,6 +74,7 @@ class Softmax(_Activation):
 
 
 class LogSoftmax(_Activation):
+    """The Layer form of `nn.functional.log_softmax`: forward(x) applies it with the constructor's arguments."""
     fn = staticmethod(NF.log_softmax)
 
     def __init__(self, axis: int = -1) -> None:
@@ -77,6 +82,7 @@ class LogSoftmax(_Activation):
 
 
 class LeakyReLU(_Activation):
+    """The Layer form of `nn.functional.leaky_relu`: forward(x) applies it with the constructor's arguments."""
     fn = staticmethod(NF.leaky_relu)
 
     def __init__(self, negative_slope: float = 0.01) -> None:
@@ -84,6 +90,7 @@ class LeakyReLU(_Activation):
 
 
 class GELU(_Activation):
+    """The Layer form of `nn.functional.gelu`: forward(x) applies it with the constructor's arguments."""
     fn = staticmethod(NF.gelu)
 
     def __init__(self, approximate: bool = False) -> None:
@@ -91,18 +98,22 @@ class GELU(_Activation):
 
 
 class SiLU(_Activation):
+    """The Layer form of `nn.functional.silu`: forward(x) applies it with the constructor's arguments."""
     fn = staticmethod(NF.silu)
 
 
 class Swish(_Activation):
+    """The Layer form of `nn.functional.swish`: forward(x) applies it with the constructor's arguments."""
     fn = staticmethod(NF.swish)
 
 
 class Mish(_Activation):
+    """The Layer form of `nn.functional.mish`: forward(x) applies it with the constructor's arguments."""
     fn = staticmethod(NF.mish)
 
 
 class ELU(_Activation):
+    """The Layer form of `nn.functional.elu`: forward(x) applies it with the constructor's arguments."""
     fn = staticmethod(NF.elu)
 
     def __init__(self, alpha: float = 1.0) -> None:
@@ -110,6 +121,7 @@ class ELU(_Activation):
 
 
 class SELU(_Activation):
+    """The Layer form of `nn.functional.selu`: forward(x) applies it with the constructor's arguments."""
     fn = staticmethod(NF.selu)
 
     def __init__(self, scale: float = 1.0507009873554804934193349852946,
@@ -118,6 +130,7 @@ class SELU(_Activation):
 
 
 class CELU(_Activation):
+    """The Layer form of `nn.functional.celu`: forward(x) applies it with the constructor's arguments."""
     fn = staticmethod(NF.celu)
 
     def __init__(self, alpha: float = 1.0) -> None:
@@ -125,6 +138,7 @@ class CELU(_Activation):
 
 
 class Softplus(_Activation):
+    """The Layer form of `nn.functional.softplus`: forward(x) applies it with the constructor's arguments."""
     fn = staticmethod(NF.softplus)
 
     def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
@@ -132,10 +146,12 @@ class Softplus(_Activation):
 
 
 class Softsign(_Activation):
+    """The Layer form of `nn.functional.softsign`: forward(x) applies it with the constructor's arguments."""
     fn = staticmethod(NF.softsign)
 
 
 class Hardsigmoid(_Activation):
+    """The Layer form of `nn.functional.hardsigmoid`: forward(x) applies it with the constructor's arguments."""
     fn = staticmethod(NF.hardsigmoid)
 
     def __init__(self, slope: float = 0.1666667, offset: float = 0.5) -> None:
@@ -143,10 +159,12 @@ class Hardsigmoid(_Activation):
 
 
 class Hardswish(_Activation):
+    """The Layer form of `nn.functional.hardswish`: forward(x) applies it with the constructor's arguments."""
     fn = staticmethod(NF.hardswish)
 
 
 class Hardtanh(_Activation):
+    """The Layer form of `nn.functional.hardtanh`: forward(x) applies it with the constructor's arguments."""
     fn = staticmethod(NF.hardtanh)
 
     def __init__(self, min: float = -1.0, max: float = 1.0) -> None:
@@ -154,14 +172,17 @@ class Hardtanh(_Activation):
 
 
 class ReLU6(_Activation):
+    """The Layer form of `nn.functional.relu6`: forward(x) applies it with the constructor's arguments."""
     fn = staticmethod(NF.relu6)
 
 
 class LogSigmoid(_Activation):
+    """The Layer form of `nn.functional.log_sigmoid`: forward(x) applies it with the constructor's arguments."""
     fn = staticmethod(NF.log_sigmoid)
 
 
 class GLU(_Activation):
+    """The Layer form of `nn.functional.glu`: forward(x) applies it with the constructor's arguments."""
     fn = staticmethod(NF.glu)
 
     def __init__(self, axis: int = -1) -> None:

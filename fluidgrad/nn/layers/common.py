@@ -72,6 +72,7 @@ class Dropout(Layer):
 
 
 class Identity(Layer):
+    """Returns its input: a placeholder layer in a Sequential (as torch.nn.Identity)."""
     def forward(self, x: Any) -> Any:
         return x
 

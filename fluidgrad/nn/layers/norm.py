@@ -49,10 +49,12 @@ class BatchNorm1D(_BatchNormNd):
 
 
 class BatchNorm2D(_BatchNormNd):
+    """Batch normalisation of NCHW input over N, H, W per channel, with running statistics."""
     layouts = ("NCHW",)
 
 
 class BatchNorm3D(_BatchNormNd):
+    """Batch normalisation of NCDHW input over N, D, H, W per channel, with running statistics."""
     layouts = ("NCDHW",)
 
 
@@ -121,14 +123,17 @@ class _InstanceNormNd(Layer):
 
 
 class InstanceNorm1D(_InstanceNormNd):
+    """Normalises each sample and channel of NCL input over L."""
     pass
 
 
 class InstanceNorm2D(_InstanceNormNd):
+    """Normalises each sample and channel of NCHW input over H, W."""
     pass
 
 
 class InstanceNorm3D(_InstanceNormNd):
+    """Normalises each sample and channel of NCDHW input over D, H, W."""
     pass
 
 
@@ -148,6 +153,7 @@ class RMSNorm(Layer):
 
 
 class LocalResponseNorm(Layer):
+    """Divides each channel by a power of the summed squares of its `size` neighbours (AlexNet's LRN)."""
     def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0,
                  data_format: str = "NCHW", name: str | None = None) -> None:
         super().__init__()

@@ -35,14 +35,17 @@ class _MaxPoolNd(Layer):
 
 
 class MaxPool1D(_MaxPoolNd):
+    """Max pooling of NCL input over kernel_size windows."""
     nd = 1
 
 
 class MaxPool2D(_MaxPoolNd):
+    """Max pooling of NCHW input over kernel_size windows."""
     nd = 2
 
 
 class MaxPool3D(_MaxPoolNd):
+    """Max pooling of NCDHW input over kernel_size windows."""
     nd = 3
 
 
@@ -79,10 +82,12 @@ class AvgPool1D(_AvgPoolNd):
 
 
 class AvgPool2D(_AvgPoolNd):
+    """Average pooling of NCHW input over kernel_size windows."""
     nd = 2
 
 
 class AvgPool3D(_AvgPoolNd):
+    """Average pooling of NCDHW input over kernel_size windows."""
     nd = 3
 
 
@@ -105,14 +110,17 @@ class _AdaptiveAvgPoolNd(Layer):
 
 
 class AdaptiveAvgPool1D(_AdaptiveAvgPoolNd):
+    """Average pooling of NCL input to a fixed output length."""
     nd = 1
 
 
 class AdaptiveAvgPool2D(_AdaptiveAvgPoolNd):
+    """Average pooling of NCHW input to a fixed output size."""
     nd = 2
 
 
 class AdaptiveAvgPool3D(_AdaptiveAvgPoolNd):
+    """Average pooling of NCDHW input to a fixed output size."""
     nd = 3
 
 
@@ -132,12 +140,15 @@ class _AdaptiveMaxPoolNd(Layer):
 
 
 class AdaptiveMaxPool1D(_AdaptiveMaxPoolNd):
+    """Max pooling of NCL input to a fixed output length."""
     nd = 1
 
 
 class AdaptiveMaxPool2D(_AdaptiveMaxPoolNd):
+    """Max pooling of NCHW input to a fixed output size."""
     nd = 2
 
 
 class AdaptiveMaxPool3D(_AdaptiveMaxPoolNd):
+    """Max pooling of NCDHW input to a fixed output size."""
     nd = 3

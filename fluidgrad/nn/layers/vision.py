@@ -27,6 +27,7 @@ class Upsample(Layer):
 
 
 class UpsamplingNearest2D(Upsample):
+    """Nearest-neighbour upsampling of NCHW input by a size or scale factor."""
     def __init__(self, size: Any = None, scale_factor: Any = None, data_format: str = "NCHW",
                  name: str | None = None) -> None:
         super().__init__(size, scale_factor, "nearest", data_format=data_format)
@@ -41,6 +42,7 @@ class UpsamplingBilinear2D(Upsample):
 
 
 class PixelShuffle(Layer):
+    """Rearranges [N, C*r*r, H, W] into [N, C, H*r, W*r] (sub-pixel upsampling)."""
     def __init__(self, upscale_factor: int, data_format: str = "NCHW", name: str | None = None) -> None:
         super().__init__()
         self.upscale_factor, self.data_format = int(upscale_factor), data_format
@@ -50,6 +52,7 @@ class PixelShuffle(Layer):
 
 
 class PixelUnshuffle(Layer):
+    """Rearranges [N, C, H*r, W*r] into [N, C*r*r, H, W]: the inverse of PixelShuffle."""
     def __init__(self, downscale_factor: int, data_format: str = "NCHW", name: str | None = None) -> None:
         super().__init__()
         self.downscale_factor, self.data_format = int(downscale_factor), data_format
@@ -59,6 +62,7 @@ class PixelUnshuffle(Layer):
 
 
 class Unfold(Layer):
+    """Extracts sliding blocks of NCHW input as columns (im2col), as `nn.functional.unfold`."""
     def __init__(self, kernel_sizes: Any, dilations: Any = 1, paddings: Any = 0, strides: Any = 1,
                  name: str | None = None) -> None:
         super().__init__()
