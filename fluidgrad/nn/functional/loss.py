@@ -158,11 +158,13 @@ def nll_loss(input: Any, label: Any, weight: Any = None, ignore_index: int = -10
 
 
 def mse_loss(input: Any, label: Any, reduction: str = "mean") -> Any:
+    """The squared error (input - label)**2, reduced by `reduction` ('mean', 'sum' or 'none')."""
     _check_reduction(reduction, "mse_loss")
     return _reduce(F.square(F.subtract(input, label)), reduction, "mse_loss")
 
 
 def l1_loss(input: Any, label: Any, reduction: str = "mean") -> Any:
+    """The absolute error |input - label|, reduced by `reduction`."""
     _check_reduction(reduction, "l1_loss")
     return _reduce(F.abs(F.subtract(input, label)), reduction, "l1_loss")
 
@@ -184,6 +186,7 @@ def smooth_l1_loss(input: Any, label: Any, reduction: str = "mean", delta: float
 
 
 def huber_loss(input: Any, label: Any, reduction: str = "mean", delta: float = 1.0) -> Any:
+    """The Huber loss (PyTorch's name): the same as `smooth_l1_loss`."""
     return smooth_l1_loss(input, label, reduction, delta)
 
 

@@ -11,6 +11,8 @@ __all__ = ['CrossEntropyLoss', 'NLLLoss', 'MSELoss', 'L1Loss', 'SmoothL1Loss', '
 
 
 class CrossEntropyLoss(Layer):
+    """The Layer form of `nn.functional.cross_entropy` (weight, ignore_index, label_smoothing)."""
+
     def __init__(self, weight: Any = None, ignore_index: int = -100, reduction: str = "mean",
                  soft_label: bool = False, axis: int = -1, use_softmax: bool = True,
                  label_smoothing: float = 0.0, name: str | None = None) -> None:
@@ -26,6 +28,8 @@ class CrossEntropyLoss(Layer):
 
 
 class NLLLoss(Layer):
+    """The Layer form of `nn.functional.nll_loss` (log-probabilities, classes on axis 1)."""
+
     def __init__(self, weight: Any = None, ignore_index: int = -100, reduction: str = "mean",
                  name: str | None = None) -> None:
         super().__init__()
@@ -49,14 +53,20 @@ class _PairLoss(Layer):
 
 
 class MSELoss(_PairLoss):
+    """The Layer form of `nn.functional.mse_loss`."""
+
     function = staticmethod(NF.mse_loss)
 
 
 class L1Loss(_PairLoss):
+    """The Layer form of `nn.functional.l1_loss`."""
+
     function = staticmethod(NF.l1_loss)
 
 
 class SmoothL1Loss(Layer):
+    """The Layer form of `nn.functional.smooth_l1_loss` (Huber with threshold `delta`)."""
+
     def __init__(self, reduction: str = "mean", delta: float = 1.0, name: str | None = None) -> None:
         super().__init__()
         self.reduction, self.delta = reduction, delta
@@ -69,6 +79,8 @@ HuberLoss = SmoothL1Loss
 
 
 class BCELoss(Layer):
+    """The Layer form of `nn.functional.binary_cross_entropy` (probabilities in)."""
+
     def __init__(self, weight: Any = None, reduction: str = "mean", name: str | None = None) -> None:
         super().__init__()
         self.weight, self.reduction = weight, reduction
@@ -78,6 +90,8 @@ class BCELoss(Layer):
 
 
 class BCEWithLogitsLoss(Layer):
+    """The Layer form of `nn.functional.binary_cross_entropy_with_logits` (pos_weight)."""
+
     def __init__(self, weight: Any = None, reduction: str = "mean", pos_weight: Any = None,
                  name: str | None = None) -> None:
         super().__init__()
@@ -88,6 +102,8 @@ class BCEWithLogitsLoss(Layer):
 
 
 class KLDivLoss(Layer):
+    """The Layer form of `nn.functional.kl_div`."""
+
     def __init__(self, reduction: str = "mean", log_target: bool = False) -> None:
         super().__init__()
         self.reduction, self.log_target = reduction, log_target
@@ -97,6 +113,8 @@ class KLDivLoss(Layer):
 
 
 class MarginRankingLoss(Layer):
+    """The Layer form of `nn.functional.margin_ranking_loss`."""
+
     def __init__(self, margin: float = 0.0, reduction: str = "mean", name: str | None = None) -> None:
         super().__init__()
         self.margin, self.reduction = margin, reduction
@@ -106,6 +124,8 @@ class MarginRankingLoss(Layer):
 
 
 class CosineSimilarity(Layer):
+    """The Layer form of `nn.functional.cosine_similarity` along `axis`."""
+
     def __init__(self, axis: int = 1, eps: float = 1e-8) -> None:
         super().__init__()
         self.axis, self.eps = axis, eps

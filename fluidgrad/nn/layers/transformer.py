@@ -120,6 +120,8 @@ def _residual(x: Any, sublayer, norm: LayerNorm, dropout: Dropout, normalize_bef
 
 
 class TransformerEncoderLayer(Layer):
+    """Self-attention then a feed-forward block, each with a residual and a LayerNorm (pre-norm when normalize_before)."""
+
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int, dropout: float = 0.1,
                  activation: str = "relu", attn_dropout: float | None = None, act_dropout: float | None = None,
                  normalize_before: bool = False, weight_attr: Any = None, bias_attr: Any = None,
@@ -142,6 +144,8 @@ class TransformerEncoderLayer(Layer):
 
 
 class TransformerDecoderLayer(Layer):
+    """Masked self-attention, attention over the encoder memory, then a feed-forward block; residuals and LayerNorms."""
+
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int, dropout: float = 0.1,
                  activation: str = "relu", attn_dropout: float | None = None, act_dropout: float | None = None,
                  normalize_before: bool = False, weight_attr: Any = None, bias_attr: Any = None,
@@ -174,6 +178,8 @@ def _clones(layer: Layer, num_layers: int) -> LayerList:
 
 
 class TransformerEncoder(Layer):
+    """`num_layers` encoder layers (the first given, the rest fresh copies of its configuration), then `norm`."""
+
     def __init__(self, encoder_layer: TransformerEncoderLayer, num_layers: int, norm: LayerNorm | None = None) -> None:
         super().__init__()
         self.layers = _clones(encoder_layer, num_layers)
@@ -186,6 +192,8 @@ class TransformerEncoder(Layer):
 
 
 class TransformerDecoder(Layer):
+    """`num_layers` decoder layers (the first given, the rest fresh copies of its configuration), then `norm`."""
+
     def __init__(self, decoder_layer: TransformerDecoderLayer, num_layers: int, norm: LayerNorm | None = None) -> None:
         super().__init__()
         self.layers = _clones(decoder_layer, num_layers)
