@@ -253,3 +253,10 @@ def test_eager_demo_checkpoint_resumes_the_trained_model(tmp_path):
         logits = net(fg.to_tensor(x_test)).numpy()
     assert accuracy(logits, y_test) == result.test_accuracy
     assert result.curves_path == tmp_path / "training.png" and result.curves_path.exists()
+
+
+def test_pytorch_habits_example_trains_saves_and_restores(tmp_path):
+    out = _run_example("pytorch_habits.py", tmp_path, str(tmp_path / "out"))
+    assert float(re.search(r"final loss (\d+\.\d+)", out).group(1)) < 0.3
+    assert float(re.search(r"restored model accuracy (\d\.\d+)", out).group(1)) > 0.9
+    assert (tmp_path / "out" / "model.safetensors").exists()

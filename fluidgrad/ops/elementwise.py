@@ -105,6 +105,9 @@ def _erf_derivative(g, x, out):
 
 
 _unary("erf", _erf_kernel, _erf_derivative, "The error function.")
+_unary("logit", lambda x: np.log(x) - np.log1p(-x),
+       lambda g, x, out: _op(g, "reciprocal", _mul(g, x, _scale(g, x, -1.0, 1.0))),
+       "log(X / (1 - X)), the inverse of sigmoid; its slope is 1 / (X (1 - X)).")
 _unary("log1p", np.log1p, lambda g, x, out: _op(g, "reciprocal", _scale(g, x, 1.0, 1.0)),
        "log(1 + x), accurate near 0.")
 _unary("expm1", np.expm1, lambda g, x, out: _scale(g, out, 1.0, 1.0), "exp(x) - 1, accurate near 0.")

@@ -34,6 +34,7 @@ __all__ = [
     "floor_mod",
     "fmod",
     "log1p",
+    "logit",
     "log2",
     "log10",
     "logsumexp",
@@ -67,6 +68,11 @@ tan, asin, acos, atan = (_unary(n, f"Elementwise {n}.") for n in ("tan", "asin",
 sinh, cosh, asinh, acosh, atanh = (_unary(n, f"Elementwise {n}.")
                                    for n in ("sinh", "cosh", "asinh", "acosh", "atanh"))
 log1p = _unary("log1p", "log(1 + x), accurate for small x.")
+
+
+def logit(x: Any, eps: float | None = None, name: str | None = None) -> Any:
+    """log(x / (1 - x)), the inverse of sigmoid; with `eps`, x is first clipped to [eps, 1 - eps]."""
+    return apply_op("logit", {"X": x if eps is None else clip(x, eps, 1.0 - eps)})
 expm1 = _unary("expm1", "exp(x) - 1, accurate for small x.")
 log2, log10 = _unary("log2", "Base-2 logarithm."), _unary("log10", "Base-10 logarithm.")
 rsqrt = _unary("rsqrt", "1 / sqrt(x).")

@@ -35,6 +35,7 @@ CASES = [
     OpCase("trunc", {"X": _away_from_integers(3, 4)}, torch_fn=_zero_grad_of(_u(T.trunc))),
     OpCase("erf", {"X": rand(3, 4, lo=-2, hi=2)}, torch_fn=_u(T.erf)),
     OpCase("log1p", {"X": rand(3, 4, lo=-0.5, hi=2)}, torch_fn=_u(T.log1p)),
+    OpCase("logit", {"X": rand(3, 4, lo=0.05, hi=0.95)}, torch_fn=_u(T.logit)),
     OpCase("log1p", {"X": np.array([1e-12, -1e-10, 3e-9])}, id="log1p-tiny", torch_fn=_u(T.log1p)),
     OpCase("expm1", {"X": rand(3, 4, lo=-2, hi=2)}, torch_fn=_u(T.expm1)),
     OpCase("log2", {"X": pos(3, 4)}, torch_fn=_u(T.log2)),

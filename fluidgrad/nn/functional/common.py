@@ -15,11 +15,20 @@ def linear(x: Any, weight: Any, bias: Any = None) -> Any:
     return out if bias is None else F.add(out, bias)
 
 
-def embedding(x: Any, weight: Any, padding_idx: int | None = None) -> Any:
-    """Rows of `weight` picked by the integer ids `x`: shape x.shape + [dim]."""
-    if padding_idx is not None:
-        raise ValueError("embedding: padding_idx is not supported; leave it None")
-    return F.gather(weight, x, axis=0)
+def embedding(x: Any, weight: Any, padding_idx: int | None = None, sparse: bool = False) -> Any:
+    """Rows of `weight` picked by the integer ids `x`: shape x.shape + [dim].
+
+    Ids equal to `padding_idx` (negative: counted from the end) read zeros, and the padding
+    row gets no gradient from them."""
+    out = F.gather(weight, x, axis=0)
+    if padding_idx is None:
+        return out
+    rows = weight.shape[0]
+    if rows > 0 and not -rows <= padding_idx < rows:
+        raise ValueError(f"embedding: padding_idx {padding_idx} is out of range for {rows} rows")
+    padding_idx = padding_idx % rows if rows > 0 else padding_idx
+    keep = F.cast(F.not_equal(x, padding_idx), weight.dtype)
+    return F.multiply(out, F.unsqueeze(keep, len(x.shape)))
 
 
 def dropout(x: Any, p: float = 0.5, training: bool = True, mode: str = "upscale_in_train",
