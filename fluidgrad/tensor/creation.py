@@ -38,6 +38,7 @@ def arange(start: Any = 0, end: Any = None, step: Any = 1, dtype: Any = None, na
 
 
 def linspace(start: float, stop: float, num: int, dtype: Any = None, name: str | None = None) -> Any:
+    """`num` evenly spaced values from `start` to `stop`, both included (float32 by default)."""
     return create("linspace", {"start": float(_number(start)), "stop": float(_number(stop)),
                                "num": int(_number(num)), "dtype": normalize_dtype(dtype or "float32")})
 

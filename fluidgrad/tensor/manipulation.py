@@ -35,19 +35,23 @@ def expand(x: Any, shape: Sequence[int], name: str | None = None) -> Any:
 
 
 def broadcast_to(x: Any, shape: Sequence[int], name: str | None = None) -> Any:
+    """x expanded to `shape` by broadcasting (the gradient sums back)."""
     return expand(x, shape)
 
 
 def expand_as(x: Any, y: Any, name: str | None = None) -> Any:
+    """x expanded to y's shape by broadcasting."""
     return expand(x, list(y.shape))
 
 
 def broadcast_tensors(input: Sequence[Any], name: str | None = None) -> list[Any]:
+    """The inputs expanded to their common broadcast shape."""
     shape = list(np.broadcast_shapes(*[tuple(max(d, 1) for d in t.shape) for t in input]))
     return [expand(t, shape) for t in input]
 
 
 def flip(x: Any, axis: int | Sequence[int], name: str | None = None) -> Any:
+    """x with the order of elements reversed along each axis in `axis`."""
     return apply_op("flip", {"X": x}, {"axis": _ints(axis)})
 
 
@@ -70,6 +74,7 @@ def unstack(x: Any, axis: int = 0, num: int | None = None) -> list[Any]:
 
 
 def unbind(input: Any, axis: int = 0) -> list[Any]:
+    """x split along `axis` into a list of slices without that axis (= unstack)."""
     return unstack(input, axis)
 
 

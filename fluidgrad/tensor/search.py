@@ -50,6 +50,7 @@ def argmax(x: Any, axis: int | None = None, keepdim: bool = False, dtype: Any = 
 
 def argmin(x: Any, axis: int | None = None, keepdim: bool = False, dtype: Any = "int64",
            name: str | None = None) -> Any:
+    """The index of the smallest value along `axis` (of the flattened x when axis is None)."""
     return _arg("arg_min", x, axis, keepdim, dtype)
 
 
@@ -67,6 +68,7 @@ def sort(x: Any, axis: int = -1, descending: bool = False, stable: bool = False,
 
 def argsort(x: Any, axis: int = -1, descending: bool = False, stable: bool = False,
             name: str | None = None) -> Any:
+    """The indices that sort x along `axis` (descending if asked); no gradient."""
     return apply_op("argsort", {"X": x}, {"axis": int(axis), "descending": bool(descending)})[1]
 
 
@@ -110,6 +112,7 @@ def scatter(x: Any, index: Any, updates: Any, overwrite: bool = True, name: str 
 
 
 def index_select(x: Any, index: Any, axis: int = 0, name: str | None = None) -> Any:
+    """The entries of x at the 1-D integer `index` along `axis`."""
     if len(index.shape) != 1:
         raise ValueError(f"index_select: index must be 1-D, got shape {list(index.shape)}")
     return apply_op("gather", {"X": x, "Index": index}, {"axis": int(axis)})
@@ -132,8 +135,10 @@ def nonzero(x: Any, as_tuple: bool = False) -> Any:
 
 
 def tril(x: Any, diagonal: int = 0, name: str | None = None) -> Any:
+    """x with the elements above the `diagonal`-th diagonal set to zero (lower triangle)."""
     return apply_op("tril_triu", {"X": x}, {"diagonal": int(diagonal), "lower": True})
 
 
 def triu(x: Any, diagonal: int = 0, name: str | None = None) -> Any:
+    """x with the elements below the `diagonal`-th diagonal set to zero (upper triangle)."""
     return apply_op("tril_triu", {"X": x}, {"diagonal": int(diagonal), "lower": False})
