@@ -6,7 +6,6 @@ dtype first, so the op itself always sees one dtype.
 """
 from __future__ import annotations
 
-import builtins
 from typing import Any, Sequence
 
 import numpy as np

@@ -5,7 +5,7 @@ Functions without tensor inputs return Tensors, except inside `program_guard` (o
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -1,7 +1,6 @@
 """Op cases: shape building (fluidgrad/ops/manipulation.py, and flatten / squeeze / assign_value)."""
 from __future__ import annotations
 
-import numpy as np
 import torch
 import torch.nn.functional as TF
 
