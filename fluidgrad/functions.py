@@ -6,7 +6,6 @@ dtype first, so the op itself always sees one dtype.
 """
 from __future__ import annotations
 
-import builtins
 from typing import Any, Sequence
 
 import numpy as np
@@ -14,6 +13,7 @@ import numpy as np
 from .dispatch import append_static_op, apply_op, is_tensor
 from .eager import to_tensor
 from .framework import DTypeError, Variable, dtypes, in_dynamic_mode, normalize_dtype
+from .indexing import getitem, setitem  # noqa: F401  (x[...] and x[...] = v: fluidgrad/indexing.py)
 
 
 def _is_value(x: Any) -> bool:
@@ -203,12 +203,8 @@ def reshape(x: Any, shape: Sequence[int]) -> Any:
 
 
 def flatten(x: Any, start_axis: int = 0, stop_axis: int = -1) -> Any:
-    """x with the axes from `start_axis` to `stop_axis` merged into one."""
-    ndim = len(x.shape)
-    start, stop = start_axis % ndim, stop_axis % ndim
-    shape = [0] * start + [-1] + [0] * 0
-    tail = list(x.shape[stop + 1:])
-    return reshape(x, shape + tail)
+    """Axes start_axis..stop_axis merged into one (a 0-D x becomes [1])."""
+    return apply_op("flatten", {"X": x}, {"start_axis": int(start_axis), "stop_axis": int(stop_axis)})
 
 
 def transpose(x: Any, perm: Sequence[int]) -> Any:
@@ -233,20 +229,24 @@ def split(x: Any, num_or_sections: int | Sequence[int], axis: int = 0) -> list[A
     return apply_op("split", {"X": x}, {"num_or_sections": sections, "axis": int(axis)}, n_out=count)
 
 
-def slice(x: Any, axes: Sequence[int], starts: Sequence[int], ends: Sequence[int]) -> Any:
-    """x[starts:ends] along `axes` (negative indices count from the end; ends are clipped)."""
+def slice(x: Any, axes: Sequence[int], starts: Sequence[int], ends: Sequence[int],
+          strides: Sequence[int] | None = None) -> Any:
+    """x[starts[i]:ends[i]:strides[i]] on each of axes (ends past the size are clamped)."""
     return apply_op("slice", {"X": x}, {"axes": [int(a) for a in axes], "starts": [int(s) for s in starts],
-                                        "ends": [int(e) for e in ends]})
+                                        "ends": [int(e) for e in ends],
+                                        "strides": None if strides is None else [int(s) for s in strides]})
 
 
-def squeeze(x: Any, axis: int | Sequence[int]) -> Any:
-    """x without the size-1 axes listed in `axis`."""
-    return apply_op("squeeze", {"X": x}, {"axes": [axis] if isinstance(axis, int) else list(axis)})
+def squeeze(x: Any, axis: int | Sequence[int] | None = None) -> Any:
+    """Drops the given axes of size 1 (all axes of size 1 when axis is None)."""
+    axes = [] if axis is None else [int(axis)] if isinstance(axis, (int, np.integer)) else [int(a) for a in axis]
+    return apply_op("squeeze", {"X": x}, {"axes": axes})
 
 
 def unsqueeze(x: Any, axis: int | Sequence[int]) -> Any:
-    """x with new size-1 axes inserted at the positions in `axis`."""
-    return apply_op("unsqueeze", {"X": x}, {"axes": [axis] if isinstance(axis, int) else list(axis)})
+    """New axes of size 1 at the given output positions (several at once allowed)."""
+    axes = [int(axis)] if isinstance(axis, (int, np.integer)) else [int(a) for a in axis]
+    return apply_op("unsqueeze", {"X": x}, {"axes": axes})
 
 
 def gather(x: Any, index: Any, axis: int = 0) -> Any:
@@ -259,9 +259,9 @@ def cast(x: Any, dtype: Any) -> Any:
     return apply_op("cast", {"X": x}, {"dtype": normalize_dtype(dtype)})
 
 
-def one_hot(x: Any, num_classes: int) -> Any:
-    """Integer labels as float32 one-hot vectors of length `num_classes` (a new last axis)."""
-    return apply_op("one_hot", {"X": x}, {"depth": int(num_classes), "dtype": "float32"})
+def one_hot(x: Any, num_classes: int, axis: int = -1) -> Any:
+    """float32 one-hot vectors on a new axis (default last); negative labels count from the end."""
+    return apply_op("one_hot", {"X": x}, {"depth": int(num_classes), "dtype": "float32", "axis": int(axis)})
 
 
 def full(shape: Sequence[int], fill_value: float, dtype: Any = "float32") -> Any:
@@ -327,24 +327,3 @@ def logical_or(x: Any, y: Any) -> Any:
 def logical_not(x: Any) -> Any:
     """Elementwise `not x` of bool values."""
     return apply_op("logical_not", {"X": x})
-
-
-def getitem(x: Any, item: Any) -> Any:
-    """x[...] with integers and step-1 slices; an integer index drops its axis."""
-    items = item if isinstance(item, tuple) else (item,)
-    axes, starts, ends, drop = [], [], [], []
-    for axis, it in enumerate(items):
-        if isinstance(it, (int, np.integer)):
-            start = int(it) if it >= 0 or x.shape[axis] < 0 else int(it) % x.shape[axis]
-            axes.append(axis), starts.append(start), ends.append(start + 1 if start != -1 else 2**31 - 1)
-            drop.append(axis)
-        elif isinstance(it, builtins.slice):
-            if it.step not in (None, 1):
-                raise NotImplementedError(f"indexing with step {it.step} is not supported")
-            if it.start is None and it.stop is None:
-                continue
-            axes.append(axis), starts.append(it.start or 0), ends.append(2**31 - 1 if it.stop is None else it.stop)
-        else:
-            raise TypeError(f"unsupported index {it!r}; use integers and slices, or fluidgrad.gather")
-    out = slice(x, axes, starts, ends) if axes else x
-    return squeeze(out, drop) if drop else out

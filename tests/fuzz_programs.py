@@ -1184,3 +1184,6 @@ def torch_ops_available(spec: Spec) -> bool:
 
 def fmt_float(x: float) -> str:
     return "nan" if math.isnan(x) else f"{x:.6g}"
+
+
+import fuzz_selection  # noqa: E402,F401  (more kinds: selection, indexing, shape building)

@@ -203,6 +203,7 @@ SPECS: dict[str, OpCase] = {s.op: s for s in [
            torch_fn=lambda Input, Filter: TF.conv2d(Input, Filter, padding=1)),
     OpCase("pool2d", {"X": rand(1, 2, 4, 4)}, {"pooling_type": "max", "ksize": [2, 2], "strides": [2, 2]},
            torch_fn=lambda X: TF.max_pool2d(X, 2, 2)),
+    OpCase("nonzero", {"X": np.round(rand(3, 4))}, torch_fn=lambda X: torch.nonzero(X)),
 ]}
 
 # Ops the table does not run, and why; docs/dtypes.md lists them and a meta-test keeps both honest.

@@ -501,7 +501,11 @@ def test_every_differentiable_op_is_fuzzed_or_excused():
         # the gradients of other ops (their own gradients are exercised as the grad ops run)
         "leaky_step", "unreduce", "reshape_as", "slice_grad", "gather_grad", "one_hot_like",
         "clip_mask", "conv2d_input_grad", "conv2d_filter_grad", "pool2d_grad", "max_pool2d_select",
-        "select_input_grad", "split_as", "relu_grad", "sigmoid_grad", "tanh_grad",
+        "select_input_grad", "split_as", "relu_grad", "sigmoid_grad", "tanh_grad", "softmax_grad",
+        "softmax_with_cross_entropy_grad",
+        # op cases in tests/op_cases/attention.py (mask, causal, grad of grad, eager); public use in
+        # tests/test_attention.py
+        "attention_softmax",
         "conv1d_input_grad", "conv1d_filter_grad", "conv3d_input_grad", "conv3d_filter_grad", "pool1d_grad",
         "pool3d_grad", "max_pool_index_grad", "max_pool_index_select", "interpolate_grad", "unfold_grad",
         # the 1-D / 3-D twins of fuzzed 2-D ops (one rank-generic kernel), and resampling ops whose op cases

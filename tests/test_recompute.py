@@ -235,3 +235,32 @@ def test_run_stats_follow_the_plans_liveness():
     np.testing.assert_allclose(values[0], np.exp(np.exp(np.e ** 0)))
     assert stats.live_bytes == [512, 1024, 1024] and stats.peak_live_bytes == 1024
     assert stats.peak_activation_bytes == 1024 and stats.peak_op == 1
+
+
+def test_eager_recompute_of_every_gpt_block_gives_identical_gradients():
+    """The character-level GPT of examples/char_gpt.py: recomputing each transformer block in
+    the backward gives the loss and every parameter gradient bit for bit."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+    import char_gpt
+
+    data, chars = char_gpt.encode()
+    x, y = next(char_gpt.batches(data, 1, batch=4, block=16))
+    results = []
+    for use_recompute in (False, True):
+        fg.seed(0)
+        with unique_name_guard():
+            model = char_gpt.CharGPT(char_gpt.Config(len(chars), block_size=16, n_embd=16, n_head=2, n_layer=2))
+        idx = fg.to_tensor(x)
+        h = model.tok_emb(idx) + fg.slice(model.pos_emb, [0], [0], [idx.shape[1]])
+        for block in model.blocks:
+            h = fg.recompute(block, h) if use_recompute else block(h)
+        logits = model.head(model.ln_f(h))
+        loss = fg.nn.functional.cross_entropy(fg.reshape(logits, [-1, len(chars)]),
+                                               fg.reshape(fg.to_tensor(y), [-1]))
+        loss.backward()
+        results.append([loss.numpy()] + [p.grad.numpy() for p in model.parameters()])
+    assert len(results[0]) > 10
+    for got, want in zip(results[1], results[0]):
+        np.testing.assert_array_equal(got, want)

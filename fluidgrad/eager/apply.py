@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..framework import Variable
-from ..framework.errors import FluidgradError
+from ..framework.errors import FluidgradError, IndexRangeError
 from .infer import attr_key, cache_key, key_or_none, run_rule
 from .mode import state
 from .node import _CALLS, CustomOp, Node, OpCall, op_call
@@ -56,7 +56,8 @@ def _kernel_error(call: OpCall, args: list, attrs: dict, exc: Exception) -> Exce
     shown = {k: v for k, v in attrs.items() if not k.startswith("_")}
     message = f"op {call.type} failed in eager mode on inputs {', '.join(parts)} attrs {shown}: " \
               f"{type(exc).__name__}: {exc}"
-    kind = exc.__class__ if isinstance(exc, FluidgradError) else FluidgradError
+    kind = exc.__class__ if isinstance(exc, FluidgradError) else IndexRangeError if isinstance(exc, IndexError) \
+        else FluidgradError
     try:
         return kind(message)
     except TypeError:

@@ -6,7 +6,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..framework import Block, Program, Variable, default_main_program
-from ..framework.errors import ExecutionError, FluidgradError
+from ..framework.errors import ExecutionError, FluidgradError, IndexRangeError
 from . import control_flow
 from .memory import RunStats, live_bytes
 from .plan import Plan, compile_block
@@ -155,7 +155,8 @@ def _locate(plan: Plan, exc: Exception) -> ExecutionError:
             return f"{name} (shape {list(value.shape)}, {value.dtype})"
         return name
     inputs = "; ".join(f"{slot}: {', '.join(describe(n) for n in names)}" for slot, names in op.inputs.items())
-    return ExecutionError(f"op #{op_index} ({op.type}, {op.role} op, block {plan.block.idx}) failed: "
+    kind = IndexRangeError if isinstance(exc, IndexError) else ExecutionError
+    return kind(f"op #{op_index} ({op.type}, {op.role} op, block {plan.block.idx}) failed: "
                           f"{type(exc).__name__}: {exc} [inputs {inputs}]")
 
 

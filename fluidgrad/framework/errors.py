@@ -23,3 +23,7 @@ class ExecutionError(FluidgradError, RuntimeError):
 
 class NanInfError(ExecutionError):
     """`check_nan_inf` found a NaN or Inf in an op's output."""
+
+
+class IndexRangeError(ExecutionError, IndexError):
+    """An integer index out of range, found when the op ran (its message names index, axis and size)."""

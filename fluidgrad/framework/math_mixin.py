@@ -38,6 +38,7 @@ class MathMixin:
     def __gt__(self, other): return _api.greater_than(self, other)
     def __ge__(self, other): return _api.greater_equal(self, other)
     def __getitem__(self, item): return _api.getitem(self, item)
+    def __setitem__(self, item, value): _api.setitem(self, item, value)
 
     # `==` stays identity: Variables and Tensors are dict keys and set members.
     __hash__ = object.__hash__

@@ -228,7 +228,7 @@ def _expand(ctx):
     b = [1] * (rank - len(shape)) + shape
     out_shape = [db if da == 1 else da for da, db in zip(a, b)]
     if ctx.has_op("expand"):
-        return ctx.op("expand", {"X": x}, shape=shape)
+        return ctx.op("expand", {"X": x}, shape=out_shape)  # ONNX Expand broadcasts: never lowers the rank
     if not _known(out_shape):
         raise ctx.unsupported(f"expanding {list(x.shape)} to {shape} with unknown sizes")
     target = full(ctx, out_shape, 0, x.dtype)

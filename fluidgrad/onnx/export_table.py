@@ -211,8 +211,11 @@ def _split(c):
 @exporter("slice")
 def _slice(c):
     const = lambda values: c.const(np.asarray(values, "int64"))  # noqa: E731
-    c.node("Slice", [c.x("X"), const(c.attr("starts")), const(c.attr("ends")), const(c.attr("axes"))],
-           [c.out("Out")])
+    inputs = [c.x("X"), const(c.attr("starts")), const(c.attr("ends")), const(c.attr("axes"))]
+    strides = c.attr("strides") if c.op.has_attr("strides") else None
+    if strides:  # ONNX's steps: negative ones walk backwards with Python's bounds, as ours do
+        inputs.append(const(strides))
+    c.node("Slice", inputs, [c.out("Out")])
 
 
 @exporter("gather")
@@ -222,6 +225,9 @@ def _gather(c):
 
 @exporter("squeeze", "unsqueeze")
 def _squeeze(c):
+    if c.op.type == "squeeze" and not c.attr("axes"):  # every size-1 axis: ONNX's Squeeze without axes
+        c.node("Squeeze", [c.x("X")], [c.out("Out")])
+        return
     c.node(c.op.type.capitalize(), [c.x("X"), c.const(np.asarray(c.attr("axes"), "int64"))], [c.out("Out")])
 
 
@@ -250,9 +256,16 @@ def _fill_like(c):
 
 @exporter("one_hot")
 def _one_hot(c):
-    """X[..., None] == arange(depth), cast: exact, and runs where OneHot lacks a kernel."""
-    positions = c.const(np.arange(int(c.attr("depth")), dtype=c.dtype_in("X")))
-    column = c.node("Unsqueeze", [c.x("X"), c.const(np.asarray([-1], "int64"))])
+    """unsqueeze(X, axis) == arange(depth) laid along `axis`, cast: exact, and runs where OneHot
+    lacks a kernel. Negative labels count from the end (X + depth where X < 0), as ONNX OneHot."""
+    depth, dtype = int(c.attr("depth")), c.dtype_in("X")
+    rank = len(c.shape_in("X"))
+    axis = int(c.attr("axis")) % (rank + 1)
+    x = c.x("X")
+    negative = c.cast(c.node("Less", [x, c.const(np.zeros((), dtype))]), dtype)
+    wrapped = c.node("Add", [x, c.node("Mul", [negative, c.const(np.asarray(depth, dtype))])])
+    positions = c.const(np.arange(depth, dtype=dtype).reshape([depth] + [1] * (rank - axis)))
+    column = c.node("Unsqueeze", [wrapped, c.const(np.asarray([axis], "int64"))])
     c.node("Cast", [c.node("Equal", [column, positions])], [c.out("Out")], to=c.onnx_dtype(c.attr("dtype")))
 
 

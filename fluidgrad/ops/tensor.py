@@ -8,6 +8,27 @@ from .registry import NO_GRADIENT, register_op
 from .shape_rules import normalize_axis, static_numel
 
 
+# ---------------------------------------------------------------- integer indices
+def check_integer(ctx, slot):
+    if not ctx.dtype(slot).startswith(("int", "uint")):
+        raise ctx.dtype_error(f"{slot} must be an integer tensor, got {ctx.describe(slot)}")
+
+
+def check_index_range(op, index, size, axis):
+    """IndexError naming the first index outside [-size, size) (negative ones count from the end)."""
+    index = np.asarray(index)
+    if index.size:
+        bad = (index >= size) | (index < -size)
+        if bad.any():
+            raise IndexError(f"{op}: index {int(index[bad].flat[0])} is out of range for axis {axis} "
+                             f"of size {size}")
+
+
+def wrap_negative(index, size):
+    index = np.asarray(index)
+    return np.where(index < 0, index + size, index) if index.size and index.min() < 0 else index
+
+
 # ---------------------------------------------------------------- reshape
 def _resolve_shape(in_shape, shape):
     """Paddle's rules: 0 copies the input's size, one -1 is inferred."""
@@ -197,38 +218,47 @@ def _slices(ndim, axes, starts, ends, strides=None):
     return tuple(index)
 
 
-def _slice_kernel(x, axes, starts, ends):
-    return x[_slices(x.ndim, axes, starts, ends)]
+def _slice_kernel(x, axes, starts, ends, strides):
+    return x[_slices(x.ndim, axes, starts, ends, strides)]
 
 
 def _slice_infer(ctx):
     shape = list(ctx.shape("X"))
-    for axis, start, end in zip(ctx.attr("axes"), ctx.attr("starts"), ctx.attr("ends")):
+    axes, starts, ends = ctx.attr("axes"), ctx.attr("starts"), ctx.attr("ends")
+    strides = ctx.attr("strides") or [1] * len(axes)
+    if not len(axes) == len(starts) == len(ends) == len(strides):
+        raise ctx.shape_error(f"axes {axes}, starts {starts}, ends {ends} and strides {strides} must have "
+                              f"one length")
+    for axis, start, end, step in zip(axes, starts, ends, strides):
         axis = normalize_axis(ctx, axis, len(shape))
+        if step == 0:
+            raise ctx.shape_error(f"stride 0 on axis {axis} of {ctx.describe('X')}")
         if shape[axis] != -1:
-            shape[axis] = len(range(*slice(start, end).indices(shape[axis])))
-        elif start >= 0 and end >= 0 and end < 2**31:
+            shape[axis] = len(range(*slice(start, end, step).indices(shape[axis])))
+        elif step == 1 and start >= 0 and end >= 0 and end < 2**31 - 1:
             shape[axis] = max(0, end - start)
     ctx.set_output("Out", shape, ctx.dtype("X"))
 
 
 def _slice_grad(g):
     g.set_input_grad("X", g.op("slice_grad", {"X": g.output_grad("Out"), "Target": g.input("X")},
-                               axes=g.attr("axes"), starts=g.attr("starts"), ends=g.attr("ends")))
+                               axes=g.attr("axes"), starts=g.attr("starts"), ends=g.attr("ends"),
+                               strides=g.attr("strides")))
 
 
-def _slice_grad_kernel(dout, target, axes, starts, ends):
+def _slice_grad_kernel(dout, target, axes, starts, ends, strides):
     out = np.zeros(target.shape, dtype=dout.dtype)
-    out[_slices(target.ndim, axes, starts, ends)] = dout
+    out[_slices(target.ndim, axes, starts, ends, strides)] = dout
     return out
 
 
 def _slice_grad_grad(g):
     g.set_input_grad("X", g.op("slice", {"X": g.output_grad("Out")}, axes=g.attr("axes"),
-                               starts=g.attr("starts"), ends=g.attr("ends")))
+                               starts=g.attr("starts"), ends=g.attr("ends"), strides=g.attr("strides")))
 
 
-_SLICE_ATTRS = {"axes": [0], "starts": [0], "ends": [1]}
+# strides None means 1 on every axis; a negative stride walks backwards (ends of -2**31 reach index 0)
+_SLICE_ATTRS = {"axes": [0], "starts": [0], "ends": [1], "strides": None}
 register_op("slice", inputs="X", outputs="Out", attrs=_SLICE_ATTRS, kernel=_slice_kernel,
             infer=_slice_infer, grad=_slice_grad)
 register_op("slice_grad", inputs="X Target", outputs="Out", attrs=_SLICE_ATTRS, kernel=_slice_grad_kernel,
@@ -251,9 +281,7 @@ def _gather_infer(ctx):
 
 
 def _gather_kernel(x, index, axis):
-    size = x.shape[axis]
-    if index.size and (index.max() >= size or index.min() < -size):
-        raise IndexError(f"gather: index {int(index.max())} is out of range for axis {axis} of size {size}")
+    check_index_range("gather", index, x.shape[axis], axis % max(x.ndim, 1))
     return np.take(x, index, axis=axis)
 
 
@@ -292,7 +320,12 @@ register_op("gather_grad", inputs="X Index Target", outputs="Out", attrs={"axis"
 # ---------------------------------------------------------------- one_hot
 def _one_hot_infer(ctx):
     _check_index_slot(ctx)
-    ctx.set_output("Out", list(ctx.shape("X")) + [ctx.attr("depth")], ctx.attr("dtype"))
+    shape = list(ctx.shape("X"))
+    axis = ctx.attr("axis")
+    if not -len(shape) - 1 <= axis <= len(shape):
+        raise ctx.shape_error(f"axis {axis} is out of range for a one-hot of {ctx.describe('X')}")
+    shape.insert(axis % (len(shape) + 1), ctx.attr("depth"))
+    ctx.set_output("Out", shape, ctx.attr("dtype"))
 
 
 def _check_index_slot(ctx):
@@ -300,20 +333,27 @@ def _check_index_slot(ctx):
         raise ctx.dtype_error(f"expects integer labels, got {ctx.describe('X')}")
 
 
-def _one_hot_kernel(x, depth, dtype):
-    if x.size and (x.max() >= depth or x.min() < 0):
-        raise IndexError(f"one_hot: label {int(x.max())} is out of range for depth {depth}")
-    return (x[..., None] == np.arange(depth)).astype(dtype)
+def _one_hot_kernel(x, depth, dtype, axis):
+    """Negative labels count from the end, as in ONNX OneHot; labels outside [-depth, depth) raise."""
+    check_index_range("one_hot", x, depth, axis % (x.ndim + 1))
+    out = (wrap_negative(x, depth)[..., None] == np.arange(depth)).astype(dtype)
+    return np.moveaxis(out, -1, axis) if axis % (x.ndim + 1) != x.ndim else out
 
 
-register_op("one_hot", inputs="X", outputs="Out", attrs={"depth": 2, "dtype": "float32"},
+register_op("one_hot", inputs="X", outputs="Out", attrs={"depth": 2, "dtype": "float32", "axis": -1},
             kernel=_one_hot_kernel, infer=_one_hot_infer, grad=NO_GRADIENT)
 
 
 # ---------------------------------------------------------------- squeeze / unsqueeze
+def _squeeze_kernel(x, axes):
+    return np.squeeze(x, axis=tuple(axes) if axes else None)
+
+
 def _squeeze_infer(ctx):
+    """Empty axes squeeze every axis of size 1 (ONNX Squeeze without axes; unknown sizes stay)."""
     shape = list(ctx.shape("X"))
-    axes = {normalize_axis(ctx, a, len(shape)) for a in ctx.attr("axes")}
+    axes = {normalize_axis(ctx, a, len(shape)) for a in ctx.attr("axes")} or \
+        {i for i, d in enumerate(shape) if d == 1}
     for a in axes:
         if shape[a] not in (1, -1):
             raise ctx.shape_error(f"cannot squeeze axis {a} of size {shape[a]} in {ctx.describe('X')}")
@@ -333,7 +373,7 @@ def _unsqueeze_infer(ctx):
 
 
 register_op("squeeze", inputs="X", outputs="Out", attrs={"axes": [0]},
-            kernel=lambda x, axes: np.squeeze(x, axis=tuple(axes)), infer=_squeeze_infer, grad=_reshape_grad)
+            kernel=_squeeze_kernel, infer=_squeeze_infer, grad=_reshape_grad)
 register_op("unsqueeze", inputs="X", outputs="Out", attrs={"axes": [0]},
             kernel=lambda x, axes: np.expand_dims(x, tuple(axes)), infer=_unsqueeze_infer, grad=_reshape_grad)
 
@@ -361,3 +401,92 @@ def _stack_grad(g):
 
 register_op("stack", inputs="X*", outputs="Out", attrs={"axis": 0},
             kernel=lambda xs, axis: np.stack(xs, axis=axis), infer=_stack_infer, grad=_stack_grad)
+
+
+# ---------------------------------------------------------------- flatten
+def _flatten_shape(shape, start, stop):
+    if not shape:
+        return [1]
+    start, stop = start % len(shape), stop % len(shape)
+    middle = static_numel(shape[start:stop + 1])
+    return list(shape[:start]) + [middle] + list(shape[stop + 1:])
+
+
+def _flatten_infer(ctx):
+    shape, start, stop = ctx.shape("X"), ctx.attr("start_axis"), ctx.attr("stop_axis")
+    if shape:
+        start, stop = normalize_axis(ctx, start, len(shape)), normalize_axis(ctx, stop, len(shape))
+        if start > stop:
+            raise ctx.shape_error(f"start_axis {start} is after stop_axis {stop} for {ctx.describe('X')}")
+    ctx.set_output("Out", _flatten_shape(shape, start, stop), ctx.dtype("X"))
+
+
+register_op("flatten", inputs="X", outputs="Out", attrs={"start_axis": 0, "stop_axis": -1},
+            kernel=lambda x, start_axis, stop_axis: x.reshape(
+                [d if d >= 0 else -1 for d in _flatten_shape(x.shape, start_axis, stop_axis)]),
+            infer=_flatten_infer, grad=_reshape_grad,
+            doc="Merges axes start_axis..stop_axis into one (sizes unknown at build time allowed).")
+
+
+# ---------------------------------------------------------------- assign_value
+def _assign_value_infer(ctx):
+    shape, values = ctx.attr("shape"), ctx.attr("values")
+    if static_numel(shape) != len(values):
+        raise ctx.shape_error(f"{len(values)} values do not fill shape {shape}")
+    ctx.set_output("Out", shape, ctx.attr("dtype"))
+
+
+register_op("assign_value", inputs=(), outputs="Out", attrs={"shape": [0], "dtype": "float32", "values": []},
+            kernel=lambda shape, dtype, values: np.array(values, dtype=dtype).reshape(shape),
+            infer=_assign_value_infer, grad=NO_GRADIENT,
+            doc="A constant array held in the program (e.g. an index list written in Python).")
+
+
+# ---------------------------------------------------------------- set_value (x[...] = v)
+def _region(x_shape, axes, starts, ends, strides, decrease_axes):
+    index = _slices(len(x_shape), axes, starts, ends, strides)
+    region = [len(range(*s.indices(n))) for s, n in zip(index, x_shape)]
+    return index, region, [d for i, d in enumerate(region) if i not in set(decrease_axes)]
+
+
+def _set_value_kernel(x, value, axes, starts, ends, strides, decrease_axes):
+    index, region, kept = _region(x.shape, axes, starts, ends, strides, decrease_axes)
+    out = x.copy()
+    out[index] = np.broadcast_to(value, kept).reshape(region)
+    return out
+
+
+def _set_value_infer(ctx):
+    x = ctx.shape("X")
+    if ctx.dtype("Value") != ctx.dtype("X"):
+        raise ctx.dtype_error(f"Value must have the dtype of X: {ctx.describe('Value')} vs {ctx.describe('X')}")
+    if -1 not in x:
+        _, _, kept = _region(x, *(ctx.attr(a) for a in ("axes", "starts", "ends", "strides", "decrease_axes")))
+        value = ctx.shape("Value")
+        if len(value) > len(kept) or any(v not in (1, k, -1) for v, k in zip(value[::-1], kept[::-1])):
+            raise ctx.shape_error(f"{ctx.describe('Value')} does not broadcast to the assigned region of shape "
+                                  f"{kept} of {ctx.describe('X')}")
+    ctx.set_output("Out", x, ctx.dtype("X"))
+
+
+def _set_value_grad(g):
+    dout, value = g.output_grad("Out"), g.input("Value")
+    where = {a: g.attr(a) for a in ("axes", "starts", "ends", "strides", "decrease_axes")}
+    # Value's gradient first: after `x[...] = v` in a program, X and Out share one name, and so
+    # do their gradients; X's gradient overwrites the region Value's gradient reads
+    if g.needs_input_grad("Value"):
+        region = g.op("slice", {"X": dout}, axes=where["axes"], starts=where["starts"], ends=where["ends"],
+                      strides=where["strides"])
+        if where["decrease_axes"]:
+            region = g.op("squeeze", {"X": region}, axes=where["decrease_axes"])
+        g.set_input_grad("Value", region)
+    if g.needs_input_grad("X"):
+        g.set_input_grad("X", g.op("set_value", {"X": dout, "Value": g.op("fill_zeros_like", {"X": value})},
+                                   **where))
+
+
+register_op("set_value", inputs="X Value", outputs="Out",
+            attrs={"axes": [], "starts": [], "ends": [], "strides": None, "decrease_axes": []},
+            kernel=_set_value_kernel, infer=_set_value_infer, grad=_set_value_grad,
+            doc="X with the strided region (as `slice` selects it) replaced by Value, broadcast to the "
+                "region without its decrease_axes (integer indices): `x[...] = v`.")

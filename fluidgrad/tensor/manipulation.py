@@ -1,4 +1,112 @@
-"""Shape building and rearranging: tile, expand, stack, chunk, flip, roll, ..."""
+"""Shape building and rearranging: tile, expand, flip, roll, unstack, chunk, repeat_interleave, ...
+
+Paddle 2 names and signatures; each serves both modes through `apply_op`. (reshape, flatten,
+squeeze, unsqueeze, stack, slice live in `fluidgrad.functions`.)
+"""
 from __future__ import annotations
 
-__all__: list[str] = []
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..dispatch import apply_op, is_tensor
+from ..indexing import constant
+
+__all__ = ["tile", "expand", "broadcast_to", "expand_as", "flip", "roll", "unstack", "unbind", "chunk",
+           "repeat_interleave", "strided_slice", "broadcast_tensors"]
+
+
+def _ints(values: Any) -> list[int]:
+    if is_tensor(values):
+        return [int(v) for v in np.asarray(values.numpy()).reshape(-1)]
+    if isinstance(values, (int, np.integer)):
+        return [int(values)]
+    return [int(v.item()) if is_tensor(v) else int(v) for v in values]
+
+
+def tile(x: Any, repeat_times: Sequence[int], name: str | None = None) -> Any:
+    """x repeated repeat_times[i] times along axis i (x gains leading axes if repeat_times is longer)."""
+    return apply_op("tile", {"X": x}, {"repeat_times": _ints(repeat_times)})
+
+
+def expand(x: Any, shape: Sequence[int], name: str | None = None) -> Any:
+    """x broadcast to `shape`; -1 keeps x's size on that axis."""
+    return apply_op("expand", {"X": x}, {"shape": _ints(shape)})
+
+
+def broadcast_to(x: Any, shape: Sequence[int], name: str | None = None) -> Any:
+    """x expanded to `shape` by broadcasting (the gradient sums back)."""
+    return expand(x, shape)
+
+
+def expand_as(x: Any, y: Any, name: str | None = None) -> Any:
+    """x expanded to y's shape by broadcasting."""
+    return expand(x, list(y.shape))
+
+
+def broadcast_tensors(input: Sequence[Any], name: str | None = None) -> list[Any]:
+    """The inputs expanded to their common broadcast shape."""
+    shape = list(np.broadcast_shapes(*[tuple(max(d, 1) for d in t.shape) for t in input]))
+    return [expand(t, shape) for t in input]
+
+
+def flip(x: Any, axis: int | Sequence[int], name: str | None = None) -> Any:
+    """x with the order of elements reversed along each axis in `axis`."""
+    return apply_op("flip", {"X": x}, {"axis": _ints(axis)})
+
+
+def roll(x: Any, shifts: int | Sequence[int], axis: int | Sequence[int] | None = None,
+         name: str | None = None) -> Any:
+    """x shifted cyclically along axis (over the flattened x when axis is None)."""
+    return apply_op("roll", {"X": x}, {"shifts": _ints(shifts), "axis": [] if axis is None else _ints(axis)})
+
+
+def unstack(x: Any, axis: int = 0, num: int | None = None) -> list[Any]:
+    """The slices of x along axis, each without that axis."""
+    axis = int(axis) % len(x.shape)
+    n = x.shape[axis]
+    if n < 0:
+        raise ValueError(f"unstack: axis {axis} of x (shape {list(x.shape)}) has a size known only at run time")
+    if num is not None and num != n:
+        raise ValueError(f"unstack: num={num} but axis {axis} of x has size {n}")
+    parts = apply_op("split", {"X": x}, {"num_or_sections": n, "axis": axis}, n_out=n)
+    return [apply_op("squeeze", {"X": p}, {"axes": [axis]}) for p in parts]
+
+
+def unbind(input: Any, axis: int = 0) -> list[Any]:
+    """x split along `axis` into a list of slices without that axis (= unstack)."""
+    return unstack(input, axis)
+
+
+def chunk(x: Any, chunks: int, axis: int = 0, name: str | None = None) -> list[Any]:
+    """x split into `chunks` pieces along axis; as in PyTorch, when the size does not divide, the
+    pieces have ceil(size / chunks) entries and the last is smaller (there may be fewer pieces)."""
+    axis = int(axis) % len(x.shape)
+    n = x.shape[axis]
+    if n < 0 or n % chunks == 0:
+        return apply_op("split", {"X": x}, {"num_or_sections": int(chunks), "axis": axis}, n_out=int(chunks))
+    size = -(-n // chunks)
+    sections = [size] * (n // size) + ([n % size] if n % size else [])
+    return apply_op("split", {"X": x}, {"num_or_sections": sections, "axis": axis}, n_out=len(sections))
+
+
+def repeat_interleave(x: Any, repeats: int | Any, axis: int | None = None, name: str | None = None) -> Any:
+    """Each entry repeated `repeats` times (or repeats[i] times for entry i) along axis (of the
+    flattened x when axis is None). A gather of repeated positions, so differentiable twice."""
+    if axis is None:
+        x, axis = apply_op("flatten", {"X": x}, {"start_axis": 0, "stop_axis": -1}), 0
+    axis = int(axis) % len(x.shape)
+    if isinstance(repeats, (int, np.integer)):
+        index = apply_op("repeat_index", {"X": x}, {"repeats": int(repeats), "axis": axis})
+    else:
+        repeats = constant(np.asarray(repeats, dtype=np.int64) if not hasattr(repeats, "dtype") or
+                           isinstance(repeats, np.ndarray) else repeats, x)
+        index = apply_op("repeat_index", {"X": x, "Repeats": repeats}, {"axis": axis})
+    return apply_op("gather", {"X": x, "Index": index}, {"axis": axis})
+
+
+def strided_slice(x: Any, axes: Sequence[int], starts: Sequence[int], ends: Sequence[int],
+                  strides: Sequence[int], name: str | None = None) -> Any:
+    """x[starts[i]:ends[i]:strides[i]] on each of axes; negative strides walk backwards."""
+    return apply_op("slice", {"X": x}, {"axes": _ints(axes), "starts": _ints(starts), "ends": _ints(ends),
+                                        "strides": _ints(strides)})

@@ -1,4 +1,144 @@
-"""Selection and indexing: where, argmax, topk, sort, take_along_axis, ..."""
+"""Selection and indexing: where, argmax, topk, sort, take_along_axis, gather_nd, scatter, ...
+
+Paddle 2 names and signatures; each serves both modes through `apply_op`.
+"""
 from __future__ import annotations
 
-__all__: list[str] = []
+from typing import Any, Sequence
+
+from ..dispatch import apply_op, is_tensor
+from ..framework import Variable, normalize_dtype
+from ..indexing import constant, create
+
+__all__ = ["where", "argmax", "argmin", "topk", "sort", "argsort", "take_along_axis", "put_along_axis",
+           "gather_nd", "scatter", "scatter_nd_add", "scatter_nd", "index_select", "masked_fill", "nonzero",
+           "tril", "triu"]
+
+
+def _is_value(x: Any) -> bool:
+    return isinstance(x, Variable) or is_tensor(x)
+
+
+def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Any:
+    """x where condition holds, else y (broadcast together); a Python number takes the other's dtype.
+    `where(condition)` alone is `nonzero(condition, as_tuple=True)`."""
+    if x is None and y is None:
+        return nonzero(condition, as_tuple=True)
+    if _is_value(x):
+        y = constant(y, x)
+    elif _is_value(y):
+        x = constant(x, y)
+    else:
+        dtype = "float32" if isinstance(x, float) or isinstance(y, float) else "int64"
+        x = constant(x, condition, dtype)
+        y = constant(y, x)
+    if condition.dtype != "bool":
+        condition = apply_op("cast", {"X": condition}, {"dtype": "bool"})
+    return apply_op("where", {"Condition": condition, "X": x, "Y": y})
+
+
+def _arg(op_type: str, x: Any, axis: int | None, keepdim: bool, dtype: Any) -> Any:
+    return apply_op(op_type, {"X": x}, {"axis": None if axis is None else int(axis), "keepdim": bool(keepdim),
+                                        "select_last_index": False, "dtype": normalize_dtype(dtype)})
+
+
+def argmax(x: Any, axis: int | None = None, keepdim: bool = False, dtype: Any = "int64",
+           name: str | None = None) -> Any:
+    """Index of the largest value along axis (of the flattened x when axis is None); the first on ties."""
+    return _arg("arg_max", x, axis, keepdim, dtype)
+
+
+def argmin(x: Any, axis: int | None = None, keepdim: bool = False, dtype: Any = "int64",
+           name: str | None = None) -> Any:
+    """The index of the smallest value along `axis` (of the flattened x when axis is None)."""
+    return _arg("arg_min", x, axis, keepdim, dtype)
+
+
+def topk(x: Any, k: int, axis: int | None = None, largest: bool = True, sorted: bool = True,
+         name: str | None = None) -> tuple[Any, Any]:
+    """(values, indices) of the k largest (or smallest) entries along axis (default the last)."""
+    return apply_op("top_k", {"X": x}, {"k": int(k), "axis": -1 if axis is None else int(axis),
+                                        "largest": bool(largest), "sorted": bool(sorted)})
+
+
+def sort(x: Any, axis: int = -1, descending: bool = False, stable: bool = False, name: str | None = None) -> Any:
+    """Sorted values (always a stable sort)."""
+    return apply_op("argsort", {"X": x}, {"axis": int(axis), "descending": bool(descending)})[0]
+
+
+def argsort(x: Any, axis: int = -1, descending: bool = False, stable: bool = False,
+            name: str | None = None) -> Any:
+    """The indices that sort x along `axis` (descending if asked); no gradient."""
+    return apply_op("argsort", {"X": x}, {"axis": int(axis), "descending": bool(descending)})[1]
+
+
+def take_along_axis(arr: Any, indices: Any, axis: int, broadcast: bool = True) -> Any:
+    """out[i][j] = arr[indices[i][j]][j] for axis 0 (torch.gather). indices has arr's rank and may
+    be shorter off axis; negative indices count from the end."""
+    return apply_op("take_along_axis", {"X": arr, "Index": indices}, {"axis": int(axis)})
+
+
+def put_along_axis(arr: Any, indices: Any, values: Any, axis: int, reduce: str = "assign",
+                   include_self: bool = True, broadcast: bool = True) -> Any:
+    """arr with values written at indices along axis; reduce: 'assign', 'add', 'mul' ('multiply'),
+    'amax', 'amin'. values (a number or a tensor) broadcast to the shape of indices."""
+    if not include_self:
+        raise NotImplementedError("put_along_axis: include_self=False is not supported")
+    return apply_op("put_along_axis", {"X": arr, "Index": indices, "Value": constant(values, arr)},
+                    {"axis": int(axis), "reduce": reduce})
+
+
+def gather_nd(x: Any, index: Any, name: str | None = None, batch_dims: int = 0) -> Any:
+    """out[i] = x[index[i]]: each row of index's last axis addresses x's leading axes."""
+    return apply_op("gather_nd", {"X": x, "Index": index}, {"batch_dims": int(batch_dims)})
+
+
+def scatter_nd_add(x: Any, index: Any, updates: Any, name: str | None = None) -> Any:
+    """x with updates added at the addresses in index (repeated addresses add up)."""
+    return apply_op("scatter_nd", {"X": x, "Index": index, "Updates": updates}, {"reduce": "add"})
+
+
+def scatter_nd(index: Any, updates: Any, shape: Sequence[int], name: str | None = None) -> Any:
+    """Zeros of `shape` with updates added at the addresses in index."""
+    zeros = create("fill_constant", {"shape": [int(d) for d in shape], "value": 0.0, "dtype": updates.dtype},
+                   like=updates)
+    return scatter_nd_add(zeros, index, updates)
+
+
+def scatter(x: Any, index: Any, updates: Any, overwrite: bool = True, name: str | None = None) -> Any:
+    """x with rows `index` (1-D) replaced by updates (overwrite), or by the sum of the updates sent
+    to each (overwrite=False)."""
+    return apply_op("scatter", {"X": x, "Ids": index, "Updates": updates}, {"overwrite": bool(overwrite)})
+
+
+def index_select(x: Any, index: Any, axis: int = 0, name: str | None = None) -> Any:
+    """The entries of x at the 1-D integer `index` along `axis`."""
+    if len(index.shape) != 1:
+        raise ValueError(f"index_select: index must be 1-D, got shape {list(index.shape)}")
+    return apply_op("gather", {"X": x, "Index": index}, {"axis": int(axis)})
+
+
+def masked_fill(x: Any, mask: Any, value: Any, name: str | None = None) -> Any:
+    """x with `value` where mask holds (mask broadcasts against x)."""
+    return where(mask, constant(value, x), x)
+
+
+def nonzero(x: Any, as_tuple: bool = False) -> Any:
+    """Indices of nonzero entries: [count, rank] int64, or a tuple of rank 1-D index tensors."""
+    out = apply_op("nonzero", {"X": x})
+    if not as_tuple:
+        return out
+    rank = len(x.shape)
+    return tuple(apply_op("squeeze", {"X": part}, {"axes": [1]})
+                 for part in apply_op("split", {"X": out}, {"num_or_sections": rank, "axis": 1}, n_out=rank)) \
+        if rank > 1 else (apply_op("squeeze", {"X": out}, {"axes": [1]}),)
+
+
+def tril(x: Any, diagonal: int = 0, name: str | None = None) -> Any:
+    """x with the elements above the `diagonal`-th diagonal set to zero (lower triangle)."""
+    return apply_op("tril_triu", {"X": x}, {"diagonal": int(diagonal), "lower": True})
+
+
+def triu(x: Any, diagonal: int = 0, name: str | None = None) -> Any:
+    """x with the elements below the `diagonal`-th diagonal set to zero (upper triangle)."""
+    return apply_op("tril_triu", {"X": x}, {"diagonal": int(diagonal), "lower": False})

@@ -14,3 +14,4 @@ from .conv import *  # noqa: F401,F403
 from .pooling import *  # noqa: F401,F403
 from .vision import *  # noqa: F401,F403
 from .norm import *  # noqa: F401,F403
+from .attention import *  # noqa: F401,F403

@@ -1,4 +1,10 @@
-"""Loss functions (Paddle 2 names), for both modes."""
+"""Loss functions (Paddle 2 names), for both modes.
+
+Every loss here is a composition of registered ops (the fused `softmax_with_cross_entropy`
+among them), so each has a gradient, and a gradient of the gradient, without a grad maker of
+its own. Reductions follow Paddle and PyTorch: "mean" (weighted losses divide by the total
+weight of the counted elements), "sum" or "none".
+"""
 from __future__ import annotations
 
 from typing import Any
@@ -6,7 +12,9 @@ from typing import Any
 from ... import functions as F
 from ...dispatch import apply_op
 
-__all__ = ['softmax_with_cross_entropy', 'cross_entropy', 'mse_loss']
+__all__ = ['softmax_with_cross_entropy', 'cross_entropy', 'nll_loss', 'mse_loss', 'l1_loss', 'smooth_l1_loss',
+           'huber_loss', 'binary_cross_entropy', 'binary_cross_entropy_with_logits', 'kl_div',
+           'margin_ranking_loss', 'cosine_similarity']
 
 
 def softmax_with_cross_entropy(logits: Any, label: Any, soft_label: bool = False, axis: int = -1,
@@ -27,38 +35,212 @@ def _reduce(loss: Any, reduction: str, fn: str) -> Any:
     raise ValueError(f"{fn}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
 
 
+def _check_reduction(reduction: str, fn: str, allowed: tuple[str, ...] = ("mean", "sum", "none")) -> None:
+    if reduction not in allowed:
+        raise ValueError(f"{fn}: reduction must be one of {', '.join(map(repr, allowed))}, got {reduction!r}")
+
+
+def _clip(x: Any, min: float = float("-inf"), max: float = float("inf")) -> Any:
+    return apply_op("clip", {"X": x}, {"min": float(min), "max": float(max)})
+
+
+def _class_one_hot(label: Any, like: Any, axis: int) -> Any:
+    """Constant one-hot of integer `label` laid out like `like` along `axis` (label has that
+    axis of size 1, or lacks it)."""
+    return apply_op("one_hot_like", {"Label": label, "Logits": like}, {"axis": axis})
+
+
+def _along(weight: Any, ndim: int, axis: int) -> Any:
+    """A [C] vector reshaped to broadcast along `axis` of an ndim-array."""
+    shape = [1] * ndim
+    shape[axis] = -1
+    return F.reshape(weight, shape)
+
+
+def _hard_label_terms(input: Any, label: Any, weight: Any, ignore_index: int, axis: int, fn: str):
+    """For hard labels: (label with ignored entries moved to class 0 and a size-1 `axis`,
+    the mask label != ignore_index and the per-element weight w[label] * mask, both float and
+    shaped like that label)."""
+    ndim = len(input.shape)
+    if len(label.shape) == ndim - 1:
+        label = F.unsqueeze(label, axis)
+    if len(label.shape) != ndim:
+        raise ValueError(f"{fn}: label of shape {list(label.shape)} does not fit input of shape "
+                         f"{list(input.shape)} (class axis {axis})")
+    counted = F.not_equal(label, ignore_index)
+    label = F.multiply(label, F.cast(counted, label.dtype))          # ignored labels read class 0
+    factor = counted = F.cast(counted, input.dtype)
+    if weight is not None:
+        one_hot = _class_one_hot(label, input, axis)
+        picked = F.sum(F.multiply(one_hot, _along(weight, ndim, axis)), axis=axis, keepdim=True)
+        factor = F.multiply(counted, picked)
+    return label, counted, factor
+
+
+def _weighted_reduce(loss: Any, factor: Any, reduction: str, fn: str) -> Any:
+    loss = F.multiply(loss, factor)
+    if reduction == "mean":
+        return F.divide(F.sum(loss), F.sum(factor))
+    return _reduce(loss, reduction, fn)
+
+
 def cross_entropy(input: Any, label: Any, weight: Any = None, ignore_index: int = -100, reduction: str = "mean",
-                  soft_label: bool = False, axis: int = -1, use_softmax: bool = True) -> Any:
+                  soft_label: bool = False, axis: int = -1, use_softmax: bool = True,
+                  label_smoothing: float = 0.0) -> Any:
     """Paddle 2 semantics: `input` are logits (softmax applied inside) unless use_softmax=False,
     in which case `input` are probabilities along the last axis.
 
     Hard labels ([N, 1] or [N] integers) may carry a class `weight` ([C]) and an `ignore_index`;
     the mean then divides by the total weight of the counted samples (as Paddle and PyTorch).
     With the default ignore_index=-100 no label is ignored, and a label outside [0, C) is an error.
+    `label_smoothing` = e mixes the target with the uniform distribution as PyTorch does:
+    (1 - e) * (the hard-label loss) + e / C * sum_c w_c * (-log p_c).
     """
+    _check_reduction(reduction, "cross_entropy")
     if soft_label and weight is not None:
         raise ValueError("cross_entropy: weight is only supported with hard labels (soft_label=False)")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must lie in [0, 1], got {label_smoothing}")
+    axis = int(axis) % len(input.shape)
+    if label_smoothing > 0.0:
+        if not use_softmax:
+            raise ValueError("cross_entropy: label_smoothing needs use_softmax=True (logits as input)")
+        return _smoothed_cross_entropy(input, label, weight, ignore_index, reduction, soft_label, axis,
+                                       float(label_smoothing))
     weighted = not soft_label and (weight is not None or ignore_index != -100)
     if weighted:
-        if len(label.shape) == len(input.shape) - 1:
-            label = F.unsqueeze(label, axis % len(input.shape))
-        counted = F.not_equal(label, ignore_index)
-        label = F.multiply(label, F.cast(counted, label.dtype))       # ignored labels read class 0
+        label, _, factor = _hard_label_terms(input, label, weight, ignore_index, axis, "cross_entropy")
     if use_softmax:
         loss = softmax_with_cross_entropy(input, label, soft_label=soft_label, axis=axis)
     else:
         loss = apply_op("cross_entropy", {"X": input, "Label": label}, {"soft_label": bool(soft_label)})
     if not weighted:
         return _reduce(loss, reduction, "cross_entropy")
-    factor = F.cast(counted, loss.dtype)
-    if weight is not None:
-        factor = F.multiply(factor, F.gather(weight, label, axis=0))   # shaped like the loss
-    loss = F.multiply(loss, factor)
+    return _weighted_reduce(loss, factor, reduction, "cross_entropy")
+
+
+def _smoothed_cross_entropy(input: Any, label: Any, weight: Any, ignore_index: int, reduction: str,
+                            soft_label: bool, axis: int, eps: float) -> Any:
+    classes = input.shape[axis]
+    log_p = apply_op("log_softmax", {"X": input}, {"axis": axis})
+    if soft_label:
+        target = F.scale(label, 1.0 - eps, eps / classes)
+        return _reduce(F.scale(F.sum(F.multiply(target, log_p), axis=axis, keepdim=True), -1.0),
+                       reduction, "cross_entropy")
+    label, counted, factor = _hard_label_terms(input, label, weight, ignore_index, axis, "cross_entropy")
+    one_hot = _class_one_hot(label, input, axis)
+    nll = F.scale(F.sum(F.multiply(one_hot, log_p), axis=axis, keepdim=True), -1.0)
+    class_weight = log_p if weight is None else F.multiply(log_p, _along(weight, len(input.shape), axis))
+    uniform = F.scale(F.sum(class_weight, axis=axis, keepdim=True), -eps / classes)
+    loss = F.add(F.scale(F.multiply(nll, factor), 1.0 - eps), F.multiply(uniform, counted))
     if reduction == "mean":
         return F.divide(F.sum(loss), F.sum(factor))
     return _reduce(loss, reduction, "cross_entropy")
 
 
+def nll_loss(input: Any, label: Any, weight: Any = None, ignore_index: int = -100, reduction: str = "mean") -> Any:
+    """Negative log-likelihood of log-probabilities `input` ([N, C] or [N, C, d1, ...], classes on
+    axis 1) at integer `label` ([N] or [N, d1, ...]): -w[label] * input[label], with the
+    weighted mean of Paddle and PyTorch. Entries equal to `ignore_index` count nothing."""
+    _check_reduction(reduction, "nll_loss")
+    ndim = len(input.shape)
+    if ndim < 2:
+        raise ValueError(f"nll_loss: input must be [N, C, ...], got shape {list(input.shape)}")
+    if len(label.shape) != ndim - 1:
+        raise ValueError(f"nll_loss: label of shape {list(label.shape)} does not fit input of shape "
+                         f"{list(input.shape)}: expected [N, d1, ...] without the class axis")
+    label, _, factor = _hard_label_terms(input, label, weight, ignore_index, 1, "nll_loss")
+    picked = F.sum(F.multiply(_class_one_hot(label, input, 1), input), axis=1, keepdim=True)
+    loss = F.scale(picked, -1.0)
+    if reduction == "none":
+        return F.squeeze(F.multiply(loss, factor), 1)
+    return _weighted_reduce(loss, factor, reduction, "nll_loss")
+
+
 def mse_loss(input: Any, label: Any, reduction: str = "mean") -> Any:
     """The squared error (input - label)**2, reduced by `reduction` ('mean', 'sum' or 'none')."""
+    _check_reduction(reduction, "mse_loss")
     return _reduce(F.square(F.subtract(input, label)), reduction, "mse_loss")
+
+
+def l1_loss(input: Any, label: Any, reduction: str = "mean") -> Any:
+    """The absolute error |input - label|, reduced by `reduction`."""
+    _check_reduction(reduction, "l1_loss")
+    return _reduce(F.abs(F.subtract(input, label)), reduction, "l1_loss")
+
+
+def _huber(input: Any, label: Any, delta: float) -> Any:
+    """0.5 d^2 where |d| < delta, else delta (|d| - delta / 2), written without a branch:
+    with q = min(|d|, delta), loss = 0.5 q^2 + delta (|d| - q)."""
+    if delta <= 0:
+        raise ValueError(f"smooth_l1_loss: delta must be positive, got {delta}")
+    size = F.abs(F.subtract(input, label))
+    inner = _clip(size, max=delta)
+    return F.add(F.scale(F.square(inner), 0.5), F.scale(F.subtract(size, inner), delta))
+
+
+def smooth_l1_loss(input: Any, label: Any, reduction: str = "mean", delta: float = 1.0) -> Any:
+    """Paddle's smooth L1 (the Huber loss with threshold `delta`, = torch's huber_loss)."""
+    _check_reduction(reduction, "smooth_l1_loss")
+    return _reduce(_huber(input, label, float(delta)), reduction, "smooth_l1_loss")
+
+
+def huber_loss(input: Any, label: Any, reduction: str = "mean", delta: float = 1.0) -> Any:
+    """The Huber loss (PyTorch's name): the same as `smooth_l1_loss`."""
+    return smooth_l1_loss(input, label, reduction, delta)
+
+
+def binary_cross_entropy(input: Any, label: Any, weight: Any = None, reduction: str = "mean") -> Any:
+    """-w (y log x + (1 - y) log(1 - x)) for probabilities x; each log is clamped at -100 (as
+    PyTorch and Paddle), so x = 0 or 1 gives a finite loss."""
+    _check_reduction(reduction, "binary_cross_entropy")
+    log_x = _clip(F.log(input), min=-100.0)
+    log_not_x = _clip(F.log(F.scale(input, -1.0, 1.0)), min=-100.0)
+    loss = F.scale(F.add(F.multiply(label, log_x), F.multiply(F.scale(label, -1.0, 1.0), log_not_x)), -1.0)
+    if weight is not None:
+        loss = F.multiply(loss, weight)
+    return _reduce(loss, reduction, "binary_cross_entropy")
+
+
+def binary_cross_entropy_with_logits(logit: Any, label: Any, weight: Any = None, reduction: str = "mean",
+                                     pos_weight: Any = None) -> Any:
+    """Sigmoid and binary cross-entropy in one stable expression:
+    (1 - y) x + (1 + (p - 1) y) (log(1 + exp(-|x|)) + max(-x, 0)), p = pos_weight."""
+    _check_reduction(reduction, "binary_cross_entropy_with_logits")
+    softplus_neg = F.add(F.log(F.scale(F.exp(F.scale(F.abs(logit), -1.0)), 1.0, 1.0)),
+                         F.relu(F.scale(logit, -1.0)))
+    if pos_weight is not None:
+        log_weight = F.add(F.multiply(F.scale(pos_weight, 1.0, -1.0), label), F.ones_like(label))
+        softplus_neg = F.multiply(log_weight, softplus_neg)
+    loss = F.add(F.multiply(F.scale(label, -1.0, 1.0), logit), softplus_neg)
+    if weight is not None:
+        loss = F.multiply(loss, weight)
+    return _reduce(loss, reduction, "binary_cross_entropy_with_logits")
+
+
+def kl_div(input: Any, label: Any, reduction: str = "mean", log_target: bool = False) -> Any:
+    """KL(label || exp(input)) pointwise: label (log label - input), 0 where label = 0.
+    "batchmean" divides the sum by the batch size (the mathematically right mean)."""
+    _check_reduction(reduction, "kl_div", ("mean", "batchmean", "sum", "none"))
+    if log_target:
+        loss = F.multiply(F.exp(label), F.subtract(label, input))
+    else:
+        is_zero = F.cast(F.equal(label, F.zeros_like(label)), label.dtype)
+        loss = F.multiply(label, F.subtract(F.log(F.add(label, is_zero)), input))
+    if reduction == "batchmean":
+        return F.scale(F.sum(loss), 1.0 / input.shape[0]) if input.shape[0] > 0 else F.sum(loss)
+    return _reduce(loss, reduction, "kl_div")
+
+
+def margin_ranking_loss(input: Any, other: Any, label: Any, margin: float = 0.0, reduction: str = "mean") -> Any:
+    """max(0, -label (input - other) + margin), label in {1, -1}."""
+    _check_reduction(reduction, "margin_ranking_loss")
+    loss = F.relu(F.scale(F.multiply(label, F.subtract(input, other)), -1.0, float(margin)))
+    return _reduce(loss, reduction, "margin_ranking_loss")
+
+
+def cosine_similarity(x1: Any, x2: Any, axis: int = 1, eps: float = 1e-8) -> Any:
+    """x1 . x2 / sqrt(max(|x1|^2 |x2|^2, eps^2)) along `axis` (Paddle's formula)."""
+    dot = F.sum(F.multiply(x1, x2), axis=axis)
+    norms = F.multiply(F.sum(F.square(x1), axis=axis), F.sum(F.square(x2), axis=axis))
+    return F.divide(dot, F.sqrt(_clip(norms, min=float(eps) ** 2)))

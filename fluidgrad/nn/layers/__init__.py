@@ -8,3 +8,5 @@ from .norm import *  # noqa: F401,F403
 from .activation import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .container import *  # noqa: F401,F403
+from .transformer import *  # noqa: F401,F403
+from .rnn import *  # noqa: F401,F403

@@ -6,7 +6,6 @@ from typing import Any
 import numpy as np
 
 from ... import functions as F
-from ...eager.tensor import Tensor
 from ...initializer import Constant, Normal, XavierUniform
 from .. import functional as NF
 from ..layer import Layer
@@ -42,18 +41,15 @@ class Embedding(Layer):
         self.num_embeddings, self.embedding_dim = int(num_embeddings), int(embedding_dim)
         self.weight = self.create_parameter([self.num_embeddings, self.embedding_dim], weight_attr,
                                             default_initializer=Normal(0.0, 1.0 / max(embedding_dim, 1) ** 0.5))
-        self.padding_idx = padding_idx
-        if padding_idx is not None:
-            self.weight.data[padding_idx] = 0.0
+        if padding_idx is not None and not -self.num_embeddings <= padding_idx < self.num_embeddings:
+            raise ValueError(f"Embedding: padding_idx {padding_idx} is out of range for {num_embeddings} rows")
+        self.padding_idx = None if padding_idx is None else padding_idx % self.num_embeddings
+        if self.padding_idx is not None:
+            self.weight.data[self.padding_idx] = 0.0
 
     def forward(self, x: Any) -> Any:
-        if self.padding_idx is None:
-            return NF.embedding(x, self.weight)
-        # the padding row reads as zeros and receives no gradient: mask it out of the output
-        ids = np.asarray(x.data if isinstance(x, Tensor) else x)
-        out = NF.embedding(x, self.weight)
-        keep = Tensor((ids != self.padding_idx)[..., None].astype(self.weight.data.dtype))
-        return out * keep
+        """The padding row reads zeros and gets no gradient, whatever its stored value."""
+        return NF.embedding(x, self.weight, self.padding_idx)
 
     def extra_repr(self) -> str:
         return f"{self.num_embeddings}, {self.embedding_dim}"

@@ -1,4 +1,4 @@
-"""Loss layers."""
+"""Loss layers: each holds its options (and a class weight) and calls nn.functional."""
 from __future__ import annotations
 
 from typing import Any
@@ -6,24 +6,129 @@ from typing import Any
 from .. import functional as NF
 from ..layer import Layer
 
-__all__ = ['CrossEntropyLoss', 'MSELoss']
+__all__ = ['CrossEntropyLoss', 'NLLLoss', 'MSELoss', 'L1Loss', 'SmoothL1Loss', 'HuberLoss', 'BCELoss',
+           'BCEWithLogitsLoss', 'KLDivLoss', 'MarginRankingLoss', 'CosineSimilarity']
 
 
 class CrossEntropyLoss(Layer):
-    """The Layer form of `nn.functional.cross_entropy` (logits and integer labels by default)."""
-    def __init__(self, reduction: str = "mean", soft_label: bool = False, axis: int = -1) -> None:
+    """The Layer form of `nn.functional.cross_entropy` (weight, ignore_index, label_smoothing)."""
+
+    def __init__(self, weight: Any = None, ignore_index: int = -100, reduction: str = "mean",
+                 soft_label: bool = False, axis: int = -1, use_softmax: bool = True,
+                 label_smoothing: float = 0.0, name: str | None = None) -> None:
         super().__init__()
-        self.reduction, self.soft_label, self.axis = reduction, soft_label, axis
+        self.weight, self.ignore_index, self.reduction = weight, ignore_index, reduction
+        self.soft_label, self.axis, self.use_softmax = soft_label, axis, use_softmax
+        self.label_smoothing = label_smoothing
 
     def forward(self, input: Any, label: Any) -> Any:
-        return NF.cross_entropy(input, label, reduction=self.reduction, soft_label=self.soft_label, axis=self.axis)
+        return NF.cross_entropy(input, label, weight=self.weight, ignore_index=self.ignore_index,
+                                reduction=self.reduction, soft_label=self.soft_label, axis=self.axis,
+                                use_softmax=self.use_softmax, label_smoothing=self.label_smoothing)
 
 
-class MSELoss(Layer):
-    """The Layer form of `nn.functional.mse_loss`."""
-    def __init__(self, reduction: str = "mean") -> None:
+class NLLLoss(Layer):
+    """The Layer form of `nn.functional.nll_loss` (log-probabilities, classes on axis 1)."""
+
+    def __init__(self, weight: Any = None, ignore_index: int = -100, reduction: str = "mean",
+                 name: str | None = None) -> None:
+        super().__init__()
+        self.weight, self.ignore_index, self.reduction = weight, ignore_index, reduction
+
+    def forward(self, input: Any, label: Any) -> Any:
+        return NF.nll_loss(input, label, self.weight, self.ignore_index, self.reduction)
+
+
+class _PairLoss(Layer):
+    """A loss of (input, label) with a reduction only."""
+
+    function = staticmethod(NF.mse_loss)
+
+    def __init__(self, reduction: str = "mean", name: str | None = None) -> None:
         super().__init__()
         self.reduction = reduction
 
     def forward(self, input: Any, label: Any) -> Any:
-        return NF.mse_loss(input, label, self.reduction)
+        return self.function(input, label, reduction=self.reduction)
+
+
+class MSELoss(_PairLoss):
+    """The Layer form of `nn.functional.mse_loss`."""
+
+    function = staticmethod(NF.mse_loss)
+
+
+class L1Loss(_PairLoss):
+    """The Layer form of `nn.functional.l1_loss`."""
+
+    function = staticmethod(NF.l1_loss)
+
+
+class SmoothL1Loss(Layer):
+    """The Layer form of `nn.functional.smooth_l1_loss` (Huber with threshold `delta`)."""
+
+    def __init__(self, reduction: str = "mean", delta: float = 1.0, name: str | None = None) -> None:
+        super().__init__()
+        self.reduction, self.delta = reduction, delta
+
+    def forward(self, input: Any, label: Any) -> Any:
+        return NF.smooth_l1_loss(input, label, self.reduction, self.delta)
+
+
+HuberLoss = SmoothL1Loss
+
+
+class BCELoss(Layer):
+    """The Layer form of `nn.functional.binary_cross_entropy` (probabilities in)."""
+
+    def __init__(self, weight: Any = None, reduction: str = "mean", name: str | None = None) -> None:
+        super().__init__()
+        self.weight, self.reduction = weight, reduction
+
+    def forward(self, input: Any, label: Any) -> Any:
+        return NF.binary_cross_entropy(input, label, self.weight, self.reduction)
+
+
+class BCEWithLogitsLoss(Layer):
+    """The Layer form of `nn.functional.binary_cross_entropy_with_logits` (pos_weight)."""
+
+    def __init__(self, weight: Any = None, reduction: str = "mean", pos_weight: Any = None,
+                 name: str | None = None) -> None:
+        super().__init__()
+        self.weight, self.reduction, self.pos_weight = weight, reduction, pos_weight
+
+    def forward(self, logit: Any, label: Any) -> Any:
+        return NF.binary_cross_entropy_with_logits(logit, label, self.weight, self.reduction, self.pos_weight)
+
+
+class KLDivLoss(Layer):
+    """The Layer form of `nn.functional.kl_div`."""
+
+    def __init__(self, reduction: str = "mean", log_target: bool = False) -> None:
+        super().__init__()
+        self.reduction, self.log_target = reduction, log_target
+
+    def forward(self, input: Any, label: Any) -> Any:
+        return NF.kl_div(input, label, self.reduction, self.log_target)
+
+
+class MarginRankingLoss(Layer):
+    """The Layer form of `nn.functional.margin_ranking_loss`."""
+
+    def __init__(self, margin: float = 0.0, reduction: str = "mean", name: str | None = None) -> None:
+        super().__init__()
+        self.margin, self.reduction = margin, reduction
+
+    def forward(self, input: Any, other: Any, label: Any) -> Any:
+        return NF.margin_ranking_loss(input, other, label, self.margin, self.reduction)
+
+
+class CosineSimilarity(Layer):
+    """The Layer form of `nn.functional.cosine_similarity` along `axis`."""
+
+    def __init__(self, axis: int = 1, eps: float = 1e-8) -> None:
+        super().__init__()
+        self.axis, self.eps = axis, eps
+
+    def forward(self, x1: Any, x2: Any) -> Any:
+        return NF.cosine_similarity(x1, x2, self.axis, self.eps)

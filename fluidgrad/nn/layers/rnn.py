@@ -1,0 +1,176 @@
+"""Recurrent layers: SimpleRNN, LSTM and GRU (Paddle 2 names, PyTorch's and Paddle's maths).
+
+Input is [batch, time, input_size] (or [time, batch, ...] with time_major=True); outputs are
+`(out, h)` for SimpleRNN and GRU and `(out, (h, c))` for LSTM, out [batch, time, directions *
+hidden], each final state [layers * directions, batch, hidden]. Weights follow PyTorch's layout
+and gate order (weight_ih_l{k} [gates * hidden, input], LSTM gates i, f, g, o; GRU r, z, n),
+so state dicts map one to one.
+
+The time loop is unrolled into ordinary ops: the input projection of every step is one
+matmul before the loop (split into steps by one op), each step adds one matmul with the
+hidden state and the gate arithmetic. Eager mode runs it on the tape; under `jit.to_static`
+it becomes one straight-line Program.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ... import functions as F
+from ...initializer import Uniform
+from .. import functional as NF
+from ..layer import Layer
+
+__all__ = ['GRU', 'LSTM', 'SimpleRNN']
+
+
+class _RNNBase(Layer):
+    gates = 1
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, direction: str = "forward",
+                 time_major: bool = False, dropout: float = 0.0, weight_ih_attr: Any = None,
+                 weight_hh_attr: Any = None, bias_ih_attr: Any = None, bias_hh_attr: Any = None) -> None:
+        super().__init__()
+        if direction not in ("forward", "bidirect", "bidirectional"):
+            raise ValueError(f"{type(self).__name__}: direction must be 'forward', 'bidirect' or 'bidirectional', "
+                             f"got {direction!r}")
+        if num_layers < 1:
+            raise ValueError(f"{type(self).__name__}: num_layers must be at least 1, got {num_layers}")
+        self.input_size, self.hidden_size, self.num_layers = int(input_size), int(hidden_size), int(num_layers)
+        self.num_directions = 1 if direction == "forward" else 2
+        self.direction, self.time_major, self.dropout = direction, time_major, float(dropout)
+        bound = 1.0 / math.sqrt(hidden_size)
+        init = Uniform(-bound, bound)
+        rows = self.gates * hidden_size
+        for layer in range(num_layers):
+            width = input_size if layer == 0 else hidden_size * self.num_directions
+            for suffix in ("", "_reverse")[:self.num_directions]:
+                name = f"l{layer}{suffix}"
+                self.add_parameter(f"weight_ih_{name}", self._param([rows, width], weight_ih_attr, init))
+                self.add_parameter(f"weight_hh_{name}", self._param([rows, hidden_size], weight_hh_attr, init))
+                self.add_parameter(f"bias_ih_{name}", self._param([rows], bias_ih_attr, init, True))
+                self.add_parameter(f"bias_hh_{name}", self._param([rows], bias_hh_attr, init, True))
+
+    def _param(self, shape: list[int], attr: Any, init: Uniform, is_bias: bool = False) -> Any:
+        return self.create_parameter(shape, attr, is_bias=is_bias, default_initializer=init)
+
+    # -- one direction of one layer
+    def _weights(self, layer: int, reverse: bool) -> tuple[Any, Any, Any, Any]:
+        name = f"l{layer}{'_reverse' if reverse else ''}"
+        return tuple(getattr(self, f"{kind}_{name}") for kind in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
+
+    def _run_direction(self, x: Any, layer: int, reverse: bool, state: Any) -> tuple[list[Any], Any]:
+        """x is time-major [time, batch, features]: its projection splits into steps with one op
+        (whose gradient is one concat), never a slice per step (a full-size gradient each)."""
+        w_ih, w_hh, b_ih, b_hh = self._weights(layer, reverse)
+        projected = F.add(F.matmul(x, w_ih, transpose_y=True), b_ih)        # every step's x W_ih^T + b_ih
+        length = x.shape[0]
+        steps = [F.squeeze(p, [0]) for p in F.split(projected, length, axis=0)] if length > 1 \
+            else [F.squeeze(projected, [0])]
+        w_hh_t = F.transpose(w_hh, [1, 0])                                    # once, not per step
+        outputs: list[Any] = [None] * length
+        for t in (range(length - 1, -1, -1) if reverse else range(length)):
+            state = self._cell(steps[t], state, w_hh_t, b_hh)
+            outputs[t] = self._hidden(state)
+        return outputs, state
+
+    def _recurrent(self, h: Any, w_hh_t: Any, b_hh: Any) -> Any:
+        return F.add(F.matmul(h, w_hh_t), b_hh)
+
+    # -- the whole stack
+    def forward(self, inputs: Any, initial_states: Any = None, sequence_length: Any = None) -> Any:
+        if sequence_length is not None:
+            raise ValueError(f"{type(self).__name__}: sequence_length is not supported; pad and mask instead")
+        if len(inputs.shape) != 3:
+            raise ValueError(f"{type(self).__name__}: input must be [batch, time, input_size], got shape "
+                             f"{list(inputs.shape)}")
+        if inputs.shape[1 if not self.time_major else 0] <= 0 or inputs.shape[2] != self.input_size:
+            raise ValueError(f"{type(self).__name__}: input of shape {list(inputs.shape)} needs a known, non-zero "
+                             f"time length and input_size {self.input_size}")
+        x = inputs if self.time_major else F.transpose(inputs, [1, 0, 2])    # time-major inside
+        initial = self._split_states(initial_states)
+        finals = []
+        for layer in range(self.num_layers):
+            outs = []
+            for d in range(self.num_directions):
+                index = layer * self.num_directions + d
+                steps, final = self._run_direction(x, layer, d == 1, initial[index])
+                outs.append(F.stack(steps, axis=0))
+                finals.append(final)
+            x = outs[0] if len(outs) == 1 else F.concat(outs, axis=-1)
+            if self.dropout > 0.0 and layer < self.num_layers - 1:
+                x = NF.dropout(x, self.dropout, training=self.training)
+        out = x if self.time_major else F.transpose(x, [1, 0, 2])
+        return out, self._join_states(finals)
+
+    def _split_states(self, states: Any) -> list[Any]:
+        """Per layer and direction: the initial state, or None (zeros, folded away)."""
+        count = self.num_layers * self.num_directions
+        if states is None:
+            return [None] * count
+        return [F.squeeze(s, [0]) for s in F.split(states, count, axis=0)]
+
+    def _join_states(self, finals: list[Any]) -> Any:
+        return F.stack(finals, axis=0)
+
+    def _hidden(self, state: Any) -> Any:
+        return state
+
+    def extra_repr(self) -> str:
+        return (f"{self.input_size}, {self.hidden_size}, num_layers={self.num_layers}, "
+                f"direction={self.direction}")
+
+
+class SimpleRNN(_RNNBase):
+    """h_t = act(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh), act tanh or relu; returns (out, h)."""
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, direction: str = "forward",
+                 time_major: bool = False, dropout: float = 0.0, activation: str = "tanh", **attrs: Any) -> None:
+        if activation not in ("tanh", "relu"):
+            raise ValueError(f"SimpleRNN: activation must be 'tanh' or 'relu', got {activation!r}")
+        super().__init__(input_size, hidden_size, num_layers, direction, time_major, dropout, **attrs)
+        self.activation = activation
+
+    def _cell(self, x_t: Any, h: Any, w_hh: Any, b_hh: Any) -> Any:
+        pre = F.add(x_t, b_hh) if h is None else F.add(x_t, self._recurrent(h, w_hh, b_hh))
+        return F.tanh(pre) if self.activation == "tanh" else F.relu(pre)
+
+
+class LSTM(_RNNBase):
+    """Gates i, f, g, o; c_t = f c_{t-1} + i g, h_t = o tanh(c_t); returns (out, (h, c))."""
+
+    gates = 4
+
+    def _cell(self, x_t: Any, state: Any, w_hh: Any, b_hh: Any) -> Any:
+        gates = F.add(x_t, b_hh) if state is None else F.add(x_t, self._recurrent(state[0], w_hh, b_hh))
+        i, f, g, o = F.split(gates, 4, axis=-1)
+        i, f, o, g = F.sigmoid(i), F.sigmoid(f), F.sigmoid(o), F.tanh(g)
+        c = F.multiply(i, g) if state is None else F.add(F.multiply(f, state[1]), F.multiply(i, g))
+        return F.multiply(o, F.tanh(c)), c
+
+    def _hidden(self, state: Any) -> Any:
+        return state[0]
+
+    def _split_states(self, states: Any) -> list[Any]:
+        if states is None:
+            return [None] * (self.num_layers * self.num_directions)
+        hs, cs = (_RNNBase._split_states(self, s) for s in states)
+        return list(zip(hs, cs))
+
+    def _join_states(self, finals: list[Any]) -> Any:
+        return F.stack([h for h, _ in finals], axis=0), F.stack([c for _, c in finals], axis=0)
+
+
+class GRU(_RNNBase):
+    """Gates r, z, n: n = tanh(x_n + r (h W_hn^T + b_hn)), h_t = (1 - z) n + z h_{t-1}; returns (out, h)."""
+
+    gates = 3
+
+    def _cell(self, x_t: Any, h: Any, w_hh: Any, b_hh: Any) -> Any:
+        x_r, x_z, x_n = F.split(x_t, 3, axis=-1)
+        h_r, h_z, h_n = F.split(b_hh if h is None else self._recurrent(h, w_hh, b_hh), 3, axis=-1)
+        r, z = F.sigmoid(F.add(x_r, h_r)), F.sigmoid(F.add(x_z, h_z))
+        n = F.tanh(F.add(x_n, F.multiply(r, h_n)))
+        if h is None:                                        # h_{-1} = 0: h_t = (1 - z) n
+            return F.subtract(n, F.multiply(z, n))
+        return F.add(n, F.multiply(z, F.subtract(h, n)))
