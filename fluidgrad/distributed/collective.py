@@ -22,10 +22,12 @@ def init_parallel_env() -> None:
 
 
 def get_rank() -> int:
+    """This process's rank, 0 to world size - 1 (0 without a launcher)."""
     return get_world().rank
 
 
 def get_world_size() -> int:
+    """How many processes train together (1 without a launcher)."""
     return get_world().size
 
 
