@@ -4,10 +4,12 @@ Used by tests/test_onnx_node_suite.py; also a script:
 
     PYTHONPATH=. python tests/onnx_node_suite.py --update   # rewrite tests/onnx_expected_failures.txt
     PYTHONPATH=. python tests/onnx_node_suite.py --table    # pass table by op type (docs/onnx.md)
+    PYTHONPATH=. python tests/onnx_node_suite.py -k bitshift  # only cases whose name matches (regex)
 """
 from __future__ import annotations
 
 import collections
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -105,6 +107,13 @@ def _guess_op(case) -> str:
 
 def main(argv: list[str]) -> int:
     cases = collect_cases()
+    if "-k" in argv:
+        pattern = re.compile(argv[argv.index("-k") + 1])
+        cases = [case for case in cases if pattern.search(case.name)]
+        for case in cases:
+            reason = run_case(case)
+            print(f"{case.name}: {'ok' if reason is None else reason}")
+        return 0
     results = run_all(cases)
     passed = sum(r is None for r in results.values())
     print(f"{passed} of {len(results)} ONNX node cases pass ({100.0 * passed / len(results):.1f}%)")

@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from .convert_common import axes_input, binary, cast, mul_scalar, normalize_axes, via_float
+from ..tensor.linalg import _explicit_equation
+from .convert_common import axes_input, binary, cast, full, mul_scalar, normalize_axes, via_float
 from .convert_table import converter
 
 # ---------------------------------------------------------------- unary
@@ -193,7 +194,37 @@ def _reduce(ctx: Any, op_type: str, x: Any, attr_until: int) -> Any:
         return ctx.op("assign", {"X": x})
     if axes is None:
         axes = list(range(len(x.shape)))
-    return ctx.op(op_type, {"X": x}, axis=normalize_axes(axes, len(x.shape)), keepdim=keepdims)
+    axes = normalize_axes(axes, len(x.shape))
+    if op_type in _EMPTY_IDENTITY and any(x.shape[a] == 0 for a in axes):
+        return _empty_reduction(ctx, op_type, x, axes, keepdims)
+    if op_type == "reduce_prod":  # one axis at a time, the last first (so the others keep their place)
+        out = x
+        for axis in sorted(axes, reverse=True):
+            out = ctx.op(op_type, {"X": out}, axis=axis, keepdim=keepdims)
+        return cast(ctx, out, x.dtype)
+    return ctx.op(op_type, {"X": x}, axis=axes, keepdim=keepdims)
+
+
+def _identity_value(op_type: str, dtype: str) -> float:
+    """What max / min / prod of no elements is (ONNX: the reduction's identity element)."""
+    if op_type == "reduce_prod":
+        return 1.0
+    low = op_type == "reduce_max"
+    if dtype == "bool":
+        return 0.0 if low else 1.0
+    if dtype.startswith("float"):
+        return -np.inf if low else np.inf
+    info = np.iinfo(dtype)
+    return float(info.min if low else info.max)
+
+
+_EMPTY_IDENTITY = ("reduce_max", "reduce_min", "reduce_prod")
+
+
+def _empty_reduction(ctx: Any, op_type: str, x: Any, axes: list[int], keepdims: bool) -> Any:
+    """A reduction over axes that hold no elements: its identity, in the output's shape."""
+    shape = [1 if i in axes else d for i, d in enumerate(x.shape) if keepdims or i not in axes]
+    return full(ctx, shape, _identity_value(op_type, x.dtype), x.dtype)
 
 
 def _reduction(op_type: str, attr_until: int, pre: Any = None, post: Any = None):
@@ -230,6 +261,9 @@ def _reduce_log_sum_exp(ctx):
     if axes is None and ctx.attr("noop_with_empty_axes", 0) and ctx.opset >= 18:
         return ctx.op("assign", {"X": x})
     axes = normalize_axes(axes if axes is not None else range(len(x.shape)), len(x.shape))
+    if any(x.shape[a] == 0 for a in axes):  # log(sum of no exps) = log 0
+        shape = [1 if i in axes else d for i, d in enumerate(x.shape) if keepdims or i not in axes]
+        return full(ctx, shape, -np.inf, x.dtype)
     peak = ctx.op("reduce_max", {"X": x}, axis=axes, keepdim=True)
     peak = binary(ctx, "elementwise_add", ctx.op("fill_zeros_like", {"X": peak}), peak)
     shifted = ctx.op("exp", {"X": binary(ctx, "elementwise_sub", x, peak)})
@@ -263,5 +297,7 @@ def _gemm(ctx):
 
 @converter("Einsum")
 def _einsum(ctx):
-    return ctx.op("einsum", {"Operands": ctx.inputs()}, equation=ctx.attr("equation"))
+    operands = ctx.inputs()
+    equation = _explicit_equation(ctx.attr("equation"), [len(v.shape) for v in operands])
+    return ctx.op("einsum", {"Operands": operands}, equation=equation)
 

@@ -38,7 +38,18 @@ def find_function(model: Any, node: NodeProto, opset: int, input_types: Sequence
         body = parsed
     if body is None or not body.node:
         return None
+    _add_schema_defaults(body, schema)
     return body, _function_opset(body, opset)
+
+
+def _add_schema_defaults(body: FunctionProto, schema: Any) -> None:
+    """Attribute defaults live in the schema, not in the body: a reference to an attribute
+    the node leaves unset (HardSigmoid's alpha) takes the schema's default."""
+    present = {a.name for a in body.attribute_proto}
+    for name, attribute in schema.attributes.items():
+        default = attribute.default_value
+        if name not in present and default is not None and default.name:
+            body.attribute_proto.append(default)
 
 
 def _context_dependent_body(schema: Any, node: NodeProto, opset: int,
