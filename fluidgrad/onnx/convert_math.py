@@ -301,3 +301,20 @@ def _einsum(ctx):
     equation = _explicit_equation(ctx.attr("equation"), [len(v.shape) for v in operands])
     return ctx.op("einsum", {"Operands": operands}, equation=equation)
 
+
+
+@converter("Shrink")
+def _shrink(ctx):
+    """x + bias below -lambd, x - bias above lambd, 0 between (made of where, so differentiable)."""
+    x = ctx.input(0)
+    lambd, bias = float(ctx.attr("lambd", 0.5)), float(ctx.attr("bias", 0.0))
+
+    def build(v):
+        zero = ctx.op("fill_zeros_like", {"X": v})
+        low = ctx.op("less_than", {"X": v, "Y": ctx.scalar(-lambd, v.dtype)})
+        high = ctx.op("greater_than", {"X": v, "Y": ctx.scalar(lambd, v.dtype)})
+        upper = ctx.op("where", {"Condition": high, "X": binary(ctx, "elementwise_sub", v, ctx.scalar(bias, v.dtype)),
+                                 "Y": zero})
+        return ctx.op("where", {"Condition": low, "X": binary(ctx, "elementwise_add", v, ctx.scalar(bias, v.dtype)),
+                                "Y": upper})
+    return via_float(ctx, x, build)

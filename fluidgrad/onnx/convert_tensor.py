@@ -282,3 +282,47 @@ def _one_hot(ctx):
         perm.insert(axis, rank - 1)
         out = ctx.op("transpose", {"X": out}, perm=perm)
     return out
+
+
+@converter("EyeLike")
+def _eye_like(ctx):
+    shape = ctx.shape(0)
+    if len(shape) != 2 or not _known(shape):
+        raise ctx.unsupported(f"EyeLike of shape {list(shape)} (a 2-D input of known size is required)")
+    dtype = dtypes.to_fluidgrad(ctx.attr("dtype"), ctx.where()) if ctx.attr("dtype") is not None else ctx.dtype(0)
+    return np.eye(shape[0], shape[1], int(ctx.attr("k", 0)), dtype=dtype)
+
+
+@converter("Compress")
+def _compress(ctx):
+    """The positions where the condition holds (known at run time), gathered along the axis."""
+    x, condition = ctx.input(0), ctx.input(1)
+    axis = ctx.attr("axis")
+    if axis is None:
+        x = ctx.op("reshape", {"X": x}, shape=[-1])
+        axis = 0
+    axis = normalize_axes([axis], len(x.shape))[0]
+    condition = cast(ctx, ctx.op("reshape", {"X": condition}, shape=[-1]), "bool")
+    positions = ctx.op("reshape", {"X": ctx.op("nonzero", {"X": condition})}, shape=[-1])
+    return ctx.op("gather", {"X": x, "Index": positions}, axis=axis)
+
+
+@converter("ReverseSequence")
+def _reverse_sequence(ctx):
+    """Out[t, b] = X[len[b] - 1 - t, b] for t < len[b], else X[t, b]: one take_along_axis."""
+    x, lengths = ctx.input(0), cast(ctx, ctx.input(1), "int64")
+    time_axis, batch_axis = int(ctx.attr("time_axis", 0)), int(ctx.attr("batch_axis", 1))
+    steps = x.shape[time_axis]
+    if steps < 0:
+        raise ctx.unsupported(f"a time axis of unknown size in {list(x.shape)}")
+    rank = len(x.shape)
+    t_shape = [1] * rank
+    t_shape[time_axis] = steps
+    b_shape = [1] * rank
+    b_shape[batch_axis] = -1
+    t = ctx.constant(np.arange(steps, dtype="int64").reshape(t_shape))
+    lengths = ctx.op("reshape", {"X": lengths}, shape=b_shape)
+    reversed_t = binary(ctx, "elementwise_sub", binary(ctx, "elementwise_sub", lengths, ctx.scalar(1, "int64")), t)
+    index = ctx.op("where", {"Condition": ctx.op("less_than", {"X": t, "Y": lengths}), "X": reversed_t, "Y": t})
+    index = ctx.op("expand", {"X": index}, shape=list(x.shape))
+    return ctx.op("take_along_axis", {"X": x, "Index": index}, axis=time_axis)
