@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes
-from .convert_common import binary, cast, full, normalize_axes
+from .convert_common import binary, cast, full, normalize_axes, via_float
 from .convert_table import converter
 from .load import tensor_to_array
 
@@ -267,10 +267,15 @@ def _one_hot(ctx):
     depth = int(ctx.const(1, "depth").reshape(-1)[0])
     values = ctx.const(2, "values").reshape(-1)
     axis = ctx.attr("axis", -1)
-    index = cast(ctx, indices, "int64")
+    index = cast(ctx, via_float(ctx, indices, lambda v: ctx.op("trunc", {"X": v})), "int64")
     wrapped = binary(ctx, "elementwise_add", index, binary(ctx, "elementwise_mul", cast(
         ctx, ctx.op("less_than", {"X": index, "Y": ctx.scalar(0, "int64")}), "int64"), ctx.scalar(depth, "int64")))
+    # indices outside [-depth, depth) give a row of `off` values (ONNX), not an error
+    valid = ctx.op("logical_and", {"X": ctx.op("greater_equal", {"X": wrapped, "Y": ctx.scalar(0, "int64")}),
+                                   "Y": ctx.op("less_than", {"X": wrapped, "Y": ctx.scalar(depth, "int64")})})
+    wrapped = ctx.op("where", {"Condition": valid, "X": wrapped, "Y": ctx.op("fill_zeros_like", {"X": wrapped})})
     hot = ctx.op("one_hot", {"X": wrapped}, depth=depth, dtype="float64")
+    hot = binary(ctx, "elementwise_mul", hot, ctx.op("unsqueeze", {"X": cast(ctx, valid, "float64")}, axes=[-1]))
     off, on = float(values[0]), float(values[1])
     out = binary(ctx, "elementwise_add", binary(ctx, "elementwise_mul", hot, ctx.scalar(on - off, "float64")),
                  ctx.scalar(off, "float64"))
