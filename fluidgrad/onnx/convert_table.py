@@ -34,7 +34,3 @@ def find_converter(op_type: str, opset: int) -> Converter | None:
 
 def converted_op_types() -> list[str]:
     return sorted(_TABLE)
-
-
-# converter modules beyond the importer's own list register themselves on import
-from . import convert_quant  # noqa: E402,F401
