@@ -20,14 +20,13 @@ def _dft_matrices(n_in: int, length: int, n_out: int, inverse: bool, real_output
                   ) -> tuple[np.ndarray, np.ndarray]:
     """[n_in, n_out] cosine and sine parts of the (inverse) DFT of `length` points; input
     samples beyond `length` are dropped, missing ones are zeros (ONNX's dft_length)."""
-    j = np.arange(min(n_in, length))[:, None]
-    k = np.arange(n_out)[None, :]
-    if real_output:  # inverse one-sided: output sample j from bins k (Hermitian symmetry)
-        angle = 2 * np.pi * j.T * k.T / length   # [bins, samples]: here j indexes bins
+    if real_output:  # inverse one-sided: each bin but DC (and Nyquist) stands for itself and its mirror
         bins, samples = np.arange(min(n_in, length // 2 + 1)), np.arange(n_out)
         angle = 2 * np.pi * bins[:, None] * samples[None, :] / length
         weight = np.where((bins == 0) | ((length % 2 == 0) & (bins == length // 2)), 1.0, 2.0)[:, None]
-        return weight * np.cos(angle) / length, -weight * np.sin(angle) / length
+        return weight * np.cos(angle) / length, weight * np.sin(angle) / length
+    j = np.arange(min(n_in, length))[:, None]
+    k = np.arange(n_out)[None, :]
     angle = 2 * np.pi * j * k / length
     if inverse:
         return np.cos(angle) / length, np.sin(angle) / length
