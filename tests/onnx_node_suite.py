@@ -4,6 +4,8 @@ Used by tests/test_onnx_node_suite.py; also a script:
 
     PYTHONPATH=. python tests/onnx_node_suite.py --update   # rewrite tests/onnx_expected_failures.txt
     PYTHONPATH=. python tests/onnx_node_suite.py --table    # pass table by op type (docs/onnx.md)
+    PYTHONPATH=. python tests/onnx_node_suite.py -k resize  # only cases whose name contains "resize",
+                                                            # printing each failure's reason
 """
 from __future__ import annotations
 
@@ -105,7 +107,13 @@ def _guess_op(case) -> str:
 
 def main(argv: list[str]) -> int:
     cases = collect_cases()
+    if "-k" in argv:
+        pattern = argv[argv.index("-k") + 1]
+        cases = [case for case in cases if pattern in case.name]
     results = run_all(cases)
+    if "-k" in argv:
+        for name, reason in sorted(results.items()):
+            print(f"{'ok  ' if reason is None else 'FAIL'} {name}" + ("" if reason is None else f"  # {reason}"))
     passed = sum(r is None for r in results.values())
     print(f"{passed} of {len(results)} ONNX node cases pass ({100.0 * passed / len(results):.1f}%)")
     if "--update" in argv:

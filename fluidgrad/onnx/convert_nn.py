@@ -125,3 +125,6 @@ def _instance_norm(ctx):
 
 
 
+
+
+from . import convert_resize  # noqa: E402,F401  (the NN converters kept in their own files register too)
