@@ -154,8 +154,8 @@ def _apply_along(ctx: Any, x: Any, matrix: np.ndarray, axis: int) -> Any:
         return ctx.op("matmul", {"X": weights, "Y": x})
     perm = list(range(rank))
     perm[axis], perm[-1] = perm[-1], perm[axis]
-    moved = ctx.op("transpose", {"X": x}, axis=perm)
-    return ctx.op("transpose", {"X": ctx.op("matmul", {"X": moved, "Y": weights}, transpose_y=True)}, axis=perm)
+    moved = ctx.op("transpose", {"X": x}, perm=perm)
+    return ctx.op("transpose", {"X": ctx.op("matmul", {"X": moved, "Y": weights}, transpose_y=True)}, perm=perm)
 
 
 def resize(ctx: Any, x: Any, scales: np.ndarray | None, sizes: np.ndarray | None,
