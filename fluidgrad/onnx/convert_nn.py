@@ -127,4 +127,4 @@ def _instance_norm(ctx):
 
 
 
-from . import convert_attention, convert_resize  # noqa: E402,F401  (the NN converters kept in their own files register too)
+from . import convert_attention, convert_resize, convert_rnn  # noqa: E402,F401  (the NN converters kept in their own files register too)
