@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-
+import numpy as np
 
 from .convert_common import binary, normalize_axes
 from .convert_table import converter
@@ -128,3 +128,37 @@ def _instance_norm(ctx):
 
 
 from . import convert_attention, convert_resize, convert_rnn  # noqa: E402,F401  (the NN converters kept in their own files register too)
+
+
+@converter("LpPool")
+def _lp_pool(ctx):
+    """(sum over the window of |x|^p)^(1/p): an average pool of |x|^p (padding counted as
+    zeros) times the window size."""
+    x = ctx.input(0)
+    n = _spatial_rank(ctx, x)
+    p = float(ctx.attr("p", 2))
+    ksize = [int(k) for k in ctx.attr("kernel_shape")]
+    powered = ctx.op("elementwise_pow", {"X": ctx.op("abs", {"X": x}), "Y": ctx.scalar(p, x.dtype)})
+    avg = ctx.op(f"pool{n}d", {"X": powered}, pooling_type="avg", ksize=ksize, exclusive=False,
+                 ceil_mode=bool(ctx.attr("ceil_mode", 0)), **_window_attrs(ctx, n))
+    total = binary(ctx, "elementwise_mul", avg, ctx.scalar(float(np.prod(ksize)), x.dtype))
+    return ctx.op("elementwise_pow", {"X": total, "Y": ctx.scalar(1.0 / p, x.dtype)})
+
+
+@converter("LpNormalization")
+def _lp_normalization(ctx):
+    """x / ||x||_p along `axis` (p = 1 or 2); a zero norm gives zeros."""
+    x = ctx.input(0)
+    axis = normalize_axes([ctx.attr("axis", -1)], len(x.shape))[0]
+    p = int(ctx.attr("p", 2))
+    if p not in (1, 2):
+        raise ctx.unsupported(f"p={p} (ONNX allows 1 and 2)")
+    if p == 1:
+        norm = ctx.op("reduce_sum", {"X": ctx.op("abs", {"X": x})}, axis=[axis], keepdim=True)
+    else:
+        norm = ctx.op("sqrt", {"X": ctx.op("reduce_sum", {"X": binary(ctx, "elementwise_mul", x, x)},
+                                           axis=[axis], keepdim=True)})
+    zero = ctx.scalar(0.0, x.dtype)
+    is_zero = binary(ctx, "equal", norm, zero)
+    safe = ctx.op("where", {"Condition": is_zero, "X": ctx.scalar(1.0, x.dtype), "Y": norm})
+    return ctx.op("where", {"Condition": is_zero, "X": zero, "Y": binary(ctx, "elementwise_div", x, safe)})
