@@ -162,3 +162,43 @@ def _lp_normalization(ctx):
     is_zero = binary(ctx, "equal", norm, zero)
     safe = ctx.op("where", {"Condition": is_zero, "X": ctx.scalar(1.0, x.dtype), "Y": norm})
     return ctx.op("where", {"Condition": is_zero, "X": zero, "Y": binary(ctx, "elementwise_div", x, safe)})
+
+
+@converter("CausalConvWithState")
+def _causal_conv_with_state(ctx):
+    """Depthwise causal conv1d over [past_state, input]; the last k-1 steps are the new state."""
+    x, w = ctx.input(0), ctx.input(1)
+    batch, channels, length = x.shape
+    k = w.shape[2]
+    if min(batch, channels, length, k) < 0:
+        raise ctx.unsupported(f"unknown dimensions in input {list(x.shape)} or weight {list(w.shape)}")
+    past = ctx.input(3) if ctx.has_input(3) else \
+        ctx.op("fill_constant", {}, shape=[batch, channels, k - 1], value=0.0, dtype=x.dtype)
+    padded = ctx.op("concat", {"X": [past, x]}, axis=2) if k > 1 else x
+    bias = ctx.input(2) if ctx.has_input(2) else None
+    y = ctx.op("conv1d", {"Input": padded, "Filter": w, "Bias": bias}, groups=channels, strides=[1], dilations=[1],
+               paddings=[0, 0], padding_algorithm="EXPLICIT")
+    if (ctx.attr("activation", "none") or "none") in ("silu", "swish"):
+        y = ctx.op("silu", {"X": y})
+    total = length + k - 1
+    state = ctx.op("slice", {"X": padded}, axes=[2], starts=[total - (k - 1)], ends=[total])
+    return [y, state]
+
+
+@converter("Col2Im")
+def _col2im(ctx):
+    """col2im (fold): `unfold_grad` adds each window's column back into the image (2-D images)."""
+    x = ctx.input(0)
+    image = [int(v) for v in ctx.const(1, "image_shape")]
+    block = [int(v) for v in ctx.const(2, "block_shape")]
+    if len(image) != 2:
+        raise ctx.unsupported(f"{len(image)}-D images (fluidgrad's unfold is 2-D)")
+    batch, columns = x.shape[0], x.shape[1]
+    if batch < 0 or columns < 0:
+        raise ctx.unsupported(f"unknown dimensions in input {list(x.shape)}")
+    channels = columns // int(np.prod(block))
+    like = ctx.op("fill_constant", {}, shape=[batch, channels] + image, value=0.0, dtype=x.dtype)
+    return ctx.op("unfold_grad", {"DY": x, "X": like}, kernel_sizes=block,
+                  strides=[int(s) for s in (ctx.attr("strides") or [1, 1])],
+                  dilations=[int(d) for d in (ctx.attr("dilations") or [1, 1])],
+                  paddings=_pairs(ctx.attr("pads") or [], 2))
