@@ -5,7 +5,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .convert_common import binary, normalize_axes
+from .convert_common import binary, cast, normalize_axes, via_float
 from .convert_table import converter
 
 
@@ -59,13 +59,35 @@ def _conv_transpose(ctx):
 def _pool(ctx: Any, pooling_type: str) -> Any:
     x = ctx.input(0)
     n = _spatial_rank(ctx, x)
-    if len(ctx.node.output) > 1 and ctx.node.output[1]:
-        raise ctx.unsupported("the Indices output of MaxPool (fluidgrad's indices count within a plane)")
     attrs = _window_attrs(ctx, n)
+    if pooling_type == "max" and len(ctx.node.output) > 1 and ctx.node.output[1]:
+        return _max_pool_with_indices(ctx, x, n, attrs)
     if pooling_type == "avg" and ctx.opset < 19:
         attrs["dilations"] = [1] * n
+    if pooling_type == "max" and not x.dtype.startswith("float"):   # exact through float64
+        return via_float(ctx, x, lambda v: ctx.op(f"pool{n}d", {"X": v}, pooling_type="max",
+                                                   ksize=[int(k) for k in ctx.attr("kernel_shape")],
+                                                   ceil_mode=bool(ctx.attr("ceil_mode", 0)), **attrs))
     return ctx.op(f"pool{n}d", {"X": x}, pooling_type=pooling_type, ksize=[int(k) for k in ctx.attr("kernel_shape")],
                   exclusive=not ctx.attr("count_include_pad", 0), ceil_mode=bool(ctx.attr("ceil_mode", 0)), **attrs)
+
+
+def _max_pool_with_indices(ctx: Any, x: Any, n: int, attrs: dict) -> list:
+    """MaxPool with its Indices output: fluidgrad's argmax within each plane, made a flat index
+    into the whole tensor (row-major, or column-major planes for storage_order=1)."""
+    if any(d < 0 for d in x.shape):
+        raise ctx.unsupported(f"the Indices output needs a static input shape, got {list(x.shape)}")
+    y, mask = ctx.op(f"max_pool{n}d_with_index", {"X": x}, ksize=[int(k) for k in ctx.attr("kernel_shape")],
+                     ceil_mode=bool(ctx.attr("ceil_mode", 0)), **attrs)
+    mask = cast(ctx, mask, "int64")
+    spatial = list(x.shape[2:])
+    if int(ctx.attr("storage_order", 0)) == 1 and n == 2:
+        rows = binary(ctx, "elementwise_floordiv", mask, ctx.scalar(spatial[1], "int64"))
+        cols = binary(ctx, "elementwise_mod", mask, ctx.scalar(spatial[1], "int64"))
+        mask = binary(ctx, "elementwise_add", rows, binary(ctx, "elementwise_mul", cols,
+                                                            ctx.scalar(spatial[0], "int64")))
+    planes = np.arange(x.shape[0] * x.shape[1], dtype=np.int64).reshape([x.shape[0], x.shape[1]] + [1] * n)
+    return [y, binary(ctx, "elementwise_add", mask, ctx.constant(planes * int(np.prod(spatial))))]
 
 
 converter("MaxPool")(lambda ctx: _pool(ctx, "max"))
