@@ -19,7 +19,7 @@ from ..executor import Scope, global_scope
 from ..framework import Parameter, Program, Variable, program_guard
 from ..ops.registry import get_op_def
 from . import convert_control, convert_math, convert_nn, convert_search, convert_tensor  # noqa: F401  (fill the table)
-from . import convert_quant, convert_signal  # noqa: F401
+from . import convert_bits, convert_quant, convert_signal  # noqa: F401
 from .convert_table import find_converter
 from . import dtypes
 from .dtypes import value_info_type

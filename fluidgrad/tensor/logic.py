@@ -7,8 +7,10 @@ from ..dispatch import apply_op
 
 __all__ = [
     "bitwise_and",
+    "bitwise_left_shift",
     "bitwise_not",
     "bitwise_or",
+    "bitwise_right_shift",
     "bitwise_xor",
     "isfinite",
     "isinf",
@@ -31,6 +33,17 @@ def _bitwise(op_type: str):
 
 
 bitwise_and, bitwise_or, bitwise_xor = (_bitwise(n) for n in ("bitwise_and", "bitwise_or", "bitwise_xor"))
+
+
+def bitwise_left_shift(x: Any, y: Any, is_arithmetic: bool = True, name: str | None = None) -> Any:
+    """`x << y` elementwise for integer tensors (paddle.bitwise_left_shift); wraps around the width."""
+    return apply_op("bitwise_left_shift", {"X": x, "Y": y}, {"is_arithmetic": is_arithmetic})
+
+
+def bitwise_right_shift(x: Any, y: Any, is_arithmetic: bool = True, name: str | None = None) -> Any:
+    """`x >> y` elementwise (paddle.bitwise_right_shift): sign-filling for signed x when
+    `is_arithmetic`, else logical (zero-filling)."""
+    return apply_op("bitwise_right_shift", {"X": x, "Y": y}, {"is_arithmetic": is_arithmetic})
 
 
 def bitwise_not(x: Any, name: str | None = None) -> Any:
