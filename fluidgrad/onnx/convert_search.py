@@ -140,3 +140,10 @@ def _hardmax(ctx):
     size = x.shape[axis]
     positions = ctx.constant(np.arange(size, dtype="int64").reshape([size] + [1] * (len(x.shape) - 1 - axis)))
     return cast(ctx, ctx.op("equal", {"X": positions, "Y": index}), x.dtype)
+
+
+@converter("Unique", since=11)
+def _unique(ctx):
+    axis = ctx.attr("axis")
+    return list(ctx.op("unique", {"X": ctx.input(0)}, axis=[] if axis is None else [int(axis)],
+                       sorted=bool(ctx.attr("sorted", 1)), dtype="int64"))

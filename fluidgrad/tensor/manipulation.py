@@ -13,7 +13,7 @@ from ..dispatch import apply_op, is_tensor
 from ..indexing import constant
 
 __all__ = ["tile", "expand", "broadcast_to", "expand_as", "flip", "roll", "unstack", "unbind", "chunk",
-           "repeat_interleave", "strided_slice", "broadcast_tensors"]
+           "repeat_interleave", "strided_slice", "broadcast_tensors", "unique"]
 
 
 def _ints(values: Any) -> list[int]:
@@ -110,3 +110,14 @@ def strided_slice(x: Any, axes: Sequence[int], starts: Sequence[int], ends: Sequ
     """x[starts[i]:ends[i]:strides[i]] on each of axes; negative strides walk backwards."""
     return apply_op("slice", {"X": x}, {"axes": _ints(axes), "starts": _ints(starts), "ends": _ints(ends),
                                         "strides": _ints(strides)})
+
+
+def unique(x: Any, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False,
+           axis: int | None = None, dtype: str = "int64", name: str | None = None) -> Any:
+    """The sorted distinct values of x (flattened, or slices along `axis`), as `paddle.unique`:
+    with the index of each one's first occurrence, each element's position in the result and
+    the counts when asked (a tuple then, in that order)."""
+    out, first, inverse, counts = apply_op("unique", {"X": x}, {"axis": [] if axis is None else [int(axis)],
+                                                                "sorted": True, "dtype": dtype})
+    extra = [v for v, wanted in ((first, return_index), (inverse, return_inverse), (counts, return_counts)) if wanted]
+    return (out, *extra) if extra else out
