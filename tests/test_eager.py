@@ -973,6 +973,37 @@ def test_no_grad_in_another_thread_does_not_stop_recording_here():
         thread.join()
 
 
+def test_grad_off_in_one_thread_records_nothing_there_and_everything_here():
+    """Ops skip the thread-local grad mode while every thread is at the defaults
+    (`mode.all_default`); a thread in no_grad must switch that off, and back on after."""
+    import threading
+    from fluidgrad.eager.mode import all_default
+    inside, release = threading.Event(), threading.Event()
+    seen = {}
+
+    def other():
+        with fg.no_grad():
+            x = fg.to_tensor(np.ones(2), stop_gradient=False)
+            seen["a*b"] = (x * x).stop_gradient
+            seen["sum"] = fg.sum(x).stop_gradient
+            inside.set()
+            release.wait(5)
+
+    assert all_default.on
+    thread = threading.Thread(target=other)
+    thread.start()
+    inside.wait(5)
+    try:
+        assert not all_default.on
+        x = fg.to_tensor(np.ones(2), stop_gradient=False)
+        assert not (x * x).stop_gradient and not (x + 1.0).stop_gradient and not fg.sum(x).stop_gradient
+    finally:
+        release.set()
+        thread.join()
+    assert seen == {"a*b": True, "sum": True}
+    assert all_default.on
+
+
 def test_overlapping_no_grad_blocks_in_two_threads_restore_grad_mode():
     import threading
     first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()

@@ -15,7 +15,7 @@ import numpy as np
 from ..framework import Variable
 from ..framework.errors import FluidgradError, IndexRangeError
 from .infer import attr_key, cache_key, key_or_none, run_rule
-from .mode import state
+from .mode import all_default, state
 from .node import _CALLS, CustomOp, Node, OpCall, op_call
 from .tensor import Tensor
 
@@ -71,7 +71,7 @@ def _dtype_error(call: OpCall, got: Any, expected: Any) -> FluidgradError:
 
 def eager_apply(op_type: str, inputs: dict, attrs: dict, n_out: int | None = None) -> Any:
     """Run `op_type` now on Tensors; return Tensors shaped like `dispatch.apply_op`'s result."""
-    if state.tracer is not None:
+    if not all_default.on and state.tracer is not None:
         return state.tracer.apply(op_type, inputs, attrs, n_out)
     call = _CALLS.get(op_type) or op_call(op_type)
     if call.needs_runtime:
@@ -131,15 +131,15 @@ def _run(call: OpCall, args: list, tensors: Any, kw: dict, requires: bool, expec
         out = call.kernel(*args, **kw) if kw else call.kernel(*args)
     except Exception as exc:
         raise _kernel_error(call, args, kw, exc) from exc
-    return _finish(call, out, args, tensors, kw, requires, expected)
+    return _finish(call, out, args, tensors, kw, requires and (all_default.on or state.grad_enabled), expected)
 
 
-def _finish(call: OpCall, out: Any, args: list, tensors: Any, kw: dict, requires: bool, expected: Any) -> Any:
+def _finish(call: OpCall, out: Any, args: list, tensors: Any, kw: dict, record: bool, expected: Any) -> Any:
     """The one finishing step of every path: check the outputs (dtype as declared; NaN/Inf when
-    that check is on), wrap them in Tensors, record a node when `requires` and grad mode is on."""
+    that check is on), wrap them in Tensors, record a node when `record` (some input needs a gradient
+    and grad mode is on: `requires and (all_default.on or state.grad_enabled)`)."""
     if output_check is not None:
         output_check(call, args, out)
-    record = requires and state.grad_enabled
     if call.single_out:
         if type(out) is not _ndarray:
             out = _asarray(out)
@@ -155,7 +155,7 @@ def apply_binary(op_type: str, x: Tensor, y: Tensor) -> Tensor:
     """`eager_apply` for an attribute-less binary op (X, Y -> Out) on two Tensors, without
     building dicts: the path of `a * b`, `a + b`... (Tensor's operators). Its rule-cache key is
     `infer.cache_key`'s for two inputs and the default attributes, built inline."""
-    if state.tracer is not None:
+    if not all_default.on and state.tracer is not None:
         return state.tracer.apply(op_type, {"X": x, "Y": y}, {}, None)
     call = _CALLS.get(op_type) or op_call(op_type)
     xd = x.data
@@ -168,13 +168,13 @@ def apply_binary(op_type: str, x: Tensor, y: Tensor) -> Tensor:
         out = call.kernel(xd, yd)
     except Exception as exc:
         raise _kernel_error(call, [xd, yd], {}, exc) from exc
-    return _finish(call, out, [xd, yd], (x, y), call.defaults, not x.stop_gradient or not y.stop_gradient,
-                   expected)
+    record = (not x.stop_gradient or not y.stop_gradient) and (all_default.on or state.grad_enabled)
+    return _finish(call, out, [xd, yd], (x, y), call.defaults, record, expected)
 
 
 def apply_unary(op_type: str, x: Tensor, attrs: dict) -> Tensor:
     """`eager_apply` for a one-input, one-output op given all its attributes (e.g. `scale`)."""
-    if state.tracer is not None:
+    if not all_default.on and state.tracer is not None:
         return state.tracer.apply(op_type, {"X": x}, attrs, None)
     call = _CALLS.get(op_type) or op_call(op_type)
     xd = x.data

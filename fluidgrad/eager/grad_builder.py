@@ -125,6 +125,14 @@ class EagerGradBuilder(GradBuilder):
     def op_def(self) -> Any:
         return self.call.op_def
 
+    def needs_input_grad(self, slot: str, index: int | None = None) -> bool:
+        """`GradBuilder.needs_input_grad`, with the common case (one input in the slot) first:
+        this runs for nearly every node of every backward pass."""
+        value = self.node.inputs[self.call.in_index[slot]]
+        if type(value) is list:
+            return GradBuilder.needs_input_grad(self, slot, index)
+        return value is not None and not value.stop_gradient and value.data.dtype.kind == "f"
+
     def _input_values(self, slot: str) -> list:
         value = self.node.inputs[self.call.in_index[slot]]
         return value if type(value) is list else [value]
@@ -165,10 +173,12 @@ class EagerGradBuilder(GradBuilder):
         """The common case first (one float input, a gradient of its shape, no graph to
         record): straight into the engine's dict; everything else takes the shared path."""
         inputs = self.node.inputs[self.call.in_index[slot]]
-        if (type(inputs) is Tensor and value is not None and not self.create_graph and not inputs.stop_gradient
-                and value.shape == inputs.data.shape and inputs.data.dtype.kind == "f"):
-            self.accumulate(inputs, value)
-            return
+        if type(inputs) is not list and inputs is not None and value is not None and type(value) is not list:
+            if inputs.stop_gradient:
+                return  # nothing flows into a constant
+            if not self.create_graph and value.shape == inputs.data.shape and inputs.data.dtype.kind == "f":
+                self.accumulate(inputs, value)
+                return
         GradBuilder.set_input_grad(self, slot, value)
 
     def _same_shape(self, grad: Any, target: Tensor) -> bool:
