@@ -16,7 +16,7 @@ from ..framework import Variable
 from ..framework.errors import FluidgradError, IndexRangeError
 from .infer import attr_key, cache_key, key_or_none, run_rule
 from .mode import all_default, state
-from .node import _CALLS, CustomOp, Node, OpCall, op_call
+from .node import _CALLS, CustomOp, Node, OpCall, op_call, record_node
 from .tensor import Tensor
 
 _ndarray = np.ndarray
@@ -134,19 +134,20 @@ def _run(call: OpCall, args: list, tensors: Any, kw: dict, requires: bool, expec
     return _finish(call, out, args, tensors, kw, requires and (all_default.on or state.grad_enabled), expected)
 
 
-def _finish(call: OpCall, out: Any, args: list, tensors: Any, kw: dict, record: bool, expected: Any) -> Any:
+def _finish(call: OpCall, out: Any, args: list | None, tensors: Any, kw: dict, record: bool, expected: Any) -> Any:
     """The one finishing step of every path: check the outputs (dtype as declared; NaN/Inf when
     that check is on), wrap them in Tensors, record a node when `record` (some input needs a gradient
-    and grad mode is on: `requires and (all_default.on or state.grad_enabled)`)."""
+    and grad mode is on: `requires and (all_default.on or state.grad_enabled)`). `args`, the
+    kernel's arguments, are only for the NaN/Inf check: None stands for the tensors' arrays."""
     if output_check is not None:
-        output_check(call, args, out)
+        output_check(call, [t.data for t in tensors] if args is None else args, out)
     if call.single_out:
         if type(out) is not _ndarray:
             out = _asarray(out)
         if out.dtype is not expected and expected is not None and out.dtype.name != expected.name:
             raise _dtype_error(call, out.dtype, expected)
         if record and out.dtype.kind == "f":
-            return Tensor(out, False, Node(call, kw, tuple(tensors), (out,)), 0)
+            return Tensor(out, False, record_node(call, kw, tensors, (out,)), 0)
         return Tensor(out)
     return _wrap_outputs(call, out, kw, tensors, record, expected)
 
@@ -169,7 +170,7 @@ def apply_binary(op_type: str, x: Tensor, y: Tensor) -> Tensor:
     except Exception as exc:
         raise _kernel_error(call, [xd, yd], {}, exc) from exc
     record = (not x.stop_gradient or not y.stop_gradient) and (all_default.on or state.grad_enabled)
-    return _finish(call, out, [xd, yd], (x, y), call.defaults, record, expected)
+    return _finish(call, out, None, (x, y), call.defaults, record, expected)
 
 
 def apply_unary(op_type: str, x: Tensor, attrs: dict) -> Tensor:
@@ -192,7 +193,7 @@ def _wrap_outputs(call: OpCall, out: Any, kw: dict, tensors: list, record: bool,
             if dtype is not None and array.dtype.name != dtype.name:
                 raise _dtype_error(call, array.dtype, dtype)
     record = record and any(a.dtype.kind == "f" for a in flat)
-    node = Node(call, kw, tuple(tensors), tuple(flat), ranges) if record else None
+    node = record_node(call, kw, tensors, tuple(flat), ranges) if record else None
     outs = [Tensor(a, not (record and a.dtype.kind == "f"), node if a.dtype.kind == "f" else None, i)
             for i, a in enumerate(flat)]
     values = []

@@ -30,11 +30,13 @@ def _sub_grad(g):
 
 
 def _mul_grad(g):
-    x, y, dout = g.input("X"), g.input("Y"), g.output_grad("Out")
+    # each input is read only where it is needed, so eager mode keeps X alive only when Y
+    # needs a gradient, and Y only when X does (eager/saved.py)
+    dout = g.output_grad("Out")
     if g.needs_input_grad("X"):
-        g.set_input_grad("X", g.op("elementwise_mul", {"X": dout, "Y": y}))
+        g.set_input_grad("X", g.op("elementwise_mul", {"X": dout, "Y": g.input("Y")}))
     if g.needs_input_grad("Y"):
-        g.set_input_grad("Y", g.op("elementwise_mul", {"X": dout, "Y": x}))
+        g.set_input_grad("Y", g.op("elementwise_mul", {"X": dout, "Y": g.input("X")}))
 
 
 def _div_grad(g):
