@@ -358,9 +358,8 @@ register_op("cast", inputs="X", outputs="Out", attrs={"dtype": "float32"},
 def _reduce_as_kernel(x, target):
     """Sum `x` down to `target`'s shape: the transpose of NumPy broadcasting (bool and integers
     accumulate in int64, as every sum does: dtypes.accumulate_dtype)."""
-    dtype = dtypes.accumulate_dtype(x.dtype.name)
-    if x.dtype.name != dtype:
-        x = x.astype(dtype)
+    if x.dtype.kind != "f":
+        x = x.astype(dtypes.accumulate_dtype(x.dtype.name))
     if x.shape == target.shape:
         return x
     if x.ndim < target.ndim:  # e.g. a 0-D gradient for a [1, 1] input
