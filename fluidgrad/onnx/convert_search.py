@@ -147,3 +147,15 @@ def _unique(ctx):
     axis = ctx.attr("axis")
     return list(ctx.op("unique", {"X": ctx.input(0)}, axis=[] if axis is None else [int(axis)],
                        sorted=bool(ctx.attr("sorted", 1)), dtype="int64"))
+
+
+@converter("NonMaxSuppression", since=10)
+def _non_max_suppression(ctx):
+    def scalar(index, what, default):
+        return ctx.const(index, what).reshape(-1)[0].item() if ctx.has_input(index) and \
+            ctx.const(index, what).size else default
+    return ctx.op("non_max_suppression", {"Boxes": ctx.input(0), "Scores": ctx.input(1)},
+                  max_output_boxes_per_class=int(scalar(2, "max_output_boxes_per_class", 0)),
+                  iou_threshold=float(scalar(3, "iou_threshold", 0.0)),
+                  score_threshold=float(scalar(4, "score_threshold", float("-inf"))),
+                  center_point_box=bool(ctx.attr("center_point_box", 0)))
