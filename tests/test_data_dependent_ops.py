@@ -60,3 +60,50 @@ def test_unique_declares_run_time_sizes_and_refuses_bad_attributes():
             fg.unique(x, dtype="float32")
         with pytest.raises(fg.framework.errors.ShapeError, match="unique"):
             fg.unique(x, axis=2)
+
+
+# ------------------------------------------------------------------ non_max_suppression
+def _onnx_reference_nms(boxes, scores, limit, iou, score, center):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+    names = ["boxes", "scores", "limit", "iou", "score"]
+    node = helper.make_node("NonMaxSuppression", names, ["out"], center_point_box=int(center))
+    graph = helper.make_graph([node], "nms", [
+        helper.make_tensor_value_info("boxes", TensorProto.FLOAT, boxes.shape),
+        helper.make_tensor_value_info("scores", TensorProto.FLOAT, scores.shape),
+        helper.make_tensor_value_info("limit", TensorProto.INT64, [1]),
+        helper.make_tensor_value_info("iou", TensorProto.FLOAT, [1]),
+        helper.make_tensor_value_info("score", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("out", TensorProto.INT64, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
+    feeds = dict(zip(names, [boxes, scores, np.array([limit]), np.array([iou], np.float32),
+                             np.array([score], np.float32)]))
+    return ReferenceEvaluator(model).run(None, feeds)[0]
+
+
+@pytest.mark.parametrize("seed, center, limit, iou, score", [
+    (0, False, 3, 0.3, 0.2), (1, True, 10, 0.5, -1.0), (2, False, 2, 0.0, 0.5), (3, False, 20, 0.7, 0.0)])
+def test_non_max_suppression_equals_onnx_reference(seed, center, limit, iou, score):
+    rng = np.random.default_rng(seed)
+    corners = rng.uniform(0, 10, (2, 12, 2, 2))
+    if center:  # (x, y, w, h)
+        boxes = np.concatenate([corners[..., 0, :], rng.uniform(0.5, 4, (2, 12, 2))], axis=-1)
+    else:  # two corners, in either order (ONNX allows flipped coordinates)
+        boxes = corners.reshape(2, 12, 4)
+    boxes, scores = boxes.astype(np.float32), rng.uniform(0, 1, (2, 3, 12)).astype(np.float32)
+    scores[0, 0, :3] = 0.5  # ties: the lower box index goes first
+    attrs = {"max_output_boxes_per_class": limit, "iou_threshold": iou, "score_threshold": score,
+             "center_point_box": center}
+    got = both_modes(lambda b, s: apply_op("non_max_suppression", {"Boxes": b, "Scores": s}, attrs), boxes, scores)
+    want = _onnx_reference_nms(boxes, scores, limit, iou, score, center)
+    np.testing.assert_array_equal(got[0], want)
+    assert got[0].dtype == np.int64
+
+
+def test_non_max_suppression_refuses_mismatched_shapes():
+    with fg.program_guard(fg.Program(), fg.Program()):
+        boxes = fg.static.data("boxes", [1, 5, 4], "float32")
+        scores = fg.static.data("scores", [1, 2, 6], "float32")
+        with pytest.raises(fg.framework.errors.ShapeError, match="non_max_suppression"):
+            apply_op("non_max_suppression", {"Boxes": boxes, "Scores": scores})
