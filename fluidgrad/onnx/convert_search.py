@@ -159,3 +159,16 @@ def _non_max_suppression(ctx):
                   iou_threshold=float(scalar(3, "iou_threshold", 0.0)),
                   score_threshold=float(scalar(4, "score_threshold", float("-inf"))),
                   center_point_box=bool(ctx.attr("center_point_box", 0)))
+
+
+@converter("TfIdfVectorizer", since=9)
+def _tfidf_vectorizer(ctx):
+    if ctx.attr("pool_strings"):
+        raise ctx.unsupported("a pool of strings (fluidgrad counts integer token ids)")
+    return ctx.op("tfidf_vectorizer", {"X": ctx.input(0)}, mode=ctx.attr("mode"),
+                  min_gram_length=int(ctx.attr("min_gram_length")), max_gram_length=int(ctx.attr("max_gram_length")),
+                  max_skip_count=int(ctx.attr("max_skip_count")),
+                  ngram_counts=[int(v) for v in ctx.attr("ngram_counts")],
+                  ngram_indexes=[int(v) for v in ctx.attr("ngram_indexes")],
+                  pool_int64s=[int(v) for v in ctx.attr("pool_int64s") or []],
+                  weights=[float(v) for v in ctx.attr("weights") or []])
