@@ -50,6 +50,8 @@ def _constant_of_shape(ctx):
     shape = [int(d) for d in ctx.const(0, "shape").reshape(-1)]
     value = ctx.attr("value")
     array = tensor_to_array(value, ctx.where()) if value is not None else np.zeros([1], "float32")
+    if array.dtype.kind in "iub" and int(np.prod(shape)) <= 64:  # shape arithmetic: folded
+        return np.full(shape, array.reshape(-1)[0], dtype=array.dtype)
     return full(ctx, shape, float(array.reshape(-1)[0]), array.dtype.name)
 
 
@@ -67,11 +69,27 @@ def _cast(ctx):
     const = ctx.maybe_const(0)
     if const is not None and const.dtype.kind in "iub" and const.size <= 64:
         return const.astype(dtype)  # shape arithmetic, folded
+    if _scalar_foldable(const, dtype):
+        return const.astype(dtype)
     return _cast_as_onnx(ctx, dtype)
+
+
+def _scalar_foldable(const, dtype: str) -> bool:
+    """A one-element constant (a pad value, -inf) cast between plain dtypes is folded: NumPy
+    casts it as the op would (non-finite floats only to floats)."""
+    return const is not None and const.size == 1 and const.dtype.name in _PLAIN and dtype in _PLAIN and \
+        (dtype in _PLAIN_FLOATS or bool(np.isfinite(const).all()))
+
+
+_PLAIN_FLOATS = ("float16", "float32", "float64")
+_PLAIN = _PLAIN_FLOATS + ("int8", "int16", "int32", "int64", "uint8", "bool")
 
 
 @converter("CastLike")
 def _cast_like(ctx):
+    const = ctx.maybe_const(0)
+    if _scalar_foldable(const, ctx.dtype(1)):
+        return const.astype(ctx.dtype(1))
     return _cast_as_onnx(ctx, ctx.dtype(1))
 
 
