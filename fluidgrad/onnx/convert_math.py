@@ -16,7 +16,7 @@ _UNARY = {
     "Tanh": "tanh", "Sin": "sin", "Cos": "cos", "Tan": "tan", "Asin": "asin", "Acos": "acos", "Atan": "atan",
     "Sinh": "sinh", "Cosh": "cosh", "Asinh": "asinh", "Acosh": "acosh", "Atanh": "atanh", "Erf": "erf",
     "Floor": "floor", "Ceil": "ceil", "Round": "round", "Reciprocal": "reciprocal", "Sign": "sign",
-    "Softplus": "softplus", "Softsign": "softsign", "HardSwish": "hardswish", "Mish": "mish",
+    "Softplus": "softplus", "HardSwish": "hardswish", "Mish": "mish",
     "BitwiseNot": "bitwise_not",
 }
 _INT_OK = {"Abs", "Sign", "Relu"}  # also defined on integers: through float64
@@ -326,3 +326,11 @@ def _shrink(ctx):
         return ctx.op("where", {"Condition": low, "X": binary(ctx, "elementwise_add", v, ctx.scalar(bias, v.dtype)),
                                 "Y": upper})
     return via_float(ctx, x, build)
+
+
+@converter("Softsign")
+def _softsign(ctx):
+    """x / (1 + |x|), made of registered ops (differentiable twice)."""
+    x = ctx.input(0)
+    denominator = binary(ctx, "elementwise_add", ctx.op("abs", {"X": x}), ctx.scalar(1.0, x.dtype))
+    return binary(ctx, "elementwise_div", x, denominator)

@@ -70,6 +70,12 @@ def _quantize_linear(ctx):
         compute = dtypes.to_fluidgrad(ctx.attr("precision"), f"{ctx.where()} precision")
     scale = _broadcast_param(ctx, cast(ctx, scale, compute), tuple(x.shape), axis, block)
     ratio = cast(ctx, binary(ctx, "elementwise_div", cast(ctx, x, compute), scale), "float64")
+    if target not in _INTEGER_RANGES:  # float8 / float4: a cast (saturating unless told not to)
+        if ctx.has_input(2) and target.startswith("float4"):
+            zero = _broadcast_param(ctx, cast(ctx, ctx.input(2), "float64"), tuple(x.shape), axis, block)
+            ratio = binary(ctx, "elementwise_add", ratio, zero)
+        return ctx.op("cast", {"X": cast(ctx, ratio, compute)}, dtype=target,
+                      saturate=bool(ctx.attr("saturate", 1)), round_mode="up")
     rounded = ctx.op("round", {"X": ratio})
     if ctx.has_input(2):
         zero = _broadcast_param(ctx, cast(ctx, ctx.input(2), "float64"), tuple(x.shape), axis, block)

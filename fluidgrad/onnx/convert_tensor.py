@@ -358,3 +358,29 @@ def _reverse_sequence(ctx):
     index = ctx.op("where", {"Condition": ctx.op("less_than", {"X": t, "Y": lengths}), "X": reversed_t, "Y": t})
     index = ctx.op("expand", {"X": index}, shape=list(x.shape))
     return ctx.op("take_along_axis", {"X": x, "Index": index}, axis=time_axis)
+
+
+@converter("CenterCropPad", since=18)
+def _center_crop_pad(ctx):
+    """Crop (a centred slice) where the input is larger, pad (zeros, centred) where smaller."""
+    x = ctx.input(0)
+    rank = len(x.shape)
+    target = [int(d) for d in ctx.const(1, "shape").reshape(-1)]
+    axes = normalize_axes(ctx.attr("axes") or list(range(rank)), rank)
+    crops, pads = [], [0] * (2 * rank)
+    for axis, size in zip(axes, target):
+        have = x.shape[axis]
+        if have < 0:
+            raise ctx.unsupported(f"centring on axis {axis} of unknown size in {list(x.shape)}")
+        if have > size:
+            start = (have - size) // 2
+            crops.append((axis, start, start + size))
+        elif have < size:
+            pads[2 * axis], pads[2 * axis + 1] = (size - have) // 2, size - have - (size - have) // 2
+    out = x
+    if crops:
+        out = ctx.op("slice", {"X": out}, axes=[a for a, _, _ in crops], starts=[s for _, s, _ in crops],
+                     ends=[e for _, _, e in crops])
+    if any(pads):
+        out = ctx.op("pad", {"X": out}, paddings=pads, mode="constant", value=0.0)
+    return out if out is not x else ctx.op("assign", {"X": x})
