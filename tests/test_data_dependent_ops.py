@@ -107,3 +107,34 @@ def test_non_max_suppression_refuses_mismatched_shapes():
         scores = fg.static.data("scores", [1, 2, 6], "float32")
         with pytest.raises(fg.framework.errors.ShapeError, match="non_max_suppression"):
             apply_op("non_max_suppression", {"Boxes": boxes, "Scores": scores})
+
+
+# ------------------------------------------------------------------ decode_image
+@pytest.mark.parametrize("fmt", ["PNG", "BMP", "TIFF"])
+def test_decode_image_gives_the_encoded_pixels(fmt):
+    image_module = pytest.importorskip("PIL.Image")
+    import io
+    pixels = np.random.default_rng(1).integers(0, 256, (5, 7, 3), dtype=np.uint8)
+    buffer = io.BytesIO()
+    image_module.fromarray(pixels).save(buffer, format=fmt)
+    encoded = np.frombuffer(buffer.getvalue(), dtype=np.uint8)
+    rgb, = both_modes(lambda x: apply_op("decode_image", {"X": x}, {"pixel_format": "RGB"}), encoded)
+    np.testing.assert_array_equal(rgb, pixels)  # lossless formats give the pixels back
+    bgr, = both_modes(lambda x: apply_op("decode_image", {"X": x}, {"pixel_format": "BGR"}), encoded)
+    np.testing.assert_array_equal(bgr, pixels[:, :, ::-1])
+    gray, = both_modes(lambda x: apply_op("decode_image", {"X": x}, {"pixel_format": "Grayscale"}), encoded)
+    want = np.asarray(image_module.fromarray(pixels).convert("L"))[:, :, None]
+    np.testing.assert_array_equal(gray, want)
+
+
+def test_decode_image_refuses_bytes_that_are_no_image_and_bad_attributes():
+    pytest.importorskip("PIL.Image")
+    with pytest.raises(Exception, match="decode_image"):
+        apply_op("decode_image", {"X": fg.to_tensor(np.arange(40, dtype=np.uint8))}, {"pixel_format": "RGB"})
+    with fg.program_guard(fg.Program(), fg.Program()):
+        stream = fg.static.data("stream", [100], "uint8")
+        assert list(apply_op("decode_image", {"X": stream}, {"pixel_format": "Grayscale"}).shape) == [-1, -1, 1]
+        with pytest.raises(fg.framework.errors.ShapeError, match="decode_image"):
+            apply_op("decode_image", {"X": stream}, {"pixel_format": "CMYK"})
+        with pytest.raises(fg.framework.errors.DTypeError, match="decode_image"):
+            apply_op("decode_image", {"X": fg.static.data("f", [100], "float32")}, {"pixel_format": "RGB"})

@@ -219,6 +219,7 @@ SKIP: dict[str, str] = {
                     "normalisation statistics or a gradient helper of a float-only op (tests/test_nn_ops.py)"),
     "non_max_suppression": "detection: float boxes and scores only, no PyTorch op (tests/test_data_dependent_ops.py)",
     "tfidf_vectorizer": "text: integer token ids only, no PyTorch op (tests/op_cases/text.py)",
+    "decode_image": "image decoding: encoded uint8 bytes only (tests/test_data_dependent_ops.py)",
 }
 
 

@@ -384,3 +384,8 @@ def _center_crop_pad(ctx):
     if any(pads):
         out = ctx.op("pad", {"X": out}, paddings=pads, mode="constant", value=0.0)
     return out if out is not x else ctx.op("assign", {"X": x})
+
+
+@converter("ImageDecoder", since=20)
+def _image_decoder(ctx):
+    return ctx.op("decode_image", {"X": ctx.input(0)}, pixel_format=ctx.attr("pixel_format", "RGB"))
