@@ -334,3 +334,8 @@ def _softsign(ctx):
     x = ctx.input(0)
     denominator = binary(ctx, "elementwise_add", ctx.op("abs", {"X": x}), ctx.scalar(1.0, x.dtype))
     return binary(ctx, "elementwise_div", x, denominator)
+
+
+@converter("Det", since=11)
+def _det(ctx):
+    return ctx.op("determinant", {"X": ctx.input(0)})

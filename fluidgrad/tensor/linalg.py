@@ -12,7 +12,7 @@ from ..functions import max as _max
 from ..functions import min as _min
 from ..functions import sum as _sum
 
-__all__ = ["bmm", "einsum", "norm"]
+__all__ = ["bmm", "det", "einsum", "inverse", "norm"]
 
 
 def _explicit_equation(equation: str, ndims: list[int]) -> str:
@@ -48,6 +48,16 @@ def einsum(equation: str, *operands: Any) -> Any:
         operands = tuple(operands[0])
     explicit = _explicit_equation(equation, [len(o.shape) for o in operands])
     return apply_op("einsum", {"Operands": list(operands)}, {"equation": explicit})
+
+
+def inverse(x: Any, name: str | None = None) -> Any:
+    """The inverse of each square matrix in x's last two axes (paddle.inverse)."""
+    return apply_op("inverse", {"X": x})
+
+
+def det(x: Any, name: str | None = None) -> Any:
+    """The determinant of each square matrix in x's last two axes (paddle.linalg.det)."""
+    return apply_op("determinant", {"X": x})
 
 
 def bmm(x: Any, y: Any, name: str | None = None) -> Any:
