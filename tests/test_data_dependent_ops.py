@@ -64,7 +64,7 @@ def test_unique_declares_run_time_sizes_and_refuses_bad_attributes():
 
 # ------------------------------------------------------------------ non_max_suppression
 def _onnx_reference_nms(boxes, scores, limit, iou, score, center):
-    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnx")
     from onnx import TensorProto, helper
     from onnx.reference import ReferenceEvaluator
     names = ["boxes", "scores", "limit", "iou", "score"]
