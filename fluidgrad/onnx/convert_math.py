@@ -339,3 +339,24 @@ def _softsign(ctx):
 @converter("Det", since=11)
 def _det(ctx):
     return ctx.op("determinant", {"X": ctx.input(0)})
+
+
+@converter("LRN")
+def _lrn(ctx):
+    """x / (bias + alpha / size * (sum of x^2 over a window of channels))^beta: the window sum is
+    a sum of shifted slices of the zero-padded squares (made of registered ops)."""
+    x = ctx.input(0)
+    size = int(ctx.attr("size"))
+    alpha, beta, bias = float(ctx.attr("alpha", 1e-4)), float(ctx.attr("beta", 0.75)), float(ctx.attr("bias", 1.0))
+    channels = x.shape[1]
+    if channels < 0:
+        raise ctx.unsupported(f"LRN over an unknown number of channels in {list(x.shape)}")
+    before, after = (size - 1) // 2, size - 1 - (size - 1) // 2
+    paddings = [0] * (2 * len(x.shape))
+    paddings[2], paddings[3] = before, after
+    squares = ctx.op("pad", {"X": binary(ctx, "elementwise_mul", x, x)}, paddings=paddings, mode="constant",
+                     value=0.0)
+    windows = [ctx.op("slice", {"X": squares}, axes=[1], starts=[k], ends=[k + channels]) for k in range(size)]
+    total = functools.reduce(lambda a, b: binary(ctx, "elementwise_add", a, b), windows)
+    base = binary(ctx, "elementwise_add", mul_scalar(ctx, total, alpha / size), ctx.scalar(bias, x.dtype))
+    return binary(ctx, "elementwise_div", x, binary(ctx, "elementwise_pow", base, ctx.scalar(beta, x.dtype)))

@@ -172,3 +172,25 @@ def _tfidf_vectorizer(ctx):
                   ngram_indexes=[int(v) for v in ctx.attr("ngram_indexes")],
                   pool_int64s=[int(v) for v in ctx.attr("pool_int64s") or []],
                   weights=[float(v) for v in ctx.attr("weights") or []])
+
+
+@converter("TensorScatter", since=24)
+def _tensor_scatter(ctx):
+    """The update written into the cache from each batch row's write index on (wrapping in
+    circular mode): one put_along_axis with an index built from the write indices."""
+    cache, update = ctx.input(0), ctx.input(1)
+    rank = len(cache.shape)
+    axis = normalize_axes([ctx.attr("axis", -2)], rank)[0]
+    steps, capacity = update.shape[axis], cache.shape[axis]
+    if steps < 0 or capacity < 0:
+        raise ctx.unsupported(f"a sequence axis of unknown size ({list(cache.shape)}, {list(update.shape)})")
+    if ctx.has_input(2):
+        starts = ctx.op("reshape", {"X": cast(ctx, ctx.input(2), "int64")}, shape=[-1] + [1] * (rank - 1))
+    else:
+        starts = ctx.constant(np.zeros([1] * rank, dtype="int64"))
+    offsets = ctx.constant(np.arange(steps, dtype="int64").reshape([1] * axis + [steps] + [1] * (rank - axis - 1)))
+    index = binary(ctx, "elementwise_add", starts, offsets)
+    if ctx.attr("mode", "linear") == "circular":
+        index = binary(ctx, "elementwise_mod", index, ctx.scalar(capacity, "int64"))
+    index = ctx.op("expand", {"X": index}, shape=list(update.shape))
+    return ctx.op("put_along_axis", {"X": cache, "Index": index, "Value": update}, axis=axis, reduce="assign")

@@ -125,6 +125,8 @@ def _reshape(ctx):
     # dims still unknown (-1 twice is impossible in ONNX): copy them from the input by position
     if target.count(-1) > 1:
         target = [0 if d == -1 and i < len(x.shape) and x.shape[i] == -1 else d for i, d in enumerate(target)]
+    if 0 in target and ctx.attr("allowzero", 0) and _known(x.shape) and int(np.prod(x.shape)) == 0:
+        return full(ctx, target, 0, x.dtype)  # a literal 0 size (the op's 0 would copy the input's)
     return ctx.op("reshape", {"X": x}, shape=target)
 
 
