@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .convert_common import binary, cast, normalize_axes
+from .convert_common import binary, cast, full, normalize_axes
 from .convert_table import converter
 
 
@@ -194,3 +194,30 @@ def _tensor_scatter(ctx):
         index = binary(ctx, "elementwise_mod", index, ctx.scalar(capacity, "int64"))
     index = ctx.op("expand", {"X": index}, shape=list(update.shape))
     return ctx.op("put_along_axis", {"X": cache, "Index": index, "Value": update}, axis=axis, reduce="assign")
+
+
+@converter("MaxUnpool", since=9)
+def _max_unpool(ctx):
+    """Each value written at its flat index (from MaxPool) into zeros of the pooled input's
+    shape, then zero-padded at the end up to output_shape if one is given."""
+    x, indices = ctx.input(0), ctx.input(1)
+    kernel = [int(k) for k in ctx.attr("kernel_shape")]
+    n = len(kernel)
+    strides = [int(s) for s in ctx.attr("strides") or [1] * n]
+    pads = [int(p) for p in ctx.attr("pads") or [0] * (2 * n)]
+    if any(d < 0 for d in x.shape):
+        raise ctx.unsupported(f"MaxUnpool of an input of unknown size {list(x.shape)}")
+    inferred = list(x.shape[:2]) + [(x.shape[2 + d] - 1) * strides[d] - pads[d] - pads[n + d] + kernel[d]
+                                    for d in range(n)]
+    zeros = full(ctx, [int(np.prod(inferred))], 0, x.dtype)
+    flat = ctx.op("put_along_axis", {"X": zeros, "Index": ctx.op("reshape", {"X": cast(ctx, indices, "int64")}, shape=[-1]),
+                                     "Value": ctx.op("reshape", {"X": x}, shape=[-1])}, axis=0, reduce="assign")
+    out = ctx.op("reshape", {"X": flat}, shape=inferred)
+    if ctx.has_input(2):
+        wanted = [int(d) for d in ctx.const(2, "output_shape").reshape(-1)]
+        extra = [0] * (2 * len(wanted))
+        for i, (have, want) in enumerate(zip(inferred, wanted)):
+            extra[2 * i + 1] = want - have
+        if any(extra):
+            out = ctx.op("pad", {"X": out}, paddings=extra, mode="constant", value=0.0)
+    return out
