@@ -138,3 +138,23 @@ def test_decode_image_refuses_bytes_that_are_no_image_and_bad_attributes():
             apply_op("decode_image", {"X": stream}, {"pixel_format": "CMYK"})
         with pytest.raises(fg.framework.errors.DTypeError, match="decode_image"):
             apply_op("decode_image", {"X": fg.static.data("f", [100], "float32")}, {"pixel_format": "RGB"})
+
+
+# ------------------------------------------------------------------ arange (bounds given as tensors)
+@pytest.mark.parametrize("start, end, step", [(0.0, 5.0, 1.0), (1.5, -2.0, -0.75), (3, 20, 4), (5, 5, 1),
+                                              (np.float32(0.1), np.float32(1.0), np.float32(0.3))])
+def test_arange_of_run_time_bounds_equals_pytorch(start, end, step):
+    values = [np.asarray(v) for v in (start, end, step)]
+    got = both_modes(lambda s, e, d: apply_op("arange", {"Start": s, "End": e, "Step": d}), *values)
+    want = torch.arange(*[torch.tensor(v) for v in values])
+    np.testing.assert_allclose(got[0], want.numpy(), rtol=1e-6)
+    assert got[0].dtype == values[0].dtype
+
+
+def test_arange_refuses_mixed_dtypes_and_a_zero_step():
+    with fg.program_guard(fg.Program(), fg.Program()):
+        start, end = fg.static.data("s", [], "float32"), fg.static.data("e", [], "float64")
+        with pytest.raises(fg.framework.errors.ShapeError, match="arange"):
+            apply_op("arange", {"Start": start, "End": end, "Step": start})
+    with pytest.raises(Exception, match="step must not be 0"):
+        apply_op("arange", {k: fg.to_tensor(np.asarray(v)) for k, v in (("Start", 0), ("End", 3), ("Step", 0))})

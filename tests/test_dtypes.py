@@ -206,6 +206,8 @@ SPECS: dict[str, OpCase] = {s.op: s for s in [
     OpCase("pool2d", {"X": rand(1, 2, 4, 4)}, {"pooling_type": "max", "ksize": [2, 2], "strides": [2, 2]},
            torch_fn=lambda X: TF.max_pool2d(X, 2, 2)),
     OpCase("nonzero", {"X": np.round(rand(3, 4))}, torch_fn=lambda X: torch.nonzero(X)),
+    OpCase("arange", {"Start": np.asarray(0.5), "End": np.asarray(4.0), "Step": np.asarray(0.75)},
+           torch_fn=lambda Start, End, Step: torch.arange(Start, End, Step).to(Start.dtype)),  # ONNX keeps the dtype
     OpCase("unique", {"X": np.round(rand(3, 4))}, use_outputs=(0, 2, 3), torch_fn=lambda X: [
         t.reshape(-1) for t in torch.unique(X, return_inverse=True, return_counts=True)]),
 ]}

@@ -46,7 +46,7 @@ TESTED_ELSEWHERE: dict[str, str] = {
                      "select_input_grad", "increment"], _CONTROL),
     **dict.fromkeys(["sgd", "momentum", "adam"], _OPTIM),
     "nonzero": "test_indexing.py",  # its output size is known only at run time
-    **dict.fromkeys(["unique", "non_max_suppression", "decode_image"], "test_data_dependent_ops.py"),  # so are these
+    **dict.fromkeys(["unique", "non_max_suppression", "decode_image", "arange"], "test_data_dependent_ops.py"),
 }
 
 _TESTS_DIR = pathlib.Path(__file__).parent

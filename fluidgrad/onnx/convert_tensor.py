@@ -57,6 +57,8 @@ def _constant_of_shape(ctx):
 
 @converter("Range")
 def _range(ctx):
+    if any(ctx.maybe_const(i) is None for i in range(3)):  # computed by other nodes: sized at run time
+        return ctx.op("arange", {"Start": ctx.input(0), "End": ctx.input(1), "Step": ctx.input(2)})
     start, limit, delta = (ctx.const(i, what) for i, what in enumerate(("start", "limit", "delta")))
     dtype = start.dtype.name
     values = [v.item() for v in (start, limit, delta)]
