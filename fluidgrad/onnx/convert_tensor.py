@@ -393,3 +393,31 @@ def _center_crop_pad(ctx):
 @converter("ImageDecoder", since=20)
 def _image_decoder(ctx):
     return ctx.op("decode_image", {"X": ctx.input(0)}, pixel_format=ctx.attr("pixel_format", "RGB"))
+
+
+# ---------------------------------------------------------------- random tensors
+def _random(op_type: str, like: bool, params: tuple):
+    """RandomUniform / RandomNormal (a shape attribute) and their *Like forms (the input's shape
+    and, unless `dtype` is given, its dtype). Values come from fluidgrad's generator, so they are
+    not ONNX Runtime's; `seed` makes them repeatable."""
+    def convert(ctx):
+        if like:
+            shape = list(ctx.shape(0))
+            dtype = dtypes.to_fluidgrad(ctx.attr("dtype"), ctx.where()) if ctx.attr("dtype") is not None \
+                else ctx.dtype(0)
+        else:
+            shape = [int(d) for d in ctx.attr("shape")]
+            dtype = dtypes.to_fluidgrad(ctx.attr("dtype", 1), ctx.where())
+        if not _known(shape):
+            raise ctx.unsupported(f"random values of a shape {shape} not known when the program is built")
+        values = {ours: float(ctx.attr(theirs, default)) for ours, theirs, default in params}
+        return ctx.op(op_type, {}, shape=shape, dtype=dtype, seed=int(ctx.attr("seed", 0.0)), **values)
+    return convert
+
+
+_UNIFORM = (("min", "low", 0.0), ("max", "high", 1.0))
+_NORMAL = (("mean", "mean", 0.0), ("std", "scale", 1.0))
+converter("RandomUniform")(_random("uniform_random", False, _UNIFORM))
+converter("RandomUniformLike")(_random("uniform_random", True, _UNIFORM))
+converter("RandomNormal")(_random("gaussian_random", False, _NORMAL))
+converter("RandomNormalLike")(_random("gaussian_random", True, _NORMAL))
