@@ -224,6 +224,8 @@ SKIP: dict[str, str] = {
     "non_max_suppression": "detection: float boxes and scores only, no PyTorch op (tests/test_data_dependent_ops.py)",
     "tfidf_vectorizer": "text: integer token ids only, no PyTorch op (tests/op_cases/text.py)",
     "decode_image": "image decoding: encoded uint8 bytes only (tests/test_data_dependent_ops.py)",
+    **dict.fromkeys(["roi_align", "roi_align_grad"], "detection: float images and boxes only, no PyTorch op "
+                                                     "(tests/op_cases/detection.py, against ONNX's reference)"),
 }
 
 

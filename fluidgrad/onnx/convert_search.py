@@ -221,3 +221,14 @@ def _max_unpool(ctx):
         if any(extra):
             out = ctx.op("pad", {"X": out}, paddings=extra, mode="constant", value=0.0)
     return out
+
+
+@converter("RoiAlign", since=10)
+def _roi_align(ctx):
+    aligned = ctx.opset >= 16 and ctx.attr("coordinate_transformation_mode", "half_pixel") == "half_pixel"
+    x = ctx.input(0)
+    return ctx.op("roi_align", {"X": x, "Rois": cast(ctx, ctx.input(1), x.dtype),
+                                "BatchIndices": cast(ctx, ctx.input(2), "int64")},
+                  output_height=int(ctx.attr("output_height", 1)), output_width=int(ctx.attr("output_width", 1)),
+                  sampling_ratio=int(ctx.attr("sampling_ratio", 0)), spatial_scale=float(ctx.attr("spatial_scale", 1.0)),
+                  aligned=aligned, mode=ctx.attr("mode", "avg"))

@@ -11,6 +11,8 @@ from .shape_rules import float_only
 
 def _square_infer(ctx):
     float_only(ctx, "X")
+    if ctx.dtype("X") not in ("float32", "float64"):  # as np.linalg and torch.linalg
+        raise ctx.dtype_error(f"linear algebra in float32 or float64 only, got {ctx.describe('X')}")
     shape = ctx.shape("X")
     if len(shape) < 2 or (shape[-1] != shape[-2] and min(shape[-2:]) >= 0):
         raise ctx.shape_error(f"expects square matrices in the last two axes, got {ctx.describe('X')}")
