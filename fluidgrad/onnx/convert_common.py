@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..framework import Variable
+from .errors import ValueRequiredError
 
 INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8")
 
@@ -47,3 +48,37 @@ def axes_input(ctx: Any, attr_until: int, index: int = 1) -> list[int] | None:
     if not ctx.has_input(index):
         return None
     return [int(a) for a in ctx.const(index, "axes").reshape(-1)]
+
+
+def required_const(ctx: Any, index: int, what: str) -> Any:
+    """`ctx.const(index, what)`; when the value is computed from graph inputs fed at run time
+    (CenterCropPad's pads from its `shape` input), the error names the first such graph input,
+    so that the backend can bind it and fold the computation."""
+    try:
+        return ctx.const(index, what)
+    except ValueRequiredError as exc:
+        source = _upstream_graph_input(ctx, ctx.node.input[index])
+        if source is None or source == exc.input_name:
+            raise
+        raise ValueRequiredError(f"{exc} (it is computed from graph input {source!r})", source) from None
+
+
+def _upstream_graph_input(ctx: Any, name: str) -> str | None:
+    """The first graph input, fed at run time, that the main graph computes `name` from."""
+    graph = ctx.graph
+    if graph.parent is not None:
+        return None
+    producers = {out: node for node in graph.graph.node for out in node.output}
+    fed = {value.name for value in graph.graph.input} - set(graph.consts) - {t.name for t in graph.graph.initializer}
+    seen, stack = set(), [name]
+    while stack:
+        current = stack.pop()
+        if current in seen or not current:
+            continue
+        seen.add(current)
+        if current in fed:
+            return current
+        node = producers.get(current)
+        if node is not None:
+            stack.extend(reversed(list(node.input)))
+    return None

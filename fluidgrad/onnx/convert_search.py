@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .convert_common import binary, cast, full, normalize_axes
+from .convert_common import binary, cast, full, normalize_axes, required_const
 from .convert_table import converter
 
 
@@ -101,10 +101,10 @@ def _pad(ctx):
         pads, value = list(ctx.attr("pads")), float(ctx.attr("value", 0.0))
         axes = list(range(rank))
     else:
-        pads = [int(p) for p in ctx.const(1, "pads")]
+        pads = [int(p) for p in required_const(ctx, 1, "pads")]
         value = ctx.maybe_const(2) if ctx.has_input(2) else None
         if ctx.has_input(2) and value is None:
-            value = ctx.const(2, "constant value")
+            value = required_const(ctx, 2, "constant value")
         value = float(value.reshape(-1)[0]) if value is not None and value.size else 0.0
         axes = normalize_axes([int(a) for a in ctx.const(3, "axes")], rank) if ctx.has_input(3) else list(range(rank))
     n = len(axes)

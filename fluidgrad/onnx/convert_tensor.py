@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes
-from .convert_common import binary, cast, full, normalize_axes, via_float
+from .convert_common import binary, cast, full, normalize_axes, required_const, via_float
 from .convert_table import converter
 from .load import tensor_to_array
 
@@ -122,7 +122,7 @@ def _reshape(ctx):
     if ctx.opset < 5:
         shape = ctx.attr("shape")
     else:
-        shape = ctx.const(1, "shape").reshape(-1)
+        shape = required_const(ctx, 1, "shape").reshape(-1)
     target = _reshape_target(ctx, x.shape, shape, ctx.attr("allowzero", 0))
     # dims still unknown (-1 twice is impossible in ONNX): copy them from the input by position
     if target.count(-1) > 1:
@@ -253,7 +253,7 @@ def _gather(ctx):
 @converter("Expand")
 def _expand(ctx):
     x = ctx.input(0)
-    shape = [int(d) for d in ctx.const(1, "shape")]
+    shape = [int(d) for d in required_const(ctx, 1, "shape")]
     rank = max(len(shape), len(x.shape))
     a = [1] * (rank - len(x.shape)) + list(x.shape)
     b = [1] * (rank - len(shape)) + shape
