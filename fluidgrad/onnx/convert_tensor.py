@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..framework.dtypes import require_extension_dtype
 from . import dtypes
 from .convert_common import binary, cast, full, normalize_axes, required_const, via_float
 from .convert_table import converter
@@ -79,8 +80,12 @@ def _cast(ctx):
 def _scalar_foldable(const, dtype: str) -> bool:
     """A one-element constant (a pad value, -inf) cast between plain dtypes is folded: NumPy
     casts it as the op would (non-finite floats only to floats)."""
-    return const is not None and const.size == 1 and const.dtype.name in _PLAIN and dtype in _PLAIN and \
-        (dtype in _PLAIN_FLOATS or bool(np.isfinite(const).all()))
+    if const is None or const.size != 1 or const.dtype.name not in _PLAIN:
+        return False
+    if dtype == "bfloat16":
+        require_extension_dtype(dtype)  # NumPy learns the name from ml_dtypes
+        return True
+    return dtype in _PLAIN_FLOATS or (dtype in _PLAIN and bool(np.isfinite(const).all()))
 
 
 _PLAIN_FLOATS = ("float16", "float32", "float64")
