@@ -4,6 +4,8 @@ Used by tests/test_onnx_node_suite.py; also a script:
 
     PYTHONPATH=. python tests/onnx_node_suite.py --update   # rewrite tests/onnx_expected_failures.txt
     PYTHONPATH=. python tests/onnx_node_suite.py --table    # pass table by op type (docs/onnx.md)
+    PYTHONPATH=. python tests/onnx_node_suite.py -k scan    # only the cases whose name contains "scan",
+                                                            # each with its result
 """
 from __future__ import annotations
 
@@ -105,6 +107,15 @@ def _guess_op(case) -> str:
 
 def main(argv: list[str]) -> int:
     cases = collect_cases()
+    if "-k" in argv:
+        words = argv[argv.index("-k") + 1].split(",")
+        cases = [c for c in cases if any(w in c.name for w in words)]
+        results = run_all(cases)
+        for name, reason in sorted(results.items()):
+            print(f"{name}: {'ok' if reason is None else reason}")
+        passed = sum(r is None for r in results.values())
+        print(f"{passed} of {len(results)} selected cases pass")
+        return 0
     results = run_all(cases)
     passed = sum(r is None for r in results.values())
     print(f"{passed} of {len(results)} ONNX node cases pass ({100.0 * passed / len(results):.1f}%)")
