@@ -7,8 +7,9 @@ nothing else holds them.
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..framework.op_def import Slot, get_op_def, require_gradient
 from .infer import attr_key
@@ -139,6 +140,19 @@ class ShapeOnly:
 # Below this many bytes a value is kept even where the backward does not read it: a stand-in
 # would save little memory and cost time on every op of a chain of small tensors.
 SLIM_BYTES = 1024
+
+
+@contextlib.contextmanager
+def keep_only_what_is_read() -> Iterator[None]:
+    """Inside: drop every value a backward does not read, however small (outside, values under
+    `SLIM_BYTES` stay as they are). `fluidgrad.testing` runs eager cases this way, so that an
+    op case fails if its grad maker reads a value eager mode did not keep."""
+    global SLIM_BYTES
+    saved, SLIM_BYTES = SLIM_BYTES, 0
+    try:
+        yield
+    finally:
+        SLIM_BYTES = saved
 
 
 def _slim_input(tensor: Any) -> Any:
