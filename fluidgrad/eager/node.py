@@ -137,8 +137,9 @@ class ShapeOnly:
         return len(self.shape)
 
 
-# Below this many bytes a value is kept even where the backward does not read it: a stand-in
-# would save little memory and cost time on every op of a chain of small tensors.
+# Below this many bytes a value is kept even where the backward does not read it (and a
+# one-output op whose output is this small keeps all its inputs): a stand-in would save little
+# memory and cost time on every op of a chain of small tensors.
 SLIM_BYTES = 1024
 
 
@@ -184,8 +185,11 @@ def record_node(call: OpCall, attrs: dict, tensors: Any, outs: tuple, out_ranges
     Ops with one or two single-Tensor inputs and one output (most of them) take a path written
     out for them: this runs for every recorded op."""
     plans = call.keep_plans
-    if plans is None:  # what the backward reads is unknown: keep everything
-        return Node(call, attrs, tuple(tensors), outs, out_ranges)
+    if plans is None or (call.simple and outs[0].nbytes < SLIM_BYTES):
+        # what the backward reads is unknown, or one small output: keep everything (an op
+        # whose output is small and that drops a large input is rare, and the check per
+        # input would cost every op of a chain of small tensors)
+        return Node(call, attrs, tensors if type(tensors) is tuple else tuple(tensors), outs, out_ranges)
     if call.simple:
         if len(tensors) == 2:
             x, y = tensors
