@@ -1,14 +1,25 @@
 """More op exporters: activations, elementwise math, reductions and scans, indexing and shape
-ops, interpolate, attention_softmax. Registered into export_table.EXPORTERS on import.
+ops, interpolate, attention_softmax. export_table.py merges this module's EXPORTERS into its own.
 
 Where the installed opset lacks a single node (Gelu before 20, Mish before 18, BitwiseAnd
 before 18), the op is written as the few nodes that compute it.
 """
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import numpy as np
 
-from .export_table import EXPORTERS, exporter
+Exporter = Callable[[Any], None]
+EXPORTERS: dict[str, Exporter] = {}
+
+
+def exporter(*op_types: str) -> Callable[[Exporter], Exporter]:
+    def register(fn: Exporter) -> Exporter:
+        for op_type in op_types:
+            EXPORTERS[op_type] = fn
+        return fn
+    return register
 
 _INT_MAX = np.iinfo(np.int64).max
 
