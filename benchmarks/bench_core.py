@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -18,6 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import fluidgrad as fg  # noqa: E402
+from fluidgrad import demo  # noqa: E402
+from fluidgrad.executor import plan  # noqa: E402
 from common import interleaved_best, limit_threads, print_table  # noqa: E402
 
 
@@ -78,10 +81,10 @@ def _mlp_numpy(params, x, labels, lr):
     return loss
 
 
-def bench_mlp_step(repeat: int) -> None:
+def bench_mlp_step(repeat: int, batch: int = 64) -> None:
     rng = np.random.default_rng(0)
-    x = rng.random((64, 784), dtype=np.float32)
-    labels = rng.integers(0, 10, (64, 1))
+    x = rng.random((batch, 784), dtype=np.float32)
+    labels = rng.integers(0, 10, (batch, 1))
     main, startup = fg.Program(), fg.Program()
     with fg.program_guard(main, startup):
         xv = fg.static.data("x", [None, 784])
@@ -122,12 +125,81 @@ def bench_mlp_step(repeat: int) -> None:
         contenders["PyTorch eager"] = torch_step
     except ImportError:
         pass
-    best = interleaved_best(contenders, rounds=repeat, number=5)
-    numpy_time = best["hand-written NumPy"]
-    rows = [[name, f"{t * 1e3:.2f}", f"{t / numpy_time:.2f}"] for name, t in best.items()]
+    medians = _interleaved_median(contenders, rounds=repeat, number=5)
+    numpy_time = medians["hand-written NumPy"]
+    torch_time = medians.get("PyTorch eager", float("nan"))
+    rows = [[name, f"{t * 1e3:.3f}", f"{t / numpy_time:.2f}", f"{t / torch_time:.2f}"] for name, t in medians.items()]
     import torch
-    print_table(f"MLP 784-512-512-10 training step, batch 64, float32 (threads: {torch.get_num_threads()})",
-                ["implementation", "ms per step", "ratio to NumPy"], rows)
+    print_table(f"MLP 784-512-512-10 training step, batch {batch}, float32 (threads: {torch.get_num_threads()}; "
+                f"medians of {repeat} interleaved rounds)",
+                ["implementation", "ms per step", "ratio to NumPy", "ratio to PyTorch"], rows)
+
+
+def _mlp_program():
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup):
+        xv = fg.static.data("x", [None, 784])
+        lv = fg.static.data("label", [None, 1], "int64")
+        h = fg.static.nn.fc(xv, 512, activation="relu")
+        h = fg.static.nn.fc(h, 512, activation="relu")
+        loss = fg.mean(fg.nn.functional.softmax_with_cross_entropy(fg.static.nn.fc(h, 10), lv))
+        fg.optimizer.SGD(0.01).minimize(loss)
+    return main, startup, loss
+
+
+def _cnn_program():
+    net = demo.build_static("cnn", learning_rate=0.01)
+    return net["main"], net["startup"], net["loss"]
+
+
+def _compiled_step(build, feed, reuse: bool):
+    """A training step whose plan was compiled with buffer reuse on or off; and its RunStats."""
+    main, startup, loss = build()
+    scope, exe = fg.Scope(), fg.Executor()
+    exe.run(startup, scope=scope)
+    saved, plan.REUSE_BUFFERS = plan.REUSE_BUFFERS, reuse
+    try:
+        _, stats = exe.run(main, feed=feed, fetch_list=[loss], scope=scope, return_stats=True)
+    finally:
+        plan.REUSE_BUFFERS = saved
+    return (lambda: exe.run(main, feed=feed, fetch_list=[loss], scope=scope)), stats
+
+
+def _interleaved_median(contenders: dict, rounds: int, number: int) -> dict[str, float]:
+    times: dict[str, list[float]] = {name: [] for name in contenders}
+    for fn in contenders.values():
+        fn()
+    for _ in range(rounds):
+        for name, fn in contenders.items():
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            times[name].append((time.perf_counter() - start) / number)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def bench_buffer_reuse(repeat: int) -> None:
+    """Peak live bytes (Executor.run(return_stats=True)) and step time, the plan compiled without
+    and with buffer reuse (in-place elementwise ops, shape-only reads freed early)."""
+    rng = np.random.default_rng(0)
+    images, labels, *_ = demo.load_data(0)
+    models = {
+        "MLP 784-512-512-10, b=64, SGD": (_mlp_program, {"x": rng.random((64, 784), dtype=np.float32),
+                                                         "label": rng.integers(0, 10, (64, 1))}),
+        "demo CNN, b=32, Adam": (_cnn_program, {"image": images[:32], "label": labels[:32]}),
+    }
+    rows = []
+    for model, (build, feed) in models.items():
+        before, before_stats = _compiled_step(build, feed, reuse=False)
+        after, after_stats = _compiled_step(build, feed, reuse=True)
+        times = _interleaved_median({"before": before, "after": after}, rounds=repeat, number=5)
+        rows.append([model, f"{before_stats.peak_live_bytes / 2**20:.2f}", f"{after_stats.peak_live_bytes / 2**20:.2f}",
+                     f"{after_stats.peak_live_bytes / before_stats.peak_live_bytes:.2f}",
+                     f"{times['before'] * 1e3:.2f}", f"{times['after'] * 1e3:.2f}",
+                     f"{times['after'] / times['before']:.2f}"])
+    print_table("buffer reuse: peak live bytes and step time (medians of interleaved rounds)",
+                ["training step", "peak MiB before", "peak MiB after", "ratio", "ms before", "ms after",
+                 "ratio"], rows)
 
 
 def bench_per_op(n_ops: int, repeat: int) -> None:
@@ -174,7 +246,9 @@ def main() -> None:
     depths = [10, 100, 1000] if args.quick else [10, 100, 1000, 3000]
     bench_append_backward(depths)
     with limit_threads(args.threads):
-        bench_mlp_step(repeat=3 if args.quick else 10)
+        bench_mlp_step(repeat=3 if args.quick else 15)
+        bench_mlp_step(repeat=3 if args.quick else 15, batch=1)
+        bench_buffer_reuse(repeat=3 if args.quick else 9)
     bench_per_op(1000, repeat=5 if args.quick else 20)
 
 

@@ -95,6 +95,12 @@ class OpDef:
 
 _REGISTRY: dict[str, OpDef] = {}
 
+# op type -> input slots whose kernel reads only the value's shape and dtype (the executor keeps a
+# memory-free stand-in for them; recompute does not count them as values the backward needs)
+SHAPE_ONLY_SLOTS: dict[str, tuple[str, ...]] = {
+    "reduce_as": ("Target",), "unreduce": ("Target",), "expand_as": ("Target",),
+    "fill_zeros_like": ("X",), "fill_any_like": ("X",)}
+
 
 def register_op(type: str, *, inputs: str | Sequence[str], outputs: str | Sequence[str],
                 kernel: Callable[..., Any], infer: Callable[["InferContext"], None], grad: Any,

@@ -105,7 +105,7 @@ register_op("unreduce", inputs="X Target", outputs="Out", attrs={**_REDUCE_ATTRS
 
 def _float_mean(ctx):
     """A mean of integers kept in an integer dtype would be truncated: ask for a cast instead."""
-    if not ctx.dtype("X").startswith("float"):
+    if not dtypes.is_float(ctx.dtype("X")):
         raise ctx.dtype_error(f"averages floating point values; cast {ctx.describe('X')} to a float first")
 
 
