@@ -19,11 +19,13 @@ from ..executor import Scope, global_scope
 from ..framework import Parameter, Program, Variable, program_guard
 from ..ops.registry import get_op_def
 from . import convert_control, convert_math, convert_nn, convert_search, convert_tensor  # noqa: F401  (fill the table)
-from . import convert_bits, convert_quant, convert_signal  # noqa: F401
+from . import convert_bits, convert_quant, convert_signal, convert_training  # noqa: F401
+from .convert_sequence import EMPTY, SequenceValue, is_structured
 from .convert_table import find_converter
 from . import dtypes
 from .dtypes import value_info_type
 from .errors import OnnxImportError, UnsupportedOnnxOpError, ValueRequiredError
+from .evaluate import evaluate_constant
 from .fold import fold_node, foldable
 from .functions import expand_function, find_function
 from .load import DEFAULT_DOMAINS, default_opset, load_model, tensor_to_array
@@ -37,10 +39,13 @@ def import_model(model_or_path: "onnx.ModelProto | str | os.PathLike", scope: Sc
 
 
 def import_checked_model(model: onnx.ModelProto, scope: Scope | None = None,
-                         bound_inputs: dict[str, np.ndarray] | None = None) -> list:
+                         bound_inputs: dict[str, np.ndarray] | None = None,
+                         structures: dict[str, Any] | None = None) -> list:
     """Import a model that `load_model` has checked. `bound_inputs` turns graph inputs into
-    constants (the backend binds inputs that a node needs at import time, such as a shape)."""
-    importer = ModelImporter(model, bound_inputs or {})
+    constants (the backend binds inputs that a node needs at import time, such as a shape).
+    `structures` gives the structure of sequence and optional graph inputs (see
+    `structure_of`): a sequence of n elements is fed as n tensors named `name[k]`."""
+    importer = ModelImporter(model, bound_inputs or {}, structures or {})
     program, feed_names, fetch_vars = importer.build()
     scope = scope if scope is not None else global_scope()
     for name, value in importer.values.items():
@@ -51,8 +56,10 @@ def import_checked_model(model: onnx.ModelProto, scope: Scope | None = None,
 class ModelImporter:
     """Holds what the graphs of one model share: the program, the opset, the constants."""
 
-    def __init__(self, model: onnx.ModelProto, bound_inputs: dict[str, np.ndarray]) -> None:
+    def __init__(self, model: onnx.ModelProto, bound_inputs: dict[str, np.ndarray],
+                 structures: dict[str, Any] | None = None) -> None:
         self.model = model
+        self.structures = structures or {}
         self.opset = default_opset(model)
         self.program = Program()
         self.values: dict[str, np.ndarray] = {}   # written into the scope once the build succeeded
@@ -65,8 +72,16 @@ class ModelImporter:
             graph = GraphImporter(self, self.model.graph, parent=None)
             feed_names = graph.declare_inputs()
             graph.convert_nodes(self.opset)
-            fetch_vars = [graph.variable(out.name) for out in self.model.graph.output]
+            fetch_vars = [self._fetchable(graph.value(out.name, as_variable=True)) for out in self.model.graph.output]
         return self.program, feed_names, fetch_vars
+
+    def _fetchable(self, value: Any) -> Any:
+        """A Variable; a list of them for a sequence; None for an empty optional."""
+        if value is EMPTY:
+            return None
+        if isinstance(value, SequenceValue):
+            return [v if isinstance(v, Variable) else self.add_constant(np.asarray(v)) for v in value]
+        return value
 
     def fresh_name(self, prefix: str) -> str:
         while True:
@@ -94,6 +109,8 @@ class GraphImporter:
         self.parent = parent
         self.env: dict[str, Variable] = {}        # ONNX name -> fluidgrad Variable
         self.consts: dict[str, np.ndarray] = {}   # ONNX name -> value known at import time
+        self.sources: dict[str, frozenset[str]] = {}  # ONNX name -> the graph inputs it is computed from
+        self.trainable: set[str] = set()          # initializers that stay Parameters (never folded)
         for tensor in graph.initializer:
             self.consts[tensor.name] = tensor_to_array(tensor, f"initializer {tensor.name!r}")
 
@@ -107,6 +124,35 @@ class GraphImporter:
                 return graph.consts[name]
             graph = graph.parent
         return None
+
+    def lookup_sources(self, name: str) -> frozenset[str]:
+        graph: GraphImporter | None = self
+        while graph is not None:
+            if name in graph.sources or name in graph.env or name in graph.consts:
+                return graph.sources.get(name, frozenset())
+            graph = graph.parent
+        return frozenset()
+
+    def is_trainable(self, name: str) -> bool:
+        graph: GraphImporter | None = self
+        while graph is not None:
+            if name in graph.trainable:
+                return True
+            if name in graph.env or name in graph.consts:
+                return False
+            graph = graph.parent
+        return False
+
+    def evaluate(self, name: str) -> np.ndarray | None:
+        """The value of `name` if it is computed from constants alone (see evaluate.py)."""
+        if self.lookup_sources(name) or not self.knows(name):
+            return None
+        program = self.model.program
+        trainable = {p.name for p in program.all_parameters() if p.trainable}
+        value = evaluate_constant(self.variable(name), self.model.values, trainable)
+        if value is not None:
+            self.consts[name] = value
+        return value
 
     def knows(self, name: str) -> bool:
         graph: GraphImporter | None = self
@@ -136,6 +182,8 @@ class GraphImporter:
             value = self.consts[tensor.name]
             trainable = value.dtype.kind == "f"
             self.env[tensor.name] = self.model.add_constant(value, name=tensor.name, trainable=trainable)
+            if trainable:
+                self.trainable.add(tensor.name)
         feed_names = []
         for value_info in self.graph.input:
             name = value_info.name
@@ -144,10 +192,58 @@ class GraphImporter:
             if name in self.model.bound_inputs:
                 self.consts[name] = self.model.bound_inputs[name]
                 continue
+            self.sources[name] = frozenset([name])
+            if value_info.type.WhichOneof("value") in ("sequence_type", "optional_type"):
+                self.env[name] = self.declare_structured(name, value_info.type, feed_names)
+                continue
             dtype, shape = value_info_type(value_info, f"graph input {name!r}")
             self.env[name] = block.create_var(name, shape, dtype, stop_gradient=True, is_data=True)
             feed_names.append(name)
         return feed_names
+
+    def declare_structured(self, name: str, type_proto: onnx.TypeProto, feed_names: list[str]) -> Any:
+        """A sequence or optional graph input, by the structure the caller gives (its length,
+        or whether it holds a value): its tensors become data variables."""
+        if name not in self.model.structures:
+            raise ValueRequiredError(f"graph input {name!r} is an ONNX {type_proto.WhichOneof('value')}: fluidgrad "
+                                     f"needs its structure (a sequence's length, whether an optional holds a "
+                                     f"value) when it builds the program; fluidgrad.onnx.backend binds it at run "
+                                     f"time", name, [name], structure=True)
+        return self._declare_value(name, type_proto, self.model.structures[name], feed_names)
+
+    def _declare_value(self, name: str, type_proto: onnx.TypeProto, structure: Any, feed_names: list[str]) -> Any:
+        kind = type_proto.WhichOneof("value")
+        if kind == "optional_type":
+            if structure is None:
+                return EMPTY
+            return self._declare_value(name, type_proto.optional_type.elem_type, structure, feed_names)
+        if kind == "sequence_type":
+            if not isinstance(structure, tuple):
+                raise OnnxImportError(f"graph input {name!r} is a sequence; its structure must give the shapes "
+                                      f"of its elements, not {structure!r}")
+            return SequenceValue(self._declare_value(f"{name}[{k}]", type_proto.sequence_type.elem_type, shape,
+                                                     feed_names) for k, shape in enumerate(structure))
+        value_info = onnx.helper.make_value_info(name, type_proto)
+        tensor_type = type_proto.tensor_type
+        if isinstance(structure, tuple) and (not tensor_type.HasField("shape") or any(
+                not d.HasField("dim_value") for d in tensor_type.shape.dim)):
+            value_info = onnx.helper.make_tensor_value_info(name, tensor_type.elem_type, list(structure))
+        dtype, shape = value_info_type(value_info, f"graph input {name!r}")
+        feed_names.append(name)
+        return self.model.program.global_block().create_var(name, shape, dtype, stop_gradient=True, is_data=True)
+
+    def value(self, name: str, as_variable: bool = False) -> Any:
+        """What `name` holds: a known array, a Variable, a SequenceValue or EMPTY."""
+        const = self.lookup_const(name)
+        if const is not None and not as_variable:
+            return const
+        return self.variable(name)
+
+    def bind(self, name: str, value: Any) -> None:
+        if isinstance(value, np.ndarray):
+            self.consts[name] = value
+        else:
+            self.env[name] = value
 
     # -- nodes
     def convert_nodes(self, opset: int, nodes: Sequence[onnx.NodeProto] | None = None) -> None:
@@ -155,10 +251,18 @@ class GraphImporter:
             self.convert_node(node, opset)
 
     def convert_node(self, node: onnx.NodeProto, opset: int) -> None:
-        ctx = NodeContext(self, node, opset)
-        if node.domain in DEFAULT_DOMAINS and self.try_fold(ctx):
+        if node.op_type == "Identity" and node.input and self.knows(node.input[0]) and \
+                is_structured(self.variable(node.input[0])):
+            self.env[node.output[0]] = self.variable(node.input[0])  # a sequence or empty optional
             return
-        fn = find_converter(node.op_type, opset) if node.domain in DEFAULT_DOMAINS else None
+        ctx = NodeContext(self, node, opset)
+        sources = frozenset().union(*(self.lookup_sources(n) for n in _names_read(node)))
+        for name in node.output:
+            self.sources[name] = sources
+        if node.domain in DEFAULT_DOMAINS and (self.try_fold(ctx) or self.try_inline_if(ctx)):
+            return
+        fn = find_converter(node.op_type if node.domain in DEFAULT_DOMAINS else f"{node.domain}:{node.op_type}",
+                            opset)
         if fn is None:
             function = find_function(self.model, node, opset, ctx.input_types)
             if function is None:
@@ -174,11 +278,12 @@ class GraphImporter:
         self.bind_outputs(ctx, result)
 
     def try_fold(self, ctx: "NodeContext") -> bool:
-        """Shape arithmetic on known integers is computed now (see fold.py)."""
+        """Shape arithmetic on known small tensors is computed now (see fold.py)."""
         values = [ctx.maybe_const(i) for i in range(ctx.num_inputs)]
         present = [v for i, v in enumerate(values) if ctx.has_input(i)]
         if len(present) != len([i for i in range(ctx.num_inputs) if ctx.has_input(i)]) or \
-                not foldable(ctx.node.op_type, present):
+                not foldable(ctx.node.op_type, present) or \
+                any(self.is_trainable(n) for n in ctx.node.input if n):
             return False
         cast_to = None
         if ctx.node.op_type == "Cast":
@@ -190,15 +295,31 @@ class GraphImporter:
         self.bind_outputs(ctx, [value])
         return True
 
+    def try_inline_if(self, ctx: "NodeContext") -> bool:
+        """An If whose condition is known now: the chosen branch's nodes join this graph
+        (function bodies choose by rank or attribute this way)."""
+        if ctx.node.op_type != "If" or ctx.maybe_const(0) is None:
+            return False
+        branch = ctx.attr("then_branch" if bool(ctx.maybe_const(0).reshape(-1)[0]) else "else_branch")
+        sub = GraphImporter(self.model, branch, parent=self)
+        sub.convert_nodes(ctx.opset)
+        results = [sub.lookup_const(out.name) if sub.lookup_const(out.name) is not None else sub.variable(out.name)
+                   for out in branch.output]
+        self.bind_outputs(ctx, results)
+        for name, out in zip(ctx.node.output, branch.output):
+            self.sources[name] = sub.lookup_sources(out.name)
+        return True
+
     def bind_outputs(self, ctx: "NodeContext", result: Any) -> None:
-        results = list(result) if isinstance(result, (list, tuple)) else [result]
+        results = [result] if isinstance(result, SequenceValue) or not isinstance(result, (list, tuple)) \
+            else list(result)
         for i, name in enumerate(ctx.node.output):
             if not name:
                 continue
             value = results[i] if i < len(results) else None
             if value is None:
                 raise ctx.unsupported(f"output {i} ({name!r}) is not produced by fluidgrad")
-            if isinstance(value, Variable):
+            if isinstance(value, Variable) or is_structured(value):
                 self.env[name] = value
             else:
                 self.consts[name] = np.asarray(value)
@@ -264,11 +385,16 @@ class NodeContext:
     def const(self, i: int, what: str) -> np.ndarray:
         """The value of input `i`, which fluidgrad needs at import time (a shape, axes, ...)."""
         value = self.maybe_const(i)
+        if value is None and self.has_input(i):
+            value = self.graph.evaluate(self.node.input[i])
         if value is None:
             name = self.node.input[i] if self.has_input(i) else ""
-            raise ValueRequiredError(f"{self.where()}: input {i} ({name!r}, the {what}) must be a constant "
-                                     f"(an initializer or a Constant node), as fluidgrad fixes it when it "
-                                     f"builds the program", name)
+            sources = sorted(self.graph.lookup_sources(name))
+            origin = (f"it is computed from graph input(s) {', '.join(map(repr, sources))}, fed only at run "
+                      f"time (fluidgrad.onnx.backend binds their values then; for import_model, make them "
+                      f"initializers)") if sources else "it is not computed from initializers and constants alone"
+            raise ValueRequiredError(f"{self.where()}: input {i} ({name!r}, the {what}) must be known when "
+                                     f"fluidgrad builds the program, but {origin}", name, sources)
         return value
 
     def dtype(self, i: int) -> str:
@@ -325,6 +451,17 @@ class NodeContext:
     def scalar(self, value: float, dtype: str) -> Variable:
         """A 0-d constant made by `fill_constant`, so it lives in the program itself."""
         return self.op("fill_constant", {}, shape=[], value=float(value), dtype=dtype)
+
+
+def _names_read(node: onnx.NodeProto) -> list[str]:
+    """The node's inputs and the outer names its subgraphs read (If, Loop, Scan bodies)."""
+    names = [n for n in node.input if n]
+    for attr in node.attribute:
+        graphs = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
+        for graph in graphs:
+            for inner in graph.node:
+                names.extend(_names_read(inner))
+    return names
 
 
 def _attr_value(attr: onnx.AttributeProto) -> Any:
