@@ -16,7 +16,7 @@ def _arange_kernel(start, end, step):
     if step == 0:
         raise ValueError("arange: step must not be 0")
     count = max(0, math.ceil((float(end) - float(start)) / float(step)))
-    wide = np.float64 if start.dtype.kind == "f" else np.int64
+    wide = np.int64 if start.dtype.kind in "iub" else np.float64  # bfloat16 is kind "V"
     return (start.astype(wide) + np.arange(count, dtype=wide) * step.astype(wide)).astype(start.dtype)
 
 
