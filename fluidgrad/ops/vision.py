@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from .geometry import Windows, along_axes, per_axis
+from .grad_builder import GradBuilder
 from .registry import register_op
 from .shape_rules import float_only
 
@@ -140,7 +141,7 @@ def _interpolate_grad_infer(ctx):
     ctx.set_output("Out", x, ctx.dtype("DOut"))
 
 
-def _interp_attrs(g) -> dict:
+def _interp_attrs(g: GradBuilder) -> dict:
     return {k: g.attr(k) for k in INTERP_ATTRS}
 
 
@@ -212,7 +213,7 @@ def _unfold_grad_infer(ctx):
     ctx.set_output("Out", x, ctx.dtype("DY"))
 
 
-def _unfold_attrs(g) -> dict:
+def _unfold_attrs(g: GradBuilder) -> dict:
     return {k: g.attr(k) for k in UNFOLD_ATTRS}
 
 
