@@ -30,7 +30,11 @@ def register_op(type: str, *, infer: Callable[[InferContext], None], **fields: A
 def _refusing_storage_formats(infer: Callable[[InferContext], None]) -> Callable[[InferContext], None]:
     def checked(ctx: InferContext) -> None:
         for slot, names in ctx.inputs.items():
-            for i, dtype in enumerate(ctx.dtypes(slot) if names else ()):
+            for i in range(len(names)):
+                try:
+                    dtype = ctx.dtype(slot, i)
+                except KeyError:  # a gradient not built yet (while_grad's carried values): the rule decides
+                    continue
                 if dtype in dtypes.STORAGE:
                     raise ctx.dtype_error(f"{ctx.describe(slot, i)} is a storage format (cast, reshape, "
                                           f"concatenate, ...): cast it to float32 first")
