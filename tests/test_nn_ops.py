@@ -753,3 +753,19 @@ def test_bad_input_names_the_op(build, message):
     with fg.program_guard(fg.Program(), fg.Program()):
         with pytest.raises((ValueError, fg.framework.errors.FluidgradError), match=message):
             build()
+
+
+def test_float32_erf_and_gelu_match_torch_over_the_whole_line():
+    """The float32 erf (tanh of an odd polynomial) and exact gelu and its slope, on a dense grid
+    across and beyond erf's transition, within a few float32 ulps of PyTorch's float64 values."""
+    x = np.concatenate([np.linspace(-10, 10, 200001), [0.0, 1e-30, -1e-30, 1e6, -1e6]]).astype(np.float32)
+    x64 = torch.from_numpy(x.astype(np.float64))
+    xt = x64.clone().requires_grad_()
+    TF.gelu(xt).sum().backward()
+    ours = fg.to_tensor(x, stop_gradient=False)
+    fg.sum(F.gelu(ours)).backward()
+    for got, want, atol in ((fg.erf(fg.to_tensor(x)).numpy(), torch.erf(x64).numpy(), 2e-7),
+                            (F.gelu(fg.to_tensor(x)).numpy(), TF.gelu(x64).numpy(), 6e-7),
+                            (ours.grad.numpy(), xt.grad.numpy(), 3e-7)):
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, want, rtol=5e-7, atol=atol)
