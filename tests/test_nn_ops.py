@@ -769,3 +769,14 @@ def test_float32_erf_and_gelu_match_torch_over_the_whole_line():
                             (ours.grad.numpy(), xt.grad.numpy(), 3e-7)):
         assert got.dtype == np.float32
         np.testing.assert_allclose(got, want, rtol=5e-7, atol=atol)
+
+
+@pytest.mark.parametrize("ksize, strides, paddings", [(2, 2, 0), (3, 2, 1)])
+def test_max_pool_nan_and_ties_match_torch_values_and_indices(ksize, strides, paddings):
+    x = RNG.standard_normal((2, 3, 6, 6)).astype(np.float32)
+    x[0, 0, 1, 1] = x[1, 2, 4, 5] = np.nan
+    x[1, 1, 2:4, 2:4] = 1.0   # a tied window
+    out, mask = F.max_pool2d(fg.to_tensor(x), ksize, strides, paddings, return_mask=True)
+    t_out, t_mask = TF.max_pool2d(torch.from_numpy(x), ksize, strides, paddings, return_indices=True)
+    np.testing.assert_array_equal(out.numpy(), t_out.numpy())
+    np.testing.assert_array_equal(mask.numpy(), t_mask.numpy())

@@ -75,15 +75,26 @@ def _window_max(x: np.ndarray, geo: Windows, plane: list[int]) -> tuple[np.ndarr
         local = flat.argmax(axis=-1)
         best = np.take_along_axis(flat, local[..., None], axis=-1)[..., 0]
         return best, base + np.asarray(offsets, dtype=np.int64)[local]
-    best = index = None
-    for off, offset in zip(offsets, geo.offsets()):
-        view = xp[geo.offset_slice(offset)]
-        if best is None:
-            best = view.copy()
-            index = np.empty(best.shape, dtype=np.int64)
-            index[...] = base + off
-            continue
-        better = view > best
+    views = [xp[geo.offset_slice(offset)] for offset in geo.offsets()]
+    best = views[0].copy()
+    for view in views[1:]:
+        np.maximum(best, view, out=best)
+    if np.isnan(best).any():   # NaN windows: the index must point at the NaN (rare: the slower search)
+        return _first_max_search(views, base, offsets)
+    # the first offset holding the maximum, found from the last offset back (ties: the first)
+    index = np.empty(best.shape, dtype=np.int64)
+    index[...] = base + offsets[-1]
+    for view, off in zip(views[-2::-1], offsets[-2::-1]):
+        np.copyto(index, base + off, where=view == best)
+    return best, index
+
+
+def _first_max_search(views, base, offsets) -> tuple[np.ndarray, np.ndarray]:
+    best = views[0].copy()
+    index = np.empty(best.shape, dtype=np.int64)
+    index[...] = base + offsets[0]
+    for view, off in zip(views[1:], offsets[1:]):
+        better = (view > best) | (np.isnan(view) & ~np.isnan(best))
         np.copyto(best, view, where=better)
         np.copyto(index, base + off, where=better)
     return best, index
