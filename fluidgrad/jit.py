@@ -21,7 +21,12 @@ backpropagates through it.
 A trace is reused only for a call it fits: the cache key is the arguments' structure
 (`_structure`: containers and their lengths, each Tensor's shape, dtype and stop_gradient,
 other values by type and value, unknown objects by identity), never their printed text;
-every Tensor in the arguments, however nested, is fed, never baked in. Each trace also
+every Tensor in the arguments, however nested, is fed, never baked in.
+
+Checkpoints: `to_static(fn, checkpoints="auto")`, or `fluidgrad.recompute(block, x)` calls
+inside `fn` (each marks its boundary, `recompute_eager.marked_checkpoints`), make the backward
+program recompute the forward between checkpoints (`gradients(..., checkpoints=)`): the
+gradients are unchanged, fewer activations stay alive in the backward run. Each trace also
 records the train/eval mode of every Layer that ran while tracing (Layer.__call__ reports
 it), and is reused only while those modes are unchanged: `model.eval()` retraces.
 """
@@ -29,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -43,9 +49,22 @@ from .executor import Executor, Scope
 from .framework import Program, Variable, program_guard, unique_name
 from .nn import layer as layer_module
 from .nn.layer import Layer
+from .recompute_eager import marked_checkpoints
 from .static import data
 
-__all__ = ["StaticFunction", "to_static", "not_to_static"]
+__all__ = ["ConcreteProgram", "StaticFunction", "to_static", "not_to_static"]
+
+
+@dataclass
+class ConcreteProgram:
+    """One trace of a StaticFunction (Paddle's name): `parameters` pairs each captured Tensor
+    with its variable's name; `checkpoints` is what the backward recomputes from (or None)."""
+
+    main_program: Program
+    inputs: list[Variable]
+    outputs: list[Variable]
+    parameters: list[tuple[str, Tensor]]
+    checkpoints: list[str] | str | None
 
 
 class _Tracer:
@@ -105,8 +124,10 @@ def _flatten_outputs(result: Any, tracer: _Tracer) -> tuple[list[Variable], Call
 class _TracedProgram:
     """One trace: the Program, its inputs, outputs and captured Tensors, and its backward programs."""
 
-    def __init__(self, fn: Callable, args: Sequence[Any], kwargs: dict) -> None:
+    def __init__(self, fn: Callable, args: Sequence[Any], kwargs: dict,
+                 checkpoints: Sequence[str] | str | None = None) -> None:
         self.program, self.startup = Program(), Program()
+        self.checkpoint_option = checkpoints
         self.input_vars: list[Variable] = []  # one per Tensor leaf of (args, kwargs), in order
         tracer = _Tracer(self.program)
         owner = getattr(fn, "__self__", None)  # a Layer's forward reads its own `training` too
@@ -133,6 +154,7 @@ class _TracedProgram:
         self.writes = tracer.writes
         self.executor = Executor()
         self._backward_programs: dict[tuple[str, ...], tuple[Program, list[Variable], list[Any]]] = {}
+        self.last_backward: Program | None = None
 
     def fits_layer_modes(self) -> bool:
         """Every Layer that ran while tracing is still in the train/eval mode it was in then."""
@@ -162,6 +184,15 @@ class _TracedProgram:
         return self.rebuild(tensors)
 
     # ---- backward
+    def checkpoints(self) -> list[str] | str | None:
+        """What the backward recomputes from: "auto", the names given, or those `recompute`
+        calls marked while tracing that a forward op computes (data and parameters live anyway)."""
+        if self.checkpoint_option == "auto":
+            return "auto"
+        computed = {n for op in self.program.global_block().ops for n in op.output_arg_names}
+        names = [n for n in list(self.checkpoint_option or []) + marked_checkpoints(self.program) if n in computed]
+        return list(dict.fromkeys(names)) or None
+
     def _backward_program(self, wrt: tuple[str, ...]) -> tuple[Program, list[Variable], list[Any]]:
         cached = self._backward_programs.get(wrt)
         if cached is not None:
@@ -173,9 +204,10 @@ class _TracedProgram:
             seeds = [data(f"{t.name}@SEED", t.shape, t.dtype) for t in targets]
             for name in wrt:
                 block.var(name).stop_gradient = False
-            grads = gradients(targets, [block.var(n) for n in wrt], seeds)
+            grads = gradients(targets, [block.var(n) for n in wrt], seeds, checkpoints=self.checkpoints())
         cached = (program, seeds, grads)
         self._backward_programs[wrt] = cached
+        self.last_backward = program
         return cached
 
     def run_backward(self, feed: dict, params: dict, out_grads: list, wrt: tuple[str, ...]) -> list:
@@ -239,8 +271,13 @@ def _replace_tensors(value: Any, replace: Callable[[Tensor], Any]) -> Any:
 class StaticFunction:
     """A function traced into a Program on its first call (and again for new input signatures)."""
 
-    def __init__(self, fn: Callable) -> None:
+    def __init__(self, fn: Callable, checkpoints: Sequence[str] | str | None = None) -> None:
+        if not (checkpoints is None or checkpoints == "auto" or
+                (isinstance(checkpoints, (list, tuple)) and all(isinstance(n, str) for n in checkpoints))):
+            raise TypeError(f"to_static: checkpoints must be None, 'auto' or a list of variable names, "
+                            f"got {checkpoints!r}")
         self._fn = fn
+        self._checkpoints = checkpoints
         self._traces: dict[Any, list[_TracedProgram]] = {}
         self._last: _TracedProgram | None = None
         functools.update_wrapper(self, fn)
@@ -250,7 +287,7 @@ class StaticFunction:
             return self
         bound = instance.__dict__.get(f"_static_{id(self)}")
         if bound is None:
-            bound = StaticFunction(self._fn.__get__(instance, owner))
+            bound = StaticFunction(self._fn.__get__(instance, owner), self._checkpoints)
             instance.__dict__[f"_static_{id(self)}"] = bound
         return bound
 
@@ -261,7 +298,7 @@ class StaticFunction:
         candidates = self._traces.setdefault(key, [])
         traced = next((t for t in candidates if t.fits_layer_modes()), None)
         if traced is None:
-            traced = _TracedProgram(self._fn, args, kwargs)
+            traced = _TracedProgram(self._fn, args, kwargs, self._checkpoints)
             traced.keep = keep
             candidates.append(traced)
         self._last = traced
@@ -275,6 +312,23 @@ class StaticFunction:
         return self._last.program
 
     @property
+    def concrete_program(self) -> "ConcreteProgram":
+        """The latest trace: its Program, input and output Variables, captured Tensors and
+        checkpoints, e.g. to append an optimizer to a copy of it and train it statically."""
+        if self._last is None:
+            raise RuntimeError("to_static: call the function once (with Tensors) before asking for its program")
+        t = self._last
+        return ConcreteProgram(t.program, list(t.input_vars), list(t.outputs), list(t.captured), t.checkpoints())
+
+    @property
+    def backward_program(self) -> Program | None:
+        """The latest trace's backward Program (forward ops, then those `gradients` appended),
+        once a backward has run through it; `.recompute_checkpoints` names the checkpoints used."""
+        if self._last is None:
+            raise RuntimeError("to_static: call the function once (with Tensors) before asking for its program")
+        return self._last.last_backward
+
+    @property
     def concrete_programs(self) -> list[Program]:
         return [t.program for traces in self._traces.values() for t in traces]
 
@@ -283,16 +337,19 @@ class StaticFunction:
         return self._fn(*args, **kwargs)
 
 
-def to_static(function: Any = None, input_spec: Any = None, **_: Any) -> Any:
-    """Decorate a function (or method), or convert a Layer's forward, to run as a traced Program."""
+def to_static(function: Any = None, input_spec: Any = None, checkpoints: Sequence[str] | str | None = None,
+              **_: Any) -> Any:
+    """Decorate a function (or method), or convert a Layer's forward, to run as a traced Program.
+    `checkpoints`: "auto" or variable names of the trace; the backward recomputes the forward
+    between them (`fluidgrad.recompute` calls inside the function add theirs)."""
     if function is None:
-        return lambda fn: to_static(fn, input_spec)
+        return lambda fn: to_static(fn, input_spec, checkpoints)
     if isinstance(function, Layer):
-        object.__setattr__(function, "forward", StaticFunction(function.forward))
+        object.__setattr__(function, "forward", StaticFunction(function.forward, checkpoints))
         return function
     if isinstance(function, StaticFunction):
         return function
-    return StaticFunction(function)
+    return StaticFunction(function, checkpoints)
 
 
 def not_to_static(fn: Callable) -> Callable:

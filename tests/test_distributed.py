@@ -60,8 +60,9 @@ def test_data_parallel_equals_single_process_on_the_whole_batch(tmp_path, nproc)
     assert not problems, "\n".join(problems)
     # the Program shows the bucketed collectives, before clipping (so the global norm is global)
     program = cases["static-adam-clip"]["program"]
-    assert "= coalesce(" in program and "= uncoalesce(" in program
-    assert program.index("= c_allreduce_avg(") < program.index("@CLIP]} = elementwise_mul(")
+    buckets = [line for line in program.splitlines() if "= c_bucket_allreduce(" in line]
+    assert 1 <= len(buckets) < 6 and any(line.count("@GRAD") >= 4 for line in buckets), buckets  # 6 gradients
+    assert program.index("= c_bucket_allreduce(") < program.index("@CLIP]} = elementwise_mul(")
 
 
 @pytest.mark.parametrize("nproc", [2, 3])
@@ -147,7 +148,7 @@ def test_checkpoint_written_by_rank_zero_loads_anywhere(tmp_path):
 
 # the communicating ops, checked on 2 and 3 ranks (forward and gradient) by dist_scripts/collectives.py
 COLLECTIVE_OPS = ["c_allreduce_sum", "c_allreduce_avg", "c_allreduce_max", "c_allreduce_min", "c_broadcast",
-                  "c_reduce_sum", "c_allgather", "c_reducescatter"]
+                  "c_reduce_sum", "c_allgather", "c_reducescatter", "c_bucket_allreduce"]
 
 
 def test_every_collective_op_is_registered_and_checked_on_several_ranks():
@@ -165,4 +166,4 @@ def test_demo_trains_data_parallel_on_two_ranks_and_draws_the_collectives(tmp_pa
     assert result.stdout.count("test accuracy:") == 1  # rank 0 reports, once
     assert float(result.stdout.split("test accuracy:")[1].split()[0]) > 0.8
     picture = next(tmp_path.glob("train_program.*")).read_text()
-    assert "c_allreduce_avg" in picture and "coalesce" in picture
+    assert "c_bucket_allreduce" in picture

@@ -163,6 +163,7 @@ class _ReduceStep:
                 position += prod(params[i].shape)
             self.buffers.append(np.empty(position, params[bucket[0]].data.dtype))
         self.missing = [len(bucket) for bucket in buckets]
+        self.scale = 1.0 / world.size
         self.filled: set[int] = set()
         self.pending: list[Pending] = []
         self.folded: list[int] = []
@@ -174,7 +175,8 @@ class _ReduceStep:
             grad = grad + param.grad.data
             self.folded.append(i)
         b, start = self.bucket_of[i], self.offset[i]
-        self.buffers[b][start:start + grad.size] = grad.reshape(-1)
+        part = self.buffers[b][start:start + grad.size]
+        np.multiply(grad.reshape(-1), self.scale, out=part)  # pack and average in one pass; then a sum
         self.filled.add(i)
         self.missing[b] -= 1
         self._start_ready_buckets()
@@ -183,7 +185,7 @@ class _ReduceStep:
 
     def _start_ready_buckets(self) -> None:
         while len(self.pending) < len(self.buckets) and self.missing[len(self.pending)] == 0:
-            self.pending.append(self.world.start_all_reduce(self.buffers[len(self.pending)], "avg"))
+            self.pending.append(self.world.start_all_reduce(self.buffers[len(self.pending)], "sum"))
 
     def finish(self) -> list[np.ndarray]:
         """Every parameter's averaged gradient (zeros join for parameters that got none)."""

@@ -1,7 +1,7 @@
 """Static data parallelism as a program transformation (Fluid's design).
 
 `DistributedOptimizer(opt).minimize(loss)` = `append_backward(loss)`, then, for each bucket
-of gradients, `coalesce` -> `c_allreduce_avg` -> `uncoalesce` (one collective per bucket,
+of gradients, one `c_bucket_allreduce` (pack into a buffer kept between steps, one collective,
 the gradient variables rewritten in place), then `opt`'s own clipping, decay and update ops.
 Clipping therefore sees the averaged gradient: a global norm is the global one. The startup
 program ends with a `c_broadcast` from rank 0 of every parameter, so all ranks start equal.
@@ -61,20 +61,14 @@ class DistributedOptimizer:
 
 def append_gradient_allreduce(block: Block, pairs: ParamsGrads, bucket_bytes: float,
                               first_bucket_bytes: float | None = None) -> list[list[Variable]]:
-    """Average every gradient over ranks, in place, one `c_allreduce_avg` per bucket."""
+    """Average every gradient over ranks, in place, one `c_bucket_allreduce` per bucket."""
     grads = [g for _, g in pairs]
     buckets = plan_buckets([g.shape for g in grads], [g.dtype for g in grads], bucket_bytes, first_bucket_bytes)
     role = {"op_role": OPTIMIZE}
     for bucket in buckets:
         members = [grads[i] for i in bucket]
-        if len(members) == 1:
-            block.append_op("c_allreduce_avg", {"X": members[0]}, {"Out": members[0]}, role)
-            continue
-        fused = block.create_var(unique_name("grad_bucket"), stop_gradient=True)
-        block.append_op("coalesce", {"X": members}, {"Out": fused}, role)
-        block.append_op("c_allreduce_avg", {"X": fused}, {"Out": fused}, role)
-        block.append_op("uncoalesce", {"X": fused}, {"Out": members},
-                        {"shapes": [list(g.shape) for g in members], **role})
+        block.append_op("c_bucket_allreduce", {"X": members}, {"Out": members},
+                        {"reduce": "avg", "bucket": unique_name("grad_bucket"), **role})
     return [[grads[i] for i in bucket] for bucket in buckets]
 
 

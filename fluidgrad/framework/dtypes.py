@@ -12,11 +12,53 @@ functions implement is written out in docs/dtypes.md.
 * Sums (and products, cumulative sums) of bool and integer tensors accumulate in int64, so
   counting booleans gives a count and summing int32 values does not wrap.
 * True division of bool or integer values gives the default float dtype.
+
+The dtypes beyond NumPy's own (bfloat16, the float8 and float4 formats, int4 / uint4 / int2 /
+uint2) come from the `ml_dtypes` package, which ONNX models use. It is optional: this table names
+them, and `require_extension_dtype` imports ml_dtypes (which teaches NumPy their names) the first
+time a Variable or Tensor of such a dtype is made, or says which extra to install.
 """
 from __future__ import annotations
 
 from numbers import Integral, Real
 from typing import Any
+
+from .errors import DTypeError
+
+FLOAT_DTYPES = ("float16", "float32", "float64")
+STANDARD_DTYPES = FLOAT_DTYPES + ("int8", "int16", "int32", "int64", "uint8", "bool")
+WIDE_UNSIGNED_DTYPES = ("uint16", "uint32", "uint64")
+# storage formats: data movement and casts only; an op that computes refuses them (cast first)
+STORAGE_DTYPES = ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
+                  "float4_e2m1fn", "int4", "uint4", "int2", "uint2")
+EXTENSION_DTYPES = frozenset(("bfloat16",) + STORAGE_DTYPES)  # from ml_dtypes
+ALL_DTYPES = STANDARD_DTYPES + WIDE_UNSIGNED_DTYPES + ("bfloat16",) + STORAGE_DTYPES
+EXTRA = "onnx"  # the optional dependency group that brings ml_dtypes
+_extension_loaded = False
+
+
+def require_extension_dtype(dtype: str) -> None:
+    """Import ml_dtypes once, when the first Variable or Tensor of one of its dtypes is made, so that
+    NumPy knows the name; without it, a clear error naming the dtype and the extra to install."""
+    global _extension_loaded
+    if _extension_loaded or dtype not in EXTENSION_DTYPES:
+        return
+    try:
+        import ml_dtypes  # noqa: F401  (registers bfloat16, float8_*, int4, ... with NumPy)
+    except ImportError:
+        raise DTypeError(f"dtype {dtype} needs the ml_dtypes package: pip install 'fluidgrad[{EXTRA}]' "
+                         f"(or pip install ml_dtypes)") from None
+    _extension_loaded = True
+
+
+def is_float(dtype: str) -> bool:
+    """A floating point dtype ops compute in: float16/32/64 and bfloat16 (not the storage formats)."""
+    return dtype in FLOAT_DTYPES or dtype == "bfloat16"
+
+
+def is_storage(dtype: str) -> bool:
+    """float8, float4, int4, int2 ...: a format to store and cast, not to compute in."""
+    return dtype in STORAGE_DTYPES
 
 DEFAULT_FLOAT = "float32"
 DEFAULT_INT = "int64"

@@ -3,11 +3,10 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from .dtypes import ALL_DTYPES, FLOAT_DTYPES, require_extension_dtype
 from .math_mixin import MathMixin
 
-
-FLOAT_DTYPES = ("float16", "float32", "float64")
-DTYPES = FLOAT_DTYPES + ("int8", "int16", "int32", "int64", "uint8", "bool")
+DTYPES = ALL_DTYPES
 
 
 def normalize_dtype(dtype: Any) -> str:
@@ -16,6 +15,7 @@ def normalize_dtype(dtype: Any) -> str:
     name = {"float": "float64", "int": "int64", "bool_": "bool"}.get(name, name)
     if name not in DTYPES:
         raise TypeError(f"unsupported dtype {dtype!r}; expected one of {', '.join(DTYPES)}")
+    require_extension_dtype(name)
     return name
 
 

@@ -263,5 +263,5 @@ def _gemm(ctx):
 
 @converter("Einsum")
 def _einsum(ctx):
-    return ctx.op("einsum", {"Operands": ctx.inputs()}, equation=ctx.attr("equation"))
+    return ctx.op("einsum", {"Operands": ctx.inputs()}, equation=ctx.attr("equation").replace(" ", ""))
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import numpy as np
 
-
-from .convert_common import binary, normalize_axes
+from .convert_common import binary, cast, normalize_axes, via_float
 from .convert_table import converter
 
 
@@ -59,13 +59,35 @@ def _conv_transpose(ctx):
 def _pool(ctx: Any, pooling_type: str) -> Any:
     x = ctx.input(0)
     n = _spatial_rank(ctx, x)
-    if len(ctx.node.output) > 1 and ctx.node.output[1]:
-        raise ctx.unsupported("the Indices output of MaxPool (fluidgrad's indices count within a plane)")
     attrs = _window_attrs(ctx, n)
+    if pooling_type == "max" and len(ctx.node.output) > 1 and ctx.node.output[1]:
+        return _max_pool_with_indices(ctx, x, n, attrs)
     if pooling_type == "avg" and ctx.opset < 19:
         attrs["dilations"] = [1] * n
+    if pooling_type == "max" and not x.dtype.startswith("float"):   # exact through float64
+        return via_float(ctx, x, lambda v: ctx.op(f"pool{n}d", {"X": v}, pooling_type="max",
+                                                   ksize=[int(k) for k in ctx.attr("kernel_shape")],
+                                                   ceil_mode=bool(ctx.attr("ceil_mode", 0)), **attrs))
     return ctx.op(f"pool{n}d", {"X": x}, pooling_type=pooling_type, ksize=[int(k) for k in ctx.attr("kernel_shape")],
                   exclusive=not ctx.attr("count_include_pad", 0), ceil_mode=bool(ctx.attr("ceil_mode", 0)), **attrs)
+
+
+def _max_pool_with_indices(ctx: Any, x: Any, n: int, attrs: dict) -> list:
+    """MaxPool with its Indices output: fluidgrad's argmax within each plane, made a flat index
+    into the whole tensor (row-major, or column-major planes for storage_order=1)."""
+    if any(d < 0 for d in x.shape):
+        raise ctx.unsupported(f"the Indices output needs a static input shape, got {list(x.shape)}")
+    y, mask = ctx.op(f"max_pool{n}d_with_index", {"X": x}, ksize=[int(k) for k in ctx.attr("kernel_shape")],
+                     ceil_mode=bool(ctx.attr("ceil_mode", 0)), **attrs)
+    mask = cast(ctx, mask, "int64")
+    spatial = list(x.shape[2:])
+    if int(ctx.attr("storage_order", 0)) == 1 and n == 2:
+        rows = binary(ctx, "elementwise_floordiv", mask, ctx.scalar(spatial[1], "int64"))
+        cols = binary(ctx, "elementwise_mod", mask, ctx.scalar(spatial[1], "int64"))
+        mask = binary(ctx, "elementwise_add", rows, binary(ctx, "elementwise_mul", cols,
+                                                            ctx.scalar(spatial[0], "int64")))
+    planes = np.arange(x.shape[0] * x.shape[1], dtype=np.int64).reshape([x.shape[0], x.shape[1]] + [1] * n)
+    return [y, binary(ctx, "elementwise_add", mask, ctx.constant(planes * int(np.prod(spatial))))]
 
 
 converter("MaxPool")(lambda ctx: _pool(ctx, "max"))
@@ -125,3 +147,80 @@ def _instance_norm(ctx):
 
 
 
+
+
+from . import convert_attention, convert_resize, convert_rnn  # noqa: E402,F401  (the NN converters kept in their own files register too)
+
+
+@converter("LpPool")
+def _lp_pool(ctx):
+    """(sum over the window of |x|^p)^(1/p): an average pool of |x|^p (padding counted as
+    zeros) times the window size."""
+    x = ctx.input(0)
+    n = _spatial_rank(ctx, x)
+    p = float(ctx.attr("p", 2))
+    ksize = [int(k) for k in ctx.attr("kernel_shape")]
+    powered = ctx.op("elementwise_pow", {"X": ctx.op("abs", {"X": x}), "Y": ctx.scalar(p, x.dtype)})
+    avg = ctx.op(f"pool{n}d", {"X": powered}, pooling_type="avg", ksize=ksize, exclusive=False,
+                 ceil_mode=bool(ctx.attr("ceil_mode", 0)), **_window_attrs(ctx, n))
+    total = binary(ctx, "elementwise_mul", avg, ctx.scalar(float(np.prod(ksize)), x.dtype))
+    return ctx.op("elementwise_pow", {"X": total, "Y": ctx.scalar(1.0 / p, x.dtype)})
+
+
+@converter("LpNormalization")
+def _lp_normalization(ctx):
+    """x / ||x||_p along `axis` (p = 1 or 2); a zero norm gives zeros."""
+    x = ctx.input(0)
+    axis = normalize_axes([ctx.attr("axis", -1)], len(x.shape))[0]
+    p = int(ctx.attr("p", 2))
+    if p not in (1, 2):
+        raise ctx.unsupported(f"p={p} (ONNX allows 1 and 2)")
+    if p == 1:
+        norm = ctx.op("reduce_sum", {"X": ctx.op("abs", {"X": x})}, axis=[axis], keepdim=True)
+    else:
+        norm = ctx.op("sqrt", {"X": ctx.op("reduce_sum", {"X": binary(ctx, "elementwise_mul", x, x)},
+                                           axis=[axis], keepdim=True)})
+    zero = ctx.scalar(0.0, x.dtype)
+    is_zero = binary(ctx, "equal", norm, zero)
+    safe = ctx.op("where", {"Condition": is_zero, "X": ctx.scalar(1.0, x.dtype), "Y": norm})
+    return ctx.op("where", {"Condition": is_zero, "X": zero, "Y": binary(ctx, "elementwise_div", x, safe)})
+
+
+@converter("CausalConvWithState")
+def _causal_conv_with_state(ctx):
+    """Depthwise causal conv1d over [past_state, input]; the last k-1 steps are the new state."""
+    x, w = ctx.input(0), ctx.input(1)
+    batch, channels, length = x.shape
+    k = w.shape[2]
+    if min(batch, channels, length, k) < 0:
+        raise ctx.unsupported(f"unknown dimensions in input {list(x.shape)} or weight {list(w.shape)}")
+    past = ctx.input(3) if ctx.has_input(3) else \
+        ctx.op("fill_constant", {}, shape=[batch, channels, k - 1], value=0.0, dtype=x.dtype)
+    padded = ctx.op("concat", {"X": [past, x]}, axis=2) if k > 1 else x
+    bias = ctx.input(2) if ctx.has_input(2) else None
+    y = ctx.op("conv1d", {"Input": padded, "Filter": w, "Bias": bias}, groups=channels, strides=[1], dilations=[1],
+               paddings=[0, 0], padding_algorithm="EXPLICIT")
+    if (ctx.attr("activation", "none") or "none") in ("silu", "swish"):
+        y = ctx.op("silu", {"X": y})
+    total = length + k - 1
+    state = ctx.op("slice", {"X": padded}, axes=[2], starts=[total - (k - 1)], ends=[total])
+    return [y, state]
+
+
+@converter("Col2Im")
+def _col2im(ctx):
+    """col2im (fold): `unfold_grad` adds each window's column back into the image (2-D images)."""
+    x = ctx.input(0)
+    image = [int(v) for v in ctx.const(1, "image_shape")]
+    block = [int(v) for v in ctx.const(2, "block_shape")]
+    if len(image) != 2:
+        raise ctx.unsupported(f"{len(image)}-D images (fluidgrad's unfold is 2-D)")
+    batch, columns = x.shape[0], x.shape[1]
+    if batch < 0 or columns < 0:
+        raise ctx.unsupported(f"unknown dimensions in input {list(x.shape)}")
+    channels = columns // int(np.prod(block))
+    like = ctx.op("fill_constant", {}, shape=[batch, channels] + image, value=0.0, dtype=x.dtype)
+    return ctx.op("unfold_grad", {"DY": x, "X": like}, kernel_sizes=block,
+                  strides=[int(s) for s in (ctx.attr("strides") or [1, 1])],
+                  dilations=[int(d) for d in (ctx.attr("dilations") or [1, 1])],
+                  paddings=_pairs(ctx.attr("pads") or [], 2))

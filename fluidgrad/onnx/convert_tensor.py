@@ -67,12 +67,21 @@ def _cast(ctx):
     const = ctx.maybe_const(0)
     if const is not None and const.dtype.kind in "iub" and const.size <= 64:
         return const.astype(dtype)  # shape arithmetic, folded
-    return cast(ctx, ctx.input(0), dtype)
+    return _cast_as_onnx(ctx, dtype)
 
 
 @converter("CastLike")
 def _cast_like(ctx):
-    return cast(ctx, ctx.input(0), ctx.dtype(1))
+    return _cast_as_onnx(ctx, ctx.dtype(1))
+
+
+def _cast_as_onnx(ctx, dtype):
+    """ONNX's float8 casts saturate unless told not to; float8_e8m0fnu rounds up by default."""
+    x = ctx.input(0)
+    if x.dtype == dtype:
+        return x
+    return ctx.op("cast", {"X": x}, dtype=dtype, saturate=bool(ctx.attr("saturate", 1)),
+                  round_mode=ctx.attr("round_mode", "up"))
 
 
 # ---------------------------------------------------------------- reshaping

@@ -11,7 +11,16 @@ _TO_FLUIDGRAD = {
     TensorProto.FLOAT: "float32", TensorProto.DOUBLE: "float64", TensorProto.FLOAT16: "float16",
     TensorProto.INT8: "int8", TensorProto.INT16: "int16", TensorProto.INT32: "int32",
     TensorProto.INT64: "int64", TensorProto.UINT8: "uint8", TensorProto.BOOL: "bool",
+    TensorProto.UINT16: "uint16", TensorProto.UINT32: "uint32", TensorProto.UINT64: "uint64",
+    # through ml_dtypes (the `onnx` extra), under the names NumPy then knows them by
+    TensorProto.BFLOAT16: "bfloat16", TensorProto.FLOAT8E4M3FN: "float8_e4m3fn",
+    TensorProto.FLOAT8E4M3FNUZ: "float8_e4m3fnuz", TensorProto.FLOAT8E5M2: "float8_e5m2",
+    TensorProto.FLOAT8E5M2FNUZ: "float8_e5m2fnuz", TensorProto.UINT4: "uint4", TensorProto.INT4: "int4",
 }
+for _name, _dtype in (("FLOAT4E2M1", "float4_e2m1fn"), ("FLOAT8E8M0", "float8_e8m0fnu"), ("UINT2", "uint2"),
+                      ("INT2", "int2")):
+    if hasattr(TensorProto, _name):  # newer onnx releases
+        _TO_FLUIDGRAD[getattr(TensorProto, _name)] = _dtype
 _TO_ONNX = {name: code for code, name in _TO_FLUIDGRAD.items()}
 
 

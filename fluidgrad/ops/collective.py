@@ -7,11 +7,15 @@ the sum of the per-rank losses, so each collective's gradient is its adjoint col
     c_allreduce_sum  <->  c_allreduce_sum        c_allgather      <->  c_reducescatter
     c_allreduce_avg  <->  c_allreduce_avg        c_broadcast(root) <->  c_reduce_sum(root)
 
-`coalesce` / `uncoalesce` pack several tensors into one flat buffer and back (each the
-other's gradient), so that a bucket of gradients costs one collective instead of one each.
+`c_bucket_allreduce` reduces a bucket of tensors with one collective: it packs them into a
+flat buffer kept from run to run (no fresh allocation per step), reduces the buffer in place
+and returns read-only views of it (so a fetch copies them). `coalesce` / `uncoalesce` pack
+several tensors into one flat buffer and back (each the other's gradient), for programs that
+want the packing as ops of their own.
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from math import prod
 
 import numpy as np
@@ -125,6 +129,65 @@ register_op("c_reducescatter", inputs="X", outputs="Out", attrs={"nranks": 1, "r
 
 
 # ------------------------------------------------------------------ buckets
+_BUCKET_BUFFERS: OrderedDict[tuple, np.ndarray] = OrderedDict()
+_KEPT_BUFFERS = 16  # buckets of the most recent programs; a dropped buffer lives on in its views
+
+
+def _bucket_buffer(key: tuple, size: int, dtype: np.dtype) -> np.ndarray:
+    buffer = _BUCKET_BUFFERS.pop(key, None)
+    if buffer is None:
+        buffer = np.empty(size, dtype)
+    _BUCKET_BUFFERS[key] = buffer
+    while len(_BUCKET_BUFFERS) > _KEPT_BUFFERS:
+        _BUCKET_BUFFERS.popitem(last=False)
+    return buffer
+
+
+def _bucket_allreduce_kernel(xs, reduce="avg", bucket="", ring_id=0):
+    world = get_world()
+    arrays = [np.asarray(x) for x in xs]
+    if world.size == 1:
+        return arrays
+    dtype = arrays[0].dtype
+    buffer = _bucket_buffer((bucket, dtype.str, tuple(a.shape for a in arrays)), sum(a.size for a in arrays), dtype)
+    scale = dtype.type(1 / world.size) if reduce == "avg" else None
+    views, start = [], 0
+    for array in arrays:  # pack (and scale, for the average) in one pass per tensor
+        part = buffer[start:start + array.size]
+        if scale is None:
+            np.copyto(part, array.reshape(-1))
+        else:
+            np.multiply(array.reshape(-1), scale, out=part)
+        views.append(part.reshape(array.shape))
+        start += array.size
+    world.start_all_reduce(buffer, "sum").wait()
+    for view in views:
+        view.flags.writeable = False  # the next run reuses the buffer: nobody may keep writing into it
+    return views
+
+
+def _bucket_allreduce_infer(ctx) -> None:
+    dtypes, shapes = ctx.dtypes("X"), ctx.shapes("X")
+    if len(set(dtypes)) != 1 or not dtypes[0].startswith("float"):
+        raise ctx.dtype_error(f"a bucket holds floating tensors of one dtype, got {dict(zip(ctx.input_names('X'), dtypes))}")
+    if ctx.attr("reduce") not in ("sum", "avg"):
+        raise ctx.shape_error(f"reduce must be 'sum' or 'avg', got {ctx.attr('reduce')!r}")
+    if ctx.num_outputs("Out") != len(shapes):
+        raise ctx.shape_error(f"{ctx.num_outputs('Out')} outputs for {len(shapes)} inputs")
+    for i, shape in enumerate(shapes):
+        ctx.set_output("Out", shape, dtypes[0], index=i)
+
+
+def _bucket_allreduce_grad(g):
+    grads = g.op("c_bucket_allreduce", {"X": g.output_grad("Out")}, n_out=len(g.input("X")),
+                 reduce=g.attr("reduce"), bucket=g.attr("bucket") + "@GRAD")
+    g.set_input_grad("X", grads)
+
+
+register_op("c_bucket_allreduce", inputs="X*", outputs="Out*", attrs={"reduce": "avg", "bucket": "", "ring_id": 0},
+            kernel=_bucket_allreduce_kernel, infer=_bucket_allreduce_infer, grad=_bucket_allreduce_grad,
+            doc="Out[i] = the sum or average of X[i] over every rank, one collective for the whole bucket.")
+
 def _coalesce_kernel(xs):
     return np.concatenate([np.asarray(x).reshape(-1) for x in xs])
 

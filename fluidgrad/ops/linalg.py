@@ -23,8 +23,11 @@ def _einsum_kernel(operands, equation):
     # NumPy's optimised path hands contractions to BLAS (batched ones too): 40x faster at the
     # attention shapes than the plain C loop, whose ~30 µs of planning only small inputs avoid
     optimize = len(operands) > 2 or max(o.size for o in operands) > 4096
+    dtype = operands[0].dtype
+    if dtype.kind == "V":  # bfloat16 (ml_dtypes): NumPy's einsum has no loop for it; float32 and round
+        operands = [o.astype(np.float32) for o in operands]
     out = np.einsum(equation, *operands, optimize=optimize)
-    return np.asarray(out, dtype=operands[0].dtype)
+    return np.asarray(out, dtype=dtype)
 
 
 def _einsum_infer(ctx):

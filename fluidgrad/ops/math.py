@@ -5,6 +5,7 @@ import numpy as np
 
 from ..framework import dtypes
 from ..framework.variable import normalize_dtype
+from . import cast_formats
 from .registry import NO_GRADIENT, ZERO_GRADIENT, register_op
 from .shape_rules import (
     binary_broadcast,
@@ -168,6 +169,8 @@ register_op("logical_not", inputs="X", outputs="Out", kernel=np.logical_not, inf
 
 # ---------------------------------------------------------------- matmul
 def _matmul_kernel(x, y, transpose_x=False, transpose_y=False):
+    if x.dtype.kind == "V":  # bfloat16 (ml_dtypes): NumPy's matmul answers float32; round back
+        return _matmul_kernel(x.astype(np.float32), y.astype(np.float32), transpose_x, transpose_y).astype(x.dtype)
     if transpose_x and x.ndim > 1:
         x = np.swapaxes(x, -1, -2)
     if transpose_y and y.ndim > 1:
@@ -348,8 +351,10 @@ def _cast_grad(g):
     g.set_input_grad("X", g.op("cast", {"X": g.output_grad("Out")}, dtype=g.dtype(x)))
 
 
-register_op("cast", inputs="X", outputs="Out", attrs={"dtype": "float32"},
-            kernel=lambda x, dtype: x.astype(dtype, copy=False), infer=_cast_infer, grad=_cast_grad)
+register_op("cast", inputs="X", outputs="Out", attrs={"dtype": "float32", "saturate": True, "round_mode": "up"},
+            kernel=cast_formats.cast, infer=_cast_infer, grad=_cast_grad,
+            doc="Converts X to `dtype`. `saturate` and `round_mode` follow ONNX's Cast for the float8 formats "
+                "(see cast_formats.py); other dtypes convert as NumPy's astype.")
 
 
 # ---------------------------------------------------------------- broadcasting helpers

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
+from ..framework import dtypes
 from .registry import InferContext
 
 
@@ -36,8 +37,16 @@ def same_as(slot: str = "X", out: str = "Out"):
 def float_only(ctx: InferContext, *slots: str) -> None:
     for slot in slots:
         for i, dtype in enumerate(ctx.dtypes(slot)):
-            if not dtype.startswith("float"):
-                raise ctx.dtype_error(f"expects floating point input, got {ctx.describe(slot, i)}")
+            if not dtypes.is_float(dtype):
+                raise ctx.dtype_error(f"expects floating point input, got {ctx.describe(slot, i)}"
+                                      + storage_hint(dtype))
+
+
+def storage_hint(dtype: str) -> str:
+    """The end of a refusal of a storage format (float8, int4, ...): what to do instead."""
+    if not dtypes.is_storage(dtype):
+        return ""
+    return f"; {dtype} is a storage format (cast, reshape, concatenate, ...): cast it to float32 first"
 
 
 def same_dtype(ctx: InferContext, a: str, b: str) -> str:

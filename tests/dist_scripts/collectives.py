@@ -83,6 +83,22 @@ def main(out_path):
     out, dx = run_static("c_reducescatter", big, {"nranks": world}, weights[rank])
     check(failures, "c_reducescatter", out, (big * world)[rank * rows:(rank + 1) * rows])
     check(failures, "c_reducescatter grad", dx, np.concatenate(weights))
+    for reduce, divide in (("avg", world), ("sum", 1)):  # a bucket of two tensors, twice (the buffer is reused)
+        for step in range(2):
+            main, startup = fg.Program(), fg.Program()
+            with fg.program_guard(main, startup):
+                a, b = fg.static.data("a", [4, 3], "float64"), fg.static.data("b", [2], "float64")
+                a.stop_gradient = b.stop_gradient = False
+                outs = fg.dispatch.apply_op("c_bucket_allreduce", {"X": [a, b]}, {"reduce": reduce, "bucket": "t"},
+                                            n_out=2)
+                loss = fg.sum(fg.multiply(outs[0], fg.static.data("w", [4, 3], "float64"))) + fg.sum(outs[1])
+                da, db = fg.gradients([loss], [a, b])
+            got = fg.Executor().run(main, feed={"a": value(rank) + step, "b": np.full(2, rank + 1.0), "w": weights[rank]},
+                                    fetch_list=[*outs, da, db], scope=fg.Scope())
+            check(failures, f"c_bucket_allreduce {reduce} [0]", got[0], (total + world * step) / divide)
+            check(failures, f"c_bucket_allreduce {reduce} [1]", got[1], np.full(2, sum(range(1, world + 1)) / divide))
+            check(failures, f"c_bucket_allreduce {reduce} grad [0]", got[2], sum(weights) / divide)
+            check(failures, f"c_bucket_allreduce {reduce} grad [1]", got[3], np.full(2, world / divide))
     for op in ("c_allreduce_max", "c_allreduce_min"):
         main, startup = fg.Program(), fg.Program()
         with fg.program_guard(main, startup):

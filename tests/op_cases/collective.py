@@ -19,6 +19,8 @@ CASES = [
     OpCase("c_reduce_sum", {"X": rand(2, 2)}, {"root": 0}, torch_fn=lambda X: X),
     OpCase("c_allgather", {"X": rand(2, 3)}, {"nranks": 1}, torch_fn=lambda X: X),
     OpCase("c_reducescatter", {"X": rand(4, 2)}, {"nranks": 1}, torch_fn=lambda X: X),
+    OpCase("c_bucket_allreduce", {"X": [rand(2, 3), rand(4)]}, {"reduce": "avg", "bucket": "case"}, n_out=2,
+           torch_fn=lambda X: list(X)),
     OpCase("coalesce", {"X": [rand(2, 3), rand(4), rand(1, 2, 2)]},
            torch_fn=lambda X: T.cat([x.reshape(-1) for x in X])),
     OpCase("coalesce", {"X": [rand(3)]}, id="coalesce-one", torch_fn=lambda X: X[0].reshape(-1)),
