@@ -219,7 +219,7 @@ def _gelu_erf(x, x2):
 
 def _gelu_kernel(x, approximate=False):
     if approximate:
-        inner = x * x
+        inner = np.multiply(x, x, out=np.empty(x.shape, dtype=x.dtype))
         inner *= x.dtype.type(_SQRT_2_OVER_PI * _GELU_A)
         inner += x.dtype.type(_SQRT_2_OVER_PI)
         inner *= x
@@ -245,7 +245,7 @@ def _gelu_slope(x, dout, approximate=False):
         slope *= t(0.5)
     else:   # Phi(x) + x pdf(x): x^2 serves both, then holds pdf = exp(-x^2 / 2 + log(1 / sqrt(2 pi)))
         with np.errstate(over="ignore"):
-            x2 = x * x
+            x2 = np.multiply(x, x, out=np.empty(x.shape, dtype=x.dtype))   # an array also for 0-D x
         slope = _gelu_erf(x, x2)
         slope *= t(0.5)
         slope += t(0.5)

@@ -6,6 +6,7 @@ import numpy as np
 from ..framework import dtypes
 from ..framework.variable import normalize_dtype
 from . import cast_formats
+from .reduce import block_sum
 from .registry import NO_GRADIENT, ZERO_GRADIENT, register_op
 from .shape_rules import (
     binary_broadcast,
@@ -361,9 +362,10 @@ register_op("cast", inputs="X", outputs="Out", attrs={"dtype": "float32", "satur
 def _reduce_as_kernel(x, target):
     """Sum `x` down to `target`'s shape: the transpose of NumPy broadcasting (bool and integers
     accumulate in int64, as every sum does: dtypes.accumulate_dtype)."""
-    dtype = dtypes.accumulate_dtype(x.dtype.name)
-    if x.dtype.name != dtype:
-        x = x.astype(dtype)
+    if x.dtype.kind != "f":   # (dtype.name is slow: floats, the common case, skip it)
+        dtype = dtypes.accumulate_dtype(x.dtype.name)
+        if x.dtype.name != dtype:
+            x = x.astype(dtype)
     if x.shape == target.shape:
         return x
     if x.ndim < target.ndim:  # e.g. a 0-D gradient for a [1, 1] input
@@ -371,7 +373,12 @@ def _reduce_as_kernel(x, target):
     lead = x.ndim - target.ndim
     axes = tuple(range(lead)) + tuple(i + lead for i, d in enumerate(target.shape)
                                       if d == 1 and x.shape[i + lead] != 1)
-    return x.sum(axis=axes, keepdims=True).reshape(target.shape) if axes else x.reshape(target.shape)
+    if not axes:
+        return x.reshape(target.shape)
+    fast = block_sum(x, axes)   # e.g. a conv bias's gradient: two BLAS products
+    if fast is not None:
+        return fast.reshape(target.shape)
+    return x.sum(axis=axes, keepdims=True).reshape(target.shape)
 
 
 def _expand_as_kernel(x, target):

@@ -11,6 +11,7 @@ differentiate again. Windows are strided views of the padded input; a kernel loo
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -53,8 +54,19 @@ class Pooling:
 
 def _pooling(x_shape, ksize, strides, paddings, global_pooling, ceil_mode, dilations, adaptive,
              padding_algorithm) -> Pooling:
-    return Pooling(x_shape[2:], ksize, strides, paddings, global_pooling, ceil_mode, dilations, adaptive,
-                   padding_algorithm)
+    return _cached_pooling(tuple(x_shape[2:]), _frozen(ksize), _frozen(strides), _frozen(paddings),
+                           bool(global_pooling), bool(ceil_mode), _frozen(dilations), bool(adaptive),
+                           padding_algorithm)
+
+
+def _frozen(value):
+    return tuple(value) if isinstance(value, (list, tuple)) else value
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_pooling(*args) -> Pooling:
+    """Poolings are read-only once built: a training loop's few geometries are built once."""
+    return Pooling(*args)
 
 
 # ---------------------------------------------------------------- max with argmax
