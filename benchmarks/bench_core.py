@@ -7,6 +7,8 @@ Every comparison runs in the same process, so the ratios hold on a noisy machine
 from __future__ import annotations
 
 import argparse
+import gc
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -17,6 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import fluidgrad as fg  # noqa: E402
+from fluidgrad import demo  # noqa: E402
+from fluidgrad.executor import plan  # noqa: E402
 from common import interleaved_best, limit_threads, print_table  # noqa: E402
 
 
@@ -29,21 +33,27 @@ def fc_stack(depth: int, width: int = 16) -> fg.Variable:
 
 
 def bench_append_backward(depths: list[int]) -> None:
+    """Forward build (`static.nn.fc` + relu per layer) and `append_backward`, best of a few fresh
+    programs. The previous round's program is collected before each build, so that freeing it
+    is not charged to the next one."""
     rows, previous = [], None
     for depth in depths:
-        seconds = float("inf")
-        for _ in range(3 if depth <= 1000 else 2):  # best of a few fresh programs
+        forward = backward = float("inf")
+        for _ in range(3 if depth <= 1000 else 2):
             main, startup = fg.Program(), fg.Program()
+            gc.collect()
             with fg.program_guard(main, startup):
-                loss = fc_stack(depth)
                 start = time.perf_counter()
+                loss = fc_stack(depth)
+                middle = time.perf_counter()
                 fg.append_backward(loss)
-                seconds = min(seconds, time.perf_counter() - start)
-        growth = f"x{seconds / previous:.1f}" if previous else ""
-        rows.append([depth, len(main.global_block().ops), f"{seconds:.3f}", growth])
-        previous = seconds
-    print_table("append_backward on fc stacks (matmul + add + relu per layer, width 16)",
-                ["depth", "ops after backward", "seconds", "growth vs previous"], rows)
+                end = time.perf_counter()
+            forward, backward = min(forward, middle - start), min(backward, end - middle)
+        growth = f"x{backward / previous:.1f}" if previous else ""
+        rows.append([depth, len(main.global_block().ops), f"{forward:.3f}", f"{backward:.3f}", growth])
+        previous = backward
+    print_table("building fc stacks (matmul + add + relu per layer, width 16): forward, then append_backward",
+                ["depth", "ops after backward", "forward build s", "append_backward s", "backward growth"], rows)
 
 
 def _mlp_numpy(params, x, labels, lr):
@@ -123,6 +133,73 @@ def bench_mlp_step(repeat: int) -> None:
                 ["implementation", "ms per step", "ratio to NumPy"], rows)
 
 
+def _mlp_program():
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup):
+        xv = fg.static.data("x", [None, 784])
+        lv = fg.static.data("label", [None, 1], "int64")
+        h = fg.static.nn.fc(xv, 512, activation="relu")
+        h = fg.static.nn.fc(h, 512, activation="relu")
+        loss = fg.mean(fg.nn.functional.softmax_with_cross_entropy(fg.static.nn.fc(h, 10), lv))
+        fg.optimizer.SGD(0.01).minimize(loss)
+    return main, startup, loss
+
+
+def _cnn_program():
+    net = demo.build_static("cnn", learning_rate=0.01)
+    return net["main"], net["startup"], net["loss"]
+
+
+def _compiled_step(build, feed, reuse: bool):
+    """A training step whose plan was compiled with buffer reuse on or off; and its RunStats."""
+    main, startup, loss = build()
+    scope, exe = fg.Scope(), fg.Executor()
+    exe.run(startup, scope=scope)
+    saved, plan.REUSE_BUFFERS = plan.REUSE_BUFFERS, reuse
+    try:
+        _, stats = exe.run(main, feed=feed, fetch_list=[loss], scope=scope, return_stats=True)
+    finally:
+        plan.REUSE_BUFFERS = saved
+    return (lambda: exe.run(main, feed=feed, fetch_list=[loss], scope=scope)), stats
+
+
+def _interleaved_median(contenders: dict, rounds: int, number: int) -> dict[str, float]:
+    times: dict[str, list[float]] = {name: [] for name in contenders}
+    for fn in contenders.values():
+        fn()
+    for _ in range(rounds):
+        for name, fn in contenders.items():
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            times[name].append((time.perf_counter() - start) / number)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def bench_buffer_reuse(repeat: int) -> None:
+    """Peak live bytes (Executor.run(return_stats=True)) and step time, the plan compiled without
+    and with buffer reuse (in-place elementwise ops, shape-only reads freed early)."""
+    rng = np.random.default_rng(0)
+    images, labels, *_ = demo.load_data(0)
+    models = {
+        "MLP 784-512-512-10, b=64, SGD": (_mlp_program, {"x": rng.random((64, 784), dtype=np.float32),
+                                                         "label": rng.integers(0, 10, (64, 1))}),
+        "demo CNN, b=32, Adam": (_cnn_program, {"image": images[:32], "label": labels[:32]}),
+    }
+    rows = []
+    for model, (build, feed) in models.items():
+        before, before_stats = _compiled_step(build, feed, reuse=False)
+        after, after_stats = _compiled_step(build, feed, reuse=True)
+        times = _interleaved_median({"before": before, "after": after}, rounds=repeat, number=5)
+        rows.append([model, f"{before_stats.peak_live_bytes / 2**20:.2f}", f"{after_stats.peak_live_bytes / 2**20:.2f}",
+                     f"{after_stats.peak_live_bytes / before_stats.peak_live_bytes:.2f}",
+                     f"{times['before'] * 1e3:.2f}", f"{times['after'] * 1e3:.2f}",
+                     f"{times['after'] / times['before']:.2f}"])
+    print_table("buffer reuse: peak live bytes and step time (medians of interleaved rounds)",
+                ["training step", "peak MiB before", "peak MiB after", "ratio", "ms before", "ms after",
+                 "ratio"], rows)
+
+
 def bench_per_op(n_ops: int, repeat: int) -> None:
     """A chain alternating `h * a` and `h + b` on 1-element arrays: forward and backward."""
     main = fg.Program()
@@ -168,6 +245,7 @@ def main() -> None:
     bench_append_backward(depths)
     with limit_threads(args.threads):
         bench_mlp_step(repeat=3 if args.quick else 10)
+        bench_buffer_reuse(repeat=3 if args.quick else 9)
     bench_per_op(1000, repeat=5 if args.quick else 20)
 
 

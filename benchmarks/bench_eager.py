@@ -121,6 +121,96 @@ def bench_unary_chain(n_ops: int, repeat: int) -> None:
                 ["implementation", "µs per op", "ratio to PyTorch"], rows)
 
 
+def _wide_contenders(n_ops: int, shape: tuple[int, int]) -> dict:
+    import torch
+    rng = np.random.default_rng(0)
+    x0, a0, b0 = rng.standard_normal(shape), rng.uniform(0.5, 1.5, shape), rng.standard_normal(shape) * 0.1
+
+    def ours():
+        x = fg.to_tensor(x0, stop_gradient=False)
+        _chain(x, fg.to_tensor(a0), fg.to_tensor(b0), n_ops).sum().backward()
+        return x.grad.numpy()
+
+    ta, tb = torch.tensor(a0), torch.tensor(b0)
+
+    def torch_eager():
+        x = torch.tensor(x0, requires_grad=True)
+        _chain(x, ta, tb, n_ops).sum().backward()
+        return x.grad.numpy()
+
+    return {"fluidgrad eager": ours, "PyTorch eager": torch_eager}
+
+
+def bench_wide_chain(n_ops: int, rounds: int, shape: tuple[int, int] = (100, 100)) -> None:
+    """Per-op time of the per-op benchmark's chain on (100, 100) float64 tensors, where the
+    arrays cost more than the bookkeeping. Backward reads none of the intermediates (the
+    gradient of `h * a` by h is `dout * a`; PyTorch saves only `a`), so a framework that saves
+    only what its gradients read frees each one during the forward pass. Memory: each
+    contender's peak RSS growth over one forward + backward, each measured in a fresh process
+    (`--memory-child`), since RSS peaks cannot be reset within one."""
+    import statistics
+    import subprocess
+    from common import interleaved_best
+    import torch
+    torch.set_num_threads(1)
+    contenders = _wide_contenders(n_ops, shape)
+    results = [fn() for fn in contenders.values()]
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-9)
+    per_round = {name: [] for name in contenders}
+    for _ in range(rounds):
+        best = interleaved_best(contenders, rounds=3)
+        for name in contenders:
+            per_round[name].append(best[name])
+    base = statistics.median(per_round["PyTorch eager"])
+    rows = []
+    for name, times in per_round.items():
+        out = subprocess.run([sys.executable, __file__, "--memory-child", name, "--ops", str(n_ops)],
+                             capture_output=True, text=True, check=True).stdout.split()
+        rss, live = float(out[0]), out[1]
+        t = statistics.median(times)
+        rows.append([name, f"{t / n_ops * 1e6:.2f}", f"{t / base:.2f}", f"{rss:.1f}", live])
+    print_table(f"eager chain of {n_ops} ops (h * a, h + b in turn) on {shape} float64 tensors, forward + backward, "
+                f"one thread, medians of {rounds} alternating rounds",
+                ["implementation", "µs per op", "ratio to PyTorch", "peak RSS growth, MiB",
+                 "arrays alive after forward, MiB"], rows)
+
+
+def _memory_child(name: str, n_ops: int) -> None:
+    """Print the peak RSS growth (MiB) of one forward + backward of the chain, and the bytes
+    of arrays alive when the forward ends (NumPy's, through tracemalloc; for PyTorch the
+    tensors its graph saved, through saved_tensors_hooks)."""
+    import resource
+    import tracemalloc
+    import torch
+    torch.set_num_threads(1)
+    fn = _wide_contenders(n_ops, (100, 100))[name]
+    rng = np.random.default_rng(0)
+    x0, a0, b0 = rng.standard_normal((100, 100)), rng.uniform(0.5, 1.5, (100, 100)), rng.standard_normal((100, 100))
+    with open("/proc/self/statm") as f:
+        before = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    fn()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    if name == "PyTorch eager":
+        saved: dict[int, int] = {}
+
+        def pack(t):
+            saved[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+            return t
+        x = torch.tensor(x0, requires_grad=True)
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            h = _chain(x, torch.tensor(a0), torch.tensor(b0), n_ops)
+        live = sum(saved.values()) + h.nbytes
+    else:
+        x = fg.to_tensor(x0, stop_gradient=False)
+        a, b = fg.to_tensor(a0), fg.to_tensor(b0)
+        tracemalloc.start()
+        h = _chain(x, a, b, n_ops)
+        live = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+    print(f"{(peak - before) / 2**20:.1f} {live / 2**20:.1f}")
+    del h
+
+
 def bench_mlp_step(repeat: int, batch: int = 64) -> None:
     """nn.Linear layers + optimizer.SGD in both frameworks, same initial weights."""
     import torch
@@ -174,11 +264,23 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
     parser.add_argument("--threads", type=int, default=None,
                         help="BLAS / PyTorch threads for the MLP (default: each library's own default)")
+    parser.add_argument("--ops", type=int, default=500, help="length of the (100, 100) chain")
+    parser.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--only", choices=["per-op", "tanh", "wide", "mlp"], default=None)
     args = parser.parse_args()
-    bench_per_op(1000, repeat=5 if args.quick else 20)
-    bench_unary_chain(1000, repeat=5 if args.quick else 20)
-    with limit_threads(args.threads):
-        bench_mlp_step(repeat=5 if args.quick else 20)
+    if args.memory_child:
+        _memory_child(args.memory_child, args.ops)
+        return
+    if args.only in (None, "per-op"):
+        bench_per_op(1000, repeat=5 if args.quick else 20)
+    if args.only in (None, "tanh"):
+        bench_unary_chain(1000, repeat=5 if args.quick else 20)
+    if args.only in (None, "wide"):
+        bench_wide_chain(args.ops, rounds=3 if args.quick else 5)
+    if args.only in (None, "mlp"):
+        with limit_threads(args.threads):
+            for batch in (64, 1):
+                bench_mlp_step(repeat=5 if args.quick else 20, batch=batch)
 
 
 if __name__ == "__main__":

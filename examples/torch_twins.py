@@ -112,6 +112,37 @@ class TorchDigitsResNet(_Twin):
         return TF.cross_entropy(self(images), labels)
 
 
+# ---------------------------------------------------------------- examples/digits_unet.py
+class TorchDigitsUNet(_Twin):
+    def __init__(self, model) -> None:
+        super().__init__()
+        self.stages = torch.nn.ModuleDict()
+        for name in ("enc1", "enc2", "bottom", "dec2", "dec1"):
+            stage = getattr(model, name)
+            norm = stage.norm
+            if hasattr(norm, "num_groups"):
+                torch_norm = torch.nn.GroupNorm(norm.num_groups, norm.num_channels, eps=norm.epsilon)
+                torch_norm.weight, torch_norm.bias = self.param(norm.weight), self.param(norm.bias)
+            else:
+                torch_norm = self.batch_norm(norm)
+            self.stages[name] = torch.nn.Sequential(self.conv(stage.conv), torch_norm, torch.nn.ReLU())
+        up = model.up2
+        self.up2 = torch.nn.ConvTranspose2d(up.in_channels, up.out_channels, up.kernel_size, up.stride)
+        self.up2.weight, self.up2.bias = self.param(up.weight), self.param(up.bias)
+        self.out = self.conv(model.out)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        skip1 = self.stages["enc1"](images)
+        skip2 = self.stages["enc2"](TF.max_pool2d(skip1, 2))
+        h = self.stages["bottom"](TF.max_pool2d(skip2, 2))
+        h = self.stages["dec2"](torch.cat([self.up2(h), skip2], dim=1))
+        h = TF.interpolate(h, scale_factor=2, mode="bilinear", align_corners=False)
+        return self.out(self.stages["dec1"](torch.cat([h, skip1], dim=1)))
+
+    def loss(self, noisy: torch.Tensor, clean: torch.Tensor) -> torch.Tensor:
+        return TF.mse_loss(self(noisy), clean)
+
+
 def train_torch(model: torch.nn.Module, data_batches, lr: float = 3e-3) -> list[float]:
     """The same loop as the fluidgrad examples' `train`: Adam, one step per batch."""
     model.train()

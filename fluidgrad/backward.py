@@ -191,13 +191,14 @@ class _BackwardBuilder:
             self.grad_to_var.update(grad_to_var)
             for desc in descs:
                 self.var_info.update(desc.out_vars)
-                desc.attrs.setdefault("op_role", BACKWARD)
                 # descs come from the registry's own grad makers: no need to validate them again
-                target_block._append_trusted(desc.type, desc.inputs, desc.outputs, desc.attrs)
+                grad_op = target_block._append_trusted(desc.type, desc.inputs, desc.outputs, desc.attrs)
                 for callback in callbacks:
-                    callback(block=target_block, context={"op": target_block.ops[-1], "forward_op": op})
-            flowing.update(grad_to_var[n] for d in descs for n in d.output_arg_names() if n in grad_to_var
-                           and grad_to_var[n] in inputs)
+                    callback(block=target_block, context={"op": grad_op, "forward_op": op})
+                for names in desc.outputs.values():
+                    for name in names:
+                        if grad_to_var.get(name) in inputs:
+                            flowing.add(grad_to_var[name])
         return flowing
 
     def _inputs_need_grad(self, op: Operator, inputs: Sequence[str]) -> bool:
@@ -327,27 +328,31 @@ class _BackwardBuilder:
         Shapes were inferred when each grad op was described; ops the builder added later
         (sums, zero fills, seeds) are inferred here. A gradient gets its forward variable's shape.
         """
+        declared, var_info, grad_to_var = block.vars, self.var_info, self.grad_to_var
         for op in block.ops[start:]:
             sub = _sub_block(op)
             if sub is not None and op.role == BACKWARD:
                 self.create_grad_vars(sub)
-            names = [n for n in op.output_arg_names if n != EMPTY_VAR_NAME and not block.has_var(n)]
-            unknown = [n for n in names if n not in self.var_info and n not in self.grad_to_var]
+            names = [n for n in op.output_arg_names if n != EMPTY_VAR_NAME and n not in declared]
+            if not names:
+                continue
+            unknown = [n for n in names if n not in var_info and n not in grad_to_var]
             if unknown:
                 for name in unknown:  # declare locally first, so inference cannot pick an outer var
                     block.create_var(name)
                 infer_op(op)
             for name in names:
-                fwd = self.grad_to_var.get(name)
+                fwd = grad_to_var.get(name)
                 fwd_var = block._find_var_recursive(fwd) if fwd is not None else None
                 if fwd_var is not None:
                     shape, dtype = fwd_var.shape, fwd_var.dtype
-                elif name in self.var_info:
-                    shape, dtype = self.var_info[name]
+                elif name in var_info:
+                    shape, dtype = var_info[name]
                 else:
                     continue  # declared by infer_op above
-                if block.has_var(name):
-                    block.vars[name].shape, block.vars[name].dtype = shape, dtype
+                var = declared.get(name)
+                if var is not None:
+                    var.shape, var.dtype = shape, dtype
                 else:
                     block.create_var(name, shape, dtype)
 

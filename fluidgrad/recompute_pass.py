@@ -23,6 +23,7 @@ from typing import Iterable, Sequence
 
 from .framework import BACKWARD, Block, Operator
 from .framework.names import EMPTY_VAR_NAME, RECOMPUTE_SUFFIX
+from .framework.op_def import SHAPE_ONLY_SLOTS
 
 
 class RecomputeError(ValueError):
@@ -67,7 +68,11 @@ def auto_checkpoints(block: Block, forward_ops: Sequence[Operator], backward_sta
             cuts.append((index, outputs[0]))
     if not cuts:
         return []
-    count = max(1, round(math.sqrt(len(forward_ops))))
+    # sqrt of the values the backward keeps: those its ops read for their data (the executor
+    # keeps only a stand-in of a value read for its shape)
+    saved = {n for op in block.ops[backward_start:] for slot, names in op.inputs.items()
+             if slot not in SHAPE_ONLY_SLOTS.get(op.type, ()) for n in names if n in producers}
+    count = max(1, round(math.sqrt(len(saved) or len(forward_ops))))
     total = sum(sizes) or 1
     cumulative, running = [], 0
     for size in sizes:

@@ -322,8 +322,17 @@ def _roots_and_seeds(outs, cotangents):
     return roots, seeds
 
 
+@pytest.fixture
+def keep_only_what_is_read(monkeypatch):
+    """Drop every value a backward does not read, however small (by default values under
+    `SLIM_BYTES` are kept as they are): the registry-wide cases then check that each grad
+    maker reads nothing eager mode did not keep."""
+    from fluidgrad.eager import node
+    monkeypatch.setattr(node, "SLIM_BYTES", 0)
+
+
 @pytest.mark.parametrize("case", REGISTRY_CASES, ids=[c[0] for c in REGISTRY_CASES])
-def test_eager_and_static_gradients_are_identical(case):
+def test_eager_and_static_gradients_are_identical(case, keep_only_what_is_read):
     feeds, wrt = _case_feeds(case)
     static = ProgramGradCheck(_static_build(case), feeds, wrt)
     expected = static.analytic()
@@ -342,7 +351,7 @@ SECOND_ORDER = [c for c in REGISTRY_CASES if c[0] not in _NO_SECOND_ORDER]
 
 
 @pytest.mark.parametrize("case", SECOND_ORDER, ids=[c[0] for c in SECOND_ORDER])
-def test_eager_grad_of_grad_equals_static(case):
+def test_eager_grad_of_grad_equals_static(case, keep_only_what_is_read):
     """create_graph=True: the first-order gradients are recorded; differentiating them again
     gives what `gradients` applied twice to the static program gives."""
     feeds, wrt = _case_feeds(case)
@@ -425,6 +434,77 @@ def test_an_intermediate_dies_after_backward_and_del():
     loss.backward()
     del hidden, loss
     assert ref() is None and node_ref() is None  # freed by reference counting alone
+
+
+def test_values_the_backward_does_not_read_die_during_the_forward_pass():
+    """`h * a` by h reads only a, `h + b` reads nothing: each intermediate dies when the
+    chain moves on (PyTorch's saved tensors); tanh reads its output, which stays alive."""
+    rng = np.random.default_rng(0)
+    x = t(rng.standard_normal((50, 50)))
+    a, b = t(rng.uniform(0.5, 1.5, (50, 50)), True), t(rng.standard_normal((50, 50)), True)
+    h1 = x * a
+    h2 = h1 + b
+    h3 = fg.tanh(h2)
+    out = fg.sum(h3 * 3.0)
+    freed = [weakref.ref(h1.data), weakref.ref(h2.data)]
+    kept = weakref.ref(h3.data)
+    del h1, h2, h3
+    assert [r() for r in freed] == [None, None]
+    assert kept() is not None  # tanh's gradient reads its output
+    out.backward()
+    tx = torch.tensor(x.numpy(), requires_grad=True)
+    (torch.tanh(tx * torch.tensor(a.numpy()) + torch.tensor(b.numpy())) * 3.0).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-10)
+
+
+def test_an_input_needed_only_for_another_inputs_gradient_is_kept_when_that_one_needs_it():
+    rng = np.random.default_rng(1)
+    x, w = t(rng.standard_normal((40, 40))), t(rng.standard_normal((40, 40)))
+    h = x * 2.0
+    out = fg.sum(h * w)  # d/dw reads h
+    ref = weakref.ref(h.data)
+    del h
+    assert ref() is not None
+    out.backward()
+    np.testing.assert_allclose(w.grad.numpy(), x.numpy() * 2.0, rtol=1e-12)
+    np.testing.assert_allclose(x.grad.numpy(), w.numpy() * 2.0, rtol=1e-12)
+
+
+def test_a_value_not_kept_is_a_clear_error_if_stop_gradient_changes_after_the_op():
+    rng = np.random.default_rng(2)
+    x, w = t(rng.standard_normal((40, 40))), t(rng.standard_normal((40, 40)), True)
+    out = fg.sum((x * 2.0) * w)  # w needs no gradient: x * 2.0 is not kept
+    w.stop_gradient = False
+    with pytest.raises(RuntimeError, match=r"elementwise_mul.*input X was not kept.*stop_gradient=False before"):
+        out.backward()
+
+
+def test_grad_reads_follow_guards_helpers_and_give_up_on_what_they_cannot_name():
+    from fluidgrad.eager.saved import grad_reads
+    mul = grad_reads(get_op_def("elementwise_mul").grad)
+    assert (mul.inputs, mul.outputs, mul.inputs_when) == (set(), set(), {"X": {"Y"}, "Y": {"X"}})
+    assert mul.read_slots({"X"}) == ({"Y"}, set())
+    tanh = grad_reads(get_op_def("tanh").grad)
+    assert (tanh.inputs, tanh.outputs) == (set(), {"Out"})
+    assert grad_reads(get_op_def("elementwise_add").grad).read_slots({"X", "Y"}) == (set(), set())
+
+    slot = "X"
+
+    def helper(builder, name):
+        return builder.input(name)  # a slot name it cannot pin down
+
+    def through_helper(g):
+        g.set_input_grad("X", helper(g, "X"))
+
+    def by_closure(g):
+        g.set_input_grad("X", g.input(slot))
+
+    def aliased(g):
+        b = g
+        b.set_input_grad("X", b.input("X"))
+
+    assert grad_reads(through_helper) is None and grad_reads(aliased) is None
+    assert grad_reads(by_closure).inputs == {"X"}
 
 
 def test_the_graph_holds_no_reference_cycles():
@@ -971,6 +1051,37 @@ def test_no_grad_in_another_thread_does_not_stop_recording_here():
     finally:
         release.set()
         thread.join()
+
+
+def test_grad_off_in_one_thread_records_nothing_there_and_everything_here():
+    """Ops skip the thread-local grad mode while every thread is at the defaults
+    (`mode.all_default`); a thread in no_grad must switch that off, and back on after."""
+    import threading
+    from fluidgrad.eager.mode import all_default
+    inside, release = threading.Event(), threading.Event()
+    seen = {}
+
+    def other():
+        with fg.no_grad():
+            x = fg.to_tensor(np.ones(2), stop_gradient=False)
+            seen["a*b"] = (x * x).stop_gradient
+            seen["sum"] = fg.sum(x).stop_gradient
+            inside.set()
+            release.wait(5)
+
+    assert all_default.on
+    thread = threading.Thread(target=other)
+    thread.start()
+    inside.wait(5)
+    try:
+        assert not all_default.on
+        x = fg.to_tensor(np.ones(2), stop_gradient=False)
+        assert not (x * x).stop_gradient and not (x + 1.0).stop_gradient and not fg.sum(x).stop_gradient
+    finally:
+        release.set()
+        thread.join()
+    assert seen == {"a*b": True, "sum": True}
+    assert all_default.on
 
 
 def test_overlapping_no_grad_blocks_in_two_threads_restore_grad_mode():

@@ -1,4 +1,4 @@
-"""The two example models (examples/char_gpt.py, examples/digits_resnet.py) against their
+"""The example models (examples/char_gpt.py, digits_resnet.py, digits_unet.py) against their
 PyTorch twins built from the same initial weights (examples/torch_twins.py): forward, every
 parameter gradient and one SGD step agree to float32 tolerance, in eager and static mode
 (jit.to_static); and each model trains, in both modes, to a loss set by a PyTorch run."""
@@ -121,3 +121,43 @@ def test_digits_resnet_trains_in_both_modes(mode):
     assert np.mean(losses[:3]) > threshold + 0.5, (losses[:3], threshold)
     assert np.mean(losses[-10:]) < threshold, (losses[-10:], threshold)
     assert resnet.accuracy(model, x_test, y_test) > 0.8
+
+
+def _unet():
+    unet = pytest.importorskip("digits_unet")
+    pytest.importorskip("sklearn")
+    fg.seed(0)
+    return unet, unet.DigitsUNet(width=8), unet.load_data()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_digits_unet_forward_gradients_and_one_step_match_torch(mode):
+    unet, model, (x_train, _) = _unet()
+    twin = torch_twins.TorchDigitsUNet(model)
+    noisy, clean = next(unet.batches(x_train, 1, 16))
+    model.eval()
+    twin.eval()
+    np.testing.assert_allclose(model(fg.to_tensor(noisy)).numpy(), twin(torch.from_numpy(noisy)).detach().numpy(),
+                               rtol=1e-4, atol=1e-5)
+    model.train()
+    twin.train()
+    _one_step_matches(model, twin, noisy, clean, mode)
+    stats = [(model.enc1.norm._mean, twin.stages["enc1"][1].running_mean),
+             (model.bottom.norm._variance, twin.stages["bottom"][1].running_var)]
+    for ours, theirs in stats:
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_digits_unet_denoises_in_both_modes(mode):
+    """One epoch: the loss ends near PyTorch's from the same weights and batches, and the
+    denoised test digits beat both baselines (the noisy input itself, the mean digit)."""
+    unet, model, (x_train, x_test) = _unet()
+    twin = torch_twins.TorchDigitsUNet(model)
+    torch_losses = torch_twins.train_torch(twin, unet.batches(x_train, 1, 32, seed=1), lr=1e-2)
+    threshold = 1.2 * float(np.mean(torch_losses[-10:]))
+    losses = unet.train(model, unet.batches(x_train, 1, 32, seed=1), lr=1e-2, static=mode == "static")
+    assert np.mean(losses[:3]) > 3 * threshold, (losses[:3], threshold)
+    assert np.mean(losses[-10:]) < threshold, (losses[-10:], threshold)
+    errors = unet.denoising_errors(model, x_train, x_test)
+    assert errors["model"] < 0.7 * min(errors["noisy input"], errors["mean digit"]), errors

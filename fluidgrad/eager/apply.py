@@ -15,8 +15,8 @@ import numpy as np
 from ..framework import Variable
 from ..framework.errors import FluidgradError, IndexRangeError
 from .infer import attr_key, cache_key, key_or_none, run_rule
-from .mode import state
-from .node import _CALLS, CustomOp, Node, OpCall, op_call
+from .mode import all_default, state
+from .node import _CALLS, CustomOp, Node, OpCall, op_call, record_node
 from .tensor import Tensor
 
 _ndarray = np.ndarray
@@ -71,7 +71,7 @@ def _dtype_error(call: OpCall, got: Any, expected: Any) -> FluidgradError:
 
 def eager_apply(op_type: str, inputs: dict, attrs: dict, n_out: int | None = None) -> Any:
     """Run `op_type` now on Tensors; return Tensors shaped like `dispatch.apply_op`'s result."""
-    if state.tracer is not None:
+    if not all_default.on and state.tracer is not None:
         return state.tracer.apply(op_type, inputs, attrs, n_out)
     call = _CALLS.get(op_type) or op_call(op_type)
     if call.needs_runtime:
@@ -131,22 +131,23 @@ def _run(call: OpCall, args: list, tensors: Any, kw: dict, requires: bool, expec
         out = call.kernel(*args, **kw) if kw else call.kernel(*args)
     except Exception as exc:
         raise _kernel_error(call, args, kw, exc) from exc
-    return _finish(call, out, args, tensors, kw, requires, expected)
+    return _finish(call, out, args, tensors, kw, requires and (all_default.on or state.grad_enabled), expected)
 
 
-def _finish(call: OpCall, out: Any, args: list, tensors: Any, kw: dict, requires: bool, expected: Any) -> Any:
+def _finish(call: OpCall, out: Any, args: list | None, tensors: Any, kw: dict, record: bool, expected: Any) -> Any:
     """The one finishing step of every path: check the outputs (dtype as declared; NaN/Inf when
-    that check is on), wrap them in Tensors, record a node when `requires` and grad mode is on."""
+    that check is on), wrap them in Tensors, record a node when `record` (some input needs a gradient
+    and grad mode is on: `requires and (all_default.on or state.grad_enabled)`). `args`, the
+    kernel's arguments, are only for the NaN/Inf check: None stands for the tensors' arrays."""
     if output_check is not None:
-        output_check(call, args, out)
-    record = requires and state.grad_enabled
+        output_check(call, [t.data for t in tensors] if args is None else args, out)
     if call.single_out:
         if type(out) is not _ndarray:
             out = _asarray(out)
         if out.dtype is not expected and expected is not None and out.dtype.name != expected.name:
             raise _dtype_error(call, out.dtype, expected)
         if record and out.dtype.kind == "f":
-            return Tensor(out, False, Node(call, kw, tuple(tensors), (out,)), 0)
+            return Tensor(out, False, record_node(call, kw, tensors, (out,)), 0)
         return Tensor(out)
     return _wrap_outputs(call, out, kw, tensors, record, expected)
 
@@ -155,7 +156,7 @@ def apply_binary(op_type: str, x: Tensor, y: Tensor) -> Tensor:
     """`eager_apply` for an attribute-less binary op (X, Y -> Out) on two Tensors, without
     building dicts: the path of `a * b`, `a + b`... (Tensor's operators). Its rule-cache key is
     `infer.cache_key`'s for two inputs and the default attributes, built inline."""
-    if state.tracer is not None:
+    if not all_default.on and state.tracer is not None:
         return state.tracer.apply(op_type, {"X": x, "Y": y}, {}, None)
     call = _CALLS.get(op_type) or op_call(op_type)
     xd = x.data
@@ -168,13 +169,13 @@ def apply_binary(op_type: str, x: Tensor, y: Tensor) -> Tensor:
         out = call.kernel(xd, yd)
     except Exception as exc:
         raise _kernel_error(call, [xd, yd], {}, exc) from exc
-    return _finish(call, out, [xd, yd], (x, y), call.defaults, not x.stop_gradient or not y.stop_gradient,
-                   expected)
+    record = (not x.stop_gradient or not y.stop_gradient) and (all_default.on or state.grad_enabled)
+    return _finish(call, out, None, (x, y), call.defaults, record, expected)
 
 
 def apply_unary(op_type: str, x: Tensor, attrs: dict) -> Tensor:
     """`eager_apply` for a one-input, one-output op given all its attributes (e.g. `scale`)."""
-    if state.tracer is not None:
+    if not all_default.on and state.tracer is not None:
         return state.tracer.apply(op_type, {"X": x}, attrs, None)
     call = _CALLS.get(op_type) or op_call(op_type)
     xd = x.data
@@ -192,7 +193,7 @@ def _wrap_outputs(call: OpCall, out: Any, kw: dict, tensors: list, record: bool,
             if dtype is not None and array.dtype.name != dtype.name:
                 raise _dtype_error(call, array.dtype, dtype)
     record = record and any(a.dtype.kind == "f" for a in flat)
-    node = Node(call, kw, tuple(tensors), tuple(flat), ranges) if record else None
+    node = record_node(call, kw, tensors, tuple(flat), ranges) if record else None
     outs = [Tensor(a, not (record and a.dtype.kind == "f"), node if a.dtype.kind == "f" else None, i)
             for i, a in enumerate(flat)]
     values = []

@@ -17,7 +17,7 @@ import numpy as np
 from ..framework.grad_builder import GradBuilder
 from . import apply
 from .apply import eager_apply
-from .node import _CALLS, _FREED, Node, OpCall, op_call
+from .node import _CALLS, _FREED, Node, OpCall, ShapeOnly, op_call
 from .tensor import Tensor, modified_tensors
 
 _ndarray = np.ndarray
@@ -68,6 +68,8 @@ class EagerGradBuilder(GradBuilder):
 
     def input(self, slot: str) -> Any:
         value = self.node.inputs[self.call.in_index[slot]]
+        if type(value) is ShapeOnly or type(value) is list and any(type(t) is ShapeOnly for t in value):
+            _not_kept(self.node, "input", slot)
         if modified_tensors and value is not None:
             _check_not_modified(self.node, slot, value)
         if self.create_graph or value is None:
@@ -79,6 +81,8 @@ class EagerGradBuilder(GradBuilder):
     def output(self, slot: str) -> Any:
         start, stop = self._out_range(slot)
         outs = self.node.outs
+        if any(type(outs[i]) is ShapeOnly for i in range(start, stop)):
+            _not_kept(self.node, "output", slot)
         if self.create_graph:
             # the same (node, index) as the forward output: gradients flow through it again
             values = [Tensor(outs[i], False, self.node, i) for i in range(start, stop)]
@@ -98,7 +102,7 @@ class EagerGradBuilder(GradBuilder):
             i = self.call.out_index[slot]
             g = self.grads[i]
             if g is None:
-                g = np.zeros_like(self.node.outs[i])
+                g = _zeros_like(self.node.outs[i])
                 return Tensor(g) if self.create_graph else g
             return g
         start, stop = self._out_range(slot)
@@ -106,7 +110,7 @@ class EagerGradBuilder(GradBuilder):
         for i in range(start, stop):
             g = self.grads[i]
             if g is None:
-                zeros = np.zeros_like(self.node.outs[i])
+                zeros = _zeros_like(self.node.outs[i])
                 g = Tensor(zeros) if self.create_graph else zeros
             values.append(g)
         return values if self.node.out_ranges is not None and self._is_dup_out(slot) else values[0]
@@ -124,6 +128,14 @@ class EagerGradBuilder(GradBuilder):
     @property
     def op_def(self) -> Any:
         return self.call.op_def
+
+    def needs_input_grad(self, slot: str, index: int | None = None) -> bool:
+        """`GradBuilder.needs_input_grad`, with the common case (one input in the slot) first:
+        this runs for nearly every node of every backward pass."""
+        value = self.node.inputs[self.call.in_index[slot]]
+        if type(value) is list:
+            return GradBuilder.needs_input_grad(self, slot, index)
+        return value is not None and not value.stop_gradient and value.data.dtype.kind == "f"
 
     def _input_values(self, slot: str) -> list:
         value = self.node.inputs[self.call.in_index[slot]]
@@ -165,16 +177,21 @@ class EagerGradBuilder(GradBuilder):
         """The common case first (one float input, a gradient of its shape, no graph to
         record): straight into the engine's dict; everything else takes the shared path."""
         inputs = self.node.inputs[self.call.in_index[slot]]
-        if (type(inputs) is Tensor and value is not None and not self.create_graph and not inputs.stop_gradient
-                and value.shape == inputs.data.shape and inputs.data.dtype.kind == "f"):
-            self.accumulate(inputs, value)
-            return
+        if type(inputs) is not list and inputs is not None and value is not None and type(value) is not list:
+            if inputs.stop_gradient:
+                return  # nothing flows into a constant
+            if not self.create_graph and value.shape == inputs.data.shape and inputs.data.dtype.kind == "f":
+                self.accumulate(inputs, value)
+                return
         GradBuilder.set_input_grad(self, slot, value)
 
     def _same_shape(self, grad: Any, target: Tensor) -> bool:
         return grad.shape == target.data.shape
 
-    def _reduce_target(self, target: Tensor) -> Any:
+    def _reduce_target(self, target: Tensor | ShapeOnly) -> Any:
+        if type(target) is ShapeOnly:  # reduce_as reads only the shape: a zero-stride stand-in
+            array = np.broadcast_to(np.zeros((), target.dtype), target.shape)
+            return Tensor(array) if self.create_graph else array
         return target.detach() if self.create_graph else target.data
 
     def _deliver(self, target: Tensor, grad: Any) -> None:
@@ -205,6 +222,19 @@ def _tensor(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_tensor(v) for v in value]
     return Tensor(_asarray(value))
+
+
+def _zeros_like(value: Any) -> np.ndarray:
+    return np.zeros(value.shape, value.dtype) if type(value) is ShapeOnly else np.zeros_like(value)
+
+
+def _not_kept(node: Node, kind: str, slot: str) -> None:
+    """The maker read a value that eager mode did not keep (saved.py found it is not read for
+    the inputs that needed a gradient when the op ran): only an input's stop_gradient turned
+    off after the op ran leads here."""
+    raise RuntimeError(f"backward of op {node.call.type}: its {kind} {slot} was not kept for the backward pass, "
+                       f"because no input that needs it required a gradient when the op ran; set "
+                       f"stop_gradient=False before running the op, not after")
 
 
 def _check_not_modified(node: Node, slot: str, value: Any) -> None:

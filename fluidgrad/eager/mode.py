@@ -11,12 +11,59 @@ import threading
 from typing import Any, Callable
 
 
-class _ThreadState(threading.local):
-    """Class attributes are each new thread's defaults."""
+class _AllDefault:
+    """`on` while no thread has grad mode off or a tracer set: then an op needs not read its
+    thread's state (a thread-local read costs about as much as a plain one four times over,
+    and every eager op would pay it twice)."""
 
-    grad_enabled = True
-    tracer: Any = None      # set by jit.to_static while tracing
+    __slots__ = ("on",)
+
+    def __init__(self) -> None:
+        self.on = True
+
+
+all_default = _AllDefault()
+_unusual_threads = 0  # threads with grad mode off or a tracer set
+_count_lock = threading.Lock()
+
+
+class _ThreadState(threading.local):
+    """Class attributes are each new thread's defaults. Setting `grad_enabled` or `tracer`
+    keeps `all_default` true to the count of threads away from the defaults."""
+
+    _grad_enabled = True
+    _tracer: Any = None
+    _unusual = False
     in_backward = False
+
+    @property
+    def grad_enabled(self) -> bool:
+        return self._grad_enabled
+
+    @grad_enabled.setter
+    def grad_enabled(self, mode: bool) -> None:
+        self._grad_enabled = mode
+        self._recount()
+
+    @property
+    def tracer(self) -> Any:
+        """Set by jit.to_static while tracing."""
+        return self._tracer
+
+    @tracer.setter
+    def tracer(self, tracer: Any) -> None:
+        self._tracer = tracer
+        self._recount()
+
+    def _recount(self) -> None:
+        unusual = not self._grad_enabled or self._tracer is not None
+        if unusual is self._unusual:
+            return
+        global _unusual_threads
+        self._unusual = unusual
+        with _count_lock:
+            _unusual_threads += 1 if unusual else -1
+            all_default.on = _unusual_threads == 0
 
 
 state = _ThreadState()

@@ -1,7 +1,9 @@
 """What the engine records: `OpCall` (per op type, computed once) and `Node` (per recorded op).
 
 A Node keeps its input Tensors and its output *arrays*, never the output Tensors, so a graph
-is freed by reference counting as soon as its last output dies.
+is freed by reference counting as soon as its last output dies. Of the inputs and outputs its
+backward does not read (saved.py), it keeps only a `ShapeOnly`: their values die as soon as
+nothing else holds them.
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import Any, Callable
 
 from ..framework.op_def import Slot, get_op_def, require_gradient
 from .infer import attr_key
+from .saved import GradReads, grad_reads
 
 
 def _no_gradient(g: Any) -> None:
@@ -21,7 +24,8 @@ class OpCall:
 
     __slots__ = ("type", "op_def", "kernel", "in_slots", "in_names", "in_index", "out_slots", "out_index",
                  "defaults", "single_out", "has_dup_out", "has_dup_in", "grad_maker", "needs_runtime",
-                 "infer", "infer_cache", "infer_attrs", "default_attr_key")
+                 "infer", "infer_cache", "infer_attrs", "default_attr_key", "reads", "keep_plans",
+                 "simple")
 
     def __init__(self, op_def: Any) -> None:
         self.type = op_def.type
@@ -46,6 +50,12 @@ class OpCall:
         self.infer_cache: dict[tuple, Any] = {}
         self.infer_attrs: tuple[str, ...] = ()
         self.default_attr_key: tuple = attr_key(self, self.defaults, None)
+        # what the backward reads (None: unknown, keep everything), and per pattern of inputs
+        # needing a gradient, which inputs and outputs a node keeps (see `record_node`)
+        self.reads: GradReads | None = (None if isinstance(op_def, CustomOp) else
+                                        grad_reads(op_def.grad) if op_def.has_gradient else GradReads())
+        self.keep_plans: dict[int, Any] | None = None if self.reads is None else {}
+        self.simple = self.single_out and not self.has_dup_in
 
 
 _CALLS: dict[str, OpCall] = {}
@@ -101,3 +111,117 @@ class Node:
 
 _FREED = ("the graph has been freed: backward already ran through it (op {op}); call backward(retain_graph=True) "
           "the first time to run it again, or recompute the forward pass")
+
+
+class ShapeOnly:
+    """In a Node, in place of an input Tensor or output array that the backward does not read:
+    the graph link, `stop_gradient`, shape and dtype, without the values. `data` is itself,
+    so `t.data.shape` and `t.data.dtype` read as on a Tensor."""
+
+    __slots__ = ("_node", "_idx", "stop_gradient", "shape", "dtype")
+
+    def __init__(self, node: Node | None, idx: int, stop_gradient: bool, shape: tuple, dtype: Any) -> None:
+        self._node = node
+        self._idx = idx
+        self.stop_gradient = stop_gradient
+        self.shape = shape
+        self.dtype = dtype
+
+    @property
+    def data(self) -> "ShapeOnly":
+        return self
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+
+# Below this many bytes a value is kept even where the backward does not read it: a stand-in
+# would save little memory and cost time on every op of a chain of small tensors.
+SLIM_BYTES = 1024
+
+
+def _slim_input(tensor: Any) -> Any:
+    """An input the backward does not read: a ShapeOnly, except for a leaf that needs a
+    gradient (the engine accumulates into that very Tensor; its owner keeps it alive anyway)."""
+    if tensor is None or (tensor._node is None and not tensor.stop_gradient):
+        return tensor
+    data = tensor.data
+    if data.nbytes < SLIM_BYTES:
+        return tensor
+    return ShapeOnly(tensor._node, tensor._idx, tensor.stop_gradient, data.shape, data.dtype)
+
+
+def _slim_output(array: Any) -> Any:
+    return array if array.nbytes < SLIM_BYTES else ShapeOnly(None, 0, True, array.shape, array.dtype)
+
+
+def _keep_plan(call: OpCall, needing: int) -> tuple[tuple[bool, ...], tuple[bool, ...]] | None:
+    """Which input and output slots a node keeps when the inputs flagged in `needing` (bit i:
+    input slot i) need a gradient; None when it keeps them all."""
+    ins, outs = call.reads.read_slots({name for i, name in enumerate(call.in_names) if needing >> i & 1})
+    keep_in = tuple(name in ins for name in call.in_names)
+    keep_out = tuple(name in outs for name, _ in call.out_slots)
+    return None if all(keep_in) and all(keep_out) else (keep_in, keep_out)
+
+
+def record_node(call: OpCall, attrs: dict, tensors: Any, outs: tuple, out_ranges: Any = None) -> Node:
+    """A Node for an op just run, keeping of its inputs and outputs only what its backward reads.
+    Ops with one or two single-Tensor inputs and one output (most of them) take a path written
+    out for them: this runs for every recorded op."""
+    plans = call.keep_plans
+    if plans is None:  # what the backward reads is unknown: keep everything
+        return Node(call, attrs, tuple(tensors), outs, out_ranges)
+    if call.simple:
+        if len(tensors) == 2:
+            x, y = tensors
+            needing = (x is not None and not x.stop_gradient) | (y is not None and not y.stop_gradient) << 1
+            plan = plans.get(needing, _MISSING)
+            if plan is _MISSING:
+                plan = plans[needing] = _keep_plan(call, needing)
+            if plan is not None:  # written out: this runs for every recorded op
+                (keep_x, keep_y), (keep_out,) = plan
+                if not keep_x and x is not None and x.data.nbytes >= SLIM_BYTES:
+                    x = _slim_input(x)
+                if not keep_y and y is not None and y.data.nbytes >= SLIM_BYTES:
+                    y = _slim_input(y)
+                if not keep_out and outs[0].nbytes >= SLIM_BYTES:
+                    outs = (_slim_output(outs[0]),)
+            return Node(call, attrs, (x, y), outs)
+        if len(tensors) == 1:
+            x, = tensors
+            plan = plans.get(1, _MISSING)  # a recorded one-input op: its input needs a gradient
+            if plan is _MISSING:
+                plan = plans[1] = _keep_plan(call, 1)
+            if plan is not None:
+                (keep_x,), (keep_out,) = plan
+                if not keep_x and x.data.nbytes >= SLIM_BYTES:
+                    x = _slim_input(x)
+                if not keep_out and outs[0].nbytes >= SLIM_BYTES:
+                    outs = (_slim_output(outs[0]),)
+            return Node(call, attrs, (x,), outs)
+    needing = 0
+    for i, value in enumerate(tensors):
+        if value is not None and (not value.stop_gradient if type(value) is not list
+                                  else any(not t.stop_gradient for t in value)):
+            needing |= 1 << i
+    plan = plans.get(needing, _MISSING)
+    if plan is _MISSING:
+        plan = plans[needing] = _keep_plan(call, needing)
+    if plan is None:
+        return Node(call, attrs, tuple(tensors), outs, out_ranges)
+    keep_in, keep_out = plan
+    inputs = tuple([value if keep else [_slim_input(t) for t in value] if type(value) is list else _slim_input(value)
+                    for value, keep in zip(tensors, keep_in)])
+    if not all(keep_out):
+        kept = list(keep_out)
+        if out_ranges is not None:
+            kept = [False] * len(outs)
+            for (slot, _), keep in zip(call.out_slots, keep_out):
+                start, stop = out_ranges[slot]
+                kept[start:stop] = [keep] * (stop - start)
+        outs = tuple([a if keep else _slim_output(a) for a, keep in zip(outs, kept)])
+    return Node(call, attrs, inputs, outs, out_ranges)
+
+
+_MISSING = object()

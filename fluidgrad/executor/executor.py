@@ -106,7 +106,10 @@ class Executor:
         results = self._call(plan, scope, feed_arrays)
         # inside a run, arrays may be read-only broadcast views; the caller gets arrays it owns
         results = [r if isinstance(r, np.ndarray) and r.flags.writeable else np.array(r) for r in results]
-        return (results, live_bytes(block, feed_arrays, fetch_names)) if return_stats else results
+        if not return_stats:
+            return results
+        return results, live_bytes(block, feed_arrays, fetch_names, plan.inplace, plan.freed_early,
+                                   plan.never_computed)
 
 
 def _fetch_name(block: Block, item: Variable | str) -> str:

@@ -7,7 +7,10 @@ the feed (the batch); persistable values (parameters, optimizer state) and the f
 are not counted: they live in the scope or the caller whatever the plan does. Values kept by
 sub-blocks (a while loop's step scopes) are not counted either.
 
-This is what recompute changes, so `Executor.run(..., return_stats=True)` reports it.
+This is what recompute changes, so `Executor.run(..., return_stats=True)` reports it. Given the
+plan, it also counts what the plan does to memory: a value written into a dying input's buffer
+adds no bytes (the buffer lives on until the value's last reader), and a value whose last
+readers need only its shape is freed after its last real use.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import numpy as np
 
 from ..framework import FORWARD, Block
 from ..framework.names import EMPTY_VAR_NAME, RECOMPUTE_SUFFIX
+from .inplace import MIN_ELEMENTS
 
 
 @dataclass
@@ -34,7 +38,9 @@ class RunStats:
     activation_bytes: list[int]
 
 
-def live_bytes(block: Block, feeds: Mapping[str, np.ndarray], fetch_names: Sequence[str]) -> RunStats:
+def live_bytes(block: Block, feeds: Mapping[str, np.ndarray], fetch_names: Sequence[str],
+               inplace: Mapping[str, str] | None = None, freed_early: Mapping[str, int] | None = None,
+               never_computed: Sequence[str] = ()) -> RunStats:
     batch = _batch_size(block, feeds)
     sizes: dict[str, int] = {}
     first_write: dict[str, int] = {}
@@ -51,15 +57,37 @@ def live_bytes(block: Block, feeds: Mapping[str, np.ndarray], fetch_names: Seque
                 continue
             first_write[name] = index
             sizes[name] = _nbytes(var.shape, var.dtype, batch)
+            if name in (inplace or {}) and sizes[name] < MIN_ELEMENTS * _itemsize(var.dtype):
+                inplace = {k: v for k, v in inplace.items() if k != name}  # too small: the run allocates
             if op.role == FORWARD or RECOMPUTE_SUFFIX in name:
                 activations.add(name)
     for name in fetch_names:
         last_read[name] = len(block.ops)
+    for name, index in (freed_early or {}).items():
+        last_read[name] = index
+    for name in never_computed:
+        sizes[name] = 0
+    _share_buffers(inplace or {}, first_write, last_read, sizes)
     everything = _profile(len(block.ops), first_write, last_read, sizes)
     only_activations = _profile(len(block.ops), {n: first_write[n] for n in activations}, last_read, sizes)
     peak_op = int(np.argmax(everything)) if everything else 0
     return RunStats(everything[peak_op] if everything else 0, peak_op, max(only_activations, default=0),
                     everything, only_activations)
+
+
+def _share_buffers(inplace: Mapping[str, str], first_write: dict[str, int], last_read: dict[str, int],
+                   sizes: dict[str, int]) -> None:
+    """An output written into its input's buffer costs nothing new; the buffer (counted once, at
+    its first owner) stays alive until the last reader of any value it held."""
+    owner: dict[str, str] = {}
+    for out in sorted(inplace, key=lambda n: first_write.get(n, -1)):
+        source = inplace[out]
+        root = owner.get(source, source)
+        if out not in sizes or root not in sizes:
+            continue
+        owner[out] = root
+        sizes[out] = 0
+        last_read[root] = max(last_read.get(root, 0), last_read.get(out, first_write[out]))
 
 
 def _profile(n_ops: int, first_write: dict[str, int], last_read: dict[str, int], sizes: dict[str, int]) -> list[int]:
@@ -87,8 +115,11 @@ def _nbytes(shape: Sequence[int], dtype: str, batch: int) -> int:
     elements = 1
     for dim in shape:
         elements *= batch if dim == -1 else int(dim)
+    return elements * _itemsize(dtype)
+
+
+def _itemsize(dtype: str) -> int:
     try:
-        itemsize = np.dtype(dtype).itemsize
+        return np.dtype(dtype).itemsize
     except TypeError:
-        itemsize = 4
-    return elements * itemsize
+        return 4

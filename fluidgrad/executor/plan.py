@@ -24,19 +24,29 @@ import numpy as np
 from ..framework import Block, Operator
 from ..framework.errors import ExecutionError, NanInfError
 from ..framework.names import EMPTY_VAR_NAME
+from ..framework.op_def import SHAPE_ONLY_SLOTS as _SHAPE_ONLY
 from ..ops.registry import get_op_def
+from . import inplace
 from .nan_inf import non_finite
+
+# write elementwise results into inputs that die at the op (inplace.py); off: every op allocates
+REUSE_BUFFERS = True
 
 
 class Plan:
     """A compiled block: the generated `source`, its function `fn`, and the map from generated lines to ops (for error messages)."""
     def __init__(self, block: Block, source: str, fn: Any, line_ops: dict[int, int],
-                 idents: dict[str, str]) -> None:
+                 idents: dict[str, str], inplace: dict[str, str] | None = None,
+                 freed_early: dict[str, int] | None = None, never_computed: set[str] | None = None) -> None:
         self.block = block
         self.source = source
         self.fn = fn
         self.line_ops = line_ops  # generated line number -> op index
         self.idents = idents      # variable name -> local name in the generated code
+        self.inplace = inplace or {}  # output -> the dying input whose buffer it may take
+        # values whose last readers need only their shape: freed after this op (a stand-in lives on)
+        self.freed_early = freed_early or {}
+        self.never_computed = never_computed or set()  # values only ever read for their shape
 
     def op_at_line(self, lineno: int) -> int | None:
         return self.line_ops.get(lineno)
@@ -112,10 +122,13 @@ def _kernel_ref(w: _Writer, op: Operator, op_index: int) -> tuple[str, bool]:
     return w.constant(f"k{op_index}_", kernel), False
 
 
-def _arguments(w: _Writer, op: Operator) -> list[str]:
+def _arguments(w: _Writer, op: Operator, index: int = -1, metas: dict[str, int] | None = None) -> list[str]:
     args = []
+    meta_slots = _SHAPE_ONLY.get(op.type, ()) if metas else ()
     for slot in get_op_def(op.type).inputs:
         names = op.inputs.get(slot.name, [])
+        if slot.name in meta_slots:
+            names = [n + META_SUFFIX if metas.get(n, index) < index else n for n in names]
         if slot.duplicable:
             args.append("[" + ", ".join(w.ident(n) for n in names) + "]")
         else:
@@ -136,6 +149,41 @@ def _targets(w: _Writer, op: Operator, dead: set[str]) -> str:
     return parts[0] if len(parts) == 1 else ", ".join(parts)
 
 
+META_SUFFIX = "@META"
+_ZERO_BYTES = bytes(16)
+
+
+def _meta_of(ufunc: np.ufunc, *args: Any) -> Any:
+    """The stand-in of `ufunc(*args)` without computing it: float inputs of one dtype give that
+    dtype over the broadcast shape (the plan picks only ops declared so); anything else is computed."""
+    dtype = getattr(args[0], "dtype", None)
+    if dtype is not None and dtype.kind == "f" and all(type(a) is np.ndarray and a.dtype == dtype for a in args):
+        shape = np.broadcast_shapes(*(a.shape for a in args))
+        return np.ndarray(shape, dtype, buffer=_ZERO_BYTES, strides=(0,) * len(shape))
+    return _meta(ufunc(*args))
+
+
+def _pure_elementwise(block: Block, op: Operator) -> bool:
+    """An op whose one output is a NumPy ufunc of its inputs, with no attributes, all declared
+    with one float dtype: the shape and dtype of its result follow from its inputs'."""
+    op_def = get_op_def(op.type)
+    kernel = op_def.kernel
+    if not (isinstance(kernel, np.ufunc) and kernel.nout == 1 and kernel.nin == len(op_def.inputs)
+            and not op_def.attrs and not op_def.needs_runtime and len(op.output_arg_names) == 1
+            and all(not slot.duplicable and len(op.inputs.get(slot.name, ())) == 1 for slot in op_def.inputs)):
+        return False
+    variables = [block._find_var_recursive(n) for n in op.input_arg_names + op.output_arg_names]
+    return all(v is not None and v.dtype == variables[-1].dtype for v in variables) \
+        and variables[-1].dtype.startswith("float")
+
+
+def _meta(value: Any) -> Any:
+    """A stand-in with `value`'s shape and dtype that holds no memory (zero strides, read-only)."""
+    if type(value) is not np.ndarray or value.dtype.itemsize > len(_ZERO_BYTES) or value.dtype.hasobject:
+        return value
+    return np.ndarray(value.shape, value.dtype, buffer=_ZERO_BYTES, strides=(0,) * value.ndim)
+
+
 class _Liveness:
     """Where each variable is first read before any write (`external`), first written, and
     last touched, in one pass over the ops."""
@@ -145,6 +193,7 @@ class _Liveness:
         self.external: dict[str, int] = {}      # name -> index of the first op reading it (-1: a fetch)
         self.last_touch: dict[str, int] = {}
         self.first_writer: dict[str, int] = {}  # in order of first write
+        self.shape_only_values: set[str] = set()  # written, then only read for their shape
         for i, op in enumerate(ops):
             for name in op.input_arg_names:
                 if name not in self.defined and name not in self.external:
@@ -162,6 +211,34 @@ class _Liveness:
     @property
     def written(self) -> list[str]:
         return list(self.first_writer)
+
+    def cut_shape_only_reads(self, block: Block, kept: set[str]) -> dict[str, int]:
+        """Values whose last readers need only their shape and dtype (`reduce_as` Target, ...):
+        the plan keeps a zero-stride stand-in after the last real use (`_meta`) and frees the
+        value there. Returns name -> index of the op after which the stand-in replaces it, and
+        moves the value's last touch back to that op (its stand-in, `name@META`, lives on)."""
+        real_last: dict[str, int] = {}
+        shape_last: dict[str, int] = {}
+        for i, op in enumerate(block.ops):
+            meta_slots = _SHAPE_ONLY.get(op.type, ())
+            for slot, names in op.inputs.items():
+                for name in names:
+                    (shape_last if slot in meta_slots else real_last)[name] = i
+            for name in op.output_arg_names:
+                real_last[name] = i
+        cut = {}
+        for name, last in shape_last.items():
+            real = real_last.get(name)
+            var = block._find_var_recursive(name)
+            if (real is not None and last > real and name in self.first_writer and name not in kept
+                    and name not in self.external and name != EMPTY_VAR_NAME
+                    and var is not None and not _small(var.shape)):
+                cut[name] = real
+                self.last_touch[name] = real
+                self.last_touch[name + META_SUFFIX] = last
+                if real == self.first_writer[name] and _pure_elementwise(block, block.ops[real]):
+                    self.shape_only_values.add(name)  # only its shape is ever read: never computed
+        return cut
 
 
 def compile_block(block: Block, feed_names: Iterable[str] = (), fetch_names: Iterable[str] = (),
@@ -185,6 +262,9 @@ def compile_block(block: Block, feed_names: Iterable[str] = (), fetch_names: Ite
     w = _Writer()
     w.globals.update(_load=_load, _chk=functools.partial(_check_finite, block), np=np)
     w.globals["_own"] = _own
+    w.globals["_meta"] = _meta
+    w.globals["_meta_of"] = _meta_of
+    metas = live.cut_shape_only_reads(block, kept) if REUSE_BUFFERS and not keep_all else {}
     _emit_loads(w, ops, live, feed_names, keep_all)
     # a caller must not be able to write into the scope, or into its own feed, through a fetch:
     # a fetch of a fed or stored variable is copied; any other is copied unless it is a fresh
@@ -194,7 +274,7 @@ def compile_block(block: Block, feed_names: Iterable[str] = (), fetch_names: Ite
     computed = [n for n in fetch_names if n not in owned_elsewhere]
     if computed:
         w.emit("_shared = {" + "".join(f"id({w.ident(n)}), " for n in live.external) + "}")
-    _emit_ops(w, ops, live, kept, check_nan_inf)
+    inplace_outputs = _emit_ops(w, block, live, kept, check_nan_inf, REUSE_BUFFERS and not keep_all, metas)
     _emit_stores(w, block, live.written, live.external, kept, keep_all)
     stored = [n for n in live.written if _is_persistable(block, n)]
     if computed and stored:
@@ -205,7 +285,8 @@ def compile_block(block: Block, feed_names: Iterable[str] = (), fetch_names: Ite
     namespace = dict(w.globals)
     code = compile(source, f"<fluidgrad plan: block {block.idx}>", "exec")
     exec(code, namespace)
-    return Plan(block, source, namespace["run"], w.line_ops, w.idents)
+    return Plan(block, source, namespace["run"], w.line_ops, w.idents, inplace_outputs,
+                {n: live.last_touch[n] for n in metas}, live.shape_only_values)
 
 
 def _is_persistable(block: Block, name: str) -> bool:
@@ -227,33 +308,95 @@ def _emit_loads(w: _Writer, ops: list[Operator], live: _Liveness, feed_names: se
             w.emit(f"_read_{w.ident(name)} = {w.ident(name)}")
 
 
-def _emit_ops(w: _Writer, ops: list[Operator], live: _Liveness, kept: set[str], check_nan_inf: bool) -> None:
-    """One line per op; `del` each intermediate after its last use."""
+def _emit_ops(w: _Writer, block: Block, live: _Liveness, kept: set[str], check_nan_inf: bool,
+              reuse: bool, metas: dict[str, int]) -> dict[str, str]:
+    """One line per op; `del` each intermediate after its last use. Returns the outputs written
+    into a dying input's buffer (output -> input)."""
+    ops = block.ops
     frees: dict[int, list[str]] = {}
     for name, i in live.last_touch.items():
         if name not in kept:
             frees.setdefault(i, []).append(name)
+    inplace_outputs: dict[str, str] = {}
     for i, op in enumerate(ops):
         dead = {n for n in op.output_arg_names if live.last_touch.get(n) == i and n not in kept
-                and n not in op.input_arg_names}
-        ref, inline = _kernel_ref(w, op, i)
-        args = _arguments(w, op)
+                and n not in op.input_arg_names and n not in metas}
+        args = _arguments(w, op, i, metas)
         op_def = get_op_def(op.type)
-        if inline:
-            call = ref.format(**dict(zip([s.name for s in op_def.inputs], args)))
-        elif op_def.needs_runtime:
-            call = f"{ref}(_rt, {', '.join(args)})"
-        else:
-            call = f"{ref}({', '.join(args)})"
         names = f"{', '.join(op.output_arg_names)} = {op.type}({', '.join(op.input_arg_names)})"
-        w.emit(f"{_targets(w, op, dead)} = {call}  # op {i}: {names}", i)
+        into = _inplace_input(block, op, i, live, kept, dead) if reuse else None
+        shape_only = [n for n in op.output_arg_names if n in live.shape_only_values]
+        if shape_only:
+            ref = w.constant(f"k{i}_", op_def.kernel)
+            w.emit(f"{w.ident(shape_only[0] + META_SUFFIX)} = _meta_of({ref}, {', '.join(args)})  "
+                   f"# op {i}: {names} (only its shape is read)", i)
+        elif into is not None:
+            form = inplace.inplace_form(op.type, op_def.kernel, [s.name for s in op_def.inputs], into[0])
+            ref = w.constant(f"ip{i}_", form)
+            inplace_outputs[op.output_arg_names[0]] = into[1]
+            w.emit(f"{_targets(w, op, dead)} = {ref}({', '.join(args)})  # op {i}: {names} (into {into[1]})", i)
+        else:
+            ref, inline = _kernel_ref(w, op, i)
+            if inline:
+                call = ref.format(**dict(zip([s.name for s in op_def.inputs], args)))
+            elif op_def.needs_runtime:
+                call = f"{ref}(_rt, {', '.join(args)})"
+            else:
+                call = f"{ref}({', '.join(args)})"
+            w.emit(f"{_targets(w, op, dead)} = {call}  # op {i}: {names}", i)
         if check_nan_inf:
             outs = [w.ident(n) for n in op.output_arg_names if n != EMPTY_VAR_NAME and n not in dead]
             if outs:
                 w.emit(f"_chk({i}, ({', '.join(outs)},))", i)
-        to_free = [n for n in frees.get(i, []) if n not in dead]
+        for name in op.input_arg_names + op.output_arg_names:
+            if metas.get(name) == i and f"{name}{META_SUFFIX}" not in w.idents:
+                w.emit(f"{w.ident(name + META_SUFFIX)} = _meta({w.ident(name)})")
+        to_free = [n for n in frees.get(i, []) if n not in dead and n not in live.shape_only_values]
         if to_free:
             w.emit(f"del {', '.join(w.ident(n) for n in to_free)}")
+    return inplace_outputs
+
+
+def _inplace_input(block: Block, op: Operator, index: int, live: _Liveness, kept: set[str],
+                   dead: set[str]) -> tuple[str, str] | None:
+    """(slot, variable) of an input the op may write its one output into: read for the last time
+    here and nowhere else kept (not fed, loaded, fetched or stored), read once by the op, and
+    declared with the output's shape and float dtype. The run-time check in inplace.py then
+    makes sure no other reference to the array exists."""
+    op_def = get_op_def(op.type)
+    if op_def.needs_runtime or len(op.outputs) != 1:
+        return None
+    outputs = op.output_arg_names
+    if len(outputs) != 1 or outputs[0] == EMPTY_VAR_NAME or outputs[0] in dead:
+        return None
+    slots = inplace.inplace_slots(op.type, op_def.kernel, [s.name for s in op_def.inputs], bool(op_def.attrs))
+    if not slots:
+        return None
+    out_var = block._find_var_recursive(outputs[0])
+    if out_var is None or not out_var.dtype.startswith("float") or _small(out_var.shape):
+        return None
+    inputs = op.input_arg_names
+    for slot in slots:
+        names = op.inputs.get(slot, [])
+        if len(names) != 1:
+            continue
+        name = names[0]
+        var = block._find_var_recursive(name)
+        if (live.last_touch.get(name) == index and name not in kept and name not in live.external
+                and inputs.count(name) == 1 and name not in outputs and var is not None
+                and var.dtype == out_var.dtype and var.shape == out_var.shape):
+            return slot, name
+    return None
+
+
+def _small(shape: tuple[int, ...]) -> bool:
+    """Known to hold fewer elements than in-place writing pays for."""
+    if any(d < 0 for d in shape):
+        return False
+    size = 1
+    for d in shape:
+        size *= d
+    return size < inplace.MIN_ELEMENTS
 
 
 def _emit_stores(w: _Writer, block: Block, written: list[str], external: dict[str, int], kept: set[str],

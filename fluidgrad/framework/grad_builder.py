@@ -110,7 +110,7 @@ class GradBuilder:
         raise NotImplementedError
 
 
-@dataclass
+@dataclass(eq=False, slots=True)
 class OpDesc:
     """An op not yet in a block: what `get_grad_op_desc` returns."""
 
@@ -191,8 +191,9 @@ class StaticGradBuilder(GradBuilder):
         return self._lookup(value)[1]
 
     def _lookup(self, name: str) -> tuple[tuple[int, ...], str]:
-        if name in self._temps:
-            return self._temps[name]
+        known = self._temps.get(name)
+        if known is not None:
+            return known
         block = self.fwd.block
         var = block._find_var_recursive(name)
         if var is None and name in self._grad_to_var:
@@ -208,25 +209,28 @@ class StaticGradBuilder(GradBuilder):
         in_names = {slot: (list(v) if isinstance(v, (list, tuple)) else [v])
                     for slot, v in inputs.items() if v is not None}
         outputs: dict[str, list[str]] = {}
+        values = []
+        prefix = self.fwd.type + "@GRAD@TMP"
         for slot in op_def.outputs:
-            count = (n_out or 1) if slot.duplicable else 1
-            outputs[slot.name] = [unique_name(f"{self.fwd.type}@GRAD@TMP") for _ in range(count)]
-        full_attrs = {**op_def.attrs, **attrs}
-        desc = OpDesc(type, in_names, outputs, full_attrs)
-        self._infer(op_def, desc)
+            if slot.duplicable:
+                names = [unique_name(prefix) for _ in range(n_out or 1)]
+                values.append(names)
+            else:
+                names = [unique_name(prefix)]
+                values.append(names[0])
+            outputs[slot.name] = names
+        desc = OpDesc(type, in_names, outputs, {**op_def.attrs, **attrs} if attrs else dict(op_def.attrs))
+        op_def.infer(InferContext(op_def, in_names, outputs, desc.attrs, self._lookup, self._store_temp))
         self.descs.append(desc)
-        values = [outputs[s.name] if s.duplicable else outputs[s.name][0] for s in op_def.outputs]
         return values[0] if len(values) == 1 else tuple(values)
 
-    def _infer(self, op_def: OpDef, desc: OpDesc) -> None:
-        def store(name: str, shape: tuple[int, ...], dtype: str) -> None:
-            self._temps[name] = (shape, dtype)
-        op_def.infer(InferContext(op_def, desc.inputs, desc.outputs, desc.attrs, self._lookup, store))
+    def _store_temp(self, name: str, shape: tuple[int, ...], dtype: str) -> None:
+        self._temps[name] = (shape, dtype)
 
     def _same_shape(self, grad: str, target: str) -> bool:
         """Only when the shapes are known to agree: a -1 may hide a broadcast."""
-        shape = self.shape(target)
-        return self.shape(grad) == shape and -1 not in shape
+        shape = self._lookup(target)[0]
+        return -1 not in shape and self._lookup(grad)[0] == shape
 
     def _deliver(self, target: str, grad: str) -> None:
         name = self.grad_name(target)
@@ -238,12 +242,15 @@ class StaticGradBuilder(GradBuilder):
     # -- result
     def finish(self) -> tuple[list[OpDesc], dict[str, str]]:
         counts = self._read_counts()
-        self._fold_assigns(counts)
+        if self._assigns:
+            self._fold_assigns(counts)
         self._drop_unused(counts)
         for desc in self.descs:
-            desc.attrs.setdefault("op_role", "backward")
-            desc.out_vars = {n: self._var_info(n, desc) for n in desc.output_arg_names() if n != EMPTY_VAR_NAME}
-        return self.descs, dict(self._grad_to_var)
+            if "op_role" not in desc.attrs:
+                desc.attrs["op_role"] = "backward"
+            desc.out_vars = {n: self._var_info(n, desc) for names in desc.outputs.values() for n in names
+                             if n != EMPTY_VAR_NAME}
+        return self.descs, self._grad_to_var
 
     def _var_info(self, name: str, desc: OpDesc) -> tuple[tuple[int, ...], str]:
         if name in self._grad_to_var:  # an input gradient: exactly its forward variable's shape
@@ -255,30 +262,42 @@ class StaticGradBuilder(GradBuilder):
     def _read_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
         for desc in self.descs:
-            for name in desc.input_arg_names():
-                counts[name] = counts.get(name, 0) + 1
+            for names in desc.inputs.values():
+                for name in names:
+                    counts[name] = counts.get(name, 0) + 1
         return counts
 
     def _fold_assigns(self, counts: dict[str, int]) -> None:
         """`t = f(..); x@GRAD = assign(t)` becomes `x@GRAD = f(..)` when nothing else reads t."""
-        producers = {n: d for d in self.descs for n in d.output_arg_names()}
+        producers = {n: d for d in self.descs for names in d.outputs.values() for n in names}
+        folded: set[int] = set()
         for assign in self._assigns:
             temp, target = assign.inputs["X"][0], assign.outputs["Out"][0]
+            if counts.get(temp, 0) != 1 or temp not in self._temps:
+                continue
             producer = producers.get(temp)
-            if producer is None or counts.get(temp, 0) != 1 or temp not in self._temps:
+            if producer is None:
                 continue
             for names in producer.outputs.values():
                 names[:] = [target if n == temp else n for n in names]
-            self.descs.remove(assign)
+            folded.add(id(assign))
+        if folded:
+            self.descs = [d for d in self.descs if id(d) not in folded]
 
     def _drop_unused(self, counts: dict[str, int]) -> None:
         """Unread temporaries become @EMPTY@; an op none of whose outputs is used goes.
         (`counts` may still count reads by folded assigns: those temporaries are renamed.)"""
         kept = []
+        temps = self._temps
         for desc in self.descs:
+            used = False
             for names in desc.outputs.values():
-                names[:] = [EMPTY_VAR_NAME if n in self._temps and not counts.get(n) else n for n in names]
-            if any(n != EMPTY_VAR_NAME for n in desc.output_arg_names()):
+                for i, n in enumerate(names):
+                    if n in temps and not counts.get(n):
+                        names[i] = EMPTY_VAR_NAME
+                    elif n != EMPTY_VAR_NAME:
+                        used = True
+            if used:
                 kept.append(desc)
         self.descs = kept
 

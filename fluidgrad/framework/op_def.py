@@ -95,6 +95,12 @@ class OpDef:
 
 _REGISTRY: dict[str, OpDef] = {}
 
+# op type -> input slots whose kernel reads only the value's shape and dtype (the executor keeps a
+# memory-free stand-in for them; recompute does not count them as values the backward needs)
+SHAPE_ONLY_SLOTS: dict[str, tuple[str, ...]] = {
+    "reduce_as": ("Target",), "unreduce": ("Target",), "expand_as": ("Target",),
+    "fill_zeros_like": ("X",), "fill_any_like": ("X",)}
+
 
 def register_op(type: str, *, inputs: str | Sequence[str], outputs: str | Sequence[str],
                 kernel: Callable[..., Any], infer: Callable[["InferContext"], None], grad: Any,
@@ -135,6 +141,8 @@ class InferContext:
     where shapes live (Block variables at build time, a dict for temporaries).
     """
 
+    __slots__ = ("op_def", "inputs", "outputs", "attrs", "_lookup", "_store")
+
     def __init__(self, op_def: OpDef, inputs: dict[str, list[str]], outputs: dict[str, list[str]],
                  attrs: dict[str, Any], lookup: Callable[[str], tuple[tuple[int, ...], str]],
                  store: Callable[[str, tuple[int, ...], str], None]) -> None:
@@ -172,11 +180,12 @@ class InferContext:
         return len(self.outputs.get(slot, []))
 
     def set_output(self, slot: str, shape: Sequence[int], dtype: str, index: int | None = None) -> None:
-        names = self.outputs.get(slot, [])
+        names = self.outputs.get(slot, ())
         targets = names if index is None else names[index:index + 1]
+        shape = tuple(map(int, shape))
         for name in targets:
             if name != EMPTY_VAR_NAME:
-                self._store(name, tuple(int(d) for d in shape), dtype)
+                self._store(name, shape, dtype)
 
     # -- errors
     def describe(self, slot: str, index: int = 0) -> str:
@@ -194,39 +203,53 @@ class InferContext:
 def prepare(op: Any, infer: bool = True) -> None:
     """Validate an Operator against its OpDef, fill default attrs, and infer output shapes."""
     op_def = get_op_def(op.type)
-    for slot in op.inputs:
+    inputs = op.inputs
+    for slot in inputs:
         if slot not in op_def.input_index:
             raise ValueError(f"op {op.type} has no input slot {slot!r}; its slots are "
                              f"{[s.name for s in op_def.inputs]}")
     for slot in op_def.inputs:
-        if not slot.optional and not op.inputs.get(slot.name):
-            raise ValueError(f"op {op.type} needs input slot {slot.name!r}")
-        if not slot.duplicable and len(op.inputs.get(slot.name, [])) > 1:
-            raise ValueError(f"op {op.type}: slot {slot.name} takes one variable, "
-                             f"got {op.inputs[slot.name]}")
+        names = inputs.get(slot.name)
+        if not names:
+            if not slot.optional:
+                raise ValueError(f"op {op.type} needs input slot {slot.name!r}")
+        elif len(names) > 1 and not slot.duplicable:
+            raise ValueError(f"op {op.type}: slot {slot.name} takes one variable, got {names}")
+    attrs = op.attrs
     for name, default in op_def.attrs.items():
-        op.attrs.setdefault(name, default)
+        if name not in attrs:
+            attrs[name] = default
     if infer:
-        infer_op(op)
+        op_def.infer(_BlockInferContext(op_def, op))
 
 
 def infer_op(op: Any) -> None:
     """Run the shape rule against the op's block, creating output variables as needed."""
-    block = op.block
+    op_def = get_op_def(op.type)
+    op_def.infer(_BlockInferContext(op_def, op))
 
-    def lookup(name: str) -> tuple[tuple[int, ...], str]:
-        var = block._find_var_recursive(name)
+
+class _BlockInferContext(InferContext):
+    """Shapes live in the op's block: inputs are looked up through its ancestors, outputs are
+    declared (or updated) there. (Its `_lookup` / `_store` methods take the place of the
+    callables the base class keeps: one object per op built, no closures.)"""
+
+    __slots__ = ("block", "op_type")
+
+    def __init__(self, op_def: OpDef, op: Any) -> None:
+        self.op_def, self.inputs, self.outputs, self.attrs = op_def, op.inputs, op.outputs, op.attrs
+        self.block, self.op_type = op.block, op.type
+
+    def _lookup(self, name: str) -> tuple[tuple[int, ...], str]:
+        var = self.block._find_var_recursive(name)
         if var is None:
-            raise KeyError(f"op {op.type} reads variable {name!r}, which block {block.idx} "
+            raise KeyError(f"op {self.op_type} reads variable {name!r}, which block {self.block.idx} "
                            f"and its ancestors do not declare")
         return var.shape, var.dtype
 
-    def store(name: str, shape: tuple[int, ...], dtype: str) -> None:
-        var = block._find_var_recursive(name)
+    def _store(self, name: str, shape: tuple[int, ...], dtype: str) -> None:
+        var = self.block._find_var_recursive(name)
         if var is None:
-            block.create_var(name, shape, dtype)
+            self.block.create_var(name, shape, dtype)
         else:
             var.shape, var.dtype = shape, dtype
-
-    op_def = get_op_def(op.type)
-    op_def.infer(InferContext(op_def, op.inputs, op.outputs, op.attrs, lookup, store))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+from itertools import chain
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from .names import unique_name
@@ -19,6 +20,9 @@ def _arg_names(args: _SlotArgs | None) -> dict[str, list[str]]:
     result: dict[str, list[str]] = {}
     for slot, value in (args or {}).items():
         if value is None:
+            continue
+        if isinstance(value, Variable):  # the common case, one variable per slot
+            result[slot] = [value.name]
             continue
         items = value if isinstance(value, (list, tuple)) else [value]
         result[slot] = names_of(items, f"slot {slot}")
@@ -54,11 +58,11 @@ class Operator:
 
     @property
     def input_arg_names(self) -> list[str]:
-        return [n for names in self.inputs.values() for n in names]
+        return [*chain.from_iterable(self.inputs.values())]
 
     @property
     def output_arg_names(self) -> list[str]:
-        return [n for names in self.outputs.values() for n in names]
+        return [*chain.from_iterable(self.outputs.values())]
 
     def attr(self, name: str) -> Any:
         if name not in self.attrs:
@@ -158,7 +162,7 @@ class Block:
             return self.vars[name]
         var = Variable(self, name, shape, dtype, **kwargs)
         self.vars[name] = var
-        self.program._bump()
+        self.program._version += 1
         return var
 
     def create_parameter(self, name: str, shape: Sequence[int], dtype: Any = "float32",
@@ -183,8 +187,11 @@ class Block:
                    attrs: dict[str, Any] | None, infer: bool = True) -> Operator:
         op = Operator(self, type, _arg_names(inputs), _arg_names(outputs), dict(attrs or {}))
         prepare(op, infer=infer)
-        self.ops.insert(index, op)
-        self.program._bump()
+        if index == len(self.ops):
+            self.ops.append(op)
+        else:
+            self.ops.insert(index, op)
+        self.program._version += 1
         return op
 
     def _append_trusted(self, type: str, inputs: dict[str, list[str]], outputs: dict[str, list[str]],

@@ -38,8 +38,8 @@ class Variable(MathMixin):
                  is_data: bool = False) -> None:
         self.block = block
         self.name = name
-        self.shape = tuple(int(d) for d in shape)
-        self.dtype = normalize_dtype(dtype)
+        self.shape = tuple(map(int, shape))
+        self.dtype = dtype if dtype.__class__ is str and dtype in DTYPES else normalize_dtype(dtype)
         self._persistable = persistable
         self.stop_gradient = stop_gradient
         self.type = type

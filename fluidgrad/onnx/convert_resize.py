@@ -197,8 +197,25 @@ def resize(ctx: Any, x: Any, scales: np.ndarray | None, sizes: np.ndarray | None
 def _optional_const(ctx: Any, i: int, what: str) -> np.ndarray | None:
     if not ctx.has_input(i):
         return None
-    value = ctx.const(i, what)
+    value = ctx.maybe_const(i)
+    if value is None:
+        value = _concat_of_constants(ctx, ctx.node.input[i])
+    if value is None:
+        value = ctx.const(i, what)   # raises, naming the input
     return value if value.size else None
+
+
+def _concat_of_constants(ctx: Any, name: str) -> np.ndarray | None:
+    """Float scales written as Concat(Constant, Constant) (PyTorch's exporter does this), which
+    the importer keeps as ops because it folds only integer shape arithmetic."""
+    producer = next((n for n in ctx.graph.graph.node if name in n.output), None)
+    if producer is None or producer.op_type != "Concat":
+        return None
+    parts = [ctx.graph.lookup_const(part) for part in producer.input]
+    if any(p is None for p in parts):
+        return None
+    axis = next((a.i for a in producer.attribute if a.name == "axis"), 0)
+    return np.concatenate(parts, axis=axis)
 
 
 @converter("Resize", since=10)

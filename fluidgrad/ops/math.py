@@ -32,11 +32,13 @@ def _sub_grad(g):
 
 
 def _mul_grad(g):
-    x, y, dout = g.input("X"), g.input("Y"), g.output_grad("Out")
+    # each input is read only where it is needed, so eager mode keeps X alive only when Y
+    # needs a gradient, and Y only when X does (eager/saved.py)
+    dout = g.output_grad("Out")
     if g.needs_input_grad("X"):
-        g.set_input_grad("X", g.op("elementwise_mul", {"X": dout, "Y": y}))
+        g.set_input_grad("X", g.op("elementwise_mul", {"X": dout, "Y": g.input("Y")}))
     if g.needs_input_grad("Y"):
-        g.set_input_grad("Y", g.op("elementwise_mul", {"X": dout, "Y": x}))
+        g.set_input_grad("Y", g.op("elementwise_mul", {"X": dout, "Y": g.input("X")}))
 
 
 def _div_grad(g):
@@ -362,10 +364,8 @@ register_op("cast", inputs="X", outputs="Out", attrs={"dtype": "float32", "satur
 def _reduce_as_kernel(x, target):
     """Sum `x` down to `target`'s shape: the transpose of NumPy broadcasting (bool and integers
     accumulate in int64, as every sum does: dtypes.accumulate_dtype)."""
-    if x.dtype.kind != "f":   # (dtype.name is slow: floats, the common case, skip it)
-        dtype = dtypes.accumulate_dtype(x.dtype.name)
-        if x.dtype.name != dtype:
-            x = x.astype(dtype)
+    if x.dtype.kind != "f":
+        x = x.astype(dtypes.accumulate_dtype(x.dtype.name))
     if x.shape == target.shape:
         return x
     if x.ndim < target.ndim:  # e.g. a 0-D gradient for a [1, 1] input

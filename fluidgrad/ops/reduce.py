@@ -83,13 +83,14 @@ def _extreme_kernel(fn, kind):
 def _unreduce_kernel(dout, target, axis=None, keepdim=False, reduce_all=False, mean=False):
     """Broadcast a reduced gradient back over the reduced axes (divided by the count for a mean)."""
     axes = _axes(None if reduce_all else axis, target.ndim)
-    if not keepdim:
-        dout = np.expand_dims(dout, axes)
-    out = np.broadcast_to(dout, target.shape)
-    if mean:
-        count = int(np.prod([target.shape[a] for a in axes]))
-        out = out / out.dtype.type(max(count, 1))
-    return out
+    if not keepdim:  # put the reduced axes back as 1s (a reshape: cheaper than expand_dims)
+        dout = dout.reshape(tuple(1 if i in axes else d for i, d in enumerate(target.shape)))
+    if mean:  # one broadcasting divide into the full shape
+        count = 1
+        for a in axes:
+            count *= target.shape[a]
+        return np.divide(dout, dout.dtype.type(max(count, 1)), out=np.empty(target.shape, dout.dtype))
+    return np.broadcast_to(dout, target.shape)
 
 
 def _reduce_grad(mean):

@@ -15,3 +15,4 @@ from .pooling import *  # noqa: F401,F403
 from .vision import *  # noqa: F401,F403
 from .norm import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
+from .sampling import *  # noqa: F401,F403
