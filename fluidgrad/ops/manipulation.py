@@ -100,8 +100,24 @@ def _pairs(paddings):
     return [(paddings[2 * i], paddings[2 * i + 1]) for i in range(len(paddings) // 2)]
 
 
+def _constant_slices(shape, paddings):
+    """Constant padding (negative sizes crop): the slices of X kept and where they land in Out."""
+    kept, placed = [], []
+    for n, (before, after) in zip(shape, _pairs(paddings)):
+        lo, hi = max(0, -before), n - max(0, -after)
+        kept.append(slice(lo, max(lo, hi)))
+        placed.append(slice(max(0, before), max(0, before) + max(0, hi - lo)))
+    return tuple(kept), tuple(placed)
+
+
 def _pad_kernel(x, paddings, mode, value):
     mode = _PAD_MODES[mode]
+    if mode == "constant":   # one fill and one slice copy, whatever the rank
+        kept, placed = _constant_slices(x.shape, paddings)
+        shape = [max(0, n + before + after) for n, (before, after) in zip(x.shape, _pairs(paddings))]
+        out = np.full(shape, value, dtype=x.dtype) if value != 0 else np.zeros(shape, dtype=x.dtype)
+        out[placed] = x[kept]
+        return out
     out = x
     for axis, (before, after) in enumerate(_pairs(paddings)):
         if before == after == 0:
@@ -123,6 +139,13 @@ def _pad_kernel(x, paddings, mode, value):
 def _pad_grad_kernel(dout, target, paddings, mode, value):
     """Each padded position sends its gradient back to the position it copied."""
     mode = _PAD_MODES[mode]
+    if mode == "constant":   # the kept part, back where it came from
+        kept, placed = _constant_slices(target.shape, paddings)
+        if all(k.start == 0 and k.stop == n for k, n in zip(kept, target.shape)):
+            return np.ascontiguousarray(dout[placed])
+        out = np.zeros(target.shape, dtype=dout.dtype)
+        out[kept] = dout[placed]
+        return out
     out = dout
     for axis, (before, after) in enumerate(_pairs(paddings)):
         if before == after == 0:
