@@ -34,8 +34,8 @@ def _exact(value: Any) -> int | float | bool:
 
 def _constant(value: Any, dtype: str, like: Any) -> Any:
     """A 0-D constant of `dtype` in `like`'s mode, so that it broadcasts against anything."""
-    if is_tensor(like):
-        return to_tensor(np.asarray(value, dtype=dtype))
+    if is_tensor(like):  # an integer out of the dtype's range wraps, as in PyTorch and fill_constant
+        return to_tensor(np.asarray(value).astype(dtype))
     return apply_op("fill_constant", {}, {"shape": [], "value": _exact(value), "dtype": dtype})
 
 
@@ -111,6 +111,10 @@ def multiply(x: Any, y: Any) -> Any:
 
 def divide(x: Any, y: Any) -> Any:
     """True division: bool and integer operands give the default float dtype (float32)."""
+    if _is_value(x) and dtypes.is_scalar(y):  # as PyTorch: the scalar meets x in the float result
+        x = _lift(x, dtypes.true_divide_dtype(dtypes.result_type(x.dtype, y)))
+    elif _is_value(y) and dtypes.is_scalar(x):
+        y = _lift(y, dtypes.true_divide_dtype(dtypes.result_type(y.dtype, x)))
     return _binary("elementwise_div", x, y)
 
 

@@ -8,6 +8,9 @@ then read by forward ops only, so the executor frees them after their last forwa
 the checkpoints (and what cannot be recomputed) stay alive through the whole step (Chen et al.
 2016, "Training deep nets with sublinear memory cost"; Paddle's RecomputeOptimizer).
 
+The last segment (after the last checkpoint) is not recomputed: its grad ops run first, while
+its values are still alive from the forward, so a copy would cost time and save no memory.
+
 Kept as they are (read by the grad ops directly): checkpoints, parameters and other persistable
 values, the data, values written more than once, and the outputs of ops that must not run twice:
 ops that draw random numbers (a `seed` attribute: dropout's mask is reused, never redrawn), ops
@@ -43,7 +46,9 @@ def apply_recompute(block: Block, path: Sequence[Operator], backward_start: int,
     producers = _producers(forward_ops)
     segment_of_op = _segments(forward_ops, [producers[c] for c in checkpoints])
     kept = _kept_values(block, forward_ops, backward_start, set(checkpoints))
-    recomputable = {name: op for name, op in producers.items() if name not in kept}
+    last_segment = max(segment_of_op.values(), default=0)
+    recomputable = {name: op for name, op in producers.items()
+                    if name not in kept and segment_of_op[id(op)] < last_segment}
     block.ops[backward_start:] = _Rewriter(block, recomputable, segment_of_op).rewrite(block.ops[backward_start:])
     block.program._bump()
     return checkpoints

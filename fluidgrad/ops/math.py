@@ -291,8 +291,12 @@ register_op("matmul", inputs="X Y", outputs="Out", attrs={"transpose_x": False, 
 
 # ---------------------------------------------------------------- scale, sum, assign, cast
 def _scale_kernel(x, scale=1.0, bias=0.0, bias_after_scale=True):
+    if x.dtype == np.float16:  # as PyTorch: compute in float32, round once
+        return _scale_kernel(x.astype(np.float32), scale, bias, bias_after_scale).astype(np.float16)
     if x.dtype.kind in "iu" and float(scale).is_integer() and float(bias).is_integer():
-        scale, bias = int(scale), int(bias)  # exact integer arithmetic: no rounding through float64
+        # exact integer arithmetic (no rounding through float64); the factors wrap into x's
+        # dtype as PyTorch's do (uint8 - 2 is uint8 + 254, modulo 256)
+        scale, bias = wrap_integer(scale, x.dtype), wrap_integer(bias, x.dtype)
     if bias_after_scale:
         out = x * scale + bias if bias else x * scale
     else:
@@ -408,7 +412,15 @@ register_op("expand_as", inputs="X Target", outputs="Out", kernel=_expand_as_ker
 
 
 # ---------------------------------------------------------------- constants
+def wrap_integer(value, dtype):
+    """An integral Python number as a scalar of integer `dtype`, wrapping modulo 2**bits like
+    PyTorch (NumPy refuses a Python integer out of the dtype's range)."""
+    return np.array(int(value), dtype=np.int64 if int(value) < 2 ** 63 else np.uint64).astype(dtype)
+
+
 def _fill_constant_kernel(shape, value, dtype):
+    if np.dtype(dtype).kind in "iu" and float(value).is_integer():
+        value = wrap_integer(value, dtype)
     return np.full(shape, value, dtype=dtype)
 
 
