@@ -49,7 +49,7 @@ def block_sum(x: np.ndarray, axes) -> np.ndarray | None:
     the pattern does not apply."""
     kept = [i for i in range(x.ndim) if i not in axes]
     if not kept or kept != list(range(kept[0], kept[-1] + 1)) or x.dtype not in (np.float32, np.float64) \
-            or not x.flags.c_contiguous:
+            or not x.flags.c_contiguous or x.size == 0:
         return None
     rows, width = math.prod(x.shape[:kept[0]]), math.prod(x.shape[kept[-1] + 1:])
     per_row = x.reshape(-1, width) @ np.ones(width, dtype=x.dtype) if width > 1 else x.reshape(-1)
