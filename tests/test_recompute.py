@@ -85,7 +85,7 @@ def _fc_stack(depth=8, width=16):
     """fc layers (matmul, bias add, relu) and a mean: the bias add's grad reads the matmul's
     output and its own for their shapes only (reduce_as Target)."""
     def build():
-        h = x = fg.static.data("x", [None, width], "float64")
+        h = fg.static.data("x", [None, width], "float64")
         hidden = []
         for _ in range(depth):
             h = fg.static.nn.fc(h, width, activation="relu")
