@@ -81,10 +81,10 @@ def _mlp_numpy(params, x, labels, lr):
     return loss
 
 
-def bench_mlp_step(repeat: int) -> None:
+def bench_mlp_step(repeat: int, batch: int = 64) -> None:
     rng = np.random.default_rng(0)
-    x = rng.random((64, 784), dtype=np.float32)
-    labels = rng.integers(0, 10, (64, 1))
+    x = rng.random((batch, 784), dtype=np.float32)
+    labels = rng.integers(0, 10, (batch, 1))
     main, startup = fg.Program(), fg.Program()
     with fg.program_guard(main, startup):
         xv = fg.static.data("x", [None, 784])
@@ -125,12 +125,14 @@ def bench_mlp_step(repeat: int) -> None:
         contenders["PyTorch eager"] = torch_step
     except ImportError:
         pass
-    best = interleaved_best(contenders, rounds=repeat, number=5)
-    numpy_time = best["hand-written NumPy"]
-    rows = [[name, f"{t * 1e3:.2f}", f"{t / numpy_time:.2f}"] for name, t in best.items()]
+    medians = _interleaved_median(contenders, rounds=repeat, number=5)
+    numpy_time = medians["hand-written NumPy"]
+    torch_time = medians.get("PyTorch eager", float("nan"))
+    rows = [[name, f"{t * 1e3:.3f}", f"{t / numpy_time:.2f}", f"{t / torch_time:.2f}"] for name, t in medians.items()]
     import torch
-    print_table(f"MLP 784-512-512-10 training step, batch 64, float32 (threads: {torch.get_num_threads()})",
-                ["implementation", "ms per step", "ratio to NumPy"], rows)
+    print_table(f"MLP 784-512-512-10 training step, batch {batch}, float32 (threads: {torch.get_num_threads()}; "
+                f"medians of {repeat} interleaved rounds)",
+                ["implementation", "ms per step", "ratio to NumPy", "ratio to PyTorch"], rows)
 
 
 def _mlp_program():
@@ -244,7 +246,8 @@ def main() -> None:
     depths = [10, 100, 1000] if args.quick else [10, 100, 1000, 3000]
     bench_append_backward(depths)
     with limit_threads(args.threads):
-        bench_mlp_step(repeat=3 if args.quick else 10)
+        bench_mlp_step(repeat=3 if args.quick else 15)
+        bench_mlp_step(repeat=3 if args.quick else 15, batch=1)
         bench_buffer_reuse(repeat=3 if args.quick else 9)
     bench_per_op(1000, repeat=5 if args.quick else 20)
 

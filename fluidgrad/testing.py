@@ -16,7 +16,7 @@ import numpy as np
 from . import functions as F
 from .backward import gradients
 from .dispatch import append_static_op
-from .eager import Tensor, backward, eager_apply, to_tensor
+from .eager import Tensor, backward, eager_apply, keep_only_what_is_read, to_tensor
 from .executor import Executor, Scope
 from .framework import Program, Variable, program_guard
 from .ops.registry import get_op_def
@@ -403,7 +403,13 @@ def check_second_order(case: OpCase) -> str | None:
 
 
 def check_eager_equals_static(case: OpCase) -> str | None:
-    """The op run eagerly gives the static values and, through `backward`, the static gradients."""
+    """The op run eagerly gives the static values and, through `backward`, the static gradients
+    (of the same shapes and dtypes), keeping for the backward only what its grad maker reads."""
+    with keep_only_what_is_read():
+        return _check_eager_equals_static(case)
+
+
+def _check_eager_equals_static(case: OpCase) -> str | None:
     op_def = get_op_def(case.op)
     if op_def.needs_runtime:
         return "static only (runs sub-blocks)"
@@ -436,6 +442,9 @@ def check_eager_equals_static(case: OpCase) -> str | None:
     for name in wrt:
         got = tensors[name].grad
         got = np.zeros_like(feeds[name]) if got is None else got.numpy()
+        assert got.shape == expected[name].shape and got.dtype == expected[name].dtype, \
+            f"{case.id}: d/d{name} is {got.dtype}{list(got.shape)} in eager mode, " \
+            f"{expected[name].dtype}{list(expected[name].shape)} in static mode"
         np.testing.assert_allclose(got, expected[name], rtol=1e-10, atol=1e-12, err_msg=f"{case.id}: d/d{name}")
     return None
 

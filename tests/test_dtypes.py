@@ -184,6 +184,11 @@ def test_promotion_rule_equals_torch_result_type():
 # table and tests/op_cases/*.py), every float input turned into each dtype below; the other
 # inputs (labels, indices, masks) stay as they are. Both modes, against PyTorch on the same values.
 OP_DTYPES = ["bool", "int8", "uint8", "int16", "int32", "int64", "float16", "float32", "float64"]
+try:  # bfloat16 comes with ml_dtypes (the onnx extra); PyTorch has it
+    import ml_dtypes
+    OP_DTYPES.append("bfloat16")
+except ImportError:  # pragma: no cover
+    ml_dtypes = None
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 from test_ops import CASES as OP_CASES  # noqa: E402  (the registry's case tables)
@@ -238,6 +243,8 @@ def _as_dtype(value, dtype):
         return np.round(np.abs(array) * 3).astype(dtype)
     if dtype.startswith("int"):
         return np.round(array * 3).astype(dtype)
+    if dtype == "bfloat16":
+        return array.astype(ml_dtypes.bfloat16)
     return array.astype(dtype)
 
 
@@ -279,18 +286,25 @@ def _run_op(case: OpCase, inputs: dict, mode: str) -> list[tuple[np.ndarray, str
     return pairs if case.use_outputs is None else [pairs[i] for i in case.use_outputs]
 
 
-def _run_torch_rounded(case: OpCase, inputs: dict) -> list:
+def _run_torch_rounded(case: OpCase, inputs: dict, dtype: str) -> list:
     as_float32 = {k: [_as_float32(x) for x in v] if isinstance(v, list) else _as_float32(v) for k, v in inputs.items()}
-    return [o.to(torch.float16) if o.dtype == torch.float32 else o for o in _run_torch(case, as_float32)]
+    return [o.to(getattr(torch, dtype)) if o.dtype == torch.float32 else o for o in _run_torch(case, as_float32)]
 
 
 def _as_float32(value):
     array = np.asarray(value)
-    return array.astype(np.float32) if array.dtype == np.float16 else array
+    return array.astype(np.float32) if array.dtype.name in ("float16", "bfloat16") else array
+
+
+def _torch_tensor(array):
+    array = np.asarray(array)
+    if array.dtype.name == "bfloat16":  # NumPy's bfloat16 is ml_dtypes', PyTorch's is its own
+        return torch.tensor(array.astype(np.float32)).bfloat16()
+    return torch.tensor(array)
 
 
 def _run_torch(case: OpCase, inputs: dict) -> list[np.ndarray]:
-    args = {k: [torch.tensor(v) for v in value] if isinstance(value, list) else torch.tensor(value)
+    args = {k: [_torch_tensor(v) for v in value] if isinstance(value, list) else _torch_tensor(value)
             for k, value in inputs.items()}
     outs = case.torch_fn(**args)
     return [o.detach() for o in (outs if isinstance(outs, (list, tuple)) else [outs])]
@@ -312,9 +326,9 @@ def test_every_op_and_dtype_equals_pytorch_or_is_a_documented_refusal(op, dtype,
     inputs = {k: _as_dtype(v, dtype) if dtype != "as given" else
               ([np.asarray(x) for x in v] if isinstance(v, list) else np.asarray(v)) for k, v in case.inputs.items()}
     expected, torch_error = _outcome(lambda: _run_torch(case, inputs))
-    if dtype == "float16" and "not implemented for 'Half'" in str(torch_error):
-        # a kernel PyTorch's CPU build lacks, not a refusal: PyTorch in float32, rounded to float16
-        expected, torch_error = _outcome(lambda: _run_torch_rounded(case, inputs))
+    if "not implemented for 'Half'" in str(torch_error) or "not implemented for 'BFloat16'" in str(torch_error):
+        # a kernel PyTorch's CPU build lacks, not a refusal: PyTorch in float32, rounded
+        expected, torch_error = _outcome(lambda: _run_torch_rounded(case, inputs, dtype))
     got, error = _outcome(lambda: _run_op(case, inputs, mode))
     where = f"op {op} on {dtype} inputs ({mode})"
     if error is not None:
@@ -337,10 +351,10 @@ def test_every_op_and_dtype_equals_pytorch_or_is_a_documented_refusal(op, dtype,
         assert value.shape == tuple(ref.shape), f"{where}: shape {value.shape} vs PyTorch's {tuple(ref.shape)}"
         reference = ref.double().numpy()
         rtol, atol = 1e-7, 1e-7
-        if value.dtype in (np.float32, np.float16):  # sums in another order, float16 rounded at other
+        if value.dtype in (np.float32, np.float16) or value.dtype.name == "bfloat16":  # sums in another order, float16 rounded at other
             # steps than PyTorch's float32 internals: error relative to the largest value
             finite = np.abs(reference[np.isfinite(reference)])
-            rtol = 1e-5 if value.dtype == np.float32 else 4e-3
+            rtol = {"float32": 1e-5, "float16": 4e-3, "bfloat16": 3e-2}[value.dtype.name]
             atol = max(1e-7, rtol * float(finite.max(initial=0.0)))
         np.testing.assert_allclose(value.astype(np.float64), reference, rtol=rtol, atol=atol,
                                    equal_nan=True, err_msg=where)

@@ -1,6 +1,7 @@
 """Export round trips: onnxruntime's outputs equal fluidgrad's, and importing the exported file
 gives the same outputs again; for every registered op with an ONNX equivalent (the op-case
-table, plus cases here for ops tested elsewhere), for while/cond, and for the demo CNN."""
+table, plus cases here for ops tested elsewhere), for while/cond, and for the demo CNN (the
+other example models: tests/test_onnx_export_models.py)."""
 from __future__ import annotations
 
 import os
@@ -88,6 +89,7 @@ def _extra_cases():
         OpCase("dropout", {"X": image}, {"is_test": True, "dropout_prob": 0.3}),
         OpCase("clip", {"X": image}, {"min": -0.5, "max": 0.7}),
         OpCase("log_softmax", {"X": image}, {"axis": 1}),
+        OpCase("nonzero", {"X": np.array([[0.0, 1.5, 0.0], [2.0, 0.0, -1.0]])}),
     ]
 
 
@@ -100,6 +102,8 @@ def _refusal(case: OpCase) -> str | None:
         return "adaptive pooling"
     if case.attrs.get("ceil_mode") and case.attrs.get("pooling_type") == "avg" and not case.attrs.get("exclusive", True):
         return "ceil_mode with padding counted"
+    if case.op == "scatter_nd" and case.attrs.get("batch_dims"):
+        return "batch_dims"
     return None
 
 

@@ -144,9 +144,10 @@ def _finish(call: OpCall, out: Any, args: list | None, tensors: Any, kw: dict, r
     if call.single_out:
         if type(out) is not _ndarray:
             out = _asarray(out)
-        if out.dtype is not expected and expected is not None and out.dtype.name != expected.name:
-            raise _dtype_error(call, out.dtype, expected)
-        if record and out.dtype.kind == "f":
+        dtype = out.dtype
+        if dtype is not expected and expected is not None and dtype.name != expected.name:
+            raise _dtype_error(call, dtype, expected)
+        if record and dtype.kind == "f":
             return Tensor(out, False, record_node(call, kw, tensors, (out,)), 0)
         return Tensor(out)
     return _wrap_outputs(call, out, kw, tensors, record, expected)
@@ -156,7 +157,8 @@ def apply_binary(op_type: str, x: Tensor, y: Tensor) -> Tensor:
     """`eager_apply` for an attribute-less binary op (X, Y -> Out) on two Tensors, without
     building dicts: the path of `a * b`, `a + b`... (Tensor's operators). Its rule-cache key is
     `infer.cache_key`'s for two inputs and the default attributes, built inline."""
-    if not all_default.on and state.tracer is not None:
+    default = all_default.on
+    if not default and state.tracer is not None:
         return state.tracer.apply(op_type, {"X": x, "Y": y}, {}, None)
     call = _CALLS.get(op_type) or op_call(op_type)
     xd = x.data
@@ -169,7 +171,7 @@ def apply_binary(op_type: str, x: Tensor, y: Tensor) -> Tensor:
         out = call.kernel(xd, yd)
     except Exception as exc:
         raise _kernel_error(call, [xd, yd], {}, exc) from exc
-    record = (not x.stop_gradient or not y.stop_gradient) and (all_default.on or state.grad_enabled)
+    record = (not x.stop_gradient or not y.stop_gradient) and (default or state.grad_enabled)
     return _finish(call, out, None, (x, y), call.defaults, record, expected)
 
 

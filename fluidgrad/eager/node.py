@@ -7,8 +7,9 @@ nothing else holds them.
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..framework.op_def import Slot, get_op_def, require_gradient
 from .infer import attr_key
@@ -136,9 +137,23 @@ class ShapeOnly:
         return len(self.shape)
 
 
-# Below this many bytes a value is kept even where the backward does not read it: a stand-in
-# would save little memory and cost time on every op of a chain of small tensors.
+# Below this many bytes a value is kept even where the backward does not read it (and a
+# one-output op whose output is this small keeps all its inputs): a stand-in would save little
+# memory and cost time on every op of a chain of small tensors.
 SLIM_BYTES = 1024
+
+
+@contextlib.contextmanager
+def keep_only_what_is_read() -> Iterator[None]:
+    """Inside: drop every value a backward does not read, however small (outside, values under
+    `SLIM_BYTES` stay as they are). `fluidgrad.testing` runs eager cases this way, so that an
+    op case fails if its grad maker reads a value eager mode did not keep."""
+    global SLIM_BYTES
+    saved, SLIM_BYTES = SLIM_BYTES, 0
+    try:
+        yield
+    finally:
+        SLIM_BYTES = saved
 
 
 def _slim_input(tensor: Any) -> Any:
@@ -170,8 +185,11 @@ def record_node(call: OpCall, attrs: dict, tensors: Any, outs: tuple, out_ranges
     Ops with one or two single-Tensor inputs and one output (most of them) take a path written
     out for them: this runs for every recorded op."""
     plans = call.keep_plans
-    if plans is None:  # what the backward reads is unknown: keep everything
-        return Node(call, attrs, tuple(tensors), outs, out_ranges)
+    if plans is None or (call.simple and outs[0].nbytes < SLIM_BYTES):
+        # what the backward reads is unknown, or one small output: keep everything (an op
+        # whose output is small and that drops a large input is rare, and the check per
+        # input would cost every op of a chain of small tensors)
+        return Node(call, attrs, tensors if type(tensors) is tuple else tuple(tensors), outs, out_ranges)
     if call.simple:
         if len(tensors) == 2:
             x, y = tensors

@@ -22,6 +22,9 @@ def _plan_cache(program: Program) -> dict:
     return cache[1]
 
 
+_NO_FEED: dict[str, Any] = {}
+
+
 class Runtime:
     """What control-flow kernels see: running a sub-block in a given scope, and the loops and
     branches built on that (executor/control_flow.py)."""
@@ -35,8 +38,20 @@ class Runtime:
         self.executor = executor
 
     def run_block(self, block: Block, scope: Scope) -> None:
-        plan = self.executor._plan(block, (), (), keep_all=True)
-        self.executor._call(plan, scope, {})
+        """Run `block`'s plan in `scope`. A loop does this every step: the plan sits on the block
+        (valid for the program's version), so a step costs one dictionary lookup before the body."""
+        nan_check = self.executor.check_nan_inf
+        cached = block.__dict__.get("_step_plan")
+        if cached is None or cached[0] != block.program._version or cached[1] != nan_check:
+            cached = (block.program._version, nan_check, self.executor._plan(block, (), (), keep_all=True))
+            block.__dict__["_step_plan"] = cached
+        plan = cached[2]
+        try:
+            plan.fn(scope, _NO_FEED, self)
+        except FluidgradError:
+            raise
+        except Exception as exc:
+            raise _locate(plan, exc) from exc
 
 
 class CPUPlace:
@@ -109,7 +124,7 @@ class Executor:
         if not return_stats:
             return results
         return results, live_bytes(block, feed_arrays, fetch_names, plan.inplace, plan.freed_early,
-                                   plan.never_computed)
+                                   plan.never_computed, plan.order)
 
 
 def _fetch_name(block: Block, item: Variable | str) -> str:

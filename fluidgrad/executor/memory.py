@@ -29,7 +29,8 @@ class RunStats:
     """`peak_live_bytes`: the most bytes of intermediates alive at once, and `peak_op` the index
     of the op running then; `peak_activation_bytes`: the same for activations only (values the
     forward computes, and their recomputed copies), leaving out gradients, which checkpoints do
-    not change; `live_bytes` / `activation_bytes`: the profiles, one entry per op."""
+    not change; `live_bytes` / `activation_bytes`: the profiles, one entry per op in the order
+    the plan runs them (`Plan.order`: optimizer ops move up; `peak_op` is a block index)."""
 
     peak_live_bytes: int
     peak_op: int
@@ -40,13 +41,14 @@ class RunStats:
 
 def live_bytes(block: Block, feeds: Mapping[str, np.ndarray], fetch_names: Sequence[str],
                inplace: Mapping[str, str] | None = None, freed_early: Mapping[str, int] | None = None,
-               never_computed: Sequence[str] = ()) -> RunStats:
+               never_computed: Sequence[str] = (), order: Sequence[int] | None = None) -> RunStats:
     batch = _batch_size(block, feeds)
     sizes: dict[str, int] = {}
     first_write: dict[str, int] = {}
     activations: set[str] = set()
     last_read: dict[str, int] = {}
-    for index, op in enumerate(block.ops):
+    ops = block.ops if order is None else [block.ops[i] for i in order]
+    for index, op in enumerate(ops):
         for name in op.input_arg_names:
             last_read[name] = index
         for name in op.output_arg_names:
@@ -62,16 +64,19 @@ def live_bytes(block: Block, feeds: Mapping[str, np.ndarray], fetch_names: Seque
             if op.role == FORWARD or RECOMPUTE_SUFFIX in name:
                 activations.add(name)
     for name in fetch_names:
-        last_read[name] = len(block.ops)
+        last_read[name] = len(ops)
     for name, index in (freed_early or {}).items():
-        last_read[name] = index
+        var = block._find_var_recursive(name)
+        if name in sizes and var is not None and sizes[name] >= MIN_ELEMENTS * _itemsize(var.dtype):
+            last_read[name] = index  # smaller values are kept as they are (plan._meta)
     for name in never_computed:
         sizes[name] = 0
     _share_buffers(inplace or {}, first_write, last_read, sizes)
-    everything = _profile(len(block.ops), first_write, last_read, sizes)
-    only_activations = _profile(len(block.ops), {n: first_write[n] for n in activations}, last_read, sizes)
-    peak_op = int(np.argmax(everything)) if everything else 0
-    return RunStats(everything[peak_op] if everything else 0, peak_op, max(only_activations, default=0),
+    everything = _profile(len(ops), first_write, last_read, sizes)
+    only_activations = _profile(len(ops), {n: first_write[n] for n in activations}, last_read, sizes)
+    peak = int(np.argmax(everything)) if everything else 0
+    peak_op = order[peak] if order is not None and everything else peak
+    return RunStats(everything[peak] if everything else 0, peak_op, max(only_activations, default=0),
                     everything, only_activations)
 
 

@@ -21,7 +21,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ..framework import Block, Operator
+from ..framework import OPTIMIZE, Block, Operator
 from ..framework.errors import ExecutionError, NanInfError
 from ..framework.names import EMPTY_VAR_NAME
 from ..framework.op_def import SHAPE_ONLY_SLOTS as _SHAPE_ONLY
@@ -37,7 +37,8 @@ class Plan:
     """A compiled block: the generated `source`, its function `fn`, and the map from generated lines to ops (for error messages)."""
     def __init__(self, block: Block, source: str, fn: Any, line_ops: dict[int, int],
                  idents: dict[str, str], inplace: dict[str, str] | None = None,
-                 freed_early: dict[str, int] | None = None, never_computed: set[str] | None = None) -> None:
+                 freed_early: dict[str, int] | None = None, never_computed: set[str] | None = None,
+                 order: list[int] | None = None) -> None:
         self.block = block
         self.source = source
         self.fn = fn
@@ -47,6 +48,9 @@ class Plan:
         # values whose last readers need only their shape: freed after this op (a stand-in lives on)
         self.freed_early = freed_early or {}
         self.never_computed = never_computed or set()  # values only ever read for their shape
+        # the block's op indices in the order the plan runs them (optimizer ops move up to
+        # right after the gradient they read); freed_early counts positions in this order
+        self.order = order if order is not None else list(range(len(block.ops)))
 
     def op_at_line(self, lineno: int) -> int | None:
         return self.line_ops.get(lineno)
@@ -108,11 +112,21 @@ class _Writer:
             self.line_ops[len(self.lines) + 1] = op_index  # +1 for the `def` line
 
 
+# ops whose common case the plan writes out, calling the kernel ({kernel}) for the rest:
+# `reduce_as` of a float gradient that already has its target's shape is the gradient itself
+_FAST_PATHS = {
+    "reduce_as": "({X} if {X}.shape == {Target}.shape and {X}.dtype.kind == 'f' else {kernel}({X}, {Target}))",
+}
+
+
 def _kernel_ref(w: _Writer, op: Operator, op_index: int) -> tuple[str, bool]:
     """The callable for an op (a global), and whether it is an inline expression template."""
     op_def = get_op_def(op.type)
     if op_def.inline and not op_def.attrs and not op_def.needs_runtime:
         return op_def.inline, True
+    if op.type in _FAST_PATHS:
+        ref = w.constant(f"k{op_index}_", op_def.kernel)
+        return _FAST_PATHS[op.type].replace("{kernel}", ref), True
     kernel = op_def.kernel
     attrs = {k: op.attrs.get(k, default) for k, default in op_def.attrs.items()}   # saved programs may predate an attr
     if op_def.needs_runtime:
@@ -158,9 +172,22 @@ def _meta_of(ufunc: np.ufunc, *args: Any) -> Any:
     dtype over the broadcast shape (the plan picks only ops declared so); anything else is computed."""
     dtype = getattr(args[0], "dtype", None)
     if dtype is not None and dtype.kind == "f" and all(type(a) is np.ndarray and a.dtype == dtype for a in args):
-        shape = np.broadcast_shapes(*(a.shape for a in args))
-        return np.ndarray(shape, dtype, buffer=_ZERO_BYTES, strides=(0,) * len(shape))
+        return _stand_in(np.broadcast_shapes(*(a.shape for a in args)), dtype)
     return _meta(ufunc(*args))
+
+
+_STAND_INS: dict[tuple, np.ndarray] = {}
+
+
+def _stand_in(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """One read-only, zero-stride array per (shape, dtype), shared: only its shape is ever read."""
+    key = (shape, dtype)
+    found = _STAND_INS.get(key)
+    if found is None:
+        if len(_STAND_INS) > 512:
+            _STAND_INS.clear()
+        found = _STAND_INS[key] = np.ndarray(shape, dtype, buffer=_ZERO_BYTES, strides=(0,) * len(shape))
+    return found
 
 
 def _pure_elementwise(block: Block, op: Operator) -> bool:
@@ -179,9 +206,10 @@ def _pure_elementwise(block: Block, op: Operator) -> bool:
 
 def _meta(value: Any) -> Any:
     """A stand-in with `value`'s shape and dtype that holds no memory (zero strides, read-only)."""
-    if type(value) is not np.ndarray or value.dtype.itemsize > len(_ZERO_BYTES) or value.dtype.hasobject:
-        return value
-    return np.ndarray(value.shape, value.dtype, buffer=_ZERO_BYTES, strides=(0,) * value.ndim)
+    if (type(value) is not np.ndarray or value.size < inplace.MIN_ELEMENTS or value.dtype.hasobject
+            or value.dtype.itemsize > len(_ZERO_BYTES)):
+        return value  # small enough to keep: a stand-in would cost more than it frees
+    return _stand_in(value.shape, value.dtype)
 
 
 class _Liveness:
@@ -212,14 +240,14 @@ class _Liveness:
     def written(self) -> list[str]:
         return list(self.first_writer)
 
-    def cut_shape_only_reads(self, block: Block, kept: set[str]) -> dict[str, int]:
+    def cut_shape_only_reads(self, block: Block, ops: list[Operator], kept: set[str]) -> dict[str, int]:
         """Values whose last readers need only their shape and dtype (`reduce_as` Target, ...):
         the plan keeps a zero-stride stand-in after the last real use (`_meta`) and frees the
         value there. Returns name -> index of the op after which the stand-in replaces it, and
         moves the value's last touch back to that op (its stand-in, `name@META`, lives on)."""
         real_last: dict[str, int] = {}
         shape_last: dict[str, int] = {}
-        for i, op in enumerate(block.ops):
+        for i, op in enumerate(ops):
             meta_slots = _SHAPE_ONLY.get(op.type, ())
             for slot, names in op.inputs.items():
                 for name in names:
@@ -236,7 +264,7 @@ class _Liveness:
                 cut[name] = real
                 self.last_touch[name] = real
                 self.last_touch[name + META_SUFFIX] = last
-                if real == self.first_writer[name] and _pure_elementwise(block, block.ops[real]):
+                if real == self.first_writer[name] and _pure_elementwise(block, ops[real]):
                     self.shape_only_values.add(name)  # only its shape is ever read: never computed
         return cut
 
@@ -245,27 +273,37 @@ def compile_block(block: Block, feed_names: Iterable[str] = (), fetch_names: Ite
                   keep_all: bool = False, check_nan_inf: bool = False) -> Plan:
     """Generate and compile `run(scope, feed, _rt)` for `block`.
 
-    keep_all: store every variable in `scope` at the end (sub-blocks: a step's scope is read
-    again by the gradient); otherwise only persistables are stored and intermediates freed.
+    keep_all: a sub-block run in its own scope (a loop step, a branch). Outer variables it writes
+    are stored through `scope.parent`; of its own values the scope keeps those that a grad block
+    of it reads (everything, for a grad block itself: the control-flow runtime reads what it
+    wrote), and the rest are freed after their last use as in any plan.
     """
     feed_names, fetch_names = set(feed_names), list(fetch_names)
-    ops = block.ops
+    order = schedule(block) if REUSE_BUFFERS else list(range(len(block.ops)))
+    ops = [block.ops[i] for i in order]
     live = _Liveness(ops, fetch_names)
     for name in feed_names:
         if name not in live.external and name in live.first_writer:
             j = live.first_writer[name]
-            raise ExecutionError(f"feed {name!r} would be ignored: op #{j} ({ops[j].type}) writes it "
+            raise ExecutionError(f"feed {name!r} would be ignored: op #{order[j]} ({ops[j].type}) writes it "
                                  f"before any op reads it")
     kept = set(fetch_names) | {n for n in live.written if _is_persistable(block, n)}
+    reuse = REUSE_BUFFERS
     if keep_all:
-        kept |= set(live.written) | set(live.external)
+        needed = _read_by_grad_blocks(block)
+        if needed is None:
+            kept |= set(live.written) | set(live.external)
+            reuse = False
+        else:
+            kept |= {n for n in live.written if not _is_local(block, n)}
+            kept |= needed & (set(live.written) | set(live.external))
     w = _Writer()
     w.globals.update(_load=_load, _chk=functools.partial(_check_finite, block), np=np)
     w.globals["_own"] = _own
     w.globals["_meta"] = _meta
     w.globals["_meta_of"] = _meta_of
-    metas = live.cut_shape_only_reads(block, kept) if REUSE_BUFFERS and not keep_all else {}
-    _emit_loads(w, ops, live, feed_names, keep_all)
+    metas = live.cut_shape_only_reads(block, ops, kept) if reuse else {}
+    _emit_loads(w, ops, order, live, feed_names, keep_all, kept)
     # a caller must not be able to write into the scope, or into its own feed, through a fetch:
     # a fetch of a fed or stored variable is copied; any other is copied unless it is a fresh
     # array of its own (an op may return a view of its input, `reshape`, or the input itself,
@@ -274,7 +312,7 @@ def compile_block(block: Block, feed_names: Iterable[str] = (), fetch_names: Ite
     computed = [n for n in fetch_names if n not in owned_elsewhere]
     if computed:
         w.emit("_shared = {" + "".join(f"id({w.ident(n)}), " for n in live.external) + "}")
-    inplace_outputs = _emit_ops(w, block, live, kept, check_nan_inf, REUSE_BUFFERS and not keep_all, metas)
+    inplace_outputs = _emit_ops(w, block, ops, order, live, kept, check_nan_inf, reuse, metas)
     _emit_stores(w, block, live.written, live.external, kept, keep_all)
     stored = [n for n in live.written if _is_persistable(block, n)]
     if computed and stored:
@@ -286,7 +324,72 @@ def compile_block(block: Block, feed_names: Iterable[str] = (), fetch_names: Ite
     code = compile(source, f"<fluidgrad plan: block {block.idx}>", "exec")
     exec(code, namespace)
     return Plan(block, source, namespace["run"], w.line_ops, w.idents, inplace_outputs,
-                {n: live.last_touch[n] for n in metas}, live.shape_only_values)
+                {n: live.last_touch[n] for n in metas}, live.shape_only_values, order)
+
+
+def schedule(block: Block) -> list[int]:
+    """The order a plan runs `block`'s ops in: the block's own, except that an optimizer op
+    (a parameter update) moves up to right after the last op it depends on, so that each
+    gradient is used, and freed, as soon as it is complete rather than all held to the end.
+    It never passes an op that writes what it reads, or reads or writes what it writes."""
+    anchors: dict[int, list[int]] = {}
+    last_write: dict[str, int] = {}
+    last_touch: dict[str, int] = {}
+    moved: set[int] = set()
+    for index, op in enumerate(block.ops):
+        if op.role == OPTIMIZE and _movable(op):
+            after = max([last_write.get(n, -1) for n in op.input_arg_names]
+                        + [last_touch.get(n, -1) for n in op.output_arg_names], default=-1)
+            if after < index - 1:
+                anchors.setdefault(after, []).append(index)
+                moved.add(index)
+        for name in op.input_arg_names:
+            last_touch[name] = index
+        for name in op.output_arg_names:
+            last_write[name] = last_touch[name] = index
+    if not moved:
+        return list(range(len(block.ops)))
+    order: list[int] = []
+
+    def place(index: int) -> None:
+        stack = [index]
+        while stack:
+            current = stack.pop()
+            order.append(current)
+            stack.extend(reversed(anchors.get(current, ())))
+    for index in anchors.get(-1, ()):
+        place(index)
+    for index in range(len(block.ops)):
+        if index not in moved:
+            place(index)
+    return order
+
+
+def _movable(op: Operator) -> bool:
+    """A plain kernel: no sub-block, no runtime, no random state, no communication."""
+    op_def = get_op_def(op.type)
+    return not (op_def.needs_runtime or "sub_block" in op.attrs or "seed" in op.attrs or op.type.startswith("c_"))
+
+
+def _is_local(block: Block, name: str) -> bool:
+    return block.has_var(name) or block._find_var_recursive(name) is None
+
+
+def _read_by_grad_blocks(block: Block) -> set[str] | None:
+    """Every name read by ops of the blocks nested under `block` (its grad blocks among them,
+    whose parent it is): what its step scopes must keep. None for a grad block itself."""
+    if block.forward_block_idx >= 0:
+        return None
+    blocks = block.program.blocks
+    below = set()
+    for other in blocks:
+        ancestor = other
+        while ancestor.parent_idx >= 0 and ancestor.idx not in below:
+            if ancestor.parent_idx == block.idx or ancestor.forward_block_idx == block.idx:
+                below.add(other.idx)
+                break
+            ancestor = blocks[ancestor.parent_idx]
+    return {n for idx in below for op in blocks[idx].ops for n in op.input_arg_names}
 
 
 def _is_persistable(block: Block, name: str) -> bool:
@@ -294,7 +397,8 @@ def _is_persistable(block: Block, name: str) -> bool:
     return var is not None and var.persistable
 
 
-def _emit_loads(w: _Writer, ops: list[Operator], live: _Liveness, feed_names: set[str], keep_all: bool) -> None:
+def _emit_loads(w: _Writer, ops: list[Operator], order: list[int], live: _Liveness, feed_names: set[str],
+                keep_all: bool, kept: set[str]) -> None:
     """Variables read before written come from the feed, else from the scope chain."""
     for name, first in live.external.items():
         op_type = ops[first].type if first >= 0 else "fetch"
@@ -302,23 +406,25 @@ def _emit_loads(w: _Writer, ops: list[Operator], live: _Liveness, feed_names: se
             w.emit(f"{w.ident(name)} = feed[{name!r}]")
         else:
             j = live.first_writer.get(name)
-            writer = None if j is None else f"op #{j} ({ops[j].type})"
-            w.emit(f"{w.ident(name)} = _load(scope, {name!r}, {first}, {op_type!r}, {writer!r})")
-        if keep_all and name in live.defined:
+            writer = None if j is None else f"op #{order[j]} ({ops[j].type})"
+            w.emit(f"{w.ident(name)} = _load(scope, {name!r}, {order[first] if first >= 0 else first}, "
+                   f"{op_type!r}, {writer!r})")
+        if keep_all and name in live.defined and name in kept:
             w.emit(f"_read_{w.ident(name)} = {w.ident(name)}")
 
 
-def _emit_ops(w: _Writer, block: Block, live: _Liveness, kept: set[str], check_nan_inf: bool,
-              reuse: bool, metas: dict[str, int]) -> dict[str, str]:
+def _emit_ops(w: _Writer, block: Block, ops: list[Operator], order: list[int], live: _Liveness, kept: set[str],
+              check_nan_inf: bool, reuse: bool, metas: dict[str, int]) -> dict[str, str]:
     """One line per op; `del` each intermediate after its last use. Returns the outputs written
-    into a dying input's buffer (output -> input)."""
-    ops = block.ops
+    into a dying input's buffer (output -> input). `i` counts positions in the run order, `n`
+    is the op's index in the block (what messages name)."""
     frees: dict[int, list[str]] = {}
     for name, i in live.last_touch.items():
         if name not in kept:
             frees.setdefault(i, []).append(name)
     inplace_outputs: dict[str, str] = {}
     for i, op in enumerate(ops):
+        n = order[i]
         dead = {n for n in op.output_arg_names if live.last_touch.get(n) == i and n not in kept
                 and n not in op.input_arg_names and n not in metas}
         args = _arguments(w, op, i, metas)
@@ -327,27 +433,27 @@ def _emit_ops(w: _Writer, block: Block, live: _Liveness, kept: set[str], check_n
         into = _inplace_input(block, op, i, live, kept, dead) if reuse else None
         shape_only = [n for n in op.output_arg_names if n in live.shape_only_values]
         if shape_only:
-            ref = w.constant(f"k{i}_", op_def.kernel)
+            ref = w.constant(f"k{n}_", op_def.kernel)
             w.emit(f"{w.ident(shape_only[0] + META_SUFFIX)} = _meta_of({ref}, {', '.join(args)})  "
-                   f"# op {i}: {names} (only its shape is read)", i)
+                   f"# op {n}: {names} (only its shape is read)", n)
         elif into is not None:
             form = inplace.inplace_form(op.type, op_def.kernel, [s.name for s in op_def.inputs], into[0])
-            ref = w.constant(f"ip{i}_", form)
+            ref = w.constant(f"ip{n}_", form)
             inplace_outputs[op.output_arg_names[0]] = into[1]
-            w.emit(f"{_targets(w, op, dead)} = {ref}({', '.join(args)})  # op {i}: {names} (into {into[1]})", i)
+            w.emit(f"{_targets(w, op, dead)} = {ref}({', '.join(args)})  # op {n}: {names} (into {into[1]})", n)
         else:
-            ref, inline = _kernel_ref(w, op, i)
+            ref, inline = _kernel_ref(w, op, n)
             if inline:
                 call = ref.format(**dict(zip([s.name for s in op_def.inputs], args)))
             elif op_def.needs_runtime:
                 call = f"{ref}(_rt, {', '.join(args)})"
             else:
                 call = f"{ref}({', '.join(args)})"
-            w.emit(f"{_targets(w, op, dead)} = {call}  # op {i}: {names}", i)
+            w.emit(f"{_targets(w, op, dead)} = {call}  # op {n}: {names}", n)
         if check_nan_inf:
             outs = [w.ident(n) for n in op.output_arg_names if n != EMPTY_VAR_NAME and n not in dead]
             if outs:
-                w.emit(f"_chk({i}, ({', '.join(outs)},))", i)
+                w.emit(f"_chk({n}, ({', '.join(outs)},))", n)
         for name in op.input_arg_names + op.output_arg_names:
             if metas.get(name) == i and f"{name}{META_SUFFIX}" not in w.idents:
                 w.emit(f"{w.ident(name + META_SUFFIX)} = _meta({w.ident(name)})")
@@ -406,13 +512,16 @@ def _emit_stores(w: _Writer, block: Block, written: list[str], external: dict[st
         var = block._find_var_recursive(name)
         is_local = block.has_var(name) or var is None
         if keep_all and is_local:
-            w.emit(f"scope.vars[{name!r}] = {w.ident(name)}")
+            if name in kept:
+                w.emit(f"scope.vars[{name!r}] = {w.ident(name)}")
         elif keep_all:
             w.emit(f"scope.parent.assign({name!r}, {w.ident(name)})")
         elif var is not None and var.persistable:
             w.emit(f"scope.assign({name!r}, {w.ident(name)})")
     if keep_all:
         for name in external:
+            if name not in kept:
+                continue
             if name not in written:
                 w.emit(f"scope.vars[{name!r}] = {w.ident(name)}")
             elif not (block.has_var(name) or block._find_var_recursive(name) is None):

@@ -228,9 +228,28 @@ class StaticGradBuilder(GradBuilder):
         self._temps[name] = (shape, dtype)
 
     def _same_shape(self, grad: str, target: str) -> bool:
-        """Only when the shapes are known to agree: a -1 may hide a broadcast."""
+        """Only when the shapes are known to agree: a -1 may hide a broadcast, unless the forward
+        op cannot have broadcast that dimension of `target`."""
         shape = self._lookup(target)[0]
-        return -1 not in shape and self._lookup(grad)[0] == shape
+        if self._lookup(grad)[0] != shape:
+            return False
+        return -1 not in shape or self._never_expanded(target, shape)
+
+    def _never_expanded(self, target: str, shape: tuple[int, ...]) -> bool:
+        """Whether the forward op leaves `target`'s unknown (-1) dimensions as they are: an op
+        with no other input broadcasts nothing; an operator expression (`inline`, NumPy's
+        right-aligned broadcasting) only when every other input has no dimension there or a 1."""
+        others = [n for n in self.fwd.input_arg_names if n != target]
+        if not others:
+            return True
+        if not self.op_def.inline:
+            return False
+        for name in others:
+            other = self._lookup(name)[0]
+            offset = len(shape) - len(other)
+            if any(size == -1 and d >= offset and other[d - offset] != 1 for d, size in enumerate(shape)):
+                return False
+        return True
 
     def _deliver(self, target: str, grad: str) -> None:
         name = self.grad_name(target)

@@ -4,9 +4,12 @@
     import fluidgrad.onnx.backend as backend
     onnx.backend.test.BackendTest(backend, __name__)
 
-A node that needs an input's value at import time (Reshape's shape, Slice's starts, ...)
-while the model feeds it at run time is imported at the first `run`, with that input's value
-bound as a constant (and imported again if a later run feeds a different value).
+A node that needs a value at import time (Reshape's shape, Slice's starts, Range's limit,
+...) that the model computes from a graph input fed at run time is imported at `run`, with
+the values of those graph inputs bound as constants (see `ValueRequiredError.graph_inputs`).
+Each set of bound values gets its own import, kept in a small cache keyed by the values, so
+a model run with a few different shapes imports once per shape. `import_model` itself does
+not guess: it raises the ValueRequiredError naming the node and the graph inputs.
 """
 from __future__ import annotations
 
@@ -31,34 +34,52 @@ class FluidgradRep(BackendRep):
         self.input_names = [i.name for i in model.graph.input if i.name not in initializers]
         self.output_names = [o.name for o in model.graph.output]
         self.executor = Executor()
-        self._bound: dict[str, np.ndarray] = {}
-        self._imported: list | None = None
+        self._bound_names: list[str] = []           # graph inputs whose values the import needs
+        self._imports: dict[tuple, list] = {}       # bound values -> import (at most CACHE_SIZE)
         try:
-            self._imported = self._import()
+            self._imports[()] = self._import({})
         except ValueRequiredError:
             pass  # imported at the first run, with the needed inputs bound
 
-    def _import(self) -> list:
+    CACHE_SIZE = 8
+
+    def _import(self, bound: dict[str, np.ndarray]) -> list:
         scope = Scope()
-        program, feed_names, fetch_vars = import_checked_model(self.model, scope, self._bound)
+        program, feed_names, fetch_vars = import_checked_model(self.model, scope, bound)
         return [program, feed_names, fetch_vars, scope]
 
+    def _key(self, feeds: dict[str, np.ndarray]) -> tuple:
+        return tuple((n, feeds[n].dtype.str, feeds[n].shape, feeds[n].tobytes()) for n in self._bound_names)
+
     def _import_with(self, feeds: dict[str, np.ndarray]) -> list:
-        self._bound = {}
+        """Import with the needed graph inputs bound, learning which ones the model needs."""
         while True:
             try:
-                return self._import()
+                return self._import({n: feeds[n] for n in self._bound_names})
             except ValueRequiredError as exc:
-                if exc.input_name not in feeds or exc.input_name in self._bound:
+                new = [n for n in exc.graph_inputs if n in feeds and n not in self._bound_names]
+                if not new:
                     raise
-                self._bound[exc.input_name] = feeds[exc.input_name]
+                self._bound_names.extend(new)
+
+    def _prepared(self, feeds: dict[str, np.ndarray]) -> list:
+        if () in self._imports:
+            return self._imports[()]
+        missing = [n for n in self._bound_names if n not in feeds]
+        if missing:
+            raise ValueError(f"the model needs the values of inputs {missing} to build its program; feed them")
+        key = self._key(feeds)
+        if key not in self._imports:
+            imported = self._import_with(feeds)
+            key = self._key(feeds)  # the import may have learnt more inputs to bind
+            if len(self._imports) >= self.CACHE_SIZE:
+                self._imports.pop(next(iter(self._imports)))
+            self._imports[key] = imported
+        return self._imports[key]
 
     def run(self, inputs: Any, **kwargs: Any) -> Any:
         feeds = self._feeds(inputs)
-        stale = any(not np.array_equal(feeds[n], v) or feeds[n].dtype != v.dtype for n, v in self._bound.items())
-        if self._imported is None or stale:
-            self._imported = self._import_with(feeds)
-        program, feed_names, fetch_vars, scope = self._imported
+        program, feed_names, fetch_vars, scope = self._prepared(feeds)
         outputs = self.executor.run(program, feed={n: feeds[n] for n in feed_names}, fetch_list=fetch_vars,
                                     scope=scope)
         return namedtupledict("Outputs", self.output_names)(*outputs)
@@ -99,7 +120,7 @@ class FluidgradBackend(Backend):
         graph = onnx.helper.make_graph([node], "run_node", graph_inputs, graph_outputs)
         opset = kwargs.get("opset_version", max_opset())
         model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)])
-        return FluidgradRep(model).run({name: v for name, v in zip(node.input, values) if name}).run({name: v for name, v in zip(node.input, values) if name})
+        return FluidgradRep(model).run({name: v for name, v in zip(node.input, values) if name})
 
     @classmethod
     def supports_device(cls, device: str) -> bool:

@@ -11,7 +11,6 @@ from typing import Any
 from ..framework import Variable
 from ..static.control_flow import _append_conditional_block, _branch, while_loop
 from .convert_common import binary, cast, full
-from .dtypes import value_info_type
 from .convert_table import converter
 
 
@@ -56,6 +55,8 @@ def _merge_shapes(a, b):
 
 @converter("Loop")
 def _loop(ctx):
+    """A `while`; each scan output grows by one row per step, so the trip count need not be
+    known when the program is built (see ScanBuffer: the scan outputs are forward only)."""
     body = ctx.attr("body")
     n_carried = len(ctx.node.input) - 2
     n_scan = len(body.output) - 1 - n_carried
@@ -63,8 +64,9 @@ def _loop(ctx):
     keep_going = _one_element_bool(ctx, ctx.input(1)) if ctx.has_input(1) else full(ctx, [], 1, "bool")
     limit = cast(ctx, ctx.input(0), "int64") if ctx.has_input(0) else None
     carried = [ctx.input(2 + k) for k in range(n_carried)]
-    trips = _trip_count(ctx) if n_scan else 0
-    scans = [_scan_buffer(ctx, body, 1 + n_carried + k, trips) for k in range(n_scan)]
+    trips = ctx.maybe_const(0) if ctx.has_input(0) else None
+    starts_going = not ctx.has_input(1) or (ctx.maybe_const(1) is not None and bool(ctx.maybe_const(1)))
+    scans = [ScanBuffer(ctx, None) for _ in range(n_scan)]
 
     def condition(i, going, *rest):
         if limit is None:
@@ -83,11 +85,78 @@ def _loop(ctx):
         outs = [sub.variable(out.name) for out in body.output]
         next_going = ctx.op("reshape", {"X": cast(ctx, outs[0], "bool")}, shape=list(going.shape))
         new_values = [_keep_dtype(ctx, v, old) for v, old in zip(outs[1:1 + n_carried], values)]
-        grown = [_scan_write(ctx, acc, y, i, trips) for acc, y in zip(values[n_carried:], outs[1 + n_carried:])]
+        if trips is not None and starts_going and _never_stops_early(body, sub):
+            for scan in scans:  # exactly `trips` rows: a fixed buffer, differentiable
+                scan.length = int(trips.reshape(-1)[0])
+        grown = [scan.grow(acc, y, i) for scan, acc, y in zip(scans, values[n_carried:], outs[1 + n_carried:])]
         return [binary(ctx, "elementwise_add", i, full(ctx, [], 1, "int64")), next_going] + new_values + grown
 
-    finals = while_loop(condition, step, [counter, keep_going] + carried + scans)
+    finals = while_loop(condition, step, [counter, keep_going] + carried + [s.initial for s in scans])
     return finals[2:]
+
+
+@converter("Scan", since=9)
+def _scan(ctx):
+    """A `while` over the scan axis: step i reads row i (or T-1-i, reversed) of each scan input
+    and appends (or prepends) one row to each scan output; the states are carried."""
+    body = ctx.attr("body")
+    n_inputs = int(ctx.attr("num_scan_inputs"))
+    n_states = ctx.num_inputs - n_inputs
+    n_outputs = len(body.output) - n_states
+    in_axes = list(ctx.attr("scan_input_axes") or [0] * n_inputs)
+    in_reverse = list(ctx.attr("scan_input_directions") or [0] * n_inputs)
+    out_axes = list(ctx.attr("scan_output_axes") or [0] * n_outputs)
+    out_reverse = list(ctx.attr("scan_output_directions") or [0] * n_outputs)
+    xs = [ctx.input(n_states + j) for j in range(n_inputs)]
+    in_axes = [a + len(x.shape) if a < 0 else a for a, x in zip(in_axes, xs)]
+    lengths = {x.shape[a] for x, a in zip(xs, in_axes)}
+    if len(lengths) != 1 or -1 in lengths:
+        raise ctx.unsupported(f"scan inputs of lengths {sorted(lengths)} (one known length is needed)")
+    length = lengths.pop()
+    states = [ctx.input(k) for k in range(n_states)]
+    scans = [ScanBuffer(ctx, length, reverse=bool(out_reverse[k])) for k in range(n_outputs)]
+    limit = full(ctx, [], length, "int64")
+
+    def condition(i, *rest):
+        return ctx.op("less_than", {"X": i, "Y": limit})
+
+    def step(i, *values):
+        sub = ctx.subgraph(body)
+        rows = []
+        for x, axis, reverse in zip(xs, in_axes, in_reverse):
+            index = binary(ctx, "elementwise_sub", full(ctx, [], length - 1, "int64"), i) if reverse else i
+            row = ctx.op("gather", {"X": x, "Index": ctx.op("reshape", {"X": index}, shape=[1])}, axis=axis)
+            rows.append(ctx.op("squeeze", {"X": row}, axes=[axis]))
+        for value_info, var in zip(body.input, list(values[:n_states]) + rows):
+            sub.env[value_info.name] = var
+        sub.convert_nodes(ctx.opset)
+        outs = [sub.variable(out.name) for out in body.output]
+        new_states = [_keep_dtype(ctx, v, old) for v, old in zip(outs[:n_states], values)]
+        grown = [scan.grow(acc, y, i) for scan, acc, y in zip(scans, values[n_states:], outs[n_states:])]
+        return [binary(ctx, "elementwise_add", i, full(ctx, [], 1, "int64"))] + new_states + grown
+
+    finals = while_loop(condition, step, [full(ctx, [], 0, "int64")] + states + [s.initial for s in scans])
+    outputs = finals[1 + n_states:]
+    for k, axis in enumerate(out_axes):
+        rank = len(outputs[k].shape)
+        axis = axis + rank if axis < 0 else axis
+        if axis:
+            perm = list(range(1, rank))
+            perm.insert(axis, 0)
+            outputs[k] = ctx.op("transpose", {"X": outputs[k]}, perm=perm)
+    return finals[1:1 + n_states] + outputs
+
+
+def _never_stops_early(body: Any, sub: Any) -> bool:
+    """The body's condition output is its condition input passed on, or a constant true."""
+    out = body.output[0].name
+    if out == body.input[1].name:
+        return True
+    const = sub.lookup_const(out)
+    if const is not None:
+        return bool(const.reshape(-1)[0])
+    producer = next((n for n in body.node if out in n.output), None)
+    return producer is not None and producer.op_type == "Identity" and producer.input[0] == body.input[1].name
 
 
 def _keep_dtype(ctx: Any, value: Variable, old: Variable) -> Variable:
@@ -97,24 +166,41 @@ def _keep_dtype(ctx: Any, value: Variable, old: Variable) -> Variable:
     return value
 
 
-def _trip_count(ctx: Any) -> int:
-    """Scan outputs need the number of steps when the program is built (their buffer's size)."""
-    if not ctx.has_input(0) or ctx.maybe_const(0) is None:
-        raise ctx.unsupported("scan outputs of a Loop whose trip count is not a constant")
-    return int(ctx.maybe_const(0).reshape(-1)[0])
+class ScanBuffer:
+    """A scan output, a loop var of the `while`. With a known number of steps it is a buffer
+    of that many rows, step i adding its row at position i by a one-hot product (ordinary
+    differentiable ops, the shape fixed, so `append_backward` differentiates it). With an
+    unknown number it starts empty and grows by one row (concat) per step: right for any trip
+    count, but its shape changes from step to step, which the `while` gradient does not
+    follow (forward only). The start is a `fill_constant` whose shape and dtype are set when
+    the body first gives a row (ONNX bodies need not declare their output types)."""
 
+    def __init__(self, ctx: Any, length: int | None, reverse: bool = False) -> None:
+        self.ctx, self.length, self.reverse, self.sized = ctx, length, reverse, False
+        self.initial = full(ctx, [0], 0, "float32")
+        self.start_op = ctx.graph.model.program.current_block().ops[-1]
 
-def _scan_buffer(ctx: Any, body: Any, index: int, trips: int) -> Variable:
-    """A zero buffer [trips, *element shape]; step i adds its value at row i."""
-    dtype, shape = value_info_type(body.output[index], f"Loop scan output {body.output[index].name!r}")
-    if any(d < 0 for d in shape):
-        raise ctx.unsupported(f"scan output {body.output[index].name!r} of unknown shape {shape}")
-    return full(ctx, [trips] + shape, 0, dtype)
+    def grow(self, buffer: Variable, row: Variable, i: Variable) -> Variable:
+        if any(d < 0 for d in row.shape):
+            raise self.ctx.unsupported(f"a scan output whose rows have unknown sizes {list(row.shape)}")
+        if not self.sized:
+            self._size(buffer, row)
+        ctx = self.ctx
+        if self.length is None:
+            row = ctx.op("unsqueeze", {"X": row}, axes=[0])
+            return ctx.op("concat", {"X": [row, buffer] if self.reverse else [buffer, row]}, axis=0)
+        position = binary(ctx, "elementwise_sub", full(ctx, [], self.length - 1, "int64"), i) if self.reverse else i
+        hot = ctx.op("one_hot", {"X": position}, depth=self.length, dtype="float64")
+        hot = cast(ctx, ctx.op("reshape", {"X": hot}, shape=[self.length] + [1] * len(row.shape)), row.dtype)
+        placed = binary(ctx, "elementwise_mul", hot, ctx.op("unsqueeze", {"X": row}, axes=[0]))
+        return binary(ctx, "elementwise_add", buffer, placed)
 
-
-def _scan_write(ctx: Any, buffer: Variable, value: Variable, i: Variable, trips: int) -> Variable:
-    """buffer + one_hot(i) (x) value: differentiable with ordinary ops (no scatter)."""
-    row = ctx.op("one_hot", {"X": i}, depth=trips, dtype=buffer.dtype)
-    row = ctx.op("reshape", {"X": row}, shape=[trips] + [1] * len(value.shape))
-    placed = binary(ctx, "elementwise_mul", row, ctx.op("unsqueeze", {"X": cast(ctx, value, buffer.dtype)}, axes=[0]))
-    return binary(ctx, "elementwise_add", buffer, placed)
+    def _size(self, buffer: Variable, row: Variable) -> None:
+        rows = 0 if self.length is None else self.length
+        shape = [rows] + list(row.shape)
+        self.start_op.attrs.update(shape=shape, dtype=row.dtype)
+        for var in (self.initial, buffer):
+            var.dtype = row.dtype
+        self.initial.shape = tuple(shape)
+        buffer.shape = tuple([-1 if self.length is None else rows] + list(row.shape))
+        self.sized = True

@@ -18,11 +18,13 @@ class UnsupportedOnnxOpError(OnnxImportError, NotImplementedError):
 
 class ValueRequiredError(UnsupportedOnnxOpError):
     """A node needs the value of an input at import time (a shape, axes, pads) and the input is
-    fed only at run time. The backend then binds that input's value and imports again."""
+    fed only at run time. `graph_inputs` names the graph inputs the value is computed from:
+    the backend binds their values and imports again."""
 
-    def __init__(self, message: str, input_name: str) -> None:
+    def __init__(self, message: str, input_name: str, graph_inputs: "list[str] | None" = None) -> None:
         super().__init__(message)
         self.input_name = input_name
+        self.graph_inputs = list(graph_inputs or [])
 
 
 class OnnxExportError(FluidgradError, ValueError):

@@ -2,8 +2,8 @@
 
 An exporter gets an `OpContext` (see exporter.py): the op, `x(slot)` for the ONNX name of
 an input, `out(slot)` for a fresh ONNX name of an output, `node(...)` to emit a node and
-`const(array)` for an initializer. Ops absent from the table have no ONNX equivalent, and
-export refuses them with an error naming the op.
+`const(array)` for an initializer (export_ops.py adds the exporters of more ops). Ops absent
+from the table have no ONNX equivalent, and export refuses them with an error naming the op.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-
+from .export_ops import EXPORTERS as MORE_EXPORTERS
 
 Exporter = Callable[[Any], None]
 EXPORTERS: dict[str, Exporter] = {}
@@ -402,7 +402,7 @@ def _layer_norm(c):
     normalized = [d for d in shape[axis:]]
     if any(d < 0 for d in normalized):
         raise c.refuse("layer_norm over dimensions of unknown size")
-    norm_shape = c.const(np.asarray(normalized, "int64"))
+    norm_shape = c.const(np.asarray(normalized, "int64")) if c.has("Scale") or c.has("Bias") else None
     dtype = c.dtype_in("X")
     scale = c.node("Reshape", [c.x("Scale"), norm_shape]) if c.has("Scale") else c.const(np.ones(normalized, dtype))
     inputs = [c.x("X"), scale] + ([c.node("Reshape", [c.x("Bias"), norm_shape])] if c.has("Bias") else [])
@@ -423,3 +423,6 @@ def _dropout(c):
 
 
 
+
+
+EXPORTERS.update(MORE_EXPORTERS)

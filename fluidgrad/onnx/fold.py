@@ -1,16 +1,20 @@
 """Shape arithmetic folded at import time.
 
 fluidgrad fixes shapes, axes and pads when it builds a program, while ONNX graphs often
-compute them (Shape -> Gather -> Concat -> Reshape). A node whose inputs are all known
-small integer tensors (at most FOLD_LIMIT elements: shapes, not data) is evaluated here
-with NumPy, and its result becomes a constant. Data-sized or float computations are never
-folded: they become ops of the program.
+compute them (Shape -> Gather -> Concat -> Reshape, or a function body's Size -> Cast ->
+Range). A node whose inputs are all known small tensors (at most FOLD_LIMIT elements:
+shapes and scalars, not data) is evaluated here with NumPy, and its result becomes a
+constant, unless it is larger than FOLD_LIMIT. The importer never folds a trainable
+initializer (a float one of the main graph): computations on parameters stay ops of the
+program, so `append_backward` sees them.
 """
 from __future__ import annotations
 
 from typing import Any, Callable
 
 import numpy as np
+
+from .load import tensor_to_array
 
 FOLD_LIMIT = 64
 
@@ -67,7 +71,46 @@ def _reshape(attrs, inputs, opset):
 
 def _div(attrs, inputs, opset):
     x, y = inputs
-    return np.trunc(x / y).astype(x.dtype) if x.dtype.kind in "iu" else x / y
+    return np.trunc(x / y).astype(x.dtype) if x.dtype.kind in "iu" else (x / y).astype(x.dtype)
+
+
+def _constant_of_shape(attrs, inputs, opset):
+    shape = [int(d) for d in inputs[0].reshape(-1)]
+    if int(np.prod(shape)) > FOLD_LIMIT:
+        raise ValueError("too large to fold")
+    value = attrs.get("value")
+    fill = np.zeros([1], "float32") if value is None else _tensor_value(value)
+    return np.full(shape, fill.reshape(-1)[0], dtype=fill.dtype)
+
+
+def _tensor_value(tensor):
+    return tensor_to_array(tensor, "ConstantOfShape value")
+
+
+def _range(attrs, inputs, opset):
+    start, limit, delta = (v.reshape(-1)[0] for v in inputs)
+    count = max(int(np.ceil((limit - start) / delta)), 0)
+    if count > FOLD_LIMIT:
+        raise ValueError("too large to fold")
+    return (start + delta * np.arange(count)).astype(inputs[0].dtype)
+
+
+def _expand(attrs, inputs, opset):
+    x, shape = inputs[0], [int(d) for d in inputs[1]]
+    out_shape = np.broadcast_shapes(x.shape, tuple(shape))
+    if int(np.prod(out_shape)) > FOLD_LIMIT:
+        raise ValueError("too large to fold")
+    return np.broadcast_to(x, out_shape).copy()
+
+
+def _tile(attrs, inputs, opset):
+    if inputs[0].size * int(np.prod(inputs[1])) > FOLD_LIMIT:
+        raise ValueError("too large to fold")
+    return np.tile(inputs[0], [int(r) for r in inputs[1]])
+
+
+def _pow(attrs, inputs, opset):
+    return np.power(inputs[0], inputs[1]).astype(inputs[0].dtype)
 
 
 FOLDERS: dict[str, Callable[[dict, list, int], Any]] = {
@@ -85,15 +128,28 @@ FOLDERS: dict[str, Callable[[dict, list, int], Any]] = {
     "Reshape": _reshape, "Range": lambda a, i, o: np.arange(i[0], i[1], i[2], dtype=i[0].dtype),
     "ReduceProd": _reduce(np.prod, 18), "ReduceSum": _reduce(np.sum, 13), "ReduceMax": _reduce(np.max, 18),
     "ReduceMin": _reduce(np.min, 18),
+    "And": lambda a, i, o: np.logical_and(i[0], i[1]), "Or": lambda a, i, o: np.logical_or(i[0], i[1]),
+    "Xor": lambda a, i, o: np.logical_xor(i[0], i[1]),
+    "LessOrEqual": lambda a, i, o: np.less_equal(i[0], i[1]),
+    "GreaterOrEqual": lambda a, i, o: np.greater_equal(i[0], i[1]),
+    "Sign": lambda a, i, o: np.sign(i[0]), "Floor": lambda a, i, o: np.floor(i[0]),
+    "Ceil": lambda a, i, o: np.ceil(i[0]), "Pow": _pow,
+    "ConstantOfShape": _constant_of_shape, "Expand": _expand, "Tile": _tile,
+    "Size": lambda a, i, o: np.asarray(i[0].size, dtype="int64"),
+    "Shape": lambda a, i, o: np.asarray(i[0].shape, dtype="int64")[a.get("start", 0):a.get("end")],
+    "Transpose": lambda a, i, o: np.transpose(i[0], a.get("perm")),
 }
+FOLDERS["Range"] = _range
 
 
 def foldable(op_type: str, values: list) -> bool:
-    """All inputs known integer or bool tensors of shape size."""
+    """All inputs known tensors (ints, bools or floats) of at most FOLD_LIMIT elements."""
     return op_type in FOLDERS and bool(values) and all(
-        v is not None and v.dtype.kind in "iub" and v.size <= FOLD_LIMIT for v in values)
+        v is not None and v.dtype.kind in "iubf" and v.size <= FOLD_LIMIT for v in values)
 
 
 def fold_node(op_type: str, attrs: dict, values: list, opset: int, cast_to: str | None) -> np.ndarray:
     out = np.asarray(FOLDERS[op_type](attrs, values, opset))
+    if out.size > FOLD_LIMIT:
+        raise ValueError("too large to fold")
     return out.astype(cast_to) if cast_to else out

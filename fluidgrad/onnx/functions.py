@@ -38,7 +38,16 @@ def find_function(model: Any, node: NodeProto, opset: int, input_types: Sequence
         body = parsed
     if body is None or not body.node:
         return None
+    _add_schema_defaults(body, schema)
     return body, _function_opset(body, opset)
+
+
+def _add_schema_defaults(body: FunctionProto, schema: Any) -> None:
+    """A schema's function body refers to attributes whose defaults live in the schema."""
+    present = {a.name for a in body.attribute_proto}
+    for name, attr in schema.attributes.items():
+        if name not in present and attr.default_value is not None and attr.default_value.name:
+            body.attribute_proto.append(attr.default_value)
 
 
 def _context_dependent_body(schema: Any, node: NodeProto, opset: int,
@@ -97,7 +106,35 @@ def expand_function(node: NodeProto, body: FunctionProto, prefix: str) -> list[N
                 resolved.name = attr.name
                 expanded.attribute.append(resolved)
             else:
-                expanded.attribute.append(attr)
+                expanded.attribute.append(_renamed_subgraphs(attr, new_name))
         expanded.name = f"{prefix}/{inner.name or inner.op_type}"
         nodes.append(expanded)
     return nodes
+
+
+def _renamed_subgraphs(attr: AttributeProto, new_name: Any) -> AttributeProto:
+    """A body's If/Loop subgraphs read the body's names: rename every name inside them the
+    same way (their own names get the prefix too, consistently)."""
+    if attr.type not in (AttributeProto.GRAPH, AttributeProto.GRAPHS):
+        return attr
+    renamed = AttributeProto()
+    renamed.CopyFrom(attr)
+    for graph in ([renamed.g] if attr.type == AttributeProto.GRAPH else list(renamed.graphs)):
+        _rename_graph(graph, new_name)
+    return renamed
+
+
+def _rename_graph(graph: onnx.GraphProto, new_name: Any) -> None:
+    for value in list(graph.input) + list(graph.output):
+        value.name = new_name(value.name)
+    for tensor in graph.initializer:
+        tensor.name = new_name(tensor.name)
+    for node in graph.node:
+        node.input[:] = [new_name(n) for n in node.input]
+        node.output[:] = [new_name(n) for n in node.output]
+        for attr in node.attribute:
+            if attr.type == AttributeProto.GRAPH:
+                _rename_graph(attr.g, new_name)
+            elif attr.type == AttributeProto.GRAPHS:
+                for sub in attr.graphs:
+                    _rename_graph(sub, new_name)

@@ -19,10 +19,12 @@ from ..executor import Scope, global_scope
 from ..framework import Parameter, Program, Variable, program_guard
 from ..ops.registry import get_op_def
 from . import convert_control, convert_math, convert_nn, convert_search, convert_tensor  # noqa: F401  (fill the table)
+from . import convert_training  # noqa: F401
 from .convert_table import find_converter
 from . import dtypes
 from .dtypes import value_info_type
 from .errors import OnnxImportError, UnsupportedOnnxOpError, ValueRequiredError
+from .evaluate import evaluate_constant
 from .fold import fold_node, foldable
 from .functions import expand_function, find_function
 from .load import DEFAULT_DOMAINS, default_opset, load_model, tensor_to_array
@@ -93,6 +95,8 @@ class GraphImporter:
         self.parent = parent
         self.env: dict[str, Variable] = {}        # ONNX name -> fluidgrad Variable
         self.consts: dict[str, np.ndarray] = {}   # ONNX name -> value known at import time
+        self.sources: dict[str, frozenset[str]] = {}  # ONNX name -> the graph inputs it is computed from
+        self.trainable: set[str] = set()          # initializers that stay Parameters (never folded)
         for tensor in graph.initializer:
             self.consts[tensor.name] = tensor_to_array(tensor, f"initializer {tensor.name!r}")
 
@@ -106,6 +110,35 @@ class GraphImporter:
                 return graph.consts[name]
             graph = graph.parent
         return None
+
+    def lookup_sources(self, name: str) -> frozenset[str]:
+        graph: GraphImporter | None = self
+        while graph is not None:
+            if name in graph.sources or name in graph.env or name in graph.consts:
+                return graph.sources.get(name, frozenset())
+            graph = graph.parent
+        return frozenset()
+
+    def is_trainable(self, name: str) -> bool:
+        graph: GraphImporter | None = self
+        while graph is not None:
+            if name in graph.trainable:
+                return True
+            if name in graph.env or name in graph.consts:
+                return False
+            graph = graph.parent
+        return False
+
+    def evaluate(self, name: str) -> np.ndarray | None:
+        """The value of `name` if it is computed from constants alone (see evaluate.py)."""
+        if self.lookup_sources(name) or not self.knows(name):
+            return None
+        program = self.model.program
+        trainable = {p.name for p in program.all_parameters() if p.trainable}
+        value = evaluate_constant(self.variable(name), self.model.values, trainable)
+        if value is not None:
+            self.consts[name] = value
+        return value
 
     def knows(self, name: str) -> bool:
         graph: GraphImporter | None = self
@@ -135,6 +168,8 @@ class GraphImporter:
             value = self.consts[tensor.name]
             trainable = value.dtype.kind == "f"
             self.env[tensor.name] = self.model.add_constant(value, name=tensor.name, trainable=trainable)
+            if trainable:
+                self.trainable.add(tensor.name)
         feed_names = []
         for value_info in self.graph.input:
             name = value_info.name
@@ -145,6 +180,7 @@ class GraphImporter:
                 continue
             dtype, shape = value_info_type(value_info, f"graph input {name!r}")
             self.env[name] = block.create_var(name, shape, dtype, stop_gradient=True, is_data=True)
+            self.sources[name] = frozenset([name])
             feed_names.append(name)
         return feed_names
 
@@ -155,9 +191,13 @@ class GraphImporter:
 
     def convert_node(self, node: onnx.NodeProto, opset: int) -> None:
         ctx = NodeContext(self, node, opset)
-        if node.domain in DEFAULT_DOMAINS and self.try_fold(ctx):
+        sources = frozenset().union(*(self.lookup_sources(n) for n in _names_read(node)))
+        for name in node.output:
+            self.sources[name] = sources
+        if node.domain in DEFAULT_DOMAINS and (self.try_fold(ctx) or self.try_inline_if(ctx)):
             return
-        fn = find_converter(node.op_type, opset) if node.domain in DEFAULT_DOMAINS else None
+        fn = find_converter(node.op_type if node.domain in DEFAULT_DOMAINS else f"{node.domain}:{node.op_type}",
+                            opset)
         if fn is None:
             function = find_function(self.model, node, opset, ctx.input_types)
             if function is None:
@@ -173,11 +213,12 @@ class GraphImporter:
         self.bind_outputs(ctx, result)
 
     def try_fold(self, ctx: "NodeContext") -> bool:
-        """Shape arithmetic on known integers is computed now (see fold.py)."""
+        """Shape arithmetic on known small tensors is computed now (see fold.py)."""
         values = [ctx.maybe_const(i) for i in range(ctx.num_inputs)]
         present = [v for i, v in enumerate(values) if ctx.has_input(i)]
         if len(present) != len([i for i in range(ctx.num_inputs) if ctx.has_input(i)]) or \
-                not foldable(ctx.node.op_type, present):
+                not foldable(ctx.node.op_type, present) or \
+                any(self.is_trainable(n) for n in ctx.node.input if n):
             return False
         cast_to = None
         if ctx.node.op_type == "Cast":
@@ -187,6 +228,21 @@ class GraphImporter:
         except (ValueError, IndexError, TypeError, KeyError):
             return False  # not foldable after all: the converter builds ops (or says why not)
         self.bind_outputs(ctx, [value])
+        return True
+
+    def try_inline_if(self, ctx: "NodeContext") -> bool:
+        """An If whose condition is known now: the chosen branch's nodes join this graph
+        (function bodies choose by rank or attribute this way)."""
+        if ctx.node.op_type != "If" or ctx.maybe_const(0) is None:
+            return False
+        branch = ctx.attr("then_branch" if bool(ctx.maybe_const(0).reshape(-1)[0]) else "else_branch")
+        sub = GraphImporter(self.model, branch, parent=self)
+        sub.convert_nodes(ctx.opset)
+        results = [sub.lookup_const(out.name) if sub.lookup_const(out.name) is not None else sub.variable(out.name)
+                   for out in branch.output]
+        self.bind_outputs(ctx, results)
+        for name, out in zip(ctx.node.output, branch.output):
+            self.sources[name] = sub.lookup_sources(out.name)
         return True
 
     def bind_outputs(self, ctx: "NodeContext", result: Any) -> None:
@@ -263,11 +319,16 @@ class NodeContext:
     def const(self, i: int, what: str) -> np.ndarray:
         """The value of input `i`, which fluidgrad needs at import time (a shape, axes, ...)."""
         value = self.maybe_const(i)
+        if value is None and self.has_input(i):
+            value = self.graph.evaluate(self.node.input[i])
         if value is None:
             name = self.node.input[i] if self.has_input(i) else ""
-            raise ValueRequiredError(f"{self.where()}: input {i} ({name!r}, the {what}) must be a constant "
-                                     f"(an initializer or a Constant node), as fluidgrad fixes it when it "
-                                     f"builds the program", name)
+            sources = sorted(self.graph.lookup_sources(name))
+            origin = (f"it is computed from graph input(s) {', '.join(map(repr, sources))}, fed only at run "
+                      f"time (fluidgrad.onnx.backend binds their values then; for import_model, make them "
+                      f"initializers)") if sources else "it is not computed from initializers and constants alone"
+            raise ValueRequiredError(f"{self.where()}: input {i} ({name!r}, the {what}) must be known when "
+                                     f"fluidgrad builds the program, but {origin}", name, sources)
         return value
 
     def dtype(self, i: int) -> str:
@@ -324,6 +385,17 @@ class NodeContext:
     def scalar(self, value: float, dtype: str) -> Variable:
         """A 0-d constant made by `fill_constant`, so it lives in the program itself."""
         return self.op("fill_constant", {}, shape=[], value=float(value), dtype=dtype)
+
+
+def _names_read(node: onnx.NodeProto) -> list[str]:
+    """The node's inputs and the outer names its subgraphs read (If, Loop, Scan bodies)."""
+    names = [n for n in node.input if n]
+    for attr in node.attribute:
+        graphs = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
+        for graph in graphs:
+            for inner in graph.node:
+                names.extend(_names_read(inner))
+    return names
 
 
 def _attr_value(attr: onnx.AttributeProto) -> Any:

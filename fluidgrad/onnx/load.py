@@ -15,7 +15,7 @@ from typing import Iterator
 import numpy as np
 import onnx
 from google.protobuf.message import DecodeError
-from onnx import TensorProto, numpy_helper
+from onnx import TensorProto, numpy_helper, version_converter
 
 from . import dtypes
 from .errors import OnnxImportError, UnsafeModelError
@@ -41,6 +41,7 @@ def load_model(model_or_path: "onnx.ModelProto | str | os.PathLike") -> onnx.Mod
         model, base_dir, where = _parse_file(path), path.absolute().parent.resolve(), str(path)
     else:
         raise TypeError(f"import_model expects an onnx.ModelProto or a path, got {type(model_or_path).__name__}")
+    model = upgrade_opset(model, where)
     check_opsets(model, where)
     for tensor, what in _all_tensors(model):
         if tensor.data_location == TensorProto.EXTERNAL:
@@ -69,10 +70,24 @@ def _parse_file(path: Path) -> onnx.ModelProto:
 
 
 def default_opset(model: onnx.ModelProto) -> int:
+    """The model's default-domain opset (the newest when it uses only other domains)."""
     for entry in model.opset_import:
         if entry.domain in DEFAULT_DOMAINS:
             return entry.version
-    return 1
+    return max_opset()
+
+
+def upgrade_opset(model: onnx.ModelProto, where: str) -> onnx.ModelProto:
+    """A model older than MIN_OPSET brought up to it by onnx.version_converter (which knows
+    each op's changes between versions); a clear error where the converter cannot."""
+    if default_opset(model) >= MIN_OPSET:
+        return model
+    try:
+        return version_converter.convert_version(model, MIN_OPSET)
+    except Exception as exc:  # noqa: BLE001  (the converter raises bare RuntimeErrors)
+        raise OnnxImportError(f"{where} uses opset {default_opset(model)}; fluidgrad imports opsets {MIN_OPSET} "
+                              f"to {max_opset()}, and onnx.version_converter could not bring it up to "
+                              f"{MIN_OPSET}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
 
 
 def check_opsets(model: onnx.ModelProto, where: str) -> None:

@@ -395,7 +395,7 @@ _register_activation("elu", _elu_kernel, _elu_slope, _elu_second, {"alpha": 1.0}
 
 # -- hardswish: x * relu6(x + 3) / 6
 def _hardswish_kernel(x):
-    out = np.clip(x + 3, 0, 6)
+    out = np.clip(x + 3, 0, 6).astype(x.dtype, copy=False)  # bfloat16: np.clip answers float32
     out *= x
     out /= 6
     return out

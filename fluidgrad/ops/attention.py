@@ -12,6 +12,7 @@ import functools
 import numpy as np
 
 from .loss import row_max, row_sum
+from .grad_builder import GradBuilder
 from .registry import register_op
 from .shape_rules import broadcast_shapes, float_only
 
@@ -52,7 +53,7 @@ def _attention_softmax_infer(ctx):
     ctx.set_output("Out", shape, ctx.dtype("X"))
 
 
-def _attention_softmax_grad(g):
+def _attention_softmax_grad(g: GradBuilder):
     dscores = g.op("softmax_grad", {"Out": g.output("Out"), "DOut": g.output_grad("Out")}, axis=-1)
     if g.needs_input_grad("X"):
         g.set_input_grad("X", g.op("scale", {"X": dscores}, scale=float(g.attr("scale"))))

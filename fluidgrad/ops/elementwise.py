@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from .grad_builder import GradBuilder
 from .registry import NO_GRADIENT, ZERO_GRADIENT, register_op
 from .shape_rules import binary_broadcast, broadcast_shapes, float_only, same_as
 
@@ -21,25 +22,25 @@ def _float_same_as(ctx):
     same_as()(ctx)
 
 
-def _op(g, type, x, **attrs):
+def _op(g: GradBuilder, type, x, **attrs):
     return g.op(type, {"X": x}, **attrs)
 
 
-def _mul(g, a, b):
+def _mul(g: GradBuilder, a, b):
     return g.op("elementwise_mul", {"X": a, "Y": b})
 
 
-def _div(g, a, b):
+def _div(g: GradBuilder, a, b):
     return g.op("elementwise_div", {"X": a, "Y": b})
 
 
-def _scale(g, x, scale=1.0, bias=0.0):
+def _scale(g: GradBuilder, x, scale=1.0, bias=0.0):
     return g.op("scale", {"X": x}, scale=scale, bias=bias)
 
 
 def _chain(derivative):
     """dX = DOut * f'(X), with f' built by `derivative(g, x, out)` from registered ops."""
-    def grad(g):
+    def grad(g: GradBuilder):
         if g.needs_input_grad("X"):
             slope = derivative(g, g.input("X"), g.output("Out"))
             g.set_input_grad("X", _mul(g, g.output_grad("Out"), slope))
@@ -99,7 +100,7 @@ def _erf_kernel(x):
     return np.asarray(_erf_ufunc()(x)).astype(x.dtype, copy=False)
 
 
-def _erf_derivative(g, x, out):
+def _erf_derivative(g: GradBuilder, x, out):
     """2/sqrt(pi) exp(-x^2)."""
     return _scale(g, _op(g, "exp", _scale(g, _op(g, "square", x), -1.0)), 2.0 / math.sqrt(math.pi))
 
@@ -126,11 +127,11 @@ _unary("reciprocal", lambda x: np.divide(1, x, dtype=x.dtype),
 
 
 # ---------------------------------------------------------------- trigonometry
-def _one_minus_square(g, x):
+def _one_minus_square(g: GradBuilder, x):
     return _scale(g, _op(g, "square", x), -1.0, 1.0)
 
 
-def _one_plus_square(g, x):
+def _one_plus_square(g: GradBuilder, x):
     return _scale(g, _op(g, "square", x), 1.0, 1.0)
 
 
@@ -178,7 +179,7 @@ def _floordiv_kernel(x, y):
 
 def _remainder_grad(rounding):
     """x - rounding(x / y) * y: dX = dOut, dY = -dOut * rounding(x / y)."""
-    def grad(g):
+    def grad(g: GradBuilder):
         x, y, dout = g.input("X"), g.input("Y"), g.output_grad("Out")
         g.set_input_grad("X", dout)
         if g.needs_input_grad("Y"):

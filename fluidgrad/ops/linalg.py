@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .grad_builder import GradBuilder
 from .registry import register_op
 from .shape_rules import float_only
 
@@ -61,7 +62,7 @@ def _einsum_infer(ctx):
     ctx.set_output("Out", [sizes[c] for c in output], dtypes[0])
 
 
-def _einsum_grad(g):
+def _einsum_grad(g: GradBuilder):
     operands, equation = g.input("Operands"), g.attr("equation")
     subscripts, output = parse_equation(equation)
     grads = []

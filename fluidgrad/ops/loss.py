@@ -43,7 +43,7 @@ def _softmax_infer(ctx):
 
 def _row_dot(a, b, axis):
     """sum(a * b, axis, keepdims=True) without the product's temporary on the last axis."""
-    if axis % a.ndim == a.ndim - 1 and a.shape == b.shape:
+    if axis % a.ndim == a.ndim - 1 and a.shape == b.shape and a.dtype.kind == "f":  # not bfloat16
         return np.einsum("...i,...i->...", a, b)[..., None]
     return np.multiply(a, b).sum(axis=axis, keepdims=True)
 

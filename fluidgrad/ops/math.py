@@ -6,6 +6,7 @@ import numpy as np
 from ..framework import dtypes
 from ..framework.variable import normalize_dtype
 from . import cast_formats
+from .grad_builder import GradBuilder
 from .registry import NO_GRADIENT, ZERO_GRADIENT, register_op
 from .shape_rules import (
     binary_broadcast,
@@ -17,20 +18,20 @@ from .shape_rules import (
 
 
 # ---------------------------------------------------------------- elementwise binary
-def _add_grad(g):
+def _add_grad(g: GradBuilder):
     dout = g.output_grad("Out")
     g.set_input_grad("X", dout)
     g.set_input_grad("Y", dout)
 
 
-def _sub_grad(g):
+def _sub_grad(g: GradBuilder):
     dout = g.output_grad("Out")
     g.set_input_grad("X", dout)
     if g.needs_input_grad("Y"):
         g.set_input_grad("Y", g.op("scale", {"X": dout}, scale=-1.0))
 
 
-def _mul_grad(g):
+def _mul_grad(g: GradBuilder):
     # each input is read only where it is needed, so eager mode keeps X alive only when Y
     # needs a gradient, and Y only when X does (eager/saved.py)
     dout = g.output_grad("Out")
@@ -40,7 +41,7 @@ def _mul_grad(g):
         g.set_input_grad("Y", g.op("elementwise_mul", {"X": dout, "Y": g.input("X")}))
 
 
-def _div_grad(g):
+def _div_grad(g: GradBuilder):
     y, out, dout = g.input("Y"), g.output("Out"), g.output_grad("Out")
     dx = g.op("elementwise_div", {"X": dout, "Y": y})
     g.set_input_grad("X", dx)
@@ -49,7 +50,7 @@ def _div_grad(g):
         g.set_input_grad("Y", g.op("scale", {"X": g.op("elementwise_mul", {"X": dx, "Y": out})}, scale=-1.0))
 
 
-def _pow_grad(g):
+def _pow_grad(g: GradBuilder):
     x, y, out, dout = g.input("X"), g.input("Y"), g.output("Out"), g.output_grad("Out")
     if g.needs_input_grad("X"):
         # d(x^y)/dx = y x^(y-1); where y = 0 take y x^0 = 0, never 0 * x^-1 = 0 * inf at x = 0
@@ -120,7 +121,7 @@ register_op("elementwise_min", inputs="X Y", outputs="Out", kernel=np.minimum,
             infer=binary_broadcast(), grad=lambda g: _select_grad(g, "less_than"))
 
 
-def _select_grad(g, compare):
+def _select_grad(g: GradBuilder, compare):
     """max/min: the gradient goes to the input that won; a tie splits it in half (as PyTorch
     does, and as central differences measure), like reduce_max sharing among equal elements."""
     x, y, dout = g.input("X"), g.input("Y"), g.output_grad("Out")
@@ -220,7 +221,7 @@ def _matmul_infer(ctx):
     ctx.set_output("Out", out, dtype)
 
 
-def _matmul_grad(g):
+def _matmul_grad(g: GradBuilder):
     x, y, dout = g.input("X"), g.input("Y"), g.output_grad("Out")
     if len(g.shape(x)) == 1 or len(g.shape(y)) == 1:
         _matmul_vector_grad(g, x, y, dout)
@@ -234,7 +235,7 @@ def _matmul_grad(g):
     g.set_input_grad("Y", dy)
 
 
-def _matmul_rows_grad(g, x, y, dout, ty):
+def _matmul_rows_grad(g: GradBuilder, x, y, dout, ty):
     """[..., M, K] @ [K, N]: the weight gradient is one GEMM over all rows, not a batch of
     GEMMs summed afterwards (linear on [batch, seq, features])."""
     if g.needs_input_grad("X"):
@@ -248,7 +249,7 @@ def _matmul_rows_grad(g, x, y, dout, ty):
             g.set_input_grad("Y", g.op("matmul", {"X": rows, "Y": drows}, transpose_x=True))
 
 
-def _matmul_vector_grad(g, x, y, dout):
+def _matmul_vector_grad(g: GradBuilder, x, y, dout):
     """A vector operand is a one-row (X) or one-column (Y) matrix whose extra axis is dropped:
     promote it, use the matrix rule, and squeeze the gradient back. The builder then sums
     any batch dimensions away (a vector times a batch of matrices)."""
@@ -269,7 +270,7 @@ def _matmul_vector_grad(g, x, y, dout):
     g.set_input_grad("Y", dy)
 
 
-def _matmul_grad_2d(g, x, y, dout, tx, ty):
+def _matmul_grad_2d(g: GradBuilder, x, y, dout, tx, ty):
     dx = dy = None
     if g.needs_input_grad("X"):
         if tx:
@@ -352,7 +353,7 @@ def _cast_infer(ctx):
     ctx.set_output("Out", ctx.shape("X"), normalize_dtype(ctx.attr("dtype")))
 
 
-def _cast_grad(g):
+def _cast_grad(g: GradBuilder):
     x = g.input("X")
     g.set_input_grad("X", g.op("cast", {"X": g.output_grad("Out")}, dtype=g.dtype(x)))
 

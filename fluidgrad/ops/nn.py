@@ -31,7 +31,7 @@ def _clip_grad(g):
 
 
 register_op("clip", inputs="X", outputs="Out", attrs={"min": -np.inf, "max": np.inf},
-            kernel=lambda x, min, max: np.clip(x, x.dtype.type(min), x.dtype.type(max)),
+            kernel=lambda x, min, max: np.clip(x, x.dtype.type(min), x.dtype.type(max)).astype(x.dtype, copy=False),
             infer=_clip_infer, grad=_clip_grad, doc="Clamp X into [min, max].")
 register_op("clip_mask", inputs="X", outputs="Out", attrs={"min": -np.inf, "max": np.inf},
             kernel=lambda x, min, max: ((x >= min) & (x <= max)).astype(x.dtype),

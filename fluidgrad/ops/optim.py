@@ -22,7 +22,9 @@ def _scalar(value: np.ndarray, like: np.ndarray) -> Any:
 
 
 def sgd_kernel(param, grad, learning_rate):
-    return param - _scalar(learning_rate, param) * grad
+    step = np.multiply(grad, -_scalar(learning_rate, param))  # one new array, filled in two passes
+    step += param
+    return step
 
 
 def momentum_kernel(param, grad, velocity, learning_rate, mu=0.9, use_nesterov=False):

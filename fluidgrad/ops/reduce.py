@@ -5,6 +5,7 @@ import numpy as np
 
 from ..framework import dtypes
 from ..framework.errors import ShapeError
+from .grad_builder import GradBuilder
 from .registry import register_op
 from .shape_rules import reduced_shape
 
@@ -74,14 +75,14 @@ def _unreduce_kernel(dout, target, axis=None, keepdim=False, reduce_all=False, m
 
 
 def _reduce_grad(mean):
-    def grad(g):
+    def grad(g: GradBuilder):
         g.set_input_grad("X", g.op("unreduce", {"X": g.output_grad("Out"), "Target": g.input("X")},
                                    axis=g.attr("axis"), keepdim=g.attr("keepdim"),
                                    reduce_all=g.attr("reduce_all"), mean=mean))
     return grad
 
 
-def _unreduce_grad(g):
+def _unreduce_grad(g: GradBuilder):
     kind = "reduce_mean" if g.attr("mean") else "reduce_sum"
     g.set_input_grad("X", g.op(kind, {"X": g.output_grad("Out")}, axis=g.attr("axis"),
                                keepdim=g.attr("keepdim"), reduce_all=g.attr("reduce_all")))
@@ -104,7 +105,7 @@ register_op("unreduce", inputs="X Target", outputs="Out", attrs={**_REDUCE_ATTRS
 
 def _float_mean(ctx):
     """A mean of integers kept in an integer dtype would be truncated: ask for a cast instead."""
-    if not ctx.dtype("X").startswith("float"):
+    if not dtypes.is_float(ctx.dtype("X")):
         raise ctx.dtype_error(f"averages floating point values; cast {ctx.describe('X')} to a float first")
 
 
@@ -113,7 +114,7 @@ def _mean_infer(ctx):
     ctx.set_output("Out", (), ctx.dtype("X"))
 
 
-def _mean_grad(g):
+def _mean_grad(g: GradBuilder):
     g.set_input_grad("X", g.op("unreduce", {"X": g.output_grad("Out"), "Target": g.input("X")},
                                reduce_all=True, mean=True))
 
@@ -122,7 +123,7 @@ register_op("mean", inputs="X", outputs="Out", kernel=lambda x: np.asarray(x.mea
             infer=_mean_infer, grad=_mean_grad, doc="The mean of all elements, as a 0-D value.")
 
 
-def _extreme_grad(g):
+def _extreme_grad(g: GradBuilder):
     """max/min: the gradient is shared equally by the elements that attain the extreme."""
     x, out, dout = g.input("X"), g.output("Out"), g.output_grad("Out")
     attrs = dict(axis=g.attr("axis"), keepdim=g.attr("keepdim"), reduce_all=g.attr("reduce_all"))
@@ -146,7 +147,7 @@ from .registry import NO_GRADIENT  # noqa: E402
 from .shape_rules import float_only, normalize_axis  # noqa: E402
 
 
-def _reduce_attrs(g):
+def _reduce_attrs(g: GradBuilder):
     return dict(axis=g.attr("axis"), keepdim=g.attr("keepdim"), reduce_all=g.attr("reduce_all"))
 
 
@@ -164,7 +165,7 @@ def _logsumexp_infer(ctx):
     _reduce_infer(ctx)
 
 
-def _logsumexp_grad(g):
+def _logsumexp_grad(g: GradBuilder):
     """dX = dOut * exp(X - Out): a softmax, never above 1, so large magnitudes are safe."""
     x, attrs = g.input("X"), _reduce_attrs(g)
     out_b = g.op("unreduce", {"X": g.output("Out"), "Target": x}, **attrs)
@@ -195,7 +196,7 @@ def _p_norm_infer(ctx):
     _reduce_infer(ctx)
 
 
-def _p_norm_grad(g):
+def _p_norm_grad(g: GradBuilder):
     """dX = dOut * sign(x) |x|^(p-1) / norm^(p-1); a zero norm divides by 1 (its x are all 0)."""
     x, out, p, attrs = g.input("X"), g.output("Out"), g.attr("porder"), _reduce_attrs(g)
     zero = g.op("cast", {"X": g.op("equal", {"X": out, "Y": g.op("fill_zeros_like", {"X": out})})},
@@ -261,7 +262,7 @@ def _scan_infer(ctx):
     ctx.set_output("Out", ctx.shape("X"), dtypes.accumulate_dtype(ctx.dtype("X")))
 
 
-def _cumsum_grad(g):
+def _cumsum_grad(g: GradBuilder):
     """The transpose of a (exclusive) cumulative sum is the same sum in the other direction."""
     g.set_input_grad("X", g.op("cumsum", {"X": g.output_grad("Out")}, axis=g.attr("axis"),
                                exclusive=g.attr("exclusive"), reverse=not g.attr("reverse")))
@@ -301,7 +302,7 @@ def _cumprod_grad_infer(ctx):
     ctx.set_output("DX", ctx.shape("X"), ctx.dtype("X"))
 
 
-def _cumprod_grad(g):
+def _cumprod_grad(g: GradBuilder):
     g.set_input_grad("X", g.op("cumprod_grad", {"X": g.input("X"), "DOut": g.output_grad("Out")},
                                axis=g.attr("axis"), exclusive=g.attr("exclusive"), reverse=g.attr("reverse")))
 
@@ -322,7 +323,7 @@ def _prod_infer(ctx):
                    dtypes.accumulate_dtype(ctx.dtype("X")))
 
 
-def _prod_grad(g):
+def _prod_grad(g: GradBuilder):
     """dx_j = dOut * (product of the others) = dOut * exclusive cumprod * reverse exclusive cumprod:
     no division, so zeros in X are exact."""
     x, axis, keepdim = g.input("X"), g.attr("axis"), g.attr("keepdim")

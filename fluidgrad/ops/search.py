@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..framework.errors import NoGradientError
+from .grad_builder import GradBuilder
 from .registry import NO_GRADIENT, register_op
 from .shape_rules import broadcast_shapes, normalize_axis
 from .tensor import check_index_range, check_integer, wrap_negative
@@ -26,11 +27,11 @@ def _check_reduce(ctx) -> str:
     return reduce
 
 
-def _zeros_like(g, value):
+def _zeros_like(g: GradBuilder, value):
     return g.op("fill_zeros_like", {"X": value})
 
 
-def _no_value_grad(g, op: str, slot: str) -> None:
+def _no_value_grad(g: GradBuilder, op: str, slot: str) -> None:
     raise NoGradientError(f"op {op} with reduce={g.attr('reduce')!r} has no gradient for {slot}; "
                           f"'assign' and 'add' have one (and 'mul' for the scattered-into input)")
 
@@ -46,7 +47,7 @@ def _where_infer(ctx):
     ctx.set_output("Out", broadcast_shapes(ctx, shape, ctx.shape("Y"), what), ctx.dtype("X"))
 
 
-def _where_grad(g):
+def _where_grad(g: GradBuilder):
     cond, dout = g.input("Condition"), g.output_grad("Out")
     zeros = _zeros_like(g, dout)
     if g.needs_input_grad("X"):
@@ -122,7 +123,7 @@ def _argsort_infer(ctx):
     ctx.set_output("Indices", ctx.shape("X"), "int64")
 
 
-def _selection_grad(g):
+def _selection_grad(g: GradBuilder):
     """Out = take_along_axis(X, Indices): dX = put_along_axis(zeros, Indices, dOut, add)."""
     if g.needs_input_grad("X"):
         x = g.input("X")
@@ -209,7 +210,7 @@ def _take_along_axis_infer(ctx):
     ctx.set_output("Out", ctx.shape("Index"), ctx.dtype("X"))
 
 
-def _take_along_axis_grad(g):
+def _take_along_axis_grad(g: GradBuilder):
     x = g.input("X")
     g.set_input_grad("X", g.op("put_along_axis", {"X": _zeros_like(g, x), "Index": g.input("Index"),
                                                    "Value": g.output_grad("Out")}, axis=g.attr("axis"), reduce="add"))
@@ -244,7 +245,7 @@ def _put_along_axis_infer(ctx):
     ctx.set_output("Out", ctx.shape("X"), ctx.dtype("X"))
 
 
-def _put_along_axis_grad(g):
+def _put_along_axis_grad(g: GradBuilder):
     reduce, dout, index, value = g.attr("reduce"), g.output_grad("Out"), g.input("Index"), g.input("Value")
     axis = g.attr("axis")
     if g.needs_input_grad("X"):
@@ -312,7 +313,7 @@ def _gather_nd_infer(ctx):
     ctx.set_output("Out", _check_nd(ctx), ctx.dtype("X"))
 
 
-def _gather_nd_grad(g):
+def _gather_nd_grad(g: GradBuilder):
     x = g.input("X")
     g.set_input_grad("X", g.op("scatter_nd", {"X": _zeros_like(g, x), "Index": g.input("Index"),
                                                "Updates": g.output_grad("Out")},
@@ -352,7 +353,7 @@ def _scatter_nd_infer(ctx):
     ctx.set_output("Out", ctx.shape("X"), ctx.dtype("X"))
 
 
-def _scatter_nd_grad(g):
+def _scatter_nd_grad(g: GradBuilder):
     reduce, dout, index, updates = g.attr("reduce"), g.output_grad("Out"), g.input("Index"), g.input("Updates")
     b = g.attr("batch_dims")
     if g.needs_input_grad("X"):
@@ -405,7 +406,7 @@ def _scatter_infer(ctx):
     ctx.set_output("Out", x, ctx.dtype("X"))
 
 
-def _scatter_grad(g):
+def _scatter_grad(g: GradBuilder):
     dout, ids, updates = g.output_grad("Out"), g.input("Ids"), g.input("Updates")
     if g.needs_input_grad("X"):  # the rows written lose X's contribution, whether overwritten or summed
         g.set_input_grad("X", g.op("scatter", {"X": dout, "Ids": ids, "Updates": _zeros_like(g, updates)},

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..framework.names import EMPTY_VAR_NAME
+from .grad_builder import GradBuilder
 from .registry import NO_GRADIENT, register_op
 from .shape_rules import normalize_axis, static_numel
 
@@ -65,7 +66,7 @@ def _reshape_infer(ctx):
     ctx.set_output("Out", out, ctx.dtype("X"))
 
 
-def _reshape_grad(g):
+def _reshape_grad(g: GradBuilder):
     g.set_input_grad("X", g.op("reshape_as", {"X": g.output_grad("Out"), "Target": g.input("X")}))
 
 
@@ -85,7 +86,7 @@ def _transpose_infer(ctx):
     ctx.set_output("Out", [shape[p] for p in perm], ctx.dtype("X"))
 
 
-def _transpose_grad(g):
+def _transpose_grad(g: GradBuilder):
     perm = [p % len(g.attr("perm")) for p in g.attr("perm")]
     inverse = [perm.index(i) for i in range(len(perm))]
     g.set_input_grad("X", g.op("transpose", {"X": g.output_grad("Out")}, perm=inverse))
@@ -112,7 +113,7 @@ def _concat_infer(ctx):
     ctx.set_output("Out", out, dtypes[0])
 
 
-def _concat_grad(g):
+def _concat_grad(g: GradBuilder):
     xs = g.input("X")
     axis = g.attr("axis")
     sections = [g.shape(x)[axis] for x in xs]
@@ -164,7 +165,7 @@ def _split_infer(ctx):
         ctx.set_output("Out", shape, ctx.dtype("X"), index=i)
 
 
-def _split_grad(g, resplit=None):
+def _split_grad(g: GradBuilder, resplit=None):
     """concat of the output gradients. An output dropped as @EMPTY@ (a grad op's unused piece,
     met again when differentiating twice) has no variable to zero-fill like: `resplit(g)`
     splits X again to get pieces of the right shapes."""
@@ -176,7 +177,7 @@ def _split_grad(g, resplit=None):
     g.set_input_grad("X", g.op("concat", {"X": grads}, axis=g.attr("axis")))
 
 
-def _resplit(g):
+def _resplit(g: GradBuilder):
     return g.op("split", {"X": g.input("X")}, n_out=len(g.output("Out")),
                 num_or_sections=g.attr("num_or_sections"), axis=g.attr("axis"))
 
@@ -240,7 +241,7 @@ def _slice_infer(ctx):
     ctx.set_output("Out", shape, ctx.dtype("X"))
 
 
-def _slice_grad(g):
+def _slice_grad(g: GradBuilder):
     g.set_input_grad("X", g.op("slice_grad", {"X": g.output_grad("Out"), "Target": g.input("X")},
                                axes=g.attr("axes"), starts=g.attr("starts"), ends=g.attr("ends"),
                                strides=g.attr("strides")))
@@ -252,7 +253,7 @@ def _slice_grad_kernel(dout, target, axes, starts, ends, strides):
     return out
 
 
-def _slice_grad_grad(g):
+def _slice_grad_grad(g: GradBuilder):
     g.set_input_grad("X", g.op("slice", {"X": g.output_grad("Out")}, axes=g.attr("axes"),
                                starts=g.attr("starts"), ends=g.attr("ends"), strides=g.attr("strides")))
 
@@ -285,7 +286,7 @@ def _gather_kernel(x, index, axis):
     return np.take(x, index, axis=axis)
 
 
-def _gather_grad(g):
+def _gather_grad(g: GradBuilder):
     g.set_input_grad("X", g.op("gather_grad", {"X": g.output_grad("Out"), "Index": g.input("Index"),
                                                "Target": g.input("X")}, axis=g.attr("axis")))
 
@@ -300,7 +301,7 @@ def _gather_grad_kernel(dout, index, target, axis):
     return out
 
 
-def _gather_grad_grad(g):
+def _gather_grad_grad(g: GradBuilder):
     g.set_input_grad("X", g.op("gather", {"X": g.output_grad("Out"), "Index": g.input("Index")},
                                axis=g.attr("axis")))
 
@@ -391,7 +392,7 @@ def _stack_infer(ctx):
     ctx.set_output("Out", out, ctx.dtype("X"))
 
 
-def _stack_grad(g):
+def _stack_grad(g: GradBuilder):
     xs = g.input("X")
     axis = g.attr("axis")
     axis = axis if axis >= 0 else len(g.shape(xs[0])) + axis + 1
@@ -469,7 +470,7 @@ def _set_value_infer(ctx):
     ctx.set_output("Out", x, ctx.dtype("X"))
 
 
-def _set_value_grad(g):
+def _set_value_grad(g: GradBuilder):
     dout, value = g.output_grad("Out"), g.input("Value")
     where = {a: g.attr(a) for a in ("axes", "starts", "ends", "strides", "decrease_axes")}
     # Value's gradient first: after `x[...] = v` in a program, X and Out share one name, and so

@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from .geometry import Windows, along_axes, per_axis
+from .grad_builder import GradBuilder
 from .registry import register_op
 from .shape_rules import float_only
 
@@ -97,13 +98,14 @@ def interp_out_size(spatial, out_size, scales) -> list[int]:
 
 def interpolate_kernel(x, mode="nearest", out_size=(), scales=(), align_corners=False, align_mode=0):
     out = interp_out_size(x.shape[2:], out_size, scales)
-    return along_axes(x, interp_matrices(x.shape[2:], out, scales, mode, align_corners, align_mode))
+    mats = interp_matrices(x.shape[2:], out, scales, mode, align_corners, align_mode)
+    return along_axes(x, mats).astype(x.dtype, copy=False)  # bfloat16 meets float32 matrices
 
 
 def interpolate_grad_kernel(dout, x, mode="nearest", out_size=(), scales=(), align_corners=False, align_mode=0):
     out = interp_out_size(x.shape[2:], out_size, scales)
     mats = interp_matrices(x.shape[2:], out, scales, mode, align_corners, align_mode)
-    return along_axes(dout, [m.T for m in mats])
+    return along_axes(dout, [m.T for m in mats]).astype(dout.dtype, copy=False)
 
 
 def _interp_geometry(ctx, slot: str = "X") -> tuple[list[int], list[int]]:
@@ -139,7 +141,7 @@ def _interpolate_grad_infer(ctx):
     ctx.set_output("Out", x, ctx.dtype("DOut"))
 
 
-def _interp_attrs(g) -> dict:
+def _interp_attrs(g: GradBuilder) -> dict:
     return {k: g.attr(k) for k in INTERP_ATTRS}
 
 
@@ -211,7 +213,7 @@ def _unfold_grad_infer(ctx):
     ctx.set_output("Out", x, ctx.dtype("DY"))
 
 
-def _unfold_attrs(g) -> dict:
+def _unfold_attrs(g: GradBuilder) -> dict:
     return {k: g.attr(k) for k in UNFOLD_ATTRS}
 
 
