@@ -20,6 +20,7 @@ import onnx
 from onnx.backend.base import Backend, BackendRep, namedtupledict
 
 from ..executor import Executor, Scope
+from ..framework import Variable
 from .errors import ValueRequiredError
 from .importer import import_checked_model
 from .load import load_model, max_opset
@@ -35,6 +36,7 @@ class FluidgradRep(BackendRep):
         self.output_names = [o.name for o in model.graph.output]
         self.executor = Executor()
         self._bound_names: list[str] = []           # graph inputs whose values the import needs
+        self._structure_names: list[str] = []       # sequence / optional inputs (their structure)
         self._imports: dict[tuple, list] = {}       # bound values -> import (at most CACHE_SIZE)
         try:
             self._imports[()] = self._import({})
@@ -43,26 +45,32 @@ class FluidgradRep(BackendRep):
 
     CACHE_SIZE = 8
 
-    def _import(self, bound: dict[str, np.ndarray]) -> list:
+    def _import(self, bound: dict[str, np.ndarray], structures: dict[str, Any] | None = None) -> list:
         scope = Scope()
-        program, feed_names, fetch_vars = import_checked_model(self.model, scope, bound)
+        program, feed_names, fetch_vars = import_checked_model(self.model, scope, bound, structures)
         return [program, feed_names, fetch_vars, scope]
 
-    def _key(self, feeds: dict[str, np.ndarray]) -> tuple:
-        return tuple((n, feeds[n].dtype.str, feeds[n].shape, feeds[n].tobytes()) for n in self._bound_names)
+    def _key(self, feeds: dict[str, Any]) -> tuple:
+        values = tuple((n, feeds[n].dtype.str, feeds[n].shape, feeds[n].tobytes()) for n in self._bound_names)
+        return values + tuple((n, _structure_of(feeds.get(n))) for n in self._structure_names)
 
-    def _import_with(self, feeds: dict[str, np.ndarray]) -> list:
+    def _import_with(self, feeds: dict[str, Any]) -> list:
         """Import with the needed graph inputs bound, learning which ones the model needs."""
         while True:
             try:
-                return self._import({n: feeds[n] for n in self._bound_names})
+                return self._import({n: feeds[n] for n in self._bound_names},
+                                    {n: _structure_of(feeds.get(n)) for n in self._structure_names})
             except ValueRequiredError as exc:
-                new = [n for n in exc.graph_inputs if n in feeds and n not in self._bound_names]
+                if exc.structure:
+                    new = [n for n in exc.graph_inputs if n not in self._structure_names]
+                    self._structure_names.extend(new)
+                else:
+                    new = [n for n in exc.graph_inputs if n in feeds and n not in self._bound_names]
+                    self._bound_names.extend(new)
                 if not new:
                     raise
-                self._bound_names.extend(new)
 
-    def _prepared(self, feeds: dict[str, np.ndarray]) -> list:
+    def _prepared(self, feeds: dict[str, Any]) -> list:
         if () in self._imports:
             return self._imports[()]
         missing = [n for n in self._bound_names if n not in feeds]
@@ -80,19 +88,52 @@ class FluidgradRep(BackendRep):
     def run(self, inputs: Any, **kwargs: Any) -> Any:
         feeds = self._feeds(inputs)
         program, feed_names, fetch_vars, scope = self._prepared(feeds)
-        outputs = self.executor.run(program, feed={n: feeds[n] for n in feed_names}, fetch_list=fetch_vars,
-                                    scope=scope)
+        flat_feeds = _flatten_feeds(feeds)
+        flat_fetch = [v for entry in fetch_vars for v in (entry if isinstance(entry, list) else [entry])
+                      if isinstance(v, Variable)]
+        values = iter(self.executor.run(program, feed={n: flat_feeds[n] for n in feed_names}, fetch_list=flat_fetch,
+                                        scope=scope) if flat_fetch else [])
+        outputs = [[next(values) for _ in entry] if isinstance(entry, list) else
+                   next(values) if isinstance(entry, Variable) else None for entry in fetch_vars]
         return namedtupledict("Outputs", self.output_names)(*outputs)
 
-    def _feeds(self, inputs: Any) -> dict[str, np.ndarray]:
+    def _feeds(self, inputs: Any) -> dict[str, Any]:
         if isinstance(inputs, dict):
-            return {name: np.asarray(value) for name, value in inputs.items()}
+            return {name: _as_feed(value) for name, value in inputs.items()}
         if isinstance(inputs, np.ndarray):
             inputs = [inputs]
         if len(inputs) > len(self.input_names):
             raise ValueError(f"the model takes {len(self.input_names)} inputs ({self.input_names}), "
                              f"got {len(inputs)}")
-        return {name: np.asarray(value) for name, value in zip(self.input_names, inputs)}
+        return {name: _as_feed(value) for name, value in zip(self.input_names, inputs)}
+
+
+def _as_feed(value: Any) -> Any:
+    """An array, a list of arrays (a sequence) or None (an empty optional)."""
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple)):
+        return [np.asarray(v) for v in value]
+    return np.asarray(value)
+
+
+def _structure_of(value: Any) -> Any:
+    """What the import of a sequence / optional input needs: None when empty, a sequence's
+    element shapes (for elements whose type leaves dimensions open), or "tensor"."""
+    if value is None:
+        return None
+    return tuple(tuple(v.shape) for v in value) if isinstance(value, list) else "tensor"
+
+
+def _flatten_feeds(feeds: dict[str, Any]) -> dict[str, np.ndarray]:
+    """A sequence `s` is fed as its elements `s[0]`, `s[1]`, ..."""
+    flat: dict[str, np.ndarray] = {}
+    for name, value in feeds.items():
+        if isinstance(value, list):
+            flat.update((f"{name}[{k}]", v) for k, v in enumerate(value))
+        elif value is not None:
+            flat[name] = value
+    return flat
 
 
 class FluidgradBackend(Backend):

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..framework import Variable
 from ..static.control_flow import _append_conditional_block, _branch, while_loop
 from .convert_common import binary, cast, full
+from .convert_sequence import is_structured
 from .convert_table import converter
 
 
@@ -60,6 +63,8 @@ def _loop(ctx):
     body = ctx.attr("body")
     n_carried = len(ctx.node.input) - 2
     n_scan = len(body.output) - 1 - n_carried
+    if any(is_structured(ctx.graph.value(ctx.node.input[2 + k])) for k in range(n_carried)):
+        return _unrolled_loop(ctx, body, n_carried, n_scan)
     counter = full(ctx, [], 0, "int64")
     keep_going = _one_element_bool(ctx, ctx.input(1)) if ctx.has_input(1) else full(ctx, [], 1, "bool")
     limit = cast(ctx, ctx.input(0), "int64") if ctx.has_input(0) else None
@@ -145,6 +150,38 @@ def _scan(ctx):
             perm.insert(axis, 0)
             outputs[k] = ctx.op("transpose", {"X": outputs[k]}, perm=perm)
     return finals[1:1 + n_states] + outputs
+
+
+def _unrolled_loop(ctx: Any, body: Any, n_carried: int, n_scan: int) -> list:
+    """A Loop carrying a sequence (whose length may change each step): fluidgrad has no
+    runtime sequence, so the loop is unrolled at import. It needs the trip count and every
+    step's condition known then."""
+    trips = int(ctx.const(0, "trip count (a loop over a sequence is unrolled)").reshape(-1)[0]) \
+        if ctx.has_input(0) else None
+    going = bool(ctx.const(1, "condition").reshape(-1)[0]) if ctx.has_input(1) else True
+    values = [ctx.graph.value(ctx.node.input[2 + k]) for k in range(n_carried)]
+    rows: list[list] = [[] for _ in range(n_scan)]
+    i = 0
+    while going and (trips is None or i < trips):
+        if i >= UNROLL_LIMIT:
+            raise ctx.unsupported(f"a loop over a sequence of more than {UNROLL_LIMIT} steps (it is unrolled)")
+        sub = ctx.subgraph(body)
+        for value_info, value in zip(body.input, [np.asarray(i, "int64"), np.asarray(going)] + values):
+            sub.bind(value_info.name, value)
+        sub.convert_nodes(ctx.opset)
+        outs = [sub.value(out.name) for out in body.output]
+        if not isinstance(outs[0], np.ndarray):
+            raise ctx.unsupported("a loop over a sequence whose condition is not known at import")
+        going = bool(outs[0].reshape(-1)[0])
+        values = outs[1:1 + n_carried]
+        for k, row in enumerate(outs[1 + n_carried:]):
+            rows[k].append(ctx.graph.model.add_constant(row) if isinstance(row, np.ndarray) else row)
+        i += 1
+    stacked = [ctx.op("stack", {"X": r}, axis=0) if r else None for r in rows]
+    return values + stacked
+
+
+UNROLL_LIMIT = 1000
 
 
 def _never_stops_early(body: Any, sub: Any) -> bool:

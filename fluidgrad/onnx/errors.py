@@ -21,10 +21,12 @@ class ValueRequiredError(UnsupportedOnnxOpError):
     fed only at run time. `graph_inputs` names the graph inputs the value is computed from:
     the backend binds their values and imports again."""
 
-    def __init__(self, message: str, input_name: str, graph_inputs: "list[str] | None" = None) -> None:
+    def __init__(self, message: str, input_name: str, graph_inputs: "list[str] | None" = None,
+                 structure: bool = False) -> None:
         super().__init__(message)
         self.input_name = input_name
         self.graph_inputs = list(graph_inputs or [])
+        self.structure = structure  # only the structure of a sequence / optional input is needed
 
 
 class OnnxExportError(FluidgradError, ValueError):

@@ -20,6 +20,7 @@ from ..framework import Parameter, Program, Variable, program_guard
 from ..ops.registry import get_op_def
 from . import convert_control, convert_math, convert_nn, convert_search, convert_tensor  # noqa: F401  (fill the table)
 from . import convert_training  # noqa: F401
+from .convert_sequence import EMPTY, SequenceValue, is_structured
 from .convert_table import find_converter
 from . import dtypes
 from .dtypes import value_info_type
@@ -38,10 +39,13 @@ def import_model(model_or_path: "onnx.ModelProto | str | os.PathLike", scope: Sc
 
 
 def import_checked_model(model: onnx.ModelProto, scope: Scope | None = None,
-                         bound_inputs: dict[str, np.ndarray] | None = None) -> list:
+                         bound_inputs: dict[str, np.ndarray] | None = None,
+                         structures: dict[str, Any] | None = None) -> list:
     """Import a model that `load_model` has checked. `bound_inputs` turns graph inputs into
-    constants (the backend binds inputs that a node needs at import time, such as a shape)."""
-    importer = ModelImporter(model, bound_inputs or {})
+    constants (the backend binds inputs that a node needs at import time, such as a shape).
+    `structures` gives the structure of sequence and optional graph inputs (see
+    `structure_of`): a sequence of n elements is fed as n tensors named `name[k]`."""
+    importer = ModelImporter(model, bound_inputs or {}, structures or {})
     program, feed_names, fetch_vars = importer.build()
     scope = scope if scope is not None else global_scope()
     for name, value in importer.values.items():
@@ -52,8 +56,10 @@ def import_checked_model(model: onnx.ModelProto, scope: Scope | None = None,
 class ModelImporter:
     """Holds what the graphs of one model share: the program, the opset, the constants."""
 
-    def __init__(self, model: onnx.ModelProto, bound_inputs: dict[str, np.ndarray]) -> None:
+    def __init__(self, model: onnx.ModelProto, bound_inputs: dict[str, np.ndarray],
+                 structures: dict[str, Any] | None = None) -> None:
         self.model = model
+        self.structures = structures or {}
         self.opset = default_opset(model)
         self.program = Program()
         self.values: dict[str, np.ndarray] = {}   # written into the scope once the build succeeded
@@ -66,8 +72,16 @@ class ModelImporter:
             graph = GraphImporter(self, self.model.graph, parent=None)
             feed_names = graph.declare_inputs()
             graph.convert_nodes(self.opset)
-            fetch_vars = [graph.variable(out.name) for out in self.model.graph.output]
+            fetch_vars = [self._fetchable(graph.value(out.name, as_variable=True)) for out in self.model.graph.output]
         return self.program, feed_names, fetch_vars
+
+    def _fetchable(self, value: Any) -> Any:
+        """A Variable; a list of them for a sequence; None for an empty optional."""
+        if value is EMPTY:
+            return None
+        if isinstance(value, SequenceValue):
+            return [v if isinstance(v, Variable) else self.add_constant(np.asarray(v)) for v in value]
+        return value
 
     def fresh_name(self, prefix: str) -> str:
         while True:
@@ -178,11 +192,58 @@ class GraphImporter:
             if name in self.model.bound_inputs:
                 self.consts[name] = self.model.bound_inputs[name]
                 continue
+            self.sources[name] = frozenset([name])
+            if value_info.type.WhichOneof("value") in ("sequence_type", "optional_type"):
+                self.env[name] = self.declare_structured(name, value_info.type, feed_names)
+                continue
             dtype, shape = value_info_type(value_info, f"graph input {name!r}")
             self.env[name] = block.create_var(name, shape, dtype, stop_gradient=True, is_data=True)
-            self.sources[name] = frozenset([name])
             feed_names.append(name)
         return feed_names
+
+    def declare_structured(self, name: str, type_proto: onnx.TypeProto, feed_names: list[str]) -> Any:
+        """A sequence or optional graph input, by the structure the caller gives (its length,
+        or whether it holds a value): its tensors become data variables."""
+        if name not in self.model.structures:
+            raise ValueRequiredError(f"graph input {name!r} is an ONNX {type_proto.WhichOneof('value')}: fluidgrad "
+                                     f"needs its structure (a sequence's length, whether an optional holds a "
+                                     f"value) when it builds the program; fluidgrad.onnx.backend binds it at run "
+                                     f"time", name, [name], structure=True)
+        return self._declare_value(name, type_proto, self.model.structures[name], feed_names)
+
+    def _declare_value(self, name: str, type_proto: onnx.TypeProto, structure: Any, feed_names: list[str]) -> Any:
+        kind = type_proto.WhichOneof("value")
+        if kind == "optional_type":
+            if structure is None:
+                return EMPTY
+            return self._declare_value(name, type_proto.optional_type.elem_type, structure, feed_names)
+        if kind == "sequence_type":
+            if not isinstance(structure, tuple):
+                raise OnnxImportError(f"graph input {name!r} is a sequence; its structure must give the shapes "
+                                      f"of its elements, not {structure!r}")
+            return SequenceValue(self._declare_value(f"{name}[{k}]", type_proto.sequence_type.elem_type, shape,
+                                                     feed_names) for k, shape in enumerate(structure))
+        value_info = onnx.helper.make_value_info(name, type_proto)
+        tensor_type = type_proto.tensor_type
+        if isinstance(structure, tuple) and (not tensor_type.HasField("shape") or any(
+                not d.HasField("dim_value") for d in tensor_type.shape.dim)):
+            value_info = onnx.helper.make_tensor_value_info(name, tensor_type.elem_type, list(structure))
+        dtype, shape = value_info_type(value_info, f"graph input {name!r}")
+        feed_names.append(name)
+        return self.model.program.global_block().create_var(name, shape, dtype, stop_gradient=True, is_data=True)
+
+    def value(self, name: str, as_variable: bool = False) -> Any:
+        """What `name` holds: a known array, a Variable, a SequenceValue or EMPTY."""
+        const = self.lookup_const(name)
+        if const is not None and not as_variable:
+            return const
+        return self.variable(name)
+
+    def bind(self, name: str, value: Any) -> None:
+        if isinstance(value, np.ndarray):
+            self.consts[name] = value
+        else:
+            self.env[name] = value
 
     # -- nodes
     def convert_nodes(self, opset: int, nodes: Sequence[onnx.NodeProto] | None = None) -> None:
@@ -190,6 +251,10 @@ class GraphImporter:
             self.convert_node(node, opset)
 
     def convert_node(self, node: onnx.NodeProto, opset: int) -> None:
+        if node.op_type == "Identity" and node.input and self.knows(node.input[0]) and \
+                is_structured(self.variable(node.input[0])):
+            self.env[node.output[0]] = self.variable(node.input[0])  # a sequence or empty optional
+            return
         ctx = NodeContext(self, node, opset)
         sources = frozenset().union(*(self.lookup_sources(n) for n in _names_read(node)))
         for name in node.output:
@@ -246,14 +311,15 @@ class GraphImporter:
         return True
 
     def bind_outputs(self, ctx: "NodeContext", result: Any) -> None:
-        results = list(result) if isinstance(result, (list, tuple)) else [result]
+        results = [result] if isinstance(result, SequenceValue) or not isinstance(result, (list, tuple)) \
+            else list(result)
         for i, name in enumerate(ctx.node.output):
             if not name:
                 continue
             value = results[i] if i < len(results) else None
             if value is None:
                 raise ctx.unsupported(f"output {i} ({name!r}) is not produced by fluidgrad")
-            if isinstance(value, Variable):
+            if isinstance(value, Variable) or is_structured(value):
                 self.env[name] = value
             else:
                 self.consts[name] = np.asarray(value)
