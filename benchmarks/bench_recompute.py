@@ -1,7 +1,7 @@
 """Recompute (issue 15): what checkpoints buy in memory and cost in time, beside PyTorch's
 `torch.utils.checkpoint` at the same segments.
 
-    python benchmarks/bench_recompute.py [--quick] [--threads 1] [--only mlp|gpt]
+    python benchmarks/bench_recompute.py [--quick] [--threads 1] [--only mlp|gpt] [--rounds 7]
 
 Two models, one SGD training step each, float32:
   * a 64-layer MLP (width 1024, batch 256); segments: 8 of 8 layers (checkpoints after every
@@ -16,8 +16,9 @@ Columns:
     once (fluidgrad: from the plan's liveness, `Executor.run(return_stats=True)`; PyTorch does
     not expose its CPU allocations, so its column is RSS only);
   * peak RSS growth of a fresh process over three steps (each contender in its own process);
-  * step time, contenders timed in alternation in one process: the best wall time, and the best
-    CPU time of the process (at one thread the work itself, whatever else loads the machine).
+  * step time, contenders timed in alternation in one process (the order rotated each round):
+    the median wall time, and the median CPU time of the process (at one thread the work
+    itself, whatever else loads the machine).
 """
 from __future__ import annotations
 
@@ -39,7 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 from common import limit_threads, print_table  # noqa: E402
 
 SEGMENTS = 8
-VARIANTS = ["fluidgrad:none", "fluidgrad:auto", "fluidgrad:segments", "torch:none", "torch:segments"]
+VARIANTS = ["fluidgrad:none", "fluidgrad:auto", "fluidgrad:segments", "fluidgrad:selective", "torch:none",
+            "torch:segments"]
+KEEP = 0.1  # "selective": the same segments, plus values kept within 0.1x of the activation bytes
 
 
 def _rss_bytes() -> int:
@@ -78,8 +81,9 @@ def fluid_mlp_step(size: dict, checkpoints: str):
             h = fg.static.nn.fc(h, width, activation="relu")
             outputs.append(h)
         loss = fg.mean(h)
-        chosen = {"none": None, "auto": "auto",
-                  "segments": outputs[depth // SEGMENTS - 1:depth - 1:depth // SEGMENTS]}[checkpoints]
+        segments = outputs[depth // SEGMENTS - 1:depth - 1:depth // SEGMENTS]
+        chosen = {"none": None, "auto": "auto", "segments": segments,
+                  "selective": fg.RecomputePolicy(segments, KEEP)}[checkpoints]
         fg.optimizer.SGD(0.001).minimize(loss, checkpoints=chosen)
     exe, scope = fg.Executor(), fg.Scope()
     exe.run(startup, scope=scope)
@@ -138,7 +142,7 @@ def fluid_gpt_step(size: dict, checkpoints: str):
     def loss_fn(idx, targets):
         h = model.tok_emb(idx) + fg.slice(model.pos_emb, [0], [0], [idx.shape[1]])
         for block in model.blocks:
-            h = fg.recompute(block, h) if checkpoints == "segments" else block(h)
+            h = block(h) if checkpoints in ("none", "auto") else fg.recompute(block, h)
         logits = model.head(model.ln_f(h))
         return F.cross_entropy(fg.reshape(logits, [-1, vocab]), fg.reshape(targets, [-1]))
 
@@ -148,7 +152,8 @@ def fluid_gpt_step(size: dict, checkpoints: str):
     main, startup = concrete.main_program.clone(), fg.Program()
     with fg.program_guard(main, startup):
         loss = main.global_block().var(concrete.outputs[0].name)
-        chosen = {"none": None, "auto": "auto", "segments": concrete.checkpoints}[checkpoints]
+        chosen = {"none": None, "auto": "auto", "segments": concrete.checkpoints,
+                  "selective": fg.RecomputePolicy(concrete.checkpoints, KEEP)}[checkpoints]
         fg.optimizer.SGD(0.001).minimize(loss, checkpoints=chosen)
     exe, scope = fg.Executor(), fg.Scope()
     exe.run(startup, scope=scope)  # the learning rate
@@ -224,19 +229,21 @@ def _child(args: argparse.Namespace) -> None:
                           "live": stats.peak_live_bytes if stats else None}))
 
 
-def _interleaved_best(contenders: dict, rounds: int) -> tuple[dict, dict]:
-    """Best wall and best process-CPU seconds per call of each contender, timed in alternation."""
+def _interleaved_medians(contenders: dict, rounds: int) -> tuple[dict, dict]:
+    """Median wall and median process-CPU seconds per call of each contender, timed in
+    alternation (round k runs every contender once, in an order rotated by k)."""
     for fn in contenders.values():
         fn()
-    wall = {name: float("inf") for name in contenders}
-    cpu = dict(wall)
-    for _ in range(rounds):
-        for name, fn in contenders.items():
+    names = list(contenders)
+    wall: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}
+    for k in range(rounds):
+        for name in names[k % len(names):] + names[:k % len(names)]:
             start, start_cpu = time.perf_counter(), time.process_time()
-            fn()
-            wall[name] = min(wall[name], time.perf_counter() - start)
-            cpu[name] = min(cpu[name], time.process_time() - start_cpu)
-    return wall, cpu
+            contenders[name]()
+            wall[name].append(time.perf_counter() - start)
+            cpu[name].append(time.process_time() - start_cpu)
+    return ({n: float(np.median(v)) for n, v in wall.items()}, {n: float(np.median(v)) for n, v in cpu.items()})
 
 
 def _ratio_cell(value: float, base: float, unit: float, suffix: str) -> str:
@@ -251,7 +258,7 @@ def bench(model: str, size: dict, threads: int, rounds: int) -> None:
         memory[name] = json.loads(out.stdout.strip().splitlines()[-1])
     with limit_threads(threads):
         steps = {name: _make(model, name, size) for name in VARIANTS}
-        times, cpu_times = _interleaved_best(steps, rounds=rounds)
+        times, cpu_times = _interleaved_medians(steps, rounds=rounds)
     rows = []
     for name in VARIANTS:
         base = "fluidgrad:none" if name.startswith("fluidgrad") else "torch:none"
@@ -272,13 +279,14 @@ def main() -> None:
     parser.add_argument("--only", choices=sorted(MODELS), default=None)
     parser.add_argument("--child", default=None)
     parser.add_argument("--size", default=None)
+    parser.add_argument("--rounds", type=int, default=None)
     args = parser.parse_args()
     if args.child:
         _child(args)
         return
     for model in [args.only] if args.only else list(MODELS):
         size = MODELS[model][3] if args.quick else MODELS[model][2]
-        bench(model, size, args.threads, rounds=3 if args.quick else 5)
+        bench(model, size, args.threads, rounds=args.rounds or (3 if args.quick else 7))
 
 
 if __name__ == "__main__":

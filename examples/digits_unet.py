@@ -10,7 +10,7 @@ followed by a concatenation with the encoder's output at that resolution (the sk
 connections) and a 3x3 convolution with group norm; a 1x1 convolution gives the image. It has
 to beat two honest baselines: returning the noisy input (error sigma^2 = 0.16) and the mean
 training digit. `--static` traces the training loss with `jit.to_static` (batch-norm statistics
-included), so each step runs a Program. tests/test_digits_unet.py checks it against a PyTorch
+included), so each step runs a Program. tests/test_models.py checks it against a PyTorch
 twin (examples/torch_twins.py) and trains it in both modes.
 """
 from __future__ import annotations

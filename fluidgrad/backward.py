@@ -26,7 +26,7 @@ from .framework.errors import NoGradientError
 from .ops.registry import get_op_def, infer_op, require_gradient
 from .framework.transaction import rollback_on_error
 from .ops.grad_builder import OpDesc, get_grad_op_desc
-from .recompute_pass import apply_recompute
+from .recompute_pass import RecomputePolicy, apply_recompute
 
 
 def _as_names(items: Any, what: str) -> list[str]:
@@ -511,7 +511,9 @@ def gradients(targets: Variable | Sequence[Variable], inputs: Variable | Sequenc
             for x in inputs_list]
 
 
-def _checkpoint_names(checkpoints: Sequence[Any] | str | None) -> list[str] | str | None:
+def _checkpoint_names(checkpoints: Any) -> list[str] | str | RecomputePolicy | None:
+    if isinstance(checkpoints, RecomputePolicy):
+        return RecomputePolicy(_checkpoint_names(checkpoints.checkpoints), checkpoints.keep)
     if checkpoints is None or checkpoints == "auto":
         return checkpoints
     return _as_names(checkpoints, "checkpoints")

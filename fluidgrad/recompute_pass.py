@@ -17,27 +17,57 @@ ops that draw random numbers (a `seed` attribute: dropout's mask is reused, neve
 holding a sub-block (`while`, `conditional_block`: their step scopes are already kept), and ops
 reading a value that the forward overwrites later (batch_norm's running statistics). Values read
 inside sub-blocks of the backward are kept too, since a sub-block reads by name.
+
+Selective keeping (`RecomputePolicy(checkpoints, keep=0.1)`; "auto" uses it): within the budget
+of `keep` times the bytes the backward would keep without checkpoints, some values inside the
+segments are kept as well, chosen greedily by the estimated recompute time they save per byte
+(a matmul or convolution's output is costly to recompute for its size, an elementwise op's
+cheap), like Megatron-LM's selective activation recomputation, but by an estimate instead of a
+fixed list of ops. Gradients are unchanged: a kept value is the forward's own.
 """
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Iterable, Sequence, Union
 
 from .framework import BACKWARD, Block, Operator
 from .framework.names import EMPTY_VAR_NAME, RECOMPUTE_SUFFIX
 from .framework.op_def import SHAPE_ONLY_SLOTS
 
 
+# the share of the no-checkpoint activation bytes that "auto" spends on selective keeping
+AUTO_KEEP = 0.1
+
+
 class RecomputeError(ValueError):
     """A checkpoint list that cannot be used (not a variable, not on the path to the loss)."""
 
 
+@dataclass(frozen=True)
+class RecomputePolicy:
+    """Checkpoints (names, Variables or "auto") plus selective keeping: `keep` is the memory
+    budget, as a share of the bytes the backward keeps without checkpoints, for values inside
+    the segments that are kept instead of recomputed (those saving the most time per byte)."""
+    checkpoints: Union[Sequence, str]
+    keep: float = AUTO_KEEP
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.keep, (int, float)) and 0 <= self.keep <= 1):
+            raise RecomputeError(f"RecomputePolicy: keep must be a share in [0, 1], got {self.keep!r}")
+
+
 def apply_recompute(block: Block, path: Sequence[Operator], backward_start: int,
-                    checkpoints: Iterable[str] | str) -> list[str]:
+                    checkpoints: Iterable[str] | str | RecomputePolicy) -> list[str]:
     """Rewrite `block.ops[backward_start:]` (the grad ops of the forward ops `path`, which lead
     to the targets) to recompute segments between `checkpoints`, or ones chosen by "auto";
-    return the checkpoints used."""
+    return the checkpoints used. "auto" also keeps values selectively (`AUTO_KEEP`)."""
+    keep = 0.0
+    if isinstance(checkpoints, RecomputePolicy):
+        checkpoints, keep = checkpoints.checkpoints, checkpoints.keep
+    elif checkpoints == "auto":
+        keep = AUTO_KEEP
     forward_ops = block.ops[:backward_start]
     if checkpoints == "auto":
         checkpoints = auto_checkpoints(block, path, backward_start)
@@ -49,9 +79,106 @@ def apply_recompute(block: Block, path: Sequence[Operator], backward_start: int,
     last_segment = max(segment_of_op.values(), default=0)
     recomputable = {name: op for name, op in producers.items()
                     if name not in kept and segment_of_op[id(op)] < last_segment}
-    block.ops[backward_start:] = _Rewriter(block, recomputable, segment_of_op).rewrite(block.ops[backward_start:])
+    grad_ops = block.ops[backward_start:]
+    if keep > 0:
+        budget = keep * sum(_nbytes(block, n) for n in _saved_values(grad_ops, producers))
+        for name in _selective_keep(block, recomputable, segment_of_op, grad_ops, budget):
+            del recomputable[name]
+    block.ops[backward_start:] = _Rewriter(block, recomputable, segment_of_op).rewrite(grad_ops)
     block.program._bump()
     return checkpoints
+
+
+def _saved_values(grad_ops: Sequence[Operator], producers: dict[str, Operator]) -> set[str]:
+    """The forward values the grad ops read for their data (the executor keeps only a stand-in
+    of a value read for its shape): what the backward keeps alive without checkpoints."""
+    return {n for op in grad_ops for slot, names in op.inputs.items()
+            if slot not in SHAPE_ONLY_SLOTS.get(op.type, ()) for n in names if n in producers}
+
+
+def _data_reads(op: Operator, recomputable: dict[str, Operator]) -> list[str]:
+    """The recomputable values `op` reads for their data, not only for their shape."""
+    shape_only = SHAPE_ONLY_SLOTS.get(op.type, ())
+    return list(dict.fromkeys(n for slot, names in op.inputs.items() if slot not in shape_only
+                              for n in names if n in recomputable))
+
+
+# estimated cost per output element (nanoseconds on one core with NumPy; only the ratios matter)
+_GEMM_NS_PER_MAC = 0.04   # matmul / convolution: per multiply-add of the reduced dimension
+_VIEW_NS = 0.05           # reshape, transpose, ...: a view or one copy
+_TRANSCENDENTAL_NS = 3.0  # exp, tanh, normalisations: several passes over the data
+_ELEMENTWISE_NS = 1.0
+_VIEW_OPS = {"reshape", "reshape2", "transpose", "transpose2", "squeeze", "unsqueeze", "flatten",
+             "slice", "assign", "cast", "expand", "split"}
+_TRANSCENDENTAL_OPS = {"gelu", "softmax", "attention_softmax", "log_softmax", "layer_norm",
+                       "batch_norm", "group_norm", "instance_norm", "exp", "log", "tanh", "sigmoid",
+                       "silu", "swish", "erf", "pow", "sqrt", "rsqrt", "softplus", "mish", "elu",
+                       "softmax_with_cross_entropy", "dropout"}
+
+
+def _elements(block: Block, name: str) -> int:
+    var = block._find_var_recursive(name)
+    return 0 if var is None else math.prod(max(int(d), 1) for d in var.shape)
+
+
+def _op_cost(block: Block, op: Operator) -> float:
+    """Estimated time to run `op` once (arbitrary units): what recomputing it costs."""
+    out = sum(_elements(block, n) for n in op.output_arg_names if n != EMPTY_VAR_NAME)
+    if op.type == "matmul":
+        x = block._find_var_recursive(op.input("X")[0])
+        shape = list(x.shape) if x is not None else [1]
+        reduced = shape[-2] if op.attrs.get("transpose_x") and len(shape) > 1 else shape[-1]
+        return out * max(int(reduced), 1) * _GEMM_NS_PER_MAC
+    if "Filter" in op.inputs and op.input("Filter"):
+        weight = block._find_var_recursive(op.input("Filter")[0])
+        per_output = math.prod(max(int(d), 1) for d in weight.shape[1:]) if weight is not None else 1
+        return out * per_output * _GEMM_NS_PER_MAC
+    if op.type in _VIEW_OPS:
+        return out * _VIEW_NS
+    return out * (_TRANSCENDENTAL_NS if op.type in _TRANSCENDENTAL_OPS else _ELEMENTWISE_NS)
+
+
+def _selective_keep(block: Block, recomputable: dict[str, Operator], segment_of_op: dict[int, int],
+                    grad_ops: Sequence[Operator], budget: float) -> set[str]:
+    """Values to keep instead of recompute, within `budget` bytes: greedily the one whose
+    keeping saves the most estimated recompute time per byte, until none fits."""
+    wanted: dict[int, set[str]] = defaultdict(set)
+    for op in grad_ops:
+        for name in _data_reads(op, recomputable):
+            wanted[segment_of_op[id(recomputable[name])]].add(name)
+    cost = {id(op): _op_cost(block, op) for op in recomputable.values()}
+    chosen: set[str] = set()
+
+    def needed_ops(names: set[str]) -> dict[int, Operator]:
+        ops: dict[int, Operator] = {}
+        stack = [n for n in names if n not in chosen]
+        while stack:
+            op = recomputable.get(stack.pop())
+            if op is not None and id(op) not in ops:
+                ops[id(op)] = op
+                stack += [n for n in op.input_arg_names if n in recomputable and n not in chosen]
+        return ops
+
+    spent = 0
+    while True:
+        best = None
+        for names in wanted.values():
+            ops = needed_ops(names)
+            base = sum(cost[i] for i in ops)
+            for op in ops.values():
+                for name in op.output_arg_names:
+                    size = _nbytes(block, name) if name in recomputable and name not in chosen else 0
+                    if size == 0 or spent + size > budget:
+                        continue
+                    chosen.add(name)
+                    saved = base - sum(cost[i] for i in needed_ops(names))
+                    chosen.discard(name)
+                    if saved > 0 and (best is None or saved / size > best[0]):
+                        best = (saved / size, name, size)
+        if best is None:
+            return chosen
+        chosen.add(best[1])
+        spent += best[2]
 
 
 def auto_checkpoints(block: Block, forward_ops: Sequence[Operator], backward_start: int) -> list[str]:
@@ -182,13 +309,15 @@ class _Rewriter:
         self.reads_by_segment: dict[int, set[str]] = defaultdict(set)
 
     def rewrite(self, grad_ops: list[Operator]) -> list[Operator]:
+        # a read of the shape only (`reduce_as` Target, ...) keeps the original name: the
+        # executor keeps a memory-free stand-in of it, so recomputing a value for its shape would
+        # be waste (e.g. the last matmul of each fc segment, read in the backward by reduce_as)
         for op in grad_ops:
-            for name in op.input_arg_names:
-                if name in self.recomputable:
-                    self.reads_by_segment[self._segment(name)].add(name)
+            for name in _data_reads(op, self.recomputable):
+                self.reads_by_segment[self._segment(name)].add(name)
         result: list[Operator] = []
         for op in grad_ops:
-            needed = [n for n in op.input_arg_names if n in self.recomputable]
+            needed = _data_reads(op, self.recomputable)
             for segment in sorted({self._segment(n) for n in needed} - self.done, reverse=True):
                 result += self._recompute(segment)
                 self.done.add(segment)

@@ -17,10 +17,14 @@ def _run(build, checkpoints, feed, scope=None, optimizer=None):
     main, startup = fg.Program(), fg.Program()
     with fg.program_guard(main, startup), unique_name_guard():
         loss, cks = build()
+        if isinstance(checkpoints, fg.RecomputePolicy):  # the policy's checkpoints by the build's names
+            checkpoints = fg.RecomputePolicy(cks(checkpoints.checkpoints), checkpoints.keep)
+        elif callable(cks):
+            checkpoints = cks(checkpoints)
         if optimizer is not None:
-            _, pairs = optimizer().minimize(loss, checkpoints=cks(checkpoints) if callable(cks) else checkpoints)
+            _, pairs = optimizer().minimize(loss, checkpoints=checkpoints)
         else:
-            pairs = fg.append_backward(loss, checkpoints=cks(checkpoints) if callable(cks) else checkpoints)
+            pairs = fg.append_backward(loss, checkpoints=checkpoints)
     fresh = scope is None
     scope = scope if scope is not None else fg.Scope()
     exe = fg.Executor()
@@ -70,6 +74,62 @@ def test_mlp_gradients_are_bit_identical_and_activations_shrink():
     assert manual_stats.peak_activation_bytes < 0.5 * ref.peak_activation_bytes
     assert results["auto"][0].peak_activation_bytes < 0.5 * ref.peak_activation_bytes
     assert program.recompute_checkpoints  # the checkpoints used are recorded on the program
+
+
+def _recomputed(program, op_type=None):
+    return [op for op in program.global_block().ops if any(RECOMPUTE_SUFFIX in n for n in op.output_arg_names)
+            and op_type in (None, op.type)]
+
+
+def _fc_stack(depth=8, width=16):
+    """fc layers (matmul, bias add, relu) and a mean: the bias add's grad reads the matmul's
+    output and its own for their shapes only (reduce_as Target)."""
+    def build():
+        h = fg.static.data("x", [None, width], "float64")
+        hidden = []
+        for _ in range(depth):
+            h = fg.static.nn.fc(h, width, activation="relu")
+            hidden.append(h)
+        return fg.mean(h), lambda which: which if which in (None, "auto") else [hidden[i] for i in which]
+    return build
+
+
+def test_values_read_for_their_shape_only_are_not_recomputed():
+    """Segments of 4 fc layers: the grad ops read the outputs of the first 3 layers' relu, so 3
+    matmuls per segment are recomputed, not the 4th (its output is read only for its shape)."""
+    feed = {"x": _RNG.standard_normal((8, 16))}
+    _, results = _compare(_fc_stack(depth=12), feed, [[3, 7]])
+    program = results["[3, 7]"][1]
+    assert len(_recomputed(program, "matmul")) == 2 * 3
+
+
+def test_selective_keeping_recomputes_less_within_its_budget():
+    """RecomputePolicy(checkpoints, keep): the same gradients bit for bit; the larger the share
+    of the activation bytes it may keep, the fewer ops it recomputes and the more it keeps;
+    keep=0 is plain checkpointing, and "auto" keeps selectively by default."""
+    feed = {"x": _RNG.standard_normal((128, 16))}  # activations outweigh the weights' gradients
+    policies = [fg.RecomputePolicy([3, 7], keep) for keep in (0.0, 0.15, 0.4)]
+    ref, results = _compare(_fc_stack(depth=12), feed, [[3, 7]] + policies + [fg.RecomputePolicy("auto", 0.0)])
+    plain_stats, plain = results["[3, 7]"]
+    counts = [len(_recomputed(results[str(p)][1])) for p in policies]
+    peaks = [results[str(p)][0].peak_activation_bytes for p in policies]
+    assert counts[0] == len(_recomputed(plain)) and peaks[0] == plain_stats.peak_activation_bytes
+    assert counts[0] > counts[1] > counts[2] > 0
+    assert peaks[0] <= peaks[1] <= peaks[2] < ref.peak_activation_bytes
+    _, auto = _compare(_fc_stack(depth=12), feed, ["auto"])
+    assert len(_recomputed(auto["auto"][1])) < len(_recomputed(results[str(fg.RecomputePolicy("auto", 0.0))][1]))
+
+
+def test_selective_keeping_on_dropout_cnn_and_loop_is_bit_identical():
+    _compare(_mlp(depth=6, dropout=True), {"x": _RNG.standard_normal((8, 16))}, [fg.RecomputePolicy([1, 3], 0.3)])
+    _compare(_cnn(), {"img": _RNG.standard_normal((4, 2, 8, 8)), "label": _RNG.integers(0, 3, (4, 1))},
+             [fg.RecomputePolicy(["manual"], 0.3)])
+    _compare(_loop(), {"x": _RNG.standard_normal((4, 6))}, [fg.RecomputePolicy(["manual"], 0.3)])
+
+
+def test_bad_keep_share_is_a_clear_error():
+    with pytest.raises(RecomputeError, match="keep must be a share"):
+        fg.RecomputePolicy("auto", 1.5)
 
 
 def test_auto_names_about_sqrt_n_checkpoints():
@@ -321,7 +381,7 @@ def test_static_copy_of_a_traced_gpt_trains_identically_with_checkpoints():
     _, traced, batch = _static_gpt_grads("blocks")
     concrete = traced.concrete_program
     results = []
-    for checkpoints in (None, concrete.checkpoints):
+    for checkpoints in (None, concrete.checkpoints, fg.RecomputePolicy(concrete.checkpoints, 0.1)):
         main, startup = concrete.main_program.clone(), fg.Program()
         with fg.program_guard(main, startup):
             loss = main.global_block().var(concrete.outputs[0].name)
@@ -333,7 +393,9 @@ def test_static_copy_of_a_traced_gpt_trains_identically_with_checkpoints():
         feed = {v.name: value for v, value in zip(concrete.inputs, batch)}
         _, stats = exe.run(main, feed=feed, fetch_list=[loss], scope=scope, return_stats=True)
         results.append(({name: np.array(scope[name]) for name, _ in concrete.parameters}, stats))
-    (plain, plain_stats), (recomputed, stats) = results
+    (plain, plain_stats), (recomputed, stats), (selective, selective_stats) = results
     for name, value in plain.items():
         np.testing.assert_array_equal(recomputed[name], value)
+        np.testing.assert_array_equal(selective[name], value)
     assert stats.peak_activation_bytes < 0.6 * plain_stats.peak_activation_bytes
+    assert selective_stats.peak_activation_bytes < 0.6 * plain_stats.peak_activation_bytes
