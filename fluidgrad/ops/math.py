@@ -10,6 +10,7 @@ from ..framework import dtypes
 from ..framework.variable import normalize_dtype
 from . import cast_formats
 from .grad_builder import GradBuilder
+from .reduce import block_sum
 from .registry import NO_GRADIENT, ZERO_GRADIENT, register_op
 from .shape_rules import (
     binary_broadcast,
@@ -410,7 +411,12 @@ def _reduce_as_kernel(x, target):
     lead = x.ndim - target.ndim
     axes = tuple(range(lead)) + tuple(i + lead for i, d in enumerate(target.shape)
                                       if d == 1 and x.shape[i + lead] != 1)
-    return x.sum(axis=axes, keepdims=True).reshape(target.shape) if axes else x.reshape(target.shape)
+    if not axes:
+        return x.reshape(target.shape)
+    fast = block_sum(x, axes)   # e.g. a conv bias's gradient: two BLAS products
+    if fast is not None:
+        return fast.reshape(target.shape)
+    return x.sum(axis=axes, keepdims=True).reshape(target.shape)
 
 
 def _expand_as_kernel(x, target):
