@@ -145,9 +145,8 @@ def bench_wide_chain(n_ops: int, rounds: int, shape: tuple[int, int] = (100, 100
     """Per-op time of the per-op benchmark's chain on (100, 100) float64 tensors, where the
     arrays cost more than the bookkeeping. Backward reads none of the intermediates (the
     gradient of `h * a` by h is `dout * a`; PyTorch saves only `a`), so a framework that saves
-    only what its gradients read frees each one during the forward pass. Memory: each
-    contender's peak RSS growth over one forward + backward, each measured in a fresh process
-    (`--memory-child`), since RSS peaks cannot be reset within one."""
+    only what its gradients read frees each one during the forward pass. Memory is measured
+    in a fresh process per contender (`--memory-child`)."""
     import statistics
     import subprocess
     from common import interleaved_best
@@ -166,30 +165,24 @@ def bench_wide_chain(n_ops: int, rounds: int, shape: tuple[int, int] = (100, 100
     for name, times in per_round.items():
         out = subprocess.run([sys.executable, __file__, "--memory-child", name, "--ops", str(n_ops)],
                              capture_output=True, text=True, check=True).stdout.split()
-        rss, live = float(out[0]), out[1]
         t = statistics.median(times)
-        rows.append([name, f"{t / n_ops * 1e6:.2f}", f"{t / base:.2f}", f"{rss:.1f}", live])
+        rows.append([name, f"{t / n_ops * 1e6:.2f}", f"{t / base:.2f}", out[0], out[1]])
     print_table(f"eager chain of {n_ops} ops (h * a, h + b in turn) on {shape} float64 tensors, forward + backward, "
                 f"one thread, medians of {rounds} alternating rounds",
-                ["implementation", "µs per op", "ratio to PyTorch", "peak RSS growth, MiB",
+                ["implementation", "µs per op", "ratio to PyTorch", "peak array MiB, forward + backward",
                  "arrays alive after forward, MiB"], rows)
 
 
 def _memory_child(name: str, n_ops: int) -> None:
-    """Print the peak RSS growth (MiB) of one forward + backward of the chain, and the bytes
-    of arrays alive when the forward ends (NumPy's, through tracemalloc; for PyTorch the
-    tensors its graph saved, through saved_tensors_hooks)."""
-    import resource
+    """Print the peak bytes (MiB) of arrays alive during one forward + backward of the chain, and
+    those alive when the forward ends. fluidgrad: NumPy's allocations, through tracemalloc;
+    PyTorch (whose allocations tracemalloc does not see): the tensors its graph saved, through
+    saved_tensors_hooks, plus the output (no peak: "-")."""
     import tracemalloc
     import torch
     torch.set_num_threads(1)
-    fn = _wide_contenders(n_ops, (100, 100))[name]
     rng = np.random.default_rng(0)
     x0, a0, b0 = rng.standard_normal((100, 100)), rng.uniform(0.5, 1.5, (100, 100)), rng.standard_normal((100, 100))
-    with open("/proc/self/statm") as f:
-        before = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    fn()
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     if name == "PyTorch eager":
         saved: dict[int, int] = {}
 
@@ -199,16 +192,18 @@ def _memory_child(name: str, n_ops: int) -> None:
         x = torch.tensor(x0, requires_grad=True)
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
             h = _chain(x, torch.tensor(a0), torch.tensor(b0), n_ops)
-        live = sum(saved.values()) + h.nbytes
-    else:
-        x = fg.to_tensor(x0, stop_gradient=False)
-        a, b = fg.to_tensor(a0), fg.to_tensor(b0)
-        tracemalloc.start()
-        h = _chain(x, a, b, n_ops)
-        live = tracemalloc.get_traced_memory()[0]
-        tracemalloc.stop()
-    print(f"{(peak - before) / 2**20:.1f} {live / 2**20:.1f}")
-    del h
+        print(f"- {(sum(saved.values()) + h.nbytes) / 2**20:.1f}")
+        return
+    x = fg.to_tensor(x0, stop_gradient=False)
+    a, b = fg.to_tensor(a0), fg.to_tensor(b0)
+    _chain(fg.to_tensor(x0, stop_gradient=False), a, b, 4).sum().backward()  # first-call set-up is not the chain's
+    tracemalloc.start()
+    h = _chain(x, a, b, n_ops)
+    live = tracemalloc.get_traced_memory()[0]
+    h.sum().backward()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    print(f"{peak / 2**20:.1f} {live / 2**20:.1f}")
 
 
 def bench_mlp_step(repeat: int, batch: int = 64) -> None:

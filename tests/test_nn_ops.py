@@ -753,3 +753,30 @@ def test_bad_input_names_the_op(build, message):
     with fg.program_guard(fg.Program(), fg.Program()):
         with pytest.raises((ValueError, fg.framework.errors.FluidgradError), match=message):
             build()
+
+
+def test_float32_erf_and_gelu_match_torch_over_the_whole_line():
+    """The float32 erf (tanh of an odd polynomial) and exact gelu and its slope, on a dense grid
+    across and beyond erf's transition, within a few float32 ulps of PyTorch's float64 values."""
+    x = np.concatenate([np.linspace(-10, 10, 200001), [0.0, 1e-30, -1e-30, 1e6, -1e6]]).astype(np.float32)
+    x64 = torch.from_numpy(x.astype(np.float64))
+    xt = x64.clone().requires_grad_()
+    TF.gelu(xt).sum().backward()
+    ours = fg.to_tensor(x, stop_gradient=False)
+    fg.sum(F.gelu(ours)).backward()
+    for got, want, atol in ((fg.erf(fg.to_tensor(x)).numpy(), torch.erf(x64).numpy(), 2e-7),
+                            (F.gelu(fg.to_tensor(x)).numpy(), TF.gelu(x64).numpy(), 6e-7),
+                            (ours.grad.numpy(), xt.grad.numpy(), 3e-7)):
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, want, rtol=5e-7, atol=atol)
+
+
+@pytest.mark.parametrize("ksize, strides, paddings", [(2, 2, 0), (3, 2, 1)])
+def test_max_pool_nan_and_ties_match_torch_values_and_indices(ksize, strides, paddings):
+    x = RNG.standard_normal((2, 3, 6, 6)).astype(np.float32)
+    x[0, 0, 1, 1] = x[1, 2, 4, 5] = np.nan
+    x[1, 1, 2:4, 2:4] = 1.0   # a tied window
+    out, mask = F.max_pool2d(fg.to_tensor(x), ksize, strides, paddings, return_mask=True)
+    t_out, t_mask = TF.max_pool2d(torch.from_numpy(x), ksize, strides, paddings, return_indices=True)
+    np.testing.assert_array_equal(out.numpy(), t_out.numpy())
+    np.testing.assert_array_equal(mask.numpy(), t_mask.numpy())

@@ -1,6 +1,6 @@
 """Imported NN-ish ONNX ops against PyTorch: LSTM / GRU (exported by torch.onnx.export and
-hand-built with sequence_lens), Resize and GridSample models, and a CNN with BatchNorm: outputs,
-gradients by append_backward, and a few SGD steps."""
+hand-built with sequence_lens), Resize and GridSample models, a CNN with BatchNorm, DeformConv:
+outputs, gradients by append_backward, and a few SGD steps."""
 from __future__ import annotations
 
 import warnings
@@ -178,3 +178,47 @@ def test_lstm_sequence_lens_equal_pytorch_packed_sequences(direction):
     np.testing.assert_allclose(y[:, 0], ref.detach().numpy(), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(y_h, h_n.detach().numpy(), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(y_c, c_n.detach().numpy(), rtol=1e-10, atol=1e-12)
+
+
+def _deform_model(x_shape, w, offset_shape, with_mask):
+    inputs = [helper.make_tensor_value_info("X", TensorProto.DOUBLE, list(x_shape)),
+              helper.make_tensor_value_info("offset", TensorProto.DOUBLE, list(offset_shape))]
+    names = ["X", "W", "offset", "", "mask"] if with_mask else ["X", "W", "offset"]
+    if with_mask:
+        inputs.append(helper.make_tensor_value_info("mask", TensorProto.DOUBLE,
+                                                    [offset_shape[0], offset_shape[1] // 2] + list(offset_shape[2:])))
+    node = helper.make_node("DeformConv", names, ["Y"], pads=[1, 1, 1, 1], strides=[1, 1])
+    out_shape = [x_shape[0], w.shape[0]] + list(offset_shape[2:])
+    graph = helper.make_graph([node], "deform", inputs, [helper.make_tensor_value_info("Y", TensorProto.DOUBLE, out_shape)],
+                              [numpy_helper.from_array(w, "W")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
+
+
+def test_deform_conv_with_zero_offsets_is_conv_and_its_offset_gradient_is_numeric():
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal((2, 3, 5, 4)), rng.standard_normal((4, 3, 3, 3))
+    offset_shape = (2, 18, 5, 4)
+    scope = fg.Scope()
+    program, feeds, (y,) = import_model(_deform_model(x.shape, w, offset_shape, with_mask=True), scope)
+    mask = rng.uniform(0.5, 1.5, (2, 9, 5, 4))
+    exe = fg.Executor()
+    got, = exe.run(program, feed={"X": x, "offset": np.zeros(offset_shape), "mask": np.ones((2, 9, 5, 4))},
+                   fetch_list=[y], scope=scope)
+    want = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), padding=1).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    with fg.program_guard(program, fg.Program()):
+        offset_var = program.global_block().var("offset")
+        offset_var.stop_gradient = False
+        loss = fg.sum(fg.square(y))
+        grad, = fg.gradients([loss], [offset_var])
+    offsets = rng.uniform(-0.8, 0.8, offset_shape) + 0.1   # away from integer kinks
+    feed = {"X": x, "offset": offsets, "mask": mask}
+    analytic, = exe.run(program, feed=feed, fetch_list=[grad], scope=scope)
+    eps, numeric = 1e-6, np.zeros(offset_shape)
+    for index in [(0, 0, 1, 1), (1, 7, 2, 3), (0, 17, 4, 0), (1, 10, 0, 2)]:
+        for sign in (1, -1):
+            shifted = offsets.copy()
+            shifted[index] += sign * eps
+            value, = exe.run(program, feed={**feed, "offset": shifted}, fetch_list=[loss], scope=scope)
+            numeric[index] += sign * float(value) / (2 * eps)
+        np.testing.assert_allclose(analytic[index], numeric[index], rtol=1e-5, atol=1e-7)

@@ -67,16 +67,25 @@ def grad_reads(maker: Any) -> GradReads | None:
     return reads
 
 
-_TREES: dict[str, ast.Module | None] = {}
+_FUNCTIONS: dict[str, dict[int, list[ast.FunctionDef | ast.Lambda]]] = {}
 
 
-def _module_tree(filename: str) -> ast.Module | None:
-    if filename not in _TREES:
+def _functions_by_line(filename: str) -> dict[int, list[ast.FunctionDef | ast.Lambda]]:
+    """Every function and lambda of a source file, by the line its code object starts at
+    (a decorated function's first decorator); parsed once per file."""
+    if filename not in _FUNCTIONS:
+        found: dict[int, list] = {}
         try:
-            _TREES[filename] = ast.parse("".join(linecache.getlines(filename)))
+            tree = ast.parse("".join(linecache.getlines(filename)))
         except (SyntaxError, ValueError):
-            _TREES[filename] = None
-    return _TREES[filename]
+            tree = None
+        for node in ast.walk(tree) if tree is not None else ():
+            if isinstance(node, (ast.FunctionDef, ast.Lambda)):
+                first = node.decorator_list[0].lineno if isinstance(node, ast.FunctionDef) and node.decorator_list \
+                    else node.lineno
+                found.setdefault(first, []).append(node)
+        _FUNCTIONS[filename] = found
+    return _FUNCTIONS[filename]
 
 
 def _function_node(fn: Callable) -> ast.FunctionDef | ast.Lambda:
@@ -84,19 +93,10 @@ def _function_node(fn: Callable) -> ast.FunctionDef | ast.Lambda:
     code = getattr(fn, "__code__", None)
     if code is None:
         raise _Unknown
-    tree = _module_tree(code.co_filename)
-    if tree is None:
-        raise _Unknown
     params = list(code.co_varnames[:code.co_argcount])
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.Lambda)):
-            first = node.decorator_list[0].lineno if isinstance(node, ast.FunctionDef) and node.decorator_list \
-                else node.lineno
-            name = node.name if isinstance(node, ast.FunctionDef) else "<lambda>"
-            if first == code.co_firstlineno and name == code.co_name and \
-                    [a.arg for a in node.args.args] == params:
-                found.append(node)
+    found = [node for node in _functions_by_line(code.co_filename).get(code.co_firstlineno, ())
+             if (node.name if isinstance(node, ast.FunctionDef) else "<lambda>") == code.co_name
+             and [a.arg for a in node.args.args] == params]
     if len(found) != 1:
         raise _Unknown
     return found[0]

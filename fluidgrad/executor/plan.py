@@ -13,6 +13,12 @@ A plan is generated source such as
 compiled once and cached. Kernels are bound as globals (with their attributes), simple
 ops are pasted as expressions, and every intermediate is `del`eted after its last use,
 so the interpreter does no dispatch at run time. `plan.source` shows what will run.
+
+Buffer reuse (`REUSE_BUFFERS`): an elementwise op may write into an input that dies there
+(`(into x)` in the source; inplace.py checks at run time that nobody else holds the array); a
+value whose later readers need only its shape is replaced by a memory-free stand-in after its
+last real use (`_meta`); optimizer ops run as soon as the gradient they read is complete
+(`schedule`). A sub-block's step scope keeps only what its grad blocks read.
 """
 from __future__ import annotations
 

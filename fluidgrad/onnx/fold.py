@@ -19,6 +19,32 @@ from .load import tensor_to_array
 FOLD_LIMIT = 64
 
 
+class SymDim:
+    """A dimension unknown when the program is built (a dynamic batch): dimension `axis` of
+    fluidgrad variable `var`, or (var None) something computed from such dimensions. Shape
+    arithmetic keeps these in object arrays; Reshape and Expand turn them into -1 / 0."""
+
+    def __init__(self, var: str | None = None, axis: int = -1) -> None:
+        self.var, self.axis = var, axis
+
+    def __repr__(self) -> str:
+        return f"{self.var}.shape[{self.axis}]" if self.var else "(unknown)"
+
+    def _derived(self, *_: Any) -> "SymDim":
+        return SymDim()
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _derived
+    __floordiv__ = __rfloordiv__ = __truediv__ = __rtruediv__ = __mod__ = __neg__ = _derived
+
+
+SYMBOLIC_FOLDERS = {"Gather", "Concat", "Unsqueeze", "Squeeze", "Slice", "Identity", "Cast", "Reshape",
+                    "Add", "Sub", "Mul", "Div"}
+
+
+def symbolic(value: Any) -> bool:
+    return isinstance(value, np.ndarray) and value.dtype == object
+
+
 def _axes(attrs: dict, inputs: list, opset: int, since: int) -> Any:
     if opset < since:
         return attrs.get("axes")
@@ -71,6 +97,8 @@ def _reshape(attrs, inputs, opset):
 
 def _div(attrs, inputs, opset):
     x, y = inputs
+    if symbolic(x) or symbolic(y):
+        return np.asarray(x // y, dtype=object)  # dimensions are positive: floor = truncation
     return np.trunc(x / y).astype(x.dtype) if x.dtype.kind in "iu" else (x / y).astype(x.dtype)
 
 
@@ -143,13 +171,19 @@ FOLDERS["Range"] = _range
 
 
 def foldable(op_type: str, values: list) -> bool:
-    """All inputs known tensors (ints, bools or floats) of at most FOLD_LIMIT elements."""
+    """All inputs known tensors (ints, bools or floats) of at most FOLD_LIMIT elements; shape
+    tensors with unknown dimensions (SymDim) only through the ops that move or combine them."""
+    kinds = "iubfO" if op_type in SYMBOLIC_FOLDERS else "iubf"
     return op_type in FOLDERS and bool(values) and all(
-        v is not None and v.dtype.kind in "iubf" and v.size <= FOLD_LIMIT for v in values)
+        v is not None and v.dtype.kind in kinds and v.size <= FOLD_LIMIT for v in values)
 
 
 def fold_node(op_type: str, attrs: dict, values: list, opset: int, cast_to: str | None) -> np.ndarray:
     out = np.asarray(FOLDERS[op_type](attrs, values, opset))
     if out.size > FOLD_LIMIT:
         raise ValueError("too large to fold")
+    if symbolic(out) or any(symbolic(v) for v in values):
+        if cast_to and not cast_to.startswith(("int", "uint")):
+            raise ValueError("an unknown dimension cast to a non-integer type")
+        return np.asarray(out, dtype=object)
     return out.astype(cast_to) if cast_to else out

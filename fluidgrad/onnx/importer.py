@@ -26,7 +26,7 @@ from . import dtypes
 from .dtypes import value_info_type
 from .errors import OnnxImportError, UnsupportedOnnxOpError, ValueRequiredError
 from .evaluate import evaluate_constant
-from .fold import fold_node, foldable
+from .fold import SymDim, fold_node, foldable, symbolic
 from .functions import expand_function, find_function
 from .load import DEFAULT_DOMAINS, default_opset, load_model, tensor_to_array
 
@@ -169,6 +169,10 @@ class GraphImporter:
             if name in graph.env:
                 return graph.env[name]
             if name in graph.consts:
+                if symbolic(graph.consts[name]):
+                    raise OnnxImportError(f"ONNX value {name!r} is computed from dimensions unknown when the "
+                                          f"program is built ({list(graph.consts[name])}), and is used as data; "
+                                          f"give the model's inputs fixed sizes")
                 var = graph.model.add_constant(graph.consts[name], name=None)
                 graph.env[name] = var
                 return var
@@ -259,8 +263,11 @@ class GraphImporter:
         sources = frozenset().union(*(self.lookup_sources(n) for n in _names_read(node)))
         for name in node.output:
             self.sources[name] = sources
-        if node.domain in DEFAULT_DOMAINS and (self.try_fold(ctx) or self.try_inline_if(ctx)):
+        if node.domain in DEFAULT_DOMAINS and (self.try_fold(ctx) or self.try_inline_if(ctx) or
+                                               self.try_symbolic_shape(ctx)):
             return
+        if node.domain in DEFAULT_DOMAINS and node.op_type in ("Reshape", "Expand") and symbolic(ctx.maybe_const(1)):
+            ctx.overrides[1] = resolve_symbolic_shape(ctx)
         fn = find_converter(node.op_type if node.domain in DEFAULT_DOMAINS else f"{node.domain}:{node.op_type}",
                             opset)
         if fn is None:
@@ -292,6 +299,22 @@ class GraphImporter:
             value = fold_node(ctx.node.op_type, ctx.attrs, values, ctx.opset, cast_to)
         except (ValueError, IndexError, TypeError, KeyError):
             return False  # not foldable after all: the converter builds ops (or says why not)
+        self.bind_outputs(ctx, [value])
+        return True
+
+    def try_symbolic_shape(self, ctx: "NodeContext") -> bool:
+        """Shape of a variable with unknown (-1) dimensions: an object array whose unknown
+        entries are SymDims, so Shape -> Gather -> Concat -> Reshape chains of a model
+        exported with a dynamic batch still fold (see fold.py and resolve_symbolic_shape)."""
+        if ctx.node.op_type != "Shape" or ctx.maybe_const(0) is not None:
+            return False
+        var = ctx.input(0)
+        if not isinstance(var, Variable) or all(d >= 0 for d in var.shape):
+            return False
+        dims = [SymDim(var.name, k) if d < 0 else int(d) for k, d in enumerate(var.shape)]
+        picked = dims[slice(ctx.attr("start", 0), ctx.attr("end", None))]
+        value = np.empty(len(picked), dtype=object)
+        value[:] = picked
         self.bind_outputs(ctx, [value])
         return True
 
@@ -335,6 +358,7 @@ class NodeContext:
         self.node = node
         self.opset = opset
         self.attrs = {a.name: _attr_value(a) for a in node.attribute}
+        self.overrides: dict[int, np.ndarray] = {}  # input values the importer resolved for the converter
 
     # -- description and errors
     def where(self) -> str:
@@ -380,6 +404,8 @@ class NodeContext:
         return [self.input(i) for i in range(self.num_inputs) if self.has_input(i)]
 
     def maybe_const(self, i: int) -> np.ndarray | None:
+        if i in self.overrides:
+            return self.overrides[i]
         return self.graph.lookup_const(self.node.input[i]) if self.has_input(i) else None
 
     def const(self, i: int, what: str) -> np.ndarray:
@@ -387,6 +413,10 @@ class NodeContext:
         value = self.maybe_const(i)
         if value is None and self.has_input(i):
             value = self.graph.evaluate(self.node.input[i])
+        if symbolic(value):
+            raise UnsupportedOnnxOpError(f"{self.where()}: input {i} ({self.node.input[i]!r}, the {what}) depends on "
+                                         f"dimensions unknown when the program is built: {list(value)}; fluidgrad "
+                                         f"resolves those only in Reshape and Expand shapes")
         if value is None:
             name = self.node.input[i] if self.has_input(i) else ""
             sources = sorted(self.graph.lookup_sources(name))
@@ -451,6 +481,36 @@ class NodeContext:
     def scalar(self, value: float, dtype: str) -> Variable:
         """A 0-d constant made by `fill_constant`, so it lives in the program itself."""
         return self.op("fill_constant", {}, shape=[], value=float(value), dtype=dtype)
+
+
+def resolve_symbolic_shape(ctx: NodeContext) -> np.ndarray:
+    """A Reshape / Expand target holding SymDims, as the ints the op attributes take:
+    Reshape copies (0) a dimension of its own input at the same position, and the one
+    remaining unknown becomes -1; Expand keeps (-1) an unknown dimension the input has too."""
+    target = list(ctx.maybe_const(1).reshape(-1))
+    x = ctx.input(0)
+    unknown = [k for k, d in enumerate(target) if isinstance(d, SymDim)]
+    if ctx.node.op_type == "Expand":
+        offset = len(target) - len(x.shape)
+        for k in unknown:
+            if k - offset < 0 or x.shape[k - offset] != -1:
+                raise ctx.unsupported(f"expanding {list(x.shape)} to {target}: a dimension unknown when the "
+                                      f"program is built would broadcast a known one")
+            target[k] = -1
+        return np.asarray(target, dtype="int64")
+    if ctx.attr("allowzero", 0):
+        raise ctx.unsupported(f"a shape {target} with unknown dimensions under allowzero=1")
+    for k in list(unknown):
+        d = target[k]
+        if d.var == x.name and d.axis == k:
+            target[k] = 0
+            unknown.remove(k)
+    if len(unknown) > 1 or (unknown and -1 in target):
+        raise ctx.unsupported(f"reshaping {list(x.shape)} to {target}: more than one dimension is unknown when "
+                              f"the program is built")
+    for k in unknown:
+        target[k] = -1
+    return np.asarray(target, dtype="int64")
 
 
 def _names_read(node: onnx.NodeProto) -> list[str]:

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from .elementwise import _erf_kernel
+from .elementwise import ERF_TANH_COEFFS, _erf_kernel, erf_tanh_argument
 from .registry import ZERO_GRADIENT, register_op
 from .shape_rules import float_only, same_as
 
@@ -199,19 +199,38 @@ _SQRT_2_OVER_PI, _GELU_A = math.sqrt(2.0 / math.pi), 0.044715
 _INV_SQRT_2PI, _INV_SQRT_2 = 1.0 / math.sqrt(2.0 * math.pi), 1.0 / math.sqrt(2.0)
 
 
+# erf(x / sqrt(2)) = tanh(x Q(x^2)): the 1 / sqrt(2) folded into the erf polynomial's coefficients
+_GELU_ERF_COEFFS = tuple(c / (2.0 ** k * math.sqrt(2.0)) for k, c in enumerate(ERF_TANH_COEFFS))
+_LOG_INV_SQRT_2PI = math.log(_INV_SQRT_2PI)
+
+
+def _gelu_float32_cdf(x, x2):
+    """2 Phi(x) - 1 = erf(x / sqrt(2)) for float32 x, in a new array (x2 = x * x)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        u = erf_tanh_argument(x, x2, _GELU_ERF_COEFFS)
+    return np.tanh(u, out=u)
+
+
+def _gelu_erf(x, x2):
+    if x.dtype == np.float64:
+        return _erf_kernel(x * _INV_SQRT_2)
+    return _gelu_float32_cdf(x.astype(np.float32, copy=False), x2.astype(np.float32, copy=False))
+
+
 def _gelu_kernel(x, approximate=False):
     if approximate:
-        inner = x * x
+        inner = np.multiply(x, x, out=np.empty(x.shape, dtype=x.dtype))
         inner *= x.dtype.type(_SQRT_2_OVER_PI * _GELU_A)
         inner += x.dtype.type(_SQRT_2_OVER_PI)
         inner *= x
-        out = np.tanh(inner)
+        out = np.tanh(inner, out=inner)
     else:
-        out = _erf_kernel(x * x.dtype.type(_INV_SQRT_2))
+        with np.errstate(over="ignore"):   # x^2 of |x| > 1.8e19 is inf, as it should be
+            out = _gelu_erf(x, x * x)
     out += 1
     out *= x
     out *= x.dtype.type(0.5)
-    return out
+    return out.astype(x.dtype, copy=False)
 
 
 def _gelu_slope(x, dout, approximate=False):
@@ -224,16 +243,19 @@ def _gelu_slope(x, dout, approximate=False):
         slope += tanh
         slope += 1
         slope *= t(0.5)
-    else:
-        pdf = np.exp(x * x * t(-0.5))
-        pdf *= x
-        pdf *= t(_INV_SQRT_2PI)
-        slope = _erf_kernel(x * t(_INV_SQRT_2))
-        slope += 1
+    else:   # Phi(x) + x pdf(x): x^2 serves both, then holds pdf = exp(-x^2 / 2 + log(1 / sqrt(2 pi)))
+        with np.errstate(over="ignore"):
+            x2 = np.multiply(x, x, out=np.empty(x.shape, dtype=x.dtype))   # an array also for 0-D x
+        slope = _gelu_erf(x, x2)
         slope *= t(0.5)
+        slope += t(0.5)
+        x2 *= t(-0.5)
+        x2 += t(_LOG_INV_SQRT_2PI)
+        pdf = np.exp(x2, out=x2)
+        pdf *= x
         slope += pdf
     slope *= dout
-    return slope
+    return slope.astype(x.dtype, copy=False)
 
 
 def _gelu_second(g, x, approximate=False):

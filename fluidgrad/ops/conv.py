@@ -11,6 +11,9 @@ gradient is written with the other two (grad of grad for free). `conv{n}d_transp
 """
 from __future__ import annotations
 
+import functools
+import math
+
 import numpy as np
 
 from .geometry import PADDING_ALGORITHMS, Windows, per_axis
@@ -23,7 +26,18 @@ _LAYOUTS = {1: ("NCL", "NCW"), 2: ("NCHW",), 3: ("NCDHW",)}
 
 
 def _windows(x_shape, w_shape, strides, paddings, dilations, padding_algorithm) -> Windows:
-    return Windows(x_shape[2:], w_shape[2:], strides, paddings, dilations, padding_algorithm)
+    return _cached_windows(tuple(x_shape[2:]), tuple(w_shape[2:]), _frozen(strides), _frozen(paddings),
+                           _frozen(dilations), padding_algorithm)
+
+
+def _frozen(value):
+    return tuple(value) if isinstance(value, (list, tuple)) else value
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_windows(spatial, kernel, strides, paddings, dilations, padding_algorithm) -> Windows:
+    """Windows are read-only once built: a training loop's few geometries are built once."""
+    return Windows(spatial, kernel, strides, paddings, dilations, padding_algorithm)
 
 
 def _group_slices(channels: int, out_channels: int, groups: int):
@@ -36,6 +50,56 @@ def _columns(win: np.ndarray, channels: slice) -> np.ndarray:
     part = win[:, channels]
     n, c = part.shape[:2]
     return part.reshape(n, c * int(np.prod(part.shape[2:2 + (part.ndim - 2) // 2])), -1)
+
+
+# ---------------------------------------------------------------- stride 1: shifted flat planes
+# With stride 1, the window at output position q starts at the same flat index q of the padded
+# plane, if the output is laid out with the padded plane's row lengths (`lay`: the first axis
+# the output's, the others the padded input's; the extra positions are junk). Then each kernel
+# offset is one contiguous slice of the flat padded plane, shifted: im2col and col2im become
+# K long contiguous copies or additions instead of K strided ones with inner loops as short as
+# an output row. Measured, it pays for col2im (conv's input gradient) on small planes (the
+# demo's 4x4: 1.4x faster), not for im2col, whose junk columns and crop copy cost more than the
+# strided copy; `_FLAT_BYTES` bounds the columns it builds at once (large ones leave the cache).
+_FLAT_BYTES = 4 << 20
+
+
+def _flat_layout(geo: Windows) -> tuple[list[int], int, list[int]]:
+    """The `lay` extents, their flat size (the GEMM's columns per image) and each offset's shift
+    in the flat padded plane."""
+    lay = [geo.out[0]] + geo.padded[1:]
+    plane_strides = [math.prod(geo.padded[a + 1:]) for a in range(geo.nd)]
+    shifts = [sum(k * d * st for k, d, st in zip(offset, geo.dilations, plane_strides)) for offset in geo.offsets()]
+    return lay, math.prod(lay), shifts
+
+
+def _use_flat(geo: Windows, n: int, channels: int, itemsize: int, groups: int) -> bool:
+    if groups != 1 or max(geo.strides) > 1:
+        return False
+    return n * channels * geo.kernel_size * _flat_layout(geo)[1] * itemsize <= _FLAT_BYTES
+
+
+def _to_layout(a: np.ndarray, geo: Windows) -> np.ndarray:
+    """An [N, O, *out] array in the `lay` layout [N, O, span] (junk positions zero)."""
+    lay, span, _ = _flat_layout(geo)
+    if list(a.shape[2:]) == lay:
+        return a.reshape(a.shape[0], a.shape[1], span)
+    out = np.zeros(a.shape[:2] + tuple(lay), dtype=a.dtype)
+    out[(slice(None), slice(None)) + tuple(slice(0, e) for e in geo.out)] = a
+    return out.reshape(a.shape[0], a.shape[1], span)
+
+
+def _flat_col2im(dout: np.ndarray, w: np.ndarray, geo: Windows, channels: int) -> np.ndarray:
+    """conv's input gradient for stride 1: W^T dOut in the `lay` layout, then K contiguous
+    shifted additions into the flat padded plane."""
+    _, span, shifts = _flat_layout(geo)
+    n, o = dout.shape[:2]
+    dcols = np.matmul(w.reshape(o, -1).T, _to_layout(dout, geo)).reshape(n, channels, len(shifts), span)
+    total = math.prod(geo.padded)
+    dxp = np.zeros((n, channels, max(total, max(shifts) + span)), dtype=dout.dtype)
+    for k, shift in enumerate(shifts):
+        dxp[:, :, shift:shift + span] += dcols[:, :, k]
+    return geo.crop(dxp[:, :, :total].reshape((n, channels) + tuple(geo.padded)))
 
 
 def conv_kernel(x, w, bias=None, strides=(1, 1), paddings=(0, 0), dilations=(1, 1), groups=1,
@@ -70,6 +134,8 @@ def conv_input_grad_kernel(dout, w, x, strides=(1, 1), paddings=(0, 0), dilation
     with the flipped, channel-swapped filter: one im2col copy and one GEMM, cheaper than
     col2im's read-modify-write pass per kernel offset."""
     geo = _windows(x.shape, w.shape, strides, paddings, dilations, padding_algorithm)
+    if _use_flat(geo, x.shape[0], x.shape[1], dout.dtype.itemsize, groups):
+        return _flat_col2im(dout, w, geo, x.shape[1])
     reach = [d * (k - 1) for k, d in zip(geo.kernel, geo.dilations)]
     full = [(r - lo, r - hi) for r, (lo, hi) in zip(reach, geo.pads)]
     if max(geo.strides) > 1 or min(v for pair in full for v in pair) < 0:
@@ -90,8 +156,8 @@ def conv_filter_grad_kernel(dout, x, w, strides=(1, 1), paddings=(0, 0), dilatio
                             data_format="NCHW", padding_algorithm="EXPLICIT"):
     """dW of conv (W gives only the shape): per image dOut [O, L] times its columns^T, summed."""
     geo = _windows(x.shape, w.shape, strides, paddings, dilations, padding_algorithm)
-    win = geo.view(geo.pad(x))
     n, o = dout.shape[:2]
+    win = geo.view(geo.pad(x))
     d3 = dout.reshape(n, o, -1)
     dw = np.empty(w.shape, dtype=dout.dtype)
     for cs, os_ in _group_slices(x.shape[1], o, groups):

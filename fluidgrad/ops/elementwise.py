@@ -70,28 +70,32 @@ def _erf_ufunc():
         return np.vectorize(math.erf, otypes=[np.float64])
 
 
-# Eigen's (and XLA's) float32 erf: x P(x^2) / Q(x^2) on [-4, 4], within a few float32 ulps;
-# 15-20x faster than SciPy's erf, which computes each element in double precision
-_ERF_P = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
-          -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02)
-_ERF_Q = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03,
-          -1.42647390514189e-02)
+# float32 erf as tanh(x P(x^2)): atanh(erf(x)) / x is smooth and even, so a degree-6
+# polynomial in x^2 (least squares, weighted by erf's sensitivity 1 - erf^2, on [0, 3.3])
+# gives erf within 1.8e-7 absolutely (3.3e-7 relatively near 0) over the whole line; NumPy's
+# SIMD tanh then saturates it exactly to +-1. 14 NumPy passes against the 27 of a rational
+# P(x^2) / Q(x^2), and 15-20x faster than SciPy's erf, which computes in double precision.
+ERF_TANH_COEFFS = (1.1283793003295925, 0.1027684247697691, -0.0001896845226941742, -0.0006221275611667081,
+                   8.866672095552397e-05, -5.856294119314844e-06, 1.535410716018777e-07)
+
+
+def erf_tanh_argument(x: np.ndarray, x2: np.ndarray, coeffs=ERF_TANH_COEFFS) -> np.ndarray:
+    """u = x P(x^2) in a new float32 array (x2 = x * x is read, not changed), so erf(x) = tanh(u);
+    `coeffs` may be rescaled to fold a factor of x into P (gelu's erf(x / sqrt(2)))."""
+    u = np.multiply(x2, np.float32(coeffs[-1]), out=np.empty(np.shape(x), dtype=np.float32))
+    for c in coeffs[-2:0:-1]:
+        u += np.float32(c)
+        u *= x2
+    u += np.float32(coeffs[0])
+    u *= x
+    return u
 
 
 def _erf_float32(x):
-    x = np.clip(x, -4, 4, dtype=np.float32)
-    x2 = x * x
-    p = np.full_like(x2, _ERF_P[0])
-    for c in _ERF_P[1:]:
-        p *= x2
-        p += np.float32(c)
-    q = np.full_like(x2, _ERF_Q[0])
-    for c in _ERF_Q[1:]:
-        q *= x2
-        q += np.float32(c)
-    p *= x
-    p /= q
-    return np.clip(p, -1, 1, out=p) if p.ndim else np.clip(p, -1, 1)
+    x = np.asarray(x, dtype=np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):   # |x| > ~1e3: u = +-inf, tanh = +-1
+        u = erf_tanh_argument(x, x * x)
+    return np.tanh(u, out=u)
 
 
 def _erf_kernel(x):

@@ -100,29 +100,80 @@ def _pairs(paddings):
     return [(paddings[2 * i], paddings[2 * i + 1]) for i in range(len(paddings) // 2)]
 
 
+def _constant_slices(shape, paddings):
+    """Constant padding (negative sizes crop): the slices of X kept and where they land in Out."""
+    kept, placed = [], []
+    for n, (before, after) in zip(shape, _pairs(paddings)):
+        lo, hi = max(0, -before), n - max(0, -after)
+        kept.append(slice(lo, max(lo, hi)))
+        placed.append(slice(max(0, before), max(0, before) + max(0, hi - lo)))
+    return tuple(kept), tuple(placed)
+
+
 def _pad_kernel(x, paddings, mode, value):
     mode = _PAD_MODES[mode]
+    if mode == "constant":   # one fill and one slice copy, whatever the rank
+        kept, placed = _constant_slices(x.shape, paddings)
+        shape = [max(0, n + before + after) for n, (before, after) in zip(x.shape, _pairs(paddings))]
+        out = np.full(shape, value, dtype=x.dtype) if value != 0 else np.zeros(shape, dtype=x.dtype)
+        out[placed] = x[kept]
+        return out
+    if _few_edge_slices(paddings):
+        return _pad_by_slices(x, paddings, mode)
     out = x
     for axis, (before, after) in enumerate(_pairs(paddings)):
-        if before == after == 0:
-            continue
-        src = _source_positions(out.shape[axis], before, after, mode)
-        if mode == "constant":
-            shape = list(out.shape)
-            shape[axis] = len(src)
-            padded = np.full(shape, value, dtype=out.dtype)
-            where = [slice(None)] * out.ndim
-            where[axis] = np.flatnonzero(src >= 0)
-            padded[tuple(where)] = np.take(out, src[src >= 0], axis=axis)
-            out = padded
-        else:
-            out = np.take(out, src, axis=axis)
+        if before or after:
+            out = np.take(out, _source_positions(out.shape[axis], before, after, mode), axis=axis)
     return out if out is not x else x.copy()
+
+
+_EDGE_SLICES = 8   # per axis; beyond it (long reflections), one gather per axis
+
+
+def _few_edge_slices(paddings) -> bool:
+    return all(0 <= before and 0 <= after and before + after <= _EDGE_SLICES for before, after in _pairs(paddings))
+
+
+def _edge_slices(shape, paddings, mode):
+    """For each padded axis in order, each pad position and the interior position it copies,
+    as index tuples into the padded array: earlier axes span their padded extent, later ones
+    their interior (so, in order, every pad copies an already-filled position)."""
+    pairs = _pairs(paddings)
+    interior = [slice(before, before + n) for n, (before, _) in zip(shape, pairs)]
+    for axis, (n, (before, after)) in enumerate(zip(shape, pairs)):
+        src = _source_positions(n, before, after, mode)
+        for pos in list(range(before)) + list(range(before + n, before + n + after)):
+            lead, tail = [slice(None)] * axis, interior[axis + 1:]
+            yield tuple(lead + [pos] + tail), tuple(lead + [before + int(src[pos])] + tail)
+
+
+def _pad_by_slices(x, paddings, mode):
+    """Reflect / replicate / circular with short pads: the interior in one copy, each pad
+    position one slice copy (np.take's gather per axis costs a full pass each)."""
+    pairs = _pairs(paddings)
+    out = np.empty([n + before + after for n, (before, after) in zip(x.shape, pairs)], dtype=x.dtype)
+    out[tuple(slice(before, before + n) for n, (before, _) in zip(x.shape, pairs))] = x
+    for pad, source in _edge_slices(x.shape, paddings, mode):
+        out[pad] = out[source]
+    return out
 
 
 def _pad_grad_kernel(dout, target, paddings, mode, value):
     """Each padded position sends its gradient back to the position it copied."""
     mode = _PAD_MODES[mode]
+    if mode == "constant":   # the kept part, back where it came from
+        kept, placed = _constant_slices(target.shape, paddings)
+        if all(k.start == 0 and k.stop == n for k, n in zip(kept, target.shape)):
+            return np.ascontiguousarray(dout[placed])
+        out = np.zeros(target.shape, dtype=dout.dtype)
+        out[kept] = dout[placed]
+        return out
+    if _few_edge_slices(paddings):   # each pad position's gradient added back, last axis first
+        grad = dout.copy()
+        for pad, source in reversed(list(_edge_slices(target.shape, paddings, mode))):
+            grad[source] += grad[pad]
+        return np.ascontiguousarray(grad[tuple(slice(before, before + n) for n, (before, _)
+                                               in zip(target.shape, _pairs(paddings)))])
     out = dout
     for axis, (before, after) in enumerate(_pairs(paddings)):
         if before == after == 0:

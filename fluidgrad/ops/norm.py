@@ -147,23 +147,32 @@ def layer_norm_kernel(x, scale=None, bias=None, begin_norm_axis=1, epsilon=1e-5)
 
 def layer_norm_grad_kernel(x, scale, mean, variance, dy, begin_norm_axis=1, epsilon=1e-5):
     """DX, DScale, DBias (DScale/DBias shaped like Scale; zeros-sized when there is no Scale).
-    dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), computed in two buffers."""
+
+    With xc = x - mean, g = dy * scale and per-row sums taken as BLAS matrix-vector products,
+    dx = rstd (g - mean(g) - x_hat mean(g x_hat)) = rstd g + b xc + c with per-row b, c:
+    the centred rows are the one temporary besides dx (whose buffer first holds dy xc for
+    DScale and sum(g xc) = (dy xc) @ scale, then g), since fresh large arrays cost page faults."""
     rows, drows = _rows(x, begin_norm_axis), _rows(dy, begin_norm_axis)
     dtype = x.dtype.type
     inv_n = dtype(1.0 / max(rows.shape[1], 1))
     rstd = (dtype(1.0) / np.sqrt(variance + dtype(epsilon))).astype(x.dtype, copy=False)
-    x_hat = rows - mean[:, None]
-    x_hat *= rstd[:, None]
     shape = scale.shape if scale is not None else (rows.shape[1],)
+    xc = rows - mean[:, None]
+    dx = np.multiply(drows, xc)          # first dy * xc, then g, then dx: one buffer
+    dscale = rstd @ dx
     dbias = np.ones(rows.shape[0], dtype=drows.dtype) @ drows
-    dscale = np.einsum("ij,ij->j", drows, x_hat)
-    dx = drows * scale.reshape(1, -1) if scale is not None else drows.copy()
-    mean_dx = _row_sums(dx) * inv_n
-    mean_dx_xhat = np.einsum("ij,ij->i", dx, x_hat) * inv_n
-    x_hat *= mean_dx_xhat[:, None]
-    dx -= x_hat
-    dx -= mean_dx[:, None]
+    if scale is not None:
+        flat_scale = scale.reshape(-1)
+        g_xc = dx @ flat_scale
+        np.multiply(drows, flat_scale, out=dx)
+    else:
+        g_xc = _row_sums(dx)
+        np.copyto(dx, drows)
+    g_sum = _row_sums(dx)
     dx *= rstd[:, None]
+    xc *= (-(rstd * rstd * rstd) * g_xc * inv_n)[:, None]
+    dx += xc
+    dx += (-rstd * g_sum * inv_n)[:, None]
     return dx.reshape(x.shape), dscale.reshape(shape), dbias.reshape(shape)
 
 

@@ -1,6 +1,8 @@
 """Reductions (sum, mean, max) and their transposes (broadcasting a reduced gradient back)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..framework import dtypes
@@ -41,10 +43,28 @@ def _empty_message(kind, shape, axes):
             f"no elements: {kind[7:]} of nothing is undefined (sum gives 0, mean NaN)")
 
 
+def block_sum(x: np.ndarray, axes) -> np.ndarray | None:
+    """The sum of a C-contiguous float32/64 array over every axis but one block of adjacent kept
+    axes ([lead, kept, trail], e.g. a conv bias's gradient over (0, 2, 3)) as two BLAS
+    matrix-vector products, 3x faster than NumPy's sum there; flat [prod(kept)], or None when
+    the pattern does not apply."""
+    kept = [i for i in range(x.ndim) if i not in axes]
+    if not kept or kept != list(range(kept[0], kept[-1] + 1)) or x.dtype not in (np.float32, np.float64) \
+            or not x.flags.c_contiguous or x.size == 0:
+        return None
+    rows, width = math.prod(x.shape[:kept[0]]), math.prod(x.shape[kept[-1] + 1:])
+    per_row = x.reshape(-1, width) @ np.ones(width, dtype=x.dtype) if width > 1 else x.reshape(-1)
+    return np.ones(rows, dtype=x.dtype) @ per_row.reshape(rows, -1) if rows > 1 else per_row
+
+
 def _reduce_kernel(fn, accumulate=False):
     """`fn` over the axes; `accumulate`: bool and integers sum in int64 (dtypes.accumulate_dtype)."""
     def kernel(x, axis=None, keepdim=False, reduce_all=False):
         axes = _axes(None if reduce_all else axis, x.ndim)
+        fast = block_sum(x, axes) if fn is np.sum else None
+        if fast is not None:
+            return fast.reshape(tuple(1 if i in axes else d for i, d in enumerate(x.shape)) if keepdim
+                                else tuple(d for i, d in enumerate(x.shape) if i not in axes))
         dtype = np.dtype(dtypes.accumulate_dtype(x.dtype.name)) if accumulate else x.dtype
         if accumulate:
             return np.asarray(fn(x, axis=axes, keepdims=keepdim, dtype=dtype))

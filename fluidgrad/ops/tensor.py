@@ -291,10 +291,37 @@ def _gather_grad(g: GradBuilder):
                                                "Target": g.input("X")}, axis=g.attr("axis")))
 
 
+_FEW_REPEATS = 8   # up to this many gathers of one row: one plain scatter per repeat beats np.add.at
+
+
+def _occurrences(index: np.ndarray) -> np.ndarray:
+    """For each entry, how many equal entries come before it (0 for a first occurrence)."""
+    order = np.argsort(index, kind="stable")
+    ordered = index[order]
+    positions = np.arange(index.size)
+    starts = np.maximum.accumulate(np.where(np.r_[True, ordered[1:] != ordered[:-1]], positions, 0))
+    rank = np.empty(index.size, dtype=np.int64)
+    rank[order] = positions - starts
+    return rank
+
+
 def _gather_grad_kernel(dout, index, target, axis):
-    """Scatter-add: rows gathered twice receive both gradients."""
+    """Scatter-add: rows gathered twice receive both gradients. When no row is gathered more than
+    a few times (repeat_interleave, permutations), the k-th gathers of every row are distinct:
+    one plain scatter-add each, instead of np.add.at's slow element-wise loop."""
     axis = axis % max(target.ndim, 1)
     out = np.zeros(target.shape, dtype=dout.dtype)
+    flat = index.reshape(-1)
+    if flat.size and target.ndim:
+        flat = np.where(flat < 0, flat + target.shape[axis], flat)
+        rank = _occurrences(flat)
+        if rank.max() < _FEW_REPEATS:
+            d = dout.reshape(dout.shape[:axis] + (flat.size,) + dout.shape[axis + index.ndim:])
+            lead = (slice(None),) * axis
+            for k in range(int(rank.max()) + 1):
+                picked = np.flatnonzero(rank == k)
+                out[lead + (flat[picked],)] += np.take(d, picked, axis=axis)
+            return out
     moved = np.moveaxis(out, axis, 0)
     d = np.moveaxis(dout.reshape(dout.shape[:axis] + (index.size,) + dout.shape[axis + index.ndim:]), axis, 0)
     np.add.at(moved, index.reshape(-1), d)

@@ -52,3 +52,12 @@ CASES += [
     OpCase("prelu", {"X": nonzero(3, 4), "Alpha": rand(1, lo=0.05, hi=0.5)}, id="prelu-shared",
            torch_fn=lambda X, Alpha: TF.prelu(X, Alpha)),
 ]
+
+# 0-D inputs: the fused kernels write into buffers of their own, also when NumPy's arithmetic on
+# a 0-D array gives a scalar
+for _id in ("gelu", "gelu-tanh", "silu", "mish", "softplus"):
+    _attrs, _fn = _ACTIVATIONS[_id]
+    _op = _id.split("-")[0]
+    CASES += [OpCase(_op, {"X": np.array(0.7)}, _attrs, torch_fn=lambda X, f=_fn: f(X), id=f"{_id}-0d"),
+              OpCase(f"{_op}_grad", {"X": np.array(-1.3), "DOut": np.array(0.6)}, _attrs,
+                     torch_fn=_slope_of(_fn), id=f"{_id}_grad-0d")]

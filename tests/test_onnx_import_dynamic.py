@@ -1,0 +1,93 @@
+"""A PyTorch model exported with a dynamic batch (torch.onnx.export's dynamic_axes, the
+TorchScript exporter: Shape -> Gather -> Concat -> Reshape over the batch dimension) imports
+once, runs at several batch sizes, and trains like PyTorch; a shape that depends on an
+unknown dimension anywhere else is refused with a clear error."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper  # noqa: E402
+from torch import nn  # noqa: E402
+
+import fluidgrad as fg  # noqa: E402
+from fluidgrad.onnx import import_model  # noqa: E402
+from fluidgrad.onnx.errors import OnnxImportError  # noqa: E402
+
+
+class Reshaping(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(12, 6)
+        self.out = nn.Linear(3, 2)
+
+    def forward(self, x):
+        flat = x.reshape(x.shape[0], -1)                  # the batch dim read from the input
+        y = torch.tanh(self.fc(flat)).view(x.size(0), 2, 3)
+        return self.out(y).mean(dim=1)
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    torch.manual_seed(0)
+    net = Reshaping().eval()
+    path = tmp_path_factory.mktemp("dyn") / "model.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(net, (torch.randn(4, 3, 4),), str(path), dynamo=False, input_names=["x"],
+                          output_names=["y"], dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}},
+                          opset_version=17, do_constant_folding=False)
+    assert "Shape" in {n.op_type for n in onnx.load(str(path)).graph.node}
+    return net, path
+
+
+def test_imports_once_and_runs_at_two_batch_sizes(exported):
+    net, path = exported
+    scope = fg.Scope()
+    program, feeds, fetches = import_model(path, scope)
+    assert program.global_block().var(feeds[0]).shape[0] == -1
+    for batch in (2, 7):
+        x = np.random.default_rng(batch).standard_normal((batch, 3, 4)).astype("float32")
+        out, = fg.Executor().run(program, feed={feeds[0]: x}, fetch_list=fetches, scope=scope)
+        np.testing.assert_allclose(out, net(torch.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_trains_like_pytorch_at_changing_batch_sizes(exported):
+    net, path = exported
+    net = Reshaping()
+    net.load_state_dict(exported[0].state_dict())
+    scope = fg.Scope()
+    program, feeds, (out,) = import_model(path, scope)
+    startup = fg.Program()
+    with fg.program_guard(program, startup):
+        target = fg.static.data("target", list(out.shape), out.dtype)
+        loss = fg.mean(fg.square(out - target))
+        fg.optimizer.SGD(learning_rate=0.1).minimize(loss)
+    fg.Executor().run(startup, scope=scope)
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+    rng = np.random.default_rng(3)
+    for batch in (3, 5, 2):
+        x = rng.standard_normal((batch, 3, 4)).astype("float32")
+        y = rng.standard_normal((batch, 2)).astype("float32")
+        got, = fg.Executor().run(program, feed={feeds[0]: x, "target": y}, fetch_list=[loss], scope=scope)
+        optimizer.zero_grad()
+        want = torch.mean(torch.square(net(torch.tensor(x)) - torch.tensor(y)))
+        want.backward()
+        optimizer.step()
+        np.testing.assert_allclose(got, want.item(), rtol=1e-5)
+    for name, param in net.named_parameters():
+        np.testing.assert_allclose(scope[name], param.detach().numpy(), rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_a_dynamic_dimension_used_as_data_is_refused_clearly():
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("ConstantOfShape", ["s"], ["zeros"], name="zeros_like_x")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])],
+                              [helper.make_tensor_value_info("zeros", TensorProto.FLOAT, ["batch", 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(OnnxImportError, match=r"zeros_like_x.*unknown when the program is built"):
+        import_model(model, fg.Scope())
