@@ -146,3 +146,41 @@ def test_onnx_element_types_map_to_fluidgrad_dtypes_and_back():
         name = onnx_dtypes.to_fluidgrad(code, "x")
         assert np.dtype(name) == helper.tensor_dtype_to_np_dtype(code)
         assert onnx_dtypes.to_onnx(name) == code
+
+
+def _float_inputs_as(case, dtype):
+    import test_dtypes as table
+    out = {}
+    for slot, value in case.inputs.items():
+        arrays = [np.asarray(v) for v in value] if isinstance(value, list) else [np.asarray(value)]
+        arrays = [table._as_dtype(a, "float32").astype(dtype) if a.dtype.kind == "f" else a for a in arrays]
+        out[slot] = arrays if isinstance(value, list) else arrays[0]
+    return out
+
+
+def test_every_op_refuses_storage_formats_or_moves_them_exactly():
+    """Never a wrong answer: an op either moves float8 values exactly as it moves their float32
+    values, or refuses them by name at build time (a DTypeError from its shape rule)."""
+    import test_dtypes as table
+    from fluidgrad.ops.registry import STORAGE_OPS
+    problems = []
+    for op in sorted({op for op, dtype in table.TABLE if dtype != "as given"}):
+        case = table._table_case(op)
+        stored = _float_inputs_as(case, ml_dtypes.float8_e4m3fn)
+        got, error = table._outcome(lambda: table._run_op(case, stored, "eager"))
+        if op not in STORAGE_OPS:
+            if not (isinstance(error, DTypeError) and op in str(error) and "storage format" in str(error)):
+                problems.append(f"{op}: expected a refusal naming the op, got {error!r}")
+            continue
+        widened = {k: [v.astype(np.float32) for v in x] if isinstance(x, list) else
+                   (x.astype(np.float32) if x.dtype == ml_dtypes.float8_e4m3fn else x) for k, x in stored.items()}
+        expected, reference_error = table._outcome(lambda: table._run_op(case, widened, "eager"))
+        if error is not None or reference_error is not None:
+            problems.append(f"{op}: {error!r} (float32: {reference_error!r})")
+            continue
+        for (value, declared), (ref, ref_dtype) in zip(got, expected):
+            want = ref.astype(ml_dtypes.float8_e4m3fn) if ref_dtype == "float32" else ref
+            if declared != want.dtype.name or value.dtype != want.dtype or \
+                    not np.array_equal(value.astype(np.float32), want.astype(np.float32), equal_nan=True):
+                problems.append(f"{op}: {declared} {value!r} vs {want!r}")
+    assert not problems, "\n".join(problems)

@@ -31,6 +31,7 @@ WIDE_UNSIGNED_DTYPES = ("uint16", "uint32", "uint64")
 # storage formats: data movement and casts only; an op that computes refuses them (cast first)
 STORAGE_DTYPES = ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
                   "float4_e2m1fn", "int4", "uint4", "int2", "uint2")
+STORAGE = frozenset(STORAGE_DTYPES)
 EXTENSION_DTYPES = frozenset(("bfloat16",) + STORAGE_DTYPES)  # from ml_dtypes
 ALL_DTYPES = STANDARD_DTYPES + WIDE_UNSIGNED_DTYPES + ("bfloat16",) + STORAGE_DTYPES
 EXTRA = "onnx"  # the optional dependency group that brings ml_dtypes
@@ -58,7 +59,7 @@ def is_float(dtype: str) -> bool:
 
 def is_storage(dtype: str) -> bool:
     """float8, float4, int4, int2 ...: a format to store and cast, not to compute in."""
-    return dtype in STORAGE_DTYPES
+    return dtype in STORAGE
 
 DEFAULT_FLOAT = "float32"
 DEFAULT_INT = "int64"

@@ -3,9 +3,45 @@
 It lives in the IR layer so that `Block.append_op` can check an op without importing the
 families; this module keeps the name every family imports from.
 """
+from typing import Any, Callable
+
+from ..framework import dtypes
 from ..framework.op_def import (NO_GRADIENT, ZERO_GRADIENT, InferContext, OpDef, Slot, _REGISTRY,  # noqa: F401
-                                get_op_def, infer_op, prepare, register_op, registered_ops,
-                                require_gradient)
+                                get_op_def, infer_op, prepare, registered_ops, require_gradient)
+from ..framework.op_def import register_op as _register_op
+
+# The ops that only move, select or convert values: the storage formats (float8, int4, ...;
+# framework/dtypes.py) go through them. Every other op refuses them in its shape rule.
+STORAGE_OPS = frozenset((
+    "cast", "assign", "reshape", "reshape_as", "transpose", "squeeze", "unsqueeze", "flatten", "concat", "split",
+    "split_as", "stack", "slice", "expand", "expand_as", "tile", "flip", "roll", "pad", "gather", "gather_nd",
+    "take_along_axis", "where", "set_value", "select_input", "conditional_block", "while", "coalesce",
+    "uncoalesce", "fill_zeros_like",
+))
+
+
+def register_op(type: str, *, infer: Callable[[InferContext], None], **fields: Any) -> OpDef:
+    """framework's register_op; an op that computes refuses the storage formats by name first."""
+    if type not in STORAGE_OPS:
+        infer = _refusing_storage_formats(infer)
+    return _register_op(type, infer=infer, **fields)
+
+
+def _refusing_storage_formats(infer: Callable[[InferContext], None]) -> Callable[[InferContext], None]:
+    def checked(ctx: InferContext) -> None:
+        for slot, names in ctx.inputs.items():
+            for i in range(len(names)):
+                try:
+                    dtype = ctx.dtype(slot, i)
+                except KeyError:  # a gradient not built yet (while_grad's carried values): the rule decides
+                    continue
+                if dtype in dtypes.STORAGE:
+                    raise ctx.dtype_error(f"{ctx.describe(slot, i)} is a storage format (cast, reshape, "
+                                          f"concatenate, ...): cast it to float32 first")
+        infer(ctx)
+    checked.__doc__ = infer.__doc__
+    return checked
+
 
 __all__ = ["NO_GRADIENT", "ZERO_GRADIENT", "InferContext", "OpDef", "Slot", "get_op_def", "infer_op", "prepare",
            "register_op", "registered_ops", "require_gradient"]

@@ -213,23 +213,34 @@ class Optimizer:
         return block.append_op(self.op_type, inputs, outputs, {**self.update_attrs(), "op_role": OPTIMIZE})
 
     # ------------------------------------------------------------------ eager mode
-    def _apply_update(self, param: np.ndarray, grad: np.ndarray, state: dict[str, np.ndarray]) -> np.ndarray:
+    def _apply_update(self, param: np.ndarray, grad: np.ndarray, state: dict[str, np.ndarray],
+                      kernel: Any = None, lr: np.ndarray | None = None) -> np.ndarray:
         """One update of `param` by `grad` with the same kernel as the static op.
 
         `state` holds this parameter's accumulators by slot name; it starts empty and is
         filled and advanced here. Returns the new parameter array (nothing is written in place).
+        `step()` passes the bound `kernel` and the 1-element `lr` array, built once per step
+        rather than once per parameter (a batch-1 step is dominated by such per-call costs).
         """
-        for slot, (value, kind) in self.accumulators.items():
-            if slot not in state:
-                state[slot] = np.full(param.shape if kind == "param" else [1], value, dtype=param.dtype)
-        lr = np.full([1], self.get_lr(), dtype=param.dtype)
-        results = update_kernel(self.op_type, **self.update_attrs())(
-            param, grad, *(state[s] for s in self.accumulators), lr)
-        if not isinstance(results, tuple):
+        accumulators = self.accumulators
+        if len(state) != len(accumulators):
+            for slot, (value, kind) in accumulators.items():
+                if slot not in state:
+                    state[slot] = np.full(param.shape if kind == "param" else [1], value, dtype=param.dtype)
+        if lr is None:
+            lr = np.full([1], self.get_lr(), dtype=param.dtype)
+        if kernel is None:
+            kernel = self._bound_kernel()
+        results = kernel(param, grad, *[state[s] for s in accumulators], lr)
+        if not isinstance(results, tuple):  # SGD: the new parameter alone
             return results
-        for slot, value in zip(self.accumulators, results[1:]):
+        for slot, value in zip(accumulators, results[1:]):
             state[slot] = value
         return results[0]
+
+    def _bound_kernel(self) -> Any:
+        """The update op's kernel with this optimizer's current attributes bound."""
+        return update_kernel(self.op_type, **self.update_attrs())
 
     def _eager_parameters(self) -> list[Any]:
         if self._parameter_list is None:
@@ -242,12 +253,22 @@ class Optimizer:
         grads = [_to_array(p.grad) for p in params]
         if self._grad_clip is not None:
             grads = self._grad_clip.clip_arrays(grads)
+        if not params:
+            return
+        kernel, rate = self._bound_kernel(), self.get_lr()  # once per step, not per parameter
+        lr_by_dtype: dict[np.dtype, np.ndarray] = {}
+        regularization, eager_state = self.regularization, self._eager_state
         for param, grad in zip(params, grads):
             value = _to_array(param)
-            if self.regularization is not None:
-                grad = self.regularization.apply_array(value, grad)
-            state = self._eager_state.setdefault(id(param), {})
-            _set_array(param, self._apply_update(value, grad, state))
+            if regularization is not None:
+                grad = regularization.apply_array(value, grad)
+            lr = lr_by_dtype.get(value.dtype)
+            if lr is None:
+                lr = lr_by_dtype[value.dtype] = np.full([1], rate, dtype=value.dtype)
+            state = eager_state.get(id(param))
+            if state is None:
+                state = eager_state[id(param)] = {}
+            _set_array(param, self._apply_update(value, grad, state, kernel, lr))
 
     def clear_grad(self, set_to_zero: bool = False) -> None:
         for param in self._eager_parameters():
