@@ -1,4 +1,5 @@
-"""Attention (opsets 23-25): scaled dot-product attention as matmul / softmax ops.
+"""Attention (opsets 23-25) and FlexAttention (ai.onnx.preview): scaled dot-product attention
+as matmul / softmax ops; FlexAttention's score_mod / prob_mod subgraphs are imported inline.
 
 The masks that depend only on shapes and attributes (causal with its cache offset, the
 sliding window, the padding of `nonpad_kv_seqlen`) are computed at import time into one
@@ -139,3 +140,40 @@ def _attention(ctx):
     mode = int(ctx.attr("qk_matmul_output_mode", 0))
     qk_out = {0: scores, 1: scores, 2: biased, 3: probs}[mode]
     return [y, present_k, present_v, qk_out]
+
+
+def _modifier(ctx: Any, graph_attr: str, value: Any) -> Any:
+    """Run the score_mod / prob_mod subgraph on `value` (its one input), inline."""
+    graph = ctx.attr(graph_attr)
+    if graph is None:
+        return value
+    if len(graph.input) != 1 or len(graph.output) != 1:
+        raise ctx.unsupported(f"{graph_attr} must take one tensor and return one")
+    body = ctx.subgraph(graph)
+    body.env[graph.input[0].name] = value
+    body.convert_nodes(ctx.opset)
+    out = graph.output[0].name
+    const = body.lookup_const(out)
+    return ctx.constant(const) if const is not None else body.variable(out)
+
+
+@converter("ai.onnx.preview:FlexAttention")
+def _flex_attention(ctx):
+    """Scores = Q K^T * scale, score_mod, softmax (in softmax_precision), prob_mod, then @ V."""
+    q, k, v = ctx.input(0), ctx.input(1), ctx.input(2)
+    if len(q.shape) != 4 or min(q.shape[1], k.shape[1], q.shape[3]) < 0:
+        raise ctx.unsupported(f"needs rank-4 Q, K, V with known head counts and sizes, got Q {list(q.shape)}")
+    dtype = q.dtype
+    precision = ctx.attr("softmax_precision")
+    work = dtypes.to_fluidgrad(int(precision), ctx.where()) if precision is not None else \
+        ("float64" if dtype == "float64" else "float32")
+    heads = q.shape[1]
+    k = _repeat_heads(ctx, k, heads // k.shape[1])
+    v = _repeat_heads(ctx, v, heads // v.shape[1])
+    scale = ctx.attr("scale")
+    scale = 1.0 / np.sqrt(q.shape[3]) if scale is None else float(scale)
+    scores = ctx.op("matmul", {"X": cast(ctx, q, work), "Y": cast(ctx, k, work)}, transpose_y=True)
+    scores = binary(ctx, "elementwise_mul", scores, ctx.scalar(scale, work))
+    probs = ctx.op("softmax", {"X": _modifier(ctx, "score_mod", scores)}, axis=-1)
+    probs = cast(ctx, _modifier(ctx, "prob_mod", probs), dtype)
+    return ctx.op("matmul", {"X": probs, "Y": v})
