@@ -42,7 +42,7 @@ from common import limit_threads, print_table  # noqa: E402
 SEGMENTS = 8
 VARIANTS = ["fluidgrad:none", "fluidgrad:auto", "fluidgrad:segments", "fluidgrad:selective", "torch:none",
             "torch:segments"]
-KEEP = 0.1  # "selective": the same segments, plus values kept within 0.1x of the activation bytes
+KEEP = 0.05  # "selective": the same segments, plus values kept within 0.05x of the activation bytes
 
 
 def _rss_bytes() -> int:

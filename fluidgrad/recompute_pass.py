@@ -18,7 +18,7 @@ holding a sub-block (`while`, `conditional_block`: their step scopes are already
 reading a value that the forward overwrites later (batch_norm's running statistics). Values read
 inside sub-blocks of the backward are kept too, since a sub-block reads by name.
 
-Selective keeping (`RecomputePolicy(checkpoints, keep=0.1)`; "auto" uses it): within the budget
+Selective keeping (`RecomputePolicy(checkpoints, keep=0.05)`; "auto" uses it): within the budget
 of `keep` times the bytes the backward would keep without checkpoints, some values inside the
 segments are kept as well, chosen greedily by the estimated recompute time they save per byte
 (a matmul or convolution's output is costly to recompute for its size, an elementwise op's
@@ -38,7 +38,7 @@ from .framework.op_def import SHAPE_ONLY_SLOTS
 
 
 # the share of the no-checkpoint activation bytes that "auto" spends on selective keeping
-AUTO_KEEP = 0.1
+AUTO_KEEP = 0.05
 
 
 class RecomputeError(ValueError):

@@ -7,7 +7,7 @@ import pytest
 
 import fluidgrad as fg
 from fluidgrad.framework import unique_name_guard
-from fluidgrad.recompute_pass import RECOMPUTE_SUFFIX, RecomputeError
+from fluidgrad.recompute_pass import AUTO_KEEP, RECOMPUTE_SUFFIX, RecomputeError
 
 _RNG = np.random.default_rng(7)
 
@@ -109,15 +109,17 @@ def test_selective_keeping_recomputes_less_within_its_budget():
     keep=0 is plain checkpointing, and "auto" keeps selectively by default."""
     feed = {"x": _RNG.standard_normal((128, 16))}  # activations outweigh the weights' gradients
     policies = [fg.RecomputePolicy([3, 7], keep) for keep in (0.0, 0.15, 0.4)]
-    ref, results = _compare(_fc_stack(depth=12), feed, [[3, 7]] + policies + [fg.RecomputePolicy("auto", 0.0)])
+    autos = [fg.RecomputePolicy("auto", keep) for keep in (0.0, AUTO_KEEP, 0.3)]
+    ref, results = _compare(_fc_stack(depth=12), feed, [[3, 7], "auto"] + policies + autos)
     plain_stats, plain = results["[3, 7]"]
     counts = [len(_recomputed(results[str(p)][1])) for p in policies]
     peaks = [results[str(p)][0].peak_activation_bytes for p in policies]
     assert counts[0] == len(_recomputed(plain)) and peaks[0] == plain_stats.peak_activation_bytes
     assert counts[0] > counts[1] > counts[2] > 0
     assert peaks[0] <= peaks[1] <= peaks[2] < ref.peak_activation_bytes
-    _, auto = _compare(_fc_stack(depth=12), feed, ["auto"])
-    assert len(_recomputed(auto["auto"][1])) < len(_recomputed(results[str(fg.RecomputePolicy("auto", 0.0))][1]))
+    auto_counts = [len(_recomputed(results[str(p)][1])) for p in autos]
+    assert len(_recomputed(results["auto"][1])) == auto_counts[1]
+    assert auto_counts[0] >= auto_counts[1] > auto_counts[2]
 
 
 def test_selective_keeping_on_dropout_cnn_and_loop_is_bit_identical():
