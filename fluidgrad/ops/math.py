@@ -1,9 +1,6 @@
 """Arithmetic ops: elementwise binary ops with NumPy broadcasting, matmul, scale, sum, casts."""
 from __future__ import annotations
 
-import functools
-from typing import Any, Callable
-
 import numpy as np
 
 from ..framework import dtypes
@@ -186,7 +183,7 @@ def _matmul_kernel(x, y, transpose_x=False, transpose_y=False):
         # an outer product (a weight gradient at batch 1): OpenBLAS's K=1 GEMM is 10-20x slower
         # than einsum's outer loop (benchmarks/bench_matmul.py); batches broadcast-multiply
         if x.ndim == 2 and y.ndim == 2:
-            return _outer(x[:, 0], y[0])
+            return np.einsum("i,j->ij", x[:, 0], y[0])
         return np.multiply(x, y)
     if x.ndim > 2 and y.ndim == 2:
         # a stack of rows times one matrix (linear on [batch, seq, features]): one GEMM, not
@@ -195,36 +192,6 @@ def _matmul_kernel(x, y, transpose_x=False, transpose_y=False):
         if rows is not None:
             return np.matmul(rows, y).reshape(x.shape[:-1] + y.shape[-1:])
     return np.matmul(x, y)
-
-
-# below this many elements, SciPy's call overhead outweighs what ger saves over einsum
-_GER_MIN_SIZE = 1 << 15
-
-
-@functools.cache
-def _ger(dtype: np.dtype) -> Callable[..., Any] | None:
-    """BLAS ger (a += alpha * x y^T) for float32 / float64 from SciPy (the `fast` extra), or None."""
-    if dtype not in (np.float32, np.float64):
-        return None
-    try:
-        from scipy.linalg import blas  # optional: NumPy exposes no BLAS level 2
-    except ImportError:
-        return None
-    return blas.sger if dtype == np.float32 else blas.dger
-
-
-def _outer(col: np.ndarray, row: np.ndarray) -> np.ndarray:
-    """col[:, None] * row[None, :] as a C-ordered array (a batch-1 weight gradient).
-
-    BLAS ger into a zeroed Fortran buffer is about 30% faster than einsum's outer loop on a
-    [784, 512] float32 gradient, and exact (0 + x*y is x*y, alpha is 1); NumPy's broadcasting
-    multiply and np.outer are slower still, OpenBLAS's K=1 GEMM 10x slower (benchmarks/README.md)."""
-    ger = _ger(col.dtype) if col.size * row.size >= _GER_MIN_SIZE and col.dtype == row.dtype else None
-    if ger is None:
-        return np.einsum("i,j->ij", col, row)
-    # a C-ordered [m, n] array is the Fortran-ordered [n, m] array row col^T
-    buffer = np.zeros((row.shape[0], col.shape[0]), dtype=col.dtype, order="F")
-    return ger(1.0, row, col, a=buffer, overwrite_a=1).T
 
 
 def _matmul_infer(ctx):
