@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from .grad_builder import GradBuilder
 from .registry import NO_GRADIENT, register_op
 from .shape_rules import float_only, normalize_axis
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .random import generator
+from .grad_builder import GradBuilder
 from .registry import NO_GRADIENT, register_op
 from .shape_rules import float_only
 
@@ -89,7 +90,7 @@ def _batch_norm_infer(ctx):
     ctx.set_output("SavedVariance", [x[1]], dtype)
 
 
-def _batch_norm_grad(g):
+def _batch_norm_grad(g: GradBuilder) -> None:
     dx, dscale, dbias = g.op("batch_norm_grad", {
         "X": g.input("X"), "Scale": g.input("Scale"), "SavedMean": g.output("SavedMean"),
         "SavedVariance": g.output("SavedVariance"), "DY": g.output_grad("Y")},
@@ -197,7 +198,7 @@ def _layer_norm_infer(ctx):
     ctx.set_output("Variance", [rows], ctx.dtype("X"))
 
 
-def _layer_norm_grad(g):
+def _layer_norm_grad(g: GradBuilder) -> None:
     scale = g.input("Scale")
     inputs = {"X": g.input("X"), "Scale": scale, "Mean": g.output("Mean"), "Variance": g.output("Variance"),
               "DY": g.output_grad("Y")}
