@@ -223,6 +223,10 @@ def _increment_infer(ctx: Any) -> None:
     ctx.set_output("Out", ctx.shape("X"), ctx.dtype("X"))
 
 
+def _increment_grad(g: GradBuilder) -> None:
+    g.set_input_grad("X", g.output_grad("Out"))
+
+
 register_op("increment", inputs="X", outputs="Out", attrs={"step": 1.0}, kernel=_increment_kernel,
-            infer=_increment_infer, grad=lambda g: g.set_input_grad("X", g.output_grad("Out")),
+            infer=_increment_infer, grad=_increment_grad,
             doc="Out = X + step in X's dtype: a loop counter (a new array; X is left alone).")

@@ -84,10 +84,14 @@ def _softmax_grad_infer(ctx):
     ctx.set_output("DX", ctx.shape("DOut"), ctx.dtype("DOut"))
 
 
+def _softmax_grad(g: GradBuilder) -> None:
+    g.set_input_grad("X", _softmax_vjp(g, g.output("Out"), g.output_grad("Out"),
+                                       g.attr("axis")))
+
+
 register_op("softmax", inputs="X", outputs="Out", attrs={"axis": -1}, kernel=_softmax_kernel,
             infer=_softmax_infer,
-            grad=lambda g: g.set_input_grad("X", _softmax_vjp(g, g.output("Out"), g.output_grad("Out"),
-                                                              g.attr("axis"))))
+            grad=_softmax_grad)
 register_op("softmax_grad", inputs="Out DOut", outputs="DX", attrs={"axis": -1}, kernel=_softmax_grad_kernel,
             infer=_softmax_grad_infer, grad=_softmax_grad_grad,
             doc="The gradient of softmax from its output: Out * (DOut - sum(DOut * Out, axis)).")

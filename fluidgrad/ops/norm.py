@@ -260,11 +260,15 @@ def _dropout_infer(ctx):
     ctx.set_output("Mask", ctx.shape("X"), ctx.dtype("X"))
 
 
+def _dropout_grad(g: GradBuilder) -> None:
+    g.set_input_grad("X", g.op("elementwise_mul", {"X": g.output_grad("Out"),
+                                                   "Y": g.output("Mask")}))
+
+
 register_op("dropout", inputs="X", outputs="Out Mask",
             attrs={"dropout_prob": 0.5, "is_test": False, "seed": 0,
                    "dropout_implementation": "upscale_in_train"},
             kernel=dropout_kernel, infer=_dropout_infer,
-            grad=lambda g: g.set_input_grad("X", g.op("elementwise_mul", {"X": g.output_grad("Out"),
-                                                                          "Y": g.output("Mask")})),
+            grad=_dropout_grad,
             doc="Randomly zero elements with probability dropout_prob; Mask is the factor applied, so "
                 "dX = dOut * Mask.")
