@@ -80,3 +80,23 @@ def test_optional_inputs_present_and_empty():
     rep = backend.prepare(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
     assert bool(rep.run({"o": np.ones(2, "float32")})[0])
     assert not bool(rep.run({"o": None})[0])
+
+
+def test_an_if_giving_sequences_is_imported_per_condition_by_the_backend():
+    def branch(name, values):
+        return helper.make_graph(
+            [helper.make_node("Constant", [], [f"{name}_c"], value=numpy_helper.from_array(np.array(values, "float32"))),
+             helper.make_node("SequenceConstruct", [f"{name}_c", f"{name}_c"], [f"{name}_s"])], name, [],
+            [helper.make_value_info(f"{name}_s", helper.make_sequence_type_proto(
+                helper.make_tensor_type_proto(TensorProto.FLOAT, [2])))])
+    nodes = [helper.make_node("If", ["cond"], ["seq"], then_branch=branch("then", [1, 2]),
+                              else_branch=branch("else", [3, 4])),
+             helper.make_node("ConcatFromSequence", ["seq"], ["y"], axis=0)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("cond", TensorProto.BOOL, [])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(ValueRequiredError, match="condition, as the branches give sequences"):
+        import_model(model, fg.Scope())
+    rep = backend.prepare(model)
+    np.testing.assert_array_equal(rep.run({"cond": np.array(True)})[0], [1, 2, 1, 2])
+    np.testing.assert_array_equal(rep.run({"cond": np.array(False)})[0], [3, 4, 3, 4])

@@ -25,7 +25,12 @@ def _one_element_bool(ctx: Any, value: Any) -> Variable:
 @converter("If")
 def _if(ctx):
     """`static.nn.cond`'s structure (two conditional_blocks and select_input). ONNX lets the
-    branches give different shapes; the merged variable then has -1 where they differ."""
+    branches give different shapes; the merged variable then has -1 where they differ.
+    Branches giving sequences or optionals need the condition known at import (importer.py
+    then converts the chosen branch only): fluidgrad has no runtime sequence to merge."""
+    if any(out.type.WhichOneof("value") in ("sequence_type", "optional_type")
+           for out in list(ctx.attr("then_branch").output) + list(ctx.attr("else_branch").output)):
+        ctx.const(0, "condition, as the branches give sequences or optionals")
     pred = _one_element_bool(ctx, ctx.input(0))
     program = ctx.graph.model.program
     parent = program.current_block()

@@ -214,7 +214,17 @@ converter("ReduceSum")(_reduction("reduce_sum", 13))
 converter("ReduceMean")(_reduction("reduce_mean", 18))
 converter("ReduceMax")(_reduction("reduce_max", 18))
 converter("ReduceMin")(_reduction("reduce_min", 18))
-converter("ReduceProd")(_reduction("reduce_prod", 18))
+@converter("ReduceProd")
+def _reduce_prod(ctx):
+    """fluidgrad's reduce_prod takes one axis: one op per axis, the highest first."""
+    x = ctx.input(0)
+    axes, keepdims = _reduce_axes(ctx, 18)
+    if axes is None and ctx.attr("noop_with_empty_axes", 0) and ctx.opset >= 18:
+        return ctx.op("assign", {"X": x})
+    axes = normalize_axes(axes if axes is not None else range(len(x.shape)), len(x.shape))
+    for axis in sorted(set(axes), reverse=True):
+        x = ctx.op("reduce_prod", {"X": x}, axis=axis, keepdim=keepdims)
+    return x
 converter("ReduceSumSquare")(_reduction("reduce_sum", 18, pre=_square))
 converter("ReduceL1")(_reduction("reduce_sum", 18, pre=lambda ctx, x: via_float(
     ctx, x, lambda v: ctx.op("abs", {"X": v}))))
