@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from .elementwise import ERF_TANH_COEFFS, _erf_kernel, erf_tanh_argument
+from .grad_builder import GradBuilder
 from .registry import ZERO_GRADIENT, register_op
 from .shape_rules import float_only, same_as
 
@@ -28,26 +29,26 @@ def _mul(g, a, b):
     return g.op("elementwise_mul", {"X": a, "Y": b})
 
 
-def _exp_grad(g):
+def _exp_grad(g: GradBuilder) -> None:
     g.set_input_grad("X", _mul(g, g.output_grad("Out"), g.output("Out")))
 
 
-def _log_grad(g):
+def _log_grad(g: GradBuilder) -> None:
     g.set_input_grad("X", g.op("elementwise_div", {"X": g.output_grad("Out"), "Y": g.input("X")}))
 
 
-def _sqrt_grad(g):
+def _sqrt_grad(g: GradBuilder) -> None:
     half = g.op("scale", {"X": g.output_grad("Out")}, scale=0.5)
     g.set_input_grad("X", g.op("elementwise_div", {"X": half, "Y": g.output("Out")}))
 
 
-def _square_grad(g):
+def _square_grad(g: GradBuilder) -> None:
     g.set_input_grad("X", _mul(g, g.output_grad("Out"), g.op("scale", {"X": g.input("X")}, scale=2.0)))
 
 
 def _fused_grad(name):
     """The activation's gradient is `<name>_grad(Out, DOut)`, computed from its output."""
-    def grad(g):
+    def grad(g: GradBuilder) -> None:
         g.set_input_grad("X", g.op(f"{name}_grad", {"Out": g.output("Out"), "DOut": g.output_grad("Out")}))
     return grad
 
@@ -55,7 +56,7 @@ def _fused_grad(name):
 def _fused_grad_grad(name, d_out_factor):
     """DX = DOut * f'(Out) is linear in DOut (its gradient is the same op again); in Out,
     its gradient is G * DOut * d f'(Out) / d Out, which `d_out_factor(g, out)` builds."""
-    def grad(g):
+    def grad(g: GradBuilder) -> None:
         out, dout, cotangent = g.input("Out"), g.input("DOut"), g.output_grad("DX")
         if g.needs_input_grad("DOut"):
             g.set_input_grad("DOut", g.op(f"{name}_grad", {"Out": out, "DOut": cotangent}))
@@ -84,11 +85,11 @@ _register_fused_grad("tanh", lambda out, dout: dout * (1 - out * out),
 _relu_grad, _sigmoid_grad, _tanh_grad = (_fused_grad(n) for n in ("relu", "sigmoid", "tanh"))
 
 
-def _abs_grad(g):
+def _abs_grad(g: GradBuilder) -> None:
     g.set_input_grad("X", _mul(g, g.output_grad("Out"), g.op("sign", {"X": g.input("X")})))
 
 
-def _pow_grad(g):
+def _pow_grad(g: GradBuilder) -> None:
     factor = g.attr("factor")
     if factor == 0:  # x^0 = 1: the gradient is 0, also at x = 0 (never 0 * x^-1 = 0 * inf)
         g.set_input_grad("X", g.op("scale", {"X": g.output_grad("Out")}, scale=0.0))
@@ -97,16 +98,16 @@ def _pow_grad(g):
     g.set_input_grad("X", _mul(g, g.output_grad("Out"), dpow))
 
 
-def _leaky_relu_grad(g):
+def _leaky_relu_grad(g: GradBuilder) -> None:
     slope = g.op("leaky_step", {"X": g.input("X")}, alpha=g.attr("alpha"))
     g.set_input_grad("X", _mul(g, g.output_grad("Out"), slope))
 
 
-def _sin_grad(g):
+def _sin_grad(g: GradBuilder) -> None:
     g.set_input_grad("X", _mul(g, g.output_grad("Out"), g.op("cos", {"X": g.input("X")})))
 
 
-def _cos_grad(g):
+def _cos_grad(g: GradBuilder) -> None:
     neg_sin = g.op("scale", {"X": g.op("sin", {"X": g.input("X")})}, scale=-1.0)
     g.set_input_grad("X", _mul(g, g.output_grad("Out"), neg_sin))
 
@@ -154,11 +155,11 @@ def _register_activation(name, kernel, slope_kernel, second, attrs=None, doc="")
     `second(g, x, **attrs)` builds f''(x) from registered ops (None: f'' = 0)."""
     attrs = dict(attrs or {})
 
-    def grad(g):
+    def grad(g: GradBuilder) -> None:
         kw = {k: g.attr(k) for k in attrs}
         g.set_input_grad("X", g.op(f"{name}_grad", {"X": g.input("X"), "DOut": g.output_grad("Out")}, **kw))
 
-    def grad_grad(g):
+    def grad_grad(g: GradBuilder) -> None:
         kw = {k: g.attr(k) for k in attrs}
         x, dout, cotangent = g.input("X"), g.input("DOut"), g.output_grad("DX")
         if g.needs_input_grad("DOut"):
@@ -449,7 +450,7 @@ def _prelu_infer(ctx):
     ctx.set_output("Out", x, ctx.dtype("X"))
 
 
-def _prelu_grad(g):
+def _prelu_grad(g: GradBuilder) -> None:
     x, alpha, dout = g.input("X"), g.input("Alpha"), g.output_grad("Out")
     above = _g_unary(g, "leaky_step", x, alpha=0.0)
     below = _g_scale(g, above, -1.0, 1.0)

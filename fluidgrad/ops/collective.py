@@ -21,6 +21,7 @@ from math import prod
 import numpy as np
 
 from .comm import get_world
+from .grad_builder import GradBuilder
 from .registry import NO_GRADIENT, register_op
 from .shape_rules import same_as
 
@@ -47,7 +48,7 @@ def _allreduce_kernel(op: str):
 
 
 def _self_adjoint_grad(op_type: str):
-    def grad(g):
+    def grad(g: GradBuilder) -> None:
         g.set_input_grad("X", g.op(op_type, {"X": g.output_grad("Out")}))
     return grad
 
@@ -71,11 +72,11 @@ def _reduce_sum_kernel(x, root=0, ring_id=0):
     return total if world.rank == root else np.zeros_like(total)
 
 
-def _broadcast_grad(g):
+def _broadcast_grad(g: GradBuilder) -> None:
     g.set_input_grad("X", g.op("c_reduce_sum", {"X": g.output_grad("Out")}, root=g.attr("root")))
 
 
-def _reduce_sum_grad(g):
+def _reduce_sum_grad(g: GradBuilder) -> None:
     g.set_input_grad("X", g.op("c_broadcast", {"X": g.output_grad("Out")}, root=g.attr("root")))
 
 
@@ -112,11 +113,11 @@ def _reducescatter_infer(ctx) -> None:
     ctx.set_output("Out", ((shape[0] // nranks if shape[0] >= 0 else -1),) + tuple(shape[1:]), ctx.dtype("X"))
 
 
-def _allgather_grad(g):
+def _allgather_grad(g: GradBuilder) -> None:
     g.set_input_grad("X", g.op("c_reducescatter", {"X": g.output_grad("Out")}, nranks=g.attr("nranks")))
 
 
-def _reducescatter_grad(g):
+def _reducescatter_grad(g: GradBuilder) -> None:
     g.set_input_grad("X", g.op("c_allgather", {"X": g.output_grad("Out")}, nranks=g.attr("nranks")))
 
 
@@ -178,7 +179,7 @@ def _bucket_allreduce_infer(ctx) -> None:
         ctx.set_output("Out", shape, dtypes[0], index=i)
 
 
-def _bucket_allreduce_grad(g):
+def _bucket_allreduce_grad(g: GradBuilder) -> None:
     grads = g.op("c_bucket_allreduce", {"X": g.output_grad("Out")}, n_out=len(g.input("X")),
                  reduce=g.attr("reduce"), bucket=g.attr("bucket") + "@GRAD")
     g.set_input_grad("X", grads)
@@ -220,12 +221,12 @@ def _uncoalesce_infer(ctx) -> None:
         ctx.set_output("Out", shape, ctx.dtype("X"), index=i)
 
 
-def _coalesce_grad(g):
+def _coalesce_grad(g: GradBuilder) -> None:
     shapes = [list(g.shape(x)) for x in g.input("X")]
     g.set_input_grad("X", g.op("uncoalesce", {"X": g.output_grad("Out")}, n_out=len(shapes), shapes=shapes))
 
 
-def _uncoalesce_grad(g):
+def _uncoalesce_grad(g: GradBuilder) -> None:
     g.set_input_grad("X", g.op("coalesce", {"X": g.output_grad("Out")}))
 
 

@@ -25,6 +25,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .grad_builder import GradBuilder
 from .registry import NO_GRADIENT, register_op
 
 # Variables of type Variable.STEP_SCOPES hold Python objects; their dtype is only a placeholder.
@@ -81,7 +82,7 @@ def _carried(g: Any, out_slot: str, in_slot: str) -> list[str]:
     return [n for n in g.output(out_slot) if n in inputs and g.dtype(n).startswith("float")]
 
 
-def _while_grad_maker(g: Any) -> None:
+def _while_grad_maker(g: GradBuilder) -> None:
     xs = g.input("X")
     carried = _carried(g, "Out", "X")
     grads = g.op("while_grad", {"X": xs, "Out@GRAD": [g.grad_name(n) for n in carried],
@@ -118,7 +119,7 @@ def _conditional_block_infer(ctx: Any) -> None:
     _set_scope_output(ctx, "Scope")
 
 
-def _conditional_block_grad_maker(g: Any) -> None:
+def _conditional_block_grad_maker(g: GradBuilder) -> None:
     inputs = g.input("Input")
     out_names = [n for n in g.output("Out") if g.dtype(n).startswith("float")]
     grads = g.op("conditional_block_grad",
@@ -182,7 +183,7 @@ def _select_input_infer(ctx: Any) -> None:
     ctx.set_output("Out", merged, dtypes[0])
 
 
-def _select_input_grad(g: Any) -> None:
+def _select_input_grad(g: GradBuilder) -> None:
     xs = g.input("X")
     g.set_input_grad("X", g.op("select_input_grad", {"X": g.output_grad("Out"), "Mask": g.input("Mask")},
                                n_out=len(xs), n=len(xs)))
@@ -199,7 +200,7 @@ def _select_input_grad_infer(ctx: Any) -> None:
     ctx.set_output("Out", ctx.shape("X"), ctx.dtype("X"))
 
 
-def _select_input_grad_grad(g: Any) -> None:
+def _select_input_grad_grad(g: GradBuilder) -> None:
     g.set_input_grad("X", g.op("select_input", {"X": g.output_grad("Out"), "Mask": g.input("Mask")}))
 
 
@@ -222,6 +223,10 @@ def _increment_infer(ctx: Any) -> None:
     ctx.set_output("Out", ctx.shape("X"), ctx.dtype("X"))
 
 
+def _increment_grad(g: GradBuilder) -> None:
+    g.set_input_grad("X", g.output_grad("Out"))
+
+
 register_op("increment", inputs="X", outputs="Out", attrs={"step": 1.0}, kernel=_increment_kernel,
-            infer=_increment_infer, grad=lambda g: g.set_input_grad("X", g.output_grad("Out")),
+            infer=_increment_infer, grad=_increment_grad,
             doc="Out = X + step in X's dtype: a loop counter (a new array; X is left alone).")

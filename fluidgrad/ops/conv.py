@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from .geometry import PADDING_ALGORITHMS, Windows, per_axis
+from .grad_builder import GradBuilder
 from .registry import register_op
 from .shape_rules import float_only
 
@@ -254,7 +255,7 @@ def _bias_grad(g, dout, nd: int):
 
 
 def _conv_grad(nd: int):
-    def grad(g):
+    def grad(g: GradBuilder) -> None:
         x, w, dout, attrs = g.input("Input"), g.input("Filter"), g.output_grad("Output"), _attrs(g)
         if g.needs_input_grad("Input"):
             g.set_input_grad("Input", g.op(f"conv{nd}d_input_grad", {"DOutput": dout, "Filter": w, "Input": x},
@@ -268,7 +269,7 @@ def _conv_grad(nd: int):
 
 def _conv_input_grad_grad(nd: int):
     """Out = B(D, W), the adjoint of conv in X: <G, B(D, W)> = <D, conv(G, W)>."""
-    def grad(g):
+    def grad(g: GradBuilder) -> None:
         d, w, cot, attrs = g.input("DOutput"), g.input("Filter"), g.output_grad("Out"), _attrs(g)
         if g.needs_input_grad("DOutput"):
             g.set_input_grad("DOutput", g.op(f"conv{nd}d", {"Input": cot, "Filter": w}, **attrs))
@@ -280,7 +281,7 @@ def _conv_input_grad_grad(nd: int):
 
 def _conv_filter_grad_grad(nd: int):
     """Out = F(D, X), the adjoint of conv in W: <G, F(D, X)> = <D, conv(X, G)>."""
-    def grad(g):
+    def grad(g: GradBuilder) -> None:
         d, x, cot, attrs = g.input("DOutput"), g.input("Input"), g.output_grad("Out"), _attrs(g)
         if g.needs_input_grad("DOutput"):
             g.set_input_grad("DOutput", g.op(f"conv{nd}d", {"Input": x, "Filter": cot}, **attrs))
@@ -348,7 +349,7 @@ def _conv_transpose_infer(nd: int):
 
 def _conv_transpose_grad(nd: int):
     """Y = conv_input_grad(X, W): dX = conv(dY, W), dW = conv_filter_grad(X, dY)."""
-    def grad(g):
+    def grad(g: GradBuilder) -> None:
         x, w, dy = g.input("Input"), g.input("Filter"), g.output_grad("Output")
         attrs = _attrs(g)
         if g.needs_input_grad("Input"):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .grad_builder import GradBuilder
 from .registry import ZERO_GRADIENT, register_op
 from .shape_rules import float_only, normalize_axis, same_dtype
 
@@ -60,7 +61,7 @@ def _softmax_vjp(g, out, dout, axis):
     return g.op("softmax_grad", {"Out": out, "DOut": dout}, axis=axis)
 
 
-def _softmax_grad_grad(g):
+def _softmax_grad_grad(g: GradBuilder) -> None:
     """DX is linear in DOut (its gradient is softmax_grad again). In Out, with s = sum(DOut Out)
     and t = sum(G Out): dOut = G (DOut - s) - DOut t."""
     out, dout, cotangent, axis = g.input("Out"), g.input("DOut"), g.output_grad("DX"), g.attr("axis")
@@ -83,10 +84,14 @@ def _softmax_grad_infer(ctx):
     ctx.set_output("DX", ctx.shape("DOut"), ctx.dtype("DOut"))
 
 
+def _softmax_grad(g: GradBuilder) -> None:
+    g.set_input_grad("X", _softmax_vjp(g, g.output("Out"), g.output_grad("Out"),
+                                       g.attr("axis")))
+
+
 register_op("softmax", inputs="X", outputs="Out", attrs={"axis": -1}, kernel=_softmax_kernel,
             infer=_softmax_infer,
-            grad=lambda g: g.set_input_grad("X", _softmax_vjp(g, g.output("Out"), g.output_grad("Out"),
-                                                              g.attr("axis"))))
+            grad=_softmax_grad)
 register_op("softmax_grad", inputs="Out DOut", outputs="DX", attrs={"axis": -1}, kernel=_softmax_grad_kernel,
             infer=_softmax_grad_infer, grad=_softmax_grad_grad,
             doc="The gradient of softmax from its output: Out * (DOut - sum(DOut * Out, axis)).")
@@ -164,7 +169,7 @@ def _swce_infer(ctx):
     ctx.set_output("Loss", loss_shape, ctx.dtype("Logits"))
 
 
-def _swce_grad(g):
+def _swce_grad(g: GradBuilder) -> None:
     logits, label, softmax = g.input("Logits"), g.input("Label"), g.output("Softmax")
     axis = g.attr("axis")
     dloss = g.output_grad("Loss")
@@ -207,7 +212,7 @@ def _swce_grad_kernel(softmax, label, dloss, axis=-1):
     return dlogits
 
 
-def _swce_grad_grad(g):
+def _swce_grad_grad(g: GradBuilder) -> None:
     """Linear in Softmax (times DLoss) and in DLoss (sum over the axis of G (Softmax - one_hot))."""
     softmax, label, dloss, cotangent = g.input("Softmax"), g.input("Label"), g.input("DLoss"), g.output_grad("DLogits")
     axis = g.attr("axis")
@@ -254,7 +259,7 @@ def _ce_infer(ctx):
     ctx.set_output("Y", shape[:-1] + [1], ctx.dtype("X"))
 
 
-def _ce_grad(g):
+def _ce_grad(g: GradBuilder) -> None:
     x, label, dy = g.input("X"), g.input("Label"), g.output_grad("Y")
     target = label if g.attr("soft_label") else g.op("one_hot_like", {"Label": label, "Logits": x})
     ratio = g.op("elementwise_div", {"X": target, "Y": x})

@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from .grad_builder import GradBuilder
 from .registry import NO_GRADIENT, register_op
 from .shape_rules import float_only, normalize_axis
 
@@ -40,15 +41,25 @@ def _tile_grad_kernel(dout, target, repeat_times):
     return dout.reshape(interleaved).sum(axis=tuple(range(0, 2 * len(base), 2))).reshape(target.shape)
 
 
+def _tile_grad(g: GradBuilder) -> None:
+    g.set_input_grad("X", g.op("tile_grad", {"X": g.output_grad("Out"), "Target": g.input("X")},
+                               repeat_times=g.attr("repeat_times")))
+
+
 register_op("tile", inputs="X", outputs="Out", attrs={"repeat_times": [1]},
             kernel=lambda x, repeat_times: np.tile(x, repeat_times), infer=_tile_infer,
-            grad=lambda g: g.set_input_grad("X", g.op("tile_grad", {"X": g.output_grad("Out"), "Target": g.input("X")},
-                                                      repeat_times=g.attr("repeat_times"))),
+            grad=_tile_grad,
             doc="X repeated repeat_times[i] times along axis i (leading axes added as needed).")
+
+
+def _tile_grad_grad(g: GradBuilder) -> None:
+    g.set_input_grad("X", g.op("tile", {"X": g.output_grad("Out")},
+                               repeat_times=g.attr("repeat_times")))
+
+
 register_op("tile_grad", inputs="X Target", outputs="Out", attrs={"repeat_times": [1]},
             kernel=_tile_grad_kernel, infer=_grad_helper_infer,
-            grad=lambda g: g.set_input_grad("X", g.op("tile", {"X": g.output_grad("Out")},
-                                                      repeat_times=g.attr("repeat_times"))),
+            grad=_tile_grad_grad,
             doc="Sums the tiles of X back into Target's shape (the transpose of tile).")
 
 
@@ -68,10 +79,14 @@ def _expand_infer(ctx):
     ctx.set_output("Out", out, ctx.dtype("X"))
 
 
+def _expand_grad(g: GradBuilder) -> None:
+    g.set_input_grad("X", g.op("reduce_as", {"X": g.output_grad("Out"), "Target": g.input("X")}))
+
+
 register_op("expand", inputs="X", outputs="Out", attrs={"shape": [1]},
             kernel=lambda x, shape: np.array(np.broadcast_to(x, _expanded_shape(x.shape, shape))),
             infer=_expand_infer,
-            grad=lambda g: g.set_input_grad("X", g.op("reduce_as", {"X": g.output_grad("Out"), "Target": g.input("X")})),
+            grad=_expand_grad,
             doc="X broadcast to `shape` (-1 keeps X's size): paddle.expand / broadcast_to, ONNX Expand.")
 
 
@@ -204,16 +219,28 @@ def _pad_infer(ctx):
 
 
 _PAD_ATTRS = {"paddings": [0, 0], "mode": "constant", "value": 0.0}
+
+
+def _pad_grad(g: GradBuilder) -> None:
+    g.set_input_grad("X", g.op("pad_grad", {"X": g.output_grad("Out"), "Target": g.input("X")},
+                               paddings=g.attr("paddings"), mode=g.attr("mode")))
+
+
 register_op("pad", inputs="X", outputs="Out", attrs=_PAD_ATTRS, kernel=_pad_kernel, infer=_pad_infer,
-            grad=lambda g: g.set_input_grad("X", g.op("pad_grad", {"X": g.output_grad("Out"), "Target": g.input("X")},
-                                                      paddings=g.attr("paddings"), mode=g.attr("mode"))),
+            grad=_pad_grad,
             doc="Pads (or, with negative sizes, crops) every axis: paddings = [before0, after0, before1, "
                 "...]; mode constant, reflect, replicate (edge) or circular (wrap). Reflection and wrapping "
                 "repeat when a padding is longer than the axis.")
+
+
+def _pad_grad_grad(g: GradBuilder) -> None:
+    g.set_input_grad("X", g.op("pad", {"X": g.output_grad("Out")}, paddings=g.attr("paddings"),
+                               mode=g.attr("mode"), value=0.0))
+
+
 register_op("pad_grad", inputs="X Target", outputs="Out", attrs=_PAD_ATTRS, kernel=_pad_grad_kernel,
             infer=_grad_helper_infer,
-            grad=lambda g: g.set_input_grad("X", g.op("pad", {"X": g.output_grad("Out")}, paddings=g.attr("paddings"),
-                                                      mode=g.attr("mode"), value=0.0)),
+            grad=_pad_grad_grad,
             doc="The transpose of pad: each padded position's gradient goes to the position it copied.")
 
 
@@ -224,10 +251,14 @@ def _axes_infer(ctx, axes):
     ctx.set_output("Out", ctx.shape("X"), ctx.dtype("X"))
 
 
+def _flip_grad(g: GradBuilder) -> None:
+    g.set_input_grad("X", g.op("flip", {"X": g.output_grad("Out")}, axis=g.attr("axis")))
+
+
 register_op("flip", inputs="X", outputs="Out", attrs={"axis": [0]},
             kernel=lambda x, axis: np.flip(x, tuple(axis)).copy(),
             infer=lambda ctx: _axes_infer(ctx, ctx.attr("axis")),
-            grad=lambda g: g.set_input_grad("X", g.op("flip", {"X": g.output_grad("Out")}, axis=g.attr("axis"))),
+            grad=_flip_grad,
             doc="X reversed along each of `axis`.")
 
 
@@ -246,10 +277,14 @@ def _roll_infer(ctx):
     _axes_infer(ctx, axis)
 
 
+def _roll_grad(g: GradBuilder) -> None:
+    g.set_input_grad("X", g.op("roll", {"X": g.output_grad("Out")},
+                               shifts=[-s for s in g.attr("shifts")], axis=g.attr("axis")))
+
+
 register_op("roll", inputs="X", outputs="Out", attrs={"shifts": [0], "axis": []}, kernel=_roll_kernel,
             infer=_roll_infer,
-            grad=lambda g: g.set_input_grad("X", g.op("roll", {"X": g.output_grad("Out")},
-                                                      shifts=[-s for s in g.attr("shifts")], axis=g.attr("axis"))),
+            grad=_roll_grad,
             doc="X shifted cyclically by shifts[i] along axis[i] (no axis: over the flattened X).")
 
 

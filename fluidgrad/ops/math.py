@@ -116,10 +116,22 @@ register_op("elementwise_div", inputs="X Y", outputs="Out", kernel=_true_divide,
             infer=_div_infer, grad=_div_grad)
 register_op("elementwise_pow", inputs="X Y", outputs="Out", kernel=_power,
             infer=_no_bool(binary_broadcast(), "power"), grad=_pow_grad)
+
+
+def _elementwise_max_grad(g: GradBuilder) -> None:
+    _select_grad(g, "greater_than")
+
+
 register_op("elementwise_max", inputs="X Y", outputs="Out", kernel=np.maximum,
-            infer=binary_broadcast(), grad=lambda g: _select_grad(g, "greater_than"))
+            infer=binary_broadcast(), grad=_elementwise_max_grad)
+
+
+def _elementwise_min_grad(g: GradBuilder) -> None:
+    _select_grad(g, "less_than")
+
+
 register_op("elementwise_min", inputs="X Y", outputs="Out", kernel=np.minimum,
-            infer=binary_broadcast(), grad=lambda g: _select_grad(g, "less_than"))
+            infer=binary_broadcast(), grad=_elementwise_min_grad)
 
 
 def _select_grad(g: GradBuilder, compare):
@@ -317,11 +329,15 @@ def _scale_infer(ctx):
     ctx.set_output("Out", ctx.shape("X"), ctx.dtype("X"))
 
 
+def _scale_grad(g: GradBuilder) -> None:
+    g.set_input_grad("X", g.op("scale", {"X": g.output_grad("Out")},
+                               scale=g.attr("scale")))
+
+
 register_op("scale", inputs="X", outputs="Out",
             attrs={"scale": 1.0, "bias": 0.0, "bias_after_scale": True},
             kernel=_scale_kernel, infer=_no_bool(_scale_infer, "scaling (or negation)"),
-            grad=lambda g: g.set_input_grad("X", g.op("scale", {"X": g.output_grad("Out")},
-                                                      scale=g.attr("scale"))))
+            grad=_scale_grad)
 
 
 def _sum_kernel(xs):
@@ -341,12 +357,21 @@ def _sum_infer(ctx):
     ctx.set_output("Out", shapes[0], dtypes[0])
 
 
+def _sum_grad(g: GradBuilder) -> None:
+    g.set_input_grad("X", [g.output_grad("Out")] * len(g.input("X")))
+
+
 register_op("sum", inputs="X*", outputs="Out", kernel=_sum_kernel, infer=_sum_infer,
-            grad=lambda g: g.set_input_grad("X", [g.output_grad("Out")] * len(g.input("X"))),
+            grad=_sum_grad,
             doc="Adds any number of same-shaped inputs; the backward builder uses it for shared gradients.")
 
+
+def _assign_grad(g: GradBuilder) -> None:
+    g.set_input_grad("X", g.output_grad("Out"))
+
+
 register_op("assign", inputs="X", outputs="Out", kernel=lambda x: x, inline="{X}", infer=same_as(),
-            grad=lambda g: g.set_input_grad("X", g.output_grad("Out")),
+            grad=_assign_grad,
             doc="Copies X. Arrays are never written in place, so the executor aliases instead of copying.")
 
 
@@ -402,13 +427,23 @@ def _reduce_as_infer(ctx):
     ctx.set_output("Out", ctx.shape("Target"), dtypes.accumulate_dtype(ctx.dtype("X")))
 
 
+def _reduce_as_grad(g: GradBuilder) -> None:
+    g.set_input_grad("X", g.op("expand_as", {"X": g.output_grad("Out"),
+                                             "Target": g.input("X")}))
+
+
 register_op("reduce_as", inputs="X Target", outputs="Out", kernel=_reduce_as_kernel, infer=_reduce_as_infer,
-            grad=lambda g: g.set_input_grad("X", g.op("expand_as", {"X": g.output_grad("Out"),
-                                                                    "Target": g.input("X")})),
+            grad=_reduce_as_grad,
             doc="Sums a broadcast gradient back to the shape of Target.")
+
+
+def _expand_as_grad(g: GradBuilder) -> None:
+    g.set_input_grad("X", g.op("reduce_as", {"X": g.output_grad("Out"),
+                                             "Target": g.input("X")}))
+
+
 register_op("expand_as", inputs="X Target", outputs="Out", kernel=_expand_as_kernel, infer=_like_target,
-            grad=lambda g: g.set_input_grad("X", g.op("reduce_as", {"X": g.output_grad("Out"),
-                                                                    "Target": g.input("X")})),
+            grad=_expand_as_grad,
             doc="Broadcasts X to the shape of Target.")
 
 

@@ -13,6 +13,7 @@ from .conv import conv_input_grad_kernel as conv2d_input_grad_kernel  # noqa: F4
 from .conv import conv_kernel as conv2d_kernel  # noqa: F401
 from .pooling import pool_grad_kernel as pool2d_grad_kernel  # noqa: F401
 from .pooling import pool_kernel as pool2d_kernel  # noqa: F401
+from .grad_builder import GradBuilder
 from .registry import ZERO_GRADIENT, register_op
 from .shape_rules import float_only, normalize_axis
 
@@ -25,7 +26,7 @@ def _clip_infer(ctx):
     ctx.set_output("Out", ctx.shape("X"), ctx.dtype("X"))
 
 
-def _clip_grad(g):
+def _clip_grad(g: GradBuilder) -> None:
     mask = g.op("clip_mask", {"X": g.input("X")}, min=g.attr("min"), max=g.attr("max"))
     g.set_input_grad("X", g.op("elementwise_mul", {"X": g.output_grad("Out"), "Y": mask}))
 
@@ -51,7 +52,7 @@ def _log_softmax_infer(ctx):
     ctx.set_output("Out", ctx.shape("X"), ctx.dtype("X"))
 
 
-def _log_softmax_grad(g):
+def _log_softmax_grad(g: GradBuilder) -> None:
     """dX = dOut - softmax * sum(dOut, axis)."""
     dout, axis = g.output_grad("Out"), g.attr("axis")
     total = g.op("reduce_sum", {"X": dout}, axis=[axis], keepdim=True, reduce_all=False)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .random import generator
+from .grad_builder import GradBuilder
 from .registry import NO_GRADIENT, register_op
 from .shape_rules import float_only
 
@@ -89,7 +90,7 @@ def _batch_norm_infer(ctx):
     ctx.set_output("SavedVariance", [x[1]], dtype)
 
 
-def _batch_norm_grad(g):
+def _batch_norm_grad(g: GradBuilder) -> None:
     dx, dscale, dbias = g.op("batch_norm_grad", {
         "X": g.input("X"), "Scale": g.input("Scale"), "SavedMean": g.output("SavedMean"),
         "SavedVariance": g.output("SavedVariance"), "DY": g.output_grad("Y")},
@@ -197,7 +198,7 @@ def _layer_norm_infer(ctx):
     ctx.set_output("Variance", [rows], ctx.dtype("X"))
 
 
-def _layer_norm_grad(g):
+def _layer_norm_grad(g: GradBuilder) -> None:
     scale = g.input("Scale")
     inputs = {"X": g.input("X"), "Scale": scale, "Mean": g.output("Mean"), "Variance": g.output("Variance"),
               "DY": g.output_grad("Y")}
@@ -259,11 +260,15 @@ def _dropout_infer(ctx):
     ctx.set_output("Mask", ctx.shape("X"), ctx.dtype("X"))
 
 
+def _dropout_grad(g: GradBuilder) -> None:
+    g.set_input_grad("X", g.op("elementwise_mul", {"X": g.output_grad("Out"),
+                                                   "Y": g.output("Mask")}))
+
+
 register_op("dropout", inputs="X", outputs="Out Mask",
             attrs={"dropout_prob": 0.5, "is_test": False, "seed": 0,
                    "dropout_implementation": "upscale_in_train"},
             kernel=dropout_kernel, infer=_dropout_infer,
-            grad=lambda g: g.set_input_grad("X", g.op("elementwise_mul", {"X": g.output_grad("Out"),
-                                                                          "Y": g.output("Mask")})),
+            grad=_dropout_grad,
             doc="Randomly zero elements with probability dropout_prob; Mask is the factor applied, so "
                 "dX = dOut * Mask.")

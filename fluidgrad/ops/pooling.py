@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from .geometry import Windows, adaptive_bounds, adaptive_mean_matrix, along_axes, per_axis
+from .grad_builder import GradBuilder
 from .registry import register_op
 from .shape_rules import float_only
 
@@ -371,7 +372,7 @@ def _attr(g, name: str, default):
 
 
 def _pool_grad(nd: int):
-    def grad(g):
+    def grad(g: GradBuilder) -> None:
         g.set_input_grad("X", g.op(f"pool{nd}d_grad", {"X": g.input("X"), "DOut": g.output_grad("Out")},
                                    **_attrs(g, POOL_ATTRS)))
     return grad
@@ -379,7 +380,7 @@ def _pool_grad(nd: int):
 
 def _pool_grad_grad(nd: int):
     """pool_grad is linear in DOut; its transpose is avg pooling, or a gather at the argmax."""
-    def grad(g):
+    def grad(g: GradBuilder) -> None:
         cot = g.output_grad("Out")
         if g.attr("pooling_type") == "avg":
             dd = g.op(f"pool{nd}d", {"X": cot}, **_attrs(g, POOL_ATTRS))
@@ -391,7 +392,7 @@ def _pool_grad_grad(nd: int):
 
 
 def _with_index_grad(nd: int):
-    def grad(g):
+    def grad(g: GradBuilder) -> None:
         overlapping = windows_overlap(_attr(g, "ksize", [1] * nd), _attr(g, "strides", [1] * nd),
                                       _attr(g, "dilations", [1] * nd), _attr(g, "global_pooling", False),
                                       _attr(g, "adaptive", False), nd)
@@ -400,16 +401,16 @@ def _with_index_grad(nd: int):
     return grad
 
 
-def _index_grad_grad(g):
+def _index_grad_grad(g: GradBuilder) -> None:
     g.set_input_grad("DOut", g.op("max_pool_index_select", {"Mask": g.input("Mask"), "Y": g.output_grad("Out")}))
 
 
-def _index_select_grad(g):
+def _index_select_grad(g: GradBuilder) -> None:
     g.set_input_grad("Y", g.op("max_pool_index_grad", {"Mask": g.input("Mask"), "DOut": g.output_grad("Out"),
                                                        "X": g.input("Y")}))
 
 
-def _select_grad(g):
+def _select_grad(g: GradBuilder) -> None:
     g.set_input_grad("Y", g.op("pool2d_grad", {"X": g.input("X"), "DOut": g.output_grad("Out")},
                                pooling_type="max", **_attrs(g, _INDEX_KEYS)))
 

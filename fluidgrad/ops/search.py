@@ -442,8 +442,12 @@ def _tril_triu_infer(ctx):
     ctx.set_output("Out", ctx.shape("X"), ctx.dtype("X"))
 
 
+def _tril_triu_grad(g: GradBuilder) -> None:
+    g.set_input_grad("X", g.op("tril_triu", {"X": g.output_grad("Out")},
+                               diagonal=g.attr("diagonal"), lower=g.attr("lower")))
+
+
 register_op("tril_triu", inputs="X", outputs="Out", attrs={"diagonal": 0, "lower": True},
             kernel=_tril_triu_kernel, infer=_tril_triu_infer,
-            grad=lambda g: g.set_input_grad("X", g.op("tril_triu", {"X": g.output_grad("Out")},
-                                                      diagonal=g.attr("diagonal"), lower=g.attr("lower"))),
+            grad=_tril_triu_grad,
             doc="The lower (or upper) triangle of the last two axes, from `diagonal` on (ONNX Trilu).")

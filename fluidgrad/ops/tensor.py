@@ -182,8 +182,12 @@ def _resplit(g: GradBuilder):
                 num_or_sections=g.attr("num_or_sections"), axis=g.attr("axis"))
 
 
+def _split_grad_maker(g: GradBuilder) -> None:
+    _split_grad(g, _resplit)
+
+
 register_op("split", inputs="X", outputs="Out*", attrs={"num_or_sections": 2, "axis": 0},
-            kernel=_split_kernel, infer=_split_infer, grad=lambda g: _split_grad(g, _resplit))
+            kernel=_split_kernel, infer=_split_infer, grad=_split_grad_maker)
 
 
 def _split_as_kernel(x, likes, axis):
@@ -203,10 +207,14 @@ def _split_as_infer(ctx):
         ctx.set_output("Out", out, ctx.dtype("X"), index=i)
 
 
+def _split_as_grad(g: GradBuilder) -> None:
+    _split_grad(g, lambda g: g.op("split_as", {"X": g.input("X"), "Like": g.input("Like")},
+                                  n_out=len(g.output("Out")), axis=g.attr("axis")))
+
+
 register_op("split_as", inputs="X Like*", outputs="Out*", attrs={"axis": 0}, kernel=_split_as_kernel,
             infer=_split_as_infer,
-            grad=lambda g: _split_grad(g, lambda g: g.op("split_as", {"X": g.input("X"), "Like": g.input("Like")},
-                                                         n_out=len(g.output("Out")), axis=g.attr("axis"))),
+            grad=_split_as_grad,
             doc="Splits X along `axis` into pieces as long as each Like input there (concat's gradient "
                 "when those lengths are known only at run time).")
 

@@ -145,16 +145,26 @@ def _interp_attrs(g: GradBuilder) -> dict:
     return {k: g.attr(k) for k in INTERP_ATTRS}
 
 
+def _interpolate_grad(g: GradBuilder) -> None:
+    g.set_input_grad("X", g.op("interpolate_grad", {"DOut": g.output_grad("Out"),
+                                                    "X": g.input("X")}, **_interp_attrs(g)))
+
+
 register_op("interpolate", inputs="X", outputs="Out", attrs=dict(INTERP_ATTRS), kernel=interpolate_kernel,
             infer=_interpolate_infer,
-            grad=lambda g: g.set_input_grad("X", g.op("interpolate_grad", {"DOut": g.output_grad("Out"),
-                                                                           "X": g.input("X")}, **_interp_attrs(g))),
+            grad=_interpolate_grad,
             doc="Resize the spatial axes (nearest, linear, bilinear, bicubic, trilinear) to out_size, or by "
                 "scales; align_corners and align_mode (1: Paddle's asymmetric) choose the source coordinates.")
+
+
+def _interpolate_grad_grad(g: GradBuilder) -> None:
+    g.set_input_grad("DOut", g.op("interpolate", {"X": g.output_grad("Out")},
+                                  **_interp_attrs(g)))
+
+
 register_op("interpolate_grad", inputs="DOut X", outputs="Out", attrs=dict(INTERP_ATTRS),
             kernel=interpolate_grad_kernel, infer=_interpolate_grad_infer,
-            grad=lambda g: g.set_input_grad("DOut", g.op("interpolate", {"X": g.output_grad("Out")},
-                                                         **_interp_attrs(g))),
+            grad=_interpolate_grad_grad,
             doc="The gradient of interpolate (X gives only the shape): the transposed resampling.")
 
 
@@ -217,11 +227,21 @@ def _unfold_attrs(g: GradBuilder) -> dict:
     return {k: g.attr(k) for k in UNFOLD_ATTRS}
 
 
+def _unfold_grad(g: GradBuilder) -> None:
+    g.set_input_grad("X", g.op("unfold_grad", {"DY": g.output_grad("Y"), "X": g.input("X")},
+                               **_unfold_attrs(g)))
+
+
 register_op("unfold", inputs="X", outputs="Y", attrs=dict(UNFOLD_ATTRS), kernel=unfold_kernel, infer=_unfold_infer,
-            grad=lambda g: g.set_input_grad("X", g.op("unfold_grad", {"DY": g.output_grad("Y"), "X": g.input("X")},
-                                                      **_unfold_attrs(g))),
+            grad=_unfold_grad,
             doc="im2col: the sliding windows of NCHW X as [N, C * KH * KW, L] (paddings [lo, hi] per axis).")
+
+
+def _unfold_grad_grad(g: GradBuilder) -> None:
+    g.set_input_grad("DY", g.op("unfold", {"X": g.output_grad("Out")}, **_unfold_attrs(g)))
+
+
 register_op("unfold_grad", inputs="DY X", outputs="Out", attrs=dict(UNFOLD_ATTRS), kernel=unfold_grad_kernel,
             infer=_unfold_grad_infer,
-            grad=lambda g: g.set_input_grad("DY", g.op("unfold", {"X": g.output_grad("Out")}, **_unfold_attrs(g))),
+            grad=_unfold_grad_grad,
             doc="col2im: unfold's gradient (X gives only the shape); windows added back, overlaps summed.")
