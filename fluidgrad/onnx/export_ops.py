@@ -357,6 +357,9 @@ def _pad(c):
         ends = [-hi if hi > 0 else _INT_MAX for _, _, hi in crop]
         x = c.node("Slice", [x, _i64(c, starts), _i64(c, ends), _i64(c, axes)])
         pairs = [(max(lo, 0), max(hi, 0)) for lo, hi in pairs]
+    if all(lo == hi == 0 for lo, hi in pairs):  # nothing to pad (a 0-D value, say: onnxruntime refuses Pad there)
+        c.node("Identity", [x], [c.out("Out")])
+        return
     if mode == "wrap" and c.opset < 19:
         shape = c.shape_in("X")
         for axis, (lo, hi) in enumerate(pairs):

@@ -179,7 +179,7 @@ def _pad_grad_kernel(dout, target, paddings, mode, value):
     if mode == "constant":   # the kept part, back where it came from
         kept, placed = _constant_slices(target.shape, paddings)
         if all(k.start == 0 and k.stop == n for k, n in zip(kept, target.shape)):
-            return np.ascontiguousarray(dout[placed])
+            return np.asarray(dout[placed], order="C")  # (ascontiguousarray would make a 0-D value 1-D)
         out = np.zeros(target.shape, dtype=dout.dtype)
         out[kept] = dout[placed]
         return out
@@ -187,8 +187,8 @@ def _pad_grad_kernel(dout, target, paddings, mode, value):
         grad = dout.copy()
         for pad, source in reversed(list(_edge_slices(target.shape, paddings, mode))):
             grad[source] += grad[pad]
-        return np.ascontiguousarray(grad[tuple(slice(before, before + n) for n, (before, _)
-                                               in zip(target.shape, _pairs(paddings)))])
+        return np.asarray(grad[tuple(slice(before, before + n) for n, (before, _)
+                                   in zip(target.shape, _pairs(paddings)))], order="C")
     out = dout
     for axis, (before, after) in enumerate(_pairs(paddings)):
         if before == after == 0:

@@ -71,6 +71,10 @@ CASES = [
            torch_fn=_pad_torch(_PADS, mode)) for mode in ("reflect", "replicate", "circular")],
     Case("pad", {"X": rand(2, 3, 4)}, {"paddings": _PADS, "mode": "edge"}, id="pad-edge",
          torch_fn=_pad_torch(_PADS, "replicate")),
+    Case("pad", {"X": rand()}, {"paddings": []}, id="pad-0d-nothing",  # stays 0-D, through grad of grad
+         torch_fn=lambda X: X.clone()),
+    Case("pad", {"X": rand()}, {"paddings": [], "mode": "edge"}, id="pad-0d-edge-nothing",
+         torch_fn=lambda X: X.clone()),
     Case("pad", {"X": rand(5)}, {"paddings": [2, 3], "mode": "reflect"}, id="pad-reflect-1d",
          torch_fn=lambda X: TF.pad(X[None], (2, 3), mode="reflect")[0]),
     Case("pad_grad", {"X": rand(2, 6, 7), "Target": rand(2, 3, 4)}, {"paddings": _PADS, "mode": "reflect"},
