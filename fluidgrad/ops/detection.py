@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .grad_builder import GradBuilder
 from .registry import NO_GRADIENT, register_op
 
 
@@ -165,14 +166,14 @@ def _roi_align_infer(ctx):
     ctx.set_output("Out", [rois[0], x[1], ctx.attr("output_height"), ctx.attr("output_width")], ctx.dtype("X"))
 
 
-def _roi_align_grad(g):
+def _roi_align_grad(g: GradBuilder) -> None:
     attrs = {name: g.attr(name) for name in _ROI_ATTRS}
     g.set_input_grad("X", g.op("roi_align_grad", {"X": g.input("X"), "Rois": g.input("Rois"),
                                                   "BatchIndices": g.input("BatchIndices"),
                                                   "DOut": g.output_grad("Out")}, **attrs))
 
 
-def _roi_align_grad_grad(g):
+def _roi_align_grad_grad(g: GradBuilder) -> None:
     """Average mode is linear in X: the gradient's gradient (in DOut) is roi_align itself."""
     if g.attr("mode") != "avg":
         raise NotImplementedError("grad of op roi_align_grad: only in avg mode (max mode selects by value)")

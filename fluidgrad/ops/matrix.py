@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .grad_builder import GradBuilder
 from .registry import register_op
 from .shape_rules import float_only
 
@@ -27,7 +28,7 @@ def _inverse_infer(ctx):
     ctx.set_output("Out", _square_infer(ctx), ctx.dtype("X"))
 
 
-def _inverse_grad(g):
+def _inverse_grad(g: GradBuilder) -> None:
     """d(X^-1) = -X^-1 dX X^-1, so dL/dX = -Out^T dOut Out^T."""
     out = g.output("Out")
     left = g.op("matmul", {"X": out, "Y": g.output_grad("Out")}, transpose_x=True)
@@ -42,7 +43,7 @@ def _determinant_infer(ctx):
     ctx.set_output("Out", _square_infer(ctx)[:-2], ctx.dtype("X"))
 
 
-def _determinant_grad(g):
+def _determinant_grad(g: GradBuilder) -> None:
     """d det(X) / dX = det(X) X^-T (Jacobi's formula)."""
     x = g.input("X")
     rank = len(g.shape(x))
