@@ -60,7 +60,8 @@ def required_const(ctx: Any, index: int, what: str) -> Any:
         source = _upstream_graph_input(ctx, ctx.node.input[index])
         if source is None or source == exc.input_name:
             raise
-        raise ValueRequiredError(f"{exc} (it is computed from graph input {source!r})", source) from None
+        raise ValueRequiredError(f"{exc} (it is computed from graph input {source!r})", source,
+                                 exc.graph_inputs or [source], exc.structure) from None
 
 
 def _upstream_graph_input(ctx: Any, name: str) -> str | None:
