@@ -15,8 +15,11 @@ EXPORTERS: dict[str, Exporter] = {}
 
 
 def exporter(*op_types: str) -> Callable[[Exporter], Exporter]:
+    """Register `fn` as the exporter of `op_types` (the one table export_table.py also fills)."""
     def register(fn: Exporter) -> Exporter:
         for op_type in op_types:
+            if op_type in EXPORTERS:
+                raise ValueError(f"op {op_type} has two ONNX exporters: {EXPORTERS[op_type].__name__} and {fn.__name__}")
             EXPORTERS[op_type] = fn
         return fn
     return register

@@ -7,22 +7,11 @@ from the table have no ONNX equivalent, and export refuses them with an error na
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from .export_ops import EXPORTERS as MORE_EXPORTERS
-
-Exporter = Callable[[Any], None]
-EXPORTERS: dict[str, Exporter] = {}
-
-
-def exporter(*op_types: str) -> Callable[[Exporter], Exporter]:
-    def register(fn: Exporter) -> Exporter:
-        for op_type in op_types:
-            EXPORTERS[op_type] = fn
-        return fn
-    return register
+from .export_ops import EXPORTERS, Exporter, exporter  # one table; export_ops.py holds the newer ops
 
 
 def _simple(onnx_type: str, in_slots: tuple[str, ...] = ("X",), out_slot: str = "Out", **fixed: Any) -> Exporter:
@@ -420,9 +409,3 @@ def _dropout(c):
         c.node("Mul", [c.x("X"), c.const(keep)], [c.out("Out")])
     else:
         c.node("Identity", [c.x("X")], [c.out("Out")])
-
-
-
-
-
-EXPORTERS.update(MORE_EXPORTERS)
