@@ -167,7 +167,7 @@ def test_the_checker_finds_no_upward_import_either():
 
 def test_importing_fluidgrad_imports_no_optional_dependency():
     code = ("import sys, fluidgrad; heavy = [m for m in ('torch', 'graphviz', 'sklearn', 'onnx', 'mpi4py', "
-            "'matplotlib', 'tqdm', 'ml_dtypes') if m in sys.modules]; print(heavy)")
+            "'matplotlib', 'tqdm', 'ml_dtypes', 'numba', 'scipy') if m in sys.modules]; print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                          env={"PYTHONPATH": str(ROOT), "PATH": ""})
     assert out.returncode == 0, out.stderr

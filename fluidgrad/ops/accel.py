@@ -1,0 +1,97 @@
+"""Optional compiled kernels: numba (the `fast` extra) for work NumPy can only do in several passes.
+
+Why: a layer norm, a softmax gradient or a col2im costs NumPy four to eight passes over memory
+and a temporary each, where one loop in a compiled language makes one pass. numba compiles such
+a loop once per argument type (cached on disk). Every kernel that has a compiled version keeps
+its NumPy version: that one runs when numba is not installed, when FLUIDGRAD_NUMBA=0, for dtypes
+the compiled loop does not take (float16, integers), and in the tests that compare the two.
+
+Usage in an op family::
+
+    @accel.jit
+    def _layer_norm_rows(x, w, b, eps, y): ...      # plain loops over float32/float64 arrays
+
+    def layer_norm_kernel(x, ...):
+        if accel.enabled() and accel.takes(x):
+            ...call _layer_norm_rows...
+        ...NumPy version...
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+from typing import Callable, Iterator
+
+import numpy as np
+
+# reassociation lets a sum over a row vectorise; NaN and Inf keep their IEEE meaning (no "fast"
+# flag that assumes them away), so NaN checks and inf masks behave as in NumPy
+FASTMATH = {"reassoc", "contract", "nsz"}
+_COMPILED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+_switch = {"on": os.environ.get("FLUIDGRAD_NUMBA", "1") != "0"}
+
+
+@functools.cache
+def _numba():
+    try:
+        import numba  # optional: the `fast` extra
+    except ImportError:
+        return None
+    return numba
+
+
+def installed() -> bool:
+    """Whether numba can be imported (imported on the first question, not by `import fluidgrad`)."""
+    return _numba() is not None
+
+
+def enabled() -> bool:
+    """Whether kernels should take their compiled path: numba installed and not switched off."""
+    return _switch["on"] and installed()
+
+
+def takes(*arrays: np.ndarray) -> bool:
+    """Whether the compiled loops accept these arrays: all float32 or all float64, same dtype."""
+    dtype = arrays[0].dtype
+    return dtype in _COMPILED_DTYPES and all(a.dtype == dtype for a in arrays)
+
+
+@contextlib.contextmanager
+def use_numba(on: bool) -> Iterator[None]:
+    """Switch the compiled kernels on or off for a block (tests compare both paths)."""
+    before = _switch["on"]
+    _switch["on"] = on
+    try:
+        yield
+    finally:
+        _switch["on"] = before
+
+
+def jit(fn: Callable) -> Callable:
+    """`fn` compiled by numba on its first call (nogil, cached on disk, reassociating sums).
+
+    Decorating costs nothing: numba is imported and the loop compiled only when a kernel first
+    takes the compiled path. `.py_func` is the plain Python function (for reading and debugging).
+    """
+    compiled: list[Callable] = []
+
+    @functools.wraps(fn)
+    def call(*args):
+        if not compiled:
+            compiled.append(_compile(fn))
+        return compiled[0](*args)
+
+    call.py_func = fn
+    return call
+
+
+def _compile(fn: Callable) -> Callable:
+    numba = _numba()
+    if numba is None:
+        raise RuntimeError(f"{fn.__name__}: the compiled kernel needs numba (pip install 'fluidgrad[fast]')")
+    try:
+        return numba.njit(cache=True, nogil=True, fastmath=FASTMATH)(fn)
+    except RuntimeError:   # no writable cache directory: compile for this process only
+        return numba.njit(cache=False, nogil=True, fastmath=FASTMATH)(fn)
