@@ -26,7 +26,7 @@ class OpCall:
     __slots__ = ("type", "op_def", "kernel", "in_slots", "in_names", "in_index", "out_slots", "out_index",
                  "defaults", "single_out", "has_dup_out", "has_dup_in", "grad_maker", "needs_runtime",
                  "infer", "infer_cache", "infer_attrs", "default_attr_key", "reads", "keep_plans",
-                 "simple")
+                 "simple", "keep_all_below")
 
     def __init__(self, op_def: Any) -> None:
         self.type = op_def.type
@@ -57,6 +57,17 @@ class OpCall:
                                         grad_reads(op_def.grad) if op_def.has_gradient else GradReads())
         self.keep_plans: dict[int, Any] | None = None if self.reads is None else {}
         self.simple = self.single_out and not self.has_dup_in
+        self.keep_all_below = _keep_all_below(self)
+
+
+def _keep_all_below(call: OpCall) -> float:
+    """Output size (bytes) under which a node of `call` keeps all its inputs and its output
+    as they are, with no plan to look up: any size when what the backward reads is unknown;
+    `SLIM_BYTES` for an op with one output and single-Tensor inputs (see `record_node`);
+    else none (`record_node` decides input by input)."""
+    if call.keep_plans is None:
+        return float("inf")
+    return SLIM_BYTES if call.simple else 0
 
 
 _CALLS: dict[str, OpCall] = {}
@@ -150,10 +161,17 @@ def keep_only_what_is_read() -> Iterator[None]:
     op case fails if its grad maker reads a value eager mode did not keep."""
     global SLIM_BYTES
     saved, SLIM_BYTES = SLIM_BYTES, 0
+    _refresh_thresholds()
     try:
         yield
     finally:
         SLIM_BYTES = saved
+        _refresh_thresholds()
+
+
+def _refresh_thresholds() -> None:
+    for call in _CALLS.values():
+        call.keep_all_below = _keep_all_below(call)
 
 
 def _slim_input(tensor: Any) -> Any:
@@ -185,7 +203,7 @@ def record_node(call: OpCall, attrs: dict, tensors: Any, outs: tuple, out_ranges
     Ops with one or two single-Tensor inputs and one output (most of them) take a path written
     out for them: this runs for every recorded op."""
     plans = call.keep_plans
-    if plans is None or (call.simple and outs[0].nbytes < SLIM_BYTES):
+    if plans is None or (call.simple and outs[0].nbytes < call.keep_all_below):
         # what the backward reads is unknown, or one small output: keep everything (an op
         # whose output is small and that drops a large input is rare, and the check per
         # input would cost every op of a chain of small tensors)
