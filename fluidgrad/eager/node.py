@@ -182,11 +182,28 @@ def _slim_input(tensor: Any) -> Any:
     data = tensor.data
     if data.nbytes < SLIM_BYTES:
         return tensor
+    if tensor._node is None:  # a constant: nothing but its shape and dtype to remember
+        return _detached(data.shape, data.dtype)[0]
     return ShapeOnly(tensor._node, tensor._idx, tensor.stop_gradient, data.shape, data.dtype)
 
 
 def _slim_output(array: Any) -> Any:
-    return array if array.nbytes < SLIM_BYTES else ShapeOnly(None, 0, True, array.shape, array.dtype)
+    return array if array.nbytes < SLIM_BYTES else _detached(array.shape, array.dtype)[0]
+
+
+# ShapeOnly stand-ins of no node (outputs, constant inputs), shared: one per shape and dtype,
+# each in a one-element tuple (a one-output node's `outs`). A chain of large tensors then
+# allocates no stand-in for them, and leaves the garbage collector fewer young objects to scan.
+_DETACHED: dict[tuple, tuple[ShapeOnly]] = {}
+
+
+def _detached(shape: tuple, dtype: Any) -> tuple[ShapeOnly]:
+    standin = _DETACHED.get((shape, dtype))
+    if standin is None:
+        if len(_DETACHED) >= 1024:
+            _DETACHED.clear()
+        standin = _DETACHED[(shape, dtype)] = (ShapeOnly(None, 0, True, shape, dtype),)
+    return standin
 
 
 def _keep_plan(call: OpCall, needing: int) -> tuple[tuple[bool, ...], tuple[bool, ...]] | None:
@@ -222,7 +239,7 @@ def record_node(call: OpCall, attrs: dict, tensors: Any, outs: tuple, out_ranges
                 if not keep_y and y is not None and y.data.nbytes >= SLIM_BYTES:
                     y = _slim_input(y)
                 if not keep_out and outs[0].nbytes >= SLIM_BYTES:
-                    outs = (_slim_output(outs[0]),)
+                    outs = _detached(outs[0].shape, outs[0].dtype)
             return Node(call, attrs, (x, y), outs)
         if len(tensors) == 1:
             x, = tensors
@@ -234,7 +251,7 @@ def record_node(call: OpCall, attrs: dict, tensors: Any, outs: tuple, out_ranges
                 if not keep_x and x.data.nbytes >= SLIM_BYTES:
                     x = _slim_input(x)
                 if not keep_out and outs[0].nbytes >= SLIM_BYTES:
-                    outs = (_slim_output(outs[0]),)
+                    outs = _detached(outs[0].shape, outs[0].dtype)
             return Node(call, attrs, (x,), outs)
     needing = 0
     for i, value in enumerate(tensors):
