@@ -31,6 +31,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as TF  # noqa: E402
 
+from fluidgrad.ops import accel  # noqa: E402
 from fluidgrad.ops import conv as conv_ops  # noqa: E402
 from fluidgrad.ops import norm as norm_ops  # noqa: E402
 from fluidgrad.ops import pooling as pool_ops  # noqa: E402
@@ -105,6 +106,22 @@ def pool_rows(label: str, n: int, c: int, h: int) -> list[Row]:
 
 
 def norm_rows() -> list[Row]:
+    """The norm kernels on each path they can take: numba's one-pass loops (when installed) and NumPy."""
+    paths = {"numba": True, "NumPy": False} if accel.enabled() else {"NumPy": False}
+    rows = []
+    for path, on in paths.items():
+        rows += [(f"{name} [{path}]", _on_path(on, ours), theirs) for name, ours, theirs in _norm_rows()]
+    return rows
+
+
+def _on_path(numba_on: bool, kernel: Callable[[], object]) -> Callable[[], object]:
+    def run():
+        with accel.use_numba(numba_on):
+            return kernel()
+    return run
+
+
+def _norm_rows() -> list[Row]:
     rng = np.random.default_rng(2)
     rows: list[Row] = []
     for rows_n, width in ((64, 1024), (2048, 128)):
