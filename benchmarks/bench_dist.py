@@ -34,7 +34,11 @@ from fluidgrad.nn import functional as F  # noqa: E402
 from fluidgrad.ops.comm import get_world  # noqa: E402
 
 SIZES, BATCH, LR = (784, 512, 512, 10), 64, 0.01
-VARIANTS = {"bucketed": 25.0, "per-parameter": 0.0}
+# 2-rank contenders: (bucket_size_mb, all-reduce path); 0 MB = one all-reduce per parameter.
+# "shared": buckets reduced through an MPI shared-memory window (the default on one node);
+# "mpi": MPI's own Iallreduce (what runs across nodes), see fluidgrad/ops/comm_buckets.py
+VARIANTS = {"bucketed": (25.0, "auto"), "per-parameter": (0.0, "auto"),
+            "bucketed, MPI Iallreduce": (25.0, "mpi"), "per-parameter, MPI Iallreduce": (0.0, "mpi")}
 
 
 def data(rank):
@@ -78,13 +82,22 @@ def eager_stepper(bucket_mb):
     return step
 
 
+def on_path(world, path, step):
+    """`step` run with gradient buckets reduced through `path` ("auto" or "mpi")."""
+    def run():
+        world.allreduce_path = path
+        step()
+    return run
+
+
 def worker(out_path, steps):
     """Runs on every rank: times each contender's steps, alternating them step by step."""
     dist.init_parallel_env()
     world = get_world()
-    variants = {"1 rank": None} if world.size == 1 else VARIANTS
-    steppers = {(mode, name): make(mb) for mode, make in (("static", static_stepper), ("eager", eager_stepper))
-                for name, mb in variants.items()}
+    variants = {"1 rank": (None, "auto")} if world.size == 1 else VARIANTS
+    steppers = {(mode, name): on_path(world, path, make(mb))
+                for mode, make in (("static", static_stepper), ("eager", eager_stepper))
+                for name, (mb, path) in variants.items()}
     times = {key: [] for key in steppers}
     comm = {key: [] for key in steppers}
     for _ in range(3):  # warm up
@@ -105,18 +118,32 @@ def worker(out_path, steps):
 
 
 def allreduce_times(world, repeat=30):
-    """Median seconds of one blocking all-reduce of 8 bytes and of the whole MLP gradient:
-    the latency (alpha) and bandwidth (beta) terms of the cost model in docs/distributed.md."""
+    """Median seconds of one blocking MPI all-reduce (Iallreduce, then wait) of 8 bytes and of
+    the whole MLP gradient: the latency (alpha) and bandwidth (beta) terms of the cost model
+    in docs/distributed.md; and of the whole gradient through a shared-memory bucket, its
+    packing included."""
     n_grad = sum(a * b + b for a, b in zip(SIZES[:-1], SIZES[1:]))
+    gradient = np.ones(n_grad, "float32")
+    world.allreduce_path = "auto"
+    bucket = world.bucket("bench_dist", n_grad, "float32")
+
+    def shared():
+        np.copyto(bucket.input, gradient)
+        bucket.start().wait()
+    def mpi(array):
+        return lambda: world.start_all_reduce(array, "sum").wait()
+    contenders = {str(n * 4): mpi(np.ones(n, "float32")) for n in (2, n_grad)}
+    if bucket.shared:
+        contenders["shared"] = shared
     medians = {}
-    for n in (2, n_grad):
-        array, samples = np.ones(n, "float32"), []
+    for name, run in contenders.items():
+        samples = []
         for _ in range(repeat):
             world.barrier()
             start = time.perf_counter()
-            world.start_all_reduce(array, "sum").wait()
+            run()
             samples.append(time.perf_counter() - start)
-        medians[str(n * 4)] = float(np.median(samples))
+        medians[name] = float(np.median(samples))
     return medians
 
 
@@ -143,27 +170,43 @@ def main():
                     entry = results.setdefault(key, [[], []])
                     entry[0] += t
                     entry[1] += c
-    rows = []
+    rows, versus = [], []
     for mode in ("static", "eager"):
         base = float(np.median(results[f"{mode}|1 rank"][0]))
-        for name in ("1 rank", "bucketed", "per-parameter"):
+        for name in ("1 rank", *VARIANTS):
             t, c = results[f"{mode}|{name}"]
             step = float(np.median(t))
+            low, high = np.percentile(t, [25, 75])
             label = name if name == "1 rank" else f"2 ranks, {name}"
-            rows.append([mode, label, f"{step * 1e3:.2f}", f"{float(np.median(c)) * 1e3:.2f}", f"{step / base:.2f}x"])
+            rows.append([mode, label, f"{step * 1e3:.2f}", f"{low * 1e3:.2f}-{high * 1e3:.2f}",
+                         f"{float(np.median(c)) * 1e3:.2f}", f"{step / base:.2f}x"])
+        for path in ("", ", MPI Iallreduce"):
+            bucketed = np.array(results[f"{mode}|bucketed{path}"][0])
+            per_param = np.array(results[f"{mode}|per-parameter{path}"][0])
+            # the two alternate step by step in the same processes: compare them pairwise
+            ratio = per_param / bucketed
+            versus.append([mode, "shared memory" if not path else "MPI Iallreduce",
+                           f"{np.median(bucketed) * 1e3:.2f}", f"{np.median(per_param) * 1e3:.2f}",
+                           f"{np.median(ratio):.2f}x", f"{np.mean(ratio > 1):.0%}"])
     fits = []
-    sizes = sorted(int(k.split("|")[1]) for k in results if k.startswith("allreduce|"))
+    sizes = sorted(int(k.split("|")[1]) for k in results if k.startswith("allreduce|") and k[-1].isdigit())
     if len(sizes) == 2:
         small, large = (float(np.median(results[f"allreduce|{n}"][0])) for n in sizes)
         alpha = small / 2  # ring on p ranks: 2 (p - 1) messages; p = 2
         beta = (large - small) / (2 * 0.5 * (sizes[1] - sizes[0]))
         fits = [[f"{n} bytes", f"{float(np.median(results[f'allreduce|{n}'][0])) * 1e3:.3f}"] for n in sizes]
         fits.append(["fit: alpha (s/message), beta (s/byte)", f"{alpha:.2e}, {beta:.2e}"])
+        if "allreduce|shared" in results:
+            fits.append([f"{sizes[1]} bytes through a shared-memory bucket (packing included)",
+                         f"{float(np.median(results['allreduce|shared'][0])) * 1e3:.3f}"])
     print_table(f"MLP {'-'.join(map(str, SIZES))}, batch {BATCH} per rank, SGD, 1 BLAS thread per rank "
                 f"(median of {args.steps * args.launches} steps)",
-                ["mode", "ranks / all-reduce", "step ms", "comm wait ms", "vs 1 rank"], rows)
+                ["mode", "ranks / all-reduce", "step ms", "p25-p75 ms", "comm wait ms", "vs 1 rank"], rows)
+    print_table("bucketed vs one all-reduce per parameter (2 ranks, alternating step by step)",
+                ["mode", "all-reduce path", "bucketed ms", "per-parameter ms", "per-parameter / bucketed",
+                 "steps where bucketed is faster"], versus)
     if fits:
-        print_table("one blocking all-reduce on 2 ranks (median)", ["message", "ms"], fits)
+        print_table("one blocking MPI all-reduce on 2 ranks (median)", ["message", "ms"], fits)
         compute = float(np.median(results["static|1 rank"][0]))
         print_cost_model(compute, {"this machine (shared memory, measured)": (alpha, beta), **NETWORKS})
 

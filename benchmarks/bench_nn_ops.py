@@ -9,7 +9,9 @@ shared machine hits both alike. PyTorch's gradients are timed through the same a
 kernels its autograd calls (convolution_backward, max_pool2d_with_indices_backward,
 native_layer_norm_backward, native_batch_norm_backward), not forward + backward minus forward.
 Issue 12's targets: conv2d forward and both gradients (3x3, 32-64 channels, batch 32) <= 1.5x,
-max_pool2d gradient <= 1.5x, layer_norm <= 1.5x.
+max_pool2d gradient <= 1.5x, layer_norm <= 1.5x. The path column says which kernel ran: 3x3
+stride-1 convolutions with 8 or more input channels take Winograd F(2x2, 3x3) when numba is
+installed (FLUIDGRAD_NUMBA=0 shows the im2col path), the others im2col + GEMM.
 """
 from __future__ import annotations
 
@@ -29,11 +31,13 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as TF  # noqa: E402
 
+from fluidgrad.ops import accel  # noqa: E402
 from fluidgrad.ops import conv as conv_ops  # noqa: E402
 from fluidgrad.ops import norm as norm_ops  # noqa: E402
 from fluidgrad.ops import pooling as pool_ops  # noqa: E402
 
 Row = tuple[str, Callable[[], object], Callable[[], object]]
+PATH_OF = {}   # row name -> which fluidgrad path ran (conv: winograd or im2col; numba or NumPy)
 CONV_SIZES = {"32x32x16x16 -> 64": (32, 32, 16, 64), "32x64x16x16 -> 64": (32, 64, 16, 64),
               "demo conv2 64x16x4x4 -> 32": (64, 16, 4, 32), "demo conv1 64x1x8x8 -> 16": (64, 1, 8, 16)}
 
@@ -66,10 +70,14 @@ def conv_rows(label: str, n: int, c: int, h: int, o: int) -> list[Row]:
     dout = rng.standard_normal((n, o, h, h), dtype=np.float32)
     xt, wt, dt = torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(dout)
     pad = {"paddings": [1, 1]}
+    geo = conv_ops._windows(x.shape, w.shape, 1, [1, 1], 1, "EXPLICIT")
+    path = "winograd (numba)" if conv_ops._winograd(geo, 1, c, x, w) else "im2col"
 
     def torch_backward(mask):
         return lambda: torch.ops.aten.convolution_backward(dt, xt, wt, None, [1, 1], [1, 1], [1, 1], False, [0, 0],
                                                            1, mask)
+    for op in ("forward", "input grad", "filter grad"):
+        PATH_OF[f"{label}: conv2d {op}"] = path
     return [
         (f"{label}: conv2d forward", lambda: conv_ops.conv_kernel(x, w, **pad), lambda: TF.conv2d(xt, wt, padding=1)),
         (f"{label}: conv2d input grad", lambda: conv_ops.conv_input_grad_kernel(dout, w, x, **pad),
@@ -98,6 +106,22 @@ def pool_rows(label: str, n: int, c: int, h: int) -> list[Row]:
 
 
 def norm_rows() -> list[Row]:
+    """The norm kernels on each path they can take: numba's one-pass loops (when installed) and NumPy."""
+    paths = {"numba": True, "NumPy": False} if accel.enabled() else {"NumPy": False}
+    rows = []
+    for path, on in paths.items():
+        rows += [(f"{name} [{path}]", _on_path(on, ours), theirs) for name, ours, theirs in _norm_rows()]
+    return rows
+
+
+def _on_path(numba_on: bool, kernel: Callable[[], object]) -> Callable[[], object]:
+    def run():
+        with accel.use_numba(numba_on):
+            return kernel()
+    return run
+
+
+def _norm_rows() -> list[Row]:
     rng = np.random.default_rng(2)
     rows: list[Row] = []
     for rows_n, width in ((64, 1024), (2048, 128)):
@@ -159,10 +183,10 @@ def main() -> None:
             if args.only and args.only not in name:
                 continue
             a, b, ratio = measure(ours, theirs, rounds, number)
-            table.append((name, f"{a * 1e3:.3f}", f"{b * 1e3:.3f}", f"{ratio:.2f}x"))
+            table.append((name, PATH_OF.get(name, ""), f"{a * 1e3:.3f}", f"{b * 1e3:.3f}", f"{ratio:.2f}x"))
     clock = "thread CPU time" if args.cpu_time else "wall time"
     print_table(f"fluidgrad NumPy kernels vs PyTorch (ms per call, {clock}, median of {rounds} alternating rounds, "
-                f"{args.threads} thread(s))", ["kernel", "fluidgrad", "PyTorch", "ratio"], table)
+                f"{args.threads} thread(s))", ["kernel", "path", "fluidgrad", "PyTorch", "ratio"], table)
 
 
 if __name__ == "__main__":

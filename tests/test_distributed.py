@@ -39,14 +39,16 @@ def launch(nproc, script, *args, timeout=240):
 def test_data_parallel_equals_single_process_on_the_whole_batch(tmp_path, nproc):
     """Static and eager, SGD, Momentum and Adam, with and without global-norm clipping, and eager
     gradient accumulation under no_sync(): after 20 steps the loss and every parameter match
-    training on the concatenated batch (one launch runs all thirteen cases: launching is the
-    expensive part)."""
+    training on the concatenated batch; buckets reduced through shared memory (the default on
+    one machine) and, for Adam with clipping, through MPI's Iallreduce (one launch runs all
+    fifteen cases: launching is the expensive part)."""
     out = tmp_path / "result.json"
     result = launch(nproc, "equivalence.py", out)
     assert result.returncode == 0, result.stderr[-3000:]
     cases = json.loads(out.read_text())["cases"]
     assert sorted(cases) == sorted([f"{m}-{o}-{c}" for m in ("static", "eager") for o in ("sgd", "momentum", "adam")
-                                    for c in ("noclip", "clip")] + ["eager-momentum-no_sync"])
+                                    for c in ("noclip", "clip")]
+                                   + ["static-adam-clip-mpi", "eager-adam-clip-mpi", "eager-momentum-no_sync"])
     problems = []
     for name, case in cases.items():
         if not case["loss"] < TOLERANCE:

@@ -29,10 +29,11 @@ import numpy as np
 from ..autograd import PyLayer
 from ..eager import Tensor, is_grad_enabled
 from ..nn import Layer
-from ..ops.comm import CollectiveMismatchError, Pending, World, get_world
+from ..ops.comm import CollectiveMismatchError, World, get_world
 from .buckets import plan_buckets
 
 MB = 1 << 20
+_WRAPPED = 0
 
 
 class DataParallel(Layer):
@@ -52,13 +53,16 @@ class DataParallel(Layer):
         broadcast_parameters(self._world, layers)
         self._buckets = plan_buckets([p.shape for p in self._params], [p.data.dtype.name for p in self._params],
                                      comm_buffer_size * MB, last_comm_buffer_size * MB if comm_buffer_size > 0 else None)
+        global _WRAPPED
+        _WRAPPED += 1  # every rank wraps its layers in the same order: the same bucket keys everywhere
+        self._key = f"DataParallel{_WRAPPED}"
         object.__setattr__(self, "_sync", True)
         object.__setattr__(self, "last_step", None)
 
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
         if not self._sync or self._world.size == 1 or not is_grad_enabled() or not self._params:
             return self._layers(*inputs, **kwargs)
-        step = _ReduceStep(self._world, self._params, self._buckets)
+        step = _ReduceStep(self._world, self._params, self._buckets, self._key)
         object.__setattr__(self, "last_step", step)
         with _routed_parameters(self._layers, self._params, step):
             return self._layers(*inputs, **kwargs)
@@ -152,20 +156,21 @@ class _Ready(PyLayer):
 class _ReduceStep:
     """The buckets of one forward/backward pair: filled as gradients get ready, reduced in order."""
 
-    def __init__(self, world: World, params: list[Tensor], buckets: list[list[int]]) -> None:
+    def __init__(self, world: World, params: list[Tensor], buckets: list[list[int]], key: str) -> None:
         self.world, self.params, self.buckets = world, params, buckets
         self.bucket_of, self.offset = {}, {}
-        self.buffers: list[np.ndarray] = []
+        self.flat = []
         for b, bucket in enumerate(buckets):
             position = 0
             for i in bucket:
                 self.bucket_of[i], self.offset[i] = b, position
                 position += prod(params[i].shape)
-            self.buffers.append(np.empty(position, params[bucket[0]].data.dtype))
+            self.flat.append(world.bucket((key, b), position, params[bucket[0]].data.dtype))
+        self.buffers = [flat.input for flat in self.flat]
         self.missing = [len(bucket) for bucket in buckets]
         self.scale = 1.0 / world.size
         self.filled: set[int] = set()
-        self.pending: list[Pending] = []
+        self.pending: list[Any] = []
         self.folded: list[int] = []
 
     def ready(self, i: int, grad: np.ndarray) -> None:
@@ -185,19 +190,19 @@ class _ReduceStep:
 
     def _start_ready_buckets(self) -> None:
         while len(self.pending) < len(self.buckets) and self.missing[len(self.pending)] == 0:
-            self.pending.append(self.world.start_all_reduce(self.buffers[len(self.pending)], "sum"))
+            b = len(self.pending)
+            self.pending.append(self.flat[b].start(f"DataParallel all-reduce of bucket {b}"))
 
     def finish(self) -> list[np.ndarray]:
         """Every parameter's averaged gradient (zeros join for parameters that got none)."""
         for i in range(len(self.params)):
             if i not in self.filled:
                 self.ready(i, np.zeros(self.params[i].shape, self.params[i].data.dtype))
-        for pending in self.pending:
-            pending.wait()
+        results = [pending.wait() for pending in self.pending]
         for i in self.folded:
             self.params[i].clear_grad()  # the engine stores the reduced sum in .grad
         grads = []
         for i, param in enumerate(self.params):
             b, start = self.bucket_of[i], self.offset[i]
-            grads.append(self.buffers[b][start:start + prod(param.shape)].reshape(param.shape))
+            grads.append(results[b][start:start + prod(param.shape)].reshape(param.shape))
         return grads

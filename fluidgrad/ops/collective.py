@@ -8,14 +8,14 @@ the sum of the per-rank losses, so each collective's gradient is its adjoint col
     c_allreduce_avg  <->  c_allreduce_avg        c_broadcast(root) <->  c_reduce_sum(root)
 
 `c_bucket_allreduce` reduces a bucket of tensors with one collective: it packs them into a
-flat buffer kept from run to run (no fresh allocation per step), reduces the buffer in place
-and returns read-only views of it (so a fetch copies them). `coalesce` / `uncoalesce` pack
+flat buffer kept from run to run (`World.bucket`: shared memory when every rank is on one
+node, see comm_buckets.py), reduces it and returns read-only views of the result (so a fetch
+copies them). `coalesce` / `uncoalesce` pack
 several tensors into one flat buffer and back (each the other's gradient), for programs that
 want the packing as ops of their own.
 """
 from __future__ import annotations
 
-from collections import OrderedDict
 from math import prod
 
 import numpy as np
@@ -130,40 +130,29 @@ register_op("c_reducescatter", inputs="X", outputs="Out", attrs={"nranks": 1, "r
 
 
 # ------------------------------------------------------------------ buckets
-_BUCKET_BUFFERS: OrderedDict[tuple, np.ndarray] = OrderedDict()
-_KEPT_BUFFERS = 16  # buckets of the most recent programs; a dropped buffer lives on in its views
-
-
-def _bucket_buffer(key: tuple, size: int, dtype: np.dtype) -> np.ndarray:
-    buffer = _BUCKET_BUFFERS.pop(key, None)
-    if buffer is None:
-        buffer = np.empty(size, dtype)
-    _BUCKET_BUFFERS[key] = buffer
-    while len(_BUCKET_BUFFERS) > _KEPT_BUFFERS:
-        _BUCKET_BUFFERS.popitem(last=False)
-    return buffer
-
-
 def _bucket_allreduce_kernel(xs, reduce="avg", bucket="", ring_id=0):
     world = get_world()
     arrays = [np.asarray(x) for x in xs]
     if world.size == 1:
         return arrays
     dtype = arrays[0].dtype
-    buffer = _bucket_buffer((bucket, dtype.str, tuple(a.shape for a in arrays)), sum(a.size for a in arrays), dtype)
+    flat = world.bucket((bucket, tuple(a.shape for a in arrays)), sum(a.size for a in arrays), dtype)
     scale = dtype.type(1 / world.size) if reduce == "avg" else None
-    views, start = [], 0
+    start, bounds = 0, []
     for array in arrays:  # pack (and scale, for the average) in one pass per tensor
-        part = buffer[start:start + array.size]
+        part = flat.input[start:start + array.size]
         if scale is None:
             np.copyto(part, array.reshape(-1))
         else:
             np.multiply(array.reshape(-1), scale, out=part)
-        views.append(part.reshape(array.shape))
+        bounds.append(start)
         start += array.size
-    world.start_all_reduce(buffer, "sum").wait()
-    for view in views:
-        view.flags.writeable = False  # the next run reuses the buffer: nobody may keep writing into it
+    result = flat.start(f"op c_bucket_allreduce ({bucket})").wait()
+    views = []
+    for array, first in zip(arrays, bounds):
+        view = result[first:first + array.size].reshape(array.shape)
+        view.flags.writeable = False  # the next run reuses the bucket: nobody may keep writing into it
+        views.append(view)
     return views
 
 

@@ -20,18 +20,25 @@ import pickle
 import sys
 import time
 import traceback
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..framework.errors import FluidgradError
+from .comm_buckets import PrivateBucket, SharedBucket
 
 FAILURE_TAG = 7391
 _LAUNCHER_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
 _POLL_SECONDS = 0.05
 _EXIT_GRACE_SECONDS = 2.0
 REDUCE_OPS = ("sum", "max", "min", "avg")
+# how gradient buckets are reduced: "auto" (shared memory when every rank is on one node,
+# else MPI's Iallreduce), "shared" (the same), "mpi" (always Iallreduce); see comm_buckets.py
+ALLREDUCE_PATHS = ("auto", "shared", "mpi")
+_KEPT_BUCKETS = 16  # private buckets of the most recent programs (a dropped one lives on in its views)
+SHARED_BUCKET_BYTES = 2 << 30  # shared-memory buckets of a process, at most (then private ones)
 
 
 class RankFailedError(FluidgradError, RuntimeError):
@@ -68,6 +75,14 @@ class World:
         self.launch_dir = Path(launch_dir) if launch_dir and self.comm is not None else None
         self.timeout = float(os.environ.get("FLUIDGRAD_COLLECTIVE_TIMEOUT", "600"))
         self.comm_seconds = 0.0  # time spent waiting in collectives (benchmarks read it)
+        self.allreduce_path = os.environ.get("FLUIDGRAD_ALLREDUCE", "auto")
+        if self.allreduce_path not in ALLREDUCE_PATHS:
+            raise ValueError(f"FLUIDGRAD_ALLREDUCE must be one of {list(ALLREDUCE_PATHS)}, "
+                             f"got {self.allreduce_path!r}")
+        self._node: Any = None
+        self._buckets: OrderedDict[tuple, PrivateBucket] = OrderedDict()
+        self._shared_buckets: dict[tuple, SharedBucket] = {}
+        self._shared_bytes = 0
         if self.launch_dir is not None:
             (self.launch_dir / f"rank{self.rank}.pid").write_text(str(os.getpid()))
 
@@ -172,6 +187,42 @@ class World:
     def barrier(self) -> None:
         if self.size > 1:
             self.wait(self.comm.Ibarrier(), "barrier")
+
+    # ------------------------------------------------------------------ gradient buckets
+    def node_comm(self) -> Any:
+        """The ranks that share this node's memory (MPI's COMM_TYPE_SHARED), made on first use."""
+        if self._node is None:
+            self.barrier()  # Split_type blocks: first make sure every rank is here
+            self._node = self.comm.Split_type(self.mpi.COMM_TYPE_SHARED, key=self.rank)
+        return self._node
+
+    def shares_memory(self) -> bool:
+        """Whether buckets are reduced through shared memory (see comm_buckets.py)."""
+        if self.size == 1 or self.allreduce_path == "mpi":
+            return False
+        return self.node_comm().Get_size() == self.size
+
+    def bucket(self, key: Any, size: int, dtype: Any) -> PrivateBucket | SharedBucket:
+        """A flat buffer of `size` elements kept from step to step under `key`: the same keys
+        in the same order on every rank (making a shared bucket is collective). Shared buckets
+        live as long as the process (their memory is mapped by every rank, so one can only be
+        dropped by all at once; views of it may still be in use), up to `SHARED_BUCKET_BYTES`
+        in all; beyond that, and for private buckets, the least recently used are dropped."""
+        dtype = np.dtype(dtype)
+        full_key = (key, size, dtype.str)
+        if size > 0 and self.shares_memory():
+            bucket = self._shared_buckets.get(full_key)
+            nbytes = (self.size + 1) * size * dtype.itemsize
+            if bucket is None and self._shared_bytes + nbytes <= SHARED_BUCKET_BYTES:
+                bucket = self._shared_buckets[full_key] = SharedBucket(self, size, dtype)
+                self._shared_bytes += nbytes
+            if bucket is not None:
+                return bucket
+        bucket = self._buckets.pop(full_key, None) or PrivateBucket(self, size, dtype)
+        self._buckets[full_key] = bucket
+        while len(self._buckets) > _KEPT_BUCKETS:
+            self._buckets.popitem(last=False)
+        return bucket
 
     def all_gather_object(self, value: Any, what: str) -> list[Any]:
         """Every rank's picklable `value`, in rank order (small: fingerprints, shapes)."""

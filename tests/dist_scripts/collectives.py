@@ -3,6 +3,7 @@
 computed from every rank's known input. Rank 0 writes the failures found (an empty list: all good)."""
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 
@@ -10,6 +11,7 @@ import numpy as np
 
 import fluidgrad as fg
 import fluidgrad.distributed as dist
+from fluidgrad.ops.comm import get_world
 
 
 def value(rank, shape=(4, 3)):
@@ -83,7 +85,9 @@ def main(out_path):
     out, dx = run_static("c_reducescatter", big, {"nranks": world}, weights[rank])
     check(failures, "c_reducescatter", out, (big * world)[rank * rows:(rank + 1) * rows])
     check(failures, "c_reducescatter grad", dx, np.concatenate(weights))
-    for reduce, divide in (("avg", world), ("sum", 1)):  # a bucket of two tensors, twice (the buffer is reused)
+    # a bucket of two tensors, twice (the buffer is reused), through shared memory and through MPI
+    for path, (reduce, divide) in itertools.product(("auto", "mpi"), (("avg", world), ("sum", 1))):
+        get_world().allreduce_path = path
         for step in range(2):
             main, startup = fg.Program(), fg.Program()
             with fg.program_guard(main, startup):
@@ -95,10 +99,13 @@ def main(out_path):
                 da, db = fg.gradients([loss], [a, b])
             got = fg.Executor().run(main, feed={"a": value(rank) + step, "b": np.full(2, rank + 1.0), "w": weights[rank]},
                                     fetch_list=[*outs, da, db], scope=fg.Scope())
-            check(failures, f"c_bucket_allreduce {reduce} [0]", got[0], (total + world * step) / divide)
-            check(failures, f"c_bucket_allreduce {reduce} [1]", got[1], np.full(2, sum(range(1, world + 1)) / divide))
-            check(failures, f"c_bucket_allreduce {reduce} grad [0]", got[2], sum(weights) / divide)
-            check(failures, f"c_bucket_allreduce {reduce} grad [1]", got[3], np.full(2, world / divide))
+            check(failures, f"c_bucket_allreduce {path} {reduce} [0]", got[0], (total + world * step) / divide)
+            check(failures, f"c_bucket_allreduce {path} {reduce} [1]", got[1], np.full(2, sum(range(1, world + 1)) / divide))
+            check(failures, f"c_bucket_allreduce {path} {reduce} grad [0]", got[2], sum(weights) / divide)
+            check(failures, f"c_bucket_allreduce {path} {reduce} grad [1]", got[3], np.full(2, world / divide))
+    get_world().allreduce_path = "auto"
+    if not get_world().shares_memory():
+        failures.append("the ranks of one machine did not reduce buckets through shared memory")
     for op in ("c_allreduce_max", "c_allreduce_min"):
         main, startup = fg.Program(), fg.Program()
         with fg.program_guard(main, startup):

@@ -18,6 +18,7 @@ import numpy as np
 import fluidgrad as fg
 import fluidgrad.distributed as dist
 from fluidgrad.nn import functional as F
+from fluidgrad.ops.comm import get_world
 
 STEPS, PER_RANK, IN, HIDDEN, CLASSES = 20, 4, 6, 16, 3
 CLIP_NORM = 0.05
@@ -165,6 +166,13 @@ def main(out_path):
                 results["cases"][f"{mode}-{kind}-{'clip' if clip else 'noclip'}"] = {
                     "loss": max(loss_diffs), "params": max(param_diffs), "n_params": len(param_diffs),
                     "spread": spread, "program": program, "clipped": bool(clipped)}
+    get_world().allreduce_path = "mpi"  # buckets through MPI's Iallreduce (across nodes), not shared memory
+    for mode, run in (("static", run_static), ("eager", run_eager)):
+        loss_diffs, param_diffs, spread, program, clipped = run("adam", True, rank, world)
+        results["cases"][f"{mode}-adam-clip-mpi"] = {
+            "loss": max(loss_diffs), "params": max(param_diffs), "n_params": len(param_diffs),
+            "spread": spread, "program": program, "clipped": bool(clipped)}
+    get_world().allreduce_path = "auto"
     loss_diffs, param_diffs, spread, _, _ = run_no_sync("momentum", False, rank, world)
     results["cases"]["eager-momentum-no_sync"] = {"loss": max(loss_diffs), "params": max(param_diffs),
                                                   "n_params": len(param_diffs), "spread": spread, "program": "",
