@@ -199,6 +199,12 @@ def _slim_output(array: Any) -> Any:
 _DETACHED: dict[tuple, tuple[ShapeOnly]] = {}
 
 
+# The `outs` of a one-output node whose backward does not read the output: nothing of it is
+# needed, not even its shape (a node runs only when its one output received a gradient, so
+# no zeros of that shape are ever made); shape None makes any use an error, never a guess.
+_UNREAD_OUTPUT = (ShapeOnly(None, 0, True, None, None),)
+
+
 def _detached(shape: tuple, dtype: Any) -> tuple[ShapeOnly]:
     standin = _DETACHED.get((shape, dtype))
     if standin is None:
@@ -241,7 +247,7 @@ def record_node(call: OpCall, attrs: dict, tensors: Any, outs: tuple, out_ranges
                 if not keep_y:
                     y = _slim_input(y)
                 if not keep_out:  # not small, or it would have kept everything above
-                    outs = _detached(outs[0].shape, outs[0].dtype)
+                    outs = _UNREAD_OUTPUT
             return Node(call, attrs, (x, y), outs)
         if len(tensors) == 1:
             x, = tensors
@@ -253,7 +259,7 @@ def record_node(call: OpCall, attrs: dict, tensors: Any, outs: tuple, out_ranges
                 if not keep_x:
                     x = _slim_input(x)
                 if not keep_out:
-                    outs = _detached(outs[0].shape, outs[0].dtype)
+                    outs = _UNREAD_OUTPUT
             return Node(call, attrs, (x,), outs)
     needing = 0
     for i, value in enumerate(tensors):
