@@ -220,3 +220,30 @@ def test_softmax_off_the_last_axis_and_float16_stay_on_numpy(monkeypatch):
     assert calls == []
     kernel("softmax")(x, axis=1)
     assert calls == [(4, 6)]
+
+
+# ---------------------------------------------------------------- gelu (fused_activation)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("shape", [(1,), (7, 13), (2, 3, 65)])
+@pytest.mark.parametrize("approximate", [False, True])
+def test_gelu_and_its_gradient(dtype, layout, shape, approximate):
+    rng = np.random.default_rng(len(shape))
+    x = arrange((rng.standard_normal(shape) * 4).astype(dtype), layout)
+    assert_paths_agree(kernel("gelu"), x, approximate=approximate)
+    dout = arrange(rng.standard_normal(shape).astype(dtype), layout)
+    assert_paths_agree(kernel("gelu_grad"), x, dout, approximate=approximate)
+
+
+@pytest.mark.parametrize("approximate", [False, True])
+def test_gelu_float32_tails_close_to_float64(approximate):
+    """The sigmoid form keeps the tanh form's relative accuracy far into the negative tail (the
+    exact form's float32 erf polynomial is accurate to absolute 1e-7 there, as on NumPy's path)."""
+    x = np.linspace(-12, 12, 2001)
+    want = kernel("gelu")(x, approximate=approximate)
+    got = kernel("gelu")(x.astype(np.float32), approximate=approximate)
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6 if not approximate else 1e-30)
+    dout = np.ones_like(x)
+    np.testing.assert_allclose(kernel("gelu_grad")(x.astype(np.float32), dout.astype(np.float32),
+                                                   approximate=approximate),
+                               kernel("gelu_grad")(x, dout, approximate=approximate), rtol=2e-4, atol=1e-6)

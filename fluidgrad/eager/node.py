@@ -175,16 +175,18 @@ def _refresh_thresholds() -> None:
 
 
 def _slim_input(tensor: Any) -> Any:
-    """An input the backward does not read: a ShapeOnly, except for a leaf that needs a
-    gradient (the engine accumulates into that very Tensor; its owner keeps it alive anyway)."""
-    if tensor is None or (tensor._node is None and not tensor.stop_gradient):
-        return tensor
+    """An input the backward does not read: a ShapeOnly (shared for a constant), except for a
+    small one and a leaf that needs a gradient (the engine accumulates into that very Tensor;
+    its owner keeps it alive anyway)."""
+    if tensor is None:
+        return None
     data = tensor.data
     if data.nbytes < SLIM_BYTES:
         return tensor
-    if tensor._node is None:  # a constant: nothing but its shape and dtype to remember
-        return _detached(data.shape, data.dtype)[0]
-    return ShapeOnly(tensor._node, tensor._idx, tensor.stop_gradient, data.shape, data.dtype)
+    node = tensor._node
+    if node is not None:
+        return ShapeOnly(node, tensor._idx, tensor.stop_gradient, data.shape, data.dtype)
+    return tensor if not tensor.stop_gradient else _detached(data.shape, data.dtype)[0]
 
 
 def _slim_output(array: Any) -> Any:
@@ -234,11 +236,11 @@ def record_node(call: OpCall, attrs: dict, tensors: Any, outs: tuple, out_ranges
                 plan = plans[needing] = _keep_plan(call, needing)
             if plan is not None:  # written out: this runs for every recorded op
                 (keep_x, keep_y), (keep_out,) = plan
-                if not keep_x and x is not None and x.data.nbytes >= SLIM_BYTES:
+                if not keep_x:
                     x = _slim_input(x)
-                if not keep_y and y is not None and y.data.nbytes >= SLIM_BYTES:
+                if not keep_y:
                     y = _slim_input(y)
-                if not keep_out and outs[0].nbytes >= SLIM_BYTES:
+                if not keep_out:  # not small, or it would have kept everything above
                     outs = _detached(outs[0].shape, outs[0].dtype)
             return Node(call, attrs, (x, y), outs)
         if len(tensors) == 1:
@@ -248,9 +250,9 @@ def record_node(call: OpCall, attrs: dict, tensors: Any, outs: tuple, out_ranges
                 plan = plans[1] = _keep_plan(call, 1)
             if plan is not None:
                 (keep_x,), (keep_out,) = plan
-                if not keep_x and x.data.nbytes >= SLIM_BYTES:
+                if not keep_x:
                     x = _slim_input(x)
-                if not keep_out and outs[0].nbytes >= SLIM_BYTES:
+                if not keep_out:
                     outs = _detached(outs[0].shape, outs[0].dtype)
             return Node(call, attrs, (x,), outs)
     needing = 0

@@ -51,10 +51,10 @@ def jit(fn: Callable) -> Callable:
 
 # Cody-Waite reduction x = n ln2 + r (ln2 in two parts) and the Cephes polynomials for exp(r)
 _LOG2E = 1.4426950408889634
-_LN2_HI32, _LN2_LO32, _BIG32, _SMALL32 = 0.693359375, -2.12194440e-4, 88.72283, -87.33654
+_LN2_HI32, _LN2_LO32 = 0.693359375, -2.12194440e-4
+_SQRT2 = 1.4142135623730951
 _P32 = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1)
 _LN2_HI64, _LN2_LO64 = 6.93145751953125e-1, 1.42860682030941723212e-6
-_BIG64, _SMALL64 = 7.09782712893383996843e2, -7.08396418532264106224e2
 _P64 = (1.26177193074810590878e-4, 3.02994407707441961300e-2, 9.99999999999999999910e-1)
 _Q64 = (3.00198505138664455042e-6, 2.52448340349684104192e-3, 2.27265548208155028766e-1, 2.00000000000000000009e0)
 
@@ -82,44 +82,54 @@ def _register() -> None:
         out, llvm_type = target[value]
         return out(value), lambda context, builder, sig, args: builder.bitcast(args[0], llvm_type)
 
-    # the polynomial must keep its evaluation order (no reassociation: that would undo the
-    # two-step Cody-Waite subtraction); the calling loop's own flags do not reach it
-    exact = {"fastmath": {"contract", "nsz"}}
+    @intrinsic
+    def fma(typingctx, a, b, c):
+        """a * b + c rounded once (llvm.fma): a call, which the loop's reassociation leaves whole."""
+        if not (isinstance(a, types.Float) and a == b == c):
+            return None
+
+        def codegen(context, builder, sig, args):
+            ty = args[0].type
+            return builder.call(builder.module.declare_intrinsic("llvm.fma", [ty], ir.FunctionType(ty, [ty] * 3)),
+                                args)
+        return a(a, b, c), codegen
+
+    # exp(x) = 2^n sqrt(2) exp(s), n = floor(x / ln2), s = x - (n + 1/2) ln2 in [-ln2/2, ln2/2):
+    # 2^n is built from its exponent bits. x is clamped so that n runs from one below the
+    # smallest normal exponent (bits 0: the result 0) to the largest, and s past ln2/2 at the
+    # top makes the product overflow to inf where exp does; so overflow, underflow and +-inf
+    # need no branch, NaN passes through s, and each product of the three factors, in any
+    # order the loop's reassociation picks, stays finite unless the result overflows. The
+    # reduction and the polynomial are fused multiply-adds, which reassociation leaves whole.
     f32 = np.float32
     p0, p1, p2, p3, p4, p5 = (f32(c) for c in _P32)
-    hi32, lo32, big32, small32, log2e32 = f32(_LN2_HI32), f32(_LN2_LO32), f32(_BIG32), f32(_SMALL32), f32(_LOG2E)
+    hi32, lo32, log2e32, sqrt2_32 = f32(_LN2_HI32), f32(_LN2_LO32), f32(_LOG2E), f32(_SQRT2)
 
     def exp32(x):
-        n = np.floor(x * log2e32 + f32(0.5))
-        r = x - n * hi32
-        r = r - n * lo32
-        p = ((((p0 * r + p1) * r + p2) * r + p3) * r + p4) * r + p5
-        y = p * r * r + r + f32(1)
-        k = np.int32(min(max(n, f32(-126)), f32(128)))
-        half = k >> 1                         # 2^k as two normal powers of two (k may be 128)
-        y = y * bits_to_float(np.int32((half + 127) << 23)) * bits_to_float(np.int32((k - half + 127) << 23))
-        y = f32(0) if x < small32 else y
-        y = f32(np.inf) if x > big32 else y
-        return x if x != x else y
+        xc = min(max(x, f32(-88.0)), f32(89.0))
+        n = np.fmin(np.floor(xc * log2e32), f32(127))   # NaN -> 127 (s stays NaN)
+        m = -(n + f32(0.5))
+        s = fma(m, lo32, fma(m, hi32, xc))
+        p = fma(fma(fma(fma(fma(p0, s, p1), s, p2), s, p3), s, p4), s, p5)
+        y = fma(p * s, s, s) + f32(1)
+        k = np.int32(n)
+        return y * sqrt2_32 * bits_to_float(np.int32((k + 127) << 23))
 
     (a0, a1, a2), (b0, b1, b2, b3) = _P64, _Q64
 
     def exp64(x):
-        n = np.floor(x * _LOG2E + 0.5)
-        r = x - n * _LN2_HI64
-        r = r - n * _LN2_LO64
-        rr = r * r
-        px = r * ((a0 * rr + a1) * rr + a2)
-        qx = ((b0 * rr + b1) * rr + b2) * rr + b3
-        y = 1.0 + 2.0 * (px / (qx - px))
-        k = np.int64(min(max(n, -1022.0), 1024.0))
-        half = k >> 1
-        y = y * bits_to_float(np.int64((half + 1023) << 52)) * bits_to_float(np.int64((k - half + 1023) << 52))
-        y = 0.0 if x < _SMALL64 else y
-        y = np.inf if x > _BIG64 else y
-        return x if x != x else y
+        xc = min(max(x, -709.0), 710.0)
+        n = np.fmin(np.floor(xc * _LOG2E), 1023.0)
+        m = -(n + 0.5)
+        s = fma(m, _LN2_LO64, fma(m, _LN2_HI64, xc))
+        ss = s * s
+        ps = s * fma(fma(a0, ss, a1), ss, a2)
+        qs = fma(fma(fma(b0, ss, b1), ss, b2), ss, b3)
+        y = 1.0 + 2.0 * np.divide(ps, qs - ps)      # np.divide: no zero check, so it vectorises
+        k = np.int64(n)
+        return y * _SQRT2 * bits_to_float(np.int64((k + 1023) << 52))
 
-    @overload(exp, jit_options=exact)
+    @overload(exp, inline="always")
     def _exp(x):
         return {types.float32: exp32, types.float64: exp64}.get(x)
 
@@ -144,7 +154,7 @@ def _register() -> None:
             best = best if best >= key else key
         return bits_to_float(np.int64(best ^ ((best >> np.int64(63)) & mask)))
 
-    @overload(row_max, jit_options=exact)
+    @overload(row_max)
     def _row_max(x, i):
         if isinstance(x, types.Array) and x.ndim == 2:
             return {types.float32: row_max32, types.float64: row_max64}.get(x.dtype)
