@@ -4,11 +4,14 @@
 
 Weak scaling: 1 rank (plain training, no data-parallel wrapper) against 2 ranks (batch 64 on
 each), in static mode (DistributedOptimizer) and eager mode (DataParallel), one BLAS thread
-per rank (`fluidgrad launch` sets it). On 2 ranks, bucketed gradient all-reduce (the default
-buckets: 1 MB first, then 25 MB) and one all-reduce per parameter (bucket_size 0) alternate
-step by step in the same processes. The 1-rank and 2-rank jobs alternate `--launches` times;
-each row is the median step over all its steps. "comm" is the time a rank spends waiting for
-collectives per step (in eager mode, the part of the all-reduce the backward pass did not hide).
+per rank (`fluidgrad launch` sets it). On 2 ranks four contenders alternate step by step in
+the same processes: bucketed gradient all-reduce (the default buckets: 1 MB first, then
+25 MB) and one all-reduce per parameter (bucket_size 0), each through a shared-memory window
+(the default when every rank is on one node) and through MPI's Iallreduce (what runs across
+nodes). The 1-rank and 2-rank jobs alternate `--launches` times; each row is the median step
+over all its steps, with the 25th-75th percentiles. "comm" is a rank's time per step inside
+collectives (starting them, waiting for them, reducing shared buckets; in eager mode what
+the backward pass did not hide).
 Goal: 2-rank step <= 1.1x the 1-rank step (90% weak-scaling efficiency); bucketed < per-parameter.
 """
 from __future__ import annotations
@@ -201,7 +204,7 @@ def main():
                          f"{float(np.median(results['allreduce|shared'][0])) * 1e3:.3f}"])
     print_table(f"MLP {'-'.join(map(str, SIZES))}, batch {BATCH} per rank, SGD, 1 BLAS thread per rank "
                 f"(median of {args.steps * args.launches} steps)",
-                ["mode", "ranks / all-reduce", "step ms", "p25-p75 ms", "comm wait ms", "vs 1 rank"], rows)
+                ["mode", "ranks / all-reduce", "step ms", "p25-p75 ms", "comm ms", "vs 1 rank"], rows)
     print_table("bucketed vs one all-reduce per parameter (2 ranks, alternating step by step)",
                 ["mode", "all-reduce path", "bucketed ms", "per-parameter ms", "per-parameter / bucketed",
                  "steps where bucketed is faster"], versus)
