@@ -4,9 +4,11 @@
 
 Weak scaling: 1 rank (plain training, no data-parallel wrapper) against 2 ranks (batch 64 on
 each), in static mode (DistributedOptimizer) and eager mode (DataParallel), one BLAS thread
-per rank (`fluidgrad launch` sets it). On 2 ranks four contenders alternate step by step in
-the same processes: bucketed gradient all-reduce (the default buckets: 1 MB first, then
-25 MB) and one all-reduce per parameter (bucket_size 0), each through a shared-memory window
+per rank (`fluidgrad launch` sets it). On 2 ranks five contenders alternate step by step in
+the same processes: each rank training alone (no all-reduce: the 2-rank compute under the
+same load, what "vs no all-reduce" divides by), bucketed gradient all-reduce (the default
+buckets: 1 MB first, then 25 MB) and one all-reduce per parameter (bucket_size 0), each
+through a shared-memory window
 (the default when every rank is on one node) and through MPI's Iallreduce (what runs across
 nodes). The 1-rank and 2-rank jobs alternate `--launches` times; each row is the median step
 over all its steps, with the 25th-75th percentiles. "comm" is a rank's time per step inside
@@ -37,10 +39,11 @@ from fluidgrad.nn import functional as F  # noqa: E402
 from fluidgrad.ops.comm import get_world  # noqa: E402
 
 SIZES, BATCH, LR = (784, 512, 512, 10), 64, 0.01
-# 2-rank contenders: (bucket_size_mb, all-reduce path); 0 MB = one all-reduce per parameter.
+# 2-rank contenders: (bucket_size_mb, all-reduce path); 0 MB = one all-reduce per parameter;
+# None = no data parallelism: each rank trains alone (the compute of a step under the same load)
 # "shared": buckets reduced through an MPI shared-memory window (the default on one node);
 # "mpi": MPI's own Iallreduce (what runs across nodes), see fluidgrad/ops/comm_buckets.py
-VARIANTS = {"bucketed": (25.0, "auto"), "per-parameter": (0.0, "auto"),
+VARIANTS = {"no all-reduce": (None, "auto"), "bucketed": (25.0, "auto"), "per-parameter": (0.0, "auto"),
             "bucketed, MPI Iallreduce": (25.0, "mpi"), "per-parameter, MPI Iallreduce": (0.0, "mpi")}
 
 
@@ -176,13 +179,14 @@ def main():
     rows, versus = [], []
     for mode in ("static", "eager"):
         base = float(np.median(results[f"{mode}|1 rank"][0]))
+        alone = float(np.median(results[f"{mode}|no all-reduce"][0]))
         for name in ("1 rank", *VARIANTS):
             t, c = results[f"{mode}|{name}"]
             step = float(np.median(t))
             low, high = np.percentile(t, [25, 75])
             label = name if name == "1 rank" else f"2 ranks, {name}"
             rows.append([mode, label, f"{step * 1e3:.2f}", f"{low * 1e3:.2f}-{high * 1e3:.2f}",
-                         f"{float(np.median(c)) * 1e3:.2f}", f"{step / base:.2f}x"])
+                         f"{float(np.median(c)) * 1e3:.2f}", f"{step / base:.2f}x", f"{step / alone:.2f}x"])
         for path in ("", ", MPI Iallreduce"):
             bucketed = np.array(results[f"{mode}|bucketed{path}"][0])
             per_param = np.array(results[f"{mode}|per-parameter{path}"][0])
@@ -204,7 +208,8 @@ def main():
                          f"{float(np.median(results['allreduce|shared'][0])) * 1e3:.3f}"])
     print_table(f"MLP {'-'.join(map(str, SIZES))}, batch {BATCH} per rank, SGD, 1 BLAS thread per rank "
                 f"(median of {args.steps * args.launches} steps)",
-                ["mode", "ranks / all-reduce", "step ms", "p25-p75 ms", "comm ms", "vs 1 rank"], rows)
+                ["mode", "ranks / all-reduce", "step ms", "p25-p75 ms", "comm ms", "vs 1 rank",
+                 "vs no all-reduce"], rows)
     print_table("bucketed vs one all-reduce per parameter (2 ranks, alternating step by step)",
                 ["mode", "all-reduce path", "bucketed ms", "per-parameter ms", "per-parameter / bucketed",
                  "steps where bucketed is faster"], versus)
