@@ -7,7 +7,8 @@ each), in static mode (DistributedOptimizer) and eager mode (DataParallel), one 
 per rank (`fluidgrad launch` sets it). On 2 ranks five contenders alternate step by step in
 the same processes: each rank training alone (no all-reduce: the 2-rank compute under the
 same load, what "vs no all-reduce" divides by), bucketed gradient all-reduce (the default
-buckets: 1 MB first, then 25 MB) and one all-reduce per parameter (bucket_size 0), each
+buckets: up to 25 MB, in eager mode 1 MB first) and one all-reduce per parameter (bucket size
+0), each
 through a shared-memory window
 (the default when every rank is on one node) and through MPI's Iallreduce (what runs across
 nodes). The 1-rank and 2-rank jobs alternate `--launches` times; each row is the median step
