@@ -8,10 +8,8 @@ per rank (`fluidgrad launch` sets it). On 2 ranks five contenders alternate step
 the same processes: each rank training alone (no all-reduce: the 2-rank compute under the
 same load, what "vs no all-reduce" divides by), bucketed gradient all-reduce (the default
 buckets: up to 25 MB, in eager mode 1 MB first) and one all-reduce per parameter (bucket size
-0), each
-through a shared-memory window
-(the default when every rank is on one node) and through MPI's Iallreduce (what runs across
-nodes). The 1-rank and 2-rank jobs alternate `--launches` times; each row is the median step
+0), each through a shared-memory window (the default when every rank is on one node) and
+through MPI's Iallreduce (what runs across nodes). The 1-rank and 2-rank jobs alternate `--launches` times; each row is the median step
 over all its steps, with the 25th-75th percentiles. "comm" is a rank's time per step inside
 collectives (starting them, waiting for them, reducing shared buckets; in eager mode what
 the backward pass did not hide).
