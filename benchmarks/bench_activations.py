@@ -22,6 +22,7 @@ from common import interleaved_best, limit_threads, print_table
 
 import fluidgrad as fg
 import fluidgrad.nn.functional as F
+from fluidgrad.ops import accel
 
 
 def _composed_gelu(x):
@@ -82,7 +83,9 @@ def main() -> None:
             def torch_step(tfn=tfn):
                 tx.grad = None
                 (tfn(tx) * tc).sum().backward()
-            contenders = {"fused": _step(fused, x, cotangent), "torch": torch_step}
+            contenders = {"fused": _on_path(False, _step(fused, x, cotangent)), "torch": torch_step}
+            if accel.enabled():
+                contenders["fused numba"] = _on_path(True, _step(fused, x, cotangent))
             if composed is not None:
                 contenders["composed"] = _step(composed, x, cotangent)
             ratios = {k: [] for k in contenders}
@@ -91,9 +94,18 @@ def main() -> None:
                 for k, found in ratios.items():
                     found.append(best[k] / best["torch"])
             rows.append([name, f"{statistics.median(ratios['fused']):.2f}",
+                         f"{statistics.median(ratios['fused numba']):.2f}" if "fused numba" in ratios else "-",
                          f"{statistics.median(ratios['composed']):.2f}" if composed else "-"])
     print_table("activation forward + backward, eager, [1024, 512] float32, time / PyTorch (threads: 1)",
-                ["activation", "fused op", "chain of registered ops"], rows)
+                ["activation", "fused op, NumPy path", "fused op, numba path", "chain of registered ops"], rows)
+
+
+def _on_path(numba_on: bool, step):
+    """The step with fluidgrad's compiled loops (ops/accel.py, GELU so far) switched on or off."""
+    def run():
+        with accel.use_numba(numba_on):
+            step()
+    return run
 
 
 if __name__ == "__main__":

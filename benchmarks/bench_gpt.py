@@ -2,7 +2,7 @@
 (jit.to_static) against the same model in PyTorch eager, from the same weights, in one process.
 
     python benchmarks/bench_gpt.py [--rounds 5] [--steps 5] [--threads 1] [--embd 32] [--layers 2]
-    python benchmarks/bench_gpt.py --kernels     # the softmax kernels alone, before/after fusion
+    python benchmarks/bench_gpt.py --kernels     # the softmax kernels alone: before fusion, NumPy, numba
 
 
 One step = forward, loss, backward and an Adam update, on a fixed batch. The contenders take
@@ -30,7 +30,7 @@ import char_gpt  # noqa: E402
 import fluidgrad as fg  # noqa: E402
 import torch_twins  # noqa: E402
 from common import interleaved_best  # noqa: E402
-from fluidgrad.ops import get_op_def  # noqa: E402
+from fluidgrad.ops import accel, get_op_def  # noqa: E402
 
 
 def fluid_step(model, static: bool):
@@ -112,12 +112,24 @@ def kernel_rows(batch: int, block: int, heads: int, vocab: int, rounds: int) -> 
             lambda: (t["soft"] - torch.nn.functional.one_hot(t["label"], vocab)) * t["dloss"]),
     }
     rows = []
+    paths = {"numba": True, "NumPy": False} if accel.enabled() else {"NumPy": False}
     for name, (before, after, reference) in cases.items():
-        contenders = {"after": after, "torch": reference, **({"before": before} if before else {})}
+        contenders = {path: _on_path(on, after) for path, on in paths.items()}
+        contenders.update({"torch": reference, **({"before": before} if before else {})})
         best = interleaved_best(contenders, rounds=rounds, number=1)
-        rows.append((name, f"{best['before'] * 1e6:.0f}" if before else "-", f"{best['after'] * 1e6:.0f}",
-                     f"{best['torch'] * 1e6:.0f}", f"{best['after'] / best['torch']:.2f}x"))
+        ratios = {path: f"{best[path] / best['torch']:.2f}x" if path in best else "-" for path in ("NumPy", "numba")}
+        times = {path: f"{best[path] * 1e6:.0f}" if path in best else "-" for path in ("NumPy", "numba")}
+        rows.append((name, f"{best['before'] * 1e6:.0f}" if before else "-", times["NumPy"], times["numba"],
+                     f"{best['torch'] * 1e6:.0f}", ratios["NumPy"], ratios["numba"]))
     return rows
+
+
+def _on_path(numba_on: bool, kernel):
+    """The kernel (or step) with fluidgrad's compiled loops (ops/accel.py) switched on or off."""
+    def run(*args):
+        with accel.use_numba(numba_on):
+            return kernel(*args)
+    return run
 
 
 def main() -> None:
@@ -135,19 +147,24 @@ def main() -> None:
         with limit_threads(args.threads):
             rows = kernel_rows(args.batch, args.block, 4, len(char_gpt.encode()[1]), max(args.rounds, 50))
         print_table(f"softmax kernels at the GPT's shapes (us per call, best of interleaved rounds, "
-                    f"{args.threads} thread(s))", ["kernel", "before fusion", "fluidgrad", "PyTorch",
-                                                    "fluidgrad / PyTorch"], rows)
+                    f"{args.threads} thread(s)); fluidgrad's NumPy path and its numba path (`fast` extra)",
+                    ["kernel", "before fusion", "NumPy", "numba", "PyTorch", "NumPy / PyTorch",
+                     "numba / PyTorch"], rows)
         return
     data, chars = char_gpt.encode()
     fg.seed(0)
     config = char_gpt.Config(len(chars), block_size=args.block, n_embd=args.embd, n_head=4, n_layer=args.layers)
-    models = {name: char_gpt.CharGPT(config) for name in ("eager", "static")}
-    models["static"].set_state_dict(models["eager"].state_dict())
-    twin = torch_twins.TorchCharGPT(models["eager"])
+    paths = {"numba": True, "NumPy": False} if accel.enabled() else {"NumPy": False}
+    models = {(mode, path): char_gpt.CharGPT(config) for mode in ("eager", "static") for path in paths}
+    first = next(iter(models.values()))
+    for model in models.values():
+        model.set_state_dict(first.state_dict())
+    twin = torch_twins.TorchCharGPT(first)
     x, y = next(char_gpt.batches(data, 1, args.batch, args.block))
     with limit_threads(args.threads):
-        contenders = {"PyTorch eager": torch_step(twin), "fluidgrad eager": fluid_step(models["eager"], False),
-                      "fluidgrad static": fluid_step(models["static"], True)}
+        contenders = {"PyTorch eager": torch_step(twin)}
+        for (mode, path), model in models.items():   # fluidgrad with and without its compiled kernels
+            contenders[f"fluidgrad {mode}, {path} path"] = _on_path(paths[path], fluid_step(model, mode == "static"))
         times: dict[str, list[float]] = {name: [] for name in contenders}
         for step in contenders.values():
             step(x, y)                                     # warm up (and trace the static one)

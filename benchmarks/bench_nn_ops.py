@@ -9,7 +9,9 @@ shared machine hits both alike. PyTorch's gradients are timed through the same a
 kernels its autograd calls (convolution_backward, max_pool2d_with_indices_backward,
 native_layer_norm_backward, native_batch_norm_backward), not forward + backward minus forward.
 Issue 12's targets: conv2d forward and both gradients (3x3, 32-64 channels, batch 32) <= 1.5x,
-max_pool2d gradient <= 1.5x, layer_norm <= 1.5x.
+max_pool2d gradient <= 1.5x, layer_norm <= 1.5x. The path column says which kernel ran: 3x3
+stride-1 convolutions with 8 or more input channels take Winograd F(2x2, 3x3) when numba is
+installed (FLUIDGRAD_NUMBA=0 shows the im2col path), the others im2col + GEMM.
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ from fluidgrad.ops import norm as norm_ops  # noqa: E402
 from fluidgrad.ops import pooling as pool_ops  # noqa: E402
 
 Row = tuple[str, Callable[[], object], Callable[[], object]]
+PATH_OF = {}   # row name -> which fluidgrad path ran (conv: winograd or im2col; numba or NumPy)
 CONV_SIZES = {"32x32x16x16 -> 64": (32, 32, 16, 64), "32x64x16x16 -> 64": (32, 64, 16, 64),
               "demo conv2 64x16x4x4 -> 32": (64, 16, 4, 32), "demo conv1 64x1x8x8 -> 16": (64, 1, 8, 16)}
 
@@ -67,10 +70,14 @@ def conv_rows(label: str, n: int, c: int, h: int, o: int) -> list[Row]:
     dout = rng.standard_normal((n, o, h, h), dtype=np.float32)
     xt, wt, dt = torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(dout)
     pad = {"paddings": [1, 1]}
+    geo = conv_ops._windows(x.shape, w.shape, 1, [1, 1], 1, "EXPLICIT")
+    path = "winograd (numba)" if conv_ops._winograd(geo, 1, c, x, w) else "im2col"
 
     def torch_backward(mask):
         return lambda: torch.ops.aten.convolution_backward(dt, xt, wt, None, [1, 1], [1, 1], [1, 1], False, [0, 0],
                                                            1, mask)
+    for op in ("forward", "input grad", "filter grad"):
+        PATH_OF[f"{label}: conv2d {op}"] = path
     return [
         (f"{label}: conv2d forward", lambda: conv_ops.conv_kernel(x, w, **pad), lambda: TF.conv2d(xt, wt, padding=1)),
         (f"{label}: conv2d input grad", lambda: conv_ops.conv_input_grad_kernel(dout, w, x, **pad),
@@ -89,6 +96,8 @@ def pool_rows(label: str, n: int, c: int, h: int) -> list[Row]:
     dout = rng.standard_normal(out.shape, dtype=np.float32)
     t_out, t_idx = TF.max_pool2d(xt, 2, return_indices=True)
     dt = torch.from_numpy(dout)
+    PATH_OF[f"{label}: max_pool2d 2x2 forward (with argmax)"] = "NumPy offset passes"
+    PATH_OF[f"{label}: max_pool2d 2x2 grad"] = "scatter (numba)" if accel.enabled() else "scatter (NumPy)"
     return [
         (f"{label}: max_pool2d 2x2 forward (with argmax)", lambda: pool_ops.max_pool_with_index_kernel(x, **attrs),
          lambda: TF.max_pool2d(xt, 2, return_indices=True)),
@@ -103,7 +112,9 @@ def norm_rows() -> list[Row]:
     paths = {"numba": True, "NumPy": False} if accel.enabled() else {"NumPy": False}
     rows = []
     for path, on in paths.items():
-        rows += [(f"{name} [{path}]", _on_path(on, ours), theirs) for name, ours, theirs in _norm_rows()]
+        for name, ours, theirs in _norm_rows():
+            PATH_OF[f"{name} [{path}]"] = "one-pass loops (numba)" if on else "NumPy"
+            rows.append((f"{name} [{path}]", _on_path(on, ours), theirs))
     return rows
 
 
@@ -132,21 +143,49 @@ def _norm_rows() -> list[Row]:
              lambda xt=xt, st=st, bt=bt, dyt=dyt, m=t_mean, r=t_rstd, w=width: torch.ops.aten.native_layer_norm_backward(
                  dyt, xt, [w], m, r, st, bt, [True, True, True])),
         ]
-    x = rng.standard_normal((32, 32, 16, 16), dtype=np.float32)
-    c, z = np.ones(32, dtype=np.float32), np.zeros(32, dtype=np.float32)
+    for shape in ((32, 32, 16, 16), (32, 8, 8, 8)):   # the second: the digits U-Net's first block
+        rows += _batch_norm_rows(rng, shape)
+    return rows + _group_norm_rows(rng, (32, 8, 8, 8), 4)
+
+
+def _batch_norm_rows(rng, shape) -> list[Row]:
+    x = rng.standard_normal(shape, dtype=np.float32)
+    c, z = np.ones(shape[1], dtype=np.float32), np.zeros(shape[1], dtype=np.float32)
     dy = rng.standard_normal(x.shape, dtype=np.float32)
     xt, ct, zt, dyt = (torch.from_numpy(a) for a in (x, c, z, dy))
     _, _, _, saved_mean, saved_inv = norm_ops.batch_norm_kernel(x, c, z, z.copy(), c.copy())
     _, t_mean, t_inv = torch.ops.aten.native_batch_norm(xt, ct, zt, zt.clone(), ct.clone(), True, 0.1, 1e-5)
-    rows += [
-        ("batch_norm train forward (32x32x16x16)", lambda: norm_ops.batch_norm_kernel(x, c, z, z.copy(), c.copy()),
+    label = "x".join(map(str, shape))
+    return [
+        (f"batch_norm train forward ({label})", lambda: norm_ops.batch_norm_kernel(x, c, z, z.copy(), c.copy()),
          lambda: torch.ops.aten.native_batch_norm(xt, ct, zt, zt.clone(), ct.clone(), True, 0.1, 1e-5)),
-        ("batch_norm train grad (32x32x16x16)",
+        (f"batch_norm train grad ({label})",
          lambda: norm_ops.batch_norm_grad_kernel(x, c, saved_mean, saved_inv, dy),
          lambda: torch.ops.aten.native_batch_norm_backward(dyt, xt, ct, None, None, t_mean, t_inv, True, 1e-5,
                                                            [True, True, True])),
     ]
-    return rows
+
+
+def _group_norm_rows(rng, shape, groups: int) -> list[Row]:
+    """group_norm as fluidgrad runs it: layer_norm over [N, groups, rest] (the per-channel affine
+    is a separate op), against PyTorch's group norm without weight."""
+    n, c = shape[:2]
+    positions = int(np.prod(shape[2:]))
+    x = rng.standard_normal(shape, dtype=np.float32)
+    dy = rng.standard_normal(shape, dtype=np.float32)
+    grouped, dgrouped = x.reshape(n, groups, -1), dy.reshape(n, groups, -1)
+    _, mean, var = norm_ops.layer_norm_kernel(grouped, begin_norm_axis=2)
+    xt, dyt = torch.from_numpy(x), torch.from_numpy(dy)
+    _, t_mean, t_rstd = torch.ops.aten.native_group_norm(xt, None, None, n, c, positions, groups, 1e-5)
+    label = f"{'x'.join(map(str, shape))}, {groups} groups"
+    return [
+        (f"group_norm forward ({label})", lambda: norm_ops.layer_norm_kernel(grouped, begin_norm_axis=2),
+         lambda: torch.ops.aten.native_group_norm(xt, None, None, n, c, positions, groups, 1e-5)),
+        (f"group_norm grad ({label})",
+         lambda: norm_ops.layer_norm_grad_kernel(grouped, None, mean, var, dgrouped, begin_norm_axis=2),
+         lambda: torch.ops.aten.native_group_norm_backward(dyt, xt, t_mean, t_rstd, None, n, c, positions, groups,
+                                                           [True, False, False])),
+    ]
 
 
 def main() -> None:
@@ -176,10 +215,10 @@ def main() -> None:
             if args.only and args.only not in name:
                 continue
             a, b, ratio = measure(ours, theirs, rounds, number)
-            table.append((name, f"{a * 1e3:.3f}", f"{b * 1e3:.3f}", f"{ratio:.2f}x"))
+            table.append((name, PATH_OF.get(name, ""), f"{a * 1e3:.3f}", f"{b * 1e3:.3f}", f"{ratio:.2f}x"))
     clock = "thread CPU time" if args.cpu_time else "wall time"
     print_table(f"fluidgrad NumPy kernels vs PyTorch (ms per call, {clock}, median of {rounds} alternating rounds, "
-                f"{args.threads} thread(s))", ["kernel", "fluidgrad", "PyTorch", "ratio"], table)
+                f"{args.threads} thread(s))", ["kernel", "path", "fluidgrad", "PyTorch", "ratio"], table)
 
 
 if __name__ == "__main__":

@@ -380,26 +380,68 @@ def check_float32_gradient(case: OpCase) -> str | None:
 
 
 def check_second_order(case: OpCase) -> str | None:
-    """Grad of grad: the first-order VJP program, differentiated again, against central differences."""
+    """Grad of grad: the first-order VJP program, differentiated again (Hessian-vector products),
+    against central differences and PyTorch's double backward."""
     if not _has_gradient(case) or not case.second_order:
         return "not twice differentiable at these inputs" if _has_gradient(case) else "no gradient"
     feeds = _flat_feeds(case.inputs)
-    wrt = [k for k, v in feeds.items() if _is_float(v)]
+    wrt = _wrt(case, feeds)
     values, _ = run_case(case)
     rng = np.random.default_rng(7)
-    feeds.update({f"cot{i}": rng.uniform(0.5, 1.5, size=v.shape).astype(v.dtype)
-                  for i, v in enumerate(v for v in _used(case, values) if _is_float(v))})
+    cots = {f"cot{i}": rng.uniform(0.5, 1.5, size=v.shape).astype(v.dtype)
+            for i, v in enumerate(v for v in _used(case, values) if _is_float(v))}
+    feeds.update(cots)
     build_op = build_single_op(case.op, case.inputs, case.attrs, case.n_out)
+    differentiated: list[str] = []  # the inputs whose first-order gradient is not a symbolic zero
 
     def first_order(variables: dict[str, Variable]) -> list[Variable]:
         outs = [o for o in _used(case, build_op(variables)) if o.dtype.startswith("float")]
         loss = F.add_n([F.sum(o * variables[f"cot{i}"]) for i, o in enumerate(outs)])
-        return [g for g in gradients([loss], [variables[k] for k in wrt]) if g is not None]
+        grads = gradients([loss], [variables[k] for k in wrt])
+        differentiated[:] = [k for k, g in zip(wrt, grads) if g is not None]
+        return [g for g in grads if g is not None]
     with program_guard(Program(), Program()):
         if not first_order({k: data(k, v.shape, v.dtype) for k, v in feeds.items()}):
             return "the first-order gradient is a symbolic zero"
-    check_program_grad(first_order, feeds, rtol=max(case.rtol, 1e-5), eps=case.eps)
+    second_wrt = wrt + list(cots)
+    check = ProgramGradCheck(first_order, feeds, second_wrt)
+    analytic, numeric = check.analytic(), check.numeric(case.eps)
+    rtol = max(case.rtol, 1e-5)
+    for name in second_wrt:
+        _assert_close(f"{case.id} (grad of grad).{name}", analytic[name], numeric[name], rtol, 1e-7,
+                      "central differences")
+    if case.torch_fn is not None:
+        expected = _torch_second_order(case, feeds, list(differentiated), check, second_wrt)
+        for name in second_wrt if expected is not None else ():
+            # where PyTorch's double-backward formula overflows (NaN, Inf) the differences decided
+            want = np.where(np.isfinite(expected[name]), expected[name], analytic[name])
+            _assert_close(f"{case.id} (grad of grad).{name}", analytic[name], want, rtol, 1e-9,
+                          "PyTorch's double backward")
     return None
+
+
+def _torch_second_order(case: OpCase, feeds: Mapping[str, np.ndarray], differentiated: Sequence[str],
+                        check: ProgramGradCheck, wrt: Sequence[str]) -> dict[str, np.ndarray] | None:
+    """The same Hessian-vector products by PyTorch (None where PyTorch has no double backward)."""
+    import torch
+    tensors = {k: torch.tensor(np.asarray(v), requires_grad=k in wrt) for k, v in feeds.items()}
+    args = {slot: [tensors[f"{slot}_{i}"] for i in range(len(value))] if isinstance(value, (list, tuple))
+            else tensors[slot] for slot, value in case.inputs.items()}
+    outs = case.torch_fn(**args)
+    outs = [o for o in (list(outs) if isinstance(outs, (list, tuple)) else [outs]) if o.dtype.is_floating_point]
+    loss = sum((o * tensors[f"cot{i}"]).sum() for i, o in enumerate(outs))
+    try:
+        firsts = torch.autograd.grad(loss, [tensors[k] for k in differentiated], create_graph=True, allow_unused=True)
+        objective = sum((g * torch.tensor(check.feeds[f"cotangent_{j}"])).sum()
+                        for j, g in enumerate(firsts) if g is not None)
+        if not isinstance(objective, torch.Tensor) or not objective.requires_grad:
+            return {k: np.zeros(tensors[k].shape) for k in wrt}
+        seconds = torch.autograd.grad(objective, [tensors[k] for k in wrt], allow_unused=True)
+    except (RuntimeError, NotImplementedError) as exc:
+        if "not implemented" in str(exc).lower():
+            return None
+        raise
+    return {k: (g.detach().numpy(force=True) if g is not None else np.zeros(tensors[k].shape)) for k, g in zip(wrt, seconds)}
 
 
 def check_eager_equals_static(case: OpCase) -> str | None:

@@ -812,7 +812,7 @@ def _layer_norm_torch(T, n, x, *affine):
     return T.nn.functional.layer_norm(x, list(n.shapes[0][-n.p("axes"):]), weight, bias, 1e-5)
 
 
-@kind("layer_norm", ("layer_norm",), _layer_norm_fluid, _layer_norm_torch)
+@kind("layer_norm", ("layer_norm", "layer_norm_grad"), _layer_norm_fluid, _layer_norm_torch)
 def _gen_layer_norm(gen):
     if not _has_op("layer_norm"):
         return None
@@ -832,16 +832,16 @@ def _batch_norm_fluid(F, ctx, n, x, weight, bias):
     channels = n.shapes[0][1]
     mean = ctx.int_input(np.zeros(channels))
     var = ctx.int_input(np.ones(channels))
-    return NF.batch_norm(x, mean, var, weight, bias, training=True)
+    return NF.batch_norm(x, mean, var, weight, bias, training=n.p("training", True))
 
 
 def _batch_norm_torch(T, n, x, weight, bias):
     channels = n.shapes[0][1]
     return T.nn.functional.batch_norm(x, T.zeros(channels, dtype=x.dtype), T.ones(channels, dtype=x.dtype),
-                                      weight, bias, training=True, eps=1e-5)
+                                      weight, bias, training=n.p("training", True), eps=1e-5)
 
 
-@kind("batch_norm", ("batch_norm",), _batch_norm_fluid, _batch_norm_torch)
+@kind("batch_norm", ("batch_norm", "batch_norm_grad"), _batch_norm_fluid, _batch_norm_torch)
 def _gen_batch_norm(gen):
     if not _has_op("batch_norm"):
         return None
@@ -850,7 +850,7 @@ def _gen_batch_norm(gen):
     shape = gen.pool[x]
     weight = gen.pick(lambda s: s == shape[1:2], fresh=lambda: shape[1:2])
     bias = gen.pick(lambda s: s == shape[1:2], fresh=lambda: shape[1:2])
-    return Node("batch_norm", (x, weight, bias), (), (shape,))
+    return Node("batch_norm", (x, weight, bias), (("training", gen.draw(st.booleans())),), (shape,))
 
 
 def _dropout_mask(n):

@@ -622,6 +622,63 @@ def test_linear_layer_matches_torch_and_trains_with_the_optimizer(rng):
     assert layer.weight.grad is None
 
 
+def _sgd_run(params_np, grads_np, held=False):
+    """Three SGD steps on float32 parameters; `held`: the caller keeps each parameter's array."""
+    params = [fg.to_tensor(v.copy(), stop_gradient=False) for v in params_np]
+    opt = fg.optimizer.SGD(learning_rate=0.1, parameters=params)
+    kept, same_array = [], []
+    for g_np in grads_np:
+        fg.add_n([fg.sum(p * fg.to_tensor(g)) for p, g in zip(params, g_np)]).backward()
+        ids = [id(p.data) for p in params]
+        if held:
+            kept.append([(p.numpy(), p.numpy().copy()) for p in params])
+        opt.step()
+        opt.clear_grad()
+        same_array.append([id(p.data) == i for p, i in zip(params, ids)])
+    return [p.numpy().copy() for p in params], same_array, kept
+
+
+def test_eager_sgd_writes_in_place_only_into_arrays_nothing_else_holds(rng):
+    """optimizer/inplace.py: the step updates the parameter's own array when only its Tensor
+    holds it (numba or NumPy), never an array the caller holds; all paths give torch's values."""
+    params_np = [rng.standard_normal((30, 20)).astype(np.float32), rng.standard_normal(20).astype(np.float32)]
+    grads_np = [[rng.standard_normal(v.shape).astype(np.float32) for v in params_np] for _ in range(3)]
+    tparams = [torch.tensor(v.copy(), requires_grad=True) for v in params_np]
+    topt = torch.optim.SGD(tparams, lr=0.1)
+    for g_np in grads_np:
+        sum((p * torch.tensor(g)).sum() for p, g in zip(tparams, g_np)).backward()
+        topt.step()
+        topt.zero_grad()
+    want = [p.detach().numpy() for p in tparams]
+    from fluidgrad.ops import accel
+    from fluidgrad.optimizer.inplace import use_in_place
+    runs = {"in place": _sgd_run(params_np, grads_np)}
+    with accel.use_numba(False):
+        runs["in place, NumPy"] = _sgd_run(params_np, grads_np)
+    with use_in_place(False):
+        runs["pure kernel"] = _sgd_run(params_np, grads_np)
+    runs["arrays held"] = _sgd_run(params_np, grads_np, held=True)
+    for name, (got, _, _) in runs.items():
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=name)
+    assert all(all(step) for step in runs["in place"][1]) and all(all(step) for step in runs["in place, NumPy"][1])
+    assert not any(any(step) for step in runs["pure kernel"][1])
+    assert not any(any(step) for step in runs["arrays held"][1])
+    for step in runs["arrays held"][2]:  # what the caller held kept its value
+        for array, copy in step:
+            np.testing.assert_array_equal(array, copy)
+
+
+def test_a_retained_graph_reading_a_parameter_updated_in_place_is_a_clear_error():
+    w = fg.to_tensor(np.full((8, 8), 2.0), stop_gradient=False)
+    x = fg.to_tensor(np.full((8, 8), 3.0), stop_gradient=False)
+    loss = fg.sum(x * w)  # d/dx reads w
+    loss.backward(retain_graph=True)
+    fg.optimizer.SGD(learning_rate=0.1, parameters=[w]).step()
+    with pytest.raises(RuntimeError, match=r"elementwise_mul.*modified in place"):
+        loss.backward()
+
+
 def test_train_and_eval_switch_dropout_and_batch_norm(rng):
     fg.seed(0)
     model = nn.Sequential(nn.Conv2D(1, 2, 3, padding=1), nn.BatchNorm2D(2), nn.Dropout(0.5))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fluidgrad.ops import accel, fused_norm, norm
+from fluidgrad.ops import accel, fused_math, fused_norm, fused_softmax, get_op_def, norm
 
 pytestmark = [pytest.mark.skipif(not accel.installed(), reason="numba (the `fast` extra) is not installed"),
               pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")]   # NaN/Inf inputs
@@ -115,3 +115,149 @@ def test_batch_norm_forward_and_grad(dtype, layout, shape, is_test):
     out = assert_paths_agree(norm.batch_norm_kernel, x, scale, bias, running_mean, running_var, is_test=is_test)
     dy = arrange(rng.standard_normal(shape).astype(dtype), layout)
     assert_paths_agree(norm.batch_norm_grad_kernel, x, scale, out[3], out[4], dy, is_test=is_test)
+
+
+# ---------------------------------------------------------------- exp and row_max (fused_math)
+@fused_math.jit
+def _exp_into(x, out):
+    for k in range(x.size):
+        out[k] = fused_math.exp(x[k])
+
+
+@fused_math.jit
+def _row_maxima(x, out):
+    for i in range(x.shape[0]):
+        out[i] = fused_math.row_max(x, i)
+
+
+@pytest.mark.parametrize("dtype, ulps", [(np.float32, 2), (np.float64, 2)])
+def test_compiled_exp_within_two_ulp_of_numpy_keeping_nan_and_inf(dtype, ulps):
+    tiny = np.finfo(dtype).tiny
+    limit = float(np.log(np.finfo(dtype).max))
+    x = np.concatenate([np.linspace(-limit, limit, 200_001), np.random.default_rng(4).standard_normal(1000) * 1e-3,
+                        [0.0, -0.0, 1e-30, -1e-30]]).astype(dtype)
+    got = np.empty_like(x)
+    _exp_into(x, got)
+    with np.errstate(over="ignore"):
+        want = np.exp(x)
+    normal = (want >= tiny) & np.isfinite(want)
+    spacing = np.spacing(want[normal])
+    assert np.max(np.abs(got[normal] - want[normal]) / spacing) <= ulps
+    assert np.all(got[want < tiny] <= tiny)                   # subnormal results flush to 0
+    assert np.all(got[want == np.inf] == np.inf)
+    special = np.array([np.nan, np.inf, -np.inf, 1e6, -1e6], dtype)
+    out = np.empty_like(special)
+    _exp_into(special, out)
+    assert np.isnan(out[0]) and out[1] == np.inf and out[2] == 0 and out[3] == np.inf and out[4] == 0
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_compiled_row_max_orders_floats_as_numpy(dtype):
+    x = np.random.default_rng(5).standard_normal((9, 37)).astype(dtype) * 10
+    x[1] = -np.abs(x[1])                     # all negative
+    x[2, 5], x[3, :], x[4, 7], x[5, :] = np.inf, -np.inf, np.nan, -0.0
+    got = np.empty(9, dtype)
+    _row_maxima(x, got)
+    want = x.max(axis=1)
+    np.testing.assert_array_equal(got, want)
+
+
+# ---------------------------------------------------------------- softmax family (fused_softmax)
+def kernel(op_type: str):
+    return get_op_def(op_type).kernel
+
+
+WIDTHS = [1, 5, 27, 63, 64, 65, 300]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("width", WIDTHS)
+def test_softmax_log_softmax_and_their_gradient(dtype, layout, width):
+    rng = np.random.default_rng(width)
+    x = arrange((rng.standard_normal((3, 7, width)) * 4).astype(dtype), layout)
+    out, = assert_paths_agree(kernel("softmax"), x, axis=-1)
+    dout = arrange(rng.standard_normal(x.shape).astype(dtype), layout)
+    assert_paths_agree(kernel("softmax_grad"), out, dout, axis=-1)
+    assert_paths_agree(kernel("log_softmax"), x, axis=-1)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("label_rank", ["keepdim", "squeezed"])
+def test_softmax_with_cross_entropy_hard_labels(dtype, layout, width, label_rank):
+    rng = np.random.default_rng(width + 1)
+    logits = arrange((rng.standard_normal((5, 3, width)) * 4).astype(dtype), layout)
+    label = rng.integers(0, width, (5, 3, 1) if label_rank == "keepdim" else (5, 3))
+    assert_paths_agree(kernel("softmax_with_cross_entropy"), logits, label, soft_label=False, axis=-1)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("mask", ["none", "bool", "float", "float batched"])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("queries, keys", [(1, 1), (5, 5), (7, 3), (3, 70), (33, 33)])
+def test_attention_softmax(dtype, layout, mask, causal, queries, keys):
+    rng = np.random.default_rng(queries * keys)
+    x = arrange(rng.standard_normal((2, 3, queries, keys)).astype(dtype), layout)
+    m = {"none": None, "bool": rng.random((queries, keys)) > 0.3,
+         "float": rng.standard_normal((queries, keys)).astype(dtype),
+         "float batched": rng.standard_normal((2, 1, queries, keys)).astype(dtype)}[mask]
+    if mask == "bool":
+        m[:, 0] = True   # every query sees a key (a row with none is NaN on both paths)
+    assert_paths_agree(kernel("attention_softmax"), x, m, scale=0.37, causal=causal)
+
+
+def test_softmax_off_the_last_axis_and_float16_stay_on_numpy(monkeypatch):
+    calls = []
+    real = fused_softmax.softmax_rows
+    monkeypatch.setattr(fused_softmax, "softmax_rows", lambda *a: calls.append(a[0].shape) or real(*a))
+    x = np.random.default_rng(6).standard_normal((4, 6))
+    kernel("softmax")(x, axis=0)
+    kernel("softmax")(x.astype(np.float16), axis=-1)
+    kernel("softmax")(np.empty((0, 6)), axis=-1)
+    assert calls == []
+    kernel("softmax")(x, axis=1)
+    assert calls == [(4, 6)]
+
+
+# ---------------------------------------------------------------- gelu (fused_activation)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("shape", [(1,), (7, 13), (2, 3, 65)])
+@pytest.mark.parametrize("approximate", [False, True])
+def test_gelu_and_its_gradient(dtype, layout, shape, approximate):
+    rng = np.random.default_rng(len(shape))
+    x = arrange((rng.standard_normal(shape) * 4).astype(dtype), layout)
+    assert_paths_agree(kernel("gelu"), x, approximate=approximate)
+    dout = arrange(rng.standard_normal(shape).astype(dtype), layout)
+    assert_paths_agree(kernel("gelu_grad"), x, dout, approximate=approximate)
+
+
+@pytest.mark.parametrize("approximate", [False, True])
+def test_gelu_float32_tails_close_to_float64(approximate):
+    """The sigmoid form keeps the tanh form's relative accuracy far into the negative tail (the
+    exact form's float32 erf polynomial is accurate to absolute 1e-7 there, as on NumPy's path)."""
+    x = np.linspace(-12, 12, 2001)
+    want = kernel("gelu")(x, approximate=approximate)
+    got = kernel("gelu")(x.astype(np.float32), approximate=approximate)
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6 if not approximate else 1e-30)
+    dout = np.ones_like(x)
+    np.testing.assert_allclose(kernel("gelu_grad")(x.astype(np.float32), dout.astype(np.float32),
+                                                   approximate=approximate),
+                               kernel("gelu_grad")(x, dout, approximate=approximate), rtol=2e-4, atol=1e-6)
+
+
+def test_without_numba_every_hooked_kernel_runs_its_numpy_version(monkeypatch):
+    """A NumPy-only install (no `fast` extra): the hooks fall through, nothing tries to compile."""
+    monkeypatch.setattr(accel, "_numba", lambda: None)
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((4, 3, 5)).astype(np.float32)
+    label = rng.integers(0, 5, (4, 3, 1))
+    outputs = [kernel("softmax")(x), kernel("log_softmax")(x), kernel("gelu")(x, approximate=True),
+               kernel("attention_softmax")(x, None, 0.5, True), kernel("softmax_with_cross_entropy")(x, label)[1],
+               norm.layer_norm_kernel(x, begin_norm_axis=2)[0], norm.batch_norm_kernel(
+                   x, np.ones(3, np.float32), np.zeros(3, np.float32), np.zeros(3, np.float32),
+                   np.ones(3, np.float32))[0]]
+    assert all(np.all(np.isfinite(o)) and o.dtype == np.float32 for o in outputs)

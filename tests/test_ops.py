@@ -40,8 +40,7 @@ CASES = collect_cases()
 # The meta-test below checks that each such file exists and mentions the op by name.
 _NN, _CONTROL, _OPTIM = "test_nn_ops.py", "test_control_flow.py", "test_optimizer.py"
 TESTED_ELSEWHERE: dict[str, str] = {
-    **dict.fromkeys(["batch_norm", "batch_norm_grad", "layer_norm", "layer_norm_grad", "dropout",
-                     "clip", "clip_mask", "log_softmax"], _NN),
+    **dict.fromkeys(["dropout", "clip", "clip_mask", "log_softmax"], _NN),
     **dict.fromkeys(["while", "while_grad", "conditional_block", "conditional_block_grad", "select_input",
                      "select_input_grad", "increment"], _CONTROL),
     **dict.fromkeys(["sgd", "momentum", "adam"], _OPTIM),

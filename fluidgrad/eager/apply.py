@@ -4,7 +4,7 @@
 when it appends the op (cached, see infer.py), runs the kernel at once and, only when some
 input needs a gradient and grad mode is on, records a `Node`. `apply_binary` and
 `apply_unary` are the same path without building dicts (Tensor's operators); all three end
-in `_finish`. `output_check` is the hook the NaN/Inf check installs (`set_output_check`).
+in `_run`, the one step that runs the kernel and finishes. `output_check` is the hook the NaN/Inf check installs (`set_output_check`).
 """
 from __future__ import annotations
 
@@ -71,7 +71,8 @@ def _dtype_error(call: OpCall, got: Any, expected: Any) -> FluidgradError:
 
 def eager_apply(op_type: str, inputs: dict, attrs: dict, n_out: int | None = None) -> Any:
     """Run `op_type` now on Tensors; return Tensors shaped like `dispatch.apply_op`'s result."""
-    if not all_default.on and state.tracer is not None:
+    default = all_default.on
+    if not default and state.tracer is not None:
         return state.tracer.apply(op_type, inputs, attrs, n_out)
     call = _CALLS.get(op_type) or op_call(op_type)
     if call.needs_runtime:
@@ -85,7 +86,7 @@ def eager_apply(op_type: str, inputs: dict, attrs: dict, n_out: int | None = Non
         expected = call.infer_cache[cache_key(call, args, kw, n_out)]
     except (KeyError, TypeError):  # not seen yet (or an unhashable attribute): run the rule
         expected = run_rule(call, key_or_none(call, args, kw, n_out), args, tensors, kw, n_out)
-    return _run(call, args, tensors, kw, requires, expected)
+    return _run(call, args, tuple(tensors), kw, requires and (default or state.grad_enabled), expected)
 
 
 def _gather_single(call: OpCall, tensors: list, args: list) -> bool:
@@ -125,32 +126,31 @@ def _gather_inputs(call: OpCall, tensors: list, args: list) -> bool:
     return requires
 
 
-def _run(call: OpCall, args: list, tensors: Any, kw: dict, requires: bool, expected: Any) -> Any:
-    """Run the kernel on `args` (the shape rule passed, declaring `expected` dtypes), then finish."""
+def _run(call: OpCall, args: Sequence[Any], tensors: tuple, kw: dict, record: bool, expected: Any) -> Any:
+    """The one step every path ends in: run the kernel on `args` (the shape rule passed,
+    declaring `expected` dtypes), check its outputs (dtype as declared; NaN/Inf when that check
+    is on), wrap them in Tensors, and record a node when `record` (some input needs a gradient
+    and grad mode is on). A one-output op whose output is small keeps all its
+    inputs and builds its Node here (`node.record_node` decides what larger ones keep): this
+    runs for every op, and a call more costs a chain of small tensors ~5% per op."""
     try:
         out = call.kernel(*args, **kw) if kw else call.kernel(*args)
     except Exception as exc:
         raise _kernel_error(call, args, kw, exc) from exc
-    return _finish(call, out, args, tensors, kw, requires and (all_default.on or state.grad_enabled), expected)
-
-
-def _finish(call: OpCall, out: Any, args: list | None, tensors: Any, kw: dict, record: bool, expected: Any) -> Any:
-    """The one finishing step of every path: check the outputs (dtype as declared; NaN/Inf when
-    that check is on), wrap them in Tensors, record a node when `record` (some input needs a gradient
-    and grad mode is on: `requires and (all_default.on or state.grad_enabled)`). `args`, the
-    kernel's arguments, are only for the NaN/Inf check: None stands for the tensors' arrays."""
     if output_check is not None:
-        output_check(call, [t.data for t in tensors] if args is None else args, out)
-    if call.single_out:
-        if type(out) is not _ndarray:
-            out = _asarray(out)
-        dtype = out.dtype
-        if dtype is not expected and expected is not None and dtype.name != expected.name:
-            raise _dtype_error(call, dtype, expected)
-        if record and dtype.kind == "f":
-            return Tensor(out, False, record_node(call, kw, tensors, (out,)), 0)
-        return Tensor(out)
-    return _wrap_outputs(call, out, kw, tensors, record, expected)
+        output_check(call, args, out)
+    if not call.single_out:
+        return _wrap_outputs(call, out, kw, tensors, record, expected)
+    if type(out) is not _ndarray:
+        out = _asarray(out)
+    dtype = out.dtype
+    if dtype is not expected and expected is not None and dtype.name != expected.name:
+        raise _dtype_error(call, dtype, expected)
+    if record and dtype.kind == "f":
+        if out.nbytes < call.keep_all_below:
+            return Tensor(out, False, Node(call, kw, tensors, (out,)), 0)
+        return Tensor(out, False, record_node(call, kw, tensors, (out,)), 0)
+    return Tensor(out)
 
 
 def apply_binary(op_type: str, x: Tensor, y: Tensor) -> Tensor:
@@ -167,17 +167,14 @@ def apply_binary(op_type: str, x: Tensor, y: Tensor) -> Tensor:
     if expected is _MISS:
         expected = run_rule(call, key_or_none(call, [xd, yd], call.defaults, None), [xd, yd], (x, y),
                             call.defaults, None)
-    try:
-        out = call.kernel(xd, yd)
-    except Exception as exc:
-        raise _kernel_error(call, [xd, yd], {}, exc) from exc
-    record = (not x.stop_gradient or not y.stop_gradient) and (default or state.grad_enabled)
-    return _finish(call, out, None, (x, y), call.defaults, record, expected)
+    return _run(call, (xd, yd), (x, y), call.defaults,
+                (not x.stop_gradient or not y.stop_gradient) and (default or state.grad_enabled), expected)
 
 
 def apply_unary(op_type: str, x: Tensor, attrs: dict) -> Tensor:
     """`eager_apply` for a one-input, one-output op given all its attributes (e.g. `scale`)."""
-    if not all_default.on and state.tracer is not None:
+    default = all_default.on
+    if not default and state.tracer is not None:
         return state.tracer.apply(op_type, {"X": x}, attrs, None)
     call = _CALLS.get(op_type) or op_call(op_type)
     xd = x.data
@@ -185,7 +182,7 @@ def apply_unary(op_type: str, x: Tensor, attrs: dict) -> Tensor:
         expected = call.infer_cache[(xd.shape, xd.dtype, attr_key(call, attrs, None) if call.infer_attrs else ())]
     except (KeyError, TypeError):
         expected = run_rule(call, key_or_none(call, [xd], attrs, None), [xd], (x,), attrs, None)
-    return _run(call, [xd], (x,), attrs, not x.stop_gradient, expected)
+    return _run(call, (xd,), (x,), attrs, not x.stop_gradient and (default or state.grad_enabled), expected)
 
 
 def _wrap_outputs(call: OpCall, out: Any, kw: dict, tensors: list, record: bool, expected: Any) -> Any:

@@ -1,14 +1,20 @@
-"""The engine loop: order the recorded nodes, walk them newest first, accumulate gradients.
+"""The engine loop: take the newest node that received a gradient, run its maker, accumulate.
 
-`backward` / `grad` order the nodes reachable from the outputs topologically (an iterative
-depth-first search, so deep graphs cannot overflow the stack), walk them in reverse, and ask
-each op's registered grad maker, through an `EagerGradBuilder`, for its input gradients: the
-very makers `append_backward` uses. Gradients of intermediate outputs live in the builder's
+A node is always created after the nodes that produced its inputs (its `seq` stamp), so
+running the nodes that received a gradient newest first is a topological order: when a node
+runs, every node reading its outputs has run. The builder queues a node on its first
+gradient (`EagerGradBuilder.ready`, a heap), so the walk needs no separate ordering pass and
+never visits a node no gradient reaches (a symbolic zero). Each node's registered grad
+maker, run through an `EagerGradBuilder`, gives its input gradients: the very makers
+`append_backward` uses. `grad(outputs, inputs)` also orders the reachable nodes up front
+(`topological_order`, an iterative search: deep graphs cannot overflow the stack) to run
+only the nodes some input's gradient flows through. Gradients of intermediate outputs live in the builder's
 dict; only leaves get `.grad`, each an array of its own (`_owned`). Running ops forward is
 apply.py; what is recorded is node.py; grad mode is mode.py.
 """
 from __future__ import annotations
 
+from heapq import heappop
 from operator import attrgetter
 from typing import Any, Sequence
 
@@ -60,7 +66,7 @@ _by_seq = attrgetter("seq")
 
 def run_backward(roots: Sequence[Tensor], seeds: Sequence[Any], retain_graph: bool, create_graph: bool,
                  targets: Sequence[Tensor] | None = None, blocked: set | None = None) -> dict:
-    """The engine: seed the roots, order the reachable nodes, walk them newest first running
+    """The engine: seed the roots, walk the nodes that receive a gradient newest first running
     each one's grad maker, then hand out the leaves' gradients. Returns the gradients of
     `targets` (key: id of the tensor) when given, else accumulates into the `.grad` of every
     leaf reached and returns {}."""
@@ -68,11 +74,12 @@ def run_backward(roots: Sequence[Tensor], seeds: Sequence[Any], retain_graph: bo
                else ConstantsGradBuilder({}, {}, create_graph, blocked))
     for root, seed in zip(roots, seeds):
         builder.accumulate(root, seed)
-    order = topological_order([r._node for r in roots if r._node is not None])
+    walk = None
+    if targets is not None:
+        walk = _Walk(targets, topological_order([r._node for r in roots if r._node is not None]))
     # arrays the caller may still hold (seeds, hooks' results): never stored as a gradient as is
     external = {id(_array_of(seed)) for seed in seeds}
-    walk = _Walk(targets, order) if targets is not None else None
-    _walk(order, builder, retain_graph, walk, external)
+    _walk(builder, retain_graph, walk, external)
     leaf_grads = builder.leaf_grads
     _run_leaf_hooks(leaf_grads, create_graph, external)
     if walk is not None:
@@ -101,18 +108,17 @@ class _Walk:
         return id(node) in self.needed
 
 
-def _walk(order: list[Node], builder: Any, retain_graph: bool, walk: _Walk | None, external: set) -> None:
+def _walk(builder: Any, retain_graph: bool, walk: _Walk | None, external: set) -> None:
     """Run the grad maker of every node that received a gradient, newest first (grad mode on
     only to record the backward pass itself, with create_graph)."""
     create_graph = builder.create_graph
     saved_mode, saved_phase = state.grad_enabled, state.in_backward
     state.grad_enabled, state.in_backward = create_graph, True
-    pop = builder.node_grads.pop
+    ready, pop = builder.ready, builder.node_grads.pop
     try:
-        for node in reversed(order):
-            grads = pop(node, None)
-            if grads is None:
-                continue  # a symbolic zero: no output of this node received a gradient
+        while ready:
+            node = heappop(ready)[1]
+            grads = pop(node)
             if node.inputs is None:
                 raise RuntimeError(_FREED.format(op=node.call.type))
             if node.hooks:

@@ -10,6 +10,7 @@ serves a whole backward pass.
 """
 from __future__ import annotations
 
+from heapq import heappush
 from typing import Any
 
 import numpy as np
@@ -30,7 +31,7 @@ class EagerGradBuilder(GradBuilder):
 
     grad_sub_block = None
 
-    __slots__ = ("node", "call", "grads", "node_grads", "leaf_grads", "create_graph")
+    __slots__ = ("node", "call", "grads", "node_grads", "leaf_grads", "create_graph", "ready")
 
     def __init__(self, node_grads: dict, leaf_grads: dict, create_graph: bool) -> None:
         self.node_grads = node_grads
@@ -39,6 +40,9 @@ class EagerGradBuilder(GradBuilder):
         self.node: Node | None = None
         self.call: OpCall | None = None
         self.grads: list = []
+        # the nodes that received a gradient and have not run yet, as a heap of (-seq, node):
+        # the engine runs the newest first (see engine.py)
+        self.ready: list[tuple[int, Node]] = []
 
     # ---- accumulation (the engine's dict)
     def accumulate(self, tensor: Tensor, grad: Any) -> None:
@@ -51,10 +55,11 @@ class EagerGradBuilder(GradBuilder):
             self.leaf_grads[tensor] = grad if prev is None else prev + grad
             return
         slot_grads = self.node_grads.get(node)
-        if slot_grads is None:  # the node's first gradient
+        if slot_grads is None:  # the node's first gradient: it will run
             if node.outs is None:
                 raise RuntimeError(_FREED.format(op=node.call.type))
             slot_grads = self.node_grads[node] = [None] * len(node.outs)
+            heappush(self.ready, (-node.seq, node))
         prev = slot_grads[tensor._idx]
         slot_grads[tensor._idx] = grad if prev is None else prev + grad
 
@@ -68,11 +73,14 @@ class EagerGradBuilder(GradBuilder):
 
     def input(self, slot: str) -> Any:
         value = self.node.inputs[self.call.in_index[slot]]
-        if type(value) is ShapeOnly or type(value) is list and any(type(t) is ShapeOnly for t in value):
-            _not_kept(self.node, "input", slot)
-        if modified_tensors and value is not None:
+        if type(value) is not Tensor:  # a stand-in, a list (duplicable slot) or None
+            if type(value) is ShapeOnly or type(value) is list and any(type(t) is ShapeOnly for t in value):
+                _not_kept(self.node, "input", slot)
+            if value is None:
+                return None
+        if modified_tensors:
             _check_not_modified(self.node, slot, value)
-        if self.create_graph or value is None:
+        if self.create_graph:
             return value
         if type(value) is list:
             return [t.data for t in value]

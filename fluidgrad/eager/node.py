@@ -26,7 +26,7 @@ class OpCall:
     __slots__ = ("type", "op_def", "kernel", "in_slots", "in_names", "in_index", "out_slots", "out_index",
                  "defaults", "single_out", "has_dup_out", "has_dup_in", "grad_maker", "needs_runtime",
                  "infer", "infer_cache", "infer_attrs", "default_attr_key", "reads", "keep_plans",
-                 "simple")
+                 "simple", "keep_all_below")
 
     def __init__(self, op_def: Any) -> None:
         self.type = op_def.type
@@ -57,6 +57,17 @@ class OpCall:
                                         grad_reads(op_def.grad) if op_def.has_gradient else GradReads())
         self.keep_plans: dict[int, Any] | None = None if self.reads is None else {}
         self.simple = self.single_out and not self.has_dup_in
+        self.keep_all_below = _keep_all_below(self)
+
+
+def _keep_all_below(call: OpCall) -> float:
+    """Output size (bytes) under which a node of `call` keeps all its inputs and its output
+    as they are, with no plan to look up: any size when what the backward reads is unknown;
+    `SLIM_BYTES` for an op with one output and single-Tensor inputs (see `record_node`);
+    else none (`record_node` decides input by input)."""
+    if call.keep_plans is None:
+        return float("inf")
+    return SLIM_BYTES if call.simple else 0
 
 
 _CALLS: dict[str, OpCall] = {}
@@ -150,25 +161,51 @@ def keep_only_what_is_read() -> Iterator[None]:
     op case fails if its grad maker reads a value eager mode did not keep."""
     global SLIM_BYTES
     saved, SLIM_BYTES = SLIM_BYTES, 0
+    _refresh_thresholds()
     try:
         yield
     finally:
         SLIM_BYTES = saved
+        _refresh_thresholds()
+
+
+def _refresh_thresholds() -> None:
+    for call in _CALLS.values():
+        call.keep_all_below = _keep_all_below(call)
 
 
 def _slim_input(tensor: Any) -> Any:
-    """An input the backward does not read: a ShapeOnly, except for a leaf that needs a
-    gradient (the engine accumulates into that very Tensor; its owner keeps it alive anyway)."""
-    if tensor is None or (tensor._node is None and not tensor.stop_gradient):
-        return tensor
+    """An input the backward does not read: a ShapeOnly (shared for a constant), except for a
+    small one and a leaf that needs a gradient (the engine accumulates into that very Tensor;
+    its owner keeps it alive anyway)."""
+    if tensor is None:
+        return None
     data = tensor.data
     if data.nbytes < SLIM_BYTES:
         return tensor
-    return ShapeOnly(tensor._node, tensor._idx, tensor.stop_gradient, data.shape, data.dtype)
+    node = tensor._node
+    if node is not None:
+        return ShapeOnly(node, tensor._idx, tensor.stop_gradient, data.shape, data.dtype)
+    return tensor if not tensor.stop_gradient else _detached(data.shape, data.dtype)[0]
 
 
 def _slim_output(array: Any) -> Any:
-    return array if array.nbytes < SLIM_BYTES else ShapeOnly(None, 0, True, array.shape, array.dtype)
+    return array if array.nbytes < SLIM_BYTES else _detached(array.shape, array.dtype)[0]
+
+
+# ShapeOnly stand-ins of no node (outputs, constant inputs), shared: one per shape and dtype,
+# each in a one-element tuple (a one-output node's `outs`). A chain of large tensors then
+# allocates no stand-in for them, and leaves the garbage collector fewer young objects to scan.
+_DETACHED: dict[tuple, tuple[ShapeOnly]] = {}
+
+
+def _detached(shape: tuple, dtype: Any) -> tuple[ShapeOnly]:
+    standin = _DETACHED.get((shape, dtype))
+    if standin is None:
+        if len(_DETACHED) >= 1024:
+            _DETACHED.clear()
+        standin = _DETACHED[(shape, dtype)] = (ShapeOnly(None, 0, True, shape, dtype),)
+    return standin
 
 
 def _keep_plan(call: OpCall, needing: int) -> tuple[tuple[bool, ...], tuple[bool, ...]] | None:
@@ -185,7 +222,7 @@ def record_node(call: OpCall, attrs: dict, tensors: Any, outs: tuple, out_ranges
     Ops with one or two single-Tensor inputs and one output (most of them) take a path written
     out for them: this runs for every recorded op."""
     plans = call.keep_plans
-    if plans is None or (call.simple and outs[0].nbytes < SLIM_BYTES):
+    if plans is None or (call.simple and outs[0].nbytes < call.keep_all_below):
         # what the backward reads is unknown, or one small output: keep everything (an op
         # whose output is small and that drops a large input is rare, and the check per
         # input would cost every op of a chain of small tensors)
@@ -199,12 +236,12 @@ def record_node(call: OpCall, attrs: dict, tensors: Any, outs: tuple, out_ranges
                 plan = plans[needing] = _keep_plan(call, needing)
             if plan is not None:  # written out: this runs for every recorded op
                 (keep_x, keep_y), (keep_out,) = plan
-                if not keep_x and x is not None and x.data.nbytes >= SLIM_BYTES:
+                if not keep_x:
                     x = _slim_input(x)
-                if not keep_y and y is not None and y.data.nbytes >= SLIM_BYTES:
+                if not keep_y:
                     y = _slim_input(y)
-                if not keep_out and outs[0].nbytes >= SLIM_BYTES:
-                    outs = (_slim_output(outs[0]),)
+                if not keep_out:  # not small, or it would have kept everything above
+                    outs = _detached(outs[0].shape, outs[0].dtype)
             return Node(call, attrs, (x, y), outs)
         if len(tensors) == 1:
             x, = tensors
@@ -213,10 +250,10 @@ def record_node(call: OpCall, attrs: dict, tensors: Any, outs: tuple, out_ranges
                 plan = plans[1] = _keep_plan(call, 1)
             if plan is not None:
                 (keep_x,), (keep_out,) = plan
-                if not keep_x and x.data.nbytes >= SLIM_BYTES:
+                if not keep_x:
                     x = _slim_input(x)
-                if not keep_out and outs[0].nbytes >= SLIM_BYTES:
-                    outs = (_slim_output(outs[0]),)
+                if not keep_out:
+                    outs = _detached(outs[0].shape, outs[0].dtype)
             return Node(call, attrs, (x,), outs)
     needing = 0
     for i, value in enumerate(tensors):

@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from . import fused_activation
 from .elementwise import ERF_TANH_COEFFS, _erf_kernel, erf_tanh_argument
 from .grad_builder import GradBuilder
 from .registry import ZERO_GRADIENT, register_op
@@ -219,6 +220,8 @@ def _gelu_erf(x, x2):
 
 
 def _gelu_kernel(x, approximate=False):
+    if fused_activation.compiled(x, approximate=approximate):   # one pass (numba)
+        return fused_activation.gelu(x, approximate)
     if approximate:
         inner = np.multiply(x, x, out=np.empty(x.shape, dtype=x.dtype))
         inner *= x.dtype.type(_SQRT_2_OVER_PI * _GELU_A)
@@ -235,6 +238,8 @@ def _gelu_kernel(x, approximate=False):
 
 
 def _gelu_slope(x, dout, approximate=False):
+    if fused_activation.compiled(x, dout, approximate=approximate) and x.shape == dout.shape:
+        return fused_activation.gelu_grad(x, dout, approximate)
     t = x.dtype.type
     if approximate:
         x2 = x * x

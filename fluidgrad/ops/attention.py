@@ -11,6 +11,7 @@ import functools
 
 import numpy as np
 
+from . import fused_softmax
 from .loss import row_max, row_sum
 from .grad_builder import GradBuilder
 from .registry import register_op
@@ -24,6 +25,8 @@ def _causal_upper(rows: int, cols: int) -> np.ndarray:
 
 
 def _attention_softmax_kernel(x, mask=None, scale=1.0, causal=False):
+    if fused_softmax.compiled(x, *([] if mask is None or mask.dtype == np.bool_ else [mask])):
+        return fused_softmax.attention_softmax(x, mask, scale, causal)
     s = np.multiply(x, x.dtype.type(scale))
     if mask is not None:
         if mask.dtype == np.bool_:

@@ -8,6 +8,8 @@ already the channel-first output: no transpose copy follows. The gradients are t
 and `conv{n}d_filter_grad`; the three are bilinear and adjoint to each other, so each one's
 gradient is written with the other two (grad of grad for free). `conv{n}d_transpose` is
 `conv{n}d_input_grad` run forward, so its gradients are conv and conv_filter_grad again.
+3x3 stride-1 convolutions with enough channels take Winograd F(2x2, 3x3) instead (winograd.py)
+when numba is installed: 2.25x fewer multiplies than im2col + GEMM.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import math
 
 import numpy as np
 
+from . import accel, winograd
 from .geometry import PADDING_ALGORITHMS, Windows, per_axis
 from .grad_builder import GradBuilder
 from .registry import register_op
@@ -103,9 +106,18 @@ def _flat_col2im(dout: np.ndarray, w: np.ndarray, geo: Windows, channels: int) -
     return geo.crop(dxp[:, :, :total].reshape((n, channels) + tuple(geo.padded)))
 
 
+def _winograd(geo: Windows, groups: int, channels: int, *arrays) -> bool:
+    """Whether Winograd F(2x2, 3x3) runs (winograd.py): 3x3 stride 1, numba on, `channels` (the
+    forward's input channels) enough."""
+    return (geo.nd == 2 and winograd.applies(geo.kernel, geo.strides, geo.dilations, geo.pads, groups)
+            and winograd.pays(channels) and accel.enabled() and accel.takes(*arrays))
+
+
 def conv_kernel(x, w, bias=None, strides=(1, 1), paddings=(0, 0), dilations=(1, 1), groups=1,
                 data_format="NCHW", padding_algorithm="EXPLICIT"):
     geo = _windows(x.shape, w.shape, strides, paddings, dilations, padding_algorithm)
+    if _winograd(geo, groups, x.shape[1], *((x, w) if bias is None else (x, w, bias))):
+        return winograd.conv2d(x, w, bias, geo.pads)
     n, o = x.shape[0], w.shape[0]
     win = geo.view(geo.pad(x))
     out = np.empty((n, o, geo.out_size), dtype=np.result_type(x, w))
@@ -135,6 +147,8 @@ def conv_input_grad_kernel(dout, w, x, strides=(1, 1), paddings=(0, 0), dilation
     with the flipped, channel-swapped filter: one im2col copy and one GEMM, cheaper than
     col2im's read-modify-write pass per kernel offset."""
     geo = _windows(x.shape, w.shape, strides, paddings, dilations, padding_algorithm)
+    if winograd.flipped_pads(geo.pads) and _winograd(geo, groups, x.shape[1], dout, w):
+        return winograd.input_grad(dout, w, geo.pads)
     if _use_flat(geo, x.shape[0], x.shape[1], dout.dtype.itemsize, groups):
         return _flat_col2im(dout, w, geo, x.shape[1])
     reach = [d * (k - 1) for k, d in zip(geo.kernel, geo.dilations)]
@@ -157,6 +171,8 @@ def conv_filter_grad_kernel(dout, x, w, strides=(1, 1), paddings=(0, 0), dilatio
                             data_format="NCHW", padding_algorithm="EXPLICIT"):
     """dW of conv (W gives only the shape): per image dOut [O, L] times its columns^T, summed."""
     geo = _windows(x.shape, w.shape, strides, paddings, dilations, padding_algorithm)
+    if _winograd(geo, groups, x.shape[1], dout, x):
+        return winograd.filter_grad(dout, x, geo.pads)
     n, o = dout.shape[:2]
     win = geo.view(geo.pad(x))
     d3 = dout.reshape(n, o, -1)

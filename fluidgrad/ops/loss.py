@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import fused_softmax
 from .grad_builder import GradBuilder
 from .registry import ZERO_GRADIENT, register_op
 from .shape_rules import float_only, normalize_axis, same_dtype
@@ -30,6 +31,8 @@ def _softmax_kernel(x, axis=-1):
     """One output buffer: shift, exponentiate and normalise in place."""
     if x.size == 0:  # nothing to normalise (x.max would raise): an empty result, as in PyTorch
         return x.copy()
+    if fused_softmax.compiled(x, axis=axis):
+        return fused_softmax.softmax(x)
     out = np.subtract(x, row_max(x, axis))
     np.exp(out, out=out)
     out /= row_sum(out, axis)
@@ -51,6 +54,8 @@ def _row_dot(a, b, axis):
 
 def _softmax_grad_kernel(out, dout, axis=-1):
     """DX = Out * (DOut - sum(DOut * Out, axis)), in one output buffer."""
+    if fused_softmax.compiled(out, dout, axis=axis) and out.shape == dout.shape:
+        return fused_softmax.softmax_grad(out, dout)
     dx = np.subtract(dout, _row_dot(dout, out, axis))
     dx *= out
     return dx
@@ -131,12 +136,15 @@ def _swce_kernel(logits, label, soft_label=False, axis=-1):
     """Softmax in one buffer; the loss is log(sum(exp(shifted))) - shifted[label] (hard labels),
     read before the buffer is exponentiated in place."""
     axis = axis % logits.ndim
+    if not soft_label:
+        label = _hard_label(label, logits.ndim, axis, logits.shape[axis])
+        if fused_softmax.compiled(logits, axis=axis):   # one pass per row (numba)
+            return fused_softmax.softmax_cross_entropy(logits, label)
     softmax = np.subtract(logits, row_max(logits, axis))
     if soft_label:
         loss = -_row_dot(label, softmax, axis)
         label_sum = label.sum(axis=axis, keepdims=True)
     else:
-        label = _hard_label(label, logits.ndim, axis, logits.shape[axis])
         loss = -np.take_along_axis(softmax, label.astype(np.int64, copy=False), axis)
     np.exp(softmax, out=softmax)
     total = row_sum(softmax, axis)

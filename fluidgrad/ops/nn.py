@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import conv, pooling, vision  # noqa: F401  (registration side effects)
+from . import fused_softmax
 from .conv import conv_filter_grad_kernel as conv2d_filter_grad_kernel  # noqa: F401
 from .conv import conv_input_grad_kernel as conv2d_input_grad_kernel  # noqa: F401
 from .conv import conv_kernel as conv2d_kernel  # noqa: F401
@@ -42,6 +43,8 @@ register_op("clip_mask", inputs="X", outputs="Out", attrs={"min": -np.inf, "max"
 def _log_softmax_kernel(x, axis=-1):
     if x.size == 0:  # nothing to normalise (x.max would raise): an empty result, as in PyTorch
         return x.copy()
+    if fused_softmax.compiled(x, axis=axis):   # one pass per row (numba)
+        return fused_softmax.log_softmax(x)
     shifted = x - x.max(axis=axis, keepdims=True)
     return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
 

@@ -1,8 +1,8 @@
 """Normalisation and dropout: `batch_norm`, `layer_norm`, `dropout`.
 
 batch_norm and layer_norm have dedicated grad ops (one fused pass instead of a dozen
-elementwise ops); those grad ops have no gradient themselves (NO_GRADIENT, so asking for
-a third derivative is a clear error). dropout's gradient is `dOut * Mask`, an ordinary op.
+elementwise ops); the grad ops' own gradients (grad of grad) are ordinary ops, written in
+norm_grad_grad.py. dropout's gradient is `dOut * Mask`, an ordinary op.
 All three carry `is_test`, which `Program.clone(for_test=True)` switches on.
 """
 from __future__ import annotations
@@ -14,8 +14,9 @@ import numpy as np
 from . import fused_norm
 from .random import generator
 from .grad_builder import GradBuilder
-from .registry import NO_GRADIENT, register_op
-from .shape_rules import float_only
+from .norm_grad_grad import batch_norm_grad_grad, batch_norm_stats_chain, layer_norm_grad_grad, layer_norm_stats_chain
+from .registry import register_op
+from .shape_rules import float_only, same_dtype
 
 
 # ---------------------------------------------------------------- batch_norm
@@ -103,16 +104,23 @@ def _batch_norm_infer(ctx):
 
 
 def _batch_norm_grad(g: GradBuilder) -> None:
-    dx, dscale, dbias = g.op("batch_norm_grad", {
-        "X": g.input("X"), "Scale": g.input("Scale"), "SavedMean": g.output("SavedMean"),
-        "SavedVariance": g.output("SavedVariance"), "DY": g.output_grad("Y")},
-        epsilon=g.attr("epsilon"), is_test=g.attr("is_test"), use_global_stats=g.attr("use_global_stats"))
-    g.set_input_grad("X", dx)
-    g.set_input_grad("Scale", dscale)
-    g.set_input_grad("Bias", dbias)
+    """The fused batch_norm_grad op; gradients reaching SavedMean / SavedVariance (from a
+    second derivative) pass on to X through the statistics."""
+    dx = None
+    if g.has_output_grad("Y"):
+        dx, dscale, dbias = g.op("batch_norm_grad", {
+            "X": g.input("X"), "Scale": g.input("Scale"), "SavedMean": g.output("SavedMean"),
+            "SavedVariance": g.output("SavedVariance"), "DY": g.output_grad("Y")},
+            epsilon=g.attr("epsilon"), is_test=g.attr("is_test"), use_global_stats=g.attr("use_global_stats"))
+        g.set_input_grad("Scale", dscale)
+        g.set_input_grad("Bias", dbias)
+    g.set_input_grad("X", batch_norm_stats_chain(g, dx))
 
 
 def _batch_norm_grad_infer(ctx):
+    float_only(ctx, "X", "Scale")
+    for slot in ("SavedMean", "SavedVariance", "DY"):  # what batch_norm computes in X's dtype
+        same_dtype(ctx, "X", slot)
     ctx.set_output("DX", ctx.shape("X"), ctx.dtype("X"))
     ctx.set_output("DScale", ctx.shape("Scale"), ctx.dtype("Scale"))
     ctx.set_output("DBias", ctx.shape("Scale"), ctx.dtype("Scale"))
@@ -127,8 +135,9 @@ register_op("batch_norm", inputs="X Scale Bias Mean Variance",
                 "with the unbiased batch variance as PyTorch. is_test: running statistics.")
 register_op("batch_norm_grad", inputs="X Scale SavedMean SavedVariance DY", outputs="DX DScale DBias",
             attrs={k: _BN_ATTRS[k] for k in ("epsilon", "is_test", "use_global_stats", "data_layout")},
-            kernel=batch_norm_grad_kernel, infer=_batch_norm_grad_infer, grad=NO_GRADIENT,
-            doc="The gradients of batch_norm (SavedVariance is the inverse standard deviation).")
+            kernel=batch_norm_grad_kernel, infer=_batch_norm_grad_infer, grad=batch_norm_grad_grad,
+            doc="The gradients of batch_norm (SavedVariance is the inverse standard deviation). Its own "
+                "gradient is the partial derivative in every input, SavedMean and SavedVariance included.")
 
 
 # ---------------------------------------------------------------- layer_norm
@@ -158,7 +167,9 @@ def layer_norm_kernel(x, scale=None, bias=None, begin_norm_axis=1, epsilon=1e-5)
         y *= scale.reshape(1, -1)
     if bias is not None:
         y += bias.reshape(1, -1)
-    return y.reshape(x.shape), mean, var
+    # bfloat16: NumPy's matmul has no loop for it and computes in float32; round back
+    return y.reshape(x.shape).astype(x.dtype, copy=False), mean.astype(x.dtype, copy=False), \
+        var.astype(x.dtype, copy=False)
 
 
 def layer_norm_grad_kernel(x, scale, mean, variance, dy, begin_norm_axis=1, epsilon=1e-5):
@@ -218,21 +229,28 @@ def _layer_norm_infer(ctx):
 
 
 def _layer_norm_grad(g: GradBuilder) -> None:
-    scale = g.input("Scale")
-    inputs = {"X": g.input("X"), "Scale": scale, "Mean": g.output("Mean"), "Variance": g.output("Variance"),
-              "DY": g.output_grad("Y")}
-    dx, dscale, dbias = g.op("layer_norm_grad", inputs, begin_norm_axis=g.attr("begin_norm_axis"),
-                             epsilon=g.attr("epsilon"))
-    g.set_input_grad("X", dx)
-    if scale is not None:
-        g.set_input_grad("Scale", dscale)
-    bias = g.input("Bias")
-    if bias is not None:
-        same = tuple(g.shape(dbias)) == tuple(g.shape(bias))
-        g.set_input_grad("Bias", dbias if same else g.op("reshape_as", {"X": dbias, "Target": bias}))
+    """The fused layer_norm_grad op; gradients reaching Mean / Variance (from a second
+    derivative) pass on to X through the statistics."""
+    dx = None
+    if g.has_output_grad("Y"):
+        scale = g.input("Scale")
+        inputs = {"X": g.input("X"), "Scale": scale, "Mean": g.output("Mean"), "Variance": g.output("Variance"),
+                  "DY": g.output_grad("Y")}
+        dx, dscale, dbias = g.op("layer_norm_grad", inputs, begin_norm_axis=g.attr("begin_norm_axis"),
+                                 epsilon=g.attr("epsilon"))
+        if scale is not None:
+            g.set_input_grad("Scale", dscale)
+        bias = g.input("Bias")
+        if bias is not None:
+            same = tuple(g.shape(dbias)) == tuple(g.shape(bias))
+            g.set_input_grad("Bias", dbias if same else g.op("reshape_as", {"X": dbias, "Target": bias}))
+    g.set_input_grad("X", layer_norm_stats_chain(g, dx))
 
 
 def _layer_norm_grad_infer(ctx):
+    float_only(ctx, "X")
+    for slot in ("Mean", "Variance", "DY"):  # what layer_norm computes in X's dtype
+        same_dtype(ctx, "X", slot)
     x = list(ctx.shape("X"))
     tail = x[ctx.attr("begin_norm_axis"):]
     shape = ctx.shape("Scale") if ctx.has_input("Scale") else [-1 if any(d < 0 for d in tail) else int(np.prod(tail))]
@@ -248,7 +266,9 @@ register_op("layer_norm", inputs="X Scale? Bias?", outputs="Y Mean Variance",
                 "normalised element (any shape with that many elements).")
 register_op("layer_norm_grad", inputs="X Scale? Mean Variance DY", outputs="DX DScale DBias",
             attrs={"begin_norm_axis": 1, "epsilon": 1e-5}, kernel=layer_norm_grad_kernel,
-            infer=_layer_norm_grad_infer, grad=NO_GRADIENT, doc="The gradients of layer_norm.")
+            infer=_layer_norm_grad_infer, grad=layer_norm_grad_grad,
+            doc="The gradients of layer_norm. Its own gradient is the partial derivative in every input, "
+                "Mean and Variance included.")
 
 
 # ---------------------------------------------------------------- dropout

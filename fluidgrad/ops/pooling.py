@@ -3,8 +3,8 @@
 `pool{n}d` (the Fluid op: `pool2d` is in saved programs) and `max_pool{n}d_with_index`,
 which also returns the argmax of each window as a flat index into its input plane (PyTorch's
 `return_mask`). The public max-pooling functions use the latter: the backward reads the
-saved indices and scatters dOut in one pass (`max_pool_index_grad`) instead of searching
-the windows again. Its transpose `max_pool_index_select` gathers at the same indices, so both
+saved indices and scatters dOut in one pass (`max_pool_index_grad`, a compiled loop when
+numba is installed) instead of searching the windows again. Its transpose `max_pool_index_select` gathers at the same indices, so both
 differentiate again. Windows are strided views of the padded input; a kernel loops over the
 (few) window offsets, never over pixels. ceil_mode, dilations, exclusive averages
 (count_include_pad=False), global and adaptive (PyTorch's window bounds) pooling are attributes.
@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from . import accel
 from .geometry import Windows, adaptive_bounds, adaptive_mean_matrix, along_axes, per_axis
 from .grad_builder import GradBuilder
 from .registry import register_op
@@ -160,12 +161,37 @@ def _plane_starts(planes: int, per_plane: int, plane: int) -> np.ndarray:
     return starts
 
 
+@accel.jit
+def _index_scatter_compiled(mask, dout, planes, plane, dx):
+    """dx[p * plane + mask[i]] += dout[i] over the outputs i of each plane p: one pass. Returns
+    False at the first index outside its plane (numba does not check bounds). Unsigned indices:
+    numba's wraparound of signed ones costs 2x here."""
+    per_plane, size = np.uint64(mask.size // max(planes, 1)), np.uint64(plane)
+    for p in range(np.uint64(planes)):
+        start, into = p * per_plane, p * size
+        for i in range(start, start + per_plane):
+            at = np.uint64(mask[i])        # a negative index wraps to a huge one
+            if at >= size:
+                return False
+            dx[into + at] += dout[i]
+    return True
+
+
 def max_pool_index_grad_kernel(mask, dout, x, overlapping=True):
-    """dOut added at the saved argmax of each window (X gives only the shape). Disjoint windows
-    have distinct argmaxes: one scatter assignment. Overlapping ones may share a maximum: one
-    bincount sums them."""
+    """dOut added at the saved argmax of each window (X gives only the shape). Compiled: one
+    pass adding into zeros (measured 1.6-1.9x faster than the NumPy scatter on the benchmark's
+    shapes; a compiled forward was not faster than NumPy's passes per window offset). NumPy:
+    disjoint windows have distinct argmaxes, one scatter assignment; overlapping ones may share
+    a maximum, one bincount sums them."""
     n, c = x.shape[:2]
     plane = math.prod(x.shape[2:])
+    if accel.enabled() and accel.takes(dout) and mask.dtype.kind == "i" and mask.size == dout.size:
+        dx = np.zeros(n * c * plane, dtype=dout.dtype)
+        if not _index_scatter_compiled(np.ascontiguousarray(mask).reshape(-1),
+                                       np.ascontiguousarray(dout).reshape(-1), n * c, plane, dx):
+            raise ValueError(f"max_pool_index_grad: Mask {list(mask.shape)} holds an index outside the input "
+                             f"plane of {plane} elements (X {list(x.shape)})")
+        return dx.reshape(x.shape)
     flat = np.add(mask.reshape(-1), _plane_starts(n * c, mask.size // max(n * c, 1), plane))
     if overlapping:
         dx = np.bincount(flat.ravel(), weights=dout.ravel(), minlength=n * c * plane)

@@ -31,6 +31,7 @@ from ..framework import OPTIMIZE, Block, Operator, Program, Variable, default_st
 from ..lr import LRScheduler
 from ..ops.optim import update_kernel
 from ..regularizer import L2Decay, WeightDecayRegularizer
+from .inplace import sgd_in_place
 
 ParamsGrads = list[tuple[Variable, Variable]]
 
@@ -59,6 +60,9 @@ class Optimizer:
     op_type = ""
     # accumulator slot -> (initial value, shape: "param" for the parameter's shape, else [1])
     accumulators: dict[str, tuple[float, str]] = {}
+    # eager: in_place_update(param, array, grad, lr) writes the update into the parameter's own
+    # array when that is safe and says whether it did (optimizer/inplace.py); None: never
+    in_place_update: Any = None
 
     def __init__(self, learning_rate: float | LRScheduler | None = None, parameters: Iterable[Any] | None = None,
                  weight_decay: float | None = None, grad_clip: GradientClipBase | None = None,
@@ -257,7 +261,7 @@ class Optimizer:
             return
         kernel, rate = self._bound_kernel(), self.get_lr()  # once per step, not per parameter
         lr_by_dtype: dict[np.dtype, np.ndarray] = {}
-        regularization, eager_state = self.regularization, self._eager_state
+        regularization, eager_state, in_place = self.regularization, self._eager_state, self.in_place_update
         for param, grad in zip(params, grads):
             value = _to_array(param)
             if regularization is not None:
@@ -265,6 +269,8 @@ class Optimizer:
             lr = lr_by_dtype.get(value.dtype)
             if lr is None:
                 lr = lr_by_dtype[value.dtype] = np.full([1], rate, dtype=value.dtype)
+            if in_place is not None and in_place(param, value, grad, lr):
+                continue
             state = eager_state.get(id(param))
             if state is None:
                 state = eager_state[id(param)] = {}
@@ -370,6 +376,7 @@ class SGD(Optimizer):
 
     op_type = "sgd"
     accumulators: dict[str, tuple[float, str]] = {}
+    in_place_update = staticmethod(sgd_in_place)
 
     def __init__(self, learning_rate: float | LRScheduler | None = None, parameters: Iterable[Any] | None = None,
                  weight_decay: float | None = None, grad_clip: GradientClipBase | None = None,

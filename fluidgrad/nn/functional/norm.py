@@ -25,6 +25,9 @@ def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any, bias: A
     PyTorch); otherwise the running statistics are used."""
     if data_format not in ("NCHW", "NC", "NCL", "NCDHW"):
         raise ValueError(f"batch_norm: only channel-first layouts are supported, got {data_format!r}")
+    if weight is None or bias is None:  # no affine part: scale 1, shift 0
+        weight = apply_op("fill_any_like", {"X": running_mean}, {"value": 1.0}) if weight is None else weight
+        bias = apply_op("fill_any_like", {"X": running_mean}, {"value": 0.0}) if bias is None else bias
     attrs = {"momentum": float(momentum), "epsilon": float(epsilon), "is_test": not training,
              "use_global_stats": bool(use_global_stats) if use_global_stats is not None else not training}
     y, mean_out, var_out, _saved_mean, _saved_inv_std = apply_op(

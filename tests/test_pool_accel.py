@@ -1,0 +1,58 @@
+"""The compiled max-pool gradient (fluidgrad/ops/pooling.py: one scatter pass from the saved argmax)
+against the NumPy scatter / bincount and PyTorch: 1-3 spatial axes, disjoint and overlapping
+windows, adaptive windows, float32 and float64; an index outside its plane is an error."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+from fluidgrad.ops import accel, pooling
+
+pytestmark = pytest.mark.skipif(not accel.installed(), reason="the compiled path needs numba (the `fast` extra)")
+
+CASES = [  # (x shape, attrs, overlapping)
+    ((2, 3, 8, 8), {"ksize": [2, 2], "strides": [2, 2]}, False),
+    ((2, 3, 7, 9), {"ksize": [3, 3], "strides": [1, 2], "paddings": [1, 1]}, True),
+    ((1, 2, 9, 6), {"ksize": [2, 3], "strides": [2, 2], "ceil_mode": True}, True),
+    ((1, 2, 9, 7), {"ksize": [2, 2], "strides": [2, 2], "ceil_mode": True}, False),
+    ((1, 1, 9, 9), {"ksize": [2, 2], "strides": [1, 1], "dilations": [2, 2]}, True),
+    ((3, 2, 11), {"ksize": [3], "strides": [2], "paddings": [1], "dilations": [1]}, True),
+    ((1, 2, 4, 5, 6), {"ksize": [2, 2, 2], "strides": [2, 2, 2], "dilations": [1, 1, 1], "paddings": [0, 0, 0]}, False),
+    ((2, 2, 7, 5), {"ksize": [3, 2], "adaptive": True}, True),
+]
+
+
+def _grads(x, attrs, overlapping, dtype, numba_on):
+    with accel.use_numba(numba_on):
+        out, mask = pooling.max_pool_with_index_kernel(x, **attrs)
+        dout = np.random.default_rng(1).standard_normal(out.shape).astype(dtype)
+        return pooling.max_pool_index_grad_kernel(mask, dout, x, overlapping), mask, dout
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape, attrs, overlapping", CASES)
+def test_compiled_scatter_matches_numpy(shape, attrs, overlapping, dtype):
+    x = np.random.default_rng(0).standard_normal(shape).astype(dtype)
+    fast, mask, _ = _grads(x, attrs, overlapping, dtype, True)
+    slow, slow_mask, _ = _grads(x, attrs, overlapping, dtype, False)
+    np.testing.assert_array_equal(mask, slow_mask)
+    assert fast.dtype == slow.dtype == dtype and fast.shape == x.shape
+    np.testing.assert_allclose(fast, slow, rtol=1e-6 if dtype == np.float32 else 1e-13, atol=1e-12)
+
+
+def test_compiled_scatter_matches_pytorch_with_ties():
+    x = np.zeros((2, 3, 6, 6), np.float32)   # every window tied: the first position takes it all
+    x[0, 0, 1, 1] = 1.0
+    fast, _, dout = _grads(x, {"ksize": [3, 3], "strides": [1, 1]}, True, np.float32, True)
+    xt = torch.from_numpy(x).requires_grad_()
+    TF.max_pool2d(xt, 3, 1).backward(torch.from_numpy(dout))
+    np.testing.assert_allclose(fast, xt.grad.numpy(), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("bad", [-1, 16])
+def test_an_index_outside_its_plane_is_an_error(bad):
+    x = np.zeros((1, 2, 4, 4), np.float32)
+    mask = np.zeros((1, 2, 2, 2), np.int64)
+    mask[0, 1, 1, 0] = bad
+    with accel.use_numba(True), pytest.raises(ValueError, match=r"max_pool_index_grad: Mask \[1, 2, 2, 2\].*16"):
+        pooling.max_pool_index_grad_kernel(mask, np.ones((1, 2, 2, 2), np.float32), x, False)
