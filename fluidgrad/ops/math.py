@@ -7,6 +7,7 @@ from ..framework import dtypes
 from ..framework.variable import normalize_dtype
 from . import cast_formats
 from .grad_builder import GradBuilder
+from .outer import outer
 from .reduce import block_sum
 from .registry import NO_GRADIENT, ZERO_GRADIENT, register_op
 from .shape_rules import (
@@ -195,7 +196,7 @@ def _matmul_kernel(x, y, transpose_x=False, transpose_y=False):
         # an outer product (a weight gradient at batch 1): OpenBLAS's K=1 GEMM is 10-20x slower
         # than einsum's outer loop (benchmarks/bench_matmul.py); batches broadcast-multiply
         if x.ndim == 2 and y.ndim == 2:
-            return np.einsum("i,j->ij", x[:, 0], y[0])
+            return outer(x[:, 0], y[0])
         return np.multiply(x, y)
     if x.ndim > 2 and y.ndim == 2:
         # a stack of rows times one matrix (linear on [batch, seq, features]): one GEMM, not
