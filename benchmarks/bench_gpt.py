@@ -125,10 +125,10 @@ def kernel_rows(batch: int, block: int, heads: int, vocab: int, rounds: int) -> 
 
 
 def _on_path(numba_on: bool, kernel):
-    """The kernel with fluidgrad's compiled loops (ops/accel.py) switched on or off."""
-    def run():
+    """The kernel (or step) with fluidgrad's compiled loops (ops/accel.py) switched on or off."""
+    def run(*args):
         with accel.use_numba(numba_on):
-            return kernel()
+            return kernel(*args)
     return run
 
 
@@ -154,13 +154,17 @@ def main() -> None:
     data, chars = char_gpt.encode()
     fg.seed(0)
     config = char_gpt.Config(len(chars), block_size=args.block, n_embd=args.embd, n_head=4, n_layer=args.layers)
-    models = {name: char_gpt.CharGPT(config) for name in ("eager", "static")}
-    models["static"].set_state_dict(models["eager"].state_dict())
-    twin = torch_twins.TorchCharGPT(models["eager"])
+    paths = {"numba": True, "NumPy": False} if accel.enabled() else {"NumPy": False}
+    models = {(mode, path): char_gpt.CharGPT(config) for mode in ("eager", "static") for path in paths}
+    first = next(iter(models.values()))
+    for model in models.values():
+        model.set_state_dict(first.state_dict())
+    twin = torch_twins.TorchCharGPT(first)
     x, y = next(char_gpt.batches(data, 1, args.batch, args.block))
     with limit_threads(args.threads):
-        contenders = {"PyTorch eager": torch_step(twin), "fluidgrad eager": fluid_step(models["eager"], False),
-                      "fluidgrad static": fluid_step(models["static"], True)}
+        contenders = {"PyTorch eager": torch_step(twin)}
+        for (mode, path), model in models.items():   # fluidgrad with and without its compiled kernels
+            contenders[f"fluidgrad {mode}, {path} path"] = _on_path(paths[path], fluid_step(model, mode == "static"))
         times: dict[str, list[float]] = {name: [] for name in contenders}
         for step in contenders.values():
             step(x, y)                                     # warm up (and trace the static one)

@@ -112,7 +112,9 @@ def norm_rows() -> list[Row]:
     paths = {"numba": True, "NumPy": False} if accel.enabled() else {"NumPy": False}
     rows = []
     for path, on in paths.items():
-        rows += [(f"{name} [{path}]", _on_path(on, ours), theirs) for name, ours, theirs in _norm_rows()]
+        for name, ours, theirs in _norm_rows():
+            PATH_OF[f"{name} [{path}]"] = "one-pass loops (numba)" if on else "NumPy"
+            rows.append((f"{name} [{path}]", _on_path(on, ours), theirs))
     return rows
 
 
@@ -141,21 +143,49 @@ def _norm_rows() -> list[Row]:
              lambda xt=xt, st=st, bt=bt, dyt=dyt, m=t_mean, r=t_rstd, w=width: torch.ops.aten.native_layer_norm_backward(
                  dyt, xt, [w], m, r, st, bt, [True, True, True])),
         ]
-    x = rng.standard_normal((32, 32, 16, 16), dtype=np.float32)
-    c, z = np.ones(32, dtype=np.float32), np.zeros(32, dtype=np.float32)
+    for shape in ((32, 32, 16, 16), (32, 8, 8, 8)):   # the second: the digits U-Net's first block
+        rows += _batch_norm_rows(rng, shape)
+    return rows + _group_norm_rows(rng, (32, 8, 8, 8), 4)
+
+
+def _batch_norm_rows(rng, shape) -> list[Row]:
+    x = rng.standard_normal(shape, dtype=np.float32)
+    c, z = np.ones(shape[1], dtype=np.float32), np.zeros(shape[1], dtype=np.float32)
     dy = rng.standard_normal(x.shape, dtype=np.float32)
     xt, ct, zt, dyt = (torch.from_numpy(a) for a in (x, c, z, dy))
     _, _, _, saved_mean, saved_inv = norm_ops.batch_norm_kernel(x, c, z, z.copy(), c.copy())
     _, t_mean, t_inv = torch.ops.aten.native_batch_norm(xt, ct, zt, zt.clone(), ct.clone(), True, 0.1, 1e-5)
-    rows += [
-        ("batch_norm train forward (32x32x16x16)", lambda: norm_ops.batch_norm_kernel(x, c, z, z.copy(), c.copy()),
+    label = "x".join(map(str, shape))
+    return [
+        (f"batch_norm train forward ({label})", lambda: norm_ops.batch_norm_kernel(x, c, z, z.copy(), c.copy()),
          lambda: torch.ops.aten.native_batch_norm(xt, ct, zt, zt.clone(), ct.clone(), True, 0.1, 1e-5)),
-        ("batch_norm train grad (32x32x16x16)",
+        (f"batch_norm train grad ({label})",
          lambda: norm_ops.batch_norm_grad_kernel(x, c, saved_mean, saved_inv, dy),
          lambda: torch.ops.aten.native_batch_norm_backward(dyt, xt, ct, None, None, t_mean, t_inv, True, 1e-5,
                                                            [True, True, True])),
     ]
-    return rows
+
+
+def _group_norm_rows(rng, shape, groups: int) -> list[Row]:
+    """group_norm as fluidgrad runs it: layer_norm over [N, groups, rest] (the per-channel affine
+    is a separate op), against PyTorch's group norm without weight."""
+    n, c = shape[:2]
+    positions = int(np.prod(shape[2:]))
+    x = rng.standard_normal(shape, dtype=np.float32)
+    dy = rng.standard_normal(shape, dtype=np.float32)
+    grouped, dgrouped = x.reshape(n, groups, -1), dy.reshape(n, groups, -1)
+    _, mean, var = norm_ops.layer_norm_kernel(grouped, begin_norm_axis=2)
+    xt, dyt = torch.from_numpy(x), torch.from_numpy(dy)
+    _, t_mean, t_rstd = torch.ops.aten.native_group_norm(xt, None, None, n, c, positions, groups, 1e-5)
+    label = f"{'x'.join(map(str, shape))}, {groups} groups"
+    return [
+        (f"group_norm forward ({label})", lambda: norm_ops.layer_norm_kernel(grouped, begin_norm_axis=2),
+         lambda: torch.ops.aten.native_group_norm(xt, None, None, n, c, positions, groups, 1e-5)),
+        (f"group_norm grad ({label})",
+         lambda: norm_ops.layer_norm_grad_kernel(grouped, None, mean, var, dgrouped, begin_norm_axis=2),
+         lambda: torch.ops.aten.native_group_norm_backward(dyt, xt, t_mean, t_rstd, None, n, c, positions, groups,
+                                                           [True, False, False])),
+    ]
 
 
 def main() -> None:

@@ -247,3 +247,17 @@ def test_gelu_float32_tails_close_to_float64(approximate):
     np.testing.assert_allclose(kernel("gelu_grad")(x.astype(np.float32), dout.astype(np.float32),
                                                    approximate=approximate),
                                kernel("gelu_grad")(x, dout, approximate=approximate), rtol=2e-4, atol=1e-6)
+
+
+def test_without_numba_every_hooked_kernel_runs_its_numpy_version(monkeypatch):
+    """A NumPy-only install (no `fast` extra): the hooks fall through, nothing tries to compile."""
+    monkeypatch.setattr(accel, "_numba", lambda: None)
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((4, 3, 5)).astype(np.float32)
+    label = rng.integers(0, 5, (4, 3, 1))
+    outputs = [kernel("softmax")(x), kernel("log_softmax")(x), kernel("gelu")(x, approximate=True),
+               kernel("attention_softmax")(x, None, 0.5, True), kernel("softmax_with_cross_entropy")(x, label)[1],
+               norm.layer_norm_kernel(x, begin_norm_axis=2)[0], norm.batch_norm_kernel(
+                   x, np.ones(3, np.float32), np.zeros(3, np.float32), np.zeros(3, np.float32),
+                   np.ones(3, np.float32))[0]]
+    assert all(np.all(np.isfinite(o)) and o.dtype == np.float32 for o in outputs)
