@@ -4,11 +4,15 @@
 
 Weak scaling: 1 rank (plain training, no data-parallel wrapper) against 2 ranks (batch 64 on
 each), in static mode (DistributedOptimizer) and eager mode (DataParallel), one BLAS thread
-per rank (`fluidgrad launch` sets it). On 2 ranks, bucketed gradient all-reduce (the default
-buckets: 1 MB first, then 25 MB) and one all-reduce per parameter (bucket_size 0) alternate
-step by step in the same processes. The 1-rank and 2-rank jobs alternate `--launches` times;
-each row is the median step over all its steps. "comm" is the time a rank spends waiting for
-collectives per step (in eager mode, the part of the all-reduce the backward pass did not hide).
+per rank (`fluidgrad launch` sets it). On 2 ranks five contenders alternate step by step in
+the same processes: each rank training alone (no all-reduce: the 2-rank compute under the
+same load, what "vs no all-reduce" divides by), bucketed gradient all-reduce (the default
+buckets: up to 25 MB, in eager mode 1 MB first) and one all-reduce per parameter (bucket size
+0), each through a shared-memory window (the default when every rank is on one node) and
+through MPI's Iallreduce (what runs across nodes). The 1-rank and 2-rank jobs alternate `--launches` times; each row is the median step
+over all its steps, with the 25th-75th percentiles. "comm" is a rank's time per step inside
+collectives (starting them, waiting for them, reducing shared buckets; in eager mode what
+the backward pass did not hide).
 Goal: 2-rank step <= 1.1x the 1-rank step (90% weak-scaling efficiency); bucketed < per-parameter.
 """
 from __future__ import annotations
@@ -34,10 +38,11 @@ from fluidgrad.nn import functional as F  # noqa: E402
 from fluidgrad.ops.comm import get_world  # noqa: E402
 
 SIZES, BATCH, LR = (784, 512, 512, 10), 64, 0.01
-# 2-rank contenders: (bucket_size_mb, all-reduce path); 0 MB = one all-reduce per parameter.
+# 2-rank contenders: (bucket_size_mb, all-reduce path); 0 MB = one all-reduce per parameter;
+# None = no data parallelism: each rank trains alone (the compute of a step under the same load)
 # "shared": buckets reduced through an MPI shared-memory window (the default on one node);
 # "mpi": MPI's own Iallreduce (what runs across nodes), see fluidgrad/ops/comm_buckets.py
-VARIANTS = {"bucketed": (25.0, "auto"), "per-parameter": (0.0, "auto"),
+VARIANTS = {"no all-reduce": (None, "auto"), "bucketed": (25.0, "auto"), "per-parameter": (0.0, "auto"),
             "bucketed, MPI Iallreduce": (25.0, "mpi"), "per-parameter, MPI Iallreduce": (0.0, "mpi")}
 
 
@@ -173,13 +178,14 @@ def main():
     rows, versus = [], []
     for mode in ("static", "eager"):
         base = float(np.median(results[f"{mode}|1 rank"][0]))
+        alone = float(np.median(results[f"{mode}|no all-reduce"][0]))
         for name in ("1 rank", *VARIANTS):
             t, c = results[f"{mode}|{name}"]
             step = float(np.median(t))
             low, high = np.percentile(t, [25, 75])
             label = name if name == "1 rank" else f"2 ranks, {name}"
             rows.append([mode, label, f"{step * 1e3:.2f}", f"{low * 1e3:.2f}-{high * 1e3:.2f}",
-                         f"{float(np.median(c)) * 1e3:.2f}", f"{step / base:.2f}x"])
+                         f"{float(np.median(c)) * 1e3:.2f}", f"{step / base:.2f}x", f"{step / alone:.2f}x"])
         for path in ("", ", MPI Iallreduce"):
             bucketed = np.array(results[f"{mode}|bucketed{path}"][0])
             per_param = np.array(results[f"{mode}|per-parameter{path}"][0])
@@ -201,7 +207,8 @@ def main():
                          f"{float(np.median(results['allreduce|shared'][0])) * 1e3:.3f}"])
     print_table(f"MLP {'-'.join(map(str, SIZES))}, batch {BATCH} per rank, SGD, 1 BLAS thread per rank "
                 f"(median of {args.steps * args.launches} steps)",
-                ["mode", "ranks / all-reduce", "step ms", "p25-p75 ms", "comm wait ms", "vs 1 rank"], rows)
+                ["mode", "ranks / all-reduce", "step ms", "p25-p75 ms", "comm ms", "vs 1 rank",
+                 "vs no all-reduce"], rows)
     print_table("bucketed vs one all-reduce per parameter (2 ranks, alternating step by step)",
                 ["mode", "all-reduce path", "bucketed ms", "per-parameter ms", "per-parameter / bucketed",
                  "steps where bucketed is faster"], versus)

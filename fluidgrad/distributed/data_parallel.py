@@ -51,18 +51,18 @@ class DataParallel(Layer):
         self._params = [p for _, p in named]
         check_same_parameters(self._world, named)
         broadcast_parameters(self._world, layers)
-        self._buckets = plan_buckets([p.shape for p in self._params], [p.data.dtype.name for p in self._params],
-                                     comm_buffer_size * MB, last_comm_buffer_size * MB if comm_buffer_size > 0 else None)
+        buckets = plan_buckets([p.shape for p in self._params], [p.data.dtype.name for p in self._params],
+                               comm_buffer_size * MB, last_comm_buffer_size * MB if comm_buffer_size > 0 else None)
         global _WRAPPED
         _WRAPPED += 1  # every rank wraps its layers in the same order: the same bucket keys everywhere
-        self._key = f"DataParallel{_WRAPPED}"
+        self._layout = _Layout(self._params, buckets, f"DataParallel{_WRAPPED}")
         object.__setattr__(self, "_sync", True)
         object.__setattr__(self, "last_step", None)
 
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
         if not self._sync or self._world.size == 1 or not is_grad_enabled() or not self._params:
             return self._layers(*inputs, **kwargs)
-        step = _ReduceStep(self._world, self._params, self._buckets, self._key)
+        step = _ReduceStep(self._world, self._params, self._layout)
         object.__setattr__(self, "last_step", step)
         with _routed_parameters(self._layers, self._params, step):
             return self._layers(*inputs, **kwargs)
@@ -153,21 +153,31 @@ class _Ready(PyLayer):
         return grad
 
 
-class _ReduceStep:
-    """The buckets of one forward/backward pair: filled as gradients get ready, reduced in order."""
+class _Layout:
+    """Where each parameter's gradient goes: bucket, offset in it; each bucket's size and dtype."""
 
-    def __init__(self, world: World, params: list[Tensor], buckets: list[list[int]], key: str) -> None:
-        self.world, self.params, self.buckets = world, params, buckets
-        self.bucket_of, self.offset = {}, {}
-        self.flat = []
+    def __init__(self, params: list[Tensor], buckets: list[list[int]], key: str) -> None:
+        self.buckets, self.key = buckets, key
+        self.bucket_of: dict[int, int] = {}
+        self.offset: dict[int, int] = {}
+        self.sizes: list[tuple[int, np.dtype]] = []
         for b, bucket in enumerate(buckets):
             position = 0
             for i in bucket:
                 self.bucket_of[i], self.offset[i] = b, position
                 position += prod(params[i].shape)
-            self.flat.append(world.bucket((key, b), position, params[bucket[0]].data.dtype))
+            self.sizes.append((position, params[bucket[0]].data.dtype))
+
+
+class _ReduceStep:
+    """The buckets of one forward/backward pair: filled as gradients get ready, reduced in order."""
+
+    def __init__(self, world: World, params: list[Tensor], layout: _Layout) -> None:
+        self.world, self.params, self.buckets = world, params, layout.buckets
+        self.bucket_of, self.offset = layout.bucket_of, layout.offset
+        self.flat = [world.bucket((layout.key, b), size, dtype) for b, (size, dtype) in enumerate(layout.sizes)]
         self.buffers = [flat.input for flat in self.flat]
-        self.missing = [len(bucket) for bucket in buckets]
+        self.missing = [len(bucket) for bucket in self.buckets]
         self.scale = 1.0 / world.size
         self.filled: set[int] = set()
         self.pending: list[Any] = []

@@ -33,12 +33,15 @@ MB = 1 << 20
 class DistributedOptimizer:
     """Wraps an optimizer: gradients averaged over ranks (bucketed all-reduce) before its updates."""
 
-    def __init__(self, optimizer: Optimizer, bucket_size_mb: float = 25, first_bucket_size_mb: float = 1) -> None:
+    def __init__(self, optimizer: Optimizer, bucket_size_mb: float = 25, first_bucket_size_mb: float | None = None) -> None:
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"DistributedOptimizer wraps a fluidgrad optimizer, got {type(optimizer).__name__}")
         self.inner = optimizer
         self.bucket_bytes = bucket_size_mb * MB
-        self.first_bucket_bytes = first_bucket_size_mb * MB if bucket_size_mb > 0 else None
+        # the program reduces every bucket after the backward pass (nothing to overlap with), so
+        # by default the first bucket is not smaller than the others: fewer, larger collectives
+        self.first_bucket_bytes = (first_bucket_size_mb * MB if bucket_size_mb > 0 and first_bucket_size_mb is not None
+                                   else None)
 
     def __getattr__(self, name: str) -> Any:  # lr_var, set_lr, state_dict, ...: the wrapped optimizer's
         return getattr(self.__dict__["inner"], name)

@@ -17,6 +17,7 @@ or with `FLUIDGRAD_ALLREDUCE=mpi`, buckets go through `Iallreduce`.
 """
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -87,11 +88,12 @@ class SharedReduce:
         self.request = bucket.node.Ibarrier()  # ... and every rank says so
 
     def _reduce(self) -> None:
-        win = self.bucket.win
+        start, win = time.perf_counter(), self.bucket.win
         win.Sync()
         self.bucket.reduce_own_slice()
         win.Sync()
         self.request, self.stage = self.bucket.node.Ibarrier(), 1
+        self.bucket.world.comm_seconds += time.perf_counter() - start
 
     def _done(self) -> None:
         self.bucket.win.Sync()
