@@ -101,9 +101,11 @@ def worker(out_path, steps):
     dist.init_parallel_env()
     world = get_world()
     variants = {"1 rank": (None, "auto")} if world.size == 1 else VARIANTS
-    steppers = {(mode, name): on_path(world, path, make(mb))
-                for mode, make in (("static", static_stepper), ("eager", eager_stepper))
-                for name, (mb, path) in variants.items()}
+    steppers = {}
+    for mode, make in (("static", static_stepper), ("eager", eager_stepper)):
+        for name, (mb, path) in variants.items():
+            world.allreduce_path = path  # DataParallel chooses at wrap time whether to overlap
+            steppers[(mode, name)] = on_path(world, path, make(mb))
     times = {key: [] for key in steppers}
     comm = {key: [] for key in steppers}
     for _ in range(3):  # warm up
