@@ -526,7 +526,8 @@ def test_every_differentiable_op_is_fuzzed_or_excused():
         # reductions and scans (op cases in tests/op_cases/reduce.py and linalg.py, with grad of grad)
         "floor", "ceil", "round", "trunc", "elementwise_mod", "elementwise_fmod", "elementwise_floordiv",
         "elu", "elu_grad", "hardswish", "hardswish_grad", "prelu", "gelu_grad", "silu_grad", "mish_grad",
-        "softplus_grad", "log_sigmoid_grad", "logsumexp", "p_norm", "reduce_prod", "cumsum", "cumprod", "einsum",
+        "softplus_grad", "log_sigmoid_grad", "logsumexp", "p_norm", "reduce_prod", "cumsum", "cumprod", "cumprod_grad",
+        "einsum",
         "inverse", "determinant", "roi_align", "roi_align_grad",  # square matrices / boxes: op cases (matrix.py, detection.py)
     }
     missing = sorted(name for name, op_def in registered_ops().items()

@@ -164,6 +164,7 @@ register_op("reduce_min", inputs="X", outputs="Out", attrs=_REDUCE_ATTRS, kernel
 # ================================================================ more reductions and scans
 # (prod, logsumexp, p-norms, all/any, cumsum/cumprod; kept apart from the core reductions above)
 from .registry import NO_GRADIENT  # noqa: E402
+from .scan_grad_grad import cumprod_grad_grad  # noqa: E402
 from .shape_rules import float_only, normalize_axis  # noqa: E402
 
 
@@ -331,9 +332,9 @@ register_op("cumprod", inputs="X", outputs="Out", attrs=_SCAN_ATTRS,
             kernel=lambda x, axis, exclusive, reverse: _scan(np.multiply, x, axis, exclusive, reverse),
             infer=_scan_infer, grad=_cumprod_grad, doc="Cumulative product along `axis`.")
 register_op("cumprod_grad", inputs="X DOut", outputs="DX", attrs=_SCAN_ATTRS, kernel=_cumprod_grad_kernel,
-            infer=_cumprod_grad_infer, grad=NO_GRADIENT,
-            doc="cumprod's gradient, exact where X has zeros. It has no gradient itself: cumprod is "
-                "differentiable once (reduce_prod, built on it, twice).")
+            infer=_cumprod_grad_infer, grad=cumprod_grad_grad,
+            doc="cumprod's gradient, exact where X has zeros. Its own gradient (scan_grad_grad.py) is "
+                "ordinary ops, O(n^2) in the scanned length, exact at zeros too.")
 
 
 # -- prod over one axis (prod over several axes chains it)

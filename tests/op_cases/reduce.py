@@ -23,9 +23,12 @@ def _scan_torch(fn, axis, exclusive=False, reverse=False):
 
 
 def _cumprod_slope(axis, exclusive=False, reverse=False):
+    """cumprod's VJP by PyTorch, itself differentiable (double backward) when X or DOut is."""
     def slope(X, DOut):
-        x = X.detach().requires_grad_()
-        (dx,) = T.autograd.grad(_scan_torch(T.cumprod, axis, exclusive, reverse)(x), x, DOut)
+        differentiable = X.requires_grad or DOut.requires_grad
+        x = X if X.requires_grad else X.detach().requires_grad_()
+        (dx,) = T.autograd.grad(_scan_torch(T.cumprod, axis, exclusive, reverse)(x), x, DOut,
+                                create_graph=differentiable)
         return dx
     return slope
 
@@ -66,17 +69,20 @@ CASES = [
            id="cumsum-exclusive-reverse", torch_fn=_scan_torch(T.cumsum, 1, exclusive=True, reverse=True)),
     OpCase("cumsum", {"X": np.arange(12).reshape(3, 4)}, {"axis": 1}, id="cumsum-int", grad=False,
            torch_fn=lambda X: T.cumsum(X, 1)),
-    OpCase("cumprod", {"X": pos(3, 4)}, {"axis": 1}, torch_fn=lambda X: T.cumprod(X, 1), second_order=False),
-    OpCase("cumprod", {"X": _WITH_ZEROS}, {"axis": 1}, id="cumprod-zeros", torch_fn=lambda X: T.cumprod(X, 1),
-           second_order=False),
+    OpCase("cumprod", {"X": pos(3, 4)}, {"axis": 1}, torch_fn=lambda X: T.cumprod(X, 1)),
+    OpCase("cumprod", {"X": _WITH_ZEROS}, {"axis": 1}, id="cumprod-zeros", torch_fn=lambda X: T.cumprod(X, 1)),
     OpCase("cumprod", {"X": _WITH_ZEROS}, {"axis": 1, "exclusive": True, "reverse": True},
-           id="cumprod-zeros-exclusive-reverse", second_order=False,
+           id="cumprod-zeros-exclusive-reverse",
            torch_fn=_scan_torch(T.cumprod, 1, exclusive=True, reverse=True)),
     OpCase("cumprod", {"X": np.ascontiguousarray(_WITH_ZEROS.T)}, {"axis": 0, "reverse": True}, id="cumprod-reverse",
-           torch_fn=_scan_torch(T.cumprod, 0, reverse=True), second_order=False),
+           torch_fn=_scan_torch(T.cumprod, 0, reverse=True)),
     OpCase("cumprod_grad", {"X": _WITH_ZEROS, "DOut": rand(3, 4)}, {"axis": 1}, torch_fn=_cumprod_slope(1)),
     OpCase("cumprod_grad", {"X": _WITH_ZEROS, "DOut": rand(3, 4)}, {"axis": 1, "exclusive": True},
            id="cumprod_grad-exclusive", torch_fn=_cumprod_slope(1, exclusive=True)),
+    OpCase("cumprod_grad", {"X": np.ascontiguousarray(_WITH_ZEROS.T), "DOut": rand(4, 3)}, {"axis": 0, "reverse": True},
+           id="cumprod_grad-reverse", torch_fn=_cumprod_slope(0, reverse=True)),
+    OpCase("cumprod", {"X": rand(2, 3, 2)}, {"axis": 1, "exclusive": True}, id="cumprod-middle-axis",
+           torch_fn=_scan_torch(T.cumprod, 1, exclusive=True)),
     OpCase("reduce_prod", {"X": nonzero(3, 4) * 2}, {"axis": 1}, torch_fn=lambda X: T.prod(X, 1)),
     OpCase("reduce_prod", {"X": nonzero(3, 4) * 2}, {"axis": 0, "keepdim": True}, id="reduce_prod-keepdim",
            torch_fn=lambda X: T.prod(X, 0, keepdim=True)),
