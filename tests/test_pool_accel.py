@@ -56,3 +56,34 @@ def test_an_index_outside_its_plane_is_an_error(bad):
     mask[0, 1, 1, 0] = bad
     with accel.use_numba(True), pytest.raises(ValueError, match=r"max_pool_index_grad: Mask \[1, 2, 2, 2\].*16"):
         pooling.max_pool_index_grad_kernel(mask, np.ones((1, 2, 2, 2), np.float32), x, False)
+
+
+def _forward(x, attrs, numba_on):
+    with accel.use_numba(numba_on):
+        return pooling.max_pool_with_index_kernel(x, **attrs)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape, attrs", [((3, 4, 8, 6), {}), ((2, 3, 7, 9), {}), ((1, 1, 2, 2), {}),
+                                          ((2, 2, 7, 9), {"ceil_mode": True}),           # overhang: NumPy
+                                          ((2, 2, 6, 6), {"paddings": [1, 1]})])         # padding: NumPy
+def test_compiled_2x2_forward_matches_numpy_with_ties_and_infinities(shape, attrs, dtype):
+    rng = np.random.default_rng(7)
+    x = rng.integers(-2, 3, shape).astype(dtype)          # many ties
+    x.flat[::7] = -np.inf
+    x.flat[3::11] = np.inf
+    attrs = {"ksize": [2, 2], "strides": [2, 2], **attrs}
+    (fast, fast_index), (slow, slow_index) = _forward(x, attrs, True), _forward(x, attrs, False)
+    np.testing.assert_array_equal(fast, slow)
+    np.testing.assert_array_equal(fast_index, slow_index)
+    assert fast.dtype == dtype and fast_index.dtype == np.int64
+
+
+def test_compiled_2x2_forward_leaves_nan_windows_to_numpy_and_matches_pytorch():
+    x = np.random.default_rng(8).standard_normal((2, 3, 6, 8)).astype(np.float32)
+    x[0, 1, 2, 3] = x[1, 2, 5, 7] = x[1, 2, 4, 6] = np.nan   # the NaN comes after a number in its window
+    out, index = _forward(x, {"ksize": [2, 2], "strides": [2, 2]}, True)
+    t_out, t_index = TF.max_pool2d(torch.from_numpy(x), 2, return_indices=True)
+    np.testing.assert_array_equal(out, t_out.numpy())
+    assert np.isnan(out[0, 1, 1, 1]) and index[0, 1, 1, 1] == 2 * 8 + 3
+    np.testing.assert_array_equal(index, _forward(x, {"ksize": [2, 2], "strides": [2, 2]}, False)[1])

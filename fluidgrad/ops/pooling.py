@@ -4,7 +4,8 @@
 which also returns the argmax of each window as a flat index into its input plane (PyTorch's
 `return_mask`). The public max-pooling functions use the latter: the backward reads the
 saved indices and scatters dOut in one pass (`max_pool_index_grad`, a compiled loop when
-numba is installed) instead of searching the windows again. Its transpose `max_pool_index_select` gathers at the same indices, so both
+numba is installed) instead of searching the windows again. With numba, 2x2 stride-2 windows
+(the usual downsampling) take one compiled pass forward too. Its transpose `max_pool_index_select` gathers at the same indices, so both
 differentiate again. Windows are strided views of the padded input; a kernel loops over the
 (few) window offsets, never over pixels. ceil_mode, dilations, exclusive averages
 (count_include_pad=False), global and adaptive (PyTorch's window bounds) pooling are attributes.
@@ -72,6 +73,42 @@ def _cached_pooling(*args) -> Pooling:
 
 
 # ---------------------------------------------------------------- max with argmax
+@accel.jit
+def _max_pool_2x2_compiled(x, out, index):
+    """2x2 windows, stride 2, no padding, all inside x: max and flat argmax (ties: the first) in
+    one pass, straight-line per window with selects, not branches (6x NumPy's offset passes).
+    Returns whether a NaN was read: NaN windows are left to the NumPy path, whose rule (the first
+    NaN wins) would cost this loop its speed."""
+    n_img, chans, h, w = x.shape
+    oh, ow = out.shape[2], out.shape[3]
+    xf, of, jf = x.reshape(x.size), out.reshape(out.size), index.reshape(index.size)
+    one, two = np.uint64(1), np.uint64(2)
+    wu, ow_u = np.uint64(w), np.uint64(ow)
+    plane_in, plane_out = np.uint64(h * w), np.uint64(oh * ow)
+    nan = False
+    for p in range(np.uint64(n_img * chans)):
+        for oi in range(np.uint64(oh)):
+            top = two * oi * wu
+            src, dst = p * plane_in + top, p * plane_out + oi * ow_u
+            for oj in range(ow_u):
+                q = two * oj
+                a, b = xf[src + q], xf[src + q + one]
+                c, d = xf[src + wu + q], xf[src + wu + q + one]
+                nan |= (a != a) | (b != b) | (c != c) | (d != d)
+                best, at = a, top + q
+                best, at = (b, top + q + one) if b > best else (best, at)
+                best, at = (c, top + wu + q) if c > best else (best, at)
+                best, at = (d, top + wu + q + one) if d > best else (best, at)
+                of[dst + oj] = best
+                jf[dst + oj] = at
+    return nan
+
+
+def _is_2x2_stride_2_inside(geo: Windows) -> bool:
+    return (geo.nd == 2 and geo.kernel == [2, 2] and geo.strides == [2, 2] and geo.dilations == [1, 1]
+            and geo.pads == [(0, 0), (0, 0)] and all(2 * o <= s for o, s in zip(geo.out, geo.spatial)))
+
+
 def _window_max(x: np.ndarray, geo: Windows, plane: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """Max and flat argmax (into each input plane) of regular windows; ties go to the first."""
     xp = geo.pad(x, -np.inf)
@@ -141,6 +178,11 @@ def max_with_index(x: np.ndarray, pool: Pooling) -> tuple[np.ndarray, np.ndarray
         return np.take_along_axis(flat, index, -1).reshape(shape), index.reshape(shape)
     if pool.kind == "adaptive":
         return _adaptive_max(x, pool)
+    if _is_2x2_stride_2_inside(pool.windows) and accel.enabled() and accel.takes(x):
+        out = np.empty(x.shape[:2] + tuple(pool.out), dtype=x.dtype)
+        index = np.empty(out.shape, dtype=np.int64)
+        if not _max_pool_2x2_compiled(np.ascontiguousarray(x), out, index):
+            return out, index
     return _window_max(x, pool.windows, pool.plane_strides())
 
 
