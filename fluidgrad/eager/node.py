@@ -175,9 +175,9 @@ def _refresh_thresholds() -> None:
 
 
 def _slim_input(tensor: Any) -> Any:
-    """An input the backward does not read: a ShapeOnly (shared for a constant), except for a
-    small one and a leaf that needs a gradient (the engine accumulates into that very Tensor;
-    its owner keeps it alive anyway)."""
+    """An input the backward does not read: a ShapeOnly, except for a small one and a leaf that
+    needs a gradient (the engine accumulates into that very Tensor; its owner keeps it alive
+    anyway). A constant (a leaf needing no gradient) gets the shared `_UNREAD_CONSTANT`."""
     if tensor is None:
         return None
     data = tensor.data
@@ -186,26 +186,20 @@ def _slim_input(tensor: Any) -> Any:
     node = tensor._node
     if node is not None:
         return ShapeOnly(node, tensor._idx, tensor.stop_gradient, data.shape, data.dtype)
-    return tensor if not tensor.stop_gradient else _detached(data.shape, data.dtype)[0]
+    return tensor if not tensor.stop_gradient else _UNREAD_CONSTANT
 
 
 def _slim_output(array: Any) -> Any:
-    return array if array.nbytes < SLIM_BYTES else _detached(array.shape, array.dtype)[0]
+    return array if array.nbytes < SLIM_BYTES else ShapeOnly(None, 0, True, array.shape, array.dtype)
 
 
-# ShapeOnly stand-ins of no node (outputs, constant inputs), shared: one per shape and dtype,
-# each in a one-element tuple (a one-output node's `outs`). A chain of large tensors then
-# allocates no stand-in for them, and leaves the garbage collector fewer young objects to scan.
-_DETACHED: dict[tuple, tuple[ShapeOnly]] = {}
-
-
-def _detached(shape: tuple, dtype: Any) -> tuple[ShapeOnly]:
-    standin = _DETACHED.get((shape, dtype))
-    if standin is None:
-        if len(_DETACHED) >= 1024:
-            _DETACHED.clear()
-        standin = _DETACHED[(shape, dtype)] = (ShapeOnly(None, 0, True, shape, dtype),)
-    return standin
+# Shared stand-ins whose shape nothing reads (shape None: any use is an error, never a guess):
+# - a constant input: the backward asks only whether it needs a gradient (no), never its shape;
+# - the `outs` of a one-output node whose backward does not read the output: a node runs
+#   only when its one output received a gradient, so no zeros of its shape are ever made.
+# A chain of large tensors then allocates no stand-in for them.
+_UNREAD_CONSTANT = ShapeOnly(None, 0, True, None, None)
+_UNREAD_OUTPUT = (_UNREAD_CONSTANT,)
 
 
 def _keep_plan(call: OpCall, needing: int) -> tuple[tuple[bool, ...], tuple[bool, ...]] | None:
@@ -241,7 +235,7 @@ def record_node(call: OpCall, attrs: dict, tensors: Any, outs: tuple, out_ranges
                 if not keep_y:
                     y = _slim_input(y)
                 if not keep_out:  # not small, or it would have kept everything above
-                    outs = _detached(outs[0].shape, outs[0].dtype)
+                    outs = _UNREAD_OUTPUT
             return Node(call, attrs, (x, y), outs)
         if len(tensors) == 1:
             x, = tensors
@@ -253,7 +247,7 @@ def record_node(call: OpCall, attrs: dict, tensors: Any, outs: tuple, out_ranges
                 if not keep_x:
                     x = _slim_input(x)
                 if not keep_out:
-                    outs = _detached(outs[0].shape, outs[0].dtype)
+                    outs = _UNREAD_OUTPUT
             return Node(call, attrs, (x,), outs)
     needing = 0
     for i, value in enumerate(tensors):
