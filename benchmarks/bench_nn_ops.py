@@ -96,7 +96,8 @@ def pool_rows(label: str, n: int, c: int, h: int) -> list[Row]:
     dout = rng.standard_normal(out.shape, dtype=np.float32)
     t_out, t_idx = TF.max_pool2d(xt, 2, return_indices=True)
     dt = torch.from_numpy(dout)
-    PATH_OF[f"{label}: max_pool2d 2x2 forward (with argmax)"] = "NumPy offset passes"
+    PATH_OF[f"{label}: max_pool2d 2x2 forward (with argmax)"] = ("one pass (numba)" if accel.enabled()
+                                                                  else "NumPy offset passes")
     PATH_OF[f"{label}: max_pool2d 2x2 grad"] = "scatter (numba)" if accel.enabled() else "scatter (NumPy)"
     return [
         (f"{label}: max_pool2d 2x2 forward (with argmax)", lambda: pool_ops.max_pool_with_index_kernel(x, **attrs),

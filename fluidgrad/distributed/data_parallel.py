@@ -14,6 +14,12 @@ last: it waits for the buckets and hands each parameter its averaged gradient, w
 engine stores in `.grad`. Buckets start in one fixed order on every rank (a bucket found
 ready early waits for its predecessors), as MPI requires.
 
+When every rank is on one node the buckets are reduced through shared memory
+(ops/comm_buckets.py): that is CPU work on each rank, not a transfer that could go on while
+the backward pass computes, so there is nothing to overlap. Then the `ready_i` nodes are left
+out (they cost more than they could hide) and `gather`'s backward packs every gradient itself,
+into buckets without a small first one: fewer, larger collectives.
+
 `no_sync()` skips all of it (gradients accumulate locally); the next synchronised backward
 reduces the accumulated gradient. A parameter that got no gradient takes part with zeros.
 """
@@ -40,7 +46,8 @@ class DataParallel(Layer):
     """Wraps a Layer for data-parallel training; call it as the layer itself."""
 
     def __init__(self, layers: Layer, strategy: Any = None, comm_buffer_size: float = 25,
-                 last_comm_buffer_size: float = 1, find_unused_parameters: bool = False, group: Any = None) -> None:
+                 last_comm_buffer_size: float | None = None, find_unused_parameters: bool = False,
+                 group: Any = None) -> None:
         super().__init__()
         if not isinstance(layers, Layer):
             raise TypeError(f"DataParallel wraps a fluidgrad.nn.Layer, got {type(layers).__name__}")
@@ -51,8 +58,12 @@ class DataParallel(Layer):
         self._params = [p for _, p in named]
         check_same_parameters(self._world, named)
         broadcast_parameters(self._world, layers)
+        # overlap the all-reduce with the backward pass only where it is a transfer (MPI); then
+        # the first bucket reduced (the last layers') is small, 1 MB unless given, so it starts early
+        self._overlap = not self._world.shares_memory()
+        first = last_comm_buffer_size if last_comm_buffer_size is not None else (1 if self._overlap else None)
         buckets = plan_buckets([p.shape for p in self._params], [p.data.dtype.name for p in self._params],
-                               comm_buffer_size * MB, last_comm_buffer_size * MB if comm_buffer_size > 0 else None)
+                               comm_buffer_size * MB, first * MB if comm_buffer_size > 0 and first is not None else None)
         global _WRAPPED
         _WRAPPED += 1  # every rank wraps its layers in the same order: the same bucket keys everywhere
         self._layout = _Layout(self._params, buckets, f"DataParallel{_WRAPPED}")
@@ -64,7 +75,7 @@ class DataParallel(Layer):
             return self._layers(*inputs, **kwargs)
         step = _ReduceStep(self._world, self._params, self._layout)
         object.__setattr__(self, "last_step", step)
-        with _routed_parameters(self._layers, self._params, step):
+        with _routed_parameters(self._layers, self._params, step, self._overlap):
             return self._layers(*inputs, **kwargs)
 
     @contextlib.contextmanager
@@ -112,11 +123,13 @@ def broadcast_parameters(world: World, layer: Layer) -> None:
 
 
 @contextlib.contextmanager
-def _routed_parameters(layers: Layer, params: list[Tensor], step: _ReduceStep) -> Iterator[None]:
-    """During one forward pass, the layers read each parameter through its identity nodes."""
+def _routed_parameters(layers: Layer, params: list[Tensor], step: _ReduceStep, each: bool) -> Iterator[None]:
+    """During one forward pass, the layers read each parameter through its identity nodes
+    (`gather`, then, with `each`, its own `ready_i`)."""
     gathered = _Gather.apply(*params, step=step)
     gathered = (gathered,) if isinstance(gathered, Tensor) else gathered
-    routed = {id(p): _Ready.apply(g, step=step, index=i) for i, (p, g) in enumerate(zip(params, gathered))}
+    routed = {id(p): _Ready.apply(g, step=step, index=i) if each else g
+              for i, (p, g) in enumerate(zip(params, gathered))}
     swapped = []
     for layer in layers.sublayers(include_self=True):
         for name, param in layer._parameters.items():
@@ -138,7 +151,11 @@ class _Gather(PyLayer):
 
     @staticmethod
     def backward(ctx: Any, *grads: Tensor) -> Any:
-        return tuple(ctx.step.finish())
+        step = ctx.step
+        for i, grad in enumerate(grads):  # the gradients no ready_i node took (all, without them)
+            if i not in step.filled:
+                step.ready(i, grad.data)
+        return tuple(step.finish())
 
 
 class _Ready(PyLayer):

@@ -228,27 +228,20 @@ def record_node(call: OpCall, attrs: dict, tensors: Any, outs: tuple, out_ranges
             plan = plans.get(needing, _MISSING)
             if plan is _MISSING:
                 plan = plans[needing] = _keep_plan(call, needing)
-            if plan is not None:  # written out: this runs for every recorded op
-                (keep_x, keep_y), (keep_out,) = plan
-                if not keep_x:
-                    x = _slim_input(x)
-                if not keep_y:
-                    y = _slim_input(y)
-                if not keep_out:  # not small, or it would have kept everything above
-                    outs = _UNREAD_OUTPUT
-            return Node(call, attrs, (x, y), outs)
+            if plan is None:
+                return Node(call, attrs, tensors, outs)
+            (keep_x, keep_y), (keep_out,) = plan  # written out: this runs for every recorded op
+            return Node(call, attrs, (x if keep_x else _slim_input(x), y if keep_y else _slim_input(y)),
+                        outs if keep_out else _UNREAD_OUTPUT)  # not small, or all would be kept above
         if len(tensors) == 1:
             x, = tensors
             plan = plans.get(1, _MISSING)  # a recorded one-input op: its input needs a gradient
             if plan is _MISSING:
                 plan = plans[1] = _keep_plan(call, 1)
-            if plan is not None:
-                (keep_x,), (keep_out,) = plan
-                if not keep_x:
-                    x = _slim_input(x)
-                if not keep_out:
-                    outs = _UNREAD_OUTPUT
-            return Node(call, attrs, (x,), outs)
+            if plan is None:
+                return Node(call, attrs, tensors, outs)
+            (keep_x,), (keep_out,) = plan
+            return Node(call, attrs, (x if keep_x else _slim_input(x),), outs if keep_out else _UNREAD_OUTPUT)
     needing = 0
     for i, value in enumerate(tensors):
         if value is not None and (not value.stop_gradient if type(value) is not list

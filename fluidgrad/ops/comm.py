@@ -38,7 +38,10 @@ REDUCE_OPS = ("sum", "max", "min", "avg")
 # else MPI's Iallreduce), "shared" (the same), "mpi" (always Iallreduce); see comm_buckets.py
 ALLREDUCE_PATHS = ("auto", "shared", "mpi")
 _KEPT_BUCKETS = 16  # private buckets of the most recent programs (a dropped one lives on in its views)
-SHARED_BUCKET_BYTES = 2 << 30  # shared-memory buckets of a process, at most (then private ones)
+# shared-memory buckets of a process, at most (then private ones); each has an MPI window and
+# a communicator of its own, and MPI has a few thousand communicators at most
+SHARED_BUCKET_BYTES = 2 << 30
+SHARED_BUCKETS = 256
 
 
 class RankFailedError(FluidgradError, RuntimeError):
@@ -210,14 +213,16 @@ class World:
         """A flat buffer of `size` elements kept from step to step under `key`: the same keys
         in the same order on every rank (making a shared bucket is collective). Shared buckets
         live as long as the process (their memory is mapped by every rank, so one can only be
-        dropped by all at once; views of it may still be in use), up to `SHARED_BUCKET_BYTES`
-        in all; beyond that, and for private buckets, the least recently used are dropped."""
+        dropped by all at once; views of it may still be in use), up to `SHARED_BUCKETS` and
+        `SHARED_BUCKET_BYTES` in all; beyond that buckets are private, and the least recently
+        used private ones are dropped."""
         dtype = np.dtype(dtype)
         full_key = (key, size, dtype.str)
         if size > 0 and self.shares_memory():
             bucket = self._shared_buckets.get(full_key)
             nbytes = (self.size + 1) * size * dtype.itemsize
-            if bucket is None and self._shared_bytes + nbytes <= SHARED_BUCKET_BYTES:
+            if (bucket is None and self._shared_bytes + nbytes <= SHARED_BUCKET_BYTES
+                    and len(self._shared_buckets) < SHARED_BUCKETS):
                 bucket = self._shared_buckets[full_key] = SharedBucket(self, size, dtype)
                 self._shared_bytes += nbytes
             if bucket is not None:

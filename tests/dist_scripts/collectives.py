@@ -11,6 +11,7 @@ import numpy as np
 
 import fluidgrad as fg
 import fluidgrad.distributed as dist
+from fluidgrad.ops import comm
 from fluidgrad.ops.comm import get_world
 
 
@@ -106,6 +107,15 @@ def main(out_path):
     get_world().allreduce_path = "auto"
     if not get_world().shares_memory():
         failures.append("the ranks of one machine did not reduce buckets through shared memory")
+    # beyond the cap on shared buckets a bucket is private (MPI's Iallreduce), and still right
+    saved, comm.SHARED_BUCKETS = comm.SHARED_BUCKETS, 0
+    try:
+        bucket = get_world().bucket("beyond the cap", 5, "float64")
+        bucket.input[:] = rank + 1.0
+        check(failures, f"a private bucket beyond the cap (shared: {bucket.shared})",
+              np.append(bucket.start().wait(), bucket.shared), np.append(np.full(5, world * (world + 1) / 2), False))
+    finally:
+        comm.SHARED_BUCKETS = saved
     for op in ("c_allreduce_max", "c_allreduce_min"):
         main, startup = fg.Program(), fg.Program()
         with fg.program_guard(main, startup):

@@ -16,3 +16,4 @@ from .vision import *  # noqa: F401,F403
 from .norm import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
 from .sampling import *  # noqa: F401,F403
+from .ctc import *  # noqa: F401,F403

@@ -7,7 +7,7 @@ from .. import functional as NF
 from ..layer import Layer
 
 __all__ = ['CrossEntropyLoss', 'NLLLoss', 'MSELoss', 'L1Loss', 'SmoothL1Loss', 'HuberLoss', 'BCELoss',
-           'BCEWithLogitsLoss', 'KLDivLoss', 'MarginRankingLoss', 'CosineSimilarity']
+           'BCEWithLogitsLoss', 'KLDivLoss', 'MarginRankingLoss', 'CosineSimilarity', 'CTCLoss']
 
 
 class CrossEntropyLoss(Layer):
@@ -132,3 +132,15 @@ class CosineSimilarity(Layer):
 
     def forward(self, x1: Any, x2: Any) -> Any:
         return NF.cosine_similarity(x1, x2, self.axis, self.eps)
+
+
+class CTCLoss(Layer):
+    """The Layer form of `nn.functional.ctc_loss`."""
+
+    def __init__(self, blank: int = 0, reduction: str = "mean") -> None:
+        super().__init__()
+        self.blank, self.reduction = blank, reduction
+
+    def forward(self, log_probs: Any, labels: Any, input_lengths: Any, label_lengths: Any,
+                norm_by_times: bool = False) -> Any:
+        return NF.ctc_loss(log_probs, labels, input_lengths, label_lengths, self.blank, self.reduction, norm_by_times)
