@@ -216,3 +216,17 @@ _RETAIN = """
                                        "and hands out the rank's own gradient / world size (pre-existing)")
 def test_data_parallel_second_backward_through_one_forward_is_averaged_or_refused(tmp_path):
     assert _launch_two_ranks(tmp_path, _RETAIN, "mpi") < 1e-5
+
+
+@pytest.mark.parametrize("numba_on", [False, pytest.param(True, marks=needs_numba)])
+@pytest.mark.xfail(strict=True, reason="ctc._extended copies the padding past LabelLengths into l' and _emissions "
+                                       "indexes LogProbs with it: a padding value >= C (PyTorch ignores it) raises")
+def test_ctc_loss_ignores_label_padding_past_the_label_length(numba_on):
+    log_probs = torch.log_softmax(torch.tensor(np.random.default_rng(0).standard_normal((6, 2, 4))), -1)
+    labels, input_lengths, label_lengths = np.array([[1, 2, 99], [3, 99, 99]]), np.array([6, 5]), np.array([2, 1])
+    expected = TF.ctc_loss(log_probs, torch.tensor(labels), torch.tensor(input_lengths), torch.tensor(label_lengths),
+                           reduction="none").numpy()
+    with accel.use_numba(numba_on):
+        got = F.ctc_loss(fg.to_tensor(log_probs.numpy()), fg.to_tensor(labels), fg.to_tensor(input_lengths),
+                         fg.to_tensor(label_lengths), reduction="none").numpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-9)
