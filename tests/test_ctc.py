@@ -13,6 +13,8 @@ import torch.nn.functional as TF
 import fluidgrad as fg
 from fluidgrad.framework.errors import ExecutionError, FluidgradError
 from fluidgrad.nn import functional as F
+from fluidgrad.ops import accel
+from fluidgrad.ops.ctc import ctc_loss_grad_kernel, ctc_loss_kernel
 
 RNG = np.random.default_rng(5)
 T, N, C = 7, 3, 5
@@ -127,3 +129,22 @@ def test_second_derivative_is_a_documented_no_gradient_error():
     (grad,) = fg.grad([loss], [x], create_graph=True)
     with pytest.raises(Exception, match="ctc_loss_grad has no gradient"):
         fg.grad([fg.sum(grad * grad)], [x])
+
+
+@pytest.mark.skipif(not accel.installed(), reason="numba (the fast extra) not installed")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_compiled_recursions_equal_the_numpy_steps(dtype):
+    """The alpha and beta recursions compiled by numba give the NumPy path's loss and gradient
+    (short inputs, an empty label, an infeasible sample and a repeat included)."""
+    scores = SCORES.astype(dtype)
+    labels = np.array([[1, 2, 2, 0], [3, 4, 0, 0], [1, 1, 3, 2]])
+    for input_lengths, label_lengths in (([7, 5, 7], [3, 2, 4]), ([7, 0, 4], [3, 0, 4]), ([3, 1, 6], [0, 1, 4])):
+        args = (scores, labels, np.array(input_lengths), np.array(label_lengths))
+        results = []
+        for on in (True, False):
+            with accel.use_numba(on):
+                loss, alpha = ctc_loss_kernel(*args)
+                grad = ctc_loss_grad_kernel(*args, alpha, loss, np.ones(N, dtype))
+            results.append((loss, alpha, grad))
+        for compiled, steps in zip(*results):
+            np.testing.assert_allclose(compiled, steps, rtol=1e-5 if dtype == "float32" else 1e-12, atol=1e-6)

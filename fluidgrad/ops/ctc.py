@@ -13,7 +13,9 @@ gamma[t, n, c] the posterior of class c at time t (zero from InputLengths[n] on)
 whose labels cannot fit in its frames has an infinite loss, as in PyTorch.
 
 The forward saves the log alphas; `ctc_loss_grad` runs the beta recursion. The gradient op
-has no gradient itself (NO_GRADIENT): asking for a second derivative is a clear error.
+has no gradient itself (NO_GRADIENT): asking for a second derivative is a clear error. Both
+recursions step through time; with numba (ops/accel.py) each is one compiled loop, otherwise
+NumPy steps over all samples and positions at once.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import numpy as np
 
 from ..framework import dtypes
 from ..framework.errors import ExecutionError
+from . import accel
 from .grad_builder import GradBuilder
 from .registry import NO_GRADIENT, register_op
 from .shape_rules import float_only
@@ -82,6 +85,71 @@ def _logaddexp3(a, b, c):
     return np.logaddexp(np.logaddexp(a, b), c)
 
 
+def _alpha_steps(emit, skip, label_lengths, alpha):
+    """alpha[t, n, s]: log p(the first s + 1 symbols of l' in frames 0..t, ending at s)."""
+    if not len(emit):
+        return
+    alpha[0, :, 0] = emit[0, :, 0]
+    if emit.shape[2] > 1:
+        alpha[0, :, 1] = np.where(label_lengths > 0, emit[0, :, 1], _NEG_INF)
+    for t in range(1, len(emit)):
+        prev = alpha[t - 1]
+        alpha[t] = _logaddexp3(prev, _shift(prev, 1), np.where(skip, _shift(prev, 2), _NEG_INF)) + emit[t]
+
+
+def _beta_steps(emit, skip_next, final, input_lengths, beta):
+    """beta[t, n, s]: log p(the rest of l' from s in frames t..T_n - 1, starting at s)."""
+    nxt = np.full(emit.shape[1:], _NEG_INF, dtype=emit.dtype)
+    for t in range(len(emit) - 1, -1, -1):
+        step = _logaddexp3(nxt, _shift(nxt, -1), np.where(skip_next, _shift(nxt, -2), _NEG_INF)) + emit[t]
+        start = np.where(final, emit[t], _NEG_INF)
+        here = (t == input_lengths - 1)[:, None]
+        inside = (t < input_lengths - 1)[:, None]
+        beta[t] = np.where(here, start, np.where(inside, step, _NEG_INF))
+        nxt = beta[t]
+
+
+@accel.jit
+def _alpha_loop(emit, skip, label_lengths, alpha):
+    """_alpha_steps as one compiled loop (alpha starts at -inf)."""
+    steps, batch, width = emit.shape
+    for n in range(batch):
+        if steps == 0:
+            continue
+        alpha[0, n, 0] = emit[0, n, 0]
+        if width > 1 and label_lengths[n] > 0:
+            alpha[0, n, 1] = emit[0, n, 1]
+        for t in range(1, steps):
+            for s in range(width):
+                b = alpha[t - 1, n, s - 1] if s >= 1 else -np.inf
+                c = alpha[t - 1, n, s - 2] if s >= 2 and skip[n, s] else -np.inf
+                a = alpha[t - 1, n, s]
+                top = max(a, max(b, c))  # log(e^a + e^b + e^c), -inf when all are
+                if top != -np.inf:
+                    alpha[t, n, s] = top + np.log(np.exp(a - top) + np.exp(b - top) + np.exp(c - top)) + emit[t, n, s]
+
+
+@accel.jit
+def _beta_loop(emit, skip_next, final, input_lengths, beta):
+    """_beta_steps as one compiled loop (beta starts at -inf)."""
+    steps, batch, width = emit.shape
+    for n in range(batch):
+        last = input_lengths[n] - 1
+        if last < 0:
+            continue
+        for s in range(width):
+            if final[n, s]:
+                beta[last, n, s] = emit[last, n, s]
+        for t in range(last - 1, -1, -1):
+            for s in range(width):
+                b = beta[t + 1, n, s + 1] if s + 1 < width else -np.inf
+                c = beta[t + 1, n, s + 2] if s + 2 < width and skip_next[n, s] else -np.inf
+                a = beta[t + 1, n, s]
+                top = max(a, max(b, c))
+                if top != -np.inf:
+                    beta[t, n, s] = top + np.log(np.exp(a - top) + np.exp(b - top) + np.exp(c - top)) + emit[t, n, s]
+
+
 def ctc_loss_kernel(log_probs, labels, input_lengths, label_lengths, blank=0):
     """Loss [N] and the log alphas [T, N, 2S + 1] the gradient reuses."""
     labels, input_lengths, label_lengths = (np.asarray(a, dtype=np.int64) for a in (labels, input_lengths,
@@ -91,12 +159,10 @@ def ctc_loss_kernel(log_probs, labels, input_lengths, label_lengths, blank=0):
     ext, skip = _extended(labels, blank)
     emit = _emissions(_log_softmax(log_probs), ext)
     alpha = np.full(emit.shape, _NEG_INF, dtype=log_probs.dtype)
-    if t_max:
-        alpha[0, :, 0] = emit[0, :, 0]
-        alpha[0, :, 1] = np.where(label_lengths > 0, emit[0, :, 1], _NEG_INF)
-    for t in range(1, t_max):
-        prev = alpha[t - 1]
-        alpha[t] = _logaddexp3(prev, _shift(prev, 1), np.where(skip, _shift(prev, 2), _NEG_INF)) + emit[t]
+    if accel.enabled() and accel.takes(emit):
+        _alpha_loop(emit, skip, label_lengths, alpha)
+    else:
+        _alpha_steps(emit, skip, label_lengths, alpha)
     rows = np.arange(batch)
     last = np.maximum(input_lengths - 1, 0)
     end = alpha[last, rows, 2 * label_lengths] if t_max else np.full(batch, _NEG_INF, log_probs.dtype)
@@ -121,21 +187,15 @@ def ctc_loss_grad_kernel(log_probs, labels, input_lengths, label_lengths, log_al
                                                         & (label_lengths[:, None] > 0))
     skip_next = _shift(skip, -2, fill=False)   # from s a path may jump to s + 2
     beta = np.full(emit.shape, _NEG_INF, dtype=log_probs.dtype)
-    nxt = np.full((batch, width), _NEG_INF, dtype=log_probs.dtype)
-    for t in range(t_max - 1, -1, -1):
-        step = _logaddexp3(nxt, _shift(nxt, -1), np.where(skip_next, _shift(nxt, -2), _NEG_INF)) + emit[t]
-        start = np.where(final, emit[t], _NEG_INF)
-        here = (t == input_lengths - 1)[:, None]
-        inside = (t < input_lengths - 1)[:, None]
-        beta[t] = np.where(here, start, np.where(inside, step, _NEG_INF))
-        nxt = beta[t]
+    if accel.enabled() and accel.takes(emit):
+        _beta_loop(emit, skip_next, final, input_lengths, beta)
+    else:
+        _beta_steps(emit, skip_next, final, input_lengths, beta)
     finite = np.isfinite(loss)
     log_post = log_alpha + beta - emit + np.where(finite, loss, 0.0)[None, :, None]
     posterior = np.exp(np.where(np.isfinite(log_post), log_post, _NEG_INF))
-    gamma = np.zeros(log_probs.shape, dtype=log_probs.dtype)
-    t_idx, n_idx = np.meshgrid(np.arange(t_max), np.arange(batch), indexing="ij")
-    for s in range(width):
-        np.add.at(gamma, (t_idx, n_idx, np.broadcast_to(ext[:, s], (t_max, batch))), posterior[:, :, s])
+    one_hot = (ext[:, :, None] == np.arange(classes)).astype(log_probs.dtype)   # [N, 2S + 1, C]
+    gamma = np.einsum("tnw,nwc->tnc", posterior, one_hot)
     grad = np.exp(normalised) * gamma.sum(axis=2, keepdims=True) - gamma
     grad = np.where(finite[None, :, None], grad, np.nan)  # the gradient of an infinite loss is undefined
     return (grad * dloss[None, :, None]).astype(log_probs.dtype, copy=False)
