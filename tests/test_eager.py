@@ -462,6 +462,38 @@ def test_values_the_backward_does_not_read_die_during_the_forward_pass():
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-10)
 
 
+def test_shared_stand_ins_of_unread_outputs_and_constants_keep_every_gradient_path_exact():
+    """node.py's shared stand-ins (no shape) for a one-output node's unread output and for
+    constant inputs: hooks, retain_graph, grad() with no_grad_vars and create_graph still give
+    PyTorch's gradients on a chain of large tensors."""
+    rng = np.random.default_rng(3)
+    x_np, a_np, b_np = (rng.standard_normal((40, 40)) for _ in range(3))
+    x, a, b = t(x_np), t(a_np, True), t(b_np, True)
+    h1 = x * a
+    h2 = h1 + b
+    seen = []
+    h2.register_hook(lambda g: seen.append(g.numpy().copy()))
+    out = fg.sum(fg.tanh(h2 * a + b))
+    out.backward(retain_graph=True)
+    first = x.grad.numpy().copy()
+    out.backward()
+    tx = torch.tensor(x_np, requires_grad=True)
+    ta, tb = torch.tensor(a_np), torch.tensor(b_np)
+    th2 = tx * ta + tb
+    th2.retain_grad()
+    torch.tanh(th2 * ta + tb).sum().backward()
+    np.testing.assert_allclose(first, tx.grad.numpy(), rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(x.grad.numpy(), 2 * tx.grad.numpy(), rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(seen[0], th2.grad.numpy(), rtol=1e-10, atol=1e-13)
+    h = x * a
+    (dx,) = fg.grad(fg.sum((h + b) * (h + b)), [x], create_graph=True)
+    (ddx,) = fg.grad(fg.sum(dx), [x])
+    np.testing.assert_allclose(ddx.numpy(), 2 * a_np * a_np, rtol=1e-12)
+    w = t(rng.standard_normal((40, 40)))
+    (gw,) = fg.grad(fg.sum((x * a + b) * w), [w], no_grad_vars=[x])
+    np.testing.assert_allclose(gw.numpy(), x_np * a_np + b_np, rtol=1e-12)
+
+
 def test_an_input_needed_only_for_another_inputs_gradient_is_kept_when_that_one_needs_it():
     rng = np.random.default_rng(1)
     x, w = t(rng.standard_normal((40, 40))), t(rng.standard_normal((40, 40)))
