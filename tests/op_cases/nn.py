@@ -51,7 +51,7 @@ def _conv_case(nd, x_shape, w_shape, strides, pairs, dilations, groups, bias=Tru
     return OpCase(f"conv{nd}d", inputs, attrs, torch_fn=torch_fn, id=f"conv{nd}d{tag}")
 
 
-def _conv_grad_cases(nd, x_shape, w_shape, strides, pad, dilations, groups):
+def _conv_grad_cases(nd, x_shape, w_shape, strides, pad, dilations, groups, tag=""):
     """conv's two gradient ops, against torch.nn.grad (Input / Filter give only shapes)."""
     attrs = {"strides": strides, "paddings": [pad] * nd, "dilations": dilations, "groups": groups,
              "data_format": _LAYOUT[nd]}
@@ -65,10 +65,11 @@ def _conv_grad_cases(nd, x_shape, w_shape, strides, pad, dilations, groups):
 
     def filter_grad(DOutput, Input, Filter):
         return _grad_of(lambda t: conv(Input, t, None, strides, pad, dilations, groups), Filter, DOutput, Input)
+    ids = {"id": f"conv{nd}d_input_grad{tag}"} if tag else {}
     return [OpCase(f"conv{nd}d_input_grad", {"DOutput": dout, "Filter": w, "Input": x}, attrs, torch_fn=input_grad,
-                   no_grad=("Input",)),
+                   no_grad=("Input",), **ids),
             OpCase(f"conv{nd}d_filter_grad", {"DOutput": dout, "Input": x, "Filter": w}, attrs,
-                   torch_fn=filter_grad, no_grad=("Filter",))]
+                   torch_fn=filter_grad, no_grad=("Filter",), **({"id": f"conv{nd}d_filter_grad{tag}"} if tag else {}))]
 
 
 def _transpose_case(nd, x_shape, w_shape, strides, pad, extra, dilations, groups, tag=""):
@@ -93,6 +94,9 @@ CONV_CASES = [
     _conv_case(3, (1, 2, 3, 4, 3), (2, 2, 2, 2, 2), [1, 2, 1], [(1, 0), (1, 1), (0, 0)], [1, 1, 2], 1),
     _conv_case(3, (1, 4, 3, 3, 3), (2, 2, 1, 2, 2), [1, 1, 1], [(0, 0)] * 3, [1, 1, 1], 2, bias=False, tag="-groups"),
 ]
+# 3x3 stride 1 with 8 input channels: with numba the three conv ops run Winograd (ops/winograd.py)
+CONV_CASES += [_conv_case(2, (2, 8, 5, 4), (3, 8, 3, 3), [1, 1], [(1, 0), (0, 1)], [1, 1], 1, tag="-winograd")]
+CONV_CASES += _conv_grad_cases(2, (1, 8, 5, 3), (3, 8, 3, 3), [1, 1], 1, [1, 1], 1, tag="-winograd")
 CONV_CASES += _conv_grad_cases(1, (2, 2, 6), (3, 2, 3), [2], 1, [1], 1)
 CONV_CASES += _conv_grad_cases(2, (1, 2, 5, 4), (4, 1, 3, 2), [2, 1], 1, [1, 2], 2)
 CONV_CASES += _conv_grad_cases(3, (1, 2, 3, 3, 4), (2, 2, 2, 2, 2), [1, 1, 2], 1, [1, 1, 1], 1)
