@@ -21,7 +21,6 @@ from .tensor import Tensor
 
 _ndarray = np.ndarray
 _asarray = np.asarray
-_MISS = object()
 
 # called as output_check(call, args, out) after every kernel, forward and backward, when set
 output_check: Callable[[OpCall, Sequence[Any], Any], None] | None = None
@@ -163,8 +162,9 @@ def apply_binary(op_type: str, x: Tensor, y: Tensor) -> Tensor:
     call = _CALLS.get(op_type) or op_call(op_type)
     xd = x.data
     yd = y.data
-    expected = call.infer_cache.get((xd.shape, xd.dtype, yd.shape, yd.dtype, call.default_attr_key), _MISS)
-    if expected is _MISS:
+    try:
+        expected = call.infer_cache[(xd.shape, xd.dtype, yd.shape, yd.dtype, call.default_attr_key)]
+    except KeyError:  # not seen yet: run the rule
         expected = run_rule(call, key_or_none(call, [xd, yd], call.defaults, None), [xd, yd], (x, y),
                             call.defaults, None)
     return _run(call, (xd, yd), (x, y), call.defaults,
