@@ -173,10 +173,6 @@ def _launch_two_ranks(tmp_path, source, path):
 
 
 @pytest.mark.parametrize("path", ["auto", "mpi"])
-@pytest.mark.xfail(strict=True, reason="DataParallel._ReduceStep takes its buffers from World.bucket (one per key, "
-                                       "kept between steps): two forward passes before one backward share them, "
-                                       "and the second reduction overwrites the first's result while the engine "
-                                       "still holds it (right on 6c4c97f, which allocated per step)")
 def test_data_parallel_model_called_twice_before_backward_averages_both_gradients(tmp_path, path):
     assert _launch_two_ranks(tmp_path, _TWICE, path) < 1e-5
 
@@ -211,9 +207,6 @@ _RETAIN = """
 """
 
 
-@pytest.mark.xfail(strict=True, reason="DataParallel (MPI Iallreduce path): a second backward through one forward "
-                                       "(retain_graph) finds every bucket already started, skips the all-reduce "
-                                       "and hands out the rank's own gradient / world size (pre-existing)")
 def test_data_parallel_second_backward_through_one_forward_is_averaged_or_refused(tmp_path):
     assert _launch_two_ranks(tmp_path, _RETAIN, "mpi") < 1e-5
 
