@@ -82,3 +82,46 @@ def test_adam_float16_stays_on_numpy():
     for got, want in zip(compiled, numpy_path):
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+
+
+@needs_numba
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gather_grad_compiled_equals_numpy_path(axis, dtype):
+    rng = np.random.default_rng(3)
+    target = np.zeros((5, 4, 3), dtype)
+    index = rng.integers(-target.shape[axis], target.shape[axis], size=(6, 7))   # many repeats, negatives
+    gathered_shape = np.take(target, index, axis=axis).shape
+    dout = rng.normal(size=gathered_shape).astype(dtype)
+    compiled, numpy_path = _both_paths(get_op_def("gather_grad").kernel, dout, index, target, axis=axis)
+    assert compiled.dtype == numpy_path.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(compiled, numpy_path, rtol=1e-6 if dtype == "float32" else 1e-13, atol=1e-6)
+
+
+@needs_numba
+def test_gather_grad_is_torch_embedding_backward_at_the_gpt_shape():
+    rng = np.random.default_rng(4)
+    index = rng.integers(0, 27, size=(16, 32))
+    dout = rng.normal(size=(16, 32, 32)).astype("float32")
+    with accel.use_numba(True):
+        got = get_op_def("gather_grad").kernel(dout, index, np.zeros((27, 32), "float32"), axis=0)
+    want = torch.ops.aten.embedding_dense_backward(torch.from_numpy(dout), torch.from_numpy(index), 27, -1, False)
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@needs_numba
+def test_gather_grad_index_out_of_range_is_an_error_on_both_paths():
+    dout, index, target = np.ones((3, 2), "float32"), np.array([0, 5, 1]), np.zeros((4, 2), "float32")
+    for on in (True, False):
+        with accel.use_numba(on), pytest.raises(IndexError):
+            get_op_def("gather_grad").kernel(dout, index, target, axis=0)
+
+
+def test_gather_grad_int_and_float16_stay_on_numpy():
+    index = np.array([0, 2, 0, 0])
+    for dtype in ("float16", "int64"):
+        dout, target = np.arange(8).reshape(4, 2).astype(dtype), np.zeros((3, 2), dtype)
+        compiled, numpy_path = _both_paths(get_op_def("gather_grad").kernel, dout, index, target, axis=0)
+        assert compiled.dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(compiled, numpy_path)
+        np.testing.assert_array_equal(compiled, [[0 + 4 + 6, 1 + 5 + 7], [0, 0], [2, 3]])   # rows 0, 2, 0, 0
