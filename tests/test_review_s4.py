@@ -214,8 +214,6 @@ def test_data_parallel_second_backward_through_one_forward_is_averaged_or_refuse
 
 
 @pytest.mark.parametrize("numba_on", [False, pytest.param(True, marks=needs_numba)])
-@pytest.mark.xfail(strict=True, reason="ctc._extended copies the padding past LabelLengths into l' and _emissions "
-                                       "indexes LogProbs with it: a padding value >= C (PyTorch ignores it) raises")
 def test_ctc_loss_ignores_label_padding_past_the_label_length(numba_on):
     log_probs = torch.log_softmax(torch.tensor(np.random.default_rng(0).standard_normal((6, 2, 4))), -1)
     labels, input_lengths, label_lengths = np.array([[1, 2, 99], [3, 99, 99]]), np.array([6, 5]), np.array([2, 1])
