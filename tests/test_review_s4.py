@@ -70,8 +70,6 @@ def test_max_pool_mask_of_an_all_minus_inf_window_points_into_the_input(numba_on
     np.testing.assert_array_equal(t.grad.numpy(), tx.grad.numpy())
 
 
-@pytest.mark.xfail(strict=True, reason="x[i] = v rebinds x's node to a newer set_value node; an op that read x "
-                                       "before sends its gradient there after that node already ran (pre-existing)")
 def test_setitem_after_a_use_gives_the_torch_gradient():
     def run(lib, x):
         a = x * 2.0
