@@ -41,8 +41,6 @@ def test_softmax_cross_entropy_compiled_path_with_a_broadcast_label_matches_nump
 
 
 @needs_numba
-@pytest.mark.xfail(strict=True, reason="winograd.conv2d: the input transform subtracts neighbours (inf - inf), "
-                                       "so an infinite input gives NaN where im2col and PyTorch give inf")
 def test_winograd_conv_keeps_an_infinite_input_infinite():
     x = np.ones((1, 8, 4, 4), np.float32)
     x[0, 0, 1, 1] = np.inf
@@ -54,9 +52,6 @@ def test_winograd_conv_keeps_an_infinite_input_infinite():
 
 
 @pytest.mark.parametrize("numba_on", [False, pytest.param(True, marks=needs_numba)])
-@pytest.mark.xfail(strict=True, reason="pooling._window_max pads with -inf and ties go to the first element, so a "
-                                       "window whose real elements are all -inf returns an index into the padding "
-                                       "(negative); its backward then fails (pre-existing)")
 def test_max_pool_mask_of_an_all_minus_inf_window_points_into_the_input(numba_on):
     x = np.full((1, 1, 3, 3), -np.inf, np.float32)
     tx = torch.tensor(x, requires_grad=True)

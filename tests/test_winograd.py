@@ -180,3 +180,19 @@ def test_random_geometries_match_pytorch_in_float64(n, c, o, h, w, pads):
     np.testing.assert_allclose(winograd.conv2d(x, f, b, pairs), yt.detach().numpy(), rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(winograd.input_grad(dy, f, pairs), xt.grad.numpy(), rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(winograd.filter_grad(dy, x, pairs), ft.grad.numpy(), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("operand", ["x", "w", "dy"])
+def test_conv_ops_with_an_infinite_operand_give_im2col_results(operand):
+    """Winograd's transforms give NaN (inf - inf) where im2col gives inf: the conv ops notice the
+    non-finite result and recompute it by im2col."""
+    x, w, _, _ = _arrays((2, 8, 6, 6, 4, ((0, 0), (0, 0))), np.float32, seed=3)
+    dy = np.ones((2, 4, 6, 6), np.float32)
+    arrays = {"x": np.abs(x), "w": np.abs(w), "dy": dy}
+    arrays[operand][(0, 1, 2, 2)] = np.inf
+    got = _conv_ops(arrays["x"], arrays["w"], arrays["dy"], {"paddings": [1, 1]})
+    with accel.use_numba(False):
+        expected = _conv_ops(arrays["x"], arrays["w"], arrays["dy"], {"paddings": [1, 1]})
+    assert any(np.isinf(e).any() for e in expected)
+    for a, e in zip(got, expected):
+        np.testing.assert_allclose(a, e, rtol=1e-4)
