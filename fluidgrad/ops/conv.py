@@ -53,7 +53,8 @@ def _columns(win: np.ndarray, channels: slice) -> np.ndarray:
     """im2col for one group: the windows of `channels` as [N, C_g * K, L] (the one copy)."""
     part = win[:, channels]
     n, c = part.shape[:2]
-    return part.reshape(n, c * int(np.prod(part.shape[2:2 + (part.ndim - 2) // 2])), -1)
+    nd = (part.ndim - 2) // 2   # explicit sizes, no -1: an empty batch has nothing to infer from
+    return part.reshape(n, c * int(np.prod(part.shape[2:2 + nd])), int(np.prod(part.shape[2 + nd:])))
 
 
 # ---------------------------------------------------------------- stride 1: shifted flat planes
@@ -141,7 +142,7 @@ def col2im(dout: np.ndarray, w: np.ndarray, geo: Windows, channels: int, groups:
     """W^T dOut added back over the windows: conv's input gradient, and conv_transpose's forward."""
     n, o = dout.shape[:2]
     dxp = np.zeros((n, channels) + tuple(geo.padded), dtype=dout.dtype)
-    d3 = dout.reshape(n, o, -1)
+    d3 = dout.reshape(n, o, geo.out_size)
     for cs, os_ in _group_slices(channels, o, groups):
         weights = w[os_].reshape(os_.stop - os_.start, -1)
         dcols = np.matmul(weights.T, d3[:, os_])
@@ -188,7 +189,7 @@ def conv_filter_grad_kernel(dout, x, w, strides=(1, 1), paddings=(0, 0), dilatio
             return dw
     n, o = dout.shape[:2]
     win = geo.view(geo.pad(x))
-    d3 = dout.reshape(n, o, -1)
+    d3 = dout.reshape(n, o, geo.out_size)
     dw = np.empty(w.shape, dtype=dout.dtype)
     for cs, os_ in _group_slices(x.shape[1], o, groups):
         per_image = np.matmul(d3[:, os_], _columns(win, cs).transpose(0, 2, 1))
