@@ -138,7 +138,9 @@ def _swce_kernel(logits, label, soft_label=False, axis=-1):
     axis = axis % logits.ndim
     if not soft_label:
         label = _hard_label(label, logits.ndim, axis, logits.shape[axis])
-        if fused_softmax.compiled(logits, axis=axis):   # one pass per row (numba)
+        # one pass per row (numba), which reads one label per row: a label broadcast over the
+        # batch (a fed batch-1 label) stays on NumPy's take_along_axis, which broadcasts it
+        if label.shape[:-1] == logits.shape[:-1] and fused_softmax.compiled(logits, axis=axis):
             return fused_softmax.softmax_cross_entropy(logits, label)
     softmax = np.subtract(logits, row_max(logits, axis))
     if soft_label:

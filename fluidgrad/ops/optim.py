@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import fused_optim
 from .registry import NO_GRADIENT, get_op_def, register_op
 from .shape_rules import float_only
 
@@ -41,6 +42,10 @@ def adam_kernel(param, grad, moment1, moment2, beta1_pow, beta2_pow, learning_ra
 
     Beta1Pow holds beta1**t for the current step t (it starts at beta1) and is advanced here.
     """
+    fused = fused_optim.adam(param, grad, moment1, moment2, beta1_pow, beta2_pow, learning_rate, beta1, beta2,
+                             epsilon, weight_decay)   # one compiled pass (numba), when it takes these arrays
+    if fused is not None:
+        return fused
     dtype = param.dtype.type
     lr, b1, b2 = _scalar(learning_rate, param), dtype(beta1), dtype(beta2)
     b1_pow, b2_pow = _scalar(beta1_pow, param), _scalar(beta2_pow, param)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..framework.names import EMPTY_VAR_NAME
+from . import fused_scatter
 from .grad_builder import GradBuilder
 from .registry import NO_GRADIENT, register_op
 from .shape_rules import normalize_axis, static_numel
@@ -322,6 +323,9 @@ def _gather_grad_kernel(dout, index, target, axis):
     flat = index.reshape(-1)
     if flat.size and target.ndim:
         flat = np.where(flat < 0, flat + target.shape[axis], flat)
+        compiled = fused_scatter.gather_grad(dout, flat, target.shape, axis)
+        if compiled is not None:
+            return compiled
         rank = _occurrences(flat)
         if rank.max() < _FEW_REPEATS:
             d = dout.reshape(dout.shape[:axis] + (flat.size,) + dout.shape[axis + index.ndim:])
