@@ -308,32 +308,31 @@ def path_of(fn: Callable[[], Any]) -> str:
     return "numba" if entered else "NumPy"
 
 
-def fluid_call(call: Call, kernel: Callable, numba_on: bool) -> Callable[[], Any]:
+def fluid_call(call: Call, kernel: Callable) -> Callable[[], Any]:
     args, attrs = call.args, call.attrs
-
-    def run():
-        with accel.use_numba(numba_on):
-            return kernel(*args, **attrs)
-    return run
+    return lambda: kernel(*args, **attrs)
 
 
-def median_ms(contenders: dict[str, Callable[[], Any]], rounds: int) -> dict[str, float]:
-    """Median ms per call of each contender, timed in alternation; each sample repeats the call
-    enough times to last ~0.3 ms, so timer resolution does not matter."""
+def median_ms(contenders: dict[str, tuple[Callable[[], Any], bool]], rounds: int) -> dict[str, float]:
+    """Median ms per call of each contender (a callable, and whether fluidgrad's compiled loops
+    are on while it runs: switched outside the timed calls), timed in alternation; each sample
+    repeats the call enough times to last ~0.3 ms, so timer resolution does not matter."""
     numbers = {}
-    for name, fn in contenders.items():
-        fn()
-        start = time.perf_counter()
-        fn()
-        numbers[name] = max(1, int(3e-4 / max(time.perf_counter() - start, 1e-7)))
+    for name, (fn, numba_on) in contenders.items():
+        with accel.use_numba(numba_on):
+            fn()
+            start = time.perf_counter()
+            fn()
+            numbers[name] = max(1, int(3e-4 / max(time.perf_counter() - start, 1e-7)))
     samples: dict[str, list[float]] = {name: [] for name in contenders}
     for _ in range(rounds):
-        for name, fn in contenders.items():
+        for name, (fn, numba_on) in contenders.items():
             n = numbers[name]
-            start = time.perf_counter()
-            for _ in range(n):
-                fn()
-            samples[name].append((time.perf_counter() - start) / n * 1e3)
+            with accel.use_numba(numba_on):
+                start = time.perf_counter()
+                for _ in range(n):
+                    fn()
+                samples[name].append((time.perf_counter() - start) / n * 1e3)
     return {name: statistics.median(s) for name, s in samples.items()}
 
 
@@ -343,12 +342,13 @@ def rows_for(calls: list[Call], rounds: int) -> tuple[list[tuple], dict[str, flo
         kernel = _REGISTRY[call.op_type].kernel
         out = kernel(*call.args, **call.attrs)
         reference = twin(call, out)
-        path = path_of(fluid_call(call, kernel, True)) if accel.enabled() else "NumPy"
-        contenders = {"fluidgrad": fluid_call(call, kernel, accel.enabled())}
+        default = accel.enabled()
+        path = path_of(fluid_call(call, kernel)) if default else "NumPy"
+        contenders = {"fluidgrad": (fluid_call(call, kernel), default)}
         if path == "numba":
-            contenders["NumPy"] = fluid_call(call, kernel, False)
+            contenders["NumPy"] = (fluid_call(call, kernel), False)
         if reference is not None:
-            contenders["PyTorch"] = reference
+            contenders["PyTorch"] = (reference, default)
         ms = median_ms(contenders, rounds)
         ratio = ms["fluidgrad"] / ms["PyTorch"] if "PyTorch" in ms else None
         for name in totals:

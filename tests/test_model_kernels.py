@@ -125,3 +125,23 @@ def test_gather_grad_int_and_float16_stay_on_numpy():
         assert compiled.dtype == np.dtype(dtype)
         np.testing.assert_array_equal(compiled, numpy_path)
         np.testing.assert_array_equal(compiled, [[0 + 4 + 6, 1 + 5 + 7], [0, 0], [2, 3]])   # rows 0, 2, 0, 0
+
+
+@needs_numba
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_relu_compiled_equals_numpy_path_with_nan_signed_zero_and_inf(dtype):
+    special = np.array([np.nan, -0.0, 0.0, -1.0, 2.0, np.inf, -np.inf], dtype)
+    x = np.concatenate([special, np.random.default_rng(5).normal(size=2041).astype(dtype)]).reshape(32, 4, 4, 4)
+    for arg in (x, x[:, ::2], np.asfortranarray(x)):          # contiguous, strided, Fortran order
+        compiled, numpy_path = _both_paths(get_op_def("relu").kernel, arg)
+        assert compiled.dtype == numpy_path.dtype and compiled.shape == numpy_path.shape
+        np.testing.assert_array_equal(compiled, numpy_path)   # NaN in the same places
+        np.testing.assert_array_equal(np.signbit(compiled), np.signbit(numpy_path))   # -0.0 -> +0.0
+        np.testing.assert_array_equal(compiled, torch.relu(torch.from_numpy(np.ascontiguousarray(arg))).numpy())
+
+
+def test_relu_scalar_and_float16_stay_on_numpy():
+    for x in (np.array(-2.5, "float32"), np.array([-1.0, 3.0], "float16")):
+        compiled, numpy_path = _both_paths(get_op_def("relu").kernel, x)
+        assert compiled.dtype == numpy_path.dtype
+        np.testing.assert_array_equal(compiled, numpy_path)

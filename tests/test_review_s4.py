@@ -38,8 +38,6 @@ def test_softmax_cross_entropy_compiled_path_with_a_broadcast_label_matches_nump
 
 
 @needs_numba
-@pytest.mark.xfail(strict=True, reason="winograd.conv2d: the input transform subtracts neighbours (inf - inf), "
-                                       "so an infinite input gives NaN where im2col and PyTorch give inf")
 def test_winograd_conv_keeps_an_infinite_input_infinite():
     x = np.ones((1, 8, 4, 4), np.float32)
     x[0, 0, 1, 1] = np.inf
@@ -51,9 +49,6 @@ def test_winograd_conv_keeps_an_infinite_input_infinite():
 
 
 @pytest.mark.parametrize("numba_on", [False, pytest.param(True, marks=needs_numba)])
-@pytest.mark.xfail(strict=True, reason="pooling._window_max pads with -inf and ties go to the first element, so a "
-                                       "window whose real elements are all -inf returns an index into the padding "
-                                       "(negative); its backward then fails (pre-existing)")
 def test_max_pool_mask_of_an_all_minus_inf_window_points_into_the_input(numba_on):
     x = np.full((1, 1, 3, 3), -np.inf, np.float32)
     tx = torch.tensor(x, requires_grad=True)
@@ -67,8 +62,6 @@ def test_max_pool_mask_of_an_all_minus_inf_window_points_into_the_input(numba_on
     np.testing.assert_array_equal(t.grad.numpy(), tx.grad.numpy())
 
 
-@pytest.mark.xfail(strict=True, reason="x[i] = v rebinds x's node to a newer set_value node; an op that read x "
-                                       "before sends its gradient there after that node already ran (pre-existing)")
 def test_setitem_after_a_use_gives_the_torch_gradient():
     def run(lib, x):
         a = x * 2.0
@@ -162,10 +155,6 @@ def _launch_two_ranks(tmp_path, source, path):
 
 
 @pytest.mark.parametrize("path", ["auto", "mpi"])
-@pytest.mark.xfail(strict=True, reason="DataParallel._ReduceStep takes its buffers from World.bucket (one per key, "
-                                       "kept between steps): two forward passes before one backward share them, "
-                                       "and the second reduction overwrites the first's result while the engine "
-                                       "still holds it (right on 6c4c97f, which allocated per step)")
 def test_data_parallel_model_called_twice_before_backward_averages_both_gradients(tmp_path, path):
     assert _launch_two_ranks(tmp_path, _TWICE, path) < 1e-5
 
@@ -200,9 +189,6 @@ _RETAIN = """
 """
 
 
-@pytest.mark.xfail(strict=True, reason="DataParallel (MPI Iallreduce path): a second backward through one forward "
-                                       "(retain_graph) finds every bucket already started, skips the all-reduce "
-                                       "and hands out the rank's own gradient / world size (pre-existing)")
 def test_data_parallel_second_backward_through_one_forward_is_averaged_or_refused(tmp_path):
     assert _launch_two_ranks(tmp_path, _RETAIN, "mpi") < 1e-5
 

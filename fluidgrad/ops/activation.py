@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from . import fused_activation
+from . import fused_activation, fused_elementwise
 from .elementwise import ERF_TANH_COEFFS, _erf_kernel, erf_tanh_argument
 from .grad_builder import GradBuilder
 from .registry import ZERO_GRADIENT, register_op
@@ -19,6 +19,12 @@ from .shape_rules import float_only, same_as
 def _float_same_as(ctx):
     float_only(ctx, "X")
     same_as()(ctx)
+
+
+def _relu_kernel(x):
+    """max(x, 0): a compiled compare-and-select when numba takes x, else np.maximum."""
+    compiled = fused_elementwise.relu(x)
+    return compiled if compiled is not None else np.maximum(x, 0, dtype=x.dtype)
 
 
 def _unary(name, kernel, grad, inline=None, doc=""):
@@ -128,7 +134,7 @@ _unary("exp", np.exp, _exp_grad)
 _unary("log", np.log, _log_grad)
 _unary("sqrt", np.sqrt, _sqrt_grad)
 _unary("square", np.square, _square_grad, inline="{X} * {X}")
-_unary("relu", lambda x: np.maximum(x, 0, dtype=x.dtype), _relu_grad)
+_unary("relu", _relu_kernel, _relu_grad)
 _unary("sigmoid", _sigmoid_kernel, _sigmoid_grad)
 _unary("tanh", np.tanh, _tanh_grad)
 _unary("abs", np.abs, _abs_grad)

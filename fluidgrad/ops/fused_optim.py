@@ -49,7 +49,7 @@ def adam(param, grad, moment1, moment2, beta1_pow, beta2_pow, learning_rate, bet
     arrays: numba off or missing, or not one float dtype (the checks are written out: at a
     bias vector's size, this call's overhead is the cost)."""
     dtype = param.dtype
-    if (dtype not in _FLOATS or grad.dtype != dtype or moment1.dtype != dtype or moment2.dtype != dtype
+    if (dtype not in _FLOATS or param.ndim == 0 or grad.dtype != dtype or moment1.dtype != dtype or moment2.dtype != dtype
             or beta1_pow.dtype not in _FLOATS or beta2_pow.dtype != beta1_pow.dtype
             or learning_rate.dtype not in _FLOATS or not accel.enabled()):
         return None
