@@ -152,6 +152,7 @@ class _Gather(PyLayer):
     @staticmethod
     def backward(ctx: Any, *grads: Tensor) -> Any:
         step = ctx.step
+        step.begin()
         for i, grad in enumerate(grads):  # the gradients no ready_i node took (all, without them)
             if i not in step.filled:
                 step.ready(i, grad.data)
@@ -166,6 +167,7 @@ class _Ready(PyLayer):
 
     @staticmethod
     def backward(ctx: Any, grad: Tensor) -> Tensor:
+        ctx.step.begin()
         ctx.step.ready(ctx.index, grad.data)
         return grad
 
@@ -187,15 +189,32 @@ class _Layout:
 
 
 class _ReduceStep:
-    """The buckets of one forward/backward pair: filled as gradients get ready, reduced in order."""
+    """The buckets of one forward pass's backward: filled as gradients get ready, reduced in order.
+
+    The buffers are the wrapper's, kept from step to step (`World.bucket`), so several steps
+    share them: a model called twice before one backward has two steps, and a second
+    backward through one forward (retain_graph) runs its step again. That is safe because
+    the engine runs nodes newest first, so one step's nodes (from its `gather` on) all run
+    before any node of an older step: steps never fill the buffers at once. What a step
+    hands out must outlive the buffers, though (`finish` copies), and a step run again
+    starts afresh (`begin`).
+    """
 
     def __init__(self, world: World, params: list[Tensor], layout: _Layout) -> None:
         self.world, self.params, self.buckets = world, params, layout.buckets
         self.bucket_of, self.offset = layout.bucket_of, layout.offset
         self.flat = [world.bucket((layout.key, b), size, dtype) for b, (size, dtype) in enumerate(layout.sizes)]
         self.buffers = [flat.input for flat in self.flat]
-        self.missing = [len(bucket) for bucket in self.buckets]
         self.scale = 1.0 / world.size
+        self.finished = True
+        self.begin()
+
+    def begin(self) -> None:
+        """Start a backward pass through this step (again, after retain_graph: reduce anew)."""
+        if not self.finished:
+            return
+        self.finished = False
+        self.missing = [len(bucket) for bucket in self.buckets]
         self.filled: set[int] = set()
         self.pending: list[Any] = []
         self.folded: list[int] = []
@@ -231,5 +250,8 @@ class _ReduceStep:
         grads = []
         for i, param in enumerate(self.params):
             b, start = self.bucket_of[i], self.offset[i]
-            grads.append(results[b][start:start + prod(param.shape)].reshape(param.shape))
+            # a copy: the buffers serve the next step (or another forward of this backward);
+            # it costs nothing, as the engine would otherwise copy the view into `.grad`
+            grads.append(results[b][start:start + prod(param.shape)].reshape(param.shape).copy())
+        self.finished = True
         return grads
