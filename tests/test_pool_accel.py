@@ -87,3 +87,18 @@ def test_compiled_2x2_forward_leaves_nan_windows_to_numpy_and_matches_pytorch():
     np.testing.assert_array_equal(out, t_out.numpy())
     assert np.isnan(out[0, 1, 1, 1]) and index[0, 1, 1, 1] == 2 * 8 + 3
     np.testing.assert_array_equal(index, _forward(x, {"ksize": [2, 2], "strides": [2, 2]}, False)[1])
+
+
+@pytest.mark.parametrize("kernel, padding, ceil_mode", [(3, 1, False), (5, 2, False), (2, 1, True)])
+@pytest.mark.parametrize("with_nan", [False, True])
+def test_an_all_minus_inf_window_points_at_its_first_real_element_like_pytorch(kernel, padding, ceil_mode, with_nan):
+    """-inf windows tie with the -inf padding: the index goes to the input (the per-offset, the
+    many-offset (5x5) and the NaN search paths), as PyTorch's does."""
+    x = np.full((1, 2, 6, 7), -np.inf)
+    x[0, 1, 3:, 4:] = np.random.default_rng(2).standard_normal((3, 3))
+    if with_nan:
+        x[0, 1, 5, 6] = np.nan
+    attrs = {"ksize": [kernel] * 2, "strides": [2, 2], "paddings": [padding] * 2, "ceil_mode": ceil_mode}
+    _, mask = pooling.max_pool_with_index_kernel(x, **attrs)
+    _, expected = TF.max_pool2d(torch.tensor(x), kernel, 2, padding, ceil_mode=ceil_mode, return_indices=True)
+    np.testing.assert_array_equal(mask, expected.numpy())

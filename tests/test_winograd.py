@@ -8,6 +8,8 @@ import torch.nn.functional as TF
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import fluidgrad as fg
+from fluidgrad.nn import functional as F
 from fluidgrad.ops import accel, conv, winograd
 
 pytestmark = pytest.mark.skipif(not accel.installed(), reason="Winograd runs compiled: numba (the `fast` extra)")
@@ -180,3 +182,37 @@ def test_random_geometries_match_pytorch_in_float64(n, c, o, h, w, pads):
     np.testing.assert_allclose(winograd.conv2d(x, f, b, pairs), yt.detach().numpy(), rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(winograd.input_grad(dy, f, pairs), xt.grad.numpy(), rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(winograd.filter_grad(dy, x, pairs), ft.grad.numpy(), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("operand", ["x", "w", "dy"])
+def test_conv_ops_with_an_infinite_operand_give_im2col_results(operand):
+    """Winograd's transforms give NaN (inf - inf) where im2col gives inf: the conv ops notice the
+    non-finite result and recompute it by im2col."""
+    x, w, _, _ = _arrays((2, 8, 6, 6, 4, ((0, 0), (0, 0))), np.float32, seed=3)
+    dy = np.ones((2, 4, 6, 6), np.float32)
+    arrays = {"x": np.abs(x), "w": np.abs(w), "dy": dy}
+    arrays[operand][(0, 1, 2, 2)] = np.inf
+    got = _conv_ops(arrays["x"], arrays["w"], arrays["dy"], {"paddings": [1, 1]})
+    with accel.use_numba(False):
+        expected = _conv_ops(arrays["x"], arrays["w"], arrays["dy"], {"paddings": [1, 1]})
+    assert any(np.isinf(e).any() for e in expected)
+    for a, e in zip(got, expected):
+        np.testing.assert_allclose(a, e, rtol=1e-4)
+
+
+@pytest.mark.parametrize("numba_on", [False, True])
+@pytest.mark.parametrize("kw, channels", [({"padding": 1}, 8), ({"padding": 1}, 2), ({"stride": 2, "padding": 1}, 8),
+                                          ({"groups": 2, "padding": 1}, 8), ({"dilation": 2, "padding": 2}, 8)])
+def test_conv2d_of_an_empty_batch_is_empty_with_zero_gradients_like_pytorch(numba_on, kw, channels):
+    """N = 0 on every path (Winograd, im2col, flat col2im, strided col2im): no reshape of an empty
+    array may need to infer a size."""
+    w_shape = (4, channels // kw.get("groups", 1), 3, 3)
+    expected = TF.conv2d(torch.zeros(0, channels, 5, 5), torch.ones(w_shape), **kw)
+    with accel.use_numba(numba_on):
+        x = fg.to_tensor(np.zeros((0, channels, 5, 5), np.float32), stop_gradient=False)
+        w = fg.to_tensor(np.ones(w_shape, np.float32), stop_gradient=False)
+        y = F.conv2d(x, w, **kw)
+        assert tuple(y.shape) == tuple(expected.shape)
+        y.sum().backward()
+    assert tuple(x.grad.shape) == (0, channels, 5, 5)
+    np.testing.assert_array_equal(w.grad.numpy(), np.zeros(w_shape, np.float32))

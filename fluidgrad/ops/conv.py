@@ -53,7 +53,8 @@ def _columns(win: np.ndarray, channels: slice) -> np.ndarray:
     """im2col for one group: the windows of `channels` as [N, C_g * K, L] (the one copy)."""
     part = win[:, channels]
     n, c = part.shape[:2]
-    return part.reshape(n, c * int(np.prod(part.shape[2:2 + (part.ndim - 2) // 2])), -1)
+    nd = (part.ndim - 2) // 2   # explicit sizes, no -1: an empty batch has nothing to infer from
+    return part.reshape(n, c * int(np.prod(part.shape[2:2 + nd])), int(np.prod(part.shape[2 + nd:])))
 
 
 # ---------------------------------------------------------------- stride 1: shifted flat planes
@@ -113,11 +114,20 @@ def _winograd(geo: Windows, groups: int, channels: int, *arrays) -> bool:
             and winograd.pays(channels) and accel.enabled() and accel.takes(*arrays))
 
 
+def _finite(result: np.ndarray) -> bool:
+    """Whether a Winograd result can stand: its transforms subtract neighbours, so an infinite
+    operand gives NaN (inf - inf) where im2col gives inf. Any non-finite operand makes the result
+    non-finite, so one sum over the result tells; the rare rest is recomputed by im2col."""
+    return bool(np.isfinite(result.sum()))
+
+
 def conv_kernel(x, w, bias=None, strides=(1, 1), paddings=(0, 0), dilations=(1, 1), groups=1,
                 data_format="NCHW", padding_algorithm="EXPLICIT"):
     geo = _windows(x.shape, w.shape, strides, paddings, dilations, padding_algorithm)
     if _winograd(geo, groups, x.shape[1], *((x, w) if bias is None else (x, w, bias))):
-        return winograd.conv2d(x, w, bias, geo.pads)
+        out = winograd.conv2d(x, w, bias, geo.pads)
+        if _finite(out):
+            return out
     n, o = x.shape[0], w.shape[0]
     win = geo.view(geo.pad(x))
     out = np.empty((n, o, geo.out_size), dtype=np.result_type(x, w))
@@ -132,7 +142,7 @@ def col2im(dout: np.ndarray, w: np.ndarray, geo: Windows, channels: int, groups:
     """W^T dOut added back over the windows: conv's input gradient, and conv_transpose's forward."""
     n, o = dout.shape[:2]
     dxp = np.zeros((n, channels) + tuple(geo.padded), dtype=dout.dtype)
-    d3 = dout.reshape(n, o, -1)
+    d3 = dout.reshape(n, o, geo.out_size)
     for cs, os_ in _group_slices(channels, o, groups):
         weights = w[os_].reshape(os_.stop - os_.start, -1)
         dcols = np.matmul(weights.T, d3[:, os_])
@@ -148,7 +158,9 @@ def conv_input_grad_kernel(dout, w, x, strides=(1, 1), paddings=(0, 0), dilation
     col2im's read-modify-write pass per kernel offset."""
     geo = _windows(x.shape, w.shape, strides, paddings, dilations, padding_algorithm)
     if winograd.flipped_pads(geo.pads) and _winograd(geo, groups, x.shape[1], dout, w):
-        return winograd.input_grad(dout, w, geo.pads)
+        dx = winograd.input_grad(dout, w, geo.pads)
+        if _finite(dx):
+            return dx
     if _use_flat(geo, x.shape[0], x.shape[1], dout.dtype.itemsize, groups):
         return _flat_col2im(dout, w, geo, x.shape[1])
     reach = [d * (k - 1) for k, d in zip(geo.kernel, geo.dilations)]
@@ -172,10 +184,12 @@ def conv_filter_grad_kernel(dout, x, w, strides=(1, 1), paddings=(0, 0), dilatio
     """dW of conv (W gives only the shape): per image dOut [O, L] times its columns^T, summed."""
     geo = _windows(x.shape, w.shape, strides, paddings, dilations, padding_algorithm)
     if _winograd(geo, groups, x.shape[1], dout, x):
-        return winograd.filter_grad(dout, x, geo.pads)
+        dw = winograd.filter_grad(dout, x, geo.pads)
+        if _finite(dw):
+            return dw
     n, o = dout.shape[:2]
     win = geo.view(geo.pad(x))
-    d3 = dout.reshape(n, o, -1)
+    d3 = dout.reshape(n, o, geo.out_size)
     dw = np.empty(w.shape, dtype=dout.dtype)
     for cs, os_ in _group_slices(x.shape[1], o, groups):
         per_image = np.matmul(d3[:, os_], _columns(win, cs).transpose(0, 2, 1))

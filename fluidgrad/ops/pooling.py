@@ -110,7 +110,26 @@ def _is_2x2_stride_2_inside(geo: Windows) -> bool:
 
 
 def _window_max(x: np.ndarray, geo: Windows, plane: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Max and flat argmax (into each input plane) of regular windows; ties go to the first."""
+    """Max and flat argmax (into each input plane) of regular windows; ties go to the first real
+    element (a window of -inf ties with its -inf padding: the index must not point there)."""
+    best, index, base, offsets = _padded_window_max(x, geo, plane)
+    if list(geo.padded) != list(geo.spatial) and (best == -np.inf).any():
+        index = np.where(best == -np.inf, base + _first_real_offset(geo, offsets), index)
+    return best, index
+
+
+def _first_real_offset(geo: Windows, offsets: list[int]) -> np.ndarray:
+    """Per output position [1, 1, *out], the first kernel offset (flat, in the plane) that reads
+    the input, not its padding (PyTorch's argmax of an all -inf window)."""
+    real = geo.pad(np.ones((1, 1) + tuple(geo.spatial), dtype=bool), False)
+    first = np.full((1, 1) + tuple(geo.out), offsets[-1], dtype=np.int64)
+    for offset, off in zip(list(geo.offsets())[::-1], offsets[::-1]):
+        np.putmask(first, real[geo.offset_slice(offset)], off)
+    return first
+
+
+def _padded_window_max(x: np.ndarray, geo: Windows, plane: list[int]):
+    """_window_max over the -inf padded input: (max, index, base, offsets); ties to the first."""
     xp = geo.pad(x, -np.inf)
     base = 0
     for i, (o, st, (lo, _)) in enumerate(zip(geo.out, geo.strides, geo.pads)):
@@ -125,20 +144,20 @@ def _window_max(x: np.ndarray, geo: Windows, plane: list[int]) -> tuple[np.ndarr
         flat = win.transpose(order).reshape(x.shape[:2] + tuple(geo.out) + (-1,))
         local = flat.argmax(axis=-1)
         best = np.take_along_axis(flat, local[..., None], axis=-1)[..., 0]
-        return best, base + np.asarray(offsets, dtype=np.int64)[local]
+        return best, base + np.asarray(offsets, dtype=np.int64)[local], base, offsets
     views = [xp[geo.offset_slice(offset)] for offset in geo.offsets()]
     best = views[0].copy()
     for view in views[1:]:
         np.maximum(best, view, out=best)
     if np.isnan(best).any():   # NaN windows: the index must point at the NaN (rare: the slower search)
-        return _first_max_search(views, base, offsets)
+        return _first_max_search(views, base, offsets) + (base, offsets)
     # the first offset holding the maximum, found from the last offset back (ties: the first);
     # putmask with a scalar is 3x faster than copyto(where=) with a broadcast source
     index = np.full(best.shape, offsets[-1], dtype=np.int64)
     for view, off in zip(views[-2::-1], offsets[-2::-1]):
         np.putmask(index, view == best, off)
     index += base
-    return best, index
+    return best, index, base, offsets
 
 
 def _first_max_search(views, base, offsets) -> tuple[np.ndarray, np.ndarray]:
