@@ -7,7 +7,9 @@ recorded identity nodes (PyLayers, so the autograd engine needs nothing new):
     param --> [gather: one node for all parameters] --> [ready_i: one per parameter] --> the layer
 
 The engine runs a node's backward once every consumer of its output has run, so `ready_i`'s
-backward sees parameter i's complete gradient: it copies it into its bucket's buffer and,
+backward sees parameter i's complete gradient; after the forward pass `ready_i` is restamped
+just older than its parameter's first reader (`run_ready_nodes_early`), so it runs right after
+that layer's backward, not after the whole pass: it copies it into its bucket's buffer and,
 when the bucket is full, starts a non-blocking all-reduce (MPI `Iallreduce`), while the
 backward pass goes on with earlier layers. `gather` was recorded first, so its backward runs
 last: it waits for the buckets and hands each parameter its averaged gradient, which the
@@ -34,6 +36,7 @@ import numpy as np
 
 from ..autograd import PyLayer
 from ..eager import Tensor, is_grad_enabled
+from ..eager.engine import topological_order
 from ..nn import Layer
 from ..ops.comm import CollectiveMismatchError, World, get_world
 from .buckets import plan_buckets
@@ -82,8 +85,11 @@ class DataParallel(Layer):
             return self._layers(*inputs, **kwargs)
         step = _ReduceStep(self._world, self._params, self._layout)
         object.__setattr__(self, "last_step", step)
-        with _routed_parameters(self._layers, self._params, step, self._overlap):
-            return self._layers(*inputs, **kwargs)
+        with _routed_parameters(self._layers, self._params, step, self._overlap) as ready_nodes:
+            outputs = self._layers(*inputs, **kwargs)
+        if ready_nodes:
+            run_ready_nodes_early(outputs, ready_nodes)
+        return outputs
 
     @contextlib.contextmanager
     def no_sync(self) -> Iterator[None]:
@@ -138,16 +144,53 @@ def _routed_parameters(layers: Layer, params: list[Tensor], step: _ReduceStep, e
     routed = {id(p): _Ready.apply(g, step=step, index=i) if each else g
               for i, (p, g) in enumerate(zip(params, gathered))}
     swapped = []
+    ready_nodes = [t._node for t in routed.values()] if each else []
     for layer in layers.sublayers(include_self=True):
         for name, param in layer._parameters.items():
             if param is not None and id(param) in routed:
                 swapped.append((layer, name, param))
                 object.__setattr__(layer, name, routed[id(param)])
     try:
-        yield
+        yield ready_nodes
     finally:
         for layer, name, param in swapped:
             object.__setattr__(layer, name, param)
+
+
+def run_ready_nodes_early(outputs: Any, ready_nodes: list[Any]) -> None:
+    """Restamp each `ready_i` node just before its parameter's first reader, so the backward
+    runs it as soon as every reader has run (and starts its bucket's all-reduce then).
+
+    The engine runs the nodes that received a gradient newest first (by creation stamp). The
+    `ready_i` nodes are recorded before the layer, so left as they are they would all run after
+    the whole layer backward, with nothing left to overlap. A stamp between the first reader's
+    and the next older node's keeps the order topological: a reader is newer than the
+    `ready_i` it reads, and `ready_i` stays newer than `gather`.
+    """
+    roots = [t._node for t in _tensors(outputs) if t._node is not None]
+    if not roots:
+        return
+    first_reader = dict.fromkeys(ready_nodes, None)
+    for node in topological_order(roots):
+        for value in node.inputs or ():
+            for tensor in (value if type(value) is list else (value,)):
+                source = getattr(tensor, "_node", None)
+                if source in first_reader and (first_reader[source] is None or node.seq < first_reader[source]):
+                    first_reader[source] = node.seq
+    step = 1 / (len(ready_nodes) + 1)  # distinct stamps in (reader - 1, reader): a layer's
+    for k, (node, reader) in enumerate(first_reader.items()):  # weight and bias may share one
+        if reader is not None:
+            node.seq = reader - (k + 1) * step
+
+
+def _tensors(outputs: Any) -> list[Tensor]:
+    if isinstance(outputs, Tensor):
+        return [outputs]
+    if isinstance(outputs, dict):
+        outputs = list(outputs.values())
+    if isinstance(outputs, (list, tuple)):
+        return [t for item in outputs for t in _tensors(item)]
+    return []
 
 
 class _Gather(PyLayer):

@@ -36,6 +36,42 @@ def run_static(op, x_value, attrs, weight):
     return fg.Executor().run(main, feed={"x": x_value, "w": weight}, fetch_list=[out, dx], scope=fg.Scope())
 
 
+class _TwoLayers(fg.nn.Layer):
+    """tanh(x W1 + b1) W2 + b2, noting when the gradient of its hidden value is complete."""
+
+    def __init__(self, events):
+        super().__init__()
+        self.first, self.last, self.events = fg.nn.Linear(6, 5), fg.nn.Linear(5, 1), events
+
+    def forward(self, x):
+        hidden = fg.tanh(self.first(x))
+        hidden.register_hook(lambda g: self.events.append("hidden grad"))
+        return self.last(hidden)
+
+
+def check_overlap_order(failures, rank):
+    """Through MPI (across nodes), DataParallel hands the last layer's weight gradient to its
+    bucket during the backward pass, before the first layer's backward, not after the whole pass."""
+    get_world().allreduce_path = "mpi"
+    fg.seed(0)
+    events = []
+    model = _TwoLayers(events)
+    dp = fg.DataParallel(model, comm_buffer_size=1e-9, last_comm_buffer_size=1e-9)  # a bucket per parameter
+    out = dp(fg.to_tensor(value(rank, (3, 6)).astype("float32")))
+    step = dp.last_step
+    ready = step.ready
+    last_weight = next(i for i, p in enumerate(step.params) if p is model.last.weight)
+
+    def recording_ready(i, grad):
+        events.append(i)
+        ready(i, grad)
+    step.ready = recording_ready
+    out.sum().backward()
+    if last_weight not in events or events.index(last_weight) > events.index("hidden grad"):
+        failures.append(f"DataParallel over MPI: the last layer's weight was handed over only after the "
+                        f"first layer's backward (no overlap): {events}")
+
+
 def main(out_path):
     dist.init_parallel_env()
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -104,6 +140,7 @@ def main(out_path):
             check(failures, f"c_bucket_allreduce {path} {reduce} [1]", got[1], np.full(2, sum(range(1, world + 1)) / divide))
             check(failures, f"c_bucket_allreduce {path} {reduce} grad [0]", got[2], sum(weights) / divide)
             check(failures, f"c_bucket_allreduce {path} {reduce} grad [1]", got[3], np.full(2, world / divide))
+    check_overlap_order(failures, rank)
     get_world().allreduce_path = "auto"
     if not get_world().shares_memory():
         failures.append("the ranks of one machine did not reduce buckets through shared memory")
