@@ -20,6 +20,7 @@ from fluidgrad.autograd import PyLayer
 from fluidgrad.dispatch import apply_op
 from fluidgrad.framework.errors import NoGradientError
 from fluidgrad.eager import Tensor, eager_apply
+from fluidgrad.eager.tensor import relinked
 from fluidgrad.nn import functional as F
 from fluidgrad.ops import get_op_def, registered_ops
 from fluidgrad.testing import ProgramGradCheck, build_single_op
@@ -1358,7 +1359,6 @@ def test_setitem_after_a_use_with_create_graph_matches_torch():
 
 
 def test_the_superseded_links_die_with_the_tensor_and_hold_no_values():
-    from fluidgrad.eager.tensor import relinked
     x = _leaf(fg, np.arange(512.0))
     a = x * 2.0
     first = a._node
