@@ -16,6 +16,7 @@ import numpy as np
 
 from .dispatch import append_static_op, apply_op, is_tensor
 from .eager import Tensor, eager_apply, is_grad_enabled, to_tensor
+from .eager.node import Superseded
 from .eager.tensor import _record_modification
 from .framework import Parameter, Variable, in_dynamic_mode, normalize_dtype
 
@@ -259,9 +260,14 @@ def _setitem_tensor(x: Tensor, item: Any, value: Any) -> None:
                            f"assign inside fluidgrad.no_grad(), or to a copy (x.clone())")
     old = Tensor(x.data, x.stop_gradient, x._node, x._idx, x.name)  # the value before, for the graph
     new = _set_value(old, item, value)
-    x.data, x._node, x._idx = new.data, new._node, new._idx
-    x.stop_gradient = new.stop_gradient
-    _record_modification(x)
+    x.data = new.data
+    if not is_grad_enabled():  # as PyTorch under no_grad: the value changes, the graph link stays
+        _record_modification(x)
+        return
+    moved = (new._node, new._idx, new.stop_gradient) != (x._node, x._idx, x.stop_gradient)
+    before = Superseded(old) if moved else None  # what the nodes recorded so far read
+    x._node, x._idx, x.stop_gradient = new._node, new._idx, new.stop_gradient
+    _record_modification(x, before)
 
 
 _VARIABLE_SLOTS = ("block", "name", "shape", "dtype", "_persistable", "stop_gradient", "type", "is_data")

@@ -1250,3 +1250,108 @@ def test_grad_through_a_zero_gradient_op_is_zeros_as_in_torch():
     x = fg.to_tensor(np.array([1.0, -2.0]), stop_gradient=False)
     (dx,) = fg.grad([fg.sum(fg.sign(x))], [x])
     np.testing.assert_array_equal(dx.numpy(), [0.0, 0.0])
+
+
+# ---- x[i] = v after x was used: each node keeps the link x had when it was recorded (PyTorch's
+# edges), so a node recorded before the update sends its gradient to the old value
+
+def _leaf(lib, values, requires=True):
+    array = np.asarray(values, dtype=np.float64)
+    if lib is torch:
+        return torch.tensor(array, requires_grad=requires)
+    return fg.to_tensor(array, stop_gradient=not requires)
+
+
+def _both(run, *values):
+    """run(lib, *leaves) -> tensors to compare, under PyTorch and fluidgrad."""
+    expected = run(torch, *[_leaf(torch, v) for v in values])
+    got = run(fg, *[_leaf(fg, v) for v in values])
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g.numpy() if isinstance(g, Tensor) else g,
+                                   e.detach().numpy() if isinstance(e, torch.Tensor) else e, rtol=1e-10)
+
+
+def test_setitem_after_several_uses_matches_torch():
+    def run(lib, x, y):
+        a = x * 2.0
+        b = a * 3.0
+        c = lib.exp(a * 0.5)  # exp keeps its output, not a
+        d = a + y
+        e = a * y.detach()  # mul keeps y for a's gradient, never a
+        a[1] = 5.0
+        (b + c + d + e + a * a).sum().backward()
+        return x.grad, y.grad
+    _both(run, [0.1, 0.2, 0.3, 0.4], [1.0, -1.0, 2.0, 0.5])
+
+
+def test_setitem_twice_matches_torch():
+    def run(lib, x, v):
+        a = x * 2.0
+        b = a * 3.0
+        a[0] = v[1] * 4.0  # a value that needs a gradient
+        c = a * 5.0
+        a[1:3] = 7.0
+        (b + c + a * a).sum().backward()
+        return x.grad, v.grad
+    _both(run, [1.0, 2.0, 3.0, 4.0], [0.5, -1.5])
+
+
+def test_setitem_into_a_constant_used_before_matches_torch():
+    def run(lib, w, v):
+        c = w.detach() * 0.0 + 1.0  # needs no gradient
+        b = c + w
+        c[0] = v[0] * 3.0  # c now needs one; b read it when it did not
+        (b + c * 2.0).sum().backward()
+        return w.grad, v.grad
+    _both(run, [1.0, 2.0, 3.0], [0.5, 0.25])
+
+
+def test_setitem_when_the_gradient_reads_the_old_value_raises_as_torch():
+    for lib in (torch, fg):
+        x = _leaf(lib, [0.1, 0.2, 0.3])
+        a = x * 2.0
+        b = lib.sin(a)  # sin's gradient reads a
+        a[0] = 5.0
+        with pytest.raises(RuntimeError, match="modified .*in.?place"):
+            b.sum().backward()
+
+
+def test_setitem_on_a_leaf_that_needs_a_gradient_raises_as_torch_and_not_under_no_grad():
+    for lib in (torch, fg):
+        x = _leaf(lib, [1.0, 2.0, 3.0])
+        with pytest.raises(RuntimeError, match="leaf"):
+            x[0] = 5.0
+    # under no_grad both allow it: the value changes, the leaf still needs its gradient
+    def run(lib, x):
+        with lib.no_grad():
+            x[0] = 5.0
+        assert x.is_leaf and (x.requires_grad if lib is torch else not x.stop_gradient)
+        (x * x).sum().backward()
+        return (x.grad,)
+    _both(run, [1.0, 2.0, 3.0])
+
+
+def test_setitem_after_a_use_with_retain_graph_matches_torch():
+    def run(lib, x):
+        a = x * 2.0
+        b = a * 3.0
+        a[2] = 1.0
+        out = (b + a * a).sum()
+        out.backward(retain_graph=True)
+        first = x.grad.numpy().copy()
+        out.backward()  # accumulates: twice the first
+        return first, x.grad
+    _both(run, [1.0, 2.0, 3.0, 4.0])
+
+
+def test_setitem_after_a_use_with_create_graph_matches_torch():
+    def run(lib, x):
+        a = x * x
+        b = lib.exp(a * 3.0)
+        a[0] = 1.0
+        out = (b + a * x).sum()
+        (g,) = (torch.autograd.grad if lib is torch else fg.grad)([out], [x], create_graph=True)
+        (gg,) = (torch.autograd.grad if lib is torch else fg.grad)([(g * g).sum()], [x])
+        return g, gg
+    _both(run, [0.1, 0.2, 0.3, 0.4])

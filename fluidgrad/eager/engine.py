@@ -24,7 +24,7 @@ from .apply import apply_unary
 from .grad_builder import ConstantsGradBuilder, EagerGradBuilder
 from .mode import enable_grad, state
 from .node import _FREED, Node
-from .tensor import Tensor
+from .tensor import Tensor, relinked
 
 _ndarray = np.ndarray
 _asarray = np.asarray
@@ -64,12 +64,58 @@ def topological_order(roots: Sequence[Node]) -> list[Node]:
 _by_seq = attrgetter("seq")
 
 
+def relink_superseded(roots: Sequence[Node]) -> None:
+    """Give every node reachable from `roots` that read a Tensor before an in-place update
+    moved the Tensor's graph link (`x[i] = v`) the link that was current when it was recorded
+    (`tensor.relinked`), as PyTorch's edges do. Runs only while some such Tensor lives."""
+    seen = set(roots)
+    stack = list(seen)
+    while stack:
+        node = stack.pop()
+        inputs = node.inputs
+        if inputs is None:
+            continue
+        moved = False
+        linked = []
+        for value in inputs:
+            if type(value) is list:
+                items = [_as_of(t, node.seq) for t in value]
+                moved = moved or any(a is not b for a, b in zip(items, value))
+                linked.append(items)
+            else:
+                items = [_as_of(value, node.seq)] if value is not None else []
+                moved = moved or (items and items[0] is not value)
+                linked.append(items[0] if items else None)
+            for t in items:
+                parent = t._node
+                if parent is not None and parent not in seen:
+                    seen.add(parent)
+                    stack.append(parent)
+        if moved:
+            node.inputs = tuple(linked)
+
+
+def _as_of(tensor: Any, seq: int) -> Any:
+    """`tensor` as a node created at `seq` read it: its link before the first update after `seq`."""
+    if type(tensor) is not Tensor:
+        return tensor  # a stand-in keeps the link it was made with
+    entry = relinked.get(id(tensor))
+    if entry is None or entry[0]() is not tensor:
+        return tensor
+    for stamp, before in entry[1]:
+        if stamp > seq:
+            return before
+    return tensor
+
+
 def run_backward(roots: Sequence[Tensor], seeds: Sequence[Any], retain_graph: bool, create_graph: bool,
                  targets: Sequence[Tensor] | None = None, blocked: set | None = None) -> dict:
     """The engine: seed the roots, walk the nodes that receive a gradient newest first running
     each one's grad maker, then hand out the leaves' gradients. Returns the gradients of
     `targets` (key: id of the tensor) when given, else accumulates into the `.grad` of every
     leaf reached and returns {}."""
+    if relinked:
+        relink_superseded([r._node for r in roots if r._node is not None])
     builder = (EagerGradBuilder({}, {}, create_graph) if blocked is None
                else ConstantsGradBuilder({}, {}, create_graph, blocked))
     for root, seed in zip(roots, seeds):
@@ -306,6 +352,8 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
         if grad_outputs is None and out.data.size != 1:
             raise RuntimeError(f"grad: output of shape {list(out.shape)} is not a scalar; pass grad_outputs")
     blocked = {_tensor_key(t) for t in constants}
+    if relinked:
+        relink_superseded([t._node for t in outs if t._node is not None])
     used = _reached_tensors(outs, blocked)
     for i, x in enumerate(ins):
         if _tensor_key(x) not in used and not allow_unused:

@@ -18,7 +18,7 @@ import numpy as np
 from ..framework.grad_builder import GradBuilder
 from . import apply
 from .apply import eager_apply
-from .node import _CALLS, _FREED, Node, OpCall, ShapeOnly, op_call
+from .node import _CALLS, _FREED, Node, OpCall, ShapeOnly, Superseded, op_call
 from .tensor import Tensor, modified_tensors
 
 _ndarray = np.ndarray
@@ -74,6 +74,9 @@ class EagerGradBuilder(GradBuilder):
     def input(self, slot: str) -> Any:
         value = self.node.inputs[self.call.in_index[slot]]
         if type(value) is not Tensor:  # a stand-in, a list (duplicable slot) or None
+            for t in (value if type(value) is list else (value,)):
+                if type(t) is Superseded:
+                    _modified_error(self.node, slot, t, t.shape, t.dtype)
             if type(value) is ShapeOnly or type(value) is list and any(type(t) is ShapeOnly for t in value):
                 _not_kept(self.node, "input", slot)
             if value is None:
@@ -197,7 +200,7 @@ class EagerGradBuilder(GradBuilder):
         return grad.shape == target.data.shape
 
     def _reduce_target(self, target: Tensor | ShapeOnly) -> Any:
-        if type(target) is ShapeOnly:  # reduce_as reads only the shape: a zero-stride stand-in
+        if isinstance(target, ShapeOnly):  # reduce_as reads only the shape: a zero-stride stand-in
             array = np.broadcast_to(np.zeros((), target.dtype), target.shape)
             return Tensor(array) if self.create_graph else array
         return target.detach() if self.create_graph else target.data
@@ -233,7 +236,7 @@ def _tensor(value: Any) -> Any:
 
 
 def _zeros_like(value: Any) -> np.ndarray:
-    return np.zeros(value.shape, value.dtype) if type(value) is ShapeOnly else np.zeros_like(value)
+    return np.zeros(value.shape, value.dtype) if isinstance(value, ShapeOnly) else np.zeros_like(value)
 
 
 def _not_kept(node: Node, kind: str, slot: str) -> None:
@@ -250,9 +253,13 @@ def _check_not_modified(node: Node, slot: str, value: Any) -> None:
     for tensor in (value if type(value) is list else (value,)):
         entry = modified_tensors.get(id(tensor))
         if entry is not None and entry[0]() is tensor and entry[1] > node.seq:
-            name = f"tensor {tensor.name!r}" if tensor.name else "a tensor"
-            raise RuntimeError(
-                f"backward of op {node.call.type}: its input {slot} ({name} of shape {list(tensor.shape)}, "
-                f"{tensor.dtype}) was modified in place by set_value after the op ran, and the gradient "
-                f"needs the value the op saw; run the forward pass again after the update, or update "
-                f"a copy instead")
+            _modified_error(node, slot, tensor, tensor.shape, tensor.dtype)
+
+
+def _modified_error(node: Node, slot: str, tensor: Any, shape: Any, dtype: Any) -> None:
+    name = f"tensor {tensor.name!r}" if tensor.name else "a tensor"
+    raise RuntimeError(
+        f"backward of op {node.call.type}: its input {slot} ({name} of shape {list(shape)}, "
+        f"{dtype}) was modified in place by set_value after the op ran, and the gradient "
+        f"needs the value the op saw; run the forward pass again after the update, or update "
+        f"a copy instead")

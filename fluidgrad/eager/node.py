@@ -148,6 +148,20 @@ class ShapeOnly:
         return len(self.shape)
 
 
+class Superseded(ShapeOnly):
+    """The graph link a Tensor had before an in-place update (`x[i] = v`) moved it, put back
+    by the engine into the nodes recorded before the update (see `tensor.relinked`). It holds
+    no value: a backward that reads the value the op saw raises, as PyTorch's version check."""
+
+    __slots__ = ("name", "stamp")
+
+    def __init__(self, tensor: Any) -> None:
+        data = tensor.data
+        super().__init__(tensor._node, tensor._idx, tensor.stop_gradient, data.shape, data.dtype)
+        self.name = tensor.name
+        self.stamp = 0  # set to the update's creation stamp when recorded
+
+
 # Below this many bytes a value is kept even where the backward does not read it (and a
 # one-output op whose output is this small keeps all its inputs): a stand-in would save little
 # memory and cost time on every op of a chain of small tensors.

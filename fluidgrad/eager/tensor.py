@@ -40,9 +40,26 @@ def install_engine(binary: Callable[..., Any], unary: Callable[..., Any], apply:
 modified_tensors: dict[int, tuple[Any, int]] = {}
 
 
-def _record_modification(tensor: "Tensor") -> None:
+# Live tensors whose graph link an in-place update moved (`x[i] = v` moves x to the new
+# set_value node): id -> (weak reference, [(creation stamp of the update, the link before it as
+# a `Superseded`), ...] oldest first). A node recorded before an update reads the link that was
+# current then (PyTorch's edges): the engine swaps it in (`engine.relink_superseded`) only when
+# this table is not empty, so the per-op path pays nothing.
+relinked: dict[int, tuple[Any, list]] = {}
+
+
+def _record_modification(tensor: "Tensor", before: Any = None) -> None:
+    """Note that `tensor`'s value changed in place now; `before` (a `Superseded`) when its graph
+    link changed too."""
     key = id(tensor)
-    modified_tensors[key] = (weakref.ref(tensor, lambda _, key=key: modified_tensors.pop(key, None)), next_seq())
+    stamp = next_seq()
+    modified_tensors[key] = (weakref.ref(tensor, lambda _, key=key: modified_tensors.pop(key, None)), stamp)
+    if before is not None:
+        entry = relinked.get(key)
+        if entry is None or entry[0]() is not tensor:
+            entry = relinked[key] = (weakref.ref(tensor, lambda _, key=key: relinked.pop(key, None)), [])
+        before.stamp = stamp
+        entry[1].append((stamp, before))
 
 
 class Tensor(MathMixin):
