@@ -145,3 +145,14 @@ def test_relu_scalar_and_float16_stay_on_numpy():
         compiled, numpy_path = _both_paths(get_op_def("relu").kernel, x)
         assert compiled.dtype == numpy_path.dtype
         np.testing.assert_array_equal(compiled, numpy_path)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_reduce_sum_over_all_but_a_size_one_axis_is_torch_sum(dtype, keepdim):
+    """The 1-channel conv bias gradient of the U-Net (sum over 0, 2, 3 of [32, 1, 8, 8]): one flat sum."""
+    x = np.random.default_rng(6).normal(size=(32, 1, 8, 8)).astype(dtype)
+    got = get_op_def("reduce_sum").kernel(x, axis=[0, 2, 3], keepdim=keepdim)
+    want = torch.sum(torch.from_numpy(x), (0, 2, 3), keepdim=keepdim).numpy()
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == "float32" else 1e-12)

@@ -55,12 +55,15 @@ def _check_values(log_probs, labels, input_lengths, label_lengths, blank):
                          f"than the blank {blank} (LogProbs has shape {list(log_probs.shape)})")
 
 
-def _extended(labels: np.ndarray, blank: int) -> tuple[np.ndarray, np.ndarray]:
+def _extended(labels: np.ndarray, label_lengths: np.ndarray, blank: int) -> tuple[np.ndarray, np.ndarray]:
     """l' per sample ([N, 2S + 1]: blanks at even positions) and where a path may skip from
-    s - 2 to s (a label differing from the label two positions back)."""
+    s - 2 to s (a label differing from the label two positions back). The padding past a
+    sample's label length is any value (PyTorch ignores it): l' holds blanks there, so
+    _emissions never indexes LogProbs with it."""
     n, s = labels.shape
     ext = np.full((n, 2 * s + 1), blank, dtype=np.int64)
-    ext[:, 1::2] = labels
+    used = np.arange(s)[None, :] < label_lengths[:, None]
+    ext[:, 1::2] = np.where(used, labels, blank)
     skip = np.zeros(ext.shape, dtype=bool)
     skip[:, 3::2] = ext[:, 3::2] != ext[:, 1:-2:2]
     return ext, skip
@@ -156,7 +159,7 @@ def ctc_loss_kernel(log_probs, labels, input_lengths, label_lengths, blank=0):
                                                                                     label_lengths))
     _check_values(log_probs, labels, input_lengths, label_lengths, blank)
     t_max, batch, _ = log_probs.shape
-    ext, skip = _extended(labels, blank)
+    ext, skip = _extended(labels, label_lengths, blank)
     emit = _emissions(_log_softmax(log_probs), ext)
     alpha = np.full(emit.shape, _NEG_INF, dtype=log_probs.dtype)
     if accel.enabled() and accel.takes(emit):
@@ -178,7 +181,7 @@ def ctc_loss_grad_kernel(log_probs, labels, input_lengths, label_lengths, log_al
     labels, input_lengths, label_lengths = (np.asarray(a, dtype=np.int64) for a in (labels, input_lengths,
                                                                                     label_lengths))
     t_max, batch, classes = log_probs.shape
-    ext, skip = _extended(labels, blank)
+    ext, skip = _extended(labels, label_lengths, blank)
     normalised = _log_softmax(log_probs)
     emit = _emissions(normalised, ext)
     width = ext.shape[1]

@@ -6,9 +6,11 @@ each row (layer norm) or each channel's planes (batch norm) from cache instead. 
 calls them from its kernels when `accel.enabled() and accel.takes(...)`; its NumPy code stays
 the fallback (float16, no numba, FLUIDGRAD_NUMBA=0) and the reference the tests compare with.
 
-Sums accumulate in the input's dtype: for float32 rows the reassociated (vectorised) loop keeps
-16 partial sums, which is at least as accurate as NumPy's pairwise float32 sums; the variance is
-taken from the centred values (two passes over a row in cache), never as E[x^2] - E[x]^2.
+Layer norm's row sums accumulate in the input's dtype (a row is short: the reassociated loop's
+16 partial float32 sums are as accurate as NumPy's pairwise ones). Batch norm sums N * L values
+per channel, too many for 16 float32 lanes on an offset input, so its sums accumulate in
+float64. Variances are taken from the centred values (two passes in cache), never as
+E[x^2] - E[x]^2, and DScale from the centred x, never as sum(dy x) - mean sum(dy).
 """
 from __future__ import annotations
 
@@ -97,15 +99,14 @@ def layer_norm_grad(rows, scale, mean, variance, drows, epsilon: float):
 def batch_norm_stats(x, mean, variance):
     """Per-channel mean and (biased) variance of [N, C, L] x, the variance from centred values."""
     n, channels, length = x.shape
-    one = x.dtype.type(1)
-    inv_count = one / x.dtype.type(max(n * length, 1))
+    inv_count = 1.0 / max(n * length, 1)
     for c in range(channels):
-        total = x.dtype.type(0)
+        total = 0.0   # float64: N * L float32 values of an offset input lose digits in float32
         for i in range(n):
             for j in range(length):
                 total += x[i, c, j]
-        m = total * inv_count
-        squares = x.dtype.type(0)
+        m = x.dtype.type(total * inv_count)
+        squares = 0.0
         for i in range(n):
             for j in range(length):
                 d = x[i, c, j] - m
@@ -127,28 +128,29 @@ def batch_norm_apply(x, mean, factor, bias, y):
 
 @accel.jit
 def batch_norm_grad_channels(x, scale, mean, inv_std, dy, dx, dscale, dbias):
-    """dx = a dy + b x + e per channel (batch statistics), with dbias = sum(dy) and
-    dscale = (sum(dy x) - mean sum(dy)) inv_std taken in the same pass over the channel."""
+    """dx = a dy + b (x - mean) + e per channel (batch statistics), with dbias = sum(dy) and
+    dscale = sum(dy (x - mean)) inv_std taken in the same pass over the channel (float64 sums;
+    centred x, as PyTorch: sum(dy x) - mean sum(dy) cancels on an offset input)."""
     n, channels, length = x.shape
-    inv_count = x.dtype.type(1) / x.dtype.type(max(n * length, 1))
+    inv_count = 1.0 / max(n * length, 1)
     for c in range(channels):
-        dy_sum = x.dtype.type(0)
-        dy_x = x.dtype.type(0)
+        r, m = inv_std[c], mean[c]
+        dy_sum = 0.0
+        dy_xc = 0.0
         for i in range(n):
             for j in range(length):
                 d = dy[i, c, j]
                 dy_sum += d
-                dy_x += d * x[i, c, j]
-        r, m = inv_std[c], mean[c]
-        ds = (dy_x - m * dy_sum) * r
+                dy_xc += d * (x[i, c, j] - m)
+        ds = dy_xc * r
         dscale[c] = ds
         dbias[c] = dy_sum
         a = scale[c] * r
-        b = -a * r * ds * inv_count
-        e = -a * inv_count * dy_sum - b * m
+        b = x.dtype.type(-a * r * ds * inv_count)
+        e = x.dtype.type(-a * inv_count * dy_sum)
         for i in range(n):
             for j in range(length):
-                dx[i, c, j] = a * dy[i, c, j] + b * x[i, c, j] + e
+                dx[i, c, j] = a * dy[i, c, j] + b * (x[i, c, j] - m) + e
 
 
 def compiled(*arrays: np.ndarray | None) -> bool:

@@ -63,23 +63,25 @@ def batch_norm_grad_kernel(x, scale, saved_mean, saved_inv_std, dy, epsilon=1e-5
                            use_global_stats=False, data_layout="NCHW"):
     """DX, DScale, DBias. With batch statistics the mean and variance depend on X too.
 
-    Fused: dscale = (sum(dy * x) - mean * sum(dy)) * inv_std needs no x_hat array, and
-    dx = a * dy + b * x + e per channel, so the whole backward is two reductions and four passes."""
+    dscale = sum(dy * (x - mean)) * inv_std from the centred x (as PyTorch: sum(dy x) - mean
+    sum(dy) cancels on an offset input; pairwise sums, einsum's float32 ones lose digits), the
+    centred x then reused in place for dx = a * dy + b * (x - mean) + e per channel."""
     ndim, dtype = x.ndim, x.dtype
     if not (is_test or use_global_stats) and fused_norm.compiled(x, scale, saved_mean, saved_inv_std, dy):
         return fused_norm.batch_norm_grad(x, scale, saved_mean, saved_inv_std, dy)
     dbias = _channel_sum(dy)
-    flat_x, flat_dy = x.reshape(x.shape[0], x.shape[1], -1), dy.reshape(dy.shape[0], dy.shape[1], -1)
-    dy_x = np.einsum("ncl,ncl->c", flat_dy, flat_x)
-    dscale = ((dy_x - saved_mean * dbias) * saved_inv_std).astype(dtype, copy=False)
+    centered = x - _channel_view(saved_mean.astype(dtype, copy=False), ndim)
+    dy_xc = _channel_sum(dy * centered)
+    dscale = (dy_xc * saved_inv_std).astype(dtype, copy=False)
     if is_test or use_global_stats:
         return dy * _channel_view(scale * saved_inv_std, ndim), dscale, dbias
     count = dtype.type(x.size // x.shape[1])
     a = scale * saved_inv_std
     b = -a * saved_inv_std * dscale / count
-    e = -a / count * dbias - b * saved_mean
+    e = -a / count * dbias
+    centered *= _channel_view(b.astype(dtype, copy=False), ndim)
     dx = dy * _channel_view(a.astype(dtype, copy=False), ndim)
-    dx += x * _channel_view(b.astype(dtype, copy=False), ndim)
+    dx += centered
     dx += _channel_view(e.astype(dtype, copy=False), ndim)
     return dx, dscale, dbias
 
