@@ -106,6 +106,18 @@ def test_without_a_launcher_the_world_has_one_rank_and_collectives_are_identitie
         dist.broadcast(np.ones(2), src=1)
 
 
+def test_a_bucket_allreduce_without_a_bucket_key_is_refused():
+    """The key names the buffer kept between runs: two ops under one (empty) key would share it."""
+    x = fg.to_tensor(np.ones(3))
+    with pytest.raises(ValueError, match="c_bucket_allreduce: bucket must name"):
+        fg.dispatch.apply_op("c_bucket_allreduce", {"X": [x]}, {"reduce": "avg"}, n_out=1)
+    with fg.program_guard(fg.Program()):
+        v = fg.static.data("v", [3], "float64")
+        with pytest.raises(ValueError, match="c_bucket_allreduce: bucket must name"):
+            fg.default_main_program().global_block().append_op(
+                "c_bucket_allreduce", {"X": [v]}, {"Out": [v]}, {"reduce": "sum"})
+
+
 def test_import_fluidgrad_does_not_import_mpi4py():
     code = "import sys, fluidgrad, fluidgrad.distributed as d; d.init_parallel_env(); print('mpi4py' in sys.modules)"
     env = {k: v for k, v in os.environ.items() if k not in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")}

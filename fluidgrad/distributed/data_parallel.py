@@ -39,6 +39,13 @@ from ..ops.comm import CollectiveMismatchError, World, get_world
 from .buckets import plan_buckets
 
 MB = 1 << 20
+# numbers this process's wrappers: their bucket keys (World.bucket) differ, so two wrappers
+# never share a buffer. The keys need not agree across ranks: a key only names buffers of
+# this process, and ranks pair their collectives by call order, as MPI does (a shared
+# bucket is made at a wrapper's first forward, collectively, whatever its key). Wrappers
+# created in different orders on different ranks are a user error the keys could not fix:
+# the constructor's collective parameter check pairs them by order too, and refuses a pair
+# whose parameters differ.
 _WRAPPED = 0
 
 
@@ -65,7 +72,7 @@ class DataParallel(Layer):
         buckets = plan_buckets([p.shape for p in self._params], [p.data.dtype.name for p in self._params],
                                comm_buffer_size * MB, first * MB if comm_buffer_size > 0 and first is not None else None)
         global _WRAPPED
-        _WRAPPED += 1  # every rank wraps its layers in the same order: the same bucket keys everywhere
+        _WRAPPED += 1
         self._layout = _Layout(self._params, buckets, f"DataParallel{_WRAPPED}")
         object.__setattr__(self, "_sync", True)
         object.__setattr__(self, "last_step", None)

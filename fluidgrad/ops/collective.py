@@ -160,6 +160,9 @@ def _bucket_allreduce_infer(ctx) -> None:
     dtypes, shapes = ctx.dtypes("X"), ctx.shapes("X")
     if len(set(dtypes)) != 1 or not dtypes[0].startswith("float"):
         raise ctx.dtype_error(f"a bucket holds floating tensors of one dtype, got {dict(zip(ctx.input_names('X'), dtypes))}")
+    if not ctx.attr("bucket"):  # the key names the kept buffer: two ops sharing one would overwrite each other's views
+        raise ctx.shape_error("bucket must name the op's buffer, a key no other c_bucket_allreduce uses "
+                              "(e.g. fluidgrad.framework.unique_name('grad_bucket')); got an empty key")
     if ctx.attr("reduce") not in ("sum", "avg"):
         raise ctx.shape_error(f"reduce must be 'sum' or 'avg', got {ctx.attr('reduce')!r}")
     if ctx.num_outputs("Out") != len(shapes):
