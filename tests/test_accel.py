@@ -1,9 +1,12 @@
 """The optional numba path (fluidgrad/ops/accel.py): switched as documented, compiled loops agree
 with their plain Python form, and NumPy-only installs never reach numba."""
+import hashlib
+import importlib
+
 import numpy as np
 import pytest
 
-from fluidgrad.ops import accel
+from fluidgrad.ops import accel, fused_math
 
 
 @accel.jit
@@ -57,3 +60,36 @@ def test_compiled_loops_keep_nan_and_inf():
     out = np.empty(2, np.float32)
     _row_sums_into(x, out)
     assert np.isnan(out[0]) and out[1] == np.inf
+
+
+def test_a_salt_from_a_dependency_keys_the_disk_cache(tmp_path, monkeypatch):
+    """fused_math's loops take a salt hashed from fused_math.py: the same salt loads from the disk
+    cache, another (an edited dependency) compiles afresh instead of loading stale code."""
+    pytest.importorskip("numba")
+    (tmp_path / "salted_loop.py").write_text("def twice(x):\n    return 2.0 * x\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    fn = importlib.import_module("salted_loop").twice
+
+    def run(salt):
+        dispatcher = accel._compile(fn, salt)
+        assert dispatcher(1.5) == 3.0
+        return sum(dispatcher.stats.cache_hits.values()), sum(dispatcher.stats.cache_misses.values())
+
+    assert run("a") == (0, 1)      # compiled and saved
+    assert run("a") == (1, 0)      # loaded
+    assert run("b") == (0, 1)      # the dependency changed: compiled again
+    assert run("a") == (1, 0)
+
+
+def test_fused_math_loops_are_salted_with_fused_math_source(monkeypatch):
+    pytest.importorskip("numba")
+    salts = []
+    monkeypatch.setattr(accel, "_compile", lambda fn, salt="": salts.append(salt) or fn)
+
+    def loop(x):
+        return x + 1.0
+
+    assert fused_math.jit(loop)(1.0) == 2.0
+    with open(fused_math.__file__, "rb") as f:
+        assert salts == [hashlib.sha256(f.read()).hexdigest()]
+    assert accel.source_hash() == ""   # plain loops: numba's own cache key

@@ -20,6 +20,7 @@ from fluidgrad.autograd import PyLayer
 from fluidgrad.dispatch import apply_op
 from fluidgrad.framework.errors import NoGradientError
 from fluidgrad.eager import Tensor, eager_apply
+from fluidgrad.eager.tensor import relinked
 from fluidgrad.nn import functional as F
 from fluidgrad.ops import get_op_def, registered_ops
 from fluidgrad.testing import ProgramGradCheck, build_single_op
@@ -1355,3 +1356,16 @@ def test_setitem_after_a_use_with_create_graph_matches_torch():
         (gg,) = (torch.autograd.grad if lib is torch else fg.grad)([(g * g).sum()], [x])
         return g, gg
     _both(run, [0.1, 0.2, 0.3, 0.4])
+
+
+def test_the_superseded_links_die_with_the_tensor_and_hold_no_values():
+    x = _leaf(fg, np.arange(512.0))
+    a = x * 2.0
+    first = a._node
+    a[0] = 5.0
+    (_, [(_, before)]) = relinked[id(a)]
+    assert before._node is first
+    assert type(before.data) is not np.ndarray  # the link, not the array
+    del a, before
+    gc.collect()
+    assert all(ref() is not None for ref, _ in relinked.values())  # the dead tensor's entry went with it

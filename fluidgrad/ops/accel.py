@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import os
 from typing import Callable, Iterator
 
@@ -69,29 +70,64 @@ def use_numba(on: bool) -> Iterator[None]:
         _switch["on"] = before
 
 
-def jit(fn: Callable) -> Callable:
+def jit(fn: Callable, depends_on: tuple[str, ...] = ()) -> Callable:
     """`fn` compiled by numba on its first call (nogil, cached on disk, reassociating sums).
 
     Decorating costs nothing: numba is imported and the loop compiled only when a kernel first
     takes the compiled path. `.py_func` is the plain Python function (for reading and debugging).
+    `depends_on`: other source files whose code gets compiled into `fn` (numba overloads and
+    intrinsics it calls, e.g. fused_math.py). numba's disk cache checks only `fn`'s own file, so
+    their contents' hash salts the cache key: an edit there recompiles `fn` instead of loading
+    stale machine code.
     """
     compiled: list[Callable] = []
 
     @functools.wraps(fn)
     def call(*args):
         if not compiled:
-            compiled.append(_compile(fn))
+            compiled.append(_compile(fn, source_hash(*depends_on)))
         return compiled[0](*args)
 
     call.py_func = fn
     return call
 
 
-def _compile(fn: Callable) -> Callable:
+@functools.cache
+def source_hash(*paths: str) -> str:
+    """sha256 of the files' contents (once per process): the cache salt of `jit(depends_on=...)`."""
+    digest = hashlib.sha256()
+    for path in paths:
+        with open(path, "rb") as f:
+            digest.update(f.read())
+    return digest.hexdigest() if paths else ""
+
+
+@functools.cache
+def _salted_cache_class() -> type:
+    """numba's per-function disk cache with a salt added to each entry's key (which numba makes
+    of the signature, the CPU and the function's own bytecode and closure)."""
+    from numba.core.caching import FunctionCache
+
+    class SaltedCache(FunctionCache):
+        def __init__(self, py_func, salt: str):
+            self._salt = salt
+            super().__init__(py_func)
+
+        def _index_key(self, sig, codegen):
+            key = super()._index_key(sig, codegen)
+            return key + (self._salt,) if self._salt else key   # unsalted: numba's own key
+
+    return SaltedCache
+
+
+def _compile(fn: Callable, salt: str = "") -> Callable:
     numba = _numba()
     if numba is None:
         raise RuntimeError(f"{fn.__name__}: the compiled kernel needs numba (pip install 'fluidgrad[fast]')")
+    dispatcher = numba.njit(cache=False, nogil=True, fastmath=FASTMATH)(fn)
     try:
-        return numba.njit(cache=True, nogil=True, fastmath=FASTMATH)(fn)
+        # what njit(cache=True) does (Dispatcher.enable_caching), with the salted cache
+        dispatcher._cache = _salted_cache_class()(fn, salt)
     except RuntimeError:   # no writable cache directory: compile for this process only
-        return numba.njit(cache=False, nogil=True, fastmath=FASTMATH)(fn)
+        pass
+    return dispatcher

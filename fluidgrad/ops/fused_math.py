@@ -13,8 +13,8 @@ LLVM does not vectorise a float max reduction without assuming that there are no
 
 The plain Python forms below run when the loops run as Python (`.py_func`); `jit` registers the
 compiled forms with numba (once, on the first call of a loop: `import fluidgrad` never imports
-numba). numba's disk cache does not notice edits here: clear __pycache__/*.nbi after changing
-this file.
+numba). numba's disk cache checks only a loop's own file, so `jit` salts each loop's cache key
+with this file's hash (accel.jit's `depends_on`): an edit here recompiles the loops that use it.
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def row_max(x, i):
 
 def jit(fn: Callable) -> Callable:
     """accel.jit for loops that call `exp` or `row_max`: those are registered before it compiles."""
-    compiled = accel.jit(fn)
+    compiled = accel.jit(fn, depends_on=(__file__,))
 
     @functools.wraps(fn)
     def call(*args):
