@@ -124,10 +124,17 @@ def _compile(fn: Callable, salt: str = "") -> Callable:
     numba = _numba()
     if numba is None:
         raise RuntimeError(f"{fn.__name__}: the compiled kernel needs numba (pip install 'fluidgrad[fast]')")
+    if not salt:
+        try:
+            return numba.njit(cache=True, nogil=True, fastmath=FASTMATH)(fn)
+        except RuntimeError:   # no writable cache directory: compile for this process only
+            return numba.njit(cache=False, nogil=True, fastmath=FASTMATH)(fn)
     dispatcher = numba.njit(cache=False, nogil=True, fastmath=FASTMATH)(fn)
     try:
-        # what njit(cache=True) does (Dispatcher.enable_caching), with the salted cache
+        # what njit(cache=True) does (Dispatcher.enable_caching), with the salted cache; this
+        # reaches into numba's caching internals, so any failure there (no writable cache
+        # directory, a numba whose internals moved) means compiling for this process only
         dispatcher._cache = _salted_cache_class()(fn, salt)
-    except RuntimeError:   # no writable cache directory: compile for this process only
+    except Exception:
         pass
     return dispatcher
