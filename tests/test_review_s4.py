@@ -1,4 +1,4 @@
-"""Session-4 review: confirmed wrong answers, each an xfail(strict=True) test that passes once fixed.
+"""Session-4 review: regression tests for the wrong answers it confirmed (each was a strict xfail until fixed).
 
 Found by comparing the compiled (numba) paths with the NumPy ones and fluidgrad with PyTorch on
 edge inputs (infinities, broadcast shapes, padding windows, in-place updates, empty batches)."""
