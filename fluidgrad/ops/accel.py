@@ -31,7 +31,25 @@ import numpy as np
 FASTMATH = {"reassoc", "contract", "nsz"}
 _COMPILED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
-_switch = {"on": os.environ.get("FLUIDGRAD_NUMBA", "1") != "0"}
+
+
+class Switch:
+    """An on/off setting: on unless its environment variable is "0", and switchable for a block
+    (`with switch.use(False): ...`, how tests compare a fast path with its plain one)."""
+
+    def __init__(self, variable: str) -> None:
+        self.on = os.environ.get(variable, "1") != "0"
+
+    @contextlib.contextmanager
+    def use(self, on: bool) -> Iterator[None]:
+        before, self.on = self.on, on
+        try:
+            yield
+        finally:
+            self.on = before
+
+
+NUMBA = Switch("FLUIDGRAD_NUMBA")
 
 
 @functools.cache
@@ -50,7 +68,7 @@ def installed() -> bool:
 
 def enabled() -> bool:
     """Whether kernels should take their compiled path: numba installed and not switched off."""
-    return _switch["on"] and installed()
+    return NUMBA.on and installed()
 
 
 def takes(*arrays: np.ndarray) -> bool:
@@ -59,15 +77,9 @@ def takes(*arrays: np.ndarray) -> bool:
     return dtype in _COMPILED_DTYPES and all(a.dtype == dtype for a in arrays)
 
 
-@contextlib.contextmanager
-def use_numba(on: bool) -> Iterator[None]:
+def use_numba(on: bool) -> contextlib.AbstractContextManager:
     """Switch the compiled kernels on or off for a block (tests compare both paths)."""
-    before = _switch["on"]
-    _switch["on"] = on
-    try:
-        yield
-    finally:
-        _switch["on"] = before
+    return NUMBA.use(on)
 
 
 def jit(fn: Callable, depends_on: tuple[str, ...] = ()) -> Callable:

@@ -17,16 +17,14 @@ the old value raises the same clear error. Otherwise the pure kernel runs, as be
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
-from typing import Iterator
 
 import numpy as np
 
 from ..eager.tensor import Tensor, _record_modification
 from ..ops import accel
 
-_switch = {"on": os.environ.get("FLUIDGRAD_INPLACE_STEP", "1") != "0"}
+IN_PLACE = accel.Switch("FLUIDGRAD_INPLACE_STEP")
 
 
 
@@ -48,15 +46,9 @@ def _sole_owner_references() -> int:
 _SOLE_OWNER_REFS = _sole_owner_references()
 
 
-@contextlib.contextmanager
-def use_in_place(on: bool) -> Iterator[None]:
+def use_in_place(on: bool) -> contextlib.AbstractContextManager:
     """Switch the in-place step on or off for a block (tests compare both paths)."""
-    before = _switch["on"]
-    _switch["on"] = on
-    try:
-        yield
-    finally:
-        _switch["on"] = before
+    return IN_PLACE.use(on)
 
 
 @accel.jit
@@ -70,7 +62,7 @@ def _axpy(param, grad, alpha):  # param += alpha * grad, one pass (numba)
 def sgd_in_place(param: object, value: np.ndarray, grad: np.ndarray, lr: np.ndarray) -> bool:
     """`value -= lr * grad` into `value`, the array of the Tensor `param`, when that is safe (see
     the module's docstring); returns whether it was done."""
-    if not _switch["on"] or not isinstance(param, Tensor) or param.data is not value:
+    if not IN_PLACE.on or not isinstance(param, Tensor) or param.data is not value:
         return False
     if sys.getrefcount(value) > _SOLE_OWNER_REFS or value.base is not None or not value.flags.writeable \
             or not value.flags.c_contiguous or grad.dtype != value.dtype or grad.shape != value.shape:
