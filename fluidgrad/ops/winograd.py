@@ -24,13 +24,14 @@ import functools
 
 import numpy as np
 
-from . import accel
+from . import accel, threads
 
 # F(2x2, 3x3): output = A^T [(G g G^T) * (B^T d B)] A
 _G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
 _BLOCK_BYTES = 1 << 19   # transformed input + product per block of images: about the L2 cache
 _MIN_CHANNELS = 8
 _PLANE_PAD = 24          # elements between the 16 tile planes (not a multiple of a cache page)
+_SPLIT_MACS = 1 << 22    # Winograd-domain multiply-adds from which the images are split over threads
 
 
 def applies(kernel, strides, dilations, pads, groups: int) -> bool:
@@ -72,13 +73,30 @@ def _tiles(out_h: int, out_w: int) -> tuple[int, int]:
     return -(-out_h // 2), -(-out_w // 2)
 
 
-def _stack(rows: int, tiles: int, dtype) -> tuple[np.ndarray, np.ndarray]:
+def _stack(rows: int, tiles: int, dtype, storage: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """A [16, rows * tiles + pad] buffer (what the transforms write) and its [16, rows, tiles]
-    view (what the GEMMs read). The pad keeps the 16 planes from sitting a power of two apart:
-    they would share cache sets, and a transform writing all 16 at once thrashes them
+    view (what the GEMMs read), in `storage` (a flat array, reused block after block so that it
+    stays in the cache) when given. The pad keeps the 16 planes from sitting a power of two
+    apart: they would share cache sets, and a transform writing all 16 at once thrashes them
     (measured 3-5x slower)."""
-    buf = np.empty((16, rows * tiles + _PLANE_PAD), dtype=dtype)
+    size = 16 * (rows * tiles + _PLANE_PAD)
+    flat = np.empty(size, dtype=dtype) if storage is None else storage[:size]
+    buf = flat.reshape(16, rows * tiles + _PLANE_PAD)
     return buf, buf[:, :rows * tiles].reshape(16, rows, tiles)
+
+
+def _storage(rows: int, tiles: int, dtype) -> np.ndarray:
+    """Flat room for `_stack(rows, t)` with t <= tiles."""
+    return np.empty(16 * (rows * tiles + _PLANE_PAD), dtype=dtype)
+
+
+def _schedule(n: int, channels: int, outs: int, tiles: int, itemsize: int) -> tuple[int, int]:
+    """Images per block and how many threads draw the blocks: BLAS's thread count (the GEMMs of
+    one block are too small for BLAS to thread them itself), or one when the work is too small
+    to pay for the hand-over; several threads get four blocks each at least, to share them out."""
+    step = _block(n, channels, outs, tiles, itemsize)
+    workers = threads.blas_threads() if 16 * channels * outs * tiles * n >= _SPLIT_MACS else 1
+    return (step, 1) if workers <= 1 else (max(1, min(step, n // (4 * workers))), workers)
 
 
 def _block(n: int, channels: int, outs: int, tiles: int, itemsize: int) -> int:
@@ -229,15 +247,19 @@ def conv2d(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, pads) -> np.nd
     u = filter_transform(w.astype(dtype, copy=False))
     bias_arr = np.zeros(1, dtype) if bias is None else np.ascontiguousarray(bias, dtype=dtype)
     y = np.empty((n, o, oh, ow), dtype=dtype)
-    step = _block(n, c, o, th * tw, x.itemsize)
-    for start in range(0, n, step):
-        xb = x[start:start + step]
-        nb = xb.shape[0]
-        v_buf, v = _stack(c, nb * th * tw, dtype)
-        m_buf, m = _stack(o, nb * th * tw, dtype)
-        _input_tiles_compiled(xb, top, left, th, tw, v_buf)
-        np.matmul(u, v, out=m)
-        _output_tiles_compiled(m_buf, th, tw, bias_arr, bias is not None, y[start:start + nb])
+    step, workers = _schedule(n, c, o, th * tw, x.itemsize)
+
+    def run(blocks) -> None:
+        v_room, m_room = _storage(c, step * th * tw, dtype), _storage(o, step * th * tw, dtype)
+        for start, stop in blocks:
+            xb = x[start:stop]
+            nb = stop - start
+            v_buf, v = _stack(c, nb * th * tw, dtype, v_room)
+            m_buf, m = _stack(o, nb * th * tw, dtype, m_room)
+            _input_tiles_compiled(xb, top, left, th, tw, v_buf)
+            np.matmul(u, v, out=m)
+            _output_tiles_compiled(m_buf, th, tw, bias_arr, bias is not None, y[start:start + nb])
+    threads.run_blocks(run, n, step, workers)
     return y
 
 
@@ -249,16 +271,21 @@ def filter_grad(dout: np.ndarray, x: np.ndarray, pads) -> np.ndarray:
     th, tw = _tiles(oh, ow)
     dtype = np.result_type(dout, x)
     x, dout = np.ascontiguousarray(x, dtype=dtype), np.ascontiguousarray(dout, dtype=dtype)
-    du = np.zeros((16, o, c), dtype=dtype)
-    step = _block(n, c, o, th * tw, x.itemsize)
-    for start in range(0, n, step):
-        xb, db = x[start:start + step], dout[start:start + step]
-        tiles = xb.shape[0] * th * tw
-        v_buf, v = _stack(c, tiles, dtype)
-        dm_buf, dm = _stack(o, tiles, dtype)
-        _input_tiles_compiled(xb, top, left, th, tw, v_buf)
-        _output_grad_tiles_compiled(db, th, tw, dm_buf)
-        du += np.matmul(dm, v.transpose(0, 2, 1))
+    step, workers = _schedule(n, c, o, th * tw, x.itemsize)
+
+    def run(blocks) -> np.ndarray:
+        du, part = np.zeros((16, o, c), dtype=dtype), np.empty((16, o, c), dtype=dtype)
+        v_room, dm_room = _storage(c, step * th * tw, dtype), _storage(o, step * th * tw, dtype)
+        for start, stop in blocks:
+            xb, db = x[start:stop], dout[start:stop]
+            tiles = (stop - start) * th * tw
+            v_buf, v = _stack(c, tiles, dtype, v_room)
+            dm_buf, dm = _stack(o, tiles, dtype, dm_room)
+            _input_tiles_compiled(xb, top, left, th, tw, v_buf)
+            _output_grad_tiles_compiled(db, th, tw, dm_buf)
+            du += np.matmul(dm, v.transpose(0, 2, 1), out=part)
+        return du
+    du = functools.reduce(np.add, threads.run_blocks(run, n, step, workers))
     return filter_grad_transform(du, dtype)
 
 
