@@ -98,8 +98,6 @@ def test_program_random_seed_makes_the_startup_program_repeatable():
 
 
 # ---------------------------------------------------------------- float32 sums over a long leading axis
-@pytest.mark.xfail(strict=True, reason="ops/reduce.py block_sum: a sum over a long leading axis is one float32 "
-                   "BLAS gemv (ones @ x), 0.4% off at 2^20 rows of 0.1 (PyTorch 6e-7)")
 def test_float32_sum_over_a_million_rows_is_accurate():
     x = np.full((1 << 20, 2), 0.1, np.float32)
     exact = np.float64(np.float32(0.1)) * x.shape[0]
@@ -107,16 +105,12 @@ def test_float32_sum_over_a_million_rows_is_accurate():
     np.testing.assert_allclose(got, exact, rtol=1e-5)
 
 
-@pytest.mark.xfail(strict=True, reason="ops/reduce.py reduce_mean: np.mean over strided leading axes accumulates "
-                   "float32 one by one, 1% off at 2^20 rows of 0.1 (PyTorch 6e-7)")
 def test_float32_mean_over_a_million_rows_is_accurate():
     x = np.full((4, 1 << 18, 2), 0.1, np.float32)
     got = fg.mean(fg.to_tensor(x), axis=[0, 1]).numpy()
     np.testing.assert_allclose(got, np.float64(np.float32(0.1)), rtol=1e-5)
 
 
-@pytest.mark.xfail(strict=True, reason="fluidgrad.var over axis 0: the float32 mean / sum over a leading axis "
-                   "(ops/reduce.py) accumulate row by row; 4096 rows of 1e4 + N(0, 1) give 5e-4 (PyTorch 6e-8)")
 def test_float32_variance_over_the_batch_axis_is_accurate():
     x = (1e4 + np.random.default_rng(16).standard_normal((4096, 64))).astype(np.float32)
     exact = x.astype(np.float64).var(axis=0, ddof=1)
