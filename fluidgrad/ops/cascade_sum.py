@@ -22,8 +22,7 @@ _BLOCK = 256
 # rows shorter than this are summed by one BLAS dot product each (error ~ ROW_BLOCK/16 ulps)
 _ROW_BLOCK = 128
 # a reduced axis at least this long is a contiguous row NumPy's pairwise sum handles at speed
-_LONG_ROW = 4096
-_LOW_PRECISION = frozenset(("float16", "bfloat16"))
+_LONG_ROW = 1 << 16
 
 
 @functools.lru_cache(maxsize=256)
@@ -43,12 +42,14 @@ def _row_block(n: int) -> int | None:
 
 
 def _sum_rows(m: np.ndarray) -> np.ndarray:
-    """Sums along axis 1 of a contiguous [a, r] float32 array: [a]."""
+    """Sums along axis 1 of a contiguous [a, r] float32 array: [a]. One row, or long rows: NumPy's
+    pairwise sum; else one BLAS product over blocks of <= _ROW_BLOCK values, then the same over
+    the block sums (rows whose length has no block divisor take NumPy's sum too)."""
     a, r = m.shape
     while r > _ROW_BLOCK:
-        block = None if r >= _LONG_ROW else _row_block(r)
+        block = None if a == 1 or r >= _LONG_ROW else _row_block(r)
         if block is None:
-            return np.add.reduce(m, axis=1)          # NumPy's pairwise sum along a contiguous row
+            return np.add.reduce(m, axis=1)
         r //= block
         m = (m.reshape(a * r, block) @ _ones(block)).reshape(a, r)
     return m @ _ones(r)
@@ -70,7 +71,7 @@ def _sum_middle(t: np.ndarray) -> np.ndarray:
     summed the same way, until one block is left."""
     a, r, b = t.shape
     if b == 1:
-        return _sum_rows(np.ascontiguousarray(t.reshape(a, r))).reshape(a, 1)
+        return _sum_rows(t.reshape(a, r)).reshape(a, 1)
     while r > _BLOCK:
         q = r // _BLOCK
         blocks = t[:, :q * _BLOCK].reshape(a, q, _BLOCK, b)     # a view: one axis split in two
@@ -81,41 +82,47 @@ def _sum_middle(t: np.ndarray) -> np.ndarray:
     return _short_sum(t)
 
 
-def _runs(shape: tuple, axes) -> list[list]:
-    """Adjacent axes merged into runs [size, reduced]; size-1 axes dropped (they change nothing)."""
+@functools.lru_cache(maxsize=1024)
+def _plan(shape: tuple, axes: tuple) -> tuple:
+    """The [a, r, b] passes summing `shape` over `axes` (each pass sums axis 1, last reduced run
+    first), from the axes merged into runs of adjacent reduced / kept axes (size-1 axes dropped)."""
     runs: list[list] = []
     for i, d in enumerate(shape):
-        if d == 1:
-            continue
-        reduced = i in axes
-        if runs and runs[-1][1] == reduced:
-            runs[-1][0] *= d
-        else:
-            runs.append([d, reduced])
-    return runs
+        if d != 1:
+            if runs and runs[-1][1] == (i in axes):
+                runs[-1][0] *= d
+            else:
+                runs.append([d, i in axes])
+    passes = []
+    while any(reduced for _, reduced in runs):
+        j = max(i for i, (_, reduced) in enumerate(runs) if reduced)
+        before, after = math.prod(d for d, _ in runs[:j]), math.prod(d for d, _ in runs[j + 1:])
+        passes.append((before, runs[j][0], after))
+        runs = runs[:j - 1] + [[runs[j - 1][0] * after, False]] if j and j + 1 < len(runs) else \
+            runs[:j] + runs[j + 1:]
+    return tuple(passes)
 
 
-def cascade_sum(x: np.ndarray, axes, in_float32: bool = False) -> np.ndarray | None:
+_F32 = np.dtype(np.float32)
+_F16 = np.dtype(np.float16)
+
+
+def cascade_sum(x: np.ndarray, axes: tuple, in_float32: bool = False) -> np.ndarray | None:
     """The sum of a float32 / float16 / bfloat16 array over `axes` (a tuple of axis indices),
     shaped as the kept axes, in x's dtype (`in_float32`: the float32 accumulator, for a mean to
     divide before rounding), with an error like PyTorch's; None for other dtypes (float64,
     integers, bool) and for empty arrays, which keep their callers' former path."""
-    name = x.dtype.name
-    if (name != "float32" and name not in _LOW_PRECISION) or x.size == 0:
+    dtype = x.dtype
+    if (dtype != _F32 and dtype != _F16 and (dtype.kind != "V" or dtype.name != "bfloat16")) or x.size == 0:
         return None
-    kept = tuple(d for i, d in enumerate(x.shape) if i not in axes)
-    t = np.ascontiguousarray(x, dtype=np.float32)    # float16 / bfloat16 accumulate in float32
-    runs = _runs(x.shape, axes)
-    if not any(reduced for _, reduced in runs):   # only size-1 axes reduced: a copy, never a view of x
-        return np.array(x.reshape(kept), dtype=np.float32 if in_float32 else x.dtype, copy=True)
-    while any(reduced for _, reduced in runs):
-        j = max(i for i, (_, reduced) in enumerate(runs) if reduced)   # the last reduced run
-        before, after = math.prod(d for d, _ in runs[:j]), math.prod(d for d, _ in runs[j + 1:])
-        t = _sum_middle(t.reshape(before, runs[j][0], after))
-        runs = runs[:j - 1] + [[runs[j - 1][0] * after, False]] if j and j + 1 < len(runs) else \
-            runs[:j] + runs[j + 1:]
-    out = t.reshape(kept)
-    if name == "float32" or in_float32:
+    t = np.ascontiguousarray(x, dtype=_F32)    # float16 / bfloat16 accumulate in float32
+    passes = _plan(x.shape, axes)
+    if not passes:     # only size-1 axes reduced: a copy, never a view of x
+        t = t.copy() if t is x else t
+    for pass_shape in passes:
+        t = _sum_middle(t.reshape(pass_shape))
+    out = t.reshape(tuple(d for i, d in enumerate(x.shape) if i not in axes))
+    if dtype == _F32 or in_float32:
         return out
     with np.errstate(over="ignore"):   # a float16 total past 65504 is inf, as NumPy's and PyTorch's
-        return out.astype(x.dtype)
+        return out.astype(dtype)
