@@ -126,3 +126,19 @@ def cascade_sum(x: np.ndarray, axes: tuple, in_float32: bool = False) -> np.ndar
         return out
     with np.errstate(over="ignore"):   # a float16 total past 65504 is inf, as NumPy's and PyTorch's
         return out.astype(dtype)
+
+
+def cascade_vecmat(w: np.ndarray, m: np.ndarray) -> np.ndarray | None:
+    """w @ m (a weighted sum of m's rows, e.g. a layer norm's scale gradient over the batch) for
+    float32 [r] and C-contiguous [r, b]: one BLAS product per block of _BLOCK rows, the block
+    results then summed by cascade_sum; None for other dtypes or layouts (then plain w @ m)."""
+    if w.dtype != _F32 or m.dtype != _F32 or m.ndim != 2 or not m.flags.c_contiguous:
+        return None
+    r, b = m.shape
+    if r <= _BLOCK:
+        return w @ m
+    q = r // _BLOCK
+    partial = np.matmul(w[:q * _BLOCK].reshape(q, 1, _BLOCK), m[:q * _BLOCK].reshape(q, _BLOCK, b)).reshape(q, b)
+    if r > q * _BLOCK:
+        partial[0] += w[q * _BLOCK:] @ m[q * _BLOCK:]
+    return cascade_sum(partial, (0,))
