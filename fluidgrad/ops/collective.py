@@ -230,9 +230,6 @@ def _uncoalesce_infer(ctx) -> None:
     if len(ctx.shape("X")) != 1 or ctx.shape("X")[0] not in (-1, sum(prod(s) for s in shapes)):
         raise ctx.shape_error(f"{ctx.describe('X')} must be 1-D with {sum(prod(s) for s in shapes)} elements "
                               f"for the shapes {[list(s) for s in shapes]}")
-    if ctx.attr("overwrite") and list(ctx.outputs.get("Out", ())) != list(ctx.input_names("X")):
-        raise ctx.shape_error("overwrite=True writes the sums into the inputs: the outputs must be the "
-                              f"inputs themselves, got X {ctx.input_names('X')} and Out {list(ctx.outputs.get('Out', ()))}")
     if ctx.num_outputs("Out") != len(shapes):
         raise ctx.shape_error(f"{ctx.num_outputs('Out')} outputs for {len(shapes)} shapes")
     for i, shape in enumerate(shapes):
