@@ -9,8 +9,9 @@ the sum of the per-rank losses, so each collective's gradient is its adjoint col
 
 `c_bucket_allreduce` reduces a bucket of tensors with one collective: it packs them into a
 flat buffer kept from run to run (`World.bucket`: shared memory when every rank is on one
-node, see comm_buckets.py), reduces it and returns read-only views of the result (so a fetch
-copies them). `coalesce` / `uncoalesce` pack
+node, see comm_buckets.py), reduces it and returns the summed tensors: arrays of the run's own
+when the sum makes them anyway (two ranks on one node), else read-only views of the result (so
+a fetch copies them). `coalesce` / `uncoalesce` pack
 several tensors into one flat buffer and back (each the other's gradient), for programs that
 want the packing as ops of their own.
 """
@@ -138,22 +139,18 @@ def _bucket_allreduce_kernel(xs, reduce="avg", bucket="", ring_id=0):
     dtype = arrays[0].dtype
     flat = world.bucket((bucket, tuple(a.shape for a in arrays)), sum(a.size for a in arrays), dtype)
     scale = dtype.type(1 / world.size) if reduce == "avg" else None
-    start, bounds = 0, []
+    start, pieces = 0, []
     for array in arrays:  # pack (and scale, for the average) in one pass per tensor
         part = flat.input[start:start + array.size]
         if scale is None:
             np.copyto(part, array.reshape(-1))
         else:
             np.multiply(array.reshape(-1), scale, out=part)
-        bounds.append(start)
+        pieces.append((start, array.shape))
         start += array.size
-    result = flat.start(f"op c_bucket_allreduce ({bucket})").wait()
-    views = []
-    for array, first in zip(arrays, bounds):
-        view = result[first:first + array.size].reshape(array.shape)
-        view.flags.writeable = False  # the next run reuses the bucket: nobody may keep writing into it
-        views.append(view)
-    return views
+    # arrays of this run (two ranks on one node), or read-only views of the bucket, which the
+    # next run reuses: nobody may keep writing into it
+    return flat.start(f"op c_bucket_allreduce ({bucket})").wait_arrays(pieces)
 
 
 def _bucket_allreduce_infer(ctx) -> None:
