@@ -135,6 +135,8 @@ def _run(call: OpCall, args: Sequence[Any], tensors: tuple, kw: dict, record: bo
     try:
         out = call.kernel(*args, **kw) if kw else call.kernel(*args)
     except Exception as exc:
+        if call.dtype_keyed:  # the cached verdict saw only the dtypes: the rule names bad shapes
+            run_rule(call, None, list(args), tensors, kw, None)
         raise _kernel_error(call, args, kw, exc) from exc
     if output_check is not None:
         output_check(call, args, out)
@@ -163,7 +165,8 @@ def apply_binary(op_type: str, x: Tensor, y: Tensor) -> Tensor:
     xd = x.data
     yd = y.data
     try:
-        expected = call.infer_cache[(xd.shape, xd.dtype, yd.shape, yd.dtype, call.default_attr_key)]
+        expected = call.infer_cache[(xd.dtype, yd.dtype, call.default_attr_key) if call.dtype_keyed else
+                                    (xd.shape, xd.dtype, yd.shape, yd.dtype, call.default_attr_key)]
     except KeyError:  # not seen yet: run the rule
         expected = run_rule(call, key_or_none(call, [xd, yd], call.defaults, None), [xd, yd], (x, y),
                             call.defaults, None)

@@ -26,7 +26,7 @@ class OpCall:
     __slots__ = ("type", "op_def", "kernel", "in_slots", "in_names", "in_index", "out_slots", "out_index",
                  "defaults", "single_out", "has_dup_out", "has_dup_in", "grad_maker", "needs_runtime",
                  "infer", "infer_cache", "infer_attrs", "default_attr_key", "reads", "keep_plans",
-                 "simple", "keep_all_below")
+                 "simple", "keep_all_below", "dtype_keyed")
 
     def __init__(self, op_def: Any) -> None:
         self.type = op_def.type
@@ -51,6 +51,8 @@ class OpCall:
         self.infer_cache: dict[tuple, Any] = {}
         self.infer_attrs: tuple[str, ...] = ()
         self.default_attr_key: tuple = attr_key(self, self.defaults, None)
+        self.dtype_keyed = (getattr(self.infer, "numpy_broadcast", False) and not self.has_dup_in
+                            and not self.has_dup_out)
         # what the backward reads (None: unknown, keep everything), and per pattern of inputs
         # needing a gradient, which inputs and outputs a node keeps (see `record_node`)
         self.reads: GradReads | None = (None if isinstance(op_def, CustomOp) else
