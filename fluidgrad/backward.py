@@ -75,18 +75,22 @@ class _BackwardBuilder:
     def __init__(self, program: Program, no_grad_set: Iterable[str]) -> None:
         self.program = program
         self.no_grad = set(no_grad_set)
+        existing = set()
         for var in program.list_vars():
+            existing.add(var.name)
             if var.stop_gradient:
                 self.no_grad.add(var.name)
         self.grad_to_var: dict[str, str] = {}
         self.var_info: dict[str, tuple[tuple[int, ...], str]] = {}  # grad var -> (shape, dtype)
-        self.suffix = self._pass_suffix()
+        self.suffix = self._pass_suffix(existing)
 
-    def _pass_suffix(self) -> str:
-        """Grad-of-grad: a second pass over a program must not reuse the first pass's names."""
-        existing = {v.name for v in self.program.list_vars()}
+    def _pass_suffix(self, existing: set[str]) -> str:
+        """Grad-of-grad: a second pass over a program must not reuse the first pass's names
+        (`existing`): the first suffix k such that no name plus it is also a name."""
+        grads = [name for name in existing if GRAD_SUFFIX in name]  # every suffix contains it
         k = 0
-        while any(name + self._suffix(k) in existing for name in existing):
+        while any(name.endswith(suffix) and name[:-len(suffix)] in existing
+                  for suffix in (self._suffix(k),) for name in grads):
             k += 1
         return self._suffix(k)
 
@@ -103,7 +107,7 @@ class _BackwardBuilder:
         """The ops of `block` whose outputs reach `targets` (a backward sweep)."""
         needed, path = set(targets), []
         for op in reversed(block.ops):
-            if any(n in needed for n in op.output_arg_names):
+            if not needed.isdisjoint(op.output_arg_names):
                 path.append(op)
                 needed.update(op.input_arg_names)
         path.reverse()
@@ -116,12 +120,14 @@ class _BackwardBuilder:
         produced: set[str] = set()
         live = set(wanted)
         for op in path:
+            outputs = op.output_arg_names
             # an input is live if a live op wrote it, or if it comes from outside (read before
             # any write) and is differentiable itself
-            if any(n in live or (n not in produced and self._differentiable(op.block, n))
-                   for n in op.input_arg_names):
-                live.update(op.output_arg_names)
-            produced.update(op.output_arg_names)
+            for n in op.input_arg_names:
+                if n in live or (n not in produced and self._differentiable(op.block, n)):
+                    live.update(outputs)
+                    break
+            produced.update(outputs)
         # a variable written twice (a loop variable) is live if any of its writers is
         self.no_grad.update(produced - live)
 
@@ -164,8 +170,12 @@ class _BackwardBuilder:
                 overwritten[name] = op
 
     def _differentiable(self, block: Block, name: str) -> bool:
-        var = block._find_var_recursive(name)
-        return name not in self.no_grad and var is not None and var.dtype.startswith("float")
+        if name in self.no_grad:
+            return False
+        var = block.vars.get(name)
+        if var is None:
+            var = block._find_var_recursive(name)
+        return var is not None and var.dtype.startswith("float")
 
     @staticmethod
     def _overwrite_error(name: str, reader: Operator, writer: Operator, also: Operator | None = None) -> None:
@@ -178,33 +188,34 @@ class _BackwardBuilder:
     def append_grad_ops(self, ops: Sequence[Operator], target_block: Block, flowing: set[str],
                         callbacks: Sequence[Callable] = ()) -> set[str]:
         """Append grad ops for `ops` (reverse order) to `target_block`; return vars given a gradient."""
+        suffix, var_info, append = self.suffix, self.var_info, target_block._append_trusted
         for op in reversed(ops):
             outputs = op.output_arg_names
-            if not any(n in flowing for n in outputs):
+            if flowing.isdisjoint(outputs):
                 continue
             inputs = op.input_arg_names
             if not self._inputs_need_grad(op, inputs):
                 continue
-            grad_sub_block = self._build_grad_sub_block(op, flowing, callbacks)
+            grad_sub_block = self._build_grad_sub_block(op, flowing, callbacks) if "sub_block" in op.attrs else None
             descs, grad_to_var = get_grad_op_desc(op, self.no_grad, grad_sub_block, self.grad_name, {
-                self.grad_name(n) for n in outputs if n in flowing})
+                n + suffix for n in outputs if n in flowing})
             self.grad_to_var.update(grad_to_var)
             for desc in descs:
-                self.var_info.update(desc.out_vars)
+                var_info.update(desc.out_vars)
                 # descs come from the registry's own grad makers: no need to validate them again
-                grad_op = target_block._append_trusted(desc.type, desc.inputs, desc.outputs, desc.attrs)
+                grad_op = append(desc.type, desc.inputs, desc.outputs, desc.attrs)
                 for callback in callbacks:
                     callback(block=target_block, context={"op": grad_op, "forward_op": op})
                 for names in desc.outputs.values():
                     for name in names:
-                        if grad_to_var.get(name) in inputs:
-                            flowing.add(grad_to_var[name])
+                        forward = grad_to_var.get(name)
+                        if forward is not None and forward in inputs:
+                            flowing.add(forward)
         return flowing
 
     def _inputs_need_grad(self, op: Operator, inputs: Sequence[str]) -> bool:
         for name in inputs:
-            var = op.block._find_var_recursive(name)
-            if name not in self.no_grad and var is not None and var.dtype.startswith("float"):
+            if self._differentiable(op.block, name):
                 return True
         return False
 
@@ -254,14 +265,18 @@ class _BackwardBuilder:
         renames: dict[str, int] = defaultdict(int)
         ops: list[Operator] = []
         for op in block.ops[start:]:
-            for name in set(op.input_arg_names):
+            for name in op.input_arg_names:  # (a name read twice finds no writers the second time)
                 writers = pending.pop(name, ())
                 if len(writers) > 1:
                     ops.append(self._sum_writes(block, name, writers, renames))
             ops.append(op)
             for name in op.output_arg_names:
                 if GRAD_SUFFIX in name and name != EMPTY_VAR_NAME:
-                    pending.setdefault(name, []).append(op)
+                    writers = pending.get(name)
+                    if writers is None:
+                        pending[name] = [op]
+                    else:
+                        writers.append(op)
         ops += [self._sum_writes(block, name, writers, renames) for name, writers in pending.items()
                 if len(writers) > 1]
         _replace_ops(block, start, ops)
@@ -309,12 +324,13 @@ class _BackwardBuilder:
     def fill_missing_grads(self, block: Block, provided: set[str], start: int = 0) -> None:
         """Zero-fill gradients that a grad op reads but no earlier op writes."""
         written = set(provided)
+        grad_to_var = self.grad_to_var
         ops: list[Operator] = []
         for op in block.ops[start:]:
             for name in op.input_arg_names:
-                if name in written or name not in self.grad_to_var or name == EMPTY_VAR_NAME:
+                if name in written or name not in grad_to_var or name == EMPTY_VAR_NAME:
                     continue
-                ops.append(Operator(block, "fill_zeros_like", {"X": [self.grad_to_var[name]]}, {"Out": [name]},
+                ops.append(Operator(block, "fill_zeros_like", {"X": [grad_to_var[name]]}, {"Out": [name]},
                                     {"op_role": BACKWARD, "dtype": None}))
                 written.add(name)
             written.update(op.output_arg_names)
@@ -330,10 +346,11 @@ class _BackwardBuilder:
         """
         declared, var_info, grad_to_var = block.vars, self.var_info, self.grad_to_var
         for op in block.ops[start:]:
-            sub = _sub_block(op)
-            if sub is not None and op.role == BACKWARD:
-                self.create_grad_vars(sub)
-            names = [n for n in op.output_arg_names if n != EMPTY_VAR_NAME and n not in declared]
+            if "sub_block" in op.attrs:
+                sub = _sub_block(op)
+                if sub is not None and op.role == BACKWARD:
+                    self.create_grad_vars(sub)
+            names = [n for n in op.output_arg_names if n not in declared and n != EMPTY_VAR_NAME]
             if not names:
                 continue
             unknown = [n for n in names if n not in var_info and n not in grad_to_var]
@@ -343,7 +360,12 @@ class _BackwardBuilder:
                 infer_op(op)
             for name in names:
                 fwd = grad_to_var.get(name)
-                fwd_var = block._find_var_recursive(fwd) if fwd is not None else None
+                if fwd is None:
+                    fwd_var = None
+                else:
+                    fwd_var = declared.get(fwd)
+                    if fwd_var is None:
+                        fwd_var = block._find_var_recursive(fwd)
                 if fwd_var is not None:
                     shape, dtype = fwd_var.shape, fwd_var.dtype
                 elif name in var_info:
