@@ -52,6 +52,15 @@ def _sub_block(op: Operator) -> Block | None:
     return sub if isinstance(sub, Block) else None
 
 
+# An op of the forward part with its input and output names, listed once per pass: the forward
+# ops' names do not change while their backward is built, and each step below reads them.
+_Step = tuple[Operator, list[str], list[str]]
+
+
+def _steps(ops: Iterable[Operator]) -> list[_Step]:
+    return [(op, op.input_arg_names, op.output_arg_names) for op in ops]
+
+
 def _rename_first_output(op: Operator, old: str, new: str) -> None:
     """Rename one occurrence of `old` among the op's outputs: an op that writes the same
     gradient twice (the split in the gradient of `concat([x, x])`) counts as two writers."""
@@ -103,27 +112,28 @@ class _BackwardBuilder:
 
     # ---- step 1
     @staticmethod
-    def ops_on_path(block: Block, targets: set[str]) -> list[Operator]:
-        """The ops of `block` whose outputs reach `targets` (a backward sweep)."""
+    def ops_on_path(block: Block, targets: set[str]) -> list[_Step]:
+        """The ops of `block` whose outputs reach `targets` (a backward sweep), as steps."""
         needed, path = set(targets), []
         for op in reversed(block.ops):
-            if not needed.isdisjoint(op.output_arg_names):
-                path.append(op)
-                needed.update(op.input_arg_names)
+            outputs = op.output_arg_names
+            if not needed.isdisjoint(outputs):
+                inputs = op.input_arg_names
+                path.append((op, inputs, outputs))
+                needed.update(inputs)
         path.reverse()
         return path
 
-    def mark_constants(self, path: Sequence[Operator], wanted: Iterable[str] = ()) -> None:
+    def mark_constants(self, path: Sequence[_Step], wanted: Iterable[str] = ()) -> None:
         """Step 1's forward half: an op that no differentiable variable reaches computes a
         constant (e.g. a transform of the data), so its outputs join the no-grad set and no grad
         op differentiates it. `wanted` names variables whose gradient is asked for explicitly."""
         produced: set[str] = set()
         live = set(wanted)
-        for op in path:
-            outputs = op.output_arg_names
+        for op, inputs, outputs in path:
             # an input is live if a live op wrote it, or if it comes from outside (read before
             # any write) and is differentiable itself
-            for n in op.input_arg_names:
+            for n in inputs:
                 if n in live or (n not in produced and self._differentiable(op.block, n)):
                     live.update(outputs)
                     break
@@ -131,15 +141,15 @@ class _BackwardBuilder:
         # a variable written twice (a loop variable) is live if any of its writers is
         self.no_grad.update(produced - live)
 
-    def check_gradients_exist(self, path: Sequence[Operator]) -> None:
+    def check_gradients_exist(self, path: Sequence[_Step]) -> None:
         """An op on the path with a float output and a differentiable input must have a
         gradient: say so now, naming it, before any other check reads its (generated) variables.
         The common case is a second derivative through a loop: `while_grad` has none."""
-        for op in path:
+        for op, inputs, outputs in path:
             op_def = get_op_def(op.type)
-            if op_def.has_gradient or not self._inputs_need_grad(op, op.input_arg_names):
+            if op_def.has_gradient or not self._inputs_need_grad(op, inputs):
                 continue
-            if not any(self._differentiable(op.block, n) for n in op.output_arg_names if n != EMPTY_VAR_NAME):
+            if not any(self._differentiable(op.block, n) for n in outputs if n != EMPTY_VAR_NAME):
                 continue
             origin = op.type.removesuffix("_grad")
             hint = (f"; it is the gradient of op {origin}: a second derivative through {origin} is not "
@@ -149,19 +159,19 @@ class _BackwardBuilder:
             except NoGradientError as err:
                 raise NoGradientError(f"{err}{hint}") from None
 
-    def check_no_overwrite(self, ops: Sequence[Operator], loop_body: Block | None = None) -> None:
+    def check_no_overwrite(self, steps: Sequence[_Step], loop_body: Block | None = None) -> None:
         """Grad ops read forward values by name, so a value that a later op overwrites would be
         read back wrong. Refuse it rather than give a wrong gradient. A loop body may overwrite
         an outer variable it has read (each step's scope keeps the value it read), provided
         nothing in the body reads it again afterwards."""
         last_reader: dict[str, Operator] = {}
         overwritten: dict[str, Operator] = {}
-        for op in ops:
-            for name in op.input_arg_names:
+        for op, inputs, outputs in steps:
+            for name in inputs:
                 if name in overwritten:
                     self._overwrite_error(name, last_reader[name], overwritten[name], also=op)
                 last_reader[name] = op
-            for name in op.output_arg_names:
+            for name in outputs:
                 reader = last_reader.get(name)
                 if reader is None or reader is op or not self._differentiable(op.block, name):
                     continue
@@ -185,15 +195,13 @@ class _BackwardBuilder:
                          f"to a new variable (e.g. `{name} = ...` instead of assign(..., output={name}))")
 
     # ---- step 3
-    def append_grad_ops(self, ops: Sequence[Operator], target_block: Block, flowing: set[str],
+    def append_grad_ops(self, steps: Sequence[_Step], target_block: Block, flowing: set[str],
                         callbacks: Sequence[Callable] = ()) -> set[str]:
-        """Append grad ops for `ops` (reverse order) to `target_block`; return vars given a gradient."""
+        """Append grad ops for the steps' ops (reverse order) to `target_block`; return vars given a gradient."""
         suffix, var_info, append = self.suffix, self.var_info, target_block._append_trusted
-        for op in reversed(ops):
-            outputs = op.output_arg_names
+        for op, inputs, outputs in reversed(steps):
             if flowing.isdisjoint(outputs):
                 continue
-            inputs = op.input_arg_names
             if not self._inputs_need_grad(op, inputs):
                 continue
             grad_sub_block = self._build_grad_sub_block(op, flowing, callbacks) if "sub_block" in op.attrs else None
@@ -228,10 +236,11 @@ class _BackwardBuilder:
         grad_block.forward_block_idx = sub.idx
         try:
             # inside the sub-block, gradients flow from the outer variables it writes
-            self.check_no_overwrite(sub.ops, loop_body=sub)
-            outer_writes = {n for o in sub.ops for n in o.output_arg_names if not sub.has_var(n)}
-            inner_flowing = self._flowing_outer_writes(sub, outer_writes, flowing)
-            self.append_grad_ops(sub.ops, grad_block, inner_flowing, callbacks)
+            steps = _steps(sub.ops)
+            self.check_no_overwrite(steps, loop_body=sub)
+            outer_writes = {n for _, _, outputs in steps for n in outputs if not sub.has_var(n)}
+            inner_flowing = self._flowing_outer_writes(sub, steps, outer_writes, flowing)
+            self.append_grad_ops(steps, grad_block, inner_flowing, callbacks)
             self.add_up_repeated_grads(grad_block)
             provided = {self.grad_name(n) for n in outer_writes}
             self.remove_no_grad_branches(grad_block, provided, sub=sub)
@@ -239,7 +248,8 @@ class _BackwardBuilder:
             self.program._current_block_idx = op.block.idx
         return grad_block
 
-    def _flowing_outer_writes(self, sub: Block, outer_writes: set[str], flowing: set[str]) -> set[str]:
+    def _flowing_outer_writes(self, sub: Block, steps: Sequence[_Step], outer_writes: set[str],
+                              flowing: set[str]) -> set[str]:
         """The outer variables written by `sub` whose gradient can be non-zero at some step.
 
         Those flowing outside the op, and, to a fixed point, those whose value read at the
@@ -249,9 +259,9 @@ class _BackwardBuilder:
         result = {n for n in outer_writes if n in flowing}
         while True:
             reached = set(result)
-            for o in reversed(sub.ops):
-                if any(n in reached for n in o.output_arg_names):
-                    reached.update(n for n in o.input_arg_names if self._differentiable(sub, n))
+            for _, inputs, outputs in reversed(steps):
+                if any(n in reached for n in outputs):
+                    reached.update(n for n in inputs if self._differentiable(sub, n))
             grown = {n for n in outer_writes if n in reached} - result
             if not grown:
                 return result
@@ -446,7 +456,7 @@ def _build_unguarded(targets: list[Variable], target_gradients: list[Variable | 
     # 6. declare and infer the gradient variables
     builder.create_grad_vars(block, start)
     if checkpoints is not None:
-        program.recompute_checkpoints = apply_recompute(block, path, start, checkpoints)
+        program.recompute_checkpoints = apply_recompute(block, [op for op, _, _ in path], start, checkpoints)
     return builder
 
 

@@ -149,12 +149,12 @@ class Block:
         return name in self.vars
 
     def _find_var_recursive(self, name: str) -> Variable | None:
-        block: Block | None = self
-        while block is not None:
-            if name in block.vars:
-                return block.vars[name]
-            block = block.parent
-        return None
+        block = self
+        while True:
+            var = block.vars.get(name)
+            if var is not None or block.parent_idx < 0:
+                return var
+            block = block.program.blocks[block.parent_idx]
 
     def has_var_recursive(self, name: str) -> bool:
         return self._find_var_recursive(name) is not None
