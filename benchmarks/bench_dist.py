@@ -1,19 +1,24 @@
 """Data-parallel step time (issue 14): the MLP 784-512-512-10 at per-rank batch 64, SGD.
 
-    python benchmarks/bench_dist.py [--steps 20] [--launches 2]
+    python benchmarks/bench_dist.py [--steps 20] [--launches 2] [--block 4]
 
 Weak scaling: 1 rank (plain training, no data-parallel wrapper) against 2 ranks (batch 64 on
 each), in static mode (DistributedOptimizer) and eager mode (DataParallel), one BLAS thread
-per rank (`fluidgrad launch` sets it). On 2 ranks five contenders alternate step by step in
-the same processes: each rank training alone (no all-reduce: the 2-rank compute under the
-same load, what "vs no all-reduce" divides by), bucketed gradient all-reduce (the default
-buckets: up to 25 MB, in eager mode 1 MB first) and one all-reduce per parameter (bucket size
-0), each through a shared-memory window (the default when every rank is on one node) and
-through MPI's Iallreduce (what runs across nodes). The 1-rank and 2-rank jobs alternate
-`--launches` times; each row is the median step over all its steps, with the 25th-75th
-percentiles and the 10th (the fast steps: on a shared machine, closer to what an idle one
-gives). "comm" is a rank's time per step inside collectives (starting them, waiting for
-them, reducing shared buckets; in eager mode what the backward pass did not hide).
+per rank (`fluidgrad launch` sets it). On 2 ranks five contenders alternate in the same
+processes: each rank training alone (no all-reduce: the 2-rank compute under the same load,
+what "vs no all-reduce" divides by), bucketed gradient all-reduce (the default buckets: up to
+25 MB, in eager mode 1 MB first) and one all-reduce per parameter (bucket size 0), each
+through a shared-memory window (the default when every rank is on one node) and through
+MPI's Iallreduce (what runs across nodes). Contenders take turns in blocks of `--block`
+consecutive steps, as a training loop runs one model, and the first step of a block is not
+timed: it finds its model's parameters evicted by the other contenders' (10 models of 2.7 MB
+on each of 2 ranks do not fit in this machine's 32 MB cache; the 1-rank job's 2 do, so
+alternating step by step charged the 2-rank steps alone for cache misses). The 1-rank and 2-rank jobs
+alternate `--launches` times; each row is the median step over all its steps, with the
+25th-75th percentiles and the 10th (the fast steps: on a shared machine, closer to what an
+idle one gives). "comm" is a rank's time per step inside collectives (starting them, waiting
+for them, reducing shared buckets; in eager mode what the backward pass did not hide); "cpu"
+is its CPU time per step (the work, without the time it waited or lost its core).
 Goal: 2-rank step <= 1.1x the 1-rank step (90% weak-scaling efficiency); bucketed < per-parameter.
 """
 from __future__ import annotations
@@ -96,8 +101,8 @@ def on_path(world, path, step):
     return run
 
 
-def worker(out_path, steps):
-    """Runs on every rank: times each contender's steps, alternating them step by step."""
+def worker(out_path, steps, block):
+    """Runs on every rank: times each contender's steps, contenders taking turns in blocks."""
     dist.init_parallel_env()
     world = get_world()
     variants = {"1 rank": (None, "auto")} if world.size == 1 else VARIANTS
@@ -108,17 +113,21 @@ def worker(out_path, steps):
             steppers[(mode, name)] = on_path(world, path, make(mb))
     times = {key: [] for key in steppers}
     comm = {key: [] for key in steppers}
+    cpu = {key: [] for key in steppers}
     for _ in range(3):  # warm up
         for step in steppers.values():
             step()
     for _ in range(steps):
         for key, step in steppers.items():
-            dist.barrier()
-            waited, start = world.comm_seconds, time.perf_counter()
-            step()
-            times[key].append(time.perf_counter() - start)
-            comm[key].append(world.comm_seconds - waited)
-    result = {f"{m}|{n}": [times[(m, n)], comm[(m, n)]] for m, n in steppers}
+            for k in range(block):
+                dist.barrier()
+                waited, start, worked = world.comm_seconds, time.perf_counter(), time.thread_time()
+                step()
+                if k:  # the first step of a block finds its model out of the caches (see above)
+                    times[key].append(time.perf_counter() - start)
+                    cpu[key].append(time.thread_time() - worked)
+                    comm[key].append(world.comm_seconds - waited)
+    result = {f"{m}|{n}": [times[(m, n)], comm[(m, n)], cpu[(m, n)]] for m, n in steppers}
     if world.size > 1:
         result["allreduce"] = allreduce_times(world)
     if world.rank == 0:
@@ -163,35 +172,38 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--launches", type=int, default=2)
+    parser.add_argument("--block", type=int, default=4, help="consecutive steps of one contender (the first not timed)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.block < 2:
+        parser.error("--block must be at least 2 (the first step of a block is not timed)")
     if args.worker:
-        return worker(args.worker, args.steps)
+        return worker(args.worker, args.steps, args.block)
     results: dict[str, list[list[float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for launch in range(args.launches):
             for nproc in (1, 2):
                 out = Path(tmp) / f"{nproc}-{launch}.json"
                 subprocess.run([sys.executable, "-m", "fluidgrad", "launch", "-n", str(nproc), __file__,
-                                "--steps", str(args.steps), "--worker", str(out)], check=True,
+                                "--steps", str(args.steps), "--block", str(args.block), "--worker", str(out)], check=True,
                                cwd=Path(__file__).resolve().parents[1])
                 found = json.loads(out.read_text())
                 for size, seconds in found.pop("allreduce", {}).items():
-                    results.setdefault(f"allreduce|{size}", [[], []])[0].append(seconds)
-                for key, (t, c) in found.items():
-                    entry = results.setdefault(key, [[], []])
-                    entry[0] += t
-                    entry[1] += c
+                    results.setdefault(f"allreduce|{size}", [[], [], []])[0].append(seconds)
+                for key, samples in found.items():
+                    entry = results.setdefault(key, [[], [], []])
+                    for kept, new in zip(entry, samples):
+                        kept += new
     rows, versus = [], []
     for mode in ("static", "eager"):
         base, base_fast = percentiles(results[f"{mode}|1 rank"][0], 50, 10)
         alone = float(np.median(results[f"{mode}|no all-reduce"][0]))
         for name in ("1 rank", *VARIANTS):
-            t, c = results[f"{mode}|{name}"]
+            t, c, work = results[f"{mode}|{name}"]
             step, fast, low, high = percentiles(t, 50, 10, 25, 75)
             label = name if name == "1 rank" else f"2 ranks, {name}"
             rows.append([mode, label, f"{step * 1e3:.2f}", f"{low * 1e3:.2f}-{high * 1e3:.2f}", f"{fast * 1e3:.2f}",
-                         f"{float(np.median(c)) * 1e3:.2f}", f"{step / base:.2f}x", f"{fast / base_fast:.2f}x",
+                         f"{float(np.median(c)) * 1e3:.2f}", f"{float(np.median(work)) * 1e3:.2f}", f"{step / base:.2f}x", f"{fast / base_fast:.2f}x",
                          f"{step / alone:.2f}x"])
         for path in ("", ", MPI Iallreduce"):
             bucketed = np.array(results[f"{mode}|bucketed{path}"][0])
@@ -213,8 +225,8 @@ def main():
             fits.append([f"{sizes[1]} bytes through a shared-memory bucket (packing included)",
                          f"{float(np.median(results['allreduce|shared'][0])) * 1e3:.3f}"])
     print_table(f"MLP {'-'.join(map(str, SIZES))}, batch {BATCH} per rank, SGD, 1 BLAS thread per rank "
-                f"(median of {args.steps * args.launches} steps)",
-                ["mode", "ranks / all-reduce", "step ms", "p25-p75 ms", "p10 ms", "comm ms", "vs 1 rank",
+                f"(median of {args.steps * (args.block - 1) * args.launches} steps)",
+                ["mode", "ranks / all-reduce", "step ms", "p25-p75 ms", "p10 ms", "comm ms", "cpu ms", "vs 1 rank",
                  "vs 1 rank (p10)", "vs no all-reduce"], rows)
     print_table("bucketed vs one all-reduce per parameter (2 ranks, alternating step by step)",
                 ["mode", "all-reduce path", "bucketed ms", "per-parameter ms", "per-parameter / bucketed",

@@ -216,3 +216,25 @@ def test_conv2d_of_an_empty_batch_is_empty_with_zero_gradients_like_pytorch(numb
         y.sum().backward()
     assert tuple(x.grad.shape) == (0, channels, 5, 5)
     np.testing.assert_array_equal(w.grad.numpy(), np.zeros(w_shape, np.float32))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("workers", [2, 3])
+def test_images_split_over_threads_give_the_one_thread_results(monkeypatch, dtype, workers):
+    """With BLAS at several threads the blocks of images are drawn by as many threads
+    (threads.py); each writes its own images (forward, input gradient) or sums its own dU
+    (filter gradient), so the results equal one thread's to rounding."""
+    shape = (9, 8, 6, 7, 5, ((1, 1), (0, 1)))
+    x, w, b, dy = _arrays(shape, dtype, seed=7)
+    pads = shape[5]
+    one = winograd.conv2d(x, w, b, pads), winograd.input_grad(dy, w, pads), winograd.filter_grad(dy, x, pads)
+    monkeypatch.setattr(winograd, "_SPLIT_MACS", 0)
+    monkeypatch.setattr(winograd.threads, "blas_threads", lambda: workers)
+    assert winograd._schedule(9, 8, 5, 12, np.dtype(dtype).itemsize) == (1, workers)   # four blocks a thread at least: one image each
+    drawn = []
+    original = winograd.threads.run_blocks
+    monkeypatch.setattr(winograd.threads, "run_blocks", lambda *a: drawn.append(a[1:]) or original(*a))
+    split = winograd.conv2d(x, w, b, pads), winograd.input_grad(dy, w, pads), winograd.filter_grad(dy, x, pads)
+    assert drawn == [(9, 1, workers)] * 3
+    for a, c in zip(split, one):
+        np.testing.assert_allclose(a, c, **_tolerance(dtype, c))

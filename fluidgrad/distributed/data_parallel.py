@@ -254,7 +254,8 @@ class _ReduceStep:
         self.world, self.params, self.buckets = world, params, layout.buckets
         self.bucket_of, self.offset = layout.bucket_of, layout.offset
         self.flat = [world.bucket((layout.key, b), size, dtype) for b, (size, dtype) in enumerate(layout.sizes)]
-        self.buffers = [flat.input for flat in self.flat]
+        # where each parameter's gradient lies in its bucket, for wait_arrays
+        self.pieces = [[(layout.offset[i], tuple(params[i].shape)) for i in bucket] for bucket in self.buckets]
         self.scale = 1.0 / world.size
         self.finished = True
         self.begin()
@@ -276,7 +277,7 @@ class _ReduceStep:
             grad = grad + param.grad.data
             self.folded.append(i)
         b, start = self.bucket_of[i], self.offset[i]
-        part = self.buffers[b][start:start + grad.size]
+        part = self.flat[b].input[start:start + grad.size]  # input: a shared bucket alternates rows
         np.multiply(grad.reshape(-1), self.scale, out=part)  # pack and average in one pass; then a sum
         self.filled.add(i)
         self.missing[b] -= 1
@@ -294,14 +295,12 @@ class _ReduceStep:
         for i in range(len(self.params)):
             if i not in self.filled:
                 self.ready(i, np.zeros(self.params[i].shape, self.params[i].data.dtype))
-        results = [pending.wait() for pending in self.pending]
+        # new arrays: the buffers serve the next step (or another forward of this backward);
+        # a copy costs nothing more, as the engine would otherwise copy a view into `.grad`
+        results = [pending.wait_arrays(pieces, copy=True) for pending, pieces in zip(self.pending, self.pieces)]
         for i in self.folded:
             self.params[i].clear_grad()  # the engine stores the reduced sum in .grad
-        grads = []
-        for i, param in enumerate(self.params):
-            b, start = self.bucket_of[i], self.offset[i]
-            # a copy: the buffers serve the next step (or another forward of this backward);
-            # it costs nothing, as the engine would otherwise copy the view into `.grad`
-            grads.append(results[b][start:start + prod(param.shape)].reshape(param.shape).copy())
+        by_param = {i: array for bucket, arrays in zip(self.buckets, results) for i, array in zip(bucket, arrays)}
+        grads = [by_param[i] for i in range(len(self.params))]
         self.finished = True
         return grads

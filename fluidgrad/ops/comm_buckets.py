@@ -2,25 +2,45 @@
 every rank on the node maps (an MPI-3 shared window).
 
 A bucket is packed by the caller into `bucket.input`; `bucket.start()` begins the sum over
-ranks and returns a request whose `wait()` gives the summed array (`test()` advances it).
+ranks and returns a request: `wait()` gives the summed flat array, `wait_arrays(pieces)` the
+summed tensors at `pieces` (offset, shape), `test()` advances it.
 
 Why two paths. MPICH's intra-node all-reduce of a large buffer is CPU work on every rank
 (single-copy reads of the peer's memory through the kernel, then the reduction, in two
 rounds): about 0.17 us per KB here, 0.46 ms for the 2.7 MB gradient of the benchmark's MLP,
 and it cannot hide behind computation when each rank has one core. When every rank lives on
 one node, `SharedBucket` instead asks MPI for a shared window (`MPI_Win_allocate_shared`):
-each rank packs its gradient straight into its own row, and after an MPI barrier sums one
-slice of all rows (in rank order, so the result does not depend on who computes it) into
-one result every rank reads after a second barrier; about 0.1 ms for the same gradient.
-MPI still provides the memory, the synchronisation and the failure handling; across nodes,
-or with `FLUIDGRAD_ALLREDUCE=mpi`, buckets go through `Iallreduce`.
+each rank packs its gradient straight into its own row, and after an MPI barrier reads the
+other rows in user space (see `SharedBucket` for the two layouts). MPI still provides the
+memory, the synchronisation and the failure handling; across nodes, or with
+`FLUIDGRAD_ALLREDUCE=mpi`, buckets go through `Iallreduce`.
 """
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from math import prod
 from typing import Any
 
 import numpy as np
+
+# where each tensor of a bucket lies in the flat buffer: (first element, shape)
+Pieces = Sequence[tuple[int, tuple[int, ...]]]
+
+
+def split(flat: np.ndarray, pieces: Pieces, copy: bool) -> list[np.ndarray]:
+    """The tensors at `pieces` of `flat`: copies the caller owns, or read-only views (a buffer
+    kept from step to step: nobody may write into it, and a view must be read before the next
+    reduction of the bucket)."""
+    out = []
+    for first, shape in pieces:
+        view = flat[first:first + prod(shape)].reshape(shape)
+        if copy:
+            view = view.copy()
+        else:
+            view.flags.writeable = False
+        out.append(view)
+    return out
 
 
 class PrivateBucket:
@@ -32,17 +52,41 @@ class PrivateBucket:
         self.world = world
         self.input = self.result = np.empty(size, dtype)
 
-    def start(self, what: str = "bucket all_reduce") -> Any:
-        return self.world.start_all_reduce(self.input, "sum")
+    def start(self, what: str = "bucket all_reduce") -> PrivateReduce:
+        return PrivateReduce(self.world.start_all_reduce(self.input, "sum"))
+
+
+class PrivateReduce:
+    def __init__(self, pending: Any) -> None:
+        self.pending = pending
+
+    def test(self) -> bool:
+        return self.pending.test()
+
+    def wait(self) -> np.ndarray:
+        return self.pending.wait()
+
+    def wait_arrays(self, pieces: Pieces, copy: bool = False, into: Any = None) -> list[np.ndarray]:
+        """The summed tensors: read-only views of the bucket (`copy`: copies); `into` is unused."""
+        return split(self.wait(), pieces, copy)
 
 
 class SharedBucket:
-    """`input` is this rank's row of a window every rank on the node maps; `result` is shared.
+    """`input` is this rank's row of a window every rank on the node maps.
 
-    Layout of the window (all of it allocated by the node's rank 0, contiguous):
-    `[row 0 | row 1 | ... | row p-1 | result]`, each `size` elements. Rank r sums slice r of
-    the rows into the result. Creating one is collective (every rank, in the same order); MPI
-    frees it at exit.
+    Two ranks (`pair`): two sets of rows, used in turn, `[set 0: row 0 | row 1 | set 1: row 0
+    | row 1]`. After one barrier each rank adds the two rows of the set itself (row 0 + row 1,
+    the same operation on both ranks, so the same bits) into new arrays of its own, which the
+    caller keeps (the updates then write into them, as into a gradient of one process). No
+    second barrier: a rank writes a set again only two reductions later, after a barrier the
+    peer reached once done reading it.
+
+    More ranks: `[row 0 | ... | row p-1 | result]`; after a barrier rank r sums slice r of the
+    rows (in rank order, so the result does not depend on who computes it) into the shared
+    result, which every rank reads after a second barrier: per rank a read of `n` elements and a
+    write of `n / p` rather than reads of `(p - 1) n`.
+
+    Creating one is collective (every rank, in the same order); MPI frees it at exit.
     """
 
     shared = True
@@ -55,17 +99,28 @@ class SharedBucket:
         node = world.node_comm().Dup()
         self.world, self.node = world, node
         p, r = node.Get_size(), node.Get_rank()
-        self.win = mpi.Win.Allocate_shared((p + 1) * size * dtype.itemsize if r == 0 else 0, dtype.itemsize,
-                                           comm=node)
+        self.pair, self.rank = p == 2, r
+        sets = 2 if self.pair else 1
+        count = sets * p * size + (0 if self.pair else size)
+        self.win = mpi.Win.Allocate_shared(count * dtype.itemsize if r == 0 else 0, dtype.itemsize, comm=node)
         memory, _ = self.win.Shared_query(0)
-        flat = np.frombuffer(memory, dtype, count=(p + 1) * size)
-        self.rows = flat[:p * size].reshape(p, size)
-        self.input, self.result = self.rows[r], flat[p * size:]
+        flat = np.frombuffer(memory, dtype, count=count)
+        self.sets = flat[:sets * p * size].reshape(sets, p, size)
+        self.rows = self.sets[0]
+        self.result = None if self.pair else flat[p * size:]
         self.slice = slice(r * size // p, (r + 1) * size // p)
+        self.turn = 0  # the set of rows the next reduction uses
         self.win.Lock_all(mpi.MODE_NOCHECK)  # a passive epoch, for Win.Sync (a memory barrier)
 
-    def start(self, what: str = "bucket all_reduce") -> SharedReduce:
-        return SharedReduce(self, what)
+    @property
+    def input(self) -> np.ndarray:
+        """This rank's row for the next reduction (pack into it, then `start`)."""
+        return self.sets[self.turn, self.rank]
+
+    def start(self, what: str = "bucket all_reduce") -> PairReduce | SharedReduce:
+        rows = self.sets[self.turn]
+        self.turn = (self.turn + 1) % len(self.sets)
+        return PairReduce(self, rows, what) if self.pair else SharedReduce(self, what)
 
     def reduce_own_slice(self) -> None:
         """result[s] = row 0[s] + row 1[s] + ... for this rank's slice s, in rank order."""
@@ -77,6 +132,52 @@ class SharedBucket:
         np.add(rows[0, s], rows[1, s], out=out)
         for row in rows[2:]:
             np.add(out, row[s], out=out)
+
+
+class PairReduce:
+    """Two ranks: one barrier, then each rank adds the two rows into arrays of its own."""
+
+    def __init__(self, bucket: SharedBucket, rows: np.ndarray, what: str) -> None:
+        self.bucket, self.rows, self.what, self.arrived = bucket, rows, what, False
+        bucket.win.Sync()  # this rank's row is written ...
+        self.request = bucket.node.Ibarrier()  # ... and every rank says so
+
+    def test(self) -> bool:
+        """Let the barrier progress; whether every row is in."""
+        if not self.arrived and self.request.Test():
+            self._arrive()
+        return self.arrived
+
+    def _arrive(self) -> None:
+        self.bucket.win.Sync()
+        self.arrived, self.request = True, None
+
+    def _wait_rows(self) -> None:
+        if not self.arrived:
+            self.bucket.world.wait(self.request, self.what)
+            self._arrive()
+
+    def wait(self) -> np.ndarray:
+        """The sum over ranks, a new array."""
+        self._wait_rows()
+        start = time.perf_counter()
+        total = np.add(self.rows[0], self.rows[1])
+        self.bucket.world.comm_seconds += time.perf_counter() - start
+        return total
+
+    def wait_arrays(self, pieces: Pieces, copy: bool = False,
+                    into: Sequence[np.ndarray | None] | None = None) -> list[np.ndarray]:
+        """The summed tensors at `pieces`: new arrays the caller owns, or written into the
+        arrays of `into` that are not None (of the pieces' shapes and dtype)."""
+        self._wait_rows()
+        start, (row0, row1) = time.perf_counter(), self.rows
+        out = []
+        for k, (first, shape) in enumerate(pieces):
+            end = first + prod(shape)
+            target = into[k] if into is not None else None
+            out.append(np.add(row0[first:end].reshape(shape), row1[first:end].reshape(shape), out=target))
+        self.bucket.world.comm_seconds += time.perf_counter() - start
+        return out
 
 
 class SharedReduce:
@@ -116,3 +217,7 @@ class SharedReduce:
             self.bucket.world.wait(self.request, self.what)
             self._done()
         return self.bucket.result
+
+    def wait_arrays(self, pieces: Pieces, copy: bool = False, into: Any = None) -> list[np.ndarray]:
+        """The summed tensors: read-only views of the shared result (`copy`: copies); `into` is unused."""
+        return split(self.wait(), pieces, copy)

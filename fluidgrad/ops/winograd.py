@@ -24,13 +24,16 @@ import functools
 
 import numpy as np
 
-from . import accel
+from . import accel, threads
 
 # F(2x2, 3x3): output = A^T [(G g G^T) * (B^T d B)] A
 _G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
-_BLOCK_BYTES = 1 << 19   # transformed input + product per block of images: about the L2 cache
+_BLOCK_BYTES = 1 << 20   # transformed input + product per block of images: the L2 cache (1 MiB a core on
+                         # this EPYC; 1 MiB blocks measured 5-10% faster than 512 KiB at 32-64 channels)
 _MIN_CHANNELS = 8
 _PLANE_PAD = 24          # elements between the 16 tile planes (not a multiple of a cache page)
+_SPLIT_MACS = 1 << 22    # Winograd-domain multiply-adds from which the images are split over threads
+_BLAS_THREADS_FROM = 1 << 18   # M * N * K above which OpenBLAS threads a GEMM (4 x SMP_THRESHOLD_MIN)
 
 
 def applies(kernel, strides, dilations, pads, groups: int) -> bool:
@@ -72,13 +75,49 @@ def _tiles(out_h: int, out_w: int) -> tuple[int, int]:
     return -(-out_h // 2), -(-out_w // 2)
 
 
-def _stack(rows: int, tiles: int, dtype) -> tuple[np.ndarray, np.ndarray]:
+def _stack(rows: int, tiles: int, dtype, storage: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """A [16, rows * tiles + pad] buffer (what the transforms write) and its [16, rows, tiles]
-    view (what the GEMMs read). The pad keeps the 16 planes from sitting a power of two apart:
-    they would share cache sets, and a transform writing all 16 at once thrashes them
-    (measured 3-5x slower)."""
-    buf = np.empty((16, rows * tiles + _PLANE_PAD), dtype=dtype)
+    view (what the GEMMs read), in `storage` (flat, large enough) when given. The pad keeps the
+    16 planes from sitting a power of two apart: they would share cache sets, and a transform
+    writing all 16 at once thrashes them (measured 3-5x slower)."""
+    size = 16 * (rows * tiles + _PLANE_PAD)
+    flat = np.empty(size, dtype=dtype) if storage is None else storage[:size]
+    buf = flat.reshape(16, rows * tiles + _PLANE_PAD)
     return buf, buf[:, :rows * tiles].reshape(16, rows, tiles)
+
+
+class _BlockStacks:
+    """One thread's two stacks (transformed input, and product or output gradient) for blocks of
+    up to `most` tiles: one allocation each, reused block after block (it stays in the cache),
+    the views made once per block length (the Python work between compiled calls holds the GIL
+    the other threads wait for)."""
+
+    def __init__(self, rows: tuple[int, int], most: int, dtype) -> None:
+        self.rows, self.dtype = rows, dtype
+        self.rooms = [np.empty(16 * (r * most + _PLANE_PAD), dtype=dtype) for r in rows]
+        self.views: dict[int, tuple] = {}
+
+    def __call__(self, tiles: int) -> tuple:
+        """(first buffer, its GEMM view, second buffer, its GEMM view) for `tiles` tiles."""
+        if tiles not in self.views:
+            self.views[tiles] = sum((_stack(r, tiles, self.dtype, room) for r, room in zip(self.rows, self.rooms)), ())
+        return self.views[tiles]
+
+
+def _schedule(n: int, channels: int, outs: int, tiles: int, itemsize: int) -> tuple[int, int]:
+    """Images per block and how many threads draw the blocks. One thread when the work is too
+    small to pay for the hand-over, or when BLAS threads even one image's GEMMs itself (it
+    does from `_BLAS_THREADS_FROM` multiply-adds: two threads' GEMMs each asking for BLAS's
+    threads would queue for them); else BLAS's thread count, with blocks small enough that
+    BLAS does not, four blocks a thread at least to share them out."""
+    step = _block(n, channels, outs, tiles, itemsize)
+    per_image = channels * outs * tiles   # multiply-adds of each of one image's 16 GEMMs
+    if 16 * per_image * n < _SPLIT_MACS or per_image > _BLAS_THREADS_FROM:
+        return step, 1
+    workers = threads.blas_threads()
+    if workers <= 1:
+        return step, 1
+    return max(1, min(step, _BLAS_THREADS_FROM // per_image, n // (4 * workers))), workers
 
 
 def _block(n: int, channels: int, outs: int, tiles: int, itemsize: int) -> int:
@@ -229,15 +268,17 @@ def conv2d(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, pads) -> np.nd
     u = filter_transform(w.astype(dtype, copy=False))
     bias_arr = np.zeros(1, dtype) if bias is None else np.ascontiguousarray(bias, dtype=dtype)
     y = np.empty((n, o, oh, ow), dtype=dtype)
-    step = _block(n, c, o, th * tw, x.itemsize)
-    for start in range(0, n, step):
-        xb = x[start:start + step]
-        nb = xb.shape[0]
-        v_buf, v = _stack(c, nb * th * tw, dtype)
-        m_buf, m = _stack(o, nb * th * tw, dtype)
-        _input_tiles_compiled(xb, top, left, th, tw, v_buf)
-        np.matmul(u, v, out=m)
-        _output_tiles_compiled(m_buf, th, tw, bias_arr, bias is not None, y[start:start + nb])
+    step, workers = _schedule(n, c, o, th * tw, x.itemsize)
+    has_bias = bias is not None
+
+    def run(blocks) -> None:
+        stacks = _BlockStacks((c, o), step * th * tw, dtype)
+        for start, stop in blocks:
+            v_buf, v, m_buf, m = stacks((stop - start) * th * tw)
+            _input_tiles_compiled(x[start:stop], top, left, th, tw, v_buf)
+            np.matmul(u, v, out=m)
+            _output_tiles_compiled(m_buf, th, tw, bias_arr, has_bias, y[start:stop])
+    threads.run_blocks(run, n, step, workers)
     return y
 
 
@@ -249,16 +290,18 @@ def filter_grad(dout: np.ndarray, x: np.ndarray, pads) -> np.ndarray:
     th, tw = _tiles(oh, ow)
     dtype = np.result_type(dout, x)
     x, dout = np.ascontiguousarray(x, dtype=dtype), np.ascontiguousarray(dout, dtype=dtype)
-    du = np.zeros((16, o, c), dtype=dtype)
-    step = _block(n, c, o, th * tw, x.itemsize)
-    for start in range(0, n, step):
-        xb, db = x[start:start + step], dout[start:start + step]
-        tiles = xb.shape[0] * th * tw
-        v_buf, v = _stack(c, tiles, dtype)
-        dm_buf, dm = _stack(o, tiles, dtype)
-        _input_tiles_compiled(xb, top, left, th, tw, v_buf)
-        _output_grad_tiles_compiled(db, th, tw, dm_buf)
-        du += np.matmul(dm, v.transpose(0, 2, 1))
+    step, workers = _schedule(n, c, o, th * tw, x.itemsize)
+
+    def run(blocks) -> np.ndarray:
+        du, part = np.zeros((16, o, c), dtype=dtype), np.empty((16, o, c), dtype=dtype)
+        stacks = _BlockStacks((c, o), step * th * tw, dtype)
+        for start, stop in blocks:
+            v_buf, v, dm_buf, dm = stacks((stop - start) * th * tw)
+            _input_tiles_compiled(x[start:stop], top, left, th, tw, v_buf)
+            _output_grad_tiles_compiled(dout[start:stop], th, tw, dm_buf)
+            du += np.matmul(dm, v.transpose(0, 2, 1), out=part)
+        return du
+    du = functools.reduce(np.add, threads.run_blocks(run, n, step, workers))
     return filter_grad_transform(du, dtype)
 
 

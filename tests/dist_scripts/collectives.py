@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import sys
+import time
 
 import numpy as np
 
@@ -142,6 +143,17 @@ def main(out_path):
             check(failures, f"c_bucket_allreduce {path} {reduce} grad [1]", got[3], np.full(2, world / divide))
     check_overlap_order(failures, rank)
     get_world().allreduce_path = "auto"
+    # an input read again after the op keeps its value (the sums go into new arrays)
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup):
+        a = fg.static.data("a", [4, 3], "float64")
+        doubled = fg.scale(a, scale=2.0)
+        (total_out,) = fg.dispatch.apply_op("c_bucket_allreduce", {"X": [doubled]}, {"reduce": "sum", "bucket": "u"},
+                                            n_out=1)
+        after = fg.scale(doubled, scale=1.0)
+    got = fg.Executor().run(main, feed={"a": value(rank)}, fetch_list=[total_out, after], scope=fg.Scope())
+    check(failures, "c_bucket_allreduce of a value read later", got[0], 2 * total)
+    check(failures, "a value read after its c_bucket_allreduce", got[1], 2 * value(rank))
     if not get_world().shares_memory():
         failures.append("the ranks of one machine did not reduce buckets through shared memory")
     # beyond the cap on shared buckets a bucket is private (MPI's Iallreduce), and still right
@@ -153,6 +165,7 @@ def main(out_path):
               np.append(bucket.start().wait(), bucket.shared), np.append(np.full(5, world * (world + 1) / 2), False))
     finally:
         comm.SHARED_BUCKETS = saved
+    check_bucket_reused_out_of_step(failures, rank, world)
     for op in ("c_allreduce_max", "c_allreduce_min"):
         main, startup = fg.Program(), fg.Program()
         with fg.program_guard(main, startup):
@@ -172,6 +185,28 @@ def main(out_path):
     if rank == 0:
         with open(out_path, "w") as f:
             json.dump(failures, f)
+
+
+def check_bucket_reused_out_of_step(failures, rank, world):
+    """A shared bucket reduced back to back while one rank reads late: every sum is of its own
+    round's rows (two ranks alternate two sets of rows, with one barrier per sum, so a fast
+    rank must not write the rows a slow one is still reading)."""
+    bucket = get_world().bucket("reused out of step", 1200, "float64")
+    late = np.random.default_rng(0).random(40) < 0.5  # the same draws on every rank
+    wrong = []
+    for i in range(40):
+        bucket.input[:] = (rank + 1) * (i + 1)
+        request = bucket.start()
+        if late[i] == (rank % 2 == 0):
+            time.sleep(0.002)  # the others may go on to the next rounds meanwhile
+        (got,) = request.wait_arrays([(0, (12, 100))])
+        if not np.array_equal(got, np.full((12, 100), world * (world + 1) / 2 * (i + 1))):
+            wrong.append(i)
+        if world == 2 and bucket.shared and (got.base is not None or not got.flags.writeable):
+            failures.append("two ranks on one node: a bucket's sums should be new arrays of their own")
+            break
+    if wrong:
+        failures.append(f"a shared bucket reused out of step gave wrong sums in rounds {wrong}")
 
 
 if __name__ == "__main__":
