@@ -222,10 +222,12 @@ def prepare(op: Any, infer: bool = True) -> None:
                 raise ValueError(f"op {op.type} needs input slot {slot.name!r}")
         elif len(names) > 1 and not slot.duplicable:
             raise ValueError(f"op {op.type}: slot {slot.name} takes one variable, got {names}")
-    attrs = op.attrs
-    for name, default in op_def.attrs.items():
-        if name not in attrs:
-            attrs[name] = default
+    defaults = op_def.attrs
+    if defaults:
+        attrs = op.attrs
+        for name, default in defaults.items():
+            if name not in attrs:
+                attrs[name] = default
     if infer:
         run_infer(op_def, _BlockInferContext(op_def, op))
 
