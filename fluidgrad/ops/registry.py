@@ -41,6 +41,7 @@ def _refusing_storage_formats(infer: Callable[[InferContext], None]) -> Callable
                                           f"concatenate, ...): cast it to float32 first")
         infer(ctx)
     checked.__doc__ = infer.__doc__
+    checked.numpy_broadcast = getattr(infer, "numpy_broadcast", False)  # type: ignore[attr-defined]
     return checked
 
 

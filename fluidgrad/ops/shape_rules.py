@@ -65,6 +65,9 @@ def binary_broadcast(out_dtype: str | None = None):
         shape = broadcast_shapes(ctx, ctx.shape("X"), ctx.shape("Y"),
                                  lambda: f"{ctx.describe('X')} with {ctx.describe('Y')}")
         ctx.set_output("Out", shape, out_dtype or dtype)
+    # on known sizes the rule accepts exactly the shapes NumPy broadcasts, and its verdict
+    # otherwise depends on the dtypes only: eager mode caches it per dtypes (eager/infer.py)
+    infer.numpy_broadcast = True  # type: ignore[attr-defined]
     return infer
 
 
