@@ -68,7 +68,7 @@ def _reshape_infer(ctx):
 
 
 def _reshape_grad(g: GradBuilder):
-    g.set_input_grad("X", g.op("reshape_as", {"X": g.output_grad("Out"), "Target": g.input("X")}))
+    g.set_input_grad("X", g.op("reshape_as", {"X": g.output_grad("Out"), "Target": g.input_like("X")}))
 
 
 register_op("reshape", inputs="X", outputs="Out", attrs={"shape": [-1]}, kernel=_reshape_kernel,
@@ -251,7 +251,7 @@ def _slice_infer(ctx):
 
 
 def _slice_grad(g: GradBuilder):
-    g.set_input_grad("X", g.op("slice_grad", {"X": g.output_grad("Out"), "Target": g.input("X")},
+    g.set_input_grad("X", g.op("slice_grad", {"X": g.output_grad("Out"), "Target": g.input_like("X")},
                                axes=g.attr("axes"), starts=g.attr("starts"), ends=g.attr("ends"),
                                strides=g.attr("strides")))
 
@@ -297,7 +297,7 @@ def _gather_kernel(x, index, axis):
 
 def _gather_grad(g: GradBuilder):
     g.set_input_grad("X", g.op("gather_grad", {"X": g.output_grad("Out"), "Index": g.input("Index"),
-                                               "Target": g.input("X")}, axis=g.attr("axis")))
+                                               "Target": g.input_like("X")}, axis=g.attr("axis")))
 
 
 _FEW_REPEATS = 8   # up to this many gathers of one row: one plain scatter per repeat beats np.add.at
