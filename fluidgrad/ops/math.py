@@ -359,7 +359,7 @@ def _sum_infer(ctx):
 
 
 def _sum_grad(g: GradBuilder) -> None:
-    g.set_input_grad("X", [g.output_grad("Out")] * len(g.input("X")))
+    g.set_input_grad("X", [g.output_grad("Out")] * len(g.input_like("X")))
 
 
 register_op("sum", inputs="X*", outputs="Out", kernel=_sum_kernel, infer=_sum_infer,
@@ -381,7 +381,7 @@ def _cast_infer(ctx):
 
 
 def _cast_grad(g: GradBuilder):
-    x = g.input("X")
+    x = g.input_like("X")
     g.set_input_grad("X", g.op("cast", {"X": g.output_grad("Out")}, dtype=g.dtype(x)))
 
 

@@ -115,7 +115,7 @@ def _concat_infer(ctx):
 
 
 def _concat_grad(g: GradBuilder):
-    xs = g.input("X")
+    xs = g.input_like("X")
     axis = g.attr("axis")
     sections = [g.shape(x)[axis] for x in xs]
     if sections.count(-1) > 1:  # sizes known only at run time: split like the inputs then
@@ -179,7 +179,7 @@ def _split_grad(g: GradBuilder, resplit=None):
 
 
 def _resplit(g: GradBuilder):
-    return g.op("split", {"X": g.input("X")}, n_out=len(g.output("Out")),
+    return g.op("split", {"X": g.input_like("X")}, n_out=len(g.output("Out")),
                 num_or_sections=g.attr("num_or_sections"), axis=g.attr("axis"))
 
 
@@ -209,7 +209,7 @@ def _split_as_infer(ctx):
 
 
 def _split_as_grad(g: GradBuilder) -> None:
-    _split_grad(g, lambda g: g.op("split_as", {"X": g.input("X"), "Like": g.input("Like")},
+    _split_grad(g, lambda g: g.op("split_as", {"X": g.input_like("X"), "Like": g.input_like("Like")},
                                   n_out=len(g.output("Out")), axis=g.attr("axis")))
 
 
@@ -432,7 +432,7 @@ def _stack_infer(ctx):
 
 
 def _stack_grad(g: GradBuilder):
-    xs = g.input("X")
+    xs = g.input_like("X")
     axis = g.attr("axis")
     axis = axis if axis >= 0 else len(g.shape(xs[0])) + axis + 1
     parts = g.op("split", {"X": g.output_grad("Out")}, n_out=len(xs), num_or_sections=len(xs), axis=axis)
