@@ -52,6 +52,15 @@ def _sub_block(op: Operator) -> Block | None:
     return sub if isinstance(sub, Block) else None
 
 
+# An op of the forward part with its input and output names, listed once per pass: the forward
+# ops' names do not change while their backward is built, and each step below reads them.
+_Step = tuple[Operator, list[str], list[str]]
+
+
+def _steps(ops: Iterable[Operator]) -> list[_Step]:
+    return [(op, op.input_arg_names, op.output_arg_names) for op in ops]
+
+
 def _rename_first_output(op: Operator, old: str, new: str) -> None:
     """Rename one occurrence of `old` among the op's outputs: an op that writes the same
     gradient twice (the split in the gradient of `concat([x, x])`) counts as two writers."""
@@ -75,18 +84,22 @@ class _BackwardBuilder:
     def __init__(self, program: Program, no_grad_set: Iterable[str]) -> None:
         self.program = program
         self.no_grad = set(no_grad_set)
+        existing = set()
         for var in program.list_vars():
+            existing.add(var.name)
             if var.stop_gradient:
                 self.no_grad.add(var.name)
         self.grad_to_var: dict[str, str] = {}
         self.var_info: dict[str, tuple[tuple[int, ...], str]] = {}  # grad var -> (shape, dtype)
-        self.suffix = self._pass_suffix()
+        self.suffix = self._pass_suffix(existing)
 
-    def _pass_suffix(self) -> str:
-        """Grad-of-grad: a second pass over a program must not reuse the first pass's names."""
-        existing = {v.name for v in self.program.list_vars()}
+    def _pass_suffix(self, existing: set[str]) -> str:
+        """Grad-of-grad: a second pass over a program must not reuse the first pass's names
+        (`existing`): the first suffix k such that no name plus it is also a name."""
+        grads = [name for name in existing if GRAD_SUFFIX in name]  # every suffix contains it
         k = 0
-        while any(name + self._suffix(k) in existing for name in existing):
+        while any(name.endswith(suffix) and name[:-len(suffix)] in existing
+                  for suffix in (self._suffix(k),) for name in grads):
             k += 1
         return self._suffix(k)
 
@@ -99,41 +112,44 @@ class _BackwardBuilder:
 
     # ---- step 1
     @staticmethod
-    def ops_on_path(block: Block, targets: set[str]) -> list[Operator]:
-        """The ops of `block` whose outputs reach `targets` (a backward sweep)."""
+    def ops_on_path(block: Block, targets: set[str]) -> list[_Step]:
+        """The ops of `block` whose outputs reach `targets` (a backward sweep), as steps."""
         needed, path = set(targets), []
         for op in reversed(block.ops):
-            if any(n in needed for n in op.output_arg_names):
-                path.append(op)
-                needed.update(op.input_arg_names)
+            outputs = op.output_arg_names
+            if not needed.isdisjoint(outputs):
+                inputs = op.input_arg_names
+                path.append((op, inputs, outputs))
+                needed.update(inputs)
         path.reverse()
         return path
 
-    def mark_constants(self, path: Sequence[Operator], wanted: Iterable[str] = ()) -> None:
+    def mark_constants(self, path: Sequence[_Step], wanted: Iterable[str] = ()) -> None:
         """Step 1's forward half: an op that no differentiable variable reaches computes a
         constant (e.g. a transform of the data), so its outputs join the no-grad set and no grad
         op differentiates it. `wanted` names variables whose gradient is asked for explicitly."""
         produced: set[str] = set()
         live = set(wanted)
-        for op in path:
+        for op, inputs, outputs in path:
             # an input is live if a live op wrote it, or if it comes from outside (read before
             # any write) and is differentiable itself
-            if any(n in live or (n not in produced and self._differentiable(op.block, n))
-                   for n in op.input_arg_names):
-                live.update(op.output_arg_names)
-            produced.update(op.output_arg_names)
+            for n in inputs:
+                if n in live or (n not in produced and self._differentiable(op.block, n)):
+                    live.update(outputs)
+                    break
+            produced.update(outputs)
         # a variable written twice (a loop variable) is live if any of its writers is
         self.no_grad.update(produced - live)
 
-    def check_gradients_exist(self, path: Sequence[Operator]) -> None:
+    def check_gradients_exist(self, path: Sequence[_Step]) -> None:
         """An op on the path with a float output and a differentiable input must have a
         gradient: say so now, naming it, before any other check reads its (generated) variables.
         The common case is a second derivative through a loop: `while_grad` has none."""
-        for op in path:
+        for op, inputs, outputs in path:
             op_def = get_op_def(op.type)
-            if op_def.has_gradient or not self._inputs_need_grad(op, op.input_arg_names):
+            if op_def.has_gradient or not self._inputs_need_grad(op, inputs):
                 continue
-            if not any(self._differentiable(op.block, n) for n in op.output_arg_names if n != EMPTY_VAR_NAME):
+            if not any(self._differentiable(op.block, n) for n in outputs if n != EMPTY_VAR_NAME):
                 continue
             origin = op.type.removesuffix("_grad")
             hint = (f"; it is the gradient of op {origin}: a second derivative through {origin} is not "
@@ -143,19 +159,19 @@ class _BackwardBuilder:
             except NoGradientError as err:
                 raise NoGradientError(f"{err}{hint}") from None
 
-    def check_no_overwrite(self, ops: Sequence[Operator], loop_body: Block | None = None) -> None:
+    def check_no_overwrite(self, steps: Sequence[_Step], loop_body: Block | None = None) -> None:
         """Grad ops read forward values by name, so a value that a later op overwrites would be
         read back wrong. Refuse it rather than give a wrong gradient. A loop body may overwrite
         an outer variable it has read (each step's scope keeps the value it read), provided
         nothing in the body reads it again afterwards."""
         last_reader: dict[str, Operator] = {}
         overwritten: dict[str, Operator] = {}
-        for op in ops:
-            for name in op.input_arg_names:
+        for op, inputs, outputs in steps:
+            for name in inputs:
                 if name in overwritten:
                     self._overwrite_error(name, last_reader[name], overwritten[name], also=op)
                 last_reader[name] = op
-            for name in op.output_arg_names:
+            for name in outputs:
                 reader = last_reader.get(name)
                 if reader is None or reader is op or not self._differentiable(op.block, name):
                     continue
@@ -164,8 +180,12 @@ class _BackwardBuilder:
                 overwritten[name] = op
 
     def _differentiable(self, block: Block, name: str) -> bool:
-        var = block._find_var_recursive(name)
-        return name not in self.no_grad and var is not None and var.dtype.startswith("float")
+        if name in self.no_grad:
+            return False
+        var = block.vars.get(name)
+        if var is None:
+            var = block._find_var_recursive(name)
+        return var is not None and var.dtype.startswith("float")
 
     @staticmethod
     def _overwrite_error(name: str, reader: Operator, writer: Operator, also: Operator | None = None) -> None:
@@ -175,36 +195,35 @@ class _BackwardBuilder:
                          f"to a new variable (e.g. `{name} = ...` instead of assign(..., output={name}))")
 
     # ---- step 3
-    def append_grad_ops(self, ops: Sequence[Operator], target_block: Block, flowing: set[str],
+    def append_grad_ops(self, steps: Sequence[_Step], target_block: Block, flowing: set[str],
                         callbacks: Sequence[Callable] = ()) -> set[str]:
-        """Append grad ops for `ops` (reverse order) to `target_block`; return vars given a gradient."""
-        for op in reversed(ops):
-            outputs = op.output_arg_names
-            if not any(n in flowing for n in outputs):
+        """Append grad ops for the steps' ops (reverse order) to `target_block`; return vars given a gradient."""
+        suffix, var_info, append = self.suffix, self.var_info, target_block._append_trusted
+        for op, inputs, outputs in reversed(steps):
+            if flowing.isdisjoint(outputs):
                 continue
-            inputs = op.input_arg_names
             if not self._inputs_need_grad(op, inputs):
                 continue
-            grad_sub_block = self._build_grad_sub_block(op, flowing, callbacks)
+            grad_sub_block = self._build_grad_sub_block(op, flowing, callbacks) if "sub_block" in op.attrs else None
             descs, grad_to_var = get_grad_op_desc(op, self.no_grad, grad_sub_block, self.grad_name, {
-                self.grad_name(n) for n in outputs if n in flowing})
+                n + suffix for n in outputs if n in flowing})
             self.grad_to_var.update(grad_to_var)
             for desc in descs:
-                self.var_info.update(desc.out_vars)
+                var_info.update(desc.out_vars)
                 # descs come from the registry's own grad makers: no need to validate them again
-                grad_op = target_block._append_trusted(desc.type, desc.inputs, desc.outputs, desc.attrs)
+                grad_op = append(desc.type, desc.inputs, desc.outputs, desc.attrs)
                 for callback in callbacks:
                     callback(block=target_block, context={"op": grad_op, "forward_op": op})
                 for names in desc.outputs.values():
                     for name in names:
-                        if grad_to_var.get(name) in inputs:
-                            flowing.add(grad_to_var[name])
+                        forward = grad_to_var.get(name)
+                        if forward is not None and forward in inputs:
+                            flowing.add(forward)
         return flowing
 
     def _inputs_need_grad(self, op: Operator, inputs: Sequence[str]) -> bool:
         for name in inputs:
-            var = op.block._find_var_recursive(name)
-            if name not in self.no_grad and var is not None and var.dtype.startswith("float"):
+            if self._differentiable(op.block, name):
                 return True
         return False
 
@@ -217,10 +236,11 @@ class _BackwardBuilder:
         grad_block.forward_block_idx = sub.idx
         try:
             # inside the sub-block, gradients flow from the outer variables it writes
-            self.check_no_overwrite(sub.ops, loop_body=sub)
-            outer_writes = {n for o in sub.ops for n in o.output_arg_names if not sub.has_var(n)}
-            inner_flowing = self._flowing_outer_writes(sub, outer_writes, flowing)
-            self.append_grad_ops(sub.ops, grad_block, inner_flowing, callbacks)
+            steps = _steps(sub.ops)
+            self.check_no_overwrite(steps, loop_body=sub)
+            outer_writes = {n for _, _, outputs in steps for n in outputs if not sub.has_var(n)}
+            inner_flowing = self._flowing_outer_writes(sub, steps, outer_writes, flowing)
+            self.append_grad_ops(steps, grad_block, inner_flowing, callbacks)
             self.add_up_repeated_grads(grad_block)
             provided = {self.grad_name(n) for n in outer_writes}
             self.remove_no_grad_branches(grad_block, provided, sub=sub)
@@ -228,7 +248,8 @@ class _BackwardBuilder:
             self.program._current_block_idx = op.block.idx
         return grad_block
 
-    def _flowing_outer_writes(self, sub: Block, outer_writes: set[str], flowing: set[str]) -> set[str]:
+    def _flowing_outer_writes(self, sub: Block, steps: Sequence[_Step], outer_writes: set[str],
+                              flowing: set[str]) -> set[str]:
         """The outer variables written by `sub` whose gradient can be non-zero at some step.
 
         Those flowing outside the op, and, to a fixed point, those whose value read at the
@@ -238,9 +259,9 @@ class _BackwardBuilder:
         result = {n for n in outer_writes if n in flowing}
         while True:
             reached = set(result)
-            for o in reversed(sub.ops):
-                if any(n in reached for n in o.output_arg_names):
-                    reached.update(n for n in o.input_arg_names if self._differentiable(sub, n))
+            for _, inputs, outputs in reversed(steps):
+                if any(n in reached for n in outputs):
+                    reached.update(n for n in inputs if self._differentiable(sub, n))
             grown = {n for n in outer_writes if n in reached} - result
             if not grown:
                 return result
@@ -254,14 +275,18 @@ class _BackwardBuilder:
         renames: dict[str, int] = defaultdict(int)
         ops: list[Operator] = []
         for op in block.ops[start:]:
-            for name in set(op.input_arg_names):
+            for name in op.input_arg_names:  # (a name read twice finds no writers the second time)
                 writers = pending.pop(name, ())
                 if len(writers) > 1:
                     ops.append(self._sum_writes(block, name, writers, renames))
             ops.append(op)
             for name in op.output_arg_names:
                 if GRAD_SUFFIX in name and name != EMPTY_VAR_NAME:
-                    pending.setdefault(name, []).append(op)
+                    writers = pending.get(name)
+                    if writers is None:
+                        pending[name] = [op]
+                    else:
+                        writers.append(op)
         ops += [self._sum_writes(block, name, writers, renames) for name, writers in pending.items()
                 if len(writers) > 1]
         _replace_ops(block, start, ops)
@@ -309,12 +334,13 @@ class _BackwardBuilder:
     def fill_missing_grads(self, block: Block, provided: set[str], start: int = 0) -> None:
         """Zero-fill gradients that a grad op reads but no earlier op writes."""
         written = set(provided)
+        grad_to_var = self.grad_to_var
         ops: list[Operator] = []
         for op in block.ops[start:]:
             for name in op.input_arg_names:
-                if name in written or name not in self.grad_to_var or name == EMPTY_VAR_NAME:
+                if name in written or name not in grad_to_var or name == EMPTY_VAR_NAME:
                     continue
-                ops.append(Operator(block, "fill_zeros_like", {"X": [self.grad_to_var[name]]}, {"Out": [name]},
+                ops.append(Operator(block, "fill_zeros_like", {"X": [grad_to_var[name]]}, {"Out": [name]},
                                     {"op_role": BACKWARD, "dtype": None}))
                 written.add(name)
             written.update(op.output_arg_names)
@@ -330,10 +356,11 @@ class _BackwardBuilder:
         """
         declared, var_info, grad_to_var = block.vars, self.var_info, self.grad_to_var
         for op in block.ops[start:]:
-            sub = _sub_block(op)
-            if sub is not None and op.role == BACKWARD:
-                self.create_grad_vars(sub)
-            names = [n for n in op.output_arg_names if n != EMPTY_VAR_NAME and n not in declared]
+            if "sub_block" in op.attrs:
+                sub = _sub_block(op)
+                if sub is not None and op.role == BACKWARD:
+                    self.create_grad_vars(sub)
+            names = [n for n in op.output_arg_names if n not in declared and n != EMPTY_VAR_NAME]
             if not names:
                 continue
             unknown = [n for n in names if n not in var_info and n not in grad_to_var]
@@ -343,7 +370,12 @@ class _BackwardBuilder:
                 infer_op(op)
             for name in names:
                 fwd = grad_to_var.get(name)
-                fwd_var = block._find_var_recursive(fwd) if fwd is not None else None
+                if fwd is None:
+                    fwd_var = None
+                else:
+                    fwd_var = declared.get(fwd)
+                    if fwd_var is None:
+                        fwd_var = block._find_var_recursive(fwd)
                 if fwd_var is not None:
                     shape, dtype = fwd_var.shape, fwd_var.dtype
                 elif name in var_info:
@@ -424,7 +456,7 @@ def _build_unguarded(targets: list[Variable], target_gradients: list[Variable | 
     # 6. declare and infer the gradient variables
     builder.create_grad_vars(block, start)
     if checkpoints is not None:
-        program.recompute_checkpoints = apply_recompute(block, path, start, checkpoints)
+        program.recompute_checkpoints = apply_recompute(block, [op for op, _, _ in path], start, checkpoints)
     return builder
 
 

@@ -39,6 +39,8 @@ def append_static_op(op_type: str, inputs: dict[str, Any], attrs: dict[str, Any]
                      n_out: int | None = None) -> Any:
     """Append `op_type` to the current block of the default main program; return its output Variable(s)."""
     for slot, value in inputs.items():
+        if isinstance(value, Variable):
+            continue
         for item in (value if isinstance(value, (list, tuple)) else [value]):
             if item is not None and not isinstance(item, Variable):
                 raise TypeError(f"{op_type}: input {slot} must be a Variable or Tensor, got {type(item).__name__}")

@@ -118,6 +118,15 @@ def test_a_bucket_allreduce_without_a_bucket_key_is_refused():
                 "c_bucket_allreduce", {"X": [v]}, {"Out": [v]}, {"reduce": "sum"})
 
 
+def test_a_bucket_allreduce_that_overwrites_its_inputs_must_output_them():
+    """overwrite=True lets the sums go into the inputs' arrays: only right when Out is X."""
+    with fg.program_guard(fg.Program()):
+        u, v = fg.static.data("u", [3], "float64"), fg.static.data("v", [3], "float64")
+        with pytest.raises(ValueError, match="c_bucket_allreduce: overwrite=True .* the outputs must be the inputs"):
+            fg.default_main_program().global_block().append_op(
+                "c_bucket_allreduce", {"X": [v]}, {"Out": [u]}, {"bucket": "b", "overwrite": True})
+
+
 def test_import_fluidgrad_does_not_import_mpi4py():
     code = "import sys, fluidgrad, fluidgrad.distributed as d; d.init_parallel_env(); print('mpi4py' in sys.modules)"
     env = {k: v for k, v in os.environ.items() if k not in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")}

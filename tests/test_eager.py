@@ -1022,6 +1022,29 @@ def test_the_rule_cache_keys_on_the_attributes_the_rule_reads(monkeypatch):
     assert len(op_call("reduce_sum").infer_cache) <= 4
 
 
+@pytest.mark.parametrize("op, dtype", [("elementwise_add", "float64"), ("elementwise_mul", "float32"),
+                                       ("less_than", "float64"), ("elementwise_max", "int64")])
+def test_a_rule_cached_on_dtypes_still_names_shapes_numpy_cannot_broadcast(op, dtype):
+    """Broadcast rules are cached on the dtypes alone (eager/infer.py): after a run on good
+    shapes, shapes NumPy refuses raise the static ShapeError text, through the operators'
+    path and through the dict path alike, and shapes NumPy broadcasts give its shape."""
+    from fluidgrad.eager.apply import apply_binary
+    from fluidgrad.eager.node import op_call
+    assert op_call(op).dtype_keyed
+    good = _named_tensors({"X": np.ones((2, 3)), "Y": np.ones((2, 3))}, lambda name, v: dtype)
+    assert apply_binary(op, good["X"], good["Y"]).shape == (2, 3)
+    assert eager_apply(op, good, {}).shape == (2, 3)
+    bad = _named_tensors({"X": np.ones((2, 3)), "Y": np.ones((4, 3))}, lambda name, v: dtype)
+    static = _static_outputs(op, {"X": 0, "Y": 0}, {}, None, bad)
+    assert isinstance(static, fg.framework.errors.ShapeError) and "cannot broadcast" in str(static)
+    for run in (lambda: apply_binary(op, bad["X"], bad["Y"]), lambda: eager_apply(op, bad, {})):
+        with pytest.raises(fg.framework.errors.ShapeError) as err:
+            run()
+        assert str(err.value) == f"{static} (in eager mode)"
+    wide = _named_tensors({"X": np.ones((2, 1)), "Y": np.ones((1, 3))}, lambda name, v: dtype)
+    assert apply_binary(op, wide["X"], wide["Y"]).shape == (2, 3)
+
+
 def test_a_missing_input_is_named_as_in_static_mode():
     with pytest.raises(ValueError, match="op elementwise_add needs input slot 'Y'"):
         eager_apply("elementwise_add", {"X": t([1.0])}, {})

@@ -71,7 +71,7 @@ def append_gradient_allreduce(block: Block, pairs: ParamsGrads, bucket_bytes: fl
     for bucket in buckets:
         members = [grads[i] for i in bucket]
         block.append_op("c_bucket_allreduce", {"X": members}, {"Out": members},
-                        {"reduce": "avg", "bucket": unique_name("grad_bucket"), **role})
+                        {"reduce": "avg", "bucket": unique_name("grad_bucket"), "overwrite": True, **role})
     return [[grads[i] for i in bucket] for bucket in buckets]
 
 

@@ -16,8 +16,8 @@ from ..framework import Variable
 from ..framework.errors import FluidgradError, IndexRangeError
 from .infer import attr_key, cache_key, key_or_none, run_rule
 from .mode import all_default, state
-from .node import _CALLS, CustomOp, Node, OpCall, op_call, record_node
-from .tensor import Tensor
+from .node import _CALLS, CustomOp, OpCall, new_node, op_call, record_node
+from .tensor import Tensor, op_output
 
 _ndarray = np.ndarray
 _asarray = np.asarray
@@ -135,6 +135,8 @@ def _run(call: OpCall, args: Sequence[Any], tensors: tuple, kw: dict, record: bo
     try:
         out = call.kernel(*args, **kw) if kw else call.kernel(*args)
     except Exception as exc:
+        if call.dtype_keyed:  # the cached verdict saw only the dtypes: the rule names bad shapes
+            run_rule(call, None, list(args), tensors, kw, None)
         raise _kernel_error(call, args, kw, exc) from exc
     if output_check is not None:
         output_check(call, args, out)
@@ -147,9 +149,9 @@ def _run(call: OpCall, args: Sequence[Any], tensors: tuple, kw: dict, record: bo
         raise _dtype_error(call, dtype, expected)
     if record and dtype.kind == "f":
         if out.nbytes < call.keep_all_below:
-            return Tensor(out, False, Node(call, kw, tensors, (out,)), 0)
-        return Tensor(out, False, record_node(call, kw, tensors, (out,)), 0)
-    return Tensor(out)
+            return op_output(out, False, new_node(call, kw, tensors, (out,)))
+        return op_output(out, False, record_node(call, kw, tensors, (out,)))
+    return op_output(out)
 
 
 def apply_binary(op_type: str, x: Tensor, y: Tensor) -> Tensor:
@@ -163,7 +165,8 @@ def apply_binary(op_type: str, x: Tensor, y: Tensor) -> Tensor:
     xd = x.data
     yd = y.data
     try:
-        expected = call.infer_cache[(xd.shape, xd.dtype, yd.shape, yd.dtype, call.default_attr_key)]
+        expected = call.infer_cache[(xd.dtype, yd.dtype, call.default_attr_key) if call.dtype_keyed else
+                                    (xd.shape, xd.dtype, yd.shape, yd.dtype, call.default_attr_key)]
     except KeyError:  # not seen yet: run the rule
         expected = run_rule(call, key_or_none(call, [xd, yd], call.defaults, None), [xd, yd], (x, y),
                             call.defaults, None)
@@ -239,5 +242,5 @@ def record_custom(op: CustomOp | OpCall, inputs: Sequence[Tensor], outputs: Sequ
     outs = tuple(_asarray(a) for a in outputs)
     if not (state.grad_enabled and any(not t.stop_gradient for t in inputs)):
         return [Tensor(a) for a in outs]
-    node = Node(call, attrs, (inputs,), outs, {"Out": (0, len(outs))})
+    node = new_node(call, attrs, (inputs,), outs, {"Out": (0, len(outs))})
     return [Tensor(a, a.dtype.kind != "f", node if a.dtype.kind == "f" else None, i) for i, a in enumerate(outs)]

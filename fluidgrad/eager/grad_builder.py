@@ -153,7 +153,10 @@ class EagerGradBuilder(GradBuilder):
         value = self.node.inputs[self.call.in_index[slot]]
         if type(value) is list:
             return GradBuilder.needs_input_grad(self, slot, index)
-        return value is not None and not value.stop_gradient and value.data.dtype.kind == "f"
+        if value is None or value.stop_gradient:
+            return False
+        # a stand-in's own dtype: its `data` is a property call, and this runs for every node
+        return (value.dtype if type(value) is ShapeOnly else value.data.dtype).kind == "f"
 
     def _input_values(self, slot: str) -> list:
         value = self.node.inputs[self.call.in_index[slot]]
@@ -198,7 +201,8 @@ class EagerGradBuilder(GradBuilder):
         if type(inputs) is not list and inputs is not None and value is not None and type(value) is not list:
             if inputs.stop_gradient:
                 return  # nothing flows into a constant
-            if not self.create_graph and value.shape == inputs.data.shape and inputs.data.dtype.kind == "f":
+            data = inputs if type(inputs) is ShapeOnly else inputs.data  # as in needs_input_grad
+            if not self.create_graph and value.shape == data.shape and data.dtype.kind == "f":
                 self.accumulate(inputs, value)
                 return
         GradBuilder.set_input_grad(self, slot, value)

@@ -8,6 +8,12 @@ A rule depends only on the input shapes and dtypes, the attributes it reads and,
 op with a duplicable output slot, the number of outputs; its verdict is cached per op on
 exactly that, so running an op again costs one dict lookup (`OpCall.infer_cache`).
 
+A rule marked `numpy_broadcast` (`shape_rules.binary_broadcast`: elementwise add, mul,
+comparisons...) accepts exactly the shapes NumPy broadcasts, so its verdict is cached on the
+dtypes alone (`OpCall.dtype_keyed`): shapes NumPy refuses make the kernel fail, and then
+`apply._run` runs the rule, which raises its ShapeError naming the op and both shapes.
+Reading two shapes and hashing them cost about as much as the rest of the lookup.
+
 Which attributes a rule reads is learnt, not declared: the rule sees the attributes
 through `_ReadAttrs`, which notes the names it reads. `OpCall.infer_attrs` is the union
 of the names read so far; when a rule reads a new one, the op's cache is emptied and its
@@ -86,8 +92,12 @@ def attr_key(call: Any, kw: dict, n_out: int | None) -> tuple:
 
 
 def cache_key(call: Any, args: list, kw: dict, n_out: int | None) -> tuple:
-    """(shape, dtype) of each input in slot order, then `attr_key`. The eager fast paths
-    (`apply_binary`, `apply_unary`) build the same tuple inline."""
+    """(shape, dtype) of each input in slot order (only the dtype when `call.dtype_keyed`),
+    then `attr_key`. The eager fast paths (`apply_binary`, `apply_unary`) build the same tuple
+    inline."""
+    if call.dtype_keyed:
+        return (*[None if value is None else value.dtype for value in args],
+                attr_key(call, kw, n_out) if call.infer_attrs else ())
     key: list = []
     for value in args:
         if value is None:

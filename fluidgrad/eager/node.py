@@ -26,7 +26,7 @@ class OpCall:
     __slots__ = ("type", "op_def", "kernel", "in_slots", "in_names", "in_index", "out_slots", "out_index",
                  "defaults", "single_out", "has_dup_out", "has_dup_in", "grad_maker", "needs_runtime",
                  "infer", "infer_cache", "infer_attrs", "default_attr_key", "reads", "keep_plans",
-                 "simple", "keep_all_below")
+                 "simple", "keep_all_below", "dtype_keyed")
 
     def __init__(self, op_def: Any) -> None:
         self.type = op_def.type
@@ -51,6 +51,8 @@ class OpCall:
         self.infer_cache: dict[tuple, Any] = {}
         self.infer_attrs: tuple[str, ...] = ()
         self.default_attr_key: tuple = attr_key(self, self.defaults, None)
+        self.dtype_keyed = (getattr(self.infer, "numpy_broadcast", False) and not self.has_dup_in
+                            and not self.has_dup_out)
         # what the backward reads (None: unknown, keep everything), and per pattern of inputs
         # needing a gradient, which inputs and outputs a node keeps (see `record_node`)
         self.reads: GradReads | None = (None if isinstance(op_def, CustomOp) else
@@ -98,6 +100,7 @@ class CustomOp:
 
 
 next_seq = itertools.count().__next__
+_new = object.__new__
 
 
 class Node:
@@ -105,21 +108,27 @@ class Node:
 
     `out_ranges` maps an output slot to its (start, stop) in `outs` when a slot is duplicable.
     `inputs is None` once the graph was freed by a backward pass without retain_graph.
+    Made by `new_node`: a class with an `__init__` costs, on every recorded op, a C-level
+    re-entry of the interpreter that a plain function call does not.
     """
 
     __slots__ = ("call", "attrs", "inputs", "outs", "out_ranges", "hooks", "seq", "__weakref__")
 
-    def __init__(self, call: OpCall, attrs: dict, inputs: tuple, outs: tuple, out_ranges: Any = None) -> None:
-        self.call = call
-        self.attrs = attrs
-        self.inputs = inputs
-        self.outs = outs
-        self.out_ranges = out_ranges
-        self.hooks = None
-        self.seq = next_seq()  # creation stamp: a node is always newer than the nodes it reads
-
     def __repr__(self) -> str:
         return f"<Node {self.call.type}{' (freed)' if self.inputs is None else ''}>"
+
+
+def new_node(call: OpCall, attrs: dict, inputs: tuple, outs: tuple, out_ranges: Any = None) -> Node:
+    """A Node for an op just run (see Node)."""
+    node = _new(Node)
+    node.call = call
+    node.attrs = attrs
+    node.inputs = inputs
+    node.outs = outs
+    node.out_ranges = out_ranges
+    node.hooks = None
+    node.seq = next_seq()  # creation stamp: a node is always newer than the nodes it reads
+    return node
 
 
 _FREED = ("the graph has been freed: backward already ran through it (op {op}); call backward(retain_graph=True) "
@@ -200,7 +209,13 @@ def _slim_input(tensor: Any) -> Any:
         return tensor
     node = tensor._node
     if node is not None:
-        return ShapeOnly(node, tensor._idx, tensor.stop_gradient, data.shape, data.dtype)
+        stand_in = _new(ShapeOnly)  # ShapeOnly(...) written out: this runs for most recorded ops
+        stand_in._node = node
+        stand_in._idx = tensor._idx
+        stand_in.stop_gradient = tensor.stop_gradient
+        stand_in.shape = data.shape
+        stand_in.dtype = data.dtype
+        return stand_in
     return tensor if not tensor.stop_gradient else _UNREAD_CONSTANT
 
 
@@ -235,7 +250,7 @@ def record_node(call: OpCall, attrs: dict, tensors: Any, outs: tuple, out_ranges
         # what the backward reads is unknown, or one small output: keep everything (an op
         # whose output is small and that drops a large input is rare, and the check per
         # input would cost every op of a chain of small tensors)
-        return Node(call, attrs, tensors if type(tensors) is tuple else tuple(tensors), outs, out_ranges)
+        return new_node(call, attrs, tensors if type(tensors) is tuple else tuple(tensors), outs, out_ranges)
     if call.simple:
         if len(tensors) == 2:
             x, y = tensors
@@ -244,9 +259,9 @@ def record_node(call: OpCall, attrs: dict, tensors: Any, outs: tuple, out_ranges
             if plan is _MISSING:
                 plan = plans[needing] = _keep_plan(call, needing)
             if plan is None:
-                return Node(call, attrs, tensors, outs)
+                return new_node(call, attrs, tensors, outs)
             (keep_x, keep_y), (keep_out,) = plan  # written out: this runs for every recorded op
-            return Node(call, attrs, (x if keep_x else _slim_input(x), y if keep_y else _slim_input(y)),
+            return new_node(call, attrs, (x if keep_x else _slim_input(x), y if keep_y else _slim_input(y)),
                         outs if keep_out else _UNREAD_OUTPUT)  # not small, or all would be kept above
         if len(tensors) == 1:
             x, = tensors
@@ -254,9 +269,9 @@ def record_node(call: OpCall, attrs: dict, tensors: Any, outs: tuple, out_ranges
             if plan is _MISSING:
                 plan = plans[1] = _keep_plan(call, 1)
             if plan is None:
-                return Node(call, attrs, tensors, outs)
+                return new_node(call, attrs, tensors, outs)
             (keep_x,), (keep_out,) = plan
-            return Node(call, attrs, (x if keep_x else _slim_input(x),), outs if keep_out else _UNREAD_OUTPUT)
+            return new_node(call, attrs, (x if keep_x else _slim_input(x),), outs if keep_out else _UNREAD_OUTPUT)
     needing = 0
     for i, value in enumerate(tensors):
         if value is not None and (not value.stop_gradient if type(value) is not list
@@ -266,7 +281,7 @@ def record_node(call: OpCall, attrs: dict, tensors: Any, outs: tuple, out_ranges
     if plan is _MISSING:
         plan = plans[needing] = _keep_plan(call, needing)
     if plan is None:
-        return Node(call, attrs, tuple(tensors), outs, out_ranges)
+        return new_node(call, attrs, tuple(tensors), outs, out_ranges)
     keep_in, keep_out = plan
     inputs = tuple([value if keep else [_slim_input(t) for t in value] if type(value) is list else _slim_input(value)
                     for value, keep in zip(tensors, keep_in)])
@@ -278,7 +293,7 @@ def record_node(call: OpCall, attrs: dict, tensors: Any, outs: tuple, out_ranges
                 start, stop = out_ranges[slot]
                 kept[start:stop] = [keep] * (stop - start)
         outs = tuple([a if keep else _slim_output(a) for a, keep in zip(outs, kept)])
-    return Node(call, attrs, inputs, outs, out_ranges)
+    return new_node(call, attrs, inputs, outs, out_ranges)
 
 
 _MISSING = object()

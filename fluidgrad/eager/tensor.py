@@ -289,6 +289,25 @@ class Tensor(MathMixin):
     __hash__ = MathMixin.__hash__
 
 
+_new = object.__new__
+
+
+def op_output(data: np.ndarray, stop_gradient: bool = True, node: Any = None, idx: int = 0) -> Tensor:
+    """`Tensor(data, stop_gradient, node, idx)` for an op's output, made without the class call:
+    a class with an `__init__` costs a C-level re-entry of the interpreter that a plain function
+    does not, and this runs for every eager op. It sets exactly what `Tensor.__init__` sets."""
+    tensor = _new(Tensor)
+    tensor.data = data
+    tensor.stop_gradient = stop_gradient
+    tensor.grad = None
+    tensor._node = node
+    tensor._idx = idx
+    tensor.name = None
+    tensor._hooks = None
+    tensor.persistable = False
+    return tensor
+
+
 class HookHandle:
     """Returned by `register_hook`; `remove()` takes the hook off again."""
 

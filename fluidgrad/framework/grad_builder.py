@@ -135,10 +135,6 @@ class OpDesc:
         return [n for names in self.outputs.values() for n in names]
 
 
-def _is_float(dtype: str) -> bool:
-    return dtype.startswith("float")
-
-
 class StaticGradBuilder(GradBuilder):
     """Collects the grad op descriptions of one forward op: values are variable names."""
 
@@ -155,6 +151,8 @@ class StaticGradBuilder(GradBuilder):
         self._temps: dict[str, tuple[tuple[int, ...], str]] = {}
         self._grad_to_var: dict[str, str] = {}
         self._assigns: list[OpDesc] = []
+        self._block_vars = op.block.vars  # where most names are found, before any ancestor
+        self._temp_prefix = op.type + "@GRAD@TMP"
 
     # -- what a grad maker reads
     def _slot_value(self, args: dict[str, list[str]], slot: str, duplicable: bool) -> Any:
@@ -189,7 +187,7 @@ class StaticGradBuilder(GradBuilder):
         return self.fwd.inputs.get(slot, [])
 
     def _differentiable(self, name: str) -> bool:
-        return name not in self.no_grad_set and _is_float(self.dtype(name))
+        return name not in self.no_grad_set and self._lookup(name)[1].startswith("float")
 
     def shape(self, value: str) -> tuple[int, ...]:
         return self._lookup(value)[0]
@@ -201,12 +199,14 @@ class StaticGradBuilder(GradBuilder):
         known = self._temps.get(name)
         if known is not None:
             return known
-        block = self.fwd.block
-        var = block._find_var_recursive(name)
-        if var is None and name in self._grad_to_var:
-            var = block._find_var_recursive(self._grad_to_var[name])
+        var = self._block_vars.get(name)
         if var is None:
-            raise KeyError(f"grad of op {self.fwd.type}: variable {name!r} is unknown")
+            block = self.fwd.block
+            var = block._find_var_recursive(name)
+            if var is None and name in self._grad_to_var:
+                var = block._find_var_recursive(self._grad_to_var[name])
+            if var is None:
+                raise KeyError(f"grad of op {self.fwd.type}: variable {name!r} is unknown")
         return var.shape, var.dtype
 
     # -- what a grad maker writes
@@ -217,7 +217,7 @@ class StaticGradBuilder(GradBuilder):
                     for slot, v in inputs.items() if v is not None}
         outputs: dict[str, list[str]] = {}
         values = []
-        prefix = self.fwd.type + "@GRAD@TMP"
+        prefix = self._temp_prefix
         for slot in op_def.outputs:
             if slot.duplicable:
                 names = [unique_name(prefix) for _ in range(n_out or 1)]
@@ -226,7 +226,7 @@ class StaticGradBuilder(GradBuilder):
                 names = [unique_name(prefix)]
                 values.append(names[0])
             outputs[slot.name] = names
-        desc = OpDesc(type, in_names, outputs, {**op_def.attrs, **attrs} if attrs else dict(op_def.attrs))
+        desc = OpDesc(type, in_names, outputs, {**op_def.attrs, **attrs} if attrs else op_def.attrs.copy())
         op_def.infer(InferContext(op_def, in_names, outputs, desc.attrs, self._lookup, self._store_temp))
         self.descs.append(desc)
         return values[0] if len(values) == 1 else tuple(values)
@@ -270,17 +270,13 @@ class StaticGradBuilder(GradBuilder):
         counts = self._read_counts()
         if self._assigns:
             self._fold_assigns(counts)
-        self._drop_unused(counts)
-        for desc in self.descs:
-            if "op_role" not in desc.attrs:
-                desc.attrs["op_role"] = "backward"
-            desc.out_vars = {n: self._var_info(n, desc) for names in desc.outputs.values() for n in names
-                             if n != EMPTY_VAR_NAME}
+        self._keep_used(counts)
         return self.descs, self._grad_to_var
 
     def _var_info(self, name: str, desc: OpDesc) -> tuple[tuple[int, ...], str]:
-        if name in self._grad_to_var:  # an input gradient: exactly its forward variable's shape
-            return self._lookup(self._grad_to_var[name])
+        forward = self._grad_to_var.get(name)
+        if forward is not None:  # an input gradient: exactly its forward variable's shape
+            return self._lookup(forward)
         if name in self._temps:
             return self._temps[name]
         return self._lookup(desc.input_arg_names()[0])  # an `assign` that was not folded
@@ -310,20 +306,26 @@ class StaticGradBuilder(GradBuilder):
         if folded:
             self.descs = [d for d in self.descs if id(d) not in folded]
 
-    def _drop_unused(self, counts: dict[str, int]) -> None:
-        """Unread temporaries become @EMPTY@; an op none of whose outputs is used goes.
+    def _keep_used(self, counts: dict[str, int]) -> None:
+        """Unread temporaries become @EMPTY@; an op none of whose outputs is used goes. A kept
+        op gets its role and the shapes and dtypes of its outputs (`out_vars`).
         (`counts` may still count reads by folded assigns: those temporaries are renamed.)"""
         kept = []
         temps = self._temps
         for desc in self.descs:
-            used = False
+            out_vars = {}
             for names in desc.outputs.values():
                 for i, n in enumerate(names):
                     if n in temps and not counts.get(n):
                         names[i] = EMPTY_VAR_NAME
                     elif n != EMPTY_VAR_NAME:
-                        used = True
-            if used:
+                        out_vars[n] = None
+            if out_vars:
+                if "op_role" not in desc.attrs:
+                    desc.attrs["op_role"] = "backward"
+                for n in out_vars:
+                    out_vars[n] = self._var_info(n, desc)
+                desc.out_vars = out_vars
                 kept.append(desc)
         self.descs = kept
 
@@ -332,8 +334,8 @@ def get_grad_op_desc(op: Any, no_grad_set: Collection[str], grad_sub_block: Any 
                      grad_name: Callable[[str], str] = grad_var_name,
                      available_grads: Collection[str] | None = None) -> tuple[list[OpDesc], dict[str, str]]:
     """The grad ops of `op` and the map from each gradient name to its forward variable."""
-    op_def = get_op_def(op.type)
-    require_gradient(op_def)
     builder = StaticGradBuilder(op, no_grad_set, grad_sub_block, grad_name, available_grads)
+    op_def = builder.op_def
+    require_gradient(op_def)
     op_def.grad(builder)
     return builder.finish()

@@ -241,14 +241,18 @@ class _BlockInferContext(InferContext):
         self.block, self.op_type = op.block, op.type
 
     def _lookup(self, name: str) -> tuple[tuple[int, ...], str]:
-        var = self.block._find_var_recursive(name)
+        var = self.block.vars.get(name)  # (the op's own block first, before any ancestor)
         if var is None:
-            raise KeyError(f"op {self.op_type} reads variable {name!r}, which block {self.block.idx} "
-                           f"and its ancestors do not declare")
+            var = self.block._find_var_recursive(name)
+            if var is None:
+                raise KeyError(f"op {self.op_type} reads variable {name!r}, which block {self.block.idx} "
+                               f"and its ancestors do not declare")
         return var.shape, var.dtype
 
     def _store(self, name: str, shape: tuple[int, ...], dtype: str) -> None:
-        var = self.block._find_var_recursive(name)
+        var = self.block.vars.get(name)
+        if var is None:
+            var = self.block._find_var_recursive(name)
         if var is None:
             self.block.create_var(name, shape, dtype)
         else:

@@ -18,14 +18,24 @@ _SlotArgs = Mapping[str, "Variable | str | Sequence[Variable | str] | None"]
 def _arg_names(args: _SlotArgs | None) -> dict[str, list[str]]:
     """Normalise `{slot: var | name | [vars]}` into `{slot: [names]}`."""
     result: dict[str, list[str]] = {}
-    for slot, value in (args or {}).items():
+    if not args:
+        return result
+    for slot, value in args.items():
         if value is None:
             continue
         if isinstance(value, Variable):  # the common case, one variable per slot
             result[slot] = [value.name]
             continue
         items = value if isinstance(value, (list, tuple)) else [value]
-        result[slot] = names_of(items, f"slot {slot}")
+        names = []
+        for item in items:  # names_of, without formatting its message for every op built
+            if isinstance(item, Variable):
+                names.append(item.name)
+            elif isinstance(item, str):
+                names.append(item)
+            else:
+                names_of([item], f"slot {slot}")  # raises the TypeError naming the slot
+        result[slot] = names
     return result
 
 
@@ -139,12 +149,12 @@ class Block:
         return name in self.vars
 
     def _find_var_recursive(self, name: str) -> Variable | None:
-        block: Block | None = self
-        while block is not None:
-            if name in block.vars:
-                return block.vars[name]
-            block = block.parent
-        return None
+        block = self
+        while True:
+            var = block.vars.get(name)
+            if var is not None or block.parent_idx < 0:
+                return var
+            block = block.program.blocks[block.parent_idx]
 
     def has_var_recursive(self, name: str) -> bool:
         return self._find_var_recursive(name) is not None

@@ -3,14 +3,19 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .dtypes import ALL_DTYPES, FLOAT_DTYPES, require_extension_dtype
+from .dtypes import ALL_DTYPES, EXTENSION_DTYPES, FLOAT_DTYPES, require_extension_dtype
 from .math_mixin import MathMixin
 
 DTYPES = ALL_DTYPES
 
 
+_PLAIN_DTYPES = frozenset(DTYPES) - EXTENSION_DTYPES  # names that are already normal, no import needed
+
+
 def normalize_dtype(dtype: Any) -> str:
     """Accept "float32", numpy dtypes and numpy scalar types; return the name string."""
+    if dtype.__class__ is str and dtype in _PLAIN_DTYPES:
+        return dtype
     name = getattr(dtype, "name", None) or getattr(dtype, "__name__", None) or str(dtype)
     name = {"float": "float64", "int": "int64", "bool_": "bool"}.get(name, name)
     if name not in DTYPES:

@@ -17,6 +17,7 @@ want the packing as ops of their own.
 """
 from __future__ import annotations
 
+import sys
 from math import prod
 
 import numpy as np
@@ -131,8 +132,25 @@ register_op("c_reducescatter", inputs="X", outputs="Out", attrs={"nranks": 1, "r
 
 
 # ------------------------------------------------------------------ buckets
-def _bucket_allreduce_kernel(xs, reduce="avg", bucket="", ring_id=0):
+def _references(arrays: list, i: int) -> int:
+    return sys.getrefcount(arrays[i])
+
+
+def _plan_local_references() -> int:
+    """What `_references` reports for an array that only one local of its caller holds and
+    passes in a list, as the executor's plan passes a bucket's gradients: measured, not
+    assumed (interpreters count references on the stack differently)."""
+    value = np.empty(2)
+    return _references([value], 0)
+
+
+_PLAN_ONLY = _plan_local_references()
+
+
+def _bucket_allreduce_kernel(xs, reduce="avg", bucket="", ring_id=0, overwrite=False):
     world = get_world()
+    # which inputs nobody else can see (the plan's fresh gradients): the sum may go into them
+    counts = [_references(xs, i) for i in range(len(xs))]
     arrays = [np.asarray(x) for x in xs]
     if world.size == 1:
         return arrays
@@ -148,9 +166,12 @@ def _bucket_allreduce_kernel(xs, reduce="avg", bucket="", ring_id=0):
             np.multiply(array.reshape(-1), scale, out=part)
         pieces.append((start, array.shape))
         start += array.size
-    # arrays of this run (two ranks on one node), or read-only views of the bucket, which the
-    # next run reuses: nobody may keep writing into it
-    return flat.start(f"op c_bucket_allreduce ({bucket})").wait_arrays(pieces)
+    into = [a if overwrite and count <= _PLAN_ONLY and type(a) is np.ndarray and a.base is None and a.flags.writeable
+            and a.flags.c_contiguous else None for a, count in zip(arrays, counts)]
+    # arrays of this run (two ranks on one node: with `overwrite`, the inputs nobody else sees,
+    # written over, else new ones), or read-only views of the bucket, which the next run reuses: nobody may keep
+    # writing into it
+    return flat.start(f"op c_bucket_allreduce ({bucket})").wait_arrays(pieces, into=into)
 
 
 def _bucket_allreduce_infer(ctx) -> None:
@@ -162,6 +183,9 @@ def _bucket_allreduce_infer(ctx) -> None:
                               "(e.g. fluidgrad.framework.unique_name('grad_bucket')); got an empty key")
     if ctx.attr("reduce") not in ("sum", "avg"):
         raise ctx.shape_error(f"reduce must be 'sum' or 'avg', got {ctx.attr('reduce')!r}")
+    if ctx.attr("overwrite") and list(ctx.outputs.get("Out", ())) != list(ctx.input_names("X")):
+        raise ctx.shape_error("overwrite=True writes the sums into the inputs: the outputs must be the "
+                              f"inputs themselves, got X {ctx.input_names('X')} and Out {list(ctx.outputs.get('Out', ()))}")
     if ctx.num_outputs("Out") != len(shapes):
         raise ctx.shape_error(f"{ctx.num_outputs('Out')} outputs for {len(shapes)} inputs")
     for i, shape in enumerate(shapes):
@@ -174,9 +198,11 @@ def _bucket_allreduce_grad(g: GradBuilder) -> None:
     g.set_input_grad("X", grads)
 
 
-register_op("c_bucket_allreduce", inputs="X*", outputs="Out*", attrs={"reduce": "avg", "bucket": "", "ring_id": 0},
+register_op("c_bucket_allreduce", inputs="X*", outputs="Out*",
+            attrs={"reduce": "avg", "bucket": "", "ring_id": 0, "overwrite": False},
             kernel=_bucket_allreduce_kernel, infer=_bucket_allreduce_infer, grad=_bucket_allreduce_grad,
-            doc="Out[i] = the sum or average of X[i] over every rank, one collective for the whole bucket.")
+            doc="Out[i] = the sum or average of X[i] over every rank, one collective for the whole bucket "
+                "(overwrite: Out is X, and the sums may go into X's arrays when the run alone holds them).")
 
 def _coalesce_kernel(xs):
     return np.concatenate([np.asarray(x).reshape(-1) for x in xs])

@@ -66,8 +66,8 @@ class PrivateReduce:
     def wait(self) -> np.ndarray:
         return self.pending.wait()
 
-    def wait_arrays(self, pieces: Pieces, copy: bool = False) -> list[np.ndarray]:
-        """The summed tensors: read-only views of the bucket (`copy`: copies)."""
+    def wait_arrays(self, pieces: Pieces, copy: bool = False, into: Any = None) -> list[np.ndarray]:
+        """The summed tensors: read-only views of the bucket (`copy`: copies); `into` is unused."""
         return split(self.wait(), pieces, copy)
 
 
@@ -165,14 +165,17 @@ class PairReduce:
         self.bucket.world.comm_seconds += time.perf_counter() - start
         return total
 
-    def wait_arrays(self, pieces: Pieces, copy: bool = False) -> list[np.ndarray]:
-        """The summed tensors at `pieces`, new arrays the caller owns."""
+    def wait_arrays(self, pieces: Pieces, copy: bool = False,
+                    into: Sequence[np.ndarray | None] | None = None) -> list[np.ndarray]:
+        """The summed tensors at `pieces`: new arrays the caller owns, or written into the
+        arrays of `into` that are not None (of the pieces' shapes and dtype)."""
         self._wait_rows()
         start, (row0, row1) = time.perf_counter(), self.rows
         out = []
-        for first, shape in pieces:
+        for k, (first, shape) in enumerate(pieces):
             end = first + prod(shape)
-            out.append(np.add(row0[first:end].reshape(shape), row1[first:end].reshape(shape)))
+            target = into[k] if into is not None else None
+            out.append(np.add(row0[first:end].reshape(shape), row1[first:end].reshape(shape), out=target))
         self.bucket.world.comm_seconds += time.perf_counter() - start
         return out
 
@@ -215,6 +218,6 @@ class SharedReduce:
             self._done()
         return self.bucket.result
 
-    def wait_arrays(self, pieces: Pieces, copy: bool = False) -> list[np.ndarray]:
-        """The summed tensors: read-only views of the shared result (`copy`: copies)."""
+    def wait_arrays(self, pieces: Pieces, copy: bool = False, into: Any = None) -> list[np.ndarray]:
+        """The summed tensors: read-only views of the shared result (`copy`: copies); `into` is unused."""
         return split(self.wait(), pieces, copy)

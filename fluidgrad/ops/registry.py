@@ -5,7 +5,7 @@ families; this module keeps the name every family imports from.
 """
 from typing import Any, Callable
 
-from ..framework import dtypes
+from ..framework.dtypes import STORAGE
 from ..framework.op_def import (NO_GRADIENT, ZERO_GRADIENT, InferContext, OpDef, Slot, _REGISTRY,  # noqa: F401
                                 get_op_def, infer_op, prepare, registered_ops, require_gradient)
 from ..framework.op_def import register_op as _register_op
@@ -29,17 +29,19 @@ def register_op(type: str, *, infer: Callable[[InferContext], None], **fields: A
 
 def _refusing_storage_formats(infer: Callable[[InferContext], None]) -> Callable[[InferContext], None]:
     def checked(ctx: InferContext) -> None:
+        lookup = ctx._lookup  # (what ctx.dtype(slot, i) reads, without its call per input)
         for slot, names in ctx.inputs.items():
-            for i in range(len(names)):
+            for i, name in enumerate(names):
                 try:
-                    dtype = ctx.dtype(slot, i)
+                    dtype = lookup(name)[1]
                 except KeyError:  # a gradient not built yet (while_grad's carried values): the rule decides
                     continue
-                if dtype in dtypes.STORAGE:
+                if dtype in STORAGE:
                     raise ctx.dtype_error(f"{ctx.describe(slot, i)} is a storage format (cast, reshape, "
                                           f"concatenate, ...): cast it to float32 first")
         infer(ctx)
     checked.__doc__ = infer.__doc__
+    checked.numpy_broadcast = getattr(infer, "numpy_broadcast", False)  # type: ignore[attr-defined]
     return checked
 
 

@@ -34,10 +34,13 @@ def same_as(slot: str = "X", out: str = "Out"):
     return infer
 
 
+_COMPUTE_FLOATS = frozenset(d for d in dtypes.ALL_DTYPES if dtypes.is_float(d))
+
+
 def float_only(ctx: InferContext, *slots: str) -> None:
     for slot in slots:
         for i, dtype in enumerate(ctx.dtypes(slot)):
-            if not dtypes.is_float(dtype):
+            if dtype not in _COMPUTE_FLOATS:  # dtypes.is_float, without a call per input
                 raise ctx.dtype_error(f"expects floating point input, got {ctx.describe(slot, i)}"
                                       + storage_hint(dtype))
 
@@ -62,6 +65,9 @@ def binary_broadcast(out_dtype: str | None = None):
         shape = broadcast_shapes(ctx, ctx.shape("X"), ctx.shape("Y"),
                                  lambda: f"{ctx.describe('X')} with {ctx.describe('Y')}")
         ctx.set_output("Out", shape, out_dtype or dtype)
+    # on known sizes the rule accepts exactly the shapes NumPy broadcasts, and its verdict
+    # otherwise depends on the dtypes only: eager mode caches it per dtypes (eager/infer.py)
+    infer.numpy_broadcast = True  # type: ignore[attr-defined]
     return infer
 
 

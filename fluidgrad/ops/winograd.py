@@ -16,7 +16,9 @@ writes the layout the GEMM reads. Without numba, conv.py keeps im2col.
 The three conv ops use it: the forward; the input gradient, which for stride 1 is the forward
 convolution of dOut with the flipped, channel-swapped filter; the filter gradient, the adjoint:
 dU = dM V^T per tile entry (dM = A dY A^T), then dW = G^T dU G. Images go through in blocks so
-that the transformed tiles stay in cache between the transform and the GEMM.
+that the transformed tiles stay in cache between the transform and the GEMM. A block's GEMMs are
+too small for BLAS to thread, so when BLAS may use several threads the blocks are drawn by as
+many threads (threads.py), each with its own buffers (and, for dW, its own dU sum).
 """
 from __future__ import annotations
 
@@ -28,10 +30,13 @@ from . import accel, threads
 
 # F(2x2, 3x3): output = A^T [(G g G^T) * (B^T d B)] A
 _G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
-_BLOCK_BYTES = 1 << 19   # transformed input + product per block of images: about the L2 cache
+_BLOCK_BYTES = 1 << 20   # transformed input + product per block of images: the L2 cache (1 MiB a core on
+                         # this EPYC; 1 MiB blocks measured 5-10% faster than 512 KiB at 32-64 channels)
 _MIN_CHANNELS = 8
 _PLANE_PAD = 24          # elements between the 16 tile planes (not a multiple of a cache page)
-_SPLIT_MACS = 1 << 22    # Winograd-domain multiply-adds from which the images are split over threads
+_SPLIT_MACS = 1 << 25    # Winograd-domain multiply-adds from which the images are split over threads
+                         # (measured: below, the hand-over ate the gain; 32x32x16x16 -> 64 is 2 ** 26)
+_BLAS_THREADS_FROM = 1 << 18   # M * N * K above which OpenBLAS threads a GEMM (4 x SMP_THRESHOLD_MIN)
 
 
 def applies(kernel, strides, dilations, pads, groups: int) -> bool:
@@ -75,28 +80,47 @@ def _tiles(out_h: int, out_w: int) -> tuple[int, int]:
 
 def _stack(rows: int, tiles: int, dtype, storage: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """A [16, rows * tiles + pad] buffer (what the transforms write) and its [16, rows, tiles]
-    view (what the GEMMs read), in `storage` (a flat array, reused block after block so that it
-    stays in the cache) when given. The pad keeps the 16 planes from sitting a power of two
-    apart: they would share cache sets, and a transform writing all 16 at once thrashes them
-    (measured 3-5x slower)."""
+    view (what the GEMMs read), in `storage` (flat, large enough) when given. The pad keeps the
+    16 planes from sitting a power of two apart: they would share cache sets, and a transform
+    writing all 16 at once thrashes them (measured 3-5x slower)."""
     size = 16 * (rows * tiles + _PLANE_PAD)
     flat = np.empty(size, dtype=dtype) if storage is None else storage[:size]
     buf = flat.reshape(16, rows * tiles + _PLANE_PAD)
     return buf, buf[:, :rows * tiles].reshape(16, rows, tiles)
 
 
-def _storage(rows: int, tiles: int, dtype) -> np.ndarray:
-    """Flat room for `_stack(rows, t)` with t <= tiles."""
-    return np.empty(16 * (rows * tiles + _PLANE_PAD), dtype=dtype)
+class _BlockStacks:
+    """One thread's two stacks (transformed input, and product or output gradient) for blocks of
+    up to `most` tiles: one allocation each, reused block after block (it stays in the cache),
+    the views made once per block length (the Python work between compiled calls holds the GIL
+    the other threads wait for)."""
+
+    def __init__(self, rows: tuple[int, int], most: int, dtype) -> None:
+        self.rows, self.dtype = rows, dtype
+        self.rooms = [np.empty(16 * (r * most + _PLANE_PAD), dtype=dtype) for r in rows]
+        self.views: dict[int, tuple] = {}
+
+    def __call__(self, tiles: int) -> tuple:
+        """(first buffer, its GEMM view, second buffer, its GEMM view) for `tiles` tiles."""
+        if tiles not in self.views:
+            self.views[tiles] = sum((_stack(r, tiles, self.dtype, room) for r, room in zip(self.rows, self.rooms)), ())
+        return self.views[tiles]
 
 
 def _schedule(n: int, channels: int, outs: int, tiles: int, itemsize: int) -> tuple[int, int]:
-    """Images per block and how many threads draw the blocks: BLAS's thread count (the GEMMs of
-    one block are too small for BLAS to thread them itself), or one when the work is too small
-    to pay for the hand-over; several threads get four blocks each at least, to share them out."""
+    """Images per block and how many threads draw the blocks. One thread when the work is too
+    small to pay for the hand-over, or when BLAS threads even one image's GEMMs itself (it
+    does from `_BLAS_THREADS_FROM` multiply-adds: two threads' GEMMs each asking for BLAS's
+    threads would queue for them); else BLAS's thread count, with blocks small enough that
+    BLAS does not, four blocks a thread at least to share them out."""
     step = _block(n, channels, outs, tiles, itemsize)
-    workers = threads.blas_threads() if 16 * channels * outs * tiles * n >= _SPLIT_MACS else 1
-    return (step, 1) if workers <= 1 else (max(1, min(step, n // (4 * workers))), workers)
+    per_image = channels * outs * tiles   # multiply-adds of each of one image's 16 GEMMs
+    if 16 * per_image * n < _SPLIT_MACS or per_image > _BLAS_THREADS_FROM:
+        return step, 1
+    workers = threads.blas_threads()
+    if workers <= 1:
+        return step, 1
+    return max(1, min(step, _BLAS_THREADS_FROM // per_image, n // (4 * workers))), workers
 
 
 def _block(n: int, channels: int, outs: int, tiles: int, itemsize: int) -> int:
@@ -248,17 +272,15 @@ def conv2d(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, pads) -> np.nd
     bias_arr = np.zeros(1, dtype) if bias is None else np.ascontiguousarray(bias, dtype=dtype)
     y = np.empty((n, o, oh, ow), dtype=dtype)
     step, workers = _schedule(n, c, o, th * tw, x.itemsize)
+    has_bias = bias is not None
 
     def run(blocks) -> None:
-        v_room, m_room = _storage(c, step * th * tw, dtype), _storage(o, step * th * tw, dtype)
+        stacks = _BlockStacks((c, o), step * th * tw, dtype)
         for start, stop in blocks:
-            xb = x[start:stop]
-            nb = stop - start
-            v_buf, v = _stack(c, nb * th * tw, dtype, v_room)
-            m_buf, m = _stack(o, nb * th * tw, dtype, m_room)
-            _input_tiles_compiled(xb, top, left, th, tw, v_buf)
+            v_buf, v, m_buf, m = stacks((stop - start) * th * tw)
+            _input_tiles_compiled(x[start:stop], top, left, th, tw, v_buf)
             np.matmul(u, v, out=m)
-            _output_tiles_compiled(m_buf, th, tw, bias_arr, bias is not None, y[start:start + nb])
+            _output_tiles_compiled(m_buf, th, tw, bias_arr, has_bias, y[start:stop])
     threads.run_blocks(run, n, step, workers)
     return y
 
@@ -275,14 +297,11 @@ def filter_grad(dout: np.ndarray, x: np.ndarray, pads) -> np.ndarray:
 
     def run(blocks) -> np.ndarray:
         du, part = np.zeros((16, o, c), dtype=dtype), np.empty((16, o, c), dtype=dtype)
-        v_room, dm_room = _storage(c, step * th * tw, dtype), _storage(o, step * th * tw, dtype)
+        stacks = _BlockStacks((c, o), step * th * tw, dtype)
         for start, stop in blocks:
-            xb, db = x[start:stop], dout[start:stop]
-            tiles = (stop - start) * th * tw
-            v_buf, v = _stack(c, tiles, dtype, v_room)
-            dm_buf, dm = _stack(o, tiles, dtype, dm_room)
-            _input_tiles_compiled(xb, top, left, th, tw, v_buf)
-            _output_grad_tiles_compiled(db, th, tw, dm_buf)
+            v_buf, v, dm_buf, dm = stacks((stop - start) * th * tw)
+            _input_tiles_compiled(x[start:stop], top, left, th, tw, v_buf)
+            _output_grad_tiles_compiled(dout[start:stop], th, tw, dm_buf)
             du += np.matmul(dm, v.transpose(0, 2, 1), out=part)
         return du
     du = functools.reduce(np.add, threads.run_blocks(run, n, step, workers))
