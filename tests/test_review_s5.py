@@ -75,8 +75,6 @@ def test_compiled_log_softmax_and_cross_entropy_keep_their_sign():
 
 
 # ---------------------------------------------------------------- Program.random_seed
-@pytest.mark.xfail(strict=True, reason="Program.random_seed is stored (framework/program.py, serialize.py) but "
-                   "no random op reads it: Fluid's `startup.random_seed = 7` does not make initialisation repeatable")
 def test_program_random_seed_makes_the_startup_program_repeatable():
     main, startup = fg.Program(), fg.Program()
     startup.random_seed = main.random_seed = 7
