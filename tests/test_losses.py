@@ -179,21 +179,3 @@ def test_bad_arguments_are_clear_errors():
         F.smooth_l1_loss(x, x, delta=0.0)
     with pytest.raises(Exception, match="out of range"):
         F.nll_loss(x, fg.to_tensor(np.array([0, 1, 2, 3])))
-
-
-@pytest.mark.parametrize("reduction", REDUCTIONS)
-@pytest.mark.parametrize("use_softmax", [True, False])
-def test_cross_entropy_ignores_the_default_ignore_index(reduction, use_softmax):
-    """-100 is the default ignore_index (Paddle and PyTorch): those labels add no loss, no gradient
-    and are not counted by the mean, with every reduction."""
-    x = logits(6, 4) if use_softmax else np.abs(logits(6, 4)) + 0.1
-    label = labels(4, 6, ignore=-100)
-
-    def torch_fn(x, label):
-        loss = TF.cross_entropy(x, label, reduction=reduction) if use_softmax else \
-            TF.nll_loss(torch.log(x), label, reduction=reduction)
-        return loss.reshape(-1, 1) if reduction == "none" else loss
-    compare_with_torch(lambda x, label: F.cross_entropy(x, label, reduction=reduction, use_softmax=use_softmax),
-                       torch_fn, {"x": x, "label": label}, wrt=["x"])
-    with pytest.raises(Exception, match="out of range"):
-        F.cross_entropy(fg.to_tensor(x), fg.to_tensor(np.full(6, -1)), reduction=reduction, use_softmax=use_softmax)

@@ -92,8 +92,7 @@ def cross_entropy(input: Any, label: Any, weight: Any = None, ignore_index: int 
 
     Hard labels ([N, 1] or [N] integers) may carry a class `weight` ([C]) and an `ignore_index`;
     the mean then divides by the total weight of the counted samples (as Paddle and PyTorch).
-    Labels equal to `ignore_index` (default -100, as Paddle and PyTorch) add nothing to the loss
-    or its gradient and are not counted by the mean; any other label outside [0, C) is an error.
+    With the default ignore_index=-100 no label is ignored, and a label outside [0, C) is an error.
     `label_smoothing` = e mixes the target with the uniform distribution as PyTorch does:
     (1 - e) * (the hard-label loss) + e / C * sum_c w_c * (-log p_c).
     """
@@ -108,7 +107,7 @@ def cross_entropy(input: Any, label: Any, weight: Any = None, ignore_index: int 
             raise ValueError("cross_entropy: label_smoothing needs use_softmax=True (logits as input)")
         return _smoothed_cross_entropy(input, label, weight, ignore_index, reduction, soft_label, axis,
                                        float(label_smoothing))
-    weighted = not soft_label  # hard labels: ignore_index always applies (a per-sample mask)
+    weighted = not soft_label and (weight is not None or ignore_index != -100)
     if weighted:
         label, _, factor = _hard_label_terms(input, label, weight, ignore_index, axis, "cross_entropy")
     if use_softmax:
