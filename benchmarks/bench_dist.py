@@ -1,6 +1,7 @@
 """Data-parallel step time (issue 14): the MLP 784-512-512-10 at per-rank batch 64, SGD.
 
     python benchmarks/bench_dist.py [--steps 20] [--launches 2] [--block 4]
+    python benchmarks/bench_dist.py --phases     # the static step split into its parts
 
 Weak scaling: 1 rank (plain training, no data-parallel wrapper) against 2 ranks (batch 64 on
 each), in static mode (DistributedOptimizer) and eager mode (DataParallel), one BLAS thread
@@ -41,7 +42,9 @@ from common import print_table  # noqa: E402
 import fluidgrad as fg  # noqa: E402
 import fluidgrad.distributed as dist  # noqa: E402
 from fluidgrad.nn import functional as F  # noqa: E402
+from fluidgrad.ops import comm_buckets  # noqa: E402
 from fluidgrad.ops.comm import get_world  # noqa: E402
+from fluidgrad.ops.registry import get_op_def  # noqa: E402
 
 SIZES, BATCH, LR = (784, 512, 512, 10), 64, 0.01
 # 2-rank contenders: (bucket_size_mb, all-reduce path); 0 MB = one all-reduce per parameter;
@@ -134,6 +137,108 @@ def worker(out_path, steps, block):
         Path(out_path).write_text(json.dumps(result))
 
 
+class PhaseClock:
+    """Marks (wall, CPU) times inside a static step: where the bucket op starts, packing ends,
+    the barrier is passed and the sums are made (wrapping the op's kernel and the two-rank
+    shared bucket's methods: the measurement of `--phases`, not the benchmark's steps)."""
+
+    def __init__(self):
+        self.marks = {}
+        op = get_op_def("c_bucket_allreduce")
+        kernel, start, arrive = op.kernel, comm_buckets.SharedBucket.start, comm_buckets.PairReduce._arrive
+
+        def timed_kernel(xs, **attrs):
+            self.mark("op")
+            out = kernel(xs, **attrs)
+            self.mark("summed")
+            return out
+
+        def timed_start(bucket, what="bucket all_reduce"):
+            self.mark("packed")
+            return start(bucket, what)
+
+        def timed_arrive(request):
+            self.mark("barrier")
+            return arrive(request)
+        op.kernel, comm_buckets.SharedBucket.start, comm_buckets.PairReduce._arrive = (
+            timed_kernel, timed_start, timed_arrive)
+
+    def mark(self, name):
+        self.marks[name] = (time.perf_counter(), time.thread_time())
+
+
+def phase_worker(out_path, steps, block):
+    """Runs on every rank: the static step alone and (2 ranks) bucketed, split into phases."""
+    clock = PhaseClock()  # before the programs are built: their plans bind the kernel
+    dist.init_parallel_env()
+    world = get_world()
+    steppers = {"alone": static_stepper(None)}
+    if world.size > 1:
+        steppers["bucketed"] = static_stepper(25.0)
+    for step in steppers.values():
+        for _ in range(3):
+            step()
+    records = []
+    for _ in range(steps):
+        for name, step in steppers.items():
+            for k in range(block):
+                dist.barrier()
+                clock.marks.clear()
+                clock.mark("start")
+                step()
+                clock.mark("end")
+                if k:
+                    records.append((name, dict(clock.marks)))
+    every = world.all_gather_object(records, "bench_dist phases") if world.size > 1 else [records]
+    if world.rank == 0:
+        Path(out_path).write_text(json.dumps(phase_samples(every)))
+
+
+def phase_samples(every):
+    """Per phase, the samples (ms) over steps: CPU time of each part on each rank, the wait at
+    the barrier (wall) and the skew between the ranks reaching the op."""
+    out = {}
+    def add(key, seconds):
+        out.setdefault(key, []).append(seconds * 1e3)
+    for i, (name, _) in enumerate(every[0]):
+        marks = [records[i][1] for records in every]
+        add(f"{name}|step wall (slower rank)", max(m["end"][0] for m in marks) - min(m["start"][0] for m in marks))
+        for rank, m in enumerate(marks):
+            add(f"{name}|cpu, rank {rank}: whole step", m["end"][1] - m["start"][1])
+            if "op" in m:
+                add(f"{name}|cpu, rank {rank}: forward and backward", m["op"][1] - m["start"][1])
+                add(f"{name}|cpu, rank {rank}: pack into the bucket", m["packed"][1] - m["op"][1])
+                add(f"{name}|wall, rank {rank}: wait at the barrier", m["barrier"][0] - m["packed"][0])
+                add(f"{name}|cpu, rank {rank}: sum of the two rows", m["summed"][1] - m["barrier"][1])
+                add(f"{name}|cpu, rank {rank}: update (SGD)", m["end"][1] - m["summed"][1])
+        if "op" in marks[0]:
+            add(f"{name}|skew of the ranks at the op (wall)", abs(marks[0]["op"][0] - marks[1]["op"][0]))
+    return out
+
+
+def phases(args):
+    """`--phases`: the static step split into its parts, 1 rank against 2 (shared bucket)."""
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for launch in range(args.launches):
+            for nproc in (1, 2):
+                out = Path(tmp) / f"{nproc}-{launch}.json"
+                subprocess.run([sys.executable, "-m", "fluidgrad", "launch", "-n", str(nproc), __file__,
+                                "--steps", str(args.steps), "--block", str(args.block), "--phase-worker", str(out)],
+                               check=True, cwd=Path(__file__).resolve().parents[1])
+                for key, samples in json.loads(out.read_text()).items():
+                    results.setdefault(f"{nproc}|{key}", []).extend(samples)
+    rows = []
+    for key, samples in results.items():
+        nproc, name, what = key.split("|")
+        median, fast = percentiles(samples, 50, 10)
+        label = "1 rank" if nproc == "1" else f"2 ranks, {'no all-reduce' if name == 'alone' else 'bucketed'}"
+        rows.append([label, what, f"{median:.3f}", f"{fast:.3f}"])
+    print_table(f"static step in parts, MLP {'-'.join(map(str, SIZES))}, batch {BATCH} per rank, two-rank shared "
+                f"bucket (median and 10th percentile of {args.steps * (args.block - 1) * args.launches} steps)",
+                ["ranks", "part", "median ms", "p10 ms"], rows)
+
+
 def allreduce_times(world, repeat=30):
     """Median seconds of one blocking MPI all-reduce (Iallreduce, then wait) of 8 bytes and of
     the whole MLP gradient: the latency (alpha) and bandwidth (beta) terms of the cost model
@@ -173,12 +278,19 @@ def main():
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--launches", type=int, default=2)
     parser.add_argument("--block", type=int, default=4, help="consecutive steps of one contender (the first not timed)")
+    parser.add_argument("--phases", action="store_true",
+                        help="split the static step into its parts (compute, pack, barrier, sum, update)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--phase-worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.block < 2:
         parser.error("--block must be at least 2 (the first step of a block is not timed)")
     if args.worker:
         return worker(args.worker, args.steps, args.block)
+    if args.phase_worker:
+        return phase_worker(args.phase_worker, args.steps, args.block)
+    if args.phases:
+        return phases(args)
     results: dict[str, list[list[float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for launch in range(args.launches):

@@ -1,6 +1,9 @@
-"""The NumPy kernels of convolution, pooling and normalisation against PyTorch's, one thread.
+"""The NumPy kernels of convolution, pooling and normalisation against PyTorch's, at 1 or T threads.
 
     python benchmarks/bench_nn_ops.py [--quick] [--rounds N] [--threads T]
+
+--threads T caps NumPy's BLAS and PyTorch at T threads; the Winograd conv follows BLAS's count
+(ops/threads.py). Issue 12's targets hold at one and at two threads.
 
 Each row is one kernel call on the same float32 arrays in both libraries. The two contenders
 alternate within each round (each timed as the best of a few calls), and the table shows the

@@ -16,7 +16,9 @@ writes the layout the GEMM reads. Without numba, conv.py keeps im2col.
 The three conv ops use it: the forward; the input gradient, which for stride 1 is the forward
 convolution of dOut with the flipped, channel-swapped filter; the filter gradient, the adjoint:
 dU = dM V^T per tile entry (dM = A dY A^T), then dW = G^T dU G. Images go through in blocks so
-that the transformed tiles stay in cache between the transform and the GEMM.
+that the transformed tiles stay in cache between the transform and the GEMM. A block's GEMMs are
+too small for BLAS to thread, so when BLAS may use several threads the blocks are drawn by as
+many threads (threads.py), each with its own buffers (and, for dW, its own dU sum).
 """
 from __future__ import annotations
 
@@ -32,7 +34,8 @@ _BLOCK_BYTES = 1 << 20   # transformed input + product per block of images: the 
                          # this EPYC; 1 MiB blocks measured 5-10% faster than 512 KiB at 32-64 channels)
 _MIN_CHANNELS = 8
 _PLANE_PAD = 24          # elements between the 16 tile planes (not a multiple of a cache page)
-_SPLIT_MACS = 1 << 22    # Winograd-domain multiply-adds from which the images are split over threads
+_SPLIT_MACS = 1 << 25    # Winograd-domain multiply-adds from which the images are split over threads
+                         # (measured: below, the hand-over ate the gain; 32x32x16x16 -> 64 is 2 ** 26)
 _BLAS_THREADS_FROM = 1 << 18   # M * N * K above which OpenBLAS threads a GEMM (4 x SMP_THRESHOLD_MIN)
 
 
