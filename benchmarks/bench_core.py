@@ -35,7 +35,8 @@ def fc_stack(depth: int, width: int = 16) -> fg.Variable:
 def bench_append_backward(depths: list[int]) -> None:
     """Forward build (`static.nn.fc` + relu per layer) and `append_backward`, best of a few fresh
     programs. The previous round's program is collected before each build, so that freeing it
-    is not charged to the next one."""
+    is not charged to the next one. Per op: the forward time over the ops of the main and
+    startup programs it appends, the backward time over the grad ops it appends."""
     rows, previous = [], None
     for depth in depths:
         forward = backward = float("inf")
@@ -46,14 +47,19 @@ def bench_append_backward(depths: list[int]) -> None:
                 start = time.perf_counter()
                 loss = fc_stack(depth)
                 middle = time.perf_counter()
+                n_forward = len(main.global_block().ops) + len(startup.global_block().ops)
+                n_main = len(main.global_block().ops)
                 fg.append_backward(loss)
                 end = time.perf_counter()
             forward, backward = min(forward, middle - start), min(backward, end - middle)
+        n_backward = len(main.global_block().ops) - n_main
         growth = f"x{backward / previous:.1f}" if previous else ""
-        rows.append([depth, len(main.global_block().ops), f"{forward:.3f}", f"{backward:.3f}", growth])
+        rows.append([depth, len(main.global_block().ops), f"{forward:.3f}", f"{backward:.3f}", growth,
+                     f"{forward / n_forward * 1e6:.1f}", f"{backward / n_backward * 1e6:.1f}"])
         previous = backward
     print_table("building fc stacks (matmul + add + relu per layer, width 16): forward, then append_backward",
-                ["depth", "ops after backward", "forward build s", "append_backward s", "backward growth"], rows)
+                ["depth", "ops after backward", "forward build s", "append_backward s", "backward growth",
+                 "forward µs per op", "backward µs per grad op"], rows)
 
 
 def _mlp_numpy(params, x, labels, lr):

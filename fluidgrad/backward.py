@@ -85,10 +85,11 @@ class _BackwardBuilder:
         self.program = program
         self.no_grad = set(no_grad_set)
         existing = set()
-        for var in program.list_vars():
-            existing.add(var.name)
-            if var.stop_gradient:
-                self.no_grad.add(var.name)
+        for block in program.blocks:
+            for var in block.vars.values():
+                existing.add(var.name)
+                if var.stop_gradient:
+                    self.no_grad.add(var.name)
         self.grad_to_var: dict[str, str] = {}
         self.var_info: dict[str, tuple[tuple[int, ...], str]] = {}  # grad var -> (shape, dtype)
         self.suffix = self._pass_suffix(existing)
@@ -275,18 +276,20 @@ class _BackwardBuilder:
         renames: dict[str, int] = defaultdict(int)
         ops: list[Operator] = []
         for op in block.ops[start:]:
-            for name in op.input_arg_names:  # (a name read twice finds no writers the second time)
-                writers = pending.pop(name, ())
-                if len(writers) > 1:
-                    ops.append(self._sum_writes(block, name, writers, renames))
+            for names in op.inputs.values():
+                for name in names:  # (a name read twice finds no writers the second time)
+                    writers = pending.pop(name, ())
+                    if len(writers) > 1:
+                        ops.append(self._sum_writes(block, name, writers, renames))
             ops.append(op)
-            for name in op.output_arg_names:
-                if GRAD_SUFFIX in name and name != EMPTY_VAR_NAME:
-                    writers = pending.get(name)
-                    if writers is None:
-                        pending[name] = [op]
-                    else:
-                        writers.append(op)
+            for names in op.outputs.values():
+                for name in names:
+                    if GRAD_SUFFIX in name and name != EMPTY_VAR_NAME:
+                        writers = pending.get(name)
+                        if writers is None:
+                            pending[name] = [op]
+                        else:
+                            writers.append(op)
         ops += [self._sum_writes(block, name, writers, renames) for name, writers in pending.items()
                 if len(writers) > 1]
         _replace_ops(block, start, ops)
@@ -337,13 +340,15 @@ class _BackwardBuilder:
         grad_to_var = self.grad_to_var
         ops: list[Operator] = []
         for op in block.ops[start:]:
-            for name in op.input_arg_names:
-                if name in written or name not in grad_to_var or name == EMPTY_VAR_NAME:
-                    continue
-                ops.append(Operator(block, "fill_zeros_like", {"X": [grad_to_var[name]]}, {"Out": [name]},
-                                    {"op_role": BACKWARD, "dtype": None}))
-                written.add(name)
-            written.update(op.output_arg_names)
+            for names in op.inputs.values():
+                for name in names:
+                    if name in written or name not in grad_to_var or name == EMPTY_VAR_NAME:
+                        continue
+                    ops.append(Operator(block, "fill_zeros_like", {"X": [grad_to_var[name]]}, {"Out": [name]},
+                                        {"op_role": BACKWARD, "dtype": None}))
+                    written.add(name)
+            for names in op.outputs.values():
+                written.update(names)
             ops.append(op)
         _replace_ops(block, start, ops)
 
@@ -360,14 +365,17 @@ class _BackwardBuilder:
                 sub = _sub_block(op)
                 if sub is not None and op.role == BACKWARD:
                     self.create_grad_vars(sub)
-            names = [n for n in op.output_arg_names if n not in declared and n != EMPTY_VAR_NAME]
+            names = [n for slot_names in op.outputs.values() for n in slot_names
+                     if n not in declared and n != EMPTY_VAR_NAME]
             if not names:
                 continue
-            unknown = [n for n in names if n not in var_info and n not in grad_to_var]
-            if unknown:
-                for name in unknown:  # declare locally first, so inference cannot pick an outer var
-                    block.create_var(name)
-                infer_op(op)
+            for name in names:
+                if name not in grad_to_var and name not in var_info:
+                    for unknown in names:  # declare locally first, so inference cannot pick an outer var
+                        if unknown not in var_info and unknown not in grad_to_var:
+                            block.create_var(unknown)
+                    infer_op(op)
+                    break
             for name in names:
                 fwd = grad_to_var.get(name)
                 if fwd is None:

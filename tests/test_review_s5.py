@@ -17,8 +17,6 @@ needs_numba = pytest.mark.skipif(not accel.installed(), reason="the compiled pat
 
 # ---------------------------------------------------------------- compiled GELU
 @needs_numba
-@pytest.mark.xfail(strict=True, reason="fused_activation.gelu_grad_flat (tanh form): reassociated "
-                   "v * s * (1 - s) * (c + 3ca v^2) overflows to inf * 0 = NaN for |x| >= ~5e13 (float32)")
 def test_compiled_tanh_gelu_gradient_of_a_huge_input_is_finite():
     x = np.array([5e13, 1e15, 1e19, -5e13], np.float32)
     tx = torch.tensor(x, requires_grad=True)
@@ -64,8 +62,6 @@ def test_sum_taken_before_a_setitem_backpropagates():
 
 # ---------------------------------------------------------------- compiled log-softmax / cross-entropy
 @needs_numba
-@pytest.mark.xfail(strict=True, reason="fused_math.exp32 gives exp(0) = 1 + ulp, so compiled float32 "
-                   "log_softmax of a row's dominant entry is +6e-8 > 0 and its cross-entropy loss negative")
 def test_compiled_log_softmax_and_cross_entropy_keep_their_sign():
     x = np.array([[1e30, -1e30, 0.0, 1.0], [-87.5, 0.0, -100.0, -88.5], [-3e38, 3e38, 0.0, 0.0]], np.float32)
     label = np.array([[0], [1], [1]])
@@ -98,8 +94,6 @@ def test_program_random_seed_makes_the_startup_program_repeatable():
 
 
 # ---------------------------------------------------------------- float32 sums over a long leading axis
-@pytest.mark.xfail(strict=True, reason="ops/reduce.py block_sum: a sum over a long leading axis is one float32 "
-                   "BLAS gemv (ones @ x), 0.4% off at 2^20 rows of 0.1 (PyTorch 6e-7)")
 def test_float32_sum_over_a_million_rows_is_accurate():
     x = np.full((1 << 20, 2), 0.1, np.float32)
     exact = np.float64(np.float32(0.1)) * x.shape[0]
@@ -107,16 +101,12 @@ def test_float32_sum_over_a_million_rows_is_accurate():
     np.testing.assert_allclose(got, exact, rtol=1e-5)
 
 
-@pytest.mark.xfail(strict=True, reason="ops/reduce.py reduce_mean: np.mean over strided leading axes accumulates "
-                   "float32 one by one, 1% off at 2^20 rows of 0.1 (PyTorch 6e-7)")
 def test_float32_mean_over_a_million_rows_is_accurate():
     x = np.full((4, 1 << 18, 2), 0.1, np.float32)
     got = fg.mean(fg.to_tensor(x), axis=[0, 1]).numpy()
     np.testing.assert_allclose(got, np.float64(np.float32(0.1)), rtol=1e-5)
 
 
-@pytest.mark.xfail(strict=True, reason="fluidgrad.var over axis 0: the float32 mean / sum over a leading axis "
-                   "(ops/reduce.py) accumulate row by row; 4096 rows of 1e4 + N(0, 1) give 5e-4 (PyTorch 6e-8)")
 def test_float32_variance_over_the_batch_axis_is_accurate():
     x = (1e4 + np.random.default_rng(16).standard_normal((4096, 64))).astype(np.float32)
     exact = x.astype(np.float64).var(axis=0, ddof=1)
@@ -127,9 +117,6 @@ def test_float32_variance_over_the_batch_axis_is_accurate():
 
 # ---------------------------------------------------------------- compiled attention softmax
 @needs_numba
-@pytest.mark.xfail(strict=True, reason="fused_softmax.attention_scores_rows: with one score row (batch 1, 1 head, "
-                   "1 query) and no mask, the [1, 1] no-mask placeholders pass `add.shape[0] == rows`, so the loop "
-                   "reads past them (garbage or NaN weights)")
 def test_compiled_attention_of_a_single_query_without_mask_matches_torch():
     rng = np.random.default_rng(17)
     q = rng.standard_normal((1, 1, 1, 8)).astype(np.float32)   # [batch, seq, heads, dim]

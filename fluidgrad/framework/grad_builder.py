@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Collection
 
 from .names import EMPTY_VAR_NAME, grad_var_name, unique_name
-from .op_def import InferContext, OpDef, get_op_def, require_gradient
+from .op_def import InferContext, OpDef, get_op_def, require_gradient, run_infer
 
 
 class GradBuilder:
@@ -220,7 +220,7 @@ class StaticGradBuilder(GradBuilder):
                 values.append(names[0])
             outputs[slot.name] = names
         desc = OpDesc(type, in_names, outputs, {**op_def.attrs, **attrs} if attrs else op_def.attrs.copy())
-        op_def.infer(InferContext(op_def, in_names, outputs, desc.attrs, self._lookup, self._store_temp))
+        run_infer(op_def, InferContext(op_def, in_names, outputs, desc.attrs, self._lookup, self._store_temp))
         self.descs.append(desc)
         return values[0] if len(values) == 1 else tuple(values)
 

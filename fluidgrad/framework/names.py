@@ -43,7 +43,7 @@ _generator = UniqueNameGenerator()
 
 def unique_name(prefix: str) -> str:
     """A fresh name `<prefix>_<k>` (counters per prefix; reset by `unique_name_guard`)."""
-    return _generator(prefix)
+    return f"{prefix}_{next(_generator._counters[prefix])}"  # (_generator(prefix), one call less per op)
 
 
 @contextlib.contextmanager

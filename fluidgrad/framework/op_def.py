@@ -75,6 +75,10 @@ class OpDef:
     needs_runtime: bool = False
     doc: str = ""
     input_index: dict[str, int] = field(default_factory=dict)
+    # the shape rule's verdicts at build time, and what they are keyed on (see `run_infer`)
+    infer_cache: dict = field(default_factory=dict, repr=False, compare=False)
+    infer_attrs: tuple[str, ...] = field(default=(), repr=False, compare=False)
+    infer_cached_rule: Any = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.input_index = {s.name: i for i, s in enumerate(self.inputs)}
@@ -141,7 +145,7 @@ class InferContext:
     where shapes live (Block variables at build time, a dict for temporaries).
     """
 
-    __slots__ = ("op_def", "inputs", "outputs", "attrs", "_lookup", "_store")
+    __slots__ = ("op_def", "inputs", "outputs", "attrs", "_lookup", "_store", "_record")
 
     def __init__(self, op_def: OpDef, inputs: dict[str, list[str]], outputs: dict[str, list[str]],
                  attrs: dict[str, Any], lookup: Callable[[str], tuple[tuple[int, ...], str]],
@@ -152,6 +156,7 @@ class InferContext:
         self.attrs = attrs
         self._lookup = lookup
         self._store = store
+        self._record: list | None = None  # set_output calls, while `run_infer` records a verdict
 
     # -- inputs
     def has_input(self, slot: str) -> bool:
@@ -183,6 +188,8 @@ class InferContext:
         names = self.outputs.get(slot, ())
         targets = names if index is None else names[index:index + 1]
         shape = tuple(map(int, shape))
+        if self._record is not None:
+            self._record.append((slot, index, shape, dtype))
         for name in targets:
             if name != EMPTY_VAR_NAME:
                 self._store(name, shape, dtype)
@@ -215,18 +222,137 @@ def prepare(op: Any, infer: bool = True) -> None:
                 raise ValueError(f"op {op.type} needs input slot {slot.name!r}")
         elif len(names) > 1 and not slot.duplicable:
             raise ValueError(f"op {op.type}: slot {slot.name} takes one variable, got {names}")
-    attrs = op.attrs
-    for name, default in op_def.attrs.items():
-        if name not in attrs:
-            attrs[name] = default
+    defaults = op_def.attrs
+    if defaults:
+        attrs = op.attrs
+        for name, default in defaults.items():
+            if name not in attrs:
+                attrs[name] = default
     if infer:
-        op_def.infer(_BlockInferContext(op_def, op))
+        run_infer(op_def, _BlockInferContext(op_def, op))
 
 
 def infer_op(op: Any) -> None:
     """Run the shape rule against the op's block, creating output variables as needed."""
     op_def = get_op_def(op.type)
-    op_def.infer(_BlockInferContext(op_def, op))
+    run_infer(op_def, _BlockInferContext(op_def, op))
+
+
+# ---- shape rules at build time, cached
+# A rule depends only on its inputs' shapes and dtypes (slot by slot), the number of outputs in
+# each slot and the attributes it reads; its verdict, the `set_output` calls it made, is
+# therefore kept per op on exactly that and replayed for the next op built alike (the layers of
+# a deep network): building an op then costs one key and one dict lookup instead of its rule.
+# Which attributes a rule reads is learnt, as in eager mode (eager/infer.py): the rule sees them
+# through `_ReadAttrs`; when it reads one not yet in the key, the op's cache starts again, keyed
+# on that one too. Rules that fail are not cached (each op built runs them and raises), nor are
+# those of control-flow ops, whose rules look into sub-blocks.
+INFER_CACHE_LIMIT = 1024
+_OUTPUTS = object()  # separates the inputs from the outputs in a key
+_ABSENT = object()   # an attribute the rule read but the op lacks
+
+
+class _ReadAttrs(dict):
+    """The attributes as a rule sees them; `read` collects the names it looked at."""
+
+    __slots__ = ("read",)
+
+    def __init__(self, attrs: dict) -> None:
+        super().__init__(attrs)
+        self.read: set[str] = set()
+
+    def __getitem__(self, name: str) -> Any:
+        self.read.add(name)
+        return dict.__getitem__(self, name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        self.read.add(name)
+        return dict.get(self, name, default)
+
+    def __contains__(self, name: object) -> bool:
+        self.read.add(name)  # type: ignore[arg-type]
+        return dict.__contains__(self, name)
+
+    def _all(self) -> "_ReadAttrs":  # a rule that walks every attribute depends on all of them
+        self.read.update(dict.keys(self))
+        return self
+
+    def keys(self):  # type: ignore[override]
+        return dict.keys(self._all())
+
+    def items(self):  # type: ignore[override]
+        return dict.items(self._all())
+
+    def values(self):  # type: ignore[override]
+        return dict.values(self._all())
+
+    def __iter__(self):
+        return dict.__iter__(self._all())
+
+
+def _frozen(value: Any) -> Any:
+    """A hashable stand-in for a list or tuple attribute (types kept: 1, 1.0 and True hash alike)."""
+    return tuple([(type(v), _frozen(v) if type(v) in (list, tuple) else v) for v in value])
+
+
+def _infer_key(op_def: OpDef, ctx: InferContext) -> tuple:
+    """What the rule's verdict depends on; KeyError if an input is not declared (yet)."""
+    lookup = ctx._lookup
+    key: list = []
+    for slot, names in ctx.inputs.items():
+        key.append(slot)
+        for name in names:
+            key.append(lookup(name))
+    key.append(_OUTPUTS)
+    for slot, names in ctx.outputs.items():
+        key.append(slot)
+        key.append(len(names))
+    attrs = ctx.attrs
+    for name in op_def.infer_attrs:
+        value = attrs.get(name, _ABSENT)
+        kind = type(value)
+        key.append(kind)
+        key.append(_frozen(value) if kind is list or kind is tuple else value)
+    return tuple(key)
+
+
+def run_infer(op_def: OpDef, ctx: InferContext) -> None:
+    """`op_def.infer(ctx)`, or the verdict it gave for an op with the same key (see above)."""
+    if op_def.needs_runtime:
+        op_def.infer(ctx)
+        return
+    cache = op_def.infer_cache
+    if op_def.infer_cached_rule is not op_def.infer:  # (a rule replaced after registration)
+        cache.clear()
+        op_def.infer_attrs, op_def.infer_cached_rule = (), op_def.infer
+    try:
+        key: tuple | None = _infer_key(op_def, ctx)
+        verdict = cache.get(key)
+    except (KeyError, TypeError):  # an undeclared input, an unhashable attribute: run the rule
+        key = verdict = None
+    if verdict is not None:
+        for slot, index, shape, dtype in verdict:
+            ctx.set_output(slot, shape, dtype, index)
+        return
+    attrs, read, record = ctx.attrs, _ReadAttrs(ctx.attrs), []
+    ctx.attrs, ctx._record = read, record
+    try:
+        op_def.infer(ctx)
+    finally:
+        ctx.attrs, ctx._record = attrs, None
+    if not read.read.issubset(op_def.infer_attrs):
+        op_def.infer_attrs = tuple(sorted(set(op_def.infer_attrs) | read.read))
+        cache.clear()
+        key = None
+        try:
+            key = _infer_key(op_def, ctx)
+            hash(key)
+        except (KeyError, TypeError):
+            return
+    if key is not None:
+        if len(cache) >= INFER_CACHE_LIMIT:
+            cache.clear()
+        cache[key] = record
 
 
 class _BlockInferContext(InferContext):
@@ -238,7 +364,7 @@ class _BlockInferContext(InferContext):
 
     def __init__(self, op_def: OpDef, op: Any) -> None:
         self.op_def, self.inputs, self.outputs, self.attrs = op_def, op.inputs, op.outputs, op.attrs
-        self.block, self.op_type = op.block, op.type
+        self.block, self.op_type, self._record = op.block, op.type, None
 
     def _lookup(self, name: str) -> tuple[tuple[int, ...], str]:
         var = self.block.vars.get(name)  # (the op's own block first, before any ancestor)

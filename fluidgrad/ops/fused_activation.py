@@ -22,6 +22,9 @@ from .fused_math import exp, jit
 
 _SQRT_2_OVER_PI, _A = math.sqrt(2.0 / math.pi), 0.044715
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+# |x| past which the tanh form's sigmoid(2u) is exactly 0 or 1 in float32 and float64 (u(-21) is
+# below float64's exp overflow; u(8) above its 1 - ulp), yet whose x u'(x) ~ 0.2 x^3 is finite
+_GELU_SATURATED = 1e3
 # erf(x / sqrt(2)) = tanh(x Q(x^2)), the 1 / sqrt(2) folded into the coefficients
 _Q = tuple(c / (2.0 ** k * math.sqrt(2.0)) for k, c in enumerate(ERF_TANH_COEFFS))
 _Q0, _Q1, _Q2, _Q3, _Q4, _Q5, _Q6 = _Q
@@ -55,12 +58,18 @@ def gelu_grad_flat(x, dout, approximate, dx):
     c, ca, ca3 = t(_SQRT_2_OVER_PI), t(_SQRT_2_OVER_PI * _A), t(3 * _SQRT_2_OVER_PI * _A)
     q0, q1, q2, q3, q4, q5, q6 = t(_Q0), t(_Q1), t(_Q2), t(_Q3), t(_Q4), t(_Q5), t(_Q6)
     inv_sqrt_2pi = t(_INV_SQRT_2PI)
+    saturated, inf = t(_GELU_SATURATED), t(np.inf)
     if approximate:   # Phi' = 2 s (1 - s) u', u' = c (1 + 3a x^2)
         for k in range(x.size):
-            v = x[k]
+            # past +-saturated, s (1 - s) is 0 and the slope 1 or 0: x clamped there keeps
+            # x u'(x) finite, which reassociation may multiply before the zero (inf * 0 = NaN
+            # from |x| ~ 5e13 in float32). +-inf still give NaN, as NumPy's and PyTorch's.
+            xk = x[k]
+            v = min(max(xk, -saturated), saturated)
             v2 = v * v
             s = np.divide(one, one + exp(-two * v * (c + ca * v2)))
-            dx[k] = dout[k] * (s + two * v * s * (one - s) * (c + ca3 * v2))
+            slope = s + two * v * s * (one - s) * (c + ca3 * v2)
+            dx[k] = dout[k] * (slope if abs(xk) < inf else xk - xk)
     else:             # Phi' = pdf(x) = exp(-x^2 / 2) / sqrt(2 pi)
         for k in range(x.size):
             v = x[k]

@@ -124,11 +124,11 @@ def softmax_cross_entropy_rows(x, label, softmax, loss):
 
 
 @jit
-def attention_scores_rows(x, scale, add, keep, queries, causal, out):
+def attention_scores_rows(x, scale, add, has_add, keep, has_keep, queries, causal, out):
     """out = x * scale + add where keep, -inf elsewhere and, when causal, at keys after the
-    query (row i is query i % queries). add and keep are [rows, keys], or [1, 1] for none."""
+    query (row i is query i % queries). add and keep are [rows, keys] when has_add / has_keep,
+    else placeholders never read (said, not guessed from their shapes: one row is [1, keys])."""
     rows, keys = x.shape
-    has_add, has_keep = add.shape[0] == rows, keep.shape[0] == rows
     minus_inf = x.dtype.type(-np.inf)
     for i in range(rows):
         stop = min(i % queries + 1, keys) if causal else keys
@@ -187,12 +187,14 @@ def attention_softmax(x: np.ndarray, mask: np.ndarray | None, scale: float, caus
     """softmax(x * scale + mask) over the last axis of [..., queries, keys] x, causal or not;
     a bool mask (True: attend) replaces the scores it masks by -inf (NaN there too), as NumPy's."""
     keys = x.shape[-1]
-    add, keep = np.zeros((1, 1), x.dtype), np.ones((1, 1), np.bool_)
-    if mask is not None:
-        full = np.ascontiguousarray(np.broadcast_to(mask, x.shape)).reshape(-1, keys)
-        add, keep = (add, full) if mask.dtype == np.bool_ else (full, keep)
+    is_bool = mask is not None and mask.dtype == np.bool_
+    is_float = mask is not None and not is_bool
+    full = None if mask is None else np.ascontiguousarray(np.broadcast_to(mask, x.shape)).reshape(-1, keys)
+    add = full if is_float else np.empty((0, 0), x.dtype)
+    keep = full if is_bool else np.empty((0, 0), np.bool_)
     out = np.empty(x.shape, x.dtype)
     rows = out.reshape(-1, keys)
-    attention_scores_rows(_rows(x), x.dtype.type(scale), add, keep, x.shape[-2], bool(causal), rows)
+    attention_scores_rows(_rows(x), x.dtype.type(scale), add, is_float, keep, is_bool, x.shape[-2], bool(causal),
+                          rows)
     softmax_rows(rows, rows)
     return out

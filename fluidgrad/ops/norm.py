@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from . import fused_norm
+from .cascade_sum import cascade_sum, cascade_vecmat
 from .random import generator
 from .grad_builder import GradBuilder
 from .norm_grad_grad import batch_norm_grad_grad, batch_norm_stats_chain, layer_norm_grad_grad, layer_norm_stats_chain
@@ -26,9 +27,11 @@ def _channel_view(v: np.ndarray, ndim: int) -> np.ndarray:
 
 
 def _channel_sum(a: np.ndarray) -> np.ndarray:
-    """Sum over every axis but 1; summing the contiguous trailing axes first is much faster
-    than NumPy's reduction over axes (0, 2, 3)."""
-    return a.reshape(a.shape[0], a.shape[1], -1).sum(axis=2).sum(axis=0)
+    """Sum over every axis but 1: float32 by cascade_sum (blocked: a batch of N rows does not
+    add up in one float32 chain); else the contiguous trailing axes first, much faster than
+    NumPy's reduction over axes (0, 2, 3)."""
+    fast = cascade_sum(a, (0,) + tuple(range(2, a.ndim)))
+    return a.reshape(a.shape[0], a.shape[1], -1).sum(axis=2).sum(axis=0) if fast is None else fast
 
 
 def batch_norm_kernel(x, scale, bias, mean, variance, momentum=0.9, epsilon=1e-5, is_test=False,
@@ -149,8 +152,19 @@ def _rows(x: np.ndarray, begin_norm_axis: int) -> np.ndarray:
 
 
 def _row_sums(a: np.ndarray) -> np.ndarray:
-    """Sum along axis 1 as a BLAS matrix-vector product: several times faster than a.sum(1)."""
-    return a @ np.ones(a.shape[1], dtype=a.dtype)
+    """Sum along axis 1 as BLAS matrix-vector products, several times faster than a.sum(1)
+    (float32: cascade_sum's blocks, so long rows keep their digits)."""
+    fast = cascade_sum(a, (1,)) if a.dtype == np.float32 else None
+    return a @ np.ones(a.shape[1], dtype=a.dtype) if fast is None else fast
+
+
+def _column_sums(a: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """(weights or ones) @ a, a sum over the batch rows; float32 in blocks (cascade_sum)."""
+    if weights is None:
+        fast = cascade_sum(a, (0,)) if a.dtype == np.float32 else None
+        return np.ones(a.shape[0], dtype=a.dtype) @ a if fast is None else fast
+    fast = cascade_vecmat(weights, a)
+    return weights @ a if fast is None else fast
 
 
 def layer_norm_kernel(x, scale=None, bias=None, begin_norm_axis=1, epsilon=1e-5):
@@ -193,8 +207,8 @@ def layer_norm_grad_kernel(x, scale, mean, variance, dy, begin_norm_axis=1, epsi
     rstd = (dtype(1.0) / np.sqrt(variance + dtype(epsilon))).astype(x.dtype, copy=False)
     xc = rows - mean[:, None]
     dx = np.multiply(drows, xc)          # first dy * xc, then g, then dx: one buffer
-    dscale = rstd @ dx
-    dbias = np.ones(rows.shape[0], dtype=drows.dtype) @ drows
+    dscale = _column_sums(dx, rstd)
+    dbias = _column_sums(drows)
     if scale is not None:
         flat_scale = scale.reshape(-1)
         g_xc = dx @ flat_scale

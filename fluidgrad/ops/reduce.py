@@ -8,6 +8,7 @@ import numpy as np
 
 from ..framework import dtypes
 from ..framework.errors import ShapeError
+from .cascade_sum import cascade_sum
 from .grad_builder import GradBuilder
 from .registry import register_op
 from .shape_rules import reduced_shape
@@ -45,12 +46,16 @@ def _empty_message(kind, shape, axes):
 
 
 def block_sum(x: np.ndarray, axes) -> np.ndarray | None:
-    """The sum of a C-contiguous float32/64 array over every axis but one block of adjacent kept
-    axes ([lead, kept, trail], e.g. a conv bias's gradient over (0, 2, 3)) as two BLAS
-    matrix-vector products, 3x faster than NumPy's sum there; flat [prod(kept)], or None when
-    the pattern does not apply."""
+    """The sum of a float array over `axes`, flat [prod(kept)], or None (then NumPy's sum): float32,
+    float16 and bfloat16 by cascade_sum (blocked, error like PyTorch's); a C-contiguous float64
+    array over every axis but one block of adjacent kept axes ([lead, kept, trail], e.g. a conv
+    bias's gradient over (0, 2, 3)) as two BLAS matrix-vector products, 3x faster than NumPy's
+    sum there (a float64 chain of 2^20 additions still keeps ~10 digits)."""
+    fast = cascade_sum(x, axes)
+    if fast is not None:
+        return fast.reshape(-1)
     kept = [i for i in range(x.ndim) if i not in axes]
-    if not kept or kept != list(range(kept[0], kept[-1] + 1)) or x.dtype not in (np.float32, np.float64) \
+    if not kept or kept != list(range(kept[0], kept[-1] + 1)) or x.dtype != np.float64 \
             or not x.flags.c_contiguous or x.size == 0:
         return None
     if math.prod(x.shape[kept[0]:kept[-1] + 1]) == 1:   # one kept element (a 1-channel conv's bias
@@ -67,10 +72,11 @@ def _accumulate_dtype(dtype: np.dtype) -> np.dtype:
 
 
 def _reduce_kernel(fn, accumulate=False):
-    """`fn` over the axes; `accumulate`: bool and integers sum in int64 (dtypes.accumulate_dtype)."""
+    """`fn` over the axes; `accumulate`: bool and integers sum in int64 (dtypes.accumulate_dtype).
+    Float sums and means go through block_sum (float32 / float16 / bfloat16: cascade_sum)."""
     def kernel(x, axis=None, keepdim=False, reduce_all=False):
         axes = _axes(None if reduce_all else axis, x.ndim)
-        fast = block_sum(x, axes) if fn is np.sum else None
+        fast = block_sum(x, axes) if fn is np.sum else cascade_mean(x, axes)
         if fast is not None:
             return fast.reshape(tuple(1 if i in axes else d for i, d in enumerate(x.shape)) if keepdim
                                 else tuple(d for i, d in enumerate(x.shape) if i not in axes))
@@ -79,6 +85,30 @@ def _reduce_kernel(fn, accumulate=False):
             return np.asarray(fn(x, axis=axes, keepdims=keepdim, dtype=dtype))
         return np.asarray(fn(x, axis=axes, keepdims=keepdim), dtype=dtype)
     return kernel
+
+
+def cascade_mean(x: np.ndarray, axes) -> np.ndarray | None:
+    """The mean over `axes` of a float32 / float16 / bfloat16 array from cascade_sum's float32
+    total, divided before rounding (as np.mean); None for other dtypes and empty arrays."""
+    total = cascade_sum(x, axes, in_float32=True)
+    if total is None:
+        return None
+    np.divide(total, np.float32(math.prod(x.shape[a] for a in axes)), out=total)
+    return total.astype(x.dtype, copy=False)
+
+
+def _full_mean(x: np.ndarray) -> np.ndarray:
+    """The `mean` op: the mean of every element, 0-D."""
+    fast = cascade_mean(x, tuple(range(x.ndim)))
+    return np.asarray(x.mean(), dtype=x.dtype) if fast is None else fast
+
+
+def float_sum(a: np.ndarray, axes: tuple, keepdims: bool = False) -> np.ndarray:
+    """np.sum(a, axes, keepdims=...) with float32 / float16 / bfloat16 through cascade_sum."""
+    fast = cascade_sum(a, axes)
+    if fast is None:
+        return np.sum(a, axis=axes, keepdims=keepdims)
+    return fast.reshape(tuple(1 if i in axes else d for i, d in enumerate(a.shape))) if keepdims else fast
 
 
 def _extreme_kernel(fn, kind):
@@ -148,7 +178,7 @@ def _mean_grad(g: GradBuilder):
                                reduce_all=True, mean=True))
 
 
-register_op("mean", inputs="X", outputs="Out", kernel=lambda x: np.asarray(x.mean(), dtype=x.dtype),
+register_op("mean", inputs="X", outputs="Out", kernel=_full_mean,
             infer=_mean_infer, grad=_mean_grad, doc="The mean of all elements, as a 0-D value.")
 
 
@@ -186,7 +216,7 @@ def _logsumexp_kernel(x, axis=None, keepdim=False, reduce_all=False):
     axes = _axes(None if reduce_all else axis, x.ndim)
     top = np.max(x, axis=axes, keepdims=True) if x.size else np.zeros([1] * x.ndim, x.dtype)
     top = np.where(np.isfinite(top), top, 0)   # all -inf (or an inf) along a row: no inf - inf
-    out = np.log(np.sum(np.exp(x - top), axis=axes, keepdims=True)) + top
+    out = np.log(float_sum(np.exp(x - top), axes, keepdims=True)) + top
     return np.asarray(out if keepdim else np.squeeze(out, axis=axes), dtype=x.dtype)
 
 
@@ -213,9 +243,9 @@ register_op("logsumexp", inputs="X", outputs="Out", attrs=_REDUCE_ATTRS, kernel=
 def _p_norm_kernel(x, porder=2.0, axis=None, keepdim=False, reduce_all=False):
     axes = _axes(None if reduce_all else axis, x.ndim)
     if porder == 2.0:
-        out = np.sqrt(np.sum(x * x, axis=axes, keepdims=keepdim))
+        out = np.sqrt(float_sum(x * x, axes, keepdims=keepdim))
     else:
-        out = np.sum(np.abs(x) ** porder, axis=axes, keepdims=keepdim) ** (1.0 / porder)
+        out = float_sum(np.abs(x) ** porder, axes, keepdims=keepdim) ** (1.0 / porder)
     return np.asarray(out, dtype=x.dtype)
 
 

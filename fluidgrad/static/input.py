@@ -29,7 +29,7 @@ def create_parameter(shape: Sequence[int], dtype: Any = "float32", name: str | N
     name = name or param_attr.name or unique_name("param" if not is_bias else "bias")
     dtype = normalize_dtype(dtype)
     shape = [int(d) for d in shape]
-    if any(d < 0 for d in shape):
+    if shape and min(shape) < 0:
         raise ValueError(f"create_parameter: parameter {name} needs a fully known shape, got {shape}")
     main_block = default_main_program().global_block()
     existing = main_block.vars.get(name)

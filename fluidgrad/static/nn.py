@@ -43,7 +43,7 @@ def _old_keywords(**renamed: str) -> Callable[[Callable[..., Any]], Callable[...
 def _known_size(x: Variable, axis: int, builder: str) -> int:
     """The number of elements in x's dims from `axis` on, which a parameter's shape needs."""
     tail = x.shape[axis:]
-    if any(d < 0 for d in tail):
+    if tail and min(tail) < 0:
         raise ValueError(f"{builder}: input {x.name} of shape {list(x.shape)} needs known sizes after axis {axis}")
     return math.prod(tail)
 
