@@ -85,6 +85,20 @@ def test_labels_that_cannot_fit_give_an_infinite_loss_as_torch():
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-10)
 
 
+def test_gradient_of_an_infinite_loss_is_nan_on_its_frames_and_zero_past_them_as_torch():
+    """The sample that cannot fit: NaN on its 4 frames, 0 on the 3 past its input length (as
+    PyTorch); the other samples' gradients stay finite and equal PyTorch's."""
+    short = np.array([7, 5, 4])
+    x = fg.to_tensor(SCORES, stop_gradient=False)
+    F.ctc_loss(x, fg.to_tensor(LABELS), fg.to_tensor(short), fg.to_tensor(LABEL_LENGTHS), reduction="sum").backward()
+    _, want = _torch("sum", input_lengths=short)
+    got = x.grad.numpy()
+    assert np.isnan(want[:4, 2]).all() and np.isnan(got[:4, 2]).all()
+    np.testing.assert_array_equal(want[4:, 2], 0.0)
+    np.testing.assert_array_equal(got[4:, 2], 0.0)
+    np.testing.assert_allclose(got[:, :2], want[:, :2], rtol=1e-9, atol=1e-12)
+
+
 @pytest.mark.parametrize("lengths, labels, message", [
     ([8, 5, 7], LABELS, r"op ctc_loss: InputLengths must lie in \[0, 7\]"),
     ([7, -1, 7], LABELS, r"op ctc_loss: InputLengths must lie in \[0, 7\]"),

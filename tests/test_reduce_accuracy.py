@@ -148,6 +148,21 @@ def test_bfloat16_sums_accumulate_in_float32():
     np.testing.assert_array_equal(got.astype(np.float32), expected)
 
 
+@pytest.mark.parametrize("kind", ["logsumexp", "norm2", "norm3"])
+def test_logsumexp_and_p_norm_over_a_long_leading_axis(kind):
+    x = nearly_constant((1 << 16, 3), seed=10)
+    wide, n = x.astype(np.float64), 1 << 16
+    if kind == "logsumexp":
+        got, truth = fg.logsumexp(fg.to_tensor(x), axis=0).numpy(), np.log(np.exp(wide).sum(axis=0))
+        oracle = torch.logsumexp(torch.from_numpy(x), 0).numpy()
+        assert relative_error(oracle, truth, truth) <= bound(n)
+    else:
+        p = 2 if kind == "norm2" else 3
+        got, truth = fg.norm(fg.to_tensor(x), p=p, axis=0).numpy(), (wide ** p).sum(axis=0) ** (1 / p)
+    assert got.dtype == np.float32
+    assert relative_error(got, truth, truth) <= bound(n)
+
+
 def test_broadcast_gradient_summed_back_over_many_rows_meets_the_bound():
     """reduce_as (the un-broadcasting of an elementwise op's gradient) over 2^16 rows."""
     x, upstream = nearly_constant((1 << 16, 8), seed=1), np.full((1 << 16, 8), 0.1, np.float32)

@@ -10,7 +10,8 @@ InputLengths and LabelLengths [N]. LogProbs is normalised over the classes first
 (log_softmax), as Paddle's warpctc does with its input; on log-probabilities (PyTorch's input)
 that changes nothing, and the gradient is then PyTorch's: softmax(LogProbs) - gamma, with
 gamma[t, n, c] the posterior of class c at time t (zero from InputLengths[n] on). A sample
-whose labels cannot fit in its frames has an infinite loss, as in PyTorch.
+whose labels cannot fit in its frames has an infinite loss and a NaN gradient on its frames (0
+past its input length), as in PyTorch (without zero_infinity).
 
 The forward saves the log alphas; `ctc_loss_grad` runs the beta recursion. The gradient op
 has no gradient itself (NO_GRADIENT): asking for a second derivative is a clear error. Both
@@ -200,7 +201,10 @@ def ctc_loss_grad_kernel(log_probs, labels, input_lengths, label_lengths, log_al
     one_hot = (ext[:, :, None] == np.arange(classes)).astype(log_probs.dtype)   # [N, 2S + 1, C]
     gamma = np.einsum("tnw,nwc->tnc", posterior, one_hot)
     grad = np.exp(normalised) * gamma.sum(axis=2, keepdims=True) - gamma
-    grad = np.where(finite[None, :, None], grad, np.nan)  # the gradient of an infinite loss is undefined
+    # the gradient of an infinite loss is undefined (NaN) on the sample's frames; past its input
+    # length it is 0, as PyTorch's (those frames take no part in the loss)
+    in_frames = np.arange(t_max)[:, None] < input_lengths[None, :]
+    grad = np.where((finite[None, :] | ~in_frames)[:, :, None], grad, np.nan)
     return (grad * dloss[None, :, None]).astype(log_probs.dtype, copy=False)
 
 

@@ -103,6 +103,14 @@ def _full_mean(x: np.ndarray) -> np.ndarray:
     return np.asarray(x.mean(), dtype=x.dtype) if fast is None else fast
 
 
+def float_sum(a: np.ndarray, axes: tuple, keepdims: bool = False) -> np.ndarray:
+    """np.sum(a, axes, keepdims=...) with float32 / float16 / bfloat16 through cascade_sum."""
+    fast = cascade_sum(a, axes)
+    if fast is None:
+        return np.sum(a, axis=axes, keepdims=keepdims)
+    return fast.reshape(tuple(1 if i in axes else d for i, d in enumerate(a.shape))) if keepdims else fast
+
+
 def _extreme_kernel(fn, kind):
     def kernel(x, axis=None, keepdim=False, reduce_all=False):
         axes = _axes(None if reduce_all else axis, x.ndim)
@@ -127,7 +135,7 @@ def _unreduce_kernel(dout, target, axis=None, keepdim=False, reduce_all=False, m
 
 def _reduce_grad(mean):
     def grad(g: GradBuilder):
-        g.set_input_grad("X", g.op("unreduce", {"X": g.output_grad("Out"), "Target": g.input("X")},
+        g.set_input_grad("X", g.op("unreduce", {"X": g.output_grad("Out"), "Target": g.input_like("X")},
                                    axis=g.attr("axis"), keepdim=g.attr("keepdim"),
                                    reduce_all=g.attr("reduce_all"), mean=mean))
     return grad
@@ -166,7 +174,7 @@ def _mean_infer(ctx):
 
 
 def _mean_grad(g: GradBuilder):
-    g.set_input_grad("X", g.op("unreduce", {"X": g.output_grad("Out"), "Target": g.input("X")},
+    g.set_input_grad("X", g.op("unreduce", {"X": g.output_grad("Out"), "Target": g.input_like("X")},
                                reduce_all=True, mean=True))
 
 
@@ -208,7 +216,7 @@ def _logsumexp_kernel(x, axis=None, keepdim=False, reduce_all=False):
     axes = _axes(None if reduce_all else axis, x.ndim)
     top = np.max(x, axis=axes, keepdims=True) if x.size else np.zeros([1] * x.ndim, x.dtype)
     top = np.where(np.isfinite(top), top, 0)   # all -inf (or an inf) along a row: no inf - inf
-    out = np.log(np.sum(np.exp(x - top), axis=axes, keepdims=True)) + top
+    out = np.log(float_sum(np.exp(x - top), axes, keepdims=True)) + top
     return np.asarray(out if keepdim else np.squeeze(out, axis=axes), dtype=x.dtype)
 
 
@@ -235,9 +243,9 @@ register_op("logsumexp", inputs="X", outputs="Out", attrs=_REDUCE_ATTRS, kernel=
 def _p_norm_kernel(x, porder=2.0, axis=None, keepdim=False, reduce_all=False):
     axes = _axes(None if reduce_all else axis, x.ndim)
     if porder == 2.0:
-        out = np.sqrt(np.sum(x * x, axis=axes, keepdims=keepdim))
+        out = np.sqrt(float_sum(x * x, axes, keepdims=keepdim))
     else:
-        out = np.sum(np.abs(x) ** porder, axis=axes, keepdims=keepdim) ** (1.0 / porder)
+        out = float_sum(np.abs(x) ** porder, axes, keepdims=keepdim) ** (1.0 / porder)
     return np.asarray(out, dtype=x.dtype)
 
 
