@@ -89,6 +89,13 @@ class EagerGradBuilder(GradBuilder):
             return [t.data for t in value]
         return value.data
 
+    def input_like(self, slot: str) -> Any:
+        """No version check (the value is not read), and a kept `ShapeOnly` serves as well."""
+        value = self.node.inputs[self.call.in_index[slot]]
+        if type(value) is list:
+            return [_like(self, slot, t) for t in value]
+        return None if value is None else _like(self, slot, value)
+
     def output(self, slot: str) -> Any:
         start, stop = self._out_range(slot)
         outs = self.node.outs
@@ -188,16 +195,19 @@ class EagerGradBuilder(GradBuilder):
         return tuple(list(v) if dup else v for v, (_, dup) in zip(out, call.out_slots))
 
     def set_input_grad(self, slot: str, value: Any) -> None:
-        """The common case first (one float input, a gradient of its shape, no graph to
-        record): straight into the engine's dict; everything else takes the shared path."""
-        inputs = self.node.inputs[self.call.in_index[slot]]
-        if type(inputs) is not list and inputs is not None and value is not None and type(value) is not list:
-            if inputs.stop_gradient:
-                return  # nothing flows into a constant
-            data = inputs if type(inputs) is ShapeOnly else inputs.data  # as in needs_input_grad
-            if not self.create_graph and value.shape == data.shape and data.dtype.kind == "f":
-                self.accumulate(inputs, value)
-                return
+        """The common case first (an array for one float input, of its shape): straight into
+        the engine's dict; everything else (a Tensor with create_graph, a list, a gradient to
+        unbroadcast) takes the shared path."""
+        if type(value) is _ndarray:
+            inputs = self.node.inputs[self.call.in_index[slot]]
+            kind = type(inputs)
+            if kind is ShapeOnly or kind is Tensor:
+                if inputs.stop_gradient:
+                    return  # nothing flows into a constant
+                data = inputs if kind is ShapeOnly else inputs.data  # see needs_input_grad
+                if value.shape == data.shape and data.dtype.kind == "f":
+                    self.accumulate(inputs, value)
+                    return
         GradBuilder.set_input_grad(self, slot, value)
 
     def _same_shape(self, grad: Any, target: Tensor) -> bool:
@@ -237,6 +247,17 @@ def _tensor(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_tensor(v) for v in value]
     return Tensor(_asarray(value))
+
+
+def _like(builder: EagerGradBuilder, slot: str, value: Any) -> Any:
+    """An array of `value`'s shape and dtype (a zero-stride stand-in when only those were kept)."""
+    if type(value) is Tensor:
+        array = value.data
+    elif value.shape is None:  # a constant whose shape nothing was to read
+        _not_kept(builder.node, "input", slot)
+    else:
+        array = np.broadcast_to(np.zeros((), value.dtype), value.shape)
+    return Tensor(array) if builder.create_graph else array
 
 
 def _zeros_like(value: Any) -> np.ndarray:

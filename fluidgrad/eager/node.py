@@ -26,7 +26,7 @@ class OpCall:
     __slots__ = ("type", "op_def", "kernel", "in_slots", "in_names", "in_index", "out_slots", "out_index",
                  "defaults", "single_out", "has_dup_out", "has_dup_in", "grad_maker", "needs_runtime",
                  "infer", "infer_cache", "infer_attrs", "default_attr_key", "reads", "keep_plans",
-                 "simple", "keep_all_below", "dtype_keyed")
+                 "simple", "keep_all_below", "dtype_keyed", "simple_plans")
 
     def __init__(self, op_def: Any) -> None:
         self.type = op_def.type
@@ -56,10 +56,16 @@ class OpCall:
         # what the backward reads (None: unknown, keep everything), and per pattern of inputs
         # needing a gradient, which inputs and outputs a node keeps (see `record_node`)
         self.reads: GradReads | None = (None if isinstance(op_def, CustomOp) else
-                                        grad_reads(op_def.grad) if op_def.has_gradient else GradReads())
+                                        grad_reads(op_def.grad, {s.name for s in op_def.inputs if s.duplicable})
+                                        if op_def.has_gradient else GradReads())
         self.keep_plans: dict[int, Any] | None = None if self.reads is None else {}
         self.simple = self.single_out and not self.has_dup_in
         self.keep_all_below = _keep_all_below(self)
+        # a one-output op with one or two single-Tensor inputs (most ops): its plans, flat and
+        # computed now, indexed by the pattern of inputs needing a gradient (`record_node`)
+        self.simple_plans: tuple | None = None
+        if self.simple and self.keep_plans is not None and 1 <= len(self.in_names) <= 2:
+            self.simple_plans = tuple(_flat_plan(self, needing) for needing in range(1 << len(self.in_names)))
 
 
 def _keep_all_below(call: OpCall) -> float:
@@ -231,6 +237,12 @@ _UNREAD_CONSTANT = ShapeOnly(None, 0, True, None, None)
 _UNREAD_OUTPUT = (_UNREAD_CONSTANT,)
 
 
+def _flat_plan(call: OpCall, needing: int) -> tuple[bool, ...] | None:
+    """`_keep_plan` of a simple op as one tuple: keep each input, then keep the output."""
+    plan = _keep_plan(call, needing)
+    return None if plan is None else (*plan[0], *plan[1])
+
+
 def _keep_plan(call: OpCall, needing: int) -> tuple[tuple[bool, ...], tuple[bool, ...]] | None:
     """Which input and output slots a node keeps when the inputs flagged in `needing` (bit i:
     input slot i) need a gradient; None when it keeps them all."""
@@ -243,34 +255,29 @@ def _keep_plan(call: OpCall, needing: int) -> tuple[tuple[bool, ...], tuple[bool
 def record_node(call: OpCall, attrs: dict, tensors: Any, outs: tuple, out_ranges: Any = None) -> Node:
     """A Node for an op just run, keeping of its inputs and outputs only what its backward reads.
     Ops with one or two single-Tensor inputs and one output (most of them) take a path written
-    out for them: this runs for every recorded op."""
-    plans = call.keep_plans
-    if plans is None or (call.simple and outs[0].nbytes < call.keep_all_below):
-        # what the backward reads is unknown, or one small output: keep everything (an op
-        # whose output is small and that drops a large input is rare, and the check per
-        # input would cost every op of a chain of small tensors)
-        return new_node(call, attrs, tensors if type(tensors) is tuple else tuple(tensors), outs, out_ranges)
-    if call.simple:
+    out for them: this runs for every recorded op. Such an op whose output is small keeps
+    everything, and its caller (`apply._run`) makes that node itself: an op whose output is
+    small and that drops a large input is rare, and the check per input would cost every op
+    of a chain of small tensors."""
+    plans = call.simple_plans
+    if plans is not None:
         if len(tensors) == 2:
             x, y = tensors
-            needing = (x is not None and not x.stop_gradient) | (y is not None and not y.stop_gradient) << 1
-            plan = plans.get(needing, _MISSING)
-            if plan is _MISSING:
-                plan = plans[needing] = _keep_plan(call, needing)
+            plan = plans[(x is not None and not x.stop_gradient) | (y is not None and not y.stop_gradient) << 1]
             if plan is None:
                 return new_node(call, attrs, tensors, outs)
-            (keep_x, keep_y), (keep_out,) = plan  # written out: this runs for every recorded op
+            keep_x, keep_y, keep_out = plan
             return new_node(call, attrs, (x if keep_x else _slim_input(x), y if keep_y else _slim_input(y)),
-                        outs if keep_out else _UNREAD_OUTPUT)  # not small, or all would be kept above
-        if len(tensors) == 1:
-            x, = tensors
-            plan = plans.get(1, _MISSING)  # a recorded one-input op: its input needs a gradient
-            if plan is _MISSING:
-                plan = plans[1] = _keep_plan(call, 1)
-            if plan is None:
-                return new_node(call, attrs, tensors, outs)
-            (keep_x,), (keep_out,) = plan
-            return new_node(call, attrs, (x if keep_x else _slim_input(x),), outs if keep_out else _UNREAD_OUTPUT)
+                            outs if keep_out else _UNREAD_OUTPUT)
+        x, = tensors
+        plan = plans[1]  # a recorded one-input op: its input needs a gradient
+        if plan is None:
+            return new_node(call, attrs, tensors, outs)
+        keep_x, keep_out = plan
+        return new_node(call, attrs, (x if keep_x else _slim_input(x),), outs if keep_out else _UNREAD_OUTPUT)
+    plans = call.keep_plans
+    if plans is None:  # what the backward reads is unknown: keep everything
+        return new_node(call, attrs, tensors if type(tensors) is tuple else tuple(tensors), outs, out_ranges)
     needing = 0
     for i, value in enumerate(tensors):
         if value is not None and (not value.stop_gradient if type(value) is not list
