@@ -98,8 +98,9 @@ def cascade_mean(x: np.ndarray, axes) -> np.ndarray | None:
 
 
 def _full_mean(x: np.ndarray) -> np.ndarray:
-    """The `mean` op: the mean of every element, 0-D."""
-    fast = cascade_mean(x, tuple(range(x.ndim)))
+    """The `mean` op: the mean of every element, 0-D. A C-contiguous float32 / float16 array is
+    one contiguous row to np.mean (pairwise, float16 in float32): accurate, and cheapest when small."""
+    fast = None if x.flags.c_contiguous and x.dtype.char in "fe" else cascade_mean(x, tuple(range(x.ndim)))
     return np.asarray(x.mean(), dtype=x.dtype) if fast is None else fast
 
 
