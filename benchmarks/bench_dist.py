@@ -320,7 +320,7 @@ def main():
         for path in ("", ", MPI Iallreduce"):
             bucketed = np.array(results[f"{mode}|bucketed{path}"][0])
             per_param = np.array(results[f"{mode}|per-parameter{path}"][0])
-            # the two alternate step by step in the same processes: compare them pairwise
+            # the two take turns in blocks in the same processes: compare their steps pairwise, in order
             ratio = per_param / bucketed
             versus.append([mode, "shared memory" if not path else "MPI Iallreduce",
                            f"{np.median(bucketed) * 1e3:.2f}", f"{np.median(per_param) * 1e3:.2f}",
@@ -340,7 +340,7 @@ def main():
                 f"(median of {args.steps * (args.block - 1) * args.launches} steps)",
                 ["mode", "ranks / all-reduce", "step ms", "p25-p75 ms", "p10 ms", "comm ms", "cpu ms", "vs 1 rank",
                  "vs 1 rank (p10)", "vs no all-reduce"], rows)
-    print_table("bucketed vs one all-reduce per parameter (2 ranks, alternating step by step)",
+    print_table("bucketed vs one all-reduce per parameter (2 ranks, taking turns in blocks; steps paired in order)",
                 ["mode", "all-reduce path", "bucketed ms", "per-parameter ms", "per-parameter / bucketed",
                  "steps where bucketed is faster"], versus)
     if fits:

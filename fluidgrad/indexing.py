@@ -228,13 +228,32 @@ def _set_value(x: Any, item: Any, value: Any) -> Any:
         mask = constant(np.asarray(item), x) if not _is_value(item) else item
         return apply_op("where", {"Condition": mask, "X": _cast_to(constant(value, x), x.dtype), "Y": x})
     plan = _Plan(tuple(x.shape), item)
-    if plan.array is not None or plan.runtime_ints:
-        raise NotImplementedError("assignment through integer arrays or integers on axes of unknown size is not "
+    if plan.array is not None:
+        return _set_rows(x, plan, value)
+    if plan.runtime_ints:
+        raise NotImplementedError("assignment through an integer on an axis of unknown size (-1) is not "
                                   "supported; use fluidgrad.scatter / put_along_axis / scatter_nd_add")
     value = _cast_to(constant(value, x), x.dtype)
     return apply_op("set_value", {"X": x, "Value": value},
                     {"axes": plan.axes, "starts": plan.starts, "ends": plan.ends,
                      "strides": None if set(plan.strides) <= {1} else plan.strides, "decrease_axes": plan.drop})
+
+
+def _set_rows(x: Any, plan: _Plan, value: Any) -> Any:
+    """x[index] = value for a 1-D integer array `index` alone (rows of axis 0): the `scatter` op,
+    PyTorch's index_put (value broadcast to the rows; with a repeated index the last write wins,
+    and each copy of value gets the gradient of the row, as PyTorch's backward gives)."""
+    axis, index = plan.array
+    ndim = len(index.shape) if _is_value(index) else np.ndim(index)
+    if axis != 0 or ndim != 1 or plan.axes or plan.drop or plan.runtime_ints or plan.new_axes:
+        raise NotImplementedError("assignment through an integer array is supported for x[index] = v with "
+                                  "one 1-D index array alone (rows of axis 0); for other patterns use "
+                                  "fluidgrad.scatter / put_along_axis / scatter_nd_add")
+    index = _array_index(index, x, 0)
+    value = _cast_to(constant(value, x), x.dtype)
+    rows = apply_op("gather", {"X": x, "Index": index}, {"axis": 0})   # read for its shape only
+    updates = apply_op("expand_as", {"X": value, "Target": rows})
+    return apply_op("scatter", {"X": x, "Ids": index, "Updates": updates}, {"overwrite": True})
 
 
 def _cast_to(value: Any, dtype: str) -> Any:

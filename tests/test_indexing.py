@@ -149,7 +149,8 @@ def test_static_gather_index_error_names_the_op():
 
 # ------------------------------------------------------------------ x[...] = v
 SETITEM = [(1, 5.0), ((slice(None), 0), np.arange(3.0)), ((slice(None, None, 2), slice(3, 0, -2)), 9.0),
-           ((Ellipsis, -1), np.ones(3)), ((0, slice(1, 3)), np.array([2.0, 3.0]))]
+           ((Ellipsis, -1), np.ones(3)), ((0, slice(1, 3)), np.array([2.0, 3.0])),
+           (np.array([2, 0, 2]), np.arange(4.0)), (np.array([-1]), 7.0)]   # index_put (rows of axis 0)
 
 
 @pytest.mark.parametrize("item, value", SETITEM, ids=[repr(s[0]) for s in SETITEM])
@@ -214,6 +215,14 @@ def test_setitem_with_mask_and_refusals():
         p = fg.static.create_parameter([3], "float64")
         with pytest.raises(TypeError, match="parameter"):
             p[0] = 1.0
+
+
+def test_setitem_through_an_index_array_with_other_indices_says_what_is_supported():
+    y = fg.to_tensor(X34) * 1.0
+    with pytest.raises(NotImplementedError, match="one 1-D index array alone"):
+        y[np.array([0, 1]), 1:] = 1.0
+    with pytest.raises(IndexError, match="out of range"):
+        y[np.array([0, 3])] = 1.0
 
 
 def test_setitem_after_use_in_eager_is_caught_at_backward():

@@ -28,8 +28,6 @@ def test_compiled_tanh_gelu_gradient_of_a_huge_input_is_finite():
 
 
 # ---------------------------------------------------------------- eager: x[i] = v after a use of x
-@pytest.mark.xfail(strict=True, reason="eager grad_builder.input's version check: slice's gradient needs "
-                   "only X's shape, yet `x[1] = x[0] * 3` raises 'modified in place ... needs the value'")
 def test_setitem_from_a_slice_of_the_same_tensor_backpropagates():
     a0 = np.arange(12.0).reshape(3, 4) / 7
     ta = torch.tensor(a0, requires_grad=True)
@@ -43,8 +41,6 @@ def test_setitem_from_a_slice_of_the_same_tensor_backpropagates():
     np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="eager grad_builder.input's version check: reduce_sum's gradient "
-                   "needs only X's shape, yet writing x[1] after y = x.sum() makes backward raise")
 def test_sum_taken_before_a_setitem_backpropagates():
     a0 = np.arange(12.0).reshape(3, 4) / 7
     ta = torch.tensor(a0, requires_grad=True)
@@ -75,8 +71,6 @@ def test_compiled_log_softmax_and_cross_entropy_keep_their_sign():
 
 
 # ---------------------------------------------------------------- Program.random_seed
-@pytest.mark.xfail(strict=True, reason="Program.random_seed is stored (framework/program.py, serialize.py) but "
-                   "no random op reads it: Fluid's `startup.random_seed = 7` does not make initialisation repeatable")
 def test_program_random_seed_makes_the_startup_program_repeatable():
     main, startup = fg.Program(), fg.Program()
     startup.random_seed = main.random_seed = 7

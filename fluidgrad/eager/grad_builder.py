@@ -89,6 +89,13 @@ class EagerGradBuilder(GradBuilder):
             return [t.data for t in value]
         return value.data
 
+    def input_like(self, slot: str) -> Any:
+        """No version check (the value is not read), and a kept `ShapeOnly` serves as well."""
+        value = self.node.inputs[self.call.in_index[slot]]
+        if type(value) is list:
+            return [_like(self, slot, t) for t in value]
+        return None if value is None else _like(self, slot, value)
+
     def output(self, slot: str) -> Any:
         start, stop = self._out_range(slot)
         outs = self.node.outs
@@ -240,6 +247,17 @@ def _tensor(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_tensor(v) for v in value]
     return Tensor(_asarray(value))
+
+
+def _like(builder: EagerGradBuilder, slot: str, value: Any) -> Any:
+    """An array of `value`'s shape and dtype (a zero-stride stand-in when only those were kept)."""
+    if type(value) is Tensor:
+        array = value.data
+    elif value.shape is None:  # a constant whose shape nothing was to read
+        _not_kept(builder.node, "input", slot)
+    else:
+        array = np.broadcast_to(np.zeros((), value.dtype), value.shape)
+    return Tensor(array) if builder.create_graph else array
 
 
 def _zeros_like(value: Any) -> np.ndarray:

@@ -56,7 +56,8 @@ class OpCall:
         # what the backward reads (None: unknown, keep everything), and per pattern of inputs
         # needing a gradient, which inputs and outputs a node keeps (see `record_node`)
         self.reads: GradReads | None = (None if isinstance(op_def, CustomOp) else
-                                        grad_reads(op_def.grad) if op_def.has_gradient else GradReads())
+                                        grad_reads(op_def.grad, {s.name for s in op_def.inputs if s.duplicable})
+                                        if op_def.has_gradient else GradReads())
         self.keep_plans: dict[int, Any] | None = None if self.reads is None else {}
         self.simple = self.single_out and not self.has_dup_in
         self.keep_all_below = _keep_all_below(self)

@@ -1,6 +1,7 @@
 """What an op's backward reads, so that eager mode keeps only that alive.
 
-A grad maker says what it reads through the builder: `g.input("X")`, `g.output("Out")`.
+A grad maker says what it reads through the builder: `g.input("X")`, `g.output("Out")`, and
+`g.input_like("X")` for an input read only for its shape and dtype.
 `grad_reads` finds those calls in the maker's source (and in the helpers it hands `g` to),
 noting the ones made only under `if g.needs_input_grad("S"):`, which run only when input S
 needs a gradient. The eager engine then records, for each op it runs, the input Tensors and
@@ -35,29 +36,39 @@ class GradReads:
     outputs: set[str] = field(default_factory=set)
     inputs_when: dict[str, set[str]] = field(default_factory=dict)    # guard slot -> input slots
     outputs_when: dict[str, set[str]] = field(default_factory=dict)   # guard slot -> output slots
+    # inputs read only for their shape and dtype (`g.input_like`)
+    shapes: set[str] = field(default_factory=set)
+    shapes_when: dict[str, set[str]] = field(default_factory=dict)
+    lists: set[str] = field(default_factory=set)  # the duplicable input slots
 
     def add(self, kind: str, slot: str, guard: str | None) -> None:
+        kinds = {"input": (self.inputs, self.inputs_when), "output": (self.outputs, self.outputs_when),
+                 "input_like": (self.shapes, self.shapes_when)}[kind]
         if guard is None:
-            (self.inputs if kind == "input" else self.outputs).add(slot)
+            kinds[0].add(slot)
         else:
-            (self.inputs_when if kind == "input" else self.outputs_when).setdefault(guard, set()).add(slot)
+            kinds[1].setdefault(guard, set()).add(slot)
 
     def read_slots(self, needing: set[str]) -> tuple[set[str], set[str]]:
         """(input slots, output slots) read when exactly the input slots `needing` need a gradient."""
-        ins, outs = set(self.inputs), set(self.outputs)
+        ins, outs, shapes = set(self.inputs), set(self.outputs), set(self.shapes)
         for guard in needing:
             ins |= self.inputs_when.get(guard, set())
             outs |= self.outputs_when.get(guard, set())
-        return ins, outs
+            shapes |= self.shapes_when.get(guard, set())
+        # an input that needs a gradient keeps its shape when its value goes (`node.ShapeOnly`);
+        # one that needs none (or a list with such an input) may lose its shape too: keep it
+        return ins | (shapes - (needing - self.lists)), outs
 
 
 class _Unknown(Exception):
     """The maker reads something the analysis cannot name: keep everything."""
 
 
-def grad_reads(maker: Any) -> GradReads | None:
-    """What `maker` (a registered grad maker) reads; None when that cannot be known."""
-    reads = GradReads()
+def grad_reads(maker: Any, lists: Any = ()) -> GradReads | None:
+    """What `maker` (a registered grad maker) reads; None when that cannot be known. `lists`:
+    the op's duplicable input slots."""
+    reads = GradReads(lists=set(lists))
     if maker is ZERO_GRADIENT:
         return reads
     try:
@@ -196,7 +207,7 @@ class _Scope:
     def _call(self, node: ast.Call, guard: str | None) -> None:
         func = node.func
         if isinstance(func, ast.Attribute) and self._is_builder(func.value):
-            if func.attr in ("input", "output"):
+            if func.attr in ("input", "output", "input_like"):
                 if len(node.args) != 1 or node.keywords:
                     raise _Unknown
                 slot = self._string(node.args[0])

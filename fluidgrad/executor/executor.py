@@ -7,6 +7,7 @@ import numpy as np
 
 from ..framework import Block, Program, Variable, default_main_program
 from ..framework.errors import ExecutionError, FluidgradError, IndexRangeError
+from ..ops import random as random_ops
 from . import control_flow
 from .memory import RunStats, live_bytes
 from .plan import Plan, compile_block
@@ -118,7 +119,11 @@ class Executor:
         feed_arrays = {name: _check_feed(block, name, value) for name, value in (feed or {}).items()}
         fetch_names = [_fetch_name(block, item) for item in (fetch_list or [])]
         plan = self._plan(block, feed_arrays.keys(), fetch_names)
-        results = self._call(plan, scope, feed_arrays)
+        if program.random_seed:  # its random ops draw the same numbers on every run (ops/random.py)
+            with random_ops.program_seed(program.random_seed):
+                results = self._call(plan, scope, feed_arrays)
+        else:
+            results = self._call(plan, scope, feed_arrays)
         # inside a run, arrays may be read-only broadcast views; the caller gets arrays it owns
         results = [r if isinstance(r, np.ndarray) and r.flags.writeable else np.array(r) for r in results]
         if not return_stats:

@@ -36,6 +36,13 @@ class GradBuilder:
         """The forward input of `slot` (a list for a duplicable slot, None when absent)."""
         raise NotImplementedError
 
+    def input_like(self, slot: str) -> Any:
+        """A stand-in for the forward input of `slot` with its shape and dtype, for a maker that
+        reads nothing else of it (`g.shape`, `g.dtype`, a Target of `reduce_as` / `slice_grad`):
+        eager mode then need not keep its value, and an in-place update after the op is no
+        error. Static mode: the variable itself."""
+        return self.input(slot)
+
     def output(self, slot: str) -> Any:
         """The forward output of `slot`."""
         raise NotImplementedError

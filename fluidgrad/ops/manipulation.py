@@ -42,7 +42,7 @@ def _tile_grad_kernel(dout, target, repeat_times):
 
 
 def _tile_grad(g: GradBuilder) -> None:
-    g.set_input_grad("X", g.op("tile_grad", {"X": g.output_grad("Out"), "Target": g.input("X")},
+    g.set_input_grad("X", g.op("tile_grad", {"X": g.output_grad("Out"), "Target": g.input_like("X")},
                                repeat_times=g.attr("repeat_times")))
 
 
@@ -80,7 +80,7 @@ def _expand_infer(ctx):
 
 
 def _expand_grad(g: GradBuilder) -> None:
-    g.set_input_grad("X", g.op("reduce_as", {"X": g.output_grad("Out"), "Target": g.input("X")}))
+    g.set_input_grad("X", g.op("reduce_as", {"X": g.output_grad("Out"), "Target": g.input_like("X")}))
 
 
 register_op("expand", inputs="X", outputs="Out", attrs={"shape": [1]},
@@ -222,7 +222,7 @@ _PAD_ATTRS = {"paddings": [0, 0], "mode": "constant", "value": 0.0}
 
 
 def _pad_grad(g: GradBuilder) -> None:
-    g.set_input_grad("X", g.op("pad_grad", {"X": g.output_grad("Out"), "Target": g.input("X")},
+    g.set_input_grad("X", g.op("pad_grad", {"X": g.output_grad("Out"), "Target": g.input_like("X")},
                                paddings=g.attr("paddings"), mode=g.attr("mode")))
 
 

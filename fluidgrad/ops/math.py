@@ -359,7 +359,7 @@ def _sum_infer(ctx):
 
 
 def _sum_grad(g: GradBuilder) -> None:
-    g.set_input_grad("X", [g.output_grad("Out")] * len(g.input("X")))
+    g.set_input_grad("X", [g.output_grad("Out")] * len(g.input_like("X")))
 
 
 register_op("sum", inputs="X*", outputs="Out", kernel=_sum_kernel, infer=_sum_infer,
@@ -381,7 +381,7 @@ def _cast_infer(ctx):
 
 
 def _cast_grad(g: GradBuilder):
-    x = g.input("X")
+    x = g.input_like("X")
     g.set_input_grad("X", g.op("cast", {"X": g.output_grad("Out")}, dtype=g.dtype(x)))
 
 
@@ -430,7 +430,7 @@ def _reduce_as_infer(ctx):
 
 def _reduce_as_grad(g: GradBuilder) -> None:
     g.set_input_grad("X", g.op("expand_as", {"X": g.output_grad("Out"),
-                                             "Target": g.input("X")}))
+                                             "Target": g.input_like("X")}))
 
 
 register_op("reduce_as", inputs="X Target", outputs="Out", kernel=_reduce_as_kernel, infer=_reduce_as_infer,
@@ -440,7 +440,7 @@ register_op("reduce_as", inputs="X Target", outputs="Out", kernel=_reduce_as_ker
 
 def _expand_as_grad(g: GradBuilder) -> None:
     g.set_input_grad("X", g.op("reduce_as", {"X": g.output_grad("Out"),
-                                             "Target": g.input("X")}))
+                                             "Target": g.input_like("X")}))
 
 
 register_op("expand_as", inputs="X Target", outputs="Out", kernel=_expand_as_kernel, infer=_like_target,

@@ -484,7 +484,7 @@ def _with_index_grad(nd: int):
                                       _attr(g, "dilations", [1] * nd), _attr(g, "global_pooling", False),
                                       _attr(g, "adaptive", False), nd)
         g.set_input_grad("X", g.op("max_pool_index_grad", {"Mask": g.output("Mask"), "DOut": g.output_grad("Out"),
-                                                           "X": g.input("X")}, overlapping=overlapping))
+                                                           "X": g.input_like("X")}, overlapping=overlapping))
     return grad
 
 
@@ -494,7 +494,7 @@ def _index_grad_grad(g: GradBuilder) -> None:
 
 def _index_select_grad(g: GradBuilder) -> None:
     g.set_input_grad("Y", g.op("max_pool_index_grad", {"Mask": g.input("Mask"), "DOut": g.output_grad("Out"),
-                                                       "X": g.input("Y")}))
+                                                       "X": g.input_like("Y")}))
 
 
 def _select_grad(g: GradBuilder) -> None:

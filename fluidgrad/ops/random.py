@@ -1,5 +1,16 @@
-"""Ops that draw random numbers (initializers, dropout masks) from one seeded generator."""
+"""Ops that draw random numbers (initializers, dropout masks) from one seeded generator.
+
+Which generator a random op draws from, first match wins: its own non-zero `seed` attribute (the
+same numbers on every run of the op); inside an Executor run of a Program whose `random_seed`
+is non-zero, a generator seeded with it at the start of each run (Fluid's
+`startup.random_seed = 7`: every run of that program draws the same numbers, its ops in order);
+else the global generator that `fluidgrad.seed` resets (eager mode, unseeded programs).
+"""
 from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Iterator
 
 import numpy as np
 
@@ -25,9 +36,28 @@ def set_rng_state(state: dict) -> None:
     _generator.bit_generator.state = state
 
 
+# the generator of the program run in progress on this thread (see program_seed)
+_running = threading.local()
+
+
+@contextlib.contextmanager
+def program_seed(seed: int) -> Iterator[None]:
+    """Inside: random ops without a seed of their own draw from a generator seeded with `seed`
+    (non-zero; a Program's `random_seed`), made now. The Executor runs a seeded program in it."""
+    saved = getattr(_running, "generator", None)
+    _running.generator = np.random.default_rng(seed)
+    try:
+        yield
+    finally:
+        _running.generator = saved
+
+
 def generator(op_seed: int = 0) -> np.random.Generator:
-    """The global generator, or a private one when an op carries its own non-zero seed."""
-    return np.random.default_rng(op_seed) if op_seed else _generator
+    """A private generator when an op carries its own non-zero seed, else the running program's
+    (`program_seed`), else the global one."""
+    if op_seed:
+        return np.random.default_rng(op_seed)
+    return getattr(_running, "generator", None) or _generator
 
 
 def _shape_infer(ctx):

@@ -135,7 +135,7 @@ def _unreduce_kernel(dout, target, axis=None, keepdim=False, reduce_all=False, m
 
 def _reduce_grad(mean):
     def grad(g: GradBuilder):
-        g.set_input_grad("X", g.op("unreduce", {"X": g.output_grad("Out"), "Target": g.input("X")},
+        g.set_input_grad("X", g.op("unreduce", {"X": g.output_grad("Out"), "Target": g.input_like("X")},
                                    axis=g.attr("axis"), keepdim=g.attr("keepdim"),
                                    reduce_all=g.attr("reduce_all"), mean=mean))
     return grad
@@ -174,7 +174,7 @@ def _mean_infer(ctx):
 
 
 def _mean_grad(g: GradBuilder):
-    g.set_input_grad("X", g.op("unreduce", {"X": g.output_grad("Out"), "Target": g.input("X")},
+    g.set_input_grad("X", g.op("unreduce", {"X": g.output_grad("Out"), "Target": g.input_like("X")},
                                reduce_all=True, mean=True))
 
 

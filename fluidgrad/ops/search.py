@@ -126,7 +126,7 @@ def _argsort_infer(ctx):
 def _selection_grad(g: GradBuilder):
     """Out = take_along_axis(X, Indices): dX = put_along_axis(zeros, Indices, dOut, add)."""
     if g.needs_input_grad("X"):
-        x = g.input("X")
+        x = g.input_like("X")
         g.set_input_grad("X", g.op("put_along_axis", {"X": _zeros_like(g, x), "Index": g.output("Indices"),
                                                        "Value": g.output_grad("Out")},
                                    axis=g.attr("axis"), reduce="add"))
@@ -211,7 +211,7 @@ def _take_along_axis_infer(ctx):
 
 
 def _take_along_axis_grad(g: GradBuilder):
-    x = g.input("X")
+    x = g.input_like("X")
     g.set_input_grad("X", g.op("put_along_axis", {"X": _zeros_like(g, x), "Index": g.input("Index"),
                                                    "Value": g.output_grad("Out")}, axis=g.attr("axis"), reduce="add"))
 
@@ -314,7 +314,7 @@ def _gather_nd_infer(ctx):
 
 
 def _gather_nd_grad(g: GradBuilder):
-    x = g.input("X")
+    x = g.input_like("X")
     g.set_input_grad("X", g.op("scatter_nd", {"X": _zeros_like(g, x), "Index": g.input("Index"),
                                                "Updates": g.output_grad("Out")},
                                batch_dims=g.attr("batch_dims"), reduce="add"))

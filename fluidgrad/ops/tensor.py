@@ -68,7 +68,7 @@ def _reshape_infer(ctx):
 
 
 def _reshape_grad(g: GradBuilder):
-    g.set_input_grad("X", g.op("reshape_as", {"X": g.output_grad("Out"), "Target": g.input("X")}))
+    g.set_input_grad("X", g.op("reshape_as", {"X": g.output_grad("Out"), "Target": g.input_like("X")}))
 
 
 register_op("reshape", inputs="X", outputs="Out", attrs={"shape": [-1]}, kernel=_reshape_kernel,
@@ -115,7 +115,7 @@ def _concat_infer(ctx):
 
 
 def _concat_grad(g: GradBuilder):
-    xs = g.input("X")
+    xs = g.input_like("X")
     axis = g.attr("axis")
     sections = [g.shape(x)[axis] for x in xs]
     if sections.count(-1) > 1:  # sizes known only at run time: split like the inputs then
@@ -179,7 +179,7 @@ def _split_grad(g: GradBuilder, resplit=None):
 
 
 def _resplit(g: GradBuilder):
-    return g.op("split", {"X": g.input("X")}, n_out=len(g.output("Out")),
+    return g.op("split", {"X": g.input_like("X")}, n_out=len(g.output("Out")),
                 num_or_sections=g.attr("num_or_sections"), axis=g.attr("axis"))
 
 
@@ -209,7 +209,7 @@ def _split_as_infer(ctx):
 
 
 def _split_as_grad(g: GradBuilder) -> None:
-    _split_grad(g, lambda g: g.op("split_as", {"X": g.input("X"), "Like": g.input("Like")},
+    _split_grad(g, lambda g: g.op("split_as", {"X": g.input_like("X"), "Like": g.input_like("Like")},
                                   n_out=len(g.output("Out")), axis=g.attr("axis")))
 
 
@@ -251,7 +251,7 @@ def _slice_infer(ctx):
 
 
 def _slice_grad(g: GradBuilder):
-    g.set_input_grad("X", g.op("slice_grad", {"X": g.output_grad("Out"), "Target": g.input("X")},
+    g.set_input_grad("X", g.op("slice_grad", {"X": g.output_grad("Out"), "Target": g.input_like("X")},
                                axes=g.attr("axes"), starts=g.attr("starts"), ends=g.attr("ends"),
                                strides=g.attr("strides")))
 
@@ -297,7 +297,7 @@ def _gather_kernel(x, index, axis):
 
 def _gather_grad(g: GradBuilder):
     g.set_input_grad("X", g.op("gather_grad", {"X": g.output_grad("Out"), "Index": g.input("Index"),
-                                               "Target": g.input("X")}, axis=g.attr("axis")))
+                                               "Target": g.input_like("X")}, axis=g.attr("axis")))
 
 
 _FEW_REPEATS = 8   # up to this many gathers of one row: one plain scatter per repeat beats np.add.at
@@ -432,7 +432,7 @@ def _stack_infer(ctx):
 
 
 def _stack_grad(g: GradBuilder):
-    xs = g.input("X")
+    xs = g.input_like("X")
     axis = g.attr("axis")
     axis = axis if axis >= 0 else len(g.shape(xs[0])) + axis + 1
     parts = g.op("split", {"X": g.output_grad("Out")}, n_out=len(xs), num_or_sections=len(xs), axis=axis)

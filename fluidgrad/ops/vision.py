@@ -147,7 +147,7 @@ def _interp_attrs(g: GradBuilder) -> dict:
 
 def _interpolate_grad(g: GradBuilder) -> None:
     g.set_input_grad("X", g.op("interpolate_grad", {"DOut": g.output_grad("Out"),
-                                                    "X": g.input("X")}, **_interp_attrs(g)))
+                                                    "X": g.input_like("X")}, **_interp_attrs(g)))
 
 
 register_op("interpolate", inputs="X", outputs="Out", attrs=dict(INTERP_ATTRS), kernel=interpolate_kernel,
@@ -228,7 +228,7 @@ def _unfold_attrs(g: GradBuilder) -> dict:
 
 
 def _unfold_grad(g: GradBuilder) -> None:
-    g.set_input_grad("X", g.op("unfold_grad", {"DY": g.output_grad("Y"), "X": g.input("X")},
+    g.set_input_grad("X", g.op("unfold_grad", {"DY": g.output_grad("Y"), "X": g.input_like("X")},
                                **_unfold_attrs(g)))
 
 
