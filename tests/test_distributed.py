@@ -127,6 +127,18 @@ def test_a_bucket_allreduce_that_overwrites_its_inputs_must_output_them():
                 "c_bucket_allreduce", {"X": [v]}, {"Out": [u]}, {"bucket": "b", "overwrite": True})
 
 
+def test_a_cached_shape_rule_still_refuses_an_overwrite_that_outputs_other_variables():
+    """Build-time shape rules are cached on shapes, dtypes and attributes; this rule also reads
+    the variables' names, so a right op built first must not let a wrong one of the same shapes
+    and attributes through."""
+    with fg.program_guard(fg.Program()):
+        block = fg.default_main_program().global_block()
+        u, v = fg.static.data("u", [3], "float64"), fg.static.data("v", [3], "float64")
+        block.append_op("c_bucket_allreduce", {"X": [v]}, {"Out": [v]}, {"bucket": "b", "overwrite": True})
+        with pytest.raises(ValueError, match="c_bucket_allreduce: overwrite=True .* the outputs must be the inputs"):
+            block.append_op("c_bucket_allreduce", {"X": [u]}, {"Out": [v]}, {"bucket": "b", "overwrite": True})
+
+
 def test_import_fluidgrad_does_not_import_mpi4py():
     code = "import sys, fluidgrad, fluidgrad.distributed as d; d.init_parallel_env(); print('mpi4py' in sys.modules)"
     env = {k: v for k, v in os.environ.items() if k not in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")}

@@ -145,7 +145,7 @@ class InferContext:
     where shapes live (Block variables at build time, a dict for temporaries).
     """
 
-    __slots__ = ("op_def", "inputs", "outputs", "attrs", "_lookup", "_store", "_record")
+    __slots__ = ("op_def", "inputs", "outputs", "attrs", "_lookup", "_store", "_record", "names_read")
 
     def __init__(self, op_def: OpDef, inputs: dict[str, list[str]], outputs: dict[str, list[str]],
                  attrs: dict[str, Any], lookup: Callable[[str], tuple[tuple[int, ...], str]],
@@ -157,13 +157,19 @@ class InferContext:
         self._lookup = lookup
         self._store = store
         self._record: list | None = None  # set_output calls, while `run_infer` records a verdict
+        self.names_read = False  # the rule looked at variable names: its verdict is not cached
 
     # -- inputs
     def has_input(self, slot: str) -> bool:
         return bool(self.inputs.get(slot))
 
     def input_names(self, slot: str) -> list[str]:
+        self.names_read = True
         return self.inputs.get(slot, [])
+
+    def output_names(self, slot: str) -> list[str]:
+        self.names_read = True
+        return self.outputs.get(slot, [])
 
     def shape(self, slot: str, index: int = 0) -> tuple[int, ...]:
         return self._lookup(self.inputs[slot][index])[0]
@@ -241,7 +247,8 @@ def infer_op(op: Any) -> None:
 # ---- shape rules at build time, cached
 # A rule depends only on its inputs' shapes and dtypes (slot by slot), the number of outputs in
 # each slot and the attributes it reads; its verdict, the `set_output` calls it made, is
-# therefore kept per op on exactly that and replayed for the next op built alike (the layers of
+# therefore kept per op on exactly that (unless it read variable names: `input_names`,
+# `output_names`) and replayed for the next op built alike (the layers of
 # a deep network): building an op then costs one key and one dict lookup instead of its rule.
 # Which attributes a rule reads is learnt, as in eager mode (eager/infer.py): the rule sees them
 # through `_ReadAttrs`; when it reads one not yet in the key, the op's cache starts again, keyed
@@ -340,6 +347,8 @@ def run_infer(op_def: OpDef, ctx: InferContext) -> None:
         op_def.infer(ctx)
     finally:
         ctx.attrs, ctx._record = attrs, None
+    if ctx.names_read:  # a verdict that depends on names (which the key leaves out) is not kept
+        return
     if not read.read.issubset(op_def.infer_attrs):
         op_def.infer_attrs = tuple(sorted(set(op_def.infer_attrs) | read.read))
         cache.clear()
@@ -364,7 +373,7 @@ class _BlockInferContext(InferContext):
 
     def __init__(self, op_def: OpDef, op: Any) -> None:
         self.op_def, self.inputs, self.outputs, self.attrs = op_def, op.inputs, op.outputs, op.attrs
-        self.block, self.op_type, self._record = op.block, op.type, None
+        self.block, self.op_type, self._record, self.names_read = op.block, op.type, None, False
 
     def _lookup(self, name: str) -> tuple[tuple[int, ...], str]:
         var = self.block.vars.get(name)  # (the op's own block first, before any ancestor)

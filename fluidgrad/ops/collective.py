@@ -183,9 +183,9 @@ def _bucket_allreduce_infer(ctx) -> None:
                               "(e.g. fluidgrad.framework.unique_name('grad_bucket')); got an empty key")
     if ctx.attr("reduce") not in ("sum", "avg"):
         raise ctx.shape_error(f"reduce must be 'sum' or 'avg', got {ctx.attr('reduce')!r}")
-    if ctx.attr("overwrite") and list(ctx.outputs.get("Out", ())) != list(ctx.input_names("X")):
+    if ctx.attr("overwrite") and list(ctx.output_names("Out")) != list(ctx.input_names("X")):
         raise ctx.shape_error("overwrite=True writes the sums into the inputs: the outputs must be the "
-                              f"inputs themselves, got X {ctx.input_names('X')} and Out {list(ctx.outputs.get('Out', ()))}")
+                              f"inputs themselves, got X {ctx.input_names('X')} and Out {list(ctx.output_names('Out'))}")
     if ctx.num_outputs("Out") != len(shapes):
         raise ctx.shape_error(f"{ctx.num_outputs('Out')} outputs for {len(shapes)} inputs")
     for i, shape in enumerate(shapes):

@@ -198,7 +198,7 @@ def _split_as_kernel(x, likes, axis):
 def _split_as_infer(ctx):
     shape = ctx.shape("X")
     axis = normalize_axis(ctx, ctx.attr("axis"), len(shape))
-    if ctx.num_outputs("Out") != len(ctx.input_names("Like")):
+    if ctx.num_outputs("Out") != len(ctx.shapes("Like")):
         raise ctx.shape_error(f"{len(ctx.input_names('Like'))} Like inputs but {ctx.num_outputs('Out')} outputs")
     for i, like in enumerate(ctx.shapes("Like")):
         if len(like) != len(shape):
