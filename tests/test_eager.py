@@ -1392,3 +1392,15 @@ def test_the_superseded_links_die_with_the_tensor_and_hold_no_values():
     del a, before
     gc.collect()
     assert all(ref() is not None for ref, _ in relinked.values())  # the dead tensor's entry went with it
+
+
+def test_an_op_output_is_made_exactly_as_the_tensor_class_makes_one():
+    """`eager.tensor.op_output` repeats `Tensor.__init__` without the class call (speed): every
+    slot the class sets must be set alike, so a field added to one and not the other fails here."""
+    from fluidgrad.eager.tensor import Tensor, op_output
+    data = np.ones(2)
+    made, fast = Tensor(data, False, None, 3), op_output(data, False, None, 3)
+    for slot in Tensor.__slots__:
+        if slot == "__weakref__":
+            continue
+        assert getattr(fast, slot) is getattr(made, slot) or getattr(fast, slot) == getattr(made, slot), slot

@@ -15,7 +15,7 @@ dtypes alone (`OpCall.dtype_keyed`): shapes NumPy refuses make the kernel fail, 
 Reading two shapes and hashing them cost about as much as the rest of the lookup.
 
 Which attributes a rule reads is learnt, not declared: the rule sees the attributes
-through `_ReadAttrs`, which notes the names it reads. `OpCall.infer_attrs` is the union
+through `ReadAttrs`, which notes the names it reads. `OpCall.infer_attrs` is the union
 of the names read so far; when a rule reads a new one, the op's cache is emptied and its
 keys include that attribute from then on. A cached verdict is therefore always keyed on
 every attribute the rule read to reach it.
@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..framework.errors import DTypeError, ShapeError
+from ..framework.op_def import ReadAttrs, freeze_attr
 from ..ops.registry import InferContext
 
 # An op called with ever new attribute values that its rule reads (say a `scale` in a
@@ -36,58 +37,10 @@ CACHE_LIMIT = 1024
 _ABSENT = object()
 
 
-class _ReadAttrs(dict):
-    """The attributes as a rule sees them; `read` collects the names it looked at."""
-
-    __slots__ = ("read",)
-
-    def __init__(self, attrs: dict) -> None:
-        super().__init__(attrs)
-        self.read: set[str] = set()
-
-    def __getitem__(self, name: str) -> Any:
-        self.read.add(name)
-        return dict.__getitem__(self, name)
-
-    def get(self, name: str, default: Any = None) -> Any:
-        self.read.add(name)
-        return dict.get(self, name, default)
-
-    def __contains__(self, name: object) -> bool:
-        self.read.add(name)  # type: ignore[arg-type]
-        return dict.__contains__(self, name)
-
-    def _all(self) -> "_ReadAttrs":  # a rule that walks every attribute depends on all of them
-        self.read.update(dict.keys(self))
-        return self
-
-    def keys(self):  # type: ignore[override]
-        return dict.keys(self._all())
-
-    def items(self):  # type: ignore[override]
-        return dict.items(self._all())
-
-    def values(self):  # type: ignore[override]
-        return dict.values(self._all())
-
-    def __iter__(self):
-        return dict.__iter__(self._all())
-
-
-def _freeze(value: Any) -> Any:
-    """A hashable stand-in for an attribute value; the type is kept (1, 1.0 and True hash
-    alike but a rule may treat them differently). Unhashable leaves stay unhashable, so the
-    key raises TypeError and the caller runs the rule uncached."""
-    kind = type(value)
-    if kind is list or kind is tuple:
-        return kind, tuple([_freeze(v) for v in value])
-    return kind, value
-
-
 def attr_key(call: Any, kw: dict, n_out: int | None) -> tuple:
     """The part of the cache key that comes from the attributes (and the output count)."""
     names = call.infer_attrs
-    values = tuple([_freeze(kw.get(name, _ABSENT)) for name in names]) if names else ()
+    values = tuple([freeze_attr(kw.get(name, _ABSENT)) for name in names]) if names else ()
     return (values, n_out) if call.has_dup_out else values
 
 
@@ -119,7 +72,7 @@ def run_rule(call: Any, key: tuple | None, args: list, tensors: list, kw: dict, 
         return None
     names, values = _input_names(call, args, tensors)
     outputs = {slot: [f"{slot}@out{i}" for i in range((n_out or 1) if dup else 1)] for slot, dup in call.out_slots}
-    attrs = _ReadAttrs(kw)
+    attrs = ReadAttrs(kw)
     declared: dict[str, str] = {}
     try:
         call.infer(InferContext(call.op_def, names, outputs, attrs, values.__getitem__,

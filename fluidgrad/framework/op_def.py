@@ -251,7 +251,7 @@ def infer_op(op: Any) -> None:
 # `output_names`) and replayed for the next op built alike (the layers of
 # a deep network): building an op then costs one key and one dict lookup instead of its rule.
 # Which attributes a rule reads is learnt, as in eager mode (eager/infer.py): the rule sees them
-# through `_ReadAttrs`; when it reads one not yet in the key, the op's cache starts again, keyed
+# through `ReadAttrs`; when it reads one not yet in the key, the op's cache starts again, keyed
 # on that one too. Rules that fail are not cached (each op built runs them and raises), nor are
 # those of control-flow ops, whose rules look into sub-blocks.
 INFER_CACHE_LIMIT = 1024
@@ -259,7 +259,7 @@ _OUTPUTS = object()  # separates the inputs from the outputs in a key
 _ABSENT = object()   # an attribute the rule read but the op lacks
 
 
-class _ReadAttrs(dict):
+class ReadAttrs(dict):
     """The attributes as a rule sees them; `read` collects the names it looked at."""
 
     __slots__ = ("read",)
@@ -280,7 +280,7 @@ class _ReadAttrs(dict):
         self.read.add(name)  # type: ignore[arg-type]
         return dict.__contains__(self, name)
 
-    def _all(self) -> "_ReadAttrs":  # a rule that walks every attribute depends on all of them
+    def _all(self) -> "ReadAttrs":  # a rule that walks every attribute depends on all of them
         self.read.update(dict.keys(self))
         return self
 
@@ -297,9 +297,14 @@ class _ReadAttrs(dict):
         return dict.__iter__(self._all())
 
 
-def _frozen(value: Any) -> Any:
-    """A hashable stand-in for a list or tuple attribute (types kept: 1, 1.0 and True hash alike)."""
-    return tuple([(type(v), _frozen(v) if type(v) in (list, tuple) else v) for v in value])
+def freeze_attr(value: Any) -> Any:
+    """A hashable stand-in for an attribute value, for cache keys; the type is kept (1, 1.0 and
+    True hash alike but a rule may treat them differently). Unhashable leaves stay unhashable,
+    so a key holding one raises TypeError and the caller runs the rule uncached."""
+    kind = type(value)
+    if kind is list or kind is tuple:
+        return kind, tuple([freeze_attr(v) for v in value])
+    return kind, value
 
 
 def _infer_key(op_def: OpDef, ctx: InferContext) -> tuple:
@@ -316,10 +321,7 @@ def _infer_key(op_def: OpDef, ctx: InferContext) -> tuple:
         key.append(len(names))
     attrs = ctx.attrs
     for name in op_def.infer_attrs:
-        value = attrs.get(name, _ABSENT)
-        kind = type(value)
-        key.append(kind)
-        key.append(_frozen(value) if kind is list or kind is tuple else value)
+        key.append(freeze_attr(attrs.get(name, _ABSENT)))
     return tuple(key)
 
 
@@ -341,7 +343,7 @@ def run_infer(op_def: OpDef, ctx: InferContext) -> None:
         for slot, index, shape, dtype in verdict:
             ctx.set_output(slot, shape, dtype, index)
         return
-    attrs, read, record = ctx.attrs, _ReadAttrs(ctx.attrs), []
+    attrs, read, record = ctx.attrs, ReadAttrs(ctx.attrs), []
     ctx.attrs, ctx._record = read, record
     try:
         op_def.infer(ctx)
