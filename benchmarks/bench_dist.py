@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import subprocess
 import sys
@@ -63,6 +64,7 @@ from fluidgrad.ops.registry import get_op_def  # noqa: E402
 SIZES, BATCH, LR = (784, 512, 512, 10), 64, 0.01
 MODES = ("static", "eager")
 ONE_RANK = "1 rank"  # plain training on rank 0 while rank 1 sleeps
+DOORBELL = ".doorbell"  # the named pipe rank 1 sleeps on: the output path + this
 
 
 def alone(wrapped: Any) -> Any:
@@ -164,20 +166,28 @@ def on_path(world: World, path: str, step: Callable[[], Any]) -> Callable[[], An
     return run
 
 
-def sleep_at_barrier(world: World) -> None:
-    """Wait for the other rank at a barrier leaving this core idle (a poll every millisecond),
-    as the second core of a machine running a 1-rank job is."""
-    request = world.comm.Ibarrier()
-    while not request.Test():
-        time.sleep(1e-3)
+class Doorbell:
+    """A named pipe from rank 0 to rank 1: in a "1 rank" block rank 1 sleeps in a blocking read
+    (no polling: its core idle, as the second core of a machine running a 1-rank job) until
+    rank 0 has trained alone and rings."""
+
+    def __init__(self, world: World, path: str):
+        self.fd = os.open(path, os.O_WRONLY if world.rank == 0 else os.O_RDONLY)  # waits for the peer
+
+    def ring(self) -> None:
+        os.write(self.fd, b"!")
+
+    def sleep(self) -> None:
+        if not os.read(self.fd, 1):
+            raise SystemExit("bench_dist: rank 0 closed the doorbell (it failed)")
 
 
-def run_block(world: World, step: Callable[[], Any], block: int, solo: bool, meter: Any) -> Any:
+def run_block(world: World, step: Callable[[], Any], block: int, doorbell: Doorbell | None, meter: Any) -> Any:
     """`block` steps back to back after a barrier; (end times, `meter`'s record of each step) on
-    a rank that trained, None on rank 1 in a solo block (it sleeps until rank 0 is done)."""
+    a rank that trained, None on rank 1 in a "1 rank" block (given a `doorbell`: it sleeps)."""
     world.barrier()
-    if solo and world.rank:
-        sleep_at_barrier(world)
+    if doorbell is not None and world.rank:
+        doorbell.sleep()
         return None
     ends, notes = [time.perf_counter()], []
     for _ in range(block):
@@ -185,8 +195,8 @@ def run_block(world: World, step: Callable[[], Any], block: int, solo: bool, met
         step()
         ends.append(time.perf_counter())
         notes.append(meter.stop())
-    if solo:
-        world.barrier()
+    if doorbell is not None:
+        doorbell.ring()
     return ends, notes
 
 
@@ -198,7 +208,7 @@ def job_step_times(ranks: list[Any]) -> list[float]:
 
 
 def run_rounds(world: World, steppers: dict[str, Callable[[], Any]], rounds: int, block: int,
-               meter: Any) -> dict[str, list[list[Any]]]:
+               meter: Any, doorbell: Doorbell) -> dict[str, list[list[Any]]]:
     """Contenders take turns in blocks, in an order shuffled each round (the same on every rank);
     per contender, per block, what each rank recorded (gathered on every rank)."""
     for step in steppers.values():  # warm up: plans compiled, buckets made, memory mapped
@@ -209,7 +219,7 @@ def run_rounds(world: World, steppers: dict[str, Callable[[], Any]], rounds: int
         order = list(steppers)
         random.Random(r).shuffle(order)
         for name in order:
-            blocks[name].append(run_block(world, steppers[name], block, name == ONE_RANK, meter))
+            blocks[name].append(run_block(world, steppers[name], block, doorbell if name == ONE_RANK else None, meter))
     every = world.all_gather_object(blocks, "bench_dist blocks")
     return {name: [[rank[name][b] for rank in every] for b in range(rounds)] for name in steppers}
 
@@ -233,7 +243,8 @@ def worker(out_path: str, mode: str, rounds: int, block: int) -> None:
     world = get_world()
     if world.size != 2:
         raise SystemExit(f"bench_dist: the worker needs 2 ranks, got {world.size}")
-    blocks = run_rounds(world, steppers_for(world, mode), rounds, block, CostMeter(world))
+    blocks = run_rounds(world, steppers_for(world, mode), rounds, block, CostMeter(world),
+                        Doorbell(world, out_path + DOORBELL))
     result: dict[str, Any] = {}
     for name, per_block in blocks.items():
         times, cpu, comm = [], [], []
@@ -294,7 +305,8 @@ def phase_worker(out_path: str, rounds: int, block: int) -> None:
     world = get_world()
     if world.size != 2:
         raise SystemExit(f"bench_dist: the phase worker needs 2 ranks, got {world.size}")
-    blocks = run_rounds(world, steppers_for(world, "static", ("no all-reduce", "bucketed")), rounds, block, clock)
+    blocks = run_rounds(world, steppers_for(world, "static", ("no all-reduce", "bucketed")), rounds, block, clock,
+                        Doorbell(world, out_path + DOORBELL))
     if world.rank == 0:
         Path(out_path).write_text(json.dumps(phase_samples(blocks)))
 
@@ -329,6 +341,7 @@ def phase_samples(blocks: dict[str, list[list[Any]]]) -> dict[str, list[float]]:
 
 def launch_worker(args: argparse.Namespace, flag: str, out: Path, *extra: str) -> Any:
     """Start a 2-rank job running this script with `flag`; what its rank 0 wrote."""
+    os.mkfifo(str(out) + DOORBELL)
     subprocess.run([sys.executable, "-m", "fluidgrad", "launch", "-n", "2", __file__, "--rounds", str(args.rounds),
                     "--block", str(args.block), flag, str(out), *extra],
                    check=True, cwd=Path(__file__).resolve().parents[1])
