@@ -7,6 +7,8 @@ same work side by side do not slow each other. This runs the two kinds of work a
 made of, with one BLAS thread each: GEMMs of the MLP's shapes (64x784 @ 784x512, then @ 512x512)
 and memory-bound passes over a 2.7 MB float32 array (its gradient's size: scale, then subtract,
 as an SGD update does). Each kind runs alone, then as two processes at once; the rounds alternate.
+Wall time and CPU time are both shown: on a loaded machine two processes wait for cores far
+more than one does, so there only the CPU time says whether they slow each other's work.
 A ratio near 1.0 says the cores, caches and memory bandwidth are not the limit, so whatever
 slows a 2-rank step beyond that is the framework's or the benchmark's own doing.
 """
@@ -28,8 +30,11 @@ from common import print_table  # noqa: E402
 PARAMETERS = 784 * 512 + 512 * 512 + 512 * 10  # the MLP's weights, as one flat gradient
 
 
-def work(kind: str, steps: int) -> float:
-    """Median ms of one step of `kind` (ten GEMM pairs, or ten update passes)."""
+def work(kind: str, steps: int) -> list[float]:
+    """Median and 10th percentile ms of one step of `kind` (ten GEMM pairs, or ten update
+    passes): wall time, then CPU time (what the step cost when it ran, without the time it
+    lost its core to other processes: the measure that still means something on a loaded
+    machine)."""
     rng = np.random.default_rng(0)
     x = rng.standard_normal((64, 784), dtype=np.float32)
     w1 = rng.standard_normal((784, 512), dtype=np.float32)
@@ -47,16 +52,17 @@ def work(kind: str, steps: int) -> float:
 
     for _ in range(steps // 6):
         step()
-    times = []
+    times, cpu = [], []
     for _ in range(steps):
-        start = time.perf_counter()
+        start, worked = time.perf_counter(), time.thread_time()
         step()
         times.append(time.perf_counter() - start)
-    return float(np.median(times)) * 1e3
+        cpu.append(time.thread_time() - worked)
+    return [float(v) * 1e3 for samples in (times, cpu) for v in np.percentile(samples, [50, 10])]
 
 
-def launch(kind: str, copies: int, steps: int) -> list[float]:
-    """Run `copies` worker processes at once; their median step times in ms."""
+def launch(kind: str, copies: int, steps: int) -> list[list[float]]:
+    """Run `copies` worker processes at once; each one's step times in ms (see `work`)."""
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     procs = [subprocess.Popen([sys.executable, __file__, "--worker", kind, "--steps", str(steps)],
                               stdout=subprocess.PIPE, text=True, env=env) for _ in range(copies)]
@@ -65,7 +71,7 @@ def launch(kind: str, copies: int, steps: int) -> list[float]:
         out, _ = proc.communicate()
         if proc.returncode:
             raise SystemExit(f"bench_corun: a {kind} worker exited with {proc.returncode}")
-        results.append(float(out))
+        results.append([float(v) for v in out.split()])
     return results
 
 
@@ -76,7 +82,7 @@ def main() -> None:
     parser.add_argument("--worker", choices=["gemm", "memory"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        print(work(args.worker, args.steps))
+        print(*work(args.worker, args.steps))
         return
     rows = []
     for kind, what in (("gemm", "GEMMs 64x784 @ 784x512 @ 512x512, x10"),
@@ -85,10 +91,13 @@ def main() -> None:
         for _ in range(args.rounds):  # alone and together take turns
             alone += launch(kind, 1, args.steps)
             together += launch(kind, 2, args.steps)
-        a, t = float(np.median(alone)), float(np.median(together))
-        rows.append([what, f"{a:.3f}", f"{t:.3f}", f"{t / a:.2f}x"])
-    print_table(f"two processes side by side, one BLAS thread each (medians of {args.rounds} rounds, "
-                f"{args.steps} steps each)", ["work", "alone ms / step", "two at once ms / step", "ratio"], rows)
+        a, t = np.median(alone, axis=0), np.median(together, axis=0)  # over processes: wall, wall p10, cpu, cpu p10
+        rows.append([what, f"{a[0]:.3f}", f"{t[0]:.3f}", f"{t[0] / a[0]:.2f}x", f"{t[1] / a[1]:.2f}x",
+                     f"{a[2]:.3f}", f"{t[2]:.3f}", f"{t[2] / a[2]:.2f}x", f"{t[3] / a[3]:.2f}x"])
+    print_table(f"two processes side by side, one BLAS thread each (per process the median and 10th percentile of "
+                f"{args.steps} steps; then the median over {args.rounds} rounds)",
+                ["work", "alone ms / step", "two at once ms / step", "ratio", "ratio (p10)", "alone cpu ms",
+                 "two at once cpu ms", "cpu ratio", "cpu ratio (p10)"], rows)
 
 
 if __name__ == "__main__":
