@@ -10,22 +10,25 @@ model sees per step on 1 rank (plain training, no data-parallel wrapper) and on 
 Every number comes from 2-rank jobs (`--launches` per mode, one mode per job), so the 1-rank
 and 2-rank steps are taken in the same processes, holding the same models, under the same
 load, minutes of machine drift shared: the contenders take turns in blocks of `--block`
-consecutive steps, as a training loop runs one model, `--rounds` times; the first step of a
-block is not timed (it finds its model's parameters evicted by the other contenders'). In the
-"1 rank" blocks rank 0 trains alone while rank 1 sleeps (polling a barrier every millisecond,
-its core idle), exactly as a 1-rank job leaves the second core; in every other block both ranks
-train. Within a block the steps run back to back, with no barrier between them (a barrier only
+consecutive steps, as a training loop runs one model, `--rounds` times, in an order shuffled
+every round; the first step of a block is not timed (it finds its model's parameters evicted by
+the other contenders'). In the "1 rank" blocks rank 0 trains the plain model alone while rank 1
+sleeps in a blocking read of a named pipe (no polling: its core idle, as a 1-rank job leaves the
+second core); in every other block both ranks train. Within a block the steps run back to back, with no barrier between them (a barrier only
 starts the block), and a step's time is the job's: from the moment the later rank ended the
 previous step to the moment the later rank ended this one (one rank in the "1 rank" blocks).
-Contenders (the CONTENDERS table; adding one is one line): "no all-reduce", each rank
+Contenders (the CONTENDERS table; adding one is one line, None for a mode it has no form in,
+and a PAIRS entry compares two step by step): "no all-reduce", each rank
 training alone (the 2-rank compute, what "vs no all-reduce" divides by); bucketed gradient
 all-reduce (the default buckets: up to 25 MB, in eager mode 1 MB first) and one all-reduce per
 parameter (bucket size 0), each through a shared-memory window (the default when every rank is
 on one node) and through MPI's Iallreduce (what runs across nodes).
-Why not separate 1-rank and 2-rank jobs: the earlier version of this script held 2 models in
-its 1-rank process and 10 (5 contenders x 2 modes) in each 2-rank one, and ran the two jobs at
-different moments; in the same processes a rank's CPU time per step alone and beside its peer
-measured 0.97x-1.02x (docs/distributed.md), so that gap was the benchmark's.
+Why one kind of job for both sides: the earlier version of this script ran separate 1-rank and
+2-rank jobs at different moments, held 2 models in the 1-rank process and 10 (5 contenders x 2
+modes) in each 2-rank one, and put a barrier before every step. Here both sides hold the same
+models under the same load, and the one difference left is the one a user meets: in a "1 rank"
+block the second core is idle, in the others the peer computes beside rank 0, sharing the L3
+cache and the memory bandwidth (what that costs alone: benchmarks/bench_corun.py).
 Each row is the median step over all its steps, with the 25th-75th percentiles and the 10th
 (the fast steps: on a shared machine, closer to what an idle one gives). "comm" is rank 0's
 time per step inside collectives (starting them, waiting for them, reducing shared buckets; in
