@@ -14,12 +14,12 @@ consecutive steps, as a training loop runs one model, `--rounds` times, in an or
 every round; the first step of a block is not timed (it finds its model's parameters evicted by
 the other contenders'). In the "1 rank" blocks rank 0 trains the plain model alone while rank 1
 sleeps in a blocking read of a named pipe (no polling: its core idle, as a 1-rank job leaves the
-second core); in every other block both ranks train. Within a block the steps run back to back, with no barrier between them (a barrier only
-starts the block), and a step's time is the job's: from the moment the later rank ended the
-previous step to the moment the later rank ended this one (one rank in the "1 rank" blocks).
+second core); in every other block both ranks train. Within a block the steps run back to
+back, with no barrier between them (a barrier only starts the block), and a step's time is the
+job's: from the moment the later rank ended the previous step to the moment the later rank
+ended this one (one rank in the "1 rank" blocks).
 Contenders (the CONTENDERS table; adding one is one line, None for a mode it has no form in,
-and a PAIRS entry compares two step by step): "no all-reduce", each rank
-training alone (the 2-rank compute, what "vs no all-reduce" divides by); bucketed gradient
+and a PAIRS entry compares two step by step): "no all-reduce", each rank training alone (the 2-rank compute, what "vs no all-reduce" divides by); bucketed gradient
 all-reduce (the default buckets: up to 25 MB, in eager mode 1 MB first) and one all-reduce per
 parameter (bucket size 0), each through a shared-memory window (the default when every rank is
 on one node) and through MPI's Iallreduce (what runs across nodes).
