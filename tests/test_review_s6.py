@@ -1,0 +1,95 @@
+"""Session-6 review: wrong answers and needless failures found in fluidgrad as a PyTorch / Paddle
+user meets them, each a strict xfail until its fix lands (then the mark goes and the test stays as
+a regression test). PyTorch is the oracle where it has the op.
+
+Found by probing the work of session 5 (cascade sums, index_put, the shape-rule caches), the
+world-of-one behaviour of fluidgrad.distributed, and edge shapes (0-D tensors, repeated axes,
+masks of lower rank) in common ops."""
+import os
+
+import numpy as np
+import pytest
+import torch
+
+import fluidgrad as fg
+import fluidgrad.distributed as dist
+from fluidgrad.framework.errors import ShapeError
+
+
+# ---------------------------------------------------------------- reductions
+@pytest.mark.xfail(strict=True, reason="reduce rule accepts a repeated axis; float32 mean then divides by "
+                   "the size of axis 1 twice (ops/reduce.py: cascade_mean counts axes with repeats); "
+                   "PyTorch refuses 'dim 1 appears multiple times'")
+def test_mean_over_a_repeated_axis_is_refused_not_divided_twice():
+    x = fg.to_tensor(np.ones((3, 4), np.float32))
+    with pytest.raises(ShapeError, match="reduce_mean"):
+        fg.mean(x, axis=[1, -1])
+
+
+@pytest.mark.xfail(strict=True, reason="the rule accepts axis 0 / -1 on a 0-D tensor (as PyTorch and Paddle "
+                   "do) but the kernel's _axes computes `a % x.ndim`: ZeroDivisionError (ops/reduce.py: _axes)")
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max"])
+@pytest.mark.parametrize("axis", [0, -1])
+def test_reduction_of_a_0d_tensor_over_axis_0_or_minus_1(reduce, axis):
+    x0 = np.float32(2.5)
+    expected = getattr(torch.tensor(x0), reduce)(axis)
+    expected = expected.values if reduce == "max" else expected
+    out = getattr(fg, reduce)(fg.to_tensor(x0), axis=axis)
+    assert out.shape == [] or tuple(out.shape) == ()
+    np.testing.assert_array_equal(out.numpy(), expected.numpy())
+
+
+# ---------------------------------------------------------------- x[mask] = v
+@pytest.mark.xfail(strict=True, reason="x[mask] = v with a mask of lower rank (rows of a matrix) becomes "
+                   "where(mask, v, x), which broadcasts the mask over the LAST axes: on a square matrix it "
+                   "writes column 0 instead of row 0 (indexing.py: _set_value's bool branch)")
+def test_setitem_with_a_row_mask_writes_rows():
+    x0 = np.arange(9.0).reshape(3, 3)
+    mask = np.array([True, False, False])
+    tx = torch.tensor(x0)
+    tx[torch.tensor(mask)] = 100.0
+    x = fg.to_tensor(x0)
+    x[fg.to_tensor(mask)] = 100.0
+    np.testing.assert_array_equal(x.numpy(), tx.numpy())
+
+
+@pytest.mark.xfail(strict=True, reason="x[mask] = values (one value per True, PyTorch's index_put with a mask) "
+                   "is where(mask, values, x): values broadcast over x's last axis instead of filling the "
+                   "masked places in order, a silently wrong matrix here (indexing.py: _set_value)")
+def test_setitem_with_a_mask_and_one_value_per_true_element():
+    x0 = np.zeros((2, 2))
+    mask = np.array([[False, True], [True, False]])
+    values = np.array([10.0, 20.0])
+    tx = torch.tensor(x0)
+    tx[torch.tensor(mask)] = torch.tensor(values)
+    x = fg.to_tensor(x0)
+    x[fg.to_tensor(mask)] = fg.to_tensor(values)
+    np.testing.assert_array_equal(x.numpy(), tx.numpy())
+
+
+# ---------------------------------------------------------------- distributed, world of one
+@pytest.mark.xfail(strict=True, reason="all_reduce of a 0-D Tensor (a loss averaged for logging) raises "
+                   "'set_value: ... shape [] ... [1]': World.all_reduce / broadcast go through "
+                   "np.ascontiguousarray, which makes 0-D arrays 1-D (ops/comm.py: World.all_reduce)")
+@pytest.mark.parametrize("collective", ["all_reduce", "broadcast"])
+def test_collective_on_a_0d_tensor_is_the_identity_in_a_world_of_one(collective):
+    loss = fg.mean(fg.to_tensor(np.array([1.0, 2.0], np.float32)))
+    out = getattr(dist, collective)(loss)
+    assert tuple(out.shape) == ()
+    assert float(out) == 1.5
+
+
+@pytest.mark.xfail(strict=True, reason="all_gather of a 0-D Tensor gives parts of shape [1] "
+                   "(ops/comm.py: World.all_gather's np.ascontiguousarray)")
+def test_all_gather_of_a_0d_tensor_keeps_its_shape():
+    parts = dist.all_gather(fg.to_tensor(np.float32(2.5)))
+    assert [tuple(p.shape) for p in parts] == [()]
+
+
+@pytest.mark.xfail(strict=True, reason="save_state_dict writes np.ascontiguousarray(v), which is 1-D for a 0-D "
+                   "value: a scalar buffer comes back with shape [1] (distributed/checkpoint.py: save_state_dict)")
+def test_state_dict_checkpoint_keeps_0d_values(tmp_path):
+    path = os.fspath(tmp_path / "state.safetensors")
+    dist.save_state_dict({"step": fg.to_tensor(np.int64(7)), "scale": np.float32(0.5)}, path)
+    back = dist.load_state_dict(path)
+    assert back["step"].shape == () and back["scale"].shape == ()
