@@ -50,16 +50,21 @@ _ZERO_D_OPS = {
 
 
 @pytest.mark.xfail(strict=True, reason="shape_rules.normalize_axis lets axis -1 / 0 through on a 0-D tensor "
-                   "(max(ndim, 1)), then the kernel or the rule indexes that axis: softmax / log_softmax "
-                   "ZeroDivisionError (axis % ndim), sort and flip NumPy AxisError, topk's rule "
+                   "(max(ndim, 1)), then the kernel or the rule indexes that axis: softmax and log_softmax's "
+                   "gradient ZeroDivisionError (axis % ndim), sort and flip NumPy AxisError, topk's rule "
                    "(ops/search.py: _top_k_infer) a bare IndexError; PyTorch returns the 0-D value")
 @pytest.mark.parametrize("name", sorted(_ZERO_D_OPS))
 def test_axis_ops_on_a_0d_tensor_match_torch(name):
     ours, theirs = _ZERO_D_OPS[name]
-    out = ours(fg.to_tensor(np.array(0.7)))
-    expected = theirs(torch.tensor(0.7, dtype=torch.float64))
+    x = fg.to_tensor(np.array(0.7), stop_gradient=False)
+    out = ours(x)
+    tx = torch.tensor(0.7, dtype=torch.float64, requires_grad=True)
+    expected = theirs(tx)
     assert tuple(out.shape) == tuple(expected.shape)
-    np.testing.assert_allclose(out.numpy(), expected.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), rtol=1e-12)
+    fg.sum(out).backward()
+    expected.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-12, atol=1e-15)
 
 # ---------------------------------------------------------------- x[mask] = v
 @pytest.mark.xfail(strict=True, reason="x[mask] = v with a mask of lower rank (rows of a matrix) becomes "
