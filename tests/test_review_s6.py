@@ -217,3 +217,19 @@ def test_static_save_and_load_a_program_with_a_0d_parameter(tmp_path):
     fg.io.load(main, path, exe, fresh)
     after = exe.run(main, feed={"x": np.ones((1, 2), np.float32)}, fetch_list=[y], scope=fresh)[0]
     np.testing.assert_array_equal(after, before)
+
+
+@pytest.mark.xfail(strict=True, reason="indexing with two integer arrays (logp[arange(n), labels], the usual "
+                   "NLL / accuracy idiom) raises NotImplementedError 'use fluidgrad.gather_nd' "
+                   "(indexing.py: _Plan allows one array); PyTorch, Paddle and NumPy pair the arrays up")
+def test_indexing_with_two_integer_arrays_pairs_them():
+    logp0 = np.log(np.random.default_rng(0).dirichlet(np.ones(5), size=4))
+    labels = np.array([4, 0, 2, 2])
+    logp = fg.to_tensor(logp0, stop_gradient=False)
+    picked = logp[np.arange(4), labels]
+    tlogp = torch.tensor(logp0, requires_grad=True)
+    tpicked = tlogp[torch.arange(4), torch.tensor(labels)]
+    np.testing.assert_array_equal(picked.numpy(), tpicked.detach().numpy())
+    fg.sum(picked).backward()
+    tpicked.sum().backward()
+    np.testing.assert_array_equal(logp.grad.numpy(), tlogp.grad.numpy())
