@@ -6,6 +6,10 @@ Found by probing the work of session 5 (cascade sums, index_put, the shape-rule 
 world-of-one behaviour of fluidgrad.distributed, and edge shapes (0-D tensors, repeated axes,
 masks of lower rank) in common ops."""
 import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -121,6 +125,41 @@ def test_state_dict_checkpoint_keeps_0d_values(tmp_path):
     back = dist.load_state_dict(path)
     assert back["step"].shape == () and back["scale"].shape == ()
 
+
+
+_MISMATCHED_ALL_REDUCE = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import fluidgrad.distributed as dist
+    dist.init_parallel_env()
+    rank = dist.get_rank()
+    if sys.argv[1] == "shape":
+        value = np.ones(3 if rank == 0 else 4)
+    else:
+        value = np.ones(3, np.float64 if rank == 0 else np.float32)
+    out = dist.all_reduce(value)
+    print(f"rank {rank} got {out.tolist()}", flush=True)
+""")
+
+
+@pytest.mark.xfail(strict=True, reason="all_reduce does not compare the ranks' shapes and dtypes (World.all_reduce "
+                   "skips check_same_layout, which broadcast / all_gather / reduce_scatter call): different "
+                   "lengths give each rank a silently wrong sum ([2, 2, 2] and [2, 2, 2, 1]); float64 against "
+                   "float32 gives rank 1 garbage and rank 0 an MPI abort reported as 'died without reporting "
+                   "an error' (ops/comm.py: World.all_reduce / start_all_reduce)")
+@pytest.mark.parametrize("mismatch", ["shape", "dtype"])
+def test_all_reduce_of_mismatched_arrays_across_ranks_is_refused(tmp_path, mismatch):
+    pytest.importorskip("mpi4py", reason="the `dist` extra (mpi4py + the mpich wheel) is not installed")
+    script = tmp_path / "mismatch.py"
+    script.write_text(_MISMATCHED_ALL_REDUCE)
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+           "OPENBLAS_NUM_THREADS": "1"}
+    result = subprocess.run([sys.executable, "-m", "fluidgrad", "launch", "-n", "2", str(script), mismatch],
+                            env=env, capture_output=True, text=True, timeout=60, cwd=root, check=False)
+    assert "got" not in result.stdout, result.stdout
+    assert result.returncode != 0
+    assert "CollectiveMismatchError" in result.stderr and "all_reduce" in result.stderr, result.stderr[-2000:]
 
 # ---------------------------------------------------------------- first-hour Tensor habits
 @pytest.mark.xfail(strict=True, reason="Tensor == Tensor is Python identity (framework/math_mixin.py: `==` stays "
