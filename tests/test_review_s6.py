@@ -124,6 +124,22 @@ def test_float16_reductions_of_squares_match_torch(name):
     assert np.isfinite(expected).all()
     np.testing.assert_allclose(out.astype(np.float32), expected, rtol=1e-2, atol=2e-2)
 
+
+@pytest.mark.xfail(strict=True, reason="var / std divide by max(n - 1, 1) (tensor/stat.py: var), so the unbiased "
+                   "variance of one value, and any variance over an empty axis, is a confident 0 where PyTorch "
+                   "(and NumPy) give NaN: a batch of one looks perfectly concentrated")
+@pytest.mark.filterwarnings("ignore:.*degrees of freedom:UserWarning")
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("shape, axis", [((1,), None), ((4, 1), 1), ((0, 3), 0)])
+@pytest.mark.parametrize("reduce", ["var", "std"])
+def test_variance_without_enough_values_is_nan(reduce, shape, axis):
+    x0 = np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape) + 5.0
+    ours = getattr(fg, reduce)(fg.to_tensor(x0), axis=axis).numpy()
+    tx = torch.tensor(x0)
+    theirs = (getattr(tx, reduce)() if axis is None else getattr(tx, reduce)(axis)).numpy()
+    assert np.isnan(theirs).all()
+    np.testing.assert_array_equal(ours, theirs)
+
 # ---------------------------------------------------------------- x[mask] = v
 @pytest.mark.xfail(strict=True, reason="x[mask] = v with a mask of lower rank (rows of a matrix) becomes "
                    "where(mask, v, x), which broadcasts the mask over the LAST axes: on a square matrix it "
