@@ -142,6 +142,9 @@ CASES = [
     {"name": "sgd-resume", "kind": "sgd", "resume": True},
     {"name": "sgd-l2-mpi", "kind": "sgd", "decay": 0.01, "path": "mpi"},
     {"name": "momentum-noclip-unfused", "kind": "momentum", "fuse": False},
+    {"name": "adam-noclip-unfused", "kind": "adam", "fuse": False},
+    {"name": "adamw-l2-noclip", "kind": "adamw"},
+    {"name": "adam-l2-numpy", "kind": "adam", "decay": 0.01, "numba": False},
     {"name": "momentum-nesterov-l2", "kind": "momentum", "nesterov": True, "decay": 0.01, "bucket_mb": 25.0},
     {"name": "momentum-nesterov-l2-numpy", "kind": "momentum", "nesterov": True, "decay": 0.01, "numba": False},
 ]
