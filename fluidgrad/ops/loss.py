@@ -324,3 +324,80 @@ register_op("cross_entropy", inputs="X Label", outputs="Y", attrs={"soft_label":
             kernel=_ce_kernel, infer=_ce_infer, grad=_ce_grad,
             doc="Cross-entropy of probabilities X (last axis) against labels: Y = -log X[Label], "
                 "0 where a hard Label equals ignore_index.")
+
+
+# ---- the mean over counted labels ("mean" of a hard-label loss with ignore_index)
+def _counted(label, like, axis, ignore_index):
+    """(the number of labels not equal to ignore_index, and where they are, shaped like `like`, or
+    None when all count). `like` is a loss: the logits' shape with `axis` of size 1; label has
+    that axis of size 1 or lacks it, or broadcasts over it (a fed batch-1 label)."""
+    if label.size == like.size:            # one label per loss entry: a reshape, no broadcast
+        ignored = label == ignore_index
+        if not ignored.any():
+            return like.size, None
+        counted = ~ignored.reshape(like.shape)
+    else:
+        label = _hard_label(label, like.ndim, axis % like.ndim) if like.ndim else label
+        counted = np.broadcast_to(label != ignore_index, like.shape)
+    return np.count_nonzero(counted), counted
+
+
+def _counted_mean_kernel(x, label, axis=-1, ignore_index=-100, nan_when_empty=True):
+    """sum(X where counted) / count: PyTorch's mean of a loss with ignored labels, NaN (0 / 0)
+    when every label is ignored; 0 then with nan_when_empty=False (as the transpose of
+    counted_mean_grad, which is 0 then)."""
+    count, counted = _counted(label, x, axis, ignore_index)
+    total = x.sum() if counted is None else x.sum(where=counted)
+    if not count and not nan_when_empty:
+        return np.zeros((), x.dtype)
+    with np.errstate(invalid="ignore"):
+        return np.asarray(total / x.dtype.type(count), dtype=x.dtype)
+
+
+def _counted_mean_grad_kernel(dout, label, target, axis=-1, ignore_index=-100):
+    """DOut / count at each counted position of Target's shape, 0 elsewhere (also when nothing
+    counts, as PyTorch: the mean's gradient never reaches an ignored label)."""
+    count, counted = _counted(label, target, axis, ignore_index)
+    share = dout.dtype.type(dout / max(count, 1))
+    if counted is None:
+        return np.full(target.shape, share, dout.dtype)
+    return np.multiply(counted, share, dtype=dout.dtype)
+
+
+def _counted_mean_infer(ctx):
+    float_only(ctx, "X")
+    if not ctx.dtype("Label").startswith(("int", "uint")):
+        raise ctx.dtype_error(f"labels must be integers, got {ctx.describe('Label')}")
+    ctx.set_output("Out", (), ctx.dtype("X"))
+
+
+def _counted_mean_grad_infer(ctx):
+    float_only(ctx, "DOut")
+    if tuple(ctx.shape("DOut")) != ():
+        raise ctx.shape_error(f"DOut must be 0-D (the mean's gradient), got {ctx.describe('DOut')}")
+    ctx.set_output("DX", ctx.shape("Target"), ctx.dtype("DOut"))
+
+
+def _counted_mean_grad(g: GradBuilder) -> None:
+    g.set_input_grad("X", g.op("counted_mean_grad", {"DOut": g.output_grad("Out"), "Label": g.input("Label"),
+                                                     "Target": g.input_like("X")},
+                               axis=g.attr("axis"), ignore_index=g.attr("ignore_index")))
+
+
+def _counted_mean_grad_grad(g: GradBuilder) -> None:
+    """counted_mean and its gradient are each other's transpose (both linear, same mask)."""
+    if g.needs_input_grad("DOut"):
+        g.set_input_grad("DOut", g.op("counted_mean", {"X": g.output_grad("DX"), "Label": g.input("Label")},
+                                      axis=g.attr("axis"), ignore_index=g.attr("ignore_index"),
+                                      nan_when_empty=False))
+
+
+register_op("counted_mean", inputs="X Label", outputs="Out",
+            attrs={"axis": -1, "ignore_index": -100, "nan_when_empty": True},
+            kernel=_counted_mean_kernel, infer=_counted_mean_infer, grad=_counted_mean_grad,
+            doc="The mean of a per-label loss X over the labels not equal to ignore_index (one op, as "
+                "`mean`): cross_entropy's reduction='mean' with ignored labels, NaN when none counts "
+                "(0 with nan_when_empty=False).")
+register_op("counted_mean_grad", inputs="DOut Label Target", outputs="DX", attrs={"axis": -1, "ignore_index": -100},
+            kernel=_counted_mean_grad_kernel, infer=_counted_mean_grad_infer, grad=_counted_mean_grad_grad,
+            doc="counted_mean's gradient: DOut / count where the label counts, 0 elsewhere.")

@@ -126,7 +126,9 @@ def cross_entropy(input: Any, label: Any, weight: Any = None, ignore_index: int 
         picked = F.sum(F.multiply(one_hot, _along(weight, len(input.shape), axis)), axis=axis, keepdim=True)
         return _weighted_reduce(loss, picked, reduction, "cross_entropy")
     if reduction == "mean":                         # over the counted labels: NaN when none counts
-        return F.divide(F.sum(loss), F.sum(F.cast(F.not_equal(label, ignore_index), input.dtype)))
+        class_axis = axis if use_softmax else len(input.shape) - 1
+        return apply_op("counted_mean", {"X": loss, "Label": label},
+                        {"axis": class_axis, "ignore_index": int(ignore_index)})
     return _reduce(loss, reduction, "cross_entropy")
 
 
