@@ -7,6 +7,12 @@ the sum of the per-rank losses, so each collective's gradient is its adjoint col
     c_allreduce_sum  <->  c_allreduce_sum        c_allgather      <->  c_reducescatter
     c_allreduce_avg  <->  c_allreduce_avg        c_broadcast(root) <->  c_reduce_sum(root)
 
+Sharded buckets (ZeRO stage 1, `DistributedOptimizer(..., sharding=True)`, see comm_shards.py):
+`c_bucket_reducescatter` gives each rank its part of a bucket's averaged gradient,
+`c_bucket_shard` its part of the parameters or optimizer state, the ordinary update ops run on
+those parts, `c_bucket_allgather` writes them into the node's one copy and publishes it, and
+`c_bucket_broadcast` (startup) fills that copy with rank 0's values.
+
 `c_bucket_allreduce` reduces a bucket of tensors with one collective: it packs them into a
 flat buffer kept from run to run (`World.bucket`: shared memory when every rank is on one
 node, see comm_buckets.py), reduces it and returns the summed tensors: arrays of the run's own
@@ -22,7 +28,9 @@ from math import prod
 
 import numpy as np
 
+from . import comm_shards
 from .comm import get_world
+from .comm_shards import Layout
 from .grad_builder import GradBuilder
 from .registry import NO_GRADIENT, register_op
 from .shape_rules import same_as
@@ -250,3 +258,155 @@ register_op("coalesce", inputs="X*", outputs="Out", kernel=_coalesce_kernel, inf
 register_op("uncoalesce", inputs="X", outputs="Out*", attrs={"shapes": []}, kernel=_uncoalesce_kernel,
             infer=_uncoalesce_infer, grad=_uncoalesce_grad,
             doc="Split a flat buffer back into tensors of the given shapes (coalesce's inverse).")
+
+
+# ------------------------------------------------------------------ sharded buckets (comm_shards.py)
+def _float_bucket(ctx, slot: str = "X") -> tuple[list[tuple[int, ...]], str]:
+    """The shapes and the one floating dtype of a bucket's tensors (known shapes)."""
+    dtypes, shapes = ctx.dtypes(slot), ctx.shapes(slot)
+    if not shapes:
+        raise ctx.shape_error(f"a bucket holds at least one tensor, {slot} is empty")
+    if len(set(dtypes)) != 1 or not dtypes[0].startswith("float"):
+        raise ctx.dtype_error(f"a bucket holds floating tensors of one dtype, got "
+                              f"{dict(zip(ctx.input_names(slot), dtypes))}")
+    if any(d < 0 for s in shapes for d in s):
+        raise ctx.shape_error(f"a sharded bucket needs known shapes, got {dict(zip(ctx.input_names(slot), shapes))}")
+    return shapes, dtypes[0]
+
+
+def _check_nranks(ctx) -> int:
+    nranks = ctx.attr("nranks")
+    if not isinstance(nranks, int) or nranks < 1:
+        raise ctx.shape_error(f"nranks must be a positive number of ranks, got {nranks!r}")
+    return nranks
+
+
+def _check_key(ctx, what: str) -> None:
+    if not ctx.attr("bucket"):
+        raise ctx.shape_error(f"bucket must name {what}, a key no other op of its kind uses "
+                              f"(e.g. fluidgrad.framework.unique_name('grad_bucket')); got an empty key")
+
+
+def _part_of(shapes, nranks: int) -> int:
+    return Layout(shapes, nranks).part
+
+
+def _bucket_reducescatter_kernel(xs, reduce="avg", bucket="", nranks=1, ring_id=0):
+    world = _world_of("c_bucket_reducescatter", nranks)
+    arrays = [np.asarray(x) for x in xs]
+    layout = Layout([a.shape for a in arrays], nranks)
+    if world.size == 1:
+        return comm_shards.gather_part(arrays, layout, 0, arrays[0].dtype)
+    dtype = arrays[0].dtype
+    scale = dtype.type(1 / world.size) if reduce == "avg" else None
+    return comm_shards.reduce_scatter(world, ("shard", bucket, tuple(layout.shapes)), arrays, layout, scale,
+                                      f"op c_bucket_reducescatter ({bucket})")
+
+
+def _bucket_reducescatter_infer(ctx) -> None:
+    shapes, dtype = _float_bucket(ctx)
+    _check_key(ctx, "the op's gradient buffer")
+    if ctx.attr("reduce") not in ("sum", "avg"):
+        raise ctx.shape_error(f"reduce must be 'sum' or 'avg', got {ctx.attr('reduce')!r}")
+    ctx.set_output("Out", (_part_of(shapes, _check_nranks(ctx)),), dtype)
+
+
+register_op("c_bucket_reducescatter", inputs="X*", outputs="Out",
+            attrs={"reduce": "avg", "bucket": "", "nranks": 1, "ring_id": 0},
+            kernel=_bucket_reducescatter_kernel, infer=_bucket_reducescatter_infer, grad=NO_GRADIENT,
+            doc="Out = this rank's part (rank r of nranks equal parts, zero-padded) of the X flattened one after "
+                "the other, summed or averaged over every rank: a bucket's reduce-scatter (ZeRO stage 1). "
+                "No gradient: it reduces gradients, after the backward pass.")
+
+
+def _bucket_shard_kernel(xs, nranks=1):
+    world = _world_of("c_bucket_shard", nranks)
+    arrays = [np.asarray(x) for x in xs]
+    layout = Layout([a.shape for a in arrays], nranks)
+    copy = comm_shards.find_copy(world.node_copies(), arrays, layout) if world.size > 1 else None
+    if copy is not None:
+        return copy.part(layout)  # the parameters are the node copy's views: its part, no copy
+    return comm_shards.gather_part(arrays, layout, world.rank, arrays[0].dtype)
+
+
+def _bucket_shard_infer(ctx) -> None:
+    shapes, dtype = _float_bucket(ctx)
+    ctx.set_output("Out", (_part_of(shapes, _check_nranks(ctx)),), dtype)
+
+
+register_op("c_bucket_shard", inputs="X*", outputs="Out", attrs={"nranks": 1},
+            kernel=_bucket_shard_kernel, infer=_bucket_shard_infer, grad=NO_GRADIENT,
+            doc="Out = this rank's part (rank r of nranks equal parts, zero-padded) of the X flattened one after "
+                "the other: the parameters or optimizer state a rank updates (a read-only view when X are the node "
+                "copy's views). No communication, no gradient (optimizer state).")
+
+
+def _bucket_allgather_kernel(x, bucket="", shapes=(), nranks=1, sync=True, ring_id=0):
+    world = _world_of("c_bucket_allgather", nranks)
+    layout = Layout(shapes, nranks)
+    part = np.asarray(x)
+    if part.shape != (layout.part,):
+        raise ValueError(f"op c_bucket_allgather: X has shape {list(part.shape)}, the shapes {list(map(list, shapes))} "
+                         f"on {nranks} ranks need [{layout.part}]")
+    if world.size == 1:
+        return [part[start:start + size].reshape(shape).copy()
+                for start, size, shape in zip(layout.offsets, layout.sizes, layout.shapes)]
+    copy = world.node_copy(bucket, layout.padded, part.dtype)
+    return copy.gather(part, layout, f"op c_bucket_allgather ({bucket})", sync=sync)
+
+
+def _bucket_allgather_infer(ctx) -> None:
+    _check_key(ctx, "the node copy it completes")
+    nranks = _check_nranks(ctx)
+    shapes = [tuple(s) for s in ctx.attr("shapes")]
+    if not shapes or any(d < 0 for s in shapes for d in s):
+        raise ctx.shape_error(f"shapes must list the known shapes of the bucket's tensors, got {[list(s) for s in shapes]}")
+    dtype = ctx.dtype("X")
+    if not dtype.startswith("float"):
+        raise ctx.dtype_error(f"a bucket holds floating tensors, got {ctx.describe('X')}")
+    part = _part_of(shapes, nranks)
+    if tuple(ctx.shape("X")) not in ((part,), (-1,)):
+        raise ctx.shape_error(f"{ctx.describe('X')} must be 1-D with {part} elements: one rank's part of the shapes "
+                              f"{[list(s) for s in shapes]} on {nranks} ranks")
+    if ctx.num_outputs("Out") != len(shapes):
+        raise ctx.shape_error(f"{ctx.num_outputs('Out')} outputs for {len(shapes)} shapes")
+    for i, shape in enumerate(shapes):
+        ctx.set_output("Out", shape, dtype, index=i)
+
+
+register_op("c_bucket_allgather", inputs="X", outputs="Out*",
+            attrs={"bucket": "", "shapes": [], "nranks": 1, "sync": True, "ring_id": 0},
+            kernel=_bucket_allgather_kernel, infer=_bucket_allgather_infer, grad=NO_GRADIENT,
+            doc="Every rank's part X (as c_bucket_shard cuts it) put together and split into tensors of `shapes`: "
+                "one copy per node kept under `bucket` (Out are read-only views of it) that each rank writes its "
+                "part into. sync=False leaves the publishing barrier to a later c_bucket_allgather with sync=True "
+                "(optimizer state before its parameters). No gradient (optimizer state).")
+
+
+def _bucket_broadcast_kernel(xs, bucket="", root=0, ring_id=0):
+    world = get_world()
+    arrays = [np.ascontiguousarray(x) for x in xs]
+    if world.size == 1:
+        return [a.copy() for a in arrays]
+    world._check_rank(root, "op c_bucket_broadcast")
+    layout = Layout([a.shape for a in arrays], world.size)
+    what = f"op c_bucket_broadcast ({bucket})"
+    world.check_same_layout(np.empty(layout.padded, arrays[0].dtype), what, root)
+    copy = world.node_copy(bucket, layout.padded, arrays[0].dtype)
+    return copy.fill_from(arrays, layout, root, what)
+
+
+def _bucket_broadcast_infer(ctx) -> None:
+    shapes, dtype = _float_bucket(ctx)
+    _check_key(ctx, "the node copy it fills")
+    if ctx.num_outputs("Out") != len(shapes):
+        raise ctx.shape_error(f"{ctx.num_outputs('Out')} outputs for {len(shapes)} inputs")
+    for i, shape in enumerate(shapes):
+        ctx.set_output("Out", shape, dtype, index=i)
+
+
+register_op("c_bucket_broadcast", inputs="X*", outputs="Out*", attrs={"bucket": "", "root": 0, "ring_id": 0},
+            kernel=_bucket_broadcast_kernel, infer=_bucket_broadcast_infer, grad=NO_GRADIENT,
+            doc="Out = rank `root`'s X on every rank, held once per node under `bucket` (read-only views of the "
+                "copy c_bucket_allgather later completes): how a sharded program's startup shares its parameters "
+                "and optimizer state. No gradient (startup state).")
