@@ -11,7 +11,10 @@ Sharded buckets (ZeRO stage 1, `DistributedOptimizer(..., sharding=True)`, see c
 `c_bucket_reducescatter` gives each rank its part of a bucket's averaged gradient,
 `c_bucket_shard` its part of the parameters or optimizer state, the ordinary update ops run on
 those parts, `c_bucket_allgather` writes them into the node's one copy and publishes it, and
-`c_bucket_broadcast` (startup) fills that copy with rank 0's values.
+`c_bucket_broadcast` (startup) fills that copy with rank 0's values. `c_bucket_sgd` and
+`c_bucket_momentum` do a bucket's reduce-scatter, update and all-gather in one op, the sum and
+the update in one pass written straight into the node's copy (no clipping: it needs the whole
+gradient first).
 
 `c_bucket_allreduce` reduces a bucket of tensors with one collective: it packs them into a
 flat buffer kept from run to run (`World.bucket`: shared memory when every rank is on one
@@ -28,7 +31,7 @@ from math import prod
 
 import numpy as np
 
-from . import comm_shards
+from . import comm_shards, fused_shards
 from .comm import get_world
 from .comm_shards import Layout
 from .grad_builder import GradBuilder
@@ -410,3 +413,80 @@ register_op("c_bucket_broadcast", inputs="X*", outputs="Out*", attrs={"bucket": 
             doc="Out = rank `root`'s X on every rank, held once per node under `bucket` (read-only views of the "
                 "copy c_bucket_allgather later completes): how a sharded program's startup shares its parameters "
                 "and optimizer state. No gradient (startup state).")
+
+
+# ------------------------------------------------------------------ fused sharded updates (fused_shards.py)
+def _learning_rate(lr) -> float:
+    return float(np.asarray(lr).reshape(-1)[0])
+
+
+def _bucket_sgd_kernel(xs, params, learning_rate, reduce="avg", bucket="", copy="", nranks=1, decay=0.0,
+                       ring_id=0):
+    world = _world_of("c_bucket_sgd", nranks)
+    grads = [np.asarray(x) for x in xs]
+    layout = Layout([g.shape for g in grads], nranks)
+    dtype = grads[0].dtype
+    scale = dtype.type(1 / world.size) if reduce == "avg" else None
+    lr = _learning_rate(learning_rate)
+
+    def update(own, own_scale, rows, skip, start, param):
+        fused_shards.sgd(own, own_scale, rows, skip, start, param, lr, decay)
+    (out,) = comm_shards.update_in_place(world, ("shard", bucket, tuple(layout.shapes)), grads, layout, scale,
+                                         [(copy, [np.asarray(p) for p in params])], update,
+                                         f"op c_bucket_sgd ({bucket})")
+    return out
+
+
+def _bucket_momentum_kernel(xs, params, velocities, learning_rate, reduce="avg", bucket="", copy="", nranks=1,
+                            decay=0.0, mu=0.9, use_nesterov=False, ring_id=0):
+    world = _world_of("c_bucket_momentum", nranks)
+    grads = [np.asarray(x) for x in xs]
+    layout = Layout([g.shape for g in grads], nranks)
+    dtype = grads[0].dtype
+    scale = dtype.type(1 / world.size) if reduce == "avg" else None
+    lr = _learning_rate(learning_rate)
+
+    def update(own, own_scale, rows, skip, start, param, velocity):
+        fused_shards.momentum(own, own_scale, rows, skip, start, param, velocity, lr, mu, decay, use_nesterov)
+    out, velocity_out = comm_shards.update_in_place(
+        world, ("shard", bucket, tuple(layout.shapes)), grads, layout, scale,
+        [(copy, [np.asarray(p) for p in params]), (copy + ".velocity", [np.asarray(v) for v in velocities])],
+        update, f"op c_bucket_momentum ({bucket})")
+    return out, velocity_out
+
+
+def _fused_update_infer(states: tuple[str, ...]):
+    def infer(ctx) -> None:
+        shapes, dtype = _float_bucket(ctx)
+        _check_nranks(ctx)
+        _check_key(ctx, "the op's gradient buffer")
+        if not ctx.attr("copy"):
+            raise ctx.shape_error("copy must name the node copy of the bucket's parameters (a key no other op uses)")
+        if ctx.attr("reduce") not in ("sum", "avg"):
+            raise ctx.shape_error(f"reduce must be 'sum' or 'avg', got {ctx.attr('reduce')!r}")
+        if tuple(ctx.shape("LearningRate")) not in ((1,), ()):
+            raise ctx.shape_error(f"{ctx.describe('LearningRate')} must hold exactly one element")
+        for slot in states:
+            if list(ctx.shapes(slot)) != list(shapes) or set(ctx.dtypes(slot)) != {dtype}:
+                raise ctx.shape_error(f"{slot} must match the gradients X one to one: X are "
+                                      f"{[list(s) for s in shapes]} ({dtype}), {slot} are "
+                                      f"{[list(s) for s in ctx.shapes(slot)]} ({sorted(set(ctx.dtypes(slot)))})")
+            for i, shape in enumerate(shapes):
+                ctx.set_output(slot + "Out", shape, dtype, index=i)
+    return infer
+
+
+register_op("c_bucket_sgd", inputs="X* Param* LearningRate", outputs="ParamOut*",
+            attrs={"reduce": "avg", "bucket": "", "copy": "", "nranks": 1, "decay": 0.0, "ring_id": 0},
+            kernel=_bucket_sgd_kernel, infer=_fused_update_infer(("Param",)), grad=NO_GRADIENT,
+            doc="Sharded SGD of a bucket (ZeRO stage 1) in one op: X (the gradients) summed or averaged over "
+                "ranks, this rank's part only, then Param -= LearningRate * (X + decay * Param) on that part, "
+                "in one pass, written into the node's one copy of the parameters (`copy`), published to every "
+                "rank; ParamOut (= Param) are read-only views of it. No gradient (an update).")
+register_op("c_bucket_momentum", inputs="X* Param* Velocity* LearningRate", outputs="ParamOut* VelocityOut*",
+            attrs={"reduce": "avg", "bucket": "", "copy": "", "nranks": 1, "decay": 0.0, "mu": 0.9,
+                   "use_nesterov": False, "ring_id": 0},
+            kernel=_bucket_momentum_kernel, infer=_fused_update_infer(("Param", "Velocity")), grad=NO_GRADIENT,
+            doc="Sharded momentum of a bucket (ZeRO stage 1) in one op, as c_bucket_sgd, with the momentum op's "
+                "update (v = mu * v + g; Param -= lr * v, or Nesterov) and the velocities kept in the node copy "
+                "`copy`.velocity. No gradient (an update).")

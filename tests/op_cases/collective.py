@@ -29,6 +29,21 @@ CASES = [
            torch_fn=lambda X: [X[:6].reshape(2, 3), X[6:]]),
     OpCase("c_bucket_broadcast", {"X": [rand(2, 3), rand(4)]}, {"bucket": "case"}, n_out=2,
            torch_fn=lambda X: list(X)),
+    OpCase("c_bucket_sgd", {"X": [rand(2, 3), rand(4)], "Param": [rand(2, 3), rand(4)], "LearningRate": rand(1)},
+           {"bucket": "case", "copy": "case-param", "decay": 0.1}, n_out=2,
+           torch_fn=lambda X, Param, LearningRate: [p - LearningRate * (x + 0.1 * p) for x, p in zip(X, Param)]),
+    OpCase("c_bucket_momentum", {"X": [rand(3), rand(2, 2)], "Param": [rand(3), rand(2, 2)],
+                                 "Velocity": [rand(3), rand(2, 2)], "LearningRate": rand(1)},
+           {"bucket": "case", "copy": "case-param", "mu": 0.9}, n_out=2,
+           torch_fn=lambda X, Param, Velocity, LearningRate: [
+               p - LearningRate * (0.9 * v + x) for x, p, v in zip(X, Param, Velocity)] + [
+               0.9 * v + x for x, v in zip(X, Velocity)]),
+    OpCase("c_bucket_momentum", {"X": [rand(3)], "Param": [rand(3)], "Velocity": [rand(3)], "LearningRate": rand(1)},
+           {"bucket": "case", "copy": "case-param", "mu": 0.5, "use_nesterov": True, "decay": 0.01}, n_out=1,
+           id="c_bucket_momentum-nesterov-l2",
+           torch_fn=lambda X, Param, Velocity, LearningRate: [
+               Param[0] - LearningRate * (X[0] + 0.01 * Param[0] + 0.5 * (0.5 * Velocity[0] + X[0] + 0.01 * Param[0])),
+               0.5 * Velocity[0] + X[0] + 0.01 * Param[0]]),
     OpCase("coalesce", {"X": [rand(2, 3), rand(4), rand(1, 2, 2)]},
            torch_fn=lambda X: T.cat([x.reshape(-1) for x in X])),
     OpCase("coalesce", {"X": [rand(3)]}, id="coalesce-one", torch_fn=lambda X: X[0].reshape(-1)),
