@@ -60,7 +60,7 @@ from common import print_table  # noqa: E402
 import fluidgrad as fg  # noqa: E402
 import fluidgrad.distributed as dist  # noqa: E402
 from fluidgrad.nn import functional as F  # noqa: E402
-from fluidgrad.ops import comm_buckets  # noqa: E402
+from fluidgrad.ops import comm_buckets, comm_shards  # noqa: E402
 from fluidgrad.ops.comm import World, get_world  # noqa: E402
 from fluidgrad.ops.registry import get_op_def  # noqa: E402
 
@@ -75,8 +75,8 @@ def alone(wrapped: Any) -> Any:
     return wrapped
 
 
-def dp_optimizer(bucket_mb: float) -> Callable[[Any], Any]:
-    return lambda optimizer: dist.DistributedOptimizer(optimizer, bucket_size_mb=bucket_mb)
+def dp_optimizer(bucket_mb: float, **options: Any) -> Callable[[Any], Any]:
+    return lambda optimizer: dist.DistributedOptimizer(optimizer, bucket_size_mb=bucket_mb, **options)
 
 
 def dp_model(bucket_mb: float) -> Callable[[Any], Any]:
@@ -100,6 +100,8 @@ CONTENDERS = {
     "per-parameter": Contender(dp_optimizer(0.0), dp_model(0.0)),
     "bucketed, MPI Iallreduce": Contender(dp_optimizer(25.0), dp_model(25.0), "mpi"),
     "per-parameter, MPI Iallreduce": Contender(dp_optimizer(0.0), dp_model(0.0), "mpi"),
+    # each rank sums and updates half of the bucket (ZeRO-1 on one node), static mode only
+    "bucketed, sharded update": Contender(dp_optimizer(25.0, sharding=True), None),
 }
 # compared step by step (they take turns in the same processes): (bucketed, per-parameter)
 PATH_NAMES = {"auto": "shared memory", "mpi": "MPI Iallreduce"}
@@ -271,6 +273,7 @@ class PhaseClock:
         self.marks = {}
         op = get_op_def("c_bucket_allreduce")
         kernel, start, arrive = op.kernel, comm_buckets.SharedBucket.start, comm_buckets.PairReduce._arrive
+        self._time_sharded()
 
         def timed_kernel(xs, **attrs):
             self.mark("op")
@@ -288,6 +291,33 @@ class PhaseClock:
         op.kernel, comm_buckets.SharedBucket.start, comm_buckets.PairReduce._arrive = (
             timed_kernel, timed_start, timed_arrive)
 
+    def _time_sharded(self):
+        """The sharded SGD op (c_bucket_sgd): packed, barrier passed, half summed and updated, published."""
+        op = get_op_def("c_bucket_sgd")
+        kernel, pack, exchange, gather = (op.kernel, comm_shards.pack, comm_shards.exchange,
+                                          comm_shards.NodeCopy.gather)
+
+        def timed_kernel(*args, **attrs):
+            self.mark("op")
+            out = kernel(*args, **attrs)
+            self.mark("summed")
+            return out
+
+        def timed_pack(*args, **kwargs):
+            pack(*args, **kwargs)
+            self.mark("packed")
+
+        def timed_exchange(*args, **kwargs):
+            out = exchange(*args, **kwargs)
+            self.mark("barrier")
+            return out
+
+        def timed_gather(copy, *args, **kwargs):
+            self.mark("updated")
+            return gather(copy, *args, **kwargs)
+        op.kernel, comm_shards.pack, comm_shards.exchange, comm_shards.NodeCopy.gather = (
+            timed_kernel, timed_pack, timed_exchange, timed_gather)
+
     def mark(self, name):
         self.marks[name] = (time.perf_counter(), time.thread_time())
 
@@ -300,6 +330,9 @@ class PhaseClock:
         return self.marks
 
 
+PHASE_CONTENDERS = ("no all-reduce", "bucketed", "bucketed, sharded update")  # beside "1 rank"
+
+
 def phase_worker(out_path: str, rounds: int, block: int) -> None:
     """Runs on each of the 2 ranks: the static step on 1 rank, on 2 without and with the bucket
     all-reduce (shared memory), in blocks as the benchmark's, split into phases."""
@@ -308,7 +341,7 @@ def phase_worker(out_path: str, rounds: int, block: int) -> None:
     world = get_world()
     if world.size != 2:
         raise SystemExit(f"bench_dist: the phase worker needs 2 ranks, got {world.size}")
-    blocks = run_rounds(world, steppers_for(world, "static", ("no all-reduce", "bucketed")), rounds, block, clock,
+    blocks = run_rounds(world, steppers_for(world, "static", PHASE_CONTENDERS), rounds, block, clock,
                         Doorbell(world, out_path + DOORBELL))
     if world.rank == 0:
         Path(out_path).write_text(json.dumps(phase_samples(blocks)))
@@ -330,7 +363,14 @@ def phase_samples(blocks: dict[str, list[list[Any]]]) -> dict[str, list[float]]:
                 for rank, notes in ran:
                     m = notes[k]
                     add(f"{name}|cpu, rank {rank}: whole step", m["end"][1] - m["start"][1])
-                    if "op" in m:
+                    if "updated" in m:  # the sharded update: the sum and the SGD of half the bucket, in one pass
+                        add(f"{name}|cpu, rank {rank}: forward and backward", m["op"][1] - m["start"][1])
+                        add(f"{name}|cpu, rank {rank}: pack the peer's half into the bucket", m["packed"][1] - m["op"][1])
+                        add(f"{name}|wall, rank {rank}: wait at the barrier", m["barrier"][0] - m["packed"][0])
+                        add(f"{name}|cpu, rank {rank}: sum and update (SGD) of its half", m["updated"][1] - m["barrier"][1])
+                        add(f"{name}|wall, rank {rank}: publish (barrier)", m["summed"][0] - m["updated"][0])
+                        add(f"{name}|cpu, rank {rank}: rest of the step", m["end"][1] - m["summed"][1])
+                    elif "op" in m:
                         add(f"{name}|cpu, rank {rank}: forward and backward", m["op"][1] - m["start"][1])
                         add(f"{name}|cpu, rank {rank}: pack into the bucket", m["packed"][1] - m["op"][1])
                         add(f"{name}|wall, rank {rank}: wait at the barrier", m["barrier"][0] - m["packed"][0])

@@ -2,7 +2,8 @@
 
 At wrap time every rank checks that it holds the same parameters (names, shapes, dtypes) and
 takes rank 0's values. Each forward pass routes the parameters through two kinds of
-recorded identity nodes (PyLayers, so the autograd engine needs nothing new):
+recorded identity nodes (engine nodes with grad makers of their own, as PyLayers are, so the
+autograd engine needs nothing new):
 
     param --> [gather: one node for all parameters] --> [ready_i: one per parameter] --> the layer
 
@@ -22,21 +23,27 @@ the backward pass computes, so there is nothing to overlap. Then the `ready_i` n
 out (they cost more than they could hide) and `gather`'s backward packs every gradient itself,
 into buckets without a small first one: fewer, larger collectives.
 
+The averaged gradients are written into the arrays `.grad` held the step before, when nothing
+holds them any more (`_Layout`), and everything a step needs that does not change (buckets,
+where each gradient lies in them) is worked out once, at the first forward pass.
+
 `no_sync()` skips all of it (gradients accumulate locally); the next synchronised backward
 reduces the accumulated gradient. A parameter that got no gradient takes part with zeros.
 """
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterator
 from math import prod
 from typing import Any
 
 import numpy as np
 
-from ..autograd import PyLayer
 from ..eager import Tensor, is_grad_enabled
+from ..eager.apply import record_custom
 from ..eager.engine import topological_order
+from ..eager.node import CustomOp
 from ..nn import Layer
 from ..ops.comm import CollectiveMismatchError, World, get_world
 from .buckets import plan_buckets
@@ -139,9 +146,8 @@ def broadcast_parameters(world: World, layer: Layer) -> None:
 def _routed_parameters(layers: Layer, params: list[Tensor], step: _ReduceStep, each: bool) -> Iterator[None]:
     """During one forward pass, the layers read each parameter through its identity nodes
     (`gather`, then, with `each`, its own `ready_i`)."""
-    gathered = _Gather.apply(*params, step=step)
-    gathered = (gathered,) if isinstance(gathered, Tensor) else gathered
-    routed = {id(p): _Ready.apply(g, step=step, index=i) if each else g
+    gathered = record_custom(_GATHER, params, [p.data for p in params], {"step": step})
+    routed = {id(p): record_custom(_READY, [g], [g.data], {"step": step, "index": i})[0] if each else g
               for i, (p, g) in enumerate(zip(params, gathered))}
     swapped = []
     ready_nodes = [t._node for t in routed.values()] if each else []
@@ -193,37 +199,57 @@ def _tensors(outputs: Any) -> list[Tensor]:
     return []
 
 
-class _Gather(PyLayer):
-    @staticmethod
-    def forward(ctx: Any, *params: Tensor, step: _ReduceStep) -> Any:
-        ctx.step = step
-        return tuple(Tensor(p.data) for p in params)
-
-    @staticmethod
-    def backward(ctx: Any, *grads: Tensor) -> Any:
-        step = ctx.step
-        step.begin()
-        for i, grad in enumerate(grads):  # the gradients no ready_i node took (all, without them)
-            if i not in step.filled:
-                step.ready(i, grad.data)
-        return tuple(step.finish())
+def _arrays(grads: list) -> list:
+    """The output gradients as arrays (Tensors under create_graph: the reduction is not recorded)."""
+    return [g.data if isinstance(g, Tensor) else g for g in grads]
 
 
-class _Ready(PyLayer):
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, step: _ReduceStep, index: int) -> Tensor:
-        ctx.step, ctx.index = step, index
-        return Tensor(x.data)
+def _gather_grad(g: Any) -> None:
+    """`gather`'s backward (recorded first, so run last): the gradients no `ready_i` node took
+    (all of them on shared memory) go into their buckets; every parameter gets its average."""
+    step = g.attr("step")
+    step.begin()
+    for i, grad in enumerate(_arrays(g.output_grad("Out"))):
+        if i not in step.filled:
+            step.ready(i, grad)
+    averaged = step.finish()
+    g.set_input_grad("X", [Tensor(a) for a in averaged] if g.create_graph else averaged)
 
-    @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> Tensor:
-        ctx.step.begin()
-        ctx.step.ready(ctx.index, grad.data)
-        return grad
+
+def _ready_grad(g: Any) -> None:
+    """`ready_i`'s backward: parameter i's gradient is complete; into its bucket, and through."""
+    step, grads = g.attr("step"), g.output_grad("Out")
+    step.begin()
+    step.ready(g.attr("index"), _arrays(grads)[0])
+    g.set_input_grad("X", grads)
+
+
+# engine nodes with a grad maker of their own (lighter than PyLayers: no context, no Tensor
+# wrapping of every gradient, which the backward pass pays for each parameter)
+_GATHER = CustomOp("data_parallel_gather", _gather_grad)
+_READY = CustomOp("data_parallel_ready", _ready_grad)
+
+
+def _references(kept: list, i: int) -> int:
+    return sys.getrefcount(kept[i])
+
+
+# what `_references` counts for an array that only its list holds (measured, not assumed: the
+# count differs between interpreters, see optimizer/inplace.py)
+_HELD_BY_LIST_ALONE = _references([np.empty(1)], 0)
 
 
 class _Layout:
-    """Where each parameter's gradient goes: bucket, offset in it; each bucket's size and dtype."""
+    """What one wrapper keeps from step to step: where each parameter's gradient goes (bucket,
+    offset in it), each bucket's size and dtype, the buckets themselves (by all-reduce path,
+    which may change between steps) and the arrays the averaged gradients were last written to.
+
+    The averaged gradients are written into those arrays again, as PyTorch's
+    `gradient_as_bucket_view` keeps them, but only where nothing but this list holds one any
+    more (its reference count says so: `clear_grad()` dropped the `.grad` Tensor, nobody kept
+    the array or a view of it). Otherwise, or the first time, a new array: a `.grad` someone
+    still reads never changes under them.
+    """
 
     def __init__(self, params: list[Tensor], buckets: list[list[int]], key: str) -> None:
         self.buckets, self.key = buckets, key
@@ -236,26 +262,61 @@ class _Layout:
                 self.bucket_of[i], self.offset[i] = b, position
                 position += prod(params[i].shape)
             self.sizes.append((position, params[bucket[0]].data.dtype))
+        # where each parameter's gradient lies in its bucket, for wait_arrays
+        self.pieces = [[(self.offset[i], tuple(params[i].shape)) for i in bucket] for bucket in buckets]
+        self.shapes = [(tuple(p.shape), p.data.dtype) for p in params]
+        self.flat_by_path: dict[str, list[Any]] = {}
+        self.kept: list[np.ndarray | None] = [None] * len(params)
+
+    def flat(self, world: World) -> list[Any]:
+        """The buckets on the world's current all-reduce path (made collectively on first use)."""
+        flat = self.flat_by_path.get(world.allreduce_path)
+        if flat is None:
+            flat = [world.bucket((self.key, b), size, dtype) for b, (size, dtype) in enumerate(self.sizes)]
+            self.flat_by_path[world.allreduce_path] = flat
+        return flat
+
+    def targets(self, bucket: list[int]) -> list[np.ndarray | None]:
+        """For each parameter of `bucket`, its kept array if free to be written again, else None."""
+        kept, out = self.kept, []
+        for i in bucket:  # counted before any local name holds the array
+            free = kept[i] is not None and _references(kept, i) <= _HELD_BY_LIST_ALONE and kept[i].flags.writeable
+            out.append(kept[i] if free else None)
+        return out
+
+    def hand_out(self, bucket: list[int], summed: list[np.ndarray],
+                 targets: list[np.ndarray | None]) -> list[np.ndarray]:
+        """The averaged gradients of `bucket` as arrays of their own (not views of a bucket, which
+        serves the next step), in the kept arrays where free; kept for the next step."""
+        out = []
+        for i, array, target in zip(bucket, summed, targets):
+            if array is not target:
+                if target is not None:
+                    np.copyto(target, array)
+                    array = target
+                elif array.base is not None or not array.flags.writeable:
+                    array = array.copy()
+                self.kept[i] = array
+            out.append(array)
+        return out
 
 
 class _ReduceStep:
     """The buckets of one forward pass's backward: filled as gradients get ready, reduced in order.
 
-    The buffers are the wrapper's, kept from step to step (`World.bucket`), so several steps
+    The buffers are the wrapper's, kept from step to step (`_Layout.flat`), so several steps
     share them: a model called twice before one backward has two steps, and a second
     backward through one forward (retain_graph) runs its step again. That is safe because
     the engine runs nodes newest first, so one step's nodes (from its `gather` on) all run
     before any node of an older step: steps never fill the buffers at once. What a step
-    hands out must outlive the buffers, though (`finish` copies), and a step run again
-    starts afresh (`begin`).
+    hands out must outlive the buffers, though (`finish` writes into arrays of their own),
+    and a step run again starts afresh (`begin`).
     """
 
     def __init__(self, world: World, params: list[Tensor], layout: _Layout) -> None:
-        self.world, self.params, self.buckets = world, params, layout.buckets
+        self.world, self.params, self.layout, self.buckets = world, params, layout, layout.buckets
         self.bucket_of, self.offset = layout.bucket_of, layout.offset
-        self.flat = [world.bucket((layout.key, b), size, dtype) for b, (size, dtype) in enumerate(layout.sizes)]
-        # where each parameter's gradient lies in its bucket, for wait_arrays
-        self.pieces = [[(layout.offset[i], tuple(params[i].shape)) for i in bucket] for bucket in self.buckets]
+        self.flat = layout.flat(world)
         self.scale = 1.0 / world.size
         self.finished = True
         self.begin()
@@ -294,13 +355,16 @@ class _ReduceStep:
         """Every parameter's averaged gradient (zeros join for parameters that got none)."""
         for i in range(len(self.params)):
             if i not in self.filled:
-                self.ready(i, np.zeros(self.params[i].shape, self.params[i].data.dtype))
-        # new arrays: the buffers serve the next step (or another forward of this backward);
-        # a copy costs nothing more, as the engine would otherwise copy a view into `.grad`
-        results = [pending.wait_arrays(pieces, copy=True) for pending, pieces in zip(self.pending, self.pieces)]
+                shape, dtype = self.layout.shapes[i]
+                self.ready(i, np.zeros(shape, dtype))
         for i in self.folded:
             self.params[i].clear_grad()  # the engine stores the reduced sum in .grad
-        by_param = {i: array for bucket, arrays in zip(self.buckets, results) for i, array in zip(bucket, arrays)}
-        grads = [by_param[i] for i in range(len(self.params))]
+        grads: list[Any] = [None] * len(self.params)
+        layout = self.layout
+        for bucket, pending, pieces in zip(self.buckets, self.pending, layout.pieces):
+            targets = layout.targets(bucket)
+            summed = pending.wait_arrays(pieces, into=targets)
+            for i, array in zip(bucket, layout.hand_out(bucket, summed, targets)):
+                grads[i] = array
         self.finished = True
         return grads

@@ -7,6 +7,10 @@ Clipping therefore sees the averaged gradient: a global norm is the global one. 
 program ends with a `c_broadcast` from rank 0 of every parameter, so all ranks start equal.
 Before anything is appended, the ranks compare what they built (op types, parameter names,
 shapes and dtypes) and a difference is an error naming the rank and the first mismatch.
+
+`sharding=True` (Paddle's strategy name; ZeRO stage 1): each rank sums and updates only its
+part of each bucket, and the node keeps one copy of the parameters and optimizer state
+(sharding.py).
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ from ..framework import (
 from ..ops.comm import CollectiveMismatchError, get_world
 from ..optimizer import Optimizer
 from .buckets import plan_buckets
+from .sharding import append_sharded_update, fall_back, sharding_unsupported
 
 ParamsGrads = list[tuple[Variable, Variable]]
 MB = 1 << 20
@@ -33,7 +38,8 @@ MB = 1 << 20
 class DistributedOptimizer:
     """Wraps an optimizer: gradients averaged over ranks (bucketed all-reduce) before its updates."""
 
-    def __init__(self, optimizer: Optimizer, bucket_size_mb: float = 25, first_bucket_size_mb: float | None = None) -> None:
+    def __init__(self, optimizer: Optimizer, bucket_size_mb: float = 25, first_bucket_size_mb: float | None = None,
+                 sharding: bool = False) -> None:
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"DistributedOptimizer wraps a fluidgrad optimizer, got {type(optimizer).__name__}")
         self.inner = optimizer
@@ -42,6 +48,8 @@ class DistributedOptimizer:
         # by default the first bucket is not smaller than the others: fewer, larger collectives
         self.first_bucket_bytes = (first_bucket_size_mb * MB if bucket_size_mb > 0 and first_bucket_size_mb is not None
                                    else None)
+        # ZeRO stage 1: each rank sums and updates 1/p of every bucket (sharding.py)
+        self.sharding = bool(sharding)
 
     def __getattr__(self, name: str) -> Any:  # lr_var, set_lr, state_dict, ...: the wrapped optimizer's
         return getattr(self.__dict__["inner"], name)
@@ -57,6 +65,12 @@ class DistributedOptimizer:
         pairs = [(p, g) for p, g in params_grads if g is not None]
         block = loss.block.program.global_block()
         check_same_program(block, pairs)
+        if self.sharding and pairs:
+            reason = sharding_unsupported(self.inner)
+            if reason is None:
+                return append_sharded_update(self.inner, block, startup, pairs, self.bucket_bytes,
+                                             self.first_bucket_bytes), params_grads
+            fall_back(reason)
         append_gradient_allreduce(block, pairs, self.bucket_bytes, self.first_bucket_bytes)
         append_parameter_broadcast(startup, [p for p, _ in pairs])
         return self.inner.apply_gradients(params_grads, startup), params_grads

@@ -7,6 +7,15 @@ the sum of the per-rank losses, so each collective's gradient is its adjoint col
     c_allreduce_sum  <->  c_allreduce_sum        c_allgather      <->  c_reducescatter
     c_allreduce_avg  <->  c_allreduce_avg        c_broadcast(root) <->  c_reduce_sum(root)
 
+Sharded buckets (ZeRO stage 1, `DistributedOptimizer(..., sharding=True)`, see comm_shards.py):
+`c_bucket_reducescatter` gives each rank its part of a bucket's averaged gradient,
+`c_bucket_shard` its part of the parameters or optimizer state, the ordinary update ops run on
+those parts, `c_bucket_allgather` writes them into the node's one copy and publishes it, and
+`c_bucket_broadcast` (startup) fills that copy with rank 0's values. `c_bucket_sgd`,
+`c_bucket_momentum` and `c_bucket_adam` do a bucket's reduce-scatter, update and all-gather in one op, the sum and
+the update in one pass written straight into the node's copy (no clipping: it needs the whole
+gradient first).
+
 `c_bucket_allreduce` reduces a bucket of tensors with one collective: it packs them into a
 flat buffer kept from run to run (`World.bucket`: shared memory when every rank is on one
 node, see comm_buckets.py), reduces it and returns the summed tensors: arrays of the run's own
@@ -22,7 +31,9 @@ from math import prod
 
 import numpy as np
 
+from . import comm_shards, fused_shards
 from .comm import get_world
+from .comm_shards import Layout
 from .grad_builder import GradBuilder
 from .registry import NO_GRADIENT, register_op
 from .shape_rules import same_as
@@ -250,3 +261,277 @@ register_op("coalesce", inputs="X*", outputs="Out", kernel=_coalesce_kernel, inf
 register_op("uncoalesce", inputs="X", outputs="Out*", attrs={"shapes": []}, kernel=_uncoalesce_kernel,
             infer=_uncoalesce_infer, grad=_uncoalesce_grad,
             doc="Split a flat buffer back into tensors of the given shapes (coalesce's inverse).")
+
+
+# ------------------------------------------------------------------ sharded buckets (comm_shards.py)
+def _float_bucket(ctx, slot: str = "X") -> tuple[list[tuple[int, ...]], str]:
+    """The shapes and the one floating dtype of a bucket's tensors (known shapes)."""
+    dtypes, shapes = ctx.dtypes(slot), ctx.shapes(slot)
+    if not shapes:
+        raise ctx.shape_error(f"a bucket holds at least one tensor, {slot} is empty")
+    if len(set(dtypes)) != 1 or not dtypes[0].startswith("float"):
+        raise ctx.dtype_error(f"a bucket holds floating tensors of one dtype, got "
+                              f"{dict(zip(ctx.input_names(slot), dtypes))}")
+    if any(d < 0 for s in shapes for d in s):
+        raise ctx.shape_error(f"a sharded bucket needs known shapes, got {dict(zip(ctx.input_names(slot), shapes))}")
+    return shapes, dtypes[0]
+
+
+def _check_nranks(ctx) -> int:
+    nranks = ctx.attr("nranks")
+    if not isinstance(nranks, int) or nranks < 1:
+        raise ctx.shape_error(f"nranks must be a positive number of ranks, got {nranks!r}")
+    return nranks
+
+
+def _check_key(ctx, what: str) -> None:
+    if not ctx.attr("bucket"):
+        raise ctx.shape_error(f"bucket must name {what}, a key no other op of its kind uses "
+                              f"(e.g. fluidgrad.framework.unique_name('grad_bucket')); got an empty key")
+
+
+def _part_of(shapes, nranks: int) -> int:
+    return Layout(shapes, nranks).part
+
+
+def _bucket_reducescatter_kernel(xs, reduce="avg", bucket="", nranks=1, ring_id=0):
+    world = _world_of("c_bucket_reducescatter", nranks)
+    arrays = [np.asarray(x) for x in xs]
+    layout = Layout([a.shape for a in arrays], nranks)
+    if world.size == 1:
+        return comm_shards.gather_part(arrays, layout, 0, arrays[0].dtype)
+    dtype = arrays[0].dtype
+    scale = dtype.type(1 / world.size) if reduce == "avg" else None
+    return comm_shards.reduce_scatter(world, ("shard", bucket, tuple(layout.shapes)), arrays, layout, scale,
+                                      f"op c_bucket_reducescatter ({bucket})")
+
+
+def _bucket_reducescatter_infer(ctx) -> None:
+    shapes, dtype = _float_bucket(ctx)
+    _check_key(ctx, "the op's gradient buffer")
+    if ctx.attr("reduce") not in ("sum", "avg"):
+        raise ctx.shape_error(f"reduce must be 'sum' or 'avg', got {ctx.attr('reduce')!r}")
+    ctx.set_output("Out", (_part_of(shapes, _check_nranks(ctx)),), dtype)
+
+
+register_op("c_bucket_reducescatter", inputs="X*", outputs="Out",
+            attrs={"reduce": "avg", "bucket": "", "nranks": 1, "ring_id": 0},
+            kernel=_bucket_reducescatter_kernel, infer=_bucket_reducescatter_infer, grad=NO_GRADIENT,
+            doc="Out = this rank's part (rank r of nranks equal parts, zero-padded) of the X flattened one after "
+                "the other, summed or averaged over every rank: a bucket's reduce-scatter (ZeRO stage 1). "
+                "No gradient: it reduces gradients, after the backward pass.")
+
+
+def _bucket_shard_kernel(xs, nranks=1):
+    world = _world_of("c_bucket_shard", nranks)
+    arrays = [np.asarray(x) for x in xs]
+    layout = Layout([a.shape for a in arrays], nranks)
+    copy = comm_shards.find_copy(world.node_copies(), arrays, layout) if world.size > 1 else None
+    if copy is not None:
+        return copy.part(layout)  # the parameters are the node copy's views: its part, no copy
+    return comm_shards.gather_part(arrays, layout, world.rank, arrays[0].dtype)
+
+
+def _bucket_shard_infer(ctx) -> None:
+    shapes, dtype = _float_bucket(ctx)
+    ctx.set_output("Out", (_part_of(shapes, _check_nranks(ctx)),), dtype)
+
+
+register_op("c_bucket_shard", inputs="X*", outputs="Out", attrs={"nranks": 1},
+            kernel=_bucket_shard_kernel, infer=_bucket_shard_infer, grad=NO_GRADIENT,
+            doc="Out = this rank's part (rank r of nranks equal parts, zero-padded) of the X flattened one after "
+                "the other: the parameters or optimizer state a rank updates (a read-only view when X are the node "
+                "copy's views). No communication, no gradient (optimizer state).")
+
+
+def _bucket_allgather_kernel(x, bucket="", shapes=(), nranks=1, sync=True, ring_id=0):
+    world = _world_of("c_bucket_allgather", nranks)
+    layout = Layout(shapes, nranks)
+    part = np.asarray(x)
+    if part.shape != (layout.part,):
+        raise ValueError(f"op c_bucket_allgather: X has shape {list(part.shape)}, the shapes {list(map(list, shapes))} "
+                         f"on {nranks} ranks need [{layout.part}]")
+    if world.size == 1:
+        return [part[start:start + size].reshape(shape).copy()
+                for start, size, shape in zip(layout.offsets, layout.sizes, layout.shapes)]
+    copy = world.node_copy(bucket, layout.padded, part.dtype)
+    return copy.gather(part, layout, f"op c_bucket_allgather ({bucket})", sync=sync)
+
+
+def _bucket_allgather_infer(ctx) -> None:
+    _check_key(ctx, "the node copy it completes")
+    nranks = _check_nranks(ctx)
+    shapes = [tuple(s) for s in ctx.attr("shapes")]
+    if not shapes or any(d < 0 for s in shapes for d in s):
+        raise ctx.shape_error(f"shapes must list the known shapes of the bucket's tensors, got {[list(s) for s in shapes]}")
+    dtype = ctx.dtype("X")
+    if not dtype.startswith("float"):
+        raise ctx.dtype_error(f"a bucket holds floating tensors, got {ctx.describe('X')}")
+    part = _part_of(shapes, nranks)
+    if tuple(ctx.shape("X")) not in ((part,), (-1,)):
+        raise ctx.shape_error(f"{ctx.describe('X')} must be 1-D with {part} elements: one rank's part of the shapes "
+                              f"{[list(s) for s in shapes]} on {nranks} ranks")
+    if ctx.num_outputs("Out") != len(shapes):
+        raise ctx.shape_error(f"{ctx.num_outputs('Out')} outputs for {len(shapes)} shapes")
+    for i, shape in enumerate(shapes):
+        ctx.set_output("Out", shape, dtype, index=i)
+
+
+register_op("c_bucket_allgather", inputs="X", outputs="Out*",
+            attrs={"bucket": "", "shapes": [], "nranks": 1, "sync": True, "ring_id": 0},
+            kernel=_bucket_allgather_kernel, infer=_bucket_allgather_infer, grad=NO_GRADIENT,
+            doc="Every rank's part X (as c_bucket_shard cuts it) put together and split into tensors of `shapes`: "
+                "one copy per node kept under `bucket` (Out are read-only views of it) that each rank writes its "
+                "part into. sync=False leaves the publishing barrier to a later c_bucket_allgather with sync=True "
+                "(optimizer state before its parameters). No gradient (optimizer state).")
+
+
+def _bucket_broadcast_kernel(xs, bucket="", root=0, ring_id=0):
+    world = get_world()
+    arrays = [np.ascontiguousarray(x) for x in xs]
+    if world.size == 1:
+        return [a.copy() for a in arrays]
+    world._check_rank(root, "op c_bucket_broadcast")
+    layout = Layout([a.shape for a in arrays], world.size)
+    what = f"op c_bucket_broadcast ({bucket})"
+    world.check_same_layout(np.empty(layout.padded, arrays[0].dtype), what, root)
+    copy = world.node_copy(bucket, layout.padded, arrays[0].dtype)
+    return copy.fill_from(arrays, layout, root, what)
+
+
+def _bucket_broadcast_infer(ctx) -> None:
+    shapes, dtype = _float_bucket(ctx)
+    _check_key(ctx, "the node copy it fills")
+    if ctx.num_outputs("Out") != len(shapes):
+        raise ctx.shape_error(f"{ctx.num_outputs('Out')} outputs for {len(shapes)} inputs")
+    for i, shape in enumerate(shapes):
+        ctx.set_output("Out", shape, dtype, index=i)
+
+
+register_op("c_bucket_broadcast", inputs="X*", outputs="Out*", attrs={"bucket": "", "root": 0, "ring_id": 0},
+            kernel=_bucket_broadcast_kernel, infer=_bucket_broadcast_infer, grad=NO_GRADIENT,
+            doc="Out = rank `root`'s X on every rank, held once per node under `bucket` (read-only views of the "
+                "copy c_bucket_allgather later completes): how a sharded program's startup shares its parameters "
+                "and optimizer state. No gradient (startup state).")
+
+
+# ------------------------------------------------------------------ fused sharded updates (fused_shards.py)
+def _learning_rate(lr) -> float:
+    return float(np.asarray(lr).reshape(-1)[0])
+
+
+def _bucket_sgd_kernel(xs, params, learning_rate, reduce="avg", bucket="", copy="", nranks=1, decay=0.0,
+                       ring_id=0):
+    world = _world_of("c_bucket_sgd", nranks)
+    grads = [np.asarray(x) for x in xs]
+    layout = Layout([g.shape for g in grads], nranks)
+    dtype = grads[0].dtype
+    scale = dtype.type(1 / world.size) if reduce == "avg" else None
+    lr = _learning_rate(learning_rate)
+
+    def update(own, own_scale, rows, skip, start, param):
+        fused_shards.sgd(own, own_scale, rows, skip, start, param, lr, decay)
+    (out,) = comm_shards.update_in_place(world, ("shard", bucket, tuple(layout.shapes)), grads, layout, scale,
+                                         [(copy, [np.asarray(p) for p in params])], update,
+                                         f"op c_bucket_sgd ({bucket})")
+    return out
+
+
+def _bucket_momentum_kernel(xs, params, velocities, learning_rate, reduce="avg", bucket="", copy="", nranks=1,
+                            decay=0.0, mu=0.9, use_nesterov=False, ring_id=0):
+    world = _world_of("c_bucket_momentum", nranks)
+    grads = [np.asarray(x) for x in xs]
+    layout = Layout([g.shape for g in grads], nranks)
+    dtype = grads[0].dtype
+    scale = dtype.type(1 / world.size) if reduce == "avg" else None
+    lr = _learning_rate(learning_rate)
+
+    def update(own, own_scale, rows, skip, start, param, velocity):
+        fused_shards.momentum(own, own_scale, rows, skip, start, param, velocity, lr, mu, decay, use_nesterov)
+    out, velocity_out = comm_shards.update_in_place(
+        world, ("shard", bucket, tuple(layout.shapes)), grads, layout, scale,
+        [(copy, [np.asarray(p) for p in params]), (copy + ".velocity", [np.asarray(v) for v in velocities])],
+        update, f"op c_bucket_momentum ({bucket})")
+    return out, velocity_out
+
+
+def _fused_update_infer(states: tuple[str, ...]):
+    def infer(ctx) -> None:
+        shapes, dtype = _float_bucket(ctx)
+        _check_nranks(ctx)
+        _check_key(ctx, "the op's gradient buffer")
+        if not ctx.attr("copy"):
+            raise ctx.shape_error("copy must name the node copy of the bucket's parameters (a key no other op uses)")
+        if ctx.attr("reduce") not in ("sum", "avg"):
+            raise ctx.shape_error(f"reduce must be 'sum' or 'avg', got {ctx.attr('reduce')!r}")
+        if tuple(ctx.shape("LearningRate")) not in ((1,), ()):
+            raise ctx.shape_error(f"{ctx.describe('LearningRate')} must hold exactly one element")
+        for slot in states:
+            if list(ctx.shapes(slot)) != list(shapes) or set(ctx.dtypes(slot)) != {dtype}:
+                raise ctx.shape_error(f"{slot} must match the gradients X one to one: X are "
+                                      f"{[list(s) for s in shapes]} ({dtype}), {slot} are "
+                                      f"{[list(s) for s in ctx.shapes(slot)]} ({sorted(set(ctx.dtypes(slot)))})")
+            for i, shape in enumerate(shapes):
+                ctx.set_output(slot + "Out", shape, dtype, index=i)
+    return infer
+
+
+register_op("c_bucket_sgd", inputs="X* Param* LearningRate", outputs="ParamOut*",
+            attrs={"reduce": "avg", "bucket": "", "copy": "", "nranks": 1, "decay": 0.0, "ring_id": 0},
+            kernel=_bucket_sgd_kernel, infer=_fused_update_infer(("Param",)), grad=NO_GRADIENT,
+            doc="Sharded SGD of a bucket (ZeRO stage 1) in one op: X (the gradients) summed or averaged over "
+                "ranks, this rank's part only, then Param -= LearningRate * (X + decay * Param) on that part, "
+                "in one pass, written into the node's one copy of the parameters (`copy`), published to every "
+                "rank; ParamOut (= Param) are read-only views of it. No gradient (an update).")
+register_op("c_bucket_momentum", inputs="X* Param* Velocity* LearningRate", outputs="ParamOut* VelocityOut*",
+            attrs={"reduce": "avg", "bucket": "", "copy": "", "nranks": 1, "decay": 0.0, "mu": 0.9,
+                   "use_nesterov": False, "ring_id": 0},
+            kernel=_bucket_momentum_kernel, infer=_fused_update_infer(("Param", "Velocity")), grad=NO_GRADIENT,
+            doc="Sharded momentum of a bucket (ZeRO stage 1) in one op, as c_bucket_sgd, with the momentum op's "
+                "update (v = mu * v + g; Param -= lr * v, or Nesterov) and the velocities kept in the node copy "
+                "`copy`.velocity. No gradient (an update).")
+
+
+def _bucket_adam_kernel(xs, params, moment1, moment2, beta1_pow, beta2_pow, learning_rate, reduce="avg", bucket="",
+                        copy="", nranks=1, decay=0.0, beta1=0.9, beta2=0.999, epsilon=1e-8, weight_decay=0.0,
+                        ring_id=0):
+    world = _world_of("c_bucket_adam", nranks)
+    grads = [np.asarray(x) for x in xs]
+    layout = Layout([g.shape for g in grads], nranks)
+    dtype = grads[0].dtype
+    scale = dtype.type(1 / world.size) if reduce == "avg" else None
+    lr = _learning_rate(learning_rate)
+    b1_pow, b2_pow = _learning_rate(beta1_pow[0]), _learning_rate(beta2_pow[0])  # equal for every parameter
+
+    def update(own, own_scale, rows, skip, start, param, m1, m2):
+        fused_shards.adam(own, own_scale, rows, skip, start, param, m1, m2, lr, beta1, beta2, b1_pow, b2_pow,
+                          epsilon, decay, weight_decay)
+    out, m1_out, m2_out = comm_shards.update_in_place(
+        world, ("shard", bucket, tuple(layout.shapes)), grads, layout, scale,
+        [(copy, [np.asarray(p) for p in params]), (copy + ".moment1", [np.asarray(m) for m in moment1]),
+         (copy + ".moment2", [np.asarray(m) for m in moment2])], update, f"op c_bucket_adam ({bucket})")
+    pows = [[np.asarray(b) * np.asarray(b).dtype.type(beta) for b in bs] for bs, beta in
+            ((beta1_pow, beta1), (beta2_pow, beta2))]
+    return out, m1_out, m2_out, pows[0], pows[1]
+
+
+def _bucket_adam_infer(ctx) -> None:
+    _fused_update_infer(("Param", "Moment1", "Moment2"))(ctx)
+    count = len(ctx.shapes("X"))
+    for slot in ("Beta1Pow", "Beta2Pow"):
+        shapes = ctx.shapes(slot)
+        if len(shapes) != count or any(tuple(s) not in ((1,), ()) for s in shapes):
+            raise ctx.shape_error(f"{slot} must hold one 1-element power per gradient X ({count}), got "
+                                  f"{[list(s) for s in shapes]}")
+        for i, (shape, dtype) in enumerate(zip(shapes, ctx.dtypes(slot))):
+            ctx.set_output(slot + "Out", shape, dtype, index=i)
+
+
+register_op("c_bucket_adam", inputs="X* Param* Moment1* Moment2* Beta1Pow* Beta2Pow* LearningRate",
+            outputs="ParamOut* Moment1Out* Moment2Out* Beta1PowOut* Beta2PowOut*",
+            attrs={"reduce": "avg", "bucket": "", "copy": "", "nranks": 1, "decay": 0.0, "beta1": 0.9,
+                   "beta2": 0.999, "epsilon": 1e-8, "weight_decay": 0.0, "ring_id": 0},
+            kernel=_bucket_adam_kernel, infer=_bucket_adam_infer, grad=NO_GRADIENT,
+            doc="Sharded Adam of a bucket (ZeRO stage 1) in one op, as c_bucket_sgd, with the adam op's update "
+                "(weight_decay: AdamW's decoupled decay) and both moments kept in the node copies `copy`.moment1 "
+                "and .moment2; the beta powers (equal for every parameter) advance on every rank. No gradient.")

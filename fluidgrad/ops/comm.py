@@ -28,6 +28,7 @@ import numpy as np
 
 from ..framework.errors import FluidgradError
 from .comm_buckets import PrivateBucket, SharedBucket
+from .comm_shards import NodeCopy
 
 FAILURE_TAG = 7391
 _LAUNCHER_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
@@ -88,6 +89,7 @@ class World:
         self._buckets: OrderedDict[tuple, PrivateBucket] = OrderedDict()
         self._shared_buckets: dict[tuple, SharedBucket] = {}
         self._shared_bytes = 0
+        self._node_copies: dict[tuple, NodeCopy] = {}
         if self.launch_dir is not None:
             (self.launch_dir / f"rank{self.rank}.pid").write_text(str(os.getpid()))
 
@@ -232,6 +234,20 @@ class World:
         while len(self._buckets) > _KEPT_BUCKETS:
             self._buckets.popitem(last=False)
         return bucket
+
+    def node_copy(self, key: str, size: int, dtype: Any) -> NodeCopy:
+        """The node's one copy of a sharded bucket's state under `key` (comm_shards.py), made on
+        first use (collectively: the same keys in the same order on every rank) and kept for the
+        life of the process, like the shared buckets: the scope's parameters are views of it."""
+        dtype = np.dtype(dtype)
+        full_key = (key, size, dtype.str)
+        copy = self._node_copies.get(full_key)
+        if copy is None:
+            copy = self._node_copies[full_key] = NodeCopy(self, size, dtype, self.shares_memory())
+        return copy
+
+    def node_copies(self) -> list[NodeCopy]:
+        return list(self._node_copies.values())
 
     def all_gather_object(self, value: Any, what: str) -> list[Any]:
         """Every rank's picklable `value`, in rank order (small: fingerprints, shapes)."""

@@ -1,0 +1,276 @@
+"""Sharded buckets (ZeRO stage 1): each of p ranks sums and updates only 1/p of a bucket.
+
+A bucket's tensors, flattened one after the other and padded with zeros to a multiple of p
+elements (`Layout`), split into p equal parts: rank r owns part r. Per step:
+
+* `reduce_scatter`: rank r gets part r of the gradients summed (or averaged) over ranks.
+  On one node each rank copies the parts the others own into its row of a shared window
+  (MPI-3, as `SharedBucket`), an MPI barrier, then rank r adds its own gradient's part r (read
+  where it lies, never copied) to part r of the other rows: per rank a copy of (p-1)/p of
+  the gradient and one pass over 1/p of it, against a copy of all of it and a pass over all of
+  it for the plain all-reduce. Across nodes: MPI's `Ireduce_scatter_block`.
+* The update ops run on part r only (parameters and optimizer state of part r).
+* `NodeCopy.gather`: the node keeps ONE copy of the bucket's parameters and of each optimizer
+  state (an MPI shared window); rank r writes its part, and after a barrier every rank reads
+  the whole: the scope's parameters are read-only views of that copy, so fetching, saving or
+  printing them shows complete values, the same on every rank. Across nodes each process keeps
+  a copy of its own, completed by MPI's `Iallgather`.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from math import prod
+from typing import Any
+
+import numpy as np
+
+
+class Layout:
+    """Where each tensor of a bucket lies in the flat, padded buffer, and the ranks' parts."""
+
+    def __init__(self, shapes: Sequence[Sequence[int]], nranks: int) -> None:
+        self.shapes = [tuple(int(d) for d in s) for s in shapes]
+        self.sizes = [prod(s) for s in self.shapes]
+        self.offsets = [0]
+        for size in self.sizes:
+            self.offsets.append(self.offsets[-1] + size)
+        self.size = self.offsets[-1]
+        self.nranks = nranks
+        self.part = -(-self.size // nranks)  # elements per rank
+        self.padded = self.part * nranks
+
+    def bounds(self, rank: int) -> tuple[int, int]:
+        return rank * self.part, (rank + 1) * self.part
+
+    def overlaps(self, lo: int, hi: int) -> list[tuple[int, int, int]]:
+        """(tensor, first, last) flat ranges of the tensors inside [lo, hi), in buffer order."""
+        found = []
+        for i, (start, size) in enumerate(zip(self.offsets, self.sizes)):
+            a, b = max(lo, start), min(hi, start + size)
+            if a < b:
+                found.append((i, a - start, b - start))
+        return found
+
+    def outside(self, lo: int, hi: int) -> list[tuple[int, int, int]]:
+        """(tensor, first, last) flat ranges of the tensors outside [lo, hi)."""
+        found = []
+        for i, (start, size) in enumerate(zip(self.offsets, self.sizes)):
+            end = start + size
+            for a, b in ((start, min(end, lo)), (max(start, hi), end)):
+                if a < b:
+                    found.append((i, a - start, b - start))
+        return found
+
+
+def flat(array: np.ndarray) -> np.ndarray:
+    """A 1-D view of a C-contiguous array (a copy otherwise)."""
+    return array.reshape(-1)
+
+
+def gather_part(arrays: Sequence[np.ndarray], layout: Layout, rank: int, dtype: Any,
+                scale: Any = None) -> np.ndarray:
+    """Part `rank` of the flattened, padded `arrays`, a new array (scaled by `scale` if given)."""
+    lo, hi = layout.bounds(rank)
+    out = np.empty(layout.part, dtype)
+    out[max(layout.size - lo, 0):] = 0  # the padding
+    for i, a, b in layout.overlaps(lo, hi):
+        start = layout.offsets[i] + a - lo
+        source = flat(arrays[i])[a:b]
+        if scale is None:
+            np.copyto(out[start:start + b - a], source)
+        else:
+            np.multiply(source, scale, out=out[start:start + b - a])
+    return out
+
+
+def pack(into: np.ndarray, arrays: Sequence[np.ndarray], layout: Layout, scale: Any = None,
+         skip: tuple[int, int] | None = None) -> None:
+    """Write the flattened `arrays` (scaled) into `into`, leaving out the range `skip`; the padding is zeroed."""
+    ranges = layout.outside(*skip) if skip is not None else [(i, 0, s) for i, s in enumerate(layout.sizes)]
+    for i, a, b in ranges:
+        start = layout.offsets[i] + a
+        source = flat(arrays[i])[a:b]
+        if scale is None:
+            np.copyto(into[start:start + b - a], source)
+        else:
+            np.multiply(source, scale, out=into[start:start + b - a])
+    into[layout.size:layout.padded] = 0
+
+
+def reduce_scatter(world: Any, key: Any, arrays: Sequence[np.ndarray], layout: Layout, scale: Any,
+                   what: str) -> np.ndarray:
+    """This rank's part of the sum over ranks of the flattened `arrays` (each scaled by `scale`)."""
+    rows, skip, summed = exchange(world, key, arrays, layout, scale, what)
+    if summed is not None:
+        return summed
+    start = time.perf_counter()
+    lo, hi = layout.bounds(world.rank)
+    out = gather_part(arrays, layout, world.rank, arrays[0].dtype, scale)  # own part, read where it lies
+    for other in range(len(rows)):
+        if other != skip:
+            np.add(out, rows[other, lo:hi], out=out)
+    world.comm_seconds += time.perf_counter() - start
+    return out
+
+
+class NodeCopy:
+    """One copy of a bucket's flat state per node (shared window), or per process (across nodes).
+
+    `flat` is the whole padded buffer (writable here only); `views(layout)` gives read-only
+    views of the tensors, what the scope holds. Creating one is collective (every rank, the
+    same keys in the same order)."""
+
+    def __init__(self, world: Any, size: int, dtype: Any, shared: bool) -> None:
+        dtype = np.dtype(dtype)
+        self.world, self.shared, self.dtype, self.size = world, shared, dtype, size
+        if shared:
+            world.barrier()  # every rank is here (or a failure was reported): what follows cannot hang
+            self.node = world.node_comm()
+            mpi = world.mpi
+            rank0 = self.node.Get_rank() == 0
+            self.win = mpi.Win.Allocate_shared(size * dtype.itemsize if rank0 else 0, dtype.itemsize, comm=self.node)
+            memory, _ = self.win.Shared_query(0)
+            self.flat = np.frombuffer(memory, dtype, count=size)
+            self.win.Lock_all(mpi.MODE_NOCHECK)
+        else:
+            self.flat = np.zeros(size, dtype)
+        self._views: dict[tuple, list[np.ndarray]] = {}
+        address = self.flat.__array_interface__["data"][0]
+        self.span = (address, address + size * dtype.itemsize)
+
+    def views(self, layout: Layout) -> list[np.ndarray]:
+        """The tensors of `layout`, read-only views of the copy (made once per layout)."""
+        key = tuple(layout.shapes)
+        found = self._views.get(key)
+        if found is None:
+            found = []
+            for start, shape in zip(layout.offsets, layout.shapes):
+                view = self.flat[start:start + prod(shape)].reshape(shape)
+                view.flags.writeable = False
+                found.append(view)
+            self._views[key] = found
+        return found
+
+    def holds(self, arrays: Sequence[np.ndarray], layout: Layout) -> bool:
+        """Whether `arrays` are this copy's views at `layout`'s places (then no copy is needed)."""
+        base, itemsize = self.span[0], self.dtype.itemsize
+        for array, start, shape in zip(arrays, layout.offsets, layout.shapes):
+            if (not isinstance(array, np.ndarray) or array.dtype != self.dtype or array.shape != shape
+                    or array.__array_interface__["data"][0] != base + start * itemsize
+                    or not array.flags.c_contiguous):
+                return False
+        return True
+
+    def part(self, layout: Layout) -> np.ndarray:
+        """This rank's part of the copy, read-only."""
+        lo, hi = layout.bounds(self.world.rank)
+        view = self.flat[lo:hi]
+        view.flags.writeable = False
+        return view
+
+    def write_part(self, part: np.ndarray, layout: Layout) -> None:
+        lo, hi = layout.bounds(self.world.rank)
+        target = self.flat[lo:hi]
+        if part.__array_interface__["data"][0] != target.__array_interface__["data"][0]:
+            np.copyto(target, part.reshape(-1))
+
+    def gather(self, part: np.ndarray, layout: Layout, what: str, sync: bool = True) -> list[np.ndarray]:
+        """Write this rank's `part`, complete the copy with the other ranks' parts, return the views.
+
+        Shared, `sync=False`: no barrier; a later `gather` with `sync=True` of the same ranks (the
+        parameters', after the optimizer state's) publishes this write too."""
+        self.write_part(part, layout)
+        world = self.world
+        if self.shared:
+            if sync:
+                self.win.Sync()
+                world.wait(self.node.Ibarrier(), what)
+                self.win.Sync()
+        elif world.size > 1:
+            world.wait(world.comm.Iallgather(world.mpi.IN_PLACE, self.flat), what)
+        return self.views(layout)
+
+    def fill_from(self, arrays: Sequence[np.ndarray], layout: Layout, root: int, what: str) -> list[np.ndarray]:
+        """Rank `root`'s `arrays` into the copy (a broadcast), then the views on every rank."""
+        world = self.world
+        if self.shared:
+            if world.rank == root:
+                pack(self.flat, arrays, layout)
+            self.win.Sync()
+            world.wait(self.node.Ibarrier(), what)
+            self.win.Sync()
+        else:
+            pack(self.flat, arrays, layout)
+            if world.size > 1:
+                world.wait(world.comm.Ibcast(self.flat, root=root), what)
+        return self.views(layout)
+
+
+def find_copy(copies: Any, arrays: Sequence[np.ndarray], layout: Layout) -> NodeCopy | None:
+    """The copy whose views `arrays` are, if any."""
+    if not arrays or not isinstance(arrays[0], np.ndarray):
+        return None
+    address = arrays[0].__array_interface__["data"][0]
+    for copy in copies:
+        if copy.span[0] <= address < copy.span[1] and copy.holds(arrays, layout):
+            return copy
+    return None
+
+
+def exchange(world: Any, key: Any, arrays: Sequence[np.ndarray], layout: Layout, scale: Any,
+             what: str) -> tuple[np.ndarray, int, np.ndarray | None]:
+    """The first half of a reduce-scatter: `(rows, skip, summed)`. On one node: every rank's row
+    of the shared bucket holding the parts the others own (this rank's own part is left where it
+    lies, `skip` is this rank's row), after the barrier; `summed` None. Across nodes: no rows,
+    `summed` = this rank's part summed over ranks by MPI."""
+    dtype = arrays[0].dtype
+    bucket = world.bucket(key, layout.padded, dtype)
+    if not bucket.shared:
+        pack(bucket.input, arrays, layout, scale)
+        summed = np.empty(layout.part, dtype)
+        world.wait(world.comm.Ireduce_scatter_block(bucket.input, summed, op=world.mpi.SUM), what)
+        return np.empty((0, 0), dtype), -1, summed
+    pack(bucket.input, arrays, layout, scale, skip=layout.bounds(world.rank))
+    rows = bucket.sets[bucket.turn]
+    bucket.turn = (bucket.turn + 1) % len(bucket.sets)
+    bucket.win.Sync()
+    world.wait(bucket.node.Ibarrier(), what)
+    bucket.win.Sync()
+    return rows, bucket.rank, None
+
+
+def update_in_place(world: Any, key: Any, grads: Sequence[np.ndarray], layout: Layout, scale: Any,
+                    states: Sequence[tuple[str, Sequence[np.ndarray]]], update: Any, what: str) -> list[list[np.ndarray]]:
+    """Sum this rank's part of the gradients over ranks and update its part of each state (the
+    parameters first, then e.g. the velocities) in place, in the node's copies (`states`: the copy's
+    key and the scope's arrays), then publish them. `update(own, scale, rows, skip, start, *parts)`
+    does one piece (fused_shards.py). Returns each state's tensors (views of its copy)."""
+    dtype = grads[0].dtype
+    rank = world.rank
+    if world.size == 1:  # no copies: the whole bucket is this rank's part, updated in new arrays
+        flats = [gather_part(arrays, layout, 0, dtype) for _, arrays in states]
+        rows, skip, own = np.empty((0, 0), dtype), -1, gather_part(grads, layout, 0, dtype)
+        start, end = 0, layout.size
+        update(own[start:end], 1, rows, skip, start, *[f[start:end] for f in flats])
+        return [[f[o:o + s].reshape(shape) for o, s, shape in zip(layout.offsets, layout.sizes, layout.shapes)]
+                for f in flats]
+    rows, skip, summed = exchange(world, key, grads, layout, scale, what)
+    copies = [world.node_copy(copy_key, layout.padded, dtype) for copy_key, _ in states]
+    for copy, (_, arrays) in zip(copies, states):
+        if not copy.holds(arrays, layout):  # the scope got other arrays (a load): this rank's part goes back in
+            copy.write_part(gather_part(arrays, layout, rank, dtype), layout)
+    start = time.perf_counter()
+    lo, hi = layout.bounds(rank)
+    for i, a, b in layout.overlaps(lo, hi):
+        first = layout.offsets[i] + a
+        if summed is None:
+            own, own_scale = flat(grads[i])[a:b], scale if scale is not None else 1
+        else:
+            own, own_scale = summed[first - lo:first - lo + b - a], 1
+        update(own, own_scale, rows, skip, first, *[c.flat[first:first + b - a] for c in copies])
+    world.comm_seconds += time.perf_counter() - start
+    views = []
+    for k, copy in enumerate(copies):  # the last one publishes them all (one barrier on one node)
+        views.append(copy.gather(copy.flat[lo:hi], layout, what, sync=k == len(copies) - 1))
+    return views
