@@ -42,7 +42,7 @@ from common import print_table  # noqa: E402
 import fluidgrad as fg  # noqa: E402
 import fluidgrad.distributed as dist  # noqa: E402
 from fluidgrad.nn import functional as F  # noqa: E402
-from fluidgrad.ops import comm_buckets  # noqa: E402
+from fluidgrad.ops import comm_buckets, comm_shards  # noqa: E402
 from fluidgrad.ops.comm import get_world  # noqa: E402
 from fluidgrad.ops.registry import get_op_def  # noqa: E402
 
@@ -52,7 +52,10 @@ SIZES, BATCH, LR = (784, 512, 512, 10), 64, 0.01
 # "shared": buckets reduced through an MPI shared-memory window (the default on one node);
 # "mpi": MPI's own Iallreduce (what runs across nodes), see fluidgrad/ops/comm_buckets.py
 VARIANTS = {"no all-reduce": (None, "auto"), "bucketed": (25.0, "auto"), "per-parameter": (0.0, "auto"),
-            "bucketed, MPI Iallreduce": (25.0, "mpi"), "per-parameter, MPI Iallreduce": (0.0, "mpi")}
+            "bucketed, MPI Iallreduce": (25.0, "mpi"), "per-parameter, MPI Iallreduce": (0.0, "mpi"),
+            "bucketed, sharded update": (25.0, "auto")}
+# static mode only: DistributedOptimizer(sharding=True), each rank sums and updates half of the bucket
+SHARDED = {"bucketed, sharded update"}
 
 
 def data(rank):
@@ -60,7 +63,7 @@ def data(rank):
     return rng.standard_normal((BATCH, SIZES[0])).astype("float32"), rng.integers(0, 10, (BATCH, 1))
 
 
-def static_stepper(bucket_mb):
+def static_stepper(bucket_mb, sharding=False):
     main, startup = fg.Program(), fg.Program()
     with fg.program_guard(main, startup):
         x = fg.static.data("x", [None, SIZES[0]], "float32")
@@ -70,7 +73,8 @@ def static_stepper(bucket_mb):
             h = fg.static.nn.fc(h, size, activation="relu")
         loss = fg.mean(F.softmax_with_cross_entropy(fg.static.nn.fc(h, SIZES[-1]), y))
         opt = fg.optimizer.SGD(LR)
-        (opt if bucket_mb is None else dist.DistributedOptimizer(opt, bucket_size_mb=bucket_mb)).minimize(loss)
+        (opt if bucket_mb is None else dist.DistributedOptimizer(opt, bucket_size_mb=bucket_mb,
+                                                                 sharding=sharding)).minimize(loss)
     exe, scope = fg.Executor(), fg.Scope()
     exe.run(startup, scope=scope)
     x_value, y_value = data(get_world().rank)
@@ -112,8 +116,11 @@ def worker(out_path, steps, block):
     steppers = {}
     for mode, make in (("static", static_stepper), ("eager", eager_stepper)):
         for name, (mb, path) in variants.items():
+            if name in SHARDED and mode != "static":
+                continue
             world.allreduce_path = path  # DataParallel chooses at wrap time whether to overlap
-            steppers[(mode, name)] = on_path(world, path, make(mb))
+            stepper = static_stepper(mb, sharding=True) if name in SHARDED else make(mb)
+            steppers[(mode, name)] = on_path(world, path, stepper)
     times = {key: [] for key in steppers}
     comm = {key: [] for key in steppers}
     cpu = {key: [] for key in steppers}
@@ -146,6 +153,7 @@ class PhaseClock:
         self.marks = {}
         op = get_op_def("c_bucket_allreduce")
         kernel, start, arrive = op.kernel, comm_buckets.SharedBucket.start, comm_buckets.PairReduce._arrive
+        self._time_sharded()
 
         def timed_kernel(xs, **attrs):
             self.mark("op")
@@ -163,6 +171,33 @@ class PhaseClock:
         op.kernel, comm_buckets.SharedBucket.start, comm_buckets.PairReduce._arrive = (
             timed_kernel, timed_start, timed_arrive)
 
+    def _time_sharded(self):
+        """The sharded SGD op (c_bucket_sgd): packed, barrier passed, half summed and updated, published."""
+        op = get_op_def("c_bucket_sgd")
+        kernel, pack, exchange, gather = (op.kernel, comm_shards.pack, comm_shards.exchange,
+                                          comm_shards.NodeCopy.gather)
+
+        def timed_kernel(*args, **attrs):
+            self.mark("op")
+            out = kernel(*args, **attrs)
+            self.mark("summed")
+            return out
+
+        def timed_pack(*args, **kwargs):
+            pack(*args, **kwargs)
+            self.mark("packed")
+
+        def timed_exchange(*args, **kwargs):
+            out = exchange(*args, **kwargs)
+            self.mark("barrier")
+            return out
+
+        def timed_gather(copy, *args, **kwargs):
+            self.mark("updated")
+            return gather(copy, *args, **kwargs)
+        op.kernel, comm_shards.pack, comm_shards.exchange, comm_shards.NodeCopy.gather = (
+            timed_kernel, timed_pack, timed_exchange, timed_gather)
+
     def mark(self, name):
         self.marks[name] = (time.perf_counter(), time.thread_time())
 
@@ -175,6 +210,7 @@ def phase_worker(out_path, steps, block):
     steppers = {"alone": static_stepper(None)}
     if world.size > 1:
         steppers["bucketed"] = static_stepper(25.0)
+        steppers["sharded"] = static_stepper(25.0, sharding=True)
     for step in steppers.values():
         for _ in range(3):
             step()
@@ -205,7 +241,14 @@ def phase_samples(every):
         add(f"{name}|step wall (slower rank)", max(m["end"][0] for m in marks) - min(m["start"][0] for m in marks))
         for rank, m in enumerate(marks):
             add(f"{name}|cpu, rank {rank}: whole step", m["end"][1] - m["start"][1])
-            if "op" in m:
+            if "updated" in m:  # the sharded update: the sum and the SGD of half the bucket, in one pass
+                add(f"{name}|cpu, rank {rank}: forward and backward", m["op"][1] - m["start"][1])
+                add(f"{name}|cpu, rank {rank}: pack the peer's half into the bucket", m["packed"][1] - m["op"][1])
+                add(f"{name}|wall, rank {rank}: wait at the barrier", m["barrier"][0] - m["packed"][0])
+                add(f"{name}|cpu, rank {rank}: sum and update (SGD) of its half", m["updated"][1] - m["barrier"][1])
+                add(f"{name}|wall, rank {rank}: publish (barrier)", m["summed"][0] - m["updated"][0])
+                add(f"{name}|cpu, rank {rank}: rest of the step", m["end"][1] - m["summed"][1])
+            elif "op" in m:
                 add(f"{name}|cpu, rank {rank}: forward and backward", m["op"][1] - m["start"][1])
                 add(f"{name}|cpu, rank {rank}: pack into the bucket", m["packed"][1] - m["op"][1])
                 add(f"{name}|wall, rank {rank}: wait at the barrier", m["barrier"][0] - m["packed"][0])
@@ -232,7 +275,7 @@ def phases(args):
     for key, samples in results.items():
         nproc, name, what = key.split("|")
         median, fast = percentiles(samples, 50, 10)
-        label = "1 rank" if nproc == "1" else f"2 ranks, {'no all-reduce' if name == 'alone' else 'bucketed'}"
+        label = "1 rank" if nproc == "1" else f"2 ranks, {'no all-reduce' if name == 'alone' else name}"
         rows.append([label, what, f"{median:.3f}", f"{fast:.3f}"])
     print_table(f"static step in parts, MLP {'-'.join(map(str, SIZES))}, batch {BATCH} per rank, two-rank shared "
                 f"bucket (median and 10th percentile of {args.steps * (args.block - 1) * args.launches} steps)",
@@ -311,6 +354,8 @@ def main():
         base, base_fast = percentiles(results[f"{mode}|1 rank"][0], 50, 10)
         alone = float(np.median(results[f"{mode}|no all-reduce"][0]))
         for name in ("1 rank", *VARIANTS):
+            if f"{mode}|{name}" not in results:
+                continue
             t, c, work = results[f"{mode}|{name}"]
             step, fast, low, high = percentiles(t, 50, 10, 25, 75)
             label = name if name == "1 rank" else f"2 ranks, {name}"
