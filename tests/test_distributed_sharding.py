@@ -18,21 +18,30 @@ import pytest
 import fluidgrad as fg
 import fluidgrad.distributed as dist
 from fluidgrad.framework import unique_name_guard
+from fluidgrad.ops import accel
 
 from test_distributed import launch
 
 TOLERANCE = 2e-5  # float32 rounding after 20 steps (observed below 1e-5)
 CASES = ["sgd-noclip", "sgd-norm", "momentum-noclip", "momentum-norm", "adam-noclip", "adam-norm",
-         "adam-norm-one-bucket", "momentum-l2-schedule", "adamw-value", "adam-norm-mpi", "sgd-resume"]
+         "adam-norm-one-bucket", "momentum-l2-schedule", "adamw-value", "adam-norm-mpi", "sgd-resume", "sgd-l2-mpi",
+         "momentum-noclip-unfused", "momentum-nesterov-l2", "momentum-nesterov-l2-numpy", "adam-noclip-unfused",
+         "adamw-l2-noclip", "adam-l2-numpy"]
+# SGD, Momentum and Adam without clipping: one fused op per bucket (reduce-scatter, update, all-gather)
+FUSED = {"sgd-noclip": "c_bucket_sgd", "sgd-resume": "c_bucket_sgd", "sgd-l2-mpi": "c_bucket_sgd",
+         "momentum-noclip": "c_bucket_momentum", "momentum-l2-schedule": "c_bucket_momentum",
+         "momentum-nesterov-l2": "c_bucket_momentum", "momentum-nesterov-l2-numpy": "c_bucket_momentum",
+         "adam-noclip": "c_bucket_adam", "adamw-l2-noclip": "c_bucket_adam", "adam-l2-numpy": "c_bucket_adam"}
 STATE_ENTRIES = {"sgd": 0, "momentum": 6, "adam": 24, "adamw": 24}  # accumulators of 6 parameters
 
 
 @pytest.mark.parametrize("nproc", [2, 4])
 def test_sharded_training_equals_single_process_on_the_whole_batch(tmp_path, nproc):
-    """SGD, Momentum, Adam, AdamW; global-norm and by-value clipping; L2 decay with a learning-rate
-    schedule; several buckets and one; the shared-memory and the MPI paths; a checkpoint saved and
-    loaded back mid-run: the loss, every parameter and the whole optimizer state match after 20
-    steps, the ranks hold the same values (one node copy), and the Program shows the collectives."""
+    """SGD, Momentum (and Nesterov), Adam, AdamW; global-norm and by-value clipping; L2 decay with a
+    learning-rate schedule; several buckets and one; the shared-memory and the MPI paths; the fused
+    updates (compiled and NumPy) and the unfused ops; a checkpoint saved and loaded back mid-run:
+    the loss, every parameter and the whole optimizer state match after 20 steps, the ranks hold
+    the same values (one node copy), and the Program shows the collectives."""
     pytest.importorskip("mpi4py", reason="the `dist` extra (mpi4py + the mpich wheel) is not installed")
     out = tmp_path / "result.json"
     result = launch(nproc, "sharding.py", out)
@@ -54,10 +63,12 @@ def test_sharded_training_equals_single_process_on_the_whole_batch(tmp_path, npr
         if case["copy"] != expected_copy:
             problems.append(f"{name}: the parameters live in a {case['copy']} copy, expected {expected_copy}")
         program = case["program"]
-        if "c_bucket_allreduce(" in program or program.count("= c_bucket_reducescatter(") < 1:
-            problems.append(f"{name}: the program does not reduce-scatter its buckets")
+        sharded_op = FUSED.get(name, "c_bucket_reducescatter")
+        if "c_bucket_allreduce(" in program or program.count(f"= {sharded_op}(") < 1:
+            problems.append(f"{name}: the program does not reduce its buckets with {sharded_op}")
     assert not problems, "\n".join(problems)
     assert cases["momentum-l2-schedule"]["lr"] == pytest.approx(0.05 * 0.5 ** 4, rel=1e-6)  # StepDecay(5), stepped 20 times
+    assert cases["momentum-nesterov-l2"]["program"].count("= c_bucket_momentum(") == 1  # one bucket
     one = cases["adam-norm-one-bucket"]["program"]
     assert one.count("= c_bucket_reducescatter(") == 1 and cases["adam-norm"]["program"].count(
         "= c_bucket_reducescatter(") > 1
@@ -113,26 +124,42 @@ def build(optimizer, sharding=True, bucket_mb=25.0):
     return main, startup, loss
 
 
-def test_sharded_program_in_a_world_of_one_trains_as_its_optimizer():
+OPTIMIZERS = {
+    "adam-clip": (lambda: fg.optimizer.Adam(0.05, grad_clip=fg.nn.ClipGradByGlobalNorm(0.1)), "adam"),
+    "momentum-nesterov-l2": (lambda: fg.optimizer.Momentum(0.05, use_nesterov=True, weight_decay=0.01),
+                             "c_bucket_momentum"),
+    "sgd": (lambda: fg.optimizer.SGD(0.1), "c_bucket_sgd"),
+    "adam-l2": (lambda: fg.optimizer.Adam(0.05, weight_decay=0.01), "c_bucket_adam"),
+    "adamw": (lambda: fg.optimizer.AdamW(0.05, weight_decay=0.1), "c_bucket_adam"),
+}
+
+
+@pytest.mark.parametrize("numba", [True, False], ids=["compiled", "numpy"])
+@pytest.mark.parametrize("kind", list(OPTIMIZERS))
+def test_sharded_program_in_a_world_of_one_trains_as_its_optimizer(kind, numba):
     """One rank: the parts are whole buckets, and training equals the plain optimizer's."""
+    make, update_op = OPTIMIZERS[kind]
     results = []
     for sharding in (False, True):
         with unique_name_guard():
-            main, startup, loss = build(fg.optimizer.Adam(0.05, grad_clip=fg.nn.ClipGradByGlobalNorm(0.1)), sharding)
+            main, startup, loss = build(make(), sharding)
         scope, exe = fg.Scope(), fg.Executor()
         fg.seed(3)
         exe.run(startup, scope=scope)
-        losses = [exe.run(main, feed={"x": np.full((2, 3), k / 10, "float32")}, fetch_list=[loss], scope=scope)[0]
-                  for k in range(5)]
+        with accel.use_numba(numba):
+            losses = [exe.run(main, feed={"x": np.full((2, 3), k / 10, "float32")}, fetch_list=[loss],
+                              scope=scope)[0] for k in range(5)]
         results.append((losses, {p.name: np.array(scope[p.name]) for p in main.all_parameters()}))
     (plain_losses, plain), (sharded_losses, sharded) = results
     np.testing.assert_allclose(sharded_losses, plain_losses, rtol=1e-6)
     for name in plain:
         np.testing.assert_allclose(sharded[name], plain[name], rtol=1e-5, atol=1e-7)
     ops = [op.type for op in main.global_block().ops]
-    assert ops.count("c_bucket_reducescatter") == 1 and ops.count("adam") == 1  # one bucket, one update
-    assert "c_bucket_allreduce" not in ops and ops[-1] == "c_bucket_allgather"
-    assert [op.type for op in startup.global_block().ops].count("c_bucket_broadcast") == 3  # params, 2 moments
+    assert ops.count(update_op) == 1 and "c_bucket_allreduce" not in ops  # one bucket, one update
+    assert ops.count("c_bucket_reducescatter") == (update_op == "adam")
+    startup_ops = [op.type for op in startup.global_block().ops]
+    assert startup_ops.count("c_bucket_broadcast") == {"adam": 3, "c_bucket_momentum": 2, "c_bucket_sgd": 1,
+                                                       "c_bucket_adam": 3}[update_op]
 
 
 def test_sharding_falls_back_to_the_plain_all_reduce_where_parts_cannot_do():
@@ -169,6 +196,13 @@ def test_sharded_ops_refuse_bad_buckets_by_name():
                             {"bucket": "b", "shapes": [[1], [2]], "nranks": 1})
         with pytest.raises(ValueError, match="c_bucket_broadcast: bucket must name"):
             block.append_op("c_bucket_broadcast", {"X": [u]}, {"Out": [u]}, {})
+        lr = fg.static.data("lr", [1], "float32")
+        with pytest.raises(ValueError, match="c_bucket_sgd: copy must name the node copy"):
+            block.append_op("c_bucket_sgd", {"X": [u], "Param": [u], "LearningRate": lr}, {"ParamOut": [u]},
+                            {"bucket": "b"})
+        with pytest.raises(ValueError, match=r"c_bucket_momentum: Velocity must match the gradients X one to one"):
+            block.append_op("c_bucket_momentum", {"X": [u], "Param": [u], "Velocity": [v], "LearningRate": lr},
+                            {"ParamOut": [u], "VelocityOut": [v]}, {"bucket": "b", "copy": "c"})
         # 3 elements on 2 ranks: parts of 2, the last one padded
         block.append_op("c_bucket_shard", {"X": [u]}, {"Out": out}, {"nranks": 2})
         assert out.shape == (2,)

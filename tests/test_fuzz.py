@@ -502,7 +502,10 @@ def test_every_differentiable_op_is_fuzzed_or_excused():
         "leaky_step", "unreduce", "reshape_as", "slice_grad", "gather_grad", "one_hot_like",
         "clip_mask", "conv2d_input_grad", "conv2d_filter_grad", "pool2d_grad", "max_pool2d_select",
         "select_input_grad", "split_as", "relu_grad", "sigmoid_grad", "tanh_grad", "softmax_grad",
-        "softmax_with_cross_entropy_grad",
+        "softmax_with_cross_entropy_grad", "counted_mean_grad",
+        # cross_entropy's mean over labels not ignored (integer labels, as softmax_with_cross_entropy's):
+        # op cases in tests/op_cases/core_loss.py, whole losses in tests/test_ignore_index.py
+        "counted_mean",
         # op cases in tests/op_cases/attention.py (mask, causal, grad of grad, eager); public use in
         # tests/test_attention.py
         "attention_softmax",

@@ -35,7 +35,8 @@ from ..framework import OPTIMIZE, Block, Operator, Program, Variable, unique_nam
 from ..framework.emit import constant, emit
 from ..nn.clip import ClipGradByGlobalNorm, ClipGradByValue
 from ..ops.comm import get_world
-from ..optimizer import Optimizer
+from ..optimizer import SGD, Adam, AdamW, Momentum, Optimizer
+from ..regularizer import L2Decay
 from .buckets import plan_buckets
 
 ParamsGrads = list[tuple[Variable, Variable]]
@@ -43,6 +44,21 @@ ParamsGrads = list[tuple[Variable, Variable]]
 # in the same order, which minimize() checks): a copy holds training state, so two programs
 # must never share one, even when both were built under unique_name_guard with the same names
 _COPIES = itertools.count()
+
+
+# SGD, Momentum and Adam without clipping: the bucket's reduce-scatter, update and all-gather as one op
+# (c_bucket_sgd / c_bucket_momentum / c_bucket_adam), the sum and the update in one pass (ops/fused_shards.py)
+FUSE_UPDATES = True
+
+
+def fused_update(optimizer: Optimizer) -> str | None:
+    """The fused op that can do `optimizer`'s whole sharded update, or None."""
+    regularization = optimizer.regularization
+    if (not FUSE_UPDATES or optimizer._grad_clip is not None
+            or not (regularization is None or type(regularization) is L2Decay)):
+        return None
+    return {SGD: "c_bucket_sgd", Momentum: "c_bucket_momentum", Adam: "c_bucket_adam",
+            AdamW: "c_bucket_adam"}.get(type(optimizer))
 
 
 def sharding_unsupported(optimizer: Optimizer) -> str | None:
@@ -86,6 +102,10 @@ def append_sharded_update(optimizer: Optimizer, block: Block, startup: Program, 
     grads = [g for _, g in pairs]
     plan = plan_buckets([g.shape for g in grads], [g.dtype for g in grads], bucket_bytes, first_bucket_bytes)
     buckets = [ShardedBucket(block, [pairs[i] for i in indices], nranks) for indices in plan]
+    fused = fused_update(optimizer)
+    if fused is not None:
+        lr = optimizer._create_lr_var(block, startup, pairs[0][0].dtype)
+        return [_append_fused_update(fused, optimizer, block, startup, b, lr) for b in buckets]
     for b in buckets:
         block.append_op("c_bucket_reducescatter", {"X": b.grads}, {"Out": b.grad_part},
                         {"reduce": "avg", "bucket": b.key, "nranks": nranks, **role})
@@ -95,6 +115,29 @@ def append_sharded_update(optimizer: Optimizer, block: Block, startup: Program, 
     for b, grad_part in zip(buckets, parts):
         update_ops.append(_append_bucket_update(optimizer, block, startup, b, grad_part, lr))
     return update_ops
+
+
+def _append_fused_update(op_type: str, optimizer: Optimizer, block: Block, startup: Program, b: ShardedBucket,
+                         lr: Variable) -> Operator:
+    decay = optimizer.regularization.coeff if optimizer.regularization is not None else 0.0
+    attrs = {"reduce": "avg", "bucket": b.key, "copy": b.copy_key, "nranks": b.nranks, "decay": decay,
+             "op_role": OPTIMIZE}
+    inputs: dict[str, Any] = {"X": b.grads, "Param": b.params, "LearningRate": lr}
+    outputs: dict[str, Any] = {"ParamOut": b.params}
+    _append_startup_fill(startup, b.params, b.copy_key)
+    if op_type == "c_bucket_momentum":
+        velocities = [optimizer._accumulator(block, startup, p, "Velocity") for p in b.params]
+        inputs["Velocity"], outputs["VelocityOut"] = velocities, velocities
+        attrs.update(optimizer.update_attrs())
+        _append_startup_fill(startup, velocities, b.copy_key + ".velocity")
+    if op_type == "c_bucket_adam":
+        attrs.update(optimizer.update_attrs())
+        for slot in ("Moment1", "Moment2", "Beta1Pow", "Beta2Pow"):
+            accs = [optimizer._accumulator(block, startup, p, slot) for p in b.params]
+            inputs[slot], outputs[slot + "Out"] = accs, accs
+            if slot.startswith("Moment"):
+                _append_startup_fill(startup, accs, f"{b.copy_key}.{slot.lower()}")
+    return block.append_op(op_type, inputs, outputs, attrs)
 
 
 def _append_clip(optimizer: Optimizer, block: Block, parts: list[Variable]) -> list[Variable]:

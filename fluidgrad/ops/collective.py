@@ -11,7 +11,10 @@ Sharded buckets (ZeRO stage 1, `DistributedOptimizer(..., sharding=True)`, see c
 `c_bucket_reducescatter` gives each rank its part of a bucket's averaged gradient,
 `c_bucket_shard` its part of the parameters or optimizer state, the ordinary update ops run on
 those parts, `c_bucket_allgather` writes them into the node's one copy and publishes it, and
-`c_bucket_broadcast` (startup) fills that copy with rank 0's values.
+`c_bucket_broadcast` (startup) fills that copy with rank 0's values. `c_bucket_sgd`,
+`c_bucket_momentum` and `c_bucket_adam` do a bucket's reduce-scatter, update and all-gather in one op, the sum and
+the update in one pass written straight into the node's copy (no clipping: it needs the whole
+gradient first).
 
 `c_bucket_allreduce` reduces a bucket of tensors with one collective: it packs them into a
 flat buffer kept from run to run (`World.bucket`: shared memory when every rank is on one
@@ -28,7 +31,7 @@ from math import prod
 
 import numpy as np
 
-from . import comm_shards, placement
+from . import comm_shards, fused_shards, placement
 from .comm import get_world
 from .comm_shards import Layout
 from .grad_builder import GradBuilder
@@ -429,3 +432,125 @@ register_op("c_bucket_broadcast", inputs="X*", outputs="Out*", attrs={"bucket": 
             doc="Out = rank `root`'s X on every rank, held once per node under `bucket` (read-only views of the "
                 "copy c_bucket_allgather later completes): how a sharded program's startup shares its parameters "
                 "and optimizer state. No gradient (startup state).")
+
+
+# ------------------------------------------------------------------ fused sharded updates (fused_shards.py)
+def _learning_rate(lr) -> float:
+    return float(np.asarray(lr).reshape(-1)[0])
+
+
+def _bucket_sgd_kernel(xs, params, learning_rate, reduce="avg", bucket="", copy="", nranks=1, decay=0.0,
+                       ring_id=0):
+    world = _world_of("c_bucket_sgd", nranks)
+    grads = [np.asarray(x) for x in xs]
+    layout = Layout([g.shape for g in grads], nranks)
+    dtype = grads[0].dtype
+    scale = dtype.type(1 / world.size) if reduce == "avg" else None
+    lr = _learning_rate(learning_rate)
+
+    def update(own, own_scale, rows, skip, start, param):
+        fused_shards.sgd(own, own_scale, rows, skip, start, param, lr, decay)
+    (out,) = comm_shards.update_in_place(world, ("shard", bucket, tuple(layout.shapes)), grads, layout, scale,
+                                         [(copy, [np.asarray(p) for p in params])], update,
+                                         f"op c_bucket_sgd ({bucket})")
+    return out
+
+
+def _bucket_momentum_kernel(xs, params, velocities, learning_rate, reduce="avg", bucket="", copy="", nranks=1,
+                            decay=0.0, mu=0.9, use_nesterov=False, ring_id=0):
+    world = _world_of("c_bucket_momentum", nranks)
+    grads = [np.asarray(x) for x in xs]
+    layout = Layout([g.shape for g in grads], nranks)
+    dtype = grads[0].dtype
+    scale = dtype.type(1 / world.size) if reduce == "avg" else None
+    lr = _learning_rate(learning_rate)
+
+    def update(own, own_scale, rows, skip, start, param, velocity):
+        fused_shards.momentum(own, own_scale, rows, skip, start, param, velocity, lr, mu, decay, use_nesterov)
+    out, velocity_out = comm_shards.update_in_place(
+        world, ("shard", bucket, tuple(layout.shapes)), grads, layout, scale,
+        [(copy, [np.asarray(p) for p in params]), (copy + ".velocity", [np.asarray(v) for v in velocities])],
+        update, f"op c_bucket_momentum ({bucket})")
+    return out, velocity_out
+
+
+def _fused_update_infer(states: tuple[str, ...]):
+    def infer(ctx) -> None:
+        shapes, dtype = _float_bucket(ctx)
+        _check_nranks(ctx)
+        _check_key(ctx, "the op's gradient buffer")
+        if not ctx.attr("copy"):
+            raise ctx.shape_error("copy must name the node copy of the bucket's parameters (a key no other op uses)")
+        if ctx.attr("reduce") not in ("sum", "avg"):
+            raise ctx.shape_error(f"reduce must be 'sum' or 'avg', got {ctx.attr('reduce')!r}")
+        if tuple(ctx.shape("LearningRate")) not in ((1,), ()):
+            raise ctx.shape_error(f"{ctx.describe('LearningRate')} must hold exactly one element")
+        for slot in states:
+            if list(ctx.shapes(slot)) != list(shapes) or set(ctx.dtypes(slot)) != {dtype}:
+                raise ctx.shape_error(f"{slot} must match the gradients X one to one: X are "
+                                      f"{[list(s) for s in shapes]} ({dtype}), {slot} are "
+                                      f"{[list(s) for s in ctx.shapes(slot)]} ({sorted(set(ctx.dtypes(slot)))})")
+            for i, shape in enumerate(shapes):
+                ctx.set_output(slot + "Out", shape, dtype, index=i)
+    return infer
+
+
+register_op("c_bucket_sgd", inputs="X* Param* LearningRate", outputs="ParamOut*",
+            attrs={"reduce": "avg", "bucket": "", "copy": "", "nranks": 1, "decay": 0.0, "ring_id": 0},
+            kernel=_bucket_sgd_kernel, infer=_fused_update_infer(("Param",)), grad=NO_GRADIENT,
+            doc="Sharded SGD of a bucket (ZeRO stage 1) in one op: X (the gradients) summed or averaged over "
+                "ranks, this rank's part only, then Param -= LearningRate * (X + decay * Param) on that part, "
+                "in one pass, written into the node's one copy of the parameters (`copy`), published to every "
+                "rank; ParamOut (= Param) are read-only views of it. No gradient (an update).")
+register_op("c_bucket_momentum", inputs="X* Param* Velocity* LearningRate", outputs="ParamOut* VelocityOut*",
+            attrs={"reduce": "avg", "bucket": "", "copy": "", "nranks": 1, "decay": 0.0, "mu": 0.9,
+                   "use_nesterov": False, "ring_id": 0},
+            kernel=_bucket_momentum_kernel, infer=_fused_update_infer(("Param", "Velocity")), grad=NO_GRADIENT,
+            doc="Sharded momentum of a bucket (ZeRO stage 1) in one op, as c_bucket_sgd, with the momentum op's "
+                "update (v = mu * v + g; Param -= lr * v, or Nesterov) and the velocities kept in the node copy "
+                "`copy`.velocity. No gradient (an update).")
+
+
+def _bucket_adam_kernel(xs, params, moment1, moment2, beta1_pow, beta2_pow, learning_rate, reduce="avg", bucket="",
+                        copy="", nranks=1, decay=0.0, beta1=0.9, beta2=0.999, epsilon=1e-8, weight_decay=0.0,
+                        ring_id=0):
+    world = _world_of("c_bucket_adam", nranks)
+    grads = [np.asarray(x) for x in xs]
+    layout = Layout([g.shape for g in grads], nranks)
+    dtype = grads[0].dtype
+    scale = dtype.type(1 / world.size) if reduce == "avg" else None
+    lr = _learning_rate(learning_rate)
+    b1_pow, b2_pow = _learning_rate(beta1_pow[0]), _learning_rate(beta2_pow[0])  # equal for every parameter
+
+    def update(own, own_scale, rows, skip, start, param, m1, m2):
+        fused_shards.adam(own, own_scale, rows, skip, start, param, m1, m2, lr, beta1, beta2, b1_pow, b2_pow,
+                          epsilon, decay, weight_decay)
+    out, m1_out, m2_out = comm_shards.update_in_place(
+        world, ("shard", bucket, tuple(layout.shapes)), grads, layout, scale,
+        [(copy, [np.asarray(p) for p in params]), (copy + ".moment1", [np.asarray(m) for m in moment1]),
+         (copy + ".moment2", [np.asarray(m) for m in moment2])], update, f"op c_bucket_adam ({bucket})")
+    pows = [[np.asarray(b) * np.asarray(b).dtype.type(beta) for b in bs] for bs, beta in
+            ((beta1_pow, beta1), (beta2_pow, beta2))]
+    return out, m1_out, m2_out, pows[0], pows[1]
+
+
+def _bucket_adam_infer(ctx) -> None:
+    _fused_update_infer(("Param", "Moment1", "Moment2"))(ctx)
+    count = len(ctx.shapes("X"))
+    for slot in ("Beta1Pow", "Beta2Pow"):
+        shapes = ctx.shapes(slot)
+        if len(shapes) != count or any(tuple(s) not in ((1,), ()) for s in shapes):
+            raise ctx.shape_error(f"{slot} must hold one 1-element power per gradient X ({count}), got "
+                                  f"{[list(s) for s in shapes]}")
+        for i, (shape, dtype) in enumerate(zip(shapes, ctx.dtypes(slot))):
+            ctx.set_output(slot + "Out", shape, dtype, index=i)
+
+
+register_op("c_bucket_adam", inputs="X* Param* Moment1* Moment2* Beta1Pow* Beta2Pow* LearningRate",
+            outputs="ParamOut* Moment1Out* Moment2Out* Beta1PowOut* Beta2PowOut*",
+            attrs={"reduce": "avg", "bucket": "", "copy": "", "nranks": 1, "decay": 0.0, "beta1": 0.9,
+                   "beta2": 0.999, "epsilon": 1e-8, "weight_decay": 0.0, "ring_id": 0},
+            kernel=_bucket_adam_kernel, infer=_bucket_adam_infer, grad=NO_GRADIENT,
+            doc="Sharded Adam of a bucket (ZeRO stage 1) in one op, as c_bucket_sgd, with the adam op's update "
+                "(weight_decay: AdamW's decoupled decay) and both moments kept in the node copies `copy`.moment1 "
+                "and .moment2; the beta powers (equal for every parameter) advance on every rank. No gradient.")

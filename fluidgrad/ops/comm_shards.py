@@ -72,7 +72,8 @@ def gather_part(arrays: Sequence[np.ndarray], layout: Layout, rank: int, dtype: 
                 scale: Any = None) -> np.ndarray:
     """Part `rank` of the flattened, padded `arrays`, a new array (scaled by `scale` if given)."""
     lo, hi = layout.bounds(rank)
-    out = np.zeros(layout.part, dtype)
+    out = np.empty(layout.part, dtype)
+    out[max(layout.size - lo, 0):] = 0  # the padding
     for i, a, b in layout.overlaps(lo, hi):
         start = layout.offsets[i] + a - lo
         source = flat(arrays[i])[a:b]
@@ -100,26 +101,14 @@ def pack(into: np.ndarray, arrays: Sequence[np.ndarray], layout: Layout, scale: 
 def reduce_scatter(world: Any, key: Any, arrays: Sequence[np.ndarray], layout: Layout, scale: Any,
                    what: str) -> np.ndarray:
     """This rank's part of the sum over ranks of the flattened `arrays` (each scaled by `scale`)."""
-    dtype = arrays[0].dtype
-    rank = world.rank
-    lo, hi = layout.bounds(rank)
-    bucket = world.bucket(key, layout.padded, dtype)
-    if not bucket.shared:
-        pack(bucket.input, arrays, layout, scale)
-        out = np.empty(layout.part, dtype)
-        world.wait(world.comm.Ireduce_scatter_block(bucket.input, out, op=world.mpi.SUM), what)
-        return out
-    row = bucket.input
-    pack(row, arrays, layout, scale, skip=(lo, hi))  # the parts the other ranks own
-    rows = bucket.sets[bucket.turn] if bucket.pair else bucket.rows
-    bucket.turn = (bucket.turn + 1) % len(bucket.sets)
-    bucket.win.Sync()
-    world.wait(bucket.node.Ibarrier(), what)
-    bucket.win.Sync()
+    rows, skip, summed = exchange(world, key, arrays, layout, scale, what)
+    if summed is not None:
+        return summed
     start = time.perf_counter()
-    out = gather_part(arrays, layout, rank, dtype, scale)  # this rank's own part, read where it lies
+    lo, hi = layout.bounds(world.rank)
+    out = gather_part(arrays, layout, world.rank, arrays[0].dtype, scale)  # own part, read where it lies
     for other in range(len(rows)):
-        if other != bucket.rank:
+        if other != skip:
             np.add(out, rows[other, lo:hi], out=out)
     world.comm_seconds += time.perf_counter() - start
     return out
@@ -227,3 +216,61 @@ def find_copy(copies: Any, arrays: Sequence[np.ndarray], layout: Layout) -> Node
         if copy.span[0] <= address < copy.span[1] and copy.holds(arrays, layout):
             return copy
     return None
+
+
+def exchange(world: Any, key: Any, arrays: Sequence[np.ndarray], layout: Layout, scale: Any,
+             what: str) -> tuple[np.ndarray, int, np.ndarray | None]:
+    """The first half of a reduce-scatter: `(rows, skip, summed)`. On one node: every rank's row
+    of the shared bucket holding the parts the others own (this rank's own part is left where it
+    lies, `skip` is this rank's row), after the barrier; `summed` None. Across nodes: no rows,
+    `summed` = this rank's part summed over ranks by MPI."""
+    dtype = arrays[0].dtype
+    bucket = world.bucket(key, layout.padded, dtype)
+    if not bucket.shared:
+        pack(bucket.input, arrays, layout, scale)
+        summed = np.empty(layout.part, dtype)
+        world.wait(world.comm.Ireduce_scatter_block(bucket.input, summed, op=world.mpi.SUM), what)
+        return np.empty((0, 0), dtype), -1, summed
+    pack(bucket.input, arrays, layout, scale, skip=layout.bounds(world.rank))
+    rows = bucket.sets[bucket.turn]
+    bucket.turn = (bucket.turn + 1) % len(bucket.sets)
+    bucket.win.Sync()
+    world.wait(bucket.node.Ibarrier(), what)
+    bucket.win.Sync()
+    return rows, bucket.rank, None
+
+
+def update_in_place(world: Any, key: Any, grads: Sequence[np.ndarray], layout: Layout, scale: Any,
+                    states: Sequence[tuple[str, Sequence[np.ndarray]]], update: Any, what: str) -> list[list[np.ndarray]]:
+    """Sum this rank's part of the gradients over ranks and update its part of each state (the
+    parameters first, then e.g. the velocities) in place, in the node's copies (`states`: the copy's
+    key and the scope's arrays), then publish them. `update(own, scale, rows, skip, start, *parts)`
+    does one piece (fused_shards.py). Returns each state's tensors (views of its copy)."""
+    dtype = grads[0].dtype
+    rank = world.rank
+    if world.size == 1:  # no copies: the whole bucket is this rank's part, updated in new arrays
+        flats = [gather_part(arrays, layout, 0, dtype) for _, arrays in states]
+        rows, skip, own = np.empty((0, 0), dtype), -1, gather_part(grads, layout, 0, dtype)
+        start, end = 0, layout.size
+        update(own[start:end], 1, rows, skip, start, *[f[start:end] for f in flats])
+        return [[f[o:o + s].reshape(shape) for o, s, shape in zip(layout.offsets, layout.sizes, layout.shapes)]
+                for f in flats]
+    rows, skip, summed = exchange(world, key, grads, layout, scale, what)
+    copies = [world.node_copy(copy_key, layout.padded, dtype) for copy_key, _ in states]
+    for copy, (_, arrays) in zip(copies, states):
+        if not copy.holds(arrays, layout):  # the scope got other arrays (a load): this rank's part goes back in
+            copy.write_part(gather_part(arrays, layout, rank, dtype), layout)
+    start = time.perf_counter()
+    lo, hi = layout.bounds(rank)
+    for i, a, b in layout.overlaps(lo, hi):
+        first = layout.offsets[i] + a
+        if summed is None:
+            own, own_scale = flat(grads[i])[a:b], scale if scale is not None else 1
+        else:
+            own, own_scale = summed[first - lo:first - lo + b - a], 1
+        update(own, own_scale, rows, skip, first, *[c.flat[first:first + b - a] for c in copies])
+    world.comm_seconds += time.perf_counter() - start
+    views = []
+    for k, copy in enumerate(copies):  # the last one publishes them all (one barrier on one node)
+        views.append(copy.gather(copy.flat[lo:hi], layout, what, sync=k == len(copies) - 1))
+    return views

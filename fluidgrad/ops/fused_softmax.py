@@ -96,15 +96,16 @@ def log_softmax_rows(x, out):
 
 
 @jit
-def softmax_cross_entropy_rows(x, label, softmax, loss):
-    """softmax of each row, and loss[i] = log(sum(exp(x[i] - max))) - (x[i, label[i]] - max)."""
+def softmax_cross_entropy_rows(x, label, ignore_index, softmax, loss):
+    """softmax of each row, and loss[i] = log(sum(exp(x[i] - max))) - (x[i, label[i]] - max),
+    or 0 where label[i] == ignore_index (the caller has checked every other label is a class)."""
     rows, width = x.shape
     one = x.dtype.type(1)
     for i in range(rows):
         m = row_max(x, i)
         for j in range(width):
             softmax[i, j] = x[i, j] - m
-        loss[i] = -softmax[i, label[i]]
+        loss[i] = 0 if label[i] == ignore_index else -softmax[i, label[i]]
     if width < SHORT_ROW:
         flat = softmax.reshape(-1)
         for k in range(flat.size):
@@ -117,7 +118,8 @@ def softmax_cross_entropy_rows(x, label, softmax, loss):
         total = x.dtype.type(0)
         for j in range(width):
             total += softmax[i, j]
-        loss[i] += np.log(total)
+        if label[i] != ignore_index:
+            loss[i] += np.log(total)
         r = one / total
         for j in range(width):
             softmax[i, j] *= r
@@ -174,11 +176,13 @@ def log_softmax(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def softmax_cross_entropy(logits: np.ndarray, label: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Softmax and Loss (shaped like logits with a last axis of 1) for in-range hard labels."""
+def softmax_cross_entropy(logits: np.ndarray, label: np.ndarray,
+                          ignore_index: int = -100) -> tuple[np.ndarray, np.ndarray]:
+    """Softmax and Loss (shaped like logits with a last axis of 1) for hard labels that are
+    classes or `ignore_index` (loss 0 there)."""
     softmax = np.empty(logits.shape, logits.dtype)
     loss = np.empty(logits.shape[:-1] + (1,), logits.dtype)
-    softmax_cross_entropy_rows(_rows(logits), np.ascontiguousarray(label, np.int64).reshape(-1),
+    softmax_cross_entropy_rows(_rows(logits), np.ascontiguousarray(label, np.int64).reshape(-1), int(ignore_index),
                                softmax.reshape(-1, logits.shape[-1]), loss.reshape(-1))
     return softmax, loss
 

@@ -102,46 +102,72 @@ register_op("softmax_grad", inputs="Out DOut", outputs="DX", attrs={"axis": -1},
             doc="The gradient of softmax from its output: Out * (DOut - sum(DOut * Out, axis)).")
 
 
-def _hard_label(label, logits_ndim, axis, classes=None, op="softmax_with_cross_entropy"):
-    """Labels come as [N, 1] (Paddle) or [N] (PyTorch); return them with a size-1 `axis`.
-
-    With `classes`, a label outside [0, classes) is an error: NumPy would silently wrap -1."""
+def _hard_label(label, logits_ndim, axis):
+    """Labels come as [N, 1] (Paddle) or [N] (PyTorch); return them with a size-1 `axis`."""
     if label.ndim == logits_ndim - 1:
         label = np.expand_dims(label, axis)
-    if classes is not None and label.size and (label.min() < 0 or label.max() >= classes):
-        bad = int(label.min()) if label.min() < 0 else int(label.max())
-        raise IndexError(f"{op}: label {bad} is out of range for {classes} classes")
     return label
 
 
-def _one_hot_like_kernel(label, logits, axis=-1):
+def _ignored_labels(label, classes, ignore_index, op):
+    """The mask of labels equal to `ignore_index`, or None when there is none; any other label
+    outside [0, classes) is an error (NumPy would silently wrap -1, or read past the row).
+
+    One min and one max decide the common case (every label a class, ignore_index not one)."""
+    if not label.size:
+        return None
+    low, high = label.min(), label.max()
+    if 0 <= low and high < classes and not 0 <= ignore_index < classes:
+        return None
+    ignored = label == ignore_index
+    bad = ((label < 0) | (label >= classes)) & ~ignored
+    if bad.any():
+        value = int(label[bad].flat[0])
+        raise IndexError(f"{op}: Label holds {value}, out of range for {classes} classes "
+                         f"(labels must lie in [0, {classes}) or equal ignore_index={ignore_index})")
+    return ignored if ignored.any() else None
+
+
+def _zero_where(values, ignored):
+    """values with the positions of `ignored` (broadcast along the class axis) set to 0, in place."""
+    if ignored is not None:
+        values[np.broadcast_to(ignored, values.shape)] = 0
+    return values
+
+
+def _one_hot_like_kernel(label, logits, axis=-1, ignore_index=-100):
+    """Ignored labels give a row of zeros: the loss ops build their gradients from this."""
     axis = axis % logits.ndim
     label = _hard_label(label, logits.ndim, axis)
     classes = logits.shape[axis]
-    if label.size and (label.max() >= classes or label.min() < 0):
-        raise IndexError(f"softmax_with_cross_entropy: label {int(label.max())} is out of range "
-                         f"for {classes} classes")
+    ignored = _ignored_labels(label, classes, ignore_index, "one_hot_like")
     shape = [1] * logits.ndim
     shape[axis] = classes
-    return (label == np.arange(classes).reshape(shape)).astype(logits.dtype)
+    return _zero_where((label == np.arange(classes).reshape(shape)).astype(logits.dtype), ignored)
 
 
-register_op("one_hot_like", inputs="Label Logits", outputs="Out", attrs={"axis": -1},
+register_op("one_hot_like", inputs="Label Logits", outputs="Out", attrs={"axis": -1, "ignore_index": -100},
             kernel=_one_hot_like_kernel,
             infer=lambda ctx: ctx.set_output("Out", ctx.shape("Logits"), ctx.dtype("Logits")),
-            grad=ZERO_GRADIENT, doc="One-hot labels laid out like Logits along `axis`; constant in both.")
+            grad=ZERO_GRADIENT, doc="One-hot labels laid out like Logits along `axis` (zeros at ignore_index); "
+                                      "constant in both.")
 
 
-def _swce_kernel(logits, label, soft_label=False, axis=-1):
+def _swce_kernel(logits, label, soft_label=False, axis=-1, ignore_index=-100):
     """Softmax in one buffer; the loss is log(sum(exp(shifted))) - shifted[label] (hard labels),
-    read before the buffer is exponentiated in place."""
+    read before the buffer is exponentiated in place. A hard label equal to `ignore_index` gives
+    loss 0 (its softmax row is computed as any other)."""
     axis = axis % logits.ndim
+    ignored = None
     if not soft_label:
-        label = _hard_label(label, logits.ndim, axis, logits.shape[axis])
+        label = _hard_label(label, logits.ndim, axis)
+        ignored = _ignored_labels(label, logits.shape[axis], ignore_index, "softmax_with_cross_entropy")
         # one pass per row (numba), which reads one label per row: a label broadcast over the
         # batch (a fed batch-1 label) stays on NumPy's take_along_axis, which broadcasts it
         if label.shape[:-1] == logits.shape[:-1] and fused_softmax.compiled(logits, axis=axis):
-            return fused_softmax.softmax_cross_entropy(logits, label)
+            return fused_softmax.softmax_cross_entropy(logits, label, ignore_index)
+        if ignored is not None:
+            label = np.where(ignored, 0, label)
     softmax = np.subtract(logits, row_max(logits, axis))
     if soft_label:
         loss = -_row_dot(label, softmax, axis)
@@ -153,7 +179,7 @@ def _swce_kernel(logits, label, soft_label=False, axis=-1):
     log_z = np.log(total)
     softmax /= total
     loss += log_z * label_sum if soft_label else log_z
-    return softmax, loss
+    return softmax, _zero_where(loss, ignored)
 
 
 def _swce_infer(ctx):
@@ -195,44 +221,53 @@ def _swce_grad(g: GradBuilder) -> None:
         dlogits = g.op("elementwise_mul", {"X": diff, "Y": dloss})
     else:
         dlogits = g.op("softmax_with_cross_entropy_grad", {"Softmax": softmax, "Label": label, "DLoss": dloss},
-                       axis=axis)
+                       axis=axis, ignore_index=g.attr("ignore_index"))
     if g.has_output_grad("Softmax"):
         dlogits = g.op("elementwise_add", {"X": dlogits, "Y": _softmax_vjp(g, softmax, g.output_grad("Softmax"), axis)})
     g.set_input_grad("Logits", dlogits)
 
 
 register_op("softmax_with_cross_entropy", inputs="Logits Label", outputs="Softmax Loss",
-            attrs={"soft_label": False, "axis": -1}, kernel=_swce_kernel, infer=_swce_infer, grad=_swce_grad,
-            doc="Softmax and cross-entropy fused for stability: Loss = logsumexp(Logits) - Logits[Label].")
+            attrs={"soft_label": False, "axis": -1, "ignore_index": -100}, kernel=_swce_kernel, infer=_swce_infer,
+            grad=_swce_grad,
+            doc="Softmax and cross-entropy fused for stability: Loss = logsumexp(Logits) - Logits[Label], "
+                "0 (and no gradient) where a hard Label equals ignore_index.")
 
 
-def _swce_grad_kernel(softmax, label, dloss, axis=-1):
+def _swce_grad_kernel(softmax, label, dloss, axis=-1, ignore_index=-100):
     """DLogits = (Softmax - one_hot(Label)) * DLoss in one buffer: scale, then subtract DLoss
-    at each label."""
+    at each label; rows of ignored labels are 0 (set, not multiplied: DLoss may be inf there,
+    the gradient of a mean over no counted label)."""
     axis = axis % softmax.ndim
     dlogits = np.multiply(softmax, dloss)
-    label = _hard_label(label, softmax.ndim, axis, softmax.shape[axis]).astype(np.int64, copy=False)
+    label = _hard_label(label, softmax.ndim, axis)
+    ignored = _ignored_labels(label, softmax.shape[axis], ignore_index, "softmax_with_cross_entropy_grad")
+    label = (label if ignored is None else np.where(ignored, 0, label)).astype(np.int64, copy=False)
     if axis == softmax.ndim - 1 and dloss.shape == label.shape:      # rows: one fancy-indexed update
         rows = dlogits.reshape(-1, softmax.shape[-1])
         rows[np.arange(rows.shape[0]), label.reshape(-1)] -= dloss.reshape(-1)
-        return dlogits
+        return _zero_where(dlogits, ignored)
     picked = np.take_along_axis(dlogits, label, axis)
     picked -= np.broadcast_to(dloss, picked.shape)
     np.put_along_axis(dlogits, label, picked, axis)
-    return dlogits
+    return _zero_where(dlogits, ignored)
 
 
 def _swce_grad_grad(g: GradBuilder) -> None:
-    """Linear in Softmax (times DLoss) and in DLoss (sum over the axis of G (Softmax - one_hot))."""
+    """Linear in Softmax (times DLoss) and in DLoss (sum over the axis of G (Softmax - one_hot)),
+    both times the mask of counted labels (the sum of the one-hot row: 0 where ignored)."""
     softmax, label, dloss, cotangent = g.input("Softmax"), g.input("Label"), g.input("DLoss"), g.output_grad("DLogits")
     axis = g.attr("axis")
+    one_hot = g.op("one_hot_like", {"Label": label, "Logits": softmax}, axis=axis, ignore_index=g.attr("ignore_index"))
+    counted = g.op("reduce_sum", {"X": one_hot}, axis=[axis], keepdim=True)
     if g.needs_input_grad("Softmax"):
-        g.set_input_grad("Softmax", g.op("elementwise_mul", {"X": cotangent, "Y": dloss}))
+        g.set_input_grad("Softmax", g.op("elementwise_mul", {"X": cotangent,
+                                                             "Y": g.op("elementwise_mul", {"X": dloss, "Y": counted})}))
     if g.needs_input_grad("DLoss"):
-        one_hot = g.op("one_hot_like", {"Label": label, "Logits": softmax}, axis=axis)
         diff = g.op("elementwise_sub", {"X": softmax, "Y": one_hot})
-        g.set_input_grad("DLoss", g.op("reduce_sum", {"X": g.op("elementwise_mul", {"X": cotangent, "Y": diff})},
-                                       axis=[axis], keepdim=True))
+        total = g.op("reduce_sum", {"X": g.op("elementwise_mul", {"X": cotangent, "Y": diff})}, axis=[axis],
+                     keepdim=True)
+        g.set_input_grad("DLoss", g.op("elementwise_mul", {"X": total, "Y": counted}))
 
 
 def _swce_grad_infer(ctx):
@@ -246,17 +281,22 @@ def _swce_grad_infer(ctx):
     ctx.set_output("DLogits", shape, ctx.dtype("Softmax"))
 
 
-register_op("softmax_with_cross_entropy_grad", inputs="Softmax Label DLoss", outputs="DLogits", attrs={"axis": -1},
+register_op("softmax_with_cross_entropy_grad", inputs="Softmax Label DLoss", outputs="DLogits",
+            attrs={"axis": -1, "ignore_index": -100},
             kernel=_swce_grad_kernel, infer=_swce_grad_infer, grad=_swce_grad_grad,
-            doc="The hard-label gradient of softmax_with_cross_entropy: (Softmax - one_hot(Label)) * DLoss.")
+            doc="The hard-label gradient of softmax_with_cross_entropy: (Softmax - one_hot(Label)) * DLoss, "
+                "0 where Label equals ignore_index.")
 
 
-def _ce_kernel(x, label, soft_label=False):
+def _ce_kernel(x, label, soft_label=False, ignore_index=-100):
     if soft_label:
         return -(label * np.log(x)).sum(axis=-1, keepdims=True)
-    label = _hard_label(label, x.ndim, x.ndim - 1, x.shape[-1], "cross_entropy")
+    label = _hard_label(label, x.ndim, x.ndim - 1)
+    ignored = _ignored_labels(label, x.shape[-1], ignore_index, "cross_entropy")
+    if ignored is not None:
+        label = np.where(ignored, 0, label)
     picked = np.take_along_axis(x, label.astype(np.int64, copy=False), -1)
-    return -np.log(picked)
+    return _zero_where(-np.log(picked), ignored)
 
 
 def _ce_infer(ctx):
@@ -271,7 +311,8 @@ def _ce_infer(ctx):
 
 def _ce_grad(g: GradBuilder) -> None:
     x, label, dy = g.input("X"), g.input("Label"), g.output_grad("Y")
-    target = label if g.attr("soft_label") else g.op("one_hot_like", {"Label": label, "Logits": x})
+    target = label if g.attr("soft_label") else g.op("one_hot_like", {"Label": label, "Logits": x},
+                                                     ignore_index=g.attr("ignore_index"))
     ratio = g.op("elementwise_div", {"X": target, "Y": x})
     g.set_input_grad("X", g.op("scale", {"X": g.op("elementwise_mul", {"X": ratio, "Y": dy})}, scale=-1.0))
     if g.attr("soft_label") and g.needs_input_grad("Label"):
@@ -279,6 +320,84 @@ def _ce_grad(g: GradBuilder) -> None:
         g.set_input_grad("Label", g.op("scale", {"X": g.op("elementwise_mul", {"X": log_x, "Y": dy})}, scale=-1.0))
 
 
-register_op("cross_entropy", inputs="X Label", outputs="Y", attrs={"soft_label": False},
+register_op("cross_entropy", inputs="X Label", outputs="Y", attrs={"soft_label": False, "ignore_index": -100},
             kernel=_ce_kernel, infer=_ce_infer, grad=_ce_grad,
-            doc="Cross-entropy of probabilities X (last axis) against labels: Y = -log X[Label].")
+            doc="Cross-entropy of probabilities X (last axis) against labels: Y = -log X[Label], "
+                "0 where a hard Label equals ignore_index.")
+
+
+# ---- the mean over counted labels ("mean" of a hard-label loss with ignore_index)
+def _counted(label, like, axis, ignore_index):
+    """(the number of labels not equal to ignore_index, and where they are, shaped like `like`, or
+    None when all count). `like` is a loss: the logits' shape with `axis` of size 1; label has
+    that axis of size 1 or lacks it, or broadcasts over it (a fed batch-1 label)."""
+    if label.size == like.size:            # one label per loss entry: a reshape, no broadcast
+        ignored = label == ignore_index
+        if not ignored.any():
+            return like.size, None
+        counted = ~ignored.reshape(like.shape)
+    else:
+        label = _hard_label(label, like.ndim, axis % like.ndim) if like.ndim else label
+        counted = np.broadcast_to(label != ignore_index, like.shape)
+    return np.count_nonzero(counted), counted
+
+
+def _counted_mean_kernel(x, label, axis=-1, ignore_index=-100, nan_when_empty=True):
+    """sum(X where counted) / count: PyTorch's mean of a loss with ignored labels, NaN (0 / 0)
+    when every label is ignored; 0 then with nan_when_empty=False (as the transpose of
+    counted_mean_grad, which is 0 then)."""
+    count, counted = _counted(label, x, axis, ignore_index)
+    total = x.sum() if counted is None else x.sum(where=counted)
+    if not count and not nan_when_empty:
+        return np.zeros((), x.dtype)
+    with np.errstate(invalid="ignore"):
+        return np.asarray(total / x.dtype.type(count), dtype=x.dtype)
+
+
+def _counted_mean_grad_kernel(dout, label, target, axis=-1, ignore_index=-100):
+    """DOut / count at each counted position of Target's shape, 0 elsewhere (also when nothing
+    counts, as PyTorch: the mean's gradient never reaches an ignored label)."""
+    count, counted = _counted(label, target, axis, ignore_index)
+    share = dout.dtype.type(dout / max(count, 1))
+    if counted is None:
+        return np.full(target.shape, share, dout.dtype)
+    return np.multiply(counted, share, dtype=dout.dtype)
+
+
+def _counted_mean_infer(ctx):
+    float_only(ctx, "X")
+    if not ctx.dtype("Label").startswith(("int", "uint")):
+        raise ctx.dtype_error(f"labels must be integers, got {ctx.describe('Label')}")
+    ctx.set_output("Out", (), ctx.dtype("X"))
+
+
+def _counted_mean_grad_infer(ctx):
+    float_only(ctx, "DOut")
+    if tuple(ctx.shape("DOut")) != ():
+        raise ctx.shape_error(f"DOut must be 0-D (the mean's gradient), got {ctx.describe('DOut')}")
+    ctx.set_output("DX", ctx.shape("Target"), ctx.dtype("DOut"))
+
+
+def _counted_mean_grad(g: GradBuilder) -> None:
+    g.set_input_grad("X", g.op("counted_mean_grad", {"DOut": g.output_grad("Out"), "Label": g.input("Label"),
+                                                     "Target": g.input_like("X")},
+                               axis=g.attr("axis"), ignore_index=g.attr("ignore_index")))
+
+
+def _counted_mean_grad_grad(g: GradBuilder) -> None:
+    """counted_mean and its gradient are each other's transpose (both linear, same mask)."""
+    if g.needs_input_grad("DOut"):
+        g.set_input_grad("DOut", g.op("counted_mean", {"X": g.output_grad("DX"), "Label": g.input("Label")},
+                                      axis=g.attr("axis"), ignore_index=g.attr("ignore_index"),
+                                      nan_when_empty=False))
+
+
+register_op("counted_mean", inputs="X Label", outputs="Out",
+            attrs={"axis": -1, "ignore_index": -100, "nan_when_empty": True},
+            kernel=_counted_mean_kernel, infer=_counted_mean_infer, grad=_counted_mean_grad,
+            doc="The mean of a per-label loss X over the labels not equal to ignore_index (one op, as "
+                "`mean`): cross_entropy's reduction='mean' with ignored labels, NaN when none counts "
+                "(0 with nan_when_empty=False).")
+register_op("counted_mean_grad", inputs="DOut Label Target", outputs="DX", attrs={"axis": -1, "ignore_index": -100},
+            kernel=_counted_mean_grad_kernel, infer=_counted_mean_grad_infer, grad=_counted_mean_grad_grad,
+            doc="counted_mean's gradient: DOut / count where the label counts, 0 elsewhere.")

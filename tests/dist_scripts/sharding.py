@@ -22,15 +22,17 @@ import numpy as np
 
 import fluidgrad as fg
 import fluidgrad.distributed as dist
+from fluidgrad.distributed import sharding
 from fluidgrad.framework import unique_name_guard
 from fluidgrad.nn import functional as F
+from fluidgrad.ops import accel
 from fluidgrad.ops.comm import get_world
 
 STEPS, PER_RANK, IN, HIDDEN, CLASSES = 20, 4, 6, 16, 3
 CLIP_NORM = 0.05
 
 
-def make_optimizer(kind, clip, decay, schedule):
+def make_optimizer(kind, clip, decay, schedule, nesterov=False):
     grad_clip = {None: None, "norm": fg.nn.ClipGradByGlobalNorm(CLIP_NORM),
                  "value": fg.nn.ClipGradByValue(0.01)}[clip]
     lr = {"sgd": 0.1, "momentum": 0.05, "adam": 0.01, "adamw": 0.01}[kind]
@@ -39,7 +41,7 @@ def make_optimizer(kind, clip, decay, schedule):
     if kind == "sgd":
         return fg.optimizer.SGD(lr, grad_clip=grad_clip, weight_decay=decay)
     if kind == "momentum":
-        return fg.optimizer.Momentum(lr, momentum=0.9, grad_clip=grad_clip, weight_decay=decay)
+        return fg.optimizer.Momentum(lr, momentum=0.9, grad_clip=grad_clip, weight_decay=decay, use_nesterov=nesterov)
     if kind == "adamw":
         return fg.optimizer.AdamW(lr, grad_clip=grad_clip, weight_decay=0.05)
     return fg.optimizer.Adam(lr, grad_clip=grad_clip, weight_decay=decay)
@@ -58,7 +60,7 @@ def rel_diff(a, b):
     return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-30))
 
 
-def build(kind, clip, decay, schedule, bucket_mb, sharded):
+def build(kind, clip, decay, schedule, bucket_mb, sharded, nesterov=False):
     """The model and optimizer; `sharded` None: a plain single-process program."""
     main, startup = fg.Program(), fg.Program()
     with unique_name_guard(), fg.program_guard(main, startup):
@@ -67,7 +69,7 @@ def build(kind, clip, decay, schedule, bucket_mb, sharded):
         h = fg.static.nn.fc(x, HIDDEN, activation="tanh")
         h = fg.static.nn.fc(h, HIDDEN, activation="tanh")
         loss = fg.mean(F.softmax_with_cross_entropy(fg.static.nn.fc(h, CLASSES), y))
-        opt = make_optimizer(kind, clip, decay, schedule)
+        opt = make_optimizer(kind, clip, decay, schedule, nesterov)
         if sharded is None:
             opt.minimize(loss, startup)
         else:
@@ -79,8 +81,11 @@ def build(kind, clip, decay, schedule, bucket_mb, sharded):
 def run_case(case, rank, world, out_dir):
     kind, clip, decay, schedule = case["kind"], case.get("clip"), case.get("decay"), case.get("schedule", False)
     fg.seed(100 + rank)  # different initial values on every rank: the startup must make them rank 0's
-    main, startup, loss, opt = build(kind, clip, decay, schedule, case.get("bucket_mb", 0.0005), True)
-    ref_main, ref_startup, ref_loss, ref_opt = build(kind, clip, decay, schedule, None, None)
+    nesterov = case.get("nesterov", False)
+    sharding.FUSE_UPDATES = case.get("fuse", True)  # SGD and Momentum without clipping: one fused op per bucket
+    main, startup, loss, opt = build(kind, clip, decay, schedule, case.get("bucket_mb", 0.0005), True, nesterov)
+    sharding.FUSE_UPDATES = True
+    ref_main, ref_startup, ref_loss, ref_opt = build(kind, clip, decay, schedule, None, None, nesterov)
     exe, scope, ref_scope = fg.Executor(), fg.Scope(), fg.Scope()
     exe.run(startup, scope=scope)
     exe.run(ref_startup, scope=ref_scope)
@@ -135,6 +140,13 @@ CASES = [
     {"name": "adamw-value", "kind": "adamw", "clip": "value"},
     {"name": "adam-norm-mpi", "kind": "adam", "clip": "norm", "path": "mpi"},
     {"name": "sgd-resume", "kind": "sgd", "resume": True},
+    {"name": "sgd-l2-mpi", "kind": "sgd", "decay": 0.01, "path": "mpi"},
+    {"name": "momentum-noclip-unfused", "kind": "momentum", "fuse": False},
+    {"name": "adam-noclip-unfused", "kind": "adam", "fuse": False},
+    {"name": "adamw-l2-noclip", "kind": "adamw"},
+    {"name": "adam-l2-numpy", "kind": "adam", "decay": 0.01, "numba": False},
+    {"name": "momentum-nesterov-l2", "kind": "momentum", "nesterov": True, "decay": 0.01, "bucket_mb": 25.0},
+    {"name": "momentum-nesterov-l2-numpy", "kind": "momentum", "nesterov": True, "decay": 0.01, "numba": False},
 ]
 
 
@@ -147,7 +159,8 @@ def main(out_path):
         if only and case["name"] not in only:
             continue
         get_world().allreduce_path = case.get("path", "auto")
-        results["cases"][case["name"]] = run_case(case, rank, world, Path(out_path).parent)
+        with accel.use_numba(case.get("numba", True)):  # False: the fused updates' NumPy fallback
+            results["cases"][case["name"]] = run_case(case, rank, world, Path(out_path).parent)
     get_world().allreduce_path = "auto"
     if rank == 0:
         Path(out_path).write_text(json.dumps(results))

@@ -17,11 +17,17 @@ __all__ = ['softmax_with_cross_entropy', 'cross_entropy', 'nll_loss', 'mse_loss'
            'margin_ranking_loss', 'cosine_similarity']
 
 
-def softmax_with_cross_entropy(logits: Any, label: Any, soft_label: bool = False, axis: int = -1,
-                               return_softmax: bool = False) -> Any:
-    """Per-example loss, shaped like logits with `axis` of size 1 (label: [N, 1] or [N] ints)."""
+def softmax_with_cross_entropy(logits: Any, label: Any, soft_label: bool = False, ignore_index: int = -100,
+                               numeric_stable_mode: bool = True, return_softmax: bool = False,
+                               axis: int = -1) -> Any:
+    """Per-example loss, shaped like logits with `axis` of size 1 (label: [N, 1] or [N] ints).
+
+    A hard label equal to `ignore_index` gives loss 0 and no gradient; any other label outside
+    [0, C) is an error. `numeric_stable_mode` is accepted for Paddle's signature: the loss is
+    always computed the stable way (logsumexp)."""
     softmax_out, loss = apply_op("softmax_with_cross_entropy", {"Logits": logits, "Label": label},
-                                 {"soft_label": bool(soft_label), "axis": int(axis)})
+                                 {"soft_label": bool(soft_label), "axis": int(axis),
+                                  "ignore_index": int(ignore_index)})
     return (loss, softmax_out) if return_softmax else loss
 
 
@@ -44,10 +50,10 @@ def _clip(x: Any, min: float = float("-inf"), max: float = float("inf")) -> Any:
     return apply_op("clip", {"X": x}, {"min": float(min), "max": float(max)})
 
 
-def _class_one_hot(label: Any, like: Any, axis: int) -> Any:
+def _class_one_hot(label: Any, like: Any, axis: int, ignore_index: int = -100) -> Any:
     """Constant one-hot of integer `label` laid out like `like` along `axis` (label has that
-    axis of size 1, or lacks it)."""
-    return apply_op("one_hot_like", {"Label": label, "Logits": like}, {"axis": axis})
+    axis of size 1, or lacks it); zeros where label == ignore_index."""
+    return apply_op("one_hot_like", {"Label": label, "Logits": like}, {"axis": axis, "ignore_index": int(ignore_index)})
 
 
 def _along(weight: Any, ndim: int, axis: int) -> Any:
@@ -91,8 +97,9 @@ def cross_entropy(input: Any, label: Any, weight: Any = None, ignore_index: int 
     in which case `input` are probabilities along the last axis.
 
     Hard labels ([N, 1] or [N] integers) may carry a class `weight` ([C]) and an `ignore_index`;
-    the mean then divides by the total weight of the counted samples (as Paddle and PyTorch).
-    With the default ignore_index=-100 no label is ignored, and a label outside [0, C) is an error.
+    a label equal to `ignore_index` (default -100, as Paddle and PyTorch) adds 0 to the loss and
+    nothing to the gradient, and the mean divides by the number (weighted: the total weight) of the
+    counted labels, NaN when none counts. Any other label outside [0, C) is an error.
     `label_smoothing` = e mixes the target with the uniform distribution as PyTorch does:
     (1 - e) * (the hard-label loss) + e / C * sum_c w_c * (-log p_c).
     """
@@ -107,16 +114,22 @@ def cross_entropy(input: Any, label: Any, weight: Any = None, ignore_index: int 
             raise ValueError("cross_entropy: label_smoothing needs use_softmax=True (logits as input)")
         return _smoothed_cross_entropy(input, label, weight, ignore_index, reduction, soft_label, axis,
                                        float(label_smoothing))
-    weighted = not soft_label and (weight is not None or ignore_index != -100)
-    if weighted:
-        label, _, factor = _hard_label_terms(input, label, weight, ignore_index, axis, "cross_entropy")
     if use_softmax:
-        loss = softmax_with_cross_entropy(input, label, soft_label=soft_label, axis=axis)
+        loss = softmax_with_cross_entropy(input, label, soft_label=soft_label, ignore_index=ignore_index, axis=axis)
     else:
-        loss = apply_op("cross_entropy", {"X": input, "Label": label}, {"soft_label": bool(soft_label)})
-    if not weighted:
+        loss = apply_op("cross_entropy", {"X": input, "Label": label},
+                        {"soft_label": bool(soft_label), "ignore_index": int(ignore_index)})
+    if soft_label:
         return _reduce(loss, reduction, "cross_entropy")
-    return _weighted_reduce(loss, factor, reduction, "cross_entropy")
+    if weight is not None:
+        one_hot = _class_one_hot(label, input, axis, ignore_index)            # zeros where ignored
+        picked = F.sum(F.multiply(one_hot, _along(weight, len(input.shape), axis)), axis=axis, keepdim=True)
+        return _weighted_reduce(loss, picked, reduction, "cross_entropy")
+    if reduction == "mean":                         # over the counted labels: NaN when none counts
+        class_axis = axis if use_softmax else len(input.shape) - 1
+        return apply_op("counted_mean", {"X": loss, "Label": label},
+                        {"axis": class_axis, "ignore_index": int(ignore_index)})
+    return _reduce(loss, reduction, "cross_entropy")
 
 
 def _smoothed_cross_entropy(input: Any, label: Any, weight: Any, ignore_index: int, reduction: str,
