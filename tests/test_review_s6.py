@@ -404,3 +404,27 @@ def test_nan_is_the_largest_value_in_descending_selections(which):
     else:
         ours, theirs = fg.topk(x, 2)[0], torch.topk(tx, 2)[0]
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+# ---------------------------------------------------------------- bad sizes: errors that name nothing
+# (tests run inside conftest's program_guard: fg.full / fg.ones build a fill_constant op there)
+_BAD_SIZES = {
+    "full": (lambda: fg.full([-2], 1.0), "-2"),
+    "ones": (lambda: fg.ones([2, -3]), "-3"),
+    "chunk": (lambda: fg.chunk(fg.to_tensor(np.ones(4)), 0), "0"),
+    "one_hot": (lambda: fg.nn.functional.one_hot(fg.to_tensor(np.array([0])), -1), "-1"),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="a bad size is not checked where it is given: in a Program full([-2]) / "
+                   "ones([2, -3]) build fill_constant ops of shape [-2] / [2, -3] and fail only at run time with "
+                   "NumPy's 'negative dimensions are not allowed' (in eager mode the same bare NumPy error); "
+                   "chunk(x, 0) is a ZeroDivisionError; one_hot(depth=-1) says 'index 0 is out of range for axis 1 "
+                   "of size -1' (functions.py: full; tensor/manipulation.py: chunk; the one_hot rule)")
+@pytest.mark.parametrize("name", sorted(_BAD_SIZES))
+def test_a_bad_size_is_refused_naming_the_function_and_the_value(name):
+    call, value = _BAD_SIZES[name]
+    with pytest.raises(ValueError) as info:
+        call()
+    message = str(info.value)
+    assert (name in message or "fill_constant" in message) and value in message, message
