@@ -25,11 +25,13 @@ from test_distributed import launch
 TOLERANCE = 2e-5  # float32 rounding after 20 steps (observed below 1e-5)
 CASES = ["sgd-noclip", "sgd-norm", "momentum-noclip", "momentum-norm", "adam-noclip", "adam-norm",
          "adam-norm-one-bucket", "momentum-l2-schedule", "adamw-value", "adam-norm-mpi", "sgd-resume", "sgd-l2-mpi",
-         "momentum-noclip-unfused", "momentum-nesterov-l2", "momentum-nesterov-l2-numpy"]
-# SGD and Momentum without clipping: one fused op per bucket (reduce-scatter, update, all-gather)
+         "momentum-noclip-unfused", "momentum-nesterov-l2", "momentum-nesterov-l2-numpy", "adam-noclip-unfused",
+         "adamw-l2-noclip", "adam-l2-numpy"]
+# SGD, Momentum and Adam without clipping: one fused op per bucket (reduce-scatter, update, all-gather)
 FUSED = {"sgd-noclip": "c_bucket_sgd", "sgd-resume": "c_bucket_sgd", "sgd-l2-mpi": "c_bucket_sgd",
          "momentum-noclip": "c_bucket_momentum", "momentum-l2-schedule": "c_bucket_momentum",
-         "momentum-nesterov-l2": "c_bucket_momentum", "momentum-nesterov-l2-numpy": "c_bucket_momentum"}
+         "momentum-nesterov-l2": "c_bucket_momentum", "momentum-nesterov-l2-numpy": "c_bucket_momentum",
+         "adam-noclip": "c_bucket_adam", "adamw-l2-noclip": "c_bucket_adam", "adam-l2-numpy": "c_bucket_adam"}
 STATE_ENTRIES = {"sgd": 0, "momentum": 6, "adam": 24, "adamw": 24}  # accumulators of 6 parameters
 
 
@@ -48,6 +50,7 @@ def test_sharded_training_equals_single_process_on_the_whole_batch(tmp_path, npr
     assert found["world"] == nproc and found["shared"]
     cases = found["cases"]
     assert sorted(cases) == sorted(CASES)
+    assert found["placed"] < 1e-6  # gradients placed in the row by their producers: the same sums and updates
     problems = []
     for name, case in cases.items():
         for what in ("loss", "params", "state"):
@@ -127,6 +130,8 @@ OPTIMIZERS = {
     "momentum-nesterov-l2": (lambda: fg.optimizer.Momentum(0.05, use_nesterov=True, weight_decay=0.01),
                              "c_bucket_momentum"),
     "sgd": (lambda: fg.optimizer.SGD(0.1), "c_bucket_sgd"),
+    "adam-l2": (lambda: fg.optimizer.Adam(0.05, weight_decay=0.01), "c_bucket_adam"),
+    "adamw": (lambda: fg.optimizer.AdamW(0.05, weight_decay=0.1), "c_bucket_adam"),
 }
 
 
@@ -154,7 +159,8 @@ def test_sharded_program_in_a_world_of_one_trains_as_its_optimizer(kind, numba):
     assert ops.count(update_op) == 1 and "c_bucket_allreduce" not in ops  # one bucket, one update
     assert ops.count("c_bucket_reducescatter") == (update_op == "adam")
     startup_ops = [op.type for op in startup.global_block().ops]
-    assert startup_ops.count("c_bucket_broadcast") == {"adam": 3, "c_bucket_momentum": 2, "c_bucket_sgd": 1}[update_op]
+    assert startup_ops.count("c_bucket_broadcast") == {"adam": 3, "c_bucket_momentum": 2, "c_bucket_sgd": 1,
+                                                       "c_bucket_adam": 3}[update_op]
 
 
 def test_sharding_falls_back_to_the_plain_all_reduce_where_parts_cannot_do():

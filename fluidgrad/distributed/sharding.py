@@ -19,6 +19,12 @@ arrays are read-only views of it, so fetches, state dicts, `io.save` on rank 0 a
 (`c_bucket_broadcast`, instead of one `c_broadcast` per parameter). Scalar optimizer state
 (Adam's beta powers) stays on every rank, advanced identically by every rank.
 
+The node copies belong to the program (keys made at minimize(), kept for the life of the
+process): its startup run again, in any scope, refills the same copies, so one sharded program
+trains one set of parameters per process. The scope's parameters are read-only: assign new
+arrays (`scope.assign`, `io.load`, `set_state_dict`), which the next step puts back into the
+copy, rather than writing into them.
+
 Clipping by global norm is computed over the parts and summed over ranks (the global norm);
 clipping by value and L1/L2 decay are elementwise. Clipping by each parameter's own norm
 (`ClipGradByNorm`) and optimizers that override how their update op is appended are not
@@ -35,7 +41,7 @@ from ..framework import OPTIMIZE, Block, Operator, Program, Variable, unique_nam
 from ..framework.emit import constant, emit
 from ..nn.clip import ClipGradByGlobalNorm, ClipGradByValue
 from ..ops.comm import get_world
-from ..optimizer import SGD, Momentum, Optimizer
+from ..optimizer import SGD, Adam, AdamW, Momentum, Optimizer
 from ..regularizer import L2Decay
 from .buckets import plan_buckets
 
@@ -46,8 +52,8 @@ ParamsGrads = list[tuple[Variable, Variable]]
 _COPIES = itertools.count()
 
 
-# SGD and Momentum without clipping: the bucket's reduce-scatter, update and all-gather as one op
-# (c_bucket_sgd / c_bucket_momentum), the sum and the update in one pass (ops/fused_shards.py)
+# SGD, Momentum and Adam without clipping: the bucket's reduce-scatter, update and all-gather as one op
+# (c_bucket_sgd / c_bucket_momentum / c_bucket_adam), the sum and the update in one pass (ops/fused_shards.py)
 FUSE_UPDATES = True
 
 
@@ -57,7 +63,8 @@ def fused_update(optimizer: Optimizer) -> str | None:
     if (not FUSE_UPDATES or optimizer._grad_clip is not None
             or not (regularization is None or type(regularization) is L2Decay)):
         return None
-    return {SGD: "c_bucket_sgd", Momentum: "c_bucket_momentum"}.get(type(optimizer))
+    return {SGD: "c_bucket_sgd", Momentum: "c_bucket_momentum", Adam: "c_bucket_adam",
+            AdamW: "c_bucket_adam"}.get(type(optimizer))
 
 
 def sharding_unsupported(optimizer: Optimizer) -> str | None:
@@ -129,6 +136,13 @@ def _append_fused_update(op_type: str, optimizer: Optimizer, block: Block, start
         inputs["Velocity"], outputs["VelocityOut"] = velocities, velocities
         attrs.update(optimizer.update_attrs())
         _append_startup_fill(startup, velocities, b.copy_key + ".velocity")
+    if op_type == "c_bucket_adam":
+        attrs.update(optimizer.update_attrs())
+        for slot in ("Moment1", "Moment2", "Beta1Pow", "Beta2Pow"):
+            accs = [optimizer._accumulator(block, startup, p, slot) for p in b.params]
+            inputs[slot], outputs[slot + "Out"] = accs, accs
+            if slot.startswith("Moment"):
+                _append_startup_fill(startup, accs, f"{b.copy_key}.{slot.lower()}")
     return block.append_op(op_type, inputs, outputs, attrs)
 
 

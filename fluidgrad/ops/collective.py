@@ -11,8 +11,8 @@ Sharded buckets (ZeRO stage 1, `DistributedOptimizer(..., sharding=True)`, see c
 `c_bucket_reducescatter` gives each rank its part of a bucket's averaged gradient,
 `c_bucket_shard` its part of the parameters or optimizer state, the ordinary update ops run on
 those parts, `c_bucket_allgather` writes them into the node's one copy and publishes it, and
-`c_bucket_broadcast` (startup) fills that copy with rank 0's values. `c_bucket_sgd` and
-`c_bucket_momentum` do a bucket's reduce-scatter, update and all-gather in one op, the sum and
+`c_bucket_broadcast` (startup) fills that copy with rank 0's values. `c_bucket_sgd`,
+`c_bucket_momentum` and `c_bucket_adam` do a bucket's reduce-scatter, update and all-gather in one op, the sum and
 the update in one pass written straight into the node's copy (no clipping: it needs the whole
 gradient first).
 
@@ -290,11 +290,16 @@ def _check_key(ctx, what: str) -> None:
                               f"(e.g. fluidgrad.framework.unique_name('grad_bucket')); got an empty key")
 
 
+def _shard_key(bucket: str, layout: Layout) -> tuple:
+    """The key of a sharded bucket's gradient rows (World.bucket)."""
+    return ("shard", bucket, tuple(layout.shapes))
+
+
 def _part_of(shapes, nranks: int) -> int:
     return Layout(shapes, nranks).part
 
 
-def _bucket_reducescatter_kernel(xs, reduce="avg", bucket="", nranks=1, ring_id=0):
+def _bucket_reducescatter_kernel(xs, reduce="avg", bucket="", nranks=1, ring_id=0, placed=None):
     world = _world_of("c_bucket_reducescatter", nranks)
     arrays = [np.asarray(x) for x in xs]
     layout = Layout([a.shape for a in arrays], nranks)
@@ -302,8 +307,8 @@ def _bucket_reducescatter_kernel(xs, reduce="avg", bucket="", nranks=1, ring_id=
         return comm_shards.gather_part(arrays, layout, 0, arrays[0].dtype)
     dtype = arrays[0].dtype
     scale = dtype.type(1 / world.size) if reduce == "avg" else None
-    return comm_shards.reduce_scatter(world, ("shard", bucket, tuple(layout.shapes)), arrays, layout, scale,
-                                      f"op c_bucket_reducescatter ({bucket})")
+    return comm_shards.reduce_scatter(world, _shard_key(bucket, layout), arrays, layout, scale,
+                                      f"op c_bucket_reducescatter ({bucket})", placed)
 
 
 def _bucket_reducescatter_infer(ctx) -> None:
@@ -421,7 +426,7 @@ def _learning_rate(lr) -> float:
 
 
 def _bucket_sgd_kernel(xs, params, learning_rate, reduce="avg", bucket="", copy="", nranks=1, decay=0.0,
-                       ring_id=0):
+                       ring_id=0, placed=None):
     world = _world_of("c_bucket_sgd", nranks)
     grads = [np.asarray(x) for x in xs]
     layout = Layout([g.shape for g in grads], nranks)
@@ -431,14 +436,14 @@ def _bucket_sgd_kernel(xs, params, learning_rate, reduce="avg", bucket="", copy=
 
     def update(own, own_scale, rows, skip, start, param):
         fused_shards.sgd(own, own_scale, rows, skip, start, param, lr, decay)
-    (out,) = comm_shards.update_in_place(world, ("shard", bucket, tuple(layout.shapes)), grads, layout, scale,
+    (out,) = comm_shards.update_in_place(world, _shard_key(bucket, layout), grads, layout, scale,
                                          [(copy, [np.asarray(p) for p in params])], update,
-                                         f"op c_bucket_sgd ({bucket})")
+                                         f"op c_bucket_sgd ({bucket})", placed)
     return out
 
 
 def _bucket_momentum_kernel(xs, params, velocities, learning_rate, reduce="avg", bucket="", copy="", nranks=1,
-                            decay=0.0, mu=0.9, use_nesterov=False, ring_id=0):
+                            decay=0.0, mu=0.9, use_nesterov=False, ring_id=0, placed=None):
     world = _world_of("c_bucket_momentum", nranks)
     grads = [np.asarray(x) for x in xs]
     layout = Layout([g.shape for g in grads], nranks)
@@ -449,9 +454,9 @@ def _bucket_momentum_kernel(xs, params, velocities, learning_rate, reduce="avg",
     def update(own, own_scale, rows, skip, start, param, velocity):
         fused_shards.momentum(own, own_scale, rows, skip, start, param, velocity, lr, mu, decay, use_nesterov)
     out, velocity_out = comm_shards.update_in_place(
-        world, ("shard", bucket, tuple(layout.shapes)), grads, layout, scale,
+        world, _shard_key(bucket, layout), grads, layout, scale,
         [(copy, [np.asarray(p) for p in params]), (copy + ".velocity", [np.asarray(v) for v in velocities])],
-        update, f"op c_bucket_momentum ({bucket})")
+        update, f"op c_bucket_momentum ({bucket})", placed)
     return out, velocity_out
 
 
@@ -490,3 +495,48 @@ register_op("c_bucket_momentum", inputs="X* Param* Velocity* LearningRate", outp
             doc="Sharded momentum of a bucket (ZeRO stage 1) in one op, as c_bucket_sgd, with the momentum op's "
                 "update (v = mu * v + g; Param -= lr * v, or Nesterov) and the velocities kept in the node copy "
                 "`copy`.velocity. No gradient (an update).")
+
+
+def _bucket_adam_kernel(xs, params, moment1, moment2, beta1_pow, beta2_pow, learning_rate, reduce="avg", bucket="",
+                        copy="", nranks=1, decay=0.0, beta1=0.9, beta2=0.999, epsilon=1e-8, weight_decay=0.0,
+                        ring_id=0, placed=None):
+    world = _world_of("c_bucket_adam", nranks)
+    grads = [np.asarray(x) for x in xs]
+    layout = Layout([g.shape for g in grads], nranks)
+    dtype = grads[0].dtype
+    scale = dtype.type(1 / world.size) if reduce == "avg" else None
+    lr = _learning_rate(learning_rate)
+    b1_pow, b2_pow = _learning_rate(beta1_pow[0]), _learning_rate(beta2_pow[0])  # equal for every parameter
+
+    def update(own, own_scale, rows, skip, start, param, m1, m2):
+        fused_shards.adam(own, own_scale, rows, skip, start, param, m1, m2, lr, beta1, beta2, b1_pow, b2_pow,
+                          epsilon, decay, weight_decay)
+    out, m1_out, m2_out = comm_shards.update_in_place(
+        world, _shard_key(bucket, layout), grads, layout, scale,
+        [(copy, [np.asarray(p) for p in params]), (copy + ".moment1", [np.asarray(m) for m in moment1]),
+         (copy + ".moment2", [np.asarray(m) for m in moment2])], update, f"op c_bucket_adam ({bucket})", placed)
+    pows = [[np.asarray(b) * np.asarray(b).dtype.type(beta) for b in bs] for bs, beta in
+            ((beta1_pow, beta1), (beta2_pow, beta2))]
+    return out, m1_out, m2_out, pows[0], pows[1]
+
+
+def _bucket_adam_infer(ctx) -> None:
+    _fused_update_infer(("Param", "Moment1", "Moment2"))(ctx)
+    count = len(ctx.shapes("X"))
+    for slot in ("Beta1Pow", "Beta2Pow"):
+        shapes = ctx.shapes(slot)
+        if len(shapes) != count or any(tuple(s) not in ((1,), ()) for s in shapes):
+            raise ctx.shape_error(f"{slot} must hold one 1-element power per gradient X ({count}), got "
+                                  f"{[list(s) for s in shapes]}")
+        for i, (shape, dtype) in enumerate(zip(shapes, ctx.dtypes(slot))):
+            ctx.set_output(slot + "Out", shape, dtype, index=i)
+
+
+register_op("c_bucket_adam", inputs="X* Param* Moment1* Moment2* Beta1Pow* Beta2Pow* LearningRate",
+            outputs="ParamOut* Moment1Out* Moment2Out* Beta1PowOut* Beta2PowOut*",
+            attrs={"reduce": "avg", "bucket": "", "copy": "", "nranks": 1, "decay": 0.0, "beta1": 0.9,
+                   "beta2": 0.999, "epsilon": 1e-8, "weight_decay": 0.0, "ring_id": 0},
+            kernel=_bucket_adam_kernel, infer=_bucket_adam_infer, grad=NO_GRADIENT,
+            doc="Sharded Adam of a bucket (ZeRO stage 1) in one op, as c_bucket_sgd, with the adam op's update "
+                "(weight_decay: AdamW's decoupled decay) and both moments kept in the node copies `copy`.moment1 "
+                "and .moment2; the beta powers (equal for every parameter) advance on every rank. No gradient.")

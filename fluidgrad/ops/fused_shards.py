@@ -1,9 +1,9 @@
 """The sum over ranks and the optimizer update of one rank's part of a sharded bucket, in one pass
-(numba, ops/accel.py; NumPy fallback), for the ops c_bucket_sgd / c_bucket_momentum.
+(numba, ops/accel.py; NumPy fallback), for the ops c_bucket_sgd / c_bucket_momentum / c_bucket_adam.
 
 Why: summed apart, a rank's part of the gradient is written once (own gradient scaled, plus the
 other ranks' rows) and read again by the update; fused, each element of the own gradient, of
-the other rows and of the parameter (and velocity) is read once and the parameter written
+the other rows and of the parameter (and velocity or moments) is read once and the parameter written
 once, straight into the node's copy. Every function takes one piece: `own` (this rank's
 gradient, already flat), `rows` (the other ranks' rows of the shared bucket, 2-D, columns
 `start:start + n`; rank `skip` is this rank's own row, left out), and the parameter's (and
@@ -87,3 +87,43 @@ def momentum(own, scale, rows, skip, start, param, velocity, lr, mu, decay, nest
     np.add(velocity, g, out=velocity)
     step = g + dtype(mu) * velocity if nesterov else velocity
     np.subtract(param, dtype(lr) * step, out=param)
+
+
+@accel.jit
+def _adam_loop(own, scale, peer, param, moment1, moment2, lr, beta1, beta2, step_size, inv_correction, epsilon,
+               decay, weight_decay):
+    one = param.dtype.type(1)
+    keep = one - lr * weight_decay
+    for k in range(param.size):
+        p = param[k]
+        g = own[k] * scale + peer[k] + decay * p
+        m = beta1 * moment1[k] + (one - beta1) * g
+        v = beta2 * moment2[k] + (one - beta2) * g * g
+        moment1[k] = m
+        moment2[k] = v
+        param[k] = p * keep - np.divide(step_size * m, np.sqrt(v) * inv_correction + epsilon)
+
+
+def adam(own, scale, rows, skip, start, param, moment1, moment2, lr, beta1, beta2, beta1_pow, beta2_pow, epsilon,
+         decay, weight_decay) -> None:
+    """ops/optim.py's adam (bias-corrected; `weight_decay`: AdamW's decoupled decay) on the summed
+    gradient plus decay * param, in place; the beta powers are this step's (advanced by the caller)."""
+    t = param.dtype.type
+    one = t(1)
+    step_size = t(lr) / (one - t(beta1_pow))
+    inv_correction = one / np.sqrt(one - t(beta2_pow))
+    if _compiled(own, param, moment1, moment2, rows):
+        peer = _others(rows, skip, start, param.size, param.dtype)
+        _adam_loop(own, t(scale), peer, param, moment1, moment2, t(lr), t(beta1), t(beta2), step_size,
+                   inv_correction, t(epsilon), t(decay), t(weight_decay))
+        return
+    g = summed(own, t(scale), rows, skip, start)
+    if decay:
+        g += t(decay) * param
+    if weight_decay:
+        param *= one - t(lr) * t(weight_decay)
+    np.multiply(moment1, t(beta1), out=moment1)
+    moment1 += (one - t(beta1)) * g
+    np.multiply(moment2, t(beta2), out=moment2)
+    moment2 += (one - t(beta2)) * g * g
+    param -= step_size * moment1 / (np.sqrt(moment2) * inv_correction + t(epsilon))

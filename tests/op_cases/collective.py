@@ -4,11 +4,30 @@ bucket packing ops. tests/test_distributed.py checks the communicating ops and t
 on 2 and 3 ranks through the launcher."""
 from __future__ import annotations
 
+import numpy as np
 import torch as T
 
 from fluidgrad.testing import OpCase
 
-from .common import rand
+from .common import pos, rand
+
+T_POW1, T_POW2 = np.array([0.9 ** 3]), np.array([0.999 ** 3])  # the beta powers of step 3
+
+
+def _adam_reference(X, Param, Moment1, Moment2, beta1_pow, beta2_pow, lr, decay, weight_decay,
+                    beta1=0.9, beta2=0.999, eps=1e-8):
+    """ops/optim.py's adam on g + decay * p (L2), with AdamW's decoupled decay, per tensor."""
+    params, m1s, m2s = [], [], []
+    for x, p, m1, m2 in zip(X, Param, Moment1, Moment2):
+        g = x + decay * p
+        m = beta1 * m1 + (1 - beta1) * g
+        v = beta2 * m2 + (1 - beta2) * g * g
+        step = lr / (1 - beta1_pow) * m / (T.sqrt(v) / T.sqrt(1 - beta2_pow) + eps)
+        params.append(p * (1 - lr * weight_decay) - step)
+        m1s.append(m)
+        m2s.append(v)
+    pows = [[beta1_pow * beta1] * len(X), [beta2_pow * beta2] * len(X)]
+    return params + m1s + m2s + pows[0] + pows[1]
 
 CASES = [
     OpCase("c_allreduce_sum", {"X": rand(2, 3)}, torch_fn=lambda X: X),
@@ -44,6 +63,12 @@ CASES = [
            torch_fn=lambda X, Param, Velocity, LearningRate: [
                Param[0] - LearningRate * (X[0] + 0.01 * Param[0] + 0.5 * (0.5 * Velocity[0] + X[0] + 0.01 * Param[0])),
                0.5 * Velocity[0] + X[0] + 0.01 * Param[0]]),
+    OpCase("c_bucket_adam", {"X": [rand(3), rand(2, 2)], "Param": [rand(3), rand(2, 2)], "Moment1": [rand(3), rand(2, 2)],
+                             "Moment2": [pos(3), pos(2, 2)], "Beta1Pow": [T_POW1, T_POW1], "Beta2Pow": [T_POW2, T_POW2],
+                             "LearningRate": rand(1)},
+           {"bucket": "case", "copy": "case-param", "decay": 0.01, "weight_decay": 0.1}, n_out=2,
+           torch_fn=lambda X, Param, Moment1, Moment2, Beta1Pow, Beta2Pow, LearningRate: _adam_reference(
+               X, Param, Moment1, Moment2, Beta1Pow[0], Beta2Pow[0], LearningRate, 0.01, 0.1)),
     OpCase("coalesce", {"X": [rand(2, 3), rand(4), rand(1, 2, 2)]},
            torch_fn=lambda X: T.cat([x.reshape(-1) for x in X])),
     OpCase("coalesce", {"X": [rand(3)]}, id="coalesce-one", torch_fn=lambda X: X[0].reshape(-1)),
