@@ -11,7 +11,44 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+import fluidgrad as fg
+from fluidgrad.eager.apply import record_custom
+from fluidgrad.eager.node import CustomOp
+
+
+def test_a_node_offering_a_buffer_gets_the_matmul_gradient_written_into_it():
+    """What DataParallel's gather node relies on, in one process: the weight gradient lands in
+    the offered buffer (the same values as without the offer); a second reader of the same
+    output is not offered it again, and its gradient is added as usual."""
+    rng = np.random.default_rng(0)
+    x, w_value = rng.standard_normal((4, 3)).astype("float32"), rng.standard_normal((3, 2)).astype("float32")
+    bucket = np.full(10, np.nan, "float32")
+    buffer, offers, seen = bucket[2:8].reshape(3, 2), [], []  # a view: the engine copies it into .grad
+
+    def offer(node, index):
+        offers.append(index)
+        return buffer if len(offers) == 1 else None
+
+    def grad(g):
+        seen.append(g.output_grad("Out")[0])
+        g.set_input_grad("X", [seen[-1]])
+    routing = CustomOp("test_routing", grad, offer)
+    for twice in (False, True):
+        offers.clear()
+        w = fg.to_tensor(w_value, stop_gradient=False)
+        (routed,) = record_custom(routing, [w], [w.data], {})
+        out = fg.matmul(fg.to_tensor(x), routed)
+        if twice:
+            out = out + fg.matmul(fg.to_tensor(2 * x), routed)
+        out.sum().backward()
+        expected = x.T @ np.ones((4, 2), "float32") * (3 if twice else 1)
+        np.testing.assert_allclose(w.grad.numpy(), expected, rtol=1e-6)
+        assert (seen[-1] is buffer) == (not twice) and offers == ([0, 0] if twice else [0])
+        assert w.grad.numpy() is not buffer  # a .grad is an array of its own, never the bucket
+
 
 pytest.importorskip("mpi4py", reason="the `dist` extra (mpi4py + the mpich wheel) is not installed")
 
@@ -28,9 +65,11 @@ _GRADS = """
             super().__init__()
             self.first, self.last, self.spare = fg.nn.Linear(5, 4), fg.nn.Linear(4, 2), fg.nn.Linear(4, 2)
 
-        def forward(self, x, use_spare):
+        def forward(self, x, use_spare, twice):
             h = fg.tanh(self.first(x))
             out = self.last(h)
+            if twice:  # `last` read twice: its weight's gradient is a sum, not one op's output
+                out = out + self.last(h * 0.5)
             return out + self.spare(h) if use_spare else out
 
     world = get_world()
@@ -47,11 +86,11 @@ _GRADS = """
         spare = [r == 0 or step % 2 == 0 for r in range(world.size)]  # rank 0 alone uses `spare` on odd steps
         local = []
         for r in range(world.size):
-            (reference(fg.to_tensor(xs[r]), spare[r]) ** 2).sum().backward()
+            (reference(fg.to_tensor(xs[r]), spare[r], step >= 4) ** 2).sum().backward()
             local.append([np.zeros(p.shape, "float32") if p.grad is None else p.grad.numpy().copy() for p in ref_params])
             for p in ref_params:
                 p.clear_grad()
-        (dp(fg.to_tensor(xs[world.rank]), spare[world.rank]) ** 2).sum().backward()
+        (dp(fg.to_tensor(xs[world.rank]), spare[world.rank], step >= 4) ** 2).sum().backward()
         for i, p in enumerate(params):
             expected = np.mean([g[i] for g in local], axis=0)
             error = float(np.abs(p.grad.numpy() - expected).max())

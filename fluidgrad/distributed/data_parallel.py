@@ -23,9 +23,11 @@ the backward pass computes, so there is nothing to overlap. Then the `ready_i` n
 out (they cost more than they could hide) and `gather`'s backward packs every gradient itself,
 into buckets without a small first one: fewer, larger collectives.
 
-The averaged gradients are written into the arrays `.grad` held the step before, when nothing
-holds them any more (`_Layout`), and everything a step needs that does not change (buckets,
-where each gradient lies in them) is worked out once, at the first forward pass.
+`gather` also offers each parameter's place in its bucket to the op that makes its gradient
+(`GradBuilder.grad_op`: a weight's matmul writes it there, `offer`), so no copy into the
+bucket is left but the scale by 1/p, in place. The averaged gradients are written into the
+arrays `.grad` held the step before, when nothing holds them any more (`_Layout`), and what a
+step needs that does not change (buckets, where each gradient lies in them) is worked out once.
 
 `no_sync()` skips all of it (gradients accumulate locally); the next synchronised backward
 reduces the accumulated gradient. A parameter that got no gradient takes part with zeros.
@@ -226,7 +228,12 @@ def _ready_grad(g: Any) -> None:
 
 # engine nodes with a grad maker of their own (lighter than PyLayers: no context, no Tensor
 # wrapping of every gradient, which the backward pass pays for each parameter)
-_GATHER = CustomOp("data_parallel_gather", _gather_grad)
+def _gather_offer(node: Any, index: int) -> np.ndarray | None:
+    """Where the backward may write parameter `index`'s gradient: its place in its bucket."""
+    return node.attrs["step"].offer(index)
+
+
+_GATHER = CustomOp("data_parallel_gather", _gather_grad, _gather_offer)
 _READY = CustomOp("data_parallel_ready", _ready_grad)
 
 
@@ -330,6 +337,19 @@ class _ReduceStep:
         self.filled: set[int] = set()
         self.pending: list[Any] = []
         self.folded: list[int] = []
+        self.offered: dict[int, np.ndarray] = {}
+
+    def offer(self, i: int) -> np.ndarray | None:
+        """Parameter i's place in its bucket (this rank's row), for the op making its gradient to
+        write into; once per backward pass (a second writer would overwrite the first), and
+        only while the bucket is still being filled and nothing is to be folded in."""
+        self.begin()  # a second backward through this step (retain_graph) starts afresh
+        b = self.bucket_of[i]
+        if i in self.offered or i in self.filled or b < len(self.pending) or self.params[i].grad is not None:
+            return None
+        start, (shape, _) = self.offset[i], self.layout.shapes[i]
+        place = self.offered[i] = self.flat[b].input[start:start + prod(shape)].reshape(shape)
+        return place
 
     def ready(self, i: int, grad: np.ndarray) -> None:
         """Parameter i's gradient is complete: into its bucket; start the buckets that can go."""
@@ -338,8 +358,11 @@ class _ReduceStep:
             grad = grad + param.grad.data
             self.folded.append(i)
         b, start = self.bucket_of[i], self.offset[i]
-        part = self.flat[b].input[start:start + grad.size]  # input: a shared bucket alternates rows
-        np.multiply(grad.reshape(-1), self.scale, out=part)  # pack and average in one pass; then a sum
+        if grad is self.offered.get(i):  # written in place by its op (and no other gradient added)
+            np.multiply(grad, self.scale, out=grad)  # the average's scale, in one pass; then a sum
+        else:
+            part = self.flat[b].input[start:start + grad.size]  # input: a shared bucket alternates rows
+            np.multiply(grad.reshape(-1), self.scale, out=part)  # pack and average in one pass
         self.filled.add(i)
         self.missing[b] -= 1
         self._start_ready_buckets()

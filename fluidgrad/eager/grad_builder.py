@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..framework.grad_builder import GradBuilder
+from ..ops.math import matmul_into
 from . import apply
 from .apply import eager_apply
 from .node import _CALLS, _FREED, Node, OpCall, ShapeOnly, Superseded, op_call
@@ -23,6 +24,9 @@ from .tensor import Tensor, modified_tensors
 
 _ndarray = np.ndarray
 _asarray = np.asarray
+# op type -> `form(buffer, inputs, **attrs)`: the op's value written into `buffer` (returned),
+# or None where it cannot be (see grad_op)
+_INTO_FORMS = {"matmul": matmul_into}
 
 
 class EagerGradBuilder(GradBuilder):
@@ -193,6 +197,24 @@ class EagerGradBuilder(GradBuilder):
         if len(call.out_slots) == 1:
             return list(out)
         return tuple(list(v) if dup else v for v, (_, dup) in zip(out, call.out_slots))
+
+    def grad_op(self, slot: str, type: str, inputs: dict[str, Any], **attrs: Any) -> Any:
+        """`op`, written straight into a buffer when the node that made input `slot` offers one
+        for its gradient (DataParallel's gather offers each parameter's place in its bucket:
+        no copy into the bucket afterwards) and the op has a form that writes into it."""
+        if not self.create_graph:
+            target = self.node.inputs[self.call.in_index[slot]]
+            source = getattr(target, "_node", None)  # None for a leaf, a list or no input
+            if source is not None:
+                offer = getattr(source.call.op_def, "offer_grad_buffer", None)
+                form = _INTO_FORMS.get(type)
+                if offer is not None and form is not None:
+                    buffer = offer(source, target._idx)
+                    if buffer is not None:
+                        out = form(buffer, inputs, **attrs)
+                        if out is not None:
+                            return out
+        return self.op(type, inputs, **attrs)
 
     def set_input_grad(self, slot: str, value: Any) -> None:
         """The common case first (an array for one float input, of its shape): straight into

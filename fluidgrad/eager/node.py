@@ -92,8 +92,12 @@ class CustomOp:
     """An OpDef-like description for nodes whose backward is not a registered op (PyLayer,
     to_static): inputs `X*`, outputs `Out*`, and a grad maker written against the builder."""
 
-    def __init__(self, type: str, grad: Callable[[Any], None]) -> None:
+    def __init__(self, type: str, grad: Callable[[Any], None],
+                 offer_grad_buffer: Callable[[Any, int], Any] | None = None) -> None:
         self.type = type
+        # optional `(node, output index) -> array or None`: where the backward may write the
+        # gradient of that output (see EagerGradBuilder.grad_op)
+        self.offer_grad_buffer = offer_grad_buffer
         self.inputs = (Slot("X", duplicable=True),)
         self.outputs = (Slot("Out", duplicable=True),)
         self.attrs: dict[str, Any] = {}

@@ -24,7 +24,7 @@ from typing import Any, Callable
 from ..framework.op_def import ZERO_GRADIENT
 
 # builder methods that read no forward value themselves (their arguments are visited)
-_SAFE_METHODS = frozenset({"op", "set_input_grad", "needs_input_grad", "output_grad", "has_output_grad",
+_SAFE_METHODS = frozenset({"op", "grad_op", "set_input_grad", "needs_input_grad", "output_grad", "has_output_grad",
                            "attr", "shape", "dtype", "grad_name"})
 
 

@@ -72,6 +72,12 @@ class GradBuilder:
         """Emit one registered op; its output (a tuple for several slots, a list for a duplicable one)."""
         raise NotImplementedError
 
+    def grad_op(self, slot: str, type: str, inputs: dict[str, Any], **attrs: Any) -> Any:
+        """`op(type, inputs, **attrs)` whose one output is the gradient of input `slot`: a builder
+        may then write it where that gradient is wanted (eager: a buffer the node that made
+        the input offers, see `EagerGradBuilder.grad_op`); the value is the same."""
+        return self.op(type, inputs, **attrs)
+
     # -- shared bookkeeping
     def needs_input_grad(self, slot: str, index: int | None = None) -> bool:
         """Whether some input of `slot` (or its `index`-th) wants a gradient."""

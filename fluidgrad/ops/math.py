@@ -207,6 +207,25 @@ def _matmul_kernel(x, y, transpose_x=False, transpose_y=False):
     return np.matmul(x, y)
 
 
+_BLAS_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def matmul_into(out: np.ndarray, inputs: dict, transpose_x: bool = False,
+                transpose_y: bool = False) -> np.ndarray | None:
+    """The 2-D product `_matmul_kernel` makes, written into `out` (the same GEMM call, so the
+    same bits), and `out` returned; None where the kernel takes another road (vectors,
+    batches, K=1 outer products, other dtypes) or `out` does not fit."""
+    x, y = inputs["X"], inputs["Y"]
+    if not (type(x) is np.ndarray and type(y) is np.ndarray and x.ndim == 2 and y.ndim == 2
+            and x.dtype in _BLAS_DTYPES and y.dtype == x.dtype == out.dtype
+            and out.flags.c_contiguous and out.flags.writeable):
+        return None
+    a, b = (x.T if transpose_x else x), (y.T if transpose_y else y)
+    if a.shape[1] != b.shape[0] or a.shape[1] == 1 or out.shape != (a.shape[0], b.shape[1]):
+        return None
+    return np.matmul(a, b, out=out)
+
+
 def _matmul_infer(ctx):
     float_only(ctx, "X", "Y")
     dtype = ctx.dtype("X")
@@ -288,14 +307,14 @@ def _matmul_grad_2d(g: GradBuilder, x, y, dout, tx, ty):
     dx = dy = None
     if g.needs_input_grad("X"):
         if tx:
-            dx = g.op("matmul", {"X": y, "Y": dout}, transpose_x=ty, transpose_y=True)
+            dx = g.grad_op("X", "matmul", {"X": y, "Y": dout}, transpose_x=ty, transpose_y=True)
         else:
-            dx = g.op("matmul", {"X": dout, "Y": y}, transpose_y=not ty)
+            dx = g.grad_op("X", "matmul", {"X": dout, "Y": y}, transpose_y=not ty)
     if g.needs_input_grad("Y"):
         if ty:
-            dy = g.op("matmul", {"X": dout, "Y": x}, transpose_x=True, transpose_y=tx)
+            dy = g.grad_op("Y", "matmul", {"X": dout, "Y": x}, transpose_x=True, transpose_y=tx)
         else:
-            dy = g.op("matmul", {"X": x, "Y": dout}, transpose_x=not tx)
+            dy = g.grad_op("Y", "matmul", {"X": x, "Y": dout}, transpose_x=not tx)
     return dx, dy
 
 
