@@ -309,11 +309,16 @@ def _check_key(ctx, what: str) -> None:
                               f"(e.g. fluidgrad.framework.unique_name('grad_bucket')); got an empty key")
 
 
+def _shard_key(bucket: str, layout: Layout) -> tuple:
+    """The key of a sharded bucket's gradient rows (World.bucket)."""
+    return ("shard", bucket, tuple(layout.shapes))
+
+
 def _part_of(shapes, nranks: int) -> int:
     return Layout(shapes, nranks).part
 
 
-def _bucket_reducescatter_kernel(xs, reduce="avg", bucket="", nranks=1, ring_id=0):
+def _bucket_reducescatter_kernel(xs, reduce="avg", bucket="", nranks=1, ring_id=0, placed=None):
     world = _world_of("c_bucket_reducescatter", nranks)
     arrays = [np.asarray(x) for x in xs]
     layout = Layout([a.shape for a in arrays], nranks)
@@ -321,8 +326,8 @@ def _bucket_reducescatter_kernel(xs, reduce="avg", bucket="", nranks=1, ring_id=
         return comm_shards.gather_part(arrays, layout, 0, arrays[0].dtype)
     dtype = arrays[0].dtype
     scale = dtype.type(1 / world.size) if reduce == "avg" else None
-    return comm_shards.reduce_scatter(world, ("shard", bucket, tuple(layout.shapes)), arrays, layout, scale,
-                                      f"op c_bucket_reducescatter ({bucket})")
+    return comm_shards.reduce_scatter(world, _shard_key(bucket, layout), arrays, layout, scale,
+                                      f"op c_bucket_reducescatter ({bucket})", placed)
 
 
 def _bucket_reducescatter_infer(ctx) -> None:
@@ -440,7 +445,7 @@ def _learning_rate(lr) -> float:
 
 
 def _bucket_sgd_kernel(xs, params, learning_rate, reduce="avg", bucket="", copy="", nranks=1, decay=0.0,
-                       ring_id=0):
+                       ring_id=0, placed=None):
     world = _world_of("c_bucket_sgd", nranks)
     grads = [np.asarray(x) for x in xs]
     layout = Layout([g.shape for g in grads], nranks)
@@ -450,14 +455,14 @@ def _bucket_sgd_kernel(xs, params, learning_rate, reduce="avg", bucket="", copy=
 
     def update(own, own_scale, rows, skip, start, param):
         fused_shards.sgd(own, own_scale, rows, skip, start, param, lr, decay)
-    (out,) = comm_shards.update_in_place(world, ("shard", bucket, tuple(layout.shapes)), grads, layout, scale,
+    (out,) = comm_shards.update_in_place(world, _shard_key(bucket, layout), grads, layout, scale,
                                          [(copy, [np.asarray(p) for p in params])], update,
-                                         f"op c_bucket_sgd ({bucket})")
+                                         f"op c_bucket_sgd ({bucket})", placed)
     return out
 
 
 def _bucket_momentum_kernel(xs, params, velocities, learning_rate, reduce="avg", bucket="", copy="", nranks=1,
-                            decay=0.0, mu=0.9, use_nesterov=False, ring_id=0):
+                            decay=0.0, mu=0.9, use_nesterov=False, ring_id=0, placed=None):
     world = _world_of("c_bucket_momentum", nranks)
     grads = [np.asarray(x) for x in xs]
     layout = Layout([g.shape for g in grads], nranks)
@@ -468,9 +473,9 @@ def _bucket_momentum_kernel(xs, params, velocities, learning_rate, reduce="avg",
     def update(own, own_scale, rows, skip, start, param, velocity):
         fused_shards.momentum(own, own_scale, rows, skip, start, param, velocity, lr, mu, decay, use_nesterov)
     out, velocity_out = comm_shards.update_in_place(
-        world, ("shard", bucket, tuple(layout.shapes)), grads, layout, scale,
+        world, _shard_key(bucket, layout), grads, layout, scale,
         [(copy, [np.asarray(p) for p in params]), (copy + ".velocity", [np.asarray(v) for v in velocities])],
-        update, f"op c_bucket_momentum ({bucket})")
+        update, f"op c_bucket_momentum ({bucket})", placed)
     return out, velocity_out
 
 
@@ -513,7 +518,7 @@ register_op("c_bucket_momentum", inputs="X* Param* Velocity* LearningRate", outp
 
 def _bucket_adam_kernel(xs, params, moment1, moment2, beta1_pow, beta2_pow, learning_rate, reduce="avg", bucket="",
                         copy="", nranks=1, decay=0.0, beta1=0.9, beta2=0.999, epsilon=1e-8, weight_decay=0.0,
-                        ring_id=0):
+                        ring_id=0, placed=None):
     world = _world_of("c_bucket_adam", nranks)
     grads = [np.asarray(x) for x in xs]
     layout = Layout([g.shape for g in grads], nranks)
@@ -526,9 +531,9 @@ def _bucket_adam_kernel(xs, params, moment1, moment2, beta1_pow, beta2_pow, lear
         fused_shards.adam(own, own_scale, rows, skip, start, param, m1, m2, lr, beta1, beta2, b1_pow, b2_pow,
                           epsilon, decay, weight_decay)
     out, m1_out, m2_out = comm_shards.update_in_place(
-        world, ("shard", bucket, tuple(layout.shapes)), grads, layout, scale,
+        world, _shard_key(bucket, layout), grads, layout, scale,
         [(copy, [np.asarray(p) for p in params]), (copy + ".moment1", [np.asarray(m) for m in moment1]),
-         (copy + ".moment2", [np.asarray(m) for m in moment2])], update, f"op c_bucket_adam ({bucket})")
+         (copy + ".moment2", [np.asarray(m) for m in moment2])], update, f"op c_bucket_adam ({bucket})", placed)
     pows = [[np.asarray(b) * np.asarray(b).dtype.type(beta) for b in bs] for bs, beta in
             ((beta1_pow, beta1), (beta2_pow, beta2))]
     return out, m1_out, m2_out, pows[0], pows[1]
