@@ -233,8 +233,13 @@ def _gather_offer(node: Any, index: int) -> np.ndarray | None:
     return node.attrs["step"].offer(index)
 
 
+def _ready_offer(node: Any, index: int) -> np.ndarray | None:
+    """The same for `ready_i`'s one output: parameter i's place in its (not yet started) bucket."""
+    return node.attrs["step"].offer(node.attrs["index"])
+
+
 _GATHER = CustomOp("data_parallel_gather", _gather_grad, _gather_offer)
-_READY = CustomOp("data_parallel_ready", _ready_grad)
+_READY = CustomOp("data_parallel_ready", _ready_grad, _ready_offer)
 
 
 def _references(kept: list, i: int) -> int:
