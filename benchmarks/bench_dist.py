@@ -1,36 +1,54 @@
 """Data-parallel step time (issue 14): the MLP 784-512-512-10 at per-rank batch 64, SGD.
 
-    python benchmarks/bench_dist.py [--steps 20] [--launches 2] [--block 4]
+    python benchmarks/bench_dist.py [--rounds 20] [--launches 3] [--block 8]
     python benchmarks/bench_dist.py --phases     # the static step split into its parts
 
-Weak scaling: 1 rank (plain training, no data-parallel wrapper) against 2 ranks (batch 64 on
-each), in static mode (DistributedOptimizer) and eager mode (DataParallel), one BLAS thread
-per rank (`fluidgrad launch` sets it). On 2 ranks five contenders alternate in the same
-processes: each rank training alone (no all-reduce: the 2-rank compute under the same load,
-what "vs no all-reduce" divides by), bucketed gradient all-reduce (the default buckets: up to
-25 MB, in eager mode 1 MB first) and one all-reduce per parameter (bucket size 0), each
-through a shared-memory window (the default when every rank is on one node) and through
-MPI's Iallreduce (what runs across nodes). Contenders take turns in blocks of `--block`
-consecutive steps, as a training loop runs one model, and the first step of a block is not
-timed: it finds its model's parameters evicted by the other contenders' (10 models of 2.7 MB
-on each of 2 ranks do not fit in this machine's 32 MB cache; the 1-rank job's 2 do, so
-alternating step by step charged the 2-rank steps alone for cache misses). The 1-rank and 2-rank jobs
-alternate `--launches` times; each row is the median step over all its steps, with the
-25th-75th percentiles and the 10th (the fast steps: on a shared machine, closer to what an
-idle one gives). "comm" is a rank's time per step inside collectives (starting them, waiting
-for them, reducing shared buckets; in eager mode what the backward pass did not hide); "cpu"
-is its CPU time per step (the work, without the time it waited or lost its core).
+Weak scaling, one BLAS thread per rank (`fluidgrad launch` sets it): what a user training one
+model sees per step on 1 rank (plain training, no data-parallel wrapper) and on 2 ranks (batch
+64 on each), in static mode (DistributedOptimizer) and eager mode (DataParallel).
+
+Every number comes from 2-rank jobs (`--launches` per mode, one mode per job), so the 1-rank
+and 2-rank steps are taken in the same processes, holding the same models, under the same
+load, minutes of machine drift shared: the contenders take turns in blocks of `--block`
+consecutive steps, as a training loop runs one model, `--rounds` times, in an order shuffled
+every round; the first step of a block is not timed (it finds its model's parameters evicted by
+the other contenders'). In the "1 rank" blocks rank 0 trains the plain model alone while rank 1
+sleeps in a blocking read of a named pipe (no polling: its core idle, as a 1-rank job leaves the
+second core); in every other block both ranks train. Within a block the steps run back to
+back, with no barrier between them (a barrier only starts the block), and a step's time is the
+job's: from the moment the later rank ended the previous step to the moment the later rank
+ended this one (one rank in the "1 rank" blocks).
+Contenders (the CONTENDERS table; adding one is one line, None for a mode it has no form in,
+and a PAIRS entry compares two step by step): "no all-reduce", each rank training alone (the 2-rank compute, what "vs no all-reduce" divides by); bucketed gradient
+all-reduce (the default buckets: up to 25 MB, in eager mode 1 MB first) and one all-reduce per
+parameter (bucket size 0), each through a shared-memory window (the default when every rank is
+on one node) and through MPI's Iallreduce (what runs across nodes).
+Why one kind of job for both sides: the earlier version of this script ran separate 1-rank and
+2-rank jobs at different moments, held 2 models in the 1-rank process and 10 (5 contenders x 2
+modes) in each 2-rank one, and put a barrier before every step. Here both sides hold the same
+models under the same load, and the one difference left is the one a user meets: in a "1 rank"
+block the second core is idle, in the others the peer computes beside rank 0, sharing the L3
+cache and the memory bandwidth (what that costs alone: benchmarks/bench_corun.py).
+Each row is the median step over all its steps, with the 25th-75th percentiles and the 10th
+(the fast steps: on a shared machine, closer to what an idle one gives). "comm" is rank 0's
+time per step inside collectives (starting them, waiting for them, reducing shared buckets; in
+eager mode what the backward pass did not hide); "cpu" is rank 0's CPU time per step (the
+work, without the time it waited or lost its core). Bucketed and per-parameter take turns in
+the same processes: their steps are compared pairwise, in order.
 Goal: 2-rank step <= 1.1x the 1-rank step (90% weak-scaling efficiency); bucketed < per-parameter.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import random
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -43,27 +61,59 @@ import fluidgrad as fg  # noqa: E402
 import fluidgrad.distributed as dist  # noqa: E402
 from fluidgrad.nn import functional as F  # noqa: E402
 from fluidgrad.ops import comm_buckets, comm_shards  # noqa: E402
-from fluidgrad.ops.comm import get_world  # noqa: E402
+from fluidgrad.ops.comm import World, get_world  # noqa: E402
 from fluidgrad.ops.registry import get_op_def  # noqa: E402
 
 SIZES, BATCH, LR = (784, 512, 512, 10), 64, 0.01
-# 2-rank contenders: (bucket_size_mb, all-reduce path); 0 MB = one all-reduce per parameter;
-# None = no data parallelism: each rank trains alone (the compute of a step under the same load)
-# "shared": buckets reduced through an MPI shared-memory window (the default on one node);
-# "mpi": MPI's own Iallreduce (what runs across nodes), see fluidgrad/ops/comm_buckets.py
-VARIANTS = {"no all-reduce": (None, "auto"), "bucketed": (25.0, "auto"), "per-parameter": (0.0, "auto"),
-            "bucketed, MPI Iallreduce": (25.0, "mpi"), "per-parameter, MPI Iallreduce": (0.0, "mpi"),
-            "bucketed, sharded update": (25.0, "auto")}
-# static mode only: DistributedOptimizer(sharding=True), each rank sums and updates half of the bucket
-SHARDED = {"bucketed, sharded update"}
+MODES = ("static", "eager")
+ONE_RANK = "1 rank"  # plain training on rank 0 while rank 1 sleeps
+DOORBELL = ".doorbell"  # the named pipe rank 1 sleeps on: the output path + this
 
 
-def data(rank):
+def alone(wrapped: Any) -> Any:
+    """No data parallelism: the optimizer or model as a 1-rank job has it."""
+    return wrapped
+
+
+def dp_optimizer(bucket_mb: float, **options: Any) -> Callable[[Any], Any]:
+    return lambda optimizer: dist.DistributedOptimizer(optimizer, bucket_size_mb=bucket_mb, **options)
+
+
+def dp_model(bucket_mb: float) -> Callable[[Any], Any]:
+    return lambda model: fg.DataParallel(model, comm_buffer_size=bucket_mb)
+
+
+class Contender(NamedTuple):
+    """A 2-rank way to train. `static` wraps the SGD optimizer before `minimize`, `eager` wraps
+    the model before its optimizer is made; None leaves the contender out of that mode.
+    `path`: how gradient buckets are summed, "auto" (an MPI shared-memory window when every rank
+    is on one node) or "mpi" (MPI's Iallreduce, what runs across nodes): ops/comm_buckets.py."""
+    static: Callable[[Any], Any] | None
+    eager: Callable[[Any], Any] | None
+    path: str = "auto"
+
+
+# the 2-rank contenders, one line each; bucket size 0 MB = one all-reduce per parameter
+CONTENDERS = {
+    "no all-reduce": Contender(alone, alone),  # each rank trains alone: the 2-rank compute
+    "bucketed": Contender(dp_optimizer(25.0), dp_model(25.0)),
+    "per-parameter": Contender(dp_optimizer(0.0), dp_model(0.0)),
+    "bucketed, MPI Iallreduce": Contender(dp_optimizer(25.0), dp_model(25.0), "mpi"),
+    "per-parameter, MPI Iallreduce": Contender(dp_optimizer(0.0), dp_model(0.0), "mpi"),
+    # each rank sums and updates half of the bucket (ZeRO-1 on one node), static mode only
+    "bucketed, sharded update": Contender(dp_optimizer(25.0, sharding=True), None),
+}
+# compared step by step (they take turns in the same processes): (bucketed, per-parameter)
+PATH_NAMES = {"auto": "shared memory", "mpi": "MPI Iallreduce"}
+PAIRS = (("bucketed", "per-parameter"), ("bucketed, MPI Iallreduce", "per-parameter, MPI Iallreduce"))
+
+
+def data(rank: int) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(rank)
     return rng.standard_normal((BATCH, SIZES[0])).astype("float32"), rng.integers(0, 10, (BATCH, 1))
 
 
-def static_stepper(bucket_mb, sharding=False):
+def static_stepper(wrap: Callable[[Any], Any]) -> Callable[[], Any]:
     main, startup = fg.Program(), fg.Program()
     with fg.program_guard(main, startup):
         x = fg.static.data("x", [None, SIZES[0]], "float32")
@@ -72,22 +122,18 @@ def static_stepper(bucket_mb, sharding=False):
         for size in SIZES[1:-1]:
             h = fg.static.nn.fc(h, size, activation="relu")
         loss = fg.mean(F.softmax_with_cross_entropy(fg.static.nn.fc(h, SIZES[-1]), y))
-        opt = fg.optimizer.SGD(LR)
-        (opt if bucket_mb is None else dist.DistributedOptimizer(opt, bucket_size_mb=bucket_mb,
-                                                                 sharding=sharding)).minimize(loss)
+        wrap(fg.optimizer.SGD(LR)).minimize(loss)
     exe, scope = fg.Executor(), fg.Scope()
     exe.run(startup, scope=scope)
     x_value, y_value = data(get_world().rank)
     return lambda: exe.run(main, feed={"x": x_value, "y": y_value}, fetch_list=[loss], scope=scope)
 
 
-def eager_stepper(bucket_mb):
+def eager_stepper(wrap: Callable[[Any], Any]) -> Callable[[], Any]:
     layers = []
     for a, b in zip(SIZES[:-1], SIZES[1:]):
         layers += [fg.nn.Linear(a, b), fg.nn.ReLU()]
-    model = fg.nn.Sequential(*layers[:-1])
-    if bucket_mb is not None:
-        model = fg.DataParallel(model, comm_buffer_size=bucket_mb)
+    model = wrap(fg.nn.Sequential(*layers[:-1]))
     opt = fg.optimizer.SGD(LR, parameters=model.parameters())
     x_value, y_value = data(get_world().rank)
     x, y = fg.to_tensor(x_value), fg.to_tensor(y_value)
@@ -100,7 +146,24 @@ def eager_stepper(bucket_mb):
     return step
 
 
-def on_path(world, path, step):
+STEPPERS = {"static": static_stepper, "eager": eager_stepper}
+
+
+def steppers_for(world: World, mode: str, names: Any = None) -> dict[str, Callable[[], Any]]:
+    """The "1 rank" model and each contender of `mode` (those in `names`, if given), built on
+    every rank, each with its own parameters, each step reducing through its own path."""
+    out = {ONE_RANK: STEPPERS[mode](alone)}
+    for name, contender in CONTENDERS.items():
+        wrap = getattr(contender, mode)
+        if wrap is None or (names is not None and name not in names):
+            continue
+        world.allreduce_path = contender.path  # DataParallel chooses at wrap time whether to overlap
+        out[name] = on_path(world, contender.path, STEPPERS[mode](wrap))
+    world.allreduce_path = "auto"
+    return out
+
+
+def on_path(world: World, path: str, step: Callable[[], Any]) -> Callable[[], Any]:
     """`step` run with gradient buckets reduced through `path` ("auto" or "mpi")."""
     def run():
         world.allreduce_path = path
@@ -108,38 +171,95 @@ def on_path(world, path, step):
     return run
 
 
-def worker(out_path, steps, block):
-    """Runs on every rank: times each contender's steps, contenders taking turns in blocks."""
+class Doorbell:
+    """A named pipe from rank 0 to rank 1: in a "1 rank" block rank 1 sleeps in a blocking read
+    (no polling: its core idle, as the second core of a machine running a 1-rank job) until
+    rank 0 has trained alone and rings."""
+
+    def __init__(self, world: World, path: str):
+        self.fd = os.open(path, os.O_WRONLY if world.rank == 0 else os.O_RDONLY)  # waits for the peer
+
+    def ring(self) -> None:
+        os.write(self.fd, b"!")
+
+    def sleep(self) -> None:
+        if not os.read(self.fd, 1):
+            raise SystemExit("bench_dist: rank 0 closed the doorbell (it failed)")
+
+
+def run_block(world: World, step: Callable[[], Any], block: int, doorbell: Doorbell | None, meter: Any) -> Any:
+    """`block` steps back to back after a barrier; (end times, `meter`'s record of each step) on
+    a rank that trained, None on rank 1 in a "1 rank" block (given a `doorbell`: it sleeps)."""
+    world.barrier()
+    if doorbell is not None and world.rank:
+        doorbell.sleep()
+        return None
+    ends, notes = [time.perf_counter()], []
+    for _ in range(block):
+        meter.start()
+        step()
+        ends.append(time.perf_counter())
+        notes.append(meter.stop())
+    if doorbell is not None:
+        doorbell.ring()
+    return ends, notes
+
+
+def job_step_times(ranks: list[Any]) -> list[float]:
+    """A block's step times (seconds) as the job sees them: between the later rank's ends of two
+    consecutive steps; the first step (it warms the block's model) is left out."""
+    ends = np.max([r[0] for r in ranks if r is not None], axis=0)
+    return np.diff(ends)[1:].tolist()
+
+
+def run_rounds(world: World, steppers: dict[str, Callable[[], Any]], rounds: int, block: int,
+               meter: Any, doorbell: Doorbell) -> dict[str, list[list[Any]]]:
+    """Contenders take turns in blocks, in an order shuffled each round (the same on every rank);
+    per contender, per block, what each rank recorded (gathered on every rank)."""
+    for step in steppers.values():  # warm up: plans compiled, buckets made, memory mapped
+        for _ in range(3):
+            step()
+    blocks: dict[str, list[Any]] = {name: [] for name in steppers}
+    for r in range(rounds):
+        order = list(steppers)
+        random.Random(r).shuffle(order)
+        for name in order:
+            blocks[name].append(run_block(world, steppers[name], block, doorbell if name == ONE_RANK else None, meter))
+    every = world.all_gather_object(blocks, "bench_dist blocks")
+    return {name: [[rank[name][b] for rank in every] for b in range(rounds)] for name in steppers}
+
+
+class CostMeter:
+    """Rank 0's CPU time and time inside collectives, per step."""
+
+    def __init__(self, world: World):
+        self.world = world
+
+    def start(self) -> None:
+        self.began = (time.thread_time(), self.world.comm_seconds)
+
+    def stop(self) -> tuple[float, float]:
+        return time.thread_time() - self.began[0], self.world.comm_seconds - self.began[1]
+
+
+def worker(out_path: str, mode: str, rounds: int, block: int) -> None:
+    """Runs on each of the 2 ranks: every contender of `mode`, taking turns in blocks."""
     dist.init_parallel_env()
     world = get_world()
-    variants = {"1 rank": (None, "auto")} if world.size == 1 else VARIANTS
-    steppers = {}
-    for mode, make in (("static", static_stepper), ("eager", eager_stepper)):
-        for name, (mb, path) in variants.items():
-            if name in SHARDED and mode != "static":
-                continue
-            world.allreduce_path = path  # DataParallel chooses at wrap time whether to overlap
-            stepper = static_stepper(mb, sharding=True) if name in SHARDED else make(mb)
-            steppers[(mode, name)] = on_path(world, path, stepper)
-    times = {key: [] for key in steppers}
-    comm = {key: [] for key in steppers}
-    cpu = {key: [] for key in steppers}
-    for _ in range(3):  # warm up
-        for step in steppers.values():
-            step()
-    for _ in range(steps):
-        for key, step in steppers.items():
-            for k in range(block):
-                dist.barrier()
-                waited, start, worked = world.comm_seconds, time.perf_counter(), time.thread_time()
-                step()
-                if k:  # the first step of a block finds its model out of the caches (see above)
-                    times[key].append(time.perf_counter() - start)
-                    cpu[key].append(time.thread_time() - worked)
-                    comm[key].append(world.comm_seconds - waited)
-    result = {f"{m}|{n}": [times[(m, n)], comm[(m, n)], cpu[(m, n)]] for m, n in steppers}
-    if world.size > 1:
-        result["allreduce"] = allreduce_times(world)
+    if world.size != 2:
+        raise SystemExit(f"bench_dist: the worker needs 2 ranks, got {world.size}")
+    blocks = run_rounds(world, steppers_for(world, mode), rounds, block, CostMeter(world),
+                        Doorbell(world, out_path + DOORBELL))
+    result: dict[str, Any] = {}
+    for name, per_block in blocks.items():
+        times, cpu, comm = [], [], []
+        for ranks in per_block:
+            times += job_step_times(ranks)
+            notes = ranks[0][1][1:]
+            cpu += [c for c, _ in notes]
+            comm += [w for _, w in notes]
+        result[f"{mode}|{name}"] = [times, comm, cpu]
+    result["allreduce"] = allreduce_times(world)
     if world.rank == 0:
         Path(out_path).write_text(json.dumps(result))
 
@@ -201,88 +321,94 @@ class PhaseClock:
     def mark(self, name):
         self.marks[name] = (time.perf_counter(), time.thread_time())
 
+    def start(self) -> None:  # the meter protocol of run_block
+        self.marks = {}
+        self.mark("start")
 
-def phase_worker(out_path, steps, block):
-    """Runs on every rank: the static step alone and (2 ranks) bucketed, split into phases."""
+    def stop(self) -> dict[str, tuple[float, float]]:
+        self.mark("end")
+        return self.marks
+
+
+PHASE_CONTENDERS = ("no all-reduce", "bucketed", "bucketed, sharded update")  # beside "1 rank"
+
+
+def phase_worker(out_path: str, rounds: int, block: int) -> None:
+    """Runs on each of the 2 ranks: the static step on 1 rank, on 2 without and with the bucket
+    all-reduce (shared memory), in blocks as the benchmark's, split into phases."""
     clock = PhaseClock()  # before the programs are built: their plans bind the kernel
     dist.init_parallel_env()
     world = get_world()
-    steppers = {"alone": static_stepper(None)}
-    if world.size > 1:
-        steppers["bucketed"] = static_stepper(25.0)
-        steppers["sharded"] = static_stepper(25.0, sharding=True)
-    for step in steppers.values():
-        for _ in range(3):
-            step()
-    records = []
-    for _ in range(steps):
-        for name, step in steppers.items():
-            for k in range(block):
-                dist.barrier()
-                clock.marks.clear()
-                clock.mark("start")
-                step()
-                clock.mark("end")
-                if k:
-                    records.append((name, dict(clock.marks)))
-    every = world.all_gather_object(records, "bench_dist phases") if world.size > 1 else [records]
+    if world.size != 2:
+        raise SystemExit(f"bench_dist: the phase worker needs 2 ranks, got {world.size}")
+    blocks = run_rounds(world, steppers_for(world, "static", PHASE_CONTENDERS), rounds, block, clock,
+                        Doorbell(world, out_path + DOORBELL))
     if world.rank == 0:
-        Path(out_path).write_text(json.dumps(phase_samples(every)))
+        Path(out_path).write_text(json.dumps(phase_samples(blocks)))
 
 
-def phase_samples(every):
-    """Per phase, the samples (ms) over steps: CPU time of each part on each rank, the wait at
-    the barrier (wall) and the skew between the ranks reaching the op."""
-    out = {}
+def phase_samples(blocks: dict[str, list[list[Any]]]) -> dict[str, list[float]]:
+    """Per contender and phase, the samples (ms) over steps: the job's step (wall), each rank's
+    CPU time of each part, its wait at the barrier (wall) and the ranks' skew at the op."""
+    out: dict[str, list[float]] = {}
+
     def add(key, seconds):
         out.setdefault(key, []).append(seconds * 1e3)
-    for i, (name, _) in enumerate(every[0]):
-        marks = [records[i][1] for records in every]
-        add(f"{name}|step wall (slower rank)", max(m["end"][0] for m in marks) - min(m["start"][0] for m in marks))
-        for rank, m in enumerate(marks):
-            add(f"{name}|cpu, rank {rank}: whole step", m["end"][1] - m["start"][1])
-            if "updated" in m:  # the sharded update: the sum and the SGD of half the bucket, in one pass
-                add(f"{name}|cpu, rank {rank}: forward and backward", m["op"][1] - m["start"][1])
-                add(f"{name}|cpu, rank {rank}: pack the peer's half into the bucket", m["packed"][1] - m["op"][1])
-                add(f"{name}|wall, rank {rank}: wait at the barrier", m["barrier"][0] - m["packed"][0])
-                add(f"{name}|cpu, rank {rank}: sum and update (SGD) of its half", m["updated"][1] - m["barrier"][1])
-                add(f"{name}|wall, rank {rank}: publish (barrier)", m["summed"][0] - m["updated"][0])
-                add(f"{name}|cpu, rank {rank}: rest of the step", m["end"][1] - m["summed"][1])
-            elif "op" in m:
-                add(f"{name}|cpu, rank {rank}: forward and backward", m["op"][1] - m["start"][1])
-                add(f"{name}|cpu, rank {rank}: pack into the bucket", m["packed"][1] - m["op"][1])
-                add(f"{name}|wall, rank {rank}: wait at the barrier", m["barrier"][0] - m["packed"][0])
-                add(f"{name}|cpu, rank {rank}: sum of the two rows", m["summed"][1] - m["barrier"][1])
-                add(f"{name}|cpu, rank {rank}: update (SGD)", m["end"][1] - m["summed"][1])
-        if "op" in marks[0]:
-            add(f"{name}|skew of the ranks at the op (wall)", abs(marks[0]["op"][0] - marks[1]["op"][0]))
+    for name, per_block in blocks.items():
+        for ranks in per_block:
+            for seconds in job_step_times(ranks):
+                add(f"{name}|step (the job's, wall)", seconds)
+            ran = [(rank, r[1][1:]) for rank, r in enumerate(ranks) if r is not None]
+            for k in range(len(ran[0][1])):
+                for rank, notes in ran:
+                    m = notes[k]
+                    add(f"{name}|cpu, rank {rank}: whole step", m["end"][1] - m["start"][1])
+                    if "updated" in m:  # the sharded update: the sum and the SGD of half the bucket, in one pass
+                        add(f"{name}|cpu, rank {rank}: forward and backward", m["op"][1] - m["start"][1])
+                        add(f"{name}|cpu, rank {rank}: pack the peer's half into the bucket", m["packed"][1] - m["op"][1])
+                        add(f"{name}|wall, rank {rank}: wait at the barrier", m["barrier"][0] - m["packed"][0])
+                        add(f"{name}|cpu, rank {rank}: sum and update (SGD) of its half", m["updated"][1] - m["barrier"][1])
+                        add(f"{name}|wall, rank {rank}: publish (barrier)", m["summed"][0] - m["updated"][0])
+                        add(f"{name}|cpu, rank {rank}: rest of the step", m["end"][1] - m["summed"][1])
+                    elif "op" in m:
+                        add(f"{name}|cpu, rank {rank}: forward and backward", m["op"][1] - m["start"][1])
+                        add(f"{name}|cpu, rank {rank}: pack into the bucket", m["packed"][1] - m["op"][1])
+                        add(f"{name}|wall, rank {rank}: wait at the barrier", m["barrier"][0] - m["packed"][0])
+                        add(f"{name}|cpu, rank {rank}: sum of the two rows", m["summed"][1] - m["barrier"][1])
+                        add(f"{name}|cpu, rank {rank}: update (SGD)", m["end"][1] - m["summed"][1])
+                if len(ran) == 2 and "op" in ran[0][1][k]:
+                    add(f"{name}|skew of the ranks at the op (wall)",
+                        abs(ran[0][1][k]["op"][0] - ran[1][1][k]["op"][0]))
     return out
 
 
-def phases(args):
+def launch_worker(args: argparse.Namespace, flag: str, out: Path, *extra: str) -> Any:
+    """Start a 2-rank job running this script with `flag`; what its rank 0 wrote."""
+    os.mkfifo(str(out) + DOORBELL)
+    subprocess.run([sys.executable, "-m", "fluidgrad", "launch", "-n", "2", __file__, "--rounds", str(args.rounds),
+                    "--block", str(args.block), flag, str(out), *extra],
+                   check=True, cwd=Path(__file__).resolve().parents[1])
+    return json.loads(out.read_text())
+
+
+def phases(args: argparse.Namespace) -> None:
     """`--phases`: the static step split into its parts, 1 rank against 2 (shared bucket)."""
-    results = {}
+    results: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for launch in range(args.launches):
-            for nproc in (1, 2):
-                out = Path(tmp) / f"{nproc}-{launch}.json"
-                subprocess.run([sys.executable, "-m", "fluidgrad", "launch", "-n", str(nproc), __file__,
-                                "--steps", str(args.steps), "--block", str(args.block), "--phase-worker", str(out)],
-                               check=True, cwd=Path(__file__).resolve().parents[1])
-                for key, samples in json.loads(out.read_text()).items():
-                    results.setdefault(f"{nproc}|{key}", []).extend(samples)
+            for key, samples in launch_worker(args, "--phase-worker", Path(tmp) / f"{launch}.json").items():
+                results.setdefault(key, []).extend(samples)
     rows = []
     for key, samples in results.items():
-        nproc, name, what = key.split("|")
+        name, what = key.split("|")
         median, fast = percentiles(samples, 50, 10)
-        label = "1 rank" if nproc == "1" else f"2 ranks, {'no all-reduce' if name == 'alone' else name}"
-        rows.append([label, what, f"{median:.3f}", f"{fast:.3f}"])
+        rows.append([name if name == ONE_RANK else f"2 ranks, {name}", what, f"{median:.3f}", f"{fast:.3f}"])
     print_table(f"static step in parts, MLP {'-'.join(map(str, SIZES))}, batch {BATCH} per rank, two-rank shared "
-                f"bucket (median and 10th percentile of {args.steps * (args.block - 1) * args.launches} steps)",
+                f"bucket (median and 10th percentile of {steps_per_row(args)} steps)",
                 ["ranks", "part", "median ms", "p10 ms"], rows)
 
 
-def allreduce_times(world, repeat=30):
+def allreduce_times(world: World, repeat: int = 30) -> dict[str, float]:
     """Median seconds of one blocking MPI all-reduce (Iallreduce, then wait) of 8 bytes and of
     the whole MLP gradient: the latency (alpha) and bandwidth (beta) terms of the cost model
     in docs/distributed.md; and of the whole gradient through a shared-memory bucket, its
@@ -295,6 +421,7 @@ def allreduce_times(world, repeat=30):
     def shared():
         np.copyto(bucket.input, gradient)
         bucket.start().wait()
+
     def mpi(array):
         return lambda: world.start_all_reduce(array, "sum").wait()
     contenders = {str(n * 4): mpi(np.ones(n, "float32")) for n in (2, n_grad)}
@@ -312,37 +439,38 @@ def allreduce_times(world, repeat=30):
     return medians
 
 
-def percentiles(samples, *qs):
+def percentiles(samples: Any, *qs: float) -> list[float]:
     return [float(q) for q in np.percentile(samples, qs)]
+
+
+def steps_per_row(args: argparse.Namespace) -> int:
+    return args.rounds * (args.block - 1) * args.launches
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--launches", type=int, default=2)
-    parser.add_argument("--block", type=int, default=4, help="consecutive steps of one contender (the first not timed)")
+    parser.add_argument("--rounds", type=int, default=20, help="turns of every contender per job")
+    parser.add_argument("--launches", type=int, default=3, help="2-rank jobs per mode, modes alternating")
+    parser.add_argument("--block", type=int, default=8, help="consecutive steps of one contender (the first not timed)")
     parser.add_argument("--phases", action="store_true",
                         help="split the static step into its parts (compute, pack, barrier, sum, update)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--mode", choices=MODES, help=argparse.SUPPRESS)
     parser.add_argument("--phase-worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.block < 2:
         parser.error("--block must be at least 2 (the first step of a block is not timed)")
     if args.worker:
-        return worker(args.worker, args.steps, args.block)
+        return worker(args.worker, args.mode, args.rounds, args.block)
     if args.phase_worker:
-        return phase_worker(args.phase_worker, args.steps, args.block)
+        return phase_worker(args.phase_worker, args.rounds, args.block)
     if args.phases:
         return phases(args)
     results: dict[str, list[list[float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for launch in range(args.launches):
-            for nproc in (1, 2):
-                out = Path(tmp) / f"{nproc}-{launch}.json"
-                subprocess.run([sys.executable, "-m", "fluidgrad", "launch", "-n", str(nproc), __file__,
-                                "--steps", str(args.steps), "--block", str(args.block), "--worker", str(out)], check=True,
-                               cwd=Path(__file__).resolve().parents[1])
-                found = json.loads(out.read_text())
+            for mode in MODES:
+                found = launch_worker(args, "--worker", Path(tmp) / f"{mode}-{launch}.json", "--mode", mode)
                 for size, seconds in found.pop("allreduce", {}).items():
                     results.setdefault(f"allreduce|{size}", [[], [], []])[0].append(seconds)
                 for key, samples in found.items():
@@ -350,24 +478,25 @@ def main():
                     for kept, new in zip(entry, samples):
                         kept += new
     rows, versus = [], []
-    for mode in ("static", "eager"):
-        base, base_fast = percentiles(results[f"{mode}|1 rank"][0], 50, 10)
-        alone = float(np.median(results[f"{mode}|no all-reduce"][0]))
-        for name in ("1 rank", *VARIANTS):
+    for mode in MODES:
+        base, base_fast = percentiles(results[f"{mode}|{ONE_RANK}"][0], 50, 10)
+        alone_step = float(np.median(results[f"{mode}|no all-reduce"][0]))
+        for name in (ONE_RANK, *CONTENDERS):
             if f"{mode}|{name}" not in results:
                 continue
             t, c, work = results[f"{mode}|{name}"]
             step, fast, low, high = percentiles(t, 50, 10, 25, 75)
-            label = name if name == "1 rank" else f"2 ranks, {name}"
+            label = name if name == ONE_RANK else f"2 ranks, {name}"
             rows.append([mode, label, f"{step * 1e3:.2f}", f"{low * 1e3:.2f}-{high * 1e3:.2f}", f"{fast * 1e3:.2f}",
-                         f"{float(np.median(c)) * 1e3:.2f}", f"{float(np.median(work)) * 1e3:.2f}", f"{step / base:.2f}x", f"{fast / base_fast:.2f}x",
-                         f"{step / alone:.2f}x"])
-        for path in ("", ", MPI Iallreduce"):
-            bucketed = np.array(results[f"{mode}|bucketed{path}"][0])
-            per_param = np.array(results[f"{mode}|per-parameter{path}"][0])
-            # the two take turns in blocks in the same processes: compare their steps pairwise, in order
-            ratio = per_param / bucketed
-            versus.append([mode, "shared memory" if not path else "MPI Iallreduce",
+                         f"{float(np.median(c)) * 1e3:.2f}", f"{float(np.median(work)) * 1e3:.2f}",
+                         f"{step / base:.2f}x", f"{fast / base_fast:.2f}x", f"{step / alone_step:.2f}x"])
+        for bucketed_name, per_param_name in PAIRS:
+            if f"{mode}|{bucketed_name}" not in results or f"{mode}|{per_param_name}" not in results:
+                continue
+            bucketed = np.array(results[f"{mode}|{bucketed_name}"][0])
+            per_param = np.array(results[f"{mode}|{per_param_name}"][0])
+            ratio = per_param / bucketed  # the two take turns in the same processes: paired in order
+            versus.append([mode, PATH_NAMES.get(CONTENDERS[bucketed_name].path, CONTENDERS[bucketed_name].path),
                            f"{np.median(bucketed) * 1e3:.2f}", f"{np.median(per_param) * 1e3:.2f}",
                            f"{np.median(ratio):.2f}x", f"{np.mean(ratio > 1):.0%}"])
     fits = []
@@ -381,8 +510,8 @@ def main():
         if "allreduce|shared" in results:
             fits.append([f"{sizes[1]} bytes through a shared-memory bucket (packing included)",
                          f"{float(np.median(results['allreduce|shared'][0])) * 1e3:.3f}"])
-    print_table(f"MLP {'-'.join(map(str, SIZES))}, batch {BATCH} per rank, SGD, 1 BLAS thread per rank "
-                f"(median of {args.steps * (args.block - 1) * args.launches} steps)",
+    print_table(f"MLP {'-'.join(map(str, SIZES))}, batch {BATCH} per rank, SGD, 1 BLAS thread per rank; 1 rank and "
+                f"2 ranks in the same 2-rank jobs, in blocks of {args.block} steps (median of {steps_per_row(args)} steps)",
                 ["mode", "ranks / all-reduce", "step ms", "p25-p75 ms", "p10 ms", "comm ms", "cpu ms", "vs 1 rank",
                  "vs 1 rank (p10)", "vs no all-reduce"], rows)
     print_table("bucketed vs one all-reduce per parameter (2 ranks, taking turns in blocks; steps paired in order)",
@@ -390,7 +519,7 @@ def main():
                  "steps where bucketed is faster"], versus)
     if fits:
         print_table("one blocking MPI all-reduce on 2 ranks (median)", ["message", "ms"], fits)
-        compute = float(np.median(results["static|1 rank"][0]))
+        compute = float(np.median(results[f"static|{ONE_RANK}"][0]))
         print_cost_model(compute, {"this machine, MPI Iallreduce (measured)": (alpha, beta), **NETWORKS})
 
 
