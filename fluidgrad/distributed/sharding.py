@@ -19,6 +19,12 @@ arrays are read-only views of it, so fetches, state dicts, `io.save` on rank 0 a
 (`c_bucket_broadcast`, instead of one `c_broadcast` per parameter). Scalar optimizer state
 (Adam's beta powers) stays on every rank, advanced identically by every rank.
 
+The node copies belong to the program (keys made at minimize(), kept for the life of the
+process): its startup run again, in any scope, refills the same copies, so one sharded program
+trains one set of parameters per process. The scope's parameters are read-only: assign new
+arrays (`scope.assign`, `io.load`, `set_state_dict`), which the next step puts back into the
+copy, rather than writing into them.
+
 Clipping by global norm is computed over the parts and summed over ranks (the global norm);
 clipping by value and L1/L2 decay are elementwise. Clipping by each parameter's own norm
 (`ClipGradByNorm`) and optimizers that override how their update op is appended are not

@@ -31,7 +31,7 @@ from math import prod
 
 import numpy as np
 
-from . import comm_shards, fused_shards
+from . import comm_shards, fused_shards, placement
 from .comm import get_world
 from .comm_shards import Layout
 from .grad_builder import GradBuilder
@@ -158,7 +158,23 @@ def _plan_local_references() -> int:
 _PLAN_ONLY = _plan_local_references()
 
 
-def _bucket_allreduce_kernel(xs, reduce="avg", bucket="", ring_id=0, overwrite=False):
+def _bucket_allreduce_offer(shapes, dtypes, reduce="avg", bucket="", **_):
+    """Placement: this rank's piece of the bucket's next row for each input (ops/placement.py),
+    scaled as the packing would; once the bucket exists, and only on several ranks."""
+    world = get_world()
+    if world.size == 1 or reduce not in ("sum", "avg"):
+        return None
+    dtype, shapes = np.dtype(dtypes[0]), [tuple(int(d) for d in s) for s in shapes]
+    key, size = (bucket, tuple(shapes)), sum(prod(s) for s in shapes)
+    scale = dtype.type(1 / world.size) if reduce == "avg" else None
+
+    def offer():
+        found = world.kept_bucket(key, size, dtype)
+        return None if found is None else placement.pieces_of(found.input, shapes, scale)
+    return (key, size, dtype.str), offer
+
+
+def _bucket_allreduce_kernel(xs, reduce="avg", bucket="", ring_id=0, overwrite=False, placed=None):
     world = get_world()
     # which inputs nobody else can see (the plan's fresh gradients): the sum may go into them
     counts = [_references(xs, i) for i in range(len(xs))]
@@ -169,9 +185,11 @@ def _bucket_allreduce_kernel(xs, reduce="avg", bucket="", ring_id=0, overwrite=F
     flat = world.bucket((bucket, tuple(a.shape for a in arrays)), sum(a.size for a in arrays), dtype)
     scale = dtype.type(1 / world.size) if reduce == "avg" else None
     start, pieces = 0, []
-    for array in arrays:  # pack (and scale, for the average) in one pass per tensor
+    for k, array in enumerate(arrays):  # pack (and scale, for the average) in one pass per tensor
         part = flat.input[start:start + array.size]
-        if scale is None:
+        if placed is not None and placement.is_placed(placed[k], array, part):
+            pass  # its producer wrote it here, scaled (executor/placement.py)
+        elif scale is None:
             np.copyto(part, array.reshape(-1))
         else:
             np.multiply(array.reshape(-1), scale, out=part)
@@ -212,6 +230,7 @@ def _bucket_allreduce_grad(g: GradBuilder) -> None:
 register_op("c_bucket_allreduce", inputs="X*", outputs="Out*",
             attrs={"reduce": "avg", "bucket": "", "ring_id": 0, "overwrite": False},
             kernel=_bucket_allreduce_kernel, infer=_bucket_allreduce_infer, grad=_bucket_allreduce_grad,
+            offer=_bucket_allreduce_offer,
             doc="Out[i] = the sum or average of X[i] over every rank, one collective for the whole bucket "
                 "(overwrite: Out is X, and the sums may go into X's arrays when the run alone holds them).")
 
@@ -290,11 +309,16 @@ def _check_key(ctx, what: str) -> None:
                               f"(e.g. fluidgrad.framework.unique_name('grad_bucket')); got an empty key")
 
 
+def _shard_key(bucket: str, layout: Layout) -> tuple:
+    """The key of a sharded bucket's gradient rows (World.bucket)."""
+    return ("shard", bucket, tuple(layout.shapes))
+
+
 def _part_of(shapes, nranks: int) -> int:
     return Layout(shapes, nranks).part
 
 
-def _bucket_reducescatter_kernel(xs, reduce="avg", bucket="", nranks=1, ring_id=0):
+def _bucket_reducescatter_kernel(xs, reduce="avg", bucket="", nranks=1, ring_id=0, placed=None):
     world = _world_of("c_bucket_reducescatter", nranks)
     arrays = [np.asarray(x) for x in xs]
     layout = Layout([a.shape for a in arrays], nranks)
@@ -302,8 +326,8 @@ def _bucket_reducescatter_kernel(xs, reduce="avg", bucket="", nranks=1, ring_id=
         return comm_shards.gather_part(arrays, layout, 0, arrays[0].dtype)
     dtype = arrays[0].dtype
     scale = dtype.type(1 / world.size) if reduce == "avg" else None
-    return comm_shards.reduce_scatter(world, ("shard", bucket, tuple(layout.shapes)), arrays, layout, scale,
-                                      f"op c_bucket_reducescatter ({bucket})")
+    return comm_shards.reduce_scatter(world, _shard_key(bucket, layout), arrays, layout, scale,
+                                      f"op c_bucket_reducescatter ({bucket})", placed)
 
 
 def _bucket_reducescatter_infer(ctx) -> None:
@@ -421,7 +445,7 @@ def _learning_rate(lr) -> float:
 
 
 def _bucket_sgd_kernel(xs, params, learning_rate, reduce="avg", bucket="", copy="", nranks=1, decay=0.0,
-                       ring_id=0):
+                       ring_id=0, placed=None):
     world = _world_of("c_bucket_sgd", nranks)
     grads = [np.asarray(x) for x in xs]
     layout = Layout([g.shape for g in grads], nranks)
@@ -431,14 +455,14 @@ def _bucket_sgd_kernel(xs, params, learning_rate, reduce="avg", bucket="", copy=
 
     def update(own, own_scale, rows, skip, start, param):
         fused_shards.sgd(own, own_scale, rows, skip, start, param, lr, decay)
-    (out,) = comm_shards.update_in_place(world, ("shard", bucket, tuple(layout.shapes)), grads, layout, scale,
+    (out,) = comm_shards.update_in_place(world, _shard_key(bucket, layout), grads, layout, scale,
                                          [(copy, [np.asarray(p) for p in params])], update,
-                                         f"op c_bucket_sgd ({bucket})")
+                                         f"op c_bucket_sgd ({bucket})", placed)
     return out
 
 
 def _bucket_momentum_kernel(xs, params, velocities, learning_rate, reduce="avg", bucket="", copy="", nranks=1,
-                            decay=0.0, mu=0.9, use_nesterov=False, ring_id=0):
+                            decay=0.0, mu=0.9, use_nesterov=False, ring_id=0, placed=None):
     world = _world_of("c_bucket_momentum", nranks)
     grads = [np.asarray(x) for x in xs]
     layout = Layout([g.shape for g in grads], nranks)
@@ -449,9 +473,9 @@ def _bucket_momentum_kernel(xs, params, velocities, learning_rate, reduce="avg",
     def update(own, own_scale, rows, skip, start, param, velocity):
         fused_shards.momentum(own, own_scale, rows, skip, start, param, velocity, lr, mu, decay, use_nesterov)
     out, velocity_out = comm_shards.update_in_place(
-        world, ("shard", bucket, tuple(layout.shapes)), grads, layout, scale,
+        world, _shard_key(bucket, layout), grads, layout, scale,
         [(copy, [np.asarray(p) for p in params]), (copy + ".velocity", [np.asarray(v) for v in velocities])],
-        update, f"op c_bucket_momentum ({bucket})")
+        update, f"op c_bucket_momentum ({bucket})", placed)
     return out, velocity_out
 
 
@@ -494,7 +518,7 @@ register_op("c_bucket_momentum", inputs="X* Param* Velocity* LearningRate", outp
 
 def _bucket_adam_kernel(xs, params, moment1, moment2, beta1_pow, beta2_pow, learning_rate, reduce="avg", bucket="",
                         copy="", nranks=1, decay=0.0, beta1=0.9, beta2=0.999, epsilon=1e-8, weight_decay=0.0,
-                        ring_id=0):
+                        ring_id=0, placed=None):
     world = _world_of("c_bucket_adam", nranks)
     grads = [np.asarray(x) for x in xs]
     layout = Layout([g.shape for g in grads], nranks)
@@ -507,9 +531,9 @@ def _bucket_adam_kernel(xs, params, moment1, moment2, beta1_pow, beta2_pow, lear
         fused_shards.adam(own, own_scale, rows, skip, start, param, m1, m2, lr, beta1, beta2, b1_pow, b2_pow,
                           epsilon, decay, weight_decay)
     out, m1_out, m2_out = comm_shards.update_in_place(
-        world, ("shard", bucket, tuple(layout.shapes)), grads, layout, scale,
+        world, _shard_key(bucket, layout), grads, layout, scale,
         [(copy, [np.asarray(p) for p in params]), (copy + ".moment1", [np.asarray(m) for m in moment1]),
-         (copy + ".moment2", [np.asarray(m) for m in moment2])], update, f"op c_bucket_adam ({bucket})")
+         (copy + ".moment2", [np.asarray(m) for m in moment2])], update, f"op c_bucket_adam ({bucket})", placed)
     pows = [[np.asarray(b) * np.asarray(b).dtype.type(beta) for b in bs] for bs, beta in
             ((beta1_pow, beta1), (beta2_pow, beta2))]
     return out, m1_out, m2_out, pows[0], pows[1]

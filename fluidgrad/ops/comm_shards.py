@@ -69,15 +69,16 @@ def flat(array: np.ndarray) -> np.ndarray:
 
 
 def gather_part(arrays: Sequence[np.ndarray], layout: Layout, rank: int, dtype: Any,
-                scale: Any = None) -> np.ndarray:
-    """Part `rank` of the flattened, padded `arrays`, a new array (scaled by `scale` if given)."""
+                scale: Any = None, present: Sequence[bool] | None = None) -> np.ndarray:
+    """Part `rank` of the flattened, padded `arrays`, a new array (scaled by `scale` if given,
+    except the arrays `present` marks: already scaled, lying in the bucket's row)."""
     lo, hi = layout.bounds(rank)
     out = np.empty(layout.part, dtype)
     out[max(layout.size - lo, 0):] = 0  # the padding
     for i, a, b in layout.overlaps(lo, hi):
         start = layout.offsets[i] + a - lo
         source = flat(arrays[i])[a:b]
-        if scale is None:
+        if scale is None or (present is not None and present[i]):
             np.copyto(out[start:start + b - a], source)
         else:
             np.multiply(source, scale, out=out[start:start + b - a])
@@ -85,10 +86,13 @@ def gather_part(arrays: Sequence[np.ndarray], layout: Layout, rank: int, dtype: 
 
 
 def pack(into: np.ndarray, arrays: Sequence[np.ndarray], layout: Layout, scale: Any = None,
-         skip: tuple[int, int] | None = None) -> None:
-    """Write the flattened `arrays` (scaled) into `into`, leaving out the range `skip`; the padding is zeroed."""
+         skip: tuple[int, int] | None = None, present: Sequence[bool] | None = None) -> None:
+    """Write the flattened `arrays` (scaled) into `into`, leaving out the range `skip` and the
+    arrays `present` marks (their producers wrote them there); the padding is zeroed."""
     ranges = layout.outside(*skip) if skip is not None else [(i, 0, s) for i, s in enumerate(layout.sizes)]
     for i, a, b in ranges:
+        if present is not None and present[i]:
+            continue
         start = layout.offsets[i] + a
         source = flat(arrays[i])[a:b]
         if scale is None:
@@ -98,15 +102,30 @@ def pack(into: np.ndarray, arrays: Sequence[np.ndarray], layout: Layout, scale: 
     into[layout.size:layout.padded] = 0
 
 
+def in_place(row: np.ndarray, arrays: Sequence[np.ndarray], layout: Layout, placed: Any) -> list[bool] | None:
+    """Which `arrays` their producers already wrote (scaled) at their places in `row`: each is
+    the destination offered to it (`placed[i].array`, executor/placement.py) and lies there."""
+    if placed is None:
+        return None
+    base, itemsize = _address(row), row.dtype.itemsize
+    return [destination is not None and getattr(destination, "array", None) is array
+            and array.dtype == row.dtype and array.size == size and _address(array) == base + start * itemsize
+            for destination, array, start, size in zip(placed, arrays, layout.offsets, layout.sizes)]
+
+
+def _address(array: np.ndarray) -> int:
+    return array.__array_interface__["data"][0]
+
+
 def reduce_scatter(world: Any, key: Any, arrays: Sequence[np.ndarray], layout: Layout, scale: Any,
-                   what: str) -> np.ndarray:
+                   what: str, placed: Any = None) -> np.ndarray:
     """This rank's part of the sum over ranks of the flattened `arrays` (each scaled by `scale`)."""
-    rows, skip, summed = exchange(world, key, arrays, layout, scale, what)
+    rows, skip, summed, present = exchange(world, key, arrays, layout, scale, what, placed)
     if summed is not None:
         return summed
     start = time.perf_counter()
     lo, hi = layout.bounds(world.rank)
-    out = gather_part(arrays, layout, world.rank, arrays[0].dtype, scale)  # own part, read where it lies
+    out = gather_part(arrays, layout, world.rank, arrays[0].dtype, scale, present)  # own part, read where it lies
     for other in range(len(rows)):
         if other != skip:
             np.add(out, rows[other, lo:hi], out=out)
@@ -218,30 +237,34 @@ def find_copy(copies: Any, arrays: Sequence[np.ndarray], layout: Layout) -> Node
     return None
 
 
-def exchange(world: Any, key: Any, arrays: Sequence[np.ndarray], layout: Layout, scale: Any,
-             what: str) -> tuple[np.ndarray, int, np.ndarray | None]:
-    """The first half of a reduce-scatter: `(rows, skip, summed)`. On one node: every rank's row
-    of the shared bucket holding the parts the others own (this rank's own part is left where it
-    lies, `skip` is this rank's row), after the barrier; `summed` None. Across nodes: no rows,
-    `summed` = this rank's part summed over ranks by MPI."""
+def exchange(world: Any, key: Any, arrays: Sequence[np.ndarray], layout: Layout, scale: Any, what: str,
+             placed: Any = None) -> tuple[np.ndarray, int, np.ndarray | None, list[bool] | None]:
+    """The first half of a reduce-scatter: `(rows, skip, summed, present)`. On one node: every
+    rank's row of the shared bucket holding the parts the others own (this rank's own part is
+    left where it lies, `skip` is this rank's row), after the barrier; `summed` None. Across
+    nodes: no rows, `summed` = this rank's part summed over ranks by MPI. `placed`: the
+    destinations offered to the arrays' producers (placement); `present` says which arrays lie
+    in this rank's row already, scaled (the own part of those is read there)."""
     dtype = arrays[0].dtype
     bucket = world.bucket(key, layout.padded, dtype)
+    present = in_place(bucket.input, arrays, layout, placed)
     if not bucket.shared:
-        pack(bucket.input, arrays, layout, scale)
+        pack(bucket.input, arrays, layout, scale, present=present)
         summed = np.empty(layout.part, dtype)
         world.wait(world.comm.Ireduce_scatter_block(bucket.input, summed, op=world.mpi.SUM), what)
-        return np.empty((0, 0), dtype), -1, summed
-    pack(bucket.input, arrays, layout, scale, skip=layout.bounds(world.rank))
+        return np.empty((0, 0), dtype), -1, summed, present
+    pack(bucket.input, arrays, layout, scale, skip=layout.bounds(world.rank), present=present)
     rows = bucket.sets[bucket.turn]
     bucket.turn = (bucket.turn + 1) % len(bucket.sets)
     bucket.win.Sync()
     world.wait(bucket.node.Ibarrier(), what)
     bucket.win.Sync()
-    return rows, bucket.rank, None
+    return rows, bucket.rank, None, present
 
 
 def update_in_place(world: Any, key: Any, grads: Sequence[np.ndarray], layout: Layout, scale: Any,
-                    states: Sequence[tuple[str, Sequence[np.ndarray]]], update: Any, what: str) -> list[list[np.ndarray]]:
+                    states: Sequence[tuple[str, Sequence[np.ndarray]]], update: Any, what: str,
+                    placed: Any = None) -> list[list[np.ndarray]]:
     """Sum this rank's part of the gradients over ranks and update its part of each state (the
     parameters first, then e.g. the velocities) in place, in the node's copies (`states`: the copy's
     key and the scope's arrays), then publish them. `update(own, scale, rows, skip, start, *parts)`
@@ -255,7 +278,7 @@ def update_in_place(world: Any, key: Any, grads: Sequence[np.ndarray], layout: L
         update(own[start:end], 1, rows, skip, start, *[f[start:end] for f in flats])
         return [[f[o:o + s].reshape(shape) for o, s, shape in zip(layout.offsets, layout.sizes, layout.shapes)]
                 for f in flats]
-    rows, skip, summed = exchange(world, key, grads, layout, scale, what)
+    rows, skip, summed, present = exchange(world, key, grads, layout, scale, what, placed)
     copies = [world.node_copy(copy_key, layout.padded, dtype) for copy_key, _ in states]
     for copy, (_, arrays) in zip(copies, states):
         if not copy.holds(arrays, layout):  # the scope got other arrays (a load): this rank's part goes back in
@@ -265,7 +288,8 @@ def update_in_place(world: Any, key: Any, grads: Sequence[np.ndarray], layout: L
     for i, a, b in layout.overlaps(lo, hi):
         first = layout.offsets[i] + a
         if summed is None:
-            own, own_scale = flat(grads[i])[a:b], scale if scale is not None else 1
+            placed_here = present is not None and present[i]  # in the row, scaled already
+            own, own_scale = flat(grads[i])[a:b], scale if scale is not None and not placed_here else 1
         else:
             own, own_scale = summed[first - lo:first - lo + b - a], 1
         update(own, own_scale, rows, skip, first, *[c.flat[first:first + b - a] for c in copies])

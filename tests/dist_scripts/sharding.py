@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import namedtuple
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +28,8 @@ from fluidgrad.framework import unique_name_guard
 from fluidgrad.nn import functional as F
 from fluidgrad.ops import accel
 from fluidgrad.ops.comm import get_world
+from fluidgrad.ops.comm_shards import Layout, in_place
+from fluidgrad.ops.registry import get_op_def
 
 STEPS, PER_RANK, IN, HIDDEN, CLASSES = 20, 4, 6, 16, 3
 CLIP_NORM = 0.05
@@ -150,6 +153,45 @@ CASES = [
 ]
 
 
+def check_placed(rank, world):
+    """The kernels' placement hook: gradients written (scaled) into this rank's row beforehand, as
+    placement's producers do, give the same results as gradients copied in by the kernel.
+    Returns the largest difference over the reduce-scatter and the fused SGD."""
+    destination = namedtuple("destination", "array scale")
+    rng = np.random.default_rng(7 + rank)
+    shapes = [(5, 3), (7,), (2, 2)]
+    grads = [rng.standard_normal(s).astype("float32") for s in shapes]
+    layout, scale = Layout(shapes, world), np.float32(1 / world)
+    key = ("shard", "placed-check", tuple(layout.shapes))
+    reducescatter = get_op_def("c_bucket_reducescatter").kernel
+    expected = reducescatter(grads, bucket="placed-check", nranks=world)
+
+    def place():
+        row = get_world().bucket(key, layout.padded, np.dtype("float32")).input
+        placed = []
+        for g, start, size in zip(grads, layout.offsets, layout.sizes):
+            view = row[start:start + size].reshape(g.shape)
+            np.multiply(g, scale, out=view)
+            placed.append(destination(view, scale))
+        arrays = [d.array for d in placed]
+        if not all(in_place(row, arrays, layout, placed)):
+            raise AssertionError("the placed gradients are not recognised in the row")
+        return arrays, placed
+    arrays, placed = place()
+    got = reducescatter(arrays, bucket="placed-check", nranks=world, placed=placed)
+    diffs = [rel_diff(got, expected)]
+    sgd = get_op_def("c_bucket_sgd").kernel
+    params = [rng.standard_normal(s).astype("float32") for s in shapes]
+    params = dist.broadcast(np.concatenate([p.reshape(-1) for p in params]), 0)
+    params = [params[o:o + n].reshape(s) for o, n, s in zip(layout.offsets, layout.sizes, shapes)]
+    lr = np.array([0.1], "float32")
+    plain = [np.array(v) for v in sgd(grads, params, lr, bucket="placed-check", copy="placed-copy-a", nranks=world)]
+    arrays, placed = place()
+    fused = sgd(arrays, params, lr, bucket="placed-check", copy="placed-copy-b", nranks=world, placed=placed)
+    diffs += [rel_diff(a, b) for a, b in zip(fused, plain)]
+    return max(diffs)
+
+
 def main(out_path):
     dist.init_parallel_env()
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -162,6 +204,8 @@ def main(out_path):
         with accel.use_numba(case.get("numba", True)):  # False: the fused updates' NumPy fallback
             results["cases"][case["name"]] = run_case(case, rank, world, Path(out_path).parent)
     get_world().allreduce_path = "auto"
+    if not only:
+        results["placed"] = check_placed(rank, world)
     if rank == 0:
         Path(out_path).write_text(json.dumps(results))
 
