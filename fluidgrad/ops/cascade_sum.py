@@ -147,3 +147,34 @@ def cascade_vecmat(w: np.ndarray, m: np.ndarray) -> np.ndarray | None:
     if r > q * _BLOCK:
         partial[0] += w[q * _BLOCK:] @ m[q * _BLOCK:]
     return cascade_sum(partial, (0,))
+
+
+class PairwiseSum:
+    """A sum of arrays handed in one at a time (a kernel's blocks of images), added as a balanced
+    binary tree: level i holds the sum of 2^i arrays, and a new array carries upwards like a
+    binary counter. n arrays take n - 1 additions, as a running total does, but each element's
+    rounding error grows as log2(n) rather than n, in at most log2(n) buffers of one array each."""
+
+    def __init__(self) -> None:
+        self._levels: list[np.ndarray | None] = []
+
+    def add(self, a: np.ndarray) -> None:
+        """Add `a` (read now, never kept: the caller may reuse its buffer)."""
+        carry = None
+        for i, held in enumerate(self._levels):
+            if held is None:
+                self._levels[i] = a.copy() if carry is None else carry
+                return
+            carry = np.add(held, a if carry is None else carry, out=held)
+            self._levels[i] = None
+        self._levels.append(a.copy() if carry is None else carry)
+
+    def total(self) -> np.ndarray | None:
+        """The sum so far (smallest partial sums first), None when nothing was added."""
+        parts = [p for p in self._levels if p is not None]
+        if not parts:
+            return None
+        out = parts[0]
+        for p in parts[1:]:
+            out = np.add(out, p, out=out)
+        return out

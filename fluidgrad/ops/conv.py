@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from . import accel, winograd
+from .cascade_sum import cascade_sum
 from .geometry import PADDING_ALGORITHMS, Windows, per_axis
 from .grad_builder import GradBuilder
 from .registry import register_op
@@ -181,7 +182,8 @@ def _flipped_filter(w: np.ndarray, groups: int) -> np.ndarray:
 
 def conv_filter_grad_kernel(dout, x, w, strides=(1, 1), paddings=(0, 0), dilations=(1, 1), groups=1,
                             data_format="NCHW", padding_algorithm="EXPLICIT"):
-    """dW of conv (W gives only the shape): per image dOut [O, L] times its columns^T, summed."""
+    """dW of conv (W gives only the shape): per image dOut [O, L] times its columns^T, summed
+    over the images by cascade_sum (float32: an error growing as log2(N), not N)."""
     geo = _windows(x.shape, w.shape, strides, paddings, dilations, padding_algorithm)
     if _winograd(geo, groups, x.shape[1], dout, x):
         dw = winograd.filter_grad(dout, x, geo.pads)
@@ -193,7 +195,8 @@ def conv_filter_grad_kernel(dout, x, w, strides=(1, 1), paddings=(0, 0), dilatio
     dw = np.empty(w.shape, dtype=dout.dtype)
     for cs, os_ in _group_slices(x.shape[1], o, groups):
         per_image = np.matmul(d3[:, os_], _columns(win, cs).transpose(0, 2, 1))
-        dw[os_] = per_image.sum(axis=0).reshape(dw[os_].shape)
+        total = cascade_sum(per_image, (0,))
+        dw[os_] = (per_image.sum(axis=0) if total is None else total).reshape(dw[os_].shape)
     return dw
 
 

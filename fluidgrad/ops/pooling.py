@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from . import accel
+from .cascade_sum import cascade_sum
 from .geometry import Windows, adaptive_bounds, adaptive_mean_matrix, along_axes, per_axis
 from .grad_builder import GradBuilder
 from .registry import register_op
@@ -293,6 +294,38 @@ def _counts(geo: Windows, exclusive: bool, dtype) -> np.ndarray:
     return np.maximum(total, 1).astype(dtype)
 
 
+def _tiles(geo: Windows) -> tuple[int, ...] | None:
+    """For windows that tile the input exactly (stride = kernel, no padding or dilation: the
+    regular case of adaptive pooling) with more than _MANY_OFFSETS elements each, the input's
+    shape split into [N, C, o1, k1, o2, k2, ...]; else None. A pass per window offset adds one
+    offset after another: a 224x224 window (adaptive_avg_pool2d(x, 1)) took 50176 passes, and its
+    float32 sum drifted by ~1e-4 (one chain of 50176 additions)."""
+    if (geo.kernel_size <= _MANY_OFFSETS or geo.strides != geo.kernel or any(d != 1 for d in geo.dilations)
+            or any(p != (0, 0) for p in geo.pads) or [o * k for o, k in zip(geo.out, geo.kernel)] != geo.spatial):
+        return None
+    return tuple(v for o, k in zip(geo.out, geo.kernel) for v in (o, k))
+
+
+def _tiled_mean(x: np.ndarray, tiles: tuple[int, ...]) -> np.ndarray:
+    """The mean of each tile: one sum over the kernel axes of a reshaped view (float32 through
+    cascade_sum: an error like PyTorch's, ~log2 of the window size; float16 / bfloat16 summed
+    and divided in float32)."""
+    split = x.reshape(x.shape[:2] + tiles)
+    axes = tuple(range(3, split.ndim, 2))
+    total = cascade_sum(split, axes, in_float32=True)
+    if total is None:
+        total = split.sum(axis=axes)
+    total /= total.dtype.type(math.prod(tiles[1::2]))
+    return total.astype(x.dtype, copy=False)
+
+
+def _tiled_mean_grad(dout: np.ndarray, x_shape, tiles: tuple[int, ...]) -> np.ndarray:
+    """dOut / window size spread over each tile: one broadcasting copy."""
+    share = dout / dout.dtype.type(math.prod(tiles[1::2]))
+    spread = share.reshape(share.shape[:2] + tuple(v for o in tiles[::2] for v in (o, 1)))
+    return np.ascontiguousarray(np.broadcast_to(spread, tuple(x_shape[:2]) + tiles)).reshape(x_shape)
+
+
 def _adaptive_matrices(pool: Pooling) -> list[np.ndarray]:
     return [adaptive_mean_matrix(s, o) for s, o in zip(pool.spatial, pool.out)]
 
@@ -304,6 +337,9 @@ def avg_pool(x: np.ndarray, pool: Pooling, exclusive: bool) -> np.ndarray:
     if pool.kind == "adaptive":
         return along_axes(x, _adaptive_matrices(pool))
     geo = pool.windows
+    tiles = _tiles(geo)
+    if tiles is not None:
+        return _tiled_mean(x, tiles)
     xp = geo.pad(x)
     total = None
     for offset in geo.offsets():
@@ -319,6 +355,9 @@ def avg_pool_grad(dout: np.ndarray, x_shape, pool: Pooling, exclusive: bool) -> 
     if pool.kind == "adaptive":
         return along_axes(dout, [m.T for m in _adaptive_matrices(pool)])
     geo = pool.windows
+    tiles = _tiles(geo)
+    if tiles is not None:
+        return _tiled_mean_grad(dout, x_shape, tiles)
     dxp = np.zeros(tuple(x_shape[:2]) + tuple(geo.padded), dtype=dout.dtype)
     share = dout / _counts(geo, exclusive, dout.dtype)
     for offset in geo.offsets():

@@ -27,6 +27,7 @@ import functools
 import numpy as np
 
 from . import accel, threads
+from .cascade_sum import PairwiseSum
 
 # F(2x2, 3x3): output = A^T [(G g G^T) * (B^T d B)] A
 _G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
@@ -299,17 +300,18 @@ def filter_grad(dout: np.ndarray, x: np.ndarray, pads) -> np.ndarray:
     x, dout = np.ascontiguousarray(x, dtype=dtype), np.ascontiguousarray(dout, dtype=dtype)
     step, workers = _schedule(n, c, o, th * tw, x.itemsize)
 
-    def run(blocks) -> np.ndarray:
-        du_t, part = np.zeros((16, c, o), dtype=dtype), np.empty((16, c, o), dtype=dtype)
-        stacks = _BlockStacks((c, o), step * th * tw, dtype)
+    def run(blocks) -> np.ndarray | None:
+        du_t, part = PairwiseSum(), np.empty((16, c, o), dtype=dtype)   # blocks summed pairwise: a
+        stacks = _BlockStacks((c, o), step * th * tw, dtype)             # block may be one image
         for start, stop in blocks:
             tiles = (stop - start) * th * tw
             v_buf, v, dm_buf, _ = stacks(tiles)
             _input_tiles_compiled(x[start:stop], top, left, th, tw, v_buf)
             _output_grad_tiles_compiled(dout[start:stop], th, tw, dm_buf)
-            du_t += np.matmul(v, dm_buf[:, :tiles * o].reshape(16, tiles, o), out=part)
-        return du_t
-    du_t = functools.reduce(np.add, threads.run_blocks(run, n, step, workers))
+            du_t.add(np.matmul(v, dm_buf[:, :tiles * o].reshape(16, tiles, o), out=part))
+        return du_t.total()
+    parts = [t for t in threads.run_blocks(run, n, step, workers) if t is not None]
+    du_t = functools.reduce(np.add, parts) if parts else np.zeros((16, c, o), dtype=dtype)   # no images: 0
     return filter_grad_transform(np.ascontiguousarray(du_t.transpose(0, 2, 1)), dtype)
 
 
