@@ -180,6 +180,33 @@ def test_collective_on_a_0d_tensor_is_the_identity_in_a_world_of_one(collective)
     assert float(out) == 1.5
 
 
+@pytest.mark.xfail(strict=True, reason="in a Program, c_allreduce_sum of a 0-D variable runs "
+                   "World.all_reduce, whose np.ascontiguousarray returns shape [1] though the variable is "
+                   "declared [] (ops/comm.py: World.all_reduce; ops/collective.py kernel)")
+def test_static_all_reduce_of_a_0d_variable_keeps_its_shape():
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup):
+        x = fg.static.data("x", [], "float64")
+        y = dist.all_reduce(x * 1.0)
+    out = fg.Executor().run(main, feed={"x": np.float64(2.0)}, fetch_list=[y])[0]
+    assert out.shape == () and float(out) == 2.0
+
+
+@pytest.mark.xfail(strict=True, reason="all_gather of a Variable with a batch axis of unknown size ([None, 4], "
+                   "how predictions are gathered) fails at build time with 'op coalesce: coalesced tensors need "
+                   "known shapes', naming an op the user never called (distributed/collective.py: all_gather "
+                   "packs the gathered value through coalesce / uncoalesce)")
+def test_static_all_gather_of_a_variable_with_a_batch_axis():
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup):
+        x = fg.static.data("x", [None, 4], "float64")
+        parts = dist.all_gather(x * 1.0)
+    x0 = np.arange(8.0).reshape(2, 4)
+    out = fg.Executor().run(main, feed={"x": x0}, fetch_list=parts)
+    assert len(out) == 1
+    np.testing.assert_array_equal(out[0], x0)
+
+
 @pytest.mark.xfail(strict=True, reason="all_gather of a 0-D Tensor gives parts of shape [1] "
                    "(ops/comm.py: World.all_gather's np.ascontiguousarray)")
 def test_all_gather_of_a_0d_tensor_keeps_its_shape():
@@ -377,3 +404,27 @@ def test_nan_is_the_largest_value_in_descending_selections(which):
     else:
         ours, theirs = fg.topk(x, 2)[0], torch.topk(tx, 2)[0]
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+# ---------------------------------------------------------------- bad sizes: errors that name nothing
+# (tests run inside conftest's program_guard: fg.full / fg.ones build a fill_constant op there)
+_BAD_SIZES = {
+    "full": (lambda: fg.full([-2], 1.0), "-2"),
+    "ones": (lambda: fg.ones([2, -3]), "-3"),
+    "chunk": (lambda: fg.chunk(fg.to_tensor(np.ones(4)), 0), "0"),
+    "one_hot": (lambda: fg.nn.functional.one_hot(fg.to_tensor(np.array([0])), -1), "-1"),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="a bad size is not checked where it is given: in a Program full([-2]) / "
+                   "ones([2, -3]) build fill_constant ops of shape [-2] / [2, -3] and fail only at run time with "
+                   "NumPy's 'negative dimensions are not allowed' (in eager mode the same bare NumPy error); "
+                   "chunk(x, 0) is a ZeroDivisionError; one_hot(depth=-1) says 'index 0 is out of range for axis 1 "
+                   "of size -1' (functions.py: full; tensor/manipulation.py: chunk; the one_hot rule)")
+@pytest.mark.parametrize("name", sorted(_BAD_SIZES))
+def test_a_bad_size_is_refused_naming_the_function_and_the_value(name):
+    call, value = _BAD_SIZES[name]
+    with pytest.raises(ValueError) as info:
+        call()
+    message = str(info.value)
+    assert (name in message or "fill_constant" in message) and value in message, message

@@ -31,7 +31,7 @@ from math import prod
 
 import numpy as np
 
-from . import comm_shards, fused_shards
+from . import comm_shards, fused_shards, placement
 from .comm import get_world
 from .comm_shards import Layout
 from .grad_builder import GradBuilder
@@ -158,7 +158,23 @@ def _plan_local_references() -> int:
 _PLAN_ONLY = _plan_local_references()
 
 
-def _bucket_allreduce_kernel(xs, reduce="avg", bucket="", ring_id=0, overwrite=False):
+def _bucket_allreduce_offer(shapes, dtypes, reduce="avg", bucket="", **_):
+    """Placement: this rank's piece of the bucket's next row for each input (ops/placement.py),
+    scaled as the packing would; once the bucket exists, and only on several ranks."""
+    world = get_world()
+    if world.size == 1 or reduce not in ("sum", "avg"):
+        return None
+    dtype, shapes = np.dtype(dtypes[0]), [tuple(int(d) for d in s) for s in shapes]
+    key, size = (bucket, tuple(shapes)), sum(prod(s) for s in shapes)
+    scale = dtype.type(1 / world.size) if reduce == "avg" else None
+
+    def offer():
+        found = world.kept_bucket(key, size, dtype)
+        return None if found is None else placement.pieces_of(found.input, shapes, scale)
+    return (key, size, dtype.str), offer
+
+
+def _bucket_allreduce_kernel(xs, reduce="avg", bucket="", ring_id=0, overwrite=False, placed=None):
     world = get_world()
     # which inputs nobody else can see (the plan's fresh gradients): the sum may go into them
     counts = [_references(xs, i) for i in range(len(xs))]
@@ -169,9 +185,11 @@ def _bucket_allreduce_kernel(xs, reduce="avg", bucket="", ring_id=0, overwrite=F
     flat = world.bucket((bucket, tuple(a.shape for a in arrays)), sum(a.size for a in arrays), dtype)
     scale = dtype.type(1 / world.size) if reduce == "avg" else None
     start, pieces = 0, []
-    for array in arrays:  # pack (and scale, for the average) in one pass per tensor
+    for k, array in enumerate(arrays):  # pack (and scale, for the average) in one pass per tensor
         part = flat.input[start:start + array.size]
-        if scale is None:
+        if placed is not None and placement.is_placed(placed[k], array, part):
+            pass  # its producer wrote it here, scaled (executor/placement.py)
+        elif scale is None:
             np.copyto(part, array.reshape(-1))
         else:
             np.multiply(array.reshape(-1), scale, out=part)
@@ -212,6 +230,7 @@ def _bucket_allreduce_grad(g: GradBuilder) -> None:
 register_op("c_bucket_allreduce", inputs="X*", outputs="Out*",
             attrs={"reduce": "avg", "bucket": "", "ring_id": 0, "overwrite": False},
             kernel=_bucket_allreduce_kernel, infer=_bucket_allreduce_infer, grad=_bucket_allreduce_grad,
+            offer=_bucket_allreduce_offer,
             doc="Out[i] = the sum or average of X[i] over every rank, one collective for the whole bucket "
                 "(overwrite: Out is X, and the sums may go into X's arrays when the run alone holds them).")
 
