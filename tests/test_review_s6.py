@@ -21,17 +21,12 @@ from fluidgrad.framework.errors import ShapeError
 
 
 # ---------------------------------------------------------------- reductions
-@pytest.mark.xfail(strict=True, reason="reduce rule accepts a repeated axis; float32 mean then divides by "
-                   "the size of axis 1 twice (ops/reduce.py: cascade_mean counts axes with repeats); "
-                   "PyTorch refuses 'dim 1 appears multiple times'")
 def test_mean_over_a_repeated_axis_is_refused_not_divided_twice():
     x = fg.to_tensor(np.ones((3, 4), np.float32))
     with pytest.raises(ShapeError, match="reduce_mean"):
         fg.mean(x, axis=[1, -1])
 
 
-@pytest.mark.xfail(strict=True, reason="the rule accepts axis 0 / -1 on a 0-D tensor (as PyTorch and Paddle "
-                   "do) but the kernel's _axes computes `a % x.ndim`: ZeroDivisionError (ops/reduce.py: _axes)")
 @pytest.mark.parametrize("reduce", ["sum", "mean", "max"])
 @pytest.mark.parametrize("axis", [0, -1])
 def test_reduction_of_a_0d_tensor_over_axis_0_or_minus_1(reduce, axis):
@@ -53,10 +48,6 @@ _ZERO_D_OPS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="shape_rules.normalize_axis lets axis -1 / 0 through on a 0-D tensor "
-                   "(max(ndim, 1)), then the kernel or the rule indexes that axis: softmax and log_softmax's "
-                   "gradient ZeroDivisionError (axis % ndim), sort and flip NumPy AxisError, topk's rule "
-                   "(ops/search.py: _top_k_infer) a bare IndexError; PyTorch returns the 0-D value")
 @pytest.mark.parametrize("name", sorted(_ZERO_D_OPS))
 def test_axis_ops_on_a_0d_tensor_match_torch(name):
     ours, theirs = _ZERO_D_OPS[name]
