@@ -271,9 +271,6 @@ def test_tensor_equality_operators_compare_elementwise():
     np.testing.assert_array_equal(np.asarray(a == 2), (torch.tensor(a0) == 2).numpy())
 
 
-@pytest.mark.xfail(strict=True, reason="Tensor has no __floordiv__ / __mod__ (framework/math_mixin.py), though "
-                   "fluidgrad.floor_divide and fluidgrad.remainder exist: `x // y`, `x % y` raise TypeError "
-                   "(PyTorch and Paddle Tensors support both)")
 def test_tensor_floordiv_and_mod_operators():
     x0, y0 = np.array([-7, -3, 0, 3, 7]), np.array([2, 2, 3, -2, -2])
     x, y = fg.to_tensor(x0), fg.to_tensor(y0)
@@ -291,9 +288,6 @@ def test_boolean_mask_on_a_later_axis_selects():
     np.testing.assert_array_equal(out.numpy(), torch.tensor(x0)[:, torch.tensor(mask)].numpy())
 
 
-@pytest.mark.xfail(strict=True, reason="nn.Embedding looks a negative id up as a row from the end (gather's "
-                   "negative indices) instead of refusing it as PyTorch (IndexError) and Paddle do: a "
-                   "tokenizer's -1 padding silently reads the last embedding row (nn/functional/common.py: embedding is a plain gather)")
 def test_embedding_refuses_a_negative_id():
     emb = fg.nn.Embedding(4, 2)
     with pytest.raises(IndexError):
@@ -371,10 +365,6 @@ def test_indexing_with_two_integer_arrays_pairs_them():
     np.testing.assert_array_equal(logp.grad.numpy(), tlogp.grad.numpy())
 
 
-@pytest.mark.xfail(strict=True, reason="a feed keyed by the Variable itself (feed={x: array}, as fetch_list takes "
-                   "Variables) is refused with 'feed var x : float64[3] ... is not a variable of the program's "
-                   "global block', which is false: x is one; the key's type is the problem (executor/executor.py: "
-                   "the feed check formats the key with !r); take x.name, or say to")
 def test_feed_keyed_by_a_variable_works_or_says_to_use_its_name():
     main, startup = fg.Program(), fg.Program()
     with fg.program_guard(main, startup):
