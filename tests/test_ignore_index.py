@@ -65,14 +65,29 @@ def test_cross_entropy_class_axis_1_with_ignored_labels(reduction, weighted):
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
-def test_probability_input_ignores_labels(reduction):
-    """use_softmax=False: input are probabilities; PyTorch's nll_loss of their log."""
-    p = R.uniform(0.2, 1.0, size=(7, 4))
-    p /= p.sum(-1, keepdims=True)
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("shape, axis", [((7, 4), -1), ((3, 4, 5), 1), ((2, 3, 4), -1)])
+def test_probability_input_ignores_labels(reduction, weighted, shape, axis):
+    """use_softmax=False: input are probabilities (classes on `axis`); PyTorch's nll_loss of their log."""
+    axis = axis % len(shape)
+    p = R.uniform(0.2, 1.0, size=shape)
+    p /= p.sum(axis, keepdims=True)
+    label_shape = shape[:axis] + shape[axis + 1:]
+    weight_of = (lambda w: w) if weighted else (lambda w: None)
     compare_with_torch(
-        lambda p, label: F.cross_entropy(p, label, use_softmax=False, reduction=reduction),
-        lambda p, label: _torch_like_ours(TF.nll_loss(torch.log(p), label, reduction=reduction), reduction, -1),
-        {"p": p, "label": labels(4, 7)}, wrt=["p"])
+        lambda p, label, weight: F.cross_entropy(p, label, weight_of(weight), use_softmax=False, axis=axis,
+                                                 reduction=reduction),
+        lambda p, label, weight: _torch_like_ours(
+            TF.nll_loss(torch.log(p).movedim(axis, 1), label, weight_of(weight), reduction=reduction),
+            reduction, axis),
+        {"p": p, "label": labels(shape[axis], *label_shape), "weight": R.uniform(0.5, 2.0, size=shape[axis])},
+        wrt=["p"])
+
+
+def test_probability_label_of_the_wrong_shape_is_a_build_error():
+    with pytest.raises(fg.framework.errors.FluidgradError, match=r"cross_entropy.*Label.*\[2, 4\].*does not fit"):
+        F.cross_entropy(fg.to_tensor(np.full((2, 3, 4), 0.25)), fg.to_tensor(np.zeros((2, 4), np.int64)),
+                        use_softmax=False, axis=-1)
 
 
 @pytest.mark.parametrize("weighted", [False, True])

@@ -214,8 +214,6 @@ def test_all_gather_of_a_0d_tensor_keeps_its_shape():
     assert [tuple(p.shape) for p in parts] == [()]
 
 
-@pytest.mark.xfail(strict=True, reason="save_state_dict writes np.ascontiguousarray(v), which is 1-D for a 0-D "
-                   "value: a scalar buffer comes back with shape [1] (distributed/checkpoint.py: save_state_dict)")
 def test_state_dict_checkpoint_keeps_0d_values(tmp_path):
     path = os.fspath(tmp_path / "state.safetensors")
     dist.save_state_dict({"step": fg.to_tensor(np.int64(7)), "scale": np.float32(0.5)}, path)
@@ -315,9 +313,6 @@ class _Temperature(fg.nn.Layer):
         return x * self.scale
 
 
-@pytest.mark.xfail(strict=True, reason="fluidgrad.save writes np.ascontiguousarray(t.numpy()), 1-D for a 0-D "
-                   "parameter: the saved layer cannot be loaded back ('scale has shape [] ..., the state dict "
-                   "gives [1]') (serialization.py: the ascontiguousarray calls)")
 def test_save_and_load_a_layer_with_a_0d_parameter(tmp_path):
     layer = _Temperature()
     layer.scale.set_value(np.array(2.5, np.float32))
@@ -328,9 +323,6 @@ def test_save_and_load_a_layer_with_a_0d_parameter(tmp_path):
     assert tuple(fresh.scale.shape) == () and float(fresh.scale) == 2.5
 
 
-@pytest.mark.xfail(strict=True, reason="fluidgrad.io.save writes np.ascontiguousarray(value), 1-D for a 0-D "
-                   "persistable: io.load of the same program then fails with ModelFileError 'scale0 has shape "
-                   "[1] in the file but [] in the program' (io.py: the parameter writer)")
 def test_static_save_and_load_a_program_with_a_0d_parameter(tmp_path):
     main, startup = fg.Program(), fg.Program()
     with fg.program_guard(main, startup):

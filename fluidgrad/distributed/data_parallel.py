@@ -24,8 +24,8 @@ out (they cost more than they could hide) and `gather`'s backward packs every gr
 into buckets without a small first one: fewer, larger collectives.
 
 `gather` also offers each parameter's place in its bucket to the op that makes its gradient
-(`GradBuilder.grad_op`: a weight's matmul writes it there, `offer`), so no copy into the
-bucket is left but the scale by 1/p, in place. The averaged gradients are written into the
+(`GradBuilder.grad_op`: a weight's matmul writes it there, `offer`), so the weights are not
+copied into the buckets; the average's 1/p is applied to the sum as it is handed out. The averaged gradients are written into the
 arrays `.grad` held the step before, when nothing holds them any more (`_Layout`), and what a
 step needs that does not change (buckets, where each gradient lies in them) is worked out once.
 
@@ -233,8 +233,13 @@ def _gather_offer(node: Any, index: int) -> np.ndarray | None:
     return node.attrs["step"].offer(index)
 
 
+def _ready_offer(node: Any, index: int) -> np.ndarray | None:
+    """The same for `ready_i`'s one output: parameter i's place in its (not yet started) bucket."""
+    return node.attrs["step"].offer(node.attrs["index"])
+
+
 _GATHER = CustomOp("data_parallel_gather", _gather_grad, _gather_offer)
-_READY = CustomOp("data_parallel_ready", _ready_grad)
+_READY = CustomOp("data_parallel_ready", _ready_grad, _ready_offer)
 
 
 def _references(kept: list, i: int) -> int:
@@ -291,19 +296,19 @@ class _Layout:
             out.append(kept[i] if free else None)
         return out
 
-    def hand_out(self, bucket: list[int], summed: list[np.ndarray],
-                 targets: list[np.ndarray | None]) -> list[np.ndarray]:
-        """The averaged gradients of `bucket` as arrays of their own (not views of a bucket, which
-        serves the next step), in the kept arrays where free; kept for the next step."""
+    def hand_out(self, bucket: list[int], summed: list[np.ndarray], targets: list[np.ndarray | None],
+                 scale: float) -> list[np.ndarray]:
+        """The sums of `bucket` times `scale` (the average) as arrays of their own (not views of a
+        bucket, which serves the next step), in the kept arrays where free; kept for the next
+        step. The scale costs no pass of its own: it is the copy out of a shared result, or
+        runs on a sum just written (still in cache)."""
         out = []
         for i, array, target in zip(bucket, summed, targets):
-            if array is not target:
-                if target is not None:
-                    np.copyto(target, array)
-                    array = target
-                elif array.base is not None or not array.flags.writeable:
-                    array = array.copy()
-                self.kept[i] = array
+            if array is target or (array.base is None and array.flags.writeable):  # a sum of our own
+                np.multiply(array, scale, out=array)
+            else:  # a view of the bucket
+                array = np.multiply(array, scale, out=target)
+            self.kept[i] = array
             out.append(array)
         return out
 
@@ -358,11 +363,9 @@ class _ReduceStep:
             grad = grad + param.grad.data
             self.folded.append(i)
         b, start = self.bucket_of[i], self.offset[i]
-        if grad is self.offered.get(i):  # written in place by its op (and no other gradient added)
-            np.multiply(grad, self.scale, out=grad)  # the average's scale, in one pass; then a sum
-        else:
+        if grad is not self.offered.get(i):  # else its op wrote it in place (and nothing was added)
             part = self.flat[b].input[start:start + grad.size]  # input: a shared bucket alternates rows
-            np.multiply(grad.reshape(-1), self.scale, out=part)  # pack and average in one pass
+            np.copyto(part, grad.reshape(-1))  # the sum is scaled by 1/p as it is handed out
         self.filled.add(i)
         self.missing[b] -= 1
         self._start_ready_buckets()
@@ -387,7 +390,7 @@ class _ReduceStep:
         for bucket, pending, pieces in zip(self.buckets, self.pending, layout.pieces):
             targets = layout.targets(bucket)
             summed = pending.wait_arrays(pieces, into=targets)
-            for i, array in zip(bucket, layout.hand_out(bucket, summed, targets)):
+            for i, array in zip(bucket, layout.hand_out(bucket, summed, targets, self.scale)):
                 grads[i] = array
         self.finished = True
         return grads

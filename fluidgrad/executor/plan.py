@@ -32,7 +32,7 @@ from ..framework.errors import ExecutionError, NanInfError
 from ..framework.names import EMPTY_VAR_NAME
 from ..framework.op_def import SHAPE_ONLY_SLOTS as _SHAPE_ONLY
 from ..ops.registry import get_op_def
-from . import inplace
+from . import inplace, placement
 from .nan_inf import non_finite
 
 # write elementwise results into inputs that die at the op (inplace.py); off: every op allocates
@@ -44,7 +44,7 @@ class Plan:
     def __init__(self, block: Block, source: str, fn: Any, line_ops: dict[int, int],
                  idents: dict[str, str], inplace: dict[str, str] | None = None,
                  freed_early: dict[str, int] | None = None, never_computed: set[str] | None = None,
-                 order: list[int] | None = None) -> None:
+                 order: list[int] | None = None, placed: dict[str, int] | None = None) -> None:
         self.block = block
         self.source = source
         self.fn = fn
@@ -57,6 +57,9 @@ class Plan:
         # the block's op indices in the order the plan runs them (optimizer ops move up to
         # right after the gradient they read); freed_early counts positions in this order
         self.order = order if order is not None else list(range(len(block.ops)))
+        # values their producer writes straight into a buffer a later op offers (placement.py):
+        # variable -> the offering op's index
+        self.placed = placed or {}
 
     def op_at_line(self, lineno: int) -> int | None:
         return self.line_ops.get(lineno)
@@ -309,6 +312,7 @@ def compile_block(block: Block, feed_names: Iterable[str] = (), fetch_names: Ite
     w.globals["_meta"] = _meta
     w.globals["_meta_of"] = _meta_of
     metas = live.cut_shape_only_reads(block, ops, kept) if reuse else {}
+    placements = placement.choose(block, ops, kept) if placement.ENABLED and not keep_all else []
     _emit_loads(w, ops, order, live, feed_names, keep_all, kept)
     # a caller must not be able to write into the scope, or into its own feed, through a fetch:
     # a fetch of a fed or stored variable is copied; any other is copied unless it is a fresh
@@ -318,7 +322,7 @@ def compile_block(block: Block, feed_names: Iterable[str] = (), fetch_names: Ite
     computed = [n for n in fetch_names if n not in owned_elsewhere]
     if computed:
         w.emit("_shared = {" + "".join(f"id({w.ident(n)}), " for n in live.external) + "}")
-    inplace_outputs = _emit_ops(w, block, ops, order, live, kept, check_nan_inf, reuse, metas)
+    inplace_outputs = _emit_ops(w, block, ops, order, live, kept, check_nan_inf, reuse, metas, placements)
     _emit_stores(w, block, live.written, live.external, kept, keep_all)
     stored = [n for n in live.written if _is_persistable(block, n)]
     if computed and stored:
@@ -329,8 +333,9 @@ def compile_block(block: Block, feed_names: Iterable[str] = (), fetch_names: Ite
     namespace = dict(w.globals)
     code = compile(source, f"<fluidgrad plan: block {block.idx}>", "exec")
     exec(code, namespace)
+    placed = {ops[p].output_arg_names[0]: order[pl.consumer] for pl in placements for p in pl.producers}
     return Plan(block, source, namespace["run"], w.line_ops, w.idents, inplace_outputs,
-                {n: live.last_touch[n] for n in metas}, live.shape_only_values, order)
+                {n: live.last_touch[n] for n in metas}, live.shape_only_values, order, placed)
 
 
 def schedule(block: Block) -> list[int]:
@@ -420,10 +425,18 @@ def _emit_loads(w: _Writer, ops: list[Operator], order: list[int], live: _Livene
 
 
 def _emit_ops(w: _Writer, block: Block, ops: list[Operator], order: list[int], live: _Liveness, kept: set[str],
-              check_nan_inf: bool, reuse: bool, metas: dict[str, int]) -> dict[str, str]:
+              check_nan_inf: bool, reuse: bool, metas: dict[str, int],
+              placements: list[placement.Placement]) -> dict[str, str]:
     """One line per op; `del` each intermediate after its last use. Returns the outputs written
     into a dying input's buffer (output -> input). `i` counts positions in the run order, `n`
     is the op's index in the block (what messages name)."""
+    offers_before = {}
+    produces, consumes = {}, {}
+    for pl in placements:
+        offers_before.setdefault(pl.first, []).append(pl)
+        consumes[pl.consumer] = pl
+        for p, j in pl.producers.items():
+            produces[p] = (pl, j)
     frees: dict[int, list[str]] = {}
     for name, i in live.last_touch.items():
         if name not in kept:
@@ -438,7 +451,22 @@ def _emit_ops(w: _Writer, block: Block, ops: list[Operator], order: list[int], l
         names = f"{', '.join(op.output_arg_names)} = {op.type}({', '.join(op.input_arg_names)})"
         into = _inplace_input(block, op, i, live, kept, dead) if reuse else None
         shape_only = [n for n in op.output_arg_names if n in live.shape_only_values]
-        if shape_only:
+        for pl in offers_before.get(i, ()):
+            nones = w.constant("nones", (None,) * pl.n_inputs)
+            w.emit(f"_place{order[pl.consumer]} = {w.constant(f'offer{order[pl.consumer]}_', pl.offer)}() "
+                   f"or {nones}  # op {order[pl.consumer]} ({ops[pl.consumer].type}) offers its buffer")
+        if i in produces:
+            pl, j = produces[i]
+            attrs = {k: op.attrs.get(k, default) for k, default in op_def.attrs.items()}
+            ref = w.constant(f"pl{n}_", placement.producer_form(op.type, op_def.kernel, attrs))
+            w.emit(f"{_targets(w, op, dead)} = {ref}(_place{order[pl.consumer]}[{j}], {', '.join(args)})  "
+                   f"# op {n}: {names} (into op {order[pl.consumer]}'s buffer)", n)
+        elif i in consumes:
+            attrs = {k: op.attrs.get(k, default) for k, default in op_def.attrs.items()}
+            ref = w.constant(f"k{n}_", functools.partial(op_def.kernel, **attrs))
+            w.emit(f"{_targets(w, op, dead)} = {ref}({', '.join(args)}, placed=_place{n})  # op {n}: {names}", n)
+            w.emit(f"del _place{n}")
+        elif shape_only:
             ref = w.constant(f"k{n}_", op_def.kernel)
             w.emit(f"{w.ident(shape_only[0] + META_SUFFIX)} = _meta_of({ref}, {', '.join(args)})  "
                    f"# op {n}: {names} (only its shape is read)", n)

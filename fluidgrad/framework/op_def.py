@@ -62,6 +62,15 @@ class OpDef:
     inline: optional Python expression the executor may paste instead of a kernel call,
         e.g. "{X} + {Y}"; it must compute exactly what the kernel computes.
     needs_runtime: the kernel takes the executor runtime first (control flow runs sub-blocks).
+    offer: optional, for an op that copies the tensors of its first input slot into a buffer of
+        its own (a gradient bucket): `offer(shapes, dtypes, **attrs)`, asked when a plan is
+        compiled, returns None or `(buffer key, function)`: the function, called at run time
+        before the producers of those inputs run, gives per input None or `(array, scale, ...)`:
+        where the producer may write its value (times `scale`, None for 1) instead of a new
+        array. The kernel then gets that list as `placed=` and skips copying an input that `is`
+        its array. The function must do no communication (ranks may place differently) and may
+        always answer Nones; ops offering equal buffer keys may share the buffer.
+        See executor/placement.py.
     """
 
     type: str
@@ -74,6 +83,7 @@ class OpDef:
     inline: str | None = None
     needs_runtime: bool = False
     doc: str = ""
+    offer: Callable[..., Any] | None = None
     input_index: dict[str, int] = field(default_factory=dict)
     # the shape rule's verdicts at build time, and what they are keyed on (see `run_infer`)
     infer_cache: dict = field(default_factory=dict, repr=False, compare=False)
@@ -109,13 +119,13 @@ SHAPE_ONLY_SLOTS: dict[str, tuple[str, ...]] = {
 def register_op(type: str, *, inputs: str | Sequence[str], outputs: str | Sequence[str],
                 kernel: Callable[..., Any], infer: Callable[["InferContext"], None], grad: Any,
                 attrs: dict[str, Any] | None = None, inline: str | None = None,
-                needs_runtime: bool = False, doc: str = "") -> OpDef:
+                needs_runtime: bool = False, doc: str = "", offer: Callable[..., Any] | None = None) -> OpDef:
     if type in _REGISTRY:
         raise ValueError(f"op {type!r} is registered twice")
     if grad is None:
         raise ValueError(f"op {type!r}: pass a grad maker or NO_GRADIENT, never None")
     op_def = OpDef(type, _parse_slots(inputs), _parse_slots(outputs), dict(attrs or {}), kernel,
-                   infer, grad, inline, needs_runtime, doc)
+                   infer, grad, inline, needs_runtime, doc, offer=offer)
     _REGISTRY[type] = op_def
     return op_def
 

@@ -149,7 +149,7 @@ def _instance_norm(ctx):
 
 
 
-from . import convert_attention, convert_deform, convert_resize, convert_rnn, convert_sampling  # noqa: E402,F401  (the NN converters kept in their own files register too)
+from . import convert_attention, convert_deform, convert_loss, convert_resize, convert_rnn, convert_sampling  # noqa: E402,F401,E501  (the NN converters kept in their own files register too)
 
 
 @converter("LpPool")

@@ -235,6 +235,16 @@ class World:
             self._buckets.popitem(last=False)
         return bucket
 
+    def kept_bucket(self, key: Any, size: int, dtype: Any) -> PrivateBucket | SharedBucket | None:
+        """The bucket `bucket(key, size, dtype)` would return, if it exists already, else None.
+        Asks no other rank (nothing collective), so a rank may look at any time: placement
+        (ops/placement.py) offers its row to the ops producing the bucket's tensors."""
+        full_key = (key, size, np.dtype(dtype).str)
+        shared = self._shared_buckets.get(full_key)
+        if shared is not None and self.allreduce_path != "mpi":
+            return shared
+        return self._buckets.get(full_key)
+
     def node_copy(self, key: str, size: int, dtype: Any) -> NodeCopy:
         """The node's one copy of a sharded bucket's state under `key` (comm_shards.py), made on
         first use (collectively: the same keys in the same order on every rank) and kept for the

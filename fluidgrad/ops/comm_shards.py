@@ -9,7 +9,9 @@ elements (`Layout`), split into p equal parts: rank r owns part r. Per step:
   where it lies, never copied) to part r of the other rows: per rank a copy of (p-1)/p of
   the gradient and one pass over 1/p of it, against a copy of all of it and a pass over all of
   it for the plain all-reduce. Across nodes: MPI's `Ireduce_scatter_block`.
-* The update ops run on part r only (parameters and optimizer state of part r).
+* The update ops run on part r only (parameters and optimizer state of part r); or, fused
+  (`update_in_place`, for c_bucket_sgd / momentum / adam), the sum of part r and its update are
+  one pass written straight into the node copies, published by one barrier.
 * `NodeCopy.gather`: the node keeps ONE copy of the bucket's parameters and of each optimizer
   state (an MPI shared window); rank r writes its part, and after a barrier every rank reads
   the whole: the scope's parameters are read-only views of that copy, so fetching, saving or

@@ -304,8 +304,12 @@ def _ce_infer(ctx):
     shape = list(ctx.shape("X"))
     if ctx.attr("soft_label"):
         same_dtype(ctx, "X", "Label")
-    elif not ctx.dtype("Label").startswith(("int", "uint")):
-        raise ctx.dtype_error(f"hard labels must be integers, got {ctx.describe('Label')}")
+    else:
+        if not ctx.dtype("Label").startswith(("int", "uint")):
+            raise ctx.dtype_error(f"hard labels must be integers, got {ctx.describe('Label')}")
+        if list(ctx.shape("Label")) not in (shape[:-1] + [1], shape[:-1]):
+            raise ctx.shape_error(f"{ctx.describe('Label')} does not fit {ctx.describe('X')} (classes on the last "
+                                  f"axis: labels {shape[:-1] + [1]} or {shape[:-1]})")
     ctx.set_output("Y", shape[:-1] + [1], ctx.dtype("X"))
 
 

@@ -117,8 +117,7 @@ def cross_entropy(input: Any, label: Any, weight: Any = None, ignore_index: int 
     if use_softmax:
         loss = softmax_with_cross_entropy(input, label, soft_label=soft_label, ignore_index=ignore_index, axis=axis)
     else:
-        loss = apply_op("cross_entropy", {"X": input, "Label": label},
-                        {"soft_label": bool(soft_label), "ignore_index": int(ignore_index)})
+        loss = _probability_cross_entropy(input, label, soft_label, ignore_index, axis)
     if soft_label:
         return _reduce(loss, reduction, "cross_entropy")
     if weight is not None:
@@ -130,6 +129,21 @@ def cross_entropy(input: Any, label: Any, weight: Any = None, ignore_index: int 
         return apply_op("counted_mean", {"X": loss, "Label": label},
                         {"axis": class_axis, "ignore_index": int(ignore_index)})
     return _reduce(loss, reduction, "cross_entropy")
+
+
+def _probability_cross_entropy(input: Any, label: Any, soft_label: bool, ignore_index: int, axis: int) -> Any:
+    """The `cross_entropy` op (probabilities, classes on the last axis) for classes on `axis`:
+    input and label moved so that `axis` is last, the loss moved back (size 1 on `axis`)."""
+    ndim = len(input.shape)
+    attrs = {"soft_label": bool(soft_label), "ignore_index": int(ignore_index)}
+    if axis == ndim - 1:
+        return apply_op("cross_entropy", {"X": input, "Label": label}, attrs)
+    to_last = [a for a in range(ndim) if a != axis] + [axis]
+    back = sorted(range(ndim), key=to_last.__getitem__)
+    if len(label.shape) == ndim:
+        label = F.transpose(label, to_last)
+    loss = apply_op("cross_entropy", {"X": F.transpose(input, to_last), "Label": label}, attrs)
+    return F.transpose(loss, back)
 
 
 def _smoothed_cross_entropy(input: Any, label: Any, weight: Any, ignore_index: int, reduction: str,
