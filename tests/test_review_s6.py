@@ -141,9 +141,6 @@ def test_variance_without_enough_values_is_nan(reduce, shape, axis):
     np.testing.assert_array_equal(ours, theirs)
 
 # ---------------------------------------------------------------- x[mask] = v
-@pytest.mark.xfail(strict=True, reason="x[mask] = v with a mask of lower rank (rows of a matrix) becomes "
-                   "where(mask, v, x), which broadcasts the mask over the LAST axes: on a square matrix it "
-                   "writes column 0 instead of row 0 (indexing.py: _set_value's bool branch)")
 def test_setitem_with_a_row_mask_writes_rows():
     x0 = np.arange(9.0).reshape(3, 3)
     mask = np.array([True, False, False])
@@ -154,9 +151,6 @@ def test_setitem_with_a_row_mask_writes_rows():
     np.testing.assert_array_equal(x.numpy(), tx.numpy())
 
 
-@pytest.mark.xfail(strict=True, reason="x[mask] = values (one value per True, PyTorch's index_put with a mask) "
-                   "is where(mask, values, x): values broadcast over x's last axis instead of filling the "
-                   "masked places in order, a silently wrong matrix here (indexing.py: _set_value)")
 def test_setitem_with_a_mask_and_one_value_per_true_element():
     x0 = np.zeros((2, 2))
     mask = np.array([[False, True], [True, False]])
@@ -276,9 +270,6 @@ def test_tensor_floordiv_and_mod_operators():
     np.testing.assert_array_equal((x % y).numpy(), (torch.tensor(x0) % torch.tensor(y0)).numpy())
 
 
-@pytest.mark.xfail(strict=True, reason="x[:, bool_mask] takes the mask for an index array and refuses it with "
-                   "'index arrays must be integers or booleans, got bool', which contradicts itself; "
-                   "PyTorch selects the masked columns (indexing.py: _Plan / _array_index)")
 def test_boolean_mask_on_a_later_axis_selects():
     x0 = np.arange(12.0).reshape(3, 4)
     mask = np.array([True, False, True, False])
@@ -341,9 +332,6 @@ def test_static_save_and_load_a_program_with_a_0d_parameter(tmp_path):
     np.testing.assert_array_equal(after, before)
 
 
-@pytest.mark.xfail(strict=True, reason="indexing with two integer arrays (logp[arange(n), labels], the usual "
-                   "NLL / accuracy idiom) raises NotImplementedError 'use fluidgrad.gather_nd' "
-                   "(indexing.py: _Plan allows one array); PyTorch, Paddle and NumPy pair the arrays up")
 def test_indexing_with_two_integer_arrays_pairs_them():
     logp0 = np.log(np.random.default_rng(0).dirichlet(np.ones(5), size=4))
     labels = np.array([4, 0, 2, 2])
