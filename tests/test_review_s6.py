@@ -21,17 +21,12 @@ from fluidgrad.framework.errors import ShapeError
 
 
 # ---------------------------------------------------------------- reductions
-@pytest.mark.xfail(strict=True, reason="reduce rule accepts a repeated axis; float32 mean then divides by "
-                   "the size of axis 1 twice (ops/reduce.py: cascade_mean counts axes with repeats); "
-                   "PyTorch refuses 'dim 1 appears multiple times'")
 def test_mean_over_a_repeated_axis_is_refused_not_divided_twice():
     x = fg.to_tensor(np.ones((3, 4), np.float32))
     with pytest.raises(ShapeError, match="reduce_mean"):
         fg.mean(x, axis=[1, -1])
 
 
-@pytest.mark.xfail(strict=True, reason="the rule accepts axis 0 / -1 on a 0-D tensor (as PyTorch and Paddle "
-                   "do) but the kernel's _axes computes `a % x.ndim`: ZeroDivisionError (ops/reduce.py: _axes)")
 @pytest.mark.parametrize("reduce", ["sum", "mean", "max"])
 @pytest.mark.parametrize("axis", [0, -1])
 def test_reduction_of_a_0d_tensor_over_axis_0_or_minus_1(reduce, axis):
@@ -53,10 +48,6 @@ _ZERO_D_OPS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="shape_rules.normalize_axis lets axis -1 / 0 through on a 0-D tensor "
-                   "(max(ndim, 1)), then the kernel or the rule indexes that axis: softmax and log_softmax's "
-                   "gradient ZeroDivisionError (axis % ndim), sort and flip NumPy AxisError, topk's rule "
-                   "(ops/search.py: _top_k_infer) a bare IndexError; PyTorch returns the 0-D value")
 @pytest.mark.parametrize("name", sorted(_ZERO_D_OPS))
 def test_axis_ops_on_a_0d_tensor_match_torch(name):
     ours, theirs = _ZERO_D_OPS[name]
@@ -163,9 +154,6 @@ def test_setitem_with_a_mask_and_one_value_per_true_element():
 
 
 # ---------------------------------------------------------------- distributed, world of one
-@pytest.mark.xfail(strict=True, reason="all_reduce of a 0-D Tensor (a loss averaged for logging) raises "
-                   "'set_value: ... shape [] ... [1]': World.all_reduce / broadcast go through "
-                   "np.ascontiguousarray, which makes 0-D arrays 1-D (ops/comm.py: World.all_reduce)")
 @pytest.mark.parametrize("collective", ["all_reduce", "broadcast"])
 def test_collective_on_a_0d_tensor_is_the_identity_in_a_world_of_one(collective):
     loss = fg.mean(fg.to_tensor(np.array([1.0, 2.0], np.float32)))
@@ -174,9 +162,6 @@ def test_collective_on_a_0d_tensor_is_the_identity_in_a_world_of_one(collective)
     assert float(out) == 1.5
 
 
-@pytest.mark.xfail(strict=True, reason="in a Program, c_allreduce_sum of a 0-D variable runs "
-                   "World.all_reduce, whose np.ascontiguousarray returns shape [1] though the variable is "
-                   "declared [] (ops/comm.py: World.all_reduce; ops/collective.py kernel)")
 def test_static_all_reduce_of_a_0d_variable_keeps_its_shape():
     main, startup = fg.Program(), fg.Program()
     with fg.program_guard(main, startup):
@@ -186,10 +171,6 @@ def test_static_all_reduce_of_a_0d_variable_keeps_its_shape():
     assert out.shape == () and float(out) == 2.0
 
 
-@pytest.mark.xfail(strict=True, reason="all_gather of a Variable with a batch axis of unknown size ([None, 4], "
-                   "how predictions are gathered) fails at build time with 'op coalesce: coalesced tensors need "
-                   "known shapes', naming an op the user never called (distributed/collective.py: all_gather "
-                   "packs the gathered value through coalesce / uncoalesce)")
 def test_static_all_gather_of_a_variable_with_a_batch_axis():
     main, startup = fg.Program(), fg.Program()
     with fg.program_guard(main, startup):
@@ -201,8 +182,6 @@ def test_static_all_gather_of_a_variable_with_a_batch_axis():
     np.testing.assert_array_equal(out[0], x0)
 
 
-@pytest.mark.xfail(strict=True, reason="all_gather of a 0-D Tensor gives parts of shape [1] "
-                   "(ops/comm.py: World.all_gather's np.ascontiguousarray)")
 def test_all_gather_of_a_0d_tensor_keeps_its_shape():
     parts = dist.all_gather(fg.to_tensor(np.float32(2.5)))
     assert [tuple(p.shape) for p in parts] == [()]
@@ -231,11 +210,6 @@ _MISMATCHED_ALL_REDUCE = textwrap.dedent("""
 """)
 
 
-@pytest.mark.xfail(strict=True, reason="all_reduce does not compare the ranks' shapes and dtypes (World.all_reduce "
-                   "skips check_same_layout, which broadcast / all_gather / reduce_scatter call): different "
-                   "lengths give each rank a silently wrong sum ([2, 2, 2] and [2, 2, 2, 1]); float64 against "
-                   "float32 gives rank 1 garbage and rank 0 an MPI abort reported as 'died without reporting "
-                   "an error' (ops/comm.py: World.all_reduce / start_all_reduce)")
 @pytest.mark.parametrize("mismatch", ["shape", "dtype"])
 def test_all_reduce_of_mismatched_arrays_across_ranks_is_refused(tmp_path, mismatch):
     pytest.importorskip("mpi4py", reason="the `dist` extra (mpi4py + the mpich wheel) is not installed")
