@@ -19,6 +19,10 @@ names, so a crash at any moment of a save leaves a loadable, matching pair (and 
 mismatched parameter file is refused). Loading validates everything before touching the scope:
 a truncated or corrupted file, a newer format version, or a parameter whose name, shape or
 dtype does not fit the program raises `ModelFileError` and the scope is left unchanged.
+
+0-D values are stored with shape []. Parameter files written before that (without the
+`fluidgrad_0d` metadata entry) hold them with shape [1]; loading such a file reads a [1]
+tensor as the 0-D value when the program declares that variable with shape [].
 """
 from __future__ import annotations
 
@@ -44,6 +48,8 @@ from .ops.registry import registered_ops
 MODEL_SUFFIX = ".pdmodel.json"
 PARAMS_SUFFIX = ".pdparams.safetensors"
 FILE_FORMAT_VERSION = 1
+# metadata entry of parameter files that keep 0-D values 0-D (older files made them [1])
+_ZERO_D_KEY = "fluidgrad_0d"
 
 __all__ = ["MODEL_SUFFIX", "PARAMS_SUFFIX", "ModelFileError", "load", "load_inference_model", "read_model",
            "save", "save_inference_model"]
@@ -51,6 +57,12 @@ __all__ = ["MODEL_SUFFIX", "PARAMS_SUFFIX", "ModelFileError", "load", "load_infe
 
 class ModelFileError(FluidgradError, ValueError):
     """A model or parameter file that cannot be read, or whose contents do not fit the program."""
+
+
+def c_ordered(value: Any) -> np.ndarray:
+    """`value` as a C-contiguous array for a file, keeping its shape (np.ascontiguousarray
+    would make a 0-D value 1-D)."""
+    return np.asarray(value, order="C")
 
 
 # ---------------------------------------------------------------- atomic files
@@ -188,8 +200,8 @@ def _write_params(path: Path, variables: Sequence[Variable], scope: Scope) -> st
         if value is None:
             raise ModelFileError(f"cannot save {path}: persistable variable {var.name!r} is not in the scope "
                                  f"(run the startup program first)")
-        tensors[var.name] = np.ascontiguousarray(np.asarray(value))
-    data = st_save(tensors, metadata={"fluidgrad_params": str(FILE_FORMAT_VERSION)})
+        tensors[var.name] = c_ordered(value)
+    data = st_save(tensors, metadata={"fluidgrad_params": str(FILE_FORMAT_VERSION), _ZERO_D_KEY: "kept"})
     atomic_write(_next_path(path), data)
     return hashlib.sha256(data).hexdigest()
 
@@ -248,17 +260,26 @@ def _params_bytes(path: Path, expected: str | None) -> bytes:
                          f"sha256 differs from the one its model file records")
 
 
-def _read_params(path: Path, expected: str | None = None) -> dict[str, np.ndarray]:
+def _read_params(path: Path, expected: str | None = None,
+                 variables: Sequence[Variable] = ()) -> dict[str, np.ndarray]:
+    """The file's tensors; a file from before 0-D values were kept gives its [1] tensors of
+    the 0-D `variables` back as 0-D."""
     from safetensors.numpy import load as st_load
     raw = _params_bytes(path, expected)
     try:
         tensors = st_load(raw)
     except Exception as exc:  # safetensors raises its own SafetensorError (and sometimes others)
         raise ModelFileError(f"parameter file {path} is truncated or corrupted: {exc}") from None
-    version = _params_metadata(raw).get("fluidgrad_params", "1")
+    metadata = _params_metadata(raw)
+    version = metadata.get("fluidgrad_params", "1")
     if not version.isdigit() or int(version) > FILE_FORMAT_VERSION:
         raise ModelFileError(f"parameter file {path} has format version {version!r}, newer than this "
                              f"fluidgrad reads (up to {FILE_FORMAT_VERSION}); upgrade fluidgrad")
+    if _ZERO_D_KEY not in metadata:
+        for var in variables:
+            value = tensors.get(var.name)
+            if tuple(var.shape) == () and value is not None and value.shape == (1,):
+                tensors[var.name] = value.reshape(())
     return tensors
 
 
@@ -296,7 +317,7 @@ def _check_params(path: Path, variables: Sequence[Variable], tensors: dict[str, 
 
 def _load_params_into(path: Path, variables: Sequence[Variable], scope: Scope, strict: bool = True,
                       model_path: Path | None = None) -> None:
-    tensors = _read_params(path, _expected_params_digest(model_path) if model_path is not None else None)
+    tensors = _read_params(path, _expected_params_digest(model_path) if model_path is not None else None, variables)
     _check_params(path, variables, tensors, strict)
     # validated: only now touch the scope
     for var in variables:

@@ -20,7 +20,7 @@ import safetensors.numpy
 
 from .eager import Tensor, to_tensor
 from .framework.errors import FluidgradError
-from .io import atomic_write
+from .io import atomic_write, c_ordered
 
 __all__ = ["save", "load", "CheckpointError"]
 
@@ -62,13 +62,13 @@ def load(path: str | os.PathLike) -> Any:
 def _encode(obj: Any, arrays: dict[str, np.ndarray], where: str) -> Any:
     """The JSON form of `obj`; arrays go into `arrays` under their path in the structure."""
     if isinstance(obj, Tensor):
-        arrays[where] = np.ascontiguousarray(obj.numpy())
+        arrays[where] = c_ordered(obj.numpy())
         return {"tensor": where, "stop_gradient": bool(obj.stop_gradient)}
     if isinstance(obj, np.ndarray):
         if obj.dtype.kind not in "biuf":
             raise CheckpointError(f"save: {where} is an array of dtype {obj.dtype}; only bool, "
                                   f"integer and float arrays can be saved")
-        arrays[where] = np.ascontiguousarray(obj)
+        arrays[where] = c_ordered(obj)
         return {"array": where}
     if isinstance(obj, np.generic):
         return _encode(obj.item(), arrays, where)

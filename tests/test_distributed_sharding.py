@@ -70,6 +70,10 @@ def test_sharded_training_equals_single_process_on_the_whole_batch(tmp_path, npr
     assert not problems, "\n".join(problems)
     assert cases["momentum-l2-schedule"]["lr"] == pytest.approx(0.05 * 0.5 ** 4, rel=1e-6)  # StepDecay(5), stepped 20 times
     assert cases["momentum-nesterov-l2"]["program"].count("= c_bucket_momentum(") == 1  # one bucket
+    # placement: the gradients' producers write into the sharded bucket's row (fused ops and reduce-scatter)
+    assert all(cases[name]["placed_grads"] == 6 for name in ("sgd-noclip", "adam-noclip", "momentum-nesterov-l2",
+                                                            "momentum-noclip-unfused")), {
+        name: case["placed_grads"] for name, case in cases.items()}
     one = cases["adam-norm-one-bucket"]["program"]
     assert one.count("= c_bucket_reducescatter(") == 1 and cases["adam-norm"]["program"].count(
         "= c_bucket_reducescatter(") > 1

@@ -263,6 +263,45 @@ def test_newer_params_version_is_refused(tmp_path):
     _assert_unchanged(scope, snap)
 
 
+def _program_with_a_0d_parameter():
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup), fg.framework.unique_name_guard():
+        x = fg.static.data("x", [None, 2])
+        scale = fg.static.create_parameter([], "float32", name="temperature")
+        fg.static.create_parameter([1], "float32", name="offset")
+        y = x * scale
+    return main, y
+
+
+@pytest.mark.parametrize("legacy", [True, False])
+def test_a_0d_parameter_saved_as_1_element_loads_only_from_an_old_file(tmp_path, legacy):
+    """Files from before 0-D values were kept 0-D hold them as [1] (and lack the marker): those
+    still load; in a current file a [1] tensor for a [] variable is a misfit."""
+    from safetensors.numpy import save as st_save
+    main, _ = _program_with_a_0d_parameter()
+    metadata = {"fluidgrad_params": "1"} if legacy else {"fluidgrad_params": "1", "fluidgrad_0d": "kept"}
+    arrays = {"temperature": np.array([2.5], np.float32), "offset": np.array([1.0], np.float32)}
+    (tmp_path / "old.pdparams.safetensors").write_bytes(st_save(arrays, metadata=metadata))
+    scope = fg.Scope()
+    if legacy:
+        io.load(main, tmp_path / "old", scope=scope)
+        assert scope["temperature"].shape == () and float(scope["temperature"]) == 2.5
+        assert scope["offset"].shape == (1,)  # a real [1] variable stays [1]
+    else:
+        with pytest.raises(io.ModelFileError, match=r"'temperature' has shape \[1\] in the file but \[\]"):
+            io.load(main, tmp_path / "old", scope=scope)
+
+
+def test_a_0d_parameter_is_saved_0d(tmp_path):
+    from safetensors.numpy import load as st_load
+    main, _ = _program_with_a_0d_parameter()
+    scope = fg.Scope()
+    scope.vars.update(temperature=np.array(2.5, np.float32), offset=np.array([1.0], np.float32))
+    io.save(main, tmp_path / "m", scope=scope)
+    saved = st_load((tmp_path / "m.pdparams.safetensors").read_bytes())
+    assert saved["temperature"].shape == () and saved["offset"].shape == (1,)
+
+
 @pytest.mark.parametrize("damage", [lambda t: t[: len(t) // 2], lambda t: "{not json" + t, lambda t: "[1, 2]"])
 def test_truncated_or_corrupted_model_file(saved, damage):
     _, _, path, scope, snap = saved

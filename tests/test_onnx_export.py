@@ -112,6 +112,8 @@ def _refusal(case: OpCase) -> str | None:
         return "ceil_mode with padding counted"
     if case.op == "scatter_nd" and case.attrs.get("batch_dims"):
         return "batch_dims"
+    if getattr(case.inputs.get("X"), "ndim", None) == 0 and case.attrs.get("axis") not in (None, [], ()):
+        return "0-D X along axis"
     return None
 
 

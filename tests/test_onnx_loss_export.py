@@ -42,13 +42,17 @@ def test_hard_labels_with_ignored_entries(tmp_path, dtype, shape, axis, label_sh
     label = R.integers(0, shape[axis], size=label_shape)
     label.flat[::3] = ignore_index
 
-    def build(x, y):
+    weight = R.uniform(0.5, 2.0, size=shape[axis]).astype(dtype)
+
+    def build(x, y, w):
         loss, softmax = F.softmax_with_cross_entropy(x, y, ignore_index=ignore_index, return_softmax=True, axis=axis)
         return [loss, softmax, F.cross_entropy(x, y, ignore_index=ignore_index, axis=axis),
-                F.cross_entropy(x, y, ignore_index=ignore_index, axis=axis, reduction="sum")]
-    got, want = _export_and_run(tmp_path, build, {"x": logits, "y": label}, {"x": dtype, "y": "int64"})
+                F.cross_entropy(x, y, ignore_index=ignore_index, axis=axis, reduction="sum"),
+                F.cross_entropy(x, y, w, ignore_index=ignore_index, axis=axis)]
+    got, want = _export_and_run(tmp_path, build, {"x": logits, "y": label, "w": weight},
+                                {"x": dtype, "y": "int64", "w": dtype})
     tol = dict(rtol=1e-5, atol=1e-6) if dtype == "float32" else dict(rtol=1e-12, atol=1e-13)
-    for g, w, what in zip(got, want, ["loss", "softmax", "mean", "sum"]):
+    for g, w, what in zip(got, want, ["loss", "softmax", "mean", "sum", "weighted mean"]):
         assert g.shape == w.shape and g.dtype == w.dtype, what
         np.testing.assert_allclose(g, w, err_msg=what, **tol)
     ignored = label == ignore_index

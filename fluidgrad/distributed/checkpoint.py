@@ -14,7 +14,7 @@ import numpy as np
 from ..dispatch import is_tensor
 from ..executor import Scope
 from ..framework import Program
-from ..io import atomic_write
+from ..io import atomic_write, c_ordered
 from ..io import load as load_program
 from ..io import save as save_program
 from ..ops.comm import get_world
@@ -38,7 +38,7 @@ def save_state_dict(state_dict: dict[str, Any], path: str | os.PathLike) -> None
     from safetensors.numpy import save as st_save
     world = get_world()
     if world.rank == 0:
-        arrays = {k: np.ascontiguousarray(v.data if is_tensor(v) else np.asarray(v)) for k, v in state_dict.items()}
+        arrays = {k: c_ordered(v.data if is_tensor(v) else v) for k, v in state_dict.items()}
         atomic_write(path, st_save(arrays))
     world.barrier()
 

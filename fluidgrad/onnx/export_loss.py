@@ -67,3 +67,21 @@ def _counted_mean(c):
     empty = c.node("Equal", [count, zero])
     safe = c.node("Where", [empty, c.const(np.ones((), dtype)), count])
     c.node("Where", [empty, zero, c.node("Div", [total, safe])], [c.out("Out")])
+
+
+@exporter("one_hot_like")
+def _one_hot_like(c):
+    """Label (size-1 class axis, or none) == arange(C) along the class axis, times label !=
+    ignore_index: the class weights of a weighted cross-entropy read through it."""
+    rank = len(c.shape_in("Logits"))
+    axis = int(c.attr("axis")) % rank
+    classes = c.shape_in("Logits")[axis]
+    if classes < 0:
+        raise c.refuse("the number of classes (Logits' class axis) must be known")
+    label, dtype = c.x("Label"), c.dtype_in("Label")
+    if len(c.shape_in("Label")) < rank:
+        label = c.node("Unsqueeze", [label, _i64(c, [axis])])
+    positions = c.const(np.arange(classes, dtype=dtype).reshape([classes] + [1] * (rank - axis - 1)))
+    hit = c.cast(c.node("Equal", [label, positions]), c.dtype_of("Out"))
+    counted = c.node("Not", [c.node("Equal", [label, c.const(np.asarray(int(c.attr("ignore_index")), dtype))])])
+    c.node("Mul", [hit, c.cast(counted, c.dtype_of("Out"))], [c.out("Out")])

@@ -205,6 +205,8 @@ class ProgramExporter:
             if fn is None:
                 raise OnnxExportError(f"op {op.type} ({_describe_op(op)}) has no ONNX equivalent in fluidgrad's "
                                       f"exporter; it cannot be exported")
+            if _along_an_axis_of_0d(op, block):
+                raise context.refuse("a 0-D X along axis 0 / -1 (ONNX's Softmax, Reduce*, TopK, Slice want rank >= 1)")
             fn(context)
 
     def subgraph(self, block: Block, env: dict[str, str], inputs: list[onnx.ValueInfoProto],
@@ -213,6 +215,13 @@ class ProgramExporter:
         self.export_block(block, nodes, env)
         outputs = outputs_of(nodes, env)
         return helper.make_graph(nodes, self.fresh(name), inputs, outputs)
+
+
+def _along_an_axis_of_0d(op: Operator, block: Block) -> bool:
+    """An op along an axis of a 0-D X (fluidgrad and PyTorch accept axis 0 / -1 there)."""
+    if op.attrs.get("axis") in (None, [], ()) or not op.inputs.get("X"):
+        return False
+    return len(block.var_recursive(op.inputs["X"][0]).shape) == 0
 
 
 def _describe_op(op: Operator) -> str:

@@ -56,7 +56,7 @@ def _world_of(op: str, nranks: int):
 # ------------------------------------------------------------------ all-reduce
 def _allreduce_kernel(op: str):
     def kernel(x, ring_id=0):
-        return get_world().all_reduce(np.asarray(x), op)
+        return get_world().all_reduce(np.asarray(x), op, what=f"op c_allreduce_{op}")
     return kernel
 
 
@@ -81,7 +81,7 @@ def _broadcast_kernel(x, root=0, ring_id=0):
 
 def _reduce_sum_kernel(x, root=0, ring_id=0):
     world = get_world()
-    total = world.all_reduce(np.asarray(x), "sum")
+    total = world.all_reduce(np.asarray(x), "sum", what="op c_reduce_sum")
     return total if world.rank == root else np.zeros_like(total)
 
 
@@ -314,6 +314,23 @@ def _shard_key(bucket: str, layout: Layout) -> tuple:
     return ("shard", bucket, tuple(layout.shapes))
 
 
+def _shard_offer(shapes, dtypes, reduce="avg", bucket="", nranks=1, **_):
+    """Placement (executor/placement.py): each gradient's place in this rank's next row of the
+    sharded bucket, scaled as the packing would, so its producer writes it there; the kernel then
+    packs nothing for it and reads its own part there. Once the bucket exists, on several ranks."""
+    world = get_world()
+    if world.size == 1 or nranks != world.size or reduce not in ("sum", "avg"):
+        return None
+    dtype = np.dtype(dtypes[0])
+    layout = Layout(shapes, nranks)
+    key, scale = _shard_key(bucket, layout), (dtype.type(1 / world.size) if reduce == "avg" else None)
+
+    def offer():
+        found = world.kept_bucket(key, layout.padded, dtype)
+        return None if found is None else placement.pieces_of(found.input, layout.shapes, scale)
+    return (key, layout.padded, dtype.str), offer
+
+
 def _part_of(shapes, nranks: int) -> int:
     return Layout(shapes, nranks).part
 
@@ -340,7 +357,7 @@ def _bucket_reducescatter_infer(ctx) -> None:
 
 register_op("c_bucket_reducescatter", inputs="X*", outputs="Out",
             attrs={"reduce": "avg", "bucket": "", "nranks": 1, "ring_id": 0},
-            kernel=_bucket_reducescatter_kernel, infer=_bucket_reducescatter_infer, grad=NO_GRADIENT,
+            offer=_shard_offer, kernel=_bucket_reducescatter_kernel, infer=_bucket_reducescatter_infer, grad=NO_GRADIENT,
             doc="Out = this rank's part (rank r of nranks equal parts, zero-padded) of the X flattened one after "
                 "the other, summed or averaged over every rank: a bucket's reduce-scatter (ZeRO stage 1). "
                 "No gradient: it reduces gradients, after the backward pass.")
@@ -502,7 +519,7 @@ def _fused_update_infer(states: tuple[str, ...]):
 
 register_op("c_bucket_sgd", inputs="X* Param* LearningRate", outputs="ParamOut*",
             attrs={"reduce": "avg", "bucket": "", "copy": "", "nranks": 1, "decay": 0.0, "ring_id": 0},
-            kernel=_bucket_sgd_kernel, infer=_fused_update_infer(("Param",)), grad=NO_GRADIENT,
+            offer=_shard_offer, kernel=_bucket_sgd_kernel, infer=_fused_update_infer(("Param",)), grad=NO_GRADIENT,
             doc="Sharded SGD of a bucket (ZeRO stage 1) in one op: X (the gradients) summed or averaged over "
                 "ranks, this rank's part only, then Param -= LearningRate * (X + decay * Param) on that part, "
                 "in one pass, written into the node's one copy of the parameters (`copy`), published to every "
@@ -510,7 +527,7 @@ register_op("c_bucket_sgd", inputs="X* Param* LearningRate", outputs="ParamOut*"
 register_op("c_bucket_momentum", inputs="X* Param* Velocity* LearningRate", outputs="ParamOut* VelocityOut*",
             attrs={"reduce": "avg", "bucket": "", "copy": "", "nranks": 1, "decay": 0.0, "mu": 0.9,
                    "use_nesterov": False, "ring_id": 0},
-            kernel=_bucket_momentum_kernel, infer=_fused_update_infer(("Param", "Velocity")), grad=NO_GRADIENT,
+            offer=_shard_offer, kernel=_bucket_momentum_kernel, infer=_fused_update_infer(("Param", "Velocity")), grad=NO_GRADIENT,
             doc="Sharded momentum of a bucket (ZeRO stage 1) in one op, as c_bucket_sgd, with the momentum op's "
                 "update (v = mu * v + g; Param -= lr * v, or Nesterov) and the velocities kept in the node copy "
                 "`copy`.velocity. No gradient (an update).")
@@ -555,7 +572,7 @@ register_op("c_bucket_adam", inputs="X* Param* Moment1* Moment2* Beta1Pow* Beta2
             outputs="ParamOut* Moment1Out* Moment2Out* Beta1PowOut* Beta2PowOut*",
             attrs={"reduce": "avg", "bucket": "", "copy": "", "nranks": 1, "decay": 0.0, "beta1": 0.9,
                    "beta2": 0.999, "epsilon": 1e-8, "weight_decay": 0.0, "ring_id": 0},
-            kernel=_bucket_adam_kernel, infer=_bucket_adam_infer, grad=NO_GRADIENT,
+            offer=_shard_offer, kernel=_bucket_adam_kernel, infer=_bucket_adam_infer, grad=NO_GRADIENT,
             doc="Sharded Adam of a bucket (ZeRO stage 1) in one op, as c_bucket_sgd, with the adam op's update "
                 "(weight_decay: AdamW's decoupled decay) and both moments kept in the node copies `copy`.moment1 "
                 "and .moment2; the beta powers (equal for every parameter) advance on every rank. No gradient.")

@@ -31,6 +31,8 @@ def _softmax_kernel(x, axis=-1):
     """One output buffer: shift, exponentiate and normalise in place."""
     if x.size == 0:  # nothing to normalise (x.max would raise): an empty result, as in PyTorch
         return x.copy()
+    if x.ndim == 0:  # one value along its own axis (as PyTorch): 1
+        return np.ones_like(x)
     if fused_softmax.compiled(x, axis=axis):
         return fused_softmax.softmax(x)
     out = np.subtract(x, row_max(x, axis))
@@ -54,6 +56,8 @@ def _row_dot(a, b, axis):
 
 def _softmax_grad_kernel(out, dout, axis=-1):
     """DX = Out * (DOut - sum(DOut * Out, axis)), in one output buffer."""
+    if out.ndim == 0:  # a 0-D softmax is constant 1
+        return np.zeros_like(dout)
     if fused_softmax.compiled(out, dout, axis=axis) and out.shape == dout.shape:
         return fused_softmax.softmax_grad(out, dout)
     dx = np.subtract(dout, _row_dot(dout, out, axis))

@@ -256,7 +256,7 @@ def _flip_grad(g: GradBuilder) -> None:
 
 
 register_op("flip", inputs="X", outputs="Out", attrs={"axis": [0]},
-            kernel=lambda x, axis: np.flip(x, tuple(axis)).copy(),
+            kernel=lambda x, axis: np.flip(x, tuple(axis) if x.ndim else ()).copy(),  # 0-D: axis 0 / -1 allowed
             infer=lambda ctx: _axes_infer(ctx, ctx.attr("axis")),
             grad=_flip_grad,
             doc="X reversed along each of `axis`.")

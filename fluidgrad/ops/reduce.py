@@ -15,7 +15,8 @@ from .shape_rules import reduced_shape
 
 
 def _axes(axis, ndim):
-    if axis is None or axis == [] or axis == ():
+    """The reduced axes, sorted; a 0-D array has none (the rule accepts axis 0 / -1 there)."""
+    if ndim == 0 or axis is None or axis == [] or axis == ():
         return tuple(range(ndim))
     axis = axis if isinstance(axis, (list, tuple)) else [axis]
     return tuple(sorted(a % ndim for a in axis))

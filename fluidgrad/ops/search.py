@@ -113,6 +113,8 @@ def _sort_indices(x, axis, descending):
 
 
 def _argsort_kernel(x, axis, descending):
+    if x.ndim == 0:  # one value, its own axis (as PyTorch's sort of a 0-D tensor)
+        return x.copy(), np.zeros((), np.int64)
     index = _sort_indices(x, axis, descending)
     return np.take_along_axis(x, index, axis), index
 
@@ -138,6 +140,8 @@ register_op("argsort", inputs="X", outputs="Out Indices", attrs={"axis": -1, "de
 
 
 def _top_k_kernel(x, k, axis, largest, sorted):
+    if x.ndim == 0:  # the one value (the rule allows k <= 1; PyTorch returns it 0-D)
+        return x.copy(), np.zeros((), np.int64)
     axis = axis % x.ndim
     n = x.shape[axis]
     if k > n:
@@ -158,9 +162,11 @@ def _top_k_infer(ctx):
     shape = list(ctx.shape("X"))
     axis = normalize_axis(ctx, ctx.attr("axis"), len(shape))
     k = ctx.attr("k")
-    if k < 0 or (shape[axis] >= 0 and k > shape[axis]):
+    size = shape[axis] if shape else 1   # a 0-D X: one value, and a 0-D result
+    if k < 0 or (size >= 0 and k > size):
         raise ctx.shape_error(f"k={k} is out of range for axis {axis} of {ctx.describe('X')}")
-    shape[axis] = k
+    if shape:
+        shape[axis] = k
     ctx.set_output("Out", shape, ctx.dtype("X"))
     ctx.set_output("Indices", shape, "int64")
 
@@ -190,6 +196,8 @@ def _along_index(x_shape, index, axis, op):
 
 
 def _take_along_axis_kernel(x, index, axis):
+    if x.ndim == 0:  # as a vector of one value
+        return _take_along_axis_kernel(x.reshape(1), index.reshape(1), 0).reshape(())
     return x[_along_index(x.shape, index, axis % x.ndim, "take_along_axis")]
 
 
@@ -222,6 +230,8 @@ register_op("take_along_axis", inputs="X Index", outputs="Out", attrs={"axis": 0
 
 
 def _put_along_axis_kernel(x, index, value, axis, reduce):
+    if x.ndim == 0:  # as a vector of one value
+        return _put_along_axis_kernel(x.reshape(1), index.reshape(1), np.reshape(value, 1), 0, reduce).reshape(())
     axis %= x.ndim
     out = x.copy()
     where = _along_index(x.shape, index, axis, "put_along_axis")

@@ -82,7 +82,10 @@ def reduced_shape(ctx: InferContext, shape: Sequence[int], axis, keepdim: bool) 
     if axis is None or axis == [] or axis == ():
         axes = set(range(ndim))
     else:
-        axes = {normalize_axis(ctx, a, ndim) for a in (axis if isinstance(axis, (list, tuple)) else [axis])}
+        given = list(axis) if isinstance(axis, (list, tuple)) else [axis]
+        axes = {normalize_axis(ctx, a, ndim) for a in given}
+        if len(axes) < len(given):  # a repeated axis would be reduced (a mean divided) twice
+            raise ctx.shape_error(f"axis {given} names an axis more than once for {ctx.describe('X')}")
     if keepdim:
         return tuple(1 if i in axes else d for i, d in enumerate(shape))
     return tuple(d for i, d in enumerate(shape) if i not in axes)

@@ -135,5 +135,6 @@ c += [Case("softmax_with_cross_entropy", {"Logits": rand(6, 5), "Label": ignored
       Case("one_hot_like", {"Label": ignored_ints(3, 5, 1), "Logits": rand(5, 3)}, id="one_hot_like-ignore",
            torch_fn=lambda Label, Logits: (TF.one_hot(Label[:, 0].clamp(min=0), 3)
                                            * (Label != -100)).to(Logits.dtype) + 0 * Logits)]
+c += [Case("softmax", {"X": np.array(0.3)}, {"axis": -1}, id="softmax-0d", torch_fn=lambda X: T.softmax(X, -1))]
 
 CASES = c

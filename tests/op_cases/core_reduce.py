@@ -34,5 +34,9 @@ for op, fn in (("reduce_max", T.amax), ("reduce_min", T.amin)):
           # two equal extremes in a row: both share the gradient (PyTorch's amax/amin do too)
           Case(op, {"X": np.array([[1.0, 3.0, 3.0], [-2.0, 0.5, -2.0]])}, {"axis": [1]}, id=f"{op}-tie",
                torch_fn=lambda X, f=fn: f(X, 1), second_order=False)]
+# a 0-D X over axis 0 / -1 (accepted, as PyTorch and Paddle): the value itself
+c += [Case(op, {"X": np.array(0.3)}, {"axis": [axis]}, id=f"{op}-0d-axis{axis}",
+           torch_fn=lambda X, f=fn, a=axis: f(X, a))
+      for op, fn, axis in (("reduce_sum", T.sum, 0), ("reduce_mean", T.mean, -1), ("reduce_max", T.amax, -1))]
 
 CASES = c

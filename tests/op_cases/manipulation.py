@@ -1,6 +1,7 @@
 """Op cases: shape building (fluidgrad/ops/manipulation.py, and flatten / squeeze / assign_value)."""
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as TF
 
@@ -42,6 +43,7 @@ CASES = [
     Case("expand", {"X": rand()}, {"shape": [2, 3]}, id="expand-scalar", torch_fn=lambda X: X.expand(2, 3)),
     Case("flip", {"X": rand(2, 3, 4)}, {"axis": [0, 2]}, torch_fn=lambda X: T.flip(X, [0, 2])),
     Case("flip", {"X": rand(3, 4)}, {"axis": [-1]}, id="flip-negative-axis", torch_fn=lambda X: T.flip(X, [-1])),
+    Case("flip", {"X": np.array(0.3)}, {"axis": [0]}, id="flip-0d", torch_fn=lambda X: T.flip(X, [0])),
     Case("roll", {"X": rand(2, 3, 4)}, {"shifts": [1, -2], "axis": [0, 2]},
          torch_fn=lambda X: T.roll(X, (1, -2), (0, 2))),
     Case("roll", {"X": rand(3, 4)}, {"shifts": [5]}, id="roll-flat", torch_fn=lambda X: T.roll(X, 5)),

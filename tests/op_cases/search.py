@@ -70,6 +70,9 @@ CASES = [
     Case("top_k", {"X": distinct(5, 3)}, {"k": 3, "axis": 0, "largest": False}, id="top_k-smallest-axis0",
          torch_fn=lambda X: T.topk(X, 3, 0, largest=False)),
     Case("top_k", {"X": distinct(2, 30)}, {"k": 4}, id="top_k-partial", torch_fn=lambda X: T.topk(X, 4)),
+    Case("top_k", {"X": np.array(0.3)}, {"k": 1, "axis": -1}, id="top_k-0d", torch_fn=lambda X: T.topk(X, 1)),
+    Case("argsort", {"X": np.array(0.3)}, {"axis": -1, "descending": True}, id="argsort-0d",
+         torch_fn=lambda X: T.sort(X, -1, descending=True)),
     Case("top_k", {"X": distinct(3, 6)}, {"k": 2}, id="top_k-indices-unused", use_outputs=(0,),
          torch_fn=lambda X: T.topk(X, 2)[0]),
     # take_along_axis / put_along_axis (ONNX GatherElements / ScatterElements)
