@@ -132,9 +132,6 @@ def test_variance_without_enough_values_is_nan(reduce, shape, axis):
     np.testing.assert_array_equal(ours, theirs)
 
 # ---------------------------------------------------------------- x[mask] = v
-@pytest.mark.xfail(strict=True, reason="x[mask] = v with a mask of lower rank (rows of a matrix) becomes "
-                   "where(mask, v, x), which broadcasts the mask over the LAST axes: on a square matrix it "
-                   "writes column 0 instead of row 0 (indexing.py: _set_value's bool branch)")
 def test_setitem_with_a_row_mask_writes_rows():
     x0 = np.arange(9.0).reshape(3, 3)
     mask = np.array([True, False, False])
@@ -145,9 +142,6 @@ def test_setitem_with_a_row_mask_writes_rows():
     np.testing.assert_array_equal(x.numpy(), tx.numpy())
 
 
-@pytest.mark.xfail(strict=True, reason="x[mask] = values (one value per True, PyTorch's index_put with a mask) "
-                   "is where(mask, values, x): values broadcast over x's last axis instead of filling the "
-                   "masked places in order, a silently wrong matrix here (indexing.py: _set_value)")
 def test_setitem_with_a_mask_and_one_value_per_true_element():
     x0 = np.zeros((2, 2))
     mask = np.array([[False, True], [True, False]])
@@ -243,9 +237,6 @@ def test_tensor_equality_operators_compare_elementwise():
     np.testing.assert_array_equal(np.asarray(a == 2), (torch.tensor(a0) == 2).numpy())
 
 
-@pytest.mark.xfail(strict=True, reason="Tensor has no __floordiv__ / __mod__ (framework/math_mixin.py), though "
-                   "fluidgrad.floor_divide and fluidgrad.remainder exist: `x // y`, `x % y` raise TypeError "
-                   "(PyTorch and Paddle Tensors support both)")
 def test_tensor_floordiv_and_mod_operators():
     x0, y0 = np.array([-7, -3, 0, 3, 7]), np.array([2, 2, 3, -2, -2])
     x, y = fg.to_tensor(x0), fg.to_tensor(y0)
@@ -253,9 +244,6 @@ def test_tensor_floordiv_and_mod_operators():
     np.testing.assert_array_equal((x % y).numpy(), (torch.tensor(x0) % torch.tensor(y0)).numpy())
 
 
-@pytest.mark.xfail(strict=True, reason="x[:, bool_mask] takes the mask for an index array and refuses it with "
-                   "'index arrays must be integers or booleans, got bool', which contradicts itself; "
-                   "PyTorch selects the masked columns (indexing.py: _Plan / _array_index)")
 def test_boolean_mask_on_a_later_axis_selects():
     x0 = np.arange(12.0).reshape(3, 4)
     mask = np.array([True, False, True, False])
@@ -263,9 +251,6 @@ def test_boolean_mask_on_a_later_axis_selects():
     np.testing.assert_array_equal(out.numpy(), torch.tensor(x0)[:, torch.tensor(mask)].numpy())
 
 
-@pytest.mark.xfail(strict=True, reason="nn.Embedding looks a negative id up as a row from the end (gather's "
-                   "negative indices) instead of refusing it as PyTorch (IndexError) and Paddle do: a "
-                   "tokenizer's -1 padding silently reads the last embedding row (nn/functional/common.py: embedding is a plain gather)")
 def test_embedding_refuses_a_negative_id():
     emb = fg.nn.Embedding(4, 2)
     with pytest.raises(IndexError):
@@ -321,9 +306,6 @@ def test_static_save_and_load_a_program_with_a_0d_parameter(tmp_path):
     np.testing.assert_array_equal(after, before)
 
 
-@pytest.mark.xfail(strict=True, reason="indexing with two integer arrays (logp[arange(n), labels], the usual "
-                   "NLL / accuracy idiom) raises NotImplementedError 'use fluidgrad.gather_nd' "
-                   "(indexing.py: _Plan allows one array); PyTorch, Paddle and NumPy pair the arrays up")
 def test_indexing_with_two_integer_arrays_pairs_them():
     logp0 = np.log(np.random.default_rng(0).dirichlet(np.ones(5), size=4))
     labels = np.array([4, 0, 2, 2])
@@ -337,10 +319,6 @@ def test_indexing_with_two_integer_arrays_pairs_them():
     np.testing.assert_array_equal(logp.grad.numpy(), tlogp.grad.numpy())
 
 
-@pytest.mark.xfail(strict=True, reason="a feed keyed by the Variable itself (feed={x: array}, as fetch_list takes "
-                   "Variables) is refused with 'feed var x : float64[3] ... is not a variable of the program's "
-                   "global block', which is false: x is one; the key's type is the problem (executor/executor.py: "
-                   "the feed check formats the key with !r); take x.name, or say to")
 def test_feed_keyed_by_a_variable_works_or_says_to_use_its_name():
     main, startup = fg.Program(), fg.Program()
     with fg.program_guard(main, startup):
