@@ -118,6 +118,16 @@ def divide(x: Any, y: Any) -> Any:
     return _binary("elementwise_div", x, y)
 
 
+def floor_divide(x: Any, y: Any, name: str | None = None) -> Any:
+    """floor(x / y) (`x // y`); integer division by zero raises instead of returning garbage."""
+    return _binary("elementwise_floordiv", x, y)
+
+
+def remainder(x: Any, y: Any, name: str | None = None) -> Any:
+    """Python's remainder (`x % y`): the result takes the sign of y (ONNX Mod with fmod=0)."""
+    return _binary("elementwise_mod", x, y)
+
+
 def pow(x: Any, y: Any) -> Any:
     """x ** y. A float exponent (or a float base) gives `pow` in floating point; an integer
     tensor to a non-negative integer power stays an integer tensor, as in PyTorch."""

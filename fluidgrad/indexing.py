@@ -2,10 +2,13 @@
 
 Indexing becomes ordinary ops, so it is differentiable (twice) in both modes: integers and
 slices (any step, negative too) one `slice` op plus `squeeze`; `None` an `unsqueeze`; one integer
-array, list or tensor a `gather`; a boolean mask `gather_nd` of `nonzero`. An integer out of
-range raises IndexError naming the index, the axis and the size (at build time when the size is
-known, else when the op runs). Assignment is a `set_value` op: eager Tensors take the result in
-place (as in PyTorch); a Variable handle moves to the new value (ops appended later read it).
+array, list or tensor a `gather`; a boolean mask `gather_nd` of `nonzero`; several index arrays
+(or a mask on a later axis) NumPy's advanced indexing: the arrays broadcast together and pair
+up, one `gather_nd`. An integer out of range raises IndexError naming the index, the axis and
+the size (at build time when the size is known, else when the op runs). Assignment is a
+`set_value` op, or for masks and index arrays PyTorch's index_put (`where` for one value,
+else `scatter_nd`): eager Tensors take the result in place (as in PyTorch); a Variable handle
+moves to the new value (ops appended later read it).
 """
 from __future__ import annotations
 
@@ -53,7 +56,7 @@ def _is_array_index(item: Any) -> bool:
 
 def _expand_ellipsis(items: tuple, ndim: int) -> list:
     """The items with `...` (or the missing trailing axes) replaced by full slices."""
-    consumed = builtins.sum(0 if it is None or it is Ellipsis else 1 for it in items)
+    consumed = builtins.sum(0 if it is None or it is Ellipsis else _mask_rank(it) or 1 for it in items)
     ellipses = builtins.sum(it is Ellipsis for it in items)
     if ellipses > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
@@ -72,6 +75,18 @@ def _is_bool(item: Any) -> bool:
     if _is_value(item):
         return item.dtype == "bool"
     return isinstance(item, np.ndarray) and item.dtype == np.bool_
+
+
+def _is_mask(item: Any) -> bool:
+    """A boolean mask: a bool tensor or array, or a list of bools (as NumPy reads one)."""
+    return _is_bool(item) or (isinstance(item, list) and len(item) > 0 and np.asarray(item).dtype == np.bool_)
+
+
+def _mask_rank(item: Any) -> int:
+    """How many axes a mask item covers (0 for anything else)."""
+    if not _is_mask(item):
+        return 0
+    return len(item.shape) if _is_value(item) else np.ndim(item)
 
 
 def _as_int(value: Any, what: str) -> int | None:
@@ -111,9 +126,10 @@ class _Plan:
         self.strides: list[int] = []
         self.drop: list[int] = []            # integer indices of known range
         self.runtime_ints: list[tuple[int, int]] = []  # (axis, index) on axes of unknown size
-        self.array: tuple[int, Any] | None = None
+        self.arrays: list[tuple[int, Any]] = []  # (first axis, index array or mask), in axis order
         self.new_axes: list[int] = []        # output positions of None
-        self.advanced_positions: list[int] = []  # item positions of integers and the array
+        self.advanced_positions: list[int] = []  # item positions of integers and the arrays
+        array_rank = _broadcast_rank(items)  # the axes the arrays' paired-up result takes
         out_pos, axis = 0, 0
         for pos, it in enumerate(items):
             if it is None:
@@ -139,12 +155,13 @@ class _Plan:
                     self._add_slice(axis, start, stop, step)
                 out_pos += 1
             elif _is_array_index(it):
-                if self.array is not None:
-                    raise NotImplementedError("indexing with several integer arrays is not supported; "
-                                              "use fluidgrad.gather_nd")
-                self.array = (axis, it)
+                rank = _mask_rank(it)
+                if _is_mask(it):
+                    _check_mask_shape(it, shape[axis:axis + rank])
+                self.arrays.append((axis, it))
                 self.advanced_positions.append(pos)
-                out_pos += len(np.shape(it)) if not _is_value(it) else len(it.shape)
+                out_pos += array_rank if len(self.arrays) == 1 else 0
+                axis += max(rank, 1) - 1
             else:
                 raise TypeError(f"unsupported index {it!r}: use integers, slices, None, ..., an integer "
                                 f"array or a boolean mask")
@@ -159,10 +176,32 @@ class _Plan:
     def advanced_first(self) -> bool:
         """NumPy's rule: an integer array with integers not next to it puts the array's axes first."""
         p = self.advanced_positions
-        return self.array is not None and len(p) > 1 and p[-1] - p[0] != len(p) - 1
+        return bool(self.arrays) and len(p) > 1 and p[-1] - p[0] != len(p) - 1
+
+    def single_array(self) -> bool:
+        """One integer array or one 1-D mask: a plain `gather` along its axis."""
+        return len(self.arrays) == 1 and _mask_rank(self.arrays[0][1]) <= 1
 
 
-def _array_index(value: Any, x: Any, axis: int) -> Any:
+def _broadcast_rank(items: list) -> int:
+    """The rank of the index arrays broadcast together (a mask counts as one 1-D array)."""
+    ranks = [1 if _is_mask(it) else (len(it.shape) if _is_value(it) else np.ndim(it))
+             for it in items if _is_array_index(it)]
+    return builtins.max(ranks, default=0)
+
+
+def _check_mask_shape(mask: Any, axes_shape: tuple[int, ...]) -> None:
+    mshape = tuple(mask.shape) if _is_value(mask) else np.shape(mask)
+    if not mshape:
+        raise IndexError("a 0-D boolean index is not supported; use fluidgrad.where")
+    if len(mshape) > len(axes_shape) or any(m != s and m >= 0 and s >= 0 for m, s in zip(mshape, axes_shape)):
+        raise IndexError(f"boolean mask of shape {list(mshape)} does not match the indexed axes of shape "
+                         f"{list(axes_shape)}")
+
+
+def _checked_array(value: Any, x: Any, axis: int) -> Any:
+    """An integer index array for `axis`: a Tensor/Variable as it is, else an int64 NumPy array
+    whose range is checked now (when the axis size is known)."""
     if _is_value(value):
         if not value.dtype.startswith(("int", "uint")):
             raise IndexError(f"index arrays must be integers or booleans, got {value.dtype}")
@@ -177,7 +216,55 @@ def _array_index(value: Any, x: Any, axis: int) -> Any:
         bad = (array >= size) | (array < -size)
         if bad.any():
             raise IndexError(f"index {int(array[bad].flat[0])} is out of range for axis {axis} of size {size}")
-    return constant(array.astype(np.int64), x)
+    return array.astype(np.int64)
+
+
+def _array_index(value: Any, x: Any, axis: int) -> Any:
+    """One index array along `axis` as a Tensor/Variable; a 1-D mask becomes its True positions."""
+    if _is_mask(value):
+        columns, _ = _mask_columns(value, x, axis)
+        return constant(columns[0], x)
+    return constant(_checked_array(value, x, axis), x)
+
+
+def _mask_columns(mask: Any, x: Any, axis: int) -> tuple[list, list[int]]:
+    """A k-D mask on axes axis..axis+k-1 as k index arrays (its True positions, NumPy's
+    nonzero), and those axes."""
+    if not _is_value(mask):
+        columns = list(np.nonzero(np.asarray(mask)))
+        return [c.astype(np.int64) for c in columns], list(range(axis, axis + len(columns)))
+    rank = len(mask.shape)
+    where = apply_op("nonzero", {"X": mask})
+    if rank == 1:
+        return [apply_op("reshape", {"X": where}, {"shape": [-1]})], [axis]
+    columns = [apply_op("reshape", {"X": apply_op("slice", {"X": where}, {"axes": [1], "starts": [j], "ends": [j + 1]})},
+                        {"shape": [-1]}) for j in range(rank)]
+    return columns, list(range(axis, axis + rank))
+
+
+def _paired_index(plan: _Plan, x: Any) -> tuple[Any, list[int]]:
+    """NumPy's advanced indexing: every array (a mask gives one per axis it covers) broadcast
+    together and stacked on a last axis, the `Index` of one gather_nd / scatter_nd; and the
+    input axes its columns address."""
+    columns, axes = [], []
+    for axis, item in plan.arrays:
+        if _is_mask(item):
+            cols, cover = _mask_columns(item, x, axis)
+        else:
+            cols, cover = [_checked_array(item, x, axis)], [axis]
+        columns += cols
+        axes += cover
+    if not builtins.any(_is_value(c) for c in columns):
+        return constant(np.stack(np.broadcast_arrays(*columns), axis=-1), x), axes
+    columns = [_cast_to(constant(c, x), "int64") for c in columns]
+    shapes = {tuple(c.shape) for c in columns}
+    if len(shapes) > 1 or -1 in next(iter(shapes)):  # broadcast (sizes may be known only at run time)
+        zero = columns[0] * 0
+        for c in columns[1:]:
+            zero = zero + c * 0
+        columns = [c + zero for c in columns]
+    return apply_op("concat", {"X": [apply_op("unsqueeze", {"X": c}, {"axes": [-1]}) for c in columns]},
+                    {"axis": -1}), axes
 
 
 def _mask_select(x: Any, mask: Any) -> Any:
@@ -204,8 +291,8 @@ def getitem(x: Any, item: Any) -> Any:
         out = apply_op("gather", {"X": out, "Index": constant(np.int64(index), out, "int64")},
                        {"axis": kept.index(axis)})
         kept.remove(axis)
-    if plan.array is not None:
-        axis, value = plan.array
+    if plan.single_array():
+        axis, value = plan.arrays[0]
         index = _array_index(value, x, axis)
         position = kept.index(axis)
         out = apply_op("gather", {"X": out, "Index": index}, {"axis": position})
@@ -213,6 +300,8 @@ def getitem(x: Any, item: Any) -> Any:
             n, rank = len(index.shape), len(out.shape)
             perm = list(range(position, position + n)) + [i for i in range(rank) if not position <= i < position + n]
             out = apply_op("transpose", {"X": out}, {"perm": perm})
+    elif plan.arrays:
+        out = _gather_paired(out, x, plan, kept)
     if plan.new_axes:
         if plan.advanced_first():
             raise NotImplementedError("None together with integers apart from an index array is not supported")
@@ -222,14 +311,32 @@ def getitem(x: Any, item: Any) -> Any:
     return out
 
 
+def _gather_paired(out: Any, x: Any, plan: _Plan, kept: list[int]) -> Any:
+    """out[arrays...] for several index arrays: the indexed axes moved first, one gather_nd, and
+    the broadcast axes put where NumPy puts them (in place of the indexed axes when the advanced
+    indices are adjacent, else first)."""
+    index, axes = _paired_index(plan, x)
+    positions = [kept.index(a) for a in axes]
+    rest = [p for p in range(len(out.shape)) if p not in positions]
+    if positions != list(range(len(positions))):
+        out = apply_op("transpose", {"X": out}, {"perm": positions + rest})
+    out = apply_op("gather_nd", {"X": out, "Index": index})
+    n, first = len(index.shape) - 1, positions[0]
+    if first and not plan.advanced_first():
+        perm = list(range(n, n + first)) + list(range(n)) + list(range(n + first, len(out.shape)))
+        out = apply_op("transpose", {"X": out}, {"perm": perm})
+    return out
+
+
 def _set_value(x: Any, item: Any, value: Any) -> Any:
     """The op computing x with x[item] = value (a new Tensor or Variable)."""
-    if _is_bool(item):
-        mask = constant(np.asarray(item), x) if not _is_value(item) else item
-        return apply_op("where", {"Condition": mask, "X": _cast_to(constant(value, x), x.dtype), "Y": x})
+    if _is_bool(item) and _is_one_value(value):
+        return _set_masked_to_one_value(x, item, value)
     plan = _Plan(tuple(x.shape), item)
-    if plan.array is not None:
-        return _set_rows(x, plan, value)
+    if plan.arrays:
+        if _is_row_index(plan):
+            return _set_rows(x, plan, value)
+        return _set_paired(x, plan, value)
     if plan.runtime_ints:
         raise NotImplementedError("assignment through an integer on an axis of unknown size (-1) is not "
                                   "supported; use fluidgrad.scatter / put_along_axis / scatter_nd_add")
@@ -239,17 +346,72 @@ def _set_value(x: Any, item: Any, value: Any) -> Any:
                      "strides": None if set(plan.strides) <= {1} else plan.strides, "decrease_axes": plan.drop})
 
 
+def _is_one_value(value: Any) -> bool:
+    """A value that every masked element takes alike: a number, or a tensor of one element."""
+    shape = tuple(value.shape) if _is_value(value) else np.shape(value)
+    return shape in ((), (1,))
+
+
+def _set_masked_to_one_value(x: Any, mask: Any, value: Any) -> Any:
+    """x[mask] = v for one value: `where`, the mask's trailing axes added so that it covers the
+    leading axes of x (a row mask writes rows)."""
+    _check_mask_shape(mask, tuple(x.shape))
+    rank, ndim = len(mask.shape) if _is_value(mask) else np.ndim(mask), len(x.shape)
+    if _is_value(mask):
+        if rank < ndim:
+            mask = apply_op("unsqueeze", {"X": mask}, {"axes": list(range(rank, ndim))})
+    else:
+        mask = constant(np.asarray(mask).reshape(np.shape(mask) + (1,) * (ndim - rank)), x)
+    return apply_op("where", {"Condition": mask, "X": _cast_to(constant(value, x), x.dtype), "Y": x})
+
+
+def _is_row_index(plan: _Plan) -> bool:
+    """x[index] = v with one 1-D integer array alone: rows of axis 0 (the `scatter` op)."""
+    if len(plan.arrays) != 1 or plan.axes or plan.drop or plan.runtime_ints or plan.new_axes:
+        return False
+    axis, index = plan.arrays[0]
+    if axis != 0 or _is_mask(index):
+        return False
+    return (len(index.shape) if _is_value(index) else np.ndim(index)) == 1
+
+
+def _set_paired(x: Any, plan: _Plan, value: Any) -> Any:
+    """x[arrays...] = value with the index arrays / masks on the leading axes, full slices after:
+    `scatter_nd`, PyTorch's index_put (value broadcast to x[arrays...]'s shape; with a repeated
+    index the last write wins, each copy of value getting the gradient of its place)."""
+    index, axes = _paired_index(plan, x)
+    leading = axes == list(range(len(axes))) and plan.advanced_positions == list(range(len(plan.arrays)))
+    if not leading or plan.axes or plan.drop or plan.runtime_ints or plan.new_axes:
+        raise NotImplementedError("assignment through index arrays is supported for x[index] = v with "
+                                  "one 1-D index array alone (rows of axis 0), a mask, or index arrays / masks "
+                                  "on the leading axes followed by full slices; for other patterns use "
+                                  "fluidgrad.scatter / put_along_axis / scatter_nd_add")
+    value = _cast_to(constant(value, x), x.dtype)
+    places = apply_op("gather_nd", {"X": x, "Index": index})   # read for its shape only
+    _check_broadcast(value, places)
+    updates = apply_op("expand_as", {"X": value, "Target": places})
+    return apply_op("scatter_nd", {"X": x, "Index": index, "Updates": updates}, {"reduce": "assign"})
+
+
+def _check_broadcast(value: Any, target: Any) -> None:
+    """PyTorch's refusal, at build time when the sizes are known: value must broadcast to target."""
+    vshape, tshape = tuple(value.shape), tuple(target.shape)
+    if -1 in vshape or -1 in tshape:
+        return
+    try:
+        fits = np.broadcast_shapes(vshape, tshape) == tshape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"shape mismatch: value of shape {list(vshape)} cannot be broadcast to the indexed "
+                         f"places of shape {list(tshape)}")
+
+
 def _set_rows(x: Any, plan: _Plan, value: Any) -> Any:
     """x[index] = value for a 1-D integer array `index` alone (rows of axis 0): the `scatter` op,
     PyTorch's index_put (value broadcast to the rows; with a repeated index the last write wins,
     and each copy of value gets the gradient of the row, as PyTorch's backward gives)."""
-    axis, index = plan.array
-    ndim = len(index.shape) if _is_value(index) else np.ndim(index)
-    if axis != 0 or ndim != 1 or plan.axes or plan.drop or plan.runtime_ints or plan.new_axes:
-        raise NotImplementedError("assignment through an integer array is supported for x[index] = v with "
-                                  "one 1-D index array alone (rows of axis 0); for other patterns use "
-                                  "fluidgrad.scatter / put_along_axis / scatter_nd_add")
-    index = _array_index(index, x, 0)
+    index = _array_index(plan.arrays[0][1], x, 0)
     value = _cast_to(constant(value, x), x.dtype)
     rows = apply_op("gather", {"X": x, "Index": index}, {"axis": 0})   # read for its shape only
     updates = apply_op("expand_as", {"X": value, "Target": rows})

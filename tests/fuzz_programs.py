@@ -517,6 +517,21 @@ def _gen_gather(gen):
                 (shape[:axis] + idx_shape + shape[axis + 1:],))
 
 
+def _embedding_torch(T, n, x):
+    ids = T.tensor(np.array(n.p("ids"), dtype=np.int64))
+    return T.index_select(x, 0, ids.reshape(-1)).reshape(ids.shape + x.shape[1:])
+
+
+@kind("embedding", ("lookup_table_v2",),
+      lambda F, ctx, n, x: F.nn.functional.embedding(ctx.int_input(np.array(n.p("ids"), dtype=np.int64)), x),
+      _embedding_torch)
+def _gen_embedding(gen):
+    x = gen.pick(lambda s: len(s) >= 1)
+    shape = gen.pool[x]
+    ids = tuple(gen.draw(st.lists(st.integers(0, shape[0] - 1), min_size=1, max_size=4)))
+    return Node("embedding", (x,), (("ids", ids),), ((len(ids),) + tuple(shape[1:]),))
+
+
 @kind("squeeze", ("squeeze",), lambda F, ctx, n, x: F.squeeze(x, list(n.p("axes"))),
       lambda T, n, x: x.reshape(n.shapes[0]))
 def _gen_squeeze(gen):

@@ -81,9 +81,11 @@ def all_gather(tensor_or_list: Any, tensor: Any = None, group: Any = None, sync_
     out_list, x = (tensor_or_list, tensor) if tensor is not None else (None, tensor_or_list)
     world = get_world()
     if isinstance(x, Variable):
+        # split, not coalesce / uncoalesce: the first axis may be known only at run time
         gathered = apply_op("c_allgather", {"X": x}, {"nranks": world.size})
-        flat = apply_op("coalesce", {"X": [gathered]}) if x.shape else gathered
-        parts = apply_op("uncoalesce", {"X": flat}, {"shapes": [list(x.shape)] * world.size}, n_out=world.size)
+        parts = apply_op("split", {"X": gathered}, {"num_or_sections": world.size, "axis": 0}, n_out=world.size)
+        if not x.shape:  # 0-D values were gathered as [nranks]
+            parts = [apply_op("squeeze", {"X": p}, {"axes": [0]}) for p in parts]
     else:
         array = np.asarray(x.data if is_tensor(x) else x)
         stacked = world.all_gather(array)

@@ -116,7 +116,8 @@ class Executor:
             raise TypeError(f"Executor.run: fetch_list must be a list of Variables or names, "
                             f"got {type(fetch_list).__name__}")
         block = program.global_block()
-        feed_arrays = {name: _check_feed(block, name, value) for name, value in (feed or {}).items()}
+        feed_arrays = {_feed_name(key): value for key, value in (feed or {}).items()}
+        feed_arrays = {name: _check_feed(block, name, value) for name, value in feed_arrays.items()}
         fetch_names = [_fetch_name(block, item) for item in (fetch_list or [])]
         plan = self._plan(block, feed_arrays.keys(), fetch_names)
         if program.random_seed:  # its random ops draw the same numbers on every run (ops/random.py)
@@ -138,6 +139,14 @@ def _fetch_name(block: Block, item: Variable | str) -> str:
         raise TypeError(f"fetch_list items must be Variables or names, got {type(item).__name__}")
     if not block.has_var(name):
         raise ExecutionError(f"cannot fetch {name!r}: the program's global block has no such variable")
+    return name
+
+
+def _feed_name(key: Variable | str) -> str:
+    """Feeds are keyed by variable names; a Variable key stands for its name (as in fetch_list)."""
+    name = key.name if isinstance(key, Variable) else key
+    if not isinstance(name, str):
+        raise TypeError(f"feed keys must be variable names (or Variables), got {type(key).__name__} {key!r}")
     return name
 
 

@@ -213,6 +213,11 @@ def _gather(c):
     c.node("Gather", [c.x("X"), c.x("Index")], [c.out("Out")], axis=int(c.attr("axis")))
 
 
+@exporter("lookup_table_v2")
+def _lookup_table(c):
+    c.node("Gather", [c.x("W"), c.x("Ids")], [c.out("Out")], axis=0)
+
+
 @exporter("squeeze", "unsqueeze")
 def _squeeze(c):
     if c.op.type == "squeeze" and not c.attr("axes"):  # every size-1 axis: ONNX's Squeeze without axes

@@ -56,7 +56,7 @@ def _world_of(op: str, nranks: int):
 # ------------------------------------------------------------------ all-reduce
 def _allreduce_kernel(op: str):
     def kernel(x, ring_id=0):
-        return get_world().all_reduce(np.asarray(x), op)
+        return get_world().all_reduce(np.asarray(x), op, what=f"op c_allreduce_{op}")
     return kernel
 
 
@@ -81,7 +81,7 @@ def _broadcast_kernel(x, root=0, ring_id=0):
 
 def _reduce_sum_kernel(x, root=0, ring_id=0):
     world = get_world()
-    total = world.all_reduce(np.asarray(x), "sum")
+    total = world.all_reduce(np.asarray(x), "sum", what="op c_reduce_sum")
     return total if world.rank == root else np.zeros_like(total)
 
 

@@ -97,7 +97,7 @@ def embedding(input: Variable, size: tuple[int, int] | list[int], is_sparse: boo
     prefix = name or unique_name("embedding")
     table = create_parameter(list(size), dtype, _param_name(attr, prefix, "w_0"), attr,
                              default_initializer=Normal(0.0, 1.0 / max(size[1], 1) ** 0.5))
-    return F.gather(table, input, axis=0)
+    return NF.embedding(input, table, padding_idx=padding_idx)
 
 from .control_flow import While, cond, while_loop  # noqa: E402,F401  (differentiable control flow)
 

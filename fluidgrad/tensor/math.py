@@ -9,7 +9,7 @@ from typing import Any
 
 from ..dispatch import apply_op, is_tensor
 from ..framework import Variable
-from ..functions import _axis_attrs, _binary, cast, maximum, minimum, reshape
+from ..functions import _axis_attrs, _binary, cast, floor_divide, maximum, minimum, remainder, reshape
 
 __all__ = [
     "acos",
@@ -79,22 +79,12 @@ rsqrt = _unary("rsqrt", "1 / sqrt(x).")
 reciprocal = _unary("reciprocal", "1 / x.")
 
 
-def mod(x: Any, y: Any, name: str | None = None) -> Any:
-    """Python's remainder: the result takes the sign of y (ONNX Mod with fmod=0)."""
-    return _binary("elementwise_mod", x, y)
-
-
-remainder = floor_mod = mod
+mod = floor_mod = remainder  # Python's remainder (`x % y`): fluidgrad/functions.py
 
 
 def fmod(x: Any, y: Any, name: str | None = None) -> Any:
     """C's fmod: the result takes the sign of x (ONNX Mod with fmod=1, torch.fmod)."""
     return _binary("elementwise_fmod", x, y)
-
-
-def floor_divide(x: Any, y: Any, name: str | None = None) -> Any:
-    """floor(x / y); integer division by zero raises instead of returning garbage."""
-    return _binary("elementwise_floordiv", x, y)
 
 
 def _is_value(v: Any) -> bool:

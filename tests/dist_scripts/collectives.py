@@ -181,10 +181,45 @@ def main(out_path):
     except dist.CollectiveMismatchError as exc:
         if "rank 1 passes shape [4]" not in str(exc):
             failures.append(f"unclear mismatch error: {exc}")
+    for name, mine in (("shape", np.zeros(3 + rank)), ("dtype", np.zeros(3, ("float64", "float32")[rank % 2]))):
+        try:
+            dist.all_reduce(mine)
+            failures.append(f"all_reduce of different {name}s did not raise")
+        except dist.CollectiveMismatchError as exc:
+            if "all_reduce: rank 1 passes shape" not in str(exc):
+                failures.append(f"unclear all_reduce mismatch error: {exc}")
+    check_0d_and_batch_axis(failures, rank, world)
 
     if rank == 0:
         with open(out_path, "w") as f:
             json.dump(failures, f)
+
+
+def check_0d_and_batch_axis(failures, rank, world):
+    """0-D values stay 0-D through the collectives (eager and static), and a Program gathers a
+    value whose batch axis is known only at run time."""
+    t = dist.all_reduce(fg.to_tensor(np.float64(rank + 1)))
+    check(failures, "all_reduce of a 0-D Tensor", t.numpy(), np.float64(world * (world + 1) / 2))
+    b = dist.broadcast(fg.to_tensor(np.float64(rank + 5)), src=world - 1)
+    check(failures, "broadcast of a 0-D Tensor", b.numpy(), np.float64(world + 4))
+    parts = dist.all_gather(fg.to_tensor(np.float64(rank)))
+    check(failures, "all_gather of a 0-D Tensor", np.array([p.numpy() for p in parts]), np.arange(world, dtype=float))
+    if any(p.numpy().shape != () for p in parts):
+        failures.append(f"all_gather of a 0-D Tensor gave shapes {[p.numpy().shape for p in parts]}")
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup):
+        x = fg.static.data("x", [None, 3], "float64")
+        s = fg.static.data("s", [], "float64")
+        gathered = dist.all_gather(x * 1.0)
+        total = dist.all_reduce(s * 1.0)
+        scalars = dist.all_gather(s * 1.0)
+    got = fg.Executor().run(main, feed={"x": value(rank), "s": np.float64(rank + 1)},
+                            fetch_list=[*gathered, total, *scalars], scope=fg.Scope())
+    for r in range(world):
+        check(failures, f"static all_gather of [None, 3], part {r}", got[r], value(r))
+    check(failures, "static all_reduce of a 0-D variable", got[world], np.float64(world * (world + 1) / 2))
+    for r in range(world):
+        check(failures, f"static all_gather of a 0-D variable, part {r}", got[world + 1 + r], np.float64(r + 1))
 
 
 def check_bucket_reused_out_of_step(failures, rank, world):

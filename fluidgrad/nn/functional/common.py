@@ -19,8 +19,9 @@ def embedding(x: Any, weight: Any, padding_idx: int | None = None, sparse: bool 
     """Rows of `weight` picked by the integer ids `x`: shape x.shape + [dim].
 
     Ids equal to `padding_idx` (negative: counted from the end) read zeros, and the padding
-    row gets no gradient from them."""
-    out = F.gather(weight, x, axis=0)
+    row gets no gradient from them. A negative id (or one >= the rows) is an IndexError, as in
+    PyTorch and Paddle, not a row counted from the end."""
+    out = apply_op("lookup_table_v2", {"W": weight, "Ids": x})
     if padding_idx is None:
         return out
     rows = weight.shape[0]
