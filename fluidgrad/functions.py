@@ -280,20 +280,30 @@ def one_hot(x: Any, num_classes: int, axis: int = -1) -> Any:
 
 def full(shape: Sequence[int], fill_value: float, dtype: Any = "float32") -> Any:
     """A Tensor, or inside `program_guard` (or after `enable_static()`) a Variable."""
-    if in_dynamic_mode():
-        return to_tensor(np.full([int(d) for d in shape], fill_value, dtype=normalize_dtype(dtype)))
-    return append_static_op("fill_constant", {}, {"shape": [int(d) for d in shape], "value": float(fill_value),
-                                                  "dtype": normalize_dtype(dtype)})
+    return _filled("full", shape, fill_value, dtype)
 
 
 def zeros(shape: Sequence[int], dtype: Any = "float32") -> Any:
     """A value of `shape` filled with zeros (a Tensor, or a Variable in static mode)."""
-    return full(shape, 0.0, dtype)
+    return _filled("zeros", shape, 0.0, dtype)
 
 
 def ones(shape: Sequence[int], dtype: Any = "float32") -> Any:
     """A value of `shape` filled with ones (a Tensor, or a Variable in static mode)."""
-    return full(shape, 1.0, dtype)
+    return _filled("ones", shape, 1.0, dtype)
+
+
+def _filled(caller: str, shape: Sequence[int], fill_value: float, dtype: Any) -> Any:
+    """`full` and its named forms; a negative size is refused here, naming the caller, rather
+    than by NumPy at run time."""
+    sizes = [int(d) for d in shape]
+    negative = [d for d in sizes if d < 0]
+    if negative:  # (this module's `min` is the op)
+        raise ValueError(f"{caller}: shape {sizes} has a negative size ({negative[0]}); sizes must be >= 0")
+    if in_dynamic_mode():
+        return to_tensor(np.full(sizes, fill_value, dtype=normalize_dtype(dtype)))
+    return append_static_op("fill_constant", {}, {"shape": sizes, "value": float(fill_value),
+                                                  "dtype": normalize_dtype(dtype)})
 
 
 def full_like(x: Any, fill_value: float, dtype: Any = None) -> Any:

@@ -241,8 +241,6 @@ def test_embedding_refuses_a_negative_id():
         emb(fg.to_tensor(np.array([0, -1])))
 
 
-@pytest.mark.xfail(strict=True, reason="abs refuses integer tensors ('expects floating point input'); PyTorch "
-                   "and Paddle take int32 / int64 (ops/activation.py: abs registered through _unary, whose rule is float_only)")
 def test_abs_of_an_integer_tensor():
     x0 = np.array([-3, 0, 2], np.int64)
     out = fg.abs(fg.to_tensor(x0))
@@ -340,11 +338,6 @@ _BAD_SIZES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="a bad size is not checked where it is given: in a Program full([-2]) / "
-                   "ones([2, -3]) build fill_constant ops of shape [-2] / [2, -3] and fail only at run time with "
-                   "NumPy's 'negative dimensions are not allowed' (in eager mode the same bare NumPy error); "
-                   "chunk(x, 0) is a ZeroDivisionError; one_hot(depth=-1) says 'index 0 is out of range for axis 1 "
-                   "of size -1' (functions.py: full; tensor/manipulation.py: chunk; the one_hot rule)")
 @pytest.mark.parametrize("name", sorted(_BAD_SIZES))
 def test_a_bad_size_is_refused_naming_the_function_and_the_value(name):
     call, value = _BAD_SIZES[name]

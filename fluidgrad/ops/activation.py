@@ -24,6 +24,12 @@ def _float_same_as(ctx):
     _same_as_x(ctx)
 
 
+def _numeric_same_as(ctx):
+    if ctx.dtype("X") == "bool":
+        raise ctx.dtype_error(f"expects a number, got {ctx.describe('X')}")
+    _same_as_x(ctx)
+
+
 def _relu_kernel(x):
     """max(x, 0): a compiled compare-and-select when numba takes x, else np.maximum."""
     compiled = fused_elementwise.relu(x)
@@ -140,7 +146,8 @@ _unary("square", np.square, _square_grad, inline="{X} * {X}")
 _unary("relu", _relu_kernel, _relu_grad)
 _unary("sigmoid", _sigmoid_kernel, _sigmoid_grad)
 _unary("tanh", np.tanh, _tanh_grad)
-_unary("abs", np.abs, _abs_grad)
+register_op("abs", inputs="X", outputs="Out", kernel=np.abs, infer=_numeric_same_as, grad=_abs_grad,
+            doc="|x|, for floating and integer x (as PyTorch and Paddle); the gradient is sign(x) for floats.")
 _unary("sin", np.sin, _sin_grad)
 _unary("cos", np.cos, _cos_grad)
 _unary("sign", np.sign, ZERO_GRADIENT, doc="-1, 0 or 1; its gradient is zero.")

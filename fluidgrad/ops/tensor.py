@@ -364,6 +364,8 @@ def _one_hot_infer(ctx):
     axis = ctx.attr("axis")
     if not -len(shape) - 1 <= axis <= len(shape):
         raise ctx.shape_error(f"axis {axis} is out of range for a one-hot of {ctx.describe('X')}")
+    if ctx.attr("depth") < 1:
+        raise ctx.shape_error(f"depth (the number of classes) must be at least 1, got {ctx.attr('depth')}")
     shape.insert(axis % (len(shape) + 1), ctx.attr("depth"))
     ctx.set_output("Out", shape, ctx.attr("dtype"))
 

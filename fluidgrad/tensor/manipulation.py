@@ -81,6 +81,8 @@ def unbind(input: Any, axis: int = 0) -> list[Any]:
 def chunk(x: Any, chunks: int, axis: int = 0, name: str | None = None) -> list[Any]:
     """x split into `chunks` pieces along axis; as in PyTorch, when the size does not divide, the
     pieces have ceil(size / chunks) entries and the last is smaller (there may be fewer pieces)."""
+    if int(chunks) < 1:
+        raise ValueError(f"chunk: chunks must be a positive number of pieces, got {chunks}")
     axis = int(axis) % len(x.shape)
     n = x.shape[axis]
     if n < 0 or n % chunks == 0:
