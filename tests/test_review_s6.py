@@ -62,10 +62,6 @@ def test_axis_ops_on_a_0d_tensor_match_torch(name):
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-12, atol=1e-15)
 
 
-@pytest.mark.xfail(strict=True, reason="cumsum accumulates in the input's dtype, one value after another "
-                   "(ops/reduce.py: _scan, np.add.accumulate with dtype=x.dtype): a float16 running sum stalls "
-                   "at 2048 (5000 values in [0, 1): 2048 for 2493, PyTorch 2493), a float32 one over 2^20 values "
-                   "is 1e-5 off; PyTorch accumulates float16 in float32 and float32 in float64")
 @pytest.mark.parametrize("dtype, n, rtol", [(np.float16, 5000, 2e-3), (np.float32, 1 << 20, 1e-6)])
 def test_cumsum_of_many_small_values_stays_accurate(dtype, n, rtol):
     x = np.random.default_rng(0).random(n).astype(dtype)
@@ -77,10 +73,6 @@ def test_cumsum_of_many_small_values_stays_accurate(dtype, n, rtol):
     np.testing.assert_allclose(ours[-1], exact[-1], rtol=rtol)
 
 
-@pytest.mark.xfail(strict=True, reason="float16 layer_norm sums the row and its squared deviations in float16 "
-                   "(ops/norm.py: layer_norm_kernel's _row_sums / einsum, and the compiled loop): a row of 4096 "
-                   "values of std 4 has a sum of squares past 65504, the variance is inf and the whole row comes "
-                   "out 0 (PyTorch: ~N(0, 1) values; it accumulates in float32)")
 def test_float16_layer_norm_of_a_wide_row_matches_torch():
     x = (np.random.default_rng(0).standard_normal((2, 4096)) * 4).astype(np.float16)
     expected = torch.nn.functional.layer_norm(torch.tensor(x), [4096]).numpy()
@@ -100,11 +92,6 @@ _F16_SQUARE_SUMS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="float16 sums of squares are rounded to float16 before the last step: "
-                   "70000 values of std 4 give var / std / norm = inf and normalize / group_norm zeros (or "
-                   "NaN), where PyTorch accumulates in float32 and returns ~16 / ~4 / ~1058 and unit-scale "
-                   "values (tensor/stat.py: var sums the float16 squares into a float16 total before dividing; "
-                   "the p_norm kernel (ops/reduce.py) and group_norm likewise)")
 @pytest.mark.parametrize("name", sorted(_F16_SQUARE_SUMS))
 def test_float16_reductions_of_squares_match_torch(name):
     ours, theirs = _F16_SQUARE_SUMS[name]
@@ -116,9 +103,6 @@ def test_float16_reductions_of_squares_match_torch(name):
     np.testing.assert_allclose(out.astype(np.float32), expected, rtol=1e-2, atol=2e-2)
 
 
-@pytest.mark.xfail(strict=True, reason="var / std divide by max(n - 1, 1) (tensor/stat.py: var), so the unbiased "
-                   "variance of one value, and any variance over an empty axis, is a confident 0 where PyTorch "
-                   "(and NumPy) give NaN: a batch of one looks perfectly concentrated")
 @pytest.mark.filterwarnings("ignore:.*degrees of freedom:UserWarning")
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 @pytest.mark.parametrize("shape, axis", [((1,), None), ((4, 1), 1), ((0, 3), 0)])
@@ -329,10 +313,6 @@ def test_feed_keyed_by_a_variable_works_or_says_to_use_its_name():
 
 
 # ---------------------------------------------------------------- NaN in selections
-@pytest.mark.xfail(strict=True, reason="descending sort / argsort and topk order NaN as the SMALLEST value (the "
-                   "descending key negates x, and NaN sorts last either way), while the ascending sort puts it "
-                   "last as the largest: topk then hides a NaN logit. PyTorch treats NaN as larger than every "
-                   "number in both directions (ops/search.py: the descending / largest key)")
 @pytest.mark.parametrize("which", ["sort", "argsort", "topk"])
 def test_nan_is_the_largest_value_in_descending_selections(which):
     x0 = np.array([3.0, np.nan, 1.0, 7.0])

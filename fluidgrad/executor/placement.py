@@ -35,6 +35,7 @@ import numpy as np
 
 from ..framework import Block, Operator
 from ..framework.names import EMPTY_VAR_NAME
+from ..ops.math import matmul_into
 from ..ops.registry import get_op_def
 
 # on: producers write into the buffers consumers offer; off (FLUIDGRAD_PLACEMENT=0): consumers
@@ -171,24 +172,18 @@ def _copying_form(kernel: Callable[..., Any]) -> Callable[..., Any]:
     return placed
 
 
-_BLAS_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
-
-
 def _matmul_form(kernel: Callable[..., Any], transpose_x: bool = False, transpose_y: bool = False) -> Callable[..., Any]:
-    """matmul's 2-D product written with `out=` (the same GEMM call as its kernel's `np.matmul`,
-    so the same bits); every other case (vectors, batches, K=1 outer products) through the kernel."""
+    """matmul's 2-D product written with `out=` (ops/math.matmul_into: the same GEMM call as its
+    kernel's, so the same bits); every other case (vectors, batches, K=1 outer products) through
+    the kernel, then a copy."""
     def placed(destination: Any, x: Any, y: Any) -> Any:
         if destination is None:
             return kernel(x, y)
         array, scale = destination[0], destination[1]
-        if (type(x) is np.ndarray and type(y) is np.ndarray and x.ndim == 2 and y.ndim == 2
-                and x.dtype in _BLAS_DTYPES and y.dtype == x.dtype == array.dtype and _writable(array)):
-            a, b = (x.T if transpose_x else x), (y.T if transpose_y else y)
-            if a.shape[1] == b.shape[0] != 1 and array.shape == (a.shape[0], b.shape[1]):
-                np.matmul(a, b, out=array)
-                if scale is not None:
-                    np.multiply(array, scale, out=array)
-                return array
+        if _writable(array) and matmul_into(array, {"X": x, "Y": y}, transpose_x, transpose_y) is not None:
+            if scale is not None:
+                np.multiply(array, scale, out=array)
+            return array
         return write(destination, kernel(x, y))
     return placed
 

@@ -167,9 +167,16 @@ def _column_sums(a: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray
     return weights @ a if fast is None else fast
 
 
+def _float32(*arrays: np.ndarray | None) -> list:
+    return [None if a is None else a.astype(np.float32) for a in arrays]
+
+
 def layer_norm_kernel(x, scale=None, bias=None, begin_norm_axis=1, epsilon=1e-5):
     """Y, Mean, Variance (both [prod(X.shape[:begin_norm_axis])]). Fused: the centred rows are
     the one temporary, normalised, scaled and shifted in place."""
+    if x.dtype.itemsize < 4:  # float16 / bfloat16 rows in float32 (as PyTorch): their sums of squares overflow
+        y, mean, var = layer_norm_kernel(*_float32(x, scale, bias), begin_norm_axis, epsilon)
+        return y.astype(x.dtype), mean.astype(x.dtype), var.astype(x.dtype)
     rows = _rows(x, begin_norm_axis)
     if fused_norm.compiled(x, scale, bias):   # one pass per row, read from cache
         y, mean, var = fused_norm.layer_norm(np.ascontiguousarray(rows), scale, bias, epsilon)
@@ -196,6 +203,9 @@ def layer_norm_grad_kernel(x, scale, mean, variance, dy, begin_norm_axis=1, epsi
     dx = rstd (g - mean(g) - x_hat mean(g x_hat)) = rstd g + b xc + c with per-row b, c:
     the centred rows are the one temporary besides dx (whose buffer first holds dy xc for
     DScale and sum(g xc) = (dy xc) @ scale, then g), since fresh large arrays cost page faults."""
+    if x.dtype.itemsize < 4:  # float16 / bfloat16 in float32, as the forward
+        grads = layer_norm_grad_kernel(*_float32(x, scale, mean, variance, dy), begin_norm_axis, epsilon)
+        return tuple(g.astype(x.dtype) for g in grads)
     rows, drows = _rows(x, begin_norm_axis), _rows(dy, begin_norm_axis)
     shape = scale.shape if scale is not None else (rows.shape[1],)
     if fused_norm.compiled(x, scale, mean, variance, dy):

@@ -243,6 +243,9 @@ register_op("logsumexp", inputs="X", outputs="Out", attrs=_REDUCE_ATTRS, kernel=
 
 # -- p-norm (p > 0; p = 1 and p = inf are compositions of abs with reduce_sum / reduce_max)
 def _p_norm_kernel(x, porder=2.0, axis=None, keepdim=False, reduce_all=False):
+    if x.dtype.itemsize < 4:  # float16 / bfloat16 in float32 (as PyTorch): their |x|^p sums overflow
+        with np.errstate(over="ignore"):
+            return _p_norm_kernel(x.astype(np.float32), porder, axis, keepdim, reduce_all).astype(x.dtype)
     axes = _axes(None if reduce_all else axis, x.ndim)
     if porder == 2.0:
         out = np.sqrt(float_sum(x * x, axes, keepdims=keepdim))
@@ -315,8 +318,36 @@ def _scan(ufunc, x, axis, exclusive, reverse):
         pad = [(0, 0)] * x.ndim
         pad[axis] = (1, 0)
         x = np.pad(x[tuple(index)], pad, constant_values=ufunc.identity)
-    out = ufunc.accumulate(x, axis=axis, dtype=x.dtype)
+    out = _cumsum(x, axis) if ufunc is np.add and x.dtype.kind in "fV" else ufunc.accumulate(x, axis=axis, dtype=x.dtype)
     return np.ascontiguousarray(np.flip(out, axis)) if reverse else out
+
+
+# a running float32 sum adds at most this many values in one chain (as cascade_sum's blocks)
+_SCAN_BLOCK = 256
+
+
+def _cumsum(x: np.ndarray, axis: int) -> np.ndarray:
+    """The running sum of a float array along `axis`, accurate like PyTorch's (which accumulates
+    float16 in float32 and float32 in float64): float16 / bfloat16 accumulate in float32; a long
+    float32 axis in blocks of _SCAN_BLOCK values, each block's running sum then offset by the
+    float64 running total of the blocks before it (one chain of 2^20 float32 values drifts 1e-5)."""
+    if x.dtype.itemsize < 4:
+        return np.add.accumulate(x, axis=axis, dtype=np.float32).astype(x.dtype)
+    n = x.shape[axis]
+    if x.dtype != np.float32 or n <= 2 * _SCAN_BLOCK:
+        return np.add.accumulate(x, axis=axis, dtype=x.dtype)
+    blocks, whole = n // _SCAN_BLOCK, n - n % _SCAN_BLOCK
+    out = np.empty(x.shape, x.dtype)
+    src, dst = np.moveaxis(x, axis, -1), np.moveaxis(out, axis, -1)
+    split = src.shape[:-1] + (blocks, _SCAN_BLOCK)
+    head = dst[..., :whole].reshape(split)          # splitting one axis: a view, written through
+    np.add.accumulate(src[..., :whole].reshape(split), axis=-1, out=head)
+    totals = np.cumsum(head[..., -1], axis=-1, dtype=np.float64)
+    head[..., 1:, :] += totals[..., :-1, None].astype(np.float32)
+    if whole < n:
+        np.add.accumulate(src[..., whole:], axis=-1, out=dst[..., whole:])
+        dst[..., whole:] += totals[..., -1:].astype(np.float32)
+    return out
 
 
 def _scan_infer(ctx):

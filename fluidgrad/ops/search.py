@@ -107,9 +107,15 @@ register_op("arg_min", inputs="X", outputs="Out", attrs=_ARG_ATTRS, kernel=_arg_
 # ---------------------------------------------------------------- sorting: argsort, top_k
 def _sort_indices(x, axis, descending):
     if descending:
+        if _has_nan(x):  # NaN first: the largest value, as in PyTorch (-x would sort it last)
+            return np.lexsort((-x, ~np.isnan(x)), axis=axis)
         key = x.astype(np.int64) if x.dtype.kind in "bu" else x
         return np.argsort(-key, axis=axis, kind="stable")
     return np.argsort(x, axis=axis, kind="stable")
+
+
+def _has_nan(x: np.ndarray) -> bool:
+    return x.dtype.kind not in "biu" and bool(np.isnan(x).any())
 
 
 def _argsort_kernel(x, axis, descending):
@@ -146,6 +152,9 @@ def _top_k_kernel(x, k, axis, largest, sorted):
     n = x.shape[axis]
     if k > n:
         raise ValueError(f"top_k: k={k} is larger than axis {axis} of the input (shape {list(x.shape)})")
+    if largest and _has_nan(x):  # NaN is the largest value (PyTorch): the descending sort's order
+        index = np.take(_sort_indices(x, axis, True), np.arange(k), axis=axis)
+        return np.take_along_axis(x, index, axis), index.astype(np.int64)
     key = -(x.astype(np.int64) if x.dtype.kind in "bu" else x) if largest else x
     if 4 * k < n:  # partial selection first, then sort the k
         part = np.argpartition(key, k - 1, axis=axis)

@@ -5,6 +5,7 @@ from typing import Any
 
 from ..functions import (
     _axis_attrs,
+    cast,
     divide,
     mean,
     ones_like,
@@ -17,9 +18,15 @@ from ..functions import sum as _sum
 
 __all__ = ["std", "var"]
 
+_NARROW_FLOATS = ("float16", "bfloat16")
+
 
 def var(x: Any, axis: Any = None, unbiased: bool = True, keepdim: bool = False, name: str | None = None) -> Any:
-    """The variance over `axis`; `unbiased` divides by n - 1 (Bessel's correction)."""
+    """The variance over `axis`; `unbiased` divides by n - 1 (Bessel's correction); NaN where
+    that leaves no degree of freedom (as PyTorch and NumPy). float16 / bfloat16 are summed in
+    float32 (as PyTorch): their sum of squares passes 65504 long before the variance does."""
+    if x.dtype in _NARROW_FLOATS:
+        return cast(var(cast(x, "float32"), axis, unbiased, keepdim), x.dtype)
     attrs = _axis_attrs(axis, True)
     axes = range(len(x.shape)) if attrs["reduce_all"] else attrs["axis"]
     sizes = [x.shape[a] for a in axes]
@@ -31,7 +38,8 @@ def var(x: Any, axis: Any = None, unbiased: bool = True, keepdim: bool = False, 
     n = 1
     for d in sizes:
         n *= d
-    return scale(squares, 1.0 / max(n - 1 if unbiased else n, 1))
+    freedom = n - 1 if unbiased else n
+    return scale(squares, 1.0 / freedom if freedom > 0 else float("nan"))
 
 
 def std(x: Any, axis: Any = None, unbiased: bool = True, keepdim: bool = False, name: str | None = None) -> Any:

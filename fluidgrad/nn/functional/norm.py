@@ -124,11 +124,9 @@ def local_response_norm(x: Any, size: int, alpha: float = 1e-4, beta: float = 0.
 
 def normalize(x: Any, p: float = 2, axis: int = 1, epsilon: float = 1e-12, name: str | None = None) -> Any:
     """x / max(||x||_p along axis, epsilon)."""
-    if p == 2:
-        norm = F.sqrt(F.sum(F.square(x), axis=axis, keepdim=True))
-    elif p > 0 and math.isfinite(p):
-        norm = F.pow(F.sum(F.pow(F.abs(x), float(p)), axis=axis, keepdim=True), 1.0 / p)
-    else:
+    if not (p > 0 and math.isfinite(p)):
         raise ValueError(f"normalize: p must be a positive finite number, got {p}")
+    # the p_norm op: float16 sums of |x|^p in float32, as PyTorch (a float16 sum of squares overflows)
+    norm = apply_op("p_norm", {"X": x}, {"porder": float(p), "axis": [axis], "keepdim": True, "reduce_all": False})
     norm = apply_op("clip", {"X": norm}, {"min": float(epsilon), "max": float("inf")})
     return F.divide(x, norm)
