@@ -554,7 +554,7 @@ def gradients(targets: Variable | Sequence[Variable], inputs: Variable | Sequenc
 def _checkpoint_names(checkpoints: Any) -> list[str] | str | RecomputePolicy | None:
     if isinstance(checkpoints, RecomputePolicy):
         return RecomputePolicy(_checkpoint_names(checkpoints.checkpoints), checkpoints.keep)
-    if checkpoints is None or checkpoints == "auto":
+    if checkpoints is None or isinstance(checkpoints, str) and checkpoints == "auto":
         return checkpoints
     return _as_names(checkpoints, "checkpoints")
 

@@ -338,6 +338,15 @@ less_than, less_equal, greater_than, greater_equal, equal, not_equal = (
     _compare(n) for n in ("less_than", "less_equal", "greater_than", "greater_equal", "equal", "not_equal"))
 
 
+def compare_operator(op_type: str, x: Any, y: Any) -> Any:
+    """`x == y` / `x != y` for a Tensor or Variable x: elementwise against a value, a number or
+    (eager) an array; NotImplemented for anything else, so that Python falls back to identity
+    (`t == None` is False, `t in ["a", None]` looks for t itself)."""
+    if _is_value(y) or dtypes.is_scalar(y) or (isinstance(y, np.ndarray) and is_tensor(x)):
+        return _binary(op_type, x, y)
+    return NotImplemented
+
+
 def logical_and(x: Any, y: Any) -> Any:
     """Elementwise `x and y` of bool values (broadcasting)."""
     return apply_op("logical_and", {"X": x, "Y": y})

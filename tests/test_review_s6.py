@@ -209,10 +209,6 @@ def test_all_reduce_of_mismatched_arrays_across_ranks_is_refused(tmp_path, misma
     assert "CollectiveMismatchError" in result.stderr and "all_reduce" in result.stderr, result.stderr[-2000:]
 
 # ---------------------------------------------------------------- first-hour Tensor habits
-@pytest.mark.xfail(strict=True, reason="Tensor == Tensor is Python identity (framework/math_mixin.py: `==` stays "
-                   "identity for dict keys), so `pred == label` is False and `if a == b:` / np.mean(pred == label) "
-                   "are silently wrong; PyTorch and Paddle compare elementwise (an id-based __hash__ keeps dict "
-                   "keys working)")
 def test_tensor_equality_operators_compare_elementwise():
     a0, b0 = np.array([0, 1, 2, 3]), np.array([0, 2, 2, 1])
     a, b = fg.to_tensor(a0), fg.to_tensor(b0)

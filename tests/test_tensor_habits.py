@@ -97,3 +97,44 @@ def test_embedding_with_repeated_ids_matches_torch_with_gradient(padding_idx):
     compare_with_torch(lambda w, ids: F.embedding(ids, w, padding_idx=padding_idx),
                        lambda w, ids: TF.embedding(ids, w, padding_idx=padding_idx) * keep,
                        {"w": w, "ids": ids}, wrt=["w"])
+
+
+# ---------------------------------------------------------------- == and !=
+EQUALITY = {
+    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "eq-scalar": lambda a, b: a == 2,
+    "ne-scalar": lambda a, b: a != 2, "scalar-eq": lambda a, b: 2 == a, "eq-broadcast": lambda a, b: a[None, :] == b[:, None],
+}
+
+
+@pytest.mark.parametrize("name", list(EQUALITY))
+@pytest.mark.parametrize("a0, b0", [(np.array([0, 1, 2, 3]), np.array([0, 2, 2, 1])),
+                                    (np.array([0.5, 2.0, np.nan, 2.0]), np.array([0.5, 1.0, np.nan, 2.0]))],
+                         ids=["int64", "float64-nan"])
+def test_equality_operators_compare_elementwise_in_both_modes(name, a0, b0):
+    fn = EQUALITY[name]
+    got = both_modes(fn, a0, b0)
+    want = fn(torch.tensor(a0), torch.tensor(b0)).numpy()
+    assert got.dtype == want.dtype == np.bool_
+    np.testing.assert_array_equal(got, want)
+
+
+def test_tensors_and_variables_stay_dict_keys_and_set_members_by_identity():
+    a, twin = fg.to_tensor(np.array([1.0, 2.0])), fg.to_tensor(np.array([1.0, 2.0]))
+    table = {a: "a", twin: "twin"}
+    assert table[a] == "a" and table[twin] == "twin" and len({a, twin}) == 2
+    assert a in {a} and twin not in {a}
+    assert (a == None) is False and (a != None) is True  # noqa: E711  (PyTorch's answers)
+    assert a in ["name", None, a]   # a list of other kinds falls back to identity
+    with fg.program_guard(fg.Program(), fg.Program()):
+        x, y = data("x", [2], "float64"), data("y", [2], "float64")
+        assert {x: 1, y: 2}[y] == 2 and x in {x} and y not in {x}
+        assert (x == None) is False and x in ["x", x]  # noqa: E711
+
+
+def test_equality_in_a_bool_context_is_refused_as_in_torch():
+    a, b = fg.to_tensor(np.array([1, 2])), fg.to_tensor(np.array([1, 3]))
+    with pytest.raises(RuntimeError, match="ambiguous"):
+        bool(torch.tensor([1, 2]) == torch.tensor([1, 3]))
+    with pytest.raises((ValueError, RuntimeError), match="ambiguous"):
+        bool(a == b)
+    assert bool(fg.to_tensor(np.array(3)) == 3)

@@ -44,7 +44,10 @@ class MathMixin:
     def __getitem__(self, item): return _api.getitem(self, item)
     def __setitem__(self, item, value): _api.setitem(self, item, value)
 
-    # `==` stays identity: Variables and Tensors are dict keys and set members.
+    # `==` / `!=` compare elementwise (as PyTorch and Paddle, both modes); the hash stays the
+    # identity's, so Variables and Tensors remain dict keys and set members (found by identity).
+    def __eq__(self, other): return _api.compare_operator("equal", self, other)
+    def __ne__(self, other): return _api.compare_operator("not_equal", self, other)
     __hash__ = object.__hash__
 
     def sum(self, axis=None, keepdim=False): return _api.sum(self, axis, keepdim)
