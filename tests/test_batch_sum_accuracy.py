@@ -23,19 +23,7 @@ from fluidgrad.ops import accel, get_op_def, winograd
 from fluidgrad.ops.cascade_sum import PairwiseSum
 from fluidgrad.testing import OpCase, check_op
 
-EPS32 = float(np.finfo(np.float32).eps)
-
-
-def bound(n: int) -> float:
-    return EPS32 * (math.log2(max(n, 2)) + 16)
-
-
-def nearly_constant(shape, seed=0, dtype=np.float32) -> np.ndarray:
-    return (0.1 + 0.01 * np.random.default_rng(seed).random(shape)).astype(dtype)
-
-
-def relative_error(got, truth, magnitude) -> float:
-    return float(np.max(np.abs(np.asarray(got, np.float64) - truth) / magnitude))
+from test_reduce_accuracy import bound, nearly_constant, relative_error  # one float32 error bound for both files
 
 
 def _filter_grad_truth(dout, x, w_shape, pad):

@@ -461,38 +461,37 @@ def _learning_rate(lr) -> float:
     return float(np.asarray(lr).reshape(-1)[0])
 
 
-def _bucket_sgd_kernel(xs, params, learning_rate, reduce="avg", bucket="", copy="", nranks=1, decay=0.0,
-                       ring_id=0, placed=None):
-    world = _world_of("c_bucket_sgd", nranks)
+def _fused_update(op_type, xs, reduce, bucket, copy, nranks, states, update, placed):
+    """The common part of the fused sharded updates: this rank's part of the gradients X summed over
+    ranks and handed to `update` with the parts of each node copy `copy` + suffix of `states`
+    (suffix, arrays), written in place; returns the copies' views, one list per state."""
+    world = _world_of(op_type, nranks)
     grads = [np.asarray(x) for x in xs]
     layout = Layout([g.shape for g in grads], nranks)
-    dtype = grads[0].dtype
-    scale = dtype.type(1 / world.size) if reduce == "avg" else None
+    scale = grads[0].dtype.type(1 / world.size) if reduce == "avg" else None
+    copies = [(copy + suffix, [np.asarray(a) for a in arrays]) for suffix, arrays in states]
+    return comm_shards.update_in_place(world, _shard_key(bucket, layout), grads, layout, scale, copies, update,
+                                       f"op {op_type} ({bucket})", placed)
+
+
+def _bucket_sgd_kernel(xs, params, learning_rate, reduce="avg", bucket="", copy="", nranks=1, decay=0.0,
+                       ring_id=0, placed=None):
     lr = _learning_rate(learning_rate)
 
     def update(own, own_scale, rows, skip, start, param):
         fused_shards.sgd(own, own_scale, rows, skip, start, param, lr, decay)
-    (out,) = comm_shards.update_in_place(world, _shard_key(bucket, layout), grads, layout, scale,
-                                         [(copy, [np.asarray(p) for p in params])], update,
-                                         f"op c_bucket_sgd ({bucket})", placed)
+    (out,) = _fused_update("c_bucket_sgd", xs, reduce, bucket, copy, nranks, [("", params)], update, placed)
     return out
 
 
 def _bucket_momentum_kernel(xs, params, velocities, learning_rate, reduce="avg", bucket="", copy="", nranks=1,
                             decay=0.0, mu=0.9, use_nesterov=False, ring_id=0, placed=None):
-    world = _world_of("c_bucket_momentum", nranks)
-    grads = [np.asarray(x) for x in xs]
-    layout = Layout([g.shape for g in grads], nranks)
-    dtype = grads[0].dtype
-    scale = dtype.type(1 / world.size) if reduce == "avg" else None
     lr = _learning_rate(learning_rate)
 
     def update(own, own_scale, rows, skip, start, param, velocity):
         fused_shards.momentum(own, own_scale, rows, skip, start, param, velocity, lr, mu, decay, use_nesterov)
-    out, velocity_out = comm_shards.update_in_place(
-        world, _shard_key(bucket, layout), grads, layout, scale,
-        [(copy, [np.asarray(p) for p in params]), (copy + ".velocity", [np.asarray(v) for v in velocities])],
-        update, f"op c_bucket_momentum ({bucket})", placed)
+    out, velocity_out = _fused_update("c_bucket_momentum", xs, reduce, bucket, copy, nranks,
+                                      [("", params), (".velocity", velocities)], update, placed)
     return out, velocity_out
 
 
@@ -536,21 +535,14 @@ register_op("c_bucket_momentum", inputs="X* Param* Velocity* LearningRate", outp
 def _bucket_adam_kernel(xs, params, moment1, moment2, beta1_pow, beta2_pow, learning_rate, reduce="avg", bucket="",
                         copy="", nranks=1, decay=0.0, beta1=0.9, beta2=0.999, epsilon=1e-8, weight_decay=0.0,
                         ring_id=0, placed=None):
-    world = _world_of("c_bucket_adam", nranks)
-    grads = [np.asarray(x) for x in xs]
-    layout = Layout([g.shape for g in grads], nranks)
-    dtype = grads[0].dtype
-    scale = dtype.type(1 / world.size) if reduce == "avg" else None
     lr = _learning_rate(learning_rate)
     b1_pow, b2_pow = _learning_rate(beta1_pow[0]), _learning_rate(beta2_pow[0])  # equal for every parameter
 
     def update(own, own_scale, rows, skip, start, param, m1, m2):
         fused_shards.adam(own, own_scale, rows, skip, start, param, m1, m2, lr, beta1, beta2, b1_pow, b2_pow,
                           epsilon, decay, weight_decay)
-    out, m1_out, m2_out = comm_shards.update_in_place(
-        world, _shard_key(bucket, layout), grads, layout, scale,
-        [(copy, [np.asarray(p) for p in params]), (copy + ".moment1", [np.asarray(m) for m in moment1]),
-         (copy + ".moment2", [np.asarray(m) for m in moment2])], update, f"op c_bucket_adam ({bucket})", placed)
+    out, m1_out, m2_out = _fused_update("c_bucket_adam", xs, reduce, bucket, copy, nranks,
+                                        [("", params), (".moment1", moment1), (".moment2", moment2)], update, placed)
     pows = [[np.asarray(b) * np.asarray(b).dtype.type(beta) for b in bs] for bs, beta in
             ((beta1_pow, beta1), (beta2_pow, beta2))]
     return out, m1_out, m2_out, pows[0], pows[1]

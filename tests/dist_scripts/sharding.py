@@ -31,7 +31,8 @@ from fluidgrad.ops.comm import get_world
 from fluidgrad.ops.comm_shards import Layout, in_place
 from fluidgrad.ops.registry import get_op_def
 
-STEPS, PER_RANK, IN, HIDDEN, CLASSES = 20, 4, 6, 16, 3
+from equivalence import CLASSES, HIDDEN, IN, STEPS, batches, rel_diff  # this script's folder: the same model and data
+
 CLIP_NORM = 0.05
 
 
@@ -48,19 +49,6 @@ def make_optimizer(kind, clip, decay, schedule, nesterov=False):
     if kind == "adamw":
         return fg.optimizer.AdamW(lr, grad_clip=grad_clip, weight_decay=0.05)
     return fg.optimizer.Adam(lr, grad_clip=grad_clip, weight_decay=decay)
-
-
-def batches(world):
-    rng = np.random.default_rng(1234)
-    for _ in range(STEPS):
-        x = rng.standard_normal((PER_RANK * world, IN)).astype("float32")
-        y = rng.integers(0, CLASSES, (PER_RANK * world, 1)).astype("int64")
-        yield x, y
-
-
-def rel_diff(a, b):
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-30))
 
 
 def build(kind, clip, decay, schedule, bucket_mb, sharded, nesterov=False):
