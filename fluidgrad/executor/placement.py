@@ -84,11 +84,6 @@ def choose(block: Block, ops: list[Operator], kept: set[str]) -> list[Placement]
     return chosen
 
 
-# consumers whose persistable outputs (the parameters and optimizer state of a sharded update)
-# are written into a node copy of their own, never into the buffer they offer (ops/comm_shards.py)
-_UPDATES_ELSEWHERE = frozenset({"c_bucket_sgd", "c_bucket_momentum", "c_bucket_adam"})
-
-
 def _compiled_offer(block: Block, op: Operator) -> tuple[Any, Callable[[], Any]] | None:
     """The consumer's answer when the plan is compiled: (buffer key, run-time offer) or None."""
     op_def = get_op_def(op.type)
@@ -97,7 +92,7 @@ def _compiled_offer(block: Block, op: Operator) -> tuple[Any, Callable[[], Any]]
     names = op.inputs.get(op_def.inputs[0].name, [])
     variables = [block._find_var_recursive(n) for n in names]
     if (not names or any(v is None or any(d < 0 for d in v.shape) for v in variables)
-            or (any(_persistable(block, n) for n in op.output_arg_names) and op.type not in _UPDATES_ELSEWHERE)):
+            or (any(_persistable(block, n) for n in op.output_arg_names) and not op_def.offer_keeps_state)):
         return None
     attrs = {k: op.attrs.get(k, default) for k, default in op_def.attrs.items()}
     return op_def.offer([tuple(v.shape) for v in variables], [v.dtype for v in variables], **attrs)

@@ -71,6 +71,9 @@ class OpDef:
         its array. The function must do no communication (ranks may place differently) and may
         always answer Nones; ops offering equal buffer keys may share the buffer.
         See executor/placement.py.
+    offer_keeps_state: the op's outputs are persistable state it writes somewhere of its own
+        (the node copies of a sharded update), never into the buffer it offers: placement may
+        apply although they are persistable (for other ops a persistable output refuses it).
     """
 
     type: str
@@ -84,6 +87,7 @@ class OpDef:
     needs_runtime: bool = False
     doc: str = ""
     offer: Callable[..., Any] | None = None
+    offer_keeps_state: bool = False
     input_index: dict[str, int] = field(default_factory=dict)
     # the shape rule's verdicts at build time, and what they are keyed on (see `run_infer`)
     infer_cache: dict = field(default_factory=dict, repr=False, compare=False)
@@ -119,13 +123,15 @@ SHAPE_ONLY_SLOTS: dict[str, tuple[str, ...]] = {
 def register_op(type: str, *, inputs: str | Sequence[str], outputs: str | Sequence[str],
                 kernel: Callable[..., Any], infer: Callable[["InferContext"], None], grad: Any,
                 attrs: dict[str, Any] | None = None, inline: str | None = None,
-                needs_runtime: bool = False, doc: str = "", offer: Callable[..., Any] | None = None) -> OpDef:
+                needs_runtime: bool = False, doc: str = "", offer: Callable[..., Any] | None = None,
+                offer_keeps_state: bool = False) -> OpDef:
     if type in _REGISTRY:
         raise ValueError(f"op {type!r} is registered twice")
     if grad is None:
         raise ValueError(f"op {type!r}: pass a grad maker or NO_GRADIENT, never None")
     op_def = OpDef(type, _parse_slots(inputs), _parse_slots(outputs), dict(attrs or {}), kernel,
-                   infer, grad, inline, needs_runtime, doc, offer=offer)
+                   infer, grad, inline, needs_runtime, doc, offer=offer,
+                   offer_keeps_state=offer_keeps_state)
     _REGISTRY[type] = op_def
     return op_def
 

@@ -518,7 +518,7 @@ def _fused_update_infer(states: tuple[str, ...]):
 
 register_op("c_bucket_sgd", inputs="X* Param* LearningRate", outputs="ParamOut*",
             attrs={"reduce": "avg", "bucket": "", "copy": "", "nranks": 1, "decay": 0.0, "ring_id": 0},
-            offer=_shard_offer, kernel=_bucket_sgd_kernel, infer=_fused_update_infer(("Param",)), grad=NO_GRADIENT,
+            offer=_shard_offer, offer_keeps_state=True, kernel=_bucket_sgd_kernel, infer=_fused_update_infer(("Param",)), grad=NO_GRADIENT,
             doc="Sharded SGD of a bucket (ZeRO stage 1) in one op: X (the gradients) summed or averaged over "
                 "ranks, this rank's part only, then Param -= LearningRate * (X + decay * Param) on that part, "
                 "in one pass, written into the node's one copy of the parameters (`copy`), published to every "
@@ -526,7 +526,7 @@ register_op("c_bucket_sgd", inputs="X* Param* LearningRate", outputs="ParamOut*"
 register_op("c_bucket_momentum", inputs="X* Param* Velocity* LearningRate", outputs="ParamOut* VelocityOut*",
             attrs={"reduce": "avg", "bucket": "", "copy": "", "nranks": 1, "decay": 0.0, "mu": 0.9,
                    "use_nesterov": False, "ring_id": 0},
-            offer=_shard_offer, kernel=_bucket_momentum_kernel, infer=_fused_update_infer(("Param", "Velocity")), grad=NO_GRADIENT,
+            offer=_shard_offer, offer_keeps_state=True, kernel=_bucket_momentum_kernel, infer=_fused_update_infer(("Param", "Velocity")), grad=NO_GRADIENT,
             doc="Sharded momentum of a bucket (ZeRO stage 1) in one op, as c_bucket_sgd, with the momentum op's "
                 "update (v = mu * v + g; Param -= lr * v, or Nesterov) and the velocities kept in the node copy "
                 "`copy`.velocity. No gradient (an update).")
@@ -564,7 +564,7 @@ register_op("c_bucket_adam", inputs="X* Param* Moment1* Moment2* Beta1Pow* Beta2
             outputs="ParamOut* Moment1Out* Moment2Out* Beta1PowOut* Beta2PowOut*",
             attrs={"reduce": "avg", "bucket": "", "copy": "", "nranks": 1, "decay": 0.0, "beta1": 0.9,
                    "beta2": 0.999, "epsilon": 1e-8, "weight_decay": 0.0, "ring_id": 0},
-            offer=_shard_offer, kernel=_bucket_adam_kernel, infer=_bucket_adam_infer, grad=NO_GRADIENT,
+            offer=_shard_offer, offer_keeps_state=True, kernel=_bucket_adam_kernel, infer=_bucket_adam_infer, grad=NO_GRADIENT,
             doc="Sharded Adam of a bucket (ZeRO stage 1) in one op, as c_bucket_sgd, with the adam op's update "
                 "(weight_decay: AdamW's decoupled decay) and both moments kept in the node copies `copy`.moment1 "
                 "and .moment2; the beta powers (equal for every parameter) advance on every rank. No gradient.")
