@@ -120,13 +120,13 @@ class World:
                                               f"{self.timeout:g} s (FLUIDGRAD_COLLECTIVE_TIMEOUT): "
                                               f"{self._who_is_missing()}")
                 os.sched_yield()
+            if marked:  # (a rank that gives up keeps its note: the others may time out too)
+                (self.launch_dir / f"rank{self.rank}.waiting").unlink(missing_ok=True)
         except self.mpi.Exception as exc:
             self.check_peers(what)
             raise RankFailedError(f"rank {self.rank}: MPI failed in {what}: {exc}") from exc
         finally:
             self.comm_seconds += time.perf_counter() - start
-            if marked:
-                (self.launch_dir / f"rank{self.rank}.waiting").unlink(missing_ok=True)
 
     def _mark_waiting(self, what: str) -> bool:
         """A long wait leaves a note, so that a rank timing out can name the ranks not waiting."""
