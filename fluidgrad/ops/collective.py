@@ -160,17 +160,17 @@ _PLAN_ONLY = _plan_local_references()
 
 def _bucket_allreduce_offer(shapes, dtypes, reduce="avg", bucket="", **_):
     """Placement: this rank's piece of the bucket's next row for each input (ops/placement.py),
-    scaled as the packing would; once the bucket exists, and only on several ranks."""
+    unscaled (the average's 1/p is applied as the rows are summed); once the bucket exists, and
+    only on several ranks."""
     world = get_world()
     if world.size == 1 or reduce not in ("sum", "avg"):
         return None
     dtype, shapes = np.dtype(dtypes[0]), [tuple(int(d) for d in s) for s in shapes]
     key, size = (bucket, tuple(shapes)), sum(prod(s) for s in shapes)
-    scale = dtype.type(1 / world.size) if reduce == "avg" else None
 
     def offer():
         found = world.kept_bucket(key, size, dtype)
-        return None if found is None else placement.pieces_of(found.input, shapes, scale)
+        return None if found is None else placement.pieces_of(found.input, shapes, None)
     return (key, size, dtype.str), offer
 
 
@@ -185,14 +185,10 @@ def _bucket_allreduce_kernel(xs, reduce="avg", bucket="", ring_id=0, overwrite=F
     flat = world.bucket((bucket, tuple(a.shape for a in arrays)), sum(a.size for a in arrays), dtype)
     scale = dtype.type(1 / world.size) if reduce == "avg" else None
     start, pieces = 0, []
-    for k, array in enumerate(arrays):  # pack (and scale, for the average) in one pass per tensor
+    for k, array in enumerate(arrays):  # pack; the average's 1/p is applied as the rows are summed
         part = flat.input[start:start + array.size]
-        if placed is not None and placement.is_placed(placed[k], array, part):
-            pass  # its producer wrote it here, scaled (executor/placement.py)
-        elif scale is None:
+        if not (placed is not None and placement.is_placed(placed[k], array, part)):  # else its producer wrote it here
             np.copyto(part, array.reshape(-1))
-        else:
-            np.multiply(array.reshape(-1), scale, out=part)
         pieces.append((start, array.shape))
         start += array.size
     into = [a if overwrite and count <= _PLAN_ONLY and type(a) is np.ndarray and a.base is None and a.flags.writeable
@@ -200,7 +196,7 @@ def _bucket_allreduce_kernel(xs, reduce="avg", bucket="", ring_id=0, overwrite=F
     # arrays of this run (two ranks on one node: with `overwrite`, the inputs nobody else sees,
     # written over, else new ones), or read-only views of the bucket, which the next run reuses: nobody may keep
     # writing into it
-    return flat.start(f"op c_bucket_allreduce ({bucket})").wait_arrays(pieces, into=into)
+    return flat.start(f"op c_bucket_allreduce ({bucket})", scale).wait_arrays(pieces, into=into)
 
 
 def _bucket_allreduce_infer(ctx) -> None:
@@ -316,18 +312,19 @@ def _shard_key(bucket: str, layout: Layout) -> tuple:
 
 def _shard_offer(shapes, dtypes, reduce="avg", bucket="", nranks=1, **_):
     """Placement (executor/placement.py): each gradient's place in this rank's next row of the
-    sharded bucket, scaled as the packing would, so its producer writes it there; the kernel then
-    packs nothing for it and reads its own part there. Once the bucket exists, on several ranks."""
+    sharded bucket, unscaled (the average's 1/p is applied in the sum), so its producer writes it
+    there and nothing else touches it; the kernel then packs nothing for it and reads its own
+    part there. Once the bucket exists, on several ranks."""
     world = get_world()
     if world.size == 1 or nranks != world.size or reduce not in ("sum", "avg"):
         return None
     dtype = np.dtype(dtypes[0])
     layout = Layout(shapes, nranks)
-    key, scale = _shard_key(bucket, layout), (dtype.type(1 / world.size) if reduce == "avg" else None)
+    key = _shard_key(bucket, layout)
 
     def offer():
         found = world.kept_bucket(key, layout.padded, dtype)
-        return None if found is None else placement.pieces_of(found.input, layout.shapes, scale)
+        return None if found is None else placement.pieces_of(found.input, layout.shapes, None)
     return (key, layout.padded, dtype.str), offer
 
 

@@ -70,42 +70,32 @@ def flat(array: np.ndarray) -> np.ndarray:
     return array.reshape(-1)
 
 
-def gather_part(arrays: Sequence[np.ndarray], layout: Layout, rank: int, dtype: Any,
-                scale: Any = None, present: Sequence[bool] | None = None) -> np.ndarray:
-    """Part `rank` of the flattened, padded `arrays`, a new array (scaled by `scale` if given,
-    except the arrays `present` marks: already scaled, lying in the bucket's row)."""
+def gather_part(arrays: Sequence[np.ndarray], layout: Layout, rank: int, dtype: Any) -> np.ndarray:
+    """Part `rank` of the flattened, padded `arrays`, a new array."""
     lo, hi = layout.bounds(rank)
     out = np.empty(layout.part, dtype)
     out[max(layout.size - lo, 0):] = 0  # the padding
     for i, a, b in layout.overlaps(lo, hi):
         start = layout.offsets[i] + a - lo
-        source = flat(arrays[i])[a:b]
-        if scale is None or (present is not None and present[i]):
-            np.copyto(out[start:start + b - a], source)
-        else:
-            np.multiply(source, scale, out=out[start:start + b - a])
+        np.copyto(out[start:start + b - a], flat(arrays[i])[a:b])
     return out
 
 
-def pack(into: np.ndarray, arrays: Sequence[np.ndarray], layout: Layout, scale: Any = None,
+def pack(into: np.ndarray, arrays: Sequence[np.ndarray], layout: Layout,
          skip: tuple[int, int] | None = None, present: Sequence[bool] | None = None) -> None:
-    """Write the flattened `arrays` (scaled) into `into`, leaving out the range `skip` and the
-    arrays `present` marks (their producers wrote them there); the padding is zeroed."""
+    """Write the flattened `arrays` into `into`, leaving out the range `skip` and the arrays
+    `present` marks (their producers wrote them there); the padding is zeroed."""
     ranges = layout.outside(*skip) if skip is not None else [(i, 0, s) for i, s in enumerate(layout.sizes)]
     for i, a, b in ranges:
         if present is not None and present[i]:
             continue
         start = layout.offsets[i] + a
-        source = flat(arrays[i])[a:b]
-        if scale is None:
-            np.copyto(into[start:start + b - a], source)
-        else:
-            np.multiply(source, scale, out=into[start:start + b - a])
+        np.copyto(into[start:start + b - a], flat(arrays[i])[a:b])
     into[layout.size:layout.padded] = 0
 
 
 def in_place(row: np.ndarray, arrays: Sequence[np.ndarray], layout: Layout, placed: Any) -> list[bool] | None:
-    """Which `arrays` their producers already wrote (scaled) at their places in `row`: each is
+    """Which `arrays` their producers already wrote at their places in `row`: each is
     the destination offered to it (`placed[i].array`, executor/placement.py) and lies there."""
     if placed is None:
         return None
@@ -121,18 +111,19 @@ def _address(array: np.ndarray) -> int:
 
 def reduce_scatter(world: Any, key: Any, arrays: Sequence[np.ndarray], layout: Layout, scale: Any,
                    what: str, placed: Any = None) -> np.ndarray:
-    """This rank's part of the sum over ranks of the flattened `arrays` (each scaled by `scale`)."""
-    rows, skip, summed, present = exchange(world, key, arrays, layout, scale, what, placed)
-    if summed is not None:
-        return summed
+    """This rank's part of the sum over ranks of the flattened `arrays`, times `scale` (None: 1)."""
+    rows, skip, summed = exchange(world, key, arrays, layout, what, placed)
     start = time.perf_counter()
-    lo, hi = layout.bounds(world.rank)
-    out = gather_part(arrays, layout, world.rank, arrays[0].dtype, scale, present)  # own part, read where it lies
-    for other in range(len(rows)):
-        if other != skip:
-            np.add(out, rows[other, lo:hi], out=out)
+    if summed is None:
+        lo, hi = layout.bounds(world.rank)
+        summed = gather_part(arrays, layout, world.rank, arrays[0].dtype)  # own part, read where it lies
+        for other in range(len(rows)):
+            if other != skip:
+                np.add(summed, rows[other, lo:hi], out=summed)
+    if scale is not None:
+        np.multiply(summed, scale, out=summed)
     world.comm_seconds += time.perf_counter() - start
-    return out
+    return summed
 
 
 class NodeCopy:
@@ -239,29 +230,31 @@ def find_copy(copies: Any, arrays: Sequence[np.ndarray], layout: Layout) -> Node
     return None
 
 
-def exchange(world: Any, key: Any, arrays: Sequence[np.ndarray], layout: Layout, scale: Any, what: str,
-             placed: Any = None) -> tuple[np.ndarray, int, np.ndarray | None, list[bool] | None]:
-    """The first half of a reduce-scatter: `(rows, skip, summed, present)`. On one node: every
+def exchange(world: Any, key: Any, arrays: Sequence[np.ndarray], layout: Layout, what: str,
+             placed: Any = None) -> tuple[np.ndarray, int, np.ndarray | None]:
+    """The first half of a reduce-scatter: `(rows, skip, summed)`. On one node: every
     rank's row of the shared bucket holding the parts the others own (this rank's own part is
     left where it lies, `skip` is this rank's row), after the barrier; `summed` None. Across
-    nodes: no rows, `summed` = this rank's part summed over ranks by MPI. `placed`: the
-    destinations offered to the arrays' producers (placement); `present` says which arrays lie
-    in this rank's row already, scaled (the own part of those is read there)."""
+    nodes: no rows, `summed` = this rank's part summed over ranks by MPI. Rows and sums hold plain
+    gradients: an average's 1/p is the caller's, applied once to the sum of its part (no pass of
+    its own over the gradients). `placed`: the destinations offered to the arrays' producers
+    (placement): those found lying in this rank's row are not packed (the own part of those is
+    read there)."""
     dtype = arrays[0].dtype
     bucket = world.bucket(key, layout.padded, dtype)
     present = in_place(bucket.input, arrays, layout, placed)
     if not bucket.shared:
-        pack(bucket.input, arrays, layout, scale, present=present)
+        pack(bucket.input, arrays, layout, present=present)
         summed = np.empty(layout.part, dtype)
         world.wait(world.comm.Ireduce_scatter_block(bucket.input, summed, op=world.mpi.SUM), what)
-        return np.empty((0, 0), dtype), -1, summed, present
-    pack(bucket.input, arrays, layout, scale, skip=layout.bounds(world.rank), present=present)
+        return np.empty((0, 0), dtype), -1, summed
+    pack(bucket.input, arrays, layout, skip=layout.bounds(world.rank), present=present)
     rows = bucket.sets[bucket.turn]
     bucket.turn = (bucket.turn + 1) % len(bucket.sets)
     bucket.win.Sync()
     world.wait(bucket.node.Ibarrier(), what)
     bucket.win.Sync()
-    return rows, bucket.rank, None, present
+    return rows, bucket.rank, None
 
 
 def update_in_place(world: Any, key: Any, grads: Sequence[np.ndarray], layout: Layout, scale: Any,
@@ -270,7 +263,8 @@ def update_in_place(world: Any, key: Any, grads: Sequence[np.ndarray], layout: L
     """Sum this rank's part of the gradients over ranks and update its part of each state (the
     parameters first, then e.g. the velocities) in place, in the node's copies (`states`: the copy's
     key and the scope's arrays), then publish them. `update(own, scale, rows, skip, start, *parts)`
-    does one piece (fused_shards.py). Returns each state's tensors (views of its copy)."""
+    does one piece (fused_shards.py): the gradient is (own + the other rows) * scale. Returns each
+    state's tensors (views of its copy)."""
     dtype = grads[0].dtype
     rank = world.rank
     if world.size == 1:  # no copies: the whole bucket is this rank's part, updated in new arrays
@@ -280,7 +274,8 @@ def update_in_place(world: Any, key: Any, grads: Sequence[np.ndarray], layout: L
         update(own[start:end], 1, rows, skip, start, *[f[start:end] for f in flats])
         return [[f[o:o + s].reshape(shape) for o, s, shape in zip(layout.offsets, layout.sizes, layout.shapes)]
                 for f in flats]
-    rows, skip, summed, present = exchange(world, key, grads, layout, scale, what, placed)
+    rows, skip, summed = exchange(world, key, grads, layout, what, placed)
+    scale = 1 if scale is None else scale
     copies = [world.node_copy(copy_key, layout.padded, dtype) for copy_key, _ in states]
     for copy, (_, arrays) in zip(copies, states):
         if not copy.holds(arrays, layout):  # the scope got other arrays (a load): this rank's part goes back in
@@ -289,12 +284,8 @@ def update_in_place(world: Any, key: Any, grads: Sequence[np.ndarray], layout: L
     lo, hi = layout.bounds(rank)
     for i, a, b in layout.overlaps(lo, hi):
         first = layout.offsets[i] + a
-        if summed is None:
-            placed_here = present is not None and present[i]  # in the row, scaled already
-            own, own_scale = flat(grads[i])[a:b], scale if scale is not None and not placed_here else 1
-        else:
-            own, own_scale = summed[first - lo:first - lo + b - a], 1
-        update(own, own_scale, rows, skip, first, *[c.flat[first:first + b - a] for c in copies])
+        own = flat(grads[i])[a:b] if summed is None else summed[first - lo:first - lo + b - a]
+        update(own, scale, rows, skip, first, *[c.flat[first:first + b - a] for c in copies])
     world.comm_seconds += time.perf_counter() - start
     views = []
     for k, copy in enumerate(copies):  # the last one publishes them all (one barrier on one node)
