@@ -167,10 +167,11 @@ def _bucket_allreduce_offer(shapes, dtypes, reduce="avg", bucket="", **_):
         return None
     dtype, shapes = np.dtype(dtypes[0]), [tuple(int(d) for d in s) for s in shapes]
     key, size = (bucket, tuple(shapes)), sum(prod(s) for s in shapes)
+    pieces = placement.KeptPieces(shapes, None)
 
     def offer():
         found = world.kept_bucket(key, size, dtype)
-        return None if found is None else placement.pieces_of(found.input, shapes, None)
+        return None if found is None else pieces.of(found.input)
     return (key, size, dtype.str), offer
 
 
@@ -307,7 +308,7 @@ def _check_key(ctx, what: str) -> None:
 
 def _shard_key(bucket: str, layout: Layout) -> tuple:
     """The key of a sharded bucket's gradient rows (World.bucket)."""
-    return ("shard", bucket, tuple(layout.shapes))
+    return ("shard", bucket, layout.key)
 
 
 def _shard_offer(shapes, dtypes, reduce="avg", bucket="", nranks=1, **_):
@@ -320,11 +321,11 @@ def _shard_offer(shapes, dtypes, reduce="avg", bucket="", nranks=1, **_):
         return None
     dtype = np.dtype(dtypes[0])
     layout = Layout(shapes, nranks)
-    key = _shard_key(bucket, layout)
+    key, pieces = _shard_key(bucket, layout), placement.KeptPieces(layout.shapes, None)
 
     def offer():
         found = world.kept_bucket(key, layout.padded, dtype)
-        return None if found is None else placement.pieces_of(found.input, layout.shapes, None)
+        return None if found is None else pieces.of(found.input)
     return (key, layout.padded, dtype.str), offer
 
 
@@ -335,7 +336,7 @@ def _part_of(shapes, nranks: int) -> int:
 def _bucket_reducescatter_kernel(xs, reduce="avg", bucket="", nranks=1, ring_id=0, placed=None):
     world = _world_of("c_bucket_reducescatter", nranks)
     arrays = [np.asarray(x) for x in xs]
-    layout = Layout([a.shape for a in arrays], nranks)
+    layout = Layout.of(tuple(a.shape for a in arrays), nranks)
     if world.size == 1:
         return comm_shards.gather_part(arrays, layout, 0, arrays[0].dtype)
     dtype = arrays[0].dtype
@@ -363,7 +364,7 @@ register_op("c_bucket_reducescatter", inputs="X*", outputs="Out",
 def _bucket_shard_kernel(xs, nranks=1):
     world = _world_of("c_bucket_shard", nranks)
     arrays = [np.asarray(x) for x in xs]
-    layout = Layout([a.shape for a in arrays], nranks)
+    layout = Layout.of(tuple(a.shape for a in arrays), nranks)
     copy = comm_shards.find_copy(world.node_copies(), arrays, layout) if world.size > 1 else None
     if copy is not None:
         return copy.part(layout)  # the parameters are the node copy's views: its part, no copy
@@ -384,7 +385,7 @@ register_op("c_bucket_shard", inputs="X*", outputs="Out", attrs={"nranks": 1},
 
 def _bucket_allgather_kernel(x, bucket="", shapes=(), nranks=1, sync=True, ring_id=0):
     world = _world_of("c_bucket_allgather", nranks)
-    layout = Layout(shapes, nranks)
+    layout = Layout.of(tuple(tuple(s) for s in shapes), nranks)
     part = np.asarray(x)
     if part.shape != (layout.part,):
         raise ValueError(f"op c_bucket_allgather: X has shape {list(part.shape)}, the shapes {list(map(list, shapes))} "
@@ -464,7 +465,7 @@ def _fused_update(op_type, xs, reduce, bucket, copy, nranks, states, update, pla
     (suffix, arrays), written in place; returns the copies' views, one list per state."""
     world = _world_of(op_type, nranks)
     grads = [np.asarray(x) for x in xs]
-    layout = Layout([g.shape for g in grads], nranks)
+    layout = Layout.of(tuple(g.shape for g in grads), nranks)
     scale = grads[0].dtype.type(1 / world.size) if reduce == "avg" else None
     copies = [(copy + suffix, [np.asarray(a) for a in arrays]) for suffix, arrays in states]
     return comm_shards.update_in_place(world, _shard_key(bucket, layout), grads, layout, scale, copies, update,

@@ -20,6 +20,7 @@ elements (`Layout`), split into p equal parts: rank r owns part r. Per step:
 """
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Sequence
 from math import prod
@@ -29,10 +30,17 @@ import numpy as np
 
 
 class Layout:
-    """Where each tensor of a bucket lies in the flat, padded buffer, and the ranks' parts."""
+    """Where each tensor of a bucket lies in the flat, padded buffer, and the ranks' parts.
+    `Layout.of(shapes, nranks)` gives the one kept for those shapes (the kernels' per-step path)."""
+
+    @staticmethod
+    @functools.lru_cache(maxsize=256)
+    def of(shapes: tuple[tuple[int, ...], ...], nranks: int) -> Layout:
+        return Layout(shapes, nranks)
 
     def __init__(self, shapes: Sequence[Sequence[int]], nranks: int) -> None:
         self.shapes = [tuple(int(d) for d in s) for s in shapes]
+        self.key = tuple(self.shapes)
         self.sizes = [prod(s) for s in self.shapes]
         self.offsets = [0]
         for size in self.sizes:
@@ -95,14 +103,21 @@ def pack(into: np.ndarray, arrays: Sequence[np.ndarray], layout: Layout,
 
 
 def in_place(row: np.ndarray, arrays: Sequence[np.ndarray], layout: Layout, placed: Any) -> list[bool] | None:
-    """Which `arrays` their producers already wrote at their places in `row`: each is
-    the destination offered to it (`placed[i].array`, executor/placement.py) and lies there."""
+    """Which `arrays` their producers already wrote at their places in `row`: each is the
+    destination offered to it (`placed[i].array`, executor/placement.py) and lies there."""
     if placed is None:
         return None
     base, itemsize = _address(row), row.dtype.itemsize
     return [destination is not None and getattr(destination, "array", None) is array
-            and array.dtype == row.dtype and array.size == size and _address(array) == base + start * itemsize
+            and array.dtype == row.dtype and array.size == size
+            and _destination_address(destination) == base + start * itemsize
             for destination, array, start, size in zip(placed, arrays, layout.offsets, layout.sizes)]
+
+
+def _destination_address(destination: Any) -> int:
+    """Where a destination's array starts (ops/placement.Destination keeps it)."""
+    address = getattr(destination, "address", None)
+    return _address(destination.array) if address is None else address
 
 
 def _address(array: np.ndarray) -> int:
@@ -112,14 +127,16 @@ def _address(array: np.ndarray) -> int:
 def reduce_scatter(world: Any, key: Any, arrays: Sequence[np.ndarray], layout: Layout, scale: Any,
                    what: str, placed: Any = None) -> np.ndarray:
     """This rank's part of the sum over ranks of the flattened `arrays`, times `scale` (None: 1)."""
-    rows, skip, summed = exchange(world, key, arrays, layout, what, placed)
+    rows, skip, own = exchange(world, key, arrays, layout, what, placed)
     start = time.perf_counter()
-    if summed is None:
+    if len(rows):  # one node: this rank's part of its own gradients plus the others' rows
         lo, hi = layout.bounds(world.rank)
-        summed = gather_part(arrays, layout, world.rank, arrays[0].dtype)  # own part, read where it lies
+        summed = gather_part(arrays, layout, world.rank, arrays[0].dtype) if own is None else np.array(own)
         for other in range(len(rows)):
             if other != skip:
                 np.add(summed, rows[other, lo:hi], out=summed)
+    else:
+        summed = own
     if scale is not None:
         np.multiply(summed, scale, out=summed)
     world.comm_seconds += time.perf_counter() - start
@@ -153,7 +170,7 @@ class NodeCopy:
 
     def views(self, layout: Layout) -> list[np.ndarray]:
         """The tensors of `layout`, read-only views of the copy (made once per layout)."""
-        key = tuple(layout.shapes)
+        key = layout.key
         found = self._views.get(key)
         if found is None:
             found = []
@@ -166,6 +183,9 @@ class NodeCopy:
 
     def holds(self, arrays: Sequence[np.ndarray], layout: Layout) -> bool:
         """Whether `arrays` are this copy's views at `layout`'s places (then no copy is needed)."""
+        views = self._views.get(layout.key)
+        if views is not None and len(views) == len(arrays) and all(a is v for a, v in zip(arrays, views)):
+            return True  # the views it handed out (the usual case, from step to step)
         base, itemsize = self.span[0], self.dtype.itemsize
         for array, start, shape in zip(arrays, layout.offsets, layout.shapes):
             if (not isinstance(array, np.ndarray) or array.dtype != self.dtype or array.shape != shape
@@ -187,12 +207,14 @@ class NodeCopy:
         if part.__array_interface__["data"][0] != target.__array_interface__["data"][0]:
             np.copyto(target, part.reshape(-1))
 
-    def gather(self, part: np.ndarray, layout: Layout, what: str, sync: bool = True) -> list[np.ndarray]:
-        """Write this rank's `part`, complete the copy with the other ranks' parts, return the views.
+    def gather(self, part: np.ndarray | None, layout: Layout, what: str, sync: bool = True) -> list[np.ndarray]:
+        """Write this rank's `part` (None: written in place already), complete the copy with the
+        other ranks' parts, return the views.
 
         Shared, `sync=False`: no barrier; a later `gather` with `sync=True` of the same ranks (the
         parameters', after the optimizer state's) publishes this write too."""
-        self.write_part(part, layout)
+        if part is not None:
+            self.write_part(part, layout)
         world = self.world
         if self.shared:
             if sync:
@@ -232,14 +254,15 @@ def find_copy(copies: Any, arrays: Sequence[np.ndarray], layout: Layout) -> Node
 
 def exchange(world: Any, key: Any, arrays: Sequence[np.ndarray], layout: Layout, what: str,
              placed: Any = None) -> tuple[np.ndarray, int, np.ndarray | None]:
-    """The first half of a reduce-scatter: `(rows, skip, summed)`. On one node: every
-    rank's row of the shared bucket holding the parts the others own (this rank's own part is
-    left where it lies, `skip` is this rank's row), after the barrier; `summed` None. Across
-    nodes: no rows, `summed` = this rank's part summed over ranks by MPI. Rows and sums hold plain
-    gradients: an average's 1/p is the caller's, applied once to the sum of its part (no pass of
-    its own over the gradients). `placed`: the destinations offered to the arrays' producers
-    (placement): those found lying in this rank's row are not packed (the own part of those is
-    read there)."""
+    """The first half of a reduce-scatter: `(rows, skip, own)`. On one node: every rank's row of
+    the shared bucket holding the parts the others own (this rank's own part is left where it
+    lies, `skip` is this rank's row), after the barrier; `own` is this rank's part of its own
+    gradients as one flat array when it lies in its row already (every tensor in it placed
+    there by its producer), else None (read each tensor's piece where it lies). Across nodes: no
+    rows, `own` = this rank's part summed over ranks by MPI (a new array). Rows and sums hold
+    plain gradients: an average's 1/p is the caller's, applied once to the sum of its part (no
+    pass of its own over the gradients). `placed`: the destinations offered to the arrays'
+    producers (placement): those found lying in this rank's row are not packed."""
     dtype = arrays[0].dtype
     bucket = world.bucket(key, layout.padded, dtype)
     present = in_place(bucket.input, arrays, layout, placed)
@@ -248,13 +271,15 @@ def exchange(world: Any, key: Any, arrays: Sequence[np.ndarray], layout: Layout,
         summed = np.empty(layout.part, dtype)
         world.wait(world.comm.Ireduce_scatter_block(bucket.input, summed, op=world.mpi.SUM), what)
         return np.empty((0, 0), dtype), -1, summed
-    pack(bucket.input, arrays, layout, skip=layout.bounds(world.rank), present=present)
+    lo, hi = layout.bounds(world.rank)
+    pack(bucket.input, arrays, layout, skip=(lo, hi), present=present)
     rows = bucket.sets[bucket.turn]
     bucket.turn = (bucket.turn + 1) % len(bucket.sets)
     bucket.win.Sync()
     world.wait(bucket.node.Ibarrier(), what)
     bucket.win.Sync()
-    return rows, bucket.rank, None
+    whole = present is not None and all(present[i] for i, _, _ in layout.overlaps(lo, hi))
+    return rows, bucket.rank, rows[bucket.rank, lo:hi] if whole else None
 
 
 def update_in_place(world: Any, key: Any, grads: Sequence[np.ndarray], layout: Layout, scale: Any,
@@ -274,7 +299,7 @@ def update_in_place(world: Any, key: Any, grads: Sequence[np.ndarray], layout: L
         update(own[start:end], 1, rows, skip, start, *[f[start:end] for f in flats])
         return [[f[o:o + s].reshape(shape) for o, s, shape in zip(layout.offsets, layout.sizes, layout.shapes)]
                 for f in flats]
-    rows, skip, summed = exchange(world, key, grads, layout, what, placed)
+    rows, skip, own = exchange(world, key, grads, layout, what, placed)
     scale = 1 if scale is None else scale
     copies = [world.node_copy(copy_key, layout.padded, dtype) for copy_key, _ in states]
     for copy, (_, arrays) in zip(copies, states):
@@ -282,12 +307,14 @@ def update_in_place(world: Any, key: Any, grads: Sequence[np.ndarray], layout: L
             copy.write_part(gather_part(arrays, layout, rank, dtype), layout)
     start = time.perf_counter()
     lo, hi = layout.bounds(rank)
-    for i, a, b in layout.overlaps(lo, hi):
-        first = layout.offsets[i] + a
-        own = flat(grads[i])[a:b] if summed is None else summed[first - lo:first - lo + b - a]
-        update(own, scale, rows, skip, first, *[c.flat[first:first + b - a] for c in copies])
+    if own is not None:  # this rank's part in one piece (padding included: zeros, zero parameters)
+        update(own, scale, rows, skip, lo, *[c.flat[lo:hi] for c in copies])
+    else:
+        for i, a, b in layout.overlaps(lo, hi):
+            first = layout.offsets[i] + a
+            update(flat(grads[i])[a:b], scale, rows, skip, first, *[c.flat[first:first + b - a] for c in copies])
     world.comm_seconds += time.perf_counter() - start
     views = []
     for k, copy in enumerate(copies):  # the last one publishes them all (one barrier on one node)
-        views.append(copy.gather(copy.flat[lo:hi], layout, what, sync=k == len(copies) - 1))
+        views.append(copy.gather(None, layout, what, sync=k == len(copies) - 1))
     return views
