@@ -31,6 +31,8 @@ step needs that does not change (buckets, where each gradient lies in them) is w
 
 `no_sync()` skips all of it (gradients accumulate locally); the next synchronised backward
 reduces the accumulated gradient. A parameter that got no gradient takes part with zeros.
+A sharded optimizer updating these parameters (eager_sharding.py) takes the reduction over
+(`reduced_by`): backward() then leaves each rank's own gradient, and its step() averages them.
 """
 from __future__ import annotations
 
