@@ -19,6 +19,7 @@ import pytest
 import safetensors.numpy
 
 import fluidgrad as fg
+import fluidgrad.distributed as dist
 
 pytest.importorskip("mpi4py", reason="the `dist` extra (mpi4py + the mpich wheel) is not installed")
 
@@ -154,3 +155,13 @@ def test_checkpoints_are_written_by_rank_zero_and_load_at_any_world_size(tmp_pat
         if name in static_file:  # parameters and optimizer state (not the learning-rate feed)
             np.testing.assert_array_equal(value, static_file[name], err_msg=name)
     assert {"fc_0.w_0", "fc_0.w_0_moment1_0", "fc_1.b_0_moment2_0"} <= set(static_file)
+
+
+# ------------------------------------------------------------------ data
+def test_shard_and_sampler_refuse_what_would_train_on_nothing_or_on_another_ranks_data():
+    with pytest.raises(ValueError, match=r"shard: 3 row\(s\) cannot give each of 4 ranks a row"):
+        dist.shard(np.arange(3), 0, 4)
+    with pytest.raises(ValueError, match="DistributedBatchSampler: rank 0 is outside a world of 0 rank"):
+        dist.DistributedBatchSampler(10, 2, num_replicas=0, rank=0)
+    with pytest.raises(ValueError, match="DistributedBatchSampler: rank 2 is outside a world of 2 rank"):
+        dist.DistributedBatchSampler(10, 2, num_replicas=2, rank=2)
