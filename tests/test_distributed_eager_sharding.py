@@ -36,7 +36,8 @@ def test_eager_sharded_training_equals_single_process_on_the_whole_batch(tmp_pat
     separate ops; no_sync accumulation; a checkpoint saved by rank 0 and loaded back mid-run; the
     three public forms: after 20 steps the loss, every parameter and the whole optimizer state
     match, the ranks hold the same values (views of the node's one copy), and DataParallel did not
-    reduce during backward. Clipping by each parameter's norm falls back to the whole all-reduce."""
+    reduce during backward. Clipping by each parameter's norm falls back to the whole all-reduce.
+    A graph retained across a step refuses a second backward (the parameters changed in place)."""
     pytest.importorskip("mpi4py", reason="the `dist` extra (mpi4py + the mpich wheel) is not installed")
     from test_distributed import launch
     out = tmp_path / "result.json"
@@ -61,6 +62,7 @@ def test_eager_sharded_training_equals_single_process_on_the_whole_batch(tmp_pat
         if "-norm" in name and not case["clipped"]:
             problems.append(f"{name}: the global norm never exceeded clip_norm: clipping was not exercised")
     assert not problems, "\n".join(problems)
+    assert "was modified in place by set_value after the op ran" in found["retained"]
     final = cases["adam-resume"]["final"]
     loaded = dist.load_state_dict(final["path"])
     model = fg.nn.Sequential(fg.nn.Linear(6, 16), fg.nn.Tanh(), fg.nn.Linear(16, 16), fg.nn.Tanh(),

@@ -188,6 +188,26 @@ CASES = [
 ]
 
 
+def retained_graph_after_a_step():
+    """A graph recorded before a sharded step read parameters the step then changed in place (the
+    second step's parameters are views of the node copy): a second backward through it must refuse,
+    as after an in-place SGD step. Returns the error, or None."""
+    fg.seed(9)
+    dp = fg.DataParallel(make_model())
+    opt = dist.DistributedOptimizer(fg.optimizer.SGD(0.1, parameters=dp.parameters()), sharding=True)
+    x = fg.to_tensor(np.ones((2, 6), "float32"))
+    for _ in range(2):
+        loss = dp(x).sum()
+        loss.backward(retain_graph=True)
+        opt.step()
+        opt.clear_grad()
+    try:
+        loss.backward()
+    except RuntimeError as error:
+        return str(error)
+    return None
+
+
 def main(out_path):
     dist.init_parallel_env()
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -200,6 +220,8 @@ def main(out_path):
         with accel.use_numba(case.get("numba", True)):  # False: the fused updates' NumPy fallback
             results["cases"][case["name"]] = run_case(case, rank, world, Path(out_path).parent)
     get_world().allreduce_path = "auto"
+    if not only:
+        results["retained"] = retained_graph_after_a_step()
     if rank == 0:
         Path(out_path).write_text(json.dumps(results))
 
