@@ -113,16 +113,21 @@ class ShardedOptimizer:
         plan = plan_buckets([p.shape for p in params], [p.data.dtype.name for p in params], bucket_size_mb * MB, first)
         self.buckets = [_Bucket(f"EagerSharded{n}.{b}", indices, params) for b, indices in enumerate(plan)]
         self.reason = unsupported(optimizer)
-        self.wrapper = wrapper_of(params)
-        if self.wrapper is None and self.world.size > 1:  # nobody made the parameters equal: rank 0's
+        wrapper = wrapper_of(params)
+        if wrapper is None and self.world.size > 1:  # nobody made the parameters equal: rank 0's
             check_same_parameters(self.world, [(f"parameter {i}", p) for i, p in enumerate(params)])
             for i, p in enumerate(params):
                 p.set_value(self.world.broadcast(p.data, 0, what=f"sharded optimizer broadcast of parameter {i}"))
         if self.reason is not None:
             warnings.warn(f"sharded optimizer: {self.reason}; averaging whole gradients instead (every rank "
                           f"updates every parameter)", stacklevel=3)
-        elif self.wrapper is not None and self.world.size > 1:
-            object.__setattr__(self.wrapper, "reduced_by", self)
+        self._attach(wrapper)
+
+    def _attach(self, wrapper: DataParallel | None) -> None:
+        """Take the reduction over from the DataParallel wrapping these parameters (unless falling back)."""
+        self.wrapper = wrapper
+        if wrapper is not None and self.reason is None and self.world.size > 1:
+            object.__setattr__(wrapper, "reduced_by", self)
 
     def __getattr__(self, name: str) -> Any:  # get_lr, set_lr, state_dict, clear_grad, ...: the optimizer's
         return getattr(self.__dict__["inner"], name)
@@ -140,6 +145,8 @@ class ShardedOptimizer:
         """Collective: every rank calls it once per step."""
         if self.world.size == 1:
             return self.inner.step()
+        if self.wrapper is None:  # a DataParallel made after this optimizer hands its reduction over from now on
+            self._attach(wrapper_of(self.params))
         if self.reason is not None:
             if self.wrapper is None:
                 self._average_whole_gradients()

@@ -59,6 +59,9 @@ def wrap(case, model):
     if api == "paddle":
         return dist.group_sharded_parallel(model, make_optimizer(case, model.parameters()), "os",
                                            bucket_size_mb=bucket_mb)[:2]
+    if api == "late":  # DataParallel made after the optimizer: its first backward reduces, then it hands over
+        opt = dist.ShardedOptimizer(make_optimizer(case, model.parameters()), bucket_size_mb=bucket_mb)
+        return fg.DataParallel(model), opt
     # PyTorch's form, no DataParallel: the optimizer takes rank 0's parameters itself
     kind = {"sgd": fg.optimizer.SGD, "momentum": fg.optimizer.Momentum, "adam": fg.optimizer.Adam}[case["kind"]]
     defaults = {"momentum": {"momentum": 0.9}}.get(case["kind"], {})
@@ -127,12 +130,14 @@ def run_case(case, rank, world, out_dir):
     reference.set_state_dict({k: np.array(v.numpy()) for k, v in model.state_dict().items()})
     ref_opt = make_optimizer(case, reference.parameters())
     eager_sharding.FUSE_UPDATES = case.get("fuse", True)
-    loss_diffs, reduced_in_backward, clipped = [], False, False
+    loss_diffs, reduced_in_backward, clipped = [], [], False
     for step, (x, y) in enumerate(batches(world)):
         if case.get("resume") and step == 10:
             resume(model, opt, out_dir)
         total = train_step(case, wrapped, opt, x, y)
-        reduced_in_backward = reduced_in_backward or getattr(wrapped, "last_step", None) is not None
+        reduced_in_backward.append(getattr(wrapped, "last_step", None) is not None)
+        if hasattr(wrapped, "last_step"):
+            object.__setattr__(wrapped, "last_step", None)
         ref_total, above = reference_step(case, world, reference, ref_opt, x, y)
         clipped = clipped or above
         loss_diffs.append(rel_diff(dist.all_reduce(np.array(total, np.float64), "avg"), ref_total))
@@ -185,6 +190,7 @@ CASES = [
     {"name": "momentum-zero", "kind": "momentum", "api": "torch"},
     {"name": "adam-paddle-one-bucket", "kind": "adam", "api": "paddle", "bucket_mb": 25.0},
     {"name": "sgd-each-norm-fallback", "kind": "sgd", "clip": "each"},
+    {"name": "momentum-late-dp", "kind": "momentum", "api": "late"},
 ]
 
 
