@@ -6,6 +6,7 @@ schedule, gradients at kinks and at zero spread, checkpoints whose keys collide,
 eager code with a dynamic batch, reductions that read a static batch size, Layer buffers, and
 the distributed sampler's arguments."""
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -309,3 +310,93 @@ def test_set_grad_enabled_as_a_context_manager_restores_the_mode():
     assert not z.stop_gradient
     fg.sum(z).backward()
     np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0])
+
+
+# ---------------------------------------------------------------- attention with a fully masked query
+@pytest.mark.xfail(strict=True, reason="scaled_dot_product_attention gives NaN (and NaN gradients) for a query whose "
+                                       "every key is masked; PyTorch's SDPA gives 0")
+@pytest.mark.parametrize("kind", ["bool", "float"])
+def test_attention_of_a_query_with_every_key_masked_is_zero_not_nan(kind):
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((2, n, 2, 4)) for n in (3, 5, 5))   # [batch, seq, heads, dim]
+    if kind == "bool":
+        mask = np.ones((2, 1, 3, 5), bool)
+        mask[0, 0, 1] = False                      # query 1 of batch 0 may attend to nothing (a padded query)
+    else:
+        mask = np.zeros((3, 5))
+        mask[1] = -np.inf
+    tp = lambda a: torch.tensor(a).transpose(1, 2)   # noqa: E731 (torch's [batch, heads, seq, dim])
+    tq = tp(q).requires_grad_()
+    expected = TF.scaled_dot_product_attention(tq, tp(k), tp(v), attn_mask=torch.tensor(mask))
+    expected.sum().backward()
+    query = fg.to_tensor(q, stop_gradient=False)
+    out = F.scaled_dot_product_attention(query, fg.to_tensor(k), fg.to_tensor(v), attn_mask=fg.to_tensor(mask))
+    fg.sum(out).backward()
+    np.testing.assert_allclose(out.numpy(), expected.detach().transpose(1, 2).numpy(), atol=1e-12)
+    np.testing.assert_allclose(query.grad.numpy(), tq.grad.transpose(1, 2).numpy(), atol=1e-12)
+
+
+# ---------------------------------------------------------------- jit.to_static of eager code
+def _eager_and_traced_gradients(fn, x0):
+    grads = []
+    for run in (fn, fg.jit.to_static(fn)):
+        x = fg.to_tensor(x0, stop_gradient=False)
+        run(x).backward()
+        grads.append(x.grad.numpy())
+    return grads
+
+
+@pytest.mark.xfail(strict=True, reason="jit.to_static ignores `with no_grad()` inside the traced function: the traced "
+                                       "program differentiates through it (gradient doubled here)")
+def test_to_static_keeps_no_grad_blocks_out_of_the_gradient():
+    def fn(x):
+        with fg.no_grad():
+            scale = x * 2
+        return fg.sum(scale * x)
+
+    eager, traced = _eager_and_traced_gradients(fn, np.array([0.3, -0.7, 1.2]))
+    np.testing.assert_allclose(eager, [0.6, -1.4, 2.4], rtol=1e-12)
+    np.testing.assert_allclose(traced, eager, rtol=1e-12)
+
+
+@pytest.mark.xfail(strict=True, reason="jit.to_static of eager code calling x.detach() fails: "
+                                       "'Variable' object has no attribute 'detach'")
+def test_to_static_of_code_that_detaches():
+    def fn(x):
+        return fg.sum(x.detach() * x)
+
+    eager, traced = _eager_and_traced_gradients(fn, np.array([0.3, -0.7, 1.2]))
+    np.testing.assert_allclose(traced, eager, rtol=1e-12)
+
+
+# ---------------------------------------------------------------- losses given a label of another shape
+_PROBABILITY_LOSSES = {
+    "binary_cross_entropy": lambda p, y: F.binary_cross_entropy(p, y),
+    "binary_cross_entropy_with_logits": lambda p, y: F.binary_cross_entropy_with_logits(p, y),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="binary_cross_entropy(_with_logits) of a [N, 1] input and a [N] label silently "
+                                       "broadcasts to [N, N]; PyTorch refuses")
+@pytest.mark.parametrize("name", sorted(_PROBABILITY_LOSSES))
+def test_binary_cross_entropy_refuses_a_label_of_another_shape(name):
+    prob, label = np.full((4, 1), 0.3), np.array([0.0, 1.0, 1.0, 0.0])
+    with pytest.raises(ValueError):   # as PyTorch: "target size ... different to the input size"
+        getattr(TF, name)(torch.tensor(prob), torch.tensor(label))
+    with pytest.raises(ValueError, match=name):
+        _PROBABILITY_LOSSES[name](fg.to_tensor(prob), fg.to_tensor(label))
+
+
+@pytest.mark.xfail(strict=True, reason="mse_loss/l1_loss/smooth_l1_loss of a [N, 1] prediction and a [N] label "
+                                       "silently broadcast to [N, N] (PyTorch at least warns)")
+@pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "smooth_l1_loss"])
+def test_regression_loss_of_a_column_against_a_vector_is_refused_or_warned(name):
+    prediction, label = fg.to_tensor(np.arange(4.0).reshape(4, 1)), fg.to_tensor(np.arange(4.0))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            getattr(F, name)(prediction, label)
+        except ValueError as err:
+            assert name in str(err) and "[4, 1]" in str(err), str(err)
+            return
+    assert any("size" in str(w.message) or "shape" in str(w.message) for w in caught), [str(w.message) for w in caught]
