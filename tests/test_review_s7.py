@@ -445,3 +445,53 @@ def test_param_attr_learning_rate_scales_the_update(mode):
         w1, b1 = layer.weight.numpy(), layer.bias.numpy()
     np.testing.assert_array_equal(w1, w0)                       # learning_rate=0: frozen
     np.testing.assert_allclose(b0 - b1, np.full(2, 0.25), rtol=1e-6)   # 0.5 * 1.0 * d mean / d b (= 0.5)
+
+
+@pytest.mark.xfail(strict=True, reason="an optimizer given parameter groups (dicts with 'params', as Paddle and "
+                                       "PyTorch accept) silently updates nothing")
+def test_optimizer_with_parameter_groups_updates_or_refuses():
+    first, second = fg.nn.Linear(2, 2), fg.nn.Linear(2, 2)
+    groups = [{"params": first.parameters()}, {"params": second.parameters(), "learning_rate": 0.01}]
+    try:
+        opt = fg.optimizer.SGD(0.1, parameters=groups)
+    except (TypeError, ValueError) as err:     # a refusal that says what is wrong will do
+        assert "group" in str(err) or "dict" in str(err), str(err)
+        return
+    fg.mean(second(first(fg.to_tensor(np.ones((1, 2), np.float32))))).backward()
+    grads = [first.weight.grad.numpy().copy(), second.weight.grad.numpy().copy()]
+    before = [first.weight.numpy().copy(), second.weight.numpy().copy()]
+    opt.step()
+    np.testing.assert_allclose(before[0] - first.weight.numpy(), 0.1 * grads[0], rtol=1e-5, atol=1e-8)
+    np.testing.assert_allclose(before[1] - second.weight.numpy(), 0.01 * grads[1], rtol=1e-5, atol=1e-8)
+
+
+_NOT_PARAMETERS = {
+    "a Sequential instead of its parameters()": lambda model: model,
+    "NumPy arrays": lambda model: [np.ones(2, np.float32)],
+}
+
+
+@pytest.mark.xfail(strict=True, reason="an optimizer accepts parameters that are not Tensors (a Sequential passed "
+                                       "without .parameters(), NumPy arrays) and step() silently updates nothing")
+@pytest.mark.parametrize("what", sorted(_NOT_PARAMETERS))
+def test_optimizer_refuses_parameters_that_are_not_tensors(what):
+    model = fg.nn.Sequential(fg.nn.Linear(2, 2))
+    with pytest.raises(TypeError, match="parameters"):
+        fg.optimizer.SGD(0.1, parameters=_NOT_PARAMETERS[what](model))
+
+
+# ---------------------------------------------------------------- Tensor.numpy() aliasing
+@pytest.mark.xfail(strict=True, reason="Tensor.numpy() returns a writable view: writing into it changes the Tensor "
+                                       "and the values saved for backward (Paddle returns a copy; PyTorch refuses "
+                                       ".numpy() on a tensor that requires grad)")
+def test_writing_into_numpy_of_a_tensor_leaves_the_tensor_and_its_gradient_alone():
+    w = fg.to_tensor(np.ones(3), stop_gradient=False)
+    y = w * 2
+    values = w.numpy()
+    try:
+        values[0] = 100.0          # a Paddle habit: the array is the user's own copy
+    except ValueError:             # a read-only view is a fine answer too
+        pass
+    np.testing.assert_array_equal(w.numpy(), np.ones(3))
+    fg.sum(y * w).backward()
+    np.testing.assert_array_equal(w.grad.numpy(), np.full(3, 4.0))
