@@ -165,3 +165,20 @@ def test_shard_and_sampler_refuse_what_would_train_on_nothing_or_on_another_rank
         dist.DistributedBatchSampler(10, 2, num_replicas=0, rank=0)
     with pytest.raises(ValueError, match="DistributedBatchSampler: rank 2 is outside a world of 2 rank"):
         dist.DistributedBatchSampler(10, 2, num_replicas=2, rank=2)
+
+
+# ------------------------------------------------------------------ the program shows the communication
+@pytest.mark.parametrize("sharding, ops, startup_ops", [
+    (False, ["c_bucket_allreduce"], ["c_broadcast"]),
+    (True, ["c_bucket_sgd"], ["c_bucket_broadcast"]),
+])
+def test_the_program_and_its_picture_show_the_collectives(tmp_path, fresh_programs, sharding, ops, startup_ops):
+    main, startup = fresh_programs
+    x = fg.static.data("x", [None, 3], "float32")
+    loss = fg.mean(fg.square(fg.static.nn.fc(x, 2)))
+    dist.DistributedOptimizer(fg.optimizer.SGD(0.1), sharding=sharding).minimize(loss)
+    for op in ops:
+        assert f"= {op}(" in str(main)
+        assert op in fg.viz.draw(main, tmp_path / "main.html").read_text()
+    for op in startup_ops:
+        assert f"= {op}(" in str(startup)

@@ -278,8 +278,6 @@ def test_pylayer_backward_of_the_wrong_shape_is_refused_naming_the_layer():
 
 
 # ---------------------------------------------------------------- distributed checkpoints of an optimizer
-@pytest.mark.xfail(strict=True, reason="distributed.save_state_dict of an optimizer's state (nested LR_Scheduler dict) "
-                                       "fails in safetensors with 'Unknown dtype object', naming no key")
 def test_distributed_save_state_dict_of_an_optimizer_with_a_scheduler(tmp_path):
     layer = fg.nn.Linear(2, 2)
     scheduler = fg.optimizer.lr.StepDecay(0.1, step_size=2)
@@ -530,8 +528,6 @@ _MISMATCHED_KINDS = textwrap.dedent("""
 """)
 
 
-@pytest.mark.xfail(strict=True, reason="ranks calling different collectives on same-shaped arrays (all_reduce on one, "
-                                       "broadcast on the other) hang: the layout check compares only shape and dtype")
 def test_different_collectives_on_two_ranks_are_refused_not_a_hang(tmp_path):
     pytest.importorskip("mpi4py", reason="the `dist` extra (mpi4py + the mpich wheel) is not installed")
     script = tmp_path / "kinds.py"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import numpy as np
 from safetensors.numpy import load as read_arrays
 
 from ..executor import Scope
@@ -42,8 +43,20 @@ def save_state_dict(state: Any, path: str | os.PathLike) -> None:
     `fluidgrad.save` takes: a layer's or an optimizer's state dict, or a dict of them."""
     world = get_world()
     if world.rank == 0:
-        save_state(state, path)
+        save_state(_scalars_as_arrays(state), path)
     world.barrier()
+
+
+def _scalars_as_arrays(state: Any) -> Any:
+    """NumPy scalars as 0-D arrays, so that they come back with their dtype and shape `()`
+    (`fluidgrad.save` alone stores them as Python numbers)."""
+    if isinstance(state, np.generic):
+        return np.asarray(state)
+    if isinstance(state, dict):
+        return {key: _scalars_as_arrays(value) for key, value in state.items()}
+    if isinstance(state, (list, tuple)):
+        return type(state)(_scalars_as_arrays(value) for value in state)
+    return state
 
 
 def load_state_dict(path: str | os.PathLike) -> Any:

@@ -274,7 +274,7 @@ def _explain(watch: _Watch, nproc: int, status: int) -> str:
     elif ranks:
         what = f"ranks {', '.join(map(str, ranks))} of {nproc} failed: {what}"
     elif not what:
-        what = (f"a rank exited with status {status} without reporting an error" if status > 0
+        what = (f"a rank exited with status {status} (its own error, if any, is above)" if status > 0
                 else f"MPI stopped the job (status {status})")
     return f"{what}; every rank was stopped (exit status {status})"
 

@@ -186,7 +186,7 @@ class World:
         shapes and dtypes are checked first (MPI would sum mismatched buffers silently)."""
         out = np.array(array, order="C")  # a copy; np.ascontiguousarray would make 0-D 1-D
         if self.size > 1:
-            self.check_same_layout(out, what)
+            self.check_same_layout(out, what, kind=f"all_reduce (op {op})")
         return self.start_all_reduce(out, op).wait()
 
     def broadcast(self, array: np.ndarray, src: int = 0, what: str = "broadcast") -> np.ndarray:
@@ -195,7 +195,7 @@ class World:
         out = np.array(array, order="C")
         if self.size == 1:
             return out
-        self.check_same_layout(out, what, src)
+        self.check_same_layout(out, what, src, kind=f"broadcast (from rank {src})")
         self.wait(self.comm.Ibcast(out, root=src), what)
         return out
 
@@ -204,7 +204,7 @@ class World:
         array = np.asarray(array, order="C")
         if self.size == 1:
             return array[None].copy()
-        self.check_same_layout(array, what)
+        self.check_same_layout(array, what, kind="all_gather")
         out = np.empty((self.size,) + array.shape, array.dtype)
         self.wait(self.comm.Iallgather(array, out), what)
         return out
@@ -219,7 +219,7 @@ class World:
         part = (array.shape[0] // self.size,) + array.shape[1:]
         if self.size == 1:
             return array.copy()
-        self.check_same_layout(array, what)
+        self.check_same_layout(array, what, kind=f"reduce_scatter (op {op})")
         out = np.empty(part, array.dtype)
         self.wait(self.comm.Ireduce_scatter_block(array, out, op=self.mpi_op(op)), what)
         return out / out.dtype.type(self.size) if op == "avg" else out
@@ -302,12 +302,13 @@ class World:
         offsets = np.concatenate([[0], np.cumsum(sizes)])
         return [pickle.loads(buffer[offsets[i]:offsets[i + 1]].tobytes()) for i in range(self.size)]
 
-    def check_same_layout(self, array: np.ndarray, what: str, src: int | None = None) -> None:
-        """Every rank must pass an array of one shape and dtype; else a clear error on every rank.
+    def check_same_layout(self, array: np.ndarray, what: str, src: int | None = None, kind: str = "") -> None:
+        """Every rank must call the same collective (`kind`: which one, with its op or root) on an
+        array of one shape and dtype; else a clear error on every rank, not a hang or a wrong sum.
         One tiny all-reduce (the max of [checksum, -checksum] of the layout: under MPICH on a
         loaded machine it costs a fifteenth of a one-number all-gather); the layouts themselves
         are gathered only to explain a mismatch (every rank sees it, so every rank does that)."""
-        layout = (tuple(int(d) for d in array.shape), array.dtype.name)
+        layout = (tuple(int(d) for d in array.shape), array.dtype.name, kind)
         checksum = zlib.crc32(repr(layout).encode())
         bounds = np.array([checksum, -checksum], np.int64)
         self.wait(self.comm.Iallreduce(self.mpi.IN_PLACE, bounds, op=self.mpi.MAX), what)
@@ -316,6 +317,10 @@ class World:
         layouts = self.all_gather_object(layout, what)
         reference = layouts[0 if src is None else src]
         for rank, layout in enumerate(layouts):
+            if layout[2] != reference[2]:
+                raise CollectiveMismatchError(
+                    f"{what}: rank {rank} calls {layout[2]}, rank {layouts.index(reference)} calls "
+                    f"{reference[2]}; every rank must call the same collectives in the same order")
             if layout != reference:
                 raise CollectiveMismatchError(
                     f"{what}: rank {rank} passes shape {list(layout[0])} ({layout[1]}), rank "
