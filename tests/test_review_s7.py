@@ -17,7 +17,6 @@ from fluidgrad.nn import functional as F
 
 
 # ---------------------------------------------------------------- optimizer / LR scheduler state
-@pytest.mark.xfail(strict=True, reason="LRScheduler.set_state_dict leaves a static program's lr_var at the old rate")
 def test_static_training_resumed_from_a_scheduler_state_uses_the_restored_rate():
     def build(scheduler):
         main, startup = fg.Program(), fg.Program()
