@@ -112,8 +112,6 @@ def test_static_kl_div_batchmean_with_an_unknown_batch_divides_by_the_batch():
 
 
 # ---------------------------------------------------------------- fluidgrad.save / load
-@pytest.mark.xfail(strict=True, reason="fluidgrad.save keys arrays by dotted path: {'a.b': x, 'a': {'b': y}} "
-                                       "silently loads y for both")
 def test_save_keeps_a_dotted_key_apart_from_a_nested_one(tmp_path):
     path = os.fspath(tmp_path / "state.pdparams")
     fg.save({"opt.lr": np.ones(2), "opt": {"lr": np.zeros(2)}}, path)
