@@ -135,15 +135,12 @@ class _Ema(fg.nn.Layer):
         return x
 
 
-@pytest.mark.xfail(strict=True, reason="register_buffer(persistable=False) still puts the buffer in state_dict")
 def test_a_non_persistable_buffer_is_not_in_the_state_dict():
     layer = _Ema()
     assert "scratch" in [name for name, _ in layer.named_buffers()]
     assert "scratch" not in layer.state_dict()
 
 
-@pytest.mark.xfail(strict=True, reason="assigning a new Tensor to a buffer attribute unregisters the buffer "
-                                       "(it leaves state_dict and named_buffers)")
 def test_a_buffer_replaced_by_assignment_stays_a_buffer():
     layer = _Ema()
     layer(fg.to_tensor(np.ones((2, 3), np.float32)))
