@@ -149,8 +149,6 @@ def test_a_buffer_replaced_by_assignment_stays_a_buffer():
 
 
 # ---------------------------------------------------------------- distributed sampler arguments
-@pytest.mark.xfail(strict=True, reason="DistributedBatchSampler accepts a rank outside [0, num_replicas) and "
-                                       "yields another rank's samples")
 @pytest.mark.parametrize("rank", [2, -1])
 def test_distributed_batch_sampler_refuses_a_rank_outside_the_world(rank):
     with pytest.raises(ValueError, match=str(rank)):
