@@ -31,11 +31,14 @@ step needs that does not change (buckets, where each gradient lies in them) is w
 
 `no_sync()` skips all of it (gradients accumulate locally); the next synchronised backward
 reduces the accumulated gradient. A parameter that got no gradient takes part with zeros.
+A sharded optimizer updating these parameters (eager_sharding.py) takes the reduction over
+(`reduced_by`): backward() then leaves each rank's own gradient, and its step() averages them.
 """
 from __future__ import annotations
 
 import contextlib
 import sys
+import weakref
 from collections.abc import Iterator
 from math import prod
 from typing import Any
@@ -59,6 +62,8 @@ MB = 1 << 20
 # the constructor's collective parameter check pairs them by order too, and refuses a pair
 # whose parameters differ.
 _WRAPPED = 0
+# the live wrappers, for a sharded optimizer to find the one whose parameters it updates
+_LIVE: weakref.WeakSet[DataParallel] = weakref.WeakSet()
 
 
 class DataParallel(Layer):
@@ -88,9 +93,14 @@ class DataParallel(Layer):
         self._layout = _Layout(self._params, buckets, f"DataParallel{_WRAPPED}")
         object.__setattr__(self, "_sync", True)
         object.__setattr__(self, "last_step", None)
+        # the sharded optimizer that averages these gradients in its step (eager_sharding.py): then
+        # backward() leaves each rank's own gradient in .grad, as under no_sync()
+        object.__setattr__(self, "reduced_by", None)
+        _LIVE.add(self)
 
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
-        if not self._sync or self._world.size == 1 or not is_grad_enabled() or not self._params:
+        if (not self._sync or self.reduced_by is not None or self._world.size == 1 or not is_grad_enabled()
+                or not self._params):
             return self._layers(*inputs, **kwargs)
         step = _ReduceStep(self._world, self._params, self._layout)
         object.__setattr__(self, "last_step", step)
@@ -117,6 +127,15 @@ class DataParallel(Layer):
         return self._layers.set_state_dict(*args, **kwargs)
 
     set_dict = load_dict = set_state_dict
+
+
+def wrapper_of(params: list[Tensor]) -> DataParallel | None:
+    """The live DataParallel all of whose parameters are among `params`, if any."""
+    ids = {id(p) for p in params}
+    for wrapper in list(_LIVE):
+        if wrapper._params and all(id(p) in ids for p in wrapper._params):
+            return wrapper
+    return None
 
 
 def check_same_parameters(world: World, named: list[tuple[str, Tensor]]) -> None:
