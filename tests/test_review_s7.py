@@ -166,8 +166,6 @@ def _export_and_run(tmp_path, fn, example, dynamic_axes, other):
     return session.run(None, {session.get_inputs()[0].name: other})[0]
 
 
-@pytest.mark.xfail(strict=True, reason="onnx.export traces with the example's batch size: t.shape[0] is baked in, "
-                                       "so a dynamic-batch model silently divides by the example's batch")
 def test_exported_batch_mean_written_with_shape_follows_the_dynamic_batch(tmp_path):
     def batch_mean(t):
         return fg.sum(t, axis=0) / t.shape[0]
@@ -181,8 +179,6 @@ def test_exported_batch_mean_written_with_shape_follows_the_dynamic_batch(tmp_pa
     np.testing.assert_allclose(got, other.mean(axis=0), rtol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="onnx.export ignores a dynamic_axes key that names no input or output "
-                                       "(the function's own argument name): the batch stays fixed, no error")
 def test_export_dynamic_axes_keyed_by_the_argument_name_is_used_or_refused(tmp_path):
     def flatten(x):
         return fg.flatten(x, 1)
