@@ -171,7 +171,7 @@ def _bucket_allreduce_offer(shapes, dtypes, reduce="avg", bucket="", **_):
 
     def offer():
         found = world.kept_bucket(key, size, dtype)
-        return None if found is None else pieces.of(found.input)
+        return None if found is None else pieces.of(found)
     return (key, size, dtype.str), offer
 
 
@@ -325,7 +325,7 @@ def _shard_offer(shapes, dtypes, reduce="avg", bucket="", nranks=1, **_):
 
     def offer():
         found = world.kept_bucket(key, layout.padded, dtype)
-        return None if found is None else pieces.of(found.input)
+        return None if found is None else pieces.of(found)
     return (key, layout.padded, dtype.str), offer
 
 

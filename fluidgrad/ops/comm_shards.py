@@ -49,13 +49,17 @@ class Layout:
         self.nranks = nranks
         self.part = -(-self.size // nranks)  # elements per rank
         self.padded = self.part * nranks
+        self._ranges: dict[tuple[str, int, int], list[tuple[int, int, int]]] = {}
 
     def bounds(self, rank: int) -> tuple[int, int]:
         return rank * self.part, (rank + 1) * self.part
 
     def overlaps(self, lo: int, hi: int) -> list[tuple[int, int, int]]:
         """(tensor, first, last) flat ranges of the tensors inside [lo, hi), in buffer order."""
-        found = []
+        found = self._ranges.get(("in", lo, hi))
+        if found is not None:
+            return found
+        found = self._ranges[("in", lo, hi)] = []
         for i, (start, size) in enumerate(zip(self.offsets, self.sizes)):
             a, b = max(lo, start), min(hi, start + size)
             if a < b:
@@ -64,7 +68,10 @@ class Layout:
 
     def outside(self, lo: int, hi: int) -> list[tuple[int, int, int]]:
         """(tensor, first, last) flat ranges of the tensors outside [lo, hi)."""
-        found = []
+        found = self._ranges.get(("out", lo, hi))
+        if found is not None:
+            return found
+        found = self._ranges[("out", lo, hi)] = []
         for i, (start, size) in enumerate(zip(self.offsets, self.sizes)):
             end = start + size
             for a, b in ((start, min(end, lo)), (max(start, hi), end)):
@@ -102,14 +109,17 @@ def pack(into: np.ndarray, arrays: Sequence[np.ndarray], layout: Layout,
     into[layout.size:layout.padded] = 0
 
 
-def in_place(row: np.ndarray, arrays: Sequence[np.ndarray], layout: Layout, placed: Any) -> list[bool] | None:
-    """Which `arrays` their producers already wrote at their places in `row`: each is the
-    destination offered to it (`placed[i].array`, executor/placement.py) and lies there."""
+def in_place(row: np.ndarray, arrays: Sequence[np.ndarray], layout: Layout, placed: Any,
+             address: int | None = None) -> list[bool] | None:
+    """Which `arrays` their producers already wrote at their places in `row` (which starts at
+    `address`, if given): each is the destination offered to it (`placed[i].array`,
+    executor/placement.py) and lies there."""
     if placed is None:
         return None
-    base, itemsize = _address(row), row.dtype.itemsize
-    return [destination is not None and getattr(destination, "array", None) is array
-            and array.dtype == row.dtype and array.size == size
+    base, itemsize = _address(row) if address is None else address, row.dtype.itemsize
+    # the array is the destination offered (a view of the row, of the layout's shape and the row's
+    # dtype), and that destination lies at the array's place in this row
+    return [destination is not None and getattr(destination, "array", None) is array and array.size == size
             and _destination_address(destination) == base + start * itemsize
             for destination, array, start, size in zip(placed, arrays, layout.offsets, layout.sizes)]
 
@@ -265,7 +275,7 @@ def exchange(world: Any, key: Any, arrays: Sequence[np.ndarray], layout: Layout,
     producers (placement): those found lying in this rank's row are not packed."""
     dtype = arrays[0].dtype
     bucket = world.bucket(key, layout.padded, dtype)
-    present = in_place(bucket.input, arrays, layout, placed)
+    present = in_place(bucket.input, arrays, layout, placed, bucket.input_address)
     if not bucket.shared:
         pack(bucket.input, arrays, layout, present=present)
         summed = np.empty(layout.part, dtype)
