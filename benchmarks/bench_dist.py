@@ -21,9 +21,10 @@ job's: from the moment the later rank ended the previous step to the moment the 
 ended this one (one rank in the "1 rank" blocks).
 Contenders (the CONTENDERS table; adding one is one line, None for a mode it has no form in,
 and a PAIRS entry compares two step by step): "no all-reduce", each rank training alone (the 2-rank compute, what "vs no all-reduce" divides by); bucketed gradient
-all-reduce (the default buckets: up to 25 MB, in eager mode 1 MB first) and one all-reduce per
-parameter (bucket size 0), each through a shared-memory window (the default when every rank is
-on one node) and through MPI's Iallreduce (what runs across nodes).
+all-reduce (the default buckets: up to 25 MB, in eager mode 1 MB first; in static mode SGD's sum
+and update are one op per bucket, "bucketed, unfused update" keeps them apart as before) and one
+all-reduce per parameter (bucket size 0), each through a shared-memory window (the default when
+every rank is on one node) and through MPI's Iallreduce (what runs across nodes).
 Why one kind of job for both sides: the earlier version of this script ran separate 1-rank and
 2-rank jobs at different moments, held 2 models in the 1-rank process and 10 (5 contenders x 2
 modes) in each 2-rank one, and put a barrier before every step. Here both sides hold the same
@@ -61,6 +62,7 @@ from common import print_table  # noqa: E402
 
 import fluidgrad as fg  # noqa: E402
 import fluidgrad.distributed as dist  # noqa: E402
+from fluidgrad.distributed import sharding  # noqa: E402
 from fluidgrad.executor import executor as executor_module  # noqa: E402
 from fluidgrad.framework import BACKWARD, OPTIMIZE  # noqa: E402
 from fluidgrad.nn import functional as F  # noqa: E402
@@ -81,6 +83,25 @@ def alone(wrapped: Any) -> Any:
 
 def dp_optimizer(bucket_mb: float, **options: Any) -> Callable[[Any], Any]:
     return lambda optimizer: dist.DistributedOptimizer(optimizer, bucket_size_mb=bucket_mb, **options)
+
+
+class Unfused:
+    """A DistributedOptimizer whose minimize() appends the bucketed all-reduce and the optimizer's own
+    update ops even where one fused op per bucket could do both (sharding.FUSE_UPDATES off)."""
+
+    def __init__(self, optimizer: Any) -> None:
+        self.optimizer = optimizer
+
+    def minimize(self, loss: Any) -> Any:
+        sharding.FUSE_UPDATES = False
+        try:
+            return self.optimizer.minimize(loss)
+        finally:
+            sharding.FUSE_UPDATES = True
+
+
+def dp_unfused(bucket_mb: float) -> Callable[[Any], Any]:
+    return lambda optimizer: Unfused(dist.DistributedOptimizer(optimizer, bucket_size_mb=bucket_mb))
 
 
 def dp_model(bucket_mb: float) -> Callable[[Any], Any]:
@@ -108,6 +129,8 @@ class Contender(NamedTuple):
 CONTENDERS = {
     "no all-reduce": Contender(alone, alone),  # each rank trains alone: the 2-rank compute
     "bucketed": Contender(dp_optimizer(25.0), dp_model(25.0)),
+    # the same buckets, the all-reduce and the SGD ops apart (what "bucketed" was before the fused update)
+    "bucketed, unfused update": Contender(dp_unfused(25.0), None),
     "per-parameter": Contender(dp_optimizer(0.0), dp_model(0.0)),
     "bucketed, MPI Iallreduce": Contender(dp_optimizer(25.0), dp_model(25.0), "mpi"),
     "per-parameter, MPI Iallreduce": Contender(dp_optimizer(0.0), dp_model(0.0), "mpi"),
@@ -341,7 +364,7 @@ class PhaseClock:
         return self.marks
 
 
-PHASE_CONTENDERS = ("no all-reduce", "bucketed", "bucketed, sharded update")  # beside "1 rank"
+PHASE_CONTENDERS = ("no all-reduce", "bucketed, unfused update", "bucketed, sharded update")  # beside "1 rank"
 
 
 def phase_worker(out_path: str, rounds: int, block: int) -> None:
@@ -465,7 +488,7 @@ def every_step(world: World, step: Callable[[], Any], how: str) -> Callable[[], 
     return run
 
 
-OPS_CONTENDERS = ("no all-reduce", "bucketed", "bucketed, sharded update")  # beside "1 rank" and two diagnostics
+OPS_CONTENDERS = ("no all-reduce", "bucketed", "bucketed, unfused update", "bucketed, sharded update")  # beside "1 rank" and two diagnostics
 OPS_DIAGNOSTICS = {"no all-reduce, a barrier each step": "barrier", "no all-reduce, 0.2 ms yielding each step": "yield"}
 
 

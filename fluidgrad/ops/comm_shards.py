@@ -328,3 +328,38 @@ def update_in_place(world: Any, key: Any, grads: Sequence[np.ndarray], layout: L
     for k, copy in enumerate(copies):  # the last one publishes them all (one barrier on one node)
         views.append(copy.gather(None, layout, what, sync=k == len(copies) - 1))
     return views
+
+
+def update_replicated(world: Any, key: Any, grads: Sequence[np.ndarray], layout: Layout, scale: Any,
+                      states: Sequence[Sequence[np.ndarray]], update: Any, what: str,
+                      placed: Any = None) -> list[list[np.ndarray]]:
+    """Sum the whole bucket of gradients over ranks and update every tensor of each state (lists
+    of C-contiguous arrays, the parameters first) in place, on every rank: the data-parallel
+    update without sharding, in one pass per tensor (`update` as in `update_in_place`). Two ranks
+    on one node: each packs into its row (or its gradients' producers wrote there), one barrier,
+    then each computes (its row + the peer's) * scale itself, the same operation on both (so the
+    same bits); the two sets of rows used in turn make a second barrier unnecessary (a rank
+    writes a set again only after a barrier its peer passed once done reading it). Otherwise:
+    the bucket's all-reduce, then the update from the sum. Returns `states`."""
+    dtype = grads[0].dtype
+    scale = 1 if scale is None else scale
+    empty = np.empty((0, 0), dtype)
+    if world.size == 1:
+        summed, rows, skip = gather_part(grads, layout, 0, dtype), empty, -1
+    else:
+        bucket = world.bucket(key, layout.padded, dtype)
+        pack(bucket.input, grads, layout, present=in_place(bucket.input, grads, layout, placed, bucket.input_address))
+        if bucket.shared and bucket.pair:
+            rows, skip = bucket.sets[bucket.turn], bucket.rank
+            bucket.turn = (bucket.turn + 1) % len(bucket.sets)
+            bucket.win.Sync()
+            world.wait(bucket.node.Ibarrier(), what)
+            bucket.win.Sync()
+            summed = rows[skip]
+        else:
+            summed, rows, skip = bucket.start(what).wait(), empty, -1
+    start = time.perf_counter()
+    for i, (first, size) in enumerate(zip(layout.offsets, layout.sizes)):
+        update(summed[first:first + size], scale, rows, skip, first, *[flat(arrays[i]) for arrays in states])
+    world.comm_seconds += time.perf_counter() - start
+    return [list(arrays) for arrays in states]
