@@ -136,10 +136,12 @@ CONTENDERS = {
     "per-parameter, MPI Iallreduce": Contender(dp_optimizer(0.0), dp_model(0.0), "mpi"),
     # each rank sums and updates half of the bucket (ZeRO-1 on one node)
     "bucketed, sharded update": Contender(dp_optimizer(25.0, sharding=True), dp_sharded(25.0)),
+    "per-parameter, sharded update": Contender(dp_optimizer(0.0, sharding=True), dp_sharded(0.0)),
 }
 # compared step by step (they take turns in the same processes): (bucketed, per-parameter)
 PATH_NAMES = {"auto": "shared memory", "mpi": "MPI Iallreduce"}
-PAIRS = (("bucketed", "per-parameter"), ("bucketed, MPI Iallreduce", "per-parameter, MPI Iallreduce"))
+PAIRS = (("bucketed", "per-parameter"), ("bucketed, MPI Iallreduce", "per-parameter, MPI Iallreduce"),
+         ("bucketed, sharded update", "per-parameter, sharded update"))
 
 
 def data(rank: int) -> tuple[np.ndarray, np.ndarray]:
@@ -653,7 +655,8 @@ def main():
             bucketed = np.array(results[f"{mode}|{bucketed_name}"][0])
             per_param = np.array(results[f"{mode}|{per_param_name}"][0])
             ratio = per_param / bucketed  # the two take turns in the same processes: paired in order
-            versus.append([mode, PATH_NAMES.get(CONTENDERS[bucketed_name].path, CONTENDERS[bucketed_name].path),
+            path = PATH_NAMES.get(CONTENDERS[bucketed_name].path, CONTENDERS[bucketed_name].path)
+            versus.append([mode, path + (", sharded update" if "sharded" in bucketed_name else ""),
                            f"{np.median(bucketed) * 1e3:.2f}", f"{np.median(per_param) * 1e3:.2f}",
                            f"{np.median(ratio):.2f}x", f"{np.mean(ratio > 1):.0%}"])
     fits = []
