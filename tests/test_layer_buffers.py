@@ -94,3 +94,26 @@ def test_a_layer_or_parameter_assigned_to_a_buffer_name_replaces_it():
     layer.b = fg.nn.layer.create_parameter([2], "float64")       # a parameter takes the name over
     assert [n for n, _ in layer.named_buffers()] == []
     assert list(layer.state_dict()) == ["b", "a.weight", "a.bias"]
+
+
+def test_a_traced_buffer_update_points_to_set_value():
+    class Ema(fg.nn.Layer):
+        def __init__(self, in_place):
+            super().__init__()
+            self.in_place = in_place
+            self.register_buffer("average", fg.to_tensor(np.zeros(3, np.float32)))
+
+        def forward(self, x):
+            new = self.average * 0.9 + fg.mean(x, axis=0) * 0.1
+            if self.in_place:
+                self.average.set_value(new)
+            else:
+                self.average = new
+            return x
+
+    x = fg.to_tensor(np.ones((2, 3), np.float32))
+    with pytest.raises(TypeError, match=r"buffer 'average'.*self.average.set_value"):
+        fg.jit.to_static(Ema(False).forward)(x)
+    layer = Ema(True)
+    fg.jit.to_static(layer.forward)(x)
+    np.testing.assert_allclose(layer.state_dict()["average"].numpy(), np.full(3, 0.1), rtol=1e-6)

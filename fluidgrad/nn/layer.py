@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from ..eager.tensor import Tensor
-from ..framework import ParamAttr, normalize_dtype, unique_name
+from ..framework import ParamAttr, Variable, normalize_dtype, unique_name
 from ..initializer import Constant, Initializer, XavierUniform
 from ..ops.registry import get_op_def
 
@@ -89,8 +89,10 @@ class Layer:
             params, buffers, layers = self._registries()
             if name in buffers and not isinstance(value, Layer) and not _is_parameter(value):
                 if value is not None and not isinstance(value, Tensor):
+                    hint = (f"; while tracing (to_static, onnx.export) write it in place: "
+                            f"self.{name}.set_value(...)") if isinstance(value, Variable) else ""
                     raise TypeError(f"{type(self).__name__}: cannot assign a {type(value).__name__} to the "
-                                    f"buffer {name!r} (a Tensor or None expected)")
+                                    f"buffer {name!r} (a Tensor or None expected){hint}")
                 buffers[name] = value  # a buffer replaced by a new Tensor is still that buffer
                 object.__setattr__(self, name, value)
                 return
