@@ -15,10 +15,31 @@ from ..functions import (
     subtract,
 )
 from ..functions import sum as _sum
+from .linalg import norm
 
 __all__ = ["std", "var"]
 
 _NARROW_FLOATS = ("float16", "bfloat16")
+
+
+def _centred(x: Any, axis: Any) -> Any:
+    """x minus its mean over `axis` (kept as size 1, so it broadcasts back)."""
+    return subtract(x, mean(x, axis=list(range(len(x.shape))) if axis is None else axis, keepdim=True))
+
+
+def _freedom(x: Any, axis: Any, unbiased: bool, keepdim: bool) -> float | Any:
+    """The degrees of freedom over `axis`: n - 1 (unbiased) or n, NaN when none is left; counted
+    with ops (a value shaped like the result) when a size is known only at run time."""
+    attrs = _axis_attrs(axis, True)
+    sizes = [x.shape[a] for a in (range(len(x.shape)) if attrs["reduce_all"] else attrs["axis"])]
+    if -1 in sizes:
+        count = _sum(ones_like(x), axis=axis, keepdim=keepdim)
+        return scale(count, 1.0, -1.0) if unbiased else count
+    n = 1
+    for d in sizes:
+        n *= d
+    freedom = n - 1 if unbiased else n
+    return float(freedom) if freedom > 0 else float("nan")
 
 
 def var(x: Any, axis: Any = None, unbiased: bool = True, keepdim: bool = False, name: str | None = None) -> Any:
@@ -27,21 +48,17 @@ def var(x: Any, axis: Any = None, unbiased: bool = True, keepdim: bool = False, 
     float32 (as PyTorch): their sum of squares passes 65504 long before the variance does."""
     if x.dtype in _NARROW_FLOATS:
         return cast(var(cast(x, "float32"), axis, unbiased, keepdim), x.dtype)
-    attrs = _axis_attrs(axis, True)
-    axes = range(len(x.shape)) if attrs["reduce_all"] else attrs["axis"]
-    sizes = [x.shape[a] for a in axes]
-    centred = subtract(x, mean(x, axis=list(range(len(x.shape))) if axis is None else axis, keepdim=True))
-    squares = _sum(square(centred), axis=axis, keepdim=keepdim)
-    if -1 in sizes:  # a size known only at run time: count the elements with ops
-        count = _sum(ones_like(x), axis=axis, keepdim=keepdim)
-        return divide(squares, scale(count, 1.0, -1.0) if unbiased else count)
-    n = 1
-    for d in sizes:
-        n *= d
-    freedom = n - 1 if unbiased else n
-    return scale(squares, 1.0 / freedom if freedom > 0 else float("nan"))
+    squares = _sum(square(_centred(x, axis)), axis=axis, keepdim=keepdim)
+    freedom = _freedom(x, axis, unbiased, keepdim)
+    return scale(squares, 1.0 / freedom) if isinstance(freedom, float) else divide(squares, freedom)
 
 
 def std(x: Any, axis: Any = None, unbiased: bool = True, keepdim: bool = False, name: str | None = None) -> Any:
-    """The standard deviation over `axis`: sqrt(var)."""
-    return sqrt(var(x, axis, unbiased, keepdim))
+    """The standard deviation over `axis`: sqrt(var), computed as the 2-norm of the centred values
+    over sqrt(n - 1) (or sqrt(n)), so that its gradient at a constant input is 0, as PyTorch's
+    (the p_norm op's gradient at a zero norm is 0; sqrt's there would be 0 * inf = NaN)."""
+    if x.dtype in _NARROW_FLOATS:
+        return cast(std(cast(x, "float32"), axis, unbiased, keepdim), x.dtype)
+    spread = norm(_centred(x, axis), 2, axis, keepdim)
+    freedom = _freedom(x, axis, unbiased, keepdim)
+    return scale(spread, freedom ** -0.5) if isinstance(freedom, float) else divide(spread, sqrt(freedom))

@@ -111,8 +111,9 @@ def softsign(x: Any, name: str | None = None) -> Any:
 
 
 def hardsigmoid(x: Any, slope: float = 0.1666667, offset: float = 0.5, name: str | None = None) -> Any:
-    """clip(slope x + offset, 0, 1) (ONNX HardSigmoid: alpha = slope, beta = offset)."""
-    return apply_op("clip", {"X": scale(x, float(slope), float(offset))}, {"min": 0.0, "max": 1.0})
+    """clip(slope x + offset, 0, 1) (ONNX HardSigmoid: alpha = slope, beta = offset); its gradient is
+    0 at the corners, as PyTorch's."""
+    return apply_op("clip", {"X": scale(x, float(slope), float(offset))}, {"min": 0.0, "max": 1.0, "closed": False})
 
 
 def hardswish(x: Any, name: str | None = None) -> Any:
@@ -121,8 +122,8 @@ def hardswish(x: Any, name: str | None = None) -> Any:
 
 
 def hardtanh(x: Any, min: float = -1.0, max: float = 1.0, name: str | None = None) -> Any:
-    """clip(x, min, max)."""
-    return apply_op("clip", {"X": x}, {"min": float(min), "max": float(max)})
+    """clip(x, min, max), with gradient 0 at min and max (PyTorch's hardtanh; its clamp has 1 there)."""
+    return apply_op("clip", {"X": x}, {"min": float(min), "max": float(max), "closed": False})
 
 
 def relu6(x: Any, name: str | None = None) -> Any:
