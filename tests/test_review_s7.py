@@ -216,8 +216,6 @@ _METHODS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="Tensor lacks Paddle's common methods (x.max(), x.abs(), x.unsqueeze(0), ...) "
-                                       "and abs(x), +x, ~mask: AttributeError / TypeError")
 @pytest.mark.parametrize("name", sorted(_METHODS))
 def test_common_tensor_methods_match_torch(name):
     x0 = np.arange(6.0).reshape(2, 3) - 2.0

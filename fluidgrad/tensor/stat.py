@@ -5,17 +5,19 @@ from typing import Any
 
 from ..functions import (
     _axis_attrs,
+    add,
     cast,
     divide,
+    equal,
     mean,
     ones_like,
     scale,
     sqrt,
     square,
     subtract,
+    zeros_like,
 )
 from ..functions import sum as _sum
-from .linalg import norm
 
 __all__ = ["std", "var"]
 
@@ -54,11 +56,10 @@ def var(x: Any, axis: Any = None, unbiased: bool = True, keepdim: bool = False, 
 
 
 def std(x: Any, axis: Any = None, unbiased: bool = True, keepdim: bool = False, name: str | None = None) -> Any:
-    """The standard deviation over `axis`: sqrt(var), computed as the 2-norm of the centred values
-    over sqrt(n - 1) (or sqrt(n)), so that its gradient at a constant input is 0, as PyTorch's
-    (the p_norm op's gradient at a zero norm is 0; sqrt's there would be 0 * inf = NaN)."""
-    if x.dtype in _NARROW_FLOATS:
-        return cast(std(cast(x, "float32"), axis, unbiased, keepdim), x.dtype)
-    spread = norm(_centred(x, axis), 2, axis, keepdim)
-    freedom = _freedom(x, axis, unbiased, keepdim)
-    return scale(spread, freedom ** -0.5) if isinstance(freedom, float) else divide(spread, sqrt(freedom))
+    """The standard deviation over `axis`: sqrt(var), with gradient 0 where var is 0 (a constant
+    input, as PyTorch), not sqrt's 0 * inf = NaN: there the root is taken of var + 1 and the 1
+    taken away again (a constant mask, so the value is the same 0; elsewhere adding and taking
+    away 0 is exact)."""
+    variance = var(x, axis, unbiased, keepdim)
+    at_zero = cast(equal(variance, zeros_like(variance)), variance.dtype)
+    return subtract(sqrt(add(variance, at_zero)), at_zero)
