@@ -83,6 +83,13 @@ def dp_model(bucket_mb: float) -> Callable[[Any], Any]:
     return lambda model: fg.DataParallel(model, comm_buffer_size=bucket_mb)
 
 
+def dp_sharded(bucket_mb: float) -> Callable[[Any], Any]:
+    """Eager: DataParallel, and its optimizer sharded (eager_stepper applies `.optimizer`)."""
+    wrap = dp_model(bucket_mb)
+    wrap.optimizer = dp_optimizer(bucket_mb, sharding=True)
+    return wrap
+
+
 class Contender(NamedTuple):
     """A 2-rank way to train. `static` wraps the SGD optimizer before `minimize`, `eager` wraps
     the model before its optimizer is made; None leaves the contender out of that mode.
@@ -100,12 +107,14 @@ CONTENDERS = {
     "per-parameter": Contender(dp_optimizer(0.0), dp_model(0.0)),
     "bucketed, MPI Iallreduce": Contender(dp_optimizer(25.0), dp_model(25.0), "mpi"),
     "per-parameter, MPI Iallreduce": Contender(dp_optimizer(0.0), dp_model(0.0), "mpi"),
-    # each rank sums and updates half of the bucket (ZeRO-1 on one node), static mode only
-    "bucketed, sharded update": Contender(dp_optimizer(25.0, sharding=True), None),
+    # each rank sums and updates half of the bucket (ZeRO-1 on one node)
+    "bucketed, sharded update": Contender(dp_optimizer(25.0, sharding=True), dp_sharded(25.0)),
+    "per-parameter, sharded update": Contender(dp_optimizer(0.0, sharding=True), dp_sharded(0.0)),
 }
 # compared step by step (they take turns in the same processes): (bucketed, per-parameter)
 PATH_NAMES = {"auto": "shared memory", "mpi": "MPI Iallreduce"}
-PAIRS = (("bucketed", "per-parameter"), ("bucketed, MPI Iallreduce", "per-parameter, MPI Iallreduce"))
+PAIRS = (("bucketed", "per-parameter"), ("bucketed, MPI Iallreduce", "per-parameter, MPI Iallreduce"),
+         ("bucketed, sharded update", "per-parameter, sharded update"))
 
 
 def data(rank: int) -> tuple[np.ndarray, np.ndarray]:
@@ -134,7 +143,7 @@ def eager_stepper(wrap: Callable[[Any], Any]) -> Callable[[], Any]:
     for a, b in zip(SIZES[:-1], SIZES[1:]):
         layers += [fg.nn.Linear(a, b), fg.nn.ReLU()]
     model = wrap(fg.nn.Sequential(*layers[:-1]))
-    opt = fg.optimizer.SGD(LR, parameters=model.parameters())
+    opt = getattr(wrap, "optimizer", alone)(fg.optimizer.SGD(LR, parameters=model.parameters()))
     x_value, y_value = data(get_world().rank)
     x, y = fg.to_tensor(x_value), fg.to_tensor(y_value)
 
@@ -496,7 +505,8 @@ def main():
             bucketed = np.array(results[f"{mode}|{bucketed_name}"][0])
             per_param = np.array(results[f"{mode}|{per_param_name}"][0])
             ratio = per_param / bucketed  # the two take turns in the same processes: paired in order
-            versus.append([mode, PATH_NAMES.get(CONTENDERS[bucketed_name].path, CONTENDERS[bucketed_name].path),
+            path = PATH_NAMES.get(CONTENDERS[bucketed_name].path, CONTENDERS[bucketed_name].path)
+            versus.append([mode, path + (", sharded update" if "sharded" in bucketed_name else ""),
                            f"{np.median(bucketed) * 1e3:.2f}", f"{np.median(per_param) * 1e3:.2f}",
                            f"{np.median(ratio):.2f}x", f"{np.mean(ratio > 1):.0%}"])
     fits = []

@@ -29,6 +29,7 @@ from ..framework import (
 from ..ops.comm import CollectiveMismatchError, get_world
 from ..optimizer import Optimizer
 from .buckets import plan_buckets
+from .eager_sharding import ShardedOptimizer, eager_parameters
 from .sharding import append_sharded_update, fall_back, sharding_unsupported
 
 ParamsGrads = list[tuple[Variable, Variable]]
@@ -50,13 +51,22 @@ class DistributedOptimizer:
                                    else None)
         # ZeRO stage 1: each rank sums and updates 1/p of every bucket (sharding.py)
         self.sharding = bool(sharding)
+        # an eager optimizer (given parameters=): step() runs its update sharded (eager_sharding.py)
+        self._eager = (ShardedOptimizer(optimizer, bucket_size_mb, first_bucket_size_mb)
+                       if self.sharding and eager_parameters(optimizer) is not None else None)
 
     def __getattr__(self, name: str) -> Any:  # lr_var, set_lr, state_dict, ...: the wrapped optimizer's
         return getattr(self.__dict__["inner"], name)
 
+    def step(self) -> None:
+        """Eager mode: the wrapped optimizer's step, sharded with sharding=True."""
+        (self._eager or self.inner).step()
+
     def minimize(self, loss: Variable, startup_program: Program | None = None,
                  parameter_list: Sequence[Any] | None = None, no_grad_set: Any = None,
                  parameters: Sequence[Any] | None = None) -> tuple[list[Operator], ParamsGrads]:
+        if self._eager is not None:
+            return self._eager.minimize(loss)
         if not isinstance(loss, Variable):
             raise TypeError("DistributedOptimizer.minimize builds a Program: loss must be a Variable; "
                             "in eager mode wrap the model in fluidgrad.DataParallel instead")

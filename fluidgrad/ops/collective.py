@@ -160,17 +160,18 @@ _PLAN_ONLY = _plan_local_references()
 
 def _bucket_allreduce_offer(shapes, dtypes, reduce="avg", bucket="", **_):
     """Placement: this rank's piece of the bucket's next row for each input (ops/placement.py),
-    scaled as the packing would; once the bucket exists, and only on several ranks."""
+    unscaled (the average's 1/p is applied as the rows are summed); once the bucket exists, and
+    only on several ranks."""
     world = get_world()
     if world.size == 1 or reduce not in ("sum", "avg"):
         return None
     dtype, shapes = np.dtype(dtypes[0]), [tuple(int(d) for d in s) for s in shapes]
     key, size = (bucket, tuple(shapes)), sum(prod(s) for s in shapes)
-    scale = dtype.type(1 / world.size) if reduce == "avg" else None
+    pieces = placement.KeptPieces(shapes, None)
 
     def offer():
         found = world.kept_bucket(key, size, dtype)
-        return None if found is None else placement.pieces_of(found.input, shapes, scale)
+        return None if found is None else pieces.of(found.input)
     return (key, size, dtype.str), offer
 
 
@@ -185,14 +186,10 @@ def _bucket_allreduce_kernel(xs, reduce="avg", bucket="", ring_id=0, overwrite=F
     flat = world.bucket((bucket, tuple(a.shape for a in arrays)), sum(a.size for a in arrays), dtype)
     scale = dtype.type(1 / world.size) if reduce == "avg" else None
     start, pieces = 0, []
-    for k, array in enumerate(arrays):  # pack (and scale, for the average) in one pass per tensor
+    for k, array in enumerate(arrays):  # pack; the average's 1/p is applied as the rows are summed
         part = flat.input[start:start + array.size]
-        if placed is not None and placement.is_placed(placed[k], array, part):
-            pass  # its producer wrote it here, scaled (executor/placement.py)
-        elif scale is None:
+        if not (placed is not None and placement.is_placed(placed[k], array, part)):  # else its producer wrote it here
             np.copyto(part, array.reshape(-1))
-        else:
-            np.multiply(array.reshape(-1), scale, out=part)
         pieces.append((start, array.shape))
         start += array.size
     into = [a if overwrite and count <= _PLAN_ONLY and type(a) is np.ndarray and a.base is None and a.flags.writeable
@@ -200,7 +197,7 @@ def _bucket_allreduce_kernel(xs, reduce="avg", bucket="", ring_id=0, overwrite=F
     # arrays of this run (two ranks on one node: with `overwrite`, the inputs nobody else sees,
     # written over, else new ones), or read-only views of the bucket, which the next run reuses: nobody may keep
     # writing into it
-    return flat.start(f"op c_bucket_allreduce ({bucket})").wait_arrays(pieces, into=into)
+    return flat.start(f"op c_bucket_allreduce ({bucket})", scale).wait_arrays(pieces, into=into)
 
 
 def _bucket_allreduce_infer(ctx) -> None:
@@ -311,23 +308,24 @@ def _check_key(ctx, what: str) -> None:
 
 def _shard_key(bucket: str, layout: Layout) -> tuple:
     """The key of a sharded bucket's gradient rows (World.bucket)."""
-    return ("shard", bucket, tuple(layout.shapes))
+    return ("shard", bucket, layout.key)
 
 
 def _shard_offer(shapes, dtypes, reduce="avg", bucket="", nranks=1, **_):
     """Placement (executor/placement.py): each gradient's place in this rank's next row of the
-    sharded bucket, scaled as the packing would, so its producer writes it there; the kernel then
-    packs nothing for it and reads its own part there. Once the bucket exists, on several ranks."""
+    sharded bucket, unscaled (the average's 1/p is applied in the sum), so its producer writes it
+    there and nothing else touches it; the kernel then packs nothing for it and reads its own
+    part there. Once the bucket exists, on several ranks."""
     world = get_world()
     if world.size == 1 or nranks != world.size or reduce not in ("sum", "avg"):
         return None
     dtype = np.dtype(dtypes[0])
     layout = Layout(shapes, nranks)
-    key, scale = _shard_key(bucket, layout), (dtype.type(1 / world.size) if reduce == "avg" else None)
+    key, pieces = _shard_key(bucket, layout), placement.KeptPieces(layout.shapes, None)
 
     def offer():
         found = world.kept_bucket(key, layout.padded, dtype)
-        return None if found is None else placement.pieces_of(found.input, layout.shapes, scale)
+        return None if found is None else pieces.of(found.input)
     return (key, layout.padded, dtype.str), offer
 
 
@@ -338,7 +336,7 @@ def _part_of(shapes, nranks: int) -> int:
 def _bucket_reducescatter_kernel(xs, reduce="avg", bucket="", nranks=1, ring_id=0, placed=None):
     world = _world_of("c_bucket_reducescatter", nranks)
     arrays = [np.asarray(x) for x in xs]
-    layout = Layout([a.shape for a in arrays], nranks)
+    layout = Layout.of(tuple(a.shape for a in arrays), nranks)
     if world.size == 1:
         return comm_shards.gather_part(arrays, layout, 0, arrays[0].dtype)
     dtype = arrays[0].dtype
@@ -366,7 +364,7 @@ register_op("c_bucket_reducescatter", inputs="X*", outputs="Out",
 def _bucket_shard_kernel(xs, nranks=1):
     world = _world_of("c_bucket_shard", nranks)
     arrays = [np.asarray(x) for x in xs]
-    layout = Layout([a.shape for a in arrays], nranks)
+    layout = Layout.of(tuple(a.shape for a in arrays), nranks)
     copy = comm_shards.find_copy(world.node_copies(), arrays, layout) if world.size > 1 else None
     if copy is not None:
         return copy.part(layout)  # the parameters are the node copy's views: its part, no copy
@@ -387,7 +385,7 @@ register_op("c_bucket_shard", inputs="X*", outputs="Out", attrs={"nranks": 1},
 
 def _bucket_allgather_kernel(x, bucket="", shapes=(), nranks=1, sync=True, ring_id=0):
     world = _world_of("c_bucket_allgather", nranks)
-    layout = Layout(shapes, nranks)
+    layout = Layout.of(tuple(tuple(s) for s in shapes), nranks)
     part = np.asarray(x)
     if part.shape != (layout.part,):
         raise ValueError(f"op c_bucket_allgather: X has shape {list(part.shape)}, the shapes {list(map(list, shapes))} "
@@ -467,7 +465,7 @@ def _fused_update(op_type, xs, reduce, bucket, copy, nranks, states, update, pla
     (suffix, arrays), written in place; returns the copies' views, one list per state."""
     world = _world_of(op_type, nranks)
     grads = [np.asarray(x) for x in xs]
-    layout = Layout([g.shape for g in grads], nranks)
+    layout = Layout.of(tuple(g.shape for g in grads), nranks)
     scale = grads[0].dtype.type(1 / world.size) if reduce == "avg" else None
     copies = [(copy + suffix, [np.asarray(a) for a in arrays]) for suffix, arrays in states]
     return comm_shards.update_in_place(world, _shard_key(bucket, layout), grads, layout, scale, copies, update,

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections import namedtuple
 from pathlib import Path
 
 import numpy as np
@@ -144,25 +143,27 @@ CASES = [
 
 
 def check_placed(rank, world):
-    """The kernels' placement hook: gradients written (scaled) into this rank's row beforehand, as
-    placement's producers do, give the same results as gradients copied in by the kernel.
-    Returns the largest difference over the reduce-scatter and the fused SGD."""
-    destination = namedtuple("destination", "array scale")
+    """The kernels' placement hook: gradients written into this rank's row beforehand, where (and
+    as) the op's offer says, as placement's producers do, give the same results as gradients
+    copied in by the kernel. Returns the largest difference over the reduce-scatter and the fused SGD."""
     rng = np.random.default_rng(7 + rank)
     shapes = [(5, 3), (7,), (2, 2)]
     grads = [rng.standard_normal(s).astype("float32") for s in shapes]
-    layout, scale = Layout(shapes, world), np.float32(1 / world)
-    key = ("shard", "placed-check", tuple(layout.shapes))
+    layout = Layout(shapes, world)
     reducescatter = get_op_def("c_bucket_reducescatter").kernel
-    expected = reducescatter(grads, bucket="placed-check", nranks=world)
+    expected = reducescatter(grads, bucket="placed-check", nranks=world)  # makes the bucket: it can offer
+    _, offer = get_op_def("c_bucket_reducescatter").offer(shapes, ["float32"] * len(shapes), bucket="placed-check",
+                                                           nranks=world)
 
     def place():
-        row = get_world().bucket(key, layout.padded, np.dtype("float32")).input
-        placed = []
-        for g, start, size in zip(grads, layout.offsets, layout.sizes):
-            view = row[start:start + size].reshape(g.shape)
-            np.multiply(g, scale, out=view)
-            placed.append(destination(view, scale))
+        row = get_world().bucket(("shard", "placed-check", tuple(layout.shapes)), layout.padded,
+                                 np.dtype("float32")).input
+        placed = offer()
+        for g, destination in zip(grads, placed):
+            if destination.scale is None:
+                np.copyto(destination.array, g)
+            else:
+                np.multiply(g, destination.scale, out=destination.array)
         arrays = [d.array for d in placed]
         if not all(in_place(row, arrays, layout, placed)):
             raise AssertionError("the placed gradients are not recognised in the row")
