@@ -46,6 +46,11 @@ _CORNERS = {
     "hardsigmoid": (lambda x: F.hardsigmoid(x, 1 / 6, 0.5), TF.hardsigmoid, [-3.0, 3.0, 1.0]),
     "clip (torch.clamp)": (lambda x: fg.clip(x, -1.0, 1.0), lambda x: torch.clamp(x, -1.0, 1.0), [-1.0, 1.0, 0.0]),
     "clip min only": (lambda x: fg.clip(x, min=0.0), lambda x: torch.clamp(x, min=0.0), [0.0, -1.0]),
+    "hardshrink": (lambda x: F.hardshrink(x, 0.5), lambda x: TF.hardshrink(x, 0.5), [-0.5, 0.5, 0.0, 1.0, -2.0]),
+    "softshrink": (lambda x: F.softshrink(x, 0.5), lambda x: TF.softshrink(x, 0.5), [-0.5, 0.5, 0.0, 1.0, -2.0]),
+    "thresholded_relu": (lambda x: F.thresholded_relu(x, 1.0, 0.25), lambda x: TF.threshold(x, 1.0, 0.25),
+                         [1.0, 0.0, 2.0]),
+    "tanhshrink": (F.tanhshrink, TF.tanhshrink, [0.0, 1.5]),
     "softplus at its threshold": (lambda x: F.softplus(x, 2.0, 5.0), lambda x: TF.softplus(x, 2.0, 5.0), [2.5, 3.0]),
     "abs": (fg.abs, torch.abs, [0.0, -2.0]),
     "l1_loss": (lambda x: F.l1_loss(x, fg.zeros_like(x), "sum"),
@@ -153,3 +158,17 @@ def test_kl_div_batchmean_divides_by_the_batch_in_both_modes(shape):
     static = fg.Executor().run(main, feed={"x": p, "t": q}, fetch_list=[loss])[0]
     np.testing.assert_allclose(eager, expected, rtol=1e-12)
     np.testing.assert_allclose(static, expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["hardshrink", "softshrink", "thresholded_relu", "tanhshrink"])
+def test_shrink_activations_match_torch_away_from_their_corners(name):
+    ours, theirs, _ = _CORNERS[name]
+    x0 = np.random.default_rng(5).uniform(-3, 3, (4, 5))
+    np.testing.assert_allclose(ours(fg.to_tensor(x0)).numpy(), theirs(torch.tensor(x0)).numpy(), rtol=1e-12)
+    np.testing.assert_allclose(_eager_grad(ours, x0), _torch_grad(theirs, x0), rtol=1e-12)
+
+
+@pytest.mark.parametrize("fn", [F.hardshrink, F.softshrink])
+def test_shrink_refuses_a_negative_threshold(fn):
+    with pytest.raises(ValueError, match="threshold"):
+        fn(fg.to_tensor(np.ones(3)), -0.5)

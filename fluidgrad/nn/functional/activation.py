@@ -11,13 +11,14 @@ from typing import Any
 
 from ...dispatch import apply_op
 from ...functions import abs as _abs
-from ...functions import divide, multiply, reshape, scale, sigmoid, split
+from ...functions import add, cast, divide, greater_than, multiply, reshape, scale, sigmoid, split, subtract, tanh
 
 __all__ = [
     'celu',
     'elu',
     'gelu',
     'glu',
+    'hardshrink',
     'hardsigmoid',
     'hardswish',
     'hardtanh',
@@ -31,8 +32,11 @@ __all__ = [
     'silu',
     'softmax',
     'softplus',
+    'softshrink',
     'softsign',
     'swish',
+    'tanhshrink',
+    'thresholded_relu',
 ]
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -129,6 +133,36 @@ def hardtanh(x: Any, min: float = -1.0, max: float = 1.0, name: str | None = Non
 def relu6(x: Any, name: str | None = None) -> Any:
     """clip(x, 0, 6)."""
     return hardtanh(x, 0.0, 6.0)
+
+
+def _check_threshold(fn: str, threshold: float) -> float:
+    if not threshold >= 0:
+        raise ValueError(f"{fn}: threshold must be non-negative, got {threshold}")
+    return float(threshold)
+
+
+def hardshrink(x: Any, threshold: float = 0.5, name: str | None = None) -> Any:
+    """x where |x| > threshold, else 0; slope 0 at +-threshold (as PyTorch)."""
+    threshold = _check_threshold("hardshrink", threshold)
+    return multiply(x, cast(greater_than(_abs(x), threshold), x.dtype))
+
+
+def softshrink(x: Any, threshold: float = 0.5, name: str | None = None) -> Any:
+    """x - threshold above threshold, x + threshold below -threshold, else 0: x - clip(x, -t, t),
+    whose slope at +-threshold is 0 (as PyTorch)."""
+    threshold = _check_threshold("softshrink", threshold)
+    return subtract(x, apply_op("clip", {"X": x}, {"min": -threshold, "max": threshold}))
+
+
+def thresholded_relu(x: Any, threshold: float = 1.0, value: float = 0.0, name: str | None = None) -> Any:
+    """x where x > threshold, else `value` (PyTorch's threshold); slope 0 at the threshold."""
+    above = cast(greater_than(x, float(threshold)), x.dtype)
+    return add(multiply(x, above), scale(above, -float(value), float(value)))
+
+
+def tanhshrink(x: Any, name: str | None = None) -> Any:
+    """x - tanh(x)."""
+    return subtract(x, tanh(x))
 
 
 def prelu(x: Any, weight: Any, data_format: str = "NCHW", name: str | None = None) -> Any:
