@@ -22,7 +22,9 @@ model (bench_dist's steppers, one BLAS thread):
    slowed the work itself. "small": the same model at sizes 16-16-16-10 and batch 4, where the
    framework's Python work is nearly the whole step; its ratio is how much a peer slows the
    interpreter's part of a step (after the big step's arrays have pushed the interpreter's
-   code and objects out of the 1 MB L2, it refetches them from the shared L3).
+   code and objects out of the 1 MB L2, it refetches them from the shared L3). "NumPy": the
+   step in plain NumPy, its SGD update after the backward pass (eager's order) or inside it
+   right after each weight's gradient (static's order).
 """
 from __future__ import annotations
 
@@ -94,12 +96,59 @@ def static_whole(sizes: tuple[int, ...], batch: int) -> Callable[[], tuple[float
     return step
 
 
+def numpy_step(update_inside: bool) -> Callable[[], tuple[float, ...]]:
+    """The same MLP step written in plain NumPy (no framework), its SGD update either after the
+    backward pass (as eager's `opt.step()` runs it: every gradient and weight read again from the
+    shared L3) or inside it, right after each weight's gradient, while it is still in cache
+    (as static mode's plan runs it: the optimizer ops move up to their gradients)."""
+    rng = np.random.default_rng(0)
+    sizes = bench_dist.SIZES
+    weights = [rng.standard_normal((a, b), dtype=np.float32) * 0.05 for a, b in zip(sizes[:-1], sizes[1:])]
+    biases = [np.zeros(b, np.float32) for b in sizes[1:]]
+    x = rng.standard_normal((bench_dist.BATCH, sizes[0]), dtype=np.float32)
+    rows, labels = np.arange(bench_dist.BATCH), rng.integers(0, sizes[-1], bench_dist.BATCH)
+    rate = np.float32(-bench_dist.LR)
+    clock = time.thread_time
+
+    def update(i: int, dw: np.ndarray, db: np.ndarray) -> None:
+        weights[i] += dw * rate
+        biases[i] += db * rate
+
+    def step() -> tuple[float, ...]:
+        t0 = clock()
+        acts, h = [x], x
+        for i, (w, b) in enumerate(zip(weights, biases)):
+            h = np.add(h @ w, b)
+            if i < len(weights) - 1:
+                h = np.maximum(h, 0)
+                acts.append(h)
+        p = np.exp(h - h.max(1, keepdims=True))
+        d = p / p.sum(1, keepdims=True)
+        d[rows, labels] -= 1
+        d /= len(rows)
+        later = []
+        for i in reversed(range(len(weights))):
+            dw, db = acts[i].T @ d, d.sum(0)
+            if i:
+                d = (d @ weights[i].T) * (acts[i] > 0)
+            if update_inside:
+                update(i, dw, db)
+            else:
+                later.append((i, dw, db))
+        for args in later:
+            update(*args)
+        return np.nan, np.nan, np.nan, clock() - t0
+    return step
+
+
 BIG, SMALL = (bench_dist.SIZES, bench_dist.BATCH), ((16, 16, 16, 10), 4)
 KINDS: dict[str, Callable[[], Callable[[], tuple[float, ...]]]] = {
     "eager": lambda: eager_parts(*BIG),
     "static": lambda: static_whole(*BIG),
     "eager, small": lambda: eager_parts(*SMALL),
     "static, small": lambda: static_whole(*SMALL),
+    "NumPy, update after backward": lambda: numpy_step(False),
+    "NumPy, update inside backward": lambda: numpy_step(True),
 }
 
 
