@@ -7,8 +7,12 @@ array, list or tensor a `gather`; a boolean mask `gather_nd` of `nonzero`; sever
 up, one `gather_nd`. An integer out of range raises IndexError naming the index, the axis and
 the size (at build time when the size is known, else when the op runs). Assignment is a
 `set_value` op, or for masks and index arrays PyTorch's index_put (`where` for one value,
-else `scatter_nd`): eager Tensors take the result in place (as in PyTorch); a Variable handle
-moves to the new value (ops appended later read it).
+`scatter` for rows, else `scatter_nd` into the region the slices and integers select, its
+indexed axes moved first): any mix of arrays, masks, integers, slices, None and `...`, the
+value broadcast as NumPy places x[item]'s axes, cast to x's dtype (a float into an integer
+tensor truncates toward zero), leading axes of size 1 dropped. With a repeated index the last
+write wins. Eager Tensors take the result in place (as in PyTorch); a Variable handle moves to
+the new value (ops appended later read it).
 """
 from __future__ import annotations
 
@@ -128,13 +132,16 @@ class _Plan:
         self.runtime_ints: list[tuple[int, int]] = []  # (axis, index) on axes of unknown size
         self.arrays: list[tuple[int, Any]] = []  # (first axis, index array or mask), in axis order
         self.new_axes: list[int] = []        # output positions of None
+        self.new_axes_first: list[int] = []  # the same when the index arrays' axes go first
         self.advanced_positions: list[int] = []  # item positions of integers and the arrays
         array_rank = _broadcast_rank(items)  # the axes the arrays' paired-up result takes
-        out_pos, axis = 0, 0
+        out_pos, axis, basic_out = 0, 0, 0  # basic_out: output axes of slices and None so far
         for pos, it in enumerate(items):
             if it is None:
                 self.new_axes.append(out_pos)
+                self.new_axes_first.append(array_rank + basic_out)
                 out_pos += 1
+                basic_out += 1
                 continue
             if isinstance(it, (bool, np.bool_)):
                 raise TypeError("indexing with a Python bool is not supported; use a boolean tensor mask")
@@ -154,6 +161,7 @@ class _Plan:
                 if (start, stop, step) != (0, _BIG, 1):
                     self._add_slice(axis, start, stop, step)
                 out_pos += 1
+                basic_out += 1
             elif _is_array_index(it):
                 rank = _mask_rank(it)
                 if _is_mask(it):
@@ -177,6 +185,10 @@ class _Plan:
         """NumPy's rule: an integer array with integers not next to it puts the array's axes first."""
         p = self.advanced_positions
         return bool(self.arrays) and len(p) > 1 and p[-1] - p[0] != len(p) - 1
+
+    def new_axis_positions(self) -> list[int]:
+        """Where None's axes of size 1 go in the output."""
+        return self.new_axes_first if self.advanced_first() else self.new_axes
 
     def single_array(self) -> bool:
         """One integer array or one 1-D mask: a plain `gather` along its axis."""
@@ -242,12 +254,14 @@ def _mask_columns(mask: Any, x: Any, axis: int) -> tuple[list, list[int]]:
     return columns, list(range(axis, axis + rank))
 
 
-def _paired_index(plan: _Plan, x: Any) -> tuple[Any, list[int]]:
+def _paired_index(plan: _Plan, x: Any, with_runtime_ints: bool = False) -> tuple[Any, list[int]]:
     """NumPy's advanced indexing: every array (a mask gives one per axis it covers) broadcast
     together and stacked on a last axis, the `Index` of one gather_nd / scatter_nd; and the
-    input axes its columns address."""
+    input axes its columns address. `with_runtime_ints`: integers on axes of unknown size join
+    as 0-D arrays (the op checks their range when it runs)."""
     columns, axes = [], []
-    for axis, item in plan.arrays:
+    items = list(plan.arrays) + ([(a, np.int64(i)) for a, i in plan.runtime_ints] if with_runtime_ints else [])
+    for axis, item in sorted(items, key=lambda pair: pair[0]):
         if _is_mask(item):
             cols, cover = _mask_columns(item, x, axis)
         else:
@@ -303,9 +317,7 @@ def getitem(x: Any, item: Any) -> Any:
     elif plan.arrays:
         out = _gather_paired(out, x, plan, kept)
     if plan.new_axes:
-        if plan.advanced_first():
-            raise NotImplementedError("None together with integers apart from an index array is not supported")
-        out = apply_op("unsqueeze", {"X": out}, {"axes": plan.new_axes})
+        out = apply_op("unsqueeze", {"X": out}, {"axes": plan.new_axis_positions()})
     if out is x:  # x[:] or x[...]: a new value, as NumPy gives a new view
         out = apply_op("assign", {"X": x})
     return out
@@ -328,22 +340,90 @@ def _gather_paired(out: Any, x: Any, plan: _Plan, kept: list[int]) -> Any:
     return out
 
 
-def _set_value(x: Any, item: Any, value: Any) -> Any:
-    """The op computing x with x[item] = value (a new Tensor or Variable)."""
-    if _is_bool(item) and _is_one_value(value):
+def _set_value(x: Any, item: Any, value: Any, accumulate: bool = False) -> Any:
+    """The op computing x with x[item] = value (a new Tensor or Variable); with `accumulate`, the
+    value is added instead (PyTorch's index_put(accumulate=True): a repeated index adds each time)."""
+    if not accumulate and _is_bool(item) and _is_one_value(value):
         return _set_masked_to_one_value(x, item, value)
     plan = _Plan(tuple(x.shape), item)
-    if plan.arrays:
-        if _is_row_index(plan):
+    if plan.arrays or plan.runtime_ints:
+        if not accumulate and _is_row_index(plan):
             return _set_rows(x, plan, value)
-        return _set_paired(x, plan, value)
-    if plan.runtime_ints:
-        raise NotImplementedError("assignment through an integer on an axis of unknown size (-1) is not "
-                                  "supported; use fluidgrad.scatter / put_along_axis / scatter_nd_add")
+        return _scatter_into(x, plan, value, "add" if accumulate else "assign")
+    if accumulate:
+        value = apply_op("elementwise_add", {"X": getitem(x, item), "Y": _cast_to(constant(value, x), x.dtype)})
     value = _cast_to(constant(value, x), x.dtype)
+    if plan.new_axes and len(value.shape):   # value broadcasts against x[item], None's axes included
+        target = getitem(x, item)
+        value = _strip_leading_ones(value, len(target.shape))
+        _check_broadcast(value, target)
+        value = apply_op("squeeze", {"X": apply_op("expand_as", {"X": value, "Target": target})},
+                         {"axes": plan.new_axes})
+    value = _strip_leading_ones(value, len(x.shape) - len(plan.drop))
     return apply_op("set_value", {"X": x, "Value": value},
                     {"axes": plan.axes, "starts": plan.starts, "ends": plan.ends,
                      "strides": None if set(plan.strides) <= {1} else plan.strides, "decrease_axes": plan.drop})
+
+
+def _strip_leading_ones(value: Any, rank: int) -> Any:
+    """PyTorch's and NumPy's leniency: a value with more axes than the places it fills may drop
+    leading axes of size 1 (x[0] = ones(1, 4))."""
+    extra = len(value.shape) - rank
+    leading = list(value.shape[:builtins.max(extra, 0)])
+    if extra <= 0 or any(d != 1 for d in leading):
+        return value
+    return apply_op("squeeze", {"X": value}, {"axes": list(range(extra))})
+
+
+def _scatter_into(x: Any, plan: _Plan, value: Any, reduce: str) -> Any:
+    """x[item] = value (or += with reduce="add") for any mix of index arrays, masks, integers,
+    slices, None and `...`: the basic part (slices, integers) selects a region, whose indexed
+    axes move first for one `scatter_nd` with the paired-up index; the region moves back and a
+    `set_value` writes it into x. Every step is an ordinary differentiable op."""
+    region = x
+    if plan.axes:
+        region = apply_op("slice", {"X": region}, {"axes": plan.axes, "starts": plan.starts, "ends": plan.ends,
+                                                   "strides": None if set(plan.strides) == {1} else plan.strides})
+    if plan.drop:
+        region = apply_op("squeeze", {"X": region}, {"axes": plan.drop})
+    kept = [a for a in range(len(x.shape)) if a not in plan.drop]
+    index, axes = _paired_index(plan, x, with_runtime_ints=True)
+    positions = [kept.index(a) for a in axes]
+    perm = positions + [p for p in range(len(kept)) if p not in positions]
+    moved = _transpose(region, perm)
+    places = apply_op("gather_nd", {"X": moved, "Index": index})   # read for its shape only
+    updates = _updates(value, x, places, plan, len(index.shape) - 1, positions[0])
+    written = apply_op("scatter_nd", {"X": moved, "Index": index, "Updates": updates}, {"reduce": reduce})
+    written = _transpose(written, list(np.argsort(perm)))
+    if not plan.axes:
+        return written
+    return apply_op("set_value", {"X": x, "Value": written},
+                    {"axes": plan.axes, "starts": plan.starts, "ends": plan.ends,
+                     "strides": None if set(plan.strides) <= {1} else plan.strides, "decrease_axes": plan.drop})
+
+
+def _transpose(x: Any, perm: list[int]) -> Any:
+    return x if perm == list(range(len(perm))) else apply_op("transpose", {"X": x}, {"perm": [int(p) for p in perm]})
+
+
+def _updates(value: Any, x: Any, places: Any, plan: _Plan, n: int, first: int) -> Any:
+    """value broadcast to the places scatter_nd writes (the n paired-up index axes, then the
+    other axes in order). Value broadcasts against x[item]'s shape, NumPy's layout: the index
+    axes stay where the advanced indices were when those are adjacent, else go first, and None
+    adds axes of size 1."""
+    value = _cast_to(constant(value, x), x.dtype)
+    to_layout = list(range(len(places.shape)))
+    if first and not plan.advanced_first():
+        to_layout = list(range(n, n + first)) + list(range(n)) + list(range(n + first, len(places.shape)))
+    target = _transpose(places, to_layout)
+    if plan.new_axes:
+        target = apply_op("unsqueeze", {"X": target}, {"axes": plan.new_axis_positions()})
+    value = _strip_leading_ones(value, len(target.shape))
+    _check_broadcast(value, target)
+    updates = apply_op("expand_as", {"X": value, "Target": target})
+    if plan.new_axes:
+        updates = apply_op("squeeze", {"X": updates}, {"axes": plan.new_axis_positions()})
+    return _transpose(updates, list(np.argsort(to_layout)))
 
 
 def _is_one_value(value: Any) -> bool:
@@ -373,24 +453,6 @@ def _is_row_index(plan: _Plan) -> bool:
     if axis != 0 or _is_mask(index):
         return False
     return (len(index.shape) if _is_value(index) else np.ndim(index)) == 1
-
-
-def _set_paired(x: Any, plan: _Plan, value: Any) -> Any:
-    """x[arrays...] = value with the index arrays / masks on the leading axes, full slices after:
-    `scatter_nd`, PyTorch's index_put (value broadcast to x[arrays...]'s shape; with a repeated
-    index the last write wins, each copy of value getting the gradient of its place)."""
-    index, axes = _paired_index(plan, x)
-    leading = axes == list(range(len(axes))) and plan.advanced_positions == list(range(len(plan.arrays)))
-    if not leading or plan.axes or plan.drop or plan.runtime_ints or plan.new_axes:
-        raise NotImplementedError("assignment through index arrays is supported for x[index] = v with "
-                                  "one 1-D index array alone (rows of axis 0), a mask, or index arrays / masks "
-                                  "on the leading axes followed by full slices; for other patterns use "
-                                  "fluidgrad.scatter / put_along_axis / scatter_nd_add")
-    value = _cast_to(constant(value, x), x.dtype)
-    places = apply_op("gather_nd", {"X": x, "Index": index})   # read for its shape only
-    _check_broadcast(value, places)
-    updates = apply_op("expand_as", {"X": value, "Target": places})
-    return apply_op("scatter_nd", {"X": x, "Index": index, "Updates": updates}, {"reduce": "assign"})
 
 
 def _check_broadcast(value: Any, target: Any) -> None:
@@ -433,6 +495,19 @@ def setitem(x: Any, item: Any, value: Any) -> None:
         _setitem_variable(x, item, value)
     else:
         raise TypeError(f"setitem: expected a Tensor or Variable, got {type(x).__name__}")
+
+
+def index_put(x: Any, indices: Any, value: Any, accumulate: bool = False) -> Any:
+    """A new value: x with x[indices] = value (PyTorch's and Paddle's index_put); with
+    `accumulate` the value is added, a repeated index adding once per occurrence. `indices` is a
+    tuple of integer or boolean index arrays (Tensors, Variables, lists or NumPy arrays)."""
+    item = tuple(indices) if isinstance(indices, (tuple, list)) and not _is_index_list(indices) else (indices,)
+    return _set_value(x, item, value, accumulate)
+
+
+def _is_index_list(indices: Any) -> bool:
+    """A list of numbers (one index array) rather than a list of index arrays."""
+    return isinstance(indices, list) and builtins.all(isinstance(i, (int, bool, np.integer, np.bool_)) for i in indices)
 
 
 def _setitem_tensor(x: Tensor, item: Any, value: Any) -> None:

@@ -6,6 +6,13 @@ position in the structure, and the structure itself, with the plain values, is J
 file's metadata. Loading gives back the same structure: Tensors as Tensors (with their
 `stop_gradient`), arrays as arrays. The file is written atomically (temp file, fsync, rename),
 so a crash mid-save leaves the previous checkpoint whole.
+
+Shapes are kept exactly: a 0-D value is stored with shape [] and a [1] one with shape [1]. The
+file's `format` metadata says which rule wrote it: "fluidgrad.state/2" (now) keeps 0-D values
+0-D; "fluidgrad.state/1" files, written before, stored 0-D values as [1], so in them a [1]
+array is either. `load` gives a format-1 file's arrays as stored, in dicts marked
+`zero_d_as_shape_1`; `Layer.set_state_dict` and `Optimizer.set_state_dict` then take a [1]
+value into a 0-D parameter or accumulator (and nowhere else do they change a shape).
 """
 from __future__ import annotations
 
@@ -24,12 +31,18 @@ from .io import atomic_write, c_ordered
 
 __all__ = ["save", "load", "CheckpointError"]
 
-_FORMAT = "fluidgrad.state/1"
+_FORMAT = "fluidgrad.state/2"
+_FORMAT_ZERO_D_AS_1 = "fluidgrad.state/1"   # before 0-D values were kept 0-D: they are [1] in it
 _STRUCTURE_KEY = "fluidgrad.structure"
 
 
 class CheckpointError(FluidgradError, ValueError):
     """A state file that cannot be read, or an object that cannot be saved."""
+
+
+class Format1Dict(dict):
+    """A dict read from a format-1 file: its [1] arrays may be 0-D values saved as [1]."""
+    zero_d_as_shape_1 = True
 
 
 def save(obj: Any, path: str | os.PathLike) -> None:
@@ -48,7 +61,7 @@ def load(path: str | os.PathLike) -> Any:
     try:
         with safetensors.safe_open(str(path), framework="numpy") as handle:
             metadata = handle.metadata() or {}
-            if metadata.get("format") != _FORMAT:
+            if metadata.get("format") not in (_FORMAT, _FORMAT_ZERO_D_AS_1):
                 raise CheckpointError(f"load: {path} is a safetensors file but not one written by "
                                       f"fluidgrad.save (format {metadata.get('format')!r})")
             arrays = {key: handle.get_tensor(key) for key in handle.keys()}
@@ -56,7 +69,8 @@ def load(path: str | os.PathLike) -> Any:
         raise
     except Exception as exc:  # safetensors' own errors: not safetensors, truncated, bad header
         raise CheckpointError(f"load: {path} is not a readable fluidgrad state file ({exc})") from None
-    return _decode(json.loads(metadata[_STRUCTURE_KEY]), arrays, path)
+    dict_type = Format1Dict if metadata["format"] == _FORMAT_ZERO_D_AS_1 else dict
+    return _decode(json.loads(metadata[_STRUCTURE_KEY]), arrays, path, dict_type)
 
 
 def _encode(obj: Any, arrays: dict[str, np.ndarray], where: str) -> Any:
@@ -87,7 +101,7 @@ def _encode(obj: Any, arrays: dict[str, np.ndarray], where: str) -> Any:
                           f"arrays, numbers, strings, None, and dicts and lists of those")
 
 
-def _decode(node: Any, arrays: dict[str, np.ndarray], path: Path) -> Any:
+def _decode(node: Any, arrays: dict[str, np.ndarray], path: Path, dict_type: type = dict) -> Any:
     if not isinstance(node, dict) or len(node) not in (1, 2):
         raise CheckpointError(f"load: {path} has a damaged structure entry {node!r}")
     if "tensor" in node:
@@ -97,11 +111,11 @@ def _decode(node: Any, arrays: dict[str, np.ndarray], path: Path) -> Any:
     if "value" in node:
         return node["value"]
     if "dict" in node:
-        return {key: _decode(value, arrays, path) for key, value in node["dict"]}
+        return dict_type((key, _decode(value, arrays, path, dict_type)) for key, value in node["dict"])
     if "list" in node:
-        return [_decode(value, arrays, path) for value in node["list"]]
+        return [_decode(value, arrays, path, dict_type) for value in node["list"]]
     if "tuple" in node:
-        return tuple(_decode(value, arrays, path) for value in node["tuple"])
+        return tuple(_decode(value, arrays, path, dict_type) for value in node["tuple"])
     raise CheckpointError(f"load: {path} has a damaged structure entry {node!r}")
 
 

@@ -130,5 +130,6 @@ def test_setitem_refuses_a_value_of_the_wrong_size():
     with pytest.raises(ValueError, match=r"value of shape \[2\] cannot be broadcast to the indexed places of "
                                          r"shape \[3, 5\]"):
         y[I2, J2] = np.ones(2)
-    with pytest.raises(NotImplementedError, match="leading axes"):
-        y[:, I2] = 1.0
+    with pytest.raises(ValueError, match=r"value of shape \[2\] cannot be broadcast to the indexed places of "
+                                         r"shape \[3, 3, 5\]"):
+        y[:, I2] = np.ones(2)

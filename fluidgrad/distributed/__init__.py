@@ -19,8 +19,10 @@ from .collective import (
 )
 from .data import DistributedBatchSampler, shard
 from .data_parallel import DataParallel
+from .eager_sharding import ShardedOptimizer, ZeroRedundancyOptimizer, group_sharded_parallel
 from .optimizer import DistributedOptimizer
 
 __all__ = ["CollectiveMismatchError", "DataParallel", "DistributedBatchSampler", "DistributedOptimizer",
-           "RankFailedError", "all_gather", "all_reduce", "barrier", "broadcast", "get_rank", "get_world_size",
-           "init_parallel_env", "load", "load_state_dict", "reduce_scatter", "save", "save_state_dict", "shard"]
+           "RankFailedError", "ShardedOptimizer", "ZeroRedundancyOptimizer", "all_gather", "all_reduce", "barrier",
+           "broadcast", "get_rank", "get_world_size", "group_sharded_parallel", "init_parallel_env", "load",
+           "load_state_dict", "reduce_scatter", "save", "save_state_dict", "shard"]

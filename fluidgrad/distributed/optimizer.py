@@ -3,6 +3,9 @@
 `DistributedOptimizer(opt).minimize(loss)` = `append_backward(loss)`, then, for each bucket
 of gradients, one `c_bucket_allreduce` (pack into a buffer kept between steps, one collective,
 the gradient variables rewritten in place), then `opt`'s own clipping, decay and update ops.
+SGD, Momentum and Adam / AdamW without clipping (L2 decay allowed) get one fused op per bucket
+instead (`c_bucket_sgd` / `c_bucket_momentum` / `c_bucket_adam`, shard=False): the sum over
+ranks and the update in one pass, every rank updating every parameter (sharding.py).
 Clipping therefore sees the averaged gradient: a global norm is the global one. The startup
 program ends with a `c_broadcast` from rank 0 of every parameter, so all ranks start equal.
 Before anything is appended, the ranks compare what they built (op types, parameter names,
@@ -29,7 +32,8 @@ from ..framework import (
 from ..ops.comm import CollectiveMismatchError, get_world
 from ..optimizer import Optimizer
 from .buckets import plan_buckets
-from .sharding import append_sharded_update, fall_back, sharding_unsupported
+from .eager_sharding import ShardedOptimizer, eager_parameters
+from .sharding import append_fused_allreduce_update, append_sharded_update, fall_back, sharding_unsupported
 
 ParamsGrads = list[tuple[Variable, Variable]]
 MB = 1 << 20
@@ -50,13 +54,22 @@ class DistributedOptimizer:
                                    else None)
         # ZeRO stage 1: each rank sums and updates 1/p of every bucket (sharding.py)
         self.sharding = bool(sharding)
+        # an eager optimizer (given parameters=): step() runs its update sharded (eager_sharding.py)
+        self._eager = (ShardedOptimizer(optimizer, bucket_size_mb, first_bucket_size_mb)
+                       if self.sharding and eager_parameters(optimizer) is not None else None)
 
     def __getattr__(self, name: str) -> Any:  # lr_var, set_lr, state_dict, ...: the wrapped optimizer's
         return getattr(self.__dict__["inner"], name)
 
+    def step(self) -> None:
+        """Eager mode: the wrapped optimizer's step, sharded with sharding=True."""
+        (self._eager or self.inner).step()
+
     def minimize(self, loss: Variable, startup_program: Program | None = None,
                  parameter_list: Sequence[Any] | None = None, no_grad_set: Any = None,
                  parameters: Sequence[Any] | None = None) -> tuple[list[Operator], ParamsGrads]:
+        if self._eager is not None:
+            return self._eager.minimize(loss)
         if not isinstance(loss, Variable):
             raise TypeError("DistributedOptimizer.minimize builds a Program: loss must be a Variable; "
                             "in eager mode wrap the model in fluidgrad.DataParallel instead")
@@ -71,8 +84,12 @@ class DistributedOptimizer:
                 return append_sharded_update(self.inner, block, startup, pairs, self.bucket_bytes,
                                              self.first_bucket_bytes), params_grads
             fall_back(reason)
-        append_gradient_allreduce(block, pairs, self.bucket_bytes, self.first_bucket_bytes)
         append_parameter_broadcast(startup, [p for p, _ in pairs])
+        fused = append_fused_allreduce_update(self.inner, block, startup, pairs, self.bucket_bytes,
+                                              self.first_bucket_bytes) if pairs else None
+        if fused is not None:
+            return fused, params_grads
+        append_gradient_allreduce(block, pairs, self.bucket_bytes, self.first_bucket_bytes)
         return self.inner.apply_gradients(params_grads, startup), params_grads
 
 

@@ -208,18 +208,24 @@ class Layer:
     def set_state_dict(self, state_dict: dict[str, Any], use_structured_name: bool = True) -> tuple[list, list]:
         """Copy values (Tensors or arrays) into the parameters and buffers of the same names.
 
-        Shapes must match (error naming the entry); returns (missing_keys, unexpected_keys).
+        Shapes must match (error naming the entry), except that a [1] value fills a 0-D
+        parameter when the dict was read from a fluidgrad.save file of format 1 (those stored
+        0-D values as [1]); returns (missing_keys, unexpected_keys).
         """
         own = self.state_dict()
+        legacy = getattr(state_dict, "zero_d_as_shape_1", False)
+        arrays = {}
         for name, value in state_dict.items():
-            if name in own:
-                array = np.asarray(value.data if isinstance(value, Tensor) else value)
+            if name in own:  # a copy: two layers loaded from one dict must not share arrays
+                array = np.array(value.data if isinstance(value, Tensor) else value)
+                if legacy and array.shape == (1,) and tuple(own[name].shape) == ():
+                    array = array.reshape(())
                 if tuple(array.shape) != tuple(own[name].shape):
                     raise ValueError(f"set_state_dict: {name} has shape {list(own[name].shape)} in "
                                      f"{type(self).__name__}, the state dict gives {list(array.shape)}")
-        for name, value in state_dict.items():
-            if name in own:  # a copy: two layers loaded from one dict must not share arrays
-                own[name].set_value(np.array(value.data if isinstance(value, Tensor) else value))
+                arrays[name] = array
+        for name, array in arrays.items():
+            own[name].set_value(array)
         missing = [n for n in own if n not in state_dict]
         unexpected = [n for n in state_dict if n not in own]
         return missing, unexpected

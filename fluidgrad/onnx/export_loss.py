@@ -1,7 +1,8 @@
 """Exporters of the cross-entropy ops: softmax_with_cross_entropy (hard labels: ONNX's
-SoftmaxCrossEntropyLoss with its ignore_index; soft labels: LogSoftmax and a sum), and
-counted_mean (cross_entropy's mean over the labels not ignored). export_table.py imports this
-module, which adds them to the one table.
+SoftmaxCrossEntropyLoss with its ignore_index; soft labels: LogSoftmax and a sum), cross_entropy
+on probabilities (`cross_entropy(use_softmax=False)`: Log and a sum, or GatherElements of the
+labels), and counted_mean (cross_entropy's mean over the labels not ignored). export_table.py
+imports this module, which adds them to the one table.
 
 SoftmaxCrossEntropyLoss wants the classes on axis 1 and labels without a class axis; fluidgrad's
 op takes the classes on any axis and labels with a size-1 class axis or without it, and its Loss
@@ -47,6 +48,27 @@ def _softmax_with_cross_entropy(c):
                   reduction="none", ignore_index=int(c.attr("ignore_index")))
     c.node("Unsqueeze", [loss, _i64(c, [axis])], [c.out("Loss")])
     c.node("Softmax", [c.x("Logits")], [c.out("Softmax")], axis=axis)
+
+
+@exporter("cross_entropy")
+def _cross_entropy(c):
+    """Probabilities X (classes on the last axis): -sum(Label * log X) for soft labels, else
+    -log X[Label] along the last axis, 0 where Label equals ignore_index. No NegativeLogLikelihoodLoss:
+    it wants the classes on axis 1 and a batch axis; GatherElements takes X as it is."""
+    rank, x = len(c.shape_in("X")), c.x("X")
+    last = rank - 1
+    if c.attr("soft_label"):
+        total = c.node("ReduceSum", [c.node("Mul", [c.x("Label"), c.node("Log", [x])]), _i64(c, [last])], keepdims=1)
+        c.node("Neg", [total], [c.out("Y")])
+        return
+    label = c.x("Label")
+    if len(c.shape_in("Label")) == rank - 1:
+        label = c.node("Unsqueeze", [label, _i64(c, [last])])
+    label = label if c.dtype_in("Label") == "int64" else c.cast(label, "int64")
+    ignored = c.node("Equal", [label, _i64(c, int(c.attr("ignore_index")))])
+    safe = c.node("Where", [ignored, _i64(c, 0), label])   # an ignored label may lie outside [0, C)
+    loss = c.node("Neg", [c.node("Log", [c.node("GatherElements", [x, safe], axis=last)])])
+    c.node("Where", [ignored, c.const(np.zeros((), c.dtype_in("X"))), loss], [c.out("Y")])
 
 
 @exporter("counted_mean")

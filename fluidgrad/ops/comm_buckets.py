@@ -1,9 +1,11 @@
 """Flat gradient buckets and their all-reduce: through MPI's `Iallreduce`, or through memory
 every rank on the node maps (an MPI-3 shared window).
 
-A bucket is packed by the caller into `bucket.input`; `bucket.start()` begins the sum over
-ranks and returns a request: `wait()` gives the summed flat array, `wait_arrays(pieces)` the
-summed tensors at `pieces` (offset, shape), `test()` advances it.
+A bucket is packed by the caller into `bucket.input`; `bucket.start(what, scale)` begins the
+sum over ranks and returns a request: `wait()` gives the summed flat array, `wait_arrays(pieces)`
+the summed tensors at `pieces` (offset, shape), times `scale` when given (an average's 1/p,
+applied in the pass that sums, so the rows hold plain gradients and nobody makes a pass just to
+scale them), `test()` advances it.
 
 Why two paths. MPICH's intra-node all-reduce of a large buffer is CPU work on every rank
 (single-copy reads of the peer's memory through the kernel, then the reduction, in two
@@ -24,8 +26,33 @@ from typing import Any
 
 import numpy as np
 
+from . import accel
+
 # where each tensor of a bucket lies in the flat buffer: (first element, shape)
 Pieces = Sequence[tuple[int, tuple[int, ...]]]
+
+
+@accel.jit
+def _add_scaled_loop(a, b, scale, out):
+    for k in range(out.size):
+        out[k] = (a[k] + b[k]) * scale
+
+
+def add_scaled(a: np.ndarray, b: np.ndarray, scale: Any, out: np.ndarray | None = None) -> np.ndarray:
+    """(a + b) * scale (scale None: a + b), 1-D, into `out` (new if None): one pass when compiled."""
+    if out is None:
+        out = np.empty_like(a)
+    if scale is None:
+        return np.add(a, b, out=out)
+    if accel.enabled() and accel.takes(a, b, out):
+        _add_scaled_loop(a, b, out.dtype.type(scale), out)
+        return out
+    np.add(a, b, out=out)
+    return np.multiply(out, scale, out=out)
+
+
+def _address(array: np.ndarray) -> int:
+    return array.__array_interface__["data"][0]
 
 
 def split(flat: np.ndarray, pieces: Pieces, copy: bool) -> list[np.ndarray]:
@@ -51,20 +78,26 @@ class PrivateBucket:
     def __init__(self, world: Any, size: int, dtype: np.dtype) -> None:
         self.world = world
         self.input = self.result = np.empty(size, dtype)
+        self.input_address = _address(self.input)
 
-    def start(self, what: str = "bucket all_reduce") -> PrivateReduce:
-        return PrivateReduce(self.world.start_all_reduce(self.input, "sum"))
+    def start(self, what: str = "bucket all_reduce", scale: Any = None) -> PrivateReduce:
+        return PrivateReduce(self.world.start_all_reduce(self.input, "sum"), scale)
 
 
 class PrivateReduce:
-    def __init__(self, pending: Any) -> None:
-        self.pending = pending
+    def __init__(self, pending: Any, scale: Any = None) -> None:
+        self.pending, self.scale, self.result = pending, scale, None
 
     def test(self) -> bool:
         return self.pending.test()
 
     def wait(self) -> np.ndarray:
-        return self.pending.wait()
+        """The sum over ranks (times the scale), in the bucket's buffer."""
+        if self.result is None:
+            self.result = self.pending.wait()
+            if self.scale is not None:
+                np.multiply(self.result, self.scale, out=self.result)
+        return self.result
 
     def wait_arrays(self, pieces: Pieces, copy: bool = False, into: Any = None) -> list[np.ndarray]:
         """The summed tensors: read-only views of the bucket (`copy`: copies); `into` is unused."""
@@ -110,6 +143,7 @@ class SharedBucket:
         self.result = None if self.pair else flat[p * size:]
         self.slice = slice(r * size // p, (r + 1) * size // p)
         self.turn = 0  # the set of rows the next reduction uses
+        self._input_addresses = [_address(rows[r]) for rows in self.sets]
         self.win.Lock_all(mpi.MODE_NOCHECK)  # a passive epoch, for Win.Sync (a memory barrier)
 
     @property
@@ -117,28 +151,35 @@ class SharedBucket:
         """This rank's row for the next reduction (pack into it, then `start`)."""
         return self.sets[self.turn, self.rank]
 
-    def start(self, what: str = "bucket all_reduce") -> PairReduce | SharedReduce:
+    @property
+    def input_address(self) -> int:
+        """Where `input` starts in memory (placement compares it with the destinations it offered)."""
+        return self._input_addresses[self.turn]
+
+    def start(self, what: str = "bucket all_reduce", scale: Any = None) -> PairReduce | SharedReduce:
         rows = self.sets[self.turn]
         self.turn = (self.turn + 1) % len(self.sets)
-        return PairReduce(self, rows, what) if self.pair else SharedReduce(self, what)
+        return PairReduce(self, rows, what, scale) if self.pair else SharedReduce(self, what, scale)
 
-    def reduce_own_slice(self) -> None:
-        """result[s] = row 0[s] + row 1[s] + ... for this rank's slice s, in rank order."""
+    def reduce_own_slice(self, scale: Any = None) -> None:
+        """result[s] = (row 0[s] + row 1[s] + ...) * scale for this rank's slice s, in rank order."""
         s, rows = self.slice, self.rows
         out = self.result[s]
         if len(rows) == 1:
             np.copyto(out, rows[0, s])
-            return
-        np.add(rows[0, s], rows[1, s], out=out)
-        for row in rows[2:]:
-            np.add(out, row[s], out=out)
+        else:
+            np.add(rows[0, s], rows[1, s], out=out)
+            for row in rows[2:]:
+                np.add(out, row[s], out=out)
+        if scale is not None:
+            np.multiply(out, scale, out=out)
 
 
 class PairReduce:
     """Two ranks: one barrier, then each rank adds the two rows into arrays of its own."""
 
-    def __init__(self, bucket: SharedBucket, rows: np.ndarray, what: str) -> None:
-        self.bucket, self.rows, self.what, self.arrived = bucket, rows, what, False
+    def __init__(self, bucket: SharedBucket, rows: np.ndarray, what: str, scale: Any = None) -> None:
+        self.bucket, self.rows, self.what, self.scale, self.arrived = bucket, rows, what, scale, False
         bucket.win.Sync()  # this rank's row is written ...
         self.request = bucket.node.Ibarrier()  # ... and every rank says so
 
@@ -158,24 +199,32 @@ class PairReduce:
             self._arrive()
 
     def wait(self) -> np.ndarray:
-        """The sum over ranks, a new array."""
+        """The sum over ranks (times the scale), a new array."""
         self._wait_rows()
         start = time.perf_counter()
-        total = np.add(self.rows[0], self.rows[1])
+        total = add_scaled(self.rows[0], self.rows[1], self.scale)
         self.bucket.world.comm_seconds += time.perf_counter() - start
         return total
 
     def wait_arrays(self, pieces: Pieces, copy: bool = False,
                     into: Sequence[np.ndarray | None] | None = None) -> list[np.ndarray]:
-        """The summed tensors at `pieces`: new arrays the caller owns, or written into the
-        arrays of `into` that are not None (of the pieces' shapes and dtype)."""
+        """The summed tensors at `pieces` (times the scale): new arrays the caller owns, or written
+        into the arrays of `into` that are not None (of the pieces' shapes and dtype)."""
         self._wait_rows()
         start, (row0, row1) = time.perf_counter(), self.rows
         out = []
         for k, (first, shape) in enumerate(pieces):
             end = first + prod(shape)
             target = into[k] if into is not None else None
-            out.append(np.add(row0[first:end].reshape(shape), row1[first:end].reshape(shape), out=target))
+            if target is None:
+                target = np.empty(shape, row0.dtype)
+            if target.flags.c_contiguous:
+                add_scaled(row0[first:end], row1[first:end], self.scale, target.reshape(-1))
+            else:
+                np.add(row0[first:end].reshape(shape), row1[first:end].reshape(shape), out=target)
+                if self.scale is not None:
+                    np.multiply(target, self.scale, out=target)
+            out.append(target)
         self.bucket.world.comm_seconds += time.perf_counter() - start
         return out
 
@@ -183,15 +232,15 @@ class PairReduce:
 class SharedReduce:
     """The two barriers of a shared-memory all-reduce, advanced by `test()`, finished by `wait()`."""
 
-    def __init__(self, bucket: SharedBucket, what: str) -> None:
-        self.bucket, self.what, self.stage = bucket, what, 0
+    def __init__(self, bucket: SharedBucket, what: str, scale: Any = None) -> None:
+        self.bucket, self.what, self.scale, self.stage = bucket, what, scale, 0
         bucket.win.Sync()  # this rank's row is written ...
         self.request = bucket.node.Ibarrier()  # ... and every rank says so
 
     def _reduce(self) -> None:
         start, win = time.perf_counter(), self.bucket.win
         win.Sync()
-        self.bucket.reduce_own_slice()
+        self.bucket.reduce_own_slice(self.scale)
         win.Sync()
         self.request, self.stage = self.bucket.node.Ibarrier(), 1
         self.bucket.world.comm_seconds += time.perf_counter() - start

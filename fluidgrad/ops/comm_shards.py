@@ -20,6 +20,7 @@ elements (`Layout`), split into p equal parts: rank r owns part r. Per step:
 """
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Sequence
 from math import prod
@@ -29,10 +30,17 @@ import numpy as np
 
 
 class Layout:
-    """Where each tensor of a bucket lies in the flat, padded buffer, and the ranks' parts."""
+    """Where each tensor of a bucket lies in the flat, padded buffer, and the ranks' parts.
+    `Layout.of(shapes, nranks)` gives the one kept for those shapes (the kernels' per-step path)."""
+
+    @staticmethod
+    @functools.lru_cache(maxsize=256)
+    def of(shapes: tuple[tuple[int, ...], ...], nranks: int) -> Layout:
+        return Layout(shapes, nranks)
 
     def __init__(self, shapes: Sequence[Sequence[int]], nranks: int) -> None:
         self.shapes = [tuple(int(d) for d in s) for s in shapes]
+        self.key = tuple(self.shapes)
         self.sizes = [prod(s) for s in self.shapes]
         self.offsets = [0]
         for size in self.sizes:
@@ -41,13 +49,17 @@ class Layout:
         self.nranks = nranks
         self.part = -(-self.size // nranks)  # elements per rank
         self.padded = self.part * nranks
+        self._ranges: dict[tuple[str, int, int], list[tuple[int, int, int]]] = {}
 
     def bounds(self, rank: int) -> tuple[int, int]:
         return rank * self.part, (rank + 1) * self.part
 
     def overlaps(self, lo: int, hi: int) -> list[tuple[int, int, int]]:
         """(tensor, first, last) flat ranges of the tensors inside [lo, hi), in buffer order."""
-        found = []
+        found = self._ranges.get(("in", lo, hi))
+        if found is not None:
+            return found
+        found = self._ranges[("in", lo, hi)] = []
         for i, (start, size) in enumerate(zip(self.offsets, self.sizes)):
             a, b = max(lo, start), min(hi, start + size)
             if a < b:
@@ -56,7 +68,10 @@ class Layout:
 
     def outside(self, lo: int, hi: int) -> list[tuple[int, int, int]]:
         """(tensor, first, last) flat ranges of the tensors outside [lo, hi)."""
-        found = []
+        found = self._ranges.get(("out", lo, hi))
+        if found is not None:
+            return found
+        found = self._ranges[("out", lo, hi)] = []
         for i, (start, size) in enumerate(zip(self.offsets, self.sizes)):
             end = start + size
             for a, b in ((start, min(end, lo)), (max(start, hi), end)):
@@ -70,49 +85,49 @@ def flat(array: np.ndarray) -> np.ndarray:
     return array.reshape(-1)
 
 
-def gather_part(arrays: Sequence[np.ndarray], layout: Layout, rank: int, dtype: Any,
-                scale: Any = None, present: Sequence[bool] | None = None) -> np.ndarray:
-    """Part `rank` of the flattened, padded `arrays`, a new array (scaled by `scale` if given,
-    except the arrays `present` marks: already scaled, lying in the bucket's row)."""
+def gather_part(arrays: Sequence[np.ndarray], layout: Layout, rank: int, dtype: Any) -> np.ndarray:
+    """Part `rank` of the flattened, padded `arrays`, a new array."""
     lo, hi = layout.bounds(rank)
     out = np.empty(layout.part, dtype)
     out[max(layout.size - lo, 0):] = 0  # the padding
     for i, a, b in layout.overlaps(lo, hi):
         start = layout.offsets[i] + a - lo
-        source = flat(arrays[i])[a:b]
-        if scale is None or (present is not None and present[i]):
-            np.copyto(out[start:start + b - a], source)
-        else:
-            np.multiply(source, scale, out=out[start:start + b - a])
+        np.copyto(out[start:start + b - a], flat(arrays[i])[a:b])
     return out
 
 
-def pack(into: np.ndarray, arrays: Sequence[np.ndarray], layout: Layout, scale: Any = None,
+def pack(into: np.ndarray, arrays: Sequence[np.ndarray], layout: Layout,
          skip: tuple[int, int] | None = None, present: Sequence[bool] | None = None) -> None:
-    """Write the flattened `arrays` (scaled) into `into`, leaving out the range `skip` and the
-    arrays `present` marks (their producers wrote them there); the padding is zeroed."""
+    """Write the flattened `arrays` into `into`, leaving out the range `skip` and the arrays
+    `present` marks (their producers wrote them there); the padding is zeroed."""
     ranges = layout.outside(*skip) if skip is not None else [(i, 0, s) for i, s in enumerate(layout.sizes)]
     for i, a, b in ranges:
         if present is not None and present[i]:
             continue
         start = layout.offsets[i] + a
-        source = flat(arrays[i])[a:b]
-        if scale is None:
-            np.copyto(into[start:start + b - a], source)
-        else:
-            np.multiply(source, scale, out=into[start:start + b - a])
+        np.copyto(into[start:start + b - a], flat(arrays[i])[a:b])
     into[layout.size:layout.padded] = 0
 
 
-def in_place(row: np.ndarray, arrays: Sequence[np.ndarray], layout: Layout, placed: Any) -> list[bool] | None:
-    """Which `arrays` their producers already wrote (scaled) at their places in `row`: each is
-    the destination offered to it (`placed[i].array`, executor/placement.py) and lies there."""
+def in_place(row: np.ndarray, arrays: Sequence[np.ndarray], layout: Layout, placed: Any,
+             address: int | None = None) -> list[bool] | None:
+    """Which `arrays` their producers already wrote at their places in `row` (which starts at
+    `address`, if given): each is the destination offered to it (`placed[i].array`,
+    executor/placement.py) and lies there."""
     if placed is None:
         return None
-    base, itemsize = _address(row), row.dtype.itemsize
-    return [destination is not None and getattr(destination, "array", None) is array
-            and array.dtype == row.dtype and array.size == size and _address(array) == base + start * itemsize
+    base, itemsize = _address(row) if address is None else address, row.dtype.itemsize
+    # the array is the destination offered (a view of the row, of the layout's shape and the row's
+    # dtype), and that destination lies at the array's place in this row
+    return [destination is not None and getattr(destination, "array", None) is array and array.size == size
+            and _destination_address(destination) == base + start * itemsize
             for destination, array, start, size in zip(placed, arrays, layout.offsets, layout.sizes)]
+
+
+def _destination_address(destination: Any) -> int:
+    """Where a destination's array starts (ops/placement.Destination keeps it)."""
+    address = getattr(destination, "address", None)
+    return _address(destination.array) if address is None else address
 
 
 def _address(array: np.ndarray) -> int:
@@ -121,18 +136,21 @@ def _address(array: np.ndarray) -> int:
 
 def reduce_scatter(world: Any, key: Any, arrays: Sequence[np.ndarray], layout: Layout, scale: Any,
                    what: str, placed: Any = None) -> np.ndarray:
-    """This rank's part of the sum over ranks of the flattened `arrays` (each scaled by `scale`)."""
-    rows, skip, summed, present = exchange(world, key, arrays, layout, scale, what, placed)
-    if summed is not None:
-        return summed
+    """This rank's part of the sum over ranks of the flattened `arrays`, times `scale` (None: 1)."""
+    rows, skip, own = exchange(world, key, arrays, layout, what, placed)
     start = time.perf_counter()
-    lo, hi = layout.bounds(world.rank)
-    out = gather_part(arrays, layout, world.rank, arrays[0].dtype, scale, present)  # own part, read where it lies
-    for other in range(len(rows)):
-        if other != skip:
-            np.add(out, rows[other, lo:hi], out=out)
+    if len(rows):  # one node: this rank's part of its own gradients plus the others' rows
+        lo, hi = layout.bounds(world.rank)
+        summed = gather_part(arrays, layout, world.rank, arrays[0].dtype) if own is None else np.array(own)
+        for other in range(len(rows)):
+            if other != skip:
+                np.add(summed, rows[other, lo:hi], out=summed)
+    else:
+        summed = own
+    if scale is not None:
+        np.multiply(summed, scale, out=summed)
     world.comm_seconds += time.perf_counter() - start
-    return out
+    return summed
 
 
 class NodeCopy:
@@ -162,7 +180,7 @@ class NodeCopy:
 
     def views(self, layout: Layout) -> list[np.ndarray]:
         """The tensors of `layout`, read-only views of the copy (made once per layout)."""
-        key = tuple(layout.shapes)
+        key = layout.key
         found = self._views.get(key)
         if found is None:
             found = []
@@ -175,6 +193,9 @@ class NodeCopy:
 
     def holds(self, arrays: Sequence[np.ndarray], layout: Layout) -> bool:
         """Whether `arrays` are this copy's views at `layout`'s places (then no copy is needed)."""
+        views = self._views.get(layout.key)
+        if views is not None and len(views) == len(arrays) and all(a is v for a, v in zip(arrays, views)):
+            return True  # the views it handed out (the usual case, from step to step)
         base, itemsize = self.span[0], self.dtype.itemsize
         for array, start, shape in zip(arrays, layout.offsets, layout.shapes):
             if (not isinstance(array, np.ndarray) or array.dtype != self.dtype or array.shape != shape
@@ -196,12 +217,14 @@ class NodeCopy:
         if part.__array_interface__["data"][0] != target.__array_interface__["data"][0]:
             np.copyto(target, part.reshape(-1))
 
-    def gather(self, part: np.ndarray, layout: Layout, what: str, sync: bool = True) -> list[np.ndarray]:
-        """Write this rank's `part`, complete the copy with the other ranks' parts, return the views.
+    def gather(self, part: np.ndarray | None, layout: Layout, what: str, sync: bool = True) -> list[np.ndarray]:
+        """Write this rank's `part` (None: written in place already), complete the copy with the
+        other ranks' parts, return the views.
 
         Shared, `sync=False`: no barrier; a later `gather` with `sync=True` of the same ranks (the
         parameters', after the optimizer state's) publishes this write too."""
-        self.write_part(part, layout)
+        if part is not None:
+            self.write_part(part, layout)
         world = self.world
         if self.shared:
             if sync:
@@ -239,29 +262,34 @@ def find_copy(copies: Any, arrays: Sequence[np.ndarray], layout: Layout) -> Node
     return None
 
 
-def exchange(world: Any, key: Any, arrays: Sequence[np.ndarray], layout: Layout, scale: Any, what: str,
-             placed: Any = None) -> tuple[np.ndarray, int, np.ndarray | None, list[bool] | None]:
-    """The first half of a reduce-scatter: `(rows, skip, summed, present)`. On one node: every
-    rank's row of the shared bucket holding the parts the others own (this rank's own part is
-    left where it lies, `skip` is this rank's row), after the barrier; `summed` None. Across
-    nodes: no rows, `summed` = this rank's part summed over ranks by MPI. `placed`: the
-    destinations offered to the arrays' producers (placement); `present` says which arrays lie
-    in this rank's row already, scaled (the own part of those is read there)."""
+def exchange(world: Any, key: Any, arrays: Sequence[np.ndarray], layout: Layout, what: str,
+             placed: Any = None) -> tuple[np.ndarray, int, np.ndarray | None]:
+    """The first half of a reduce-scatter: `(rows, skip, own)`. On one node: every rank's row of
+    the shared bucket holding the parts the others own (this rank's own part is left where it
+    lies, `skip` is this rank's row), after the barrier; `own` is this rank's part of its own
+    gradients as one flat array when it lies in its row already (every tensor in it placed
+    there by its producer), else None (read each tensor's piece where it lies). Across nodes: no
+    rows, `own` = this rank's part summed over ranks by MPI (a new array). Rows and sums hold
+    plain gradients: an average's 1/p is the caller's, applied once to the sum of its part (no
+    pass of its own over the gradients). `placed`: the destinations offered to the arrays'
+    producers (placement): those found lying in this rank's row are not packed."""
     dtype = arrays[0].dtype
     bucket = world.bucket(key, layout.padded, dtype)
-    present = in_place(bucket.input, arrays, layout, placed)
+    present = in_place(bucket.input, arrays, layout, placed, bucket.input_address)
     if not bucket.shared:
-        pack(bucket.input, arrays, layout, scale, present=present)
+        pack(bucket.input, arrays, layout, present=present)
         summed = np.empty(layout.part, dtype)
         world.wait(world.comm.Ireduce_scatter_block(bucket.input, summed, op=world.mpi.SUM), what)
-        return np.empty((0, 0), dtype), -1, summed, present
-    pack(bucket.input, arrays, layout, scale, skip=layout.bounds(world.rank), present=present)
+        return np.empty((0, 0), dtype), -1, summed
+    lo, hi = layout.bounds(world.rank)
+    pack(bucket.input, arrays, layout, skip=(lo, hi), present=present)
     rows = bucket.sets[bucket.turn]
     bucket.turn = (bucket.turn + 1) % len(bucket.sets)
     bucket.win.Sync()
     world.wait(bucket.node.Ibarrier(), what)
     bucket.win.Sync()
-    return rows, bucket.rank, None, present
+    whole = present is not None and all(present[i] for i, _, _ in layout.overlaps(lo, hi))
+    return rows, bucket.rank, rows[bucket.rank, lo:hi] if whole else None
 
 
 def update_in_place(world: Any, key: Any, grads: Sequence[np.ndarray], layout: Layout, scale: Any,
@@ -270,7 +298,8 @@ def update_in_place(world: Any, key: Any, grads: Sequence[np.ndarray], layout: L
     """Sum this rank's part of the gradients over ranks and update its part of each state (the
     parameters first, then e.g. the velocities) in place, in the node's copies (`states`: the copy's
     key and the scope's arrays), then publish them. `update(own, scale, rows, skip, start, *parts)`
-    does one piece (fused_shards.py). Returns each state's tensors (views of its copy)."""
+    does one piece (fused_shards.py): the gradient is (own + the other rows) * scale. Returns each
+    state's tensors (views of its copy)."""
     dtype = grads[0].dtype
     rank = world.rank
     if world.size == 1:  # no copies: the whole bucket is this rank's part, updated in new arrays
@@ -280,23 +309,57 @@ def update_in_place(world: Any, key: Any, grads: Sequence[np.ndarray], layout: L
         update(own[start:end], 1, rows, skip, start, *[f[start:end] for f in flats])
         return [[f[o:o + s].reshape(shape) for o, s, shape in zip(layout.offsets, layout.sizes, layout.shapes)]
                 for f in flats]
-    rows, skip, summed, present = exchange(world, key, grads, layout, scale, what, placed)
+    rows, skip, own = exchange(world, key, grads, layout, what, placed)
+    scale = 1 if scale is None else scale
     copies = [world.node_copy(copy_key, layout.padded, dtype) for copy_key, _ in states]
     for copy, (_, arrays) in zip(copies, states):
         if not copy.holds(arrays, layout):  # the scope got other arrays (a load): this rank's part goes back in
             copy.write_part(gather_part(arrays, layout, rank, dtype), layout)
     start = time.perf_counter()
     lo, hi = layout.bounds(rank)
-    for i, a, b in layout.overlaps(lo, hi):
-        first = layout.offsets[i] + a
-        if summed is None:
-            placed_here = present is not None and present[i]  # in the row, scaled already
-            own, own_scale = flat(grads[i])[a:b], scale if scale is not None and not placed_here else 1
-        else:
-            own, own_scale = summed[first - lo:first - lo + b - a], 1
-        update(own, own_scale, rows, skip, first, *[c.flat[first:first + b - a] for c in copies])
+    if own is not None:  # this rank's part in one piece (padding included: zeros, zero parameters)
+        update(own, scale, rows, skip, lo, *[c.flat[lo:hi] for c in copies])
+    else:
+        for i, a, b in layout.overlaps(lo, hi):
+            first = layout.offsets[i] + a
+            update(flat(grads[i])[a:b], scale, rows, skip, first, *[c.flat[first:first + b - a] for c in copies])
     world.comm_seconds += time.perf_counter() - start
     views = []
     for k, copy in enumerate(copies):  # the last one publishes them all (one barrier on one node)
-        views.append(copy.gather(copy.flat[lo:hi], layout, what, sync=k == len(copies) - 1))
+        views.append(copy.gather(None, layout, what, sync=k == len(copies) - 1))
     return views
+
+
+def update_replicated(world: Any, key: Any, grads: Sequence[np.ndarray], layout: Layout, scale: Any,
+                      states: Sequence[Sequence[np.ndarray]], update: Any, what: str,
+                      placed: Any = None) -> list[list[np.ndarray]]:
+    """Sum the whole bucket of gradients over ranks and update every tensor of each state (lists
+    of C-contiguous arrays, the parameters first) in place, on every rank: the data-parallel
+    update without sharding, in one pass per tensor (`update` as in `update_in_place`). Two ranks
+    on one node: each packs into its row (or its gradients' producers wrote there), one barrier,
+    then each computes (its row + the peer's) * scale itself, the same operation on both (so the
+    same bits); the two sets of rows used in turn make a second barrier unnecessary (a rank
+    writes a set again only after a barrier its peer passed once done reading it). Otherwise:
+    the bucket's all-reduce, then the update from the sum. Returns `states`."""
+    dtype = grads[0].dtype
+    scale = 1 if scale is None else scale
+    empty = np.empty((0, 0), dtype)
+    if world.size == 1:
+        summed, rows, skip = gather_part(grads, layout, 0, dtype), empty, -1
+    else:
+        bucket = world.bucket(key, layout.padded, dtype)
+        pack(bucket.input, grads, layout, present=in_place(bucket.input, grads, layout, placed, bucket.input_address))
+        if bucket.shared and bucket.pair:
+            rows, skip = bucket.sets[bucket.turn], bucket.rank
+            bucket.turn = (bucket.turn + 1) % len(bucket.sets)
+            bucket.win.Sync()
+            world.wait(bucket.node.Ibarrier(), what)
+            bucket.win.Sync()
+            summed = rows[skip]
+        else:
+            summed, rows, skip = bucket.start(what).wait(), empty, -1
+    start = time.perf_counter()
+    for i, (first, size) in enumerate(zip(layout.offsets, layout.sizes)):
+        update(summed[first:first + size], scale, rows, skip, first, *[flat(arrays[i]) for arrays in states])
+    world.comm_seconds += time.perf_counter() - start
+    return [list(arrays) for arrays in states]

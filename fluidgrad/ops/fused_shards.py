@@ -1,14 +1,16 @@
 """The sum over ranks and the optimizer update of one rank's part of a sharded bucket, in one pass
 (numba, ops/accel.py; NumPy fallback), for the ops c_bucket_sgd / c_bucket_momentum / c_bucket_adam.
 
-Why: summed apart, a rank's part of the gradient is written once (own gradient scaled, plus the
-other ranks' rows) and read again by the update; fused, each element of the own gradient, of
+Why: summed apart, a rank's part of the gradient is written once (own gradient plus the other
+ranks' rows, scaled) and read again by the update; fused, each element of the own gradient, of
 the other rows and of the parameter (and velocity or moments) is read once and the parameter written
 once, straight into the node's copy. Every function takes one piece: `own` (this rank's
 gradient, already flat), `rows` (the other ranks' rows of the shared bucket, 2-D, columns
 `start:start + n`; rank `skip` is this rank's own row, left out), and the parameter's (and
-velocity's) part to update in place. `scale` is 1 / world size for an average (the other
-rows were packed already scaled), `decay` an L2 coefficient added to the gradient.
+velocity's) part to update in place. The gradient is (own + the other rows) * `scale`: rows
+hold plain gradients and `scale` is 1 / world size for an average, applied here, inside the
+pass (for a power-of-two world size the same bits as scaling each row first); `decay` is an L2
+coefficient added to the gradient.
 """
 from __future__ import annotations
 
@@ -21,14 +23,14 @@ from . import accel
 def _sgd_loop(own, scale, peer, param, lr, decay):
     for k in range(param.size):
         p = param[k]
-        param[k] = p - lr * (own[k] * scale + peer[k] + decay * p)
+        param[k] = p - lr * ((own[k] + peer[k]) * scale + decay * p)
 
 
 @accel.jit
 def _momentum_loop(own, scale, peer, param, velocity, lr, mu, decay, nesterov):
     for k in range(param.size):
         p = param[k]
-        g = own[k] * scale + peer[k] + decay * p
+        g = (own[k] + peer[k]) * scale + decay * p
         v = mu * velocity[k] + g
         velocity[k] = v
         param[k] = p - lr * (g + mu * v if nesterov else v)
@@ -46,11 +48,13 @@ def _others(rows: np.ndarray, skip: int, start: int, n: int, dtype) -> np.ndarra
 
 
 def summed(own: np.ndarray, scale, rows: np.ndarray, skip: int, start: int) -> np.ndarray:
-    """own * scale + the other rows' columns start:start + n, in rank order (NumPy)."""
-    g = np.multiply(own, scale)
+    """(own + the other rows' columns start:start + n, in rank order) * scale (NumPy)."""
+    g = np.array(own)
     for q in range(rows.shape[0]):
         if q != skip:
             np.add(g, rows[q, start:start + g.size], out=g)
+    if scale != 1:
+        np.multiply(g, scale, out=g)
     return g
 
 
@@ -59,7 +63,7 @@ def _compiled(*arrays: np.ndarray) -> bool:
 
 
 def sgd(own, scale, rows, skip, start, param, lr, decay) -> None:
-    """param -= lr * (own * scale + other rows + decay * param), in place."""
+    """param -= lr * ((own + other rows) * scale + decay * param), in place."""
     dtype = param.dtype.type
     if _compiled(own, param, rows):
         peer = _others(rows, skip, start, param.size, param.dtype)
@@ -96,7 +100,7 @@ def _adam_loop(own, scale, peer, param, moment1, moment2, lr, beta1, beta2, step
     keep = one - lr * weight_decay
     for k in range(param.size):
         p = param[k]
-        g = own[k] * scale + peer[k] + decay * p
+        g = (own[k] + peer[k]) * scale + decay * p
         m = beta1 * moment1[k] + (one - beta1) * g
         v = beta2 * moment2[k] + (one - beta2) * g * g
         moment1[k] = m

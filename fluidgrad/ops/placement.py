@@ -33,6 +33,27 @@ def pieces_of(flat: np.ndarray, shapes: Sequence[Sequence[int]], scale: Any) -> 
     return out
 
 
+class KeptPieces:
+    """`pieces_of` for a kept bucket's next row, made once per row rather than at every offer (an
+    offer runs every step; a bucket's rows are the same arrays from step to step). Keyed by the
+    row's address: the views it keeps hold their buffer, so no other buffer can take that
+    address meanwhile; the few most recent rows are kept."""
+
+    def __init__(self, shapes: Sequence[Sequence[int]], scale: Any, keep: int = 4) -> None:
+        self.shapes, self.scale, self.keep = [tuple(s) for s in shapes], scale, keep
+        self.made: dict[int, list[Destination]] = {}
+
+    def of(self, bucket: Any) -> list[Destination]:
+        """The destinations in `bucket.input` (a bucket of ops/comm_buckets.py: it knows the address)."""
+        address = bucket.input_address
+        found = self.made.get(address)
+        if found is None:
+            if len(self.made) >= self.keep:
+                self.made.pop(next(iter(self.made)))
+            found = self.made[address] = pieces_of(bucket.input, self.shapes, self.scale)
+        return found
+
+
 def _address(array: np.ndarray) -> int:
     return array.__array_interface__["data"][0]
 

@@ -330,9 +330,10 @@ class Optimizer:
         model built again (whose parameters got new names) takes its optimizer state back."""
         scope = scope if scope is not None else global_scope()
         used = {"LR_Scheduler"}
+        legacy = getattr(state, "zero_d_as_shape_1", False)   # read from a fluidgrad.save file of format 1
         for var in self._accumulator_vars.values():
             if var.name in state:
-                scope.assign(var.name, _checked(state[var.name], tuple(var.shape), var.name))
+                scope.assign(var.name, _checked(state[var.name], tuple(var.shape), var.name, legacy))
                 used.add(var.name)
         own = self._eager_state_keys()
         for key, (_, param) in zip(self._saved_parameter_keys(state, own), own):
@@ -340,7 +341,7 @@ class Optimizer:
             for slot, (_, kind) in self.accumulators.items():
                 if f"{key}.{slot}" in state:
                     shape = value.shape if kind == "param" else (1,)
-                    restored = _checked(state[f"{key}.{slot}"], shape, f"{key}.{slot}").astype(value.dtype)
+                    restored = _checked(state[f"{key}.{slot}"], shape, f"{key}.{slot}", legacy).astype(value.dtype)
                     self._eager_state.setdefault(id(param), {})[slot] = restored
                     used.add(f"{key}.{slot}")
         if "LR_Scheduler" in state and isinstance(self._learning_rate, LRScheduler):
@@ -353,8 +354,12 @@ class Optimizer:
                              f"minimize() created its accumulators)")
 
 
-def _checked(value: Any, shape: tuple[int, ...], name: str) -> np.ndarray:
+def _checked(value: Any, shape: tuple[int, ...], name: str, zero_d_as_shape_1: bool = False) -> np.ndarray:
+    """value as an array of `shape`; `zero_d_as_shape_1`: a [1] value may fill a 0-D accumulator
+    (fluidgrad.save files of format 1 stored 0-D values as [1])."""
     array = np.array(value)
+    if zero_d_as_shape_1 and array.shape == (1,) and tuple(shape) == ():
+        array = array.reshape(())
     if array.shape != tuple(shape):
         raise ValueError(f"optimizer.set_state_dict: {name} has shape {list(array.shape)}, expected {list(shape)}")
     return array

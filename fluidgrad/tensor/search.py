@@ -9,9 +9,10 @@ from typing import Any, Sequence
 from ..dispatch import apply_op, is_tensor
 from ..framework import Variable, normalize_dtype
 from ..indexing import constant, create
+from ..indexing import index_put as _index_put
 
 __all__ = ["where", "argmax", "argmin", "topk", "sort", "argsort", "take_along_axis", "put_along_axis",
-           "gather_nd", "scatter", "scatter_nd_add", "scatter_nd", "index_select", "masked_fill", "nonzero",
+           "gather_nd", "scatter", "scatter_nd_add", "scatter_nd", "index_put", "index_select", "masked_fill", "nonzero",
            "tril", "triu"]
 
 
@@ -103,6 +104,12 @@ def scatter_nd(index: Any, updates: Any, shape: Sequence[int], name: str | None 
     zeros = create("fill_constant", {"shape": [int(d) for d in shape], "value": 0.0, "dtype": updates.dtype},
                    like=updates)
     return scatter_nd_add(zeros, index, updates)
+
+
+def index_put(x: Any, indices: Sequence[Any], value: Any, accumulate: bool = False, name: str | None = None) -> Any:
+    """x with x[indices] = value, or with value added there (`accumulate`: a repeated index adds once
+    per occurrence); `indices` is a tuple of integer or boolean index tensors; value broadcasts."""
+    return _index_put(x, indices, value, accumulate)
 
 
 def scatter(x: Any, index: Any, updates: Any, overwrite: bool = True, name: str | None = None) -> Any:

@@ -101,7 +101,8 @@ def cross_entropy(input: Any, label: Any, weight: Any = None, ignore_index: int 
     nothing to the gradient, and the mean divides by the number (weighted: the total weight) of the
     counted labels, NaN when none counts. Any other label outside [0, C) is an error.
     `label_smoothing` = e mixes the target with the uniform distribution as PyTorch does:
-    (1 - e) * (the hard-label loss) + e / C * sum_c w_c * (-log p_c).
+    (1 - e) * (the hard-label loss) + e / C * sum_c w_c * (-log p_c), p the softmax of the logits
+    or, with use_softmax=False, the probabilities given.
     """
     _check_reduction(reduction, "cross_entropy")
     if soft_label and weight is not None:
@@ -110,9 +111,8 @@ def cross_entropy(input: Any, label: Any, weight: Any = None, ignore_index: int 
         raise ValueError(f"cross_entropy: label_smoothing must lie in [0, 1], got {label_smoothing}")
     axis = int(axis) % len(input.shape)
     if label_smoothing > 0.0:
-        if not use_softmax:
-            raise ValueError("cross_entropy: label_smoothing needs use_softmax=True (logits as input)")
-        return _smoothed_cross_entropy(input, label, weight, ignore_index, reduction, soft_label, axis,
+        log_p = apply_op("log_softmax", {"X": input}, {"axis": axis}) if use_softmax else F.log(input)
+        return _smoothed_cross_entropy(input, log_p, label, weight, ignore_index, reduction, soft_label, axis,
                                        float(label_smoothing))
     if use_softmax:
         loss = softmax_with_cross_entropy(input, label, soft_label=soft_label, ignore_index=ignore_index, axis=axis)
@@ -125,9 +125,7 @@ def cross_entropy(input: Any, label: Any, weight: Any = None, ignore_index: int 
         picked = F.sum(F.multiply(one_hot, _along(weight, len(input.shape), axis)), axis=axis, keepdim=True)
         return _weighted_reduce(loss, picked, reduction, "cross_entropy")
     if reduction == "mean":                         # over the counted labels: NaN when none counts
-        class_axis = axis if use_softmax else len(input.shape) - 1
-        return apply_op("counted_mean", {"X": loss, "Label": label},
-                        {"axis": class_axis, "ignore_index": int(ignore_index)})
+        return apply_op("counted_mean", {"X": loss, "Label": label}, {"axis": axis, "ignore_index": int(ignore_index)})
     return _reduce(loss, reduction, "cross_entropy")
 
 
@@ -146,10 +144,10 @@ def _probability_cross_entropy(input: Any, label: Any, soft_label: bool, ignore_
     return F.transpose(loss, back)
 
 
-def _smoothed_cross_entropy(input: Any, label: Any, weight: Any, ignore_index: int, reduction: str,
+def _smoothed_cross_entropy(input: Any, log_p: Any, label: Any, weight: Any, ignore_index: int, reduction: str,
                             soft_label: bool, axis: int, eps: float) -> Any:
+    """The label-smoothed loss of log-probabilities `log_p` (classes on `axis`)."""
     classes = input.shape[axis]
-    log_p = apply_op("log_softmax", {"X": input}, {"axis": axis})
     if soft_label:
         target = F.scale(label, 1.0 - eps, eps / classes)
         return _reduce(F.scale(F.sum(F.multiply(target, log_p), axis=axis, keepdim=True), -1.0),
