@@ -28,11 +28,15 @@ SCRIPTS = Path(__file__).resolve().parent / "dist_scripts"
 BOUND_SECONDS = 45  # every failing job must end well within this (observed 3 to 8 s)
 
 
-def run(*args, timeout=240, env=None, script=True):
-    """`python -m fluidgrad launch ARGS`, or a script without a launcher (`script=False`)."""
+LAUNCHERS = {"fluidgrad launch": ["-m", "fluidgrad", "launch"],
+             "python -m fluidgrad.distributed.launch": ["-m", "fluidgrad.distributed.launch"]}
+
+
+def run(*args, timeout=240, env=None, script=True, launcher="fluidgrad launch"):
+    """`python -m fluidgrad launch ARGS` (or the other entry point), or a script without a
+    launcher (`script=False`)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""), **(env or {})}
-    command = [sys.executable, "-m", "fluidgrad", "launch", *map(str, args)] if script else [sys.executable,
-                                                                                               *map(str, args)]
+    command = [sys.executable, *(LAUNCHERS[launcher] if script else []), *map(str, args)]
     start = time.perf_counter()
     result = subprocess.run(command, env=env, capture_output=True, timeout=timeout, cwd=ROOT, check=False)
     result.seconds = time.perf_counter() - start
@@ -94,8 +98,9 @@ def test_lines_of_different_ranks_do_not_mix():
     assert sorted(lines) == sorted(expected)
 
 
-def test_a_missing_script_is_refused_before_starting():
-    result = run("-n", 2, "no_such_script.py")
+@pytest.mark.parametrize("launcher", sorted(LAUNCHERS))
+def test_a_missing_script_is_refused_before_starting(launcher):
+    result = run("-n", 2, "no_such_script.py", launcher=launcher)
     assert result.returncode == 1
     assert "launch: no script 'no_such_script.py'" in result.err
     assert "can't open file" not in result.err
@@ -117,7 +122,7 @@ def test_collectives_on_numbers_and_their_refusals_in_a_world_of_one(tmp_path):
 
 def test_collectives_on_numbers_and_their_refusals_on_two_ranks(tmp_path):
     out = tmp_path / "two.json"
-    result = run("-n", 2, SCRIPTS / "ux_collectives.py", out)
+    result = run("-n", 2, SCRIPTS / "ux_collectives.py", out, launcher="python -m fluidgrad.distributed.launch")
     assert result.returncode == 0, result.err[-3000:]
     assert json.loads(out.read_text()) == []
 
@@ -168,17 +173,21 @@ def test_shard_and_sampler_refuse_what_would_train_on_nothing_or_on_another_rank
 
 
 # ------------------------------------------------------------------ the program shows the communication
-@pytest.mark.parametrize("sharding, ops, startup_ops", [
-    (False, ["c_bucket_allreduce"], ["c_broadcast"]),
-    (True, ["c_bucket_sgd"], ["c_bucket_broadcast"]),
+@pytest.mark.parametrize("sharding, clip, ops, startup_ops", [
+    (False, False, ["c_bucket_sgd"], ["c_broadcast"]),                 # sum and update fused, every rank
+    (False, True, ["c_bucket_allreduce"], ["c_broadcast"]),            # clipping needs the sums first
+    (True, False, ["c_bucket_sgd"], ["c_bucket_broadcast"]),           # this rank's part, fused
+    (True, True, ["c_bucket_reducescatter", "c_bucket_allgather"], ["c_bucket_broadcast"]),
 ])
-def test_the_program_and_its_picture_show_the_collectives(tmp_path, fresh_programs, sharding, ops, startup_ops):
+def test_the_program_and_its_picture_show_the_collectives(tmp_path, fresh_programs, sharding, clip, ops, startup_ops):
     main, startup = fresh_programs
     x = fg.static.data("x", [None, 3], "float32")
     loss = fg.mean(fg.square(fg.static.nn.fc(x, 2)))
-    dist.DistributedOptimizer(fg.optimizer.SGD(0.1), sharding=sharding).minimize(loss)
+    optimizer = fg.optimizer.SGD(0.1, grad_clip=fg.nn.ClipGradByGlobalNorm(1.0) if clip else None)
+    dist.DistributedOptimizer(optimizer, sharding=sharding).minimize(loss)
+    picture = fg.viz.draw(main, tmp_path / "main.html").read_text()
     for op in ops:
         assert f"= {op}(" in str(main)
-        assert op in fg.viz.draw(main, tmp_path / "main.html").read_text()
+        assert op in picture
     for op in startup_ops:
         assert f"= {op}(" in str(startup)
