@@ -2,9 +2,10 @@
 fix lands (then the mark goes and the test stays as a regression test). PyTorch is the oracle.
 
 Found by probing areas the earlier reviews left alone: resuming a static program's learning-rate
-schedule, gradients at kinks and at zero spread, checkpoints whose keys collide, ONNX export of
-eager code with a dynamic batch, reductions that read a static batch size, Layer buffers, and
-the distributed sampler's arguments."""
+schedule, optimizer parameters and state, gradients at kinks and at zero spread, hooks and
+PyLayers returning wrong shapes, jit.to_static of eager idioms, ONNX export with a dynamic batch,
+static shapes of axes of unknown size, checkpoints (key collisions, bfloat16), Layer buffers and
+channel-last layouts, 0-D inputs, and the distributed sampler and collectives."""
 import os
 import signal
 import subprocess
