@@ -76,14 +76,16 @@ def load(path: str | os.PathLike) -> Any:
 def _encode(obj: Any, arrays: dict[str, np.ndarray], where: str) -> Any:
     """The JSON form of `obj`; arrays go into `arrays` under their path in the structure."""
     if isinstance(obj, Tensor):
-        arrays[where] = c_ordered(obj.numpy())
-        return {"tensor": where, "stop_gradient": bool(obj.stop_gradient)}
+        key = _fresh_key(where, arrays)
+        arrays[key] = c_ordered(obj.numpy())
+        return {"tensor": key, "stop_gradient": bool(obj.stop_gradient)}
     if isinstance(obj, np.ndarray):
         if obj.dtype.kind not in "biuf":
             raise CheckpointError(f"save: {where} is an array of dtype {obj.dtype}; only bool, "
                                   f"integer and float arrays can be saved")
-        arrays[where] = c_ordered(obj)
-        return {"array": where}
+        key = _fresh_key(where, arrays)
+        arrays[key] = c_ordered(obj)
+        return {"array": key}
     if isinstance(obj, np.generic):
         return _encode(obj.item(), arrays, where)
     if obj is None or isinstance(obj, (bool, int, float, str)):
@@ -99,6 +101,15 @@ def _encode(obj: Any, arrays: dict[str, np.ndarray], where: str) -> Any:
         return {"tuple" if isinstance(obj, tuple) else "list": items}
     raise CheckpointError(f"save: {where} is a {type(obj).__name__}; a state dict holds Tensors, "
                           f"arrays, numbers, strings, None, and dicts and lists of those")
+
+
+def _fresh_key(where: str, arrays: dict[str, np.ndarray]) -> str:
+    """The array's key: its dotted path in the structure, made unique when two paths read alike
+    ({"a.b": x} and {"a": {"b": y}}); the structure records the key, so loading needs no rule."""
+    key, n = where, 1
+    while key in arrays:
+        key, n = f"{where}#{n}", n + 1
+    return key
 
 
 def _decode(node: Any, arrays: dict[str, np.ndarray], path: Path, dict_type: type = dict) -> Any:

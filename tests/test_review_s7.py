@@ -67,8 +67,6 @@ def test_std_gradient_of_a_constant_input_is_zero(axis, unbiased):
     np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
 
 
-@pytest.mark.xfail(strict=True, reason="binary_cross_entropy_with_logits has gradient 1 - y at a logit of exactly 0 "
-                                       "(abs/relu subgradients), not sigmoid(0) - y")
 @pytest.mark.parametrize("pos_weight", [None, 2.0])
 def test_bce_with_logits_gradient_at_a_zero_logit(pos_weight):
     """A zero-initialised head gives logits of exactly 0 on the first step."""
@@ -103,8 +101,6 @@ def test_piecewise_activation_gradient_at_its_corners_matches_torch(name):
 
 
 # ---------------------------------------------------------------- losses in static mode (batch unknown)
-@pytest.mark.xfail(strict=True, reason="kl_div(reduction='batchmean') with a None batch returns the sum "
-                                       "(it reads input.shape[0] == -1 at build time)")
 def test_static_kl_div_batchmean_with_an_unknown_batch_divides_by_the_batch():
     rng = np.random.default_rng(0)
     p, q = rng.dirichlet(np.ones(3), size=4), rng.dirichlet(np.ones(3), size=4)
@@ -119,8 +115,6 @@ def test_static_kl_div_batchmean_with_an_unknown_batch_divides_by_the_batch():
 
 
 # ---------------------------------------------------------------- fluidgrad.save / load
-@pytest.mark.xfail(strict=True, reason="fluidgrad.save keys arrays by dotted path: {'a.b': x, 'a': {'b': y}} "
-                                       "silently loads y for both")
 def test_save_keeps_a_dotted_key_apart_from_a_nested_one(tmp_path):
     path = os.fspath(tmp_path / "state.pdparams")
     fg.save({"opt.lr": np.ones(2), "opt": {"lr": np.zeros(2)}}, path)

@@ -230,10 +230,10 @@ def binary_cross_entropy(input: Any, label: Any, weight: Any = None, reduction: 
 def binary_cross_entropy_with_logits(logit: Any, label: Any, weight: Any = None, reduction: str = "mean",
                                      pos_weight: Any = None) -> Any:
     """Sigmoid and binary cross-entropy in one stable expression:
-    (1 - y) x + (1 + (p - 1) y) (log(1 + exp(-|x|)) + max(-x, 0)), p = pos_weight."""
+    (1 - y) x + (1 + (p - 1) y) softplus(-x), p = pos_weight, softplus(-x) = -log_sigmoid(x)
+    (one op whose gradient is exact at x = 0, where |x| and max(-x, 0) have only subgradients)."""
     _check_reduction(reduction, "binary_cross_entropy_with_logits")
-    softplus_neg = F.add(F.log(F.scale(F.exp(F.scale(F.abs(logit), -1.0)), 1.0, 1.0)),
-                         F.relu(F.scale(logit, -1.0)))
+    softplus_neg = F.scale(apply_op("log_sigmoid", {"X": logit}), -1.0)
     if pos_weight is not None:
         log_weight = F.add(F.multiply(F.scale(pos_weight, 1.0, -1.0), label), F.ones_like(label))
         softplus_neg = F.multiply(log_weight, softplus_neg)
@@ -245,15 +245,18 @@ def binary_cross_entropy_with_logits(logit: Any, label: Any, weight: Any = None,
 
 def kl_div(input: Any, label: Any, reduction: str = "mean", log_target: bool = False) -> Any:
     """KL(label || exp(input)) pointwise: label (log label - input), 0 where label = 0.
-    "batchmean" divides the sum by the batch size (the mathematically right mean)."""
+    "batchmean" divides the sum by the batch size (the mathematically right mean): the mean over
+    axis 0 of each example's sum, so a batch of unknown size in static mode divides right too."""
     _check_reduction(reduction, "kl_div", ("mean", "batchmean", "sum", "none"))
     if log_target:
         loss = F.multiply(F.exp(label), F.subtract(label, input))
     else:
         is_zero = F.cast(F.equal(label, F.zeros_like(label)), label.dtype)
         loss = F.multiply(label, F.subtract(F.log(F.add(label, is_zero)), input))
+    if reduction == "batchmean" and len(loss.shape) > 1:
+        return F.mean(F.sum(loss, axis=list(range(1, len(loss.shape)))))
     if reduction == "batchmean":
-        return F.scale(F.sum(loss), 1.0 / input.shape[0]) if input.shape[0] > 0 else F.sum(loss)
+        return F.mean(loss)
     return _reduce(loss, reduction, "kl_div")
 
 
