@@ -96,6 +96,7 @@ class DataParallel(Layer):
         # the sharded optimizer that averages these gradients in its step (eager_sharding.py): then
         # backward() leaves each rank's own gradient in .grad, as under no_sync()
         object.__setattr__(self, "reduced_by", None)
+        object.__setattr__(self, "_holders", parameter_holders(layers, self._params))
         _LIVE.add(self)
 
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
@@ -104,7 +105,7 @@ class DataParallel(Layer):
             return self._layers(*inputs, **kwargs)
         step = _ReduceStep(self._world, self._params, self._layout)
         object.__setattr__(self, "last_step", step)
-        with _routed_parameters(self._layers, self._params, step, self._overlap) as ready_nodes:
+        with _routed_parameters(self._layers, self._params, step, self._overlap, self._holders) as ready_nodes:
             outputs = self._layers(*inputs, **kwargs)
         if ready_nodes:
             run_ready_nodes_early(outputs, ready_nodes)
@@ -164,24 +165,32 @@ def broadcast_parameters(world: World, layer: Layer) -> None:
 
 
 @contextlib.contextmanager
-def _routed_parameters(layers: Layer, params: list[Tensor], step: _ReduceStep, each: bool) -> Iterator[None]:
+def _routed_parameters(layers: Layer, params: list[Tensor], step: _ReduceStep, each: bool,
+                       holders: list[tuple[Layer, str, Tensor]]) -> Iterator[None]:
     """During one forward pass, the layers read each parameter through its identity nodes
-    (`gather`, then, with `each`, its own `ready_i`)."""
+    (`gather`, then, with `each`, its own `ready_i`). `holders`: where the layers hold the
+    parameters (`parameter_holders`), checked and found again if the model changed."""
     gathered = record_custom(_GATHER, params, [p.data for p in params], {"step": step})
     routed = {id(p): record_custom(_READY, [g], [g.data], {"step": step, "index": i})[0] if each else g
               for i, (p, g) in enumerate(zip(params, gathered))}
-    swapped = []
     ready_nodes = [t._node for t in routed.values()] if each else []
-    for layer in layers.sublayers(include_self=True):
-        for name, param in layer._parameters.items():
-            if param is not None and id(param) in routed:
-                swapped.append((layer, name, param))
-                object.__setattr__(layer, name, routed[id(param)])
+    if not all(layer._parameters.get(name) is param for layer, name, param in holders):
+        holders[:] = parameter_holders(layers, params)
+    for layer, name, param in holders:
+        object.__setattr__(layer, name, routed[id(param)])
     try:
         yield ready_nodes
     finally:
-        for layer, name, param in swapped:
+        for layer, name, param in holders:
             object.__setattr__(layer, name, param)
+
+
+def parameter_holders(layers: Layer, params: list[Tensor]) -> list[tuple[Layer, str, Tensor]]:
+    """(sublayer, attribute, parameter) wherever `layers` holds one of `params` (found once per
+    wrapper, not per forward pass: the walk over the sublayers costs as much as the routing)."""
+    wanted = {id(p) for p in params}
+    return [(layer, name, param) for layer in layers.sublayers(include_self=True)
+            for name, param in layer._parameters.items() if param is not None and id(param) in wanted]
 
 
 def run_ready_nodes_early(outputs: Any, ready_nodes: list[Any]) -> None:

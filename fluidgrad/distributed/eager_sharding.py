@@ -42,6 +42,7 @@ import numpy as np
 
 from ..dispatch import is_tensor
 from ..eager import Tensor
+from ..eager.tensor import _record_modification
 from ..nn import Layer
 from ..nn.clip import ClipGradByGlobalNorm, ClipGradByValue
 from ..ops.comm import get_world
@@ -88,6 +89,7 @@ class _Bucket:
 
     def __init__(self, key: str, indices: list[int], params: list[Tensor]) -> None:
         self.indices = indices
+        self.params = [params[i] for i in indices]
         self.shapes = [tuple(params[i].shape) for i in indices]
         self.dtype = params[indices[0]].data.dtype
         self.key, self.copy_key = key, f"{key}.copy"
@@ -111,16 +113,21 @@ class ShardedOptimizer:
         plan = plan_buckets([p.shape for p in params], [p.data.dtype.name for p in params], bucket_size_mb * MB, first)
         self.buckets = [_Bucket(f"EagerSharded{n}.{b}", indices, params) for b, indices in enumerate(plan)]
         self.reason = unsupported(optimizer)
-        self.wrapper = wrapper_of(params)
-        if self.wrapper is None and self.world.size > 1:  # nobody made the parameters equal: rank 0's
+        wrapper = wrapper_of(params)
+        if wrapper is None and self.world.size > 1:  # nobody made the parameters equal: rank 0's
             check_same_parameters(self.world, [(f"parameter {i}", p) for i, p in enumerate(params)])
             for i, p in enumerate(params):
                 p.set_value(self.world.broadcast(p.data, 0, what=f"sharded optimizer broadcast of parameter {i}"))
         if self.reason is not None:
             warnings.warn(f"sharded optimizer: {self.reason}; averaging whole gradients instead (every rank "
                           f"updates every parameter)", stacklevel=3)
-        elif self.wrapper is not None and self.world.size > 1:
-            object.__setattr__(self.wrapper, "reduced_by", self)
+        self._attach(wrapper)
+
+    def _attach(self, wrapper: DataParallel | None) -> None:
+        """Take the reduction over from the DataParallel wrapping these parameters (unless falling back)."""
+        self.wrapper = wrapper
+        if wrapper is not None and self.reason is None and self.world.size > 1:
+            object.__setattr__(wrapper, "reduced_by", self)
 
     def __getattr__(self, name: str) -> Any:  # get_lr, set_lr, state_dict, clear_grad, ...: the optimizer's
         return getattr(self.__dict__["inner"], name)
@@ -138,6 +145,8 @@ class ShardedOptimizer:
         """Collective: every rank calls it once per step."""
         if self.world.size == 1:
             return self.inner.step()
+        if self.wrapper is None:  # a DataParallel made after this optimizer hands its reduction over from now on
+            self._attach(wrapper_of(self.params))
         if self.reason is not None:
             if self.wrapper is None:
                 self._average_whole_gradients()
@@ -161,7 +170,7 @@ class ShardedOptimizer:
     def _fused_step(self, op_type: str, bucket: _Bucket, grads: list[np.ndarray]) -> None:
         """One c_bucket_sgd / momentum / adam kernel call: the bucket's sum over ranks, this rank's part
         updated in the node copies, every rank's parameters and state views of them."""
-        opt, params = self.inner, [self.params[i] for i in bucket.indices]
+        opt, params = self.inner, bucket.params
         states = [self._state(p) for p in params]
         decay = opt.regularization.coeff if opt.regularization is not None else 0.0
         lr = np.full([1], opt.get_lr(), bucket.dtype)
@@ -175,7 +184,7 @@ class ShardedOptimizer:
                                          nranks=self.world.size, decay=decay, **opt.update_attrs())
         outs = [out] if op_type == "c_bucket_sgd" else list(out)
         for param, value in zip(params, outs[0]):
-            param.set_value(value)
+            _updated(param, value)
         for slot, values in zip(slots, outs[1:]):
             for state, value in zip(states, values):
                 state[slot] = value
@@ -208,7 +217,7 @@ class ShardedOptimizer:
     def _update_parts(self, bucket: _Bucket, grad_part: np.ndarray, kernel: Any, lr: np.ndarray) -> None:
         opt, nranks = self.inner, self.world.size
         shard, gather = get_op_def("c_bucket_shard").kernel, get_op_def("c_bucket_allgather").kernel
-        params = [self.params[i] for i in bucket.indices]
+        params = bucket.params
         states = [self._state(p) for p in params]
         param_part = shard([p.data for p in params], nranks=nranks)
         if opt.regularization is not None:
@@ -230,7 +239,7 @@ class ShardedOptimizer:
                     state[slot] = value
         views = gather(results[0], bucket=bucket.copy_key, shapes=bucket.shapes, nranks=nranks, sync=True)
         for param, view in zip(params, views):
-            param.set_value(view)
+            _updated(param, view)
 
     # ------------------------------------------------------------------ helpers
     def _state(self, param: Tensor) -> dict[str, np.ndarray]:
@@ -272,6 +281,15 @@ def group_sharded_parallel(model: Layer, optimizer: Optimizer, level: str = "os"
         raise TypeError(f"group_sharded_parallel: model must be a fluidgrad.nn.Layer, got {type(model).__name__}")
     wrapped = model if isinstance(model, DataParallel) else DataParallel(model)
     return wrapped, ShardedOptimizer(optimizer, bucket_size_mb), scaler
+
+
+def _updated(param: Tensor, value: np.ndarray) -> None:
+    """The parameter's new value: the node copy's view it holds since the last step, changed in place
+    (recorded as set_value records it: a retained graph that read the old value refuses), or that view."""
+    if param.data is value:
+        _record_modification(param)
+    else:
+        param.set_value(value)
 
 
 def _grad_array(param: Tensor) -> np.ndarray:

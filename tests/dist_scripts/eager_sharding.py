@@ -59,6 +59,9 @@ def wrap(case, model):
     if api == "paddle":
         return dist.group_sharded_parallel(model, make_optimizer(case, model.parameters()), "os",
                                            bucket_size_mb=bucket_mb)[:2]
+    if api == "late":  # DataParallel made after the optimizer: its first backward reduces, then it hands over
+        opt = dist.ShardedOptimizer(make_optimizer(case, model.parameters()), bucket_size_mb=bucket_mb)
+        return fg.DataParallel(model), opt
     # PyTorch's form, no DataParallel: the optimizer takes rank 0's parameters itself
     kind = {"sgd": fg.optimizer.SGD, "momentum": fg.optimizer.Momentum, "adam": fg.optimizer.Adam}[case["kind"]]
     defaults = {"momentum": {"momentum": 0.9}}.get(case["kind"], {})
@@ -127,12 +130,14 @@ def run_case(case, rank, world, out_dir):
     reference.set_state_dict({k: np.array(v.numpy()) for k, v in model.state_dict().items()})
     ref_opt = make_optimizer(case, reference.parameters())
     eager_sharding.FUSE_UPDATES = case.get("fuse", True)
-    loss_diffs, reduced_in_backward, clipped = [], False, False
+    loss_diffs, reduced_in_backward, clipped = [], [], False
     for step, (x, y) in enumerate(batches(world)):
         if case.get("resume") and step == 10:
             resume(model, opt, out_dir)
         total = train_step(case, wrapped, opt, x, y)
-        reduced_in_backward = reduced_in_backward or getattr(wrapped, "last_step", None) is not None
+        reduced_in_backward.append(getattr(wrapped, "last_step", None) is not None)
+        if hasattr(wrapped, "last_step"):
+            object.__setattr__(wrapped, "last_step", None)
         ref_total, above = reference_step(case, world, reference, ref_opt, x, y)
         clipped = clipped or above
         loss_diffs.append(rel_diff(dist.all_reduce(np.array(total, np.float64), "avg"), ref_total))
@@ -185,7 +190,28 @@ CASES = [
     {"name": "momentum-zero", "kind": "momentum", "api": "torch"},
     {"name": "adam-paddle-one-bucket", "kind": "adam", "api": "paddle", "bucket_mb": 25.0},
     {"name": "sgd-each-norm-fallback", "kind": "sgd", "clip": "each"},
+    {"name": "momentum-late-dp", "kind": "momentum", "api": "late"},
 ]
+
+
+def retained_graph_after_a_step():
+    """A graph recorded before a sharded step read parameters the step then changed in place (the
+    second step's parameters are views of the node copy): a second backward through it must refuse,
+    as after an in-place SGD step. Returns the error, or None."""
+    fg.seed(9)
+    dp = fg.DataParallel(make_model())
+    opt = dist.DistributedOptimizer(fg.optimizer.SGD(0.1, parameters=dp.parameters()), sharding=True)
+    x = fg.to_tensor(np.ones((2, 6), "float32"))
+    for _ in range(2):
+        loss = dp(x).sum()
+        loss.backward(retain_graph=True)
+        opt.step()
+        opt.clear_grad()
+    try:
+        loss.backward()
+    except RuntimeError as error:
+        return str(error)
+    return None
 
 
 def main(out_path):
@@ -200,6 +226,8 @@ def main(out_path):
         with accel.use_numba(case.get("numba", True)):  # False: the fused updates' NumPy fallback
             results["cases"][case["name"]] = run_case(case, rank, world, Path(out_path).parent)
     get_world().allreduce_path = "auto"
+    if not only:
+        results["retained"] = retained_graph_after_a_step()
     if rank == 0:
         Path(out_path).write_text(json.dumps(results))
 
