@@ -2,6 +2,7 @@
 
     python benchmarks/bench_dist.py [--rounds 20] [--launches 3] [--block 8]
     python benchmarks/bench_dist.py --phases     # the static step split into its parts
+    python benchmarks/bench_dist.py --ops        # CPU time per kind of op, every static contender
 
 Weak scaling, one BLAS thread per rank (`fluidgrad launch` sets it): what a user training one
 model sees per step on 1 rank (plain training, no data-parallel wrapper) and on 2 ranks (batch
@@ -20,9 +21,10 @@ job's: from the moment the later rank ended the previous step to the moment the 
 ended this one (one rank in the "1 rank" blocks).
 Contenders (the CONTENDERS table; adding one is one line, None for a mode it has no form in,
 and a PAIRS entry compares two step by step): "no all-reduce", each rank training alone (the 2-rank compute, what "vs no all-reduce" divides by); bucketed gradient
-all-reduce (the default buckets: up to 25 MB, in eager mode 1 MB first) and one all-reduce per
-parameter (bucket size 0), each through a shared-memory window (the default when every rank is
-on one node) and through MPI's Iallreduce (what runs across nodes).
+all-reduce (the default buckets: up to 25 MB, in eager mode 1 MB first; in static mode SGD's sum
+and update are one op per bucket, "bucketed, unfused update" keeps them apart as before) and one
+all-reduce per parameter (bucket size 0), each through a shared-memory window (the default when
+every rank is on one node) and through MPI's Iallreduce (what runs across nodes).
 Why one kind of job for both sides: the earlier version of this script ran separate 1-rank and
 2-rank jobs at different moments, held 2 models in the 1-rank process and 10 (5 contenders x 2
 modes) in each 2-rank one, and put a barrier before every step. Here both sides hold the same
@@ -43,6 +45,7 @@ import argparse
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -59,6 +62,9 @@ from common import print_table  # noqa: E402
 
 import fluidgrad as fg  # noqa: E402
 import fluidgrad.distributed as dist  # noqa: E402
+from fluidgrad.distributed import sharding  # noqa: E402
+from fluidgrad.executor import executor as executor_module  # noqa: E402
+from fluidgrad.framework import BACKWARD, OPTIMIZE  # noqa: E402
 from fluidgrad.nn import functional as F  # noqa: E402
 from fluidgrad.ops import comm_buckets, comm_shards  # noqa: E402
 from fluidgrad.ops.comm import World, get_world  # noqa: E402
@@ -77,6 +83,25 @@ def alone(wrapped: Any) -> Any:
 
 def dp_optimizer(bucket_mb: float, **options: Any) -> Callable[[Any], Any]:
     return lambda optimizer: dist.DistributedOptimizer(optimizer, bucket_size_mb=bucket_mb, **options)
+
+
+class Unfused:
+    """A DistributedOptimizer whose minimize() appends the bucketed all-reduce and the optimizer's own
+    update ops even where one fused op per bucket could do both (sharding.FUSE_UPDATES off)."""
+
+    def __init__(self, optimizer: Any) -> None:
+        self.optimizer = optimizer
+
+    def minimize(self, loss: Any) -> Any:
+        sharding.FUSE_UPDATES = False
+        try:
+            return self.optimizer.minimize(loss)
+        finally:
+            sharding.FUSE_UPDATES = True
+
+
+def dp_unfused(bucket_mb: float) -> Callable[[Any], Any]:
+    return lambda optimizer: Unfused(dist.DistributedOptimizer(optimizer, bucket_size_mb=bucket_mb))
 
 
 def dp_model(bucket_mb: float) -> Callable[[Any], Any]:
@@ -104,6 +129,8 @@ class Contender(NamedTuple):
 CONTENDERS = {
     "no all-reduce": Contender(alone, alone),  # each rank trains alone: the 2-rank compute
     "bucketed": Contender(dp_optimizer(25.0), dp_model(25.0)),
+    # the same buckets, the all-reduce and the SGD ops apart (what "bucketed" was before the fused update)
+    "bucketed, unfused update": Contender(dp_unfused(25.0), None),
     "per-parameter": Contender(dp_optimizer(0.0), dp_model(0.0)),
     "bucketed, MPI Iallreduce": Contender(dp_optimizer(25.0), dp_model(25.0), "mpi"),
     "per-parameter, MPI Iallreduce": Contender(dp_optimizer(0.0), dp_model(0.0), "mpi"),
@@ -290,9 +317,9 @@ class PhaseClock:
             self.mark("summed")
             return out
 
-        def timed_start(bucket, what="bucket all_reduce"):
+        def timed_start(bucket, *args, **kwargs):
             self.mark("packed")
-            return start(bucket, what)
+            return start(bucket, *args, **kwargs)
 
         def timed_arrive(request):
             self.mark("barrier")
@@ -339,7 +366,7 @@ class PhaseClock:
         return self.marks
 
 
-PHASE_CONTENDERS = ("no all-reduce", "bucketed", "bucketed, sharded update")  # beside "1 rank"
+PHASE_CONTENDERS = ("no all-reduce", "bucketed, unfused update", "bucketed, sharded update")  # beside "1 rank"
 
 
 def phase_worker(out_path: str, rounds: int, block: int) -> None:
@@ -389,6 +416,122 @@ def phase_samples(blocks: dict[str, list[list[Any]]]) -> dict[str, list[float]]:
                     add(f"{name}|skew of the ranks at the op (wall)",
                         abs(ran[0][1][k]["op"][0] - ran[1][1][k]["op"][0]))
     return out
+
+
+# ------------------------------------------------------------------ --ops: CPU time per kind of op
+class OpClock:
+    """Rank's CPU time per op of a static step, by op kind: each plan compiled from now on is
+    recompiled with a `thread_time` pair around every op's line (about 1 us per op), so the
+    plain program's updates, which the executor runs inside the backward pass, are counted
+    apart from the forward and backward ops they sit between. "outside ops" is the plan's own
+    lines (loads, frees, stores) and the benchmark's."""
+
+    LINE = re.compile(r"^    (?P<stmt>[^#].*?)(?P<comment>  # op (?P<n>\d+): .*)$")
+
+    def __init__(self):
+        self.spent: dict[str, float] = {}
+        compile_block = executor_module.compile_block
+
+        def timed_compile(block, *args, **kwargs):
+            plan = compile_block(block, *args, **kwargs)
+            namespace = plan.fn.__globals__
+            namespace["_thread_time"], namespace["_spent"] = time.thread_time, self.spent
+            lines = []
+            for line in plan.source.split("\n"):
+                m = self.LINE.match(line)
+                if m and not m["stmt"].rstrip().endswith(":"):
+                    kind = self.kind(block.ops[int(m["n"])])
+                    line = (f"    _t = _thread_time(); {m['stmt']}; _spent[{kind!r}] = _spent.get({kind!r}, 0.0) "
+                            f"+ _thread_time() - _t{m['comment']}")
+                lines.append(line)
+            exec(compile("\n".join(lines), "<bench_dist --ops plan>", "exec"), namespace)
+            plan.fn = namespace["run"]
+            return plan
+        executor_module.compile_block = timed_compile
+
+    @staticmethod
+    def kind(op) -> str:
+        if op.role == OPTIMIZE or op.type.startswith("c_"):
+            return "update and communication"
+        if op.type == "matmul":
+            if op.role != BACKWARD:
+                return "forward GEMMs"
+            return "backward GEMMs, weight gradients" if op.attr("transpose_x") else "backward GEMMs, input gradients"
+        return "other backward ops" if op.role == BACKWARD else "other forward ops"
+
+    def start(self) -> None:  # the meter protocol of run_block
+        self.spent.clear()
+        self.began = time.thread_time()
+
+    def stop(self) -> dict[str, float]:
+        out = dict(self.spent)
+        out["whole step"] = time.thread_time() - self.began
+        out["outside ops"] = out["whole step"] - sum(self.spent.values())
+        return out
+
+
+OP_KINDS = ("forward GEMMs", "other forward ops", "backward GEMMs, input gradients",
+            "backward GEMMs, weight gradients", "other backward ops", "update and communication", "outside ops",
+            "whole step")
+
+
+def every_step(world: World, step: Callable[[], Any], how: str) -> Callable[[], Any]:
+    """`step` then, each step, a barrier ("barrier": the ranks leave it together, as after a
+    collective) or 0.2 ms of waiting that gives the core away (sched_yield, as a collective's wait
+    does), with no peer involved ("yield")."""
+    def run():
+        step()
+        if how == "barrier":
+            world.barrier()
+        else:
+            end = time.perf_counter() + 0.0002
+            while time.perf_counter() < end:
+                os.sched_yield()
+    return run
+
+
+OPS_CONTENDERS = ("no all-reduce", "bucketed", "bucketed, unfused update", "bucketed, sharded update")  # beside "1 rank" and two diagnostics
+OPS_DIAGNOSTICS = {"no all-reduce, a barrier each step": "barrier", "no all-reduce, 0.2 ms yielding each step": "yield"}
+
+
+def ops_worker(out_path: str, rounds: int, block: int) -> None:
+    """Runs on each of the 2 ranks: the static contenders and the diagnostics, CPU time per op kind."""
+    clock = OpClock()  # before the programs are compiled
+    dist.init_parallel_env()
+    world = get_world()
+    steppers = steppers_for(world, "static", OPS_CONTENDERS)
+    for name, how in OPS_DIAGNOSTICS.items():
+        steppers[name] = every_step(world, STEPPERS["static"](alone), how)
+    blocks = run_rounds(world, steppers, rounds, block, clock, Doorbell(world, out_path + DOORBELL))
+    samples: dict[str, list[float]] = {}
+    for name, per_block in blocks.items():
+        for ranks in per_block:
+            for rank, r in enumerate(ranks):
+                for notes in ([] if r is None else r[1][1:]):
+                    for kind in OP_KINDS:
+                        samples.setdefault(f"{name}|{rank}|{kind}", []).append(notes.get(kind, 0.0) * 1e3)
+    if world.rank == 0:
+        Path(out_path).write_text(json.dumps(samples))
+
+
+def ops(args: argparse.Namespace) -> None:
+    """`--ops`: rank 0's and rank 1's CPU time per op kind, every static contender (median, p10)."""
+    results: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for launch in range(args.launches):
+            for key, samples in launch_worker(args, "--ops-worker", Path(tmp) / f"{launch}.json").items():
+                results.setdefault(key, []).extend(samples)
+    names = list(dict.fromkeys(key.split("|")[0] for key in results))
+    for rank in (0, 1):
+        rows = []
+        for kind in OP_KINDS:
+            row = [kind]
+            for name in names:
+                samples = results.get(f"{name}|{rank}|{kind}")
+                row.append("-" if not samples else "{:.3f} / {:.3f}".format(*percentiles(samples, 50, 10)))
+            rows.append(row)
+        print_table(f"static step, rank {rank}: CPU ms per step by op kind, median / 10th percentile of "
+                    f"{steps_per_row(args)} steps", ["op kind", *names], rows)
 
 
 def launch_worker(args: argparse.Namespace, flag: str, out: Path, *extra: str) -> Any:
@@ -465,7 +608,10 @@ def main():
                         help="split the static step into its parts (compute, pack, barrier, sum, update)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--mode", choices=MODES, help=argparse.SUPPRESS)
+    parser.add_argument("--ops", action="store_true",
+                        help="CPU time per kind of op (forward and backward GEMMs, other ops, update and communication)")
     parser.add_argument("--phase-worker", help=argparse.SUPPRESS)
+    parser.add_argument("--ops-worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.block < 2:
         parser.error("--block must be at least 2 (the first step of a block is not timed)")
@@ -473,8 +619,12 @@ def main():
         return worker(args.worker, args.mode, args.rounds, args.block)
     if args.phase_worker:
         return phase_worker(args.phase_worker, args.rounds, args.block)
+    if args.ops_worker:
+        return ops_worker(args.ops_worker, args.rounds, args.block)
     if args.phases:
         return phases(args)
+    if args.ops:
+        return ops(args)
     results: dict[str, list[list[float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for launch in range(args.launches):

@@ -3,6 +3,9 @@
 `DistributedOptimizer(opt).minimize(loss)` = `append_backward(loss)`, then, for each bucket
 of gradients, one `c_bucket_allreduce` (pack into a buffer kept between steps, one collective,
 the gradient variables rewritten in place), then `opt`'s own clipping, decay and update ops.
+SGD, Momentum and Adam / AdamW without clipping (L2 decay allowed) get one fused op per bucket
+instead (`c_bucket_sgd` / `c_bucket_momentum` / `c_bucket_adam`, shard=False): the sum over
+ranks and the update in one pass, every rank updating every parameter (sharding.py).
 Clipping therefore sees the averaged gradient: a global norm is the global one. The startup
 program ends with a `c_broadcast` from rank 0 of every parameter, so all ranks start equal.
 Before anything is appended, the ranks compare what they built (op types, parameter names,
@@ -30,7 +33,7 @@ from ..ops.comm import CollectiveMismatchError, get_world
 from ..optimizer import Optimizer
 from .buckets import plan_buckets
 from .eager_sharding import ShardedOptimizer, eager_parameters
-from .sharding import append_sharded_update, fall_back, sharding_unsupported
+from .sharding import append_fused_allreduce_update, append_sharded_update, fall_back, sharding_unsupported
 
 ParamsGrads = list[tuple[Variable, Variable]]
 MB = 1 << 20
@@ -81,8 +84,12 @@ class DistributedOptimizer:
                 return append_sharded_update(self.inner, block, startup, pairs, self.bucket_bytes,
                                              self.first_bucket_bytes), params_grads
             fall_back(reason)
-        append_gradient_allreduce(block, pairs, self.bucket_bytes, self.first_bucket_bytes)
         append_parameter_broadcast(startup, [p for p, _ in pairs])
+        fused = append_fused_allreduce_update(self.inner, block, startup, pairs, self.bucket_bytes,
+                                              self.first_bucket_bytes) if pairs else None
+        if fused is not None:
+            return fused, params_grads
+        append_gradient_allreduce(block, pairs, self.bucket_bytes, self.first_bucket_bytes)
         return self.inner.apply_gradients(params_grads, startup), params_grads
 
 

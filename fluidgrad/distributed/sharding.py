@@ -124,26 +124,46 @@ def append_sharded_update(optimizer: Optimizer, block: Block, startup: Program, 
     return update_ops
 
 
+def append_fused_allreduce_update(optimizer: Optimizer, block: Block, startup: Program, pairs: ParamsGrads,
+                                  bucket_bytes: float, first_bucket_bytes: float | None = None) -> list[Operator] | None:
+    """Without sharding: one fused op per bucket (c_bucket_sgd / momentum / adam with shard=False)
+    that sums the whole bucket over ranks and updates every parameter of it on every rank, in
+    one pass, with no gradient array in between; None when `optimizer` has no fused op (the
+    caller then appends the bucketed all-reduce and the optimizer's own update ops)."""
+    fused = fused_update(optimizer)
+    if fused is None:
+        return None
+    nranks = get_world().size
+    grads = [g for _, g in pairs]
+    plan = plan_buckets([g.shape for g in grads], [g.dtype for g in grads], bucket_bytes, first_bucket_bytes)
+    buckets = [ShardedBucket(block, [pairs[i] for i in indices], nranks) for indices in plan]
+    lr = optimizer._create_lr_var(block, startup, pairs[0][0].dtype)
+    return [_append_fused_update(fused, optimizer, block, startup, b, lr, shard=False) for b in buckets]
+
+
 def _append_fused_update(op_type: str, optimizer: Optimizer, block: Block, startup: Program, b: ShardedBucket,
-                         lr: Variable) -> Operator:
+                         lr: Variable, shard: bool = True) -> Operator:
+    """The fused op of one bucket; `shard`: its state in node copies the startup fills (else each
+    rank's own arrays, equal on every rank)."""
     decay = optimizer.regularization.coeff if optimizer.regularization is not None else 0.0
     attrs = {"reduce": "avg", "bucket": b.key, "copy": b.copy_key, "nranks": b.nranks, "decay": decay,
-             "op_role": OPTIMIZE}
+             "shard": shard, "op_role": OPTIMIZE}
     inputs: dict[str, Any] = {"X": b.grads, "Param": b.params, "LearningRate": lr}
     outputs: dict[str, Any] = {"ParamOut": b.params}
-    _append_startup_fill(startup, b.params, b.copy_key)
+    fill = _append_startup_fill if shard else (lambda *_: None)
+    fill(startup, b.params, b.copy_key)
     if op_type == "c_bucket_momentum":
         velocities = [optimizer._accumulator(block, startup, p, "Velocity") for p in b.params]
         inputs["Velocity"], outputs["VelocityOut"] = velocities, velocities
         attrs.update(optimizer.update_attrs())
-        _append_startup_fill(startup, velocities, b.copy_key + ".velocity")
+        fill(startup, velocities, b.copy_key + ".velocity")
     if op_type == "c_bucket_adam":
         attrs.update(optimizer.update_attrs())
         for slot in ("Moment1", "Moment2", "Beta1Pow", "Beta2Pow"):
             accs = [optimizer._accumulator(block, startup, p, slot) for p in b.params]
             inputs[slot], outputs[slot + "Out"] = accs, accs
             if slot.startswith("Moment"):
-                _append_startup_fill(startup, accs, f"{b.copy_key}.{slot.lower()}")
+                fill(startup, accs, f"{b.copy_key}.{slot.lower()}")
     return block.append_op(op_type, inputs, outputs, attrs)
 
 

@@ -14,7 +14,8 @@ those parts, `c_bucket_allgather` writes them into the node's one copy and publi
 `c_bucket_broadcast` (startup) fills that copy with rank 0's values. `c_bucket_sgd`,
 `c_bucket_momentum` and `c_bucket_adam` do a bucket's reduce-scatter, update and all-gather in one op, the sum and
 the update in one pass written straight into the node's copy (no clipping: it needs the whole
-gradient first).
+gradient first); with `shard=False` the same ops sum the whole bucket and update every parameter
+on every rank, in its own arrays: the default data-parallel update of those optimizers.
 
 `c_bucket_allreduce` reduces a bucket of tensors with one collective: it packs them into a
 flat buffer kept from run to run (`World.bucket`: shared memory when every rank is on one
@@ -171,7 +172,7 @@ def _bucket_allreduce_offer(shapes, dtypes, reduce="avg", bucket="", **_):
 
     def offer():
         found = world.kept_bucket(key, size, dtype)
-        return None if found is None else pieces.of(found.input)
+        return None if found is None else pieces.of(found)
     return (key, size, dtype.str), offer
 
 
@@ -325,7 +326,7 @@ def _shard_offer(shapes, dtypes, reduce="avg", bucket="", nranks=1, **_):
 
     def offer():
         found = world.kept_bucket(key, layout.padded, dtype)
-        return None if found is None else pieces.of(found.input)
+        return None if found is None else pieces.of(found)
     return (key, layout.padded, dtype.str), offer
 
 
@@ -459,37 +460,52 @@ def _learning_rate(lr) -> float:
     return float(np.asarray(lr).reshape(-1)[0])
 
 
-def _fused_update(op_type, xs, reduce, bucket, copy, nranks, states, update, placed):
-    """The common part of the fused sharded updates: this rank's part of the gradients X summed over
-    ranks and handed to `update` with the parts of each node copy `copy` + suffix of `states`
-    (suffix, arrays), written in place; returns the copies' views, one list per state."""
+def _fused_update(op_type, xs, reduce, bucket, copy, nranks, states, update, placed, shard=True):
+    """The common part of the fused updates: the gradients X summed over ranks and handed to
+    `update` with the arrays of each state (suffix, arrays), updated in place. `shard`: this
+    rank's part only, in the node copies `copy` + suffix (returns the copies' views, one list
+    per state); else the whole bucket, on every rank, in the state arrays themselves when the
+    plan and the scope alone hold them (else in copies of them), which are returned."""
+    counts = [[_references(arrays, i) for i in range(len(arrays))] for _, arrays in states]  # before any new reference
     world = _world_of(op_type, nranks)
     grads = [np.asarray(x) for x in xs]
     layout = Layout.of(tuple(g.shape for g in grads), nranks)
     scale = grads[0].dtype.type(1 / world.size) if reduce == "avg" else None
+    key, what = _shard_key(bucket, layout), f"op {op_type} ({bucket})"
+    if not shard:
+        targets = [[_updatable(a, n) for a, n in zip(arrays, ns)] for (_, arrays), ns in zip(states, counts)]
+        return comm_shards.update_replicated(world, key, grads, layout, scale, targets, update, what, placed)
     copies = [(copy + suffix, [np.asarray(a) for a in arrays]) for suffix, arrays in states]
-    return comm_shards.update_in_place(world, _shard_key(bucket, layout), grads, layout, scale, copies, update,
-                                       f"op {op_type} ({bucket})", placed)
+    return comm_shards.update_in_place(world, key, grads, layout, scale, copies, update, what, placed)
+
+
+def _updatable(array, references: int) -> np.ndarray:
+    """`array` itself when only the plan and the scope hold it (a persistable the plan loaded):
+    updated in place, nobody else sees it change; else a copy of it."""
+    if (type(array) is np.ndarray and references <= _PLAN_ONLY + 1 and array.base is None
+            and array.flags.writeable and array.flags.c_contiguous):
+        return array
+    return np.array(array, order="C")
 
 
 def _bucket_sgd_kernel(xs, params, learning_rate, reduce="avg", bucket="", copy="", nranks=1, decay=0.0,
-                       ring_id=0, placed=None):
+                       shard=True, ring_id=0, placed=None):
     lr = _learning_rate(learning_rate)
 
     def update(own, own_scale, rows, skip, start, param):
         fused_shards.sgd(own, own_scale, rows, skip, start, param, lr, decay)
-    (out,) = _fused_update("c_bucket_sgd", xs, reduce, bucket, copy, nranks, [("", params)], update, placed)
+    (out,) = _fused_update("c_bucket_sgd", xs, reduce, bucket, copy, nranks, [("", params)], update, placed, shard)
     return out
 
 
 def _bucket_momentum_kernel(xs, params, velocities, learning_rate, reduce="avg", bucket="", copy="", nranks=1,
-                            decay=0.0, mu=0.9, use_nesterov=False, ring_id=0, placed=None):
+                            decay=0.0, mu=0.9, use_nesterov=False, shard=True, ring_id=0, placed=None):
     lr = _learning_rate(learning_rate)
 
     def update(own, own_scale, rows, skip, start, param, velocity):
         fused_shards.momentum(own, own_scale, rows, skip, start, param, velocity, lr, mu, decay, use_nesterov)
     out, velocity_out = _fused_update("c_bucket_momentum", xs, reduce, bucket, copy, nranks,
-                                      [("", params), (".velocity", velocities)], update, placed)
+                                      [("", params), (".velocity", velocities)], update, placed, shard)
     return out, velocity_out
 
 
@@ -515,15 +531,17 @@ def _fused_update_infer(states: tuple[str, ...]):
 
 
 register_op("c_bucket_sgd", inputs="X* Param* LearningRate", outputs="ParamOut*",
-            attrs={"reduce": "avg", "bucket": "", "copy": "", "nranks": 1, "decay": 0.0, "ring_id": 0},
+            attrs={"reduce": "avg", "bucket": "", "copy": "", "nranks": 1, "decay": 0.0, "shard": True, "ring_id": 0},
             offer=_shard_offer, offer_keeps_state=True, kernel=_bucket_sgd_kernel, infer=_fused_update_infer(("Param",)), grad=NO_GRADIENT,
             doc="Sharded SGD of a bucket (ZeRO stage 1) in one op: X (the gradients) summed or averaged over "
                 "ranks, this rank's part only, then Param -= LearningRate * (X + decay * Param) on that part, "
                 "in one pass, written into the node's one copy of the parameters (`copy`), published to every "
-                "rank; ParamOut (= Param) are read-only views of it. No gradient (an update).")
+                "rank; ParamOut (= Param) are read-only views of it. shard=False: every rank sums the whole "
+                "bucket and updates every parameter, in its own arrays (the default data-parallel update "
+                "of SGD, Momentum and Adam without clipping). No gradient (an update).")
 register_op("c_bucket_momentum", inputs="X* Param* Velocity* LearningRate", outputs="ParamOut* VelocityOut*",
             attrs={"reduce": "avg", "bucket": "", "copy": "", "nranks": 1, "decay": 0.0, "mu": 0.9,
-                   "use_nesterov": False, "ring_id": 0},
+                   "use_nesterov": False, "shard": True, "ring_id": 0},
             offer=_shard_offer, offer_keeps_state=True, kernel=_bucket_momentum_kernel, infer=_fused_update_infer(("Param", "Velocity")), grad=NO_GRADIENT,
             doc="Sharded momentum of a bucket (ZeRO stage 1) in one op, as c_bucket_sgd, with the momentum op's "
                 "update (v = mu * v + g; Param -= lr * v, or Nesterov) and the velocities kept in the node copy "
@@ -532,7 +550,7 @@ register_op("c_bucket_momentum", inputs="X* Param* Velocity* LearningRate", outp
 
 def _bucket_adam_kernel(xs, params, moment1, moment2, beta1_pow, beta2_pow, learning_rate, reduce="avg", bucket="",
                         copy="", nranks=1, decay=0.0, beta1=0.9, beta2=0.999, epsilon=1e-8, weight_decay=0.0,
-                        ring_id=0, placed=None):
+                        shard=True, ring_id=0, placed=None):
     lr = _learning_rate(learning_rate)
     b1_pow, b2_pow = _learning_rate(beta1_pow[0]), _learning_rate(beta2_pow[0])  # equal for every parameter
 
@@ -540,7 +558,8 @@ def _bucket_adam_kernel(xs, params, moment1, moment2, beta1_pow, beta2_pow, lear
         fused_shards.adam(own, own_scale, rows, skip, start, param, m1, m2, lr, beta1, beta2, b1_pow, b2_pow,
                           epsilon, decay, weight_decay)
     out, m1_out, m2_out = _fused_update("c_bucket_adam", xs, reduce, bucket, copy, nranks,
-                                        [("", params), (".moment1", moment1), (".moment2", moment2)], update, placed)
+                                        [("", params), (".moment1", moment1), (".moment2", moment2)], update, placed,
+                                        shard)
     pows = [[np.asarray(b) * np.asarray(b).dtype.type(beta) for b in bs] for bs, beta in
             ((beta1_pow, beta1), (beta2_pow, beta2))]
     return out, m1_out, m2_out, pows[0], pows[1]
@@ -561,7 +580,7 @@ def _bucket_adam_infer(ctx) -> None:
 register_op("c_bucket_adam", inputs="X* Param* Moment1* Moment2* Beta1Pow* Beta2Pow* LearningRate",
             outputs="ParamOut* Moment1Out* Moment2Out* Beta1PowOut* Beta2PowOut*",
             attrs={"reduce": "avg", "bucket": "", "copy": "", "nranks": 1, "decay": 0.0, "beta1": 0.9,
-                   "beta2": 0.999, "epsilon": 1e-8, "weight_decay": 0.0, "ring_id": 0},
+                   "beta2": 0.999, "epsilon": 1e-8, "weight_decay": 0.0, "shard": True, "ring_id": 0},
             offer=_shard_offer, offer_keeps_state=True, kernel=_bucket_adam_kernel, infer=_bucket_adam_infer, grad=NO_GRADIENT,
             doc="Sharded Adam of a bucket (ZeRO stage 1) in one op, as c_bucket_sgd, with the adam op's update "
                 "(weight_decay: AdamW's decoupled decay) and both moments kept in the node copies `copy`.moment1 "

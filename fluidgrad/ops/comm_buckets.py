@@ -51,6 +51,10 @@ def add_scaled(a: np.ndarray, b: np.ndarray, scale: Any, out: np.ndarray | None 
     return np.multiply(out, scale, out=out)
 
 
+def _address(array: np.ndarray) -> int:
+    return array.__array_interface__["data"][0]
+
+
 def split(flat: np.ndarray, pieces: Pieces, copy: bool) -> list[np.ndarray]:
     """The tensors at `pieces` of `flat`: copies the caller owns, or read-only views (a buffer
     kept from step to step: nobody may write into it, and a view must be read before the next
@@ -74,6 +78,7 @@ class PrivateBucket:
     def __init__(self, world: Any, size: int, dtype: np.dtype) -> None:
         self.world = world
         self.input = self.result = np.empty(size, dtype)
+        self.input_address = _address(self.input)
 
     def start(self, what: str = "bucket all_reduce", scale: Any = None) -> PrivateReduce:
         return PrivateReduce(self.world.start_all_reduce(self.input, "sum"), scale)
@@ -138,12 +143,18 @@ class SharedBucket:
         self.result = None if self.pair else flat[p * size:]
         self.slice = slice(r * size // p, (r + 1) * size // p)
         self.turn = 0  # the set of rows the next reduction uses
+        self._input_addresses = [_address(rows[r]) for rows in self.sets]
         self.win.Lock_all(mpi.MODE_NOCHECK)  # a passive epoch, for Win.Sync (a memory barrier)
 
     @property
     def input(self) -> np.ndarray:
         """This rank's row for the next reduction (pack into it, then `start`)."""
         return self.sets[self.turn, self.rank]
+
+    @property
+    def input_address(self) -> int:
+        """Where `input` starts in memory (placement compares it with the destinations it offered)."""
+        return self._input_addresses[self.turn]
 
     def start(self, what: str = "bucket all_reduce", scale: Any = None) -> PairReduce | SharedReduce:
         rows = self.sets[self.turn]

@@ -49,13 +49,17 @@ class Layout:
         self.nranks = nranks
         self.part = -(-self.size // nranks)  # elements per rank
         self.padded = self.part * nranks
+        self._ranges: dict[tuple[str, int, int], list[tuple[int, int, int]]] = {}
 
     def bounds(self, rank: int) -> tuple[int, int]:
         return rank * self.part, (rank + 1) * self.part
 
     def overlaps(self, lo: int, hi: int) -> list[tuple[int, int, int]]:
         """(tensor, first, last) flat ranges of the tensors inside [lo, hi), in buffer order."""
-        found = []
+        found = self._ranges.get(("in", lo, hi))
+        if found is not None:
+            return found
+        found = self._ranges[("in", lo, hi)] = []
         for i, (start, size) in enumerate(zip(self.offsets, self.sizes)):
             a, b = max(lo, start), min(hi, start + size)
             if a < b:
@@ -64,7 +68,10 @@ class Layout:
 
     def outside(self, lo: int, hi: int) -> list[tuple[int, int, int]]:
         """(tensor, first, last) flat ranges of the tensors outside [lo, hi)."""
-        found = []
+        found = self._ranges.get(("out", lo, hi))
+        if found is not None:
+            return found
+        found = self._ranges[("out", lo, hi)] = []
         for i, (start, size) in enumerate(zip(self.offsets, self.sizes)):
             end = start + size
             for a, b in ((start, min(end, lo)), (max(start, hi), end)):
@@ -102,14 +109,17 @@ def pack(into: np.ndarray, arrays: Sequence[np.ndarray], layout: Layout,
     into[layout.size:layout.padded] = 0
 
 
-def in_place(row: np.ndarray, arrays: Sequence[np.ndarray], layout: Layout, placed: Any) -> list[bool] | None:
-    """Which `arrays` their producers already wrote at their places in `row`: each is the
-    destination offered to it (`placed[i].array`, executor/placement.py) and lies there."""
+def in_place(row: np.ndarray, arrays: Sequence[np.ndarray], layout: Layout, placed: Any,
+             address: int | None = None) -> list[bool] | None:
+    """Which `arrays` their producers already wrote at their places in `row` (which starts at
+    `address`, if given): each is the destination offered to it (`placed[i].array`,
+    executor/placement.py) and lies there."""
     if placed is None:
         return None
-    base, itemsize = _address(row), row.dtype.itemsize
-    return [destination is not None and getattr(destination, "array", None) is array
-            and array.dtype == row.dtype and array.size == size
+    base, itemsize = _address(row) if address is None else address, row.dtype.itemsize
+    # the array is the destination offered (a view of the row, of the layout's shape and the row's
+    # dtype), and that destination lies at the array's place in this row
+    return [destination is not None and getattr(destination, "array", None) is array and array.size == size
             and _destination_address(destination) == base + start * itemsize
             for destination, array, start, size in zip(placed, arrays, layout.offsets, layout.sizes)]
 
@@ -265,7 +275,7 @@ def exchange(world: Any, key: Any, arrays: Sequence[np.ndarray], layout: Layout,
     producers (placement): those found lying in this rank's row are not packed."""
     dtype = arrays[0].dtype
     bucket = world.bucket(key, layout.padded, dtype)
-    present = in_place(bucket.input, arrays, layout, placed)
+    present = in_place(bucket.input, arrays, layout, placed, bucket.input_address)
     if not bucket.shared:
         pack(bucket.input, arrays, layout, present=present)
         summed = np.empty(layout.part, dtype)
@@ -318,3 +328,38 @@ def update_in_place(world: Any, key: Any, grads: Sequence[np.ndarray], layout: L
     for k, copy in enumerate(copies):  # the last one publishes them all (one barrier on one node)
         views.append(copy.gather(None, layout, what, sync=k == len(copies) - 1))
     return views
+
+
+def update_replicated(world: Any, key: Any, grads: Sequence[np.ndarray], layout: Layout, scale: Any,
+                      states: Sequence[Sequence[np.ndarray]], update: Any, what: str,
+                      placed: Any = None) -> list[list[np.ndarray]]:
+    """Sum the whole bucket of gradients over ranks and update every tensor of each state (lists
+    of C-contiguous arrays, the parameters first) in place, on every rank: the data-parallel
+    update without sharding, in one pass per tensor (`update` as in `update_in_place`). Two ranks
+    on one node: each packs into its row (or its gradients' producers wrote there), one barrier,
+    then each computes (its row + the peer's) * scale itself, the same operation on both (so the
+    same bits); the two sets of rows used in turn make a second barrier unnecessary (a rank
+    writes a set again only after a barrier its peer passed once done reading it). Otherwise:
+    the bucket's all-reduce, then the update from the sum. Returns `states`."""
+    dtype = grads[0].dtype
+    scale = 1 if scale is None else scale
+    empty = np.empty((0, 0), dtype)
+    if world.size == 1:
+        summed, rows, skip = gather_part(grads, layout, 0, dtype), empty, -1
+    else:
+        bucket = world.bucket(key, layout.padded, dtype)
+        pack(bucket.input, grads, layout, present=in_place(bucket.input, grads, layout, placed, bucket.input_address))
+        if bucket.shared and bucket.pair:
+            rows, skip = bucket.sets[bucket.turn], bucket.rank
+            bucket.turn = (bucket.turn + 1) % len(bucket.sets)
+            bucket.win.Sync()
+            world.wait(bucket.node.Ibarrier(), what)
+            bucket.win.Sync()
+            summed = rows[skip]
+        else:
+            summed, rows, skip = bucket.start(what).wait(), empty, -1
+    start = time.perf_counter()
+    for i, (first, size) in enumerate(zip(layout.offsets, layout.sizes)):
+        update(summed[first:first + size], scale, rows, skip, first, *[flat(arrays[i]) for arrays in states])
+    world.comm_seconds += time.perf_counter() - start
+    return [list(arrays) for arrays in states]

@@ -34,22 +34,23 @@ def pieces_of(flat: np.ndarray, shapes: Sequence[Sequence[int]], scale: Any) -> 
 
 
 class KeptPieces:
-    """`pieces_of` for a kept buffer, made once per buffer rather than at every offer (an offer
-    runs every step; a bucket's rows are the same arrays from step to step). Keyed by the
-    buffer's address: the views it keeps hold their buffer, so no other buffer can take that
-    address meanwhile; the few most recent buffers are kept."""
+    """`pieces_of` for a kept bucket's next row, made once per row rather than at every offer (an
+    offer runs every step; a bucket's rows are the same arrays from step to step). Keyed by the
+    row's address: the views it keeps hold their buffer, so no other buffer can take that
+    address meanwhile; the few most recent rows are kept."""
 
     def __init__(self, shapes: Sequence[Sequence[int]], scale: Any, keep: int = 4) -> None:
         self.shapes, self.scale, self.keep = [tuple(s) for s in shapes], scale, keep
         self.made: dict[int, list[Destination]] = {}
 
-    def of(self, flat: np.ndarray) -> list[Destination]:
-        address = _address(flat)
+    def of(self, bucket: Any) -> list[Destination]:
+        """The destinations in `bucket.input` (a bucket of ops/comm_buckets.py: it knows the address)."""
+        address = bucket.input_address
         found = self.made.get(address)
         if found is None:
             if len(self.made) >= self.keep:
                 self.made.pop(next(iter(self.made)))
-            found = self.made[address] = pieces_of(flat, self.shapes, self.scale)
+            found = self.made[address] = pieces_of(bucket.input, self.shapes, self.scale)
         return found
 
 

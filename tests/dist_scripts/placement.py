@@ -16,6 +16,7 @@ import numpy as np
 
 import fluidgrad as fg
 import fluidgrad.distributed as dist
+from fluidgrad.distributed import sharding
 from fluidgrad.executor import placement
 from fluidgrad.nn import functional as F
 from fluidgrad.ops.comm import get_world
@@ -84,6 +85,7 @@ def run_case(kind, path, bucket_mb, fetch_grads):
 
 def main(out_path):
     dist.init_parallel_env()
+    sharding.FUSE_UPDATES = False  # SGD as c_bucket_allreduce + sgd ops: the bucket this script spies on
     spy_on_the_bucket_kernel()
     world = get_world()
     cases = {"sgd-shared": ("sgd", "auto", 25.0, False), "adam-clip-shared": ("adam", "auto", 25.0, True),

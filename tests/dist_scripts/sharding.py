@@ -145,19 +145,19 @@ CASES = [
 def check_placed(rank, world):
     """The kernels' placement hook: gradients written into this rank's row beforehand, where (and
     as) the op's offer says, as placement's producers do, give the same results as gradients
-    copied in by the kernel. Returns the largest difference over the reduce-scatter and the fused SGD."""
+    copied in by the kernel; and the fused SGD without sharding (every rank updating everything)
+    gives what the sharded one gives. Returns the largest difference."""
     rng = np.random.default_rng(7 + rank)
     shapes = [(5, 3), (7,), (2, 2)]
     grads = [rng.standard_normal(s).astype("float32") for s in shapes]
     layout = Layout(shapes, world)
     reducescatter = get_op_def("c_bucket_reducescatter").kernel
     expected = reducescatter(grads, bucket="placed-check", nranks=world)  # makes the bucket: it can offer
-    _, offer = get_op_def("c_bucket_reducescatter").offer(shapes, ["float32"] * len(shapes), bucket="placed-check",
-                                                           nranks=world)
 
-    def place():
-        row = get_world().bucket(("shard", "placed-check", tuple(layout.shapes)), layout.padded,
-                                 np.dtype("float32")).input
+    def place(bucket):
+        _, offer = get_op_def("c_bucket_reducescatter").offer(shapes, ["float32"] * len(shapes), bucket=bucket,
+                                                               nranks=world)
+        row = get_world().bucket(("shard", bucket, tuple(layout.shapes)), layout.padded, np.dtype("float32")).input
         placed = offer()
         for g, destination in zip(grads, placed):
             if destination.scale is None:
@@ -168,7 +168,7 @@ def check_placed(rank, world):
         if not all(in_place(row, arrays, layout, placed)):
             raise AssertionError("the placed gradients are not recognised in the row")
         return arrays, placed
-    arrays, placed = place()
+    arrays, placed = place("placed-check")
     got = reducescatter(arrays, bucket="placed-check", nranks=world, placed=placed)
     diffs = [rel_diff(got, expected)]
     sgd = get_op_def("c_bucket_sgd").kernel
@@ -177,9 +177,17 @@ def check_placed(rank, world):
     params = [params[o:o + n].reshape(s) for o, n, s in zip(layout.offsets, layout.sizes, shapes)]
     lr = np.array([0.1], "float32")
     plain = [np.array(v) for v in sgd(grads, params, lr, bucket="placed-check", copy="placed-copy-a", nranks=world)]
-    arrays, placed = place()
+    arrays, placed = place("placed-check")
     fused = sgd(arrays, params, lr, bucket="placed-check", copy="placed-copy-b", nranks=world, placed=placed)
     diffs += [rel_diff(a, b) for a, b in zip(fused, plain)]
+    replicated = sgd(grads, [p.copy() for p in params], lr, bucket="replicated-check", nranks=world, shard=False)
+    sgd(grads, [p.copy() for p in params], lr, bucket="replicated-placed", nranks=world, shard=False)  # makes the row
+    arrays, placed = place("replicated-placed")
+    replicated_placed = sgd(arrays, [p.copy() for p in params], lr, bucket="replicated-placed", nranks=world,
+                            shard=False, placed=placed)
+    diffs += [rel_diff(a, b) for a, b in zip(replicated, plain)]
+    if any(a.tobytes() != b.tobytes() for a, b in zip(replicated, replicated_placed)):
+        diffs.append(1.0)  # placement never changes a bit
     return max(diffs)
 
 
