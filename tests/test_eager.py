@@ -1109,7 +1109,7 @@ def test_grad_results_are_arrays_of_their_own_and_stay_differentiable():
     _assert_own_arrays([ga.numpy(), gb.numpy()])
     v = t([0.5, -1.0])  # a seed that needs a gradient itself: da = db = v
     ga, gb = fg.grad(a + b, [a, b], grad_outputs=[v], create_graph=True)
-    _assert_own_arrays([ga.numpy(), gb.numpy()], [v.numpy()])
+    _assert_own_arrays([ga.detach().numpy(), gb.detach().numpy()], [v.numpy()])
     (dv,) = fg.grad(fg.sum(ga * ga), [v])  # the copy is recorded: d(sum v^2)/dv = 2v
     np.testing.assert_allclose(dv.numpy(), [1.0, -2.0])
 
@@ -1119,7 +1119,7 @@ def test_create_graph_leaf_gradients_are_distinct_and_differentiable():
     total = a + b  # its gradient flows on, one Tensor, to both a and b
     fg.eager.backward([fg.sum(total * total)], create_graph=True)
     assert a.grad.numpy() is not b.grad.numpy() and not a.grad.stop_gradient
-    _assert_own_arrays([a.grad.numpy(), b.grad.numpy()])
+    _assert_own_arrays([a.grad.detach().numpy(), b.grad.detach().numpy()])
     (da,) = fg.grad(fg.sum(a.grad), [a])  # grad = 2(a+b): d(sum)/da = 2 per element
     np.testing.assert_allclose(da.numpy(), [2.0, 2.0])
 

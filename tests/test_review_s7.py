@@ -471,9 +471,6 @@ def test_optimizer_refuses_parameters_that_are_not_tensors(what):
 
 
 # ---------------------------------------------------------------- Tensor.numpy() aliasing
-@pytest.mark.xfail(strict=True, reason="Tensor.numpy() returns a writable view: writing into it changes the Tensor "
-                                       "and the values saved for backward (Paddle returns a copy; PyTorch refuses "
-                                       ".numpy() on a tensor that requires grad)")
 def test_writing_into_numpy_of_a_tensor_leaves_the_tensor_and_its_gradient_alone():
     w = fg.to_tensor(np.ones(3), stop_gradient=False)
     y = w * 2

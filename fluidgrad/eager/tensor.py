@@ -104,8 +104,14 @@ class Tensor(MathMixin):
         return self._node is None
 
     def numpy(self) -> np.ndarray:
-        """The array itself (no copy): do not write into it while a graph may still read it."""
-        return self.data
+        """The array itself, or for a tensor that requires grad a read-only view (PyTorch refuses
+        .numpy() there): no copy on the hot path, yet a write raises instead of silently changing
+        the tensor and the values a graph saved for backward."""
+        if self.stop_gradient:
+            return self.data
+        view = self.data.view()
+        view.flags.writeable = False
+        return view
 
     def item(self) -> Any:
         """The one value of a one-element tensor, as a Python number."""

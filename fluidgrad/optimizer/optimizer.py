@@ -366,6 +366,9 @@ def _checked(value: Any, shape: tuple[int, ...], name: str, zero_d_as_shape_1: b
 
 
 def _to_array(value: Any) -> np.ndarray:
+    """The Tensor's own array (not numpy()'s read-only view): the in-place step writes into it."""
+    if isinstance(getattr(value, "data", None), np.ndarray):
+        return value.data
     return value.numpy() if hasattr(value, "numpy") else np.asarray(value)
 
 
