@@ -765,8 +765,6 @@ def test_optimizer_state_with_parameters_that_never_stepped_loads_into_a_rebuilt
 
 
 # ---------------------------------------------------------------- LSTM initial states
-@pytest.mark.xfail(strict=True, reason="LSTM given one Tensor as initial_states (not (h, c)) iterates it along its "
-                                       "first axis as h and c and runs on wrong states, silently")
 def test_lstm_refuses_a_single_tensor_as_initial_states():
     lstm = fg.nn.LSTM(3, 4, num_layers=2)
     x = fg.to_tensor(np.random.default_rng(0).standard_normal((2, 5, 3)).astype(np.float32))
