@@ -48,6 +48,15 @@ class PyLayerContext:
     saved_tensors = property(saved_tensor)
 
 
+def _broadcastable(returned: list, shape: list) -> bool:
+    """The engine sums a broadcast gradient down to its input's shape (as PyTorch's sum_to)."""
+    try:
+        np.broadcast_shapes(tuple(returned), tuple(shape))
+    except ValueError:
+        return False
+    return True
+
+
 def _pylayer_grad(g: Any) -> None:
     """The grad maker of every PyLayer node: hand the output gradients to the user's backward."""
     cls, ctx, n_inputs = g.attr("cls"), g.attr("ctx"), g.attr("n_inputs")
@@ -60,7 +69,11 @@ def _pylayer_grad(g: Any) -> None:
         raise ValueError(f"{cls.__name__}.backward returned {len(result)} gradients, but forward took "
                          f"{n_inputs} Tensor inputs")
     values = []
-    for r in result:
+    for i, (r, shape) in enumerate(zip(result, g.attr("in_shapes"))):
+        returned = None if r is None else list(np.shape(r.data if isinstance(r, Tensor) else r))
+        if returned is not None and not _broadcastable(returned, shape):
+            raise ValueError(f"{cls.__name__}.backward returned a gradient of shape {returned} for input {i}, "
+                             f"which has shape {shape}")
         if r is None or g.create_graph:
             values.append(r)
         else:
@@ -96,5 +109,6 @@ class PyLayer:
             if not isinstance(out, Tensor):
                 raise TypeError(f"{cls.__name__}.forward must return Tensors, got {type(out).__name__}")
         wrapped = record_custom(_PYLAYER_OP, inputs, [o.data for o in items],
-                                {"cls": cls, "ctx": ctx, "n_inputs": len(inputs)})
+                                {"cls": cls, "ctx": ctx, "n_inputs": len(inputs),
+                                 "in_shapes": [list(t.data.shape) for t in inputs]})
         return wrapped[0] if single else tuple(wrapped)

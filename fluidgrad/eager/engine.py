@@ -225,9 +225,19 @@ def _run_hooks(hooks: list, g: Any, create_graph: bool, external: set) -> Any:
     for hook in list(hooks):
         result = hook(_hook_value(g))
         if result is not None:
+            _check_hook_shape(hook, np.shape(_array_of(g)), np.shape(_array_of(result)))
             g = result if create_graph else (result.data if isinstance(result, Tensor) else _asarray(result))
             external.add(id(_array_of(g)))  # the hook's caller may keep it
     return g
+
+
+def _check_hook_shape(hook: Any, shape: tuple, returned: tuple) -> None:
+    """As PyTorch: a hook may replace a gradient but not change its shape (it would become .grad
+    of the wrong shape, or fail later in a kernel naming neither the hook nor the shapes)."""
+    if tuple(returned) != tuple(shape):
+        name = getattr(hook, "__qualname__", None) or type(hook).__name__
+        raise RuntimeError(f"register_hook: the hook {name} returned a gradient of shape {list(returned)} "
+                           f"for a tensor of shape {list(shape)}; a hook must keep the gradient's shape")
 
 
 def _run_node_hooks(node: Node, grads: list, create_graph: bool, external: set) -> None:
