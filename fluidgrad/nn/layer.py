@@ -13,6 +13,7 @@ BatchNorm read.
 """
 from __future__ import annotations
 
+import weakref
 from collections import OrderedDict
 from typing import Any, Callable, Iterator, Sequence
 
@@ -43,6 +44,23 @@ def initial_value(initializer: Initializer, shape: Sequence[int], dtype: str) ->
     return np.asarray(op_def.kernel(**attrs), dtype=dtype)
 
 
+# id(parameter Tensor) -> (weak reference, learning-rate factor) for ParamAttr(learning_rate != 1):
+# Tensor has __slots__, and the optimizer reads this once per parameter per step (a dict lookup).
+_LEARNING_RATE_FACTORS: dict[int, tuple[Any, float]] = {}
+
+
+def learning_rate_factor(param: Any) -> float:
+    """The factor ParamAttr(learning_rate=...) gave an eager parameter (1.0 when none)."""
+    entry = _LEARNING_RATE_FACTORS.get(id(param))
+    return entry[1] if entry is not None and entry[0]() is param else 1.0
+
+
+def _set_learning_rate_factor(param: Tensor, factor: float) -> None:
+    key = id(param)
+    _LEARNING_RATE_FACTORS[key] = (weakref.ref(param, lambda _ref: _LEARNING_RATE_FACTORS.pop(key, None)),
+                                   float(factor))
+
+
 def create_parameter(shape: Sequence[int], dtype: Any = "float32", attr: Any = None, is_bias: bool = False,
                      default_initializer: Initializer | None = None, name: str | None = None) -> Tensor:
     """A parameter Tensor (persistable; stop_gradient=False unless the attr says not trainable)."""
@@ -54,6 +72,8 @@ def create_parameter(shape: Sequence[int], dtype: Any = "float32", attr: Any = N
     tensor = Tensor(initial_value(initializer, shape, dtype), stop_gradient=not param_attr.trainable,
                     name=param_attr.name or name)
     tensor.persistable = True
+    if float(param_attr.learning_rate) != 1.0:
+        _set_learning_rate_factor(tensor, param_attr.learning_rate)
     return tensor
 
 
