@@ -13,6 +13,7 @@ BatchNorm read.
 """
 from __future__ import annotations
 
+import warnings
 import weakref
 from collections import OrderedDict
 from typing import Any, Callable, Iterator, Sequence
@@ -282,10 +283,18 @@ class Layer:
                     raise ValueError(f"set_state_dict: {name} has shape {list(own[name].shape)} in "
                                      f"{type(self).__name__}, the state dict gives {list(array.shape)}")
                 arrays[name] = array
-        for name, array in arrays.items():
-            own[name].set_value(array)
         missing = [n for n in own if n not in state_dict]
         unexpected = [n for n in state_dict if n not in own]
+        if own and state_dict and not arrays:  # e.g. every key saved with a "model." prefix
+            raise ValueError(f"set_state_dict: no key of the state dict matches {type(self).__name__}: it expects "
+                           f"{missing[:4]}{'...' if len(missing) > 4 else ''}, the dict has "
+                           f"{unexpected[:4]}{'...' if len(unexpected) > 4 else ''}")
+        for name, array in arrays.items():
+            own[name].set_value(array)
+        if missing or unexpected:  # as Paddle: loading goes on, but not silently
+            warnings.warn(f"set_state_dict: {type(self).__name__} kept its own values of {len(missing)} entries "
+                          f"missing from the state dict {missing[:4]}, and skipped {len(unexpected)} unexpected "
+                          f"entries {unexpected[:4]}", stacklevel=2)
         return missing, unexpected
 
     load_dict = set_state_dict
