@@ -278,8 +278,6 @@ def test_distributed_save_state_dict_of_an_optimizer_with_a_scheduler(tmp_path):
 
 
 # ---------------------------------------------------------------- grad mode
-@pytest.mark.xfail(strict=True, reason="set_grad_enabled (documented 'usable as a context manager') returns None: "
-                                       "`with` raises TypeError and leaves recording off for the whole thread")
 def test_set_grad_enabled_as_a_context_manager_restores_the_mode():
     before = fg.is_grad_enabled()
     x = fg.to_tensor(np.array([1.0, 2.0]), stop_gradient=False)
@@ -581,8 +579,6 @@ def _run_if_static(value):
     return value.numpy()
 
 
-@pytest.mark.xfail(strict=True, reason="fluidgrad has no rand/randn/randint/randperm/uniform/normal (Paddle's random "
-                                       "tensor creators): AttributeError")
 @pytest.mark.parametrize("name", sorted(_RANDOM))
 def test_random_tensor_creators_exist(name):
     make, dtype, valid = _RANDOM[name]
@@ -598,8 +594,6 @@ _SCALAR_HABITS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="f'{loss:.4f}' on a Tensor raises TypeError (unsupported format string), and "
-                                       "int() of a one-element Tensor raises TypeError; PyTorch and Paddle accept both")
 @pytest.mark.parametrize("habit", sorted(_SCALAR_HABITS))
 def test_scalar_habits_of_a_training_loop(habit):
     value = np.array([2.5]) if "one-element" in habit else np.array(2.5)
@@ -674,8 +668,6 @@ def test_static_save_and_load_of_a_bfloat16_parameter(tmp_path):
 
 
 # ---------------------------------------------------------------- 0-D inputs: PyTorch's answer, or a clear refusal
-@pytest.mark.xfail(strict=True, reason="argmax/argmin of a 0-D tensor over axis 0 fail (IndexError in the kernel); "
-                                       "PyTorch returns 0")
 @pytest.mark.parametrize("name", ["argmax", "argmin"])
 def test_argmax_of_a_0d_tensor_over_axis_0(name):
     expected = getattr(torch, name)(torch.tensor(1.5, dtype=torch.float64), 0)
@@ -755,8 +747,6 @@ def test_optimizer_state_with_parameters_that_never_stepped_loads_into_a_rebuilt
 
 
 # ---------------------------------------------------------------- LSTM initial states
-@pytest.mark.xfail(strict=True, reason="LSTM given one Tensor as initial_states (not (h, c)) iterates it along its "
-                                       "first axis as h and c and runs on wrong states, silently")
 def test_lstm_refuses_a_single_tensor_as_initial_states():
     lstm = fg.nn.LSTM(3, 4, num_layers=2)
     x = fg.to_tensor(np.random.default_rng(0).standard_normal((2, 5, 3)).astype(np.float32))
