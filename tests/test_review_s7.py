@@ -756,8 +756,6 @@ def test_lstm_refuses_a_single_tensor_as_initial_states():
 
 
 # ---------------------------------------------------------------- static slices of an axis of unknown size
-@pytest.mark.xfail(strict=True, reason="x[:4] on an axis of unknown size infers size 4 at build time; var/std (and "
-                                       "kl_div batchmean) trust it, so a batch of 2 gets its variance divided by 3")
 def test_static_slice_of_an_unknown_axis_keeps_it_unknown():
     main = fg.Program()
     with fg.program_guard(main, fg.Program()):
