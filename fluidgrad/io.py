@@ -65,6 +65,34 @@ def c_ordered(value: Any) -> np.ndarray:
     return np.asarray(value, order="C")
 
 
+# NumPy dtypes of safetensors' dtype names; "BF16" (bfloat16, from ml_dtypes) is one that
+# safetensors' own NumPy reader refuses, so files holding it are read here, from the raw bytes.
+_SAFETENSORS_DTYPES = {"BOOL": "bool", "U8": "uint8", "I8": "int8", "U16": "uint16", "I16": "int16",
+                       "U32": "uint32", "I32": "int32", "U64": "uint64", "I64": "int64", "F16": "float16",
+                       "F32": "float32", "F64": "float64", "BF16": "bfloat16"}
+
+
+def load_safetensors(raw: bytes) -> dict[str, np.ndarray]:
+    """The tensors of a safetensors file's bytes, bfloat16 ones included (as ml_dtypes.bfloat16)."""
+    from safetensors.numpy import load as st_load
+    size = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + size])
+    if not any(isinstance(v, dict) and v.get("dtype") == "BF16" for v in header.values()):
+        return st_load(raw)
+    import ml_dtypes  # noqa: F401  (optional dependency: teaches NumPy "bfloat16")
+    body, tensors = memoryview(raw)[8 + size:], {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        dtype = np.dtype(_SAFETENSORS_DTYPES[info["dtype"]])
+        start, end = info["data_offsets"]
+        shape = [int(d) for d in info["shape"]]
+        if not 0 <= start <= end <= len(body) or end - start != int(np.prod(shape)) * dtype.itemsize:
+            raise ValueError(f"tensor {name!r}: offsets {start}..{end} do not fit shape {shape} of {info['dtype']}")
+        tensors[name] = np.frombuffer(body[start:end], dtype=dtype).reshape(shape).copy()
+    return tensors
+
+
 # ---------------------------------------------------------------- atomic files
 
 def atomic_write(path: str | os.PathLike, data: bytes) -> None:
@@ -264,10 +292,9 @@ def _read_params(path: Path, expected: str | None = None,
                  variables: Sequence[Variable] = ()) -> dict[str, np.ndarray]:
     """The file's tensors; a file from before 0-D values were kept gives its [1] tensors of
     the 0-D `variables` back as 0-D."""
-    from safetensors.numpy import load as st_load
     raw = _params_bytes(path, expected)
     try:
-        tensors = st_load(raw)
+        tensors = load_safetensors(raw)
     except Exception as exc:  # safetensors raises its own SafetensorError (and sometimes others)
         raise ModelFileError(f"parameter file {path} is truncated or corrupted: {exc}") from None
     metadata = _params_metadata(raw)

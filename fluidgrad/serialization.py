@@ -118,7 +118,12 @@ def _decode(node: Any, arrays: dict[str, np.ndarray], path: Path, dict_type: typ
     if not isinstance(node, dict) or len(node) not in (1, 2):
         raise CheckpointError(f"load: {path} has a damaged structure entry {node!r}")
     if "tensor" in node:
-        return to_tensor(_array(node["tensor"], arrays, path), stop_gradient=node.get("stop_gradient", True))
+        array = _array(node["tensor"], arrays, path)
+        if array.dtype.kind in "fc":
+            return to_tensor(array, stop_gradient=node.get("stop_gradient", True))
+        tensor = to_tensor(array)   # bfloat16: to_tensor refuses a gradient, a bfloat16 parameter has it
+        tensor.stop_gradient = bool(node.get("stop_gradient", True))
+        return tensor
     if "array" in node:
         return _array(node["array"], arrays, path)
     if "value" in node:

@@ -70,6 +70,30 @@ def test_a_job_that_goes_wrong_ends_in_bounded_time_naming_the_rank(nproc, scena
     assert result.seconds < BOUND_SECONDS
 
 
+def test_a_rank_that_died_before_the_launcher_saw_it_is_found_when_the_search_ends(tmp_path):
+    """On a loaded machine a rank failing at once can start and die between two of the
+    launcher's looks: once the search for the ranks is over, a rank never seen counts as dead
+    before joining (rank 0 here: a live process with MPI loaded, waiting for it)."""
+    from fluidgrad.distributed import launch as launch_module
+    waiting = subprocess.Popen([sys.executable, "-c", "from mpi4py import MPI; import time; time.sleep(60)"])
+    try:
+        deadline = time.monotonic() + 30
+        while not launch_module._uses_mpi(waiting.pid):
+            assert time.monotonic() < deadline, "the stand-in rank never loaded MPI"
+            time.sleep(0.05)
+        watch = launch_module._Watch(tmp_path, 2, process=None)
+        watch.pids[0] = waiting.pid
+        watch.look_for_the_dead()
+        assert watch.failure is None            # still searching: rank 1 may yet appear
+        watch.started -= launch_module._FIND_FOR_SECONDS + 1
+        watch.look_for_the_dead()
+        assert watch.failure == (1, launch_module._DIED_EARLY) and watch.stop_at is not None
+        assert (tmp_path / "failed").read_text().startswith("rank 1 of 2 exited before joining")
+    finally:
+        waiting.kill()
+        waiting.wait()
+
+
 def test_a_program_whose_ranks_finish_at_different_times_is_left_alone():
     """Not every rank's death is a failure: a program that never joins MPI is MPI's business."""
     code = "import os, time; time.sleep(1.5 * int(os.environ['PMI_RANK'])); print('done', os.environ['PMI_RANK'])"

@@ -59,9 +59,10 @@ class _Watch:
         self.bad_pid: int | None = None
         self.done = threading.Event()
         self._tail = b""
+        self.started = time.monotonic()
 
     def poll(self) -> None:
-        started = time.monotonic()
+        started = self.started
         while not self.done.wait(_POLL_SECONDS if self.all_found(started) else _FIND_SECONDS):
             if len(self.pids) < self.nproc:
                 self.find_ranks()
@@ -90,9 +91,15 @@ class _Watch:
                     self.pids[rank] = pid
 
     def look_for_the_dead(self) -> None:
-        """A rank gone without its exit mark or an error report failed: tell the others."""
-        for rank, pid in sorted(self.pids.items()):
-            if _alive(pid) or any((self.dir / f"rank{rank}.{kind}").exists() for kind in ("exit", "failed", "stopped")):
+        """A rank gone without its exit mark or an error report failed: tell the others. A rank
+        never seen once the search for the ranks is over died before the launcher could see it
+        (on a loaded machine a rank failing at once can come and go between two looks)."""
+        unseen = {rank: None for rank in range(self.nproc) if rank not in self.pids}
+        if not unseen or time.monotonic() - self.started <= _FIND_FOR_SECONDS:
+            unseen = {}
+        for rank, pid in sorted({**self.pids, **unseen}.items()):
+            if (pid is not None and _alive(pid)) or any((self.dir / f"rank{rank}.{kind}").exists()
+                                                        for kind in ("exit", "failed", "stopped")):
                 continue
             joined = (self.dir / f"rank{rank}.pid").exists()
             others = [pid for other, pid in self.pids.items() if other != rank and _alive(pid)]

@@ -83,13 +83,14 @@ class Variable(MathMixin):
 class Parameter(Variable):
     """A persistable, trainable Variable initialised by ops in the startup program."""
 
-    __slots__ = ("trainable",)
+    __slots__ = ("trainable", "optimize_attr")
 
     def __init__(self, block: Any, name: str, shape: Sequence[int], dtype: Any = "float32",
                  trainable: bool = True, **kwargs: Any) -> None:
         kwargs.setdefault("stop_gradient", not trainable)
         super().__init__(block, name, shape, dtype, persistable=True, **kwargs)
         self.trainable = trainable
+        self.optimize_attr = {"learning_rate": 1.0}   # Paddle's name: ParamAttr(learning_rate=) scales the update
 
     def __repr__(self) -> str:
         return "param " + super().__repr__()[4:]

@@ -13,6 +13,8 @@ BatchNorm read.
 """
 from __future__ import annotations
 
+import warnings
+import weakref
 from collections import OrderedDict
 from typing import Any, Callable, Iterator, Sequence
 
@@ -43,6 +45,23 @@ def initial_value(initializer: Initializer, shape: Sequence[int], dtype: str) ->
     return np.asarray(op_def.kernel(**attrs), dtype=dtype)
 
 
+# id(parameter Tensor) -> (weak reference, learning-rate factor) for ParamAttr(learning_rate != 1):
+# Tensor has __slots__, and the optimizer reads this once per parameter per step (a dict lookup).
+_LEARNING_RATE_FACTORS: dict[int, tuple[Any, float]] = {}
+
+
+def learning_rate_factor(param: Any) -> float:
+    """The factor ParamAttr(learning_rate=...) gave an eager parameter (1.0 when none)."""
+    entry = _LEARNING_RATE_FACTORS.get(id(param))
+    return entry[1] if entry is not None and entry[0]() is param else 1.0
+
+
+def _set_learning_rate_factor(param: Tensor, factor: float) -> None:
+    key = id(param)
+    _LEARNING_RATE_FACTORS[key] = (weakref.ref(param, lambda _ref: _LEARNING_RATE_FACTORS.pop(key, None)),
+                                   float(factor))
+
+
 def create_parameter(shape: Sequence[int], dtype: Any = "float32", attr: Any = None, is_bias: bool = False,
                      default_initializer: Initializer | None = None, name: str | None = None) -> Tensor:
     """A parameter Tensor (persistable; stop_gradient=False unless the attr says not trainable)."""
@@ -54,6 +73,8 @@ def create_parameter(shape: Sequence[int], dtype: Any = "float32", attr: Any = N
     tensor = Tensor(initial_value(initializer, shape, dtype), stop_gradient=not param_attr.trainable,
                     name=param_attr.name or name)
     tensor.persistable = True
+    if float(param_attr.learning_rate) != 1.0:
+        _set_learning_rate_factor(tensor, param_attr.learning_rate)
     return tensor
 
 
@@ -262,10 +283,18 @@ class Layer:
                     raise ValueError(f"set_state_dict: {name} has shape {list(own[name].shape)} in "
                                      f"{type(self).__name__}, the state dict gives {list(array.shape)}")
                 arrays[name] = array
-        for name, array in arrays.items():
-            own[name].set_value(array)
         missing = [n for n in own if n not in state_dict]
         unexpected = [n for n in state_dict if n not in own]
+        if own and state_dict and not arrays:  # e.g. every key saved with a "model." prefix
+            raise ValueError(f"set_state_dict: no key of the state dict matches {type(self).__name__}: it expects "
+                           f"{missing[:4]}{'...' if len(missing) > 4 else ''}, the dict has "
+                           f"{unexpected[:4]}{'...' if len(unexpected) > 4 else ''}")
+        for name, array in arrays.items():
+            own[name].set_value(array)
+        if missing or unexpected:  # as Paddle: loading goes on, but not silently
+            warnings.warn(f"set_state_dict: {type(self).__name__} kept its own values of {len(missing)} entries "
+                          f"missing from the state dict {missing[:4]}, and skipped {len(unexpected)} unexpected "
+                          f"entries {unexpected[:4]}", stacklevel=2)
         return missing, unexpected
 
     load_dict = set_state_dict

@@ -73,7 +73,23 @@ def export(layer_or_function: Any, path: str | os.PathLike, example_inputs: Any,
     as ONNX. `dynamic_axes` maps an input or output (its index, inputs first; the function's
     argument name; or its ONNX name) to its axes of unknown size (a list, or a dict axis -> name
     as PyTorch takes); a key naming nothing is an error. Shape reads of dynamic input axes
-    (`t.shape[0]`) are found by tracing again at another size (export_shapes.py)."""
+    (`t.shape[0]`) are found by tracing again at another size (export_shapes.py).
+
+    A Layer is traced in eval mode, as torch.onnx.export does by default: tracing then neither
+    updates BatchNorm's running statistics nor exports dropout; each sublayer's mode is restored."""
+    if not isinstance(layer_or_function, Layer):
+        return _export_traced(layer_or_function, path, example_inputs, opset_version, dynamic_axes)
+    modes = [(layer, layer.training) for layer in layer_or_function.sublayers(include_self=True)]
+    layer_or_function.eval()
+    try:
+        return _export_traced(layer_or_function, path, example_inputs, opset_version, dynamic_axes)
+    finally:
+        for layer, training in modes:
+            object.__setattr__(layer, "training", training)
+
+
+def _export_traced(layer_or_function: Any, path: str | os.PathLike, example_inputs: Any,
+                   opset_version: int | None, dynamic_axes: dict | None) -> onnx.ModelProto:
     fn = layer_or_function.forward if isinstance(layer_or_function, Layer) else layer_or_function
     fn = fn if isinstance(fn, StaticFunction) else StaticFunction(fn)
     inputs = example_inputs if isinstance(example_inputs, (list, tuple)) else [example_inputs]

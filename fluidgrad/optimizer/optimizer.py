@@ -29,6 +29,7 @@ from ..dispatch import is_tensor
 from ..executor import Scope, global_scope
 from ..framework import OPTIMIZE, Block, Operator, Program, Variable, default_startup_program, unique_name
 from ..lr import LRScheduler
+from ..nn.layer import _LEARNING_RATE_FACTORS, learning_rate_factor
 from ..ops.optim import update_kernel
 from ..regularizer import L2Decay, WeightDecayRegularizer
 from .inplace import sgd_in_place
@@ -54,6 +55,28 @@ def _torch_style(owner: str, learning_rate: Any, parameters: Any, lr: Any) -> tu
     return (_DEFAULT_LR if learning_rate is None else learning_rate), parameters
 
 
+_GROUP_OPTIONS = {"params", "learning_rate", "lr", "weight_decay"}
+_INHERIT = object()   # a group without its own weight_decay uses the optimizer's
+
+
+def _checked_parameters(owner: str, items: Iterable[Any]) -> list[Any]:
+    """The parameters as a list; anything but Tensors / Variables (or static names) is a TypeError
+    (a Layer given instead of its parameters(), NumPy arrays) rather than a step that updates nothing."""
+    if hasattr(items, "parameters") and callable(items.parameters):
+        raise TypeError(f"{owner}: parameters must be Tensors; got a {type(items).__name__} layer, "
+                        "pass its .parameters()")
+    if isinstance(items, (str, bytes, np.ndarray)) or is_tensor(items) or isinstance(items, Variable) \
+            or not hasattr(items, "__iter__"):
+        raise TypeError(f"{owner}: parameters must be a list of Tensors, got a {type(items).__name__}")
+    params = list(items)
+    for param in params:
+        if not (is_tensor(param) or isinstance(param, (Variable, str))):
+            raise TypeError(f"{owner}: parameters must be Tensors (or static Variables), got a "
+                            f"{type(param).__name__}" + (", pass model.parameters()"
+                                                          if hasattr(param, "parameters") else ""))
+    return params
+
+
 class Optimizer:
     """Base class. Subclasses name their update op, its accumulators and its attributes."""
 
@@ -75,18 +98,75 @@ class Optimizer:
             raise TypeError(f"{type(self).__name__}: grad_clip must be a ClipGradBy* object, "
                             f"got {type(grad_clip).__name__}")
         self._learning_rate = learning_rate
-        self._parameter_list = list(parameters) if parameters is not None else None
         self.regularization = self._regularizer(weight_decay)
+        # per-parameter (learning-rate factor, regularizer or _INHERIT) from parameter groups,
+        # keyed by id(Tensor) or a static Variable's name
+        self._group_options: dict[Any, tuple[float, Any]] = {}
+        self.param_groups: list[dict[str, Any]] = []
+        self._parameter_list = self._take_parameters(parameters) if parameters is not None else None
         self._grad_clip = grad_clip
         self._name = name or unique_name(type(self).__name__.lower())
         self.lr_var: Variable | None = None
-        self._lr_vars: dict[int, Variable] = {}        # program id -> its learning-rate variable
-        self._lr_init_ops: list[Operator] = []          # the startup ops filling them
+        # (program id, factor) -> its learning-rate variable, holding rate * factor (a factor other
+        # than 1 for parameters with their own rate: ParamAttr(learning_rate=...), parameter groups)
+        self._lr_vars: dict[tuple[int, float], Variable] = {}
+        self._lr_init_ops: list[tuple[Operator, float]] = []   # the startup ops filling them
         self._bound_scopes: list[Scope] = []            # scopes given to sync_lr
         self._accumulator_vars: dict[tuple[int, str, str], Variable] = {}  # (program id, param, slot)
         self._eager_state: dict[int, dict[str, np.ndarray]] = {}
         if isinstance(learning_rate, LRScheduler):
             learning_rate._subscribe(self._on_new_lr)
+
+    def _take_parameters(self, parameters: Any) -> list[Any]:
+        """A flat parameter list; parameter groups (dicts with "params" and their own
+        "learning_rate" (or "lr") and "weight_decay", as PyTorch and Paddle take them) are
+        flattened, their options kept per parameter. A group's learning rate is absolute, as in
+        PyTorch: it stands in a fixed ratio to the optimizer's rate, so a scheduler scales it too."""
+        owner = type(self).__name__
+        if isinstance(parameters, dict):
+            parameters = [parameters]
+        elif not isinstance(parameters, (list, tuple)):
+            parameters = _checked_parameters(owner, parameters)
+        if not any(isinstance(item, dict) for item in parameters):
+            params = _checked_parameters(owner, parameters)
+            self.param_groups = [{"params": params}]
+            return params
+        flat: list[Any] = []
+        for index, group in enumerate(parameters):
+            if not isinstance(group, dict) or "params" not in group:
+                raise TypeError(f"{owner}: parameter group {index} must be a dict with 'params' (every item "
+                                f"is a group once one is), got {type(group).__name__}")
+            unknown = sorted(set(group) - _GROUP_OPTIONS)
+            if unknown:
+                raise ValueError(f"{owner}: parameter group {index} has options {unknown} this optimizer does not "
+                                 f"take per group; it takes {sorted(_GROUP_OPTIONS)}")
+            params = _checked_parameters(f"{owner} parameter group {index}", group["params"])
+            factor = 1.0
+            rate = group.get("learning_rate", group.get("lr"))
+            if rate is not None:
+                base = self.get_lr()
+                if not isinstance(rate, (int, float)) or isinstance(rate, bool) or base == 0:
+                    raise ValueError(f"{owner}: parameter group {index}: learning_rate must be a float and the "
+                                     f"optimizer's own rate non-zero, got {rate!r} and {base!r}")
+                factor = float(rate) / base
+            decay = self._regularizer(group["weight_decay"]) if "weight_decay" in group else _INHERIT
+            for param in params:
+                if factor != 1.0 or decay is not _INHERIT:
+                    self._group_options[_option_key(param)] = (factor, decay)
+            self.param_groups.append({**group, "params": params})
+            flat.extend(params)
+        return flat
+
+    def _options(self, param: Any) -> tuple[float, WeightDecayRegularizer | None]:
+        """(learning-rate factor, regularizer) of one parameter: its group's options times its
+        ParamAttr(learning_rate=...)."""
+        factor, decay = self._group_options.get(_option_key(param), (1.0, _INHERIT)) if self._group_options \
+            else (1.0, _INHERIT)
+        if isinstance(param, Variable):
+            factor *= float(getattr(param, "optimize_attr", {}).get("learning_rate", 1.0))
+        elif _LEARNING_RATE_FACTORS:
+            factor *= learning_rate_factor(param)
+        return factor, (self.regularization if decay is _INHERIT else decay)
 
     def _regularizer(self, weight_decay: Any) -> WeightDecayRegularizer | None:
         """None, a float (L2 coefficient) or an L1Decay / L2Decay."""
@@ -124,30 +204,35 @@ class Optimizer:
         self._write_lr(scope)
 
     def _write_lr(self, scope: Scope) -> None:
-        for var in self._lr_vars.values():
-            scope.assign(var.name, np.full([1], self.get_lr(), dtype=var.dtype))
+        rate = self.get_lr()
+        for (_, factor), var in self._lr_vars.items():
+            scope.assign(var.name, np.full([1], rate * factor, dtype=var.dtype))
 
     def _on_new_lr(self, _value: float) -> None:
         """A new rate: update the startup initialisers (for programs not started yet), then every
         known scope that already holds the rate variable."""
-        for op in self._lr_init_ops:
-            op._set_attr("value", self.get_lr())
+        for op, factor in self._lr_init_ops:
+            op._set_attr("value", self.get_lr() * factor)
         global_ = global_scope()
         for scope in [global_] + [s for s in self._bound_scopes if s is not global_]:
             if all(var.name in scope for var in self._lr_vars.values()):
                 self._write_lr(scope)
 
-    def _create_lr_var(self, block: Block, startup: Program, dtype: str) -> Variable:
-        key = id(block.program)
+    def _create_lr_var(self, block: Block, startup: Program, dtype: str, factor: float = 1.0) -> Variable:
+        """The program's persistable rate variable (rate * factor), filled by the startup program
+        and rewritten on every change of rate: no op per step computes it."""
+        key = (id(block.program), factor)
         if key not in self._lr_vars:
             name = unique_name("learning_rate")
             var = block.create_var(name, [1], dtype, persistable=True, stop_gradient=True)
             init = startup.global_block().create_var(name, [1], dtype, persistable=True, stop_gradient=True)
-            self._lr_init_ops.append(startup.global_block().append_op(
-                "fill_constant", {}, {"Out": [init]}, {"shape": [1], "value": self.get_lr(), "dtype": dtype}))
+            self._lr_init_ops.append((startup.global_block().append_op(
+                "fill_constant", {}, {"Out": [init]},
+                {"shape": [1], "value": self.get_lr() * factor, "dtype": dtype}), factor))
             self._lr_vars[key] = var
-        self.lr_var = self._lr_vars[key]
-        return self.lr_var
+        if factor == 1.0:
+            self.lr_var = self._lr_vars[key]
+        return self._lr_vars[key]
 
     # ------------------------------------------------------------------ static mode
     def minimize(self, loss: Variable, startup_program: Program | None = None,
@@ -186,12 +271,16 @@ class Optimizer:
         startup = startup_program or default_startup_program()
         if self._grad_clip is not None:
             pairs = self._grad_clip.append_clip_ops(block, pairs)
-        pairs = [(p, self._append_decay(block, p, g)) for p, g in pairs]
-        lr = self._create_lr_var(block, startup, pairs[0][0].dtype)
-        return [self._append_update(block, startup, p, g, lr) for p, g in pairs]
+        options = [self._options(p) for p, _ in pairs]
+        pairs = [(p, self._append_decay(block, p, g, decay)) for (p, g), (_, decay) in zip(pairs, options)]
+        dtype = pairs[0][0].dtype
+        self._create_lr_var(block, startup, dtype)
+        return [self._append_update(block, startup, p, g, self._create_lr_var(block, startup, dtype, factor))
+                for (p, g), (factor, _) in zip(pairs, options)]
 
-    def _append_decay(self, block: Block, param: Variable, grad: Variable) -> Variable:
-        return grad if self.regularization is None else self.regularization.append_ops(block, param, grad)
+    def _append_decay(self, block: Block, param: Variable, grad: Variable,
+                      regularization: WeightDecayRegularizer | None = None) -> Variable:
+        return grad if regularization is None else regularization.append_ops(block, param, grad)
 
     def _accumulator(self, block: Block, startup: Program, param: Variable, slot: str) -> Variable:
         key = (id(block.program), param.name, slot)
@@ -260,15 +349,21 @@ class Optimizer:
         if not params:
             return
         kernel, rate = self._bound_kernel(), self.get_lr()  # once per step, not per parameter
-        lr_by_dtype: dict[np.dtype, np.ndarray] = {}
+        lr_by_dtype: dict[Any, np.ndarray] = {}
         regularization, eager_state, in_place = self.regularization, self._eager_state, self.in_place_update
+        per_parameter = bool(self._group_options or _LEARNING_RATE_FACTORS)
+        factor = 1.0
         for param, grad in zip(params, grads):
             value = _to_array(param)
+            if grad.shape != value.shape or grad.dtype != value.dtype:
+                grad = _matching_grad(type(self).__name__, param, value, grad)
+            if per_parameter:
+                factor, regularization = self._options(param)
             if regularization is not None:
                 grad = regularization.apply_array(value, grad)
-            lr = lr_by_dtype.get(value.dtype)
+            lr = lr_by_dtype.get((value.dtype, factor))
             if lr is None:
-                lr = lr_by_dtype[value.dtype] = np.full([1], rate, dtype=value.dtype)
+                lr = lr_by_dtype[(value.dtype, factor)] = np.full([1], rate * factor, dtype=value.dtype)
             if in_place is not None and in_place(param, value, grad, lr):
                 continue
             state = eager_state.get(id(param))
@@ -363,6 +458,23 @@ def _checked(value: Any, shape: tuple[int, ...], name: str, zero_d_as_shape_1: b
     if array.shape != tuple(shape):
         raise ValueError(f"optimizer.set_state_dict: {name} has shape {list(array.shape)}, expected {list(shape)}")
     return array
+
+
+def _option_key(param: Any) -> Any:
+    return param.name if isinstance(param, Variable) else id(param)
+
+
+def _matching_grad(owner: str, param: Any, value: np.ndarray, grad: np.ndarray) -> np.ndarray:
+    """A gradient of the parameter's dtype; one of another shape is refused before any kernel
+    runs (the compiled Adam loop would read past a smaller one)."""
+    if grad.shape != value.shape:
+        raise ValueError(f"{owner}.step: parameter {getattr(param, 'name', None) or '<unnamed>'} has shape "
+                         f"{list(value.shape)} but its .grad has shape {list(grad.shape)} (a hook or an assignment "
+                         "changed it?)")
+    if grad.dtype.kind not in "fc" and grad.dtype.kind != "V" and value.dtype.kind in "fc":
+        raise ValueError(f"{owner}.step: parameter {getattr(param, 'name', None) or '<unnamed>'} is {value.dtype} "
+                         f"but its .grad is {grad.dtype}")
+    return grad.astype(value.dtype)
 
 
 def _to_array(value: Any) -> np.ndarray:

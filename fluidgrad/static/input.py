@@ -36,6 +36,7 @@ def create_parameter(shape: Sequence[int], dtype: Any = "float32", name: str | N
     param = main_block.create_parameter(name, shape, dtype, trainable=param_attr.trainable)
     if isinstance(existing, Parameter):
         return param
+    param.optimize_attr = {"learning_rate": float(param_attr.learning_rate)}
     startup_block = default_startup_program().global_block()
     if not startup_block.has_var(name):
         init_var = startup_block.create_var(name, shape, dtype, persistable=True)
