@@ -8,6 +8,8 @@ parameter (for comparison).
 """
 from __future__ import annotations
 
+from typing import Any
+
 from collections.abc import Sequence
 from math import prod
 
@@ -31,3 +33,15 @@ def plan_buckets(shapes: Sequence[Sequence[int]], dtypes: Sequence[str], bucket_
             sizes[dtype] = 0
     buckets.extend(b for b in open_buckets.values() if b)
     return buckets
+
+
+def own_options(optimizer: Any, params: list[Any]) -> str | None:
+    """Why the bucket kernels, which update a whole bucket with one rate and one decay, cannot
+    serve these parameters (one has a rate or decay of its own: ParamAttr(learning_rate=...),
+    parameter groups), or None when they can."""
+    for param in params:
+        factor, decay = optimizer._options(param)
+        if factor != 1.0 or decay is not optimizer.regularization:
+            name = getattr(param, "name", None) or "a parameter"
+            return f"{name} has a learning rate or weight decay of its own"
+    return None

@@ -49,7 +49,7 @@ from ..ops.comm import get_world
 from ..ops.registry import get_op_def
 from ..optimizer import SGD, Adam, AdamW, Momentum, Optimizer
 from ..regularizer import L2Decay
-from .buckets import plan_buckets
+from .buckets import own_options, plan_buckets
 from .data_parallel import DataParallel, check_same_parameters, wrapper_of
 
 MB = 1 << 20
@@ -112,7 +112,7 @@ class ShardedOptimizer:
         first = first_bucket_size_mb * MB if first_bucket_size_mb is not None and bucket_size_mb > 0 else None
         plan = plan_buckets([p.shape for p in params], [p.data.dtype.name for p in params], bucket_size_mb * MB, first)
         self.buckets = [_Bucket(f"EagerSharded{n}.{b}", indices, params) for b, indices in enumerate(plan)]
-        self.reason = unsupported(optimizer)
+        self.reason = unsupported(optimizer) or own_options(optimizer, params)
         wrapper = wrapper_of(params)
         if wrapper is None and self.world.size > 1:  # nobody made the parameters equal: rank 0's
             check_same_parameters(self.world, [(f"parameter {i}", p) for i, p in enumerate(params)])

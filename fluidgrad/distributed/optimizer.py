@@ -31,7 +31,7 @@ from ..framework import (
 )
 from ..ops.comm import CollectiveMismatchError, get_world
 from ..optimizer import Optimizer
-from .buckets import plan_buckets
+from .buckets import own_options, plan_buckets
 from .eager_sharding import ShardedOptimizer, eager_parameters
 from .sharding import append_fused_allreduce_update, append_sharded_update, fall_back, sharding_unsupported
 
@@ -79,14 +79,15 @@ class DistributedOptimizer:
         block = loss.block.program.global_block()
         check_same_program(block, pairs)
         if self.sharding and pairs:
-            reason = sharding_unsupported(self.inner)
+            reason = sharding_unsupported(self.inner) or own_options(self.inner, [p for p, _ in pairs])
             if reason is None:
                 return append_sharded_update(self.inner, block, startup, pairs, self.bucket_bytes,
                                              self.first_bucket_bytes), params_grads
             fall_back(reason)
         append_parameter_broadcast(startup, [p for p, _ in pairs])
         fused = append_fused_allreduce_update(self.inner, block, startup, pairs, self.bucket_bytes,
-                                              self.first_bucket_bytes) if pairs else None
+                                              self.first_bucket_bytes) \
+            if pairs and own_options(self.inner, [p for p, _ in pairs]) is None else None
         if fused is not None:
             return fused, params_grads
         append_gradient_allreduce(block, pairs, self.bucket_bytes, self.first_bucket_bytes)
