@@ -19,6 +19,7 @@ from .functions import (abs, add, add_n, cast, concat, cos, divide, equal, exp, 
                         ones, ones_like, pow, relu, reshape, scale, sigmoid, sign, sin, slice, split, sqrt,
                         square, squeeze, stack, subtract, sum, tanh, transpose, unsqueeze, zeros, zeros_like)
 from .tensor import *  # noqa: F401,F403  (where, argmax, tile, erf, einsum, ...: fluidgrad/tensor/)
+from .tensor import methods as _tensor_methods
 from .ops.random import get_rng_state, seed, set_rng_state
 from .flags import get_flags, set_flags
 from . import static
@@ -26,6 +27,7 @@ from . import nn, optimizer, regularizer  # noqa: E402  (after static: they buil
 from .eager import Tensor, enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled, to_tensor
 
 _math_mixin.install(functions)
+_tensor_methods.install()  # x.max(), x.unsqueeze(0), abs(x), ~mask: Paddle's Tensor methods
 from . import autograd, jit  # noqa: E402  (eager mode's PyLayer and to_static)
 from . import io, viz  # noqa: E402  (static save/load and pictures: fg.io.save, fg.viz.draw)
 from .serialization import load, save  # noqa: E402  (eager state dicts: fg.save(model.state_dict(), path))

@@ -50,6 +50,10 @@ class LRScheduler:
         self.last_lr = float(self.get_lr())
         if self.verbose:
             print(f"Epoch {self.last_epoch}: {type(self).__name__} set learning rate to {self.last_lr}.")
+        self._publish()
+
+    def _publish(self) -> None:
+        """Tell the optimizers using this scheduler (and so their static `lr_var`s) the rate."""
         for listener in self._listeners:
             listener(self.last_lr)
 
@@ -61,8 +65,10 @@ class LRScheduler:
         return {"last_epoch": self.last_epoch, "last_lr": self.last_lr}
 
     def set_state_dict(self, state: dict[str, Any]) -> None:
+        """Resume at the saved epoch; a static program's `lr_var` takes the restored rate too."""
         self.last_epoch = int(state["last_epoch"])
         self.last_lr = float(state["last_lr"])
+        self._publish()
 
 
 class StepDecay(LRScheduler):

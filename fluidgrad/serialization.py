@@ -3,8 +3,10 @@
 A state dict (of a Layer, of an optimizer, or nested dicts and lists of those, Tensors, NumPy
 arrays and plain values) becomes one safetensors file: every array is a tensor keyed by its
 position in the structure, and the structure itself, with the plain values, is JSON in the
-file's metadata. Loading gives back the same structure: Tensors as Tensors (with their
-`stop_gradient`), arrays as arrays. The file is written atomically (temp file, fsync, rename),
+file's metadata. (A path is only a readable name: when two differ only in where the dots
+fall, `{'a.b': x, 'a': {'b': y}}`, the later gets a `#n` suffix; the structure records each
+array's key, so loading never guesses.) Loading gives back the same structure: Tensors as
+Tensors (with their `stop_gradient`), arrays as arrays. The file is written atomically (temp file, fsync, rename),
 so a crash mid-save leaves the previous checkpoint whole.
 
 Shapes are kept exactly: a 0-D value is stored with shape [] and a [1] one with shape [1]. The
@@ -76,14 +78,16 @@ def load(path: str | os.PathLike) -> Any:
 def _encode(obj: Any, arrays: dict[str, np.ndarray], where: str) -> Any:
     """The JSON form of `obj`; arrays go into `arrays` under their path in the structure."""
     if isinstance(obj, Tensor):
-        arrays[where] = c_ordered(obj.numpy())
-        return {"tensor": where, "stop_gradient": bool(obj.stop_gradient)}
+        key = _unique_key(where, arrays)
+        arrays[key] = c_ordered(obj.numpy())
+        return {"tensor": key, "stop_gradient": bool(obj.stop_gradient)}
     if isinstance(obj, np.ndarray):
         if obj.dtype.kind not in "biuf":
             raise CheckpointError(f"save: {where} is an array of dtype {obj.dtype}; only bool, "
                                   f"integer and float arrays can be saved")
-        arrays[where] = c_ordered(obj)
-        return {"array": where}
+        key = _unique_key(where, arrays)
+        arrays[key] = c_ordered(obj)
+        return {"array": key}
     if isinstance(obj, np.generic):
         return _encode(obj.item(), arrays, where)
     if obj is None or isinstance(obj, (bool, int, float, str)):
@@ -99,6 +103,15 @@ def _encode(obj: Any, arrays: dict[str, np.ndarray], where: str) -> Any:
         return {"tuple" if isinstance(obj, tuple) else "list": items}
     raise CheckpointError(f"save: {where} is a {type(obj).__name__}; a state dict holds Tensors, "
                           f"arrays, numbers, strings, None, and dicts and lists of those")
+
+
+def _unique_key(where: str, arrays: dict[str, np.ndarray]) -> str:
+    """`where`, or `where#n` when a dotted key and a nested one spell the same path."""
+    key, n = where, 0
+    while key in arrays:
+        n += 1
+        key = f"{where}#{n}"
+    return key
 
 
 def _decode(node: Any, arrays: dict[str, np.ndarray], path: Path, dict_type: type = dict) -> Any:

@@ -2,6 +2,7 @@
 and the Executor's place (DESIGN.md section 13)."""
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
@@ -151,3 +152,26 @@ def test_executor_runs_on_the_cpu(place):
 def test_executor_refuses_other_places(place):
     with pytest.raises(ValueError, match="runs on the CPU only"):
         fg.Executor(place)
+
+
+def test_paths_that_spell_alike_keep_their_own_arrays(tmp_path):
+    state = {"a.b": np.full(2, 1.0), "a": {"b": np.full(2, 2.0)}, "a.b#1": np.full(2, 3.0),
+             "x": [np.full(1, 4.0)], "x[0]": np.full(1, 5.0)}
+    fg.save(state, tmp_path / "s")
+    back = fg.load(tmp_path / "s")
+    for got, want in [(back["a.b"], 1.0), (back["a"]["b"], 2.0), (back["a.b#1"], 3.0),
+                      (back["x"][0], 4.0), (back["x[0]"], 5.0)]:
+        np.testing.assert_array_equal(got, np.full_like(got, want))
+
+
+def test_a_file_written_before_collision_suffixes_still_loads(tmp_path):
+    import safetensors.numpy
+    structure = {"dict": [["w", {"tensor": "state.w", "stop_gradient": False}],
+                          ["opt", {"dict": [["m", {"array": "state.opt.m"}], ["step", {"value": 3}]]}]]}
+    metadata = {"format": "fluidgrad.state/1", "fluidgrad.structure": json.dumps(structure)}
+    arrays = {"state.w": np.arange(3.0), "state.opt.m": np.ones((2, 2), np.float32)}
+    (tmp_path / "old").write_bytes(safetensors.numpy.save(arrays, metadata=metadata))
+    back = fg.load(tmp_path / "old")
+    np.testing.assert_array_equal(back["w"].numpy(), np.arange(3.0))
+    assert back["w"].stop_gradient is False and back["opt"]["step"] == 3
+    np.testing.assert_array_equal(back["opt"]["m"], np.ones((2, 2), np.float32))

@@ -37,6 +37,9 @@ class DistributedBatchSampler:
         self.batch_size, self.shuffle, self.drop_last, self.seed = int(batch_size), shuffle, drop_last, seed
         self.nranks = get_world().size if num_replicas is None else int(num_replicas)
         self.local_rank = get_world().rank if rank is None else int(rank)
+        if self.nranks < 1 or not 0 <= self.local_rank < self.nranks:
+            raise ValueError(f"DistributedBatchSampler: rank must be in [0, num_replicas) = [0, {self.nranks}), "
+                             f"got rank={self.local_rank}")
         self.epoch = 0
         per_rank = self.n // self.nranks if drop_last else -(-self.n // self.nranks)
         self.num_samples, self.total_size = per_rank, per_rank * self.nranks

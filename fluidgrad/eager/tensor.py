@@ -53,7 +53,11 @@ def _record_modification(tensor: "Tensor", before: Any = None) -> None:
     link changed too."""
     key = id(tensor)
     stamp = next_seq()
-    modified_tensors[key] = (weakref.ref(tensor, lambda _, key=key: modified_tensors.pop(key, None)), stamp)
+    entry = modified_tensors.get(key)
+    if entry is not None and entry[0]() is tensor:  # updated before (every optimizer step): same weak reference
+        modified_tensors[key] = (entry[0], stamp)
+    else:
+        modified_tensors[key] = (weakref.ref(tensor, lambda _, key=key: modified_tensors.pop(key, None)), stamp)
     if before is not None:
         entry = relinked.get(key)
         if entry is None or entry[0]() is not tensor:

@@ -5,7 +5,10 @@ or any leaf Tensor with stop_gradient=False) or a Layer to `self.x` records it u
 name `x`, in order (other Tensors, such as a cached activation, are plain attributes; state
 Tensors are declared with `register_buffer`), so `parameters()` and
 `state_dict()` list them deterministically (own entries first, then each sublayer's,
-dotted: `fc1.weight`). `train()` / `eval()` set the `training` flag that Dropout and
+dotted: `fc1.weight`). As in PyTorch and Paddle, a buffer stays a buffer when a new Tensor
+(or None) is assigned to its name, e.g. `self.average = self.average * 0.9 + x * 0.1`, and a
+buffer registered with `persistable=False` is listed by `buffers()` but left out of
+`state_dict()`. `train()` / `eval()` set the `training` flag that Dropout and
 BatchNorm read.
 """
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from ..eager.tensor import Tensor
-from ..framework import ParamAttr, normalize_dtype, unique_name
+from ..framework import ParamAttr, Variable, normalize_dtype, unique_name
 from ..initializer import Constant, Initializer, XavierUniform
 from ..ops.registry import get_op_def
 
@@ -54,12 +57,18 @@ def create_parameter(shape: Sequence[int], dtype: Any = "float32", attr: Any = N
     return tensor
 
 
+def _is_parameter(value: Any) -> bool:
+    """A Tensor that registers as a parameter: persistable and trainable."""
+    return isinstance(value, Tensor) and value.persistable and not value.stop_gradient
+
+
 class Layer:
     """Base class: subclasses create parameters and sublayers in __init__ and define forward."""
 
     def __init__(self, name_scope: str | None = None, dtype: Any = "float32") -> None:
         object.__setattr__(self, "_parameters", OrderedDict())
         object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistable_buffer_names", set())
         object.__setattr__(self, "_sub_layers", OrderedDict())
         object.__setattr__(self, "training", True)
         object.__setattr__(self, "_dtype", normalize_dtype(dtype))
@@ -78,8 +87,18 @@ class Layer:
         if isinstance(value, (Tensor, Layer)) or name in self.__dict__.get("_parameters", ()) \
                 or name in self.__dict__.get("_sub_layers", ()) or name in self.__dict__.get("_buffers", ()):
             params, buffers, layers = self._registries()
+            if name in buffers and not isinstance(value, Layer) and not _is_parameter(value):
+                if value is not None and not isinstance(value, Tensor):
+                    hint = (f"; while tracing (to_static, onnx.export) write it in place: "
+                            f"self.{name}.set_value(...)") if isinstance(value, Variable) else ""
+                    raise TypeError(f"{type(self).__name__}: cannot assign a {type(value).__name__} to the "
+                                    f"buffer {name!r} (a Tensor or None expected){hint}")
+                buffers[name] = value  # a buffer replaced by a new Tensor is still that buffer
+                object.__setattr__(self, name, value)
+                return
             for registry in (params, buffers, layers):
                 registry.pop(name, None)
+            self.__dict__.get("_non_persistable_buffer_names", set()).discard(name)
             if isinstance(value, Layer):
                 layers[name] = value
             elif isinstance(value, Tensor) and not value.persistable and not value.stop_gradient \
@@ -87,15 +106,13 @@ class Layer:
                 value.persistable = True  # a leaf that wants a gradient, e.g. to_tensor(..., stop_gradient=False)
                 params[name] = value
             elif isinstance(value, Tensor) and value.persistable:
-                if value.stop_gradient and name in self.__dict__.get("_buffer_names", ()):
-                    buffers[name] = value
-                else:
-                    params[name] = value
+                params[name] = value
         object.__setattr__(self, name, value)
 
     def __delattr__(self, name: str) -> None:
         for registry in self._registries():
             registry.pop(name, None)
+        self.__dict__.get("_non_persistable_buffer_names", set()).discard(name)
         object.__delattr__(self, name)
 
     def create_parameter(self, shape: Sequence[int], attr: Any = None, dtype: Any = None, is_bias: bool = False,
@@ -119,12 +136,29 @@ class Layer:
         setattr(self, str(name), sublayer)
         return sublayer
 
-    def register_buffer(self, name: str, tensor: Tensor, persistable: bool = True) -> None:
-        """A non-trainable state Tensor (e.g. BatchNorm's running mean) kept in state_dict."""
-        tensor.persistable = True
-        tensor.stop_gradient = True
-        self.__dict__.setdefault("_buffer_names", set()).add(name)
-        setattr(self, name, tensor)
+    def register_buffer(self, name: str, tensor: Tensor | None, persistable: bool = True) -> None:
+        """A non-trainable state Tensor (e.g. BatchNorm's running mean): in `buffers()` and moved
+        by `to()`; in `state_dict()` only when `persistable` (scratch state is not saved)."""
+        _, buffers, _ = self._registries()
+        if not isinstance(name, str) or not name or "." in name:
+            raise KeyError(f"{type(self).__name__}.register_buffer: the name must be a non-empty string "
+                           f"without '.', got {name!r}")
+        if hasattr(self, name) and name not in buffers:
+            raise KeyError(f"{type(self).__name__}.register_buffer: {name!r} is already an attribute "
+                           f"(a parameter, sublayer or plain value)")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"{type(self).__name__}.register_buffer: {name!r} must be a Tensor or None, "
+                            f"got {type(tensor).__name__}")
+        if tensor is not None:
+            tensor.persistable = True
+            tensor.stop_gradient = True
+        buffers[name] = tensor
+        non_persistable = self.__dict__.setdefault("_non_persistable_buffer_names", set())
+        if persistable:
+            non_persistable.discard(name)
+        else:
+            non_persistable.add(name)
+        object.__setattr__(self, name, tensor)
 
     # ---- traversal
     def named_parameters(self, prefix: str = "", include_sublayers: bool = True) -> Iterator[tuple[str, Tensor]]:
@@ -141,7 +175,8 @@ class Layer:
     def named_buffers(self, prefix: str = "", include_sublayers: bool = True) -> Iterator[tuple[str, Tensor]]:
         for name, layer in self._named_layers(prefix, include_sublayers):
             for bname, buf in layer._buffers.items():
-                yield (f"{name}.{bname}" if name else bname), buf
+                if buf is not None:
+                    yield (f"{name}.{bname}" if name else bname), buf
 
     def buffers(self, include_sublayers: bool = True) -> list[Tensor]:
         return [b for _, b in self.named_buffers(include_sublayers=include_sublayers)]
@@ -197,12 +232,15 @@ class Layer:
     clear_grad = clear_gradients
 
     def state_dict(self, include_sublayers: bool = True) -> "OrderedDict[str, Tensor]":
-        """Parameters and buffers by dotted name (the Tensors themselves, not copies)."""
+        """Parameters and persistable buffers by dotted name (the Tensors themselves, not copies)."""
         state: OrderedDict[str, Tensor] = OrderedDict()
         for name, param in self.named_parameters(include_sublayers=include_sublayers):
             state[name] = param
-        for name, buf in self.named_buffers(include_sublayers=include_sublayers):
-            state[name] = buf
+        for prefix, layer in self._named_layers("", include_sublayers):
+            scratch = layer.__dict__.get("_non_persistable_buffer_names", ())
+            for bname, buf in layer._buffers.items():
+                if buf is not None and bname not in scratch:
+                    state[f"{prefix}.{bname}" if prefix else bname] = buf
         return state
 
     def set_state_dict(self, state_dict: dict[str, Any], use_structured_name: bool = True) -> tuple[list, list]:

@@ -10,8 +10,10 @@ initializers (in an external data file for large models). The file is checked wi
 """
 from __future__ import annotations
 
+import inspect
 import os
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -24,10 +26,11 @@ from ..eager import Tensor, to_tensor
 from ..executor import Scope, global_scope
 from ..framework import Block, Operator, Program, Variable, default_main_program
 from ..io import atomic_write, prune
-from ..jit import StaticFunction
+from ..jit import StaticFunction, _TracedProgram
 from ..nn.layer import Layer
 from . import dtypes
 from .errors import OnnxExportError
+from .export_shapes import ShapeReads, export_fill_read, export_reshape_reads, find_shape_reads, probe_inputs
 from .export_table import EXPORTERS
 from .load import max_opset
 
@@ -46,9 +49,16 @@ def export_program(path: str | os.PathLike, feed_vars: Sequence[Variable | str],
         owners = [v.block.program for v in _as_list(feed_vars) + _as_list(fetch_vars) if isinstance(v, Variable)]
         program = owners[0] if owners else default_main_program()
     scope = scope if scope is not None else global_scope()
+    return _export_pruned(path, program, feed_names, fetch_names, scope, opset_version, dynamic_axes or {},
+                          external_data, ShapeReads())
+
+
+def _export_pruned(path: str | os.PathLike, program: Program, feed_names: list[str], fetch_names: list[str],
+                   scope: Scope, opset_version: int | None, dynamic_axes: dict, external_data: bool | None,
+                   shape_reads: ShapeReads) -> onnx.ModelProto:
     opset = _check_opset(opset_version)
     pruned = prune(program.clone(for_test=True), feed_names, fetch_names, "the program to export")
-    model = ProgramExporter(pruned, scope, opset).build(feed_names, fetch_names, dynamic_axes or {})
+    model = ProgramExporter(pruned, scope, opset, shape_reads).build(feed_names, fetch_names, dynamic_axes)
     try:
         onnx.checker.check_model(model, full_check=True)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
@@ -60,7 +70,10 @@ def export_program(path: str | os.PathLike, feed_vars: Sequence[Variable | str],
 def export(layer_or_function: Any, path: str | os.PathLike, example_inputs: Any, opset_version: int | None = None,
            dynamic_axes: dict | None = None) -> onnx.ModelProto:
     """Trace `layer_or_function` (eager code) on `example_inputs` with `jit.to_static`, write it
-    as ONNX. `dynamic_axes` maps input/output index or name to the axes of unknown size."""
+    as ONNX. `dynamic_axes` maps an input or output (its index, inputs first; the function's
+    argument name; or its ONNX name) to its axes of unknown size (a list, or a dict axis -> name
+    as PyTorch takes); a key naming nothing is an error. Shape reads of dynamic input axes
+    (`t.shape[0]`) are found by tracing again at another size (export_shapes.py)."""
     fn = layer_or_function.forward if isinstance(layer_or_function, Layer) else layer_or_function
     fn = fn if isinstance(fn, StaticFunction) else StaticFunction(fn)
     inputs = example_inputs if isinstance(example_inputs, (list, tuple)) else [example_inputs]
@@ -74,17 +87,73 @@ def export(layer_or_function: Any, path: str | os.PathLike, example_inputs: Any,
         var.persistable = True
     feed = [v.name for v in traced.input_vars]
     fetch = [v.name for v in traced.outputs]
-    return export_program(path, feed, fetch, traced.program, scope, opset_version,
-                          dynamic_axes=_named_axes(dynamic_axes or {}, feed, fetch))
+    ranks = [len(v.shape) for v in traced.input_vars + traced.outputs]
+    axes = _named_axes(dynamic_axes or {}, feed, fetch, _argument_names(fn._fn, len(feed)), ranks)
+    reads = _shape_reads(fn._fn, traced, tensors, feed, axes)
+    return _export_pruned(path, traced.program, feed, fetch, scope, opset_version,
+                          _with_output_axes(axes, fetch, reads), None, reads)
 
 
-def _named_axes(dynamic_axes: dict, feed: list[str], fetch: list[str]) -> dict[str, list[int]]:
-    """Index keys count inputs first, then outputs; names may be given too."""
+def _argument_names(fn: Any, count: int) -> list[str]:
+    """The names of the first `count` positional parameters of `fn` (fewer if it takes *args)."""
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):  # a builtin or a callable without a signature
+        return []
+    names = []
+    for parameter in parameters[:count]:
+        if parameter.kind not in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD):
+            break
+        names.append(parameter.name)
+    return names
+
+
+def _named_axes(dynamic_axes: dict, feed: list[str], fetch: list[str], arguments: list[str],
+                ranks: list[int]) -> dict[str, list[int]]:
+    """ONNX name -> sorted axes. Index keys count inputs first, then outputs; argument names
+    and ONNX names are accepted too (PyTorch keys dynamic_axes by input and output names)."""
     names = feed + fetch
+    by_name = {**{name: i for i, name in enumerate(names)}, **{arg: i for i, arg in enumerate(arguments)}}
     result = {}
     for key, axes in dynamic_axes.items():
-        name = names[key] if isinstance(key, int) else key
-        result[name] = sorted(axes) if not isinstance(axes, dict) else sorted(axes)
+        if isinstance(key, int) and not isinstance(key, bool) and -len(names) <= key < len(names):
+            index = key % len(names)
+        elif isinstance(key, str) and key in by_name:
+            index = by_name[key]
+        else:
+            raise ValueError(f"onnx.export: dynamic_axes key {key!r} names no input or output; use an index "
+                             f"(inputs first, {len(feed)} inputs and {len(fetch)} outputs), an argument name "
+                             f"{arguments} or an ONNX name {names}")
+        rank = ranks[index]
+        if not all(isinstance(a, int) and -rank <= a < rank for a in axes):
+            raise ValueError(f"onnx.export: dynamic_axes[{key!r}] = {axes!r} names an axis outside the "
+                             f"{rank} axes of {names[index]}")
+        result[names[index]] = sorted({a % rank for a in axes})
+    return result
+
+
+def _shape_reads(fn: Any, traced: Any, tensors: list[Tensor], feed: list[str],
+                 axes: dict[str, list[int]]) -> ShapeReads:
+    """Trace again with every dynamic input axis one longer: what the shapes read (see export_shapes)."""
+    dynamic = {i: axes[name] for i, name in enumerate(feed) if axes.get(name)}
+    if not dynamic:
+        return ShapeReads()
+    probes = probe_inputs(tensors, dynamic)
+    try:
+        probe = _TracedProgram(fn, probes, {})
+    except Exception as exc:  # the function cannot run at another size: nothing to compare with
+        warnings.warn(f"onnx.export: tracing again with the dynamic axes one longer failed ({exc}); shape "
+                      f"reads of the dynamic axes (t.shape[i]) are not checked", stacklevel=3)
+        return ShapeReads()
+    sizes = ([t.shape for t in tensors], [t.shape for t in probes])
+    return find_shape_reads(traced, probe, feed, dynamic, sizes)
+
+
+def _with_output_axes(axes: dict[str, list[int]], fetch: list[str], reads: ShapeReads) -> dict[str, list[int]]:
+    """`axes` and the output axes that follow a dynamic input axis (found by the second trace)."""
+    result = dict(axes)
+    for index, found in reads.outputs.items():
+        result[fetch[index]] = sorted(set(result.get(fetch[index], [])) | set(found))
     return result
 
 
@@ -128,10 +197,11 @@ def _write(model: onnx.ModelProto, path: Path, external_data: bool | None) -> No
 class ProgramExporter:
     """Writes one pruned program: its nodes, initializers and fresh SSA names."""
 
-    def __init__(self, program: Program, scope: Scope, opset: int) -> None:
+    def __init__(self, program: Program, scope: Scope, opset: int, shape_reads: ShapeReads | None = None) -> None:
         self.program = program
         self.scope = scope
         self.opset = opset
+        self.shape_reads = shape_reads or ShapeReads()
         self.initializers: dict[str, onnx.TensorProto] = {}
         self.used: set[str] = set()
         self._counter = 0
@@ -207,7 +277,20 @@ class ProgramExporter:
                                       f"exporter; it cannot be exported")
             if _along_an_axis_of_0d(op, block):
                 raise context.refuse("a 0-D X along axis 0 / -1 (ONNX's Softmax, Reduce*, TopK, Slice want rank >= 1)")
+            if block.idx == 0 and self._export_shape_read(context):
+                continue
             fn(context)
+
+    def _export_shape_read(self, c: "OpContext") -> bool:
+        """Write an op that carries the size of a dynamic axis (`t.shape[0]`) as that size read at run time."""
+        key = c.op.output_arg_names[0] if c.op.output_arg_names else None
+        if c.op.type == "fill_constant" and key in self.shape_reads.fill:
+            export_fill_read(c, self.shape_reads.fill[key])
+            return True
+        if c.op.type == "reshape" and key in self.shape_reads.reshape:
+            export_reshape_reads(c, self.shape_reads.reshape[key])
+            return True
+        return False
 
     def subgraph(self, block: Block, env: dict[str, str], inputs: list[onnx.ValueInfoProto],
                  outputs_of: Any, name: str) -> onnx.GraphProto:

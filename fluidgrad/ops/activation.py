@@ -445,18 +445,18 @@ def _hardswish_kernel(x):
     return out
 
 
-def _hardswish_slope(x, dout):   # as PyTorch: 0 below -3, (2x + 3) / 6 up to 3, 1 above
-    inside = ((x >= -3) & (x <= 3)).astype(x.dtype)
+def _hardswish_slope(x, dout):   # as PyTorch: 0 up to -3, (2x + 3) / 6 inside (-3, 3), 1 from 3 on
+    inside = ((x > -3) & (x < 3)).astype(x.dtype)
     slope = x * x.dtype.type(1 / 3)
     slope += x.dtype.type(0.5)
     slope *= inside
-    slope += x > 3
+    slope += x >= 3
     slope *= dout
     return slope
 
 
 _register_activation("hardswish", _hardswish_kernel, _hardswish_slope,
-                     lambda g, x: _g_scale(g, _g_unary(g, "clip_mask", x, min=-3.0, max=3.0), 1.0 / 3.0),
+                     lambda g, x: _g_scale(g, _g_unary(g, "clip_mask", x, min=-3.0, max=3.0, closed=False), 1.0 / 3.0),
                      doc="x * relu6(x + 3) / 6.")
 
 

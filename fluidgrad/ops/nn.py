@@ -28,16 +28,28 @@ def _clip_infer(ctx):
 
 
 def _clip_grad(g: GradBuilder) -> None:
-    mask = g.op("clip_mask", {"X": g.input("X")}, min=g.attr("min"), max=g.attr("max"))
+    mask = g.op("clip_mask", {"X": g.input("X")}, min=g.attr("min"), max=g.attr("max"), closed=g.attr("closed"))
     g.set_input_grad("X", g.op("elementwise_mul", {"X": g.output_grad("Out"), "Y": mask}))
 
 
-register_op("clip", inputs="X", outputs="Out", attrs={"min": -np.inf, "max": np.inf},
-            kernel=lambda x, min, max: np.clip(x, x.dtype.type(min), x.dtype.type(max)).astype(x.dtype, copy=False),
-            infer=_clip_infer, grad=_clip_grad, doc="Clamp X into [min, max].")
-register_op("clip_mask", inputs="X", outputs="Out", attrs={"min": -np.inf, "max": np.inf},
-            kernel=lambda x, min, max: ((x >= min) & (x <= max)).astype(x.dtype),
-            infer=_clip_infer, grad=ZERO_GRADIENT, doc="1 where min <= X <= max, else 0 (clip's slope).")
+def _clip_kernel(x, min, max, closed=True):
+    return np.clip(x, x.dtype.type(min), x.dtype.type(max)).astype(x.dtype, copy=False)
+
+
+def _clip_mask_kernel(x, min, max, closed=True):
+    if closed:
+        return ((x >= min) & (x <= max)).astype(x.dtype)
+    return ((x > min) & (x < max)).astype(x.dtype)
+
+
+# `closed` says where clip's slope is 1: on [min, max] (torch.clamp, fluidgrad.clip) or only on
+# (min, max) (closed=False: hardtanh, relu6 and hardsigmoid, whose PyTorch gradients are 0 at the corners)
+_CLIP_ATTRS = {"min": -np.inf, "max": np.inf, "closed": True}
+register_op("clip", inputs="X", outputs="Out", attrs=_CLIP_ATTRS, kernel=_clip_kernel, infer=_clip_infer,
+            grad=_clip_grad, doc="Clamp X into [min, max]; `closed` picks the slope at min and max (1 or 0).")
+register_op("clip_mask", inputs="X", outputs="Out", attrs=_CLIP_ATTRS, kernel=_clip_mask_kernel,
+            infer=_clip_infer, grad=ZERO_GRADIENT,
+            doc="1 where min <= X <= max (closed=False: min < X < max), else 0 (clip's slope).")
 
 
 def _log_softmax_kernel(x, axis=-1):

@@ -11,13 +11,14 @@ from typing import Any
 
 from ...dispatch import apply_op
 from ...functions import abs as _abs
-from ...functions import divide, multiply, reshape, scale, sigmoid, split
+from ...functions import add, cast, divide, greater_than, multiply, reshape, scale, sigmoid, split, subtract, tanh
 
 __all__ = [
     'celu',
     'elu',
     'gelu',
     'glu',
+    'hardshrink',
     'hardsigmoid',
     'hardswish',
     'hardtanh',
@@ -31,8 +32,11 @@ __all__ = [
     'silu',
     'softmax',
     'softplus',
+    'softshrink',
     'softsign',
     'swish',
+    'tanhshrink',
+    'thresholded_relu',
 ]
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -111,8 +115,9 @@ def softsign(x: Any, name: str | None = None) -> Any:
 
 
 def hardsigmoid(x: Any, slope: float = 0.1666667, offset: float = 0.5, name: str | None = None) -> Any:
-    """clip(slope x + offset, 0, 1) (ONNX HardSigmoid: alpha = slope, beta = offset)."""
-    return apply_op("clip", {"X": scale(x, float(slope), float(offset))}, {"min": 0.0, "max": 1.0})
+    """clip(slope x + offset, 0, 1) (ONNX HardSigmoid: alpha = slope, beta = offset); its gradient is
+    0 at the corners, as PyTorch's."""
+    return apply_op("clip", {"X": scale(x, float(slope), float(offset))}, {"min": 0.0, "max": 1.0, "closed": False})
 
 
 def hardswish(x: Any, name: str | None = None) -> Any:
@@ -121,13 +126,43 @@ def hardswish(x: Any, name: str | None = None) -> Any:
 
 
 def hardtanh(x: Any, min: float = -1.0, max: float = 1.0, name: str | None = None) -> Any:
-    """clip(x, min, max)."""
-    return apply_op("clip", {"X": x}, {"min": float(min), "max": float(max)})
+    """clip(x, min, max), with gradient 0 at min and max (PyTorch's hardtanh; its clamp has 1 there)."""
+    return apply_op("clip", {"X": x}, {"min": float(min), "max": float(max), "closed": False})
 
 
 def relu6(x: Any, name: str | None = None) -> Any:
     """clip(x, 0, 6)."""
     return hardtanh(x, 0.0, 6.0)
+
+
+def _check_threshold(fn: str, threshold: float) -> float:
+    if not threshold >= 0:
+        raise ValueError(f"{fn}: threshold must be non-negative, got {threshold}")
+    return float(threshold)
+
+
+def hardshrink(x: Any, threshold: float = 0.5, name: str | None = None) -> Any:
+    """x where |x| > threshold, else 0; slope 0 at +-threshold (as PyTorch)."""
+    threshold = _check_threshold("hardshrink", threshold)
+    return multiply(x, cast(greater_than(_abs(x), threshold), x.dtype))
+
+
+def softshrink(x: Any, threshold: float = 0.5, name: str | None = None) -> Any:
+    """x - threshold above threshold, x + threshold below -threshold, else 0: x - clip(x, -t, t),
+    whose slope at +-threshold is 0 (as PyTorch)."""
+    threshold = _check_threshold("softshrink", threshold)
+    return subtract(x, apply_op("clip", {"X": x}, {"min": -threshold, "max": threshold}))
+
+
+def thresholded_relu(x: Any, threshold: float = 1.0, value: float = 0.0, name: str | None = None) -> Any:
+    """x where x > threshold, else `value` (PyTorch's threshold); slope 0 at the threshold."""
+    above = cast(greater_than(x, float(threshold)), x.dtype)
+    return add(multiply(x, above), scale(above, -float(value), float(value)))
+
+
+def tanhshrink(x: Any, name: str | None = None) -> Any:
+    """x - tanh(x)."""
+    return subtract(x, tanh(x))
 
 
 def prelu(x: Any, weight: Any, data_format: str = "NCHW", name: str | None = None) -> Any:

@@ -146,17 +146,17 @@ def _probability_cross_entropy(input: Any, label: Any, soft_label: bool, ignore_
 
 def _smoothed_cross_entropy(input: Any, log_p: Any, label: Any, weight: Any, ignore_index: int, reduction: str,
                             soft_label: bool, axis: int, eps: float) -> Any:
-    """The label-smoothed loss of log-probabilities `log_p` (classes on `axis`)."""
-    classes = input.shape[axis]
+    """The label-smoothed loss of log-probabilities `log_p` (classes on `axis`); e / C * sum_c as
+    e * mean_c, so the class count C may be known only at run time (static mode)."""
     if soft_label:
-        target = F.scale(label, 1.0 - eps, eps / classes)
-        return _reduce(F.scale(F.sum(F.multiply(target, log_p), axis=axis, keepdim=True), -1.0),
-                       reduction, "cross_entropy")
+        loss = F.add(F.scale(F.sum(F.multiply(label, log_p), axis=axis, keepdim=True), 1.0 - eps),
+                     F.scale(F.mean(log_p, axis=axis, keepdim=True), eps))
+        return _reduce(F.scale(loss, -1.0), reduction, "cross_entropy")
     label, counted, factor = _hard_label_terms(input, label, weight, ignore_index, axis, "cross_entropy")
     one_hot = _class_one_hot(label, input, axis)
     nll = F.scale(F.sum(F.multiply(one_hot, log_p), axis=axis, keepdim=True), -1.0)
     class_weight = log_p if weight is None else F.multiply(log_p, _along(weight, len(input.shape), axis))
-    uniform = F.scale(F.sum(class_weight, axis=axis, keepdim=True), -eps / classes)
+    uniform = F.scale(F.mean(class_weight, axis=axis, keepdim=True), -eps)
     loss = F.add(F.scale(F.multiply(nll, factor), 1.0 - eps), F.multiply(uniform, counted))
     if reduction == "mean":
         return F.divide(F.sum(loss), F.sum(factor))
@@ -230,10 +230,11 @@ def binary_cross_entropy(input: Any, label: Any, weight: Any = None, reduction: 
 def binary_cross_entropy_with_logits(logit: Any, label: Any, weight: Any = None, reduction: str = "mean",
                                      pos_weight: Any = None) -> Any:
     """Sigmoid and binary cross-entropy in one stable expression:
-    (1 - y) x + (1 + (p - 1) y) (log(1 + exp(-|x|)) + max(-x, 0)), p = pos_weight."""
+    (1 - y) x - (1 + (p - 1) y) log_sigmoid(x), p = pos_weight. log_sigmoid is one op whose
+    gradient is sigmoid(-x) everywhere, so a logit of exactly 0 (a zero-initialised head) gets
+    sigmoid(0) - y, as PyTorch (a max(-x, 0) + log(1 + exp(-|x|)) form has kinks there)."""
     _check_reduction(reduction, "binary_cross_entropy_with_logits")
-    softplus_neg = F.add(F.log(F.scale(F.exp(F.scale(F.abs(logit), -1.0)), 1.0, 1.0)),
-                         F.relu(F.scale(logit, -1.0)))
+    softplus_neg = F.scale(apply_op("log_sigmoid", {"X": logit}), -1.0)      # log(1 + exp(-x))
     if pos_weight is not None:
         log_weight = F.add(F.multiply(F.scale(pos_weight, 1.0, -1.0), label), F.ones_like(label))
         softplus_neg = F.multiply(log_weight, softplus_neg)
@@ -253,14 +254,25 @@ def kl_div(input: Any, label: Any, reduction: str = "mean", log_target: bool = F
         is_zero = F.cast(F.equal(label, F.zeros_like(label)), label.dtype)
         loss = F.multiply(label, F.subtract(F.log(F.add(label, is_zero)), input))
     if reduction == "batchmean":
-        return F.scale(F.sum(loss), 1.0 / input.shape[0]) if input.shape[0] > 0 else F.sum(loss)
+        return _batch_mean(loss)
     return _reduce(loss, reduction, "kl_div")
 
 
+def _batch_mean(loss: Any) -> Any:
+    """The sum over all elements divided by the batch size (axis 0; a 0-D loss: by 1), as the mean
+    over axis 0 of the per-example sums, so that a batch size known only at run time (static mode,
+    `None`) divides as well; an empty batch gives 0 / 0 = NaN, as PyTorch."""
+    if len(loss.shape) == 0:
+        return loss
+    per_example = F.sum(loss, axis=list(range(1, len(loss.shape)))) if len(loss.shape) > 1 else loss
+    return F.mean(per_example)
+
+
 def margin_ranking_loss(input: Any, other: Any, label: Any, margin: float = 0.0, reduction: str = "mean") -> Any:
-    """max(0, -label (input - other) + margin), label in {1, -1}."""
+    """max(0, -label (input - other) + margin), label in {1, -1}; clip (slope 1 at 0, as PyTorch's
+    clamp_min), not relu (slope 0 there): a tie at the margin still pushes the pair apart."""
     _check_reduction(reduction, "margin_ranking_loss")
-    loss = F.relu(F.scale(F.multiply(label, F.subtract(input, other)), -1.0, float(margin)))
+    loss = _clip(F.scale(F.multiply(label, F.subtract(input, other)), -1.0, float(margin)), min=0.0)
     return _reduce(loss, reduction, "margin_ranking_loss")
 
 

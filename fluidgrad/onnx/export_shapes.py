@@ -1,0 +1,181 @@
+"""Shape reads of dynamic axes when `onnx.export` traces eager code.
+
+Tracing runs the function on the example, so `t.shape[0]` is the example's size; written into
+an op's attribute it would fix an axis declared dynamic. So `export` traces once more with
+every dynamic input axis one longer (`probe_inputs`) and compares the two programs
+(`find_shape_reads`). An attribute that changed with the size is a shape read:
+- a `fill_constant` whose value is that size in both traces (`x / t.shape[0]`) and a `reshape`
+  entry that is (`x.reshape([t.shape[0], -1])`) are written as the size read from the input at
+  run time (Shape, Gather), as PyTorch's tracer records them;
+- any other change (a scale by `1 / t.shape[0]`, a loop run `t.shape[0]` times, a constant
+  Tensor of that length) is refused, naming the op, rather than exported with the example's
+  size baked in.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..eager import Tensor
+from ..framework import Block, Operator, Program
+from .errors import OnnxExportError
+
+
+@dataclass(frozen=True)
+class DimRead:
+    """The run-time size of `axis` of the ONNX input `feed`."""
+
+    feed: str
+    axis: int
+
+
+@dataclass
+class ShapeReads:
+    """What the exporter writes as run-time sizes, keyed by the op's first output name."""
+
+    fill: dict[str, DimRead] = field(default_factory=dict)               # fill_constant -> its value
+    reshape: dict[str, dict[int, DimRead]] = field(default_factory=dict)  # reshape -> entries of its shape
+    outputs: dict[int, list[int]] = field(default_factory=dict)           # output index -> axes that follow
+
+
+def probe_inputs(tensors: Sequence[Tensor], dynamic: dict[int, list[int]]) -> list[Tensor]:
+    """The example inputs with every dynamic axis one longer (its values repeated cyclically)."""
+    probes = []
+    for index, tensor in enumerate(tensors):
+        data = tensor.data
+        for axis in dynamic.get(index, ()):
+            size = data.shape[axis]
+            if size:
+                data = np.take(data, np.arange(size + 1) % size, axis=axis)
+            else:
+                data = np.zeros(data.shape[:axis] + (1,) + data.shape[axis + 1:], data.dtype)
+        probes.append(Tensor(np.ascontiguousarray(data), stop_gradient=tensor.stop_gradient))
+    return probes
+
+
+def find_shape_reads(first: Any, second: Any, feeds: list[str], dynamic: dict[int, list[int]],
+                     sizes: tuple[list[tuple[int, ...]], list[tuple[int, ...]]]) -> ShapeReads:
+    """Compare two traces (`_TracedProgram`s of the example and of `probe_inputs`): the shape
+    reads the exporter can write, or an OnnxExportError naming the first it cannot."""
+    dims = [(DimRead(feeds[i], axis), sizes[0][i][axis], sizes[1][i][axis])
+            for i, axes in dynamic.items() for axis in axes]
+    reads = ShapeReads()
+    _compare_blocks(first.program, second.program, dims, reads)
+    _compare_captured(first.captured, second.captured)
+    for index, (out_a, out_b) in enumerate(zip(first.outputs, second.outputs)):
+        axes = [axis for axis, (a, b) in enumerate(zip(out_a.shape, out_b.shape)) if a != b]
+        if axes:  # an output axis that follows a dynamic input axis is dynamic too
+            reads.outputs[index] = axes
+    return reads
+
+
+def _compare_blocks(first: Program, second: Program, dims: list, reads: ShapeReads) -> None:
+    names = (_var_names(first), _var_names(second))
+    if len(first.blocks) != len(second.blocks):
+        raise _refusal("the traced program has a different number of blocks at another size of a dynamic axis")
+    for block_a, block_b in zip(first.blocks, second.blocks):
+        if [op.type for op in block_a.ops] != [op.type for op in block_b.ops]:
+            raise _refusal(f"the traced program's ops change with the size of a dynamic axis (block "
+                           f"{block_a.idx}: {_op_types(block_a)} vs {_op_types(block_b)}), e.g. a Python "
+                           f"loop over t.shape[i]")
+        for op_a, op_b in zip(block_a.ops, block_b.ops):
+            _compare_op(op_a, op_b, block_a.idx, dims, reads, names)
+
+
+def _compare_op(op_a: Operator, op_b: Operator, block: int, dims: list, reads: ShapeReads,
+                names: tuple[set[str], set[str]]) -> None:
+    for name in sorted(set(op_a.attrs) | set(op_b.attrs)):
+        a, b = op_a.attrs.get(name), op_b.attrs.get(name)
+        if _same(a, b, names):
+            continue
+        out = op_a.output_arg_names[0] if op_a.output_arg_names else ""
+        if block == 0 and op_a.type == "fill_constant" and name == "value":
+            read = _dim_of(a, b, dims)
+            if read is not None and int(np.prod(op_a.attrs["shape"])) == 1:
+                reads.fill[out] = read
+                continue
+        if block == 0 and op_a.type == "reshape" and name == "shape" and len(a) == len(b):
+            entries = {i: _dim_of(x, y, dims) for i, (x, y) in enumerate(zip(a, b)) if x != y}
+            if all(read is not None for read in entries.values()):
+                reads.reshape[out] = entries
+                continue
+        raise _refusal(f"op {op_a.type} (output {out}) has {name}={a!r} at the example's size and {b!r} "
+                       f"with the dynamic axes one longer: it is computed from t.shape[i] (or len(t)), and "
+                       f"a size read enters the model only as a whole value (x / t.shape[0]) or as a "
+                       f"reshape entry; compute it with tensor ops instead (e.g. fluidgrad.mean over the axis)")
+
+
+def _compare_captured(first: list, second: list) -> None:
+    if len(first) != len(second):
+        raise _refusal("the traced function captures a different number of Tensors at another size of a "
+                       "dynamic axis")
+    for (name, a), (_, b) in zip(first, second):
+        if a is not b and (a.shape != b.shape or not np.array_equal(a.data, b.data, equal_nan=True)):
+            raise _refusal(f"the constant Tensor {name} (shape {list(a.shape)}) differs with the size of a "
+                           f"dynamic axis: it was made from t.shape[i]; build it with tensor ops instead")
+
+
+def _dim_of(a: Any, b: Any, dims: list) -> DimRead | None:
+    """The dynamic axis whose size is `a` in the example's trace and `b` in the probe's."""
+    for read, size_a, size_b in dims:
+        if _is_number(a) and _is_number(b) and a == size_a and b == size_b:
+            return read
+    return None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+
+
+def _same(a: Any, b: Any, names: tuple[set[str], set[str]]) -> bool:
+    """Equal attributes; variable names (fresh in each trace) count as equal."""
+    if isinstance(a, Block) or isinstance(b, Block):
+        return isinstance(a, Block) and isinstance(b, Block) and a.idx == b.idx
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y, names) for x, y in zip(a, b))
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.shape(a) == np.shape(b) and bool(np.array_equal(a, b, equal_nan=True))
+    if isinstance(a, str) and isinstance(b, str):
+        return a == b or (a in names[0] and b in names[1])
+    if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
+        return True  # NaN
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except (TypeError, ValueError):
+        return False
+
+
+def _var_names(program: Program) -> set[str]:
+    return {name for block in program.blocks for name in block.vars}
+
+
+def _op_types(block: Block) -> str:
+    types = [op.type for op in block.ops]
+    return ", ".join(types[:6]) + (", ..." if len(types) > 6 else "")
+
+
+def _refusal(reason: str) -> OnnxExportError:
+    return OnnxExportError(f"onnx.export: cannot keep the dynamic axes dynamic, the model's shape reads "
+                           f"depend on the example: {reason}")
+
+
+# ---------------------------------------------------------------- writing the reads (c: exporter.OpContext)
+def _size(c: Any, read: DimRead) -> str:
+    """A [1] int64 ONNX value: the run-time size of `read.axis` of the input `read.feed`."""
+    shape = c.node("Shape", [c.exporter.read(c.env, c.block, read.feed)])
+    return c.node("Gather", [shape, c.const(np.asarray([read.axis], "int64"))])
+
+
+def export_fill_read(c: Any, read: DimRead) -> None:
+    """fill_constant(value=t.shape[axis]) -> the size, cast to the dtype, in the op's shape."""
+    size = c.node("Cast", [_size(c, read)], to=c.onnx_dtype(c.attr("dtype")))
+    c.node("Reshape", [size, c.const(np.asarray(c.attr("shape"), "int64"))], [c.out("Out")])
+
+
+def export_reshape_reads(c: Any, entries: dict[int, DimRead]) -> None:
+    """reshape(shape=[..., t.shape[axis], ...]) -> Reshape to a shape assembled at run time."""
+    pieces = [_size(c, entries[i]) if i in entries else c.const(np.asarray([d], "int64"))
+              for i, d in enumerate(c.attr("shape"))]
+    c.node("Reshape", [c.x("X"), c.node("Concat", pieces, axis=0)], [c.out("Out")])
