@@ -115,6 +115,9 @@ def test_a_sharded_optimizer_refuses_what_it_cannot_shard():
     model = fg.nn.Linear(3, 2)
     with pytest.raises(ValueError, match="level 'os_g' is not supported"):
         dist.group_sharded_parallel(model, fg.optimizer.SGD(0.1, parameters=model.parameters()), "os_g")
+    with pytest.raises(ValueError, match="group must be None"):
+        dist.group_sharded_parallel(model, fg.optimizer.SGD(0.1, parameters=model.parameters()), "os", group=1)
+    assert dist.sharding.group_sharded_parallel is dist.group_sharded_parallel  # Paddle's path too
     with pytest.raises(ValueError, match="no eager parameters"):
         dist.ShardedOptimizer(fg.optimizer.SGD(0.1))
     with pytest.raises(TypeError, match="wraps a fluidgrad optimizer"):

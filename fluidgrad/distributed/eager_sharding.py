@@ -270,10 +270,13 @@ class ZeroRedundancyOptimizer(ShardedOptimizer):
 
 
 def group_sharded_parallel(model: Layer, optimizer: Optimizer, level: str = "os", scaler: Any = None,
-                           bucket_size_mb: float = 25) -> tuple[DataParallel, ShardedOptimizer, Any]:
-    """Paddle's form: `model, optimizer, scaler = group_sharded_parallel(model, optimizer, "os")`; the
-    model wrapped in DataParallel (unless it is one), the optimizer state sharded (level "os", ZeRO
-    stage 1: the one level fluidgrad has)."""
+                           group: Any = None, bucket_size_mb: float = 25) -> tuple[DataParallel, ShardedOptimizer, Any]:
+    """Paddle's form (also `fluidgrad.distributed.sharding.group_sharded_parallel`):
+    `model, optimizer, scaler = group_sharded_parallel(model, optimizer, "os")`; the model wrapped in
+    DataParallel (unless it is one), the optimizer state sharded (level "os", ZeRO stage 1: the one
+    level fluidgrad has) over every rank (`group` None: fluidgrad has one process group)."""
+    if group is not None:
+        raise ValueError("group_sharded_parallel: fluidgrad shards over every rank; group must be None")
     if level != "os":
         raise ValueError(f"group_sharded_parallel: level {level!r} is not supported; fluidgrad shards the "
                          f"optimizer state and update (level 'os', ZeRO stage 1), not gradients or parameters")

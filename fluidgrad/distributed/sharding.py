@@ -44,6 +44,7 @@ from ..ops.comm import get_world
 from ..optimizer import SGD, Adam, AdamW, Momentum, Optimizer
 from ..regularizer import L2Decay
 from .buckets import plan_buckets
+from .eager_sharding import group_sharded_parallel  # noqa: F401  (Paddle's path: distributed.sharding)
 
 ParamsGrads = list[tuple[Variable, Variable]]
 # numbers the node copies a process makes, in the same order on every rank (programs are built

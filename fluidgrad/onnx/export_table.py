@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from . import export_indexing  # noqa: F401  (adds set_value, x[...] = v, to the table)
 from . import export_loss  # noqa: F401  (adds the cross-entropy exporters to the table)
 from .export_ops import EXPORTERS, Exporter, exporter  # one table; export_ops.py holds the newer ops
 

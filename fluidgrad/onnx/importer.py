@@ -266,6 +266,9 @@ class GraphImporter:
         if node.domain in DEFAULT_DOMAINS and (self.try_fold(ctx) or self.try_inline_if(ctx) or
                                                self.try_symbolic_shape(ctx)):
             return
+        if node.domain in DEFAULT_DOMAINS and node.op_type == "Expand" and symbolic(ctx.maybe_const(1)) and \
+                self.try_expand_like(ctx):
+            return
         if node.domain in DEFAULT_DOMAINS and node.op_type in ("Reshape", "Expand") and symbolic(ctx.maybe_const(1)):
             ctx.overrides[1] = resolve_symbolic_shape(ctx)
         fn = find_converter(node.op_type if node.domain in DEFAULT_DOMAINS else f"{node.domain}:{node.op_type}",
@@ -316,6 +319,24 @@ class GraphImporter:
         value = np.empty(len(picked), dtype=object)
         value[:] = picked
         self.bind_outputs(ctx, [value])
+        return True
+
+    def try_expand_like(self, ctx: "NodeContext") -> bool:
+        """Expand(x, Shape(t)) with sizes of t unknown when the program is built (torch's
+        x.expand_as(t), fluidgrad's own expand_as): `expand_as`, when x broadcasts to t's shape."""
+        target = list(ctx.maybe_const(1).reshape(-1))
+        names = {d.var for d in target if isinstance(d, SymDim)}
+        block = self.model.program.current_block()
+        if len(names) != 1 or None in names or not block.has_var_recursive(next(iter(names))):
+            return False
+        like, x = block.var_recursive(names.pop()), ctx.input(0)
+        if len(like.shape) != len(target) or len(x.shape) > len(target):
+            return False
+        if any(d.axis != k if isinstance(d, SymDim) else int(d) != like.shape[k] for k, d in enumerate(target)):
+            return False
+        if any(dx not in (1, dt) for dx, dt in zip(x.shape[::-1], like.shape[::-1])):
+            return False
+        self.bind_outputs(ctx, [ctx.op("expand_as", {"X": x, "Target": like})])
         return True
 
     def try_inline_if(self, ctx: "NodeContext") -> bool:
