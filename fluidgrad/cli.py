@@ -21,7 +21,7 @@ from typing import Any
 
 from . import __version__, demo
 from .distributed import get_rank, get_world_size
-from .distributed.launch import add_arguments, launch
+from .distributed.launch import add_arguments, check_arguments, launch
 from .executor import Scope
 from .io import MODEL_SUFFIX, PARAMS_SUFFIX, load_inference_model, read_model
 from .onnx import export_program, import_model
@@ -156,10 +156,12 @@ def _add_launch_parser(commands: Any) -> None:
                                  description="Run SCRIPT on N ranks with MPI's launcher (the `dist` extra); "
                                  "the script runs unchanged without it, as a world of one.")
     add_arguments(parser)
+    parser.set_defaults(check=lambda args: check_arguments(parser, args))
 
 
 def _launch(args: argparse.Namespace) -> int:
-    return launch(args.nproc, [args.script, *args.args], args.threads)
+    args.check(args)
+    return launch(args.nproc, [args.script, *args.args], args.threads, timeout=args.timeout)
 
 
 def _demo_on_ranks(args: argparse.Namespace) -> int:

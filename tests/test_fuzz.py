@@ -515,9 +515,9 @@ def test_every_differentiable_op_is_fuzzed_or_excused():
         # (tests/op_cases/nn.py) check gradient, grad of grad and eager for each rank and mode
         "conv1d", "conv3d", "conv1d_transpose", "conv2d_transpose", "conv3d_transpose", "pool1d", "pool3d",
         "max_pool1d_with_index", "max_pool3d_with_index", "interpolate", "unfold",
-        # domain (0, 1), not yet among the fuzzer's input domains: its op case (tests/op_cases/elementwise.py)
-        # checks gradient, grad of grad, float32 and eager
-        "logit",
+        # domain (0, 1), not yet among the fuzzer's input domains: their op cases (tests/op_cases/elementwise.py,
+        # core_loss.py) check gradient, grad of grad, float32 and eager
+        "logit", "bce_loss",
         # constants: their gradient is a symbolic zero, nothing to compare
         "fill_zeros_like", "fill_any_like",
         # a float cast changes precision, which a float64 numeric check cannot follow

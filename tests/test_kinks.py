@@ -172,3 +172,31 @@ def test_shrink_activations_match_torch_away_from_their_corners(name):
 def test_shrink_refuses_a_negative_threshold(fn):
     with pytest.raises(ValueError, match="threshold"):
         fn(fg.to_tensor(np.ones(3)), -0.5)
+
+
+def test_binary_cross_entropy_gradient_at_probabilities_0_and_1_is_torch_s():
+    """The clamped logs are flat there; PyTorch's gradient (x - y) / max(x (1 - x), 1e-12) is finite."""
+    p0, y0 = np.array([0.0, 0.0, 1.0, 1.0, 0.3]), np.array([0.0, 1.0, 0.0, 1.0, 0.6])
+    tp, ty = torch.tensor(p0, requires_grad=True), torch.tensor(y0, requires_grad=True)
+    TF.binary_cross_entropy(tp, ty, reduction="sum").backward()
+    p, y = fg.to_tensor(p0, stop_gradient=False), fg.to_tensor(y0, stop_gradient=False)
+    loss = F.binary_cross_entropy(p, y, reduction="sum")
+    loss.backward()
+    np.testing.assert_allclose(loss.numpy(), TF.binary_cross_entropy(tp, ty, reduction="sum").item(), rtol=1e-12)
+    np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(y.grad.numpy(), ty.grad.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("bad", [1.5, -0.1, np.nan])
+def test_binary_cross_entropy_refuses_a_value_outside_0_1(bad):
+    with pytest.raises(Exception, match="probabilities"):
+        F.binary_cross_entropy(fg.to_tensor(np.array([0.5, bad])), fg.to_tensor(np.array([1.0, 0.0])))
+
+
+@pytest.mark.parametrize("ours, theirs", [(fg.nn.Hardshrink(0.3), torch.nn.Hardshrink(0.3)),
+                                          (fg.nn.Softshrink(0.3), torch.nn.Softshrink(0.3)),
+                                          (fg.nn.ThresholdedReLU(0.3, 0.1), torch.nn.Threshold(0.3, 0.1)),
+                                          (fg.nn.Tanhshrink(), torch.nn.Tanhshrink())])
+def test_shrink_layers_match_torch(ours, theirs):
+    x0 = np.random.default_rng(6).uniform(-1, 1, (3, 4))
+    np.testing.assert_allclose(ours(fg.to_tensor(x0)).numpy(), theirs(torch.tensor(x0)).numpy(), rtol=1e-12)

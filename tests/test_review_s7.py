@@ -260,8 +260,6 @@ def test_pylayer_backward_of_the_wrong_shape_is_refused_naming_the_layer():
 
 
 # ---------------------------------------------------------------- distributed checkpoints of an optimizer
-@pytest.mark.xfail(strict=True, reason="distributed.save_state_dict of an optimizer's state (nested LR_Scheduler dict) "
-                                       "fails in safetensors with 'Unknown dtype object', naming no key")
 def test_distributed_save_state_dict_of_an_optimizer_with_a_scheduler(tmp_path):
     layer = fg.nn.Linear(2, 2)
     scheduler = fg.optimizer.lr.StepDecay(0.1, step_size=2)
@@ -280,8 +278,6 @@ def test_distributed_save_state_dict_of_an_optimizer_with_a_scheduler(tmp_path):
 
 
 # ---------------------------------------------------------------- grad mode
-@pytest.mark.xfail(strict=True, reason="set_grad_enabled (documented 'usable as a context manager') returns None: "
-                                       "`with` raises TypeError and leaves recording off for the whole thread")
 def test_set_grad_enabled_as_a_context_manager_restores_the_mode():
     before = fg.is_grad_enabled()
     x = fg.to_tensor(np.array([1.0, 2.0]), stop_gradient=False)
@@ -519,8 +515,6 @@ _MISMATCHED_KINDS = textwrap.dedent("""
 """)
 
 
-@pytest.mark.xfail(strict=True, reason="ranks calling different collectives on same-shaped arrays (all_reduce on one, "
-                                       "broadcast on the other) hang: the layout check compares only shape and dtype")
 def test_different_collectives_on_two_ranks_are_refused_not_a_hang(tmp_path):
     pytest.importorskip("mpi4py", reason="the `dist` extra (mpi4py + the mpich wheel) is not installed")
     script = tmp_path / "kinds.py"
@@ -596,8 +590,6 @@ def _run_if_static(value):
     return value.numpy()
 
 
-@pytest.mark.xfail(strict=True, reason="fluidgrad has no rand/randn/randint/randperm/uniform/normal (Paddle's random "
-                                       "tensor creators): AttributeError")
 @pytest.mark.parametrize("name", sorted(_RANDOM))
 def test_random_tensor_creators_exist(name):
     make, dtype, valid = _RANDOM[name]
@@ -613,8 +605,6 @@ _SCALAR_HABITS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="f'{loss:.4f}' on a Tensor raises TypeError (unsupported format string), and "
-                                       "int() of a one-element Tensor raises TypeError; PyTorch and Paddle accept both")
 @pytest.mark.parametrize("habit", sorted(_SCALAR_HABITS))
 def test_scalar_habits_of_a_training_loop(habit):
     value = np.array([2.5]) if "one-element" in habit else np.array(2.5)
@@ -693,8 +683,6 @@ def test_static_save_and_load_of_a_bfloat16_parameter(tmp_path):
 
 
 # ---------------------------------------------------------------- 0-D inputs: PyTorch's answer, or a clear refusal
-@pytest.mark.xfail(strict=True, reason="argmax/argmin of a 0-D tensor over axis 0 fail (IndexError in the kernel); "
-                                       "PyTorch returns 0")
 @pytest.mark.parametrize("name", ["argmax", "argmin"])
 def test_argmax_of_a_0d_tensor_over_axis_0(name):
     expected = getattr(torch, name)(torch.tensor(1.5, dtype=torch.float64), 0)
@@ -777,8 +765,6 @@ def test_optimizer_state_with_parameters_that_never_stepped_loads_into_a_rebuilt
 
 
 # ---------------------------------------------------------------- LSTM initial states
-@pytest.mark.xfail(strict=True, reason="LSTM given one Tensor as initial_states (not (h, c)) iterates it along its "
-                                       "first axis as h and c and runs on wrong states, silently")
 def test_lstm_refuses_a_single_tensor_as_initial_states():
     lstm = fg.nn.LSTM(3, 4, num_layers=2)
     x = fg.to_tensor(np.random.default_rng(0).standard_normal((2, 5, 3)).astype(np.float32))

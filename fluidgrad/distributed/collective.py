@@ -1,12 +1,13 @@
 """The collectives of `fluidgrad.distributed` on Tensors, Variables and NumPy arrays.
 
 Eager Tensors and NumPy arrays are updated in place (as Paddle's `all_reduce` and
-`broadcast`) and returned; a static Variable gets an op in the current block (`c_allreduce_*`,
+`broadcast`) and returned (a Python or NumPy number, which cannot change, comes back reduced); a static Variable gets an op in the current block (`c_allreduce_*`,
 `c_broadcast`, ...) writing the same variable, so the Program shows the communication.
 With a world of one (no launcher) every collective is the identity.
 """
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import numpy as np
@@ -43,14 +44,36 @@ def _check_op(op: str) -> str:
     return op
 
 
-def _in_place(x: Any, value: np.ndarray, what: str) -> Any:
+def _values(x: Any, what: str) -> np.ndarray:
+    """The array behind `x`: a Tensor's, an array, or a number's (returned as a number)."""
+    if is_tensor(x):
+        return np.asarray(x.data)
+    if isinstance(x, np.ndarray):
+        return x
+    if isinstance(x, (numbers.Number, np.generic)):
+        return np.asarray(x)
+    raise TypeError(f"{what}: expects a Tensor, a Variable, a NumPy array or a number, got {type(x).__name__}")
+
+
+def _check_reducible(array: np.ndarray, op: str, what: str) -> None:
+    """Numbers only (MPI would fail on booleans), and an average only of floating-point values
+    (the same refusal in a world of one as in a job of many)."""
+    kind = f"{array.dtype} values of shape {list(array.shape)}"
+    if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.number):
+        raise TypeError(f"{what}: collectives reduce numbers, got {kind}")
+    if op == "avg" and not np.issubdtype(array.dtype, np.inexact):
+        raise TypeError(f"{what}: op='avg' needs floating-point values, got {kind}; cast them, or use op='sum'")
+
+
+def _in_place(x: Any, value: np.ndarray) -> Any:
+    """`x` holding `value` (Tensors and arrays in place; a number is returned as a new number)."""
     if is_tensor(x):
         x.set_value(value)
-    elif isinstance(x, np.ndarray):
+        return x
+    if isinstance(x, np.ndarray):
         x[...] = value
-    else:
-        raise TypeError(f"{what}: expects a Tensor, a Variable or a NumPy array, got {type(x).__name__}")
-    return x
+        return x
+    return value[()] if isinstance(x, np.generic) else value.item()
 
 
 def _append_in_place(op_type: str, x: Variable, attrs: dict[str, Any]) -> Variable:
@@ -59,20 +82,24 @@ def _append_in_place(op_type: str, x: Variable, attrs: dict[str, Any]) -> Variab
 
 
 def all_reduce(x: Any, op: str = "sum", group: Any = None, sync_op: bool = True) -> Any:
-    """Reduce `x` over every rank ("sum", "max", "min" or "avg"), in place; returns `x`."""
+    """Reduce `x` over every rank ("sum", "max", "min" or "avg"), in place; returns `x` (a
+    number `x` cannot change in place: the reduced number is returned)."""
     op = _check_op(op)
     if isinstance(x, Variable):
         return _append_in_place(f"c_allreduce_{op}", x, {})
-    array = x.data if is_tensor(x) else x
-    return _in_place(x, get_world().all_reduce(np.asarray(array), op), "all_reduce")
+    array = _values(x, "all_reduce")
+    _check_reducible(array, op, "all_reduce")
+    return _in_place(x, get_world().all_reduce(array, op))
 
 
 def broadcast(x: Any, src: int = 0, group: Any = None, sync_op: bool = True) -> Any:
-    """Give every rank rank `src`'s value of `x`, in place; returns `x`."""
+    """Give every rank rank `src`'s value of `x`, in place; returns `x` (a number is returned
+    as a new number)."""
+    world = get_world()
+    world._check_rank(int(src), "broadcast")
     if isinstance(x, Variable):
         return _append_in_place("c_broadcast", x, {"root": int(src)})
-    array = x.data if is_tensor(x) else x
-    return _in_place(x, get_world().broadcast(np.asarray(array), int(src)), "broadcast")
+    return _in_place(x, world.broadcast(_values(x, "broadcast"), int(src)))
 
 
 def all_gather(tensor_or_list: Any, tensor: Any = None, group: Any = None, sync_op: bool = True) -> list[Any]:
@@ -87,8 +114,7 @@ def all_gather(tensor_or_list: Any, tensor: Any = None, group: Any = None, sync_
         if not x.shape:  # 0-D values were gathered as [nranks]
             parts = [apply_op("squeeze", {"X": p}, {"axes": [0]}) for p in parts]
     else:
-        array = np.asarray(x.data if is_tensor(x) else x)
-        stacked = world.all_gather(array)
+        stacked = world.all_gather(_values(x, "all_gather"))
         parts = [_like(x, stacked[r]) for r in range(world.size)]
     if out_list is not None:
         out_list.clear()
@@ -104,7 +130,8 @@ def reduce_scatter(x: Any, op: str = "sum", group: Any = None, sync_op: bool = T
         if op != "sum":
             raise ValueError(f"reduce_scatter in a Program supports op='sum', got {op!r}")
         return apply_op("c_reducescatter", {"X": x}, {"nranks": world.size})
-    array = np.asarray(x.data if is_tensor(x) else x)
+    array = _values(x, "reduce_scatter")
+    _check_reducible(array, op, "reduce_scatter")
     return _like(x, world.reduce_scatter(array, op))
 
 

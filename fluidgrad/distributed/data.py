@@ -17,10 +17,16 @@ def shard(array: Any, rank: int | None = None, world: int | None = None) -> Any:
     gradients then equal the gradient of the whole batch)."""
     rank = get_world().rank if rank is None else int(rank)
     world = get_world().size if world is None else int(world)
-    if world < 1 or not 0 <= rank < world:
-        raise ValueError(f"shard: rank {rank} is outside a world of {world} rank(s)")
+    _check_rank("shard", rank, world)
     size = len(array) // world
+    if size == 0:
+        raise ValueError(f"shard: {len(array)} row(s) cannot give each of {world} ranks a row")
     return array[rank * size:(rank + 1) * size]
+
+
+def _check_rank(what: str, rank: int, world: int) -> None:
+    if world < 1 or not 0 <= rank < world:
+        raise ValueError(f"{what}: rank {rank} is outside a world of {world} rank(s)")
 
 
 class DistributedBatchSampler:
@@ -37,9 +43,7 @@ class DistributedBatchSampler:
         self.batch_size, self.shuffle, self.drop_last, self.seed = int(batch_size), shuffle, drop_last, seed
         self.nranks = get_world().size if num_replicas is None else int(num_replicas)
         self.local_rank = get_world().rank if rank is None else int(rank)
-        if self.nranks < 1 or not 0 <= self.local_rank < self.nranks:
-            raise ValueError(f"DistributedBatchSampler: rank must be in [0, num_replicas) = [0, {self.nranks}), "
-                             f"got rank={self.local_rank}")
+        _check_rank("DistributedBatchSampler", self.local_rank, self.nranks)
         self.epoch = 0
         per_rank = self.n // self.nranks if drop_last else -(-self.n // self.nranks)
         self.num_samples, self.total_size = per_rank, per_rank * self.nranks

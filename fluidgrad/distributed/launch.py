@@ -2,11 +2,14 @@
 `python -m fluidgrad.distributed.launch -n 4 train.py ARGS`.
 
 It runs MPI's own launcher (`mpiexec` from the mpich wheel of the `dist` extra, or the
-system's) with one BLAS thread per rank (unless set), and watches the ranks through a
-temporary directory (`$FLUIDGRAD_LAUNCH_DIR`): each rank writes its pid on start, a report
-when it raises, and a mark when it exits. When a rank fails, MPI stops the job; the
-launcher then names the failed rank and exits with a non-zero status. Without a launcher
-the same script runs as a world of one.
+system's) with one BLAS thread per rank (unless set), passes the ranks' output through as it
+comes (progress bars and partial lines included), and watches the ranks through a temporary
+directory (`$FLUIDGRAD_LAUNCH_DIR`): each rank writes its pid when it joins, a report when it
+raises, and a mark when it exits normally. The launcher also finds the ranks' processes itself
+(children of MPI's process manager on this machine, by `PMI_RANK`), so it sees a rank die even
+before that rank joined. When a rank fails, the others are told (each raises `RankFailedError`
+naming it in its next wait for a collective, and MPI stops the job); the launcher names the failed rank and exits with a non-zero
+status. Without a launcher the same script runs as a world of one.
 """
 from __future__ import annotations
 
@@ -14,15 +17,25 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-_PID_LINE = re.compile(r"PID (\d+) RUNNING")
+_PID_LINE = re.compile(rb"PID (\d+) RUNNING")
+_POLL_SECONDS = 0.02
+_FIND_SECONDS, _FIND_FOR_SECONDS = 0.002, 10.0
+# the ranks waiting in a collective stop by themselves when told a rank failed; ranks stuck in
+# MPI_Init (waiting for a rank that died before joining) are stopped by the launcher after this
+_STOP_GRACE_SECONDS = 2.0
+_DIED = "died without reporting an error (killed by a signal, os._exit, or a crash in native code)"
+_DIED_EARLY = ("exited before joining the job (an error before fluidgrad.distributed started, "
+               "see its output above)")
 
 
 def find_mpiexec() -> str:
@@ -38,49 +51,136 @@ def find_mpiexec() -> str:
 class _Watch:
     """What the launcher learns while the job runs: pids by rank, the first rank seen dead."""
 
-    def __init__(self, launch_dir: Path, nproc: int) -> None:
-        self.dir, self.nproc = launch_dir, nproc
+    def __init__(self, launch_dir: Path, nproc: int, process: subprocess.Popen) -> None:
+        self.dir, self.nproc, self.process = launch_dir, nproc, process
         self.pids: dict[int, int] = {}
-        self.first_dead: int | None = None
+        self.failure: tuple[int, str] | None = None  # (rank, what) found by the launcher itself
+        self.stop_at: float | None = None
         self.bad_pid: int | None = None
         self.done = threading.Event()
+        self._tail = b""
 
     def poll(self) -> None:
-        while not self.done.wait(0.02):
-            for rank in range(self.nproc):
-                if rank not in self.pids and (self.dir / f"rank{rank}.pid").exists():
-                    text = (self.dir / f"rank{rank}.pid").read_text().strip()
-                    if text:
-                        self.pids[rank] = int(text)
-            if self.first_dead is None:
-                for rank, pid in self.pids.items():
-                    if not _alive(pid) and not (self.dir / f"rank{rank}.exit").exists():
-                        self.first_dead = rank
-                        break
+        started = time.monotonic()
+        while not self.done.wait(_POLL_SECONDS if self.all_found(started) else _FIND_SECONDS):
+            if len(self.pids) < self.nproc:
+                self.find_ranks()
+            if self.failure is None:
+                self.look_for_the_dead()
+            elif self.stop_at is not None and time.monotonic() > self.stop_at:
+                self.stop_at = None
+                self.process.terminate()
 
-    def forward(self, stream: Any, sink: Any) -> None:
-        for line in iter(stream.readline, ""):
-            match = _PID_LINE.search(line)
+    def all_found(self, started: float) -> bool:
+        """Look for the ranks' processes often at first: a rank failing at once lives ~20 ms."""
+        return len(self.pids) == self.nproc or time.monotonic() - started > _FIND_FOR_SECONDS
+
+    def find_ranks(self) -> None:
+        """Pids by rank: from the ranks' own files, and from the processes MPI started here."""
+        for rank in range(self.nproc):
+            path = self.dir / f"rank{rank}.pid"
+            if rank not in self.pids and path.exists():
+                text = path.read_text().strip()
+                if text:
+                    self.pids[rank] = int(text)
+        for pid in _descendants(self.process.pid):
+            if pid not in self.pids.values():
+                rank = _rank_of(pid, str(self.dir))
+                if rank is not None and rank not in self.pids:
+                    self.pids[rank] = pid
+
+    def look_for_the_dead(self) -> None:
+        """A rank gone without its exit mark or an error report failed: tell the others."""
+        for rank, pid in sorted(self.pids.items()):
+            if _alive(pid) or any((self.dir / f"rank{rank}.{kind}").exists() for kind in ("exit", "failed", "stopped")):
+                continue
+            joined = (self.dir / f"rank{rank}.pid").exists()
+            others = [pid for other, pid in self.pids.items() if other != rank and _alive(pid)]
+            if not joined and not any(_uses_mpi(pid) for pid in others):
+                continue  # a plain program's rank that finished: no rank waits for it
+            self.failure = (rank, _DIED if joined else _DIED_EARLY)
+            if not joined:  # the others cannot leave MPI_Init without it: stop them if they do not
+                self.stop_at = time.monotonic() + _STOP_GRACE_SECONDS
+            # the ranks look for this file while they wait (ops/comm.py: check_peers)
+            (self.dir / "failed.tmp").write_text(f"rank {rank} of {self.nproc} {self.failure[1]}")
+            os.replace(self.dir / "failed.tmp", self.dir / "failed")
+            return
+
+    def forward(self, stream: BinaryIO, sink: BinaryIO) -> None:
+        """Pass the ranks' output through as it comes: bytes, not lines, so that a progress
+        bar's carriage returns and a line still being written reach the terminal unchanged."""
+        fd = stream.fileno()
+        while True:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return
+            match = _PID_LINE.search(self._tail + chunk)
             if match:
                 self.bad_pid = int(match.group(1))
-            sink.write(line)
+            self._tail = chunk[-64:]
+            sink.write(chunk)
             sink.flush()
 
-    def failed_rank(self) -> tuple[int | None, str]:
-        """The rank that failed first, and what it said (or how it died)."""
+    def failed_rank(self) -> tuple[list[int], str]:
+        """The ranks that failed first, and what happened."""
         reports = sorted(self.dir.glob("rank*.failed"), key=lambda p: p.stat().st_mtime)
         if reports:
-            rank = int(reports[0].name[4:-len(".failed")])
-            return rank, f"raised {reports[0].read_text().strip()}"
+            first = reports[0].read_text().strip()
+            # a mismatch found by every rank at once is reported by each: name them together
+            ranks = sorted(int(p.name[4:-len(".failed")]) for p in reports if p.read_text().strip() == first)
+            return ranks, f"raised {first}"
+        by_pid = {pid: rank for rank, pid in self.pids.items()}
+        # MPI kills every rank at once when one is killed: it names the first (`PID n RUNNING`)
+        if self.bad_pid in by_pid and (self.failure is None or self.failure[1] == _DIED):
+            return [by_pid[self.bad_pid]], _DIED
+        if self.failure is not None:
+            return [self.failure[0]], self.failure[1]
         stopped = sorted(self.dir.glob("rank*.stopped"))
         if stopped:  # a rank that saw another fail: its message names that rank
-            return None, stopped[0].read_text().strip()
-        by_pid = {pid: rank for rank, pid in self.pids.items()}
-        if self.bad_pid in by_pid:
-            return by_pid[self.bad_pid], "died without reporting an error (killed by a signal, or os._exit)"
-        if self.first_dead is not None:
-            return self.first_dead, "died without reporting an error (killed by a signal, or os._exit)"
-        return None, "MPI stopped the job"
+            return [], stopped[0].read_text().strip()
+        return [], ""
+
+
+def _descendants(pid: int) -> list[int]:
+    """Processes under `pid` (Linux /proc; nothing elsewhere), children first."""
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{parent}/task/{task}/children") as f:
+                    children = [int(c) for c in f.read().split()]
+            except OSError:
+                continue
+            found.extend(children)
+            todo.extend(children)
+    return found
+
+
+def _rank_of(pid: int, launch_dir: str) -> int | None:
+    """The MPI rank of process `pid` if it is one of this job's ranks (by its environment)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            variables = dict(item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item)
+    except OSError:
+        return None
+    if variables.get(b"FLUIDGRAD_LAUNCH_DIR") != launch_dir.encode():
+        return None
+    rank = variables.get(b"PMI_RANK") or variables.get(b"OMPI_COMM_WORLD_RANK") or variables.get(b"PMIX_RANK")
+    return int(rank) if rank is not None and rank.isdigit() else None
+
+
+def _uses_mpi(pid: int) -> bool:
+    """Whether process `pid` has loaded an MPI library (so it needs every rank to get through)."""
+    try:
+        with open(f"/proc/{pid}/maps", "rb") as f:
+            return b"libmpi" in f.read()
+    except OSError:
+        return False
 
 
 def _alive(pid: int) -> bool:
@@ -97,51 +197,102 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def launch(nproc: int, command: Sequence[str], threads: int | None = 1, mpiexec_args: Sequence[str] = ()) -> int:
+def _command(command: Sequence[str]) -> list[str]:
+    """The command each rank runs: a script (run by this Python) or a program."""
+    argv = list(command)
+    if not argv:
+        raise ValueError("launch: give the script to run, e.g. fluidgrad launch -n 2 train.py")
+    if argv[0].endswith(".py"):
+        if not Path(argv[0]).is_file():
+            raise FileNotFoundError(f"launch: no script {argv[0]!r} (from {os.getcwd()})")
+        argv = [sys.executable] + argv
+    elif argv[0] == "--":
+        argv = argv[1:]
+    return argv
+
+
+def launch(nproc: int, command: Sequence[str], threads: int | None = 1, mpiexec_args: Sequence[str] = (),
+           timeout: float | None = None) -> int:
     """Run `command` (a Python script and its arguments, or a full command after `--`) on
-    `nproc` ranks; return the exit status (non-zero, with the failed rank named, on failure)."""
+    `nproc` ranks; return the exit status (non-zero, with the failed rank named, on failure).
+    `timeout` (seconds) bounds every wait in a collective (`FLUIDGRAD_COLLECTIVE_TIMEOUT`)."""
     if nproc < 1:
         raise ValueError(f"launch: -n must be at least 1, got {nproc}")
-    if not command:
-        raise ValueError("launch: give the script to run, e.g. fluidgrad launch -n 2 train.py")
-    argv = list(command)
-    if argv[0].endswith(".py"):
-        argv = [sys.executable] + argv
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"launch: --timeout must be positive, got {timeout}")
+    argv = _command(command)
     env = dict(os.environ)
     if threads is not None:
         for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             env.setdefault(name, str(threads))
+    if timeout is not None:
+        env["FLUIDGRAD_COLLECTIVE_TIMEOUT"] = str(timeout)
     with tempfile.TemporaryDirectory(prefix="fluidgrad-launch-") as tmp:
         env["FLUIDGRAD_LAUNCH_DIR"] = tmp
-        watch = _Watch(Path(tmp), nproc)
         process = subprocess.Popen([find_mpiexec(), *mpiexec_args, "-n", str(nproc), *argv], env=env,
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
-        threads_ = [threading.Thread(target=watch.poll, daemon=True),
-                    threading.Thread(target=watch.forward, args=(process.stdout, sys.stdout), daemon=True),
-                    threading.Thread(target=watch.forward, args=(process.stderr, sys.stderr), daemon=True)]
-        for t in threads_:
-            t.start()
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        watch = _Watch(Path(tmp), nproc, process)
+        status = _run(process, watch)
+        if status != 0:
+            print(f"fluidgrad launch: {_explain(watch, nproc, status)}", file=sys.stderr)
+        return status
+
+
+def _run(process: subprocess.Popen, watch: _Watch) -> int:
+    """Wait for the job, passing its output through; SIGTERM or Ctrl-C stop every rank."""
+    workers = [threading.Thread(target=watch.poll, daemon=True),
+               threading.Thread(target=watch.forward, args=(process.stdout, _binary(sys.stdout)), daemon=True),
+               threading.Thread(target=watch.forward, args=(process.stderr, _binary(sys.stderr)), daemon=True)]
+    for worker in workers:
+        worker.start()
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, lambda *_: process.terminate()) if in_main else None
+    try:
         try:
             status = process.wait()
         except KeyboardInterrupt:
             process.terminate()
             status = process.wait()
+    finally:
+        if in_main:
+            signal.signal(signal.SIGTERM, previous)
         watch.done.set()
-        for t in threads_:
-            t.join(timeout=2)
-        if status != 0:
-            rank, what = watch.failed_rank()
-            what = f"rank {rank} of {nproc} failed: {what}" if rank is not None else what
-            print(f"fluidgrad launch: {what}; every rank was stopped (exit status {status})", file=sys.stderr)
-        return status
+        for worker in workers:
+            worker.join(timeout=2)
+    return status
+
+
+def _binary(stream: Any) -> BinaryIO:
+    stream.flush()
+    return getattr(stream, "buffer", stream)
+
+
+def _explain(watch: _Watch, nproc: int, status: int) -> str:
+    ranks, what = watch.failed_rank()
+    if len(ranks) == 1:
+        what = f"rank {ranks[0]} of {nproc} failed: {what}"
+    elif ranks:
+        what = f"ranks {', '.join(map(str, ranks))} of {nproc} failed: {what}"
+    elif not what:
+        what = (f"a rank exited with status {status} (its own error, if any, is above)" if status > 0
+                else f"MPI stopped the job (status {status})")
+    return f"{what}; every rank was stopped (exit status {status})"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-n", "--nproc", type=int, required=True, help="number of ranks (processes)")
     parser.add_argument("--threads", type=int, default=1,
                         help="BLAS threads per rank, unless OPENBLAS_NUM_THREADS etc. are set (default 1)")
-    parser.add_argument("script", help="the Python script to run (or a program)")
+    parser.add_argument("--timeout", type=float, default=None,
+                        help="seconds a rank may wait in one collective before the job fails, naming the "
+                             "ranks that did not take part (FLUIDGRAD_COLLECTIVE_TIMEOUT; default 600)")
+    parser.add_argument("script", nargs="?", help="the Python script to run (or, after --, a program)")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments of the script")
+
+
+def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.script is None:
+        parser.error("give the script to run, e.g. fluidgrad launch -n 2 train.py ARGS")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -149,7 +300,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      description="Run a script on N ranks over MPI (data-parallel training).")
     add_arguments(parser)
     args = parser.parse_args(argv)
-    return launch(args.nproc, [args.script, *args.args], args.threads)
+    check_arguments(parser, args)
+    try:
+        return launch(args.nproc, [args.script, *args.args], args.threads, timeout=args.timeout)
+    except (ValueError, RuntimeError, OSError) as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

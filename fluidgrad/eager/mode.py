@@ -74,9 +74,6 @@ def is_grad_enabled() -> bool:
     return state.grad_enabled
 
 
-def set_grad_enabled(mode: bool) -> None:
-    """Turn recording on or off for this thread; usable as a context manager, as PyTorch's."""
-    state.grad_enabled = bool(mode)
 
 
 class _GradMode:
@@ -115,6 +112,23 @@ class no_grad(_GradMode):
         if fn is not None and callable(fn):
             return self(fn)
         return self
+
+
+class set_grad_enabled(_GradMode):
+    """Turn recording on or off for this thread now; as a context manager (or decorator), as
+    PyTorch's, it restores the mode found when it was made."""
+
+    def __init__(self, mode: bool) -> None:
+        self.mode = bool(mode)
+        self._made_in = state.grad_enabled
+        state.grad_enabled = self.mode
+
+    def __enter__(self) -> None:
+        self._saved = self._made_in
+
+    def __call__(self, fn: Callable) -> Callable:
+        state.grad_enabled = self._made_in  # as a decorator it only sets the mode inside `fn`
+        return super().__call__(fn)
 
 
 class enable_grad(_GradMode):

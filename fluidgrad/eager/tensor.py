@@ -133,13 +133,26 @@ class Tensor(MathMixin):
         return bool(self.data)
 
     def __float__(self) -> float:
-        return float(self.data)
+        return float(self._one_value("float"))
 
     def __int__(self) -> int:
-        return int(self.data)
+        return int(self._one_value("int"))
 
     def __index__(self) -> int:
-        return int(self.data)
+        if self.data.dtype.kind not in "iub":
+            raise TypeError(f"only integer tensors can be used as an index, not {self.dtype}")
+        return int(self._one_value("index"))
+
+    def __format__(self, spec: str) -> str:
+        """f"{loss:.4f}" formats a one-element tensor's value, as PyTorch does for 0-D ones."""
+        if spec and self.data.size == 1:
+            return format(self.data.item(), spec)
+        return super().__format__(spec)
+
+    def _one_value(self, what: str):
+        if self.data.size != 1:
+            raise TypeError(f"{what}() takes a tensor of one element, got shape {list(self.shape)}")
+        return self.data.item()
 
     def __repr__(self) -> str:
         body = np.array2string(self.data, prefix="       ", separator=", ")

@@ -1,7 +1,7 @@
 """Exporters of the cross-entropy ops: softmax_with_cross_entropy (hard labels: ONNX's
 SoftmaxCrossEntropyLoss with its ignore_index; soft labels: LogSoftmax and a sum), cross_entropy
 on probabilities (`cross_entropy(use_softmax=False)`: Log and a sum, or GatherElements of the
-labels), and counted_mean (cross_entropy's mean over the labels not ignored). export_table.py
+labels), binary cross-entropy of probabilities (bce_loss: Log, clamped), and counted_mean (cross_entropy's mean over the labels not ignored). export_table.py
 imports this module, which adds them to the one table.
 
 SoftmaxCrossEntropyLoss wants the classes on axis 1 and labels without a class axis; fluidgrad's
@@ -69,6 +69,19 @@ def _cross_entropy(c):
     safe = c.node("Where", [ignored, _i64(c, 0), label])   # an ignored label may lie outside [0, C)
     loss = c.node("Neg", [c.node("Log", [c.node("GatherElements", [x, safe], axis=last)])])
     c.node("Where", [ignored, c.const(np.zeros((), c.dtype_in("X"))), loss], [c.out("Y")])
+
+
+@exporter("bce_loss")
+def _bce_loss(c):
+    """-(Label log X + (1 - Label) log(1 - X)), each log clamped at -100 as the kernel (and
+    PyTorch) clamps it, so X = 0 or 1 gives a finite loss in onnxruntime too."""
+    dtype = c.dtype_in("X")
+    floor, one = c.const(np.asarray(-100.0, dtype)), c.const(np.asarray(1.0, dtype))
+    x, label = c.x("X"), c.x("Label")
+    log_x = c.node("Max", [c.node("Log", [x]), floor])
+    log_not_x = c.node("Max", [c.node("Log", [c.node("Sub", [one, x])]), floor])
+    kept = c.node("Mul", [c.node("Sub", [label, one]), log_not_x])
+    c.node("Sub", [kept, c.node("Mul", [label, log_x])], [c.out("Out")])
 
 
 @exporter("counted_mean")

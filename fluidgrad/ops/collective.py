@@ -47,6 +47,13 @@ def _numeric_same_as(ctx) -> None:
     same_as()(ctx)
 
 
+def _floating_same_as(ctx) -> None:
+    """An average of integers is not an integer: c_allreduce_avg takes floating-point values."""
+    if ctx.dtype("X") not in ("float16", "bfloat16", "float32", "float64", "complex64", "complex128"):
+        raise ctx.dtype_error(f"an average needs floating-point values, got {ctx.describe('X')}")
+    same_as()(ctx)
+
+
 def _world_of(op: str, nranks: int):
     world = get_world()
     if nranks != world.size:
@@ -70,7 +77,7 @@ def _self_adjoint_grad(op_type: str):
 for _op in ("sum", "avg", "max", "min"):
     _type = f"c_allreduce_{_op}"
     register_op(_type, inputs="X", outputs="Out", attrs={"ring_id": 0}, kernel=_allreduce_kernel(_op),
-                infer=_numeric_same_as,
+                infer=_floating_same_as if _op == "avg" else _numeric_same_as,
                 grad=_self_adjoint_grad(_type) if _op in ("sum", "avg") else NO_GRADIENT,
                 doc=f"Out = the {_op} of X over every rank (the same on each).")
 

@@ -35,6 +35,7 @@ FAILURE_TAG = 7391
 _LAUNCHER_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
 _POLL_SECONDS = 0.05
 _EXIT_GRACE_SECONDS = 2.0
+_WAITING_MARK_SECONDS = 1.0  # a wait this long leaves a note naming the collective (see _who_is_missing)
 REDUCE_OPS = ("sum", "max", "min", "avg")
 # how gradient buckets are reduced: "auto" (shared memory when every rank is on one node,
 # else MPI's Iallreduce), "shared" (the same), "mpi" (always Iallreduce); see comm_buckets.py
@@ -77,7 +78,8 @@ class World:
         self.rank = self.comm.Get_rank() if self.comm is not None else 0
         self.size = self.comm.Get_size() if self.comm is not None else 1
         launch_dir = os.environ.get("FLUIDGRAD_LAUNCH_DIR")
-        self.launch_dir = Path(launch_dir) if launch_dir and self.comm is not None else None
+        # the launcher's folder (on its machine only: ranks on other nodes do without it)
+        self.launch_dir = Path(launch_dir) if launch_dir and self.comm is not None and os.path.isdir(launch_dir) else None
         self.timeout = float(os.environ.get("FLUIDGRAD_COLLECTIVE_TIMEOUT", "600"))
         # time spent in collectives: starting them, waiting for them, reducing shared buckets
         # (the benchmarks read it)
@@ -98,6 +100,7 @@ class World:
     def wait(self, request: Any, what: str) -> None:
         """Complete `request`, raising RankFailedError if a peer fails meanwhile."""
         start = time.perf_counter()
+        marked = False
         try:
             if request.Test():
                 return
@@ -110,16 +113,40 @@ class World:
                     if left and now - left_at > _EXIT_GRACE_SECONDS:  # its last messages had time to land
                         raise RankFailedError(left)
                     next_check = now + _POLL_SECONDS
+                    if not marked and now - start > min(_WAITING_MARK_SECONDS, self.timeout / 4):
+                        marked = self._mark_waiting(what)
                     if now >= deadline:
                         raise RankFailedError(f"rank {self.rank}: {what} did not complete within "
-                                              f"{self.timeout:.0f} s (FLUIDGRAD_COLLECTIVE_TIMEOUT); "
-                                              f"some rank is not taking part")
+                                              f"{self.timeout:g} s (FLUIDGRAD_COLLECTIVE_TIMEOUT): "
+                                              f"{self._who_is_missing()}")
                 os.sched_yield()
+            if marked:  # (a rank that gives up keeps its note: the others may time out too)
+                (self.launch_dir / f"rank{self.rank}.waiting").unlink(missing_ok=True)
         except self.mpi.Exception as exc:
             self.check_peers(what)
             raise RankFailedError(f"rank {self.rank}: MPI failed in {what}: {exc}") from exc
         finally:
             self.comm_seconds += time.perf_counter() - start
+
+    def _mark_waiting(self, what: str) -> bool:
+        """A long wait leaves a note, so that a rank timing out can name the ranks not waiting."""
+        if self.launch_dir is None:
+            return False
+        (self.launch_dir / f"rank{self.rank}.waiting").write_text(what)
+        return True
+
+    def _who_is_missing(self) -> str:
+        if self.launch_dir is None:
+            return "some rank is not taking part"
+        notes = []
+        for rank in range(self.size):
+            note = self.launch_dir / f"rank{rank}.waiting"
+            if rank != self.rank:
+                try:
+                    notes.append(f"rank {rank} waits in {note.read_text()}")
+                except OSError:
+                    notes.append(f"rank {rank} is in no collective (still computing, or stuck)")
+        return "; ".join(notes)
 
     def check_peers(self, what: str) -> str | None:
         """Raise RankFailedError if some rank reported a failure; say so if one left normally."""
@@ -159,7 +186,7 @@ class World:
         shapes and dtypes are checked first (MPI would sum mismatched buffers silently)."""
         out = np.array(array, order="C")  # a copy; np.ascontiguousarray would make 0-D 1-D
         if self.size > 1:
-            self.check_same_layout(out, what)
+            self.check_same_layout(out, what, kind=f"all_reduce (op {op})")
         return self.start_all_reduce(out, op).wait()
 
     def broadcast(self, array: np.ndarray, src: int = 0, what: str = "broadcast") -> np.ndarray:
@@ -168,7 +195,7 @@ class World:
         out = np.array(array, order="C")
         if self.size == 1:
             return out
-        self.check_same_layout(out, what, src)
+        self.check_same_layout(out, what, src, kind=f"broadcast (from rank {src})")
         self.wait(self.comm.Ibcast(out, root=src), what)
         return out
 
@@ -177,7 +204,7 @@ class World:
         array = np.asarray(array, order="C")
         if self.size == 1:
             return array[None].copy()
-        self.check_same_layout(array, what)
+        self.check_same_layout(array, what, kind="all_gather")
         out = np.empty((self.size,) + array.shape, array.dtype)
         self.wait(self.comm.Iallgather(array, out), what)
         return out
@@ -192,7 +219,7 @@ class World:
         part = (array.shape[0] // self.size,) + array.shape[1:]
         if self.size == 1:
             return array.copy()
-        self.check_same_layout(array, what)
+        self.check_same_layout(array, what, kind=f"reduce_scatter (op {op})")
         out = np.empty(part, array.dtype)
         self.wait(self.comm.Ireduce_scatter_block(array, out, op=self.mpi_op(op)), what)
         return out / out.dtype.type(self.size) if op == "avg" else out
@@ -275,12 +302,13 @@ class World:
         offsets = np.concatenate([[0], np.cumsum(sizes)])
         return [pickle.loads(buffer[offsets[i]:offsets[i + 1]].tobytes()) for i in range(self.size)]
 
-    def check_same_layout(self, array: np.ndarray, what: str, src: int | None = None) -> None:
-        """Every rank must pass an array of one shape and dtype; else a clear error on every rank.
+    def check_same_layout(self, array: np.ndarray, what: str, src: int | None = None, kind: str = "") -> None:
+        """Every rank must call the same collective (`kind`: which one, with its op or root) on an
+        array of one shape and dtype; else a clear error on every rank, not a hang or a wrong sum.
         One tiny all-reduce (the max of [checksum, -checksum] of the layout: under MPICH on a
         loaded machine it costs a fifteenth of a one-number all-gather); the layouts themselves
         are gathered only to explain a mismatch (every rank sees it, so every rank does that)."""
-        layout = (tuple(int(d) for d in array.shape), array.dtype.name)
+        layout = (tuple(int(d) for d in array.shape), array.dtype.name, kind)
         checksum = zlib.crc32(repr(layout).encode())
         bounds = np.array([checksum, -checksum], np.int64)
         self.wait(self.comm.Iallreduce(self.mpi.IN_PLACE, bounds, op=self.mpi.MAX), what)
@@ -289,6 +317,10 @@ class World:
         layouts = self.all_gather_object(layout, what)
         reference = layouts[0 if src is None else src]
         for rank, layout in enumerate(layouts):
+            if layout[2] != reference[2]:
+                raise CollectiveMismatchError(
+                    f"{what}: rank {rank} calls {layout[2]}, rank {layouts.index(reference)} calls "
+                    f"{reference[2]}; every rank must call the same collectives in the same order")
             if layout != reference:
                 raise CollectiveMismatchError(
                     f"{what}: rank {rank} passes shape {list(layout[0])} ({layout[1]}), rank "
@@ -358,7 +390,12 @@ def get_world() -> World:
 
 
 def _install_failure_handling(world: World) -> None:
-    """An uncaught exception on one rank reports it to the others, then aborts the job."""
+    """An uncaught exception on one rank reports it to the others, then aborts the job.
+    Output is line-buffered, so that lines of different ranks do not mix and appear live."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(line_buffering=True, write_through=False)
+
     def excepthook(kind: type, value: BaseException, tb: Any) -> None:
         text = "".join(traceback.format_exception(kind, value, tb))
         sys.stderr.write(f"[rank {world.rank}] " + text.replace("\n", f"\n[rank {world.rank}] ").rstrip() + "\n")

@@ -409,3 +409,50 @@ register_op("counted_mean", inputs="X Label", outputs="Out",
 register_op("counted_mean_grad", inputs="DOut Label Target", outputs="DX", attrs={"axis": -1, "ignore_index": -100},
             kernel=_counted_mean_grad_kernel, infer=_counted_mean_grad_infer, grad=_counted_mean_grad_grad,
             doc="counted_mean's gradient: DOut / count where the label counts, 0 elsewhere.")
+
+
+# ---- binary cross-entropy of probabilities (Paddle's bce_loss): PyTorch's value and gradient
+# PyTorch's floor for x (1 - x): its EPSILON, 1e-12 rounded to float32 (also for float64)
+_BCE_LOG_FLOOR, _BCE_EPS = -100.0, float(np.float32(1e-12))
+
+
+def _bce_kernel(x, label):
+    inside = (x >= 0) & (x <= 1)       # NaN is outside too
+    if not inside.all():
+        raise ValueError(f"bce_loss: X must hold probabilities in [0, 1], got {x[~inside].flat[0]} "
+                         f"(X of shape {list(x.shape)}; logits belong in binary_cross_entropy_with_logits)")
+    with np.errstate(divide="ignore"):
+        log_x = np.maximum(np.log(x), x.dtype.type(_BCE_LOG_FLOOR))
+        log_not_x = np.maximum(np.log1p(-x), x.dtype.type(_BCE_LOG_FLOOR))
+    return ((label - 1) * log_not_x - label * log_x).astype(x.dtype, copy=False)
+
+
+def _bce_infer(ctx):
+    float_only(ctx, "X", "Label")
+    same_dtype(ctx, "X", "Label")
+    x, label = ctx.shape("X"), ctx.shape("Label")
+    if len(x) != len(label) or any(a != b and -1 not in (a, b) for a, b in zip(x, label)):
+        raise ctx.shape_error(f"Label must have the shape of X, got {ctx.describe('Label')} for {ctx.describe('X')}")
+    ctx.set_output("Out", x, ctx.dtype("X"))
+
+
+def _bce_grad(g: GradBuilder) -> None:
+    """dX = dOut (X - Label) / max(X (1 - X), 1e-12) (PyTorch's and Paddle's: finite at X = 0 and 1,
+    where the clamped logs are flat); dLabel = dOut (log(1 - X) - log X), unclamped as PyTorch's
+    (infinite at X = 0 and 1)."""
+    x, label, dout = g.input("X"), g.input("Label"), g.output_grad("Out")
+    if g.needs_input_grad("X"):
+        spread = g.op("elementwise_mul", {"X": x, "Y": g.op("scale", {"X": x}, scale=-1.0, bias=1.0)})
+        slope = g.op("elementwise_div", {"X": g.op("elementwise_sub", {"X": x, "Y": label}),
+                                         "Y": g.op("clip", {"X": spread}, min=_BCE_EPS)})
+        g.set_input_grad("X", g.op("elementwise_mul", {"X": dout, "Y": slope}))
+    if g.needs_input_grad("Label"):
+        log_x = g.op("log", {"X": x})
+        log_not_x = g.op("log1p", {"X": g.op("scale", {"X": x}, scale=-1.0)})
+        g.set_input_grad("Label", g.op("elementwise_mul", {"X": dout, "Y": g.op("elementwise_sub",
+                                                                                 {"X": log_not_x, "Y": log_x})}))
+
+
+register_op("bce_loss", inputs="X Label", outputs="Out", kernel=_bce_kernel, infer=_bce_infer, grad=_bce_grad,
+            doc="-(Label log X + (1 - Label) log(1 - X)), each log clamped at -100, for probabilities X; "
+                "its gradient is PyTorch's (finite at X = 0 and 1).")

@@ -87,6 +87,22 @@ register_op("uniform_random", inputs=(), outputs="Out", attrs={**_SHAPE_ATTRS, "
             kernel=_uniform, infer=_shape_infer, grad=NO_GRADIENT)
 register_op("gaussian_random", inputs=(), outputs="Out", attrs={**_SHAPE_ATTRS, "mean": 0.0, "std": 1.0},
             kernel=_gaussian, infer=_shape_infer, grad=NO_GRADIENT)
+def _randint(shape, low, high, dtype, seed):
+    return generator(seed).integers(low, high, size=shape).astype(dtype)
+
+
+def _randperm_infer(ctx):
+    ctx.set_output("Out", [ctx.attr("n")], normalize_dtype(ctx.attr("dtype")))
+
+
+def _randperm(n, dtype, seed):
+    return generator(seed).permutation(n).astype(dtype)
+
+
+register_op("randint", inputs=(), outputs="Out", attrs={**_SHAPE_ATTRS, "dtype": "int64", "low": 0, "high": 2},
+            kernel=_randint, infer=_shape_infer, grad=NO_GRADIENT)
+register_op("randperm", inputs=(), outputs="Out", attrs={"n": 1, "dtype": "int64", "seed": 0},
+            kernel=_randperm, infer=_randperm_infer, grad=NO_GRADIENT)
 register_op("truncated_gaussian_random", inputs=(), outputs="Out",
             attrs={**_SHAPE_ATTRS, "mean": 0.0, "std": 1.0},
             kernel=_truncated_gaussian, infer=_shape_infer, grad=NO_GRADIENT)

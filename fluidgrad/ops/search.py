@@ -63,7 +63,7 @@ register_op("where", inputs="Condition X Y", outputs="Out", kernel=lambda c, x, 
 # ---------------------------------------------------------------- arg_max / arg_min
 def _arg_kernel(pick):
     def kernel(x, axis, keepdim, select_last_index, dtype):
-        if axis is None:
+        if axis is None or x.ndim == 0:  # a 0-D value's one axis-like position, as PyTorch: index 0
             out = np.asarray(_arg(pick, x.reshape(-1), 0, select_last_index))
             return out.reshape((1,) * x.ndim if keepdim else ()).astype(dtype)
         out = _arg(pick, x, axis, select_last_index)
@@ -91,6 +91,9 @@ def _arg_infer(ctx):
         raise ctx.dtype_error(f"dtype must be int32 or int64, got {ctx.attr('dtype')}")
     if axis is None:
         out = [1] * len(shape) if ctx.attr("keepdim") else []
+    elif not shape:  # 0-D: axis 0 or -1, as in PyTorch
+        normalize_axis(ctx, axis, 1)
+        out = []
     else:
         axis = normalize_axis(ctx, axis, len(shape))
         out = [1 if i == axis else d for i, d in enumerate(shape) if i != axis or ctx.attr("keepdim")]

@@ -137,4 +137,8 @@ c += [Case("softmax_with_cross_entropy", {"Logits": rand(6, 5), "Label": ignored
                                            * (Label != -100)).to(Logits.dtype) + 0 * Logits)]
 c += [Case("softmax", {"X": np.array(0.3)}, {"axis": -1}, id="softmax-0d", torch_fn=lambda X: T.softmax(X, -1))]
 
+# ---- bce_loss: binary cross-entropy of probabilities (PyTorch's binary_cross_entropy, reduction="none")
+c += [Case("bce_loss", {"X": rand(3, 4, lo=0.05, hi=0.95), "Label": rand(3, 4, lo=0.0, hi=1.0)},
+           torch_fn=lambda X, Label: TF.binary_cross_entropy(X, Label, reduction="none"))]
+
 CASES = c

@@ -216,12 +216,11 @@ def huber_loss(input: Any, label: Any, reduction: str = "mean", delta: float = 1
 
 
 def binary_cross_entropy(input: Any, label: Any, weight: Any = None, reduction: str = "mean") -> Any:
-    """-w (y log x + (1 - y) log(1 - x)) for probabilities x; each log is clamped at -100 (as
-    PyTorch and Paddle), so x = 0 or 1 gives a finite loss."""
+    """-w (y log x + (1 - y) log(1 - x)) for probabilities x (label shaped like x); each log is
+    clamped at -100 (as PyTorch and Paddle), so x = 0 or 1 gives a finite loss, and a finite
+    gradient (x - y) / max(x (1 - x), 1e-12): the `bce_loss` op. x outside [0, 1] is an error."""
     _check_reduction(reduction, "binary_cross_entropy")
-    log_x = _clip(F.log(input), min=-100.0)
-    log_not_x = _clip(F.log(F.scale(input, -1.0, 1.0)), min=-100.0)
-    loss = F.scale(F.add(F.multiply(label, log_x), F.multiply(F.scale(label, -1.0, 1.0), log_not_x)), -1.0)
+    loss = apply_op("bce_loss", {"X": input, "Label": label})
     if weight is not None:
         loss = F.multiply(loss, weight)
     return _reduce(loss, reduction, "binary_cross_entropy")

@@ -13,6 +13,7 @@ __all__ = [
     'ELU',
     'GELU',
     'GLU',
+    'Hardshrink',
     'SELU',
     'Hardsigmoid',
     'Hardswish',
@@ -28,9 +29,12 @@ __all__ = [
     'Sigmoid',
     'Softmax',
     'Softplus',
+    'Softshrink',
     'Softsign',
     'Swish',
     'Tanh',
+    'Tanhshrink',
+    'ThresholdedReLU',
 ]
 
 
@@ -174,6 +178,35 @@ class Hardtanh(_Activation):
 class ReLU6(_Activation):
     """The Layer form of `nn.functional.relu6`: forward(x) applies it with the constructor's arguments."""
     fn = staticmethod(NF.relu6)
+
+
+class Hardshrink(_Activation):
+    """The Layer form of `nn.functional.hardshrink`: forward(x) applies it with the constructor's arguments."""
+    fn = staticmethod(NF.hardshrink)
+
+    def __init__(self, threshold: float = 0.5, name: str | None = None) -> None:
+        super().__init__(threshold=float(threshold))
+
+
+class Softshrink(_Activation):
+    """The Layer form of `nn.functional.softshrink`: forward(x) applies it with the constructor's arguments."""
+    fn = staticmethod(NF.softshrink)
+
+    def __init__(self, threshold: float = 0.5, name: str | None = None) -> None:
+        super().__init__(threshold=float(threshold))
+
+
+class ThresholdedReLU(_Activation):
+    """The Layer form of `nn.functional.thresholded_relu`: forward(x) applies it with the constructor's arguments."""
+    fn = staticmethod(NF.thresholded_relu)
+
+    def __init__(self, threshold: float = 1.0, value: float = 0.0, name: str | None = None) -> None:
+        super().__init__(threshold=float(threshold), value=float(value))
+
+
+class Tanhshrink(_Activation):
+    """The Layer form of `nn.functional.tanhshrink`: forward(x) applies it with the constructor's arguments."""
+    fn = staticmethod(NF.tanhshrink)
 
 
 class LogSigmoid(_Activation):

@@ -154,6 +154,9 @@ class LSTM(_RNNBase):
     def _split_states(self, states: Any) -> list[Any]:
         if states is None:
             return [None] * (self.num_layers * self.num_directions)
+        if not isinstance(states, (tuple, list)) or len(states) != 2:
+            raise TypeError(f"LSTM: initial_states must be a tuple (h, c) of two Tensors "
+                            f"[num_layers * num_directions, batch, hidden_size], got {type(states).__name__}")
         hs, cs = (_RNNBase._split_states(self, s) for s in states)
         return list(zip(hs, cs))
 

@@ -1,0 +1,87 @@
+"""Random tensors (Paddle's `paddle.rand`, `randn`, `randint`, `randperm`, `uniform`, `normal`).
+
+They draw from the generator `fluidgrad.seed` resets (or a program's `random_seed`, or their own
+non-zero `seed`; see ops/random.py). Like `fluidgrad.full` they return Tensors, except inside
+`program_guard` (or after `enable_static()`), where they append an op that draws on every run.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..framework import normalize_dtype
+from ..indexing import create
+
+__all__ = ["rand", "randn", "standard_normal", "randint", "randperm", "uniform", "normal"]
+
+
+def _sizes(caller: str, shape: Any) -> list[int]:
+    sizes = [int(shape)] if isinstance(shape, int) else [int(d) for d in shape]
+    if any(d < 0 for d in sizes):
+        raise ValueError(f"{caller}: shape {sizes} has a negative size; sizes must be >= 0")
+    return sizes
+
+
+def _float_dtype(caller: str, dtype: Any) -> str:
+    name = normalize_dtype(dtype or "float32")
+    if name not in ("float16", "bfloat16", "float32", "float64"):
+        raise TypeError(f"{caller}: dtype must be a floating type, got {name}")
+    return name
+
+
+def uniform(shape: Sequence[int], dtype: Any = None, min: float = -1.0, max: float = 1.0, seed: int = 0,
+            name: str | None = None) -> Any:
+    """Values drawn uniformly from [min, max)."""
+    if not min < max:
+        raise ValueError(f"uniform: min ({min}) must be less than max ({max})")
+    return create("uniform_random", {"shape": _sizes("uniform", shape), "dtype": _float_dtype("uniform", dtype),
+                                     "min": float(min), "max": float(max), "seed": int(seed)})
+
+
+def rand(shape: Sequence[int], dtype: Any = None, name: str | None = None) -> Any:
+    """Values drawn uniformly from [0, 1)."""
+    return create("uniform_random", {"shape": _sizes("rand", shape), "dtype": _float_dtype("rand", dtype),
+                                     "min": 0.0, "max": 1.0, "seed": 0})
+
+
+def normal(mean: float = 0.0, std: float = 1.0, shape: Sequence[int] | None = None, name: str | None = None) -> Any:
+    """Values drawn from the normal distribution N(mean, std^2), float32 (numbers only: a Tensor
+    mean or std per element is not supported)."""
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (mean, std)):
+        raise TypeError(f"normal: mean and std must be numbers, got {type(mean).__name__} and {type(std).__name__}")
+    if std < 0:
+        raise ValueError(f"normal: std must be >= 0, got {std}")
+    return create("gaussian_random", {"shape": _sizes("normal", [1] if shape is None else shape),
+                                      "dtype": "float32", "mean": float(mean), "std": float(std), "seed": 0})
+
+
+def randn(shape: Sequence[int], dtype: Any = None, name: str | None = None) -> Any:
+    """Values drawn from the standard normal distribution."""
+    return create("gaussian_random", {"shape": _sizes("randn", shape), "dtype": _float_dtype("randn", dtype),
+                                      "mean": 0.0, "std": 1.0, "seed": 0})
+
+
+standard_normal = randn
+
+
+def randint(low: int = 0, high: int | None = None, shape: Sequence[int] = (1,), dtype: Any = None,
+            name: str | None = None) -> Any:
+    """Integers drawn uniformly from [low, high) (from [0, low) when `high` is None), int64 by default."""
+    if high is None:
+        low, high = 0, low
+    if not int(low) < int(high):
+        raise ValueError(f"randint: low ({low}) must be less than high ({high})")
+    name_ = normalize_dtype(dtype or "int64")
+    if name_ not in ("int32", "int64"):
+        raise TypeError(f"randint: dtype must be int32 or int64, got {name_}")
+    return create("randint", {"shape": _sizes("randint", shape), "dtype": name_, "low": int(low),
+                              "high": int(high), "seed": 0})
+
+
+def randperm(n: int, dtype: Any = "int64", name: str | None = None) -> Any:
+    """A random permutation of 0 .. n-1."""
+    if int(n) < 0:
+        raise ValueError(f"randperm: n must be >= 0, got {n}")
+    name_ = normalize_dtype(dtype)
+    if name_ not in ("int32", "int64", "float32", "float64"):
+        raise TypeError(f"randperm: dtype must be int32, int64, float32 or float64, got {name_}")
+    return create("randperm", {"n": int(n), "dtype": name_, "seed": 0})
