@@ -11,7 +11,6 @@ whether DataParallel reduced anything during backward (it must not: the optimize
 """
 from __future__ import annotations
 
-import json
 import sys
 import warnings
 from pathlib import Path
@@ -22,9 +21,8 @@ import fluidgrad as fg
 import fluidgrad.distributed as dist
 from fluidgrad.distributed import eager_sharding
 from fluidgrad.nn import functional as F
-from fluidgrad.ops import accel
-from fluidgrad.ops.comm import get_world
 
+from sharding import run_cases  # noqa: E402  (this folder: the static cases' runner)
 from equivalence import PER_RANK, batches, make_model, rel_diff  # this folder: the same model and data
 
 CLIP_NORM = 0.05
@@ -215,21 +213,7 @@ def retained_graph_after_a_step():
 
 
 def main(out_path):
-    dist.init_parallel_env()
-    rank, world = dist.get_rank(), dist.get_world_size()
-    only = sys.argv[2].split(",") if len(sys.argv) > 2 else None
-    results = {"world": world, "shared": get_world().shares_memory(), "cases": {}}
-    for case in CASES:
-        if only and case["name"] not in only:
-            continue
-        get_world().allreduce_path = case.get("path", "auto")
-        with accel.use_numba(case.get("numba", True)):  # False: the fused updates' NumPy fallback
-            results["cases"][case["name"]] = run_case(case, rank, world, Path(out_path).parent)
-    get_world().allreduce_path = "auto"
-    if not only:
-        results["retained"] = retained_graph_after_a_step()
-    if rank == 0:
-        Path(out_path).write_text(json.dumps(results))
+    run_cases(CASES, run_case, out_path, {"retained": lambda rank, world: retained_graph_after_a_step()})
 
 
 if __name__ == "__main__":

@@ -191,12 +191,14 @@ def check_placed(rank, world):
     return max(diffs)
 
 
-def main(out_path):
+def run_cases(cases, run_case, out_path, whole_run_checks):
+    """Every case (or those named in argv[2]) on its all-reduce path and numba switch; rank 0
+    writes the results, with each whole-run check's result when every case ran."""
     dist.init_parallel_env()
     rank, world = dist.get_rank(), dist.get_world_size()
     only = sys.argv[2].split(",") if len(sys.argv) > 2 else None
     results = {"world": world, "shared": get_world().shares_memory(), "cases": {}}
-    for case in CASES:
+    for case in cases:
         if only and case["name"] not in only:
             continue
         get_world().allreduce_path = case.get("path", "auto")
@@ -204,9 +206,13 @@ def main(out_path):
             results["cases"][case["name"]] = run_case(case, rank, world, Path(out_path).parent)
     get_world().allreduce_path = "auto"
     if not only:
-        results["placed"] = check_placed(rank, world)
+        results.update({name: check(rank, world) for name, check in whole_run_checks.items()})
     if rank == 0:
         Path(out_path).write_text(json.dumps(results))
+
+
+def main(out_path):
+    run_cases(CASES, run_case, out_path, {"placed": check_placed})
 
 
 if __name__ == "__main__":
