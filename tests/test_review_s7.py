@@ -288,8 +288,6 @@ def test_set_grad_enabled_as_a_context_manager_restores_the_mode():
 
 
 # ---------------------------------------------------------------- attention with a fully masked query
-@pytest.mark.xfail(strict=True, reason="scaled_dot_product_attention gives NaN (and NaN gradients) for a query whose "
-                                       "every key is masked; PyTorch's SDPA gives 0")
 @pytest.mark.parametrize("kind", ["bool", "float"])
 def test_attention_of_a_query_with_every_key_masked_is_zero_not_nan(kind):
     rng = np.random.default_rng(3)
