@@ -677,8 +677,6 @@ _ZERO_D_REFUSALS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="concat/split/chunk/unbind/slice/strided_slice/glu/cross_entropy of a 0-D "
-                                       "tensor fail with a bare IndexError or ZeroDivisionError naming nothing")
 @pytest.mark.parametrize("name", sorted(_ZERO_D_REFUSALS))
 def test_axis_functions_refuse_a_0d_tensor_naming_themselves(name):
     with pytest.raises((ValueError, TypeError)) as info:   # ShapeError is a ValueError

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ... import functions as F
-from ...dispatch import apply_op
+from ...dispatch import apply_op, axis_of_input
 
 __all__ = ['softmax_with_cross_entropy', 'cross_entropy', 'nll_loss', 'mse_loss', 'l1_loss', 'smooth_l1_loss',
            'huber_loss', 'binary_cross_entropy', 'binary_cross_entropy_with_logits', 'kl_div',
@@ -109,7 +109,7 @@ def cross_entropy(input: Any, label: Any, weight: Any = None, ignore_index: int 
         raise ValueError("cross_entropy: weight is only supported with hard labels (soft_label=False)")
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must lie in [0, 1], got {label_smoothing}")
-    axis = int(axis) % len(input.shape)
+    axis = axis_of_input("cross_entropy", input, axis, "input")
     if label_smoothing > 0.0:
         log_p = apply_op("log_softmax", {"X": input}, {"axis": axis}) if use_softmax else F.log(input)
         return _smoothed_cross_entropy(input, log_p, label, weight, ignore_index, reduction, soft_label, axis,
