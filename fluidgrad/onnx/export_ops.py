@@ -491,7 +491,8 @@ def _interpolate(c):
 
 @exporter("attention_softmax")
 def _attention_softmax(c):
-    """softmax(X * scale + Mask) with the keys after each query masked when causal."""
+    """softmax(X * scale + Mask) with the keys after each query masked when causal; 0 for a
+    query that may see no key, as the kernel."""
     scores = c.node("Mul", [c.x("X"), _c(c, float(c.attr("scale")))])
     if c.has("Mask"):
         if c.dtype_in("Mask") == "bool":
@@ -504,4 +505,11 @@ def _attention_softmax(c):
             raise c.refuse("causal attention_softmax with unknown query or key counts")
         upper = np.triu(np.ones((q, k), bool), 1)
         scores = c.node("Where", [c.const(upper), _c(c, -np.inf), scores])
-    c.node("Softmax", [scores], [c.out("Out")], axis=-1)
+    if not c.has("Mask"):
+        c.node("Softmax", [scores], [c.out("Out")], axis=-1)
+        return
+    # a query whose every key is masked gets weights 0, not Softmax's NaN (PyTorch's SDPA)
+    peak = (c.node("ReduceMax", [scores, _i64(c, [-1])], keepdims=1) if c.opset >= 18 else
+            c.node("ReduceMax", [scores], axes=[-1], keepdims=1))
+    sees_nothing = c.node("Equal", [peak, _c(c, -np.inf)])
+    c.node("Where", [sees_nothing, _c(c, 0.0), c.node("Softmax", [scores], axis=-1)], [c.out("Out")])
