@@ -129,18 +129,10 @@ class Variable(MathMixin):
         self.stop_gradient = not bool(requires_grad)
         return self
 
+    # (no `numpy` / `item`: code tells Tensors from Variables by `hasattr(x, "numpy")`)
     def _no_value(self, what: str) -> Any:
         raise TypeError(f"{what} of variable {self.name}: a Variable has no value while the program is built; "
                         f"fetch it with Executor.run(fetch_list=[...]) (inside jit.to_static, return it)")
-
-    def numpy(self) -> Any:
-        return self._no_value("numpy()")
-
-    def item(self) -> Any:
-        return self._no_value("item()")
-
-    def tolist(self) -> Any:
-        return self._no_value("tolist()")
 
     def __float__(self) -> float:
         return self._no_value("float()")
