@@ -613,8 +613,6 @@ _CHANNEL_LAST = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="InstanceNorm1D/2D/3D, MaxPool1D and AdaptiveAvgPool1D accept a channel-last "
-                                       "data_format and ignore it: wrong axes, no error (the other layers refuse)")
 @pytest.mark.parametrize("name", sorted(_CHANNEL_LAST))
 def test_channel_last_layers_are_right_or_refuse(name):
     make, shape, expected = _CHANNEL_LAST[name]
