@@ -10,6 +10,7 @@ from typing import Any, Sequence
 
 from ... import functions as F
 from ...dispatch import apply_op, is_tensor
+from ...eager.mode import is_recomputing
 from .layout import channel_last_of_any_rank, to_channel_first, to_channel_last
 
 __all__ = ['batch_norm', 'layer_norm', 'group_norm', 'instance_norm', 'rms_norm', 'local_response_norm',
@@ -19,8 +20,9 @@ _SPATIAL_FIRST = ("NCL", "NCW", "NCHW", "NCDHW")
 
 
 def _write_back(target: Any, value: Any) -> None:
-    """Eager mode: running statistics are updated in the Tensors the caller owns."""
-    if is_tensor(target) and hasattr(target, "set_value"):
+    """Eager mode: running statistics are updated in the Tensors the caller owns, once per
+    forward (not again when `recompute` runs the forward a second time for backward)."""
+    if is_tensor(target) and hasattr(target, "set_value") and not is_recomputing():
         target.set_value(value)
 
 
