@@ -609,8 +609,6 @@ _CHANNEL_LAST = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="InstanceNorm1D/2D/3D, MaxPool1D and AdaptiveAvgPool1D accept a channel-last "
-                                       "data_format and ignore it: wrong axes, no error (the other layers refuse)")
 @pytest.mark.parametrize("name", sorted(_CHANNEL_LAST))
 def test_channel_last_layers_are_right_or_refuse(name):
     make, shape, expected = _CHANNEL_LAST[name]
@@ -696,9 +694,6 @@ def test_optimizer_step_refuses_a_gradient_of_another_shape(kind):
 
 
 # ---------------------------------------------------------------- eager recompute of a block holding BatchNorm
-@pytest.mark.xfail(strict=True, reason="fluidgrad.recompute re-runs BatchNorm's running-statistics update when it "
-                                       "recomputes in backward: the running mean/var move twice per step (static "
-                                       "checkpoints update them once)")
 def test_eager_recompute_updates_batch_norm_statistics_once():
     x0 = np.random.default_rng(0).standard_normal((8, 3)).astype(np.float32) + 5.0
     plain, checkpointed = fg.nn.BatchNorm1D(3), fg.nn.BatchNorm1D(3)
