@@ -375,9 +375,6 @@ def test_zero_redundancy_optimizer_takes_learning_rate_by_paddles_name():
 
 
 # ---------------------------------------------------------------- API reference build
-@pytest.mark.xfail(strict=True, reason="`mkdocs build --strict` (what docs/index.md says CI runs) aborts: "
-                   "take_along_axis's docstring writes out[i][j] = arr[indices[i][j]][j] outside backticks, which "
-                   "Markdown reads as reference links ('Could not find cross-reference target j')")
 def test_api_docstrings_hold_no_accidental_markdown_reference_links():
     import importlib
     import inspect
