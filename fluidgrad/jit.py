@@ -107,18 +107,31 @@ class _Tracer:
 
 
 def _flatten_outputs(result: Any, tracer: _Tracer) -> tuple[list[Variable], Callable[[list], Any]]:
-    """The output Variables and a function rebuilding the function's result structure."""
-    def as_var(item: Any) -> Variable:
-        if isinstance(item, Tensor):
-            return tracer.variable(item)
-        if isinstance(item, Variable):
-            return item
-        raise TypeError(f"to_static: the function must return Tensors (or a tuple/list of them), "
-                        f"got {type(item).__name__}")
-    if isinstance(result, (tuple, list)):
-        kind = type(result)
-        return [as_var(r) for r in result], lambda values: kind(values)
-    return [as_var(result)], lambda values: values[0]
+    """The output Variables (the Tensor leaves of `result`, depth first, as torch.jit.trace and
+    torch.onnx.export flatten them) and a function rebuilding the function's result structure:
+    tuples, lists, named tuples and dicts nest to any depth (nn.LSTM returns (out, (h, c))),
+    None leaves stay None."""
+    outputs: list[Variable] = []
+
+    def template(item: Any) -> Callable[[Any], Any]:
+        if isinstance(item, (Tensor, Variable)):
+            outputs.append(tracer.variable(item) if isinstance(item, Tensor) else item)
+            return next
+        if item is None:
+            return lambda values: None
+        if isinstance(item, dict):
+            kind, parts = type(item), {key: template(value) for key, value in item.items()}
+            return lambda values: kind((key, part(values)) for key, part in parts.items())
+        if isinstance(item, (tuple, list)):
+            kind, parts = type(item), [template(value) for value in item]
+            if hasattr(item, "_fields"):  # a named tuple takes its fields as arguments
+                return lambda values: kind(*(part(values) for part in parts))
+            return lambda values: kind(part(values) for part in parts)
+        raise TypeError(f"to_static: the function must return Tensors (or tuples/lists/dicts of them, nested "
+                        f"to any depth, or None), got {type(item).__name__}")
+
+    build = template(result)
+    return outputs, lambda values: build(iter(values))
 
 
 class _TracedProgram:

@@ -96,9 +96,6 @@ def test_common_lr_schedulers_exist(name):
 
 
 # ---------------------------------------------------------------- tracing a layer that returns nested tuples
-@pytest.mark.xfail(strict=True, reason="jit.to_static (so onnx.export) refuses nested outputs such as nn.LSTM's "
-                   "(out, (h, c)) with 'must return Tensors (or a tuple/list of them), got tuple' "
-                   "(torch.jit.trace / torch.onnx.export flatten them)")
 def test_to_static_of_a_layer_returning_nested_tuples():
     lstm = fg.nn.LSTM(4, 3)
     x = fg.to_tensor(np.random.default_rng(0).standard_normal((2, 5, 4)).astype("float32"))
