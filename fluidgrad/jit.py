@@ -42,7 +42,7 @@ import numpy as np
 from .backward import gradients
 from .dispatch import append_static_op
 from .eager.apply import record_custom
-from .eager.mode import set_tracer
+from .eager.mode import is_grad_enabled, set_tracer
 from .eager.node import CustomOp
 from .eager.tensor import Tensor
 from .executor import Executor, Scope
@@ -142,6 +142,7 @@ class _TracedProgram:
         self.program, self.startup = Program(), Program()
         self.checkpoint_option = checkpoints
         self.input_vars: list[Variable] = []  # one per Tensor leaf of (args, kwargs), in order
+        self._input_names: list[str] = []
         tracer = _Tracer(self.program)
         owner = getattr(fn, "__self__", None)  # a Layer's forward reads its own `training` too
         ran = {id(layer): layer for layer in owner.sublayers(include_self=True)} \
@@ -152,6 +153,7 @@ class _TracedProgram:
                 var.stop_gradient = tensor.stop_gradient
                 tracer.vars[id(tensor)] = var
                 self.input_vars.append(var)
+                self._input_names.append(var.name)
                 return var
             call_args, call_kwargs = _replace_tensors((tuple(args), kwargs), as_input)
             saved = set_tracer(tracer)
@@ -162,12 +164,31 @@ class _TracedProgram:
             finally:
                 layer_module.call_observers.pop()
                 set_tracer(saved)
+            self.input_writes = self._input_writes((tuple(args), kwargs))
         self.layer_modes = [(layer, layer.training) for layer in ran.values()]
         self.captured = tracer.captured
         self.writes = tracer.writes
         self.executor = Executor()
         self._backward_programs: dict[tuple[str, ...], tuple[Program, list[Variable], list[Any]]] = {}
         self.last_backward: Program | None = None
+
+    def _input_writes(self, arguments: Any) -> list[tuple[int, Variable]]:
+        """`x[...] = v` on an argument while tracing renames its handle to the new value (see
+        indexing._setitem_variable): the data variable is found again by its name, and the
+        argument's final value is written back into the Tensor after each run, as in eager mode."""
+        writes = []
+        block = self.program.global_block()
+        tensors: list[Tensor] = []
+        _structure(arguments, tensors, [])
+        for index, (var, name) in enumerate(zip(self.input_vars, self._input_names)):
+            if var.name != name:
+                tensor = tensors[index]
+                if tensor._node is None and not tensor.stop_gradient and is_grad_enabled():
+                    raise RuntimeError(f"to_static: x[...] = v on the argument {index}, a leaf Tensor that requires "
+                                       f"a gradient: assign inside fluidgrad.no_grad(), or to a copy (x.clone())")
+                writes.append((index, var))
+                self.input_vars[index] = block.var(name)
+        return writes
 
     def fits_layer_modes(self) -> bool:
         """Every Layer that ran while tracing is still in the train/eval mode it was in then."""
@@ -183,10 +204,13 @@ class _TracedProgram:
         """Run on `tensors`, the Tensor leaves of the call's arguments (as `_structure` lists them)."""
         feed = {var.name: t.data for var, t in zip(self.input_vars, tensors)}
         params = {name: tensor.data for name, tensor in self.captured}
-        fetch = self.outputs + [var for _, var in self.writes]
+        fetch = self.outputs + [var for _, var in self.writes] + [var for _, var in self.input_writes]
         values = self.executor.run(self.program, feed=feed, fetch_list=fetch, scope=self._scope(params))
-        for (tensor, _), value in zip(self.writes, values[len(self.outputs):]):
+        written = values[len(self.outputs):]
+        for (tensor, _), value in zip(self.writes, written):
             tensor.data = value
+        for (index, _), value in zip(self.input_writes, written[len(self.writes):]):
+            tensors[index].data = value
         out_values = values[:len(self.outputs)]
         wrt_inputs = [(var.name, t) for var, t in zip(self.input_vars, tensors) if not t.stop_gradient]
         wrt_params = [(name, t) for name, t in self.captured if not t.stop_gradient]

@@ -249,3 +249,17 @@ def test_nested_outputs_keep_their_structure_and_backpropagate():
 def test_a_non_tensor_leaf_inside_nested_outputs_is_refused():
     with pytest.raises(TypeError, match="must return Tensors.*got int"):
         fg.jit.to_static(lambda x: (x, [x, 3]))(fg.to_tensor(np.ones(1)))
+
+
+def test_setitem_on_an_argument_writes_it_back_as_in_eager_mode():
+    def clamp_first_column(x):
+        x[:, 0] = 1.0
+        return x * 2.0
+
+    data = np.random.default_rng(0).standard_normal((2, 3))
+    eager_x, traced_x = fg.to_tensor(data.copy()), fg.to_tensor(data.copy())
+    want = clamp_first_column(eager_x)
+    np.testing.assert_array_equal(fg.jit.to_static(clamp_first_column)(traced_x).numpy(), want.numpy())
+    np.testing.assert_array_equal(traced_x.numpy(), eager_x.numpy())
+    with pytest.raises(RuntimeError, match="leaf Tensor that requires a gradient"):
+        fg.jit.to_static(clamp_first_column)(fg.to_tensor(data.copy(), stop_gradient=False))

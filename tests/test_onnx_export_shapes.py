@@ -118,3 +118,17 @@ def test_a_function_that_cannot_run_at_another_size_warns(tmp_path):
     with pytest.warns(UserWarning, match="not checked"):   # axis 2 meets w's fixed 4
         export(lambda t: fg.matmul(t, w), os.fspath(tmp_path / "m.onnx"), [fg.to_tensor(EXAMPLE)],
                dynamic_axes={0: [2]})
+
+
+def test_setitem_on_the_input_exports_with_a_dynamic_batch(tmp_path):
+    def clamp_first_feature(x):
+        x[:, 0] = 1.0
+        return x * 2.0
+
+    rng = np.random.default_rng(0)
+    example, batch3 = rng.standard_normal((2, 5)).astype("float32"), rng.standard_normal((3, 5)).astype("float32")
+    path = tmp_path / "setitem.onnx"
+    export(clamp_first_feature, path, [fg.to_tensor(example)], dynamic_axes={0: [0]})
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    got, = session.run(None, {session.get_inputs()[0].name: batch3})
+    np.testing.assert_array_equal(got, clamp_first_feature(fg.to_tensor(batch3)).numpy())
