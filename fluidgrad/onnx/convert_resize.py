@@ -171,7 +171,7 @@ def _without_kept_unknown_axes(ctx: Any, x: Any, axes: list[int], scales: np.nda
     pick = (lambda values: None if values is None else np.asarray([values[i] for i in kept]))
     sizes = pick(sizes)
     if symbolic(sizes) and any(isinstance(d, SymDim) for d in sizes):
-        raise ctx.unsupported(f"sizes of known axes that depend on dimensions unknown when the program is built")
+        raise ctx.unsupported(f"sizes {list(sizes)} of known axes depend on dimensions unknown when the program is built")
     return [axes[i] for i in kept], pick(scales), None if sizes is None else sizes.astype("int64")
 
 
