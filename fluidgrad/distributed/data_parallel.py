@@ -378,8 +378,7 @@ class _ReduceStep:
         self.bucket_of, self.offset = layout.bucket_of, layout.offset
         self.flat = layout.flat(world)
         self.scale = 1.0 / world.size
-        self.finished = True
-        self.begin()
+        self.finished = True  # begin() starts a backward pass when its first gradient arrives
 
     def begin(self) -> None:
         """Start a backward pass through this step (again, after retain_graph: reduce anew)."""
