@@ -321,8 +321,6 @@ def _eager_and_traced_gradients(fn, x0):
     return grads
 
 
-@pytest.mark.xfail(strict=True, reason="jit.to_static ignores `with no_grad()` inside the traced function: the traced "
-                                       "program differentiates through it (gradient doubled here)")
 def test_to_static_keeps_no_grad_blocks_out_of_the_gradient():
     def fn(x):
         with fg.no_grad():
@@ -343,8 +341,6 @@ _TENSOR_ONLY_METHODS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="jit.to_static of eager code calling x.detach() / clone() / cpu() / to() / "
-                                       ".size fails: 'Variable' object has no attribute ...")
 @pytest.mark.parametrize("method", sorted(_TENSOR_ONLY_METHODS))
 def test_to_static_of_code_using_tensor_methods(method):
     eager, traced = _eager_and_traced_gradients(_TENSOR_ONLY_METHODS[method], np.array([0.3, -0.7, 1.2]))
