@@ -99,9 +99,6 @@ def test_common_lr_schedulers_exist(name):
 
 
 # ---------------------------------------------------------------- tracing a layer that returns nested tuples
-@pytest.mark.xfail(strict=True, reason="jit.to_static (so onnx.export) refuses nested outputs such as nn.LSTM's "
-                   "(out, (h, c)) with 'must return Tensors (or a tuple/list of them), got tuple' "
-                   "(torch.jit.trace / torch.onnx.export flatten them)")
 def test_to_static_of_a_layer_returning_nested_tuples():
     lstm = fg.nn.LSTM(4, 3)
     x = fg.to_tensor(np.random.default_rng(0).standard_normal((2, 5, 4)).astype("float32"))
@@ -130,9 +127,6 @@ def _reimport_and_run(path, feed_value):
     return fg.Executor().run(program, feed={feed_names[0]: feed_value}, fetch_list=fetch_vars[:1], scope=scope)[0]
 
 
-@pytest.mark.xfail(strict=True, reason="onnx.export of F.interpolate(x, size=...) with a dynamic batch writes "
-                   "Resize `sizes` with the example's batch: onnxruntime returns the example's batch (nearest: "
-                   "rows silently dropped) or fails (bilinear: 'outermost 2 scale values' must be 1)")
 @pytest.mark.parametrize("mode", ["nearest", "bilinear"])
 def test_exported_interpolate_to_a_size_follows_the_dynamic_batch(tmp_path, mode):
     rng = np.random.default_rng(0)
@@ -148,9 +142,6 @@ def test_exported_interpolate_to_a_size_follows_the_dynamic_batch(tmp_path, mode
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.xfail(strict=True, reason="importing fluidgrad's own export of nn.Upsample(scale_factor=2) with a "
-                   "dynamic batch fails: the Resize converter refuses any unknown dimension, though only the "
-                   "resized (spatial) axes need a known size")
 def test_upsample_with_a_dynamic_batch_round_trips(tmp_path):
     rng = np.random.default_rng(0)
     example = rng.standard_normal((2, 3, 4, 4)).astype("float32")
@@ -162,9 +153,6 @@ def test_upsample_with_a_dynamic_batch_round_trips(tmp_path):
     np.testing.assert_allclose(_reimport_and_run(path, batch3), expected, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.xfail(strict=True, reason="fluidgrad's own ONNX export of std over a non-batch axis with a dynamic "
-                   "batch (onnxruntime runs it right) does not import back: ConstantOfShape of a shape holding "
-                   "the unknown batch is refused")
 def test_std_over_features_with_a_dynamic_batch_round_trips(tmp_path):
     rng = np.random.default_rng(0)
     example = rng.standard_normal((2, 5, 8)).astype("float32")
