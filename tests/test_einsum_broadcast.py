@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import fluidgrad as fg
+from fluidgrad.onnx import export_program
 from fluidgrad.static import data
 
 
@@ -63,3 +64,22 @@ def test_a_batch_known_only_at_run_time_against_a_batch_of_1(batch_a, batch_b):
 def test_sizes_that_cannot_broadcast_are_still_refused():
     with pytest.raises(ValueError, match=r"einsum.*index 'j' is 2 in one operand and 3 .*must match or be 1"):
         fg.einsum("ij,jk->ik", fg.to_tensor(np.ones((4, 2))), fg.to_tensor(np.ones((3, 5))))
+
+
+@pytest.mark.parametrize("batch_a, batch_b", [(None, 1), (1, None), (1, 2)])
+def test_onnx_export_expands_the_operand_of_size_1(batch_a, batch_b, tmp_path):
+    """ONNX's Einsum broadcasts only '...' axes: the exporter Expands the size-1 operand, to a
+    size read from the other operand's Shape when it is known only at run time."""
+    ort = pytest.importorskip("onnxruntime")
+    rng = np.random.default_rng(3)
+    a0 = rng.standard_normal((2 if batch_a in (None, 2) else 1, 3, 4))
+    b0 = rng.standard_normal((2 if batch_b in (None, 2) else 1, 4, 5))
+    main = fg.Program()
+    with fg.program_guard(main, fg.Program()):
+        a, b = data("a", [batch_a, 3, 4], "float64"), data("b", [batch_b, 4, 5], "float64")
+        out = fg.einsum("bij,bjk->bik", a, b)
+    path = str(tmp_path / "einsum.onnx")
+    export_program(path, [a, b], [out], program=main)
+    got, = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"a": a0, "b": b0})
+    np.testing.assert_allclose(got, torch.einsum("bij,bjk->bik", torch.tensor(a0), torch.tensor(b0)).numpy(),
+                               rtol=1e-12)

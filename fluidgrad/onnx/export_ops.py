@@ -239,7 +239,36 @@ def _cumsum(c):
 
 @exporter("einsum")
 def _einsum(c):
-    c.node("Einsum", c.xs("Operands"), [c.out("Out")], equation=str(c.attr("equation")))
+    """ONNX's Einsum broadcasts only ellipsis axes: an operand whose index has size 1 where the
+    others' is larger is first Expanded to that size (the same sum: its entries repeat)."""
+    equation = str(c.attr("equation"))
+    subscripts = equation.partition("->")[0].split(",")
+    names = c.op.input("Operands")
+    shapes = [tuple(c.var(n).shape) for n in names]
+    operands = [_einsum_broadcast(c, x, subs, shape, subscripts, shapes)
+                for x, subs, shape in zip(c.xs("Operands"), subscripts, shapes)]
+    c.node("Einsum", operands, [c.out("Out")], equation=equation)
+
+
+def _einsum_broadcast(c, x: str, subs: str, shape: tuple, subscripts: list[str], shapes: list[tuple]) -> str:
+    """x Expanded over its size-1 indices to the size another operand has there (read from that
+    operand's Shape when it is known only at run time); x itself when none broadcasts."""
+    pieces, grows = [], False
+    for letter, size in zip(subs, shape):
+        wider = [(s[k], j) for j, (t, s) in enumerate(zip(subscripts, shapes)) for k, l in enumerate(t)
+                 if l == letter and s[k] != 1]
+        if size != 1 or not wider:
+            pieces.append(_i64(c, [1]))
+            continue
+        grows = True
+        known, j = max(wider)
+        if known != -1:
+            pieces.append(_i64(c, [known]))
+        else:
+            axis = subscripts[j].index(letter)
+            pieces.append(c.node("Slice", [c.node("Shape", [c.xs("Operands")[j]]), _i64(c, [axis]),
+                                           _i64(c, [axis + 1])]))
+    return c.node("Expand", [x, c.node("Concat", pieces, axis=0)]) if grows else x
 
 
 @exporter("arg_max", "arg_min")
