@@ -347,6 +347,9 @@ class Optimizer:
     def step(self) -> None:
         """Eager mode: update every parameter that has a gradient."""
         params = [p for p in self._eager_parameters() if getattr(p, "grad", None) is not None]
+        fused_step = getattr(params[0].grad, "fused_step", None) if params else None
+        if fused_step is not None:  # DataParallel's average not computed yet: it and the update in one pass
+            params = fused_step(self, params)  # (distributed/eager_fused.py); the rest as usual
         grads = [_to_array(p.grad) for p in params]
         if self._grad_clip is not None:
             grads = self._grad_clip.clip_arrays(grads)
