@@ -320,9 +320,6 @@ def test_layer_forward_hooks_can_replace_input_and_output():
     np.testing.assert_allclose(layer(x).numpy(), plain)
 
 
-@pytest.mark.xfail(strict=True, reason="Layer.to('cpu') (PyTorch's first line; Paddle's Layer.to(device, dtype)) is "
-                   "TypeError \"unsupported dtype 'cpu'\", and Layer.to(device='gpu') is silently ignored on a "
-                   "CPU-only framework")
 def test_layer_to_a_device():
     layer = fg.nn.Linear(2, 2)
     assert layer.to("cpu") is layer
