@@ -69,6 +69,28 @@ CASES = [
            {"bucket": "case", "copy": "case-param", "decay": 0.01, "weight_decay": 0.1}, n_out=2,
            torch_fn=lambda X, Param, Moment1, Moment2, Beta1Pow, Beta2Pow, LearningRate: _adam_reference(
                X, Param, Moment1, Moment2, Beta1Pow[0], Beta2Pow[0], LearningRate, 0.01, 0.1)),
+    # weight gradients split across ranks (ops/comm_split.py) in a world of one: the one rank's rows are all rows
+    OpCase("c_split_matmul_grad", {"X": [rand(4, 3), rand(4, 2)], "Y": [rand(4, 5), rand(4, 3)]},
+           {"biases": [1, 0], "key": "case"}, n_out=4,
+           torch_fn=lambda X, Y: [X[0].T @ Y[0], X[1].T @ Y[1], Y[1].sum(0), Y[0].sum(0)]),
+    OpCase("c_split_sgd", {"X": [rand(3, 2)], "Y": [rand(3, 4)], "Param": [rand(2, 4), rand(4)], "LearningRate": rand(1)},
+           {"biases": [0], "key": "case", "copy": "case-param", "decay": 0.1}, n_out=2,
+           torch_fn=lambda X, Y, Param, LearningRate: [
+               p - LearningRate * (g + 0.1 * p) for g, p in zip((X[0].T @ Y[0], Y[0].sum(0)), Param)]),
+    OpCase("c_split_momentum", {"X": [rand(3, 2)], "Y": [rand(3, 4)], "Param": [rand(2, 4)],
+                                "Velocity": [rand(2, 4)], "LearningRate": rand(1)},
+           {"key": "case", "copy": "case-param", "mu": 0.5, "use_nesterov": True, "decay": 0.01}, n_out=1,
+           torch_fn=lambda X, Y, Param, Velocity, LearningRate: [
+               Param[0] - LearningRate * (X[0].T @ Y[0] + 0.01 * Param[0] + 0.5 * (
+                   0.5 * Velocity[0] + X[0].T @ Y[0] + 0.01 * Param[0])),
+               0.5 * Velocity[0] + X[0].T @ Y[0] + 0.01 * Param[0]]),
+    OpCase("c_split_adam", {"X": [rand(3, 2)], "Y": [rand(3, 4)], "Param": [rand(2, 4), rand(4)],
+                            "Moment1": [rand(2, 4), rand(4)], "Moment2": [pos(2, 4), pos(4)],
+                            "Beta1Pow": [T_POW1, T_POW1], "Beta2Pow": [T_POW2, T_POW2], "LearningRate": rand(1)},
+           {"biases": [0], "key": "case", "copy": "case-param", "decay": 0.01, "weight_decay": 0.1}, n_out=2,
+           torch_fn=lambda X, Y, Param, Moment1, Moment2, Beta1Pow, Beta2Pow, LearningRate: _adam_reference(
+               [X[0].T @ Y[0], Y[0].sum(0)], Param, Moment1, Moment2, Beta1Pow[0], Beta2Pow[0], LearningRate, 0.01,
+               0.1)),
     OpCase("coalesce", {"X": [rand(2, 3), rand(4), rand(1, 2, 2)]},
            torch_fn=lambda X: T.cat([x.reshape(-1) for x in X])),
     OpCase("coalesce", {"X": [rand(3)]}, id="coalesce-one", torch_fn=lambda X: X[0].reshape(-1)),
