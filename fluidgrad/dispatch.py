@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from .eager.apply import eager_apply
+from .eager.mode import all_default, state
 from .eager.tensor import Tensor
 from .framework import Variable, default_main_program, unique_name
 from .ops.registry import get_op_def
@@ -56,5 +57,8 @@ def append_static_op(op_type: str, inputs: dict[str, Any], attrs: dict[str, Any]
         for var in (v for vs in outputs.values() for v in vs):  # a failed op leaves no trace
             block.vars.pop(var.name, None)
         raise
+    if not all_default.on and state.tracer is not None and not state.grad_enabled:
+        for var in (v for vs in outputs.values() for v in vs):  # jit.to_static of eager code under no_grad()
+            var.stop_gradient = True
     values = [outputs[s.name] if s.duplicable else outputs[s.name][0] for s in op_def.outputs]
     return values[0] if len(values) == 1 else tuple(values)
