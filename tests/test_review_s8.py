@@ -188,8 +188,6 @@ def test_onnx_import_of_common_ops_at_older_opsets_matches_onnxruntime(op_type, 
 
 
 # ---------------------------------------------------------------- static cond with a branch that reads nothing from outside
-@pytest.mark.xfail(strict=True, reason="static.nn.cond whose branch reads no outer variable (`lambda: fg.zeros(...)`) "
-                   "fails to build: 'op conditional_block needs input slot Input'")
 @pytest.mark.parametrize("total, expected_grad", [(6.0, 0.0), (-6.0, 3.0)])
 def test_cond_with_a_constant_branch(total, expected_grad):
     main = fg.Program()
