@@ -75,6 +75,34 @@ def test_a_chain_of_moved_ops_joins_the_latest_group():
     np.testing.assert_allclose(value, 10.0 * np.array([1.0, 2.0]))
 
 
+def test_a_moved_writer_waits_for_every_earlier_reader():
+    """`acc` is read by a forward op, then by an optimizer op that moves up to the front: the
+    optimizer op writing `acc` after both must still follow the forward reader."""
+    main = fg.Program()
+    with fg.program_guard(main, fg.Program()):
+        x = fg.static.data("x", [2], "float64")
+        block = main.global_block()
+        acc = block.create_var("acc", (2,), "float64", persistable=True)
+        block.append_op("elementwise_add", {"X": [acc], "Y": [x]}, {"Out": [acc]}, {"op_role": fg.framework.OPTIMIZE})
+        x * 2.0
+        read = x + acc                                        # the forward reader
+        x * 3.0
+        early = emit(block, "elementwise_add", {"X": [x], "Y": [acc]})   # moves up behind the first write
+        block.append_op("elementwise_add", {"X": [acc], "Y": [x]}, {"Out": [acc]}, {"op_role": fg.framework.OPTIMIZE})
+    order = schedule(block)
+    assert _order_violations(block, order) == []
+    scope = fg.Scope()
+    scope["acc"] = np.ones(2)
+    saved, plan_module.REUSE_BUFFERS = plan_module.REUSE_BUFFERS, True
+    try:
+        values = fg.Executor().run(main, feed={"x": np.array([1.0, 2.0])}, fetch_list=[read, early], scope=scope)
+    finally:
+        plan_module.REUSE_BUFFERS = saved
+    np.testing.assert_array_equal(values[0], [3.0, 5.0])     # x + (1 + x), before the second write
+    np.testing.assert_array_equal(values[1], [3.0, 5.0])
+    np.testing.assert_array_equal(scope["acc"], [3.0, 5.0])  # 1 + x + x
+
+
 @st.composite
 def _programs(draw):
     """Random blocks of forward ops and optimizer ops over earlier values and a few persistable
@@ -83,7 +111,7 @@ def _programs(draw):
                                    st.sampled_from(["add", "scale", "write"])), min_size=2, max_size=14))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(_programs())
 def test_random_programs_keep_every_dependence_and_every_value(steps):
     main, startup = fg.Program(), fg.Program()

@@ -345,31 +345,31 @@ def schedule(block: Block) -> list[int]:
     It never passes an op that writes what it reads, or reads or writes what it writes.
 
     An op that stays is the head of a group: itself, then the ops moved up behind it, in their
-    own order. A moved op joins the group of the latest group among those of the ops it depends
-    on (an op it depends on may itself have moved, into an earlier group than its own index),
-    at that group's end, after every earlier op of the group."""
-    group_of: dict[int, int] = {}  # op index -> the index of the op heading its group (-1: before all)
+    own order. A moved op joins the latest group among those of the ops it depends on (the last
+    writer of what it reads; every earlier reader and writer of what it writes), at that group's
+    end: an op it depends on may itself have moved, into an earlier group than its own index."""
     moved_behind: dict[int, list[int]] = {}
-    last_write: dict[str, int] = {}
-    last_touch: dict[str, int] = {}
+    write_group: dict[str, int] = {}  # name -> the group of its last writer
+    touch_group: dict[str, int] = {}  # name -> the latest group among every op that read or wrote it
     for index, op in enumerate(block.ops):
-        group_of[index] = index
+        group = index
         if op.role == OPTIMIZE and _movable(op):
-            depends_on = [last_write.get(n, -1) for n in op.input_arg_names] + \
-                [last_touch.get(n, -1) for n in op.output_arg_names]
-            head = max((group_of.get(j, -1) for j in depends_on), default=-1)
+            head = max([write_group.get(n, -1) for n in op.input_arg_names]
+                       + [touch_group.get(n, -1) for n in op.output_arg_names], default=-1)
             if head < index - 1:
                 moved_behind.setdefault(head, []).append(index)
-                group_of[index] = head
+                group = head
         for name in op.input_arg_names:
-            last_touch[name] = index
+            touch_group[name] = max(touch_group.get(name, -1), group)
         for name in op.output_arg_names:
-            last_write[name] = last_touch[name] = index
+            write_group[name] = group
+            touch_group[name] = max(touch_group.get(name, -1), group)
     if not moved_behind:
         return list(range(len(block.ops)))
+    moved = {index for indices in moved_behind.values() for index in indices}
     order = list(moved_behind.get(-1, ()))
     for index in range(len(block.ops)):
-        if group_of[index] == index:
+        if index not in moved:
             order.append(index)
             order.extend(moved_behind.get(index, ()))
     return order
