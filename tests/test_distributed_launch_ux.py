@@ -87,7 +87,7 @@ def test_a_rank_ending_with_sys_exit_is_named_with_its_status(scenario, message,
 
 def test_a_rank_killed_by_a_signal_is_named_with_the_signal():
     result = run("-n", 2, SCRIPTS / "ux_failures.py", "killed", timeout=120)
-    assert "rank 1 of 2 failed: was killed by signal 9 (SIGKILL)" in launcher_line(result), result.err[-2000:]
+    assert "rank 1 of 2 failed: died without reporting an error: killed by signal 9 (SIGKILL)" in launcher_line(result), result.err[-2000:]
     assert result.returncode != 0
     assert result.seconds < BOUND_SECONDS
 

@@ -190,7 +190,7 @@ def _killed(number: int) -> str:
         name = signal.Signals(number).name
     except ValueError:
         name = "an unknown signal"
-    return f"was killed by signal {number} ({name})"
+    return f"died without reporting an error: killed by signal {number} ({name})"
 
 
 def _descendants(pid: int) -> list[int]:
