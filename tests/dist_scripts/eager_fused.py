@@ -62,7 +62,10 @@ def train_step(case, model, opt, x, y):
     deferred = all(type(p.grad) is DeferredGrad and p.grad.pending for p in params)
     if case.get("read"):  # a user's look at the gradients before the step (e.g. their norm) completes them
         float(sum(np.sum(np.square(p.grad.numpy())) for p in params))
-    opt.step()
+    if case.get("minimize"):  # Paddle's dygraph form: minimize(loss) after backward() is step()
+        opt.minimize(loss)
+    else:
+        opt.step()
     if case.get("zero_grad"):
         opt.zero_grad(set_to_none=False)  # zero-filled arrays: the next backward adds into them
     return total + float(loss.numpy()), deferred
@@ -129,6 +132,7 @@ CASES = [
     {"name": "adam-per-parameter", "kind": "adam", "bucket_mb": 0.0},
     {"name": "momentum-nesterov-l2-schedule", "kind": "momentum", "nesterov": True, "decay": 0.01, "schedule": True},
     {"name": "adamw-distributed", "kind": "adamw", "api": "distributed"},
+    {"name": "sgd-distributed-minimize", "kind": "sgd", "api": "distributed", "minimize": True},
     {"name": "sgd-l2-mpi", "kind": "sgd", "decay": 0.01, "path": "mpi"},
     {"name": "adam-mpi", "kind": "adam", "path": "mpi"},
     {"name": "momentum-numpy", "kind": "momentum", "numba": False},
