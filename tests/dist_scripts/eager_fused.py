@@ -84,6 +84,9 @@ def run_case(case, rank, world, out_dir):
     for step, (x, y) in enumerate(batches(world)):
         if case.get("resume") and step == 10:
             resume(model, opt, out_dir)
+        if case.get("discard"):  # a backward whose gradients are dropped unread, no step: changes nothing
+            fg.nn.functional.cross_entropy(wrapped(fg.to_tensor(dist.shard(x))), fg.to_tensor(dist.shard(y))).backward()
+            opt.clear_grad()
         total, deferred = train_step(case, wrapped, opt, x, y)
         deferred_steps += deferred
         grads = None if case.get("zero_grad") else [p.grad.numpy().copy() for p in params]  # after step()
@@ -139,6 +142,9 @@ CASES = [
     {"name": "adam-resume", "kind": "adam", "resume": True},
     # zero-filled gradients kept from step to step: the next backward folds them into the buckets
     {"name": "momentum-zero_grad", "kind": "momentum", "zero_grad": True},
+    # a reduction nobody read or applied: the next backward completes it before writing the rows
+    {"name": "sgd-discard", "kind": "sgd", "discard": True},
+    {"name": "adam-discard-mpi", "kind": "adam", "discard": True, "path": "mpi"},
     # the optimizer's own step: gradients read before it, clipping, the fused update switched off
     {"name": "momentum-read", "kind": "momentum", "read": True},
     {"name": "adam-norm", "kind": "adam", "clip": "norm"},
