@@ -50,7 +50,7 @@ def _operand(value: Any, other: Any, op_type: str) -> Any:
     raise TypeError(f"{op_type}: expected a number, Variable or Tensor, got {type(value).__name__}")
 
 
-def _binary(op_type: str, x: Any, y: Any) -> Any:
+def _binary(op_type: str, x: Any, y: Any, attrs: dict[str, Any] | None = None) -> Any:
     """`op_type(x, y)`; a Python scalar on either side becomes a constant of the promoted
     dtype (`dtypes.result_type`), the other side cast to it."""
     if not _is_value(x):
@@ -58,15 +58,15 @@ def _binary(op_type: str, x: Any, y: Any) -> Any:
             raise TypeError(f"{op_type}: at least one operand must be a Variable or Tensor, "
                             f"got {type(x).__name__} and {type(y).__name__}")
         if not dtypes.is_scalar(x):
-            return _binary(op_type, _operand(x, y, op_type), y)
+            return _binary(op_type, _operand(x, y, op_type), y, attrs)
         dtype = dtypes.result_type(y.dtype, x)
         y, x = _lift(y, dtype), _constant(x, dtype, y)
     elif not _is_value(y):
         if not dtypes.is_scalar(y):
-            return _binary(op_type, x, _operand(y, x, op_type))
+            return _binary(op_type, x, _operand(y, x, op_type), attrs)
         dtype = dtypes.result_type(x.dtype, y)
         x, y = _lift(x, dtype), _constant(y, dtype, x)
-    return apply_op(op_type, {"X": x, "Y": y})
+    return apply_op(op_type, {"X": x, "Y": y}, attrs)
 
 
 def _with_scalar(x: Any, y: Any) -> tuple[Any, Any] | None:

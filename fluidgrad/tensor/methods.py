@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .. import functions
+from ..framework import DTypeError
 from ..framework.math_mixin import MathMixin
 from . import creation, linalg, logic, manipulation, math, search, stat
 
@@ -48,13 +49,45 @@ def _positive(x: Any) -> Any:
     return x
 
 
+# Python's bit operators: `(x > 0) & (x < 1)` combines masks, `n & 0xFF` masks integers
+_BIT_OPERATORS = (("and", "&", "bitwise_and"), ("or", "|", "bitwise_or"), ("xor", "^", "bitwise_xor"),
+                  ("lshift", "<<", "bitwise_left_shift"), ("rshift", ">>", "bitwise_right_shift"))
+
+
+def _reflected(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    def operator(self: Any, other: Any) -> Any:
+        return fn(other, self)
+    return operator
+
+
+def _in_place(fn: Callable[[Any, Any], Any], symbol: str) -> Callable[[Any, Any], Any]:
+    """`x &= y` as PyTorch's: the result is written into x (`x[...] = result`, so other handles
+    of x see it), and it must keep x's shape and dtype."""
+    def operator(self: Any, other: Any) -> Any:
+        result = fn(self, other)
+        if tuple(result.shape) != tuple(self.shape) or result.dtype != self.dtype:
+            described = getattr(self, "name", None) or type(self).__name__
+            raise DTypeError(f"x {symbol}= y writes into x in place, so the result must keep x's shape and dtype: "
+                             f"x={described} (shape {list(self.shape)}, {self.dtype}) gives shape "
+                             f"{list(result.shape)}, {result.dtype}; use x = x {symbol} y")
+        functions.setitem(self, Ellipsis, result)
+        return self
+    return operator
+
+
 def install(cls: type = MathMixin) -> None:
     """Add every method of METHOD_NAMES that `cls` lacks (a subclass's own, such as Tensor's
-    fast `astype`, still wins), and abs(x), +x and ~x."""
+    fast `astype`, still wins), abs(x), +x, ~x and the bit operators & | ^ << >> (reflected and
+    in place too)."""
     for name in METHOD_NAMES:
         if name not in vars(cls):
             setattr(cls, name, _function(name))
     cls.__abs__ = _function("abs")
     cls.__pos__ = _positive
     cls.__invert__ = _function("bitwise_not")     # a bool mask: logical not (as PyTorch's ~)
+    for operator, symbol, function_name in _BIT_OPERATORS:
+        fn = _function(function_name)
+        setattr(cls, f"__{operator}__", fn)
+        setattr(cls, f"__r{operator}__", _reflected(fn))
+        setattr(cls, f"__i{operator}__", _in_place(fn, symbol))
 
