@@ -13,7 +13,7 @@ from .framework import (ParamAttr, Parameter, Program, Variable, default_main_pr
                         disable_static, enable_static, in_dynamic_mode,
                         program_guard)
 from .framework import math_mixin as _math_mixin
-from .functions import (abs, add, add_n, cast, concat, cos, divide, equal, exp, flatten, full, full_like, gather,
+from .functions import (abs, add, add_n, assign, cast, concat, cos, divide, equal, exp, flatten, full, full_like, gather,
                         greater_equal, greater_than, less_equal, less_than, log, logical_and, logical_not,
                         logical_or, matmul, max, maximum, mean, min, minimum, multiply, not_equal, one_hot,
                         ones, ones_like, pow, relu, reshape, scale, sigmoid, sign, sin, slice, split, sqrt,

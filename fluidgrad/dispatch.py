@@ -1,13 +1,17 @@
 """One entry point for every function: append an op (Variables) or run it now (Tensors).
 
 `fluidgrad.functions` and `fluidgrad.nn.functional` call `apply_op`: Tensors go to the eager
-package's `eager_apply`, Variables to `append_static_op` below.
+package's `eager_apply`, Variables to `append_static_op` below. A constant Tensor (one without a
+gradient, e.g. `fluidgrad.assign(array)`) meeting Variables joins the Program as a constant
+(`assign_value`), as Paddle's static mode makes such data a constant Variable and as
+`jit.to_static` does with the constants it captures; a Tensor that needs a gradient cannot.
 """
 from __future__ import annotations
 
 from typing import Any
 
 from .eager.apply import eager_apply
+from .eager.mode import all_default, state
 from .eager.tensor import Tensor
 from .framework import Variable, default_main_program, unique_name
 from .ops.registry import get_op_def
@@ -31,8 +35,37 @@ def apply_op(op_type: str, inputs: dict[str, Any], attrs: dict[str, Any] | None 
     """Run or append `op_type`; return its output (a tuple for several slots, a list for one
     duplicable slot), as Tensors in eager mode and Variables in static mode."""
     if _any_tensor(inputs):
+        if _any_variable(inputs) and state.tracer is None:
+            return append_static_op(op_type, _with_constants(op_type, inputs), attrs or {}, n_out)
         return eager_apply(op_type, inputs, attrs or {}, n_out)
     return append_static_op(op_type, inputs, attrs or {}, n_out)
+
+
+def _any_variable(inputs: dict[str, Any]) -> bool:
+    for value in inputs.values():
+        if isinstance(value, Variable):
+            return True
+        if isinstance(value, (list, tuple)) and any(isinstance(v, Variable) for v in value):
+            return True
+    return False
+
+
+def _with_constants(op_type: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """The inputs with each Tensor made a constant of the current Program."""
+    def constant(slot: str, value: Any) -> Any:
+        if not isinstance(value, Tensor):
+            return value
+        if not value.stop_gradient:
+            variable = next(v for vs in inputs.values() for v in (vs if isinstance(vs, (list, tuple)) else [vs])
+                            if isinstance(v, Variable))
+            raise TypeError(f"{op_type}: input {slot} is an eager Tensor that requires a gradient, mixed with the "
+                            f"static Variable {variable.name}; a Program can neither differentiate nor update it: "
+                            f"make it a parameter (static.create_parameter), or trace the eager code (jit.to_static)")
+        array = value.data
+        return append_static_op("assign_value", {}, {"shape": list(array.shape), "dtype": array.dtype.name,
+                                                     "values": array.reshape(-1).tolist()})
+    return {slot: [constant(slot, v) for v in value] if isinstance(value, (list, tuple)) else constant(slot, value)
+            for slot, value in inputs.items()}
 
 
 def append_static_op(op_type: str, inputs: dict[str, Any], attrs: dict[str, Any],
@@ -56,5 +89,8 @@ def append_static_op(op_type: str, inputs: dict[str, Any], attrs: dict[str, Any]
         for var in (v for vs in outputs.values() for v in vs):  # a failed op leaves no trace
             block.vars.pop(var.name, None)
         raise
+    if not all_default.on and state.tracer is not None and not state.grad_enabled:
+        for var in (v for vs in outputs.values() for v in vs):  # jit.to_static of eager code under no_grad()
+            var.stop_gradient = True
     values = [outputs[s.name] if s.duplicable else outputs[s.name][0] for s in op_def.outputs]
     return values[0] if len(values) == 1 else tuple(values)

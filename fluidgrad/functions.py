@@ -12,7 +12,7 @@ import numpy as np
 
 from .dispatch import append_static_op, apply_op, is_tensor
 from .eager import to_tensor
-from .framework import DTypeError, Variable, dtypes, in_dynamic_mode, normalize_dtype
+from .framework import DTypeError, Variable, default_main_program, dtypes, in_dynamic_mode, normalize_dtype
 from .indexing import getitem, setitem  # noqa: F401  (x[...] and x[...] = v: fluidgrad/indexing.py)
 
 
@@ -271,6 +271,27 @@ def gather(x: Any, index: Any, axis: int = 0) -> Any:
 def cast(x: Any, dtype: Any) -> Any:
     """x converted to `dtype` (float to int truncates toward zero); differentiable between float dtypes."""
     return apply_op("cast", {"X": x}, {"dtype": normalize_dtype(dtype)})
+
+
+def assign(x: Any, output: Any = None) -> Any:
+    """Paddle's `assign`: a copy of `x` the gradient flows through; with `output`, `x`'s value is
+    written into that existing Tensor (`output.set_value`: no gradient link) or Variable (an
+    `assign` op writing it), and `output` is returned."""
+    if not _is_value(x):   # NumPy data keeps its dtype; a number gives shape [1], as Paddle's
+        x = to_tensor(np.asarray([x]) if np.isscalar(x) else np.asarray(x))
+    if output is None:
+        return apply_op("assign", {"X": x})
+    if not (is_tensor(output) and is_tensor(x)) and not (isinstance(output, Variable) and isinstance(x, Variable)):
+        raise TypeError(f"assign: output must be a Tensor written from a Tensor or data, or a Variable written "
+                        f"from a Variable; got x {_describe(x)} and output {_describe(output)}")
+    if x.dtype != output.dtype or len(x.shape) != len(output.shape) or \
+            any(a != b and -1 not in (a, b) for a, b in zip(x.shape, output.shape)):
+        raise ValueError(f"assign: cannot write {_describe(x)} into {_describe(output)}")
+    if is_tensor(output):
+        output.set_value(x.data.copy())  # its own copy: x may change in place later
+        return output
+    default_main_program().current_block().append_op("assign", {"X": [x]}, {"Out": [output]}, infer=False)
+    return output
 
 
 def one_hot(x: Any, num_classes: int, axis: int = -1) -> Any:

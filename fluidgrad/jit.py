@@ -42,7 +42,7 @@ import numpy as np
 from .backward import gradients
 from .dispatch import append_static_op
 from .eager.apply import record_custom
-from .eager.mode import set_tracer
+from .eager.mode import is_grad_enabled, set_tracer
 from .eager.node import CustomOp
 from .eager.tensor import Tensor
 from .executor import Executor, Scope
@@ -181,6 +181,8 @@ class _TracedProgram:
         tensors = record_custom(_TO_STATIC_OP, [t for _, t in wrt], out_values,
                                 {"traced": self, "feed": feed, "params": params,
                                  "wrt": tuple(name for name, _ in wrt)})
+        tensors = [Tensor(t.data) if var.stop_gradient and not t.stop_gradient else t  # computed under no_grad()
+                   for var, t in zip(self.outputs, tensors)]
         return self.rebuild(tensors)
 
     # ---- backward
@@ -294,7 +296,7 @@ class StaticFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         tensors: list[Tensor] = []
         keep: list[Any] = []
-        key = _structure((args, kwargs), tensors, keep)
+        key = (_structure((args, kwargs), tensors, keep), is_grad_enabled())  # under no_grad() nothing is differentiable
         candidates = self._traces.setdefault(key, [])
         traced = next((t for t in candidates if t.fits_layer_modes()), None)
         if traced is None:

@@ -5,7 +5,9 @@ During backward it runs again, this time recording, from the same inputs and the
 state (a dropout inside draws the same mask), and its gradients flow on: to the inputs through
 this node, to the parameters it uses straight into their `.grad` (PyTorch's reentrant
 `torch.utils.checkpoint`, Paddle's `recompute`). The values and gradients equal those of
-calling `function` directly.
+calling `function` directly, and so do the side effects: the second run is marked
+(`eager.mode.recomputing`), so BatchNorm's running statistics move once per step, as without
+recompute and as static checkpoints.
 
 Called on static Variables (inside `jit.to_static` tracing, or while building a Program), it
 calls `function` once and records the Variables at the call's boundary (its inputs and outputs)
@@ -20,6 +22,7 @@ from typing import Any, Callable
 from .autograd import PyLayer, PyLayerContext
 from .eager import Tensor
 from .eager.engine import backward, enable_grad
+from .eager.mode import recomputing
 from .framework import Program, Variable, default_main_program
 from .ops.random import get_rng_state, set_rng_state
 
@@ -50,7 +53,7 @@ class _Recompute(PyLayer):
         after_forward = get_rng_state()
         set_rng_state(ctx.rng_state)
         try:
-            with enable_grad():
+            with enable_grad(), recomputing():
                 outputs = ctx.function(*inputs, **ctx.kwargs)
         finally:
             set_rng_state(after_forward)

@@ -1,7 +1,8 @@
 """fluidgrad.assign (paddle.assign): a copy of a Tensor or Variable (differentiable), or NumPy
-data made a constant in the current mode, and `output=` writing the copy into an existing
-Tensor (in place, graph link included) or Variable (Fluid's style, a loop writing an outer
-variable). Gradients are checked against PyTorch's clone / copy_."""
+data made a constant Tensor, which joins a static Program as a constant when it meets Variables
+(as Paddle's static mode makes it a constant Variable); `output=` writing the copy into an
+existing Tensor or Variable (Fluid's style, a loop writing an outer variable). Gradients are
+checked against PyTorch's clone. (tests/test_jit_eager_idioms.py has the first cases.)"""
 from __future__ import annotations
 
 import numpy as np
@@ -9,21 +10,14 @@ import pytest
 import torch
 
 import fluidgrad as fg
-from fluidgrad.framework import program as program_module
 
 DATA = np.arange(6.0).reshape(2, 3)
-
-
-@pytest.fixture
-def eager(monkeypatch):
-    monkeypatch.setattr(program_module, "_guard_depth", 0)  # eager: outside the fixture's program_guard
-    assert fg.in_dynamic_mode()
 
 
 @pytest.mark.parametrize("value,expected", [
     (DATA, DATA), (DATA.astype("int32"), DATA.astype("int32")), ([[1.5, 2.5]], np.array([[1.5, 2.5]])),
     ((1, 2, 3), np.array([1, 2, 3])), (2.5, np.array([2.5])), (True, np.array([True])), (np.float32(3), np.float32([3]))])
-def test_numpy_data_becomes_a_tensor_in_eager_mode(eager, value, expected):
+def test_numpy_data_becomes_a_constant_tensor_keeping_its_dtype(value, expected):
     value, expected = (value.copy() if isinstance(value, np.ndarray) else value), np.array(expected)
     got = fg.assign(value)
     assert isinstance(got, fg.Tensor) and got.dtype == str(expected.dtype)
@@ -33,20 +27,30 @@ def test_numpy_data_becomes_a_tensor_in_eager_mode(eager, value, expected):
         np.testing.assert_array_equal(got.numpy(), expected)
 
 
-def test_numpy_data_becomes_a_constant_variable_in_static_mode():
+def test_constant_tensors_join_a_static_program_as_constants():
     main = fg.Program()
     with fg.program_guard(main, fg.Program()):
         constant = fg.assign(DATA.astype("float32"))
-        flags = fg.assign(np.array([True, False]))
         x = fg.static.data("x", [2, 3], "float32")
-        out = x * constant
-    assert isinstance(constant, fg.Variable) and constant.shape == (2, 3) and flags.dtype == "bool"
-    got, mask = fg.Executor().run(main, feed={"x": DATA.astype("float32")}, fetch_list=[out, flags])
-    np.testing.assert_array_equal(got, DATA.astype("float32") ** 2)
-    np.testing.assert_array_equal(mask, [True, False])
+        out = fg.concat([x * constant, fg.matmul(constant, fg.transpose(x, [1, 0]))], axis=1)
+        flags = fg.logical_not(fg.cast(x, "bool")) | fg.assign(np.array([True, False, False]))
+    assert isinstance(out, fg.Variable)
+    xs = DATA.astype("float32") + 1
+    got, mask = fg.Executor().run(main, feed={"x": xs}, fetch_list=[out, flags])
+    np.testing.assert_allclose(got, np.concatenate([xs * DATA, DATA @ xs.T], axis=1), rtol=1e-6)
+    np.testing.assert_array_equal(mask, np.broadcast_to([True, False, False], (2, 3)))
 
 
-def test_a_copy_of_a_tensor_passes_the_gradient_as_torch_clone(eager):
+def test_a_tensor_that_needs_a_gradient_does_not_join_a_program():
+    weight = fg.to_tensor(DATA, stop_gradient=False)
+    with fg.program_guard(fg.Program(), fg.Program()):
+        x = fg.static.data("x", [2, 3], "float64")
+        with pytest.raises(TypeError, match=r"elementwise_mul: input Y is an eager Tensor that requires a gradient.*"
+                                            r"create_parameter.*to_static"):
+            x * weight
+
+
+def test_a_copy_of_a_tensor_passes_the_gradient_as_torch_clone():
     x = fg.to_tensor(DATA, stop_gradient=False)
     y = fg.assign(x)
     assert y is not x
@@ -67,18 +71,10 @@ def test_a_copy_of_a_variable_passes_the_gradient():
     np.testing.assert_allclose(got, 2 * DATA)
 
 
-def test_output_takes_the_copy_in_place_as_torch_copy_(eager):
-    x = fg.to_tensor(DATA, stop_gradient=False)
+def test_output_tensor_takes_the_value():
     out = fg.to_tensor(np.zeros((2, 3)))
-    alias = out
-    assert fg.assign(x * 2.0, output=out) is alias
-    np.testing.assert_array_equal(alias.numpy(), 2 * DATA)
-    (alias * alias).sum().backward()                    # the graph link moved with the value
-    t = torch.tensor(DATA, requires_grad=True)
-    t_out = torch.zeros(2, 3)
-    t_out.copy_(t * 2.0)
-    (t_out * t_out).sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy())
+    assert fg.assign(fg.to_tensor(DATA) * 2.0, output=out) is out
+    np.testing.assert_array_equal(out.numpy(), 2 * DATA)
     fg.assign(np.ones((2, 3)), output=out)
     np.testing.assert_array_equal(out.numpy(), np.ones((2, 3)))
 
@@ -98,10 +94,10 @@ def test_output_variable_is_written_in_a_loop():
     np.testing.assert_array_equal(got, [16.0])
 
 
-def test_bad_output_is_refused_naming_both(eager):
-    with pytest.raises(ValueError, match=r"assign: cannot write .*shape \[2, 3\], float64.* output .*shape \[3\], float64"):
+def test_bad_output_is_refused_naming_both():
+    with pytest.raises(ValueError, match=r"assign: cannot write .*shape \[2, 3\], float64.* into .*shape \[3\], float64"):
         fg.assign(DATA, output=fg.to_tensor(np.zeros(3)))
     with pytest.raises(ValueError, match=r"int64.*float64"):
         fg.assign(np.zeros((2, 3), "int64"), output=fg.to_tensor(np.zeros((2, 3))))
-    with pytest.raises(TypeError, match="output must be a Tensor or Variable"):
+    with pytest.raises(TypeError, match="output must be a Tensor written from a Tensor or data"):
         fg.assign(DATA, output=np.zeros((2, 3)))

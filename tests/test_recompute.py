@@ -289,6 +289,71 @@ def test_eager_recompute_keeps_no_intermediates_and_checks_its_argument():
         fg.recompute(3, x)
 
 
+def _batch_norm_block(features=3):
+    return fg.nn.Sequential(fg.nn.Linear(features, 4), fg.nn.BatchNorm1D(4), fg.nn.ReLU(),
+                            fg.nn.Linear(4, 4), fg.nn.BatchNorm1D(4))
+
+
+def _train_batch_norm_blocks(mode, steps=3):
+    """Train two BatchNorm blocks (plainly, each recomputed, or nested: the second recomputed
+    inside the recompute of the first) and return every parameter and running statistic."""
+    fg.seed(5)
+    first, second = _batch_norm_block(), _batch_norm_block(4)
+    params = first.parameters() + second.parameters()
+    opt = fg.optimizer.SGD(0.1, parameters=params)
+    rng = np.random.default_rng(0)
+    for _ in range(steps):
+        x = fg.to_tensor(rng.standard_normal((6, 3)).astype("float32") * 2 + 1, stop_gradient=False)
+        if mode == "plain":
+            out = second(first(x))
+        elif mode == "each":
+            out = fg.recompute(second, fg.recompute(first, x))
+        else:
+            out = fg.recompute(lambda t: fg.recompute(second, first(t)), x)
+        fg.mean(out ** 2).backward()
+        opt.step()
+        opt.clear_grad()
+    return [t.numpy() for t in params + first.buffers() + second.buffers()]
+
+
+@pytest.mark.parametrize("mode", ["each", "nested"])
+def test_eager_recompute_moves_batch_norm_statistics_once_per_step(mode):
+    for got, want in zip(_train_batch_norm_blocks(mode), _train_batch_norm_blocks("plain")):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_after_a_failed_recompute_backward_batch_norm_updates_again():
+    norm = fg.nn.BatchNorm1D(2)
+    calls = []
+
+    def fails_the_second_time(t):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("second run")
+        return norm(t)
+
+    x = fg.to_tensor(np.arange(8, dtype="float32").reshape(4, 2), stop_gradient=False)
+    out = fg.recompute(fails_the_second_time, x)
+    with pytest.raises(RuntimeError, match="second run"):
+        fg.sum(out).backward()
+    assert not fg.eager.mode.is_recomputing()
+    before = norm._mean.numpy().copy()
+    norm(x)
+    assert not np.array_equal(norm._mean.numpy(), before)
+
+
+def test_traced_recompute_moves_batch_norm_statistics_once():
+    fg.seed(2)
+    plain, traced_block = _batch_norm_block(), _batch_norm_block()
+    traced_block.set_state_dict(plain.state_dict())
+    x = np.random.default_rng(1).standard_normal((6, 3)).astype("float32")
+    traced = fg.jit.to_static(lambda t: fg.mean(fg.recompute(traced_block, t) ** 2))
+    traced(fg.to_tensor(x, stop_gradient=False)).backward()
+    fg.mean(plain(fg.to_tensor(x, stop_gradient=False)) ** 2).backward()
+    for got, want in zip(traced_block.buffers(), plain.buffers()):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
 def test_run_stats_follow_the_plans_liveness():
     """exp(exp(exp(x))) with a [4, 16] float64 feed: two 512-byte values alive at once at most."""
     main = fg.Program()

@@ -321,8 +321,6 @@ def _eager_and_traced_gradients(fn, x0):
     return grads
 
 
-@pytest.mark.xfail(strict=True, reason="jit.to_static ignores `with no_grad()` inside the traced function: the traced "
-                                       "program differentiates through it (gradient doubled here)")
 def test_to_static_keeps_no_grad_blocks_out_of_the_gradient():
     def fn(x):
         with fg.no_grad():
@@ -343,8 +341,6 @@ _TENSOR_ONLY_METHODS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="jit.to_static of eager code calling x.detach() / clone() / cpu() / to() / "
-                                       ".size fails: 'Variable' object has no attribute ...")
 @pytest.mark.parametrize("method", sorted(_TENSOR_ONLY_METHODS))
 def test_to_static_of_code_using_tensor_methods(method):
     eager, traced = _eager_and_traced_gradients(_TENSOR_ONLY_METHODS[method], np.array([0.3, -0.7, 1.2]))
@@ -613,8 +609,6 @@ _CHANNEL_LAST = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="InstanceNorm1D/2D/3D, MaxPool1D and AdaptiveAvgPool1D accept a channel-last "
-                                       "data_format and ignore it: wrong axes, no error (the other layers refuse)")
 @pytest.mark.parametrize("name", sorted(_CHANNEL_LAST))
 def test_channel_last_layers_are_right_or_refuse(name):
     make, shape, expected = _CHANNEL_LAST[name]
@@ -700,9 +694,6 @@ def test_optimizer_step_refuses_a_gradient_of_another_shape(kind):
 
 
 # ---------------------------------------------------------------- eager recompute of a block holding BatchNorm
-@pytest.mark.xfail(strict=True, reason="fluidgrad.recompute re-runs BatchNorm's running-statistics update when it "
-                                       "recomputes in backward: the running mean/var move twice per step (static "
-                                       "checkpoints update them once)")
 def test_eager_recompute_updates_batch_norm_statistics_once():
     x0 = np.random.default_rng(0).standard_normal((8, 3)).astype(np.float32) + 5.0
     plain, checkpointed = fg.nn.BatchNorm1D(3), fg.nn.BatchNorm1D(3)

@@ -64,8 +64,6 @@ def test_gather_nd_with_an_empty_index_row_selects_all_of_x():
 
 
 # ---------------------------------------------------------------- Paddle 2 names a user reaches for first
-@pytest.mark.xfail(strict=True, reason="fluidgrad.assign (paddle.assign: copy a Tensor/array, in static mode the "
-                   "usual way to make a constant Variable from NumPy) does not exist, though `assign` is a core op")
 def test_assign_makes_a_copy_in_both_modes():
     data = np.arange(6.0).reshape(2, 3)
     eager = fg.assign(data)
@@ -164,3 +162,477 @@ def test_std_over_features_with_a_dynamic_batch_round_trips(tmp_path):
     path, by_onnxruntime = _export_dynamic_batch(tmp_path, spread, example, batch3)
     np.testing.assert_allclose(by_onnxruntime, expected, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(_reimport_and_run(path, batch3), expected, rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- ONNX import at the opsets exporters write
+@pytest.mark.xfail(strict=True, reason="DepthToSpace / SpaceToDepth (torch's PixelShuffle / PixelUnshuffle), and "
+                   "GlobalLpPool, have no converter: they import only at opset 28, where ONNX gives them a function "
+                   "body (the node suite runs at 28), so a model exported at opset 13-26 is refused")
+@pytest.mark.parametrize("op_type, attrs", [("DepthToSpace", {"blocksize": 2}),
+                                            ("DepthToSpace", {"blocksize": 2, "mode": "CRD"}),
+                                            ("SpaceToDepth", {"blocksize": 2}),
+                                            ("GlobalLpPool", {"p": 2})])
+@pytest.mark.parametrize("opset", [13, 17])
+def test_onnx_import_of_common_ops_at_older_opsets_matches_onnxruntime(op_type, attrs, opset):
+    ort = _onnx()
+    from onnx import TensorProto, helper
+
+    from fluidgrad.onnx import import_model
+    node = helper.make_node(op_type, ["x"], ["y"], **attrs)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8, 4, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b", "c", "d"])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    x = np.random.default_rng(0).standard_normal((2, 8, 4, 6)).astype("float32")
+    expected = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})[0]
+    scope = fg.Scope()
+    program, feed_names, fetch_vars = import_model(model, scope)
+    got, = fg.Executor().run(program, feed={feed_names[0]: x}, fetch_list=fetch_vars, scope=scope)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------- static cond with a branch that reads nothing from outside
+@pytest.mark.xfail(strict=True, reason="static.nn.cond whose branch reads no outer variable (`lambda: fg.zeros(...)`) "
+                   "fails to build: 'op conditional_block needs input slot Input'")
+@pytest.mark.parametrize("total, expected_grad", [(6.0, 0.0), (-6.0, 3.0)])
+def test_cond_with_a_constant_branch(total, expected_grad):
+    main = fg.Program()
+    with fg.program_guard(main, fg.Program()):
+        x = fg.static.data("x", [3], "float64")
+        x.stop_gradient = False
+        z = fg.static.nn.cond(fg.sum(x) > 0, lambda: fg.zeros([3], "float64"), lambda: x * 3)
+        dx, = fg.gradients([fg.sum(z)], [x])
+    x0 = np.full(3, total / 3)
+    z_value, dx_value = fg.Executor().run(main, feed={"x": x0}, fetch_list=[z, dx])
+    np.testing.assert_array_equal(z_value, np.zeros(3) if total > 0 else 3 * x0)
+    np.testing.assert_array_equal(dx_value, np.full(3, expected_grad))
+
+
+# ---------------------------------------------------------------- Paddle 2 / PyTorch names a user reaches for first
+_TOP_LEVEL = {
+    "allclose": (lambda m, x: m.allclose(x, x + 1e-9), None),
+    "isclose": (lambda m, x: m.isclose(x, x + 1e-9), None),
+    "equal_all": (lambda m, x: m.equal_all(x, x), lambda x: torch.equal(x, x)),
+    "numel": (lambda m, x: m.numel(x), None),
+    "dot": (lambda m, x: m.dot(x[0], x[1]), None),
+    "cross": (lambda m, x: m.cross(x[:, :3], x[:, 1:], axis=1), lambda x: torch.cross(x[:, :3], x[:, 1:], dim=1)),
+    "kron": (lambda m, x: m.kron(x, x), None),
+    "masked_select": (lambda m, x: m.masked_select(x, x > 0), None),
+    "diff": (lambda m, x: m.diff(x, axis=1), lambda x: torch.diff(x, dim=1)),
+    "moveaxis": (lambda m, x: m.moveaxis(x, 0, 1), None),
+    "rot90": (lambda m, x: m.rot90(x), None),
+    "nan_to_num": (lambda m, x: m.nan_to_num(x / 0.0), None),
+    "count_nonzero": (lambda m, x: m.count_nonzero(x), None),
+    "median": (lambda m, x: m.median(x[0, :3]), None),
+    "quantile": (lambda m, x: m.quantile(x, 0.3), None),
+    "lerp": (lambda m, x: m.lerp(x, 2 * x, 0.3), None),
+    "logcumsumexp": (lambda m, x: m.logcumsumexp(x, axis=1), lambda x: torch.logcumsumexp(x, dim=1)),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="common Paddle 2 functions (also PyTorch's) are missing from fluidgrad: allclose, "
+                   "isclose, equal_all, numel, dot, cross, kron, masked_select, diff, moveaxis, rot90, nan_to_num, "
+                   "count_nonzero, median, quantile, lerp, logcumsumexp")
+@pytest.mark.parametrize("name", sorted(_TOP_LEVEL))
+def test_common_top_level_functions_match_torch(name):
+    x0 = np.arange(8.0).reshape(2, 4) - 2.5
+    paddle_style, torch_style = _TOP_LEVEL[name]
+    expected = (torch_style or (lambda x: paddle_style(torch, x)))(torch.tensor(x0))
+    got = paddle_style(fg, fg.to_tensor(x0))
+    got = got.numpy() if hasattr(got, "numpy") else got
+    expected = expected.numpy() if isinstance(expected, torch.Tensor) else expected
+    np.testing.assert_allclose(np.asarray(got, dtype=float), np.asarray(expected, dtype=float))
+
+
+_METHODS = {
+    "t": lambda x: x.t(),
+    "numel": lambda x: x.numel(),
+    "dim": lambda x: x.dim(),
+    "sigmoid": lambda x: x.sigmoid(),
+    "diagonal": lambda x: x.diagonal(),
+    "trace": lambda x: x.trace(),
+    "reshape with sizes as arguments": lambda x: x.reshape(4, 2),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="common Tensor methods of Paddle 2 and PyTorch are missing: t(), numel(), dim(), "
+                   "sigmoid(), diagonal(), trace(); reshape(4, 2) (sizes as arguments) is a TypeError")
+@pytest.mark.parametrize("name", sorted(_METHODS))
+def test_common_tensor_methods_exist_and_match_torch(name):
+    x0 = np.arange(8.0).reshape(2, 4) - 2.5
+    expected = _METHODS[name](torch.tensor(x0))
+    got = _METHODS[name](fg.to_tensor(x0))
+    got = got.numpy() if hasattr(got, "numpy") else got
+    expected = expected.numpy() if isinstance(expected, torch.Tensor) else expected
+    np.testing.assert_allclose(np.asarray(got, dtype=float), np.asarray(expected, dtype=float))
+
+
+# ---------------------------------------------------------------- the first lines of a Paddle 2 script
+@pytest.mark.xfail(strict=True, reason="no dtype constants: fluidgrad.float32 / float64 / int64 / bool ... (paddle.float32, "
+                   "torch.float32) are AttributeErrors, so `to_tensor(x, dtype=fg.float32)` and `x.astype(fg.int64)` fail")
+@pytest.mark.parametrize("name", ["float16", "float32", "float64", "int32", "int64", "bool", "uint8"])
+def test_dtype_constants_exist_and_compare_equal_to_tensor_dtypes(name):
+    constant = getattr(fg, name)
+    x = fg.to_tensor(np.zeros(2), dtype=constant)
+    assert x.dtype == constant
+    assert str(x.dtype) == name
+    assert fg.to_tensor(np.zeros(2)).astype(constant).dtype == constant
+
+
+@pytest.mark.xfail(strict=True, reason="paddle.set_device / get_device (the first line of most Paddle scripts) and "
+                   "is_compiled_with_cuda are missing; a CPU-only framework should accept 'cpu' and refuse 'gpu' clearly")
+def test_set_device_accepts_cpu_and_refuses_gpu():
+    fg.set_device("cpu")
+    assert fg.get_device() == "cpu"
+    assert fg.is_compiled_with_cuda() is False
+    with pytest.raises(ValueError, match="gpu"):
+        fg.set_device("gpu:0")
+
+
+@pytest.mark.xfail(strict=True, reason="paddle.set_default_dtype / get_default_dtype are missing (a float64 model "
+                   "otherwise needs .to(dtype) on every layer)")
+def test_default_dtype_can_be_set_for_new_layers():
+    assert fg.get_default_dtype() == "float32"
+    fg.set_default_dtype("float64")
+    try:
+        assert fg.get_default_dtype() == "float64"
+        assert fg.nn.Linear(2, 3).weight.dtype == "float64"
+    finally:
+        fg.set_default_dtype("float32")
+    assert fg.nn.Linear(2, 3).weight.dtype == "float32"
+
+
+# ---------------------------------------------------------------- Layer habits
+@pytest.mark.xfail(strict=True, reason="Layer has no register_forward_pre_hook / register_forward_post_hook (Paddle 2; "
+                   "PyTorch's register_forward_pre_hook / register_forward_hook)")
+def test_layer_forward_hooks_can_replace_input_and_output():
+    layer = fg.nn.Linear(2, 2)
+    x = fg.to_tensor(np.ones((1, 2), "float32"))
+    plain = layer(x).numpy()
+    pre = layer.register_forward_pre_hook(lambda lyr, inputs: (inputs[0] * 2,))
+    post = layer.register_forward_post_hook(lambda lyr, inputs, output: output + 1)
+    expected = (fg.matmul(x * 2, layer.weight) + layer.bias).numpy() + 1
+    np.testing.assert_allclose(layer(x).numpy(), expected, rtol=1e-6)
+    pre.remove()
+    post.remove()
+    np.testing.assert_allclose(layer(x).numpy(), plain)
+
+
+@pytest.mark.xfail(strict=True, reason="Layer.to('cpu') (PyTorch's first line; Paddle's Layer.to(device, dtype)) is "
+                   "TypeError \"unsupported dtype 'cpu'\", and Layer.to(device='gpu') is silently ignored on a "
+                   "CPU-only framework")
+def test_layer_to_a_device():
+    layer = fg.nn.Linear(2, 2)
+    assert layer.to("cpu") is layer
+    assert layer.weight.dtype == "float32"
+    with pytest.raises(ValueError, match="gpu"):
+        layer.to(device="gpu")
+
+
+@pytest.mark.xfail(strict=True, reason="Paddle 2 containers are incomplete: nn.LayerDict and nn.ParameterList are "
+                   "missing, LayerList has no insert/extend and a slice of it is a plain list")
+def test_layer_containers_of_paddle_2():
+    layers = fg.nn.LayerList([fg.nn.Linear(2, 2)])
+    layers.extend([fg.nn.Linear(2, 2)])
+    layers.insert(0, fg.nn.ReLU())
+    assert [type(lyr).__name__ for lyr in layers] == ["ReLU", "Linear", "Linear"]
+    assert isinstance(layers[1:], fg.nn.LayerList)
+    named = fg.nn.LayerDict({"a": fg.nn.Linear(2, 3)})
+    assert len(named.parameters()) == 2
+    params = fg.nn.ParameterList([fg.nn.Linear(2, 2).weight])
+    assert len(params.parameters()) == 1
+
+
+# ---------------------------------------------------------------- ZeroRedundancyOptimizer with Paddle's keyword
+@pytest.mark.xfail(strict=True, reason="ZeroRedundancyOptimizer(params, fg.optimizer.Adam, learning_rate=0.01) fails with "
+                   "\"Adam.__init__() got multiple values for argument 'learning_rate'\" (params are passed "
+                   "positionally into learning_rate's place); only lr= works")
+def test_zero_redundancy_optimizer_takes_learning_rate_by_paddles_name():
+    import fluidgrad.distributed as dist
+    rng = np.random.default_rng(0)
+    x = fg.to_tensor(rng.standard_normal((4, 3)).astype("float32"))
+    fg.seed(0)
+    reference = fg.nn.Linear(3, 2)
+    fg.seed(0)
+    sharded = fg.nn.Linear(3, 2)
+    optimizers = [fg.optimizer.Adam(learning_rate=0.01, parameters=reference.parameters()),
+                  dist.ZeroRedundancyOptimizer(sharded.parameters(), fg.optimizer.Adam, learning_rate=0.01)]
+    for model, opt in zip([reference, sharded], optimizers):
+        fg.mean(model(x) ** 2).backward()
+        opt.step()
+    np.testing.assert_allclose(sharded.weight.numpy(), reference.weight.numpy(), rtol=1e-6)
+
+
+# ---------------------------------------------------------------- API reference build
+@pytest.mark.xfail(strict=True, reason="`mkdocs build --strict` (what docs/index.md says CI runs) aborts: "
+                   "take_along_axis's docstring writes out[i][j] = arr[indices[i][j]][j] outside backticks, which "
+                   "Markdown reads as reference links ('Could not find cross-reference target j')")
+def test_api_docstrings_hold_no_accidental_markdown_reference_links():
+    import importlib
+    import inspect
+    import re
+    from pathlib import Path
+    docs = Path(__file__).resolve().parents[1] / "docs" / "api"
+    modules = re.findall(r"^::: (\S+)", "\n".join(p.read_text() for p in docs.glob("*.md")), re.M)
+    assert modules
+    reference_link = re.compile(r"\[[^\]\n]*\]\[[^\]\n]*\]")
+    found = []
+    for module_name in modules:
+        module = importlib.import_module(module_name)
+        members = [(module_name, module)]
+        for name, value in vars(module).items():
+            if not name.startswith("_") and (inspect.isfunction(value) or inspect.isclass(value)):
+                members.append((f"{module_name}.{name}", value))
+                if inspect.isclass(value):
+                    members += [(f"{module_name}.{name}.{m}", v) for m, v in vars(value).items()
+                                if not m.startswith("_") and (inspect.isfunction(v) or isinstance(v, property))]
+        for name, value in members:
+            text = re.sub(r"`[^`]*`", "", re.sub(r"```.*?```", "", inspect.getdoc(value) or "", flags=re.S))
+            found += [(name, m.group()) for m in reference_link.finditer(text)]
+    assert not found, found
+
+
+# ---------------------------------------------------------------- optimizer learning rates the PyTorch and NumPy way
+@pytest.mark.xfail(strict=True, reason="Optimizer.param_groups exists but its dicts have no 'lr': PyTorch's way of "
+                   "changing the rate (`for g in opt.param_groups: g['lr'] = ...`) is silently ignored by step()")
+def test_setting_lr_through_param_groups_changes_the_step():
+    layer = fg.nn.Linear(2, 1)
+    opt = fg.optimizer.SGD(learning_rate=0.1, parameters=layer.parameters())
+    assert opt.param_groups[0]["lr"] == pytest.approx(0.1)
+    for group in opt.param_groups:
+        group["lr"] = 0.0
+    before = layer.weight.numpy().copy()
+    fg.mean(layer(fg.to_tensor(np.ones((3, 2), "float32")))).backward()
+    opt.step()
+    np.testing.assert_array_equal(layer.weight.numpy(), before)
+
+
+@pytest.mark.xfail(strict=True, reason="a NumPy float32 learning rate (from a config computed with NumPy) is refused by "
+                   "optimizers and schedulers with 'must be a number / a float, got float32'")
+@pytest.mark.parametrize("make", ["SGD", "StepDecay"])
+def test_numpy_scalar_learning_rate_is_a_number(make):
+    rate = np.float32(0.5)
+    layer = fg.nn.Linear(2, 1)
+    if make == "SGD":
+        assert fg.optimizer.SGD(learning_rate=rate, parameters=layer.parameters()).get_lr() == pytest.approx(0.5)
+    else:
+        assert fg.optimizer.lr.StepDecay(rate, step_size=2)() == pytest.approx(0.5)
+
+
+# ---------------------------------------------------------------- autograd habits
+@pytest.mark.xfail(strict=True, reason="Tensor.retain_grads() (Paddle 2 and PyTorch: keep .grad of an intermediate) is "
+                   "missing")
+def test_retain_grads_keeps_the_gradient_of_an_intermediate():
+    x0 = np.array([1.0, 2.0, 3.0])
+    x = fg.to_tensor(x0, stop_gradient=False)
+    y = x * 2
+    y.retain_grads()
+    fg.sum(y * y).backward()
+    np.testing.assert_allclose(y.grad.numpy(), 4 * x0)
+
+
+@pytest.mark.xfail(strict=True, reason="fluidgrad.autograd has no jacobian / hessian (paddle.autograd.jacobian, "
+                   "torch.autograd.functional.jacobian)")
+def test_autograd_jacobian_and_hessian_match_torch():
+    x0 = np.array([0.5, -1.0, 2.0])
+
+    def cube_sum(v, m):
+        return m.sum(v ** 3)
+
+    expected_j = torch.autograd.functional.jacobian(lambda v: v ** 2, torch.tensor(x0)).numpy()
+    expected_h = torch.autograd.functional.hessian(lambda v: cube_sum(v, torch), torch.tensor(x0)).numpy()
+    x = fg.to_tensor(x0, stop_gradient=False)
+    jacobian = fg.autograd.jacobian(x ** 2, x)
+    hessian = fg.autograd.hessian(cube_sum(x, fg), x)
+    for got, expected in [(jacobian, expected_j), (hessian, expected_h)]:
+        got = got if hasattr(got, "numpy") else got[:]    # Paddle returns a lazily sliced Jacobian object
+        np.testing.assert_allclose(got.numpy(), expected)
+
+
+# ---------------------------------------------------------------- common layers of Paddle 2
+_LAYERS = {
+    "Dropout2D": (lambda: fg.nn.Dropout2D(0.5), (2, 3, 4, 4)),
+    "ZeroPad2D": (lambda: fg.nn.ZeroPad2D([1, 1, 2, 0]), (2, 3, 4, 4)),
+    "Pad2D": (lambda: fg.nn.Pad2D([1, 1, 2, 0], mode="reflect"), (2, 3, 4, 4)),
+    "Unflatten": (lambda: fg.nn.Unflatten(1, [3, 2]), (2, 6)),
+    "LSTMCell": (lambda: fg.nn.LSTMCell(6, 4), (2, 6)),
+    "GRUCell": (lambda: fg.nn.GRUCell(6, 4), (2, 6)),
+    "SimpleRNNCell": (lambda: fg.nn.SimpleRNNCell(6, 4), (2, 6)),
+    "SyncBatchNorm": (lambda: fg.nn.SyncBatchNorm(3), (2, 3, 4, 4)),
+    "Fold": (lambda: fg.nn.Fold([4, 4], [2, 2]), (2, 12, 9)),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="common Paddle 2 layers are missing: Dropout2D, ZeroPad2D, Pad2D, Unflatten, "
+                   "LSTMCell / GRUCell / SimpleRNNCell, SyncBatchNorm (what data-parallel CNN code uses), Fold")
+@pytest.mark.parametrize("name", sorted(_LAYERS))
+def test_common_layers_exist_and_run(name):
+    make, shape = _LAYERS[name]
+    layer = make()
+    out = layer(fg.to_tensor(np.random.default_rng(0).standard_normal(shape).astype("float32")))
+    out = out[0] if isinstance(out, (tuple, list)) else out
+    assert np.isfinite(out.numpy()).all()
+
+
+# ---------------------------------------------------------------- jit.save / jit.load (Paddle's deployment path)
+@pytest.mark.xfail(strict=True, reason="fluidgrad.jit has no save / load / InputSpec (paddle.jit.save(layer, path, "
+                   "input_spec=[InputSpec([None, 4], 'float32')]) and paddle.jit.load)")
+def test_jit_save_and_load_round_trip(tmp_path):
+    layer = fg.nn.Sequential(fg.nn.Linear(4, 8), fg.nn.ReLU(), fg.nn.Linear(8, 2))
+    x = fg.to_tensor(np.random.default_rng(0).standard_normal((3, 4)).astype("float32"))
+    fg.jit.save(layer, str(tmp_path / "model"), input_spec=[fg.jit.InputSpec([None, 4], "float32")])
+    loaded = fg.jit.load(str(tmp_path / "model"))
+    np.testing.assert_allclose(loaded(x).numpy(), layer(x).numpy(), rtol=1e-6)
+
+
+# ---------------------------------------------------------------- ONNX import: known entries of a dynamic shape
+def _shape_entry_model(index_nodes):
+    from onnx import TensorProto, helper, numpy_helper
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), *index_nodes,
+             helper.make_node("Cast", ["n"], ["nf"], to=TensorProto.FLOAT),
+             helper.make_node("ReduceSum", ["x", "axes"], ["t"], keepdims=0),
+             helper.make_node("Div", ["t", "nf"], ["y"])]
+    constants = {"axes": np.array([-1], np.int64), "i": np.array(2, np.int64),
+                 "starts": np.array([2], np.int64), "ends": np.array([3], np.int64)}
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 5, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5])],
+                              initializer=[numpy_helper.from_array(v, k) for k, v in constants.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.xfail(strict=True, reason="a known dimension read from the Shape of an input with a dynamic batch (how "
+                   "torch.onnx.export writes x.std(-1), a mean over x.shape[-1]) does not import: Gather(Shape, 2) -> "
+                   "Cast crashes with 'iteration over a 0-d array'; Slice(Shape, 2:3) is refused as computed from "
+                   "unknown dimensions although its value [8] is known")
+@pytest.mark.parametrize("read", ["gather", "slice"])
+def test_onnx_import_of_a_known_entry_of_a_dynamic_shape(read):
+    ort = _onnx()
+    from onnx import helper
+
+    from fluidgrad.onnx import import_model
+    index_nodes = {"gather": [helper.make_node("Gather", ["s", "i"], ["n"], axis=0)],
+                   "slice": [helper.make_node("Slice", ["s", "starts", "ends"], ["n"])]}[read]
+    model = _shape_entry_model(index_nodes)
+    x = np.random.default_rng(0).standard_normal((3, 5, 8)).astype("float32")
+    expected = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})[0]
+    scope = fg.Scope()
+    program, feed_names, fetch_vars = import_model(model, scope)
+    got, = fg.Executor().run(program, feed={feed_names[0]: x}, fetch_list=fetch_vars, scope=scope)
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+# ---------------------------------------------------------------- creation and math functions of Paddle 2
+_MORE_FUNCTIONS = {
+    "eye": (lambda m, x: m.eye(2, 3), None),
+    "diag of a vector": (lambda m, x: m.diag(x[0], -1) if m is torch else m.diag(x[0], offset=-1), None),
+    "diag of a matrix": (lambda m, x: m.diag(x, 1) if m is torch else m.diag(x, offset=1), None),
+    "atan2": (lambda m, x: m.atan2(x[0], x[1]), None),
+    "tensordot": (lambda m, x: m.tensordot(x, x.T, 1) if m is torch else m.tensordot(x, fg.transpose(x, [1, 0]), 1),
+                  None),
+    "kthvalue": (lambda m, x: m.kthvalue(x, 2, 1)[0] if m is torch else m.kthvalue(x, 2, axis=1)[0], None),
+    "isin": (lambda m, x: m.isin(x, x[0]), None),
+    "erfinv": (lambda m, x: m.erfinv(x / 10.0), None),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="common Paddle 2 creation and math functions are missing: eye, diag, atan2, "
+                   "tensordot, kthvalue, isin, erfinv")
+@pytest.mark.parametrize("name", sorted(_MORE_FUNCTIONS))
+def test_more_common_functions_match_torch(name):
+    x0 = np.arange(8.0).reshape(2, 4) - 2.5
+    fn = _MORE_FUNCTIONS[name][0]
+    expected = fn(torch, torch.tensor(x0)).numpy()
+    got = fn(fg, fg.to_tensor(x0)).numpy()
+    np.testing.assert_allclose(got.astype(float), expected.astype(float))
+
+
+# ---------------------------------------------------------------- static builders of Paddle 2
+@pytest.mark.xfail(strict=True, reason="static.nn.switch_case and static.nn.case (Paddle 2's multi-way branches, built "
+                   "on conditional_block like cond) are missing")
+@pytest.mark.parametrize("index, expected_grad", [(0, 2.0), (1, 3.0), (7, 5.0)])
+def test_static_switch_case_and_case_with_gradients(index, expected_grad):
+    main = fg.Program()
+    with fg.program_guard(main, fg.Program()):
+        x = fg.static.data("x", [3], "float64")
+        x.stop_gradient = False
+        i = fg.static.data("i", [], "int64")
+        by_switch = fg.static.nn.switch_case(i, {0: lambda: x * 2, 1: lambda: x * 3}, default=lambda: x * 5)
+        by_case = fg.static.nn.case([(i == 0, lambda: x * 2), (i == 1, lambda: x * 3)], default=lambda: x * 5)
+        grads = fg.gradients([fg.sum(by_switch) + fg.sum(by_case)], [x])
+    x0 = np.array([1.0, -2.0, 0.5])
+    switch_value, case_value, grad = fg.Executor().run(main, feed={"x": x0, "i": np.array(index)},
+                                                       fetch_list=[by_switch, by_case, grads[0]])
+    np.testing.assert_allclose(switch_value, expected_grad * x0)
+    np.testing.assert_allclose(case_value, expected_grad * x0)
+    np.testing.assert_allclose(grad, np.full(3, 2 * expected_grad))
+
+
+_STATIC_BUILDERS = {
+    "conv2d_transpose": lambda x: fg.static.nn.conv2d_transpose(x, 2, filter_size=3, stride=2),
+    "group_norm": lambda x: fg.static.nn.group_norm(x, groups=2),
+    "instance_norm": lambda x: fg.static.nn.instance_norm(x),
+    "prelu": lambda x: fg.static.nn.prelu(x, mode="channel"),
+    "fc with num_flatten_dims=-1": lambda x: fg.static.nn.fc(x, 3, num_flatten_dims=-1),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="static.nn lacks conv2d_transpose, group_norm, instance_norm and prelu, and fc "
+                   "refuses num_flatten_dims=-1 (Paddle 2: flatten all but the last axis)")
+@pytest.mark.parametrize("name", sorted(_STATIC_BUILDERS))
+def test_static_builders_of_paddle_2(name):
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup):
+        x = fg.static.data("x", [None, 4, 6, 6], "float32")
+        out = _STATIC_BUILDERS[name](x)
+    exe = fg.Executor()
+    exe.run(startup)
+    value, = exe.run(main, feed={"x": np.random.default_rng(0).standard_normal((2, 4, 6, 6)).astype("float32")},
+                     fetch_list=[out])
+    assert np.isfinite(value).all()
+
+
+# ---------------------------------------------------------------- in-place updates of Tensors
+@pytest.mark.xfail(strict=True, reason="`p *= 0.5` / `p += v` on a Tensor rebinds the name to a new Tensor instead of "
+                   "writing in place (PyTorch, Paddle 2), so the usual EMA / manual update "
+                   "`with no_grad(): for p in model.parameters(): p *= 0.5` silently leaves the parameters unchanged")
+@pytest.mark.parametrize("op", ["imul", "iadd", "isub"])
+def test_augmented_assignment_updates_parameters_in_place(op):
+    layer = fg.nn.Linear(3, 2)
+    before = [p.numpy().copy() for p in layer.parameters()]
+    with fg.no_grad():
+        for p in layer.parameters():
+            if op == "imul":
+                p *= 0.5
+            elif op == "iadd":
+                p += 1.0
+            else:
+                p -= 1.0
+    expected = {"imul": lambda v: v * 0.5, "iadd": lambda v: v + 1.0, "isub": lambda v: v - 1.0}[op]
+    for p, old in zip(layer.parameters(), before):
+        np.testing.assert_allclose(p.numpy(), expected(old), rtol=1e-6)
+
+
+_INPLACE = {
+    "zero_": (lambda t: t.zero_(), lambda v: np.zeros_like(v)),
+    "fill_": (lambda t: t.fill_(2.5), lambda v: np.full_like(v, 2.5)),
+    "add_": (lambda t: t.add_(fg.to_tensor(np.ones(3, "float32"))), lambda v: v + 1),
+    "scale_": (lambda t: t.scale_(3.0), lambda v: v * 3),
+    "clip_": (lambda t: t.clip_(-0.5, 0.5), lambda v: np.clip(v, -0.5, 0.5)),
+    "copy_": (lambda t: t.copy_(fg.to_tensor(np.arange(3, dtype="float32"))), lambda v: np.arange(3, dtype="float32")),
+    "uniform_": (lambda t: t.uniform_(-1e-3, 1e-3), None),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="Tensor has no in-place methods (zero_, fill_, add_, scale_, clip_, copy_, "
+                   "uniform_: Paddle 2 and PyTorch both have them; initialising or resetting weights by hand needs them)")
+@pytest.mark.parametrize("name", sorted(_INPLACE))
+def test_tensor_in_place_methods(name):
+    original = np.array([0.25, -1.5, 0.75], "float32")
+    tensor = fg.to_tensor(original)
+    method, expected = _INPLACE[name]
+    with fg.no_grad():
+        result = method(tensor)
+    assert result is tensor
+    if expected is None:
+        assert np.abs(tensor.numpy()).max() <= 1e-3
+    else:
+        np.testing.assert_allclose(tensor.numpy(), expected(original), rtol=1e-6)

@@ -1,8 +1,10 @@
 """Grad mode, per thread (as in PyTorch): whether ops run now are recorded for backward.
 
 `no_grad()` in one thread never stops another thread from recording. The state also holds
-the tracer of `jit.to_static` (a trace belongs to the thread that runs it) and whether the
-engine is running a backward pass (for messages, e.g. of the NaN/Inf check).
+the tracer of `jit.to_static` (a trace belongs to the thread that runs it), whether the
+engine is running a backward pass (for messages, e.g. of the NaN/Inf check), and whether a
+forward is being run again by `recompute` (whose state updates, such as BatchNorm's running
+statistics, were made the first time and must not be made twice).
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ class _ThreadState(threading.local):
     _tracer: Any = None
     _unusual = False
     in_backward = False
+    recomputing = False
 
     @property
     def grad_enabled(self) -> bool:
@@ -72,6 +75,22 @@ state = _ThreadState()
 def is_grad_enabled() -> bool:
     """Whether eager ops record a graph in this thread (False inside `no_grad()`)."""
     return state.grad_enabled
+
+
+def is_recomputing() -> bool:
+    """Whether this thread is running a forward again for `recompute`'s backward: code that
+    updates state as a side effect (running statistics) skips the update, made the first time."""
+    return state.recomputing
+
+
+class recomputing:
+    """Marks a block as a forward run again (see is_recomputing); nests."""
+
+    def __enter__(self) -> None:
+        self._saved, state.recomputing = state.recomputing, True
+
+    def __exit__(self, *exc: Any) -> None:
+        state.recomputing = self._saved
 
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from . import math_mixin
 from .dtypes import ALL_DTYPES, EXTENSION_DTYPES, FLOAT_DTYPES, require_extension_dtype
 from .math_mixin import MathMixin
 
@@ -78,6 +79,71 @@ class Variable(MathMixin):
     def __bool__(self) -> bool:
         raise TypeError(f"the truth value of variable {self.name} is only known when the program runs; "
                         "use fluidgrad.static.nn.cond for data-dependent branches")
+
+    # ---- Tensor's own methods that mean something in a Program, so that eager code calling
+    # them traces (jit.to_static) and static code reads like eager code
+    @property
+    def size(self) -> int:
+        """The number of elements (Tensor.size), when every dimension is known."""
+        if any(d < 0 for d in self.shape):
+            raise TypeError(f"size of variable {self.name} with shape {list(self.shape)} is only known when "
+                            f"the program runs")
+        count = 1
+        for d in self.shape:
+            count *= d
+        return count
+
+    def detach(self) -> "Variable":
+        """A copy that stops the gradient (Paddle's Variable.detach: an `assign` whose output is
+        stop_gradient): the backward treats it as a constant."""
+        out = math_mixin._api.assign(self)
+        out.stop_gradient = True
+        return out
+
+    def clone(self) -> "Variable":
+        """A copy the gradient flows through (an `assign` op)."""
+        return math_mixin._api.assign(self)
+
+    def cpu(self) -> "Variable":
+        """This variable: fluidgrad runs on the CPU only."""
+        return self
+
+    def to(self, dtype: Any = None, device: Any = None) -> "Variable":
+        """As Tensor.to: `.to("float64")` casts (a `cast` op), `.to("cpu")` is this variable."""
+        if isinstance(dtype, str) and dtype.strip().lower() == "cpu" and device is None:
+            dtype, device = None, "cpu"
+        if device is not None and str(device).strip().lower() != "cpu":
+            raise ValueError(f"Variable.to: fluidgrad runs on the CPU only; got device {device!r}")
+        return self if dtype is None or normalize_dtype(dtype) == self.dtype else self.astype(dtype)
+
+    @property
+    def requires_grad(self) -> bool:
+        """PyTorch's name for `not stop_gradient` (read and write)."""
+        return not self.stop_gradient
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.stop_gradient = not bool(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Variable":
+        self.stop_gradient = not bool(requires_grad)
+        return self
+
+    # (no `numpy` / `item`: code tells Tensors from Variables by `hasattr(x, "numpy")`)
+    def _no_value(self, what: str) -> Any:
+        raise TypeError(f"{what} of variable {self.name}: a Variable has no value while the program is built; "
+                        f"fetch it with Executor.run(fetch_list=[...]) (inside jit.to_static, return it)")
+
+    def __float__(self) -> float:
+        return self._no_value("float()")
+
+    def __int__(self) -> int:
+        return self._no_value("int()")
+
+    def backward(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError(f"backward() of variable {self.name}: in a Program the backward is built by "
+                        f"fluidgrad.append_backward(loss) or an optimizer's minimize(loss) (inside jit.to_static, "
+                        f"call .backward() on the function's result instead)")
 
 
 class Parameter(Variable):

@@ -11,6 +11,7 @@ from ..dispatch import apply_op
 from ..framework import ParamAttr, Variable, unique_name
 from ..initializer import Constant, Normal, XavierUniform
 from ..nn import functional as NF
+from ..nn.functional.layout import run_channel_first
 from .input import create_parameter
 
 _ACTIVATIONS = {"relu", "sigmoid", "tanh", "softmax", "leaky_relu", None}
@@ -121,10 +122,11 @@ def conv2d(input: Variable, num_filters: int, filter_size: Any, stride: Any = 1,
            dilation: Any = 1, groups: int | None = None, weight_attr: Any = None, bias_attr: Any = None,
            activation: str | None = None, name: str | None = None, data_format: str = "NCHW") -> Variable:
     """act(conv2d(input, W) + b) with W [num_filters, C / groups, KH, KW] initialised
-    Normal(0, sqrt(2 / (C/groups * KH * KW))) as Paddle, and b [num_filters] (bias_attr=False: none)."""
+    Normal(0, sqrt(2 / (C/groups * KH * KW))) as Paddle, and b [num_filters] (bias_attr=False: none).
+    data_format "NHWC": channels last, in the input and the output."""
     _check_nchw(input, "conv2d")
     groups = groups or 1
-    channels = input.shape[1]
+    channels = input.shape[3 if data_format == "NHWC" else 1]
     if channels < 0 or channels % groups:
         raise ValueError(f"conv2d: input {input.name} has {channels} channels, which must be known and "
                          f"divisible by groups={groups}")
@@ -149,20 +151,21 @@ def conv2d(input: Variable, num_filters: int, filter_size: Any, stride: Any = 1,
 def pool2d(input: Variable, pool_size: Any = -1, pool_type: str = "max", pool_stride: Any = 1,
            pool_padding: Any = 0, global_pooling: bool = False, exclusive: bool = True,
            name: str | None = None, data_format: str = "NCHW") -> Variable:
-    """Fluid's pool2d: max or avg over pool_size windows (global_pooling: over all of H, W)."""
+    """Fluid's pool2d: max or avg over pool_size windows (global_pooling: over all of H, W); NCHW or NHWC."""
     _check_nchw(input, "pool2d")
     if pool_type not in ("max", "avg"):
         raise ValueError(f"pool2d: pool_type must be 'max' or 'avg', got {pool_type!r}")
     if global_pooling:
-        attrs = {"pooling_type": pool_type, "global_pooling": True, "data_format": data_format}
+        attrs = {"pooling_type": pool_type, "global_pooling": True}
     else:
         if pool_size == -1:
             raise ValueError("pool2d: give pool_size, or global_pooling=True")
         pads = [int(pool_padding)] * 2 if isinstance(pool_padding, int) else [int(p) for p in pool_padding]
         attrs = {"pooling_type": pool_type, "ksize": _two(pool_size, "pool2d: pool_size"),
                  "strides": _two(pool_stride, "pool2d: pool_stride"), "paddings": pads, "global_pooling": False,
-                 "exclusive": bool(exclusive), "data_format": data_format}
-    return apply_op("pool2d", {"X": input}, attrs)
+                 "exclusive": bool(exclusive)}
+    return run_channel_first(input, data_format, 2, "pool2d",
+                             lambda x: apply_op("pool2d", {"X": x}, {**attrs, "data_format": "NCHW"}))
 
 
 def max_pool2d(input: Variable, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Variable:

@@ -10,44 +10,11 @@ from typing import Any
 import numpy as np
 
 from ..dispatch import apply_op, is_tensor
-from ..framework import Variable, default_main_program, normalize_dtype
 from ..indexing import constant, create  # noqa: F401  (shared with search.py and manipulation.py)
-from ..indexing import setitem
 
-__all__ = ["arange", "assign", "linspace", "meshgrid"]
+from ..framework import Variable, normalize_dtype
 
-
-def assign(x: Any, output: Any = None) -> Any:
-    """A copy of `x` (paddle.assign): a Tensor or Variable (a differentiable `assign` op), or a
-    NumPy array, list, tuple or number made a constant of its own dtype (a number gives shape
-    [1], as Paddle's) in the current mode: in static mode the usual way to put NumPy data into a
-    Program. With `output` (of x's shape and dtype) the copy is written into it and returned: an
-    eager Tensor takes the value in place (its graph link too), a Variable is overwritten by an
-    `assign` op (Fluid's style: a loop body writing an outer variable)."""
-    if isinstance(x, Variable) or is_tensor(x):
-        value = apply_op("assign", {"X": x})
-    else:
-        value = constant(np.array([x]) if np.isscalar(x) else np.array(x), None)
-    if output is None:
-        return value
-    if not (isinstance(output, Variable) or is_tensor(output)):
-        raise TypeError(f"assign: output must be a Tensor or Variable, got {type(output).__name__}")
-    if value.dtype != output.dtype or not _shapes_agree(value.shape, output.shape):
-        raise ValueError(f"assign: cannot write {_describe(value)} into output {_describe(output)}: "
-                         f"shapes and dtypes must agree")
-    if is_tensor(output):
-        setitem(output, Ellipsis, value)
-    else:
-        default_main_program().current_block().append_op("assign", {"X": [value]}, {"Out": [output]}, infer=False)
-    return output
-
-
-def _shapes_agree(a: Any, b: Any) -> bool:
-    return len(a) == len(b) and all(m == n or -1 in (m, n) for m, n in zip(a, b))
-
-
-def _describe(value: Any) -> str:
-    return f"{getattr(value, 'name', None) or type(value).__name__} (shape {list(value.shape)}, {value.dtype})"
+__all__ = ["arange", "linspace", "meshgrid"]
 
 
 def _number(value: Any) -> Any:

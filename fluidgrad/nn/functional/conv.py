@@ -1,9 +1,13 @@
-"""Convolution and transposed convolution over 1-3 spatial axes (channel-first), for both modes.
+"""Convolution and transposed convolution over 1-3 spatial axes, for both modes.
 
 Paddle 2 names and signatures. `padding` is an int, one int per axis, (lo, hi) per axis as
 [lo0, hi0, lo1, hi1, ...] or [[lo0, hi0], ...] (Paddle also allows the batch and channel
 pairs [[0, 0], [0, 0], ...]), or "same" (output ceil(size / stride), for any stride; the odd
 pixel of padding goes at the end, as TensorFlow and ONNX SAME_UPPER) or "valid".
+
+The ops convolve channel-first input; a channel-last `data_format` (NLC, NHWC, NDHWC) runs them
+on the input moved to channel-first (see layout.py). The filter keeps its layout [out, in /
+groups, *kernel] either way, as Paddle's.
 """
 from __future__ import annotations
 
@@ -12,10 +16,11 @@ from typing import Any
 from ...dispatch import apply_op
 from ...ops.conv import transpose_out_len
 from ...ops.geometry import pad_pairs, per_axis
+from .layout import CHANNEL_FIRST, run_channel_first
 
 __all__ = ['conv1d', 'conv2d', 'conv3d', 'conv1d_transpose', 'conv2d_transpose', 'conv3d_transpose']
 
-_LAYOUTS = {1: "NCL", 2: "NCHW", 3: "NCDHW"}
+_LAYOUTS = {nd: names[0] for nd, names in CHANNEL_FIRST.items()}
 
 
 def padding_attrs(padding: Any, nd: int, fn: str) -> tuple[list[int], str]:
@@ -41,39 +46,32 @@ def padding_attrs(padding: Any, nd: int, fn: str) -> tuple[list[int], str]:
     return [v for p in pairs for v in p], "EXPLICIT"
 
 
-def _check_layout(data_format: str, nd: int, fn: str) -> None:
-    allowed = ("NCL", "NCW") if nd == 1 else (_LAYOUTS[nd],)
-    if data_format not in allowed:
-        raise ValueError(f"{fn}: only the channel-first layout {_LAYOUTS[nd]!r} is supported, got {data_format!r}")
-
-
 def _conv(nd: int, x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: Any, groups: int,
           data_format: str | None) -> Any:
     fn = f"conv{nd}d"
-    data_format = data_format or _LAYOUTS[nd]
-    _check_layout(data_format, nd, fn)
     pads, algorithm = padding_attrs(padding, nd, fn)
     attrs = {"strides": per_axis(stride, nd, f"{fn}: stride"), "paddings": pads,
              "dilations": per_axis(dilation, nd, f"{fn}: dilation"), "groups": int(groups),
-             "data_format": data_format, "padding_algorithm": algorithm}
-    return apply_op(fn, {"Input": x, "Filter": weight, "Bias": bias}, attrs)
+             "data_format": _LAYOUTS[nd], "padding_algorithm": algorithm}
+    return run_channel_first(x, data_format or _LAYOUTS[nd], nd, fn,
+                             lambda x: apply_op(fn, {"Input": x, "Filter": weight, "Bias": bias}, attrs))
 
 
 def conv1d(x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
            groups: int = 1, data_format: str = "NCL", name: str | None = None) -> Any:
-    """NCL cross-correlation; weight is [out_channels, in_channels / groups, K]."""
+    """NCL (or channel-last) cross-correlation; weight is [out_channels, in_channels / groups, K]."""
     return _conv(1, x, weight, bias, stride, padding, dilation, groups, data_format)
 
 
 def conv2d(x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
            groups: int = 1, data_format: str = "NCHW", name: str | None = None) -> Any:
-    """NCHW cross-correlation; weight is [out_channels, in_channels / groups, KH, KW]."""
+    """NCHW (or channel-last) cross-correlation; weight is [out_channels, in_channels / groups, KH, KW]."""
     return _conv(2, x, weight, bias, stride, padding, dilation, groups, data_format)
 
 
 def conv3d(x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
            groups: int = 1, data_format: str = "NCDHW", name: str | None = None) -> Any:
-    """NCDHW cross-correlation; weight is [out_channels, in_channels / groups, KD, KH, KW]."""
+    """NCDHW (or channel-last) cross-correlation; weight is [out_channels, in_channels / groups, KD, KH, KW]."""
     return _conv(3, x, weight, bias, stride, padding, dilation, groups, data_format)
 
 
@@ -97,8 +95,14 @@ def _transpose_padding(nd: int, x: Any, weight: Any, padding: Any, strides: list
 def _conv_transpose(nd: int, x: Any, weight: Any, bias: Any, stride: Any, padding: Any, output_padding: Any,
                     dilation: Any, groups: int, output_size: Any, data_format: str | None) -> Any:
     fn = f"conv{nd}d_transpose"
-    data_format = data_format or _LAYOUTS[nd]
-    _check_layout(data_format, nd, fn)
+    return run_channel_first(x, data_format or _LAYOUTS[nd], nd, fn, lambda x: _conv_transpose_first(
+        nd, x, weight, bias, stride, padding, output_padding, dilation, groups, output_size))
+
+
+def _conv_transpose_first(nd: int, x: Any, weight: Any, bias: Any, stride: Any, padding: Any, output_padding: Any,
+                          dilation: Any, groups: int, output_size: Any) -> Any:
+    """The transposed convolution of channel-first x."""
+    fn = f"conv{nd}d_transpose"
     strides, dilations = per_axis(stride, nd, f"{fn}: stride"), per_axis(dilation, nd, f"{fn}: dilation")
     extra = per_axis(output_padding, nd, f"{fn}: output_padding")
     pads, extra = _transpose_padding(nd, x, weight, padding, strides, dilations, extra, fn)
@@ -111,7 +115,7 @@ def _conv_transpose(nd: int, x: Any, weight: Any, bias: Any, stride: Any, paddin
             raise ValueError(f"{fn}: output_size {wanted} is not reachable from input shape {list(x.shape)}: "
                              f"the sizes lie in [{default}, {default} + stride)")
     attrs = {"strides": strides, "paddings": pads, "dilations": dilations, "groups": int(groups),
-             "data_format": data_format, "padding_algorithm": "EXPLICIT", "output_padding": extra}
+             "data_format": _LAYOUTS[nd], "padding_algorithm": "EXPLICIT", "output_padding": extra}
     return apply_op(f"conv{nd}d_transpose", {"Input": x, "Filter": weight, "Bias": bias}, attrs)
 
 

@@ -1,4 +1,8 @@
-"""Normalisation functions, for both modes."""
+"""Normalisation functions, for both modes.
+
+The ops normalise per channel on axis 1; a channel-last `data_format` (NLC, NHWC, NDHWC: channels
+on the last axis) gets the same answer: batch_norm on the input seen as [positions, C] (a
+reshape), the others on the input moved to channel-first (see layout.py)."""
 from __future__ import annotations
 
 import math
@@ -6,25 +10,36 @@ from typing import Any, Sequence
 
 from ... import functions as F
 from ...dispatch import apply_op, is_tensor
+from ...eager.mode import is_recomputing
+from .layout import channel_last_of_any_rank, to_channel_first, to_channel_last
 
 __all__ = ['batch_norm', 'layer_norm', 'group_norm', 'instance_norm', 'rms_norm', 'local_response_norm',
            'normalize']
 
+_SPATIAL_FIRST = ("NCL", "NCW", "NCHW", "NCDHW")
+
 
 def _write_back(target: Any, value: Any) -> None:
-    """Eager mode: running statistics are updated in the Tensors the caller owns."""
-    if is_tensor(target) and hasattr(target, "set_value"):
+    """Eager mode: running statistics are updated in the Tensors the caller owns, once per
+    forward (not again when `recompute` runs the forward a second time for backward)."""
+    if is_tensor(target) and hasattr(target, "set_value") and not is_recomputing():
         target.set_value(value)
 
 
 def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any, bias: Any, training: bool = False,
                momentum: float = 0.9, epsilon: float = 1e-5, data_format: str = "NCHW",
                use_global_stats: bool | None = None) -> Any:
-    """Normalise over every axis but the channel axis 1. Training uses batch statistics and
-    updates running = momentum * running + (1 - momentum) * batch (unbiased variance, as
-    PyTorch); otherwise the running statistics are used."""
-    if data_format not in ("NCHW", "NC", "NCL", "NCDHW"):
-        raise ValueError(f"batch_norm: only channel-first layouts are supported, got {data_format!r}")
+    """Normalise over every axis but the channel axis (1, or the last one for NLC / NHWC / NDHWC).
+    Training uses batch statistics and updates running = momentum * running + (1 - momentum) *
+    batch (unbiased variance, as PyTorch); otherwise the running statistics are used."""
+    if channel_last_of_any_rank(data_format, ("NC",) + _SPATIAL_FIRST, "batch_norm"):
+        channels = x.shape[-1] if len(x.shape) >= 2 else -1
+        if channels < 0:
+            raise ValueError(f"batch_norm: data_format {data_format!r} needs input of rank >= 2 with a known "
+                             f"channel axis (the last), got shape {list(x.shape)}")
+        y = batch_norm(F.reshape(x, [-1, channels]), running_mean, running_var, weight, bias, training, momentum,
+                       epsilon, "NC", use_global_stats)
+        return apply_op("reshape_as", {"X": y, "Target": x})
     if weight is None or bias is None:  # no affine part: scale 1, shift 0
         weight = apply_op("fill_any_like", {"X": running_mean}, {"value": 1.0}) if weight is None else weight
         bias = apply_op("fill_any_like", {"X": running_mean}, {"value": 0.0}) if bias is None else bias
@@ -71,9 +86,10 @@ def group_norm(x: Any, num_groups: int, epsilon: float = 1e-5, weight: Any = Non
                data_format: str = "NCHW", name: str | None = None) -> Any:
     """Normalise each group of channels of each sample over its channels and positions, then
     scale and shift per channel. Runs the fused layer_norm op on [N, groups, rest]."""
+    if channel_last_of_any_rank(data_format, ("NC",) + _SPATIAL_FIRST, "group_norm"):
+        return to_channel_last(group_norm(to_channel_first(x), num_groups, epsilon, weight, bias))
     shape = list(x.shape)
-    if len(shape) < 2 or shape[1] < 0 or shape[1] % int(num_groups) or data_format not in \
-            ("NCHW", "NCL", "NCDHW", "NC"):
+    if len(shape) < 2 or shape[1] < 0 or shape[1] % int(num_groups):
         raise ValueError(f"group_norm: needs channel-first input whose channels divide by num_groups="
                          f"{num_groups}, got shape {shape} and data_format {data_format!r}")
     grouped = F.reshape(x, [0, int(num_groups), -1])
@@ -87,14 +103,17 @@ def instance_norm(x: Any, running_mean: Any = None, running_var: Any = None, wei
                   data_format: str = "NCHW", name: str | None = None) -> Any:
     """Normalise each channel of each sample over its positions (group_norm with one channel
     per group). use_input_stats=False normalises with the given running statistics instead."""
+    if channel_last_of_any_rank(data_format, _SPATIAL_FIRST, "instance_norm"):
+        return to_channel_last(instance_norm(to_channel_first(x), running_mean, running_var, weight, bias,
+                                             use_input_stats, momentum, eps))
     if not use_input_stats:
         if running_mean is None or running_var is None:
             raise ValueError("instance_norm: use_input_stats=False needs running_mean and running_var")
         return batch_norm(x, running_mean, running_var, weight, bias, training=False, epsilon=eps,
-                          data_format=data_format, use_global_stats=True)
+                          use_global_stats=True)
     if x.shape[1] < 0:
         raise ValueError(f"instance_norm: the channel axis of shape {list(x.shape)} must be known")
-    return group_norm(x, x.shape[1], eps, weight, bias, data_format)
+    return group_norm(x, x.shape[1], eps, weight, bias)
 
 
 def rms_norm(x: Any, normalized_shape: int | Sequence[int], weight: Any = None, epsilon: float = 1e-6) -> Any:
@@ -110,8 +129,10 @@ def local_response_norm(x: Any, size: int, alpha: float = 1e-4, beta: float = 0.
                         data_format: str = "NCHW", name: str | None = None) -> Any:
     """x / (k + alpha * mean of x^2 over `size` neighbouring channels)^beta (zero padded, as
     PyTorch and Paddle): an average pool along the channel axis."""
+    if channel_last_of_any_rank(data_format, _SPATIAL_FIRST, "local_response_norm"):
+        return to_channel_last(local_response_norm(to_channel_first(x), size, alpha, beta, k))
     shape = list(x.shape)
-    if len(shape) < 3 or shape[1] < 0 or data_format not in ("NCHW", "NCL", "NCDHW"):
+    if len(shape) < 3 or shape[1] < 0:
         raise ValueError(f"local_response_norm: needs channel-first input of rank >= 3 with known channels, "
                          f"got shape {shape} and data_format {data_format!r}")
     size = int(size)

@@ -1,6 +1,8 @@
-"""Max, average and adaptive pooling over 1-3 spatial axes (channel-first), for both modes.
+"""Max, average and adaptive pooling over 1-3 spatial axes, for both modes.
 
-Paddle 2 names and signatures (plus PyTorch's `dilation` and `count_include_pad` keywords).
+Paddle 2 names and signatures (plus PyTorch's `dilation` and `count_include_pad` keywords, and
+`data_format` for the 1-D ones). The ops pool channel-first input; a channel-last `data_format`
+(NLC, NHWC, NDHWC) runs them on the input moved to channel-first (see layout.py).
 Max pooling always runs the op that saves each window's argmax, so the backward scatters at
 those indices; `return_mask=True` also hands them back (flat indices into each input plane,
 as PyTorch's `return_indices`). Padding takes the forms of `conv2d`'s, "same" and "valid".
@@ -13,24 +15,21 @@ from ... import functions as F
 from ...dispatch import apply_op
 from ...ops.geometry import per_axis
 from .conv import padding_attrs
+from .layout import CHANNEL_FIRST, run_channel_first
 
 __all__ = ['max_pool1d', 'max_pool2d', 'max_pool3d', 'avg_pool1d', 'avg_pool2d', 'avg_pool3d',
            'adaptive_avg_pool1d', 'adaptive_avg_pool2d', 'adaptive_avg_pool3d',
            'adaptive_max_pool1d', 'adaptive_max_pool2d', 'adaptive_max_pool3d']
 
-_LAYOUTS = {1: ("NCL", "NCW"), 2: ("NCHW",), 3: ("NCDHW",)}
-
 
 def _window_attrs(nd: int, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool, dilation: Any,
-                  data_format: str, fn: str) -> dict[str, Any]:
-    if data_format not in _LAYOUTS[nd]:
-        raise ValueError(f"{fn}: only the channel-first layout {_LAYOUTS[nd][0]!r} is supported, got {data_format!r}")
+                  fn: str) -> dict[str, Any]:
     ksize = per_axis(kernel_size, nd, f"{fn}: kernel_size")
     pads, algorithm = padding_attrs(padding, nd, fn)
     return {"ksize": ksize, "strides": per_axis(kernel_size if stride is None else stride, nd, f"{fn}: stride"),
             "paddings": pads, "padding_algorithm": algorithm, "ceil_mode": bool(ceil_mode),
             "dilations": per_axis(dilation, nd, f"{fn}: dilation"), "global_pooling": False, "adaptive": False,
-            "data_format": data_format}
+            "data_format": CHANNEL_FIRST[nd][0]}
 
 
 def _max_pool(nd: int, x: Any, attrs: dict[str, Any], return_mask: bool) -> Any:
@@ -38,34 +37,40 @@ def _max_pool(nd: int, x: Any, attrs: dict[str, Any], return_mask: bool) -> Any:
     return (out, mask) if return_mask else out
 
 
+def _windowed_max(nd: int, x: Any, kernel_size: Any, stride: Any, padding: Any, return_mask: bool,
+                  ceil_mode: bool, dilation: Any, data_format: str) -> Any:
+    """Channel-last: the output and the mask (flat indices into each channel's input plane)
+    come back channel-last."""
+    fn = f"max_pool{nd}d"
+    attrs = _window_attrs(nd, kernel_size, stride, padding, ceil_mode, dilation, fn)
+    return run_channel_first(x, data_format, nd, fn, lambda x: _max_pool(nd, x, attrs, return_mask))
+
+
 def max_pool1d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, return_mask: bool = False,
-               ceil_mode: bool = False, name: str | None = None, dilation: Any = 1) -> Any:
-    """Max over windows of NCL input; stride defaults to kernel_size; padding counts as -inf."""
-    return _max_pool(1, x, _window_attrs(1, kernel_size, stride, padding, ceil_mode, dilation, "NCL",
-                                         "max_pool1d"), return_mask)
+               ceil_mode: bool = False, name: str | None = None, dilation: Any = 1, data_format: str = "NCL") -> Any:
+    """Max over windows of NCL (or NLC) input; stride defaults to kernel_size; padding counts as -inf."""
+    return _windowed_max(1, x, kernel_size, stride, padding, return_mask, ceil_mode, dilation, data_format)
 
 
 def max_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, return_mask: bool = False,
                ceil_mode: bool = False, data_format: str = "NCHW", name: str | None = None,
                dilation: Any = 1) -> Any:
-    """Max over windows of NCHW input; stride defaults to kernel_size; padding counts as -inf."""
-    return _max_pool(2, x, _window_attrs(2, kernel_size, stride, padding, ceil_mode, dilation, data_format,
-                                         "max_pool2d"), return_mask)
+    """Max over windows of NCHW (or NHWC) input; stride defaults to kernel_size; padding counts as -inf."""
+    return _windowed_max(2, x, kernel_size, stride, padding, return_mask, ceil_mode, dilation, data_format)
 
 
 def max_pool3d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, return_mask: bool = False,
                ceil_mode: bool = False, data_format: str = "NCDHW", name: str | None = None,
                dilation: Any = 1) -> Any:
-    """Max over windows of NCDHW input; stride defaults to kernel_size; padding counts as -inf."""
-    return _max_pool(3, x, _window_attrs(3, kernel_size, stride, padding, ceil_mode, dilation, data_format,
-                                         "max_pool3d"), return_mask)
+    """Max over windows of NCDHW (or NDHWC) input; stride defaults to kernel_size; padding counts as -inf."""
+    return _windowed_max(3, x, kernel_size, stride, padding, return_mask, ceil_mode, dilation, data_format)
 
 
 def _avg_pool(nd: int, x: Any, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool, exclusive: bool,
               divisor_override: float | None, data_format: str, count_include_pad: bool | None,
               dilation: Any = 1) -> Any:
     fn = f"avg_pool{nd}d"
-    attrs = _window_attrs(nd, kernel_size, stride, padding, ceil_mode, dilation, data_format, fn)
+    attrs = _window_attrs(nd, kernel_size, stride, padding, ceil_mode, dilation, fn)
     if count_include_pad is not None:
         exclusive = not count_include_pad
     if divisor_override is not None:
@@ -73,26 +78,29 @@ def _avg_pool(nd: int, x: Any, kernel_size: Any, stride: Any, padding: Any, ceil
             raise ValueError(f"{fn}: divisor_override must be positive, got {divisor_override}")
         exclusive = False
     attrs.update(pooling_type="avg", exclusive=bool(exclusive))
-    out = apply_op(f"pool{nd}d", {"X": x}, attrs)
-    if divisor_override is None:
-        return out
     window = 1
     for k in attrs["ksize"]:
         window *= k
-    return F.scale(out, window / float(divisor_override))
+    rescale = 1.0 if divisor_override is None else window / float(divisor_override)
+
+    def pool(x: Any) -> Any:
+        out = apply_op(f"pool{nd}d", {"X": x}, attrs)
+        return out if divisor_override is None else F.scale(out, rescale)
+    return run_channel_first(x, data_format, nd, fn, pool)
 
 
 def avg_pool1d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, exclusive: bool = True,
-               ceil_mode: bool = False, name: str | None = None, count_include_pad: bool | None = None) -> Any:
-    """Mean over windows of NCL input; `exclusive` (Paddle's default) leaves padding out of the
-    count, as PyTorch's count_include_pad=False (which may be passed instead)."""
-    return _avg_pool(1, x, kernel_size, stride, padding, ceil_mode, exclusive, None, "NCL", count_include_pad)
+               ceil_mode: bool = False, name: str | None = None, count_include_pad: bool | None = None,
+               data_format: str = "NCL") -> Any:
+    """Mean over windows of NCL (or NLC) input; `exclusive` (Paddle's default) leaves padding out of
+    the count, as PyTorch's count_include_pad=False (which may be passed instead)."""
+    return _avg_pool(1, x, kernel_size, stride, padding, ceil_mode, exclusive, None, data_format, count_include_pad)
 
 
 def avg_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                exclusive: bool = True, divisor_override: float | None = None, data_format: str = "NCHW",
                name: str | None = None, count_include_pad: bool | None = None, dilation: Any = 1) -> Any:
-    """Mean over windows of NCHW input; `exclusive` (Paddle's default) leaves padding out of the
+    """Mean over windows of NCHW (or NHWC) input; `exclusive` (Paddle's default) leaves padding out of the
     count, as PyTorch's count_include_pad=False (which may be passed instead)."""
     return _avg_pool(2, x, kernel_size, stride, padding, ceil_mode, exclusive, divisor_override, data_format,
                      count_include_pad, dilation)
@@ -101,14 +109,13 @@ def avg_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, c
 def avg_pool3d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                exclusive: bool = True, divisor_override: float | None = None, data_format: str = "NCDHW",
                name: str | None = None, count_include_pad: bool | None = None, dilation: Any = 1) -> Any:
-    """Mean over windows of NCDHW input (see avg_pool2d)."""
+    """Mean over windows of NCDHW (or NDHWC) input (see avg_pool2d)."""
     return _avg_pool(3, x, kernel_size, stride, padding, ceil_mode, exclusive, divisor_override, data_format,
                      count_include_pad, dilation)
 
 
-def _adaptive_attrs(nd: int, x: Any, output_size: Any, data_format: str, fn: str) -> dict[str, Any]:
-    if data_format not in _LAYOUTS[nd]:
-        raise ValueError(f"{fn}: only the channel-first layout {_LAYOUTS[nd][0]!r} is supported, got {data_format!r}")
+def _adaptive_attrs(nd: int, x: Any, output_size: Any, fn: str) -> dict[str, Any]:
+    """Attributes for channel-first x."""
     sizes = [output_size] * nd if isinstance(output_size, int) or output_size is None else list(output_size)
     if len(sizes) != nd:
         raise ValueError(f"{fn}: output_size must be an int or {nd} sizes, got {output_size!r}")
@@ -117,31 +124,33 @@ def _adaptive_attrs(nd: int, x: Any, output_size: Any, data_format: str, fn: str
     if any(s < 0 for s in sizes):
         raise ValueError(f"{fn}: output_size {output_size!r} needs the input size, unknown in {list(x.shape)}")
     return {"ksize": sizes, "adaptive": True, "global_pooling": False, "strides": [1] * nd,
-            "paddings": [0] * nd, "dilations": [1] * nd, "data_format": data_format}
+            "paddings": [0] * nd, "dilations": [1] * nd, "data_format": CHANNEL_FIRST[nd][0]}
 
 
 def _adaptive_avg(nd: int, x: Any, output_size: Any, data_format: str) -> Any:
-    attrs = _adaptive_attrs(nd, x, output_size, data_format, f"adaptive_avg_pool{nd}d")
-    return apply_op(f"pool{nd}d", {"X": x}, {**attrs, "pooling_type": "avg"})
+    fn = f"adaptive_avg_pool{nd}d"
+    return run_channel_first(x, data_format, nd, fn, lambda x: apply_op(
+        f"pool{nd}d", {"X": x}, {**_adaptive_attrs(nd, x, output_size, fn), "pooling_type": "avg"}))
 
 
 def _adaptive_max(nd: int, x: Any, output_size: Any, return_mask: bool) -> Any:
-    attrs = _adaptive_attrs(nd, x, output_size, _LAYOUTS[nd][0], f"adaptive_max_pool{nd}d")
+    attrs = _adaptive_attrs(nd, x, output_size, f"adaptive_max_pool{nd}d")
     return _max_pool(nd, x, attrs, return_mask)
 
 
-def adaptive_avg_pool1d(x: Any, output_size: Any, name: str | None = None) -> Any:
-    """Mean over PyTorch's adaptive windows, giving `output_size` positions."""
-    return _adaptive_avg(1, x, output_size, "NCL")
+def adaptive_avg_pool1d(x: Any, output_size: Any, name: str | None = None, data_format: str = "NCL") -> Any:
+    """Mean over PyTorch's adaptive windows of NCL (or NLC) input, giving `output_size` positions."""
+    return _adaptive_avg(1, x, output_size, data_format)
 
 
 def adaptive_avg_pool2d(x: Any, output_size: Any, data_format: str = "NCHW", name: str | None = None) -> Any:
-    """Mean over PyTorch's adaptive windows; an output size of None keeps that axis."""
+    """Mean over PyTorch's adaptive windows of NCHW (or NHWC) input; an output size of None keeps that axis."""
     return _adaptive_avg(2, x, output_size, data_format)
 
 
 def adaptive_avg_pool3d(x: Any, output_size: Any, data_format: str = "NCDHW", name: str | None = None) -> Any:
-    """Average pooling of NCDHW input to the output size given (each window covers its share of the input)."""
+    """Average pooling of NCDHW (or NDHWC) input to the output size given (each window covers its share of
+    the input)."""
     return _adaptive_avg(3, x, output_size, data_format)
 
 

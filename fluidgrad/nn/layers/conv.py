@@ -1,4 +1,4 @@
-"""Convolution layers over 1-3 spatial axes (channel-first), and their transposes."""
+"""Convolution layers over 1-3 spatial axes (channel-first, or channel-last by data_format), and their transposes."""
 from __future__ import annotations
 
 from typing import Any

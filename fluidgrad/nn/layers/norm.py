@@ -14,19 +14,27 @@ __all__ = ['BatchNorm', 'BatchNorm1D', 'BatchNorm2D', 'BatchNorm3D', 'LayerNorm'
            'InstanceNorm2D', 'InstanceNorm3D', 'RMSNorm', 'LocalResponseNorm']
 
 
-class _BatchNormNd(Layer):
-    """Normalise each channel (axis 1): batch statistics while training (updating the running
-    ones: running = momentum * running + (1 - momentum) * batch), running ones in eval."""
+def _layout(layer: Layer, data_format: str | None) -> str:
+    """The layer's data_format (its first layout by default), checked against its layouts."""
+    data_format = data_format or layer.layouts[0]
+    if data_format not in layer.layouts:
+        raise ValueError(f"{type(layer).__name__}: data_format must be one of {list(layer.layouts)}, "
+                         f"got {data_format!r}")
+    return data_format
 
-    layouts: tuple[str, ...] = ("NCHW",)
+
+class _BatchNormNd(Layer):
+    """Normalise each channel (axis 1, or the last axis for a channel-last data_format): batch
+    statistics while training (updating the running ones: running = momentum * running +
+    (1 - momentum) * batch), running ones in eval."""
+
+    layouts: tuple[str, ...] = ("NCHW", "NHWC")
 
     def __init__(self, num_features: int, momentum: float = 0.9, epsilon: float = 1e-5, weight_attr: Any = None,
                  bias_attr: Any = None, data_format: str | None = None, use_global_stats: bool | None = None,
                  name: str | None = None) -> None:
         super().__init__()
-        data_format = data_format or self.layouts[0]
-        if data_format not in self.layouts:
-            raise ValueError(f"{type(self).__name__}: data_format must be one of {self.layouts}, got {data_format!r}")
+        data_format = _layout(self, data_format)
         self.num_features, self.momentum, self.epsilon = int(num_features), float(momentum), float(epsilon)
         self.data_format, self.use_global_stats = data_format, use_global_stats
         self.weight = self.create_parameter([num_features], weight_attr, default_initializer=Constant(1.0))
@@ -44,23 +52,23 @@ class _BatchNormNd(Layer):
 
 
 class BatchNorm1D(_BatchNormNd):
-    """[N, C] or [N, C, L] input."""
-    layouts = ("NCL", "NC")
+    """[N, C], [N, C, L] or (data_format "NLC") [N, L, C] input."""
+    layouts = ("NCL", "NC", "NLC")
 
 
 class BatchNorm2D(_BatchNormNd):
-    """Batch normalisation of NCHW input over N, H, W per channel, with running statistics."""
-    layouts = ("NCHW",)
+    """Batch normalisation of NCHW (or NHWC) input over N, H, W per channel, with running statistics."""
+    layouts = ("NCHW", "NHWC")
 
 
 class BatchNorm3D(_BatchNormNd):
-    """Batch normalisation of NCDHW input over N, D, H, W per channel, with running statistics."""
-    layouts = ("NCDHW",)
+    """Batch normalisation of NCDHW (or NDHWC) input over N, D, H, W per channel, with running statistics."""
+    layouts = ("NCDHW", "NDHWC")
 
 
 class BatchNorm(_BatchNormNd):
-    """Any channel-first rank (Fluid's dygraph BatchNorm)."""
-    layouts = ("NCHW", "NCL", "NC", "NCDHW")
+    """Any rank, channels on axis 1 or last (Fluid's dygraph BatchNorm)."""
+    layouts = ("NCHW", "NCL", "NC", "NCDHW", "NHWC", "NLC", "NDHWC")
 
 
 class LayerNorm(Layer):
@@ -106,35 +114,38 @@ class GroupNorm(Layer):
 class _InstanceNormNd(Layer):
     """Normalise each channel of each sample over its positions, then scale and shift per channel."""
 
+    layouts: tuple[str, ...] = ("NCHW", "NHWC")
+
     def __init__(self, num_features: int, epsilon: float = 1e-5, momentum: float = 0.9, weight_attr: Any = None,
-                 bias_attr: Any = None, data_format: str = "NCHW", name: str | None = None) -> None:
+                 bias_attr: Any = None, data_format: str | None = None, name: str | None = None) -> None:
         super().__init__()
-        self.num_features, self.epsilon, self.data_format = int(num_features), float(epsilon), data_format
+        self.num_features, self.epsilon = int(num_features), float(epsilon)
+        self.data_format = _layout(self, data_format)
         self.weight = None if weight_attr is False else self.create_parameter(
             [num_features], weight_attr, default_initializer=Constant(1.0))
         self.bias = None if bias_attr is False else self.create_parameter(
             [num_features], bias_attr, is_bias=True, default_initializer=Constant(0.0))
 
     def forward(self, x: Any) -> Any:
-        return NF.instance_norm(x, weight=self.weight, bias=self.bias, eps=self.epsilon)
+        return NF.instance_norm(x, weight=self.weight, bias=self.bias, eps=self.epsilon, data_format=self.data_format)
 
     def extra_repr(self) -> str:
-        return f"num_features={self.num_features}, epsilon={self.epsilon}"
+        return f"num_features={self.num_features}, epsilon={self.epsilon}, data_format={self.data_format}"
 
 
 class InstanceNorm1D(_InstanceNormNd):
-    """Normalises each sample and channel of NCL input over L."""
-    pass
+    """Normalises each sample and channel of NCL (or NLC) input over L."""
+    layouts = ("NCL", "NLC")
 
 
 class InstanceNorm2D(_InstanceNormNd):
-    """Normalises each sample and channel of NCHW input over H, W."""
-    pass
+    """Normalises each sample and channel of NCHW (or NHWC) input over H, W."""
+    layouts = ("NCHW", "NHWC")
 
 
 class InstanceNorm3D(_InstanceNormNd):
-    """Normalises each sample and channel of NCDHW input over D, H, W."""
-    pass
+    """Normalises each sample and channel of NCDHW (or NDHWC) input over D, H, W."""
+    layouts = ("NCDHW", "NDHWC")
 
 
 class RMSNorm(Layer):

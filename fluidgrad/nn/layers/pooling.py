@@ -1,4 +1,4 @@
-"""Pooling layers over 1-3 spatial axes (channel-first): max, average, adaptive."""
+"""Pooling layers over 1-3 spatial axes: max, average, adaptive (channel-first, or channel-last by data_format)."""
 from __future__ import annotations
 
 from typing import Any
@@ -26,26 +26,25 @@ class _MaxPoolNd(Layer):
 
     def forward(self, x: Any) -> Any:
         fn = {1: NF.max_pool1d, 2: NF.max_pool2d, 3: NF.max_pool3d}[self.nd]
-        extra = {} if self.nd == 1 else {"data_format": self.data_format}
         return fn(x, self.kernel_size, self.stride, self.padding, return_mask=self.return_mask,
-                  ceil_mode=self.ceil_mode, dilation=self.dilation, **extra)
+                  ceil_mode=self.ceil_mode, dilation=self.dilation, data_format=self.data_format)
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class MaxPool1D(_MaxPoolNd):
-    """Max pooling of NCL input over kernel_size windows."""
+    """Max pooling of NCL (or NLC) input over kernel_size windows."""
     nd = 1
 
 
 class MaxPool2D(_MaxPoolNd):
-    """Max pooling of NCHW input over kernel_size windows."""
+    """Max pooling of NCHW (or NHWC) input over kernel_size windows."""
     nd = 2
 
 
 class MaxPool3D(_MaxPoolNd):
-    """Max pooling of NCDHW input over kernel_size windows."""
+    """Max pooling of NCDHW (or NDHWC) input over kernel_size windows."""
     nd = 3
 
 
@@ -63,7 +62,7 @@ class _AvgPoolNd(Layer):
     def forward(self, x: Any) -> Any:
         if self.nd == 1:
             return NF.avg_pool1d(x, self.kernel_size, self.stride, self.padding, exclusive=self.exclusive,
-                                 ceil_mode=self.ceil_mode)
+                                 ceil_mode=self.ceil_mode, data_format=self.data_format)
         fn = NF.avg_pool2d if self.nd == 2 else NF.avg_pool3d
         return fn(x, self.kernel_size, self.stride, self.padding, ceil_mode=self.ceil_mode, exclusive=self.exclusive,
                   divisor_override=self.divisor_override, data_format=self.data_format)
@@ -77,17 +76,17 @@ class AvgPool1D(_AvgPoolNd):
     nd = 1
 
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, exclusive: bool = True,
-                 ceil_mode: bool = False, name: str | None = None) -> None:
-        super().__init__(kernel_size, stride, padding, ceil_mode, exclusive)
+                 ceil_mode: bool = False, name: str | None = None, data_format: str = "NCL") -> None:
+        super().__init__(kernel_size, stride, padding, ceil_mode, exclusive, data_format=data_format)
 
 
 class AvgPool2D(_AvgPoolNd):
-    """Average pooling of NCHW input over kernel_size windows."""
+    """Average pooling of NCHW (or NHWC) input over kernel_size windows."""
     nd = 2
 
 
 class AvgPool3D(_AvgPoolNd):
-    """Average pooling of NCDHW input over kernel_size windows."""
+    """Average pooling of NCDHW (or NDHWC) input over kernel_size windows."""
     nd = 3
 
 
@@ -100,27 +99,25 @@ class _AdaptiveAvgPoolNd(Layer):
         self.data_format = data_format or _LAYOUTS[self.nd]
 
     def forward(self, x: Any) -> Any:
-        if self.nd == 1:
-            return NF.adaptive_avg_pool1d(x, self.output_size)
-        fn = NF.adaptive_avg_pool2d if self.nd == 2 else NF.adaptive_avg_pool3d
-        return fn(x, self.output_size, self.data_format)
+        fn = {1: NF.adaptive_avg_pool1d, 2: NF.adaptive_avg_pool2d, 3: NF.adaptive_avg_pool3d}[self.nd]
+        return fn(x, self.output_size, data_format=self.data_format)
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
 
 
 class AdaptiveAvgPool1D(_AdaptiveAvgPoolNd):
-    """Average pooling of NCL input to a fixed output length."""
+    """Average pooling of NCL (or NLC) input to a fixed output length."""
     nd = 1
 
 
 class AdaptiveAvgPool2D(_AdaptiveAvgPoolNd):
-    """Average pooling of NCHW input to a fixed output size."""
+    """Average pooling of NCHW (or NHWC) input to a fixed output size."""
     nd = 2
 
 
 class AdaptiveAvgPool3D(_AdaptiveAvgPoolNd):
-    """Average pooling of NCDHW input to a fixed output size."""
+    """Average pooling of NCDHW (or NDHWC) input to a fixed output size."""
     nd = 3
 
 
