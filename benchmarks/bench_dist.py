@@ -21,8 +21,9 @@ job's: from the moment the later rank ended the previous step to the moment the 
 ended this one (one rank in the "1 rank" blocks).
 Contenders (the CONTENDERS table; adding one is one line, None for a mode it has no form in,
 and a PAIRS entry compares two step by step): "no all-reduce", each rank training alone (the 2-rank compute, what "vs no all-reduce" divides by); bucketed gradient
-all-reduce (the default buckets: up to 25 MB, in eager mode 1 MB first; in static mode SGD's sum
-and update are one op per bucket, "bucketed, unfused update" keeps them apart as before) and one
+all-reduce (the default buckets: up to 25 MB, in eager mode 1 MB first; SGD's sum and update are
+one pass per bucket, static: one op, eager: at step(), "bucketed, unfused update" keeps them apart
+as before, eager: the average made inside backward) and one
 all-reduce per parameter (bucket size 0), each through a shared-memory window (the default when
 every rank is on one node) and through MPI's Iallreduce (what runs across nodes).
 Why one kind of job for both sides: the earlier version of this script ran separate 1-rank and
@@ -62,7 +63,7 @@ from common import print_table  # noqa: E402
 
 import fluidgrad as fg  # noqa: E402
 import fluidgrad.distributed as dist  # noqa: E402
-from fluidgrad.distributed import sharding  # noqa: E402
+from fluidgrad.distributed import eager_fused, sharding  # noqa: E402
 from fluidgrad.executor import executor as executor_module  # noqa: E402
 from fluidgrad.framework import BACKWARD, OPTIMIZE  # noqa: E402
 from fluidgrad.nn import functional as F  # noqa: E402
@@ -108,6 +109,14 @@ def dp_model(bucket_mb: float) -> Callable[[Any], Any]:
     return lambda model: fg.DataParallel(model, comm_buffer_size=bucket_mb)
 
 
+def dp_model_unfused(bucket_mb: float) -> Callable[[Any], Any]:
+    """Eager: DataParallel averaging the gradients inside backward, then the optimizer's own step
+    (eager_fused.FUSE_UPDATES off during its steps: the path before the fused update)."""
+    wrap = dp_model(bucket_mb)
+    wrap.unfused = True
+    return wrap
+
+
 def dp_sharded(bucket_mb: float) -> Callable[[Any], Any]:
     """Eager: DataParallel, and its optimizer sharded (eager_stepper applies `.optimizer`)."""
     wrap = dp_model(bucket_mb)
@@ -130,7 +139,7 @@ CONTENDERS = {
     "no all-reduce": Contender(alone, alone),  # each rank trains alone: the 2-rank compute
     "bucketed": Contender(dp_optimizer(25.0), dp_model(25.0)),
     # the same buckets, the all-reduce and the SGD ops apart (what "bucketed" was before the fused update)
-    "bucketed, unfused update": Contender(dp_unfused(25.0), None),
+    "bucketed, unfused update": Contender(dp_unfused(25.0), dp_model_unfused(25.0)),
     "per-parameter": Contender(dp_optimizer(0.0), dp_model(0.0)),
     "bucketed, MPI Iallreduce": Contender(dp_optimizer(25.0), dp_model(25.0), "mpi"),
     "per-parameter, MPI Iallreduce": Contender(dp_optimizer(0.0), dp_model(0.0), "mpi"),
@@ -174,11 +183,15 @@ def eager_stepper(wrap: Callable[[Any], Any]) -> Callable[[], Any]:
     x_value, y_value = data(get_world().rank)
     x, y = fg.to_tensor(x_value), fg.to_tensor(y_value)
 
+    unfused = getattr(wrap, "unfused", False)
+
     def step():
+        eager_fused.FUSE_UPDATES = not unfused
         loss = F.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
         opt.clear_grad()
+        eager_fused.FUSE_UPDATES = True
     return step
 
 

@@ -6,16 +6,19 @@ split into phases, CPU time per rank (the work, without the time a rank lost its
 Contenders (DataParallel with SGD, two ranks on one node, the shared-memory path), taking turns
 in blocks of `--block` steps in the same 2-rank job, in an order shuffled every round (the first
 step of a block is not counted): "no all-reduce" (each rank trains alone: what the others add
-to), DataParallel bucketed and per-parameter (the gradients averaged during backward, then the
-plain SGD step), and the sharded update (eager_sharding.py: backward without communication, then
-each rank sums and updates half of each bucket), bucketed and per-parameter.
+to), DataParallel bucketed and per-parameter (backward packs the gradients into the bucket rows
+and starts the barrier; the SGD step sums the rows and updates in one pass, eager_fused.py),
+DataParallel bucketed with the unfused update (the gradients averaged into `.grad` during
+backward, then the plain SGD step), and the sharded update (eager_sharding.py: backward without
+communication, then each rank sums and updates half of each bucket), bucketed and per-parameter.
 
-Phases: forward; backward (DataParallel: up to the routing node's backward, the packing of the
-gradients into the bucket rows and the start of the barrier, the wait for the peer's rows, the
-sum of the rows handed to `.grad`, the rest); the optimizer step (sharded: its preparation, the
-packing of the peer's half, the wait at the barrier, the sum and update of its own half, the
-publishing barrier, the rest); clear_grad. Each row: the median and the 10th percentile over
-every counted step of rank 0 and rank 1. The CPU time of a wait is the MPI polling loop's.
+Phases (in the order they occur): forward; backward (DataParallel: up to the routing node's
+backward, the packing of the gradients into the bucket rows and the start of the barrier, the
+wait for the peer's rows and the sum of the rows handed to `.grad` when unfused, the rest); the
+optimizer step (fused: up to the update, the wait for the peer's rows, the sum and update in one
+pass; sharded: its preparation, the packing of the peer's half, the wait at the barrier, the sum
+and update of its own half, the publishing barrier; the rest); clear_grad. Each row: the median
+and the 10th percentile over every counted step of rank 0 and rank 1. The CPU time of a wait is the MPI polling loop's.
 """
 from __future__ import annotations
 
@@ -34,12 +37,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench_dist import LR, SIZES, data, dp_model, dp_sharded  # noqa: E402
+from bench_dist import LR, SIZES, data, dp_model, dp_model_unfused, dp_sharded  # noqa: E402
 from common import print_table  # noqa: E402
 
 import fluidgrad as fg  # noqa: E402
 import fluidgrad.distributed as dist  # noqa: E402
-from fluidgrad.distributed import data_parallel  # noqa: E402
+from fluidgrad.distributed import data_parallel, eager_fused  # noqa: E402
 from fluidgrad.nn import functional as F  # noqa: E402
 from fluidgrad.ops import comm_buckets, comm_shards  # noqa: E402
 from fluidgrad.ops.comm import get_world  # noqa: E402
@@ -48,6 +51,7 @@ CONTENDERS: dict[str, Callable[[Any], Any]] = {
     "no all-reduce": lambda model: model,
     "DataParallel, bucketed": dp_model(25.0),
     "DataParallel, per-parameter": dp_model(0.0),
+    "DataParallel, bucketed, unfused update": dp_model_unfused(25.0),
     "sharded update, bucketed": dp_sharded(25.0),
     "sharded update, per-parameter": dp_sharded(0.0),
 }
@@ -55,6 +59,8 @@ CONTENDERS: dict[str, Callable[[Any], Any]] = {
 PHASES = [("forward", "forward"), ("gather", "backward up to the routing node"),
           ("packed", "pack into the rows, start the barrier"), ("arrived", "wait for the peer's rows"),
           ("summed", "sum of the rows into .grad"), ("backward", "rest of the backward"),
+          ("f_step", "step: up to the fused update"), ("f_arrived", "step: wait for the peer's rows"),
+          ("f_updated", "step: sum and update in one pass"),
           ("s_pack", "step: preparation"), ("s_packed", "step: pack the peer's half"),
           ("s_arrived", "step: wait at the barrier"), ("s_updated", "step: sum and update of its half"),
           ("s_published", "step: publish (barrier)"), ("step", "step (SGD) / the rest of it"),
@@ -69,6 +75,10 @@ class Clock:
         self.marks: dict[str, tuple[float, float]] = {}
         self._wrap(data_parallel._ReduceStep, "ready", before="gather")
         self._wrap(data_parallel._ReduceStep, "finish", before="packed", after="summed")
+        self._wrap(data_parallel._ReduceStep, "defer", before="packed")
+        self._wrap(data_parallel._ReduceStep, "fused_update", before="f_step")
+        self._wrap(data_parallel._ReduceStep, "_sums", after="f_arrived")
+        self._wrap(eager_fused, "update_bucket", after="f_updated")
         self._wrap(comm_buckets.PairReduce, "_arrive", before="arrived")
         self._wrap(comm_shards, "pack", before="s_pack", after="s_packed")
         self._wrap(comm_shards, "exchange", after="s_arrived")
@@ -99,8 +109,10 @@ def stepper(wrap: Callable[[Any], Any], clock: Clock) -> Callable[[], dict]:
     opt = getattr(wrap, "optimizer", lambda o: o)(fg.optimizer.SGD(LR, parameters=model.parameters()))
     x_value, y_value = data(get_world().rank)
     x, y = fg.to_tensor(x_value), fg.to_tensor(y_value)
+    unfused = getattr(wrap, "unfused", False)
 
     def step() -> dict:
+        eager_fused.FUSE_UPDATES = not unfused
         clock.marks = {}
         clock.mark("start")
         loss = F.cross_entropy(model(x), y)
@@ -111,6 +123,7 @@ def stepper(wrap: Callable[[Any], Any], clock: Clock) -> Callable[[], dict]:
         clock.mark("step")
         opt.clear_grad()
         clock.mark("cleared")
+        eager_fused.FUSE_UPDATES = True
         return clock.marks
     return step
 
@@ -147,7 +160,7 @@ def phase_samples(every: list[dict]) -> dict[str, dict[str, list[float]]]:
         for name, steps in notes.items():
             phases = out.setdefault(name, {})
             for marks in steps:
-                passed = ["start"] + [m for m, _ in PHASES if m in marks]
+                passed = sorted(["start"] + [m for m, _ in PHASES if m in marks], key=lambda m: marks[m][0])
                 for a, b in zip(passed, passed[1:]):
                     label = dict(PHASES)[b]
                     phases.setdefault(label, []).append((marks[b][1] - marks[a][1]) * 1e3)

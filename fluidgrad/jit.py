@@ -107,18 +107,31 @@ class _Tracer:
 
 
 def _flatten_outputs(result: Any, tracer: _Tracer) -> tuple[list[Variable], Callable[[list], Any]]:
-    """The output Variables and a function rebuilding the function's result structure."""
-    def as_var(item: Any) -> Variable:
-        if isinstance(item, Tensor):
-            return tracer.variable(item)
-        if isinstance(item, Variable):
-            return item
-        raise TypeError(f"to_static: the function must return Tensors (or a tuple/list of them), "
-                        f"got {type(item).__name__}")
-    if isinstance(result, (tuple, list)):
-        kind = type(result)
-        return [as_var(r) for r in result], lambda values: kind(values)
-    return [as_var(result)], lambda values: values[0]
+    """The output Variables (the Tensor leaves of `result`, depth first, as torch.jit.trace and
+    torch.onnx.export flatten them) and a function rebuilding the function's result structure:
+    tuples, lists, named tuples and dicts nest to any depth (nn.LSTM returns (out, (h, c))),
+    None leaves stay None."""
+    outputs: list[Variable] = []
+
+    def template(item: Any) -> Callable[[Any], Any]:
+        if isinstance(item, (Tensor, Variable)):
+            outputs.append(tracer.variable(item) if isinstance(item, Tensor) else item)
+            return next
+        if item is None:
+            return lambda values: None
+        if isinstance(item, dict):
+            kind, parts = type(item), {key: template(value) for key, value in item.items()}
+            return lambda values: kind((key, part(values)) for key, part in parts.items())
+        if isinstance(item, (tuple, list)):
+            kind, parts = type(item), [template(value) for value in item]
+            if hasattr(item, "_fields"):  # a named tuple takes its fields as arguments
+                return lambda values: kind(*(part(values) for part in parts))
+            return lambda values: kind(part(values) for part in parts)
+        raise TypeError(f"to_static: the function must return Tensors (or tuples/lists/dicts of them, nested "
+                        f"to any depth, or None), got {type(item).__name__}")
+
+    build = template(result)
+    return outputs, lambda values: build(iter(values))
 
 
 class _TracedProgram:
@@ -129,6 +142,7 @@ class _TracedProgram:
         self.program, self.startup = Program(), Program()
         self.checkpoint_option = checkpoints
         self.input_vars: list[Variable] = []  # one per Tensor leaf of (args, kwargs), in order
+        self._input_names: list[str] = []
         tracer = _Tracer(self.program)
         owner = getattr(fn, "__self__", None)  # a Layer's forward reads its own `training` too
         ran = {id(layer): layer for layer in owner.sublayers(include_self=True)} \
@@ -139,6 +153,7 @@ class _TracedProgram:
                 var.stop_gradient = tensor.stop_gradient
                 tracer.vars[id(tensor)] = var
                 self.input_vars.append(var)
+                self._input_names.append(var.name)
                 return var
             call_args, call_kwargs = _replace_tensors((tuple(args), kwargs), as_input)
             saved = set_tracer(tracer)
@@ -149,12 +164,31 @@ class _TracedProgram:
             finally:
                 layer_module.call_observers.pop()
                 set_tracer(saved)
+            self.input_writes = self._input_writes((tuple(args), kwargs))
         self.layer_modes = [(layer, layer.training) for layer in ran.values()]
         self.captured = tracer.captured
         self.writes = tracer.writes
         self.executor = Executor()
         self._backward_programs: dict[tuple[str, ...], tuple[Program, list[Variable], list[Any]]] = {}
         self.last_backward: Program | None = None
+
+    def _input_writes(self, arguments: Any) -> list[tuple[int, Variable]]:
+        """`x[...] = v` on an argument while tracing renames its handle to the new value (see
+        indexing._setitem_variable): the data variable is found again by its name, and the
+        argument's final value is written back into the Tensor after each run, as in eager mode."""
+        writes = []
+        block = self.program.global_block()
+        tensors: list[Tensor] = []
+        _structure(arguments, tensors, [])
+        for index, (var, name) in enumerate(zip(self.input_vars, self._input_names)):
+            if var.name != name:
+                tensor = tensors[index]
+                if tensor._node is None and not tensor.stop_gradient and is_grad_enabled():
+                    raise RuntimeError(f"to_static: x[...] = v on the argument {index}, a leaf Tensor that requires "
+                                       f"a gradient: assign inside fluidgrad.no_grad(), or to a copy (x.clone())")
+                writes.append((index, var))
+                self.input_vars[index] = block.var(name)
+        return writes
 
     def fits_layer_modes(self) -> bool:
         """Every Layer that ran while tracing is still in the train/eval mode it was in then."""
@@ -170,10 +204,13 @@ class _TracedProgram:
         """Run on `tensors`, the Tensor leaves of the call's arguments (as `_structure` lists them)."""
         feed = {var.name: t.data for var, t in zip(self.input_vars, tensors)}
         params = {name: tensor.data for name, tensor in self.captured}
-        fetch = self.outputs + [var for _, var in self.writes]
+        fetch = self.outputs + [var for _, var in self.writes] + [var for _, var in self.input_writes]
         values = self.executor.run(self.program, feed=feed, fetch_list=fetch, scope=self._scope(params))
-        for (tensor, _), value in zip(self.writes, values[len(self.outputs):]):
+        written = values[len(self.outputs):]
+        for (tensor, _), value in zip(self.writes, written):
             tensor.data = value
+        for (index, _), value in zip(self.input_writes, written[len(self.writes):]):
+            tensors[index].data = value
         out_values = values[:len(self.outputs)]
         wrt_inputs = [(var.name, t) for var, t in zip(self.input_vars, tensors) if not t.stop_gradient]
         wrt_params = [(name, t) for name, t in self.captured if not t.stop_gradient]

@@ -1,6 +1,8 @@
 """jit.to_static: eager code traced into a Program gives the eager values and gradients."""
 from __future__ import annotations
 
+import collections
+
 import numpy as np
 import pytest
 
@@ -220,3 +222,44 @@ def test_large_arrays_that_print_alike_are_different_keys():
     assert repr(a) == repr(b)
     x = fg.to_tensor(np.array([1.0]))
     assert f(x, a).numpy()[0] == 0.0 and f(x, b).numpy()[0] == 2.0
+
+
+# ------------------------------------------------------------------ nested outputs (review s8)
+def test_nested_outputs_keep_their_structure_and_backpropagate():
+    Pair = collections.namedtuple("Pair", "low high")
+
+    def spread(x):
+        return {"pair": Pair(x * 2.0, [x.sum(), (x - 1.0, None)]), "none": None}, fg.tanh(x)
+
+    x = fg.to_tensor(np.array([0.5, -1.0, 2.0]), stop_gradient=False)
+    eager_x = fg.to_tensor(x.numpy(), stop_gradient=False)
+    traced = fg.jit.to_static(spread)(x)
+    eager = spread(eager_x)
+    assert isinstance(traced[0]["pair"], Pair) and traced[0]["none"] is None and traced[0]["pair"].high[1][1] is None
+    flat = [traced[0]["pair"].low, traced[0]["pair"].high[0], traced[0]["pair"].high[1][0], traced[1]]
+    flat_eager = [eager[0]["pair"].low, eager[0]["pair"].high[0], eager[0]["pair"].high[1][0], eager[1]]
+    for got, want in zip(flat, flat_eager):
+        np.testing.assert_allclose(got.numpy(), want.numpy())
+    weights = [1.0, 2.0, 3.0, 4.0]
+    sum(w * fg.sum(t) for w, t in zip(weights, flat)).backward()
+    sum(w * fg.sum(t) for w, t in zip(weights, flat_eager)).backward()
+    np.testing.assert_allclose(x.grad.numpy(), eager_x.grad.numpy())
+
+
+def test_a_non_tensor_leaf_inside_nested_outputs_is_refused():
+    with pytest.raises(TypeError, match="must return Tensors.*got int"):
+        fg.jit.to_static(lambda x: (x, [x, 3]))(fg.to_tensor(np.ones(1)))
+
+
+def test_setitem_on_an_argument_writes_it_back_as_in_eager_mode():
+    def clamp_first_column(x):
+        x[:, 0] = 1.0
+        return x * 2.0
+
+    data = np.random.default_rng(0).standard_normal((2, 3))
+    eager_x, traced_x = fg.to_tensor(data.copy()), fg.to_tensor(data.copy())
+    want = clamp_first_column(eager_x)
+    np.testing.assert_array_equal(fg.jit.to_static(clamp_first_column)(traced_x).numpy(), want.numpy())
+    np.testing.assert_array_equal(traced_x.numpy(), eager_x.numpy())
+    with pytest.raises(RuntimeError, match="leaf Tensor that requires a gradient"):
+        fg.jit.to_static(clamp_first_column)(fg.to_tensor(data.copy(), stop_gradient=False))

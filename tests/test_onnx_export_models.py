@@ -72,3 +72,25 @@ def test_example_model_round_trip(name, tmp_path):
     program, feeds, fetches = import_model(path, scope)
     again, = fg.Executor().run(program, feed={feeds[0]: x}, fetch_list=fetches, scope=scope)
     np.testing.assert_allclose(again, want, rtol=1e-4, atol=1e-5)
+
+
+def test_lstm_with_its_nested_state_outputs_and_a_dynamic_batch(tmp_path):
+    """nn.LSTM returns (out, (h, c)): exported as three outputs (flattened as torch.onnx.export
+    does), each following the dynamic batch in onnxruntime and after importing the file back."""
+    fg.seed(0)
+    lstm = nn.LSTM(4, 3, num_layers=2)
+    lstm.eval()
+    rng = np.random.default_rng(0)
+    example, batch3 = rng.normal(size=(2, 5, 4)).astype("float32"), rng.normal(size=(3, 5, 4)).astype("float32")
+    out, (h, c) = lstm(fg.to_tensor(batch3))
+    want = [out.numpy(), h.numpy(), c.numpy()]
+    path = tmp_path / "lstm.onnx"
+    exported = export(lstm, path, [fg.to_tensor(example)], dynamic_axes={0: [0]})
+    assert len(exported.graph.output) == 3
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    scope = fg.Scope()
+    program, feeds, fetches = import_model(path, scope)
+    imported = fg.Executor().run(program, feed={feeds[0]: batch3}, fetch_list=fetches, scope=scope)
+    for got in [session.run(None, {exported.graph.input[0].name: batch3}), imported]:
+        for value, expected in zip(got, want):
+            np.testing.assert_allclose(value, expected, rtol=1e-4, atol=1e-5)

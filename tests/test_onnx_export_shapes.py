@@ -13,7 +13,8 @@ ort = pytest.importorskip("onnxruntime")
 torch = pytest.importorskip("torch")
 
 import fluidgrad as fg  # noqa: E402
-from fluidgrad.onnx import export  # noqa: E402
+from fluidgrad.nn import functional as F  # noqa: E402
+from fluidgrad.onnx import export, import_model  # noqa: E402
 from fluidgrad.onnx.errors import OnnxExportError  # noqa: E402
 
 EXAMPLE = np.random.default_rng(0).normal(size=(2, 3, 4)).astype(np.float32)
@@ -118,3 +119,57 @@ def test_a_function_that_cannot_run_at_another_size_warns(tmp_path):
     with pytest.warns(UserWarning, match="not checked"):   # axis 2 meets w's fixed 4
         export(lambda t: fg.matmul(t, w), os.fspath(tmp_path / "m.onnx"), [fg.to_tensor(EXAMPLE)],
                dynamic_axes={0: [2]})
+
+
+def test_setitem_on_the_input_exports_with_a_dynamic_batch(tmp_path):
+    def clamp_first_feature(x):
+        x[:, 0] = 1.0
+        return x * 2.0
+
+    rng = np.random.default_rng(0)
+    example, batch3 = rng.standard_normal((2, 5)).astype("float32"), rng.standard_normal((3, 5)).astype("float32")
+    path = tmp_path / "setitem.onnx"
+    export(clamp_first_feature, path, [fg.to_tensor(example)], dynamic_axes={0: [0]})
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    got, = session.run(None, {session.get_inputs()[0].name: batch3})
+    np.testing.assert_array_equal(got, clamp_first_feature(fg.to_tensor(batch3)).numpy())
+
+
+# Ops whose exporter reads its input's shape (Resize sizes, ConstantOfShape, Expand): every axis
+# that follows the dynamic batch is written unknown, so onnxruntime and the importer follow it.
+def _layer(layer):
+    layer.eval()
+    return layer
+
+
+FOLLOWING_THE_BATCH = {
+    "nearest_to_a_size": (lambda x: F.interpolate(x, size=[5, 7], mode="nearest"), (2, 3, 4, 4)),
+    "bilinear_align_corners": (lambda x: F.interpolate(x, size=[5, 7], mode="bilinear", align_corners=True),
+                               (2, 3, 4, 4)),
+    "bicubic_to_a_size": (lambda x: F.interpolate(x, size=[5, 7], mode="bicubic"), (2, 3, 4, 4)),
+    "linear_1d": (lambda x: F.interpolate(x, size=[9], mode="linear", data_format="NCW"), (2, 3, 6)),
+    "trilinear": (lambda x: F.interpolate(x, size=[3, 4, 5], mode="trilinear", data_format="NCDHW"),
+                  (2, 2, 3, 3, 3)),
+    "nearest_3d_scale": (lambda x: F.interpolate(x, scale_factor=2, mode="nearest", data_format="NCDHW"),
+                         (2, 2, 2, 2, 2)),
+    "var_over_features": (lambda x: fg.var(x, axis=[1, 2], keepdim=True), (2, 3, 4)),
+    "std_biased": (lambda x: fg.std(x, axis=1, unbiased=False), (2, 3, 4)),
+    "zeros_and_full_like": (lambda x: fg.zeros_like(x) + fg.full_like(x, 2.0) * x, (2, 3, 4)),
+    "where_zeros_like": (lambda x: fg.where(x > 0, x, fg.zeros_like(x)), (2, 3, 4)),
+    "normalize": (lambda x: F.normalize(x, axis=-1), (2, 3, 4)),
+    "group_norm": (_layer(fg.nn.GroupNorm(1, 3)), (2, 3, 4, 4)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FOLLOWING_THE_BATCH))
+def test_ops_reading_their_input_shape_follow_a_dynamic_batch(tmp_path, name):
+    fn, shape = FOLLOWING_THE_BATCH[name]
+    rng = np.random.default_rng(0)
+    example, batch3 = rng.normal(size=shape).astype(np.float32), rng.normal(size=(3,) + shape[1:]).astype(np.float32)
+    want = fn(fg.to_tensor(batch3)).numpy()
+    _, (got,) = _run(tmp_path, fn, [example], {0: [0]}, [batch3])
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    scope = fg.Scope()
+    program, feeds, fetches = import_model(os.fspath(tmp_path / "model.onnx"), scope)
+    again, = fg.Executor().run(program, feed={feeds[0]: batch3}, fetch_list=fetches, scope=scope)
+    np.testing.assert_allclose(again, want, rtol=1e-5, atol=1e-5)

@@ -85,9 +85,68 @@ def test_trains_like_pytorch_at_changing_batch_sizes(exported):
 
 def test_a_dynamic_dimension_used_as_data_is_refused_clearly():
     nodes = [helper.make_node("Shape", ["x"], ["s"]),
-             helper.make_node("ConstantOfShape", ["s"], ["zeros"], name="zeros_like_x")]
+             helper.make_node("Mul", ["s", "two"], ["doubled"]),
+             helper.make_node("ConstantOfShape", ["doubled"], ["zeros"], name="zeros_like_x")]
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])],
-                              [helper.make_tensor_value_info("zeros", TensorProto.FLOAT, ["batch", 3])])
+                              [helper.make_tensor_value_info("zeros", TensorProto.FLOAT, ["batch", 6])],
+                              [helper.make_tensor("two", TensorProto.INT64, [1], [2])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     with pytest.raises(OnnxImportError, match=r"zeros_like_x.*unknown when the program is built"):
         import_model(model, fg.Scope())
+
+
+class SizedByTheBatch(nn.Module):
+    """Constants shaped by the dynamic batch (ConstantOfShape of Shape reads) and a resize to a
+    size (Resize `sizes` = the input's own batch and channels, then the new spatial size)."""
+
+    def forward(self, x):
+        batch, channels = x.shape[0], x.shape[1]
+        flags = torch.zeros(batch, 5) + torch.ones(7, batch).sum(0, keepdim=True).T
+        same = torch.full_like(x, 2.0) * x + torch.ones(channels, batch, 1, 1).permute(1, 0, 2, 3)
+        grown = nn.functional.interpolate(same, size=[6, 7], mode="bilinear", align_corners=False)
+        doubled = nn.functional.interpolate(x, scale_factor=2, mode="nearest")
+        return grown.mean(dim=(1, 2, 3)), flags, doubled
+
+
+def test_constants_and_resizes_shaped_by_a_dynamic_batch(tmp_path):
+    path = tmp_path / "sized.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(SizedByTheBatch(), (torch.randn(2, 3, 4, 5),), str(path), dynamo=False,
+                          input_names=["x"], output_names=["grown", "flags", "doubled"],
+                          dynamic_axes={name: {0: "batch"} for name in ("x", "grown", "flags", "doubled")},
+                          opset_version=17, do_constant_folding=False)
+    ops = {n.op_type for n in onnx.load(str(path)).graph.node}
+    assert {"ConstantOfShape", "Resize"} <= ops
+    scope = fg.Scope()
+    program, feeds, fetches = import_model(path, scope)
+    for batch in (1, 3):
+        x = np.random.default_rng(batch).standard_normal((batch, 3, 4, 5)).astype("float32")
+        got = fg.Executor().run(program, feed={feeds[0]: x}, fetch_list=fetches, scope=scope)
+        want = SizedByTheBatch()(torch.tensor(x))
+        for value, expected in zip(got, want):
+            np.testing.assert_allclose(value, expected.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL])
+def test_constant_of_shape_reading_two_unknown_sizes_in_another_order(dtype):
+    ort = pytest.importorskip("onnxruntime")
+    value = helper.make_tensor("value", dtype, [1], [1 if dtype == TensorProto.BOOL else 3])
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "order"], ["picked"]),
+             helper.make_node("Concat", ["picked", "four"], ["target"], axis=0),
+             helper.make_node("ConstantOfShape", ["target"], ["filled"], value=value)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["a", 2, "b"])],
+                              [helper.make_tensor_value_info("filled", dtype, ["b", "a", 4])],
+                              [helper.make_tensor("order", TensorProto.INT64, [2], [2, 0]),
+                               helper.make_tensor("four", TensorProto.INT64, [1], [4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    scope = fg.Scope()
+    program, feeds, fetches = import_model(model, scope)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for shape in [(3, 2, 5), (1, 2, 2)]:
+        x = np.zeros(shape, "float32")
+        got, = fg.Executor().run(program, feed={feeds[0]: x}, fetch_list=fetches, scope=scope)
+        want, = session.run(None, {"x": x})
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)

@@ -174,6 +174,87 @@ def test_eager_state_dict_resumes_training():
         optimizer.set_state_dict({"w.Moment1": np.zeros(3)})
 
 
+def _head_model(frozen):
+    """[backbone, head, frozen?] linears built afresh (new parameter names each time, as a model
+    rebuilt in the same process) from seed 0."""
+    fg.seed(0)
+    layers = [fg.nn.Linear(3, 3), fg.nn.Linear(3, 2), fg.nn.Linear(3, 2)]
+    for p in layers[2].parameters():
+        p.stop_gradient = frozen
+    return layers, [p for layer in layers for p in layer.parameters()]
+
+
+def _train(make_opt, layers, optimizer, steps, with_head):
+    x = np.linspace(-1, 1, 12).reshape(4, 3)
+    for _ in range(steps):
+        hidden = layers[0](fg.to_tensor(x.astype("float32")))
+        loss = fg.sum(hidden * hidden)
+        if with_head:   # the head is used (gets gradients) only from some step on
+            loss = loss + fg.sum(layers[1](hidden) ** 2)
+        loss.backward()
+        optimizer.step()
+        optimizer.clear_grad()
+
+
+def _torch_trajectory(make_opt, layers, steps_without_head, steps_with_head):
+    modules = [torch.nn.Linear(3, 3), torch.nn.Linear(3, 2)]
+    with torch.no_grad():
+        for module, layer in zip(modules, layers):
+            module.weight.copy_(torch.tensor(layer.weight.numpy().T))
+            module.bias.copy_(torch.tensor(layer.bias.numpy()))
+    optim = make_opt([p for m in modules for p in m.parameters()])
+    x = torch.tensor(np.linspace(-1, 1, 12).reshape(4, 3).astype("float32"))
+    for step in range(steps_without_head + steps_with_head):
+        hidden = modules[0](x)
+        loss = (hidden * hidden).sum() + ((modules[1](hidden) ** 2).sum() if step >= steps_without_head else 0)
+        optim.zero_grad()
+        loss.backward()
+        optim.step()
+    return [m.weight.detach().numpy().T for m in modules]
+
+
+@pytest.mark.parametrize("frozen", [False, True], ids=["unused-head", "unused-head-and-frozen-layer"])
+@pytest.mark.parametrize("name", ["Adam", "Momentum"])
+def test_eager_state_of_parameters_that_never_stepped_resumes_in_a_rebuilt_model(tmp_path, name, frozen):
+    """Two steps train the backbone only; the state, saved to a file, goes into a rebuilt model
+    (new parameter names: matched by position); two steps more with the head follow the same
+    trajectory as four uninterrupted ones, and as torch.optim's."""
+    makers = {"Adam": (lambda ps: opt.Adam(0.05, parameters=ps), lambda ps: torch.optim.Adam(ps, lr=0.05)),
+              "Momentum": (lambda ps: opt.Momentum(0.05, 0.9, parameters=ps),
+                           lambda ps: torch.optim.SGD(ps, lr=0.05, momentum=0.9))}
+    make_opt, make_torch = makers[name]
+    layers, params = _head_model(frozen)
+    expected = _torch_trajectory(make_torch, layers, 2, 2)
+    optimizer = make_opt(params)
+    _train(make_opt, layers, optimizer, 2, with_head=False)
+    state = optimizer.state_dict()
+    assert {k.rsplit(".", 1)[0] for k in state} == {p.name for p in params if not p.stop_gradient}
+    fg.save({"model": [layer.state_dict() for layer in layers], "opt": state}, tmp_path / "ck")
+    loaded = fg.load(tmp_path / "ck")
+    again, again_params = _head_model(frozen)
+    assert not {p.name for p in again_params} & {p.name for p in params}
+    for layer, layer_state in zip(again, loaded["model"]):
+        layer.set_state_dict(layer_state)
+    again_opt = make_opt(again_params)
+    again_opt.set_state_dict(loaded["opt"])
+    _train(make_opt, again, again_opt, 2, with_head=True)
+    _train(make_opt, layers, optimizer, 2, with_head=True)
+    for layer, resumed, want in zip(layers, again, expected):
+        np.testing.assert_array_equal(resumed.weight.numpy(), layer.weight.numpy())
+        np.testing.assert_allclose(resumed.weight.numpy(), want, rtol=1e-5, atol=1e-6)
+
+
+def test_eager_state_of_a_fresh_optimizer_is_empty_and_a_mismatched_one_is_refused():
+    layers, params = _head_model(False)
+    optimizer = opt.Adam(0.1, parameters=params)
+    assert optimizer.state_dict() == {}        # as PyTorch's: no state before the first step
+    _train(None, layers, optimizer, 1, with_head=False)
+    state = optimizer.state_dict()
+    _, other = _head_model(False)
+    with pytest.raises(ValueError, match=r"accumulators of 6 parameters under other names.*has 4 parameters"):
+        opt.Adam(0.1, parameters=other[:4]).set_state_dict(state)
+
+
 def test_static_state_dict_reads_and_writes_the_scope():
     main, startup = fg.Program(), fg.Program()
     with fg.program_guard(main, startup):

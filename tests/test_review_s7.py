@@ -704,9 +704,6 @@ def test_eager_recompute_updates_batch_norm_statistics_once():
 
 
 # ---------------------------------------------------------------- optimizer state of a model with parameters that never stepped
-@pytest.mark.xfail(strict=True, reason="Optimizer.state_dict keeps no entry for parameters without state yet, so a "
-                                       "rebuilt model (new parameter names) cannot take it back by position: "
-                                       "'holds accumulators of 2 parameters, this optimizer has 4'")
 def test_optimizer_state_with_parameters_that_never_stepped_loads_into_a_rebuilt_model():
     def make():
         fg.seed(0)

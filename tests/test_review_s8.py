@@ -5,6 +5,9 @@ regression test). PyTorch 2.13.0, NumPy and onnxruntime are the oracles.
 Found by probing areas the earlier reviews left alone: Python operators on boolean and integer
 Tensors, indexing with 0-D masks, Paddle 2 names a user reaches for first, ONNX round trips of
 common layers with a dynamic batch, learning-rate schedulers and tracing of nested outputs."""
+import contextlib
+import io
+import re
 import warnings
 
 import numpy as np
@@ -84,9 +87,6 @@ def test_common_lr_schedulers_exist(name):
 
 
 # ---------------------------------------------------------------- tracing a layer that returns nested tuples
-@pytest.mark.xfail(strict=True, reason="jit.to_static (so onnx.export) refuses nested outputs such as nn.LSTM's "
-                   "(out, (h, c)) with 'must return Tensors (or a tuple/list of them), got tuple' "
-                   "(torch.jit.trace / torch.onnx.export flatten them)")
 def test_to_static_of_a_layer_returning_nested_tuples():
     lstm = fg.nn.LSTM(4, 3)
     x = fg.to_tensor(np.random.default_rng(0).standard_normal((2, 5, 4)).astype("float32"))
@@ -115,9 +115,6 @@ def _reimport_and_run(path, feed_value):
     return fg.Executor().run(program, feed={feed_names[0]: feed_value}, fetch_list=fetch_vars[:1], scope=scope)[0]
 
 
-@pytest.mark.xfail(strict=True, reason="onnx.export of F.interpolate(x, size=...) with a dynamic batch writes "
-                   "Resize `sizes` with the example's batch: onnxruntime returns the example's batch (nearest: "
-                   "rows silently dropped) or fails (bilinear: 'outermost 2 scale values' must be 1)")
 @pytest.mark.parametrize("mode", ["nearest", "bilinear"])
 def test_exported_interpolate_to_a_size_follows_the_dynamic_batch(tmp_path, mode):
     rng = np.random.default_rng(0)
@@ -133,9 +130,6 @@ def test_exported_interpolate_to_a_size_follows_the_dynamic_batch(tmp_path, mode
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.xfail(strict=True, reason="importing fluidgrad's own export of nn.Upsample(scale_factor=2) with a "
-                   "dynamic batch fails: the Resize converter refuses any unknown dimension, though only the "
-                   "resized (spatial) axes need a known size")
 def test_upsample_with_a_dynamic_batch_round_trips(tmp_path):
     rng = np.random.default_rng(0)
     example = rng.standard_normal((2, 3, 4, 4)).astype("float32")
@@ -147,9 +141,6 @@ def test_upsample_with_a_dynamic_batch_round_trips(tmp_path):
     np.testing.assert_allclose(_reimport_and_run(path, batch3), expected, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.xfail(strict=True, reason="fluidgrad's own ONNX export of std over a non-batch axis with a dynamic "
-                   "batch (onnxruntime runs it right) does not import back: ConstantOfShape of a shape holding "
-                   "the unknown batch is refused")
 def test_std_over_features_with_a_dynamic_batch_round_trips(tmp_path):
     rng = np.random.default_rng(0)
     example = rng.standard_normal((2, 5, 8)).astype("float32")
@@ -363,9 +354,6 @@ def test_zero_redundancy_optimizer_takes_learning_rate_by_paddles_name():
 
 
 # ---------------------------------------------------------------- API reference build
-@pytest.mark.xfail(strict=True, reason="`mkdocs build --strict` (what docs/index.md says CI runs) aborts: "
-                   "take_along_axis's docstring writes out[i][j] = arr[indices[i][j]][j] outside backticks, which "
-                   "Markdown reads as reference links ('Could not find cross-reference target j')")
 def test_api_docstrings_hold_no_accidental_markdown_reference_links():
     import importlib
     import inspect
@@ -636,3 +624,242 @@ def test_tensor_in_place_methods(name):
         assert np.abs(tensor.numpy()).max() <= 1e-3
     else:
         np.testing.assert_allclose(tensor.numpy(), expected(original), rtol=1e-6)
+
+
+# ---------------------------------------------------------------- data loading and metrics of a first training loop
+@pytest.mark.xfail(strict=True, reason="fluidgrad.io has no Dataset / TensorDataset / BatchSampler / DataLoader "
+                   "(paddle.io, torch.utils.data): the first training loop has to slice NumPy arrays by hand")
+def test_io_dataloader_batches_a_tensor_dataset():
+    features = np.arange(20, dtype="float32").reshape(10, 2)
+    labels = np.arange(10, dtype="int64")
+    dataset = fg.io.TensorDataset([fg.to_tensor(features), fg.to_tensor(labels)])
+    assert len(dataset) == 10
+    loader = fg.io.DataLoader(dataset, batch_size=4, shuffle=False, drop_last=False)
+    batches = list(loader)
+    assert [len(b[1].numpy()) for b in batches] == [4, 4, 2]
+    np.testing.assert_array_equal(batches[2][0].numpy(), features[8:])
+    assert issubclass(fg.io.TensorDataset, fg.io.Dataset)
+    assert len(list(fg.io.BatchSampler(dataset, batch_size=3, drop_last=True))) == 3
+
+
+@pytest.mark.xfail(strict=True, reason="fluidgrad.metric.accuracy (paddle.metric.accuracy: top-k accuracy of logits "
+                   "against [N, 1] labels, used in every Paddle training loop) is missing")
+def test_metric_accuracy_top_k():
+    logits = np.array([[0.1, 0.7, 0.2], [0.5, 0.2, 0.3], [0.2, 0.3, 0.5], [0.6, 0.3, 0.1]], "float32")
+    labels = np.array([[1], [2], [2], [1]])
+    top1 = fg.metric.accuracy(fg.to_tensor(logits), fg.to_tensor(labels), k=1)
+    top2 = fg.metric.accuracy(fg.to_tensor(logits), fg.to_tensor(labels), k=2)
+    assert float(top1) == pytest.approx(0.5)
+    assert float(top2) == pytest.approx(1.0)
+
+
+# ---------------------------------------------------------------- loading a plain safetensors checkpoint
+@pytest.mark.xfail(strict=True, reason="fluidgrad.load refuses a plain safetensors file (safetensors' save_file, as "
+                   "PyTorch / Hugging Face write) as 'not one written by fluidgrad.save', though "
+                   "distributed.load_state_dict reads the same file as a dict of arrays")
+def test_load_reads_a_plain_safetensors_file_into_a_layer(tmp_path):
+    from safetensors.numpy import save_file
+    weight = np.arange(6, dtype="float32").reshape(3, 2)
+    save_file({"weight": weight, "bias": np.ones(2, "float32")}, str(tmp_path / "plain.safetensors"))
+    state = fg.load(str(tmp_path / "plain.safetensors"))
+    layer = fg.nn.Linear(3, 2)
+    layer.set_state_dict(state)
+    np.testing.assert_array_equal(layer.weight.numpy(), weight)
+
+
+# ---------------------------------------------------------------- ONNX export of max pooling's mask
+@pytest.mark.xfail(strict=True, reason="onnx.export of F.max_pool2d(x, 2, return_mask=True)'s mask fails with an internal "
+                   "error ('variable max_pool2d_with_index.tmp_1 is read before any op writes it'); ONNX MaxPool has an "
+                   "Indices output (flat over N*C*H*W: the importer already maps it to the per-plane index)")
+def test_onnx_export_of_the_max_pool_mask(tmp_path):
+    ort = _onnx()
+    from fluidgrad.onnx import export
+    x = np.random.default_rng(0).standard_normal((2, 3, 6, 6)).astype("float32")
+
+    def pool_mask(v):
+        return F.max_pool2d(v, 2, return_mask=True)[1]
+
+    expected = pool_mask(fg.to_tensor(x)).numpy()
+    export(pool_mask, str(tmp_path / "pool.onnx"), [fg.to_tensor(x)])
+    session = ort.InferenceSession(str(tmp_path / "pool.onnx"))
+    got = session.run(None, {session.get_inputs()[0].name: x})[0]
+    np.testing.assert_array_equal(got, expected)
+
+
+# ---------------------------------------------------------------- recompute's own options
+@pytest.mark.xfail(strict=True, reason="fluidgrad.recompute(block, x, use_reentrant=False) / preserve_rng_state=True "
+                   "(options of paddle's recompute and torch.utils.checkpoint) are passed on to the block: "
+                   "TypeError 'unexpected keyword argument'")
+@pytest.mark.parametrize("option", [{"use_reentrant": False}, {"preserve_rng_state": True}])
+def test_recompute_takes_its_own_options(option):
+    block = fg.nn.Sequential(fg.nn.Linear(3, 3), fg.nn.Tanh())
+    x0 = np.random.default_rng(0).standard_normal((2, 3)).astype("float32")
+    x = fg.to_tensor(x0, stop_gradient=False)
+    fg.sum(block(x)).backward()
+    expected = x.grad.numpy().copy()
+    x.clear_grad()
+    fg.sum(fg.recompute(block, x, **option)).backward()
+    np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-6)
+
+
+# ---------------------------------------------------------------- a PyTorch user's Tensor habits
+_TORCH_HABITS = {
+    "sum(dim=1)": lambda x: x.sum(dim=1),
+    "mean(dim=-1, keepdim=True)": lambda x: x.mean(dim=-1, keepdim=True),
+    "argmax(dim=1)": lambda x: x.argmax(dim=1),
+    "squeeze(dim=0)": lambda x: x[:1].squeeze(dim=0),
+    "unsqueeze(dim=0)": lambda x: x.unsqueeze(dim=0),
+    "flatten(start_dim=1)": lambda x: x.flatten(start_dim=1),
+    "view(6, 4)": lambda x: x.view(6, 4),
+    "permute(0, 2, 1)": lambda x: x.permute(0, 2, 1),
+    "transpose(1, 2)": lambda x: x.transpose(1, 2),
+    "float()": lambda x: x.float(),
+    "long()": lambda x: x.long(),
+    "reshape(-1)": lambda x: x.reshape(-1),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="PyTorch's Tensor habits fail on fluidgrad Tensors: dim= / start_dim= keywords "
+                   "(sum, mean, argmax, squeeze, unsqueeze, flatten), view, permute, transpose(a, b), float() / long(), "
+                   "and reshape(-1) is a bare \"'int' object is not iterable\"")
+@pytest.mark.parametrize("habit", sorted(_TORCH_HABITS))
+def test_pytorch_tensor_habits(habit):
+    x0 = np.arange(24.0).reshape(2, 3, 4)
+    expected = _TORCH_HABITS[habit](torch.tensor(x0)).numpy()
+    got = _TORCH_HABITS[habit](fg.to_tensor(x0)).numpy()
+    assert got.shape == expected.shape
+    np.testing.assert_array_equal(got.astype(float), expected.astype(float))
+
+
+# ---------------------------------------------------------------- BatchNorm's use_global_stats
+@pytest.mark.xfail(strict=True, reason="BatchNorm2D(use_global_stats=False) in eval mode normalises with the running "
+                   "statistics; Paddle documents False as 'use the statistics of one mini-batch' in both phases "
+                   "(trainable_statistics), so the eval output is silently different")
+def test_batch_norm_use_global_stats_false_uses_batch_statistics_in_eval():
+    x = np.random.default_rng(0).standard_normal((4, 3, 2, 2)).astype("float32") * 3 + 2
+    layer = fg.nn.BatchNorm2D(3, use_global_stats=False)
+    layer.eval()
+    mean = x.mean(axis=(0, 2, 3), keepdims=True)
+    var = x.var(axis=(0, 2, 3), keepdims=True)
+    np.testing.assert_allclose(layer(fg.to_tensor(x)).numpy(), (x - mean) / np.sqrt(var + 1e-5), rtol=1e-4, atol=1e-4)
+
+
+# ---------------------------------------------------------------- ParamAttr and initializers where Paddle 2 has them
+@pytest.mark.xfail(strict=True, reason="ParamAttr takes no regularizer= / need_clip= (Paddle 2: a per-parameter weight "
+                   "decay, e.g. none on biases, and a parameter left out of gradient clipping): TypeError")
+def test_param_attr_regularizer_and_need_clip():
+    x = fg.to_tensor(np.ones((2, 3), "float32"))
+    fg.seed(0)
+    decayed = fg.nn.Linear(3, 2, weight_attr=fg.ParamAttr(regularizer=fg.regularizer.L2Decay(0.1)))
+    fg.seed(0)
+    unclipped = fg.nn.Linear(3, 2, weight_attr=fg.ParamAttr(need_clip=False))
+    start = decayed.weight.numpy().copy()
+    for layer, options in [(decayed, {}), (unclipped, {"grad_clip": fg.nn.ClipGradByGlobalNorm(1e-3)})]:
+        opt = fg.optimizer.SGD(learning_rate=1.0, parameters=layer.parameters(), **options)
+        fg.mean(layer(x)).backward()
+        opt.step()
+    plain_step = 0.5    # d mean(x @ W + b) / dW for this x
+    np.testing.assert_allclose(start - decayed.weight.numpy(), plain_step + 0.1 * start, rtol=1e-5)
+    np.testing.assert_allclose(start - unclipped.weight.numpy(), plain_step, rtol=1e-5)
+
+
+@pytest.mark.xfail(strict=True, reason="fluidgrad.nn.initializer (paddle.nn.initializer: Constant, Normal, XavierUniform, "
+                   "KaimingNormal, Assign, Orthogonal) does not exist; the initializers live in fluidgrad.initializer, "
+                   "without Assign / Orthogonal")
+@pytest.mark.parametrize("name", ["Constant", "Normal", "XavierUniform", "KaimingNormal", "Assign", "Orthogonal"])
+def test_nn_initializer_namespace(name):
+    make = {"Constant": lambda c: c(0.5), "Assign": lambda c: c(np.full((3, 2), 0.5, "float32"))}.get(name, lambda c: c())
+    initializer = make(getattr(fg.nn.initializer, name))
+    layer = fg.nn.Linear(3, 2, weight_attr=fg.ParamAttr(initializer=initializer))
+    value = layer.weight.numpy()
+    assert value.shape == (3, 2) and np.isfinite(value).all()
+    if name in ("Constant", "Assign"):
+        np.testing.assert_array_equal(value, np.full((3, 2), 0.5, "float32"))
+
+
+@pytest.mark.xfail(strict=True, reason="HardSigmoid, Selu, ThresholdedRelu and Celu have no converter and their ONNX "
+                   "function bodies are only found at some opsets: at opset 17 (torch.onnx.export's default for "
+                   "F.hardsigmoid / selu / celu) the import fails with 'no converter and no function body'")
+@pytest.mark.parametrize("op_type", ["HardSigmoid", "Selu", "ThresholdedRelu", "Celu"])
+def test_onnx_import_of_activations_at_opset_17_matches_onnxruntime(op_type):
+    ort = _onnx()
+    from onnx import TensorProto, helper
+
+    from fluidgrad.onnx import import_model
+    graph = helper.make_graph([helper.make_node(op_type, ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    x = np.random.default_rng(0).standard_normal((2, 5)).astype("float32") * 3
+    expected = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})[0]
+    scope = fg.Scope()
+    program, feed_names, fetch_vars = import_model(model, scope)
+    got, = fg.Executor().run(program, feed={feed_names[0]: x}, fetch_list=fetch_vars, scope=scope)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------- README examples print what they say
+@pytest.mark.xfail(strict=True, reason="README's compile_block example shows source the Executor no longer writes "
+                   "(`del v1`, `v7 = v6 + v2` for the bias add); today's plan frees both inputs and adds in place "
+                   "(`v4 = ip1_7(v3, v2)  # ... (into matmul.tmp_0)`)")
+def test_readme_compile_block_example_prints_what_the_readme_shows():
+    from pathlib import Path
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = next(b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "compile_block" in b)
+    shown = [line[1:].strip() for line in block.splitlines() if line.startswith("#  ")]
+    shown = [line for line in shown if line != "..."]
+    assert shown
+    namespace: dict = {}
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(block, "README.md compile_block example", "exec"), namespace)
+
+    def normal(line):
+        return re.sub(r"\b[a-z]+\d+_\d+\b", "K", re.sub(r"\bv\d+\b", "v", line.strip()))
+
+    actual = [normal(line) for line in printed.getvalue().splitlines()]
+    missing = [line for line in shown if normal(line) not in actual]
+    assert not missing, (missing, printed.getvalue())
+
+
+# ---------------------------------------------------------------- nn.utils
+@pytest.mark.xfail(strict=True, reason="fluidgrad.nn.utils (clip_grad_norm_, clip_grad_value_, parameters_to_vector: "
+                   "paddle.nn.utils and torch.nn.utils) does not exist")
+def test_nn_utils_clip_grad_norm_matches_torch():
+    rng = np.random.default_rng(0)
+    w0, x0 = rng.standard_normal((3, 2)), rng.standard_normal((4, 3)) * 10
+    layer = fg.nn.Linear(3, 2)
+    layer.to(dtype="float64")
+    layer.weight.set_value(w0)
+    fg.mean(layer(fg.to_tensor(x0)) ** 2).backward()
+    reference = torch.nn.Linear(3, 2).double()
+    with torch.no_grad():
+        reference.weight.copy_(torch.tensor(w0.T))
+        reference.bias.copy_(torch.tensor(layer.bias.numpy()))
+    (reference(torch.tensor(x0)) ** 2).mean().backward()
+    expected_norm = torch.nn.utils.clip_grad_norm_(reference.parameters(), 0.5)
+    total = fg.nn.utils.clip_grad_norm_(layer.parameters(), 0.5)
+    assert float(total) == pytest.approx(float(expected_norm))
+    np.testing.assert_allclose(layer.weight.grad.numpy(), reference.weight.grad.numpy().T, rtol=1e-6)
+    flat = fg.nn.utils.parameters_to_vector(layer.parameters())
+    assert tuple(flat.shape) == (8,)
+
+
+# ---------------------------------------------------------------- losses and pooling given bad arguments
+@pytest.mark.xfail(strict=True, reason="nll_loss with float labels (e.g. [0.9, 1.9]) silently returns 0 (its one-hot "
+                   "compare matches no class) instead of refusing like cross_entropy ('hard labels must be "
+                   "integers') and PyTorch")
+def test_nll_loss_refuses_float_labels():
+    log_probs = fg.to_tensor(np.log(np.array([[0.2, 0.3, 0.5], [0.1, 0.6, 0.3]], "float32")))
+    with pytest.raises(TypeError, match="nll_loss|integer"):
+        F.nll_loss(log_probs, fg.to_tensor(np.array([0.9, 1.9], "float32")))
+
+
+@pytest.mark.xfail(strict=True, reason="adaptive pooling to an output size of 0 fails with a bare ZeroDivisionError "
+                   "('integer modulo by zero') instead of a ShapeError naming the op and the size")
+@pytest.mark.parametrize("name", ["adaptive_avg_pool2d", "adaptive_max_pool2d", "adaptive_avg_pool1d"])
+def test_adaptive_pooling_to_size_zero_is_a_clear_error(name):
+    shape = (1, 2, 4) if name.endswith("1d") else (1, 2, 4, 4)
+    x = fg.to_tensor(np.ones(shape, "float32"))
+    with pytest.raises(ValueError, match="pool"):
+        getattr(F, name)(x, 0)

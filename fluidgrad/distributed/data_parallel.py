@@ -51,9 +51,14 @@ from ..eager.engine import topological_order
 from ..eager.node import CustomOp
 from ..nn import Layer
 from ..ops.comm import CollectiveMismatchError, World, get_world
+from ..ops.comm_buckets import PairReduce
+from ..optimizer import Optimizer
+from . import eager_fused
 from .buckets import plan_buckets
+from .eager_fused import DeferredGrad
 
 MB = 1 << 20
+_NO_ROWS = np.empty((0, 0), np.float32)  # eager_fused.update_bucket's rows when the sum is already made
 # numbers this process's wrappers: their bucket keys (World.bucket) differ, so two wrappers
 # never share a buffer. The keys need not agree across ranks: a key only names buffers of
 # this process, and ranks pair their collectives by call order, as MPI does (a shared
@@ -236,12 +241,17 @@ def _arrays(grads: list) -> list:
 
 def _gather_grad(g: Any) -> None:
     """`gather`'s backward (recorded first, so run last): the gradients no `ready_i` node took
-    (all of them on shared memory) go into their buckets; every parameter gets its average."""
+    (all of them on shared memory) go into their buckets; every parameter gets its average, as a
+    deferred gradient (eager_fused.py) when backward() fills `.grad` and no hook must see it."""
     step = g.attr("step")
     step.begin()
     for i, grad in enumerate(_arrays(g.output_grad("Out"))):
         if i not in step.filled:
             step.ready(i, grad)
+    if (eager_fused.FUSE_UPDATES and not g.create_graph and g.fills_leaves
+            and not any(p._hooks for p in step.params)):
+        step.defer()
+        return
     averaged = step.finish()
     g.set_input_grad("X", [Tensor(a) for a in averaged] if g.create_graph else averaged)
 
@@ -307,6 +317,16 @@ class _Layout:
         self.shapes = [(tuple(p.shape), p.data.dtype) for p in params]
         self.flat_by_path: dict[str, list[Any]] = {}
         self.kept: list[np.ndarray | None] = [None] * len(params)
+        # the deferred gradients of the last reduction (weakly: clear_grad drops them)
+        self.outstanding: list[weakref.ref] = []
+
+    def settle(self) -> None:
+        """Complete every deferred gradient still held, before the buckets are written again."""
+        outstanding, self.outstanding = self.outstanding, []
+        for ref in outstanding:
+            grad = ref()
+            if grad is not None and grad.pending:
+                grad.data  # noqa: B018  (reading it computes it)
 
     def flat(self, world: World) -> list[Any]:
         """The buckets on the world's current all-reduce path (made collectively on first use)."""
@@ -358,13 +378,13 @@ class _ReduceStep:
         self.bucket_of, self.offset = layout.bucket_of, layout.offset
         self.flat = layout.flat(world)
         self.scale = 1.0 / world.size
-        self.finished = True
-        self.begin()
+        self.finished = True  # begin() starts a backward pass when its first gradient arrives
 
     def begin(self) -> None:
         """Start a backward pass through this step (again, after retain_graph: reduce anew)."""
         if not self.finished:
             return
+        self.layout.settle()
         self.finished = False
         self.missing = [len(bucket) for bucket in self.buckets]
         self.filled: set[int] = set()
@@ -405,12 +425,62 @@ class _ReduceStep:
             b = len(self.pending)
             self.pending.append(self.flat[b].start(f"DataParallel all-reduce of bucket {b}"))
 
-    def finish(self) -> list[np.ndarray]:
-        """Every parameter's averaged gradient (zeros join for parameters that got none)."""
+    def _complete(self) -> None:
+        """Zeros join for the parameters that got no gradient: every bucket starts."""
         for i in range(len(self.params)):
             if i not in self.filled:
                 shape, dtype = self.layout.shapes[i]
                 self.ready(i, np.zeros(shape, dtype))
+
+    def defer(self) -> None:
+        """Every bucket started; each parameter's `.grad` the average to come (eager_fused.py): what
+        the optimizer's fused step sums and applies in one pass, or anyone reading it computes."""
+        self._complete()
+        shapes, outstanding = self.layout.shapes, []
+        for i, param in enumerate(self.params):  # (not kept here: clear_grad must free them)
+            if not param.stop_gradient:
+                param.grad = grad = DeferredGrad(self, i, *shapes[i])  # replaces a gradient folded in
+                outstanding.append(weakref.ref(grad))
+        self.layout.outstanding = outstanding
+        self.finished = True
+
+    def materialize(self, i: int) -> np.ndarray:
+        """Parameter i's averaged gradient, an array of its own (a deferred gradient read)."""
+        bucket, b = [i], self.bucket_of[i]
+        targets = self.layout.targets(bucket)
+        summed = self.pending[b].wait_arrays([(self.offset[i], self.layout.shapes[i][0])], into=targets)
+        return self.layout.hand_out(bucket, summed, targets, self.scale)[0]
+
+    def fused_update(self, optimizer: Optimizer, params: list[Tensor]) -> list[Tensor]:
+        """`optimizer`'s step over the buckets whose deferred gradients nobody read, all of them in
+        `params`: the sum over ranks and the update in one pass; returns the parameters left."""
+        rule = eager_fused.rule_for(optimizer, self.params)
+        if rule is None:
+            return params
+        wanted, done = {id(p) for p in params}, set()
+        for b, bucket in enumerate(self.buckets):
+            members = [self.params[i] for i in bucket]
+            if not all(id(p) in wanted and type(p.grad) is DeferredGrad and p.grad.source is self and p.grad.pending
+                       for p in members):
+                continue
+            own, rows, skip = self._sums(b)
+            eager_fused.update_bucket(rule, members, [self.offset[i] for i in bucket], own, rows, skip, self.scale)
+            done.update(id(p) for p in members)
+        return [p for p in params if id(p) not in done] if done else params
+
+    def _sums(self, b: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """(own, rows, skip) of bucket b for eager_fused.update_bucket: two ranks on one node, this
+        rank's row and both rows (each rank adds the two itself, the same bits on both); else the
+        finished sum over ranks and no rows."""
+        pending = self.pending[b]
+        if type(pending) is PairReduce:
+            rows = pending.wait_rows()
+            return rows[pending.bucket.rank], rows, pending.bucket.rank
+        return pending.wait(), _NO_ROWS, -1
+
+    def finish(self) -> list[np.ndarray]:
+        """Every parameter's averaged gradient (zeros join for parameters that got none)."""
+        self._complete()
         for i in self.folded:
             self.params[i].clear_grad()  # the engine stores the reduced sum in .grad
         grads: list[Any] = [None] * len(self.params)

@@ -122,6 +122,7 @@ def run_backward(roots: Sequence[Tensor], seeds: Sequence[Any], retain_graph: bo
         builder.accumulate(root, seed)
     walk = None
     if targets is not None:
+        builder.fills_leaves = False
         walk = _Walk(targets, topological_order([r._node for r in roots if r._node is not None]))
     # arrays the caller may still hold (seeds, hooks' results): never stored as a gradient as is
     external = {id(_array_of(seed)) for seed in seeds}

@@ -35,12 +35,15 @@ class EagerGradBuilder(GradBuilder):
 
     grad_sub_block = None
 
-    __slots__ = ("node", "call", "grads", "node_grads", "leaf_grads", "create_graph", "ready")
+    __slots__ = ("node", "call", "grads", "node_grads", "leaf_grads", "create_graph", "ready", "fills_leaves")
 
     def __init__(self, node_grads: dict, leaf_grads: dict, create_graph: bool) -> None:
         self.node_grads = node_grads
         self.leaf_grads = leaf_grads
         self.create_graph = create_graph
+        # backward() (the leaves' gradients go to their .grad), not grad(inputs) (returned): a maker
+        # may then set a leaf's .grad itself (DataParallel's deferred average)
+        self.fills_leaves = True
         self.node: Node | None = None
         self.call: OpCall | None = None
         self.grads: list = []

@@ -15,6 +15,7 @@ import numpy as np
 
 from .convert_common import binary, cast
 from .convert_table import converter
+from .fold import SymDim, symbolic
 
 
 def _source_coords(mode: str, out_size: int, in_size: int, scale: float,
@@ -145,6 +146,35 @@ def _geometry(ctx: Any, shape: list[int], scales: np.ndarray | None, sizes: np.n
     return scales, [int(s * shape[a]) for s, a in zip(scales, axes)]
 
 
+def _without_kept_unknown_axes(ctx: Any, x: Any, axes: list[int], scales: np.ndarray | None,
+                               sizes: np.ndarray | None) -> tuple[list[int], Any, Any]:
+    """`axes`, `scales` and `sizes` without the axes of unknown size (a dynamic batch) that the
+    Resize keeps as they are: scale 1, or a size read from the input itself (Shape(x)[a], as
+    exporters write `sizes` under a dynamic batch). Only the resized axes need known sizes."""
+    unknown = [i for i, a in enumerate(axes) if x.shape[a] < 0]
+    if not unknown:
+        if symbolic(sizes):
+            raise ctx.unsupported(f"sizes {list(sizes)} of an input {list(x.shape)} of known size depend on "
+                                  f"dimensions unknown when the program is built")
+        return axes, scales, sizes
+    for i in unknown:
+        if scales is not None and float(scales[i]) == 1.0:
+            continue
+        if sizes is not None and isinstance(sizes[i], SymDim) and sizes[i].var == x.name and sizes[i].axis == axes[i]:
+            continue
+        what = f"scale {float(scales[i])}" if scales is not None else f"size {sizes[i]}"
+        raise ctx.unsupported(f"resizing axis {axes[i]} of unknown size in {list(x.shape)} ({what}): only axes "
+                              f"of known size can be resized")
+    if sizes is not None and ctx.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
+        raise ctx.unsupported(f"keep_aspect_ratio_policy with axes of unknown size in {list(x.shape)}")
+    kept = [i for i in range(len(axes)) if i not in unknown]
+    pick = (lambda values: None if values is None else np.asarray([values[i] for i in kept]))
+    sizes = pick(sizes)
+    if symbolic(sizes) and any(isinstance(d, SymDim) for d in sizes):
+        raise ctx.unsupported(f"sizes {list(sizes)} of known axes depend on dimensions unknown when the program is built")
+    return [axes[i] for i in kept], pick(scales), None if sizes is None else sizes.astype("int64")
+
+
 def _apply_along(ctx: Any, x: Any, matrix: np.ndarray, axis: int) -> Any:
     rank = len(x.shape)
     weights = ctx.constant(matrix.astype(x.dtype))
@@ -162,17 +192,19 @@ def resize(ctx: Any, x: Any, scales: np.ndarray | None, sizes: np.ndarray | None
            roi: np.ndarray | None, axes: list[int] | None) -> Any:
     shape = list(x.shape)
     rank = len(shape)
-    if any(d < 0 for d in shape):
-        raise ctx.unsupported(f"input shape {shape} has unknown dimensions (Resize needs static shapes)")
     axes = list(range(rank)) if axes is None else [a + rank if a < 0 else a for a in axes]
     attrs = _resize_attrs(ctx)
-    axis_scales, out_sizes = _geometry(ctx, shape, scales, sizes, axes)
     if roi is not None and roi.size:
         roi = [float(v) for v in roi.reshape(-1)]
         k = len(roi) // 2
         roi_of = {a: (roi[i], roi[k + i]) for i, a in enumerate(axes if k == len(axes) else range(rank))}
     else:
         roi_of = {}
+    if attrs["coordinate_transformation_mode"] == "tf_crop_and_resize" and any(
+            x.shape[a] < 0 and roi_of.get(a, (0.0, 1.0)) != (0.0, 1.0) for a in axes):
+        raise ctx.unsupported(f"cropping an axis of unknown size in {list(x.shape)} (roi {roi})")
+    axes, scales, sizes = _without_kept_unknown_axes(ctx, x, axes, scales, sizes)
+    axis_scales, out_sizes = _geometry(ctx, shape, scales, sizes, axes)
     x_dtype = x.dtype
     y = x if x_dtype.startswith("float") else cast(ctx, x, "float64")
     mask = None

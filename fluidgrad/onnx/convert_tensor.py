@@ -8,6 +8,7 @@ from ..framework.dtypes import require_extension_dtype
 from . import dtypes
 from .convert_common import binary, cast, full, normalize_axes, required_const, via_float
 from .convert_table import converter
+from .fold import SymDim, symbolic
 from .load import tensor_to_array
 
 
@@ -48,12 +49,44 @@ def _size(ctx):
 
 @converter("ConstantOfShape")
 def _constant_of_shape(ctx):
-    shape = [int(d) for d in ctx.const(0, "shape").reshape(-1)]
     value = ctx.attr("value")
     array = tensor_to_array(value, ctx.where()) if value is not None else np.zeros([1], "float32")
+    if symbolic(ctx.maybe_const(0)):  # sizes of a dynamic batch: filled like the variable they are read from
+        return _filled_like(ctx, list(ctx.maybe_const(0).reshape(-1)), array.reshape(-1)[0].item(), array.dtype.name)
+    shape = [int(d) for d in ctx.const(0, "shape").reshape(-1)]
     if array.dtype.kind in "iub" and int(np.prod(shape)) <= 64:  # shape arithmetic: folded
         return np.full(shape, array.reshape(-1)[0], dtype=array.dtype)
     return full(ctx, shape, float(array.reshape(-1)[0]), array.dtype.name)
+
+
+def _filled_like(ctx, target: list, value, dtype: str):
+    """`value` in a shape holding sizes unknown when the program is built (SymDims), all read
+    from one variable (`torch.zeros(x.shape[0], 5)`, `zeros_like(x)` under a dynamic batch):
+    that variable cut to one element along the axes the shape does not read, laid out in the
+    shape's order, filled (fill_any_like), then broadcast to the known sizes."""
+    names = {d.var for d in target if isinstance(d, SymDim)}
+    block = ctx.graph.model.program.current_block()
+    read = [d.axis for d in target if isinstance(d, SymDim)]
+    if len(names) != 1 or None in names or not block.has_var_recursive(next(iter(names))) or \
+            len(set(read)) != len(read):
+        raise ctx.unsupported(f"a shape {target} computed from dimensions unknown when the program is built "
+                              f"(only sizes read from one variable, each once, are resolved)")
+    like = block.var_recursive(names.pop())
+    unread = [a for a in range(len(like.shape)) if a not in read]
+    if any(like.shape[a] == 0 for a in unread):
+        raise ctx.unsupported(f"a shape {target} read from {like.name} {list(like.shape)}, which is empty")
+    if unread:
+        like = ctx.op("slice", {"X": like}, axes=unread, starts=[0] * len(unread), ends=[1] * len(unread))
+        like = ctx.op("squeeze", {"X": like}, axes=unread)
+    perm = [sorted(read).index(a) for a in read]
+    if perm != sorted(perm):
+        like = ctx.op("transpose", {"X": like}, perm=perm)
+    out = ctx.op("fill_any_like", {"X": like}, value=value, dtype=dtype)
+    known = [k for k, d in enumerate(target) if not isinstance(d, SymDim)]
+    if known:
+        out = ctx.op("unsqueeze", {"X": out}, axes=known)
+        out = ctx.op("expand", {"X": out}, shape=[-1 if isinstance(d, SymDim) else int(d) for d in target])
+    return out
 
 
 @converter("Range")

@@ -38,6 +38,7 @@ class ShapeReads:
     fill: dict[str, DimRead] = field(default_factory=dict)               # fill_constant -> its value
     reshape: dict[str, dict[int, DimRead]] = field(default_factory=dict)  # reshape -> entries of its shape
     outputs: dict[int, list[int]] = field(default_factory=dict)           # output index -> axes that follow
+    variables: dict[str, list[int]] = field(default_factory=dict)         # variable -> axes that follow
 
 
 def probe_inputs(tensors: Sequence[Tensor], dynamic: dict[int, list[int]]) -> list[Tensor]:
@@ -64,6 +65,7 @@ def find_shape_reads(first: Any, second: Any, feeds: list[str], dynamic: dict[in
     reads = ShapeReads()
     _compare_blocks(first.program, second.program, dims, reads)
     _compare_captured(first.captured, second.captured)
+    reads.variables = _following_axes(first, second)
     for index, (out_a, out_b) in enumerate(zip(first.outputs, second.outputs)):
         axes = [axis for axis, (a, b) in enumerate(zip(out_a.shape, out_b.shape)) if a != b]
         if axes:  # an output axis that follows a dynamic input axis is dynamic too
@@ -105,6 +107,36 @@ def _compare_op(op_a: Operator, op_b: Operator, block: int, dims: list, reads: S
                        f"with the dynamic axes one longer: it is computed from t.shape[i] (or len(t)), and "
                        f"a size read enters the model only as a whole value (x / t.shape[0]) or as a "
                        f"reshape entry; compute it with tensor ops instead (e.g. fluidgrad.mean over the axis)")
+
+
+def _following_axes(first: Any, second: Any) -> dict[str, list[int]]:
+    """Each variable of the first trace whose size changed with the dynamic axes -> those axes.
+    The traces have the same ops (checked by `_compare_blocks`), so variables pair up by the
+    inputs fed and the ops' outputs in order. The exporter writes these axes as unknown (-1),
+    so that an op reading its input's shape (Resize to a size, ConstantOfShape) reads it at run
+    time instead of baking in the example's size."""
+    pairs = list(zip(first.input_vars, second.input_vars))
+    for block_a, block_b in zip(first.program.blocks, second.program.blocks):
+        for op_a, op_b in zip(block_a.ops, block_b.ops):
+            pairs += [(block_a._find_var_recursive(a), block_b._find_var_recursive(b))
+                      for a, b in zip(op_a.output_arg_names, op_b.output_arg_names)]
+    following = {}
+    for var_a, var_b in pairs:
+        if var_a is None or var_b is None or len(var_a.shape) != len(var_b.shape):
+            continue
+        axes = [axis for axis, (a, b) in enumerate(zip(var_a.shape, var_b.shape)) if a != b]
+        if axes:
+            following[var_a.name] = axes
+    return following
+
+
+def mark_unknown_axes(program: Program, variables: dict[str, list[int]]) -> None:
+    """Write the axes that follow a dynamic input axis as unknown (-1) in `program` (a copy)."""
+    for block in program.blocks:
+        for name, var in block.vars.items():
+            axes = variables.get(name)
+            if axes and len(var.shape) > max(axes):
+                var.shape = tuple(-1 if axis in axes else d for axis, d in enumerate(var.shape))
 
 
 def _compare_captured(first: list, second: list) -> None:

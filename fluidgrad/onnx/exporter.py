@@ -30,7 +30,8 @@ from ..jit import StaticFunction, _TracedProgram
 from ..nn.layer import Layer
 from . import dtypes
 from .errors import OnnxExportError
-from .export_shapes import ShapeReads, export_fill_read, export_reshape_reads, find_shape_reads, probe_inputs
+from .export_shapes import (ShapeReads, export_fill_read, export_reshape_reads, find_shape_reads,
+                            mark_unknown_axes, probe_inputs)
 from .export_table import EXPORTERS
 from .load import max_opset
 
@@ -58,6 +59,7 @@ def _export_pruned(path: str | os.PathLike, program: Program, feed_names: list[s
                    shape_reads: ShapeReads) -> onnx.ModelProto:
     opset = _check_opset(opset_version)
     pruned = prune(program.clone(for_test=True), feed_names, fetch_names, "the program to export")
+    mark_unknown_axes(pruned, shape_reads.variables)
     model = ProgramExporter(pruned, scope, opset, shape_reads).build(feed_names, fetch_names, dynamic_axes)
     try:
         onnx.checker.check_model(model, full_check=True)

@@ -198,6 +198,11 @@ class PairReduce:
             self.bucket.world.wait(self.request, self.what)
             self._arrive()
 
+    def wait_rows(self) -> np.ndarray:
+        """Both rows, once every rank's is in: for a caller adding them itself (eager_fused.py)."""
+        self._wait_rows()
+        return self.rows
+
     def wait(self) -> np.ndarray:
         """The sum over ranks (times the scale), a new array."""
         self._wait_rows()

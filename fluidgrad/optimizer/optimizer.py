@@ -317,9 +317,8 @@ class Optimizer:
         """
         accumulators = self.accumulators
         if len(state) != len(accumulators):
-            for slot, (value, kind) in accumulators.items():
-                if slot not in state:
-                    state[slot] = np.full(param.shape if kind == "param" else [1], value, dtype=param.dtype)
+            for slot, value in self._initial_state(param).items():
+                state.setdefault(slot, value)
         if lr is None:
             lr = np.full([1], self.get_lr(), dtype=param.dtype)
         if kernel is None:
@@ -330,6 +329,11 @@ class Optimizer:
         for slot, value in zip(accumulators, results[1:]):
             state[slot] = value
         return results[0]
+
+    def _initial_state(self, param: np.ndarray) -> dict[str, np.ndarray]:
+        """The accumulators of a parameter before its first update, by slot."""
+        return {slot: np.full(param.shape if kind == "param" else [1], value, dtype=param.dtype)
+                for slot, (value, kind) in self.accumulators.items()}
 
     def _bound_kernel(self) -> Any:
         """The update op's kernel with this optimizer's current attributes bound."""
@@ -343,6 +347,9 @@ class Optimizer:
     def step(self) -> None:
         """Eager mode: update every parameter that has a gradient."""
         params = [p for p in self._eager_parameters() if getattr(p, "grad", None) is not None]
+        fused_step = getattr(params[0].grad, "fused_step", None) if params else None
+        if fused_step is not None:  # DataParallel's average not computed yet: it and the update in one pass
+            params = fused_step(self, params)  # (distributed/eager_fused.py); the rest as usual
         grads = [_to_array(p.grad) for p in params]
         if self._grad_clip is not None:
             grads = self._grad_clip.clip_arrays(grads)
@@ -389,30 +396,45 @@ class Optimizer:
     def _eager_state_keys(self) -> list[tuple[str, Any]]:
         return [(p.name or f"param_{i}", p) for i, p in enumerate(self._parameter_list or [])]
 
-    def _saved_parameter_keys(self, state: dict[str, Any], own: list[tuple[str, Any]]) -> list[str]:
-        """The eager parameters' keys in the state, matched to `own`: by name when every name is
-        there, else by position (a model built again gets new names, in the same order)."""
+    def _has_eager_state(self, param: Any) -> bool:
+        """Whether state_dict holds accumulators of `param`: once any parameter has stepped, every
+        trainable one (at its initial values until it steps), and a frozen one that has stepped."""
+        return id(param) in self._eager_state or (bool(self._eager_state) and not _frozen(param))
+
+    def _saved_parameter_keys(self, state: dict[str, Any],
+                              own: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+        """(key in the state, parameter) pairs: by name when every saved name is one of `own`,
+        else by position among the parameters whose state is saved (a model built again gets
+        new names, in the same order; PyTorch's optimizer state is keyed by position too)."""
         names = [key for key, _ in own]
         saved = list(dict.fromkeys(k.rsplit(".", 1)[0] for k in state
                                    if "." in k and k.rsplit(".", 1)[1] in self.accumulators))
         if not saved or set(saved) <= set(names):
-            return names
-        if len(saved) != len(names):
+            return own
+        holders = own if len(saved) == len(own) else [(k, p) for k, p in own if not _frozen(p)]
+        if len(saved) != len(holders):
             raise ValueError(f"{type(self).__name__}.set_state_dict: the state holds accumulators of "
-                             f"{len(saved)} parameters, this optimizer has {len(names)}")
-        return saved
+                             f"{len(saved)} parameters under other names, e.g. {saved[:3]}; this optimizer has "
+                             f"{len(own)} parameters, {len(holders)} of them trainable, so they cannot be "
+                             f"matched by position")
+        return [(key, param) for key, (_, param) in zip(saved, holders)]
 
     def state_dict(self, scope: Scope | None = None) -> dict[str, Any]:
         """Accumulators by name (static: `<param>_<slot>_<k>` read from `scope`; eager:
         `<param name>.<slot>`, in the parameters' order), and the scheduler's state under
-        "LR_Scheduler"."""
+        "LR_Scheduler". After the first step every trainable eager parameter has its entries,
+        those that got no gradient yet at their initial values: a model built again (new
+        parameter names) then takes the state back by position."""
         state: dict[str, Any] = {}
         scope = scope if scope is not None else global_scope()
         for var in self._accumulator_vars.values():
             if var.name in scope:
                 state[var.name] = np.array(scope[var.name])
         for key, param in self._eager_state_keys():
-            for slot, value in self._eager_state.get(id(param), {}).items():
+            if not self._has_eager_state(param):
+                continue
+            slots = self._eager_state.get(id(param)) or self._initial_state(_to_array(param))
+            for slot, value in slots.items():
                 state[f"{key}.{slot}"] = value.copy()
         if isinstance(self._learning_rate, LRScheduler):
             state["LR_Scheduler"] = self._learning_rate.state_dict()
@@ -431,7 +453,7 @@ class Optimizer:
                 scope.assign(var.name, _checked(state[var.name], tuple(var.shape), var.name, legacy))
                 used.add(var.name)
         own = self._eager_state_keys()
-        for key, (_, param) in zip(self._saved_parameter_keys(state, own), own):
+        for key, param in self._saved_parameter_keys(state, own):
             value = _to_array(param)
             for slot, (_, kind) in self.accumulators.items():
                 if f"{key}.{slot}" in state:
@@ -458,6 +480,10 @@ def _checked(value: Any, shape: tuple[int, ...], name: str, zero_d_as_shape_1: b
     if array.shape != tuple(shape):
         raise ValueError(f"optimizer.set_state_dict: {name} has shape {list(array.shape)}, expected {list(shape)}")
     return array
+
+
+def _frozen(param: Any) -> bool:
+    return bool(getattr(param, "stop_gradient", False))
 
 
 def _option_key(param: Any) -> Any:

@@ -74,7 +74,7 @@ def argsort(x: Any, axis: int = -1, descending: bool = False, stable: bool = Fal
 
 
 def take_along_axis(arr: Any, indices: Any, axis: int, broadcast: bool = True) -> Any:
-    """out[i][j] = arr[indices[i][j]][j] for axis 0 (torch.gather). indices has arr's rank and may
+    """`out[i][j] = arr[indices[i][j]][j]` for axis 0 (torch.gather). indices has arr's rank and may
     be shorter off axis; negative indices count from the end."""
     return apply_op("take_along_axis", {"X": arr, "Index": indices}, {"axis": int(axis)})
 

@@ -1,0 +1,175 @@
+"""The default eager data-parallel update in one pass: a bucket's sum over ranks and the
+optimizer's update of its parameters together, as static mode's fused ops (c_bucket_sgd /
+c_bucket_momentum / c_bucket_adam with shard=False) do, through the same per-piece functions
+(ops/fused_shards.py), so the same arithmetic.
+
+    model = fluidgrad.DataParallel(net)
+    opt = fluidgrad.optimizer.SGD(0.1, parameters=model.parameters())   # or Momentum, Adam, AdamW;
+    # or dist.DistributedOptimizer(opt): the same
+    loss.backward()   # every gradient in its bucket's row, the barrier started; .grad deferred
+    opt.step()        # per bucket: the rows summed and the parameters updated in one pass
+    opt.clear_grad()
+
+Why: summed apart, the average is written into `.grad` (the rows read, the gradient written) and
+read again by the update (the gradient and the parameter read, the parameter written); fused,
+the rows and the parameter are read once and the parameter written once, and no gradient array
+is made.
+
+Semantics do not change. After `backward()` each parameter's `.grad` is a `DeferredGrad`: the
+average over ranks, computed from the bucket's rows the moment anything reads it (its `data`, a
+`numpy()`, an arithmetic op, clipping), into the arrays the plain path would use. The
+optimizer's `step()` asks the gradient first (`fused_step`): each bucket whose gradients nobody
+read, all of them this optimizer's, is summed and updated in one pass; any other goes through the
+ordinary step, which reads (so completes) its gradients. The rows stay valid until this rank
+starts its next reduction of the bucket (its peer cannot pass that barrier before), and that
+start first completes every deferred gradient still held (`_Layout.settle`), so a `.grad` kept
+across steps still reads its own step's average, and `.grad` after `step()` reads the gradient
+the step used. Reading a gradient is local (it waits on the barrier every rank started in
+backward): one rank may read while the others do not.
+
+The fused step serves SGD, Momentum (Nesterov too), Adam and AdamW (exactly these classes, no
+subclass with a step of its own) with L2 or no decay, no clipping, one learning rate and decay
+for every parameter (distributed/buckets.py: own_options); anything else reads the gradients and
+takes the optimizer's own step. `backward(create_graph=True)`, `grad(...)` and parameters with
+hooks keep the reduction inside backward (the engine hands the averages out), and so does
+`FUSE_UPDATES = False`.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+
+from ..eager import Tensor
+from ..eager.tensor import _record_modification
+from ..ops import fused_shards
+from ..optimizer import SGD, Adam, AdamW, Momentum, Optimizer
+from ..regularizer import L2Decay
+from .buckets import own_options
+
+# off: DataParallel averages the gradients inside backward and the optimizer steps apart (the
+# path before the fused update; benchmarks and tests compare the two)
+FUSE_UPDATES = True
+_DATA = Tensor.__dict__["data"]  # the slot under DeferredGrad's `data` property
+
+
+class DeferredGrad(Tensor):
+    """A parameter's gradient averaged over ranks, computed on first read from the bucket's rows
+    (`source.materialize(index)`), unless the optimizer's fused step used the rows first."""
+
+    __slots__ = ("source", "index", "pending", "_shape", "_dtype")
+
+    def __init__(self, source: Any, index: int, shape: tuple[int, ...], dtype: np.dtype) -> None:
+        Tensor.__init__(self, None)
+        self.source, self.index, self._shape, self._dtype = source, index, shape, dtype
+        self.pending = True
+
+    @property
+    def data(self) -> np.ndarray:
+        if self.pending:
+            self.pending = False
+            _DATA.__set__(self, self.source.materialize(self.index))
+        return _DATA.__get__(self)
+
+    @data.setter
+    def data(self, value: np.ndarray) -> None:
+        self.pending = False
+        _DATA.__set__(self, value)
+
+    # what is known without the sum
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._shape
+
+    @property
+    def dtype(self) -> str:
+        return self._dtype.name
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    def fused_step(self, optimizer: Optimizer, params: list[Tensor]) -> list[Tensor]:
+        """Called by `optimizer.step()` on its first parameter's gradient: the buckets it can,
+        summed and updated in one pass; returns the parameters left to the ordinary step."""
+        return self.source.fused_update(optimizer, params)
+
+
+class Rule:
+    """One optimizer's fused update of a piece, with its state slots (elementwise, then scalar)."""
+
+    def __init__(self, optimizer: Optimizer) -> None:
+        self.optimizer, self.kind = optimizer, type(optimizer)
+        self.lr = optimizer.get_lr()
+        self.decay = optimizer.regularization.coeff if optimizer.regularization is not None else 0.0
+        self.attrs = optimizer.update_attrs()
+        self.slots = [slot for slot, (_, kind) in optimizer.accumulators.items() if kind == "param"]
+
+    def state(self, param: Tensor) -> dict[str, np.ndarray]:
+        """The parameter's accumulators (what the optimizer's step and state_dict use), made at
+        their initial values on first use; elementwise ones writable in place."""
+        state = self.optimizer._eager_state.setdefault(id(param), {})
+        for slot, (value, kind) in self.optimizer.accumulators.items():
+            array = state.get(slot)
+            if array is None:
+                state[slot] = np.full(param.shape if kind == "param" else [1], value, param.data.dtype)
+            elif kind == "param" and not _writable(array):
+                state[slot] = np.array(array, order="C")
+        return state
+
+    def update(self, own: np.ndarray, scale: float, rows: np.ndarray, skip: int, start: int, param: np.ndarray,
+               state: dict[str, np.ndarray]) -> None:
+        """param (flat) and its state updated in place by the gradient (own + other rows) * scale."""
+        kind, attrs = self.kind, self.attrs
+        if kind is SGD:
+            fused_shards.sgd(own, scale, rows, skip, start, param, self.lr, self.decay)
+        elif kind is Momentum:
+            fused_shards.momentum(own, scale, rows, skip, start, param, state["Velocity"].reshape(-1), self.lr,
+                                  attrs["mu"], self.decay, attrs["use_nesterov"])
+        else:
+            b1, b2 = state["Beta1Pow"], state["Beta2Pow"]
+            fused_shards.adam(own, scale, rows, skip, start, param, state["Moment1"].reshape(-1),
+                              state["Moment2"].reshape(-1), self.lr, attrs["beta1"], attrs["beta2"],
+                              float(b1.reshape(-1)[0]), float(b2.reshape(-1)[0]), attrs["epsilon"], self.decay,
+                              attrs.get("weight_decay", 0.0))
+            state["Beta1Pow"] = b1 * b1.dtype.type(attrs["beta1"])
+            state["Beta2Pow"] = b2 * b2.dtype.type(attrs["beta2"])
+
+
+def rule_for(optimizer: Optimizer, params: list[Tensor]) -> Rule | None:
+    """The fused update of `optimizer` for `params`, or None when it has none (see the module docstring)."""
+    regularization = optimizer.regularization
+    if (not FUSE_UPDATES or type(optimizer) not in (SGD, Momentum, Adam, AdamW) or optimizer._grad_clip is not None
+            or not (regularization is None or type(regularization) is L2Decay)
+            or own_options(optimizer, params) is not None):
+        return None
+    return Rule(optimizer)
+
+
+def update_bucket(rule: Rule, params: list[Tensor], offsets: list[int], own: np.ndarray, rows: np.ndarray,
+                  skip: int, scale: float) -> None:
+    """Each parameter of a bucket updated from its piece of the sum: (own + the rows but `skip`)
+    * scale at its offset (`own` is the flat sum itself when there are no rows)."""
+    for param, start in zip(params, offsets):
+        in_place = _references(param) <= _ALONE and _writable(param.data)  # counted before a local holds it
+        # else someone holds the array (a view, numpy()): they keep the old values, the update a copy
+        value = param.data if in_place else np.array(param.data, order="C")
+        state = rule.state(param)
+        rule.update(own[start:start + value.size], scale, rows, skip, start, value.reshape(-1), state)
+        if in_place:
+            _record_modification(param)  # a retained graph that read the old value refuses, as after set_value
+        else:
+            param.set_value(value)
+
+
+def _writable(array: np.ndarray) -> bool:
+    return array.base is None and array.flags.writeable and array.flags.c_contiguous
+
+
+def _references(tensor: Tensor) -> int:
+    return sys.getrefcount(tensor.data)
+
+
+# what `_references` counts for an array only its Tensor holds (measured: it differs between interpreters)
+_ALONE = _references(Tensor(np.zeros(1)))
