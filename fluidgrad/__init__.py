@@ -36,7 +36,11 @@ from .recompute_pass import RecomputePolicy  # noqa: E402  (checkpoints + select
 from . import distributed  # noqa: E402  (data parallelism over MPI; mpi4py only under a launcher)
 from .distributed import DataParallel  # noqa: E402
 
+from .framework.dtypes import DTYPE_CONSTANTS as _DTYPE_CONSTANTS  # noqa: E402
+from .framework.dtypes import get_default_dtype, set_default_dtype  # noqa: E402,F401
+
 __version__ = "0.1.0"
+globals().update(_DTYPE_CONSTANTS)   # fluidgrad.float32 == "float32" (paddle.float32); `bool` too, so set last
 
 # what `from fluidgrad import *` gives and `help(fluidgrad)` lists: every public function and class
 __all__ = sorted(name for name, value in globals().items()

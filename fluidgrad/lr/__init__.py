@@ -17,7 +17,7 @@ call `opt.sync_lr(scope)` once after the startup program; later steps update it 
 """
 from __future__ import annotations
 
-from .base import LRScheduler
+from .base import LRScheduler, is_rate  # noqa: F401  (is_rate: what optimizers take as a rate)
 from .cyclic import CosineAnnealingWarmRestarts, CyclicLR, OneCycleLR
 from .decay import (CosineAnnealingDecay, ExponentialDecay, InverseTimeDecay, LambdaDecay, LinearLR, LinearWarmup,
                     MultiplicativeDecay, MultiStepDecay, NaturalExpDecay, NoamDecay, PiecewiseDecay, PolynomialDecay,

@@ -2,7 +2,14 @@
 published to the optimizers that use it (see the package docstring)."""
 from __future__ import annotations
 
+import numbers
 from typing import Any, Callable
+
+
+def is_rate(value: Any) -> bool:
+    """A learning rate given as a number: a Python or NumPy int or float (a config computed with
+    NumPy gives np.float32), never a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and type(value).__name__ != "bool_"
 
 
 class LRScheduler:
@@ -12,7 +19,7 @@ class LRScheduler:
     state_keys: tuple[str, ...] = ("last_epoch", "last_lr")
 
     def __init__(self, learning_rate: float = 0.1, last_epoch: int = -1, verbose: bool = False) -> None:
-        if not isinstance(learning_rate, (int, float)):
+        if not is_rate(learning_rate):
             raise TypeError(f"{type(self).__name__}: learning_rate must be a number, "
                             f"got {type(learning_rate).__name__}")
         self.base_lr = float(learning_rate)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from .base import LRScheduler
+from .base import LRScheduler, is_rate
 from .decay import _positive_int
 
 
@@ -27,7 +27,7 @@ class OneCycleLR(LRScheduler):
     def __init__(self, max_learning_rate: float, total_steps: int, divide_factor: float = 25.0,
                  end_learning_rate: float = 0.0001, phase_pct: float = 0.3, anneal_strategy: str = "cos",
                  three_phase: bool = False, last_epoch: int = -1, verbose: bool = False) -> None:
-        if not isinstance(max_learning_rate, (int, float)) or max_learning_rate < 0:
+        if not is_rate(max_learning_rate) or max_learning_rate < 0:
             raise ValueError(f"OneCycleLR: max_learning_rate must be a non-negative number, got {max_learning_rate!r}")
         self.total_steps = _positive_int("OneCycleLR", "total_steps", total_steps)
         if not 0.0 <= phase_pct <= 1.0:
@@ -78,7 +78,7 @@ class CyclicLR(LRScheduler):
                  step_size_down: int | None = None, mode: str = "triangular", exp_gamma: float = 1.0,
                  scale_fn: Callable[[float], float] | None = None, scale_mode: str = "cycle",
                  last_epoch: int = -1, verbose: bool = False) -> None:
-        if not isinstance(max_learning_rate, (int, float)) or max_learning_rate < 0:
+        if not is_rate(max_learning_rate) or max_learning_rate < 0:
             raise ValueError(f"CyclicLR: max_learning_rate must be a non-negative number, got {max_learning_rate!r}")
         up = _positive_int("CyclicLR", "step_size_up", step_size_up)
         down = up if step_size_down is None else _positive_int("CyclicLR", "step_size_down", step_size_down)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from .base import LRScheduler
+from .base import LRScheduler, is_rate
 
 
 class StepDecay(LRScheduler):
@@ -106,10 +106,10 @@ class LinearWarmup(LRScheduler):
                  last_epoch: int = -1, verbose: bool = False) -> None:
         if not isinstance(warmup_steps, int) or warmup_steps <= 0:
             raise ValueError(f"LinearWarmup: warmup_steps must be a positive integer, got {warmup_steps!r}")
-        if not isinstance(learning_rate, (int, float, LRScheduler)):
+        if not (is_rate(learning_rate) or isinstance(learning_rate, LRScheduler)):
             raise TypeError(f"LinearWarmup: learning_rate must be a number or an LRScheduler, "
                             f"got {type(learning_rate).__name__}")
-        self.learning_rate = learning_rate
+        self.learning_rate = learning_rate if isinstance(learning_rate, LRScheduler) else float(learning_rate)
         self.warmup_steps, self.start_lr, self.end_lr = warmup_steps, float(start_lr), float(end_lr)
         super().__init__(start_lr, last_epoch, verbose)
 
