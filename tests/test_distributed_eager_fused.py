@@ -14,8 +14,9 @@ from fluidgrad.distributed.eager_fused import DeferredGrad
 TOLERANCE = 2e-5  # float32 rounding after 20 steps
 STATE_TOLERANCE = 1e-4  # Adam's second moments (see test_distributed_eager_sharding.py)
 FUSED = ["sgd", "sgd-no_sync", "momentum", "momentum-no_sync", "adam", "adam-no_sync", "sgd-one-bucket",
-         "adam-per-parameter", "momentum-nesterov-l2-schedule", "adamw-distributed", "sgd-l2-mpi", "adam-mpi",
-         "momentum-numpy", "adam-resume", "momentum-zero_grad"]
+         "adam-per-parameter", "momentum-nesterov-l2-schedule", "adamw-distributed", "sgd-distributed-minimize", "sgd-l2-mpi", "adam-mpi",
+         "momentum-numpy", "adam-resume", "momentum-zero_grad",
+         "sgd-discard", "adam-discard-mpi"]
 # the optimizer's own step: gradients read before it (completed then), clipping, fusing off
 UNFUSED = ["momentum-read", "adam-norm", "sgd-unfused"]
 STATE_ENTRIES = {"sgd": 0, "momentum": 6, "adam": 24, "adamw": 24}
@@ -23,11 +24,12 @@ STATE_ENTRIES = {"sgd": 0, "momentum": 6, "adam": 24, "adamw": 24}
 
 @pytest.mark.parametrize("nproc", [2, 3, 4])
 def test_fused_eager_training_equals_single_process_on_the_whole_batch(tmp_path, nproc):
-    """SGD, Momentum (Nesterov, L2, a schedule), Adam, AdamW (through DistributedOptimizer);
+    """SGD, Momentum (Nesterov, L2, a schedule), Adam, AdamW and SGD (through DistributedOptimizer, step() and
+    minimize(loss));
     with and without no_sync; several buckets, one, one per parameter; shared memory (two ranks:
     each adds the rows itself; more: the shared sum) and MPI; compiled and NumPy; a checkpoint
     loaded back mid-run; zero-filled gradients kept between steps (folded into the next
-    buckets): after 20 steps the loss, every parameter and the optimizer state match,
+    buckets); a backward whose reduction nobody reads or applies (completed by the next one): after 20 steps the loss, every parameter and the optimizer state match,
     the ranks hold the same values, every step's `.grad` was deferred after backward and every
     bucket of every step was updated by the fused step, and `.grad` read after the step is the
     averaged gradient. Reading the gradients before the step, clipping or the switch send every bucket through the optimizer's own step, with the same results."""

@@ -317,16 +317,23 @@ class _Layout:
         self.shapes = [(tuple(p.shape), p.data.dtype) for p in params]
         self.flat_by_path: dict[str, list[Any]] = {}
         self.kept: list[np.ndarray | None] = [None] * len(params)
-        # the deferred gradients of the last reduction (weakly: clear_grad drops them)
+        # the last reduction left to the step (eager_fused.py) and its deferred gradients (weakly:
+        # clear_grad drops them)
+        self.deferred_step: _ReduceStep | None = None
         self.outstanding: list[weakref.ref] = []
 
     def settle(self) -> None:
-        """Complete every deferred gradient still held, before the buckets are written again."""
-        outstanding, self.outstanding = self.outstanding, []
+        """Before the buckets are written again: every deferred gradient still held computed, and
+        the last reduction completed even if nobody read it (a rank must not write its row while
+        another still sums it; MPI requests are finished)."""
+        step, outstanding = self.deferred_step, self.outstanding
+        self.deferred_step, self.outstanding = None, []
         for ref in outstanding:
             grad = ref()
             if grad is not None and grad.pending:
                 grad.data  # noqa: B018  (reading it computes it)
+        if step is not None:
+            step.complete()
 
     def flat(self, world: World) -> list[Any]:
         """The buckets on the world's current all-reduce path (made collectively on first use)."""
@@ -441,8 +448,16 @@ class _ReduceStep:
             if not param.stop_gradient:
                 param.grad = grad = DeferredGrad(self, i, *shapes[i])  # replaces a gradient folded in
                 outstanding.append(weakref.ref(grad))
-        self.layout.outstanding = outstanding
+        self.layout.outstanding, self.layout.deferred_step = outstanding, self
         self.finished = True
+
+    def complete(self) -> None:
+        """Every bucket's reduction finished (its sum made where it is shared), without handing out."""
+        for pending in self.pending:
+            if type(pending) is PairReduce:
+                pending.wait_rows()
+            else:
+                pending.wait()
 
     def materialize(self, i: int) -> np.ndarray:
         """Parameter i's averaged gradient, an array of its own (a deferred gradient read)."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..dispatch import is_tensor
 from ..framework import (
     OPTIMIZE,
     Block,
@@ -70,6 +71,8 @@ class DistributedOptimizer:
                  parameters: Sequence[Any] | None = None) -> tuple[list[Operator], ParamsGrads]:
         if self._eager is not None:
             return self._eager.minimize(loss)
+        if is_tensor(loss):  # eager, after backward(): the optimizer's step (fused with DataParallel's sum)
+            return self.inner.minimize(loss)
         if not isinstance(loss, Variable):
             raise TypeError("DistributedOptimizer.minimize builds a Program: loss must be a Variable; "
                             "in eager mode wrap the model in fluidgrad.DataParallel instead")

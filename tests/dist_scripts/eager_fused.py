@@ -62,7 +62,10 @@ def train_step(case, model, opt, x, y):
     deferred = all(type(p.grad) is DeferredGrad and p.grad.pending for p in params)
     if case.get("read"):  # a user's look at the gradients before the step (e.g. their norm) completes them
         float(sum(np.sum(np.square(p.grad.numpy())) for p in params))
-    opt.step()
+    if case.get("minimize"):  # Paddle's dygraph form: minimize(loss) after backward() is step()
+        opt.minimize(loss)
+    else:
+        opt.step()
     if case.get("zero_grad"):
         opt.zero_grad(set_to_none=False)  # zero-filled arrays: the next backward adds into them
     return total + float(loss.numpy()), deferred
@@ -81,6 +84,9 @@ def run_case(case, rank, world, out_dir):
     for step, (x, y) in enumerate(batches(world)):
         if case.get("resume") and step == 10:
             resume(model, opt, out_dir)
+        if case.get("discard"):  # a backward whose gradients are dropped unread, no step: changes nothing
+            fg.nn.functional.cross_entropy(wrapped(fg.to_tensor(dist.shard(x))), fg.to_tensor(dist.shard(y))).backward()
+            opt.clear_grad()
         total, deferred = train_step(case, wrapped, opt, x, y)
         deferred_steps += deferred
         grads = None if case.get("zero_grad") else [p.grad.numpy().copy() for p in params]  # after step()
@@ -129,12 +135,16 @@ CASES = [
     {"name": "adam-per-parameter", "kind": "adam", "bucket_mb": 0.0},
     {"name": "momentum-nesterov-l2-schedule", "kind": "momentum", "nesterov": True, "decay": 0.01, "schedule": True},
     {"name": "adamw-distributed", "kind": "adamw", "api": "distributed"},
+    {"name": "sgd-distributed-minimize", "kind": "sgd", "api": "distributed", "minimize": True},
     {"name": "sgd-l2-mpi", "kind": "sgd", "decay": 0.01, "path": "mpi"},
     {"name": "adam-mpi", "kind": "adam", "path": "mpi"},
     {"name": "momentum-numpy", "kind": "momentum", "numba": False},
     {"name": "adam-resume", "kind": "adam", "resume": True},
     # zero-filled gradients kept from step to step: the next backward folds them into the buckets
     {"name": "momentum-zero_grad", "kind": "momentum", "zero_grad": True},
+    # a reduction nobody read or applied: the next backward completes it before writing the rows
+    {"name": "sgd-discard", "kind": "sgd", "discard": True},
+    {"name": "adam-discard-mpi", "kind": "adam", "discard": True, "path": "mpi"},
     # the optimizer's own step: gradients read before it, clipping, the fused update switched off
     {"name": "momentum-read", "kind": "momentum", "read": True},
     {"name": "adam-norm", "kind": "adam", "clip": "norm"},
