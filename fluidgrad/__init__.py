@@ -30,6 +30,7 @@ _math_mixin.install(functions)
 _tensor_methods.install()  # x.max(), x.unsqueeze(0), abs(x), ~mask: Paddle's Tensor methods
 from . import autograd, jit  # noqa: E402  (eager mode's PyLayer and to_static)
 from . import io, viz  # noqa: E402  (static save/load and pictures: fg.io.save, fg.viz.draw)
+from . import metric  # noqa: E402  (paddle.metric: accuracy)
 from .serialization import load, save  # noqa: E402  (eager state dicts: fg.save(model.state_dict(), path))
 from .recompute_eager import recompute  # noqa: E402  (eager activation checkpointing)
 from .recompute_pass import RecomputePolicy  # noqa: E402  (checkpoints + selective keeping)

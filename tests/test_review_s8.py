@@ -220,9 +220,6 @@ _TOP_LEVEL = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="common Paddle 2 functions (also PyTorch's) are missing from fluidgrad: allclose, "
-                   "isclose, equal_all, numel, dot, cross, kron, masked_select, diff, moveaxis, rot90, nan_to_num, "
-                   "count_nonzero, median, quantile, lerp, logcumsumexp")
 @pytest.mark.parametrize("name", sorted(_TOP_LEVEL))
 def test_common_top_level_functions_match_torch(name):
     x0 = np.arange(8.0).reshape(2, 4) - 2.5
@@ -625,8 +622,6 @@ def test_io_dataloader_batches_a_tensor_dataset():
     assert len(list(fg.io.BatchSampler(dataset, batch_size=3, drop_last=True))) == 3
 
 
-@pytest.mark.xfail(strict=True, reason="fluidgrad.metric.accuracy (paddle.metric.accuracy: top-k accuracy of logits "
-                   "against [N, 1] labels, used in every Paddle training loop) is missing")
 def test_metric_accuracy_top_k():
     logits = np.array([[0.1, 0.7, 0.2], [0.5, 0.2, 0.3], [0.2, 0.3, 0.5], [0.6, 0.3, 0.1]], "float32")
     labels = np.array([[1], [2], [2], [1]])
