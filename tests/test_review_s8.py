@@ -403,8 +403,6 @@ def test_retain_grads_keeps_the_gradient_of_an_intermediate():
     np.testing.assert_allclose(y.grad.numpy(), 4 * x0)
 
 
-@pytest.mark.xfail(strict=True, reason="fluidgrad.autograd has no jacobian / hessian (paddle.autograd.jacobian, "
-                   "torch.autograd.functional.jacobian)")
 def test_autograd_jacobian_and_hessian_match_torch():
     x0 = np.array([0.5, -1.0, 2.0])
 
