@@ -274,11 +274,19 @@ def cast(x: Any, dtype: Any) -> Any:
 
 
 def assign(x: Any, output: Any = None) -> Any:
-    """Paddle's `assign`: a copy of `x` the gradient flows through; with `output`, `x`'s value is
-    written into that existing Tensor (`output.set_value`: no gradient link) or Variable (an
-    `assign` op writing it), and `output` is returned."""
-    if not _is_value(x):   # NumPy data keeps its dtype; a number gives shape [1], as Paddle's
-        x = to_tensor(np.asarray([x]) if np.isscalar(x) else np.asarray(x))
+    """Paddle's `assign`: a copy of `x` the gradient flows through (an array or number: a Tensor,
+    or in a program a constant); with `output`, `x`'s value is written into that existing Tensor
+    (`output.set_value`: no gradient link) or Variable (an `assign` op writing it), and `output`
+    is returned."""
+    if not _is_value(x):  # an array or number: a Tensor in eager mode, a constant op in a program
+        array = np.asarray(x)
+        if is_tensor(output) or (output is None and in_dynamic_mode()):
+            x = to_tensor(array)
+        else:
+            x = apply_op("assign_value", {}, {"shape": list(array.shape), "dtype": normalize_dtype(array.dtype),
+                                              "values": array.reshape(-1).tolist()})
+            if output is None:
+                return x
     if output is None:
         return apply_op("assign", {"X": x})
     if not (is_tensor(output) and is_tensor(x)) and not (isinstance(output, Variable) and isinstance(x, Variable)):

@@ -1,8 +1,8 @@
 """fluidgrad.assign (paddle.assign): a copy of a Tensor or Variable (differentiable), or NumPy
-data made a constant Tensor, which joins a static Program as a constant when it meets Variables
-(as Paddle's static mode makes it a constant Variable); `output=` writing the copy into an
-existing Tensor or Variable (Fluid's style, a loop writing an outer variable). Gradients are
-checked against PyTorch's clone. (tests/test_jit_eager_idioms.py has the first cases.)"""
+data made a constant (a Tensor in eager mode, a Variable in a program); a constant Tensor meeting
+Variables joins the Program as a constant (dispatch); `output=` writing the copy into an existing
+Tensor or Variable (Fluid's style, a loop writing an outer variable). Gradients are checked
+against PyTorch's clone. (tests/test_jit_eager_idioms.py has the first cases.)"""
 from __future__ import annotations
 
 import numpy as np
@@ -10,14 +10,16 @@ import pytest
 import torch
 
 import fluidgrad as fg
+from fluidgrad.framework import program as program_module
 
 DATA = np.arange(6.0).reshape(2, 3)
 
 
 @pytest.mark.parametrize("value,expected", [
     (DATA, DATA), (DATA.astype("int32"), DATA.astype("int32")), ([[1.5, 2.5]], np.array([[1.5, 2.5]])),
-    ((1, 2, 3), np.array([1, 2, 3])), (2.5, np.array([2.5])), (True, np.array([True])), (np.float32(3), np.float32([3]))])
-def test_numpy_data_becomes_a_constant_tensor_keeping_its_dtype(value, expected):
+    ((1, 2, 3), np.array([1, 2, 3])), (2.5, np.array(2.5)), (True, np.array(True)), (np.float32(3), np.float32(3))])
+def test_numpy_data_becomes_a_constant_tensor_keeping_its_dtype(monkeypatch, value, expected):
+    monkeypatch.setattr(program_module, "_guard_depth", 0)  # eager: outside the fixture's program_guard
     value, expected = (value.copy() if isinstance(value, np.ndarray) else value), np.array(expected)
     got = fg.assign(value)
     assert isinstance(got, fg.Tensor) and got.dtype == str(expected.dtype)
@@ -29,11 +31,11 @@ def test_numpy_data_becomes_a_constant_tensor_keeping_its_dtype(value, expected)
 
 def test_constant_tensors_join_a_static_program_as_constants():
     main = fg.Program()
+    constant = fg.to_tensor(DATA.astype("float32"))
     with fg.program_guard(main, fg.Program()):
-        constant = fg.assign(DATA.astype("float32"))
         x = fg.static.data("x", [2, 3], "float32")
         out = fg.concat([x * constant, fg.matmul(constant, fg.transpose(x, [1, 0]))], axis=1)
-        flags = fg.logical_not(fg.cast(x, "bool")) | fg.assign(np.array([True, False, False]))
+        flags = fg.logical_not(fg.cast(x, "bool")) | fg.to_tensor(np.array([True, False, False]))
     assert isinstance(out, fg.Variable)
     xs = DATA.astype("float32") + 1
     got, mask = fg.Executor().run(main, feed={"x": xs}, fetch_list=[out, flags])

@@ -53,7 +53,7 @@ def launcher_line(result):
 # ------------------------------------------------------------------ failures end the job, naming the rank
 @pytest.mark.parametrize("nproc, scenario, options, message", [
     (2, "before_join", [], "rank 1 of 2 failed: exited before joining the job"),
-    (2, "exit3", [], "rank 1 exited while rank 0 waits for it in all_reduce"),
+    (2, "exit3", [], "rank 1 of 2 failed: exited with status 3 (sys.exit(3)); every rank was stopped (exit status 3)"),
     # rank 0 or rank 2 times out first; it names the rank that never came and the one waiting too
     (3, "hang", ["--timeout", "3"], r"rank (0|2): all_reduce did not complete within 3 s "
                                     r"\(FLUIDGRAD_COLLECTIVE_TIMEOUT\): (rank 0 waits in all_reduce; )?rank 1 is in "
@@ -67,6 +67,28 @@ def test_a_job_that_goes_wrong_ends_in_bounded_time_naming_the_rank(nproc, scena
     line = launcher_line(result)
     assert message in line or (scenario == "hang" and re.search(message, line) and "waits in all_reduce" in line), line
     assert "finished" not in result.out
+    assert result.seconds < BOUND_SECONDS
+
+
+@pytest.mark.parametrize("scenario, message, status", [
+    ("exit3_last", "rank 1 of 2 failed: exited with status 3 (sys.exit(3)); the other ranks finished "
+                   "(exit status 3)", 3),
+    ("exit_message", "rank 1 of 2 failed: exited with status 1 (sys.exit('bad config')); the other ranks "
+                     "finished (exit status 1)", 1),
+])
+def test_a_rank_ending_with_sys_exit_is_named_with_its_status(scenario, message, status):
+    """As torchrun's `exitcode: 3`: the status is said, and is the launcher's own."""
+    result = run("-n", 2, SCRIPTS / "ux_failures.py", scenario, timeout=120)
+    assert launcher_line(result) == f"fluidgrad launch: {message}"
+    assert result.returncode == status
+    assert "rank 0 finished" in result.out and "rank 1 finished" not in result.out
+    assert result.seconds < BOUND_SECONDS
+
+
+def test_a_rank_killed_by_a_signal_is_named_with_the_signal():
+    result = run("-n", 2, SCRIPTS / "ux_failures.py", "killed", timeout=120)
+    assert "rank 1 of 2 failed: died without reporting an error: killed by signal 9 (SIGKILL)" in launcher_line(result), result.err[-2000:]
+    assert result.returncode != 0
     assert result.seconds < BOUND_SECONDS
 
 

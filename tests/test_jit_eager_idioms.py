@@ -167,7 +167,7 @@ def test_assign_copies_in_both_modes_and_writes_into_an_output():
     assert fg.assign(x, out) is out
     np.testing.assert_array_equal(out.numpy(), X0)
     assert out.numpy() is not x.numpy()
-    np.testing.assert_array_equal(fg.assign(np.eye(2)).numpy(), np.eye(2))
+    np.testing.assert_array_equal(fg.assign(np.eye(2), fg.to_tensor(np.zeros((2, 2)))).numpy(), np.eye(2))
 
     main = fg.Program()
     with fg.program_guard(main, fg.Program()):
@@ -178,3 +178,17 @@ def test_assign_copies_in_both_modes_and_writes_into_an_output():
             fg.assign(v, fg.zeros([2, 3], "int64"))
     value, = fg.Executor().run(main, feed={"v": X0}, fetch_list=[target])
     np.testing.assert_array_equal(value, 2 * X0)
+
+
+def test_assign_of_an_array_is_a_constant_of_the_program():
+    data = np.arange(6, dtype="int32").reshape(2, 3)
+    main = fg.Program()
+    with fg.program_guard(main, fg.Program()):
+        constant = fg.assign(data)
+        target = fg.zeros([2, 3], "int32")
+        fg.assign(data * 2, target)
+        assert isinstance(constant, fg.Variable) and constant.dtype == "int32"
+    values = fg.Executor().run(main, fetch_list=[constant, target])
+    np.testing.assert_array_equal(values[0], data)
+    np.testing.assert_array_equal(values[1], 2 * data)
+    assert isinstance(fg.assign(1.5, fg.to_tensor(np.zeros(()))), fg.Tensor)

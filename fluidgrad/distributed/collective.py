@@ -76,6 +76,15 @@ def _in_place(x: Any, value: np.ndarray) -> Any:
     return value[()] if isinstance(x, np.generic) else value.item()
 
 
+def _check_writable(x: Any, what: str) -> None:
+    """An array written in place must be writable: say so before any rank communicates."""
+    if isinstance(x, np.ndarray) and not x.flags.writeable:
+        raise ValueError(f"{what}: the array given (shape {list(x.shape)}, {x.dtype}) is read-only, e.g. a "
+                         f"parameter or optimizer state that a sharded optimizer keeps as a view of the node's one "
+                         f"copy; pass the Tensor instead, or a copy and then assign the result "
+                         f"(scope[name] = array)")
+
+
 def _append_in_place(op_type: str, x: Variable, attrs: dict[str, Any]) -> Variable:
     default_main_program().current_block().append_op(op_type, {"X": x}, {"Out": x}, attrs)
     return x
@@ -89,6 +98,7 @@ def all_reduce(x: Any, op: str = "sum", group: Any = None, sync_op: bool = True)
         return _append_in_place(f"c_allreduce_{op}", x, {})
     array = _values(x, "all_reduce")
     _check_reducible(array, op, "all_reduce")
+    _check_writable(x, "all_reduce")
     return _in_place(x, get_world().all_reduce(array, op))
 
 
@@ -99,6 +109,7 @@ def broadcast(x: Any, src: int = 0, group: Any = None, sync_op: bool = True) -> 
     world._check_rank(int(src), "broadcast")
     if isinstance(x, Variable):
         return _append_in_place("c_broadcast", x, {"root": int(src)})
+    _check_writable(x, "broadcast")
     return _in_place(x, world.broadcast(_values(x, "broadcast"), int(src)))
 
 

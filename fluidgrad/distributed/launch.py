@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 _PID_LINE = re.compile(rb"PID (\d+) RUNNING")
+_SIGNAL_LINE = re.compile(rb"EXIT STRING: [^\n]*\(signal (\d+)\)")  # MPICH's report of a rank killed
 _POLL_SECONDS = 0.02
 _FIND_SECONDS, _FIND_FOR_SECONDS = 0.002, 10.0
 # the ranks waiting in a collective stop by themselves when told a rank failed; ranks stuck in
@@ -57,6 +58,7 @@ class _Watch:
         self.failure: tuple[int, str] | None = None  # (rank, what) found by the launcher itself
         self.stop_at: float | None = None
         self.bad_pid: int | None = None
+        self.bad_signal: int | None = None
         self.done = threading.Event()
         self._tail = b""
         self.started = time.monotonic()
@@ -98,6 +100,10 @@ class _Watch:
         if not unseen or time.monotonic() - self.started <= _FIND_FOR_SECONDS:
             unseen = {}
         for rank, pid in sorted({**self.pids, **unseen}.items()):
+            status = self.exit_status(rank)
+            if status is not None and status[0] != 0:
+                self._fail(rank, _exited(status))  # sys.exit(3): the others stop at their next collective
+                return
             if (pid is not None and _alive(pid)) or any((self.dir / f"rank{rank}.{kind}").exists()
                                                         for kind in ("exit", "failed", "stopped")):
                 continue
@@ -105,13 +111,30 @@ class _Watch:
             others = [pid for other, pid in self.pids.items() if other != rank and _alive(pid)]
             if not joined and not any(_uses_mpi(pid) for pid in others):
                 continue  # a plain program's rank that finished: no rank waits for it
-            self.failure = (rank, _DIED if joined else _DIED_EARLY)
             if not joined:  # the others cannot leave MPI_Init without it: stop them if they do not
                 self.stop_at = time.monotonic() + _STOP_GRACE_SECONDS
-            # the ranks look for this file while they wait (ops/comm.py: check_peers)
-            (self.dir / "failed.tmp").write_text(f"rank {rank} of {self.nproc} {self.failure[1]}")
-            os.replace(self.dir / "failed.tmp", self.dir / "failed")
+            self._fail(rank, _DIED if joined else _DIED_EARLY)
             return
+
+    def _fail(self, rank: int, what: str) -> None:
+        self.failure = (rank, what)
+        # the ranks look for this file while they wait (ops/comm.py: check_peers)
+        (self.dir / "failed.tmp").write_text(f"rank {rank} of {self.nproc} {what}")
+        os.replace(self.dir / "failed.tmp", self.dir / "failed")
+
+    def exit_status(self, rank: int) -> tuple[int, str] | None:
+        """What `rank` passed to sys.exit, from its exit mark (ops/comm.py: mark_exit): the
+        status and sys.exit's message if any; None while it has not left through Python's exit."""
+        try:
+            text = (self.dir / f"rank{rank}.exit").read_text().strip()
+        except OSError:
+            return None
+        code, _, message = text.partition(" ")
+        return (int(code), message) if code.lstrip("-").isdigit() else (0, "")
+
+    def exit_statuses(self) -> dict[int, tuple[int, str]]:
+        found = {rank: self.exit_status(rank) for rank in range(self.nproc)}
+        return {rank: status for rank, status in found.items() if status is not None}
 
     def forward(self, stream: BinaryIO, sink: BinaryIO) -> None:
         """Pass the ranks' output through as it comes: bytes, not lines, so that a progress
@@ -124,6 +147,9 @@ class _Watch:
             match = _PID_LINE.search(self._tail + chunk)
             if match:
                 self.bad_pid = int(match.group(1))
+            match = _SIGNAL_LINE.search(self._tail + chunk)
+            if match:
+                self.bad_signal = int(match.group(1))
             self._tail = chunk[-64:]
             sink.write(chunk)
             sink.flush()
@@ -136,16 +162,35 @@ class _Watch:
             # a mismatch found by every rank at once is reported by each: name them together
             ranks = sorted(int(p.name[4:-len(".failed")]) for p in reports if p.read_text().strip() == first)
             return ranks, f"raised {first}"
+        exits = self.exit_statuses()
+        failing = sorted((rank for rank, status in exits.items() if status[0] != 0),
+                         key=lambda rank: (self.dir / f"rank{rank}.exit").stat().st_mtime)
+        if failing:  # sys.exit(3) on a rank
+            first = exits[failing[0]]
+            return [rank for rank in failing if exits[rank] == first], _exited(first)
         by_pid = {pid: rank for rank, pid in self.pids.items()}
         # MPI kills every rank at once when one is killed: it names the first (`PID n RUNNING`)
         if self.bad_pid in by_pid and (self.failure is None or self.failure[1] == _DIED):
-            return [by_pid[self.bad_pid]], _DIED
+            return [by_pid[self.bad_pid]], _killed(self.bad_signal) if self.bad_signal else _DIED
         if self.failure is not None:
             return [self.failure[0]], self.failure[1]
         stopped = sorted(self.dir.glob("rank*.stopped"))
         if stopped:  # a rank that saw another fail: its message names that rank
             return [], stopped[0].read_text().strip()
         return [], ""
+
+
+def _exited(status: tuple[int, str]) -> str:
+    code, message = status
+    return f"exited with status {code}" + (f" (sys.exit({message!r}))" if message else f" (sys.exit({code}))")
+
+
+def _killed(number: int) -> str:
+    try:
+        name = signal.Signals(number).name
+    except ValueError:
+        name = "an unknown signal"
+    return f"died without reporting an error: killed by signal {number} ({name})"
 
 
 def _descendants(pid: int) -> list[int]:
@@ -240,9 +285,20 @@ def launch(nproc: int, command: Sequence[str], threads: int | None = 1, mpiexec_
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         watch = _Watch(Path(tmp), nproc, process)
         status = _run(process, watch)
-        if status != 0:
-            print(f"fluidgrad launch: {_explain(watch, nproc, status)}", file=sys.stderr)
+        ranks, what = watch.failed_rank()
+        if status != 0 or ranks:
+            status = _job_status(watch, status)
+            print(f"fluidgrad launch: {_explain(watch, nproc, status, ranks, what)}", file=sys.stderr)
         return status
+
+
+def _job_status(watch: _Watch, mpi_status: int) -> int:
+    """The launcher's exit status: the status a failed rank passed to sys.exit (MPI may report
+    another rank's abort instead), else MPI's; never 0 for a job with a failed rank."""
+    failing = [code for code, _ in watch.exit_statuses().values() if code != 0]
+    if failing:
+        return failing[0] if 0 < failing[0] < 256 else 1
+    return mpi_status or 1
 
 
 def _run(process: subprocess.Popen, watch: _Watch) -> int:
@@ -274,8 +330,7 @@ def _binary(stream: Any) -> BinaryIO:
     return getattr(stream, "buffer", stream)
 
 
-def _explain(watch: _Watch, nproc: int, status: int) -> str:
-    ranks, what = watch.failed_rank()
+def _explain(watch: _Watch, nproc: int, status: int, ranks: list[int], what: str) -> str:
     if len(ranks) == 1:
         what = f"rank {ranks[0]} of {nproc} failed: {what}"
     elif ranks:
@@ -283,6 +338,10 @@ def _explain(watch: _Watch, nproc: int, status: int) -> str:
     elif not what:
         what = (f"a rank exited with status {status} (its own error, if any, is above)" if status > 0
                 else f"MPI stopped the job (status {status})")
+    finished = [rank for rank, (code, _) in watch.exit_statuses().items()
+                if code == 0 and not any((watch.dir / f"rank{rank}.{kind}").exists() for kind in ("stopped", "failed"))]
+    if ranks and sorted(finished + ranks) == list(range(nproc)):
+        return f"{what}; the other ranks finished (exit status {status})"
     return f"{what}; every rank was stopped (exit status {status})"
 
 

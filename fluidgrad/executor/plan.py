@@ -342,37 +342,36 @@ def schedule(block: Block) -> list[int]:
     """The order a plan runs `block`'s ops in: the block's own, except that an optimizer op
     (a parameter update) moves up to right after the last op it depends on, so that each
     gradient is used, and freed, as soon as it is complete rather than all held to the end.
-    It never passes an op that writes what it reads, or reads or writes what it writes."""
-    anchors: dict[int, list[int]] = {}
-    last_write: dict[str, int] = {}
-    last_touch: dict[str, int] = {}
-    moved: set[int] = set()
-    for index, op in enumerate(block.ops):
-        if op.role == OPTIMIZE and _movable(op):
-            after = max([last_write.get(n, -1) for n in op.input_arg_names]
-                        + [last_touch.get(n, -1) for n in op.output_arg_names], default=-1)
-            if after < index - 1:
-                anchors.setdefault(after, []).append(index)
-                moved.add(index)
-        for name in op.input_arg_names:
-            last_touch[name] = index
-        for name in op.output_arg_names:
-            last_write[name] = last_touch[name] = index
-    if not moved:
-        return list(range(len(block.ops)))
-    order: list[int] = []
+    It never passes an op that writes what it reads, or reads or writes what it writes.
 
-    def place(index: int) -> None:
-        stack = [index]
-        while stack:
-            current = stack.pop()
-            order.append(current)
-            stack.extend(reversed(anchors.get(current, ())))
-    for index in anchors.get(-1, ()):
-        place(index)
+    An op that stays is the head of a group: itself, then the ops moved up behind it, in their
+    own order. A moved op joins the latest group among those of the ops it depends on (the last
+    writer of what it reads; every earlier reader and writer of what it writes), at that group's
+    end: an op it depends on may itself have moved, into an earlier group than its own index."""
+    moved_behind: dict[int, list[int]] = {}
+    write_group: dict[str, int] = {}  # name -> the group of its last writer
+    touch_group: dict[str, int] = {}  # name -> the latest group among every op that read or wrote it
+    for index, op in enumerate(block.ops):
+        group = index
+        if op.role == OPTIMIZE and _movable(op):
+            head = max([write_group.get(n, -1) for n in op.input_arg_names]
+                       + [touch_group.get(n, -1) for n in op.output_arg_names], default=-1)
+            if head < index - 1:
+                moved_behind.setdefault(head, []).append(index)
+                group = head
+        for name in op.input_arg_names:
+            touch_group[name] = max(touch_group.get(name, -1), group)
+        for name in op.output_arg_names:
+            write_group[name] = group
+            touch_group[name] = max(touch_group.get(name, -1), group)
+    if not moved_behind:
+        return list(range(len(block.ops)))
+    moved = {index for indices in moved_behind.values() for index in indices}
+    order = list(moved_behind.get(-1, ()))
     for index in range(len(block.ops)):
         if index not in moved:
-            place(index)
+            order.append(index)
+            order.extend(moved_behind.get(index, ()))
     return order
 
 

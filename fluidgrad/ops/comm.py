@@ -93,6 +93,7 @@ class World:
         self._shared_buckets: dict[tuple, SharedBucket] = {}
         self._shared_bytes = 0
         self._node_copies: dict[tuple, NodeCopy] = {}
+        self.exit_status: Any = None  # what this rank passed to sys.exit (its exit mark says it)
         if self.launch_dir is not None:
             (self.launch_dir / f"rank{self.rank}.pid").write_text(str(os.getpid()))
 
@@ -161,8 +162,11 @@ class World:
         if failed.exists():
             raise RankFailedError(f"{failed.read_text().strip()}; rank {self.rank} stops in {what}")
         for rank in range(self.size):
-            if rank != self.rank and (self.launch_dir / f"rank{rank}.exit").exists():
-                return f"rank {rank} exited while rank {self.rank} waits for it in {what}"
+            mark = self.launch_dir / f"rank{rank}.exit"
+            if rank != self.rank and mark.exists():
+                code, _, message = (mark.read_text().strip() or "0").partition(" ")
+                how = "exited" if code == "0" else f"exited with status {code}" + (f" ({message})" if message else "")
+                return f"rank {rank} {how} while rank {self.rank} waits for it in {what}"
         return None
 
     # ------------------------------------------------------------------ collectives on arrays
@@ -347,9 +351,17 @@ class World:
         time.sleep(0.5)  # the others poll every _POLL_SECONDS: let them print their own error
 
     def mark_exit(self) -> None:
-        """A rank leaving normally says so, so that peers still waiting for it stop."""
+        """A rank leaving through Python's exit says so, and with which status (`sys.exit(3)`:
+        "3"; `sys.exit("message")`: "1 message"), so that peers still waiting for it stop and
+        the launcher names it."""
         if self.launch_dir is not None:
-            (self.launch_dir / f"rank{self.rank}.exit").write_text("0")
+            status = self.exit_status
+            if status is None or isinstance(status, int):
+                text = str(int(status or 0))
+            else:  # Python prints the message and exits with 1
+                text = ("1 " + str(status).splitlines()[0][:200]) if str(status).strip() else "1"
+            (self.launch_dir / f"rank{self.rank}.exit.tmp").write_text(text)
+            os.replace(self.launch_dir / f"rank{self.rank}.exit.tmp", self.launch_dir / f"rank{self.rank}.exit")
 
 
 class Pending:
@@ -409,4 +421,12 @@ def _install_failure_handling(world: World) -> None:
         world.comm.Abort(1)
 
     sys.excepthook = excepthook
+    exit_now = sys.exit
+
+    def exit_noting_status(status: Any = None) -> None:
+        """sys.exit, noting the status for the exit mark (an atexit handler cannot read it)."""
+        world.exit_status = status
+        exit_now(status)
+
+    sys.exit = exit_noting_status
     atexit.register(world.mark_exit)

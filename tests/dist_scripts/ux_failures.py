@@ -3,6 +3,9 @@ job to go wrong (argv[1]); the test reads what the launcher and the ranks say, a
 
 before_join    rank 1 raises before it imports fluidgrad (the others get stuck joining MPI)
 exit3          rank 1 calls sys.exit(3) while rank 0 waits for it in an all-reduce
+exit3_last     rank 1 calls sys.exit(3) after the last collective (rank 0 finishes)
+exit_message   rank 1 calls sys.exit("bad config") after the last collective (status 1, message shown)
+killed         rank 1 kills itself with SIGKILL after the last collective
 hang           rank 1 sleeps for ever while the others wait for it (run with --timeout)
 mismatch       the ranks all-reduce arrays of different shapes (every rank finds out)
 lines          every rank prints many long lines as fast as it can (no line may be mixed)
@@ -10,6 +13,7 @@ lines          every rank prints many long lines as fast as it can (no line may 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 
@@ -36,4 +40,12 @@ if rank == 1 and scenario == "hang":
 if scenario == "mismatch":
     dist.all_reduce(np.ones(3 + rank))
 dist.all_reduce(np.ones(3))
+if rank == 1 and scenario == "exit3_last":
+    sys.exit(3)
+if rank == 1 and scenario == "exit_message":
+    sys.exit("bad config")
+if rank == 1 and scenario == "killed":
+    os.kill(os.getpid(), signal.SIGKILL)
+if rank == 0 and scenario in ("exit3_last", "exit_message", "killed"):
+    time.sleep(0.5)  # (so that the launcher sees rank 1 end first)
 print(f"rank {rank} finished", flush=True)
