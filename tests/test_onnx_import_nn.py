@@ -241,3 +241,22 @@ def test_block_moves_and_global_lp_pool_with_a_dynamic_batch_match_onnxruntime(o
         x = np.random.default_rng(batch).standard_normal((batch, 8, 4, 6)).astype("float32")
         got, = fg.Executor().run(program, feed={feeds[0]: x}, fetch_list=fetches, scope=scope)
         np.testing.assert_allclose(got, session.run(None, {"x": x})[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN"])
+def test_recurrent_layers_exported_with_a_dynamic_batch_run_at_other_batches(kind, tmp_path):
+    torch.manual_seed(0)
+    net = getattr(nn, kind)(4, 3, num_layers=2, bidirectional=kind == "GRU", batch_first=True).eval()
+    path = str(tmp_path / "rnn.onnx")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(net, (torch.randn(2, 5, 4),), path, dynamo=False, input_names=["x"],
+                          dynamic_axes={"x": {0: "batch"}}, opset_version=17)
+    scope = fg.Scope()
+    program, feeds, fetches = import_model(path, scope)
+    for batch in (1, 3):
+        x = np.random.default_rng(batch).standard_normal((batch, 5, 4)).astype("float32")
+        got = fg.Executor().run(program, feed={feeds[0]: x}, fetch_list=fetches, scope=scope)
+        out, state = net(torch.tensor(x))
+        for value, want in zip(got, [out, *(state if kind == "LSTM" else [state])]):
+            np.testing.assert_allclose(value, want.detach().numpy(), rtol=1e-5, atol=1e-6)
