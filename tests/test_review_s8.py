@@ -776,9 +776,6 @@ def test_nn_initializer_namespace(name):
         np.testing.assert_array_equal(value, np.full((3, 2), 0.5, "float32"))
 
 
-@pytest.mark.xfail(strict=True, reason="HardSigmoid, Selu, ThresholdedRelu and Celu have no converter and their ONNX "
-                   "function bodies are only found at some opsets: at opset 17 (torch.onnx.export's default for "
-                   "F.hardsigmoid / selu / celu) the import fails with 'no converter and no function body'")
 @pytest.mark.parametrize("op_type", ["HardSigmoid", "Selu", "ThresholdedRelu", "Celu"])
 def test_onnx_import_of_activations_at_opset_17_matches_onnxruntime(op_type):
     ort = _onnx()
