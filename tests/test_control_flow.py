@@ -580,3 +580,22 @@ def test_grad_of_grad_through_while_raises_the_no_gradient_error_naming_while():
     assert len(main.global_block().ops) == ops_before + 1  # only the fg.sum: the failed pass left nothing
     (first,) = _run(main, {"x": np.array([1.0, 2.0, 3.0])}, [dx])
     _close(first, 3 * np.array([1.0, 2.0, 3.0]) ** 2, "the first derivative still runs")
+
+
+def test_cond_with_a_constant_branch_saves_loads_and_exports(fresh_programs, tmp_path):
+    """A branch reading no outer variable gives a conditional_block with an empty Input list:
+    it survives save_inference_model / load_inference_model and runs the same in onnxruntime."""
+    main = fg.Program()
+    with fg.program_guard(main, fg.Program()):
+        x = static.data("x", [3], "float64")
+        z = static.nn.cond(fg.sum(x) > 0, lambda: fg.full([3], 7.0, "float64"), lambda: x * 3)
+    fg.static.save_inference_model(str(tmp_path / "cond"), [x], [z], program=main)
+    loaded, feeds, fetches = fg.static.load_inference_model(str(tmp_path / "cond"))
+    ort = pytest.importorskip("onnxruntime")
+    from fluidgrad.onnx import export_program
+    export_program(tmp_path / "cond.onnx", [x], [z], main)
+    session = ort.InferenceSession(str(tmp_path / "cond.onnx"), providers=["CPUExecutionProvider"])
+    for value, want in [(np.ones(3), np.full(3, 7.0)), (-np.ones(3), -3 * np.ones(3))]:
+        np.testing.assert_array_equal(_run(main, {"x": value}, [z])[0], want)
+        np.testing.assert_array_equal(_run(loaded, {feeds[0]: value}, fetches)[0], want)
+        np.testing.assert_array_equal(session.run(None, {"x": value})[0], want)

@@ -222,3 +222,22 @@ def test_deform_conv_with_zero_offsets_is_conv_and_its_offset_gradient_is_numeri
             value, = exe.run(program, feed={**feed, "offset": shifted}, fetch_list=[loss], scope=scope)
             numeric[index] += sign * float(value) / (2 * eps)
         np.testing.assert_allclose(analytic[index], numeric[index], rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("op_type, attrs", [("DepthToSpace", {"blocksize": 2}),
+                                            ("DepthToSpace", {"blocksize": 2, "mode": "CRD"}),
+                                            ("SpaceToDepth", {"blocksize": 2}),
+                                            ("GlobalLpPool", {"p": 3})])
+def test_block_moves_and_global_lp_pool_with_a_dynamic_batch_match_onnxruntime(op_type, attrs):
+    ort = pytest.importorskip("onnxruntime")
+    node = helper.make_node(op_type, ["x"], ["y"], **attrs)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8, 4, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b", "c", "d"])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    scope = fg.Scope()
+    program, feeds, fetches = import_model(model, scope)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for batch in (1, 3):
+        x = np.random.default_rng(batch).standard_normal((batch, 8, 4, 6)).astype("float32")
+        got, = fg.Executor().run(program, feed={feeds[0]: x}, fetch_list=fetches, scope=scope)
+        np.testing.assert_allclose(got, session.run(None, {"x": x})[0], rtol=1e-5, atol=1e-6)

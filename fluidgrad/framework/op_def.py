@@ -18,12 +18,12 @@ from .names import EMPTY_VAR_NAME
 class Slot:
     name: str
     duplicable: bool = False  # a list of variables ("X*" in a spec)
-    optional: bool = False    # may be absent ("Bias?" in a spec)
+    optional: bool = False    # may be absent ("Bias?" in a spec; "Input*?": a list, maybe empty)
 
 
 def _parse_slots(spec: str | Sequence[str]) -> tuple[Slot, ...]:
     words = spec.split() if isinstance(spec, str) else list(spec)
-    return tuple(Slot(w.rstrip("*?"), duplicable=w.endswith("*"), optional=w.endswith("?")) for w in words)
+    return tuple(Slot(w.rstrip("*?"), duplicable="*" in w, optional=w.endswith("?")) for w in words)
 
 
 class _NoGradient:

@@ -167,6 +167,51 @@ def _lp_pool(ctx):
     return ctx.op("elementwise_pow", {"X": total, "Y": ctx.scalar(1.0 / p, x.dtype)})
 
 
+@converter("GlobalLpPool")
+def _global_lp_pool(ctx):
+    """(sum over all spatial positions of |x|^p)^(1/p), kept as 1 x 1 planes."""
+    x = ctx.input(0)
+    p = float(ctx.attr("p", 2))
+    powered = ctx.op("elementwise_pow", {"X": ctx.op("abs", {"X": x}), "Y": ctx.scalar(p, x.dtype)})
+    total = ctx.op("reduce_sum", {"X": powered}, axis=list(range(2, len(x.shape))), keepdim=True)
+    return ctx.op("elementwise_pow", {"X": total, "Y": ctx.scalar(1.0 / p, x.dtype)})
+
+
+def _image_shape(ctx, x):
+    if len(x.shape) != 4 or any(d < 0 for d in x.shape[1:]):
+        raise ctx.unsupported(f"an input {list(x.shape)} (4-D, with known channels and spatial sizes)")
+    return x.shape
+
+
+def _blocks(ctx, x, shape, perm, out_shape):
+    """reshape -> transpose -> reshape, the batch (entry 0) copied so that it may be unknown."""
+    moved = ctx.op("transpose", {"X": ctx.op("reshape", {"X": x}, shape=[0] + shape)}, perm=perm)
+    return ctx.op("reshape", {"X": moved}, shape=[0] + out_shape)
+
+
+@converter("DepthToSpace")
+def _depth_to_space(ctx):
+    """Channels into b x b blocks of pixels (PixelShuffle): DCR reads the block index first, CRD last."""
+    x, b = ctx.input(0), int(ctx.attr("blocksize"))
+    _, c, h, w = _image_shape(ctx, x)
+    if c % (b * b):
+        raise ctx.unsupported(f"{c} channels are not a multiple of blocksize^2 = {b * b}")
+    if ctx.attr("mode", "DCR") == "CRD":
+        return _blocks(ctx, x, [c // (b * b), b, b, h, w], [0, 1, 4, 2, 5, 3], [c // (b * b), h * b, w * b])
+    return _blocks(ctx, x, [b, b, c // (b * b), h, w], [0, 3, 4, 1, 5, 2], [c // (b * b), h * b, w * b])
+
+
+@converter("SpaceToDepth")
+def _space_to_depth(ctx):
+    """b x b blocks of pixels into channels (DCR: block index first; CRD: last, PixelUnshuffle)."""
+    x, b = ctx.input(0), int(ctx.attr("blocksize"))
+    _, c, h, w = _image_shape(ctx, x)
+    if h % b or w % b:
+        raise ctx.unsupported(f"spatial sizes {h} x {w} are not multiples of blocksize {b}")
+    perm = [0, 1, 3, 5, 2, 4] if ctx.attr("mode", "DCR") == "CRD" else [0, 3, 5, 1, 2, 4]
+    return _blocks(ctx, x, [c, h // b, b, w // b, b], perm, [c * b * b, h // b, w // b])
+
+
 @converter("LpNormalization")
 def _lp_normalization(ctx):
     """x / ||x||_p along `axis` (p = 1 or 2); a zero norm gives zeros."""

@@ -183,6 +183,9 @@ def fold_node(op_type: str, attrs: dict, values: list, opset: int, cast_to: str 
     if out.size > FOLD_LIMIT:
         raise ValueError("too large to fold")
     if symbolic(out) or any(symbolic(v) for v in values):
+        if not any(isinstance(d, SymDim) for d in np.asarray(out, dtype=object).reshape(-1)):
+            # only known entries picked out of a shape with unknown ones (Gather(Shape(x), 2)): plain ints
+            return np.asarray(np.asarray(out, dtype=object).tolist(), dtype="int64").astype(cast_to or "int64")
         if cast_to and not cast_to.startswith(("int", "uint")):
             raise ValueError("an unknown dimension cast to a non-integer type")
         return np.asarray(out, dtype=object)

@@ -135,7 +135,7 @@ def _conditional_block_grad_infer(ctx: Any) -> None:
     _set_like_inputs(ctx, "Input", "Input@GRAD")
 
 
-register_op("conditional_block", inputs="Cond Input*", outputs="Out* Scope", attrs={"sub_block": None},
+register_op("conditional_block", inputs="Cond Input*?", outputs="Out* Scope", attrs={"sub_block": None},
             kernel=_conditional_block_kernel, infer=_conditional_block_infer,
             grad=_conditional_block_grad_maker, needs_runtime=True,
             doc="Runs sub_block when Cond holds. Input: every outer variable it reads (and the outputs "
