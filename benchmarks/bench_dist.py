@@ -67,7 +67,7 @@ from fluidgrad.distributed import eager_fused, sharding  # noqa: E402
 from fluidgrad.executor import executor as executor_module  # noqa: E402
 from fluidgrad.framework import BACKWARD, OPTIMIZE  # noqa: E402
 from fluidgrad.nn import functional as F  # noqa: E402
-from fluidgrad.ops import comm_buckets, comm_shards  # noqa: E402
+from fluidgrad.ops import comm_buckets, comm_shards, comm_split  # noqa: E402
 from fluidgrad.ops.comm import World, get_world  # noqa: E402
 from fluidgrad.ops.registry import get_op_def  # noqa: E402
 
@@ -102,7 +102,7 @@ class Unfused:
 
 
 def dp_unfused(bucket_mb: float) -> Callable[[Any], Any]:
-    return lambda optimizer: Unfused(dist.DistributedOptimizer(optimizer, bucket_size_mb=bucket_mb))
+    return lambda optimizer: Unfused(dist.DistributedOptimizer(optimizer, bucket_size_mb=bucket_mb, split_grads=False))
 
 
 def dp_model(bucket_mb: float) -> Callable[[Any], Any]:
@@ -135,17 +135,23 @@ class Contender(NamedTuple):
 
 
 # the 2-rank contenders, one line each; bucket size 0 MB = one all-reduce per parameter
+NO_SPLIT = {"split_grads": False}  # the all-reduce contenders: weight gradients made whole on every rank
 CONTENDERS = {
     "no all-reduce": Contender(alone, alone),  # each rank trains alone: the 2-rank compute
-    "bucketed": Contender(dp_optimizer(25.0), dp_model(25.0)),
+    "bucketed": Contender(dp_optimizer(25.0, **NO_SPLIT), dp_model(25.0)),
     # the same buckets, the all-reduce and the SGD ops apart (what "bucketed" was before the fused update)
     "bucketed, unfused update": Contender(dp_unfused(25.0), dp_model_unfused(25.0)),
-    "per-parameter": Contender(dp_optimizer(0.0), dp_model(0.0)),
-    "bucketed, MPI Iallreduce": Contender(dp_optimizer(25.0), dp_model(25.0), "mpi"),
-    "per-parameter, MPI Iallreduce": Contender(dp_optimizer(0.0), dp_model(0.0), "mpi"),
+    "per-parameter": Contender(dp_optimizer(0.0, **NO_SPLIT), dp_model(0.0)),
+    "bucketed, MPI Iallreduce": Contender(dp_optimizer(25.0, **NO_SPLIT), dp_model(25.0), "mpi"),
+    "per-parameter, MPI Iallreduce": Contender(dp_optimizer(0.0, **NO_SPLIT), dp_model(0.0), "mpi"),
     # each rank sums and updates half of the bucket (ZeRO-1 on one node)
-    "bucketed, sharded update": Contender(dp_optimizer(25.0, sharding=True), dp_sharded(25.0)),
-    "per-parameter, sharded update": Contender(dp_optimizer(0.0, sharding=True), dp_sharded(0.0)),
+    "bucketed, sharded update": Contender(dp_optimizer(25.0, sharding=True, **NO_SPLIT), dp_sharded(25.0)),
+    "per-parameter, sharded update": Contender(dp_optimizer(0.0, sharding=True, **NO_SPLIT), dp_sharded(0.0)),
+    # no gradient all-reduce: each rank computes its rows of the weight gradients over both ranks'
+    # activations in shared memory (split_grads=True), then SGD on every rank from the shared averages ...
+    "split weight gradients": Contender(dp_optimizer(25.0, split_grads=True), None),
+    # ... or each rank's rows of the node's one copy of the parameters updated at once (sharded)
+    "split weight gradients, sharded update": Contender(dp_optimizer(25.0, sharding=True, split_grads=True), None),
 }
 # compared step by step (they take turns in the same processes): (bucketed, per-parameter)
 PATH_NAMES = {"auto": "shared memory", "mpi": "MPI Iallreduce"}
@@ -323,6 +329,7 @@ class PhaseClock:
         op = get_op_def("c_bucket_allreduce")
         kernel, start, arrive = op.kernel, comm_buckets.SharedBucket.start, comm_buckets.PairReduce._arrive
         self._time_sharded()
+        self._time_split()
 
         def timed_kernel(xs, **attrs):
             self.mark("op")
@@ -367,6 +374,41 @@ class PhaseClock:
         op.kernel, comm_shards.pack, comm_shards.exchange, comm_shards.NodeCopy.gather = (
             timed_kernel, timed_pack, timed_exchange, timed_gather)
 
+    def _time_split(self):
+        """The split weight gradients (c_split_matmul_grad, c_split_sgd): activations written into
+        shared memory, the barrier passed, this rank's rows computed (and updated), the second
+        barrier passed (the averaged rows, or the updated parameters, published)."""
+        write, barrier, compute = (comm_split.SharedActivations.write, comm_split.barrier,
+                                   comm_split.compute_own_rows)
+        for op_type in ("c_split_matmul_grad", "c_split_sgd"):
+            op = get_op_def(op_type)
+            op.kernel = self._timed_op(op.kernel)
+
+        def timed_write(*args, **kwargs):
+            write(*args, **kwargs)
+            self.mark("written")
+
+        def timed_barrier(*args, **kwargs):
+            name = "passed" if "passed" not in self.marks else "published"
+            if name == "published":
+                self.mark("updated")
+            barrier(*args, **kwargs)
+            self.mark(name)
+
+        def timed_compute(*args, **kwargs):
+            compute(*args, **kwargs)
+            self.mark("computed")
+        comm_split.SharedActivations.write, comm_split.barrier, comm_split.compute_own_rows = (
+            timed_write, timed_barrier, timed_compute)
+
+    def _timed_op(self, kernel):
+        def timed(*args, **attrs):
+            self.mark("op")
+            out = kernel(*args, **attrs)
+            self.mark("split done")
+            return out
+        return timed
+
     def mark(self, name):
         self.marks[name] = (time.perf_counter(), time.thread_time())
 
@@ -379,7 +421,8 @@ class PhaseClock:
         return self.marks
 
 
-PHASE_CONTENDERS = ("no all-reduce", "bucketed, unfused update", "bucketed, sharded update")  # beside "1 rank"
+PHASE_CONTENDERS = ("no all-reduce", "bucketed, unfused update", "bucketed, sharded update", "split weight gradients",
+                    "split weight gradients, sharded update")  # beside "1 rank"
 
 
 def phase_worker(out_path: str, rounds: int, block: int) -> None:
@@ -412,7 +455,18 @@ def phase_samples(blocks: dict[str, list[list[Any]]]) -> dict[str, list[float]]:
                 for rank, notes in ran:
                     m = notes[k]
                     add(f"{name}|cpu, rank {rank}: whole step", m["end"][1] - m["start"][1])
-                    if "updated" in m:  # the sharded update: the sum and the SGD of half the bucket, in one pass
+                    if "split done" in m:  # split weight gradients: no all-reduce
+                        add(f"{name}|cpu, rank {rank}: forward and backward", m["op"][1] - m["start"][1])
+                        add(f"{name}|cpu, rank {rank}: write the activations into shared memory",
+                            m["written"][1] - m["op"][1])
+                        add(f"{name}|wall, rank {rank}: wait at the barrier", m["passed"][0] - m["written"][0])
+                        add(f"{name}|cpu, rank {rank}: its rows of the weight gradients (GEMMs, K=128)",
+                            m["computed"][1] - m["passed"][1])
+                        add(f"{name}|cpu, rank {rank}: update of its rows (sharded)", m["updated"][1] - m["computed"][1])
+                        add(f"{name}|wall, rank {rank}: second barrier (rows published)",
+                            m["published"][0] - m["updated"][0])
+                        add(f"{name}|cpu, rank {rank}: rest of the step (update ops)", m["end"][1] - m["split done"][1])
+                    elif "updated" in m:  # the sharded update: the sum and the SGD of half the bucket, in one pass
                         add(f"{name}|cpu, rank {rank}: forward and backward", m["op"][1] - m["start"][1])
                         add(f"{name}|cpu, rank {rank}: pack the peer's half into the bucket", m["packed"][1] - m["op"][1])
                         add(f"{name}|wall, rank {rank}: wait at the barrier", m["barrier"][0] - m["packed"][0])
@@ -464,6 +518,8 @@ class OpClock:
 
     @staticmethod
     def kind(op) -> str:
+        if op.type.startswith("c_split_"):
+            return "split weight gradients (GEMMs, comm, update)"
         if op.role == OPTIMIZE or op.type.startswith("c_"):
             return "update and communication"
         if op.type == "matmul":
@@ -484,7 +540,8 @@ class OpClock:
 
 
 OP_KINDS = ("forward GEMMs", "other forward ops", "backward GEMMs, input gradients",
-            "backward GEMMs, weight gradients", "other backward ops", "update and communication", "outside ops",
+            "backward GEMMs, weight gradients", "other backward ops", "split weight gradients (GEMMs, comm, update)",
+            "update and communication", "outside ops",
             "whole step")
 
 
@@ -503,7 +560,8 @@ def every_step(world: World, step: Callable[[], Any], how: str) -> Callable[[], 
     return run
 
 
-OPS_CONTENDERS = ("no all-reduce", "bucketed", "bucketed, unfused update", "bucketed, sharded update")  # beside "1 rank" and two diagnostics
+OPS_CONTENDERS = ("no all-reduce", "bucketed", "bucketed, unfused update", "bucketed, sharded update",
+                  "split weight gradients", "split weight gradients, sharded update")  # beside "1 rank" and two diagnostics
 OPS_DIAGNOSTICS = {"no all-reduce, a barrier each step": "barrier", "no all-reduce, 0.2 ms yielding each step": "yield"}
 
 

@@ -8,6 +8,8 @@ instead (`c_bucket_sgd` / `c_bucket_momentum` / `c_bucket_adam`, shard=False): t
 ranks and the update in one pass, every rank updating every parameter (sharding.py).
 Clipping therefore sees the averaged gradient: a global norm is the global one. The startup
 program ends with a `c_broadcast` from rank 0 of every parameter, so all ranks start equal.
+`split_grads=True`: weight gradients computed split across ranks from shared activations
+(split_grads.py), no gradient all-reduce for them.
 Before anything is appended, the ranks compare what they built (op types, parameter names,
 shapes and dtypes) and a difference is an error naming the rank and the first mismatch.
 
@@ -35,6 +37,8 @@ from ..optimizer import Optimizer
 from .buckets import own_options, plan_buckets
 from .eager_sharding import ShardedOptimizer, eager_parameters
 from .sharding import append_fused_allreduce_update, append_sharded_update, fall_back, sharding_unsupported
+from .split_grads import (SplitGrads, append_split_grads, append_split_update, find_split_grads, split_by_default,
+                          split_update_op)
 
 ParamsGrads = list[tuple[Variable, Variable]]
 MB = 1 << 20
@@ -44,7 +48,7 @@ class DistributedOptimizer:
     """Wraps an optimizer: gradients averaged over ranks (bucketed all-reduce) before its updates."""
 
     def __init__(self, optimizer: Optimizer, bucket_size_mb: float = 25, first_bucket_size_mb: float | None = None,
-                 sharding: bool = False) -> None:
+                 sharding: bool = False, split_grads: bool | None = None) -> None:
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"DistributedOptimizer wraps a fluidgrad optimizer, got {type(optimizer).__name__}")
         self.inner = optimizer
@@ -55,6 +59,9 @@ class DistributedOptimizer:
                                    else None)
         # ZeRO stage 1: each rank sums and updates 1/p of every bucket (sharding.py)
         self.sharding = bool(sharding)
+        # weight gradients computed split across ranks from shared activations (split_grads.py);
+        # None: FLUIDGRAD_SPLIT_GRADS, else split_grads.SPLIT_BY_DEFAULT
+        self.split_grads = split_by_default() if split_grads is None else bool(split_grads)
         # an eager optimizer (given parameters=): step() runs its update sharded (eager_sharding.py)
         self._eager = (ShardedOptimizer(optimizer, bucket_size_mb, first_bucket_size_mb)
                        if self.sharding and eager_parameters(optimizer) is not None else None)
@@ -81,13 +88,19 @@ class DistributedOptimizer:
         pairs = [(p, g) for p, g in params_grads if g is not None]
         block = loss.block.program.global_block()
         check_same_program(block, pairs)
+        split = self._find_split(block, pairs)
         if self.sharding and pairs:
             reason = sharding_unsupported(self.inner) or own_options(self.inner, [p for p, _ in pairs])
             if reason is None:
-                return append_sharded_update(self.inner, block, startup, pairs, self.bucket_bytes,
-                                             self.first_bucket_bytes), params_grads
+                return self._append_sharded(block, startup, pairs, split), params_grads
             fall_back(reason)
         append_parameter_broadcast(startup, [p for p, _ in pairs])
+        if split is not None:  # the split gradients averaged by one op, the rest by buckets; then the updates
+            append_split_grads(block, split, get_world().size)
+            rest = _rest(pairs, split)
+            if rest:
+                append_gradient_allreduce(block, rest, self.bucket_bytes, self.first_bucket_bytes)
+            return self.inner.apply_gradients(params_grads, startup), params_grads
         fused = append_fused_allreduce_update(self.inner, block, startup, pairs, self.bucket_bytes,
                                               self.first_bucket_bytes) \
             if pairs and own_options(self.inner, [p for p, _ in pairs]) is None else None
@@ -95,6 +108,31 @@ class DistributedOptimizer:
             return fused, params_grads
         append_gradient_allreduce(block, pairs, self.bucket_bytes, self.first_bucket_bytes)
         return self.inner.apply_gradients(params_grads, startup), params_grads
+
+    def _find_split(self, block: Block, pairs: ParamsGrads) -> SplitGrads | None:
+        """The gradients to compute split across ranks (split_grads=True, on one node), or None."""
+        world = get_world()
+        if not self.split_grads or not pairs or (world.size > 1 and not world.shares_memory()):
+            return None
+        return find_split_grads(block, pairs)
+
+    def _append_sharded(self, block: Block, startup: Program, pairs: ParamsGrads,
+                        split: SplitGrads | None) -> list[Operator]:
+        """The sharded update: the split gradients' fused c_split_* op where the optimizer has
+        one, the sharded buckets for the rest."""
+        op_type = split_update_op(self.inner) if split is not None else None
+        if op_type is None:
+            return append_sharded_update(self.inner, block, startup, pairs, self.bucket_bytes, self.first_bucket_bytes)
+        ops = [append_split_update(op_type, self.inner, block, startup, split, get_world().size)]
+        rest = _rest(pairs, split)
+        if rest:
+            ops += append_sharded_update(self.inner, block, startup, rest, self.bucket_bytes, self.first_bucket_bytes)
+        return ops
+
+
+def _rest(pairs: ParamsGrads, split: SplitGrads) -> ParamsGrads:
+    done = {g.name for _, g in split.pairs}
+    return [(p, g) for p, g in pairs if g.name not in done]
 
 
 def append_gradient_allreduce(block: Block, pairs: ParamsGrads, bucket_bytes: float,

@@ -1,7 +1,7 @@
 """The op registry and every op definition, grouped by family."""
 # registration side effects: one module per op family
 from . import activation, control_flow, loss, math, nn, norm, optim, random, reduce, tensor  # noqa: F401
-from . import attention, collective, elementwise, linalg, manipulation, search  # noqa: F401
+from . import attention, collective, comm_split_ops, elementwise, linalg, manipulation, search  # noqa: F401
 from . import arange, bitwise, detection, image, matrix, text, unique  # noqa: F401  (the ONNX op tail)
 from . import ctc, embedding  # noqa: F401
 from .grad_builder import GradBuilder, OpDesc, StaticGradBuilder, get_grad_op_desc

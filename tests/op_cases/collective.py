@@ -12,6 +12,17 @@ from fluidgrad.testing import OpCase
 from .common import pos, rand
 
 T_POW1, T_POW2 = np.array([0.9 ** 3]), np.array([0.999 ** 3])  # the beta powers of step 3
+# the split cases draw from a generator of their own: the shared stream (common._RNG) feeds the tables
+# after this one, whose inputs (e.g. top_k's tie-free integers) were chosen for the values it gives
+_OWN = np.random.default_rng(14)
+
+
+def _rand(*shape):
+    return _OWN.uniform(-1.0, 1.0, size=shape)
+
+
+def _pos(*shape):
+    return _OWN.uniform(0.5, 2.0, size=shape)
 
 
 def _adam_reference(X, Param, Moment1, Moment2, beta1_pow, beta2_pow, lr, decay, weight_decay,
@@ -69,6 +80,28 @@ CASES = [
            {"bucket": "case", "copy": "case-param", "decay": 0.01, "weight_decay": 0.1}, n_out=2,
            torch_fn=lambda X, Param, Moment1, Moment2, Beta1Pow, Beta2Pow, LearningRate: _adam_reference(
                X, Param, Moment1, Moment2, Beta1Pow[0], Beta2Pow[0], LearningRate, 0.01, 0.1)),
+    # weight gradients split across ranks (ops/comm_split.py) in a world of one: the one rank's rows are all rows
+    OpCase("c_split_matmul_grad", {"X": [_rand(4, 3), _rand(4, 2)], "Y": [_rand(4, 5), _rand(4, 3)]},
+           {"biases": [1, 0], "key": "case"}, n_out=4,
+           torch_fn=lambda X, Y: [X[0].T @ Y[0], X[1].T @ Y[1], Y[1].sum(0), Y[0].sum(0)]),
+    OpCase("c_split_sgd", {"X": [_rand(3, 2)], "Y": [_rand(3, 4)], "Param": [_rand(2, 4), _rand(4)], "LearningRate": _rand(1)},
+           {"biases": [0], "key": "case", "copy": "case-param", "decay": 0.1}, n_out=2,
+           torch_fn=lambda X, Y, Param, LearningRate: [
+               p - LearningRate * (g + 0.1 * p) for g, p in zip((X[0].T @ Y[0], Y[0].sum(0)), Param)]),
+    OpCase("c_split_momentum", {"X": [_rand(3, 2)], "Y": [_rand(3, 4)], "Param": [_rand(2, 4)],
+                                "Velocity": [_rand(2, 4)], "LearningRate": _rand(1)},
+           {"key": "case", "copy": "case-param", "mu": 0.5, "use_nesterov": True, "decay": 0.01}, n_out=1,
+           torch_fn=lambda X, Y, Param, Velocity, LearningRate: [
+               Param[0] - LearningRate * (X[0].T @ Y[0] + 0.01 * Param[0] + 0.5 * (
+                   0.5 * Velocity[0] + X[0].T @ Y[0] + 0.01 * Param[0])),
+               0.5 * Velocity[0] + X[0].T @ Y[0] + 0.01 * Param[0]]),
+    OpCase("c_split_adam", {"X": [_rand(3, 2)], "Y": [_rand(3, 4)], "Param": [_rand(2, 4), _rand(4)],
+                            "Moment1": [_rand(2, 4), _rand(4)], "Moment2": [_pos(2, 4), _pos(4)],
+                            "Beta1Pow": [T_POW1, T_POW1], "Beta2Pow": [T_POW2, T_POW2], "LearningRate": _rand(1)},
+           {"biases": [0], "key": "case", "copy": "case-param", "decay": 0.01, "weight_decay": 0.1}, n_out=2,
+           torch_fn=lambda X, Y, Param, Moment1, Moment2, Beta1Pow, Beta2Pow, LearningRate: _adam_reference(
+               [X[0].T @ Y[0], Y[0].sum(0)], Param, Moment1, Moment2, Beta1Pow[0], Beta2Pow[0], LearningRate, 0.01,
+               0.1)),
     OpCase("coalesce", {"X": [rand(2, 3), rand(4), rand(1, 2, 2)]},
            torch_fn=lambda X: T.cat([x.reshape(-1) for x in X])),
     OpCase("coalesce", {"X": [rand(3)]}, id="coalesce-one", torch_fn=lambda X: X[0].reshape(-1)),
