@@ -315,9 +315,6 @@ def test_layer_forward_hooks_can_replace_input_and_output():
     np.testing.assert_allclose(layer(x).numpy(), plain)
 
 
-@pytest.mark.xfail(strict=True, reason="Layer.to('cpu') (PyTorch's first line; Paddle's Layer.to(device, dtype)) is "
-                   "TypeError \"unsupported dtype 'cpu'\", and Layer.to(device='gpu') is silently ignored on a "
-                   "CPU-only framework")
 def test_layer_to_a_device():
     layer = fg.nn.Linear(2, 2)
     assert layer.to("cpu") is layer
@@ -532,13 +529,15 @@ def test_more_common_functions_match_torch(name):
     x0 = np.arange(8.0).reshape(2, 4) - 2.5
     fn = _MORE_FUNCTIONS[name][0]
     expected = fn(torch, torch.tensor(x0)).numpy()
-    got = fn(fg, fg.to_tensor(x0)).numpy()
+    got = fn(fg, fg.to_tensor(x0))
+    if isinstance(got, fg.Variable):          # eye has no input: inside the tests' program_guard it appends an op
+        got = fg.Executor().run(fetch_list=[got])[0]
+    else:
+        got = got.numpy()
     np.testing.assert_allclose(got.astype(float), expected.astype(float))
 
 
 # ---------------------------------------------------------------- static builders of Paddle 2
-@pytest.mark.xfail(strict=True, reason="static.nn.switch_case and static.nn.case (Paddle 2's multi-way branches, built "
-                   "on conditional_block like cond) are missing")
 @pytest.mark.parametrize("index, expected_grad", [(0, 2.0), (1, 3.0), (7, 5.0)])
 def test_static_switch_case_and_case_with_gradients(index, expected_grad):
     main = fg.Program()
@@ -566,8 +565,6 @@ _STATIC_BUILDERS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="static.nn lacks conv2d_transpose, group_norm, instance_norm and prelu, and fc "
-                   "refuses num_flatten_dims=-1 (Paddle 2: flatten all but the last axis)")
 @pytest.mark.parametrize("name", sorted(_STATIC_BUILDERS))
 def test_static_builders_of_paddle_2(name):
     main, startup = fg.Program(), fg.Program()
@@ -780,9 +777,6 @@ def test_nn_initializer_namespace(name):
         np.testing.assert_array_equal(value, np.full((3, 2), 0.5, "float32"))
 
 
-@pytest.mark.xfail(strict=True, reason="HardSigmoid, Selu, ThresholdedRelu and Celu have no converter and their ONNX "
-                   "function bodies are only found at some opsets: at opset 17 (torch.onnx.export's default for "
-                   "F.hardsigmoid / selu / celu) the import fails with 'no converter and no function body'")
 @pytest.mark.parametrize("op_type", ["HardSigmoid", "Selu", "ThresholdedRelu", "Celu"])
 def test_onnx_import_of_activations_at_opset_17_matches_onnxruntime(op_type):
     ort = _onnx()
@@ -866,3 +860,218 @@ def test_adaptive_pooling_to_size_zero_is_a_clear_error(name):
     x = fg.to_tensor(np.ones(shape, "float32"))
     with pytest.raises(ValueError, match="pool"):
         getattr(F, name)(x, 0)
+
+
+# ---------------------------------------------------------------- BatchNorm without an affine part
+@pytest.mark.xfail(strict=True, reason="BatchNorm2D(C, weight_attr=False, bias_attr=False) (Paddle: no scale / shift "
+                   "parameters) fails in its constructor with the internal 'create_parameter: attr=False means no "
+                   "parameter; do not call it then'; LayerNorm and GroupNorm accept it")
+def test_batch_norm_without_scale_and_shift():
+    x = np.random.default_rng(0).standard_normal((4, 3, 2, 2)).astype("float32") * 2 + 1
+    layer = fg.nn.BatchNorm2D(3, weight_attr=False, bias_attr=False)
+    assert layer.parameters() == []
+    reference = torch.nn.BatchNorm2d(3, affine=False)
+    np.testing.assert_allclose(layer(fg.to_tensor(x)).numpy(), reference(torch.tensor(x)).detach().numpy(),
+                               rtol=1e-4, atol=1e-5)
+
+
+# ---------------------------------------------------------------- sampling
+@pytest.mark.xfail(strict=True, reason="fluidgrad.multinomial and fluidgrad.bernoulli (paddle / torch: sampling tokens "
+                   "from a language model's softmax, random masks) are missing")
+def test_multinomial_and_bernoulli_sample_from_their_support():
+    fg.seed(0)
+    probs = fg.to_tensor(np.array([[0.0, 0.3, 0.7], [1.0, 0.0, 0.0]], "float32"))
+    draws = fg.multinomial(probs, num_samples=50, replacement=True).numpy()
+    assert draws.shape == (2, 50)
+    assert set(draws[0].tolist()) <= {1, 2} and set(draws[1].tolist()) == {0}
+    distinct = fg.multinomial(probs[:1], num_samples=2, replacement=False).numpy()
+    assert sorted(distinct[0].tolist()) == [1, 2]
+    coins = fg.bernoulli(fg.to_tensor(np.array([0.0, 1.0, 0.5], "float32"))).numpy()
+    assert coins[0] == 0.0 and coins[1] == 1.0 and coins[2] in (0.0, 1.0)
+
+
+# ---------------------------------------------------------------- the collective API as Paddle 2 / PyTorch write it
+@pytest.mark.xfail(strict=True, reason="fluidgrad.distributed has no ReduceOp (all_reduce(x, op=dist.ReduceOp.SUM), "
+                   "Paddle's and PyTorch's spelling), no reduce(x, dst) and no is_initialized()")
+def test_distributed_reduce_op_constants_in_a_world_of_one():
+    import fluidgrad.distributed as dist
+    x = fg.to_tensor(np.array([1.0, -2.0, 3.0]))
+    for op in (dist.ReduceOp.SUM, dist.ReduceOp.MAX, dist.ReduceOp.MIN, dist.ReduceOp.AVG):
+        np.testing.assert_array_equal(dist.all_reduce(x, op=op).numpy(), [1.0, -2.0, 3.0])
+    np.testing.assert_array_equal(dist.reduce(x, dst=0).numpy(), [1.0, -2.0, 3.0])
+    assert dist.is_initialized() in (True, False)
+
+
+@pytest.mark.xfail(strict=True, reason="fluidgrad.summary (paddle.summary(model, input_size): the layer table and "
+                   "parameter counts a user prints first) is missing")
+def test_summary_counts_parameters(capsys):
+    model = fg.nn.Sequential(fg.nn.Linear(4, 8), fg.nn.ReLU(), fg.nn.Linear(8, 2))
+    model[2].weight.stop_gradient = True
+    info = fg.summary(model, (1, 4))
+    assert info == {"total_params": 4 * 8 + 8 + 8 * 2 + 2, "trainable_params": 4 * 8 + 8 + 2}
+    assert "Linear" in capsys.readouterr().out
+
+
+@pytest.mark.xfail(strict=True, reason="onnx.export of expand_as(y, x) with a dynamic batch is refused ('op expand has "
+                   "shape=[2, 5, 8] at the example's size'): expand_as takes x's shape at trace time instead of "
+                   "writing Expand(y, Shape(x)), which the importer already reads back as expand_as")
+def test_exported_expand_as_follows_the_dynamic_batch(tmp_path):
+    rng = np.random.default_rng(0)
+    example = rng.standard_normal((2, 5, 8)).astype("float32")
+    batch3 = rng.standard_normal((3, 5, 8)).astype("float32")
+
+    def broadcast_first_column(x):
+        return fg.expand_as(x[:, :1], x)
+
+    expected = broadcast_first_column(fg.to_tensor(batch3)).numpy()
+    _, by_onnxruntime = _export_dynamic_batch(tmp_path, broadcast_first_column, example, batch3)
+    np.testing.assert_allclose(by_onnxruntime, expected)
+
+
+
+# ---------------------------------------------------------------- cond gradients with a batch axis of unknown size
+@pytest.mark.xfail(strict=True, reason="the gradient of static.nn.cond whose branch outputs have an unknown (batch) "
+                   "dimension fails at run time in a reduce_as grad op reading the untaken branch's output "
+                   "('NoneType' object has no attribute 'shape'): any cond over data([None, ...]) cannot be "
+                   "differentiated (with a known batch size it works)")
+@pytest.mark.parametrize("take_true", [True, False])
+def test_cond_gradient_with_an_unknown_batch_axis(take_true):
+    main = fg.Program()
+    with fg.program_guard(main, fg.Program()):
+        x = fg.static.data("x", [None, 4], "float64")
+        x.stop_gradient = False
+        out = fg.static.nn.cond(fg.sum(x) > 0, lambda: x * 2, lambda: x * 3)
+        dx, = fg.gradients([fg.mean(out)], [x])
+    x0 = np.full((3, 4), 1.0 if take_true else -1.0)
+    got, = fg.Executor().run(main, feed={"x": x0}, fetch_list=[dx])
+    np.testing.assert_allclose(got, np.full((3, 4), (2.0 if take_true else 3.0) / 12))
+
+
+# ---------------------------------------------------------------- PyLayer under jit.to_static
+@pytest.mark.xfail(strict=True, reason="a PyLayer called inside jit.to_static fails with 'Sq.forward must return Tensors, "
+                   "got Variable' (Paddle 2 traces PyLayer: forward's ops and the hand-written backward)")
+def test_pylayer_inside_to_static():
+    class Product(fg.autograd.PyLayer):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            return a * b
+
+        @staticmethod
+        def backward(ctx, grad):
+            a, b = ctx.saved_tensor()
+            return grad * b, grad * a
+
+    a = fg.to_tensor(np.array([1.0, 3.0]), stop_gradient=False)
+    b = fg.to_tensor(np.array([2.0, 5.0]), stop_gradient=False)
+    fg.jit.to_static(lambda u, v: fg.sum(Product.apply(u, v)))(a, b).backward()
+    np.testing.assert_allclose(a.grad.numpy(), [2.0, 5.0])
+    np.testing.assert_allclose(b.grad.numpy(), [1.0, 3.0])
+
+
+# ---------------------------------------------------------------- ONNX export of integer and boolean sums
+@pytest.mark.xfail(strict=True, reason="onnx.export of sum / cumsum of bool, uint8 or int32 tensors (fluidgrad sums them "
+                   "into int64, e.g. counting correct predictions) writes ReduceSum / CumSum on the narrow input "
+                   "with an int64 output and no Cast, and max of a bool tensor a ReduceMax on bool: the exported "
+                   "model fails onnx.checker")
+@pytest.mark.parametrize("name", ["count of a mask", "int32 sum", "uint8 sum", "bool cumsum", "bool max"])
+def test_onnx_export_of_integer_and_boolean_reductions(tmp_path, name):
+    ort = _onnx()
+    from fluidgrad.onnx import export
+    x = np.random.default_rng(0).standard_normal((2, 3)).astype("float32")
+    cases = {
+        "count of a mask": (lambda t: fg.sum(t > 0, axis=1), x),
+        "int32 sum": (lambda t: fg.sum(t), np.array([[1, 2, 3], [4, 5, 6]], "int32")),
+        "uint8 sum": (lambda t: fg.sum(t), np.array([[1, 200, 3]], "uint8")),
+        "bool cumsum": (lambda t: fg.cumsum(t > 0, 1), x),
+        "bool max": (lambda t: fg.max(t > 0, axis=1), x),
+    }
+    fn, value = cases[name]
+    expected = fn(fg.to_tensor(value)).numpy()
+    export(fn, str(tmp_path / "sum.onnx"), [fg.to_tensor(value)])
+    session = ort.InferenceSession(str(tmp_path / "sum.onnx"))
+    got = session.run(None, {session.get_inputs()[0].name: value})[0]
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.xfail(strict=True, reason="ONNX import of ReduceSum / ReduceProd / ReduceL1 / ReduceSumSquare on int32 gives int64 "
+                   "(fluidgrad's own sum rule) where ONNX keeps int32, so a valid model adding the sum to an int32 tensor is refused "
+                   "('inputs must have one dtype'); int32 ReduceMean (valid ONNX) is refused outright")
+@pytest.mark.parametrize("op_type", ["ReduceSum", "ReduceProd", "ReduceL1", "ReduceMean"])
+def test_onnx_import_of_int32_reductions_keeps_int32(op_type):
+    ort = _onnx()
+    from onnx import TensorProto, helper, numpy_helper
+
+    from fluidgrad.onnx import import_model
+    nodes = [helper.make_node(op_type, ["x", "axes"], ["s"], keepdims=0), helper.make_node("Add", ["s", "c"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.INT32, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT32, ["n"])],
+                              initializer=[numpy_helper.from_array(np.array([1], np.int64), "axes"),
+                                           numpy_helper.from_array(np.array([10, 20], np.int32), "c")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    x = np.array([[1, 2, 3], [4, 5, 6]], "int32")
+    expected = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})[0]
+    scope = fg.Scope()
+    program, feed_names, fetch_vars = import_model(model, scope)
+    got, = fg.Executor().run(program, feed={feed_names[0]: x}, fetch_list=fetch_vars, scope=scope)
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+
+
+# ---------------------------------------------------------------- freezing a parameter the Paddle 2 way
+@pytest.mark.xfail(strict=True, reason="parameters have no `trainable` attribute (Paddle 2's way to freeze one: "
+                   "`layer.weight.trainable = False`): reading or setting it is an AttributeError")
+def test_parameter_trainable_flag_freezes_it():
+    layer = fg.nn.Linear(2, 1)
+    assert layer.weight.trainable is True
+    layer.weight.trainable = False
+    assert layer.weight.stop_gradient is True
+    opt = fg.optimizer.SGD(learning_rate=0.1, parameters=layer.parameters())
+    before = layer.weight.numpy().copy()
+    fg.sum(layer(fg.to_tensor(np.ones((1, 2), "float32")))).backward()
+    opt.step()
+    np.testing.assert_array_equal(layer.weight.numpy(), before)
+
+
+# ---------------------------------------------------------------- the other common optimizers
+_OPTIMIZERS = {
+    "RMSProp": (lambda ps: fg.optimizer.RMSProp(learning_rate=0.01, rho=0.9, epsilon=1e-12, parameters=ps),
+                lambda ps: torch.optim.RMSprop(ps, lr=0.01, alpha=0.9, eps=1e-12)),
+    "Adagrad": (lambda ps: fg.optimizer.Adagrad(learning_rate=0.1, epsilon=1e-12, parameters=ps),
+                lambda ps: torch.optim.Adagrad(ps, lr=0.1, eps=1e-12)),
+    "Adamax": (lambda ps: fg.optimizer.Adamax(learning_rate=0.01, epsilon=1e-12, parameters=ps),
+               lambda ps: torch.optim.Adamax(ps, lr=0.01, eps=1e-12)),
+    "Adadelta": (lambda ps: fg.optimizer.Adadelta(learning_rate=1.0, rho=0.9, epsilon=1e-6, parameters=ps),
+                 lambda ps: torch.optim.Adadelta(ps, lr=1.0, rho=0.9, eps=1e-6)),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="fluidgrad.optimizer has only SGD, Momentum, Adam and AdamW: RMSProp, Adagrad, "
+                   "Adamax and Adadelta (Paddle 2 and PyTorch both have them) are missing")
+@pytest.mark.parametrize("name", sorted(_OPTIMIZERS))
+def test_other_optimizers_match_torch(name):
+    rng = np.random.default_rng(0)
+    w0, x0 = rng.standard_normal((3, 2)), rng.standard_normal((5, 3))
+    weight = fg.to_tensor(w0, stop_gradient=False)
+    reference = torch.tensor(w0, requires_grad=True)
+    make, make_torch = _OPTIMIZERS[name]
+    opt, torch_opt = make([weight]), make_torch([reference])
+    for _ in range(3):
+        fg.mean(fg.matmul(fg.to_tensor(x0), weight) ** 2).backward()
+        opt.step()
+        opt.clear_grad()
+        (torch.tensor(x0) @ reference).pow(2).mean().backward()
+        torch_opt.step()
+        torch_opt.zero_grad()
+    np.testing.assert_allclose(weight.numpy(), reference.detach().numpy(), rtol=1e-6, atol=1e-9)
+
+
+# ---------------------------------------------------------------- GELU's approximate given as PyTorch's string
+@pytest.mark.xfail(strict=True, reason="nn.GELU(approximate='none') (PyTorch's spelling of the exact GELU) silently uses "
+                   "the tanh approximation (the string is truthy), while F.gelu(x, approximate='none') is exact")
+def test_gelu_layer_with_approximate_none_is_exact():
+    x = np.linspace(-3.0, 3.0, 13)
+    expected = torch.nn.GELU(approximate="none")(torch.tensor(x)).numpy()
+    np.testing.assert_allclose(fg.nn.GELU(approximate="none")(fg.to_tensor(x)).numpy(), expected, rtol=1e-12,
+                               atol=1e-12)

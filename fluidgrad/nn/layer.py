@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from ..eager.tensor import Tensor
+from ..executor import CPUPlace
 from ..framework import ParamAttr, Variable, normalize_dtype, unique_name
 from ..initializer import Constant, Initializer, XavierUniform
 from ..ops.registry import get_op_def
@@ -76,6 +77,18 @@ def create_parameter(shape: Sequence[int], dtype: Any = "float32", attr: Any = N
     if float(param_attr.learning_rate) != 1.0:
         _set_learning_rate_factor(tensor, param_attr.learning_rate)
     return tensor
+
+
+def _is_cpu(device: Any) -> bool:
+    return isinstance(device, CPUPlace) or (isinstance(device, str) and device.strip().lower() in ("cpu", "cpu:0"))
+
+
+def _names_a_dtype(value: Any) -> bool:
+    try:
+        normalize_dtype(value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _is_parameter(value: Any) -> bool:
@@ -301,8 +314,15 @@ class Layer:
     load_state_dict = set_state_dict  # PyTorch's name
     set_dict = set_state_dict
 
-    def to(self, dtype: Any = None, **_: Any) -> "Layer":
-        """Cast every floating parameter and buffer to `dtype` (e.g. "float64")."""
+    def to(self, device: Any = None, dtype: Any = None, blocking: bool | None = None, **_: Any) -> "Layer":
+        """Paddle's `to(device=None, dtype=None, blocking=None)` and PyTorch's habits (`to("cpu")`,
+        `to("float64")`, `to("cpu", "float64")`): every floating parameter and buffer cast to
+        `dtype` in place, so the Tensors stay those an optimizer and ParamAttr options know.
+        fluidgrad runs on the CPU: another device is an error."""
+        if device is not None and not _is_cpu(device):
+            if dtype is not None or not _names_a_dtype(device):
+                raise ValueError(f"{type(self).__name__}.to: fluidgrad runs on the CPU only; got device {device!r}")
+            device, dtype = None, device
         if dtype is not None:
             dtype = normalize_dtype(dtype)
             for tensor in list(self.parameters()) + self.buffers():
@@ -311,6 +331,21 @@ class Layer:
             for layer in self.sublayers(include_self=True):
                 object.__setattr__(layer, "_dtype", dtype)
         return self
+
+    # ---- copying
+    def __getstate__(self) -> dict[str, Any]:
+        """copy.deepcopy and pickle: the attributes, and the learning-rate factors ParamAttr gave
+        this layer's own parameters (kept beside the Tensors, which copying replaces)."""
+        state = dict(self.__dict__)
+        state["_learning_rate_factors"] = {name: learning_rate_factor(p) for name, p in self._parameters.items()
+                                           if p is not None and learning_rate_factor(p) != 1.0}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        factors = state.pop("_learning_rate_factors", {})
+        self.__dict__.update(state)
+        for name, factor in factors.items():
+            _set_learning_rate_factor(self._parameters[name], factor)
 
     # ---- calling
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
