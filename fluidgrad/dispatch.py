@@ -18,6 +18,17 @@ def is_tensor(value: Any) -> bool:
     return isinstance(value, Tensor)
 
 
+def axis_of_input(function: str, x: Any, axis: int, slot: str = "x") -> int:
+    """`axis` of x as a number in [0, ndim), for functions that cut or join x along it: a clear
+    error naming the function when x is 0-D (no axis, as in PyTorch) or the axis is out of range."""
+    ndim = len(x.shape)
+    if ndim == 0:
+        raise ValueError(f"{function}: {slot} is 0-D (shape []): it has no axis {axis} to work along")
+    if not -ndim <= int(axis) < ndim:
+        raise ValueError(f"{function}: axis {axis} is out of range for {slot} of shape {list(x.shape)}")
+    return int(axis) % ndim
+
+
 def _any_tensor(inputs: dict[str, Any]) -> bool:
     for value in inputs.values():
         if isinstance(value, Tensor):
