@@ -511,8 +511,6 @@ def test_more_common_functions_match_torch(name):
 
 
 # ---------------------------------------------------------------- static builders of Paddle 2
-@pytest.mark.xfail(strict=True, reason="static.nn.switch_case and static.nn.case (Paddle 2's multi-way branches, built "
-                   "on conditional_block like cond) are missing")
 @pytest.mark.parametrize("index, expected_grad", [(0, 2.0), (1, 3.0), (7, 5.0)])
 def test_static_switch_case_and_case_with_gradients(index, expected_grad):
     main = fg.Program()
@@ -540,8 +538,6 @@ _STATIC_BUILDERS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="static.nn lacks conv2d_transpose, group_norm, instance_norm and prelu, and fc "
-                   "refuses num_flatten_dims=-1 (Paddle 2: flatten all but the last axis)")
 @pytest.mark.parametrize("name", sorted(_STATIC_BUILDERS))
 def test_static_builders_of_paddle_2(name):
     main, startup = fg.Program(), fg.Program()
@@ -741,9 +737,6 @@ def test_nn_initializer_namespace(name):
         np.testing.assert_array_equal(value, np.full((3, 2), 0.5, "float32"))
 
 
-@pytest.mark.xfail(strict=True, reason="HardSigmoid, Selu, ThresholdedRelu and Celu have no converter and their ONNX "
-                   "function bodies are only found at some opsets: at opset 17 (torch.onnx.export's default for "
-                   "F.hardsigmoid / selu / celu) the import fails with 'no converter and no function body'")
 @pytest.mark.parametrize("op_type", ["HardSigmoid", "Selu", "ThresholdedRelu", "Celu"])
 def test_onnx_import_of_activations_at_opset_17_matches_onnxruntime(op_type):
     ort = _onnx()
