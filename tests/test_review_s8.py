@@ -1075,8 +1075,6 @@ def test_other_optimizers_match_torch(name):
 
 
 # ---------------------------------------------------------------- GELU's approximate given as PyTorch's string
-@pytest.mark.xfail(strict=True, reason="nn.GELU(approximate='none') (PyTorch's spelling of the exact GELU) silently uses "
-                   "the tanh approximation (the string is truthy), while F.gelu(x, approximate='none') is exact")
 def test_gelu_layer_with_approximate_none_is_exact():
     x = np.linspace(-3.0, 3.0, 13)
     expected = torch.nn.GELU(approximate="none")(torch.tensor(x)).numpy()
