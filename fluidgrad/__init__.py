@@ -30,13 +30,18 @@ _math_mixin.install(functions)
 _tensor_methods.install()  # x.max(), x.unsqueeze(0), abs(x), ~mask: Paddle's Tensor methods
 from . import autograd, jit  # noqa: E402  (eager mode's PyLayer and to_static)
 from . import io, viz  # noqa: E402  (static save/load and pictures: fg.io.save, fg.viz.draw)
+from . import metric  # noqa: E402  (paddle.metric: accuracy)
 from .serialization import load, save  # noqa: E402  (eager state dicts: fg.save(model.state_dict(), path))
 from .recompute_eager import recompute  # noqa: E402  (eager activation checkpointing)
 from .recompute_pass import RecomputePolicy  # noqa: E402  (checkpoints + selective keeping)
 from . import distributed  # noqa: E402  (data parallelism over MPI; mpi4py only under a launcher)
 from .distributed import DataParallel  # noqa: E402
 
+from .framework.dtypes import DTYPE_CONSTANTS as _DTYPE_CONSTANTS  # noqa: E402
+from .framework.dtypes import get_default_dtype, set_default_dtype  # noqa: E402,F401
+
 __version__ = "0.1.0"
+globals().update(_DTYPE_CONSTANTS)   # fluidgrad.float32 == "float32" (paddle.float32); `bool` too, so set last
 
 # what `from fluidgrad import *` gives and `help(fluidgrad)` lists: every public function and class
 __all__ = sorted(name for name, value in globals().items()

@@ -27,9 +27,10 @@ from .eager.engine import backward, grad
 from .eager.mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .eager.node import CustomOp
 from .eager.tensor import Tensor
+from .functions import reshape, stack
 
-__all__ = ["PyLayer", "PyLayerContext", "backward", "enable_grad", "grad", "is_grad_enabled", "no_grad",
-           "set_grad_enabled"]
+__all__ = ["PyLayer", "PyLayerContext", "backward", "enable_grad", "grad", "hessian", "is_grad_enabled", "jacobian",
+           "no_grad", "set_grad_enabled"]
 
 
 class PyLayerContext:
@@ -112,3 +113,34 @@ class PyLayer:
                                 {"cls": cls, "ctx": ctx, "n_inputs": len(inputs),
                                  "in_shapes": [list(t.data.shape) for t in inputs]})
         return wrapped[0] if single else tuple(wrapped)
+
+
+def jacobian(ys: Tensor, xs: Tensor, batch_axis: int | None = None, create_graph: bool = False) -> Tensor:
+    """d ys / d xs of eager Tensors, of shape ys.shape + xs.shape (torch.autograd.functional.jacobian;
+    paddle.autograd.jacobian, here as a Tensor): one backward pass per element of ys, the graph
+    kept between them. `create_graph` makes the result differentiable (hessian uses it)."""
+    if batch_axis is not None:
+        raise NotImplementedError("jacobian: batch_axis is not supported; give one sample, or loop")
+    if not isinstance(ys, Tensor) or not isinstance(xs, Tensor):
+        raise TypeError(f"jacobian: ys and xs must be eager Tensors, got {type(ys).__name__} and {type(xs).__name__}")
+    if xs.stop_gradient:
+        raise ValueError("jacobian: xs has stop_gradient=True, so nothing is differentiated with respect to it")
+    rows = []
+    for index in range(max(int(np.prod(ys.shape, dtype=np.int64)), 0)):
+        seed = np.zeros(ys.shape, ys.dtype)
+        seed.flat[index] = 1
+        row, = grad([ys], [xs], grad_outputs=[Tensor(seed)], retain_graph=True, create_graph=create_graph,
+                    allow_unused=True)
+        rows.append(row if row is not None else Tensor(np.zeros(xs.shape, xs.dtype)))
+    if not rows:
+        return Tensor(np.zeros(tuple(ys.shape) + tuple(xs.shape), xs.dtype))
+    return reshape(stack(rows), list(ys.shape) + list(xs.shape))
+
+
+def hessian(ys: Tensor, xs: Tensor, batch_axis: int | None = None) -> Tensor:
+    """The second derivatives of a one-element ys with respect to xs, of shape xs.shape * 2
+    (torch.autograd.functional.hessian; paddle.autograd.hessian, here as a Tensor)."""
+    if not isinstance(ys, Tensor) or int(np.prod(ys.shape, dtype=np.int64)) != 1:
+        raise ValueError(f"hessian: ys must be a Tensor of one element, got shape {list(getattr(ys, 'shape', []))}")
+    first, = grad([ys], [xs], create_graph=True, retain_graph=True)
+    return jacobian(first, xs, batch_axis)

@@ -1,7 +1,10 @@
 """One entry point for every function: append an op (Variables) or run it now (Tensors).
 
 `fluidgrad.functions` and `fluidgrad.nn.functional` call `apply_op`: Tensors go to the eager
-package's `eager_apply`, Variables to `append_static_op` below.
+package's `eager_apply`, Variables to `append_static_op` below. A constant Tensor (one without a
+gradient, e.g. `fluidgrad.assign(array)`) meeting Variables joins the Program as a constant
+(`assign_value`), as Paddle's static mode makes such data a constant Variable and as
+`jit.to_static` does with the constants it captures; a Tensor that needs a gradient cannot.
 """
 from __future__ import annotations
 
@@ -18,6 +21,17 @@ def is_tensor(value: Any) -> bool:
     return isinstance(value, Tensor)
 
 
+def axis_of_input(function: str, x: Any, axis: int, slot: str = "x") -> int:
+    """`axis` of x as a number in [0, ndim), for functions that cut or join x along it: a clear
+    error naming the function when x is 0-D (no axis, as in PyTorch) or the axis is out of range."""
+    ndim = len(x.shape)
+    if ndim == 0:
+        raise ValueError(f"{function}: {slot} is 0-D (shape []): it has no axis {axis} to work along")
+    if not -ndim <= int(axis) < ndim:
+        raise ValueError(f"{function}: axis {axis} is out of range for {slot} of shape {list(x.shape)}")
+    return int(axis) % ndim
+
+
 def _any_tensor(inputs: dict[str, Any]) -> bool:
     for value in inputs.values():
         if isinstance(value, Tensor):
@@ -32,8 +46,37 @@ def apply_op(op_type: str, inputs: dict[str, Any], attrs: dict[str, Any] | None 
     """Run or append `op_type`; return its output (a tuple for several slots, a list for one
     duplicable slot), as Tensors in eager mode and Variables in static mode."""
     if _any_tensor(inputs):
+        if _any_variable(inputs) and state.tracer is None:
+            return append_static_op(op_type, _with_constants(op_type, inputs), attrs or {}, n_out)
         return eager_apply(op_type, inputs, attrs or {}, n_out)
     return append_static_op(op_type, inputs, attrs or {}, n_out)
+
+
+def _any_variable(inputs: dict[str, Any]) -> bool:
+    for value in inputs.values():
+        if isinstance(value, Variable):
+            return True
+        if isinstance(value, (list, tuple)) and any(isinstance(v, Variable) for v in value):
+            return True
+    return False
+
+
+def _with_constants(op_type: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """The inputs with each Tensor made a constant of the current Program."""
+    def constant(slot: str, value: Any) -> Any:
+        if not isinstance(value, Tensor):
+            return value
+        if not value.stop_gradient:
+            variable = next(v for vs in inputs.values() for v in (vs if isinstance(vs, (list, tuple)) else [vs])
+                            if isinstance(v, Variable))
+            raise TypeError(f"{op_type}: input {slot} is an eager Tensor that requires a gradient, mixed with the "
+                            f"static Variable {variable.name}; a Program can neither differentiate nor update it: "
+                            f"make it a parameter (static.create_parameter), or trace the eager code (jit.to_static)")
+        array = value.data
+        return append_static_op("assign_value", {}, {"shape": list(array.shape), "dtype": array.dtype.name,
+                                                     "values": array.reshape(-1).tolist()})
+    return {slot: [constant(slot, v) for v in value] if isinstance(value, (list, tuple)) else constant(slot, value)
+            for slot, value in inputs.items()}
 
 
 def append_static_op(op_type: str, inputs: dict[str, Any], attrs: dict[str, Any],

@@ -50,7 +50,7 @@ def _operand(value: Any, other: Any, op_type: str) -> Any:
     raise TypeError(f"{op_type}: expected a number, Variable or Tensor, got {type(value).__name__}")
 
 
-def _binary(op_type: str, x: Any, y: Any) -> Any:
+def _binary(op_type: str, x: Any, y: Any, attrs: dict[str, Any] | None = None) -> Any:
     """`op_type(x, y)`; a Python scalar on either side becomes a constant of the promoted
     dtype (`dtypes.result_type`), the other side cast to it."""
     if not _is_value(x):
@@ -58,15 +58,15 @@ def _binary(op_type: str, x: Any, y: Any) -> Any:
             raise TypeError(f"{op_type}: at least one operand must be a Variable or Tensor, "
                             f"got {type(x).__name__} and {type(y).__name__}")
         if not dtypes.is_scalar(x):
-            return _binary(op_type, _operand(x, y, op_type), y)
+            return _binary(op_type, _operand(x, y, op_type), y, attrs)
         dtype = dtypes.result_type(y.dtype, x)
         y, x = _lift(y, dtype), _constant(x, dtype, y)
     elif not _is_value(y):
         if not dtypes.is_scalar(y):
-            return _binary(op_type, x, _operand(y, x, op_type))
+            return _binary(op_type, x, _operand(y, x, op_type), attrs)
         dtype = dtypes.result_type(x.dtype, y)
         x, y = _lift(x, dtype), _constant(y, dtype, x)
-    return apply_op(op_type, {"X": x, "Y": y})
+    return apply_op(op_type, {"X": x, "Y": y}, attrs)
 
 
 def _with_scalar(x: Any, y: Any) -> tuple[Any, Any] | None:
@@ -289,15 +289,15 @@ def assign(x: Any, output: Any = None) -> Any:
                 return x
     if output is None:
         return apply_op("assign", {"X": x})
-    if is_tensor(output):
-        output.set_value(x.data.copy() if is_tensor(x) else x)  # its own copy: x may change in place later
-        return output
-    if not isinstance(output, Variable) or not isinstance(x, Variable):
-        raise TypeError(f"assign: output must be a Tensor, or a Variable written from a Variable; "
-                        f"got x {_describe(x)} and output {_describe(output)}")
+    if not (is_tensor(output) and is_tensor(x)) and not (isinstance(output, Variable) and isinstance(x, Variable)):
+        raise TypeError(f"assign: output must be a Tensor written from a Tensor or data, or a Variable written "
+                        f"from a Variable; got x {_describe(x)} and output {_describe(output)}")
     if x.dtype != output.dtype or len(x.shape) != len(output.shape) or \
             any(a != b and -1 not in (a, b) for a, b in zip(x.shape, output.shape)):
         raise ValueError(f"assign: cannot write {_describe(x)} into {_describe(output)}")
+    if is_tensor(output):
+        output.set_value(x.data.copy())  # its own copy: x may change in place later
+        return output
     default_main_program().current_block().append_op("assign", {"X": [x]}, {"Out": [output]}, infer=False)
     return output
 

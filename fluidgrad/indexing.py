@@ -289,8 +289,19 @@ def _mask_select(x: Any, mask: Any) -> Any:
     return apply_op("gather_nd", {"X": x, "Index": apply_op("nonzero", {"X": mask})})
 
 
+def _lone_mask(item: Any) -> Any:
+    """`(mask,)` read as `mask` (NumPy and PyTorch treat both alike); any other item as it is."""
+    return item[0] if isinstance(item, tuple) and len(item) == 1 and _is_bool(item[0]) else item
+
+
+def _is_0d_mask(item: Any) -> bool:
+    return _is_bool(item) and not (tuple(item.shape) if _is_value(item) else np.shape(item))
+
+
 def getitem(x: Any, item: Any) -> Any:
-    """x[item]: integers, slices with any step, None, ..., one integer array, or a boolean mask."""
+    """x[item]: integers, slices with any step, None, ..., one integer array, or a boolean mask
+    (a 0-D mask gives x[None] when True and an empty copy when False, as in NumPy)."""
+    item = _lone_mask(item)
     if _is_bool(item):
         return _mask_select(x, item)
     plan = _Plan(tuple(x.shape), item)
@@ -343,6 +354,9 @@ def _gather_paired(out: Any, x: Any, plan: _Plan, kept: list[int]) -> Any:
 def _set_value(x: Any, item: Any, value: Any, accumulate: bool = False) -> Any:
     """The op computing x with x[item] = value (a new Tensor or Variable); with `accumulate`, the
     value is added instead (PyTorch's index_put(accumulate=True): a repeated index adds each time)."""
+    item = _lone_mask(item)
+    if _is_0d_mask(item):
+        return _set_where_0d_mask(x, item, value, accumulate)
     if not accumulate and _is_bool(item) and _is_one_value(value):
         return _set_masked_to_one_value(x, item, value)
     plan = _Plan(tuple(x.shape), item)
@@ -443,6 +457,16 @@ def _set_masked_to_one_value(x: Any, mask: Any, value: Any) -> Any:
     else:
         mask = constant(np.asarray(mask).reshape(np.shape(mask) + (1,) * (ndim - rank)), x)
     return apply_op("where", {"Condition": mask, "X": _cast_to(constant(value, x), x.dtype), "Y": x})
+
+
+def _set_where_0d_mask(x: Any, mask: Any, value: Any, accumulate: bool) -> Any:
+    """x[mask] = v for a 0-D mask: all of x (x[mask] is x[None]) when it holds, nothing when not;
+    value broadcasts against x[None]."""
+    value = _strip_leading_ones(_cast_to(constant(value, x), x.dtype), len(x.shape))
+    _check_broadcast(value, x)
+    if accumulate:
+        value = apply_op("elementwise_add", {"X": x, "Y": apply_op("expand_as", {"X": value, "Target": x})})
+    return apply_op("where", {"Condition": constant(mask, x), "X": value, "Y": x})
 
 
 def _is_row_index(plan: _Plan) -> bool:

@@ -56,13 +56,19 @@ def save(obj: Any, path: str | os.PathLike) -> None:
 
 
 def load(path: str | os.PathLike) -> Any:
-    """Read what `save` wrote: the same structure, Tensors as Tensors and arrays as arrays."""
+    """Read what `save` wrote: the same structure, Tensors as Tensors and arrays as arrays. A
+    plain safetensors file (no fluidgrad metadata: `safetensors.numpy.save_file`, PyTorch and
+    Hugging Face checkpoints) gives a dict of its tensors by name, as Tensors."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"load: {path} does not exist or is not a file")
     try:
         with safetensors.safe_open(str(path), framework="numpy") as handle:
             metadata = handle.metadata() or {}
+            if _STRUCTURE_KEY not in metadata and not str(metadata.get("format", "")).startswith("fluidgrad"):
+                # a plain safetensors file (safetensors' save_file, PyTorch / Hugging Face
+                # checkpoints, whose metadata may say {"format": "pt"}): its tensors by name
+                return {key: to_tensor(handle.get_tensor(key)) for key in handle.keys()}
             if metadata.get("format") not in (_FORMAT, _FORMAT_ZERO_D_AS_1):
                 raise CheckpointError(f"load: {path} is a safetensors file but not one written by "
                                       f"fluidgrad.save (format {metadata.get('format')!r})")

@@ -86,6 +86,19 @@ _CASES = {
                         {"x": _x(2, 3, 3, 4), "w": _x(4), "b": _x(4)}),
     "local_response_norm NLC": (lambda x: F.local_response_norm(x, 3, data_format="NLC"),
                                 lambda x: _last(TF.local_response_norm(_first(x), 3)), {"x": _x(2, 4, 5)}),
+    "interpolate bilinear NHWC": (lambda x: F.interpolate(x, size=[5, 7], mode="bilinear", data_format="NHWC"),
+                                  lambda x: _last(TF.interpolate(_first(x), size=[5, 7], mode="bilinear")),
+                                  {"x": _x(2, 3, 4, 3)}),
+    "interpolate nearest NWC": (lambda x: F.interpolate(x, scale_factor=2, data_format="NWC"),
+                                lambda x: _last(TF.interpolate(_first(x), scale_factor=2)), {"x": _x(2, 4, 3)}),
+    "interpolate trilinear NDHWC": (
+        lambda x: F.interpolate(x, size=[3, 4, 5], mode="trilinear", align_corners=True, data_format="NDHWC"),
+        lambda x: _last(TF.interpolate(_first(x), size=[3, 4, 5], mode="trilinear", align_corners=True)),
+        {"x": _x(1, 2, 3, 2, 2)}),
+    "pixel_shuffle NHWC": (lambda x: F.pixel_shuffle(x, 2, data_format="NHWC"),
+                           lambda x: _last(TF.pixel_shuffle(_first(x), 2)), {"x": _x(2, 3, 2, 8)}),
+    "pixel_unshuffle NHWC": (lambda x: F.pixel_unshuffle(x, 2, data_format="NHWC"),
+                             lambda x: _last(TF.pixel_unshuffle(_first(x), 2)), {"x": _x(2, 4, 6, 3)}),
 }
 _NOT_DIFFERENTIATED = {"m", "v"}
 
@@ -121,6 +134,10 @@ _LAYERS = {
                         (1, 2, 4, 2, 3)),
     "AdaptiveAvgPool2D NHWC": (lambda: fg.nn.AdaptiveAvgPool2D(2, data_format="NHWC"),
                                lambda: torch.nn.AdaptiveAvgPool2d(2), (2, 5, 4, 3)),
+    "Upsample NHWC": (lambda: fg.nn.Upsample(scale_factor=2, mode="bilinear", data_format="NHWC"),
+                      lambda: torch.nn.Upsample(scale_factor=2, mode="bilinear"), (2, 3, 4, 3)),
+    "PixelShuffle NHWC": (lambda: fg.nn.PixelShuffle(2, data_format="NHWC"), lambda: torch.nn.PixelShuffle(2),
+                          (2, 3, 2, 8)),
     "Conv2D NHWC": (lambda: fg.nn.Conv2D(3, 4, 3, padding=1, data_format="NHWC"),
                     lambda: torch.nn.Conv2d(3, 4, 3, padding=1), (2, 5, 4, 3)),
     "Conv1DTranspose NLC": (lambda: fg.nn.Conv1DTranspose(3, 2, 3, stride=2, data_format="NLC"),

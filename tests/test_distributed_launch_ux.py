@@ -85,6 +85,13 @@ def test_a_rank_ending_with_sys_exit_is_named_with_its_status(scenario, message,
     assert result.seconds < BOUND_SECONDS
 
 
+def test_sys_exit_in_another_thread_is_no_failure():
+    result = run("-n", 2, SCRIPTS / "ux_failures.py", "exit_in_thread", timeout=120)
+    assert result.returncode == 0, result.err[-2000:]
+    assert "fluidgrad launch:" not in result.err
+    assert "rank 0 finished" in result.out and "rank 1 finished" in result.out
+
+
 def test_a_rank_killed_by_a_signal_is_named_with_the_signal():
     result = run("-n", 2, SCRIPTS / "ux_failures.py", "killed", timeout=120)
     assert "rank 1 of 2 failed: died without reporting an error: killed by signal 9 (SIGKILL)" in launcher_line(result), result.err[-2000:]

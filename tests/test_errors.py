@@ -307,6 +307,25 @@ def _(state):
     return lambda: state.run({"table": np.zeros((5, 2), "float32"), "ids": np.array([0, 7, 1])}, [out])
 
 
+@row("bce-not-probability", "binary_cross_entropy (op bce_loss) given values outside [0, 1], e.g. logits",
+     ExecutionError,
+     r"op #\d+ \(bce_loss, forward op, block 0\) failed: ValueError: bce_loss: X must hold probabilities in "
+     r"\[0, 1\], got 1.7 \(X of shape \[3\]; logits belong in binary_cross_entropy_with_logits\)")
+def _(state):
+    with fg.program_guard(state.main, state.startup):
+        prob, label = data("prob", [3], "float32"), data("label", [3], "float32")
+        loss = fg.nn.functional.binary_cross_entropy(prob, label)
+    return lambda: state.run({"prob": np.array([0.2, 1.7, 0.5], "float32"), "label": np.ones(3, "float32")}, [loss])
+
+
+@row("bce-label-shape", "a binary cross-entropy label of another shape than the input ([N] for [N, 1])", ValueError,
+     r"binary_cross_entropy: label of shape \[4\] differs from input of shape \[4, 1\]; they must be the same")
+def _(state):
+    prob = state.tensors["prob"] = fg.to_tensor(np.full((4, 1), 0.3))
+    label = state.tensors["label"] = fg.to_tensor(np.array([0.0, 1.0, 1.0, 0.0]))
+    return lambda: fg.nn.functional.binary_cross_entropy(prob, label)
+
+
 @row("nan-found", "a NaN or Inf while Executor(check_nan_inf=True)", NanInfError,
      r"NaN in the output of op #0 \(log, forward op, block 0\); its inputs: x; outputs: \S+")
 def _(state):

@@ -195,7 +195,8 @@ def test_softmax_with_cross_entropy_hard_labels(dtype, layout, width, label_rank
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("mask", ["none", "bool", "float", "float batched"])
+@pytest.mark.parametrize("mask", ["none", "bool", "float", "float batched", "bool, a query sees nothing",
+                                  "float, a query sees nothing"])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("queries, keys", [(1, 1), (5, 5), (7, 3), (3, 70), (33, 33)])
 def test_attention_softmax(dtype, layout, mask, causal, queries, keys):
@@ -203,10 +204,19 @@ def test_attention_softmax(dtype, layout, mask, causal, queries, keys):
     x = arrange(rng.standard_normal((2, 3, queries, keys)).astype(dtype), layout)
     m = {"none": None, "bool": rng.random((queries, keys)) > 0.3,
          "float": rng.standard_normal((queries, keys)).astype(dtype),
-         "float batched": rng.standard_normal((2, 1, queries, keys)).astype(dtype)}[mask]
+         "float batched": rng.standard_normal((2, 1, queries, keys)).astype(dtype)}.get(mask)
     if mask == "bool":
-        m[:, 0] = True   # every query sees a key (a row with none is NaN on both paths)
+        m[:, 0] = True   # every query sees a key
+    sees_nothing = mask.endswith("a query sees nothing")
+    if sees_nothing:   # the last query's row of weights is 0 on both paths (PyTorch's SDPA), not NaN
+        m = rng.random((queries, keys)) > 0.3
+        m[:, 0], m[-1] = True, False
+        m = m if mask.startswith("bool") else np.where(m, rng.standard_normal(m.shape), -np.inf).astype(dtype)
     assert_paths_agree(kernel("attention_softmax"), x, m, scale=0.37, causal=causal)
+    if sees_nothing and layout != "nan_inf":
+        weights = kernel("attention_softmax")(x, m, scale=0.37, causal=causal)
+        np.testing.assert_array_equal(weights[..., -1, :], 0)
+        assert np.isfinite(weights).all()
 
 
 def test_softmax_off_the_last_axis_and_float16_stay_on_numpy(monkeypatch):

@@ -23,7 +23,7 @@ LAYERS = [
     ("ops",),
     ("backward", "executor", "initializer", "lr"),
     ("dispatch", "functions", "eager", "autograd", "flags", "clip", "regularizer", "static", "optimizer",
-     "io", "viz", "nn", "tensor"),
+     "io", "viz", "nn", "tensor", "metric"),
     ("jit", "testing", "onnx", "distributed", "recompute"),
     ("cli", "demo", "__main__"),
 ]

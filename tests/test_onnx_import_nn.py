@@ -241,3 +241,40 @@ def test_block_moves_and_global_lp_pool_with_a_dynamic_batch_match_onnxruntime(o
         x = np.random.default_rng(batch).standard_normal((batch, 8, 4, 6)).astype("float32")
         got, = fg.Executor().run(program, feed={feeds[0]: x}, fetch_list=fetches, scope=scope)
         np.testing.assert_allclose(got, session.run(None, {"x": x})[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN"])
+def test_recurrent_layers_exported_with_a_dynamic_batch_run_at_other_batches(kind, tmp_path):
+    torch.manual_seed(0)
+    net = getattr(nn, kind)(4, 3, num_layers=2, bidirectional=kind == "GRU", batch_first=True).eval()
+    path = str(tmp_path / "rnn.onnx")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(net, (torch.randn(2, 5, 4),), path, dynamo=False, input_names=["x"],
+                          dynamic_axes={"x": {0: "batch"}}, opset_version=17)
+    scope = fg.Scope()
+    program, feeds, fetches = import_model(path, scope)
+    for batch in (1, 3):
+        x = np.random.default_rng(batch).standard_normal((batch, 5, 4)).astype("float32")
+        got = fg.Executor().run(program, feed={feeds[0]: x}, fetch_list=fetches, scope=scope)
+        out, state = net(torch.tensor(x))
+        for value, want in zip(got, [out, *(state if kind == "LSTM" else [state])]):
+            np.testing.assert_allclose(value, want.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("op_type, attrs", [("HardSigmoid", {"alpha": 0.3, "beta": 0.4}),
+                                            ("Selu", {"alpha": 1.5, "gamma": 2.0}), ("Celu", {"alpha": 0.7}),
+                                            ("ThresholdedRelu", {"alpha": 0.5})])
+@pytest.mark.parametrize("opset", [13, 17])
+def test_activation_converters_with_attributes_match_onnxruntime(op_type, attrs, opset):
+    ort = pytest.importorskip("onnxruntime")
+    graph = helper.make_graph([helper.make_node(op_type, ["x"], ["y"], **attrs)], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 7])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 7])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    x = np.random.default_rng(0).standard_normal((3, 7)).astype("float32") * 3
+    scope = fg.Scope()
+    program, feeds, fetches = import_model(model, scope)
+    got, = fg.Executor().run(program, feed={feeds[0]: x}, fetch_list=fetches, scope=scope)
+    want, = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

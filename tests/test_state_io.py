@@ -106,9 +106,15 @@ def test_truncated_and_foreign_files_are_refused(tmp_path):
     with pytest.raises(CheckpointError, match="not a readable"):
         fg.load(tmp_path / "cut")
     import safetensors.numpy
-    (tmp_path / "foreign").write_bytes(safetensors.numpy.save({"w": np.ones(2)}))
+    (tmp_path / "foreign").write_bytes(safetensors.numpy.save({"w": np.ones(2)}, metadata={"format": "fluidgrad.state/9"}))
     with pytest.raises(CheckpointError, match="not one written by fluidgrad.save"):
         fg.load(tmp_path / "foreign")
+    for metadata in (None, {"format": "pt"}):     # plain safetensors (PyTorch / Hugging Face): tensors by name
+        (tmp_path / "plain").write_bytes(safetensors.numpy.save({"w": np.ones(2), "b": np.zeros(3, "int32")},
+                                                                metadata=metadata))
+        plain = fg.load(tmp_path / "plain")
+        assert sorted(plain) == ["b", "w"] and isinstance(plain["w"], fg.Tensor) and plain["b"].dtype == "int32"
+        np.testing.assert_array_equal(plain["w"].numpy(), np.ones(2))
     with pytest.raises(CheckpointError, match="does not exist"):
         fg.load(tmp_path / "missing")
 

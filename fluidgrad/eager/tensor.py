@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..framework.dtypes import get_default_dtype
 from ..framework.math_mixin import MathMixin
 from ..framework.variable import Variable, normalize_dtype
 from .mode import state
@@ -64,6 +65,9 @@ def _record_modification(tensor: "Tensor", before: Any = None) -> None:
             entry = relinked[key] = (weakref.ref(tensor, lambda _, key=key: relinked.pop(key, None)), [])
         before.stamp = stamp
         entry[1].append((stamp, before))
+
+
+_retaining: dict[int, Any] = {}   # id -> weak reference: intermediates whose .grad is kept (retain_grads)
 
 
 class Tensor(MathMixin):
@@ -198,6 +202,27 @@ class Tensor(MathMixin):
             hook_list = self._hooks
         hook_list.append(hook)
         return HookHandle(hook_list, hook)
+
+    def retain_grads(self) -> None:
+        """Keep this intermediate tensor's gradient in `.grad` after backward (accumulated across
+        calls, as a leaf's), as PyTorch's and Paddle's retain_grads; a leaf keeps it anyway."""
+        key = id(self)
+        entry = _retaining.get(key)
+        if self.stop_gradient:
+            raise RuntimeError("retain_grads: this tensor does not require a gradient (stop_gradient=True)")
+        if self._node is None or (entry is not None and entry() is self):
+            return
+        owner = _retaining[key] = weakref.ref(self, lambda _, key=key: _retaining.pop(key, None))
+
+        def keep(grad: "Tensor") -> None:
+            tensor = owner()
+            if tensor is not None:
+                kept = Tensor(grad.data, True)
+                tensor.grad = kept if tensor.grad is None else Tensor(tensor.grad.data + grad.data, True)
+
+        self.register_hook(keep)
+
+    retain_grad = retain_grads   # PyTorch's spelling
 
     # ---- values
     def set_value(self, value: Any) -> None:
@@ -345,7 +370,8 @@ class HookHandle:
 def to_tensor(data: Any, dtype: Any = None, place: Any = None, stop_gradient: bool = True) -> Tensor:
     """A new leaf Tensor holding a copy of `data` (a list, number, array or Tensor).
 
-    Python floats become float32 (Paddle's default dtype); NumPy arrays keep their dtype.
+    Python floats become the default dtype (float32 unless `set_default_dtype` changed it, as
+    Paddle's); NumPy arrays keep their dtype.
     """
     if isinstance(data, Tensor):
         data = data.data
@@ -356,7 +382,8 @@ def to_tensor(data: Any, dtype: Any = None, place: Any = None, stop_gradient: bo
     else:
         array = np.array(data)
         if array.dtype == np.float64 and not isinstance(data, np.generic):
-            array = array.astype(np.float32)
+            default = get_default_dtype()
+            array = array.astype(np.float32) if default == "float32" else array.astype(normalize_dtype(default))
     normalize_dtype(array.dtype)  # reject object/str arrays with a clear error
     if not stop_gradient and array.dtype.kind != "f":
         raise TypeError(f"to_tensor: a {array.dtype} tensor cannot have a gradient (stop_gradient=False); "

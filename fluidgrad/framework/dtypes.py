@@ -115,3 +115,27 @@ def true_divide_dtype(dtype: str) -> str:
 
 def kind_name(dtype: str) -> str:
     return _KIND_NAMES[dtype_kind(dtype)]
+
+
+# ---------------------------------------------------------------- the default float dtype of new parameters
+_default_float = [DEFAULT_FLOAT]
+
+
+def get_default_dtype() -> str:
+    """The float dtype new Layers' parameters and `to_tensor` of Python floats get (paddle.get_default_dtype)."""
+    return _default_float[0]
+
+
+def set_default_dtype(dtype: Any) -> None:
+    """Make new Layers' parameters and `to_tensor` of Python floats `dtype` (paddle.set_default_dtype:
+    float16, bfloat16, float32 or float64). Type promotion (docs/dtypes.md) is unchanged."""
+    name = str(dtype).replace("paddle.", "").replace("torch.", "")
+    if name not in ("float16", "bfloat16", "float32", "float64"):
+        raise TypeError(f"set_default_dtype: the default dtype must be float16, bfloat16, float32 or float64, "
+                        f"got {dtype!r}")
+    _default_float[0] = name
+
+
+# the dtype constants (paddle.float32, torch.float32): the names Tensors and Variables report
+DTYPE_CONSTANTS = {name: name for name in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                                           "uint64", "float16", "bfloat16", "float32", "float64")}

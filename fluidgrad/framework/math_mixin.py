@@ -16,6 +16,18 @@ def install(api: ModuleType) -> None:
     _api = api
 
 
+def _axis(axis, dim):
+    """Paddle's axis= or PyTorch's dim= (not both)."""
+    if dim is not None and axis is not None:
+        raise TypeError(f"give the axis once, as axis= or dim= (got {axis} and {dim})")
+    return dim if axis is None else axis
+
+
+def _sizes(args):
+    """A shape or permutation given as one list / tuple / tensor, or as several integers."""
+    return args[0] if len(args) == 1 and not isinstance(args[0], int) else list(args)
+
+
 class MathMixin:
     __slots__ = ()
     __array_priority__ = 100  # numpy defers `ndarray + x` to our __radd__
@@ -50,11 +62,34 @@ class MathMixin:
     def __ne__(self, other): return _api.compare_operator("not_equal", self, other)
     __hash__ = object.__hash__
 
-    def sum(self, axis=None, keepdim=False): return _api.sum(self, axis, keepdim)
-    def mean(self, axis=None, keepdim=False): return _api.mean(self, axis, keepdim)
-    def reshape(self, shape): return _api.reshape(self, shape)
-    def transpose(self, perm): return _api.transpose(self, perm)
+    # Paddle's signatures, and PyTorch's habits beside them: dim= for axis=, sizes as arguments
+    def sum(self, axis=None, keepdim=False, *, dim=None): return _api.sum(self, _axis(axis, dim), keepdim)
+    def mean(self, axis=None, keepdim=False, *, dim=None): return _api.mean(self, _axis(axis, dim), keepdim)
+
+    def reshape(self, *shape):
+        """x.reshape([4, 2]) as Paddle's, or x.reshape(4, 2) / x.reshape(-1) as PyTorch's."""
+        return _api.reshape(self, _sizes(shape))
+
+    view = reshape   # PyTorch's view(6, 4): a new value here (fluidgrad never aliases arrays)
+
+    def transpose(self, *perm):
+        """x.transpose([1, 0, 2]) as Paddle's (a permutation), or x.transpose(1, 2) as PyTorch's
+        (two axes swapped)."""
+        if len(perm) == 2 and all(isinstance(a, int) for a in perm):
+            order = list(range(len(self.shape)))
+            first, second = (a % len(order) if order else a for a in perm)
+            order[first], order[second] = order[second], order[first]
+            return _api.transpose(self, order)
+        return _api.transpose(self, _sizes(perm))
+
+    def permute(self, *dims): return _api.transpose(self, _sizes(dims))
     def astype(self, dtype): return _api.cast(self, dtype)
+    def float(self): return _api.cast(self, "float32")
+    def double(self): return _api.cast(self, "float64")
+    def half(self): return _api.cast(self, "float16")
+    def long(self): return _api.cast(self, "int64")
+    def int(self): return _api.cast(self, "int32")
+    def bool(self): return _api.cast(self, "bool")
     def exp(self): return _api.exp(self)
     def log(self): return _api.log(self)
     def tanh(self): return _api.tanh(self)

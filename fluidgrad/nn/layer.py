@@ -23,6 +23,7 @@ import numpy as np
 from ..eager.tensor import Tensor
 from ..executor import CPUPlace
 from ..framework import ParamAttr, Variable, normalize_dtype, unique_name
+from ..framework.dtypes import get_default_dtype
 from ..initializer import Constant, Initializer, XavierUniform
 from ..ops.registry import get_op_def
 
@@ -63,13 +64,13 @@ def _set_learning_rate_factor(param: Tensor, factor: float) -> None:
                                    float(factor))
 
 
-def create_parameter(shape: Sequence[int], dtype: Any = "float32", attr: Any = None, is_bias: bool = False,
+def create_parameter(shape: Sequence[int], dtype: Any = None, attr: Any = None, is_bias: bool = False,
                      default_initializer: Initializer | None = None, name: str | None = None) -> Tensor:
     """A parameter Tensor (persistable; stop_gradient=False unless the attr says not trainable)."""
     param_attr = ParamAttr.of(attr)
     if param_attr is None:
         raise ValueError("create_parameter: attr=False means no parameter; do not call it then")
-    dtype = normalize_dtype(dtype)
+    dtype = normalize_dtype(dtype or get_default_dtype())
     initializer = param_attr.initializer or default_initializer or (Constant(0.0) if is_bias else XavierUniform())
     tensor = Tensor(initial_value(initializer, shape, dtype), stop_gradient=not param_attr.trainable,
                     name=param_attr.name or name)
@@ -99,13 +100,13 @@ def _is_parameter(value: Any) -> bool:
 class Layer:
     """Base class: subclasses create parameters and sublayers in __init__ and define forward."""
 
-    def __init__(self, name_scope: str | None = None, dtype: Any = "float32") -> None:
+    def __init__(self, name_scope: str | None = None, dtype: Any = None) -> None:
         object.__setattr__(self, "_parameters", OrderedDict())
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_non_persistable_buffer_names", set())
         object.__setattr__(self, "_sub_layers", OrderedDict())
         object.__setattr__(self, "training", True)
-        object.__setattr__(self, "_dtype", normalize_dtype(dtype))
+        object.__setattr__(self, "_dtype", normalize_dtype(dtype or get_default_dtype()))
         object.__setattr__(self, "_full_name", unique_name(name_scope or type(self).__name__.lower()))
         object.__setattr__(self, "_param_counts", {"w": 0, "b": 0})  # Paddle's names: w_0, w_1, ..., b_0, ...
 

@@ -143,6 +143,38 @@ def _elu(ctx):
     return ctx.op("elu", {"X": ctx.input(0)}, alpha=float(ctx.attr("alpha", 1.0)))
 
 
+@converter("HardSigmoid")
+def _hard_sigmoid(ctx):
+    """clip(alpha * x + beta, 0, 1)."""
+    x = ctx.input(0)
+    line = binary(ctx, "elementwise_add", mul_scalar(ctx, x, float(ctx.attr("alpha", 0.2))),
+                  ctx.scalar(float(ctx.attr("beta", 0.5)), x.dtype))
+    return ctx.op("clip", {"X": line}, min=0.0, max=1.0)
+
+
+@converter("Selu")
+def _selu(ctx):
+    """gamma * elu(x, alpha), with ONNX's default constants."""
+    alpha = float(ctx.attr("alpha", 1.67326319217681884765625))
+    gamma = float(ctx.attr("gamma", 1.05070102214813232421875))
+    return mul_scalar(ctx, ctx.op("elu", {"X": ctx.input(0)}, alpha=alpha), gamma)
+
+
+@converter("Celu")
+def _celu(ctx):
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) = alpha * elu(x / alpha, 1)."""
+    alpha = float(ctx.attr("alpha", 1.0))
+    return mul_scalar(ctx, ctx.op("elu", {"X": mul_scalar(ctx, ctx.input(0), 1.0 / alpha)}, alpha=1.0), alpha)
+
+
+@converter("ThresholdedRelu")
+def _thresholded_relu(ctx):
+    """x where x > alpha, else 0."""
+    x = ctx.input(0)
+    above = ctx.op("greater_than", {"X": x, "Y": ctx.scalar(float(ctx.attr("alpha", 1.0)), x.dtype)})
+    return ctx.op("where", {"Condition": above, "X": x, "Y": ctx.op("fill_zeros_like", {"X": x})})
+
+
 @converter("Gelu")
 def _gelu(ctx):
     return ctx.op("gelu", {"X": ctx.input(0)}, approximate=ctx.attr("approximate", "none") == "tanh")

@@ -1,4 +1,5 @@
-"""RNN, LSTM and GRU: the recurrence unrolled over the (static) sequence length.
+"""RNN, LSTM and GRU: the recurrence unrolled over the (static) sequence length; the batch
+may be unknown (a dynamic batch: default zero states are shaped from the inputs).
 
 The input projection of every step is one matmul; each step then adds the recurrent
 matmul and applies the gates with ordinary ops, so the imported program trains like any
@@ -142,14 +143,19 @@ class _Direction:
         return add(mul(one_minus_z, cand), mul(z, h)), None
 
 
-def _initial(ctx: Any, index: int, d: int, num_directions: int, batch: int, hidden: int, dtype: str,
-             layout: int) -> Any:
+def _initial(ctx: Any, index: int, d: int, num_directions: int, xw: Any, hidden: int, layout: int) -> Any:
+    """The given initial state of direction d, or zeros (B, H); an unknown batch B is read from
+    the projected inputs xw (T, B, G*H)."""
     if ctx.has_input(index):
         state = ctx.input(index)
         if layout == 1:
             state = ctx.op("transpose", {"X": state}, perm=[1, 0, 2])
         return _pick(ctx, state, d, num_directions)
-    return ctx.op("fill_constant", {}, shape=[batch, hidden], value=0.0, dtype=dtype)
+    batch = xw.shape[1]
+    if batch >= 0:
+        return ctx.op("fill_constant", {}, shape=[batch, hidden], value=0.0, dtype=xw.dtype)
+    first = ctx.op("slice", {"X": xw}, axes=[0, 2], starts=[0, 0], ends=[1, hidden])
+    return ctx.op("fill_any_like", {"X": ctx.op("squeeze", {"X": first}, axes=[0])}, value=0.0, dtype=xw.dtype)
 
 
 def _recurrent(ctx: Any, op_type: str) -> list:
@@ -157,23 +163,23 @@ def _recurrent(ctx: Any, op_type: str) -> list:
     layout = int(ctx.attr("layout", 0))
     if layout == 1:
         x = ctx.op("transpose", {"X": x}, perm=[1, 0, 2])
-    steps, batch = x.shape[0], x.shape[1]
-    if steps < 0 or batch < 0:
-        raise ctx.unsupported(f"input shape {list(ctx.input(0).shape)} has unknown dimensions (the recurrence is "
-                              f"unrolled over a static sequence length)")
+    steps = x.shape[0]
+    if steps < 0:
+        raise ctx.unsupported(f"input shape {list(ctx.input(0).shape)} has an unknown sequence length (the "
+                              f"recurrence is unrolled over a static sequence length)")
     direction = ctx.attr("direction", "forward")
     num_directions = 2 if direction == "bidirectional" else 1
     hidden = int(ctx.attr("hidden_size") or ctx.shape(2)[-1])
     dtype = x.dtype
-    masks = _step_masks(ctx, steps, batch, dtype)
+    masks = _step_masks(ctx, steps, dtype)
     acts = _activations(ctx, op_type, num_directions)
     ys, hs, cs = [], [], []
     for d in range(num_directions):
         cell = _Direction(ctx, op_type, d, num_directions, hidden, dtype, acts[d])
         xw = cell.projected_inputs(x)
         xws = ctx.op("split", {"X": xw}, n_out=steps, num_or_sections=steps, axis=0) if steps > 1 else [xw]
-        h = _initial(ctx, 5, d, num_directions, batch, hidden, dtype, layout)
-        c = _initial(ctx, 6, d, num_directions, batch, hidden, dtype, layout) if op_type == "LSTM" else None
+        h = _initial(ctx, 5, d, num_directions, xw, hidden, layout)
+        c = _initial(ctx, 6, d, num_directions, xw, hidden, layout) if op_type == "LSTM" else None
         reverse = direction == "reverse" or d == 1
         outputs: list = [None] * steps
         for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
@@ -202,7 +208,7 @@ def _recurrent(ctx: Any, op_type: str) -> list:
     return [y, y_h, y_c]
 
 
-def _step_masks(ctx: Any, steps: int, batch: int, dtype: str) -> list | None:
+def _step_masks(ctx: Any, steps: int, dtype: str) -> list | None:
     """(keep, 1 - keep) of shape (B, 1) for each step, or None when every sequence is full length."""
     if not ctx.has_input(4):
         return None
@@ -218,7 +224,7 @@ def _step_masks(ctx: Any, steps: int, batch: int, dtype: str) -> list | None:
             masks.append((keep, binary(ctx, "elementwise_sub", ctx.scalar(1.0, dtype), keep)))
         return masks
     keep = (np.arange(steps)[:, None] < np.asarray(lens).reshape(1, -1)).astype(dtype)
-    return [(ctx.constant(keep[t].reshape(batch, 1)), ctx.constant(1 - keep[t].reshape(batch, 1)))
+    return [(ctx.constant(keep[t].reshape(-1, 1)), ctx.constant(1 - keep[t].reshape(-1, 1)))
             for t in range(steps)]
 
 

@@ -239,7 +239,36 @@ def _cumsum(c):
 
 @exporter("einsum")
 def _einsum(c):
-    c.node("Einsum", c.xs("Operands"), [c.out("Out")], equation=str(c.attr("equation")))
+    """ONNX's Einsum broadcasts only ellipsis axes: an operand whose index has size 1 where the
+    others' is larger is first Expanded to that size (the same sum: its entries repeat)."""
+    equation = str(c.attr("equation"))
+    subscripts = equation.partition("->")[0].split(",")
+    names = c.op.input("Operands")
+    shapes = [tuple(c.var(n).shape) for n in names]
+    operands = [_einsum_broadcast(c, x, subs, shape, subscripts, shapes)
+                for x, subs, shape in zip(c.xs("Operands"), subscripts, shapes)]
+    c.node("Einsum", operands, [c.out("Out")], equation=equation)
+
+
+def _einsum_broadcast(c, x: str, subs: str, shape: tuple, subscripts: list[str], shapes: list[tuple]) -> str:
+    """x Expanded over its size-1 indices to the size another operand has there (read from that
+    operand's Shape when it is known only at run time); x itself when none broadcasts."""
+    pieces, grows = [], False
+    for letter, size in zip(subs, shape):
+        wider = [(s[k], j) for j, (t, s) in enumerate(zip(subscripts, shapes)) for k, l in enumerate(t)
+                 if l == letter and s[k] != 1]
+        if size != 1 or not wider:
+            pieces.append(_i64(c, [1]))
+            continue
+        grows = True
+        known, j = max(wider)
+        if known != -1:
+            pieces.append(_i64(c, [known]))
+        else:
+            axis = subscripts[j].index(letter)
+            pieces.append(c.node("Slice", [c.node("Shape", [c.xs("Operands")[j]]), _i64(c, [axis]),
+                                           _i64(c, [axis + 1])]))
+    return c.node("Expand", [x, c.node("Concat", pieces, axis=0)]) if grows else x
 
 
 @exporter("arg_max", "arg_min")
@@ -491,7 +520,8 @@ def _interpolate(c):
 
 @exporter("attention_softmax")
 def _attention_softmax(c):
-    """softmax(X * scale + Mask) with the keys after each query masked when causal."""
+    """softmax(X * scale + Mask) with the keys after each query masked when causal; 0 for a
+    query that may see no key, as the kernel."""
     scores = c.node("Mul", [c.x("X"), _c(c, float(c.attr("scale")))])
     if c.has("Mask"):
         if c.dtype_in("Mask") == "bool":
@@ -504,4 +534,11 @@ def _attention_softmax(c):
             raise c.refuse("causal attention_softmax with unknown query or key counts")
         upper = np.triu(np.ones((q, k), bool), 1)
         scores = c.node("Where", [c.const(upper), _c(c, -np.inf), scores])
-    c.node("Softmax", [scores], [c.out("Out")], axis=-1)
+    if not c.has("Mask"):
+        c.node("Softmax", [scores], [c.out("Out")], axis=-1)
+        return
+    # a query whose every key is masked gets weights 0, not Softmax's NaN (PyTorch's SDPA)
+    peak = (c.node("ReduceMax", [scores, _i64(c, [-1])], keepdims=1) if c.opset >= 18 else
+            c.node("ReduceMax", [scores], axes=[-1], keepdims=1))
+    sees_nothing = c.node("Equal", [peak, _c(c, -np.inf)])
+    c.node("Where", [sees_nothing, _c(c, 0.0), c.node("Softmax", [scores], axis=-1)], [c.out("Out")])

@@ -3,7 +3,10 @@
 softmax(X * scale + Mask) along the last axis, with -inf above the diagonal when `causal`
 (query i sees keys 0..i, PyTorch's top-left alignment). One kernel, one output buffer:
 the scaled, masked scores are never kept. Mask is float (added) or bool (True: attend).
-The gradient is softmax's fused gradient op (on the output), which differentiates again.
+A query whose every key is masked (a padded query) gets weights of 0, not NaN, as PyTorch's
+scaled_dot_product_attention (its _safe_softmax); its gradient is then 0 too.
+The gradient is softmax's fused gradient op (on the output), which differentiates again:
+an output row of zeros gives a zero gradient row at every order.
 """
 from __future__ import annotations
 
@@ -35,9 +38,16 @@ def _attention_softmax_kernel(x, mask=None, scale=1.0, causal=False):
             s += mask
     if causal:
         np.copyto(s, -np.inf, where=_causal_upper(*x.shape[-2:]))
-    s -= row_max(s)
+    peak = row_max(s)
+    masked_rows = peak == -np.inf
+    if masked_rows.any():                      # exp(-inf - 0) = 0 there; then divide by 1, not 0
+        peak[masked_rows] = 0
+    s -= peak
     np.exp(s, out=s)
-    s /= row_sum(s)
+    total = row_sum(s)
+    if masked_rows.any():
+        total[masked_rows] = 1
+    s /= total
     return s
 
 

@@ -18,6 +18,7 @@ import atexit
 import os
 import pickle
 import sys
+import threading
 import time
 import traceback
 import zlib
@@ -424,8 +425,10 @@ def _install_failure_handling(world: World) -> None:
     exit_now = sys.exit
 
     def exit_noting_status(status: Any = None) -> None:
-        """sys.exit, noting the status for the exit mark (an atexit handler cannot read it)."""
-        world.exit_status = status
+        """sys.exit, noting the status for the exit mark (an atexit handler cannot read it); in
+        another thread it only ends that thread, so the process's status is not that one."""
+        if threading.current_thread() is threading.main_thread():
+            world.exit_status = status
         exit_now(status)
 
     sys.exit = exit_noting_status

@@ -126,10 +126,12 @@ def softmax_cross_entropy_rows(x, label, ignore_index, softmax, loss):
 
 
 @jit
-def attention_scores_rows(x, scale, add, has_add, keep, has_keep, queries, causal, out):
+def attention_scores_rows(x, scale, add, has_add, keep, has_keep, queries, causal, out, masked):
     """out = x * scale + add where keep, -inf elsewhere and, when causal, at keys after the
     query (row i is query i % queries). add and keep are [rows, keys] when has_add / has_keep,
-    else placeholders never read (said, not guessed from their shapes: one row is [1, keys])."""
+    else placeholders never read (said, not guessed from their shapes: one row is [1, keys]).
+    A row left all -inf (a query that may see no key) becomes zeros, masked[i] True: the
+    caller zeroes its softmax (PyTorch's safe softmax) instead of dividing 0 by 0."""
     rows, keys = x.shape
     minus_inf = x.dtype.type(-np.inf)
     for i in range(rows):
@@ -144,6 +146,14 @@ def attention_scores_rows(x, scale, add, has_add, keep, has_keep, queries, causa
                 out[i, j] = out[i, j] if keep[i, j] else minus_inf
         for j in range(stop, keys):
             out[i, j] = minus_inf
+        masked[i] = True
+        for j in range(stop):
+            if out[i, j] != minus_inf:
+                masked[i] = False
+                break
+        if masked[i]:
+            for j in range(keys):
+                out[i, j] = 0
 
 
 # ---------------------------------------------------------------- callers (NumPy arrays in, out)
@@ -189,7 +199,8 @@ def softmax_cross_entropy(logits: np.ndarray, label: np.ndarray,
 
 def attention_softmax(x: np.ndarray, mask: np.ndarray | None, scale: float, causal: bool) -> np.ndarray:
     """softmax(x * scale + mask) over the last axis of [..., queries, keys] x, causal or not;
-    a bool mask (True: attend) replaces the scores it masks by -inf (NaN there too), as NumPy's."""
+    a bool mask (True: attend) replaces the scores it masks by -inf; a row of only -inf gives
+    zeros, as ops/attention.py's NumPy kernel."""
     keys = x.shape[-1]
     is_bool = mask is not None and mask.dtype == np.bool_
     is_float = mask is not None and not is_bool
@@ -198,7 +209,10 @@ def attention_softmax(x: np.ndarray, mask: np.ndarray | None, scale: float, caus
     keep = full if is_bool else np.empty((0, 0), np.bool_)
     out = np.empty(x.shape, x.dtype)
     rows = out.reshape(-1, keys)
+    masked = np.empty(rows.shape[0], np.bool_)
     attention_scores_rows(_rows(x), x.dtype.type(scale), add, is_float, keep, is_bool, x.shape[-2], bool(causal),
-                          rows)
+                          rows, masked)
     softmax_rows(rows, rows)
+    if masked.any():
+        rows[masked] = 0
     return out

@@ -2,8 +2,11 @@
 
 The einsum op takes an explicit equation ("ij,jk->ik": no ellipsis, an output after "->");
 `fluidgrad.einsum` rewrites Paddle's and NumPy's shorthand into that form, so the op's shape
-rule and gradient deal with one spelling only. The gradient of each operand is itself an
-einsum (of the output gradient with the other operands), so grad of grad comes free.
+rule and gradient deal with one spelling only. An index of size 1 in one operand broadcasts
+against its size in the others (PyTorch's einsum, NumPy's for '...'), whether it came from an
+ellipsis or not. The gradient of each operand is itself an einsum (of the output gradient with
+the other operands), summed over the indices the operand broadcast and expanded over those
+the others did, so grad of grad comes free.
 """
 from __future__ import annotations
 
@@ -18,6 +21,25 @@ def parse_equation(equation: str) -> tuple[list[str], str]:
     """'ij,jk->ik' -> (['ij', 'jk'], 'ik')."""
     inputs, _, output = equation.partition("->")
     return inputs.split(","), output
+
+
+def _broadcast_size(a: int, b: int) -> int | None:
+    """The size of an index seen with sizes a and b: equal, or 1 against any size (broadcast);
+    -1 is unknown (against 1 it stays unknown). None when they cannot broadcast."""
+    if a == b or b == 1:
+        return a
+    if a == 1 or a == -1:
+        return b
+    return a if b == -1 else None
+
+
+def index_sizes(subscripts: list[str], shapes: list[tuple[int, ...]]) -> dict[str, int]:
+    """Each index's size over the operands, broadcast (KeyError-free: every index of subscripts)."""
+    sizes: dict[str, int] = {}
+    for subs, shape in zip(subscripts, shapes):
+        for letter, size in zip(subs, shape):
+            sizes[letter] = size if letter not in sizes else _broadcast_size(sizes[letter], size)
+    return sizes
 
 
 def _einsum_kernel(operands, equation):
@@ -50,12 +72,11 @@ def _einsum_infer(ctx):
             raise ctx.shape_error(f"equation {equation!r}: operand {i} has subscripts {subs!r} but "
                                   f"{ctx.describe('Operands', i)}")
         for letter, size in zip(subs, shape):
-            known = sizes.get(letter, -1)
-            if known != -1 and size != -1 and known != size:
-                raise ctx.shape_error(f"equation {equation!r}: index {letter!r} is {known} in one operand and "
-                                      f"{size} in {ctx.describe('Operands', i)}")
-            if known == -1:
-                sizes[letter] = size
+            both = size if letter not in sizes else _broadcast_size(sizes[letter], size)
+            if both is None:
+                raise ctx.shape_error(f"equation {equation!r}: index {letter!r} is {sizes[letter]} in one operand "
+                                      f"and {size} in {ctx.describe('Operands', i)} (sizes must match or be 1)")
+            sizes[letter] = both
     missing = [c for c in output if c not in sizes]
     if missing or len(set(output)) != len(output):
         raise ctx.shape_error(f"equation {equation!r}: output indices must be distinct and appear in an input")
@@ -65,6 +86,7 @@ def _einsum_infer(ctx):
 def _einsum_grad(g: GradBuilder):
     operands, equation = g.input("Operands"), g.attr("equation")
     subscripts, output = parse_equation(equation)
+    shapes = [tuple(g.shape(o)) for o in operands]
     grads = []
     for i, subs in enumerate(subscripts):
         if not g.needs_input_grad("Operands", i):
@@ -78,11 +100,31 @@ def _einsum_grad(g: GradBuilder):
         kept = "".join(c for c in subs if c in present)
         grad = g.op("einsum", {"Operands": [g.output_grad("Out")] + [o for j, o in enumerate(operands) if j != i]},
                     equation=",".join([output] + others) + "->" + kept)
-        if kept != subs:  # indices summed within this operand alone: broadcast back over them
-            axes = [k for k, c in enumerate(subs) if c not in present]
-            grad = g.op("expand_as", {"X": g.op("unsqueeze", {"X": grad}, axes=axes), "Target": operands[i]})
-        grads.append(grad)
+        grads.append(_fit_to_operand(g, grad, operands[i], subs, kept, _grad_sizes(subscripts, shapes, output, i)))
     g.set_input_grad("Operands", grads)
+
+
+def _grad_sizes(subscripts: list[str], shapes: list[tuple[int, ...]], output: str, i: int) -> dict[str, int]:
+    """The size of each index in operand i's gradient einsum: the output's (every operand
+    broadcast) for output indices, the other operands' for the rest."""
+    everyone = index_sizes(subscripts, shapes)
+    others = index_sizes([s for j, s in enumerate(subscripts) if j != i], [s for j, s in enumerate(shapes) if j != i])
+    return {c: everyone[c] if c in output else others[c] for c in set(output).union(others)}
+
+
+def _fit_to_operand(g: GradBuilder, grad, operand, subs: str, kept: str, sizes: dict[str, int]):
+    """The gradient einsum (indices `kept`) brought to the operand's shape: summed over the
+    indices the operand broadcast (size 1 there, more in the gradient), then broadcast back over
+    those it has alone or larger than the gradient's (the others' size 1)."""
+    own = dict(zip(subs, g.shape(operand)))
+    summed = [k for k, c in enumerate(kept) if own[c] == 1 and sizes[c] != 1]
+    if summed:
+        grad = g.op("reduce_sum", {"X": grad}, axis=summed, keepdim=True)
+    if kept != subs:  # indices summed within this operand alone: broadcast back over them
+        grad = g.op("unsqueeze", {"X": grad}, axes=[k for k, c in enumerate(subs) if c not in kept])
+    if kept != subs or any(own[c] != 1 and sizes[c] == 1 for c in kept):
+        grad = g.op("expand_as", {"X": grad, "Target": operand})
+    return grad
 
 
 register_op("einsum", inputs="Operands*", outputs="Out", attrs={"equation": ""}, kernel=_einsum_kernel,

@@ -419,7 +419,7 @@ _BCE_LOG_FLOOR, _BCE_EPS = -100.0, float(np.float32(1e-12))
 def _bce_kernel(x, label):
     inside = (x >= 0) & (x <= 1)       # NaN is outside too
     if not inside.all():
-        raise ValueError(f"bce_loss: X must hold probabilities in [0, 1], got {x[~inside].flat[0]} "
+        raise ValueError(f"bce_loss: X must hold probabilities in [0, 1], got {x[~inside].flat[0]!s} "
                          f"(X of shape {list(x.shape)}; logits belong in binary_cross_entropy_with_logits)")
     with np.errstate(divide="ignore"):
         log_x = np.maximum(np.log(x), x.dtype.type(_BCE_LOG_FLOOR))

@@ -299,13 +299,14 @@ def _nd_where(x_shape, index, batch_dims, op):
     """Index arrays into X reshaped to [batch, *rest], and the shape [batch, m] they select."""
     k = index.shape[-1]
     batch = int(np.prod(x_shape[:batch_dims], dtype=np.int64))
-    rows = index.reshape(batch, -1, k)
+    m = int(np.prod(index.shape[batch_dims:-1], dtype=np.int64))  # explicit: -1 is ambiguous when k is 0
+    rows = index.reshape(batch, m, k)
     parts = [np.arange(batch).reshape(batch, 1)]
     for j in range(k):
         axis, size = batch_dims + j, x_shape[batch_dims + j]
         check_index_range(op, rows[..., j], size, axis)
         parts.append(wrap_negative(rows[..., j], size))
-    return tuple(parts), batch, rows.shape[1]
+    return tuple(parts), batch, m
 
 
 def _gather_nd_kernel(x, index, batch_dims):

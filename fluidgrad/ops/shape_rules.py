@@ -77,6 +77,14 @@ def normalize_axis(ctx: InferContext, axis: int, ndim: int, slot: str = "X") -> 
     return axis % max(ndim, 1)
 
 
+def axis_of(ctx: InferContext, axis: int, ndim: int, slot: str = "X") -> int:
+    """normalize_axis for ops that cut or join along a real axis (concat, split, slice): a 0-D
+    input has none, as in PyTorch (reductions alone take axis 0 or -1 of a 0-D tensor)."""
+    if ndim == 0:
+        raise ctx.shape_error(f"{ctx.describe(slot)} is 0-D: it has no axis {axis} to cut or join along")
+    return normalize_axis(ctx, axis, ndim, slot)
+
+
 def reduced_shape(ctx: InferContext, shape: Sequence[int], axis, keepdim: bool) -> tuple[int, ...]:
     ndim = len(shape)
     if axis is None or axis == [] or axis == ():

@@ -7,7 +7,7 @@ from ..framework.names import EMPTY_VAR_NAME
 from . import fused_scatter
 from .grad_builder import GradBuilder
 from .registry import NO_GRADIENT, register_op
-from .shape_rules import normalize_axis, static_numel
+from .shape_rules import axis_of, normalize_axis, static_numel
 
 
 # ---------------------------------------------------------------- integer indices
@@ -100,7 +100,7 @@ register_op("transpose", inputs="X", outputs="Out", attrs={"perm": [1, 0]},
 # ---------------------------------------------------------------- concat / split
 def _concat_infer(ctx):
     shapes, dtypes = ctx.shapes("X"), ctx.dtypes("X")
-    axis = normalize_axis(ctx, ctx.attr("axis"), len(shapes[0]))
+    axis = axis_of(ctx, ctx.attr("axis"), len(shapes[0]))
     size = 0
     for i, shape in enumerate(shapes):
         if dtypes[i] != dtypes[0]:
@@ -147,7 +147,7 @@ def _split_kernel(x, num_or_sections, axis):
 
 def _split_infer(ctx):
     shape, sections = list(ctx.shape("X")), ctx.attr("num_or_sections")
-    axis = normalize_axis(ctx, ctx.attr("axis"), len(shape))
+    axis = axis_of(ctx, ctx.attr("axis"), len(shape))
     count = sections if isinstance(sections, int) else len(sections)
     if ctx.num_outputs("Out") != count:
         raise ctx.shape_error(f"{count} sections but {ctx.num_outputs('Out')} outputs for {ctx.describe('X')}")
@@ -197,7 +197,7 @@ def _split_as_kernel(x, likes, axis):
 
 def _split_as_infer(ctx):
     shape = ctx.shape("X")
-    axis = normalize_axis(ctx, ctx.attr("axis"), len(shape))
+    axis = axis_of(ctx, ctx.attr("axis"), len(shape))
     if ctx.num_outputs("Out") != len(ctx.shapes("Like")):
         raise ctx.shape_error(f"{len(ctx.input_names('Like'))} Like inputs but {ctx.num_outputs('Out')} outputs")
     for i, like in enumerate(ctx.shapes("Like")):
@@ -240,7 +240,7 @@ def _slice_infer(ctx):
         raise ctx.shape_error(f"axes {axes}, starts {starts}, ends {ends} and strides {strides} must have "
                               f"one length")
     for axis, start, end, step in zip(axes, starts, ends, strides):
-        axis = normalize_axis(ctx, axis, len(shape))
+        axis = axis_of(ctx, axis, len(shape))
         if step == 0:
             raise ctx.shape_error(f"stride 0 on axis {axis} of {ctx.describe('X')}")
         if shape[axis] != -1:   # an unknown axis stays unknown: x[:4] of a batch of 2 holds 2 rows

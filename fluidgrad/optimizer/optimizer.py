@@ -28,7 +28,7 @@ from ..nn.clip import GradientClipBase
 from ..dispatch import is_tensor
 from ..executor import Scope, global_scope
 from ..framework import OPTIMIZE, Block, Operator, Program, Variable, default_startup_program, unique_name
-from ..lr import LRScheduler
+from ..lr import LRScheduler, is_rate
 from ..nn.layer import _LEARNING_RATE_FACTORS, learning_rate_factor
 from ..ops.optim import update_kernel
 from ..regularizer import L2Decay, WeightDecayRegularizer
@@ -57,6 +57,33 @@ def _torch_style(owner: str, learning_rate: Any, parameters: Any, lr: Any) -> tu
 
 _GROUP_OPTIONS = {"params", "learning_rate", "lr", "weight_decay"}
 _INHERIT = object()   # a group without its own weight_decay uses the optimizer's
+
+
+class ParamGroup(dict):
+    """One parameter group, as PyTorch's: `group["lr"]` (or "learning_rate") is the group's rate
+    now, and setting it changes the rate the next step uses: the optimizer's own rate when it
+    has one group, else this group's ratio to it (eager mode)."""
+
+    _RATE_KEYS = ("lr", "learning_rate")
+
+    def __init__(self, optimizer: "Optimizer", items: dict[str, Any]) -> None:
+        super().__init__(items)
+        self._optimizer = optimizer
+        super().__setitem__("lr", None)      # always present; the value is computed on reading
+
+    def __getitem__(self, key: Any) -> Any:
+        if key in self._RATE_KEYS:
+            return self._optimizer._group_rate(self)
+        return super().__getitem__(key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self[key] if key in self else default
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if key in self._RATE_KEYS:
+            self._optimizer._set_group_rate(self, value)
+        else:
+            super().__setitem__(key, value)
 
 
 def _checked_parameters(owner: str, items: Iterable[Any]) -> list[Any]:
@@ -91,9 +118,11 @@ class Optimizer:
                  weight_decay: float | None = None, grad_clip: GradientClipBase | None = None,
                  name: str | None = None, *, lr: float | LRScheduler | None = None) -> None:
         learning_rate, parameters = _torch_style(type(self).__name__, learning_rate, parameters, lr)
-        if not isinstance(learning_rate, (int, float, LRScheduler)) or isinstance(learning_rate, bool):
+        if not (is_rate(learning_rate) or isinstance(learning_rate, LRScheduler)):
             raise TypeError(f"{type(self).__name__}: learning_rate must be a float or an LRScheduler, "
                             f"got {type(learning_rate).__name__}")
+        if not isinstance(learning_rate, LRScheduler):
+            learning_rate = float(learning_rate)
         if grad_clip is not None and not isinstance(grad_clip, GradientClipBase):
             raise TypeError(f"{type(self).__name__}: grad_clip must be a ClipGradBy* object, "
                             f"got {type(grad_clip).__name__}")
@@ -129,7 +158,7 @@ class Optimizer:
             parameters = _checked_parameters(owner, parameters)
         if not any(isinstance(item, dict) for item in parameters):
             params = _checked_parameters(owner, parameters)
-            self.param_groups = [{"params": params}]
+            self.param_groups = [ParamGroup(self, {"params": params})]
             return params
         flat: list[Any] = []
         for index, group in enumerate(parameters):
@@ -145,7 +174,7 @@ class Optimizer:
             rate = group.get("learning_rate", group.get("lr"))
             if rate is not None:
                 base = self.get_lr()
-                if not isinstance(rate, (int, float)) or isinstance(rate, bool) or base == 0:
+                if not is_rate(rate) or base == 0:
                     raise ValueError(f"{owner}: parameter group {index}: learning_rate must be a float and the "
                                      f"optimizer's own rate non-zero, got {rate!r} and {base!r}")
                 factor = float(rate) / base
@@ -153,7 +182,7 @@ class Optimizer:
             for param in params:
                 if factor != 1.0 or decay is not _INHERIT:
                     self._group_options[_option_key(param)] = (factor, decay)
-            self.param_groups.append({**group, "params": params})
+            self.param_groups.append(ParamGroup(self, {**group, "params": params}))
             flat.extend(params)
         return flat
 
@@ -172,7 +201,7 @@ class Optimizer:
         """None, a float (L2 coefficient) or an L1Decay / L2Decay."""
         if weight_decay is None or isinstance(weight_decay, WeightDecayRegularizer):
             return weight_decay
-        if isinstance(weight_decay, (int, float)) and not isinstance(weight_decay, bool):
+        if is_rate(weight_decay):
             return L2Decay(weight_decay) if weight_decay else None
         raise TypeError(f"{type(self).__name__}: weight_decay must be a float, L1Decay or L2Decay, "
                         f"got {type(weight_decay).__name__}")
@@ -185,6 +214,35 @@ class Optimizer:
     def get_lr(self) -> float:
         lr = self._learning_rate
         return lr() if isinstance(lr, LRScheduler) else float(lr)
+
+    def _group_factor(self, group: ParamGroup) -> float:
+        params = dict.__getitem__(group, "params")
+        if not params or not self._group_options:
+            return 1.0
+        return self._group_options.get(_option_key(params[0]), (1.0, _INHERIT))[0]
+
+    def _group_rate(self, group: ParamGroup) -> float:
+        return self.get_lr() * self._group_factor(group)
+
+    def _set_group_rate(self, group: ParamGroup, value: Any) -> None:
+        """`group["lr"] = value`: the optimizer's own rate for a one-group optimizer, else the
+        group's ratio to it (eager: read at each step)."""
+        owner = type(self).__name__
+        if not is_rate(value):
+            raise TypeError(f"{owner}: a parameter group's lr must be a number, got {type(value).__name__}")
+        factor = self._group_factor(group)
+        if len(self.param_groups) == 1 and factor:
+            self.set_lr(float(value) / factor)
+            return
+        base = self.get_lr()
+        if base == 0 or self._lr_vars:
+            raise ValueError(f"{owner}: cannot set one parameter group's lr to {value} "
+                             + ("in static mode (the program holds each rate): use set_lr or a scheduler"
+                                if self._lr_vars else "while the optimizer's own rate is 0"))
+        decay = {k: d for k, (_, d) in self._group_options.items()}
+        for param in dict.__getitem__(group, "params"):
+            key = _option_key(param)
+            self._group_options[key] = (float(value) / base, decay.get(key, _INHERIT))
 
     def set_lr(self, value: float) -> None:
         """Change a float learning rate (and the program's `lr_var` in `global_scope()`)."""

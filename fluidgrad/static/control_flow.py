@@ -14,6 +14,7 @@ returned variables hold the final values.
 from __future__ import annotations
 
 import contextlib
+import numbers
 from typing import Any, Callable, Iterator, Sequence
 
 from .. import functions as F
@@ -23,7 +24,7 @@ from ..framework.names import EMPTY_VAR_NAME
 from ..framework.transaction import atomic_build
 from ..ops.control_flow import SCOPE_VAR_DTYPE
 
-__all__ = ["While", "assign", "cond", "increment", "while_loop"]
+__all__ = ["While", "assign", "case", "cond", "increment", "switch_case", "while_loop"]
 
 
 # ---------------------------------------------------------------- free variables
@@ -246,6 +247,58 @@ def cond(pred: Variable, true_fn: Callable[[], Any] | None = None, false_fn: Cal
     if isinstance(true_result, Variable):
         return merged[0]
     return tuple(merged) if isinstance(true_result, tuple) else merged
+
+
+# ---------------------------------------------------------------- case, switch_case
+def case(pred_fn_pairs: Sequence[tuple[Any, Callable[[], Any]]], default: Callable[[], Any] | None = None,
+         name: str | None = None) -> Any:
+    """The result of the function of the first pair whose predicate holds (Paddle's
+    static.nn.case); without `default`, the last pair's function runs when none holds. Nested
+    `cond`s: only the branch taken runs, and the gradient flows through it alone."""
+    pairs = list(pred_fn_pairs)
+    for k, pair in enumerate(pairs):
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and callable(pair[1])):
+            raise TypeError(f"case: pred_fn_pairs[{k}] must be a (predicate, function) pair, got {pair!r}")
+    if default is None:
+        if not pairs:
+            raise ValueError("case: give at least one (predicate, function) pair or a default")
+        *pairs, (_, default) = pairs
+    if not callable(default):
+        raise TypeError(f"case: default must be a function, got {default!r}")
+
+    def chain(rest: list) -> Any:
+        if not rest:
+            return default()
+        (pred, fn), *more = rest
+        return cond(pred, fn, lambda: chain(more))
+    return chain(pairs)
+
+
+def switch_case(branch_index: Any, branch_fns: Any, default: Callable[[], Any] | None = None,
+                name: str | None = None) -> Any:
+    """The result of the function keyed by `branch_index` (an int Variable or Tensor; Paddle's
+    static.nn.switch_case): `branch_fns` is a dict {index: function}, a list of (index,
+    function) pairs, or a list of functions (indexed by position); without `default`, the
+    function of the largest index runs for an index not listed."""
+    if isinstance(branch_fns, dict):
+        items = list(branch_fns.items())
+    else:
+        fns = list(branch_fns)
+        items = fns if all(isinstance(f, (tuple, list)) for f in fns) else list(enumerate(fns))
+    if not items:
+        raise ValueError("switch_case: branch_fns is empty")
+    for key, fn in items:
+        if isinstance(key, bool) or not isinstance(key, numbers.Integral) or not callable(fn):
+            raise TypeError(f"switch_case: each branch must be an int index and a function, got {key!r}: {fn!r}")
+    items = sorted(items, key=lambda item: int(item[0]))
+    if len({int(k) for k, _ in items}) != len(items):
+        raise ValueError(f"switch_case: repeated branch indices {[int(k) for k, _ in items]}")
+    if is_tensor(branch_index):
+        chosen = {int(k): fn for k, fn in items}.get(int(branch_index), default or items[-1][1])
+        return chosen()
+    def is_index(k: int) -> Variable:
+        return apply_op("equal", {"X": branch_index, "Y": F.full([], k, branch_index.dtype)})
+    return case([(is_index(int(k)), fn) for k, fn in items], default or items[-1][1])
 
 
 # ---------------------------------------------------------------- writing outer variables

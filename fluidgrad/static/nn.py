@@ -61,6 +61,8 @@ def fc(x: Variable, size: int, num_flatten_dims: int = 1, weight_attr: Any = Non
     if not isinstance(x, Variable):
         raise TypeError(f"fc: x must be a Variable, got {type(x).__name__}")
     shape = list(x.shape)
+    if num_flatten_dims < 0:  # Paddle 2: -1 flattens all but the last axis
+        num_flatten_dims += len(shape)
     if not 0 < num_flatten_dims < len(shape):
         raise ValueError(f"fc: num_flatten_dims={num_flatten_dims} must lie in [1, {len(shape) - 1}] "
                          f"for input {x.name} of shape {shape}")
@@ -100,7 +102,7 @@ def embedding(input: Variable, size: tuple[int, int] | list[int], is_sparse: boo
                              default_initializer=Normal(0.0, 1.0 / max(size[1], 1) ** 0.5))
     return NF.embedding(input, table, padding_idx=padding_idx)
 
-from .control_flow import While, cond, while_loop  # noqa: E402,F401  (differentiable control flow)
+from .control_flow import While, case, cond, switch_case, while_loop  # noqa: E402,F401  (differentiable control flow)
 
 
 # ---------------------------------------------------------------- convolution, pooling, normalisation
@@ -243,3 +245,111 @@ def dropout(x: Variable, dropout_prob: float, is_test: bool = False, seed: int |
     Paddle 2's) scales the kept ones by 1/(1-p) in training and is the identity in the
     evaluation program; a seed gives the same mask on every run."""
     return NF.dropout(x, p=dropout_prob, training=not is_test, mode=dropout_implementation, seed=seed or 0)
+
+
+# ---------------------------------------------------------------- Paddle 2's other static builders
+def _filter_from_output_size(input: Variable, output_size: Any, stride: list[int], padding: list[int],
+                             dilation: list[int]) -> list[int]:
+    """The filter size giving `output_size` (Paddle's conv2d_transpose without filter_size)."""
+    sizes = _two(output_size, "conv2d_transpose: output_size")
+    spatial = input.shape[2:]
+    if min(spatial) < 0:
+        raise ValueError(f"conv2d_transpose: output_size needs known spatial sizes, input {input.name} has "
+                         f"shape {list(input.shape)}")
+    return [(o - (i - 1) * s + 2 * p - 1) // d + 1 for o, i, s, p, d in zip(sizes, spatial, stride, padding, dilation)]
+
+
+@_old_keywords(param_attr="weight_attr", act="activation")
+def conv2d_transpose(input: Variable, num_filters: int, output_size: Any = None, filter_size: Any = None,
+                     padding: Any = 0, stride: Any = 1, dilation: Any = 1, groups: int | None = None,
+                     weight_attr: Any = None, bias_attr: Any = None, use_cudnn: bool = True,
+                     activation: str | None = None, name: str | None = None, data_format: str = "NCHW") -> Variable:
+    """act(conv2d_transpose(input, W) + b), W [C, num_filters / groups, KH, KW] initialised as
+    conv2d's; filter_size, or output_size to derive it from (Paddle's static builder)."""
+    _check_nchw(input, "conv2d_transpose")
+    groups = groups or 1
+    channels = input.shape[3 if data_format == "NHWC" else 1]
+    if channels < 0 or channels % groups or num_filters % groups:
+        raise ValueError(f"conv2d_transpose: input {input.name} has {channels} channels and num_filters is "
+                         f"{num_filters}; both must be known and divisible by groups={groups}")
+    stride, dilation = _two(stride, "conv2d_transpose: stride"), _two(dilation, "conv2d_transpose: dilation")
+    if filter_size is None:
+        if output_size is None:
+            raise ValueError("conv2d_transpose: give filter_size or output_size")
+        nchw = input if data_format != "NHWC" else F.transpose(input, [0, 3, 1, 2])
+        filter_size = _filter_from_output_size(nchw, output_size, stride, _two(padding, "conv2d_transpose: padding"),
+                                               dilation)
+    kh, kw = _two(filter_size, "conv2d_transpose: filter_size")
+    prefix = name or unique_name("conv2d_transpose")
+    w_attr = ParamAttr.of(weight_attr)
+    if w_attr is None:
+        raise ValueError("conv2d_transpose: weight_attr=False is not allowed; it always has a filter")
+    weight = create_parameter([channels, num_filters // groups, kh, kw], input.dtype,
+                              _param_name(w_attr, prefix, "w_0"), w_attr,
+                              default_initializer=Normal(0.0, (2.0 / (channels // groups * kh * kw)) ** 0.5))
+    b_attr = ParamAttr.of(bias_attr)
+    bias = None if b_attr is None else create_parameter(
+        [num_filters], input.dtype, _param_name(b_attr, prefix, "b_0"), b_attr, is_bias=True,
+        default_initializer=Constant(0.0))
+    out = NF.conv2d_transpose(input, weight, bias, stride=stride, padding=padding, dilation=dilation, groups=groups,
+                              output_size=output_size, data_format=data_format)
+    return _activate(out, activation)
+
+
+def _channel_parameters(input: Variable, builder: str, prefix: str, weight_attr: Any, bias_attr: Any,
+                        channel_axis: int = 1) -> tuple[Any, Any]:
+    """A scale (init 1) and a shift (init 0) per channel; False for either attr leaves it out."""
+    if not isinstance(input, Variable) or len(input.shape) < 2 or input.shape[channel_axis] < 0:
+        raise ValueError(f"{builder}: input must be a Variable with a known channel axis, got "
+                         f"{getattr(input, 'name', type(input).__name__)} {list(getattr(input, 'shape', []))}")
+    channels = input.shape[channel_axis]
+    s_attr, b_attr = ParamAttr.of(weight_attr), ParamAttr.of(bias_attr)
+    scale = None if s_attr is None else create_parameter(
+        [channels], input.dtype, _param_name(s_attr, prefix, "w_0"), s_attr, default_initializer=Constant(1.0))
+    shift = None if b_attr is None else create_parameter(
+        [channels], input.dtype, _param_name(b_attr, prefix, "b_0"), b_attr, is_bias=True,
+        default_initializer=Constant(0.0))
+    return scale, shift
+
+
+@_old_keywords(param_attr="weight_attr", act="activation")
+def group_norm(input: Variable, groups: int, epsilon: float = 1e-5, weight_attr: Any = None, bias_attr: Any = None,
+               activation: str | None = None, data_layout: str = "NCHW", name: str | None = None) -> Variable:
+    """Normalise each group of channels of each sample, then a learned per-channel scale and shift."""
+    prefix = name or unique_name("group_norm")
+    scale, shift = _channel_parameters(input, "group_norm", prefix, weight_attr, bias_attr,
+                                       -1 if data_layout == "NHWC" else 1)
+    out = NF.group_norm(input, groups, epsilon, scale, shift, data_format=data_layout)
+    return _activate(out, activation)
+
+
+@_old_keywords(param_attr="weight_attr")
+def instance_norm(input: Variable, epsilon: float = 1e-5, weight_attr: Any = None, bias_attr: Any = None,
+                  name: str | None = None) -> Variable:
+    """Normalise each channel of each sample over its positions, then a learned scale and shift."""
+    prefix = name or unique_name("instance_norm")
+    scale, shift = _channel_parameters(input, "instance_norm", prefix, weight_attr, bias_attr)
+    return NF.instance_norm(input, weight=scale, bias=shift, eps=epsilon)
+
+
+@_old_keywords(param_attr="weight_attr")
+def prelu(x: Variable, mode: str, weight_attr: Any = None, data_format: str = "NCHW",
+          name: str | None = None) -> Variable:
+    """max(0, x) + alpha * min(0, x), alpha (init 0.25) learned: one ('all'), one per channel
+    ('channel') or one per element of a sample ('element')."""
+    if mode not in ("all", "channel", "element"):
+        raise ValueError(f"prelu: mode must be 'all', 'channel' or 'element', got {mode!r}")
+    channel_axis = -1 if data_format in ("NHWC", "NLC", "NDHWC") else 1
+    if not isinstance(x, Variable) or (mode != "all" and (len(x.shape) < 2 or min(x.shape[1:]) < 0)):
+        raise ValueError(f"prelu: mode {mode!r} needs a Variable with known sizes after the batch axis, got "
+                         f"{getattr(x, 'name', type(x).__name__)} {list(getattr(x, 'shape', []))}")
+    shape = {"all": [1], "channel": [x.shape[channel_axis]] if mode == "channel" else [],
+             "element": list(x.shape[1:])}[mode]
+    attr = ParamAttr.of(weight_attr) or ParamAttr()
+    alpha = create_parameter(shape, x.dtype, _param_name(attr, name or unique_name("prelu"), "w_0"), attr,
+                             default_initializer=Constant(0.25))
+    if mode != "element":
+        return NF.prelu(x, alpha, data_format=data_format)
+    negative = apply_op("relu", {"X": apply_op("scale", {"X": x}, {"scale": -1.0})})
+    return apply_op("elementwise_sub", {"X": apply_op("relu", {"X": x}),
+                                        "Y": apply_op("elementwise_mul", {"X": negative, "Y": alpha})})

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..dispatch import apply_op
+from ..functions import _binary
 
 __all__ = [
     "bitwise_and",
@@ -26,10 +27,14 @@ def logical_xor(x: Any, y: Any, name: str | None = None) -> Any:
 
 def _bitwise(op_type: str):
     def fn(x: Any, y: Any, name: str | None = None) -> Any:
-        return apply_op(op_type, {"X": x, "Y": y})
+        return _binary(op_type, x, y)
     fn.__name__ = fn.__qualname__ = op_type
-    fn.__doc__ = f"Elementwise {op_type.replace('_', ' ')} of integer or bool tensors."
+    fn.__doc__ = (f"Elementwise {op_type.replace('_', ' ')} of integer or bool tensors (`x {_SYMBOLS[op_type]} y`); "
+                  f"a Python int or bool on either side is a weak scalar (`mask & True` stays bool).")
     return fn
+
+
+_SYMBOLS = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}
 
 
 bitwise_and, bitwise_or, bitwise_xor = (_bitwise(n) for n in ("bitwise_and", "bitwise_or", "bitwise_xor"))
@@ -37,13 +42,13 @@ bitwise_and, bitwise_or, bitwise_xor = (_bitwise(n) for n in ("bitwise_and", "bi
 
 def bitwise_left_shift(x: Any, y: Any, is_arithmetic: bool = True, name: str | None = None) -> Any:
     """`x << y` elementwise for integer tensors (paddle.bitwise_left_shift); wraps around the width."""
-    return apply_op("bitwise_left_shift", {"X": x, "Y": y}, {"is_arithmetic": is_arithmetic})
+    return _binary("bitwise_left_shift", x, y, {"is_arithmetic": is_arithmetic})
 
 
 def bitwise_right_shift(x: Any, y: Any, is_arithmetic: bool = True, name: str | None = None) -> Any:
     """`x >> y` elementwise (paddle.bitwise_right_shift): sign-filling for signed x when
     `is_arithmetic`, else logical (zero-filling)."""
-    return apply_op("bitwise_right_shift", {"X": x, "Y": y}, {"is_arithmetic": is_arithmetic})
+    return _binary("bitwise_right_shift", x, y, {"is_arithmetic": is_arithmetic})
 
 
 def bitwise_not(x: Any, name: str | None = None) -> Any:

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..dispatch import apply_op, is_tensor
+from ..dispatch import apply_op, axis_of_input, is_tensor
 from ..indexing import constant
 
 __all__ = ["tile", "expand", "broadcast_to", "expand_as", "flip", "roll", "unstack", "unbind", "chunk",
@@ -63,7 +63,7 @@ def roll(x: Any, shifts: int | Sequence[int], axis: int | Sequence[int] | None =
 
 def unstack(x: Any, axis: int = 0, num: int | None = None) -> list[Any]:
     """The slices of x along axis, each without that axis."""
-    axis = int(axis) % len(x.shape)
+    axis = axis_of_input("unstack", x, axis)
     n = x.shape[axis]
     if n < 0:
         raise ValueError(f"unstack: axis {axis} of x (shape {list(x.shape)}) has a size known only at run time")
@@ -75,7 +75,7 @@ def unstack(x: Any, axis: int = 0, num: int | None = None) -> list[Any]:
 
 def unbind(input: Any, axis: int = 0) -> list[Any]:
     """x split along `axis` into a list of slices without that axis (= unstack)."""
-    return unstack(input, axis)
+    return unstack(input, axis_of_input("unbind", input, axis, "input"))
 
 
 def chunk(x: Any, chunks: int, axis: int = 0, name: str | None = None) -> list[Any]:
@@ -83,7 +83,7 @@ def chunk(x: Any, chunks: int, axis: int = 0, name: str | None = None) -> list[A
     pieces have ceil(size / chunks) entries and the last is smaller (there may be fewer pieces)."""
     if int(chunks) < 1:
         raise ValueError(f"chunk: chunks must be a positive number of pieces, got {chunks}")
-    axis = int(axis) % len(x.shape)
+    axis = axis_of_input("chunk", x, axis)
     n = x.shape[axis]
     if n < 0 or n % chunks == 0:
         return apply_op("split", {"X": x}, {"num_or_sections": int(chunks), "axis": axis}, n_out=int(chunks))
@@ -97,7 +97,7 @@ def repeat_interleave(x: Any, repeats: int | Any, axis: int | None = None, name:
     flattened x when axis is None). A gather of repeated positions, so differentiable twice."""
     if axis is None:
         x, axis = apply_op("flatten", {"X": x}, {"start_axis": 0, "stop_axis": -1}), 0
-    axis = int(axis) % len(x.shape)
+    axis = axis_of_input("repeat_interleave", x, axis)
     if isinstance(repeats, (int, np.integer)):
         index = apply_op("repeat_index", {"X": x}, {"repeats": int(repeats), "axis": axis})
     else:
@@ -110,6 +110,8 @@ def repeat_interleave(x: Any, repeats: int | Any, axis: int | None = None, name:
 def strided_slice(x: Any, axes: Sequence[int], starts: Sequence[int], ends: Sequence[int],
                   strides: Sequence[int], name: str | None = None) -> Any:
     """x[starts[i]:ends[i]:strides[i]] on each of axes; negative strides walk backwards."""
+    for axis in _ints(axes):
+        axis_of_input("strided_slice", x, axis)
     return apply_op("slice", {"X": x}, {"axes": _ints(axes), "starts": _ints(starts), "ends": _ints(ends),
                                         "strides": _ints(strides)})
 

@@ -7,11 +7,12 @@ of its own.
 without replacing anything a class already defines (`x.astype`, `x.sum`, `x.shape`, ...)."""
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable
 
 from .. import functions
 from ..framework.math_mixin import MathMixin
-from . import creation, linalg, logic, manipulation, math, search, stat
+from . import creation, diagonals, inplace, linalg, logic, manipulation, math, search, stat
 
 # The functions Paddle 2 also offers as Tensor methods, among those fluidgrad has (Paddle's
 # `tensor_method_func`, less the ones whose first argument is not the tensor: concat, stack,
@@ -19,21 +20,21 @@ from . import creation, linalg, logic, manipulation, math, search, stat
 METHOD_NAMES: tuple[str, ...] = (
     "abs", "acos", "acosh", "add", "all", "amax", "amin", "any", "argmax", "argmin", "argsort", "asin", "asinh",
     "atan", "atanh", "bitwise_and", "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift",
-    "bitwise_xor", "bmm", "broadcast_to", "cast", "ceil", "chunk", "clip", "cos", "cosh", "cumprod", "cumsum",
+    "bitwise_xor", "bmm", "broadcast_to", "cast", "ceil", "chunk", "clip", "cos", "cosh", "cumprod", "cumsum", "diagonal",
     "divide", "equal", "erf", "exp", "expand", "expand_as", "expm1", "flatten", "flip", "floor", "floor_divide",
     "floor_mod", "gather", "gather_nd", "greater_equal", "greater_than", "index_put", "index_select", "inverse",
     "isfinite", "isinf", "isnan", "less_equal", "less_than", "log", "log10", "log1p", "log2", "logical_and",
     "logical_not", "logical_or", "logical_xor", "logit", "logsumexp", "masked_fill", "matmul", "max", "maximum",
     "mean", "min", "minimum", "mod", "multiply", "nonzero", "norm", "not_equal", "outer", "pow", "prod",
     "put_along_axis", "reciprocal", "remainder", "repeat_interleave", "reshape", "roll", "round", "rsqrt", "scale",
-    "scatter", "scatter_nd_add", "sign", "sin", "sinh", "slice", "sort", "split", "sqrt", "square", "squeeze", "std",
-    "strided_slice", "subtract", "sum", "take_along_axis", "tan", "tanh", "tile", "topk", "transpose", "tril",
+    "scatter", "scatter_nd_add", "sigmoid", "sign", "sin", "sinh", "slice", "sort", "split", "sqrt", "square", "squeeze", "std",
+    "strided_slice", "subtract", "sum", "t", "take_along_axis", "tan", "tanh", "tile", "topk", "trace", "transpose", "tril",
     "triu", "trunc", "unbind", "unique", "unsqueeze", "unstack", "var",
 )
 
 # later modules win, as in `import fluidgrad`: fluidgrad/__init__.py imports `functions` first,
 # then `from .tensor import *`
-_SOURCES = (functions, creation, linalg, logic, manipulation, math, search, stat)
+_SOURCES = (functions, creation, diagonals, linalg, logic, manipulation, math, search, stat)
 
 
 def _function(name: str) -> Callable[..., Any]:
@@ -43,18 +44,81 @@ def _function(name: str) -> Callable[..., Any]:
     raise LookupError(f"Tensor method {name!r}: no public function of that name in fluidgrad")
 
 
+# PyTorch's keyword names beside Paddle's, for the methods whose function takes Paddle's
+_TORCH_KEYWORDS = {"dim": "axis", "start_dim": "start_axis", "end_dim": "stop_axis"}
+
+
+def _with_torch_keywords(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """fn, also taking x.sum(dim=1) / x.flatten(start_dim=1) (PyTorch) for axis= / start_axis=."""
+    params = inspect.signature(fn).parameters
+    aliases = {torch: paddle for torch, paddle in _TORCH_KEYWORDS.items() if paddle in params and torch not in params}
+    if not aliases:
+        return fn
+
+    def method(*args: Any, **kwargs: Any) -> Any:
+        for torch_name, name in aliases.items():
+            if torch_name in kwargs:
+                if name in kwargs:
+                    raise TypeError(f"{fn.__name__}: give {name}= or {torch_name}=, not both")
+                kwargs[name] = kwargs.pop(torch_name)
+        return fn(*args, **kwargs)
+    method.__name__ = method.__qualname__ = fn.__name__
+    method.__doc__ = fn.__doc__
+    method.__wrapped__ = fn  # type: ignore[attr-defined]
+    return method
+
+
+def _numel(x: Any) -> int:
+    """The number of elements, as a Python int (torch's Tensor.numel(); x.size)."""
+    return x.size
+
+
+def _dim(x: Any) -> int:
+    """The number of axes (torch's Tensor.dim(), Paddle's Tensor.dim())."""
+    return len(x.shape)
+
+
 def _positive(x: Any) -> Any:
     """`+x` is x itself (as PyTorch's)."""
     return x
 
 
+# Python's bit operators: `(x > 0) & (x < 1)` combines masks, `n & 0xFF` masks integers
+_BIT_OPERATORS = (("and", "&", "bitwise_and"), ("or", "|", "bitwise_or"), ("xor", "^", "bitwise_xor"),
+                  ("lshift", "<<", "bitwise_left_shift"), ("rshift", ">>", "bitwise_right_shift"))
+
+
+def _reflected(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    def operator(self: Any, other: Any) -> Any:
+        return fn(other, self)
+    return operator
+
+
+def _in_place(fn: Callable[[Any, Any], Any], symbol: str) -> Callable[[Any, Any], Any]:
+    """`x &= y` as PyTorch's: the result is written into x (`x[...] = result`, so other handles
+    of x see it), and it must keep x's shape and dtype."""
+    def operator(self: Any, other: Any) -> Any:
+        return inplace.write_in_place(self, fn(self, other), f"x {symbol}= y")
+    return operator
+
+
 def install(cls: type = MathMixin) -> None:
     """Add every method of METHOD_NAMES that `cls` lacks (a subclass's own, such as Tensor's
-    fast `astype`, still wins), and abs(x), +x and ~x."""
+    fast `astype`, still wins), abs(x), +x, ~x and the bit operators & | ^ << >> (reflected and
+    in place too)."""
     for name in METHOD_NAMES:
         if name not in vars(cls):
-            setattr(cls, name, _function(name))
+            setattr(cls, name, _with_torch_keywords(_function(name)))
+    for name, method in (("numel", _numel), ("dim", _dim), ("ndimension", _dim)):
+        if name not in vars(cls):
+            setattr(cls, name, method)
     cls.__abs__ = _function("abs")
     cls.__pos__ = _positive
     cls.__invert__ = _function("bitwise_not")     # a bool mask: logical not (as PyTorch's ~)
+    for operator, symbol, function_name in _BIT_OPERATORS:
+        fn = _function(function_name)
+        setattr(cls, f"__{operator}__", fn)
+        setattr(cls, f"__r{operator}__", _reflected(fn))
+        setattr(cls, f"__i{operator}__", _in_place(fn, symbol))
+    inplace.install(cls)   # zero_(), fill_(), add_(), uniform_(), ...; `p *= 0.5` on Tensors in place
 

@@ -6,6 +6,7 @@ exit3          rank 1 calls sys.exit(3) while rank 0 waits for it in an all-redu
 exit3_last     rank 1 calls sys.exit(3) after the last collective (rank 0 finishes)
 exit_message   rank 1 calls sys.exit("bad config") after the last collective (status 1, message shown)
 killed         rank 1 kills itself with SIGKILL after the last collective
+exit_in_thread a thread of rank 1 calls sys.exit(5) (that ends the thread only: the job succeeds)
 hang           rank 1 sleeps for ever while the others wait for it (run with --timeout)
 mismatch       the ranks all-reduce arrays of different shapes (every rank finds out)
 lines          every rank prints many long lines as fast as it can (no line may be mixed)
@@ -15,6 +16,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 import time
 
 scenario = sys.argv[1]
@@ -44,6 +46,10 @@ if rank == 1 and scenario == "exit3_last":
     sys.exit(3)
 if rank == 1 and scenario == "exit_message":
     sys.exit("bad config")
+if rank == 1 and scenario == "exit_in_thread":
+    worker = threading.Thread(target=sys.exit, args=(5,))
+    worker.start()
+    worker.join()
 if rank == 1 and scenario == "killed":
     os.kill(os.getpid(), signal.SIGKILL)
 if rank == 0 and scenario in ("exit3_last", "exit_message", "killed"):

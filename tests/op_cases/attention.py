@@ -17,7 +17,7 @@ def _reference(X, Mask=None, scale=1.0, causal=False):
     if causal:
         upper = torch.ones(X.shape[-2:], dtype=torch.bool).triu(1)
         scores = scores.masked_fill(upper, float("-inf"))
-    return torch.softmax(scores, dim=-1)
+    return torch.ops.aten._safe_softmax(scores, -1)   # SDPA's softmax: a row of only -inf gives 0
 
 
 def _case(id, inputs, **attrs):
@@ -26,6 +26,8 @@ def _case(id, inputs, **attrs):
 
 
 _BOOL_MASK = np.array([[True, False, True, True], [True, True, False, True], [False, True, True, True]])
+_QUERY_MASKED = np.array([[True, False, True, True], [False, False, False, False], [False, True, True, True]])
+_FLOAT_QUERY_MASKED = np.where(_QUERY_MASKED, rand(3, 4), -np.inf)
 
 CASES = [
     _case("plain", {"X": rand(2, 3, 4)}, scale=0.5),
@@ -33,6 +35,9 @@ CASES = [
     _case("bool_mask", {"X": rand(2, 3, 4), "Mask": _BOOL_MASK}, scale=1.3),
     _case("causal", {"X": rand(2, 2, 4, 4)}, scale=0.25, causal=True),
     _case("causal_more_keys", {"X": rand(3, 5)}, causal=True),
+    # a query that may see no key (a padded query): weights and gradient 0, not NaN
+    _case("bool_mask_query_masked", {"X": rand(2, 3, 4), "Mask": _QUERY_MASKED}, scale=1.3),
+    _case("float_mask_query_masked", {"X": rand(2, 3, 4), "Mask": _FLOAT_QUERY_MASKED}, scale=0.7),
 ]
 
 

@@ -114,6 +114,13 @@ CASES = [
          {"batch_dims": 1}, id="scatter_nd-batch",
          torch_fn=lambda X, Index, Updates: X.index_put((T.arange(2)[:, None], Index[..., 0]), Updates,
                                                         accumulate=True)),
+    # an index row of length 0 selects all of X (all of the batch element with batch_dims)
+    Case("gather_nd", {"X": rand(2, 3), "Index": np.zeros((4, 0), np.int64)}, id="gather_nd-empty-rows",
+         torch_fn=lambda X, Index: X.expand(4, 2, 3)),
+    Case("gather_nd", {"X": rand(2, 3, 4), "Index": np.zeros((2, 3, 0), np.int64)}, {"batch_dims": 1},
+         id="gather_nd-batch-empty-rows", torch_fn=lambda X, Index: X[:, None].expand(2, 3, 3, 4)),
+    Case("scatter_nd", {"X": rand(2, 3), "Index": np.zeros((4, 0), np.int64), "Updates": rand(4, 2, 3)},
+         id="scatter_nd-empty-rows", torch_fn=lambda X, Index, Updates: X + Updates.sum(0)),
     # scatter: rows of axis 0
     Case("scatter", {"X": rand(4, 3), "Ids": _SCATTER_DISTINCT, "Updates": rand(3, 3)},
          torch_fn=lambda X, Ids, Updates: X.index_copy(0, Ids, Updates)),

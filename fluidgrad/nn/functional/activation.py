@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...dispatch import apply_op
+from ...dispatch import apply_op, axis_of_input
 from ...functions import abs as _abs
 from ...functions import add, cast, divide, greater_than, multiply, reshape, scale, sigmoid, split, subtract, tanh
 
@@ -195,6 +195,7 @@ def log_sigmoid(x: Any, name: str | None = None) -> Any:
 
 def glu(x: Any, axis: int = -1, name: str | None = None) -> Any:
     """a * sigmoid(b), where a and b are the two halves of x along `axis`."""
+    axis = axis_of_input("glu", x, axis)
     size = x.shape[axis]
     if size != -1 and size % 2:
         raise ValueError(f"glu: axis {axis} of x (shape {list(x.shape)}) must have an even size")

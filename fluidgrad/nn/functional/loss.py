@@ -7,10 +7,11 @@ weight of the counted elements), "sum" or "none".
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from ... import functions as F
-from ...dispatch import apply_op
+from ...dispatch import apply_op, axis_of_input
 from ...framework import DTypeError
 
 __all__ = ['softmax_with_cross_entropy', 'cross_entropy', 'nll_loss', 'mse_loss', 'l1_loss', 'smooth_l1_loss',
@@ -45,6 +46,29 @@ def _reduce(loss: Any, reduction: str, fn: str) -> Any:
 def _check_reduction(reduction: str, fn: str, allowed: tuple[str, ...] = ("mean", "sum", "none")) -> None:
     if reduction not in allowed:
         raise ValueError(f"{fn}: reduction must be one of {', '.join(map(repr, allowed))}, got {reduction!r}")
+
+
+def _same_shape(a: Any, b: Any) -> bool:
+    """Whether two shapes match, an axis of unknown size (-1, static mode) matching any size."""
+    return len(a.shape) == len(b.shape) and all(x == y or -1 in (x, y) for x, y in zip(a.shape, b.shape))
+
+
+def _refuse_another_shape(fn: str, input: Any, label: Any, input_name: str = "input") -> None:
+    """The binary cross-entropies take a label shaped like their input, as PyTorch's and Paddle's:
+    a [N] label against a [N, 1] input would broadcast to an [N, N] loss (a wrong answer)."""
+    if not _same_shape(input, label):
+        raise ValueError(f"{fn}: label of shape {list(label.shape)} differs from {input_name} of shape "
+                         f"{list(input.shape)}; they must be the same (reshape the label, e.g. "
+                         f"label.reshape({list(input.shape)}))")
+
+
+def _warn_another_shape(fn: str, input: Any, label: Any) -> None:
+    """The regression losses broadcast a label of another shape, as PyTorch's, which warns that
+    this is likely a mistake ([N, 1] against [N] gives [N, N] differences): so do they."""
+    if not _same_shape(input, label):
+        warnings.warn(f"{fn}: label of shape {list(label.shape)} differs from input of shape {list(input.shape)}; "
+                      f"they broadcast, which is likely wrong (an [N, 1] input against an [N] label compares every "
+                      f"pair). Give them the same shape.", UserWarning, stacklevel=3)
 
 
 def _clip(x: Any, min: float = float("-inf"), max: float = float("inf")) -> Any:
@@ -114,7 +138,7 @@ def cross_entropy(input: Any, label: Any, weight: Any = None, ignore_index: int 
         raise ValueError("cross_entropy: weight is only supported with hard labels (soft_label=False)")
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must lie in [0, 1], got {label_smoothing}")
-    axis = int(axis) % len(input.shape)
+    axis = axis_of_input("cross_entropy", input, axis, "input")
     if label_smoothing > 0.0:
         log_p = apply_op("log_softmax", {"X": input}, {"axis": axis}) if use_softmax else F.log(input)
         return _smoothed_cross_entropy(input, log_p, label, weight, ignore_index, reduction, soft_label, axis,
@@ -190,20 +214,22 @@ def nll_loss(input: Any, label: Any, weight: Any = None, ignore_index: int = -10
 def mse_loss(input: Any, label: Any, reduction: str = "mean") -> Any:
     """The squared error (input - label)**2, reduced by `reduction` ('mean', 'sum' or 'none')."""
     _check_reduction(reduction, "mse_loss")
+    _warn_another_shape("mse_loss", input, label)
     return _reduce(F.square(F.subtract(input, label)), reduction, "mse_loss")
 
 
 def l1_loss(input: Any, label: Any, reduction: str = "mean") -> Any:
     """The absolute error |input - label|, reduced by `reduction`."""
     _check_reduction(reduction, "l1_loss")
+    _warn_another_shape("l1_loss", input, label)
     return _reduce(F.abs(F.subtract(input, label)), reduction, "l1_loss")
 
 
-def _huber(input: Any, label: Any, delta: float) -> Any:
+def _huber(input: Any, label: Any, delta: float, fn: str) -> Any:
     """0.5 d^2 where |d| < delta, else delta (|d| - delta / 2), written without a branch:
     with q = min(|d|, delta), loss = 0.5 q^2 + delta (|d| - q)."""
     if delta <= 0:
-        raise ValueError(f"smooth_l1_loss: delta must be positive, got {delta}")
+        raise ValueError(f"{fn}: delta must be positive, got {delta}")
     size = F.abs(F.subtract(input, label))
     inner = _clip(size, max=delta)
     return F.add(F.scale(F.square(inner), 0.5), F.scale(F.subtract(size, inner), delta))
@@ -212,12 +238,15 @@ def _huber(input: Any, label: Any, delta: float) -> Any:
 def smooth_l1_loss(input: Any, label: Any, reduction: str = "mean", delta: float = 1.0) -> Any:
     """Paddle's smooth L1 (the Huber loss with threshold `delta`, = torch's huber_loss)."""
     _check_reduction(reduction, "smooth_l1_loss")
-    return _reduce(_huber(input, label, float(delta)), reduction, "smooth_l1_loss")
+    _warn_another_shape("smooth_l1_loss", input, label)
+    return _reduce(_huber(input, label, float(delta), "smooth_l1_loss"), reduction, "smooth_l1_loss")
 
 
 def huber_loss(input: Any, label: Any, reduction: str = "mean", delta: float = 1.0) -> Any:
     """The Huber loss (PyTorch's name): the same as `smooth_l1_loss`."""
-    return smooth_l1_loss(input, label, reduction, delta)
+    _check_reduction(reduction, "huber_loss")
+    _warn_another_shape("huber_loss", input, label)
+    return _reduce(_huber(input, label, float(delta), "huber_loss"), reduction, "huber_loss")
 
 
 def binary_cross_entropy(input: Any, label: Any, weight: Any = None, reduction: str = "mean") -> Any:
@@ -225,6 +254,7 @@ def binary_cross_entropy(input: Any, label: Any, weight: Any = None, reduction: 
     clamped at -100 (as PyTorch and Paddle), so x = 0 or 1 gives a finite loss, and a finite
     gradient (x - y) / max(x (1 - x), 1e-12): the `bce_loss` op. x outside [0, 1] is an error."""
     _check_reduction(reduction, "binary_cross_entropy")
+    _refuse_another_shape("binary_cross_entropy", input, label)
     loss = apply_op("bce_loss", {"X": input, "Label": label})
     if weight is not None:
         loss = F.multiply(loss, weight)
@@ -238,6 +268,7 @@ def binary_cross_entropy_with_logits(logit: Any, label: Any, weight: Any = None,
     gradient is sigmoid(-x) everywhere, so a logit of exactly 0 (a zero-initialised head) gets
     sigmoid(0) - y, as PyTorch (a max(-x, 0) + log(1 + exp(-|x|)) form has kinks there)."""
     _check_reduction(reduction, "binary_cross_entropy_with_logits")
+    _refuse_another_shape("binary_cross_entropy_with_logits", logit, label, "logit")
     softplus_neg = F.scale(apply_op("log_sigmoid", {"X": logit}), -1.0)      # log(1 + exp(-x))
     if pos_weight is not None:
         log_weight = F.add(F.multiply(F.scale(pos_weight, 1.0, -1.0), label), F.ones_like(label))
@@ -281,7 +312,13 @@ def margin_ranking_loss(input: Any, other: Any, label: Any, margin: float = 0.0,
 
 
 def cosine_similarity(x1: Any, x2: Any, axis: int = 1, eps: float = 1e-8) -> Any:
-    """x1 . x2 / sqrt(max(|x1|^2 |x2|^2, eps^2)) along `axis` (Paddle's formula)."""
-    dot = F.sum(F.multiply(x1, x2), axis=axis)
-    norms = F.multiply(F.sum(F.square(x1), axis=axis), F.sum(F.square(x2), axis=axis))
-    return F.divide(dot, F.sqrt(_clip(norms, min=float(eps) ** 2)))
+    """(x1 / max(|x1|, eps)) . (x2 / max(|x2|, eps)) along `axis`, PyTorch's formula (Paddle's
+    x1 . x2 / max(|x1| |x2|, eps) differs only for norms below eps): each vector scaled to at most
+    length 1 first, so the result stays in [-1, 1]; a zero vector gives 0 and, as in PyTorch, the
+    gradient x2 / (|x2| eps) there. The norms are the p_norm op's, which sums float16 squares in
+    float32 (a float16 |x|^2 of a wide row overflows)."""
+    def unit(x: Any) -> Any:
+        norm = apply_op("p_norm", {"X": x}, {"porder": 2.0, "axis": [int(axis)], "keepdim": True,
+                                             "reduce_all": False})
+        return F.divide(x, _clip(norm, min=float(eps)))
+    return F.sum(F.multiply(unit(x1), unit(x2)), axis=axis)

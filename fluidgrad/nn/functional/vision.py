@@ -1,4 +1,6 @@
-"""Resizing, pixel shuffling and im2col (channel-first), for both modes. Paddle 2 names."""
+"""Resizing, pixel shuffling and im2col, for both modes. Paddle 2 names. Resizing and pixel
+shuffling take channel-last input too (data_format NWC / NHWC / NDHWC: run on the input moved to
+channel-first, see layout.py)."""
 from __future__ import annotations
 
 from typing import Any
@@ -6,6 +8,7 @@ from typing import Any
 from ... import functions as F
 from ...dispatch import apply_op
 from ...ops.geometry import per_axis
+from .layout import run_channel_first
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 
 __all__ = ['interpolate', 'upsample', 'pixel_shuffle', 'pixel_unshuffle', 'unfold']
@@ -23,10 +26,13 @@ def interpolate(x: Any, size: Any = None, scale_factor: Any = None, mode: str = 
     pixel centres are aligned (half-pixel); align_mode=1 is Paddle's asymmetric rule."""
     nd = len(x.shape) - 2
     if nd not in _LAYOUTS:
-        raise ValueError(f"interpolate: expects a 3-D, 4-D or 5-D channel-first input, got shape {list(x.shape)}")
-    if data_format is not None and data_format not in _LAYOUTS[nd]:
-        raise ValueError(f"interpolate: only channel-first layouts are supported, got {data_format!r}")
-    mode = mode.lower()
+        raise ValueError(f"interpolate: expects a 3-D, 4-D or 5-D input, got shape {list(x.shape)}")
+    return run_channel_first(x, data_format or _LAYOUTS[nd][0], nd, "interpolate", lambda x: _resize(
+        x, nd, size, scale_factor, mode.lower(), align_corners, align_mode))
+
+
+def _resize(x: Any, nd: int, size: Any, scale_factor: Any, mode: str, align_corners: bool, align_mode: int) -> Any:
+    """interpolate of channel-first x."""
     if (size is None) == (scale_factor is None):
         raise ValueError("interpolate: give exactly one of size and scale_factor")
     if mode == "nearest" and align_corners:
@@ -63,28 +69,37 @@ def upsample(x: Any, size: Any = None, scale_factor: Any = None, mode: str = "ne
 def _known(x: Any, fn: str) -> list[int]:
     shape = list(x.shape)
     if len(shape) != 4 or any(d < 0 for d in shape[1:]):
-        raise ValueError(f"{fn}: expects a 4-D NCHW input with known C, H, W, got shape {shape}")
+        raise ValueError(f"{fn}: expects a 4-D input with known C, H, W, got channel-first shape {shape}")
     return shape
 
 
 def pixel_shuffle(x: Any, upscale_factor: int, data_format: str = "NCHW", name: str | None = None) -> Any:
-    """[N, C * r * r, H, W] -> [N, C, H * r, W * r] (ONNX DepthToSpace, mode CRD)."""
+    """[N, C * r * r, H, W] -> [N, C, H * r, W * r] (ONNX DepthToSpace, mode CRD); NHWC: the same
+    with channels last."""
+    return run_channel_first(x, data_format, 2, "pixel_shuffle", lambda x: _shuffle(x, int(upscale_factor)))
+
+
+def _shuffle(x: Any, r: int) -> Any:
     _, c, h, w = _known(x, "pixel_shuffle")
-    r = int(upscale_factor)
-    if data_format != "NCHW" or c % (r * r):
-        raise ValueError(f"pixel_shuffle: needs NCHW input whose channels {c} divide by {r * r}, "
-                         f"got {data_format!r} and shape {list(x.shape)}")
+    if c % (r * r):
+        raise ValueError(f"pixel_shuffle: needs input whose channels {c} divide by {r * r}, got channel-first "
+                         f"shape {list(x.shape)}")
     y = F.reshape(x, [0, c // (r * r), r, r, h, w])
     y = F.transpose(y, [0, 1, 4, 2, 5, 3])
     return F.reshape(y, [0, c // (r * r), h * r, w * r])
 
 
 def pixel_unshuffle(x: Any, downscale_factor: int, data_format: str = "NCHW", name: str | None = None) -> Any:
-    """[N, C, H * r, W * r] -> [N, C * r * r, H, W], the inverse of pixel_shuffle."""
+    """[N, C, H * r, W * r] -> [N, C * r * r, H, W], the inverse of pixel_shuffle; NHWC: the same
+    with channels last."""
+    return run_channel_first(x, data_format, 2, "pixel_unshuffle", lambda x: _unshuffle(x, int(downscale_factor)))
+
+
+def _unshuffle(x: Any, r: int) -> Any:
     _, c, h, w = _known(x, "pixel_unshuffle")
-    r = int(downscale_factor)
-    if data_format != "NCHW" or h % r or w % r:
-        raise ValueError(f"pixel_unshuffle: needs NCHW input whose H, W divide by {r}, got shape {list(x.shape)}")
+    if h % r or w % r:
+        raise ValueError(f"pixel_unshuffle: needs input whose H, W divide by {r}, got channel-first shape "
+                         f"{list(x.shape)}")
     y = F.reshape(x, [0, c, h // r, r, w // r, r])
     y = F.transpose(y, [0, 1, 3, 5, 2, 4])
     return F.reshape(y, [0, c * r * r, h // r, w // r])

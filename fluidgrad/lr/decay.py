@@ -1,74 +1,12 @@
-"""Learning-rate schedulers (Paddle 2 names; also `fluidgrad.optimizer.lr`).
-
-A scheduler is a function of the epoch (or step) counter `last_epoch`:
-
-    sched = StepDecay(0.1, step_size=30, gamma=0.1)
-    opt = fluidgrad.optimizer.SGD(learning_rate=sched)
-    opt.minimize(loss)
-    for epoch in range(90):
-        ...exe.run(...)...
-        sched.step()          # the next run uses the new rate
-
-How the new rate reaches a static program: the optimizer keeps the rate in a persistable
-1-element variable (`opt.lr_var`); `step()` notifies the optimizers using this scheduler,
-and each writes `last_lr` into that variable in `global_scope()` (once the startup program
-has created it there) and into its startup initialiser. A program run in another scope:
-call `opt.sync_lr(scope)` once after the startup program; later steps update it too.
-"""
+"""Schedulers whose rate is a closed form of the epoch: decays (step, exponential, polynomial,
+...), warm-ups and cosine annealing. Jumping with `step(epoch)` gives the same rate as stepping
+there one epoch at a time."""
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Callable
 
-
-class LRScheduler:
-    """Base class: subclasses define `get_lr()`, the rate at epoch `self.last_epoch`."""
-
-    def __init__(self, learning_rate: float = 0.1, last_epoch: int = -1, verbose: bool = False) -> None:
-        if not isinstance(learning_rate, (int, float)):
-            raise TypeError(f"{type(self).__name__}: learning_rate must be a number, "
-                            f"got {type(learning_rate).__name__}")
-        self.base_lr = float(learning_rate)
-        self.last_epoch = last_epoch
-        self.verbose = verbose
-        self.last_lr = self.base_lr
-        self._listeners: list[Callable[[float], None]] = []
-        self.step()
-
-    def __call__(self) -> float:
-        return self.last_lr
-
-    def get_lr(self) -> float:
-        raise NotImplementedError
-
-    def get_last_lr(self) -> float:
-        return self.last_lr
-
-    def step(self, epoch: int | None = None) -> None:
-        """Advance to the next epoch (or jump to `epoch`) and publish the new rate."""
-        self.last_epoch = self.last_epoch + 1 if epoch is None else int(epoch)
-        self.last_lr = float(self.get_lr())
-        if self.verbose:
-            print(f"Epoch {self.last_epoch}: {type(self).__name__} set learning rate to {self.last_lr}.")
-        self._publish()
-
-    def _publish(self) -> None:
-        """Tell the optimizers using this scheduler (and so their static `lr_var`s) the rate."""
-        for listener in self._listeners:
-            listener(self.last_lr)
-
-    def _subscribe(self, listener: Callable[[float], None]) -> None:
-        """Called with every new rate: how an optimizer keeps its `lr_var` in step."""
-        self._listeners.append(listener)
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"last_epoch": self.last_epoch, "last_lr": self.last_lr}
-
-    def set_state_dict(self, state: dict[str, Any]) -> None:
-        """Resume at the saved epoch; a static program's `lr_var` takes the restored rate too."""
-        self.last_epoch = int(state["last_epoch"])
-        self.last_lr = float(state["last_lr"])
-        self._publish()
+from .base import LRScheduler, is_rate
 
 
 class StepDecay(LRScheduler):
@@ -168,10 +106,10 @@ class LinearWarmup(LRScheduler):
                  last_epoch: int = -1, verbose: bool = False) -> None:
         if not isinstance(warmup_steps, int) or warmup_steps <= 0:
             raise ValueError(f"LinearWarmup: warmup_steps must be a positive integer, got {warmup_steps!r}")
-        if not isinstance(learning_rate, (int, float, LRScheduler)):
+        if not (is_rate(learning_rate) or isinstance(learning_rate, LRScheduler)):
             raise TypeError(f"LinearWarmup: learning_rate must be a number or an LRScheduler, "
                             f"got {type(learning_rate).__name__}")
-        self.learning_rate = learning_rate
+        self.learning_rate = learning_rate if isinstance(learning_rate, LRScheduler) else float(learning_rate)
         self.warmup_steps, self.start_lr, self.end_lr = warmup_steps, float(start_lr), float(end_lr)
         super().__init__(start_lr, last_epoch, verbose)
 
@@ -184,5 +122,105 @@ class LinearWarmup(LRScheduler):
         return float(self.learning_rate)
 
 
-__all__ = ["CosineAnnealingDecay", "ExponentialDecay", "LRScheduler", "LambdaDecay", "LinearWarmup",
-           "MultiStepDecay", "PiecewiseDecay", "StepDecay"]
+def _positive_int(owner: str, name: str, value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ValueError(f"{owner}: {name} must be a positive integer, got {value!r}")
+    return value
+
+
+class NaturalExpDecay(LRScheduler):
+    """lr = learning_rate * exp(-gamma * epoch)."""
+
+    def __init__(self, learning_rate: float, gamma: float, last_epoch: int = -1, verbose: bool = False) -> None:
+        if not gamma > 0.0:
+            raise ValueError(f"NaturalExpDecay: gamma must be > 0.0 to decay, got {gamma}")
+        self.gamma = float(gamma)
+        super().__init__(learning_rate, last_epoch, verbose)
+
+    def get_lr(self) -> float:
+        return self.base_lr * math.exp(-self.gamma * self.last_epoch)
+
+
+class InverseTimeDecay(LRScheduler):
+    """lr = learning_rate / (1 + gamma * epoch)."""
+
+    def __init__(self, learning_rate: float, gamma: float, last_epoch: int = -1, verbose: bool = False) -> None:
+        self.gamma = float(gamma)
+        super().__init__(learning_rate, last_epoch, verbose)
+
+    def get_lr(self) -> float:
+        return self.base_lr / (1.0 + self.gamma * self.last_epoch)
+
+
+class PolynomialDecay(LRScheduler):
+    """lr = (learning_rate - end_lr) * (1 - epoch / decay_steps) ** power + end_lr, held at end_lr
+    after decay_steps (torch PolynomialLR with end_lr=0); with `cycle` the decay restarts, each
+    cycle stretched to the next multiple of decay_steps."""
+
+    def __init__(self, learning_rate: float, decay_steps: int, end_lr: float = 0.0001, power: float = 1.0,
+                 cycle: bool = False, last_epoch: int = -1, verbose: bool = False) -> None:
+        self.decay_steps = _positive_int("PolynomialDecay", "decay_steps", decay_steps)
+        self.end_lr, self.power, self.cycle = float(end_lr), float(power), bool(cycle)
+        super().__init__(learning_rate, last_epoch, verbose)
+
+    def get_lr(self) -> float:
+        epoch, steps = self.last_epoch, self.decay_steps
+        if self.cycle:
+            steps = self.decay_steps * max(1, math.ceil(epoch / self.decay_steps))
+        else:
+            epoch = min(epoch, steps)
+        return (self.base_lr - self.end_lr) * (1.0 - epoch / steps) ** self.power + self.end_lr
+
+
+class NoamDecay(LRScheduler):
+    """The Transformer's schedule: lr = learning_rate * d_model ** -0.5 *
+    min(epoch ** -0.5, epoch * warmup_steps ** -1.5) (a linear rise, then 1/sqrt decay)."""
+
+    def __init__(self, d_model: int, warmup_steps: int, learning_rate: float = 1.0, last_epoch: int = -1,
+                 verbose: bool = False) -> None:
+        if not d_model > 0:
+            raise ValueError(f"NoamDecay: d_model must be positive, got {d_model!r}")
+        self.d_model = d_model
+        self.warmup_steps = _positive_int("NoamDecay", "warmup_steps", warmup_steps)
+        super().__init__(learning_rate, last_epoch, verbose)
+
+    def get_lr(self) -> float:
+        a = 1.0 if self.last_epoch == 0 else self.last_epoch ** -0.5
+        b = self.warmup_steps ** -1.5 * self.last_epoch
+        return self.base_lr * self.d_model ** -0.5 * min(a, b)
+
+
+class MultiplicativeDecay(LRScheduler):
+    """lr = learning_rate * lr_lambda(1) * ... * lr_lambda(epoch)  (torch MultiplicativeLR)."""
+
+    def __init__(self, learning_rate: float, lr_lambda: Callable[[int], float], last_epoch: int = -1,
+                 verbose: bool = False) -> None:
+        if not callable(lr_lambda):
+            raise TypeError(f"MultiplicativeDecay: lr_lambda must be callable, got {type(lr_lambda).__name__}")
+        self.lr_lambda = lr_lambda
+        super().__init__(learning_rate, last_epoch, verbose)
+
+    def get_lr(self) -> float:
+        lr = self.base_lr
+        for epoch in range(1, self.last_epoch + 1):
+            lr *= float(self.lr_lambda(epoch))
+        return lr
+
+
+class LinearLR(LRScheduler):
+    """The rate scaled by a factor moving linearly from start_factor to end_factor over
+    total_steps, then held (torch LinearLR)."""
+
+    def __init__(self, learning_rate: float, total_steps: int, start_factor: float = 1.0 / 3, end_factor: float = 1.0,
+                 last_epoch: int = -1, verbose: bool = False) -> None:
+        self.total_steps = _positive_int("LinearLR", "total_steps", total_steps)
+        if not 0.0 < start_factor <= 1.0:
+            raise ValueError(f"LinearLR: start_factor must be in (0, 1], got {start_factor}")
+        if not 0.0 <= end_factor <= 1.0:
+            raise ValueError(f"LinearLR: end_factor must be in [0, 1], got {end_factor}")
+        self.start_factor, self.end_factor = float(start_factor), float(end_factor)
+        super().__init__(learning_rate, last_epoch, verbose)
+
+    def get_lr(self) -> float:
+        done = min(self.last_epoch, self.total_steps) / self.total_steps
+        return self.base_lr * (self.start_factor + (self.end_factor - self.start_factor) * done)
