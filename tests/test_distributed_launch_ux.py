@@ -244,3 +244,17 @@ def test_the_program_and_its_picture_show_the_collectives(tmp_path, fresh_progra
         assert op in picture
     for op in startup_ops:
         assert f"= {op}(" in str(startup)
+
+
+def test_a_timed_out_rank_is_named_as_the_cause_though_the_launcher_saw_a_killed_rank_first(tmp_path):
+    """Under load the launcher may see a rank MPI killed (after another rank timed out and
+    aborted the job) before it reads the timed-out rank's message: the message still wins."""
+    from fluidgrad.distributed import launch as launch_module
+    watch = launch_module._Watch(tmp_path, 3, process=None)
+    message = "rank 0: all_reduce did not complete within 3 s (FLUIDGRAD_COLLECTIVE_TIMEOUT): rank 1 is in no collective"
+    (tmp_path / "rank0.timedout").write_text(message)
+    watch.pids = {0: 10, 1: 11, 2: 12}
+    watch.failure, watch.bad_pid = (1, launch_module._DIED), 11
+    assert watch.failed_rank() == ([], message)
+    (tmp_path / "rank2.failed").write_text("ValueError: bad input")  # an error a rank raised comes first
+    assert watch.failed_rank() == ([2], "raised ValueError: bad input")

@@ -792,9 +792,6 @@ def test_nn_utils_clip_grad_norm_matches_torch():
 
 
 # ---------------------------------------------------------------- losses and pooling given bad arguments
-@pytest.mark.xfail(strict=True, reason="nll_loss with float labels (e.g. [0.9, 1.9]) silently returns 0 (its one-hot "
-                   "compare matches no class) instead of refusing like cross_entropy ('hard labels must be "
-                   "integers') and PyTorch")
 def test_nll_loss_refuses_float_labels():
     log_probs = fg.to_tensor(np.log(np.array([[0.2, 0.3, 0.5], [0.1, 0.6, 0.3]], "float32")))
     with pytest.raises(TypeError, match="nll_loss|integer"):
@@ -1017,8 +1014,6 @@ def test_other_optimizers_match_torch(name):
 
 
 # ---------------------------------------------------------------- GELU's approximate given as PyTorch's string
-@pytest.mark.xfail(strict=True, reason="nn.GELU(approximate='none') (PyTorch's spelling of the exact GELU) silently uses "
-                   "the tanh approximation (the string is truthy), while F.gelu(x, approximate='none') is exact")
 def test_gelu_layer_with_approximate_none_is_exact():
     x = np.linspace(-3.0, 3.0, 13)
     expected = torch.nn.GELU(approximate="none")(torch.tensor(x)).numpy()

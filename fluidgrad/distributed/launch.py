@@ -168,6 +168,11 @@ class _Watch:
         if failing:  # sys.exit(3) on a rank
             first = exits[failing[0]]
             return [rank for rank in failing if exits[rank] == first], _exited(first)
+        timed_out = sorted(self.dir.glob("rank*.timedout"), key=lambda p: p.stat().st_mtime)
+        if timed_out:  # a collective that never completed (ops/comm.py: World.wait): that rank's
+            # message names who was missing; the ranks MPI killed after its abort did not fail
+            # (on a loaded machine the launcher may see them gone before reading the message)
+            return [], timed_out[0].read_text().strip()
         by_pid = {pid: rank for rank, pid in self.pids.items()}
         # MPI kills every rank at once when one is killed: it names the first (`PID n RUNNING`)
         if self.bad_pid in by_pid and (self.failure is None or self.failure[1] == _DIED):

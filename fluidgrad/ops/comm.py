@@ -118,9 +118,11 @@ class World:
                     if not marked and now - start > min(_WAITING_MARK_SECONDS, self.timeout / 4):
                         marked = self._mark_waiting(what)
                     if now >= deadline:
-                        raise RankFailedError(f"rank {self.rank}: {what} did not complete within "
-                                              f"{self.timeout:g} s (FLUIDGRAD_COLLECTIVE_TIMEOUT): "
-                                              f"{self._who_is_missing()}")
+                        message = (f"rank {self.rank}: {what} did not complete within {self.timeout:g} s "
+                                   f"(FLUIDGRAD_COLLECTIVE_TIMEOUT): {self._who_is_missing()}")
+                        if self.launch_dir is not None:  # the cause of the abort that follows, for the launcher
+                            (self.launch_dir / f"rank{self.rank}.timedout").write_text(message)
+                        raise RankFailedError(message)
                 os.sched_yield()
             if marked:  # (a rank that gives up keeps its note: the others may time out too)
                 (self.launch_dir / f"rank{self.rank}.waiting").unlink(missing_ok=True)
