@@ -36,6 +36,7 @@ from .recompute_eager import recompute  # noqa: E402  (eager activation checkpoi
 from .recompute_pass import RecomputePolicy  # noqa: E402  (checkpoints + selective keeping)
 from . import distributed  # noqa: E402  (data parallelism over MPI; mpi4py only under a launcher)
 from .distributed import DataParallel  # noqa: E402
+from .device import get_device, is_compiled_with_cuda, set_device  # noqa: E402  (CPU only: 'gpu' is refused)
 
 from .framework.dtypes import DTYPE_CONSTANTS as _DTYPE_CONSTANTS  # noqa: E402
 from .framework.dtypes import get_default_dtype, set_default_dtype  # noqa: E402,F401

@@ -4,7 +4,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from .framework import Block, Variable
+from .ops.random import generator
 
 
 def _fans(shape: tuple[int, ...]) -> tuple[int, int]:
@@ -117,3 +120,37 @@ class KaimingUniform(Initializer):
         fan_in, _ = _fans(var.shape)
         limit = math.sqrt(6.0 / fan_in)
         return {"min": -limit, "max": limit, "seed": self.seed}
+
+
+class Assign(Initializer):
+    """Exactly the given values (an array, list or Tensor of the parameter's shape): Paddle's Assign."""
+    op_type = "assign_value"
+
+    def __init__(self, value: Any) -> None:
+        self.value = np.array(value.numpy() if hasattr(value, "numpy") else value)
+
+    def attrs(self, var: Variable) -> dict[str, Any]:
+        if tuple(self.value.shape) != tuple(var.shape):
+            raise ValueError(f"Assign: the value has shape {list(self.value.shape)}, the parameter "
+                             f"{getattr(var, 'name', '')} has shape {list(var.shape)}")
+        return {"values": self.value.astype(var.dtype).reshape(-1).tolist()}
+
+
+class Orthogonal(Initializer):
+    """A (semi-)orthogonal matrix times `gain` (Saxe et al.; PyTorch's orthogonal_): rows or columns
+    orthonormal, the axes after the first flattened. Drawn from fluidgrad's generator when the
+    initializer runs, then written as constants (a startup program replays the same values)."""
+    op_type = "assign_value"
+
+    def __init__(self, gain: float = 1.0, seed: int = 0) -> None:
+        self.gain, self.seed = float(gain), seed
+
+    def attrs(self, var: Variable) -> dict[str, Any]:
+        if len(var.shape) < 2:
+            raise ValueError(f"Orthogonal: the parameter needs 2 or more axes, got shape {list(var.shape)}")
+        rows, cols = var.shape[0], math.prod(var.shape[1:])
+        gaussian = generator(self.seed).standard_normal((max(rows, cols), min(rows, cols)))
+        q, r = np.linalg.qr(gaussian)
+        q = q * np.sign(np.diag(r))  # a uniform draw over orthogonal matrices
+        q = q if rows >= cols else q.T
+        return {"values": (self.gain * q).astype(var.dtype).reshape(-1).tolist()}

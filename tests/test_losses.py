@@ -179,3 +179,19 @@ def test_bad_arguments_are_clear_errors():
         F.smooth_l1_loss(x, x, delta=0.0)
     with pytest.raises(Exception, match="out of range"):
         F.nll_loss(x, fg.to_tensor(np.array([0, 1, 2, 3])))
+
+
+@pytest.mark.parametrize("call", ["nll_loss", "nll_loss_weighted", "cross_entropy_smoothed"])
+@pytest.mark.parametrize("static", [False, True])
+def test_float_hard_labels_are_refused_not_scored_zero(call, static):
+    """A one-hot of float labels picks no class, so they would silently give loss 0 (torch refuses them too)."""
+    x, y = logits(2, 3), np.array([0.9, 1.9], "float32")
+    fns = {"nll_loss": lambda x, y: F.nll_loss(x, y),
+           "nll_loss_weighted": lambda x, y: F.nll_loss(x, y, weight=fg.to_tensor(np.ones(3))),
+           "cross_entropy_smoothed": lambda x, y: F.cross_entropy(x, y, label_smoothing=0.1)}
+    with pytest.raises(fg.framework.DTypeError, match="hard labels must be integers.*float32"):
+        if static:
+            with fg.static.program_guard(fg.static.Program(), fg.static.Program()):
+                fns[call](fg.static.data("x", [2, 3], "float64"), fg.static.data("y", [2], "float32"))
+        else:
+            fns[call](fg.to_tensor(x), fg.to_tensor(y))

@@ -136,6 +136,21 @@ def test_activation_layers_match_pytorch():
                                    rtol=1e-10, atol=1e-12, err_msg=type(ours).__name__)
 
 
+@pytest.mark.parametrize("approximate", ["none", "tanh", False, True])
+def test_gelu_layer_takes_pytorchs_strings_and_paddles_bools(approximate):
+    from fluidgrad import nn
+    x = _r(3, 5)
+    torch_spelling = {False: "none", True: "tanh"}.get(approximate, approximate)
+    np.testing.assert_allclose(nn.GELU(approximate=approximate)(fg.to_tensor(x)).numpy(),
+                               torch.nn.GELU(torch_spelling)(torch.tensor(x)).numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_gelu_layer_refuses_an_unknown_approximation_when_built():
+    from fluidgrad import nn
+    with pytest.raises(ValueError, match="gelu: approximate"):
+        nn.GELU(approximate="erf")
+
+
 def test_prelu_layer_learns_one_slope_per_channel():
     from fluidgrad import nn
     layer = nn.PReLU(4, init=0.1)

@@ -92,6 +92,30 @@ def _names_a_dtype(value: Any) -> bool:
     return True
 
 
+class HookRemoveHelper:
+    """What register_forward_pre_hook / register_forward_post_hook return: `.remove()` takes the hook away."""
+
+    _next_id = 0
+
+    def __init__(self, hooks: dict[int, Callable[..., Any]], key: int) -> None:
+        self._hooks, self._key = hooks, key
+
+    @classmethod
+    def add(cls, layer: "Layer", table: str, hook: Callable[..., Any]) -> "HookRemoveHelper":
+        if not callable(hook):
+            raise TypeError(f"{type(layer).__name__}: a forward hook must be callable, got {type(hook).__name__}")
+        hooks = layer.__dict__.get(table)
+        if hooks is None:
+            hooks = OrderedDict()
+            object.__setattr__(layer, table, hooks)
+        cls._next_id += 1
+        hooks[cls._next_id] = hook
+        return cls(hooks, cls._next_id)
+
+    def remove(self) -> None:
+        self._hooks.pop(self._key, None)
+
+
 def _is_parameter(value: Any) -> bool:
     """A Tensor that registers as a parameter: persistable and trainable."""
     return isinstance(value, Tensor) and value.persistable and not value.stop_gradient
@@ -355,7 +379,28 @@ class Layer:
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
         for observe in call_observers:  # jit.to_static notes the Layers a trace ran (their modes)
             observe(self)
-        return self.forward(*inputs, **kwargs)
+        pre_hooks, post_hooks = self.__dict__.get("_forward_pre_hooks"), self.__dict__.get("_forward_post_hooks")
+        for hook in list(pre_hooks.values()) if pre_hooks else ():
+            replaced = hook(self, inputs)
+            if replaced is not None:
+                inputs = replaced if isinstance(replaced, tuple) else (replaced,)
+        output = self.forward(*inputs, **kwargs)
+        for hook in list(post_hooks.values()) if post_hooks else ():
+            replaced = hook(self, inputs, output)
+            if replaced is not None:
+                output = replaced
+        return output
+
+    def register_forward_pre_hook(self, hook: Callable[["Layer", tuple], Any]) -> "HookRemoveHelper":
+        """Call `hook(layer, inputs)` before each forward; a returned value (a tuple, or one input)
+        replaces the inputs. `.remove()` on the result takes the hook away."""
+        return HookRemoveHelper.add(self, "_forward_pre_hooks", hook)
+
+    def register_forward_post_hook(self, hook: Callable[["Layer", tuple, Any], Any]) -> "HookRemoveHelper":
+        """Call `hook(layer, inputs, output)` after each forward; a returned value replaces the output."""
+        return HookRemoveHelper.add(self, "_forward_post_hooks", hook)
+
+    register_forward_hook = register_forward_post_hook  # PyTorch's name
 
     def full_name(self) -> str:
         return self._full_name

@@ -61,11 +61,17 @@ def leaky_relu(x: Any, negative_slope: float = 0.01) -> Any:
 def gelu(x: Any, approximate: bool | str = False, name: str | None = None) -> Any:
     """x * Phi(x); `approximate=True` (or "tanh", as ONNX and PyTorch spell it) uses the tanh
     form (GPT-2's), which is also 4-6x faster here than the exact form's erf."""
+    return apply_op("gelu", {"X": x}, {"approximate": gelu_uses_tanh(approximate)})
+
+
+def gelu_uses_tanh(approximate: bool | str) -> bool:
+    """Paddle's bool or PyTorch's string ('none' / 'tanh') as a bool; the string 'none' is truthy,
+    so a plain bool() would silently pick the tanh form."""
     if isinstance(approximate, str):
         if approximate not in ("tanh", "none"):
             raise ValueError(f"gelu: approximate must be True/False, 'tanh' or 'none', got {approximate!r}")
-        approximate = approximate == "tanh"
-    return apply_op("gelu", {"X": x}, {"approximate": bool(approximate)})
+        return approximate == "tanh"
+    return bool(approximate)
 
 
 def silu(x: Any, name: str | None = None) -> Any:

@@ -12,6 +12,7 @@ from typing import Any
 
 from ... import functions as F
 from ...dispatch import apply_op, axis_of_input
+from ...framework import DTypeError
 
 __all__ = ['softmax_with_cross_entropy', 'cross_entropy', 'nll_loss', 'mse_loss', 'l1_loss', 'smooth_l1_loss',
            'huber_loss', 'binary_cross_entropy', 'binary_cross_entropy_with_logits', 'kl_div',
@@ -90,7 +91,11 @@ def _along(weight: Any, ndim: int, axis: int) -> Any:
 def _hard_label_terms(input: Any, label: Any, weight: Any, ignore_index: int, axis: int, fn: str):
     """For hard labels: (label with ignored entries moved to class 0 and a size-1 `axis`,
     the mask label != ignore_index and the per-element weight w[label] * mask, both float and
-    shaped like that label)."""
+    shaped like that label). Float labels are refused, as the fused ops refuse them: compared
+    with a one-hot of class indices they would silently pick nothing and give 0."""
+    if not str(label.dtype).startswith(("int", "uint")):
+        raise DTypeError(f"{fn}: hard labels must be integers, got label (shape {list(label.shape)}, {label.dtype})"
+                         + (" (pass soft_label=True for probabilities)" if fn == "cross_entropy" else ""))
     ndim = len(input.shape)
     if len(label.shape) == ndim - 1:
         label = F.unsqueeze(label, axis)

@@ -97,8 +97,8 @@ class GELU(_Activation):
     """The Layer form of `nn.functional.gelu`: forward(x) applies it with the constructor's arguments."""
     fn = staticmethod(NF.gelu)
 
-    def __init__(self, approximate: bool = False) -> None:
-        super().__init__(approximate=bool(approximate))
+    def __init__(self, approximate: bool | str = False) -> None:
+        super().__init__(approximate=NF.activation.gelu_uses_tanh(approximate))
 
 
 class SiLU(_Activation):

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator, Mapping
 
+from ...eager import Tensor
 from ..layer import Layer
 
-__all__ = ['Sequential', 'LayerList']
+__all__ = ['Sequential', 'LayerList', 'LayerDict', 'ParameterList']
 
 
 class Sequential(Layer):
@@ -55,11 +56,124 @@ class LayerList(Layer):
         self.add_sublayer(str(len(self._sub_layers)), layer)
         return self
 
-    def __getitem__(self, index: int) -> Layer:
-        return list(self._sub_layers.values())[index]
+    def extend(self, layers: Iterable[Layer]) -> "LayerList":
+        for layer in layers:
+            self.append(layer)
+        return self
+
+    def insert(self, index: int, layer: Layer) -> None:
+        """Put `layer` before position `index` (list.insert's rule); later layers move up one name."""
+        layers = list(self._sub_layers.values())
+        layers.insert(index, layer)
+        self._renumber(layers)
+
+    def _renumber(self, layers: list[Layer]) -> None:
+        for name in list(self._sub_layers):
+            delattr(self, name)
+        for layer in layers:
+            self.append(layer)
+
+    def __getitem__(self, index: int | slice) -> Any:
+        layers = list(self._sub_layers.values())
+        return LayerList(layers[index]) if isinstance(index, slice) else layers[index]
+
+    def __setitem__(self, index: int, layer: Layer) -> None:
+        layers = list(self._sub_layers.values())
+        layers[index] = layer
+        self._renumber(layers)
+
+    def __delitem__(self, index: int | slice) -> None:
+        layers = list(self._sub_layers.values())
+        del layers[index]
+        self._renumber(layers)
 
     def __len__(self) -> int:
         return len(self._sub_layers)
 
     def __iter__(self):
         return iter(self._sub_layers.values())
+
+
+class LayerDict(Layer):
+    """Sublayers by name, as a dict whose parameters the parent sees (Paddle's LayerDict,
+    PyTorch's ModuleDict); insertion order is kept."""
+
+    def __init__(self, sublayers: Mapping[str, Layer] | Iterable[tuple[str, Layer]] | None = None) -> None:
+        super().__init__()
+        if sublayers is not None:
+            self.update(sublayers)
+
+    def __getitem__(self, key: str) -> Layer:
+        return self._sub_layers[key]
+
+    def __setitem__(self, key: str, layer: Layer) -> None:
+        self.add_sublayer(key, layer)
+
+    def __delitem__(self, key: str) -> None:
+        if key not in self._sub_layers:
+            raise KeyError(key)
+        delattr(self, key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._sub_layers
+
+    def __len__(self) -> int:
+        return len(self._sub_layers)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._sub_layers))
+
+    def keys(self) -> list[str]:
+        return list(self._sub_layers)
+
+    def values(self) -> list[Layer]:
+        return list(self._sub_layers.values())
+
+    def items(self) -> list[tuple[str, Layer]]:
+        return list(self._sub_layers.items())
+
+    def pop(self, key: str) -> Layer:
+        layer = self[key]
+        del self[key]
+        return layer
+
+    def clear(self) -> None:
+        for key in list(self._sub_layers):
+            del self[key]
+
+    def update(self, sublayers: Mapping[str, Layer] | Iterable[tuple[str, Layer]]) -> None:
+        for key, layer in (sublayers.items() if isinstance(sublayers, Mapping) else sublayers):
+            self[key] = layer
+
+
+class ParameterList(Layer):
+    """A list of parameters the parent sees (Paddle's ParameterList)."""
+
+    def __init__(self, parameters: Iterable[Tensor] | None = None) -> None:
+        super().__init__()
+        for parameter in parameters or ():
+            self.append(parameter)
+
+    def append(self, parameter: Tensor) -> "ParameterList":
+        if not isinstance(parameter, Tensor):
+            raise TypeError(f"ParameterList.append: expected a parameter Tensor, got {type(parameter).__name__}")
+        self.add_parameter(str(len(self._parameters)), parameter)
+        return self
+
+    def extend(self, parameters: Iterable[Tensor]) -> "ParameterList":
+        for parameter in parameters:
+            self.append(parameter)
+        return self
+
+    def __getitem__(self, index: int) -> Tensor:
+        return list(self._parameters.values())[index]
+
+    def __setitem__(self, index: int, parameter: Tensor) -> None:
+        name = list(self._parameters)[index]
+        self.add_parameter(name, parameter)
+
+    def __len__(self) -> int:
+        return len(self._parameters)
+
+    def __iter__(self) -> Iterator[Tensor]:
+        return iter(list(self._parameters.values()))
