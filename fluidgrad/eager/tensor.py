@@ -18,7 +18,7 @@ import numpy as np
 
 from ..framework.dtypes import get_default_dtype
 from ..framework.math_mixin import MathMixin
-from ..framework.variable import Variable, normalize_dtype
+from ..framework.variable import TorchHabits, Variable, normalize_dtype
 from .mode import state
 from .node import next_seq
 
@@ -70,7 +70,7 @@ def _record_modification(tensor: "Tensor", before: Any = None) -> None:
 _retaining: dict[int, Any] = {}   # id -> weak reference: intermediates whose .grad is kept (retain_grads)
 
 
-class Tensor(MathMixin):
+class Tensor(MathMixin, TorchHabits):
     """An eager value. `stop_gradient=False` asks for its gradient (`.grad` after backward)."""
 
     __slots__ = ("data", "stop_gradient", "grad", "_node", "_idx", "name", "_hooks", "persistable", "__weakref__")
@@ -249,33 +249,6 @@ class Tensor(MathMixin):
     def astype(self, dtype: Any) -> "Tensor":
         """This tensor cast to `dtype` (a recorded `cast` op: the gradient flows back through it)."""
         return _eager_apply("cast", {"X": self}, {"dtype": normalize_dtype(dtype)})
-
-    def to(self, dtype: Any = None, device: Any = None) -> "Tensor":
-        """PyTorch's habit: `.to("float64")` casts like `astype`; `.to("cpu")` is this tensor,
-        since fluidgrad runs on the CPU only (any other device is an error)."""
-        if isinstance(dtype, str) and dtype.strip().lower() == "cpu" and device is None:
-            dtype, device = None, "cpu"
-        if device is not None and str(device).strip().lower() != "cpu":
-            raise ValueError(f"Tensor.to: fluidgrad runs on the CPU only; got device {device!r}")
-        return self if dtype is None or normalize_dtype(dtype) == self.dtype else self.astype(dtype)
-
-    @property
-    def requires_grad(self) -> bool:
-        """PyTorch's name for `not stop_gradient` (read and write)."""
-        return not self.stop_gradient
-
-    @requires_grad.setter
-    def requires_grad(self, value: bool) -> None:
-        self.stop_gradient = not bool(value)
-
-    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
-        """Set `requires_grad` in place and return this tensor (PyTorch's spelling)."""
-        self.requires_grad = requires_grad
-        return self
-
-    def cpu(self) -> "Tensor":
-        return self
-
 
     # ---- operators: a Tensor-with-Tensor or float-Tensor-with-number operation goes straight
     # to the engine (same ops and attributes as fluidgrad.functions, fewer Python layers). A

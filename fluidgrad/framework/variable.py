@@ -29,7 +29,40 @@ def is_float_dtype(dtype: str) -> bool:
     return dtype in FLOAT_DTYPES
 
 
-class Variable(MathMixin):
+class TorchHabits:
+    """PyTorch's device and gradient-flag spellings, the same on static Variables and eager
+    Tensors: `.cpu()`, `.to("float64")` / `.to("cpu")`, `requires_grad`, `requires_grad_()`."""
+    __slots__ = ()
+
+    def cpu(self) -> Any:
+        """This value: fluidgrad runs on the CPU only."""
+        return self
+
+    def to(self, dtype: Any = None, device: Any = None) -> Any:
+        """`.to("float64")` casts like `astype` (a `cast` op); `.to("cpu")` is this value (any other
+        device is an error)."""
+        if isinstance(dtype, str) and dtype.strip().lower() == "cpu" and device is None:
+            dtype, device = None, "cpu"
+        if device is not None and str(device).strip().lower() != "cpu":
+            raise ValueError(f"{type(self).__name__}.to: fluidgrad runs on the CPU only; got device {device!r}")
+        return self if dtype is None or normalize_dtype(dtype) == self.dtype else self.astype(dtype)
+
+    @property
+    def requires_grad(self) -> bool:
+        """PyTorch's name for `not stop_gradient` (read and write)."""
+        return not self.stop_gradient
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.stop_gradient = not bool(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Any:
+        """Set `requires_grad` in place and return this value (PyTorch's spelling)."""
+        self.stop_gradient = not bool(requires_grad)
+        return self
+
+
+class Variable(MathMixin, TorchHabits):
     """A named value of a Block. `shape` uses -1 for a size known only at run time."""
 
     __slots__ = ("block", "name", "shape", "dtype", "_persistable", "stop_gradient", "type", "is_data",
@@ -104,30 +137,6 @@ class Variable(MathMixin):
         """A copy the gradient flows through (an `assign` op)."""
         return math_mixin._api.assign(self)
 
-    def cpu(self) -> "Variable":
-        """This variable: fluidgrad runs on the CPU only."""
-        return self
-
-    def to(self, dtype: Any = None, device: Any = None) -> "Variable":
-        """As Tensor.to: `.to("float64")` casts (a `cast` op), `.to("cpu")` is this variable."""
-        if isinstance(dtype, str) and dtype.strip().lower() == "cpu" and device is None:
-            dtype, device = None, "cpu"
-        if device is not None and str(device).strip().lower() != "cpu":
-            raise ValueError(f"Variable.to: fluidgrad runs on the CPU only; got device {device!r}")
-        return self if dtype is None or normalize_dtype(dtype) == self.dtype else self.astype(dtype)
-
-    @property
-    def requires_grad(self) -> bool:
-        """PyTorch's name for `not stop_gradient` (read and write)."""
-        return not self.stop_gradient
-
-    @requires_grad.setter
-    def requires_grad(self, value: bool) -> None:
-        self.stop_gradient = not bool(value)
-
-    def requires_grad_(self, requires_grad: bool = True) -> "Variable":
-        self.stop_gradient = not bool(requires_grad)
-        return self
 
     # (no `numpy` / `item`: code tells Tensors from Variables by `hasattr(x, "numpy")`)
     def _no_value(self, what: str) -> Any:
