@@ -490,8 +490,6 @@ _MORE_FUNCTIONS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="common Paddle 2 creation and math functions are missing: eye, diag, atan2, "
-                   "tensordot, kthvalue, isin, erfinv")
 @pytest.mark.parametrize("name", sorted(_MORE_FUNCTIONS))
 def test_more_common_functions_match_torch(name):
     x0 = np.arange(8.0).reshape(2, 4) - 2.5
