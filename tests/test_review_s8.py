@@ -645,9 +645,6 @@ def test_onnx_export_of_the_max_pool_mask(tmp_path):
 
 
 # ---------------------------------------------------------------- recompute's own options
-@pytest.mark.xfail(strict=True, reason="fluidgrad.recompute(block, x, use_reentrant=False) / preserve_rng_state=True "
-                   "(options of paddle's recompute and torch.utils.checkpoint) are passed on to the block: "
-                   "TypeError 'unexpected keyword argument'")
 @pytest.mark.parametrize("option", [{"use_reentrant": False}, {"preserve_rng_state": True}])
 def test_recompute_takes_its_own_options(option):
     block = fg.nn.Sequential(fg.nn.Linear(3, 3), fg.nn.Tanh())
