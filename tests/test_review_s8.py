@@ -745,9 +745,6 @@ def test_onnx_import_of_activations_at_opset_17_matches_onnxruntime(op_type):
 
 
 # ---------------------------------------------------------------- README examples print what they say
-@pytest.mark.xfail(strict=True, reason="README's compile_block example shows source the Executor no longer writes "
-                   "(`del v1`, `v7 = v6 + v2` for the bias add); today's plan frees both inputs and adds in place "
-                   "(`v4 = ip1_7(v3, v2)  # ... (into matmul.tmp_0)`)")
 def test_readme_compile_block_example_prints_what_the_readme_shows():
     from pathlib import Path
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
