@@ -590,8 +590,6 @@ def test_tensor_in_place_methods(name):
 
 
 # ---------------------------------------------------------------- data loading and metrics of a first training loop
-@pytest.mark.xfail(strict=True, reason="fluidgrad.io has no Dataset / TensorDataset / BatchSampler / DataLoader "
-                   "(paddle.io, torch.utils.data): the first training loop has to slice NumPy arrays by hand")
 def test_io_dataloader_batches_a_tensor_dataset():
     features = np.arange(20, dtype="float32").reshape(10, 2)
     labels = np.arange(10, dtype="int64")
