@@ -105,10 +105,11 @@ def _sum(c):
     if len(inputs) == 1:
         c.node("Identity", inputs, [c.out("Out")])
         return
+    add = "Or" if c.dtype_of("Out") == "bool" else "Add"  # True + True is True, as in NumPy
     total = inputs[0]  # onnxruntime's Sum adds floats only: integers as a chain of Adds
     for x in inputs[1:-1]:
-        total = c.node("Add", [total, x])
-    c.node("Add", [total, inputs[-1]], [c.out("Out")])
+        total = c.node(add, [total, x])
+    c.node(add, [total, inputs[-1]], [c.out("Out")])
 
 
 @exporter("cast")

@@ -30,7 +30,7 @@ from ..jit import StaticFunction, _TracedProgram
 from ..nn.layer import Layer
 from . import dtypes
 from .errors import OnnxExportError
-from .export_shapes import (ShapeReads, export_fill_read, export_reshape_reads, find_shape_reads,
+from .export_shapes import (ShapeReads, export_fill_read, export_shape_reads, find_shape_reads,
                             mark_unknown_axes, probe_inputs)
 from .export_table import EXPORTERS
 from .load import max_opset
@@ -313,8 +313,8 @@ class ProgramExporter:
         if c.op.type == "fill_constant" and key in self.shape_reads.fill:
             export_fill_read(c, self.shape_reads.fill[key])
             return True
-        if c.op.type == "reshape" and key in self.shape_reads.reshape:
-            export_reshape_reads(c, self.shape_reads.reshape[key])
+        if key in self.shape_reads.shape:
+            export_shape_reads(c, self.shape_reads.shape[key])
             return True
         return False
 
