@@ -682,3 +682,19 @@ def test_paddle_signatures_take_name_and_optional_arguments(call):
     x = fg.to_tensor(np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]]))
     out = _NAME_TAKERS[call](x)
     assert np.isfinite(out.numpy()).all()
+
+
+# ---------------------------------------------------------------- batch 4
+@pytest.mark.xfail(strict=True, reason="model.load_state_dict(state) (PyTorch's name) only warns when keys are missing "
+                   "or unexpected and keeps the layer's random values, and load_state_dict(state, strict=False) is a "
+                   "TypeError; torch's default strict=True raises on a mismatch (a renamed head or a 'module.' prefix), "
+                   "strict=False returns the missing and unexpected keys")
+def test_load_state_dict_strict_as_in_torch():
+    layer = fg.nn.Linear(2, 3)
+    partial = {"weight": np.zeros((2, 3), "float32"), "head.bias": np.zeros(3, "float32")}
+    with pytest.raises((KeyError, RuntimeError, ValueError), match="bias"):
+        layer.load_state_dict(partial)
+    result = layer.load_state_dict(partial, strict=False)
+    missing, unexpected = result
+    assert list(missing) == ["bias"] and list(unexpected) == ["head.bias"]
+    np.testing.assert_array_equal(layer.weight.numpy(), np.zeros((2, 3), "float32"))
