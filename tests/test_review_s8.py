@@ -624,9 +624,6 @@ def test_load_reads_a_plain_safetensors_file_into_a_layer(tmp_path):
 
 
 # ---------------------------------------------------------------- ONNX export of max pooling's mask
-@pytest.mark.xfail(strict=True, reason="onnx.export of F.max_pool2d(x, 2, return_mask=True)'s mask fails with an internal "
-                   "error ('variable max_pool2d_with_index.tmp_1 is read before any op writes it'); ONNX MaxPool has an "
-                   "Indices output (flat over N*C*H*W: the importer already maps it to the per-plane index)")
 def test_onnx_export_of_the_max_pool_mask(tmp_path):
     ort = _onnx()
     from fluidgrad.onnx import export
@@ -847,9 +844,6 @@ def test_summary_counts_parameters(capsys):
     assert "Linear" in capsys.readouterr().out
 
 
-@pytest.mark.xfail(strict=True, reason="onnx.export of expand_as(y, x) with a dynamic batch is refused ('op expand has "
-                   "shape=[2, 5, 8] at the example's size'): expand_as takes x's shape at trace time instead of "
-                   "writing Expand(y, Shape(x)), which the importer already reads back as expand_as")
 def test_exported_expand_as_follows_the_dynamic_batch(tmp_path):
     rng = np.random.default_rng(0)
     example = rng.standard_normal((2, 5, 8)).astype("float32")
@@ -905,10 +899,6 @@ def test_pylayer_inside_to_static():
 
 
 # ---------------------------------------------------------------- ONNX export of integer and boolean sums
-@pytest.mark.xfail(strict=True, reason="onnx.export of sum / cumsum of bool, uint8 or int32 tensors (fluidgrad sums them "
-                   "into int64, e.g. counting correct predictions) writes ReduceSum / CumSum on the narrow input "
-                   "with an int64 output and no Cast, and max of a bool tensor a ReduceMax on bool: the exported "
-                   "model fails onnx.checker")
 @pytest.mark.parametrize("name", ["count of a mask", "int32 sum", "uint8 sum", "bool cumsum", "bool max"])
 def test_onnx_export_of_integer_and_boolean_reductions(tmp_path, name):
     ort = _onnx()
@@ -930,9 +920,6 @@ def test_onnx_export_of_integer_and_boolean_reductions(tmp_path, name):
     np.testing.assert_array_equal(got, expected)
 
 
-@pytest.mark.xfail(strict=True, reason="ONNX import of ReduceSum / ReduceProd / ReduceL1 / ReduceSumSquare on int32 gives int64 "
-                   "(fluidgrad's own sum rule) where ONNX keeps int32, so a valid model adding the sum to an int32 tensor is refused "
-                   "('inputs must have one dtype'); int32 ReduceMean (valid ONNX) is refused outright")
 @pytest.mark.parametrize("op_type", ["ReduceSum", "ReduceProd", "ReduceL1", "ReduceMean"])
 def test_onnx_import_of_int32_reductions_keeps_int32(op_type):
     ort = _onnx()

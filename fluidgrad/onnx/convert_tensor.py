@@ -8,6 +8,7 @@ from ..framework.dtypes import require_extension_dtype
 from . import dtypes
 from .convert_common import binary, cast, full, normalize_axes, required_const, via_float
 from .convert_table import converter
+from .errors import UnsupportedOnnxOpError
 from .fold import SymDim, symbolic
 from .load import tensor_to_array
 
@@ -87,6 +88,28 @@ def _filled_like(ctx, target: list, value, dtype: str):
         out = ctx.op("unsqueeze", {"X": out}, axes=known)
         out = ctx.op("expand", {"X": out}, shape=[-1 if isinstance(d, SymDim) else int(d) for d in target])
     return out
+
+
+def expand_to_symbolic(ctx, x, target: list):
+    """Expand(x, shape) whose shape holds sizes unknown when the program is built, all read from
+    one variable: `expand_as` to zeros of that shape (made by `_filled_like`), which broadcasts
+    size-1 axes of x whatever x's recorded size (-1 "keep x's size" cannot: x[:1] of a dynamic
+    batch is recorded as -1). None where that does not apply (the caller resolves it otherwise)."""
+    offset = len(target) - len(x.shape)
+    if offset < 0:
+        return None
+    target = list(target)
+    for k, d in enumerate(target):
+        own = x.shape[k - offset] if k >= offset else 1
+        if not isinstance(d, SymDim) and int(d) == 1 and own != 1:  # ONNX broadcasts both ways
+            if own < 0:
+                return None
+            target[k] = own
+    try:
+        zeros = _filled_like(ctx, target, 0, x.dtype)
+    except UnsupportedOnnxOpError:
+        return None
+    return ctx.op("expand_as", {"X": x, "Target": zeros})
 
 
 @converter("Range")

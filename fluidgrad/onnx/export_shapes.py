@@ -4,9 +4,10 @@ Tracing runs the function on the example, so `t.shape[0]` is the example's size;
 an op's attribute it would fix an axis declared dynamic. So `export` traces once more with
 every dynamic input axis one longer (`probe_inputs`) and compares the two programs
 (`find_shape_reads`). An attribute that changed with the size is a shape read:
-- a `fill_constant` whose value is that size in both traces (`x / t.shape[0]`) and a `reshape`
-  entry that is (`x.reshape([t.shape[0], -1])`) are written as the size read from the input at
-  run time (Shape, Gather), as PyTorch's tracer records them;
+- a `fill_constant` whose value is that size in both traces (`x / t.shape[0]`) and an entry of
+  a `reshape` or `expand` shape that is (`x.reshape([t.shape[0], -1])`, `expand_as(y, t)`) are
+  written as the size read from the input at run time (Shape, Gather), as PyTorch's tracer
+  records them;
 - any other change (a scale by `1 / t.shape[0]`, a loop run `t.shape[0]` times, a constant
   Tensor of that length) is refused, naming the op, rather than exported with the example's
   size baked in.
@@ -23,6 +24,9 @@ from ..framework import Block, Operator, Program
 from .errors import OnnxExportError
 
 
+SHAPE_OPS = {"reshape": "Reshape", "expand": "Expand"}  # ops whose `shape` attribute may hold size reads
+
+
 @dataclass(frozen=True)
 class DimRead:
     """The run-time size of `axis` of the ONNX input `feed`."""
@@ -36,7 +40,7 @@ class ShapeReads:
     """What the exporter writes as run-time sizes, keyed by the op's first output name."""
 
     fill: dict[str, DimRead] = field(default_factory=dict)               # fill_constant -> its value
-    reshape: dict[str, dict[int, DimRead]] = field(default_factory=dict)  # reshape -> entries of its shape
+    shape: dict[str, dict[int, DimRead]] = field(default_factory=dict)    # reshape / expand -> shape entries
     outputs: dict[int, list[int]] = field(default_factory=dict)           # output index -> axes that follow
     variables: dict[str, list[int]] = field(default_factory=dict)         # variable -> axes that follow
 
@@ -98,15 +102,15 @@ def _compare_op(op_a: Operator, op_b: Operator, block: int, dims: list, reads: S
             if read is not None and int(np.prod(op_a.attrs["shape"])) == 1:
                 reads.fill[out] = read
                 continue
-        if block == 0 and op_a.type == "reshape" and name == "shape" and len(a) == len(b):
+        if block == 0 and op_a.type in SHAPE_OPS and name == "shape" and len(a) == len(b):
             entries = {i: _dim_of(x, y, dims) for i, (x, y) in enumerate(zip(a, b)) if x != y}
             if all(read is not None for read in entries.values()):
-                reads.reshape[out] = entries
+                reads.shape[out] = entries
                 continue
         raise _refusal(f"op {op_a.type} (output {out}) has {name}={a!r} at the example's size and {b!r} "
                        f"with the dynamic axes one longer: it is computed from t.shape[i] (or len(t)), and "
                        f"a size read enters the model only as a whole value (x / t.shape[0]) or as a "
-                       f"reshape entry; compute it with tensor ops instead (e.g. fluidgrad.mean over the axis)")
+                       f"reshape or expand entry; compute it with tensor ops instead (e.g. fluidgrad.mean over the axis)")
 
 
 def _following_axes(first: Any, second: Any) -> dict[str, list[int]]:
@@ -206,8 +210,10 @@ def export_fill_read(c: Any, read: DimRead) -> None:
     c.node("Reshape", [size, c.const(np.asarray(c.attr("shape"), "int64"))], [c.out("Out")])
 
 
-def export_reshape_reads(c: Any, entries: dict[int, DimRead]) -> None:
-    """reshape(shape=[..., t.shape[axis], ...]) -> Reshape to a shape assembled at run time."""
-    pieces = [_size(c, entries[i]) if i in entries else c.const(np.asarray([d], "int64"))
+def export_shape_reads(c: Any, entries: dict[int, DimRead]) -> None:
+    """reshape / expand(shape=[..., t.shape[axis], ...]) -> Reshape / Expand to a shape assembled
+    at run time (expand's -1, keep X's size, is a 1 to Expand's broadcasting)."""
+    kept = -1 if c.op.type == "reshape" else 1
+    pieces = [_size(c, entries[i]) if i in entries else c.const(np.asarray([kept if d == -1 else d], "int64"))
               for i, d in enumerate(c.attr("shape"))]
-    c.node("Reshape", [c.x("X"), c.node("Concat", pieces, axis=0)], [c.out("Out")])
+    c.node(SHAPE_OPS[c.op.type], [c.x("X"), c.node("Concat", pieces, axis=0)], [c.out("Out")])

@@ -30,7 +30,7 @@ from ..jit import StaticFunction, _TracedProgram
 from ..nn.layer import Layer
 from . import dtypes
 from .errors import OnnxExportError
-from .export_shapes import (ShapeReads, export_fill_read, export_reshape_reads, find_shape_reads,
+from .export_shapes import (ShapeReads, export_fill_read, export_shape_reads, find_shape_reads,
                             mark_unknown_axes, probe_inputs)
 from .export_table import EXPORTERS
 from .load import max_opset
@@ -223,9 +223,12 @@ class ProgramExporter:
         self.initializers: dict[str, onnx.TensorProto] = {}
         self.used: set[str] = set()
         self._counter = 0
+        self.fetched: set[str] = set()
+        self._read_by_ops = {n for b in program.blocks for op in b.ops for n in op.input_arg_names}
 
     def build(self, feed_names: list[str], fetch_names: list[str], dynamic_axes: dict) -> onnx.ModelProto:
         block = self.program.global_block()
+        self.fetched = set(fetch_names)
         env: dict[str, str] = {}
         inputs = []
         for name in feed_names:
@@ -245,6 +248,11 @@ class ProgramExporter:
         graph = helper.make_graph(nodes, "fluidgrad", inputs, outputs, list(self.initializers.values()))
         return helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)],
                                  producer_name="fluidgrad", producer_version=__version__)
+
+    def is_read(self, name: str) -> bool:
+        """Whether the model needs `name` (an op reads it, or it is fetched): an optional output
+        nobody reads (max pooling's mask) is not written."""
+        return name in self.fetched or name in self._read_by_ops
 
     # -- names
     def fresh(self, base: str) -> str:
@@ -305,8 +313,8 @@ class ProgramExporter:
         if c.op.type == "fill_constant" and key in self.shape_reads.fill:
             export_fill_read(c, self.shape_reads.fill[key])
             return True
-        if c.op.type == "reshape" and key in self.shape_reads.reshape:
-            export_reshape_reads(c, self.shape_reads.reshape[key])
+        if key in self.shape_reads.shape:
+            export_shape_reads(c, self.shape_reads.shape[key])
             return True
         return False
 
