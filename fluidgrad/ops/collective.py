@@ -32,7 +32,7 @@ from math import prod
 
 import numpy as np
 
-from . import comm_shards, fused_shards, placement
+from . import comm_shards, comm_stream, fused_shards, placement
 from .comm import get_world
 from .comm_shards import Layout
 from .grad_builder import GradBuilder
@@ -179,8 +179,14 @@ def _bucket_allreduce_offer(shapes, dtypes, reduce="avg", bucket="", **_):
 
     def offer():
         found = world.kept_bucket(key, size, dtype)
-        return None if found is None else pieces.of(found)
+        return None if found is None or _streams(found) else pieces.of(found)
     return (key, size, dtype.str), offer
+
+
+def _streams(bucket) -> bool:
+    """A shared bucket's rows are written with streaming stores (ops/comm_stream.py), which the
+    producers' own stores are not: then they are not offered."""
+    return bucket.shared and comm_stream.enabled()
 
 
 def _bucket_allreduce_kernel(xs, reduce="avg", bucket="", ring_id=0, overwrite=False, placed=None):
@@ -197,7 +203,7 @@ def _bucket_allreduce_kernel(xs, reduce="avg", bucket="", ring_id=0, overwrite=F
     for k, array in enumerate(arrays):  # pack; the average's 1/p is applied as the rows are summed
         part = flat.input[start:start + array.size]
         if not (placed is not None and placement.is_placed(placed[k], array, part)):  # else its producer wrote it here
-            np.copyto(part, array.reshape(-1))
+            (comm_stream.stream_copy if flat.shared else np.copyto)(part, array.reshape(-1))
         pieces.append((start, array.shape))
         start += array.size
     into = [a if overwrite and count <= _PLAN_ONLY and type(a) is np.ndarray and a.base is None and a.flags.writeable
@@ -333,7 +339,7 @@ def _shard_offer(shapes, dtypes, reduce="avg", bucket="", nranks=1, **_):
 
     def offer():
         found = world.kept_bucket(key, layout.padded, dtype)
-        return None if found is None else pieces.of(found)
+        return None if found is None or _streams(found) else pieces.of(found)
     return (key, layout.padded, dtype.str), offer
 
 

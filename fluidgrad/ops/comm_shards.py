@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from . import comm_stream
+
 
 class Layout:
     """Where each tensor of a bucket lies in the flat, padded buffer, and the ranks' parts.
@@ -97,15 +99,17 @@ def gather_part(arrays: Sequence[np.ndarray], layout: Layout, rank: int, dtype: 
 
 
 def pack(into: np.ndarray, arrays: Sequence[np.ndarray], layout: Layout,
-         skip: tuple[int, int] | None = None, present: Sequence[bool] | None = None) -> None:
+         skip: tuple[int, int] | None = None, present: Sequence[bool] | None = None, stream: bool = False) -> None:
     """Write the flattened `arrays` into `into`, leaving out the range `skip` and the arrays
-    `present` marks (their producers wrote them there); the padding is zeroed."""
+    `present` marks (their producers wrote them there); the padding is zeroed. `stream`: with
+    streaming stores (`into` is read by other ranks: ops/comm_stream.py)."""
     ranges = layout.outside(*skip) if skip is not None else [(i, 0, s) for i, s in enumerate(layout.sizes)]
+    copy = comm_stream.stream_copy if stream else np.copyto
     for i, a, b in ranges:
         if present is not None and present[i]:
             continue
         start = layout.offsets[i] + a
-        np.copyto(into[start:start + b - a], flat(arrays[i])[a:b])
+        copy(into[start:start + b - a], flat(arrays[i])[a:b])
     into[layout.size:layout.padded] = 0
 
 
@@ -282,7 +286,7 @@ def exchange(world: Any, key: Any, arrays: Sequence[np.ndarray], layout: Layout,
         world.wait(world.comm.Ireduce_scatter_block(bucket.input, summed, op=world.mpi.SUM), what)
         return np.empty((0, 0), dtype), -1, summed
     lo, hi = layout.bounds(world.rank)
-    pack(bucket.input, arrays, layout, skip=(lo, hi), present=present)
+    pack(bucket.input, arrays, layout, skip=(lo, hi), present=present, stream=True)
     rows = bucket.sets[bucket.turn]
     bucket.turn = (bucket.turn + 1) % len(bucket.sets)
     bucket.win.Sync()
@@ -348,7 +352,8 @@ def update_replicated(world: Any, key: Any, grads: Sequence[np.ndarray], layout:
         summed, rows, skip = gather_part(grads, layout, 0, dtype), empty, -1
     else:
         bucket = world.bucket(key, layout.padded, dtype)
-        pack(bucket.input, grads, layout, present=in_place(bucket.input, grads, layout, placed, bucket.input_address))
+        present = in_place(bucket.input, grads, layout, placed, bucket.input_address)
+        pack(bucket.input, grads, layout, present=present, stream=bucket.shared)
         if bucket.shared and bucket.pair:
             rows, skip = bucket.sets[bucket.turn], bucket.rank
             bucket.turn = (bucket.turn + 1) % len(bucket.sets)
@@ -356,10 +361,14 @@ def update_replicated(world: Any, key: Any, grads: Sequence[np.ndarray], layout:
             world.wait(bucket.node.Ibarrier(), what)
             bucket.win.Sync()
             summed = rows[skip]
+            if comm_stream.enabled():  # the row went to memory: this rank's own gradients are still in its cache
+                summed = [flat(g) if not (present and present[i]) and g.flags.c_contiguous else summed[first:first + size]
+                          for i, (g, first, size) in enumerate(zip(grads, layout.offsets, layout.sizes))]
         else:
             summed, rows, skip = bucket.start(what).wait(), empty, -1
     start = time.perf_counter()
     for i, (first, size) in enumerate(zip(layout.offsets, layout.sizes)):
-        update(summed[first:first + size], scale, rows, skip, first, *[flat(arrays[i]) for arrays in states])
+        own = summed[i] if isinstance(summed, list) else summed[first:first + size]
+        update(own, scale, rows, skip, first, *[flat(arrays[i]) for arrays in states])
     world.comm_seconds += time.perf_counter() - start
     return [list(arrays) for arrays in states]
