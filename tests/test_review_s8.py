@@ -422,8 +422,6 @@ _LAYERS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="common Paddle 2 layers are missing: Dropout2D, ZeroPad2D, Pad2D, Unflatten, "
-                   "LSTMCell / GRUCell / SimpleRNNCell, SyncBatchNorm (what data-parallel CNN code uses), Fold")
 @pytest.mark.parametrize("name", sorted(_LAYERS))
 def test_common_layers_exist_and_run(name):
     make, shape = _LAYERS[name]
