@@ -611,10 +611,6 @@ def test_high_level_model_fit_and_evaluate():
 
 
 # ---------------------------------------------------------------- torch's dim= spelling with Paddle's return value
-@pytest.mark.xfail(strict=True, reason="x.max(dim=1) / x.min(dim=1) / x.sort(dim=1) take PyTorch's dim= keyword but "
-                   "return Paddle's single Tensor, so the PyTorch idiom `values, indices = x.max(dim=1)` silently unpacks "
-                   "the rows of the result (values=3.0, indices=5.0 for a batch of 2) and x.max(dim=1)[0] is the first "
-                   "row's maximum; with dim= they should return torch's (values, indices)")
 @pytest.mark.parametrize("method", ["max", "min", "sort"])
 def test_torch_dim_keyword_returns_values_and_indices(method):
     x0 = np.array([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])

@@ -8,6 +8,7 @@ without replacing anything a class already defines (`x.astype`, `x.sum`, `x.shap
 from __future__ import annotations
 
 import inspect
+from collections import namedtuple
 from typing import Any, Callable
 
 from .. import functions
@@ -68,6 +69,71 @@ def _with_torch_keywords(fn: Callable[..., Any]) -> Callable[..., Any]:
     return method
 
 
+# torch.return_types.max / min / sort: what torch's x.max(dim=1) returns
+_VALUES_AND_INDICES = {name: namedtuple(name, ["values", "indices"]) for name in ("max", "min", "sort")}
+
+
+def _torch_max_min(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """x.max(axis=1) is Paddle's: one Tensor of maxima. x.max(dim=1) is PyTorch's: the named
+    tuple (values, indices), so `values, indices = x.max(dim=1)` unpacks as in torch; the values
+    are gathered at the indices, so the gradient goes to the chosen entry (first on ties)."""
+    arg = _function("argmax" if name == "max" else "argmin")
+    take = _function("take_along_axis")
+    squeeze = _function("squeeze")
+
+    def method(x: Any, *args: Any, **kwargs: Any) -> Any:
+        if "dim" not in kwargs:
+            return fn(x, *args, **kwargs)
+        if args or "axis" in kwargs:
+            raise TypeError(f"{name}: give axis= (Paddle) or dim= (PyTorch), not both")
+        dim, keepdim = int(kwargs.pop("dim")), bool(kwargs.pop("keepdim", False))
+        if kwargs:
+            raise TypeError(f"{name}(dim=...): unexpected keyword arguments {sorted(kwargs)}")
+        indices = arg(x, axis=dim, keepdim=True)
+        values = take(x, indices, dim)
+        if not keepdim:
+            values, indices = squeeze(values, axis=[dim]), squeeze(indices, axis=[dim])
+        return _VALUES_AND_INDICES[name](values, indices)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = _torch_max_min.__doc__
+    method.__wrapped__ = fn  # type: ignore[attr-defined]
+    return method
+
+
+def _torch_sort(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """x.sort(axis=1) is Paddle's: the sorted values. x.sort(dim=1) is PyTorch's: the named tuple
+    (values, indices)."""
+    argsort = _function("argsort")
+    take = _function("take_along_axis")
+
+    def method(x: Any, *args: Any, **kwargs: Any) -> Any:
+        if "dim" not in kwargs:
+            return fn(x, *args, **kwargs)
+        if args or "axis" in kwargs:
+            raise TypeError("sort: give axis= (Paddle) or dim= (PyTorch), not both")
+        dim = int(kwargs.pop("dim"))
+        descending, stable = bool(kwargs.pop("descending", False)), bool(kwargs.pop("stable", False))
+        if kwargs:
+            raise TypeError(f"sort(dim=...): unexpected keyword arguments {sorted(kwargs)}")
+        indices = argsort(x, axis=dim, descending=descending, stable=stable)
+        return _VALUES_AND_INDICES["sort"](take(x, indices, dim), indices)
+    method.__name__ = method.__qualname__ = "sort"
+    method.__doc__ = _torch_sort.__doc__
+    method.__wrapped__ = fn  # type: ignore[attr-defined]
+    return method
+
+
+def _method(name: str) -> Callable[..., Any]:
+    """The Tensor method `name`: the public function, taking PyTorch's keyword names too; max /
+    min / sort with PyTorch's dim= return PyTorch's (values, indices)."""
+    fn = _with_torch_keywords(_function(name))
+    if name in ("max", "min"):
+        return _torch_max_min(name, _function(name))
+    if name == "sort":
+        return _torch_sort(fn)
+    return fn
+
+
 def _numel(x: Any) -> int:
     """The number of elements, as a Python int (torch's Tensor.numel(); x.size)."""
     return x.size
@@ -108,7 +174,7 @@ def install(cls: type = MathMixin) -> None:
     in place too)."""
     for name in METHOD_NAMES:
         if name not in vars(cls):
-            setattr(cls, name, _with_torch_keywords(_function(name)))
+            setattr(cls, name, _method(name))
     for name, method in (("numel", _numel), ("dim", _dim), ("ndimension", _dim)):
         if name not in vars(cls):
             setattr(cls, name, method)
