@@ -35,7 +35,7 @@ def test_parameter_groups_match_torch_over_steps_with_a_scheduler(kind):
     extra = {"momentum": 0.9} if kind == "Momentum" else {}
     scheduler = fg.optimizer.lr.StepDecay(0.1, step_size=2, gamma=0.5)
     opt = getattr(fg.optimizer, kind)(scheduler, parameters=[
-        {"params": ours[:2]}, {"params": ours[2:], "learning_rate": 0.02, "weight_decay": 0.1}])
+        {"params": ours[:2]}, {"params": ours[2:], "lr": 0.02, "weight_decay": 0.1}])
     topt = torch_kind([{"params": theirs[:2]}, {"params": theirs[2:], "lr": 0.02, "weight_decay": 0.1}],
                       lr=0.1, **extra)
     tsched = torch.optim.lr_scheduler.StepLR(topt, step_size=2, gamma=0.5)

@@ -19,7 +19,7 @@ Eager mode: `step()` runs the same update kernels on each parameter's array with
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -149,8 +149,9 @@ class Optimizer:
     def _take_parameters(self, parameters: Any) -> list[Any]:
         """A flat parameter list; parameter groups (dicts with "params" and their own
         "learning_rate" (or "lr") and "weight_decay", as PyTorch and Paddle take them) are
-        flattened, their options kept per parameter. A group's learning rate is absolute, as in
-        PyTorch: it stands in a fixed ratio to the optimizer's rate, so a scheduler scales it too."""
+        flattened, their options kept per parameter. A group's "learning_rate" multiplies the
+        optimizer's rate, as in Paddle 2; its "lr" is the group's own rate, as in PyTorch. Either
+        way the group keeps a fixed ratio to the optimizer's rate, so a scheduler scales it too."""
         owner = type(self).__name__
         if isinstance(parameters, dict):
             parameters = [parameters]
@@ -171,11 +172,18 @@ class Optimizer:
                                  f"take per group; it takes {sorted(_GROUP_OPTIONS)}")
             params = _checked_parameters(f"{owner} parameter group {index}", group["params"])
             factor = 1.0
-            rate = group.get("learning_rate", group.get("lr"))
-            if rate is not None:
-                base = self.get_lr()
+            if "learning_rate" in group and "lr" in group:
+                raise ValueError(f"{owner}: parameter group {index}: give 'learning_rate' (Paddle: a ratio to the "
+                                 "optimizer's rate) or 'lr' (PyTorch: the group's own rate), not both")
+            if group.get("learning_rate") is not None:
+                if not is_rate(group["learning_rate"]):
+                    raise ValueError(f"{owner}: parameter group {index}: learning_rate must be a float, "
+                                     f"got {group['learning_rate']!r}")
+                factor = float(group["learning_rate"])
+            elif group.get("lr") is not None:
+                rate, base = group["lr"], self.get_lr()
                 if not is_rate(rate) or base == 0:
-                    raise ValueError(f"{owner}: parameter group {index}: learning_rate must be a float and the "
+                    raise ValueError(f"{owner}: parameter group {index}: lr must be a float and the "
                                      f"optimizer's own rate non-zero, got {rate!r} and {base!r}")
                 factor = float(rate) / base
             decay = self._regularizer(group["weight_decay"]) if "weight_decay" in group else _INHERIT
@@ -361,7 +369,12 @@ class Optimizer:
         for slot in self.accumulators:
             acc = self._accumulator(block, startup, param, slot)
             inputs[slot], outputs[slot + "Out"] = acc, acc
-        return block.append_op(self.op_type, inputs, outputs, {**self.update_attrs(), "op_role": OPTIMIZE})
+        return block.append_op(self.op_type, inputs, outputs, {**self._parameter_attrs(param), "op_role": OPTIMIZE})
+
+    def _parameter_attrs(self, param: Any) -> dict[str, Any]:
+        """The update op's attributes for one parameter: update_attrs(), unless a subclass has
+        per-parameter ones (AdamW's decay of a parameter group)."""
+        return self.update_attrs()
 
     # ------------------------------------------------------------------ eager mode
     def _apply_update(self, param: np.ndarray, grad: np.ndarray, state: dict[str, np.ndarray],
@@ -397,6 +410,22 @@ class Optimizer:
         """The update op's kernel with this optimizer's current attributes bound."""
         return update_kernel(self.op_type, **self.update_attrs())
 
+    def _per_parameter_attrs(self) -> bool:
+        """Whether some parameters' update op has attributes of its own (AdamW's decay)."""
+        return False
+
+    def _parameter_kernel(self, param: Any, regularization: Any, kernel: Any) -> Any:
+        """The update kernel for one parameter (eager): `kernel`, the optimizer's, unless the
+        parameter's attributes differ from update_attrs()."""
+        attrs = self._parameter_attrs(param)
+        if attrs == self.update_attrs():
+            return kernel
+        key = tuple(sorted(attrs.items()))
+        cache = self.__dict__.setdefault("_parameter_kernels", {})
+        if key not in cache:
+            cache[key] = update_kernel(self.op_type, **attrs)
+        return cache[key]
+
     def _eager_parameters(self) -> list[Any]:
         if self._parameter_list is None:
             raise ValueError(f"{type(self).__name__}: eager mode needs parameters=[...] at construction")
@@ -416,14 +445,15 @@ class Optimizer:
         kernel, rate = self._bound_kernel(), self.get_lr()  # once per step, not per parameter
         lr_by_dtype: dict[Any, np.ndarray] = {}
         regularization, eager_state, in_place = self.regularization, self._eager_state, self.in_place_update
-        per_parameter = bool(self._group_options or _LEARNING_RATE_FACTORS)
-        factor = 1.0
+        per_parameter = bool(self._group_options or _LEARNING_RATE_FACTORS or self._per_parameter_attrs())
+        factor, default_kernel = 1.0, kernel
         for param, grad in zip(params, grads):
             value = _to_array(param)
             if grad.shape != value.shape or grad.dtype != value.dtype:
                 grad = _matching_grad(type(self).__name__, param, value, grad)
             if per_parameter:
                 factor, regularization = self._options(param)
+                kernel = self._parameter_kernel(param, regularization, default_kernel)
             if regularization is not None:
                 grad = regularization.apply_array(value, grad)
             lr = lr_by_dtype.get((value.dtype, factor))
@@ -626,14 +656,32 @@ class Adam(Optimizer):
         return {"beta1": self.beta1, "beta2": self.beta2, "epsilon": self.epsilon}
 
 
+class _DecoupledDecay:
+    """A parameter group's float weight_decay under AdamW: the coefficient of the decoupled decay
+    (an attribute of the update op), not an L2 term added to the gradient."""
+
+    def __init__(self, coeff: float) -> None:
+        if coeff < 0:
+            raise ValueError(f"AdamW: a parameter group's weight_decay must be non-negative, got {coeff!r}")
+        self.coeff = float(coeff)
+
+
 class AdamW(Adam):
     """Adam with decoupled weight decay: p *= 1 - lr * weight_decay before the Adam step
-    (torch.optim.AdamW; the decay is an attribute of the `adam` op, not added to the gradient)."""
+    (torch.optim.AdamW; the decay is an attribute of the `adam` op, not added to the gradient).
+    A parameter group's float weight_decay is decoupled too (as torch's); an L1Decay / L2Decay
+    given to a group is added to the gradient. `apply_decay_param_fun(name)` (Paddle 2) picks the
+    parameters that decay at all: the others (biases, norms) get none."""
 
     def __init__(self, learning_rate: float | LRScheduler | None = None, beta1: float = 0.9, beta2: float = 0.999,
                  epsilon: float = 1e-8, parameters: Iterable[Any] | None = None, weight_decay: float = 0.01,
-                 grad_clip: GradientClipBase | None = None, name: str | None = None, *,
+                 grad_clip: GradientClipBase | None = None, name: str | None = None,
+                 apply_decay_param_fun: Callable[[str], bool] | None = None, *,
                  lr: float | LRScheduler | None = None) -> None:
+        if apply_decay_param_fun is not None and not callable(apply_decay_param_fun):
+            raise TypeError(f"AdamW: apply_decay_param_fun must be a function of a parameter's name, "
+                            f"got {type(apply_decay_param_fun).__name__}")
+        self._apply_decay_param_fun = apply_decay_param_fun
         super().__init__(learning_rate, beta1, beta2, epsilon, parameters, None, grad_clip, name, lr=lr)
         if not isinstance(weight_decay, (int, float)) or weight_decay < 0:
             raise ValueError(f"AdamW: weight_decay (decoupled) must be a non-negative float, got {weight_decay!r}")
@@ -641,6 +689,31 @@ class AdamW(Adam):
 
     def update_attrs(self) -> dict[str, Any]:
         return {**super().update_attrs(), "weight_decay": self.weight_decay}
+
+    def _regularizer(self, weight_decay: Any) -> Any:
+        if is_rate(weight_decay) and not isinstance(weight_decay, WeightDecayRegularizer):
+            return _DecoupledDecay(weight_decay)
+        return super()._regularizer(weight_decay)
+
+    def _options(self, param: Any) -> tuple[float, WeightDecayRegularizer | None]:
+        factor, decay = super()._options(param)
+        return factor, (None if isinstance(decay, _DecoupledDecay) else decay)
+
+    def _per_parameter_attrs(self) -> bool:
+        return self._apply_decay_param_fun is not None
+
+    def _decay_coefficient(self, param: Any) -> float:
+        """The decoupled decay of one parameter: its group's, else the optimizer's; 0 for those
+        apply_decay_param_fun turns down."""
+        if self._apply_decay_param_fun is not None:
+            name = param if isinstance(param, str) else getattr(param, "name", None)
+            if not self._apply_decay_param_fun(name):
+                return 0.0
+        decay = self._group_options.get(_option_key(param), (1.0, _INHERIT))[1]
+        return decay.coeff if isinstance(decay, _DecoupledDecay) else self.weight_decay
+
+    def _parameter_attrs(self, param: Any) -> dict[str, Any]:
+        return {**self.update_attrs(), "weight_decay": self._decay_coefficient(param)}
 
 
 __all__ = ["Adam", "AdamW", "Momentum", "Optimizer", "SGD"]
