@@ -464,9 +464,6 @@ def test_transformer_layer_parameter_names_match_paddle_and_torch(kind):
     assert isinstance(layer.linear1, fg.nn.Linear) and isinstance(layer.linear2, fg.nn.Linear)
 
 
-@pytest.mark.xfail(strict=True, reason="scheduler.get_last_lr()[0], the PyTorch way to log the rate, fails with "
-                   "\"TypeError: 'float' object is not subscriptable\": fluidgrad's get_last_lr (a PyTorch name; Paddle "
-                   "has last_lr / get_lr()) returns a float instead of PyTorch's list of one rate per group")
 def test_scheduler_get_last_lr_is_a_list_as_in_torch():
     sched = fg.optimizer.lr.StepDecay(0.1, step_size=1, gamma=0.5)
     reference = torch.optim.lr_scheduler.StepLR(torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], 0.1), 1, 0.5)
@@ -670,10 +667,6 @@ def test_paddle_signatures_take_name_and_optional_arguments(call):
 
 
 # ---------------------------------------------------------------- batch 4
-@pytest.mark.xfail(strict=True, reason="model.load_state_dict(state) (PyTorch's name) only warns when keys are missing "
-                   "or unexpected and keeps the layer's random values, and load_state_dict(state, strict=False) is a "
-                   "TypeError; torch's default strict=True raises on a mismatch (a renamed head or a 'module.' prefix), "
-                   "strict=False returns the missing and unexpected keys")
 def test_load_state_dict_strict_as_in_torch():
     layer = fg.nn.Linear(2, 3)
     partial = {"weight": np.zeros((2, 3), "float32"), "head.bias": np.zeros(3, "float32")}

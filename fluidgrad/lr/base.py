@@ -39,8 +39,11 @@ class LRScheduler:
     def get_lr(self) -> float:
         raise NotImplementedError
 
-    def get_last_lr(self) -> float:
-        return self.last_lr
+    def get_last_lr(self) -> list[float]:
+        """PyTorch's name, so PyTorch's value: a list of one rate per parameter group (a scheduler
+        drives one rate here, so a list of one; group ratios apply on top). Paddle's ways to read
+        the rate as a float are `scheduler()` and `scheduler.last_lr`."""
+        return [self.last_lr]
 
     def step(self, epoch: int | None = None) -> None:
         """Advance to the next epoch (or jump to `epoch`) and publish the new rate."""

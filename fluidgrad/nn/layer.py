@@ -336,8 +336,22 @@ class Layer:
         return missing, unexpected
 
     load_dict = set_state_dict
-    load_state_dict = set_state_dict  # PyTorch's name
     set_dict = set_state_dict
+
+    def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True, assign: bool = False) -> tuple[list, list]:
+        """PyTorch's name, so PyTorch's rule: with strict=True (the default) a key missing from
+        the state dict or one the layer lacks (a renamed head, a "module." prefix) is a
+        RuntimeError and nothing is loaded; strict=False loads what matches and returns
+        (missing_keys, unexpected_keys). Paddle's set_state_dict loads what matches with a warning."""
+        own = self.state_dict()
+        missing = [n for n in own if n not in state_dict]
+        unexpected = [n for n in state_dict if n not in own]
+        if strict and (missing or unexpected):
+            raise RuntimeError(f"load_state_dict: {type(self).__name__} and the state dict differ: missing keys "
+                               f"{missing}, unexpected keys {unexpected} (strict=False loads the keys that match)")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")   # the caller asked for a partial load
+            return self.set_state_dict(state_dict)
 
     def to(self, device: Any = None, dtype: Any = None, blocking: bool | None = None, **_: Any) -> "Layer":
         """Paddle's `to(device=None, dtype=None, blocking=None)` and PyTorch's habits (`to("cpu")`,
