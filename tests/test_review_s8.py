@@ -687,8 +687,6 @@ def test_batch_norm_use_global_stats_false_uses_batch_statistics_in_eval():
 
 
 # ---------------------------------------------------------------- ParamAttr and initializers where Paddle 2 has them
-@pytest.mark.xfail(strict=True, reason="ParamAttr takes no regularizer= / need_clip= (Paddle 2: a per-parameter weight "
-                   "decay, e.g. none on biases, and a parameter left out of gradient clipping): TypeError")
 def test_param_attr_regularizer_and_need_clip():
     x = fg.to_tensor(np.ones((2, 3), "float32"))
     fg.seed(0)
