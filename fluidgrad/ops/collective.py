@@ -185,7 +185,9 @@ def _bucket_allreduce_offer(shapes, dtypes, reduce="avg", bucket="", **_):
 
 def _streams(bucket) -> bool:
     """A shared bucket's rows are written with streaming stores (ops/comm_stream.py), which the
-    producers' own stores are not: then they are not offered."""
+    producers' own stores are not: then they are not offered. (Sharded buckets keep ordinary
+    stores: there each rank's own part stays where its producer wrote it, and streaming the
+    peer's part measured no better, see docs/distributed.md.)"""
     return bucket.shared and comm_stream.enabled()
 
 
@@ -325,7 +327,7 @@ def _shard_key(bucket: str, layout: Layout) -> tuple:
     return ("shard", bucket, layout.key)
 
 
-def _shard_offer(shapes, dtypes, reduce="avg", bucket="", nranks=1, **_):
+def _shard_offer(shapes, dtypes, reduce="avg", bucket="", nranks=1, shard=True, **_):
     """Placement (executor/placement.py): each gradient's place in this rank's next row of the
     sharded bucket, unscaled (the average's 1/p is applied in the sum), so its producer writes it
     there and nothing else touches it; the kernel then packs nothing for it and reads its own
@@ -339,7 +341,7 @@ def _shard_offer(shapes, dtypes, reduce="avg", bucket="", nranks=1, **_):
 
     def offer():
         found = world.kept_bucket(key, layout.padded, dtype)
-        return None if found is None or _streams(found) else pieces.of(found)
+        return None if found is None or (not shard and _streams(found)) else pieces.of(found)
     return (key, layout.padded, dtype.str), offer
 
 

@@ -286,7 +286,7 @@ def exchange(world: Any, key: Any, arrays: Sequence[np.ndarray], layout: Layout,
         world.wait(world.comm.Ireduce_scatter_block(bucket.input, summed, op=world.mpi.SUM), what)
         return np.empty((0, 0), dtype), -1, summed
     lo, hi = layout.bounds(world.rank)
-    pack(bucket.input, arrays, layout, skip=(lo, hi), present=present, stream=True)
+    pack(bucket.input, arrays, layout, skip=(lo, hi), present=present)
     rows = bucket.sets[bucket.turn]
     bucket.turn = (bucket.turn + 1) % len(bucket.sets)
     bucket.win.Sync()
