@@ -179,16 +179,17 @@ def _bucket_allreduce_offer(shapes, dtypes, reduce="avg", bucket="", **_):
 
     def offer():
         found = world.kept_bucket(key, size, dtype)
-        return None if found is None or _streams(found) else pieces.of(found)
+        return None if found is None else pieces.of(found)
     return (key, size, dtype.str), offer
 
 
 def _streams(bucket) -> bool:
-    """A shared bucket's rows are written with streaming stores (ops/comm_stream.py), which the
-    producers' own stores are not: then they are not offered. (Sharded buckets keep ordinary
-    stores: there each rank's own part stays where its producer wrote it, and streaming the
-    peer's part measured no better, see docs/distributed.md.)"""
-    return bucket.shared and comm_stream.enabled()
+    """The fused replicated update (shard=False) writes a two-rank shared bucket's rows with streaming
+    stores (ops/comm_stream.py), which the producers' own stores are not: then they are not
+    offered. (The sharded buckets and c_bucket_allreduce keep ordinary stores and placement:
+    they read the rank's own row back, or its own part where its producer wrote it; streaming
+    measured no better there, docs/distributed.md.)"""
+    return bucket.shared and bucket.pair and comm_stream.enabled()
 
 
 def _bucket_allreduce_kernel(xs, reduce="avg", bucket="", ring_id=0, overwrite=False, placed=None):
@@ -205,7 +206,7 @@ def _bucket_allreduce_kernel(xs, reduce="avg", bucket="", ring_id=0, overwrite=F
     for k, array in enumerate(arrays):  # pack; the average's 1/p is applied as the rows are summed
         part = flat.input[start:start + array.size]
         if not (placed is not None and placement.is_placed(placed[k], array, part)):  # else its producer wrote it here
-            (comm_stream.stream_copy if flat.shared else np.copyto)(part, array.reshape(-1))
+            np.copyto(part, array.reshape(-1))
         pieces.append((start, array.shape))
         start += array.size
     into = [a if overwrite and count <= _PLAN_ONLY and type(a) is np.ndarray and a.base is None and a.flags.writeable
