@@ -422,8 +422,6 @@ _LAYERS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="common Paddle 2 layers are missing: Dropout2D, ZeroPad2D, Pad2D, Unflatten, "
-                   "LSTMCell / GRUCell / SimpleRNNCell, SyncBatchNorm (what data-parallel CNN code uses), Fold")
 @pytest.mark.parametrize("name", sorted(_LAYERS))
 def test_common_layers_exist_and_run(name):
     make, shape = _LAYERS[name]
@@ -488,8 +486,6 @@ _MORE_FUNCTIONS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="common Paddle 2 creation and math functions are missing: eye, diag, atan2, "
-                   "tensordot, kthvalue, isin, erfinv")
 @pytest.mark.parametrize("name", sorted(_MORE_FUNCTIONS))
 def test_more_common_functions_match_torch(name):
     x0 = np.arange(8.0).reshape(2, 4) - 2.5
