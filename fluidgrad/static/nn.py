@@ -103,6 +103,7 @@ def embedding(input: Variable, size: tuple[int, int] | list[int], is_sparse: boo
     return NF.embedding(input, table, padding_idx=padding_idx)
 
 from .control_flow import While, case, cond, switch_case, while_loop  # noqa: E402,F401  (differentiable control flow)
+from .pylayer import static_pylayer  # noqa: E402,F401  (a function with a hand-written backward, as ops)
 
 
 # ---------------------------------------------------------------- convolution, pooling, normalisation
