@@ -24,6 +24,7 @@ from .ops.random import get_rng_state, seed, set_rng_state
 from .flags import get_flags, set_flags
 from . import static
 from . import nn, optimizer, regularizer  # noqa: E402  (after static: they build on it)
+from .nn.model_summary import summary  # noqa: E402  (paddle.summary: the layer table and parameter counts)
 from .eager import Tensor, enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled, to_tensor
 
 _math_mixin.install(functions)

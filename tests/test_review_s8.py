@@ -684,9 +684,6 @@ def test_pytorch_tensor_habits(habit):
 
 
 # ---------------------------------------------------------------- BatchNorm's use_global_stats
-@pytest.mark.xfail(strict=True, reason="BatchNorm2D(use_global_stats=False) in eval mode normalises with the running "
-                   "statistics; Paddle documents False as 'use the statistics of one mini-batch' in both phases "
-                   "(trainable_statistics), so the eval output is silently different")
 def test_batch_norm_use_global_stats_false_uses_batch_statistics_in_eval():
     x = np.random.default_rng(0).standard_normal((4, 3, 2, 2)).astype("float32") * 3 + 2
     layer = fg.nn.BatchNorm2D(3, use_global_stats=False)
@@ -796,8 +793,6 @@ def test_nll_loss_refuses_float_labels():
         F.nll_loss(log_probs, fg.to_tensor(np.array([0.9, 1.9], "float32")))
 
 
-@pytest.mark.xfail(strict=True, reason="adaptive pooling to an output size of 0 fails with a bare ZeroDivisionError "
-                   "('integer modulo by zero') instead of a ShapeError naming the op and the size")
 @pytest.mark.parametrize("name", ["adaptive_avg_pool2d", "adaptive_max_pool2d", "adaptive_avg_pool1d"])
 def test_adaptive_pooling_to_size_zero_is_a_clear_error(name):
     shape = (1, 2, 4) if name.endswith("1d") else (1, 2, 4, 4)
@@ -807,9 +802,6 @@ def test_adaptive_pooling_to_size_zero_is_a_clear_error(name):
 
 
 # ---------------------------------------------------------------- BatchNorm without an affine part
-@pytest.mark.xfail(strict=True, reason="BatchNorm2D(C, weight_attr=False, bias_attr=False) (Paddle: no scale / shift "
-                   "parameters) fails in its constructor with the internal 'create_parameter: attr=False means no "
-                   "parameter; do not call it then'; LayerNorm and GroupNorm accept it")
 def test_batch_norm_without_scale_and_shift():
     x = np.random.default_rng(0).standard_normal((4, 3, 2, 2)).astype("float32") * 2 + 1
     layer = fg.nn.BatchNorm2D(3, weight_attr=False, bias_attr=False)
@@ -844,8 +836,6 @@ def test_distributed_reduce_op_constants_in_a_world_of_one():
     assert dist.is_initialized() in (True, False)
 
 
-@pytest.mark.xfail(strict=True, reason="fluidgrad.summary (paddle.summary(model, input_size): the layer table and "
-                   "parameter counts a user prints first) is missing")
 def test_summary_counts_parameters(capsys):
     model = fg.nn.Sequential(fg.nn.Linear(4, 8), fg.nn.ReLU(), fg.nn.Linear(8, 2))
     model[2].weight.stop_gradient = True
@@ -962,8 +952,6 @@ def test_onnx_import_of_int32_reductions_keeps_int32(op_type):
 
 
 # ---------------------------------------------------------------- freezing a parameter the Paddle 2 way
-@pytest.mark.xfail(strict=True, reason="parameters have no `trainable` attribute (Paddle 2's way to freeze one: "
-                   "`layer.weight.trainable = False`): reading or setting it is an AttributeError")
 def test_parameter_trainable_flag_freezes_it():
     layer = fg.nn.Linear(2, 1)
     assert layer.weight.trainable is True

@@ -86,6 +86,16 @@ class Tensor(MathMixin, TorchHabits):
         self._hooks = None
         self.persistable = False  # True for a Layer's parameters and buffers
 
+    @property
+    def trainable(self) -> bool:
+        """Paddle 2's flag on a parameter: `trainable = False` freezes it (stop_gradient=True: no
+        gradient, so no optimizer update)."""
+        return not self.stop_gradient
+
+    @trainable.setter
+    def trainable(self, value: bool) -> None:
+        self.stop_gradient = not bool(value)
+
     # ---- what it holds
     @property
     def shape(self) -> tuple[int, ...]:

@@ -42,7 +42,7 @@ class Pooling:
         self.kind = "global" if global_pooling else ("adaptive" if adaptive else "windows")
         if self.kind == "adaptive":
             self.out = per_axis(ksize, nd, "output_size")
-            if all(s >= 0 and s % o == 0 for s, o in zip(self.spatial, self.out)):   # regular after all
+            if all(s >= 0 and o > 0 and s % o == 0 for s, o in zip(self.spatial, self.out)):   # regular after all
                 kernel = [s // o for s, o in zip(self.spatial, self.out)]
                 self.kind, self.windows = "windows", Windows(self.spatial, kernel, kernel, 0)
         elif self.kind == "global":

@@ -31,7 +31,9 @@ def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any, bias: A
                use_global_stats: bool | None = None) -> Any:
     """Normalise over every axis but the channel axis (1, or the last one for NLC / NHWC / NDHWC).
     Training uses batch statistics and updates running = momentum * running + (1 - momentum) *
-    batch (unbiased variance, as PyTorch); otherwise the running statistics are used."""
+    batch (unbiased variance, as PyTorch); otherwise the running statistics are used.
+    use_global_stats (Paddle's) overrides that choice in both phases: True normalises with the
+    running statistics, False with the batch's (in eval too, then leaving the running ones as they are)."""
     if channel_last_of_any_rank(data_format, ("NC",) + _SPATIAL_FIRST, "batch_norm"):
         channels = x.shape[-1] if len(x.shape) >= 2 else -1
         if channels < 0:
@@ -43,8 +45,9 @@ def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any, bias: A
     if weight is None or bias is None:  # no affine part: scale 1, shift 0
         weight = apply_op("fill_any_like", {"X": running_mean}, {"value": 1.0}) if weight is None else weight
         bias = apply_op("fill_any_like", {"X": running_mean}, {"value": 0.0}) if bias is None else bias
-    attrs = {"momentum": float(momentum), "epsilon": float(epsilon), "is_test": not training,
-             "use_global_stats": bool(use_global_stats) if use_global_stats is not None else not training}
+    batch_stats = training if use_global_stats is None else not use_global_stats
+    attrs = {"momentum": float(momentum), "epsilon": float(epsilon), "is_test": not (training or batch_stats),
+             "use_global_stats": not batch_stats}
     y, mean_out, var_out, _saved_mean, _saved_inv_std = apply_op(
         "batch_norm", {"X": x, "Scale": weight, "Bias": bias, "Mean": running_mean, "Variance": running_var}, attrs)
     if training:

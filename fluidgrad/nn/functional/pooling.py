@@ -119,6 +119,9 @@ def _adaptive_attrs(nd: int, x: Any, output_size: Any, fn: str) -> dict[str, Any
     sizes = [output_size] * nd if isinstance(output_size, int) or output_size is None else list(output_size)
     if len(sizes) != nd:
         raise ValueError(f"{fn}: output_size must be an int or {nd} sizes, got {output_size!r}")
+    if any(s is not None and int(s) < 1 for s in sizes):
+        raise ValueError(f"{fn}: output_size must be positive, got {output_size!r} for input of shape "
+                         f"{list(x.shape)}")
     spatial = list(x.shape[2:])
     sizes = [spatial[i] if s is None else int(s) for i, s in enumerate(sizes)]   # None keeps the input size
     if any(s < 0 for s in sizes):

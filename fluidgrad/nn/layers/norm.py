@@ -26,7 +26,8 @@ def _layout(layer: Layer, data_format: str | None) -> str:
 class _BatchNormNd(Layer):
     """Normalise each channel (axis 1, or the last axis for a channel-last data_format): batch
     statistics while training (updating the running ones: running = momentum * running +
-    (1 - momentum) * batch), running ones in eval."""
+    (1 - momentum) * batch), running ones in eval; use_global_stats True / False picks the running /
+    the batch statistics in both phases. weight_attr / bias_attr False: no scale / shift."""
 
     layouts: tuple[str, ...] = ("NCHW", "NHWC")
 
@@ -37,8 +38,10 @@ class _BatchNormNd(Layer):
         data_format = _layout(self, data_format)
         self.num_features, self.momentum, self.epsilon = int(num_features), float(momentum), float(epsilon)
         self.data_format, self.use_global_stats = data_format, use_global_stats
-        self.weight = self.create_parameter([num_features], weight_attr, default_initializer=Constant(1.0))
-        self.bias = self.create_parameter([num_features], bias_attr, is_bias=True, default_initializer=Constant(0.0))
+        self.weight = None if weight_attr is False else self.create_parameter(
+            [num_features], weight_attr, default_initializer=Constant(1.0))
+        self.bias = None if bias_attr is False else self.create_parameter(
+            [num_features], bias_attr, is_bias=True, default_initializer=Constant(0.0))
         self.register_buffer("_mean", Tensor(np.zeros([num_features], dtype=self._dtype)))
         self.register_buffer("_variance", Tensor(np.ones([num_features], dtype=self._dtype)))
 
