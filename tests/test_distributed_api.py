@@ -111,3 +111,74 @@ def test_async_forms_return_a_completed_task():
     for task in (dist.all_reduce(x, sync_op=False), dist.broadcast(x, 0, async_op=True),
                  dist.all_gather([], x, sync_op=False)):
         assert task.wait() is True and task.is_completed()
+
+
+# ------------------------------------------------------------------ DistributedOptimizer without DataParallel
+def test_an_eager_distributed_optimizer_without_data_parallel_trains_as_one_process(tmp_path):
+    """DistributedOptimizer(eager optimizer) on an unwrapped model averages the gradients at
+    step() / minimize(loss) (Horovod's DistributedOptimizer) and starts every rank from rank 0's
+    parameters: 2 ranks equal one process on the concatenated batch, with SGD, Momentum, Adam,
+    and clipping by the global norm; a layer never called stays as it was."""
+    _mpi()
+    out = tmp_path / "eager_optimizer.json"
+    result = run("-n", 2, SCRIPTS / "api_eager_optimizer.py", out)
+    assert result.returncode == 0, result.err[-3000:]
+    cases = json.loads(out.read_text())["cases"]
+    assert sorted(cases) == sorted(f"{kind}-{clip}" for kind in ("sgd", "momentum", "adam") for clip in ("noclip", "clip"))
+    problems = []
+    for name, case in cases.items():
+        if not (case["loss"] < 2e-5 and case["params"] < 2e-5):  # float32 rounding (observed ~1e-6)
+            problems.append(f"{name}: loss differs by {case['loss']:.2e}, a parameter by {case['params']:.2e}")
+        if case["n_params"] != 6 or case["spread"] != 0.0 or case["unused_moved"] != 0.0:
+            problems.append(f"{name}: {case['n_params']} parameters, spread across ranks {case['spread']}, "
+                            f"the unused layer moved by {case['unused_moved']}")
+        if name.endswith("-clip") and not case["clipped"]:
+            problems.append(f"{name}: the global norm never exceeded clip_norm: clipping was not exercised")
+    assert not problems, "\n".join(problems)
+
+
+# ------------------------------------------------------------------ the launcher's exit status
+def launcher_line(result):
+    lines = [line for line in result.err.splitlines() if line.startswith("fluidgrad launch:")]
+    assert len(lines) == 1, result.err[-3000:]
+    return lines[0]
+
+
+@pytest.mark.parametrize("scenario, message, status", [
+    ("raise4", "rank 1 of 2 failed: exited with status 4 (sys.exit(4)); the other ranks finished (exit status 4)", 4),
+    ("os_exit3", "rank 1 of 2 failed: exited with status 3 (os._exit(3)); every rank was stopped (exit status 3)", 3),
+    ("os_exit0", "rank 1 of 2 failed: exited with status 0 (os._exit(0)) while the other ranks ran: it skipped "
+                 "MPI's finalisation, so MPI stopped the job; every rank was stopped (exit status 1)", 1),
+    ("error", "rank 1 of 2 failed: raised ValueError: rank 1 found a bad value; the other ranks finished "
+              "(exit status 1)", 1),
+])
+def test_the_launcher_exits_with_the_real_status_of_the_failed_rank_and_names_it(scenario, message, status):
+    """However the script ends (SystemExit raised without sys.exit, os._exit, which MPI reports
+    as the status of a rank it killed), the status is the failed rank's own (torchrun's exitcode)."""
+    _mpi()
+    result = run("-n", 2, SCRIPTS / "api_exits.py", scenario, timeout=120)
+    assert launcher_line(result) == f"fluidgrad launch: {message}"
+    assert result.returncode == status
+    assert "rank 1 finished" not in result.out
+    assert result.seconds < BOUND_SECONDS
+    if scenario == "error":  # the traceback starts in the script, as with `python script.py`
+        traceback = [line for line in result.err.splitlines() if line.startswith("[rank 1]   File")]
+        assert traceback and all("api_exits.py" in line for line in traceback), result.err[-2000:]
+
+
+def test_a_sys_exit_the_script_catches_ends_nothing():
+    _mpi()
+    result = run("-n", 2, SCRIPTS / "api_exits.py", "caught", timeout=120)
+    assert result.returncode == 0, result.err[-3000:]
+    assert "fluidgrad launch:" not in result.err
+    assert "rank 0 finished" in result.out and "rank 1 finished" in result.out
+
+
+def test_a_launched_script_runs_as_python_runs_it():
+    """argv, sys.path[0] (the script's folder), __name__, __file__, and classes of the script
+    pickled between ranks."""
+    _mpi()
+    result = run("-n", 2, SCRIPTS / "api_exits.py", "as_a_script", "--flag", timeout=120)
+    assert result.returncode == 0, result.err[-3000:]
+    for rank in (0, 1):
+        assert f"rank {rank} facts [True, True, True, True, True]" in result.out, result.out
