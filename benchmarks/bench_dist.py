@@ -1,6 +1,6 @@
 """Data-parallel step time (issue 14): the MLP 784-512-512-10 at per-rank batch 64, SGD.
 
-    python benchmarks/bench_dist.py [--rounds 20] [--launches 3] [--block 8]
+    python benchmarks/bench_dist.py [--rounds 20] [--launches 3] [--block 10]
     python benchmarks/bench_dist.py --phases     # the static step split into its parts
     python benchmarks/bench_dist.py --ops        # CPU time per kind of op, every static contender
 
@@ -12,8 +12,11 @@ Every number comes from 2-rank jobs (`--launches` per mode, one mode per job), s
 and 2-rank steps are taken in the same processes, holding the same models, under the same
 load, minutes of machine drift shared: the contenders take turns in blocks of `--block`
 consecutive steps, as a training loop runs one model, `--rounds` times, in an order shuffled
-every round; the first step of a block is not timed (it finds its model's parameters evicted by
-the other contenders'). In the "1 rank" blocks rank 0 trains the plain model alone while rank 1
+every round; the first two steps of a block are not timed (WARM_STEPS: the first finds its
+model evicted by the other contenders', the second a two-rank bucket's second set of rows, evicted
+too; a training loop's steady state starts at the third, where each step rewrites memory the
+peer read two steps before: with a single untimed step, the second step of each block ran up to
+0.6 ms faster than the rest whenever the cores were far apart, a warm-up no training loop has). In the "1 rank" blocks rank 0 trains the plain model alone while rank 1
 sleeps in a blocking read of a named pipe (no polling: its core idle, as a 1-rank job leaves the
 second core); in every other block both ranks train. Within a block the steps run back to
 back, with no barrier between them (a barrier only starts the block), and a step's time is the
@@ -38,6 +41,16 @@ time per step inside collectives (starting them, waiting for them, reducing shar
 eager mode what the backward pass did not hide); "cpu" is rank 0's CPU time per step (the
 work, without the time it waited or lost its core). Bucketed and per-parameter take turns in
 the same processes: their steps are compared pairwise, in order.
+Why the step times are bimodal on this machine (the second table): before each block both ranks
+run CrossCoreProbe, which times rewriting 512 KB the peer has just read against writing private
+memory. On this 2-vCPU virtual machine the host places the vCPUs near (the ratio about 1-3) or far
+(about 10) from each other, for minutes at a time, and far, each 64-byte line written that the
+peer holds costs about 25 ns (1 ms per 2.7 MB); every data-parallel step through shared memory
+rewrites such memory (its bucket rows, its parameters), so the steps of one contender fall in two
+groups. The second table splits every row by that probe. Shared rows are written with streaming
+stores by default (ops/comm_stream.py), which take no ownership of the lines first; "bucketed,
+ordinary stores" is the same path with ordinary stores and placement (the weight gradients'
+GEMMs writing into the row), as before.
 Goal: 2-rank step <= 1.1x the 1-rank step (90% weak-scaling efficiency); bucketed < per-parameter.
 """
 from __future__ import annotations
@@ -67,7 +80,7 @@ from fluidgrad.distributed import eager_fused, sharding  # noqa: E402
 from fluidgrad.executor import executor as executor_module  # noqa: E402
 from fluidgrad.framework import BACKWARD, OPTIMIZE  # noqa: E402
 from fluidgrad.nn import functional as F  # noqa: E402
-from fluidgrad.ops import comm_buckets, comm_shards, comm_split  # noqa: E402
+from fluidgrad.ops import comm_buckets, comm_shards, comm_split, comm_stream  # noqa: E402
 from fluidgrad.ops.comm import World, get_world  # noqa: E402
 from fluidgrad.ops.registry import get_op_def  # noqa: E402
 
@@ -75,6 +88,11 @@ SIZES, BATCH, LR = (784, 512, 512, 10), 64, 0.01
 MODES = ("static", "eager")
 ONE_RANK = "1 rank"  # plain training on rank 0 while rank 1 sleeps
 DOORBELL = ".doorbell"  # the named pipe rank 1 sleeps on: the output path + this
+# untimed steps at the start of a block: the first finds its model evicted by the other contenders';
+# the second uses a two-rank bucket's second set of rows (comm_buckets.SharedBucket), evicted too.
+# From the third on, a step rewrites memory the peer read two steps before, as every step of a
+# training loop does (what that costs: CrossCoreProbe)
+WARM_STEPS = 2
 
 
 def alone(wrapped: Any) -> Any:
@@ -132,6 +150,7 @@ class Contender(NamedTuple):
     static: Callable[[Any], Any] | None
     eager: Callable[[Any], Any] | None
     path: str = "auto"
+    stream: bool = True  # writes into shared rows with streaming stores (ops/comm_stream.py, the default)
 
 
 # the 2-rank contenders, one line each; bucket size 0 MB = one all-reduce per parameter
@@ -139,6 +158,9 @@ NO_SPLIT = {"split_grads": False}  # the all-reduce contenders: weight gradients
 CONTENDERS = {
     "no all-reduce": Contender(alone, alone),  # each rank trains alone: the 2-rank compute
     "bucketed": Contender(dp_optimizer(25.0, **NO_SPLIT), dp_model(25.0)),
+    # the same, its rows written with ordinary stores (and offered to the gradients' producers: placement;
+    # eager DataParallel always writes them so)
+    "bucketed, ordinary stores": Contender(dp_optimizer(25.0, **NO_SPLIT), None, stream=False),
     # the same buckets, the all-reduce and the SGD ops apart (what "bucketed" was before the fused update)
     "bucketed, unfused update": Contender(dp_unfused(25.0), dp_model_unfused(25.0)),
     "per-parameter": Contender(dp_optimizer(0.0, **NO_SPLIT), dp_model(0.0)),
@@ -213,16 +235,18 @@ def steppers_for(world: World, mode: str, names: Any = None) -> dict[str, Callab
         if wrap is None or (names is not None and name not in names):
             continue
         world.allreduce_path = contender.path  # DataParallel chooses at wrap time whether to overlap
-        out[name] = on_path(world, contender.path, STEPPERS[mode](wrap))
+        out[name] = on_path(world, contender.path, contender.stream, STEPPERS[mode](wrap))
     world.allreduce_path = "auto"
     return out
 
 
-def on_path(world: World, path: str, step: Callable[[], Any]) -> Callable[[], Any]:
-    """`step` run with gradient buckets reduced through `path` ("auto" or "mpi")."""
+def on_path(world: World, path: str, stream: bool, step: Callable[[], Any]) -> Callable[[], Any]:
+    """`step` run with gradient buckets reduced through `path` ("auto" or "mpi"), shared rows
+    written with streaming stores or not."""
     def run():
         world.allreduce_path = path
-        step()
+        with comm_stream.STREAM.use(stream):
+            step()
     return run
 
 
@@ -242,9 +266,12 @@ class Doorbell:
             raise SystemExit("bench_dist: rank 0 closed the doorbell (it failed)")
 
 
-def run_block(world: World, step: Callable[[], Any], block: int, doorbell: Doorbell | None, meter: Any) -> Any:
-    """`block` steps back to back after a barrier; (end times, `meter`'s record of each step) on
-    a rank that trained, None on rank 1 in a "1 rank" block (given a `doorbell`: it sleeps)."""
+def run_block(world: World, step: Callable[[], Any], block: int, doorbell: Doorbell | None, meter: Any,
+              probe: CrossCoreProbe) -> Any:
+    """`block` steps back to back after a barrier; (end times, `meter`'s record of each step, the
+    cross-core probe's ratio just before the block) on a rank that trained, None on rank 1 in a
+    "1 rank" block (given a `doorbell`: it sleeps)."""
+    ratio = probe.measure()
     world.barrier()
     if doorbell is not None and world.rank:
         doorbell.sleep()
@@ -257,14 +284,63 @@ def run_block(world: World, step: Callable[[], Any], block: int, doorbell: Doorb
         notes.append(meter.stop())
     if doorbell is not None:
         doorbell.ring()
-    return ends, notes
+    return ends, notes, ratio
+
+
+class CrossCoreProbe:
+    """What it costs right now to rewrite memory the other rank has read, against memory it has not.
+
+    Why: on this 2-vCPU virtual machine the host moves the two vCPUs between placements where a
+    store to a cache line the other core holds costs about 1 ns more than a private store and
+    placements where it costs about 25 ns more (2.5 GB/s: 1 ms per 2.7 MB rewritten), for minutes
+    at a time. Every data-parallel step on shared memory rewrites memory the peer read the step
+    before (its row of a bucket, its rows of the parameters), so the steps' times follow that
+    state, not the code. Each rank owns a row of PROBE_BYTES in an MPI shared window; `measure()`
+    (collective) writes the row and lets the peer read it, then does so `PROBE_REPS` more times, and times the writes
+    against writes of a private array of the same size: the ratio of the fastest of each."""
+
+    PROBE_BYTES, PROBE_REPS = 512 << 10, 4
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        n = self.PROBE_BYTES // 4
+        node = world.node_comm()
+        win = world.mpi.Win.Allocate_shared(2 * n * 4 if node.Get_rank() == 0 else 0, 4, comm=node)
+        memory, _ = win.Shared_query(0)
+        self.rows = np.frombuffer(memory, "float32", count=2 * n).reshape(2, n)
+        self.win, self.node = win, node
+        self.source = np.full(n, world.rank + 1.0, "float32")
+        self.private = np.zeros(n, "float32")
+        win.Lock_all(world.mpi.MODE_NOCHECK)
+
+    def measure(self) -> float:
+        own, peer = self.rows[self.world.rank], self.rows[1 - self.world.rank]
+        shared, private = [], []
+        for _ in range(self.PROBE_REPS + 1):  # the first only makes the peer read the row
+            start = time.perf_counter()
+            np.copyto(self.private, self.source)
+            middle = time.perf_counter()
+            np.copyto(own, self.source)
+            private.append(middle - start)
+            shared.append(time.perf_counter() - middle)
+            self.win.Sync()
+            self.world.barrier()
+            self.win.Sync()
+            float(peer.sum())  # the peer's row read: its lines now in this core's cache
+            self.world.barrier()
+        # the fastest of each (a lost core only adds time), the first write left out: the peer had
+        # not read the row since the last block
+        return min(shared[1:]) / max(min(private[1:]), 1e-9)
+
+
+FAR = 4.0  # probe ratio from which a block counts as run with the cores "far" apart (about 1 near, 10-20 far)
 
 
 def job_step_times(ranks: list[Any]) -> list[float]:
     """A block's step times (seconds) as the job sees them: between the later rank's ends of two
-    consecutive steps; the first step (it warms the block's model) is left out."""
+    consecutive steps; the first WARM_STEPS steps (they warm the block's model) are left out."""
     ends = np.max([r[0] for r in ranks if r is not None], axis=0)
-    return np.diff(ends)[1:].tolist()
+    return np.diff(ends)[WARM_STEPS:].tolist()
 
 
 def run_rounds(world: World, steppers: dict[str, Callable[[], Any]], rounds: int, block: int,
@@ -274,12 +350,14 @@ def run_rounds(world: World, steppers: dict[str, Callable[[], Any]], rounds: int
     for step in steppers.values():  # warm up: plans compiled, buckets made, memory mapped
         for _ in range(3):
             step()
+    probe = CrossCoreProbe(world)
     blocks: dict[str, list[Any]] = {name: [] for name in steppers}
     for r in range(rounds):
         order = list(steppers)
         random.Random(r).shuffle(order)
         for name in order:
-            blocks[name].append(run_block(world, steppers[name], block, doorbell if name == ONE_RANK else None, meter))
+            blocks[name].append(run_block(world, steppers[name], block, doorbell if name == ONE_RANK else None, meter,
+                                           probe))
     every = world.all_gather_object(blocks, "bench_dist blocks")
     return {name: [[rank[name][b] for rank in every] for b in range(rounds)] for name in steppers}
 
@@ -307,13 +385,14 @@ def worker(out_path: str, mode: str, rounds: int, block: int) -> None:
                         Doorbell(world, out_path + DOORBELL))
     result: dict[str, Any] = {}
     for name, per_block in blocks.items():
-        times, cpu, comm = [], [], []
+        times, cpu, comm, probed = [], [], [], []
         for ranks in per_block:
             times += job_step_times(ranks)
-            notes = ranks[0][1][1:]
+            notes = ranks[0][1][WARM_STEPS:]
             cpu += [c for c, _ in notes]
             comm += [w for _, w in notes]
-        result[f"{mode}|{name}"] = [times, comm, cpu]
+            probed += [ranks[0][2]] * len(notes)
+        result[f"{mode}|{name}"] = [times, comm, cpu, probed]
     result["allreduce"] = allreduce_times(world)
     if world.rank == 0:
         Path(out_path).write_text(json.dumps(result))
@@ -450,7 +529,7 @@ def phase_samples(blocks: dict[str, list[list[Any]]]) -> dict[str, list[float]]:
         for ranks in per_block:
             for seconds in job_step_times(ranks):
                 add(f"{name}|step (the job's, wall)", seconds)
-            ran = [(rank, r[1][1:]) for rank, r in enumerate(ranks) if r is not None]
+            ran = [(rank, r[1][WARM_STEPS:]) for rank, r in enumerate(ranks) if r is not None]
             for k in range(len(ran[0][1])):
                 for rank, notes in ran:
                     m = notes[k]
@@ -560,8 +639,8 @@ def every_step(world: World, step: Callable[[], Any], how: str) -> Callable[[], 
     return run
 
 
-OPS_CONTENDERS = ("no all-reduce", "bucketed", "bucketed, unfused update", "bucketed, sharded update",
-                  "split weight gradients", "split weight gradients, sharded update")  # beside "1 rank" and two diagnostics
+OPS_CONTENDERS = ("no all-reduce", "bucketed", "bucketed, ordinary stores", "bucketed, unfused update",
+                  "bucketed, sharded update", "split weight gradients", "split weight gradients, sharded update")  # beside "1 rank" and two diagnostics
 OPS_DIAGNOSTICS = {"no all-reduce, a barrier each step": "barrier", "no all-reduce, 0.2 ms yielding each step": "yield"}
 
 
@@ -578,7 +657,7 @@ def ops_worker(out_path: str, rounds: int, block: int) -> None:
     for name, per_block in blocks.items():
         for ranks in per_block:
             for rank, r in enumerate(ranks):
-                for notes in ([] if r is None else r[1][1:]):
+                for notes in ([] if r is None else r[1][WARM_STEPS:]):
                     for kind in OP_KINDS:
                         samples.setdefault(f"{name}|{rank}|{kind}", []).append(notes.get(kind, 0.0) * 1e3)
     if world.rank == 0:
@@ -667,14 +746,15 @@ def percentiles(samples: Any, *qs: float) -> list[float]:
 
 
 def steps_per_row(args: argparse.Namespace) -> int:
-    return args.rounds * (args.block - 1) * args.launches
+    return args.rounds * (args.block - WARM_STEPS) * args.launches
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20, help="turns of every contender per job")
     parser.add_argument("--launches", type=int, default=3, help="2-rank jobs per mode, modes alternating")
-    parser.add_argument("--block", type=int, default=8, help="consecutive steps of one contender (the first not timed)")
+    parser.add_argument("--block", type=int, default=10,
+                        help=f"consecutive steps of one contender (the first {WARM_STEPS} not timed)")
     parser.add_argument("--phases", action="store_true",
                         help="split the static step into its parts (compute, pack, barrier, sum, update)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -684,8 +764,8 @@ def main():
     parser.add_argument("--phase-worker", help=argparse.SUPPRESS)
     parser.add_argument("--ops-worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.block < 2:
-        parser.error("--block must be at least 2 (the first step of a block is not timed)")
+    if args.block <= WARM_STEPS:
+        parser.error(f"--block must be more than {WARM_STEPS} (the first {WARM_STEPS} steps of a block are not timed)")
     if args.worker:
         return worker(args.worker, args.mode, args.rounds, args.block)
     if args.phase_worker:
@@ -702,9 +782,9 @@ def main():
             for mode in MODES:
                 found = launch_worker(args, "--worker", Path(tmp) / f"{mode}-{launch}.json", "--mode", mode)
                 for size, seconds in found.pop("allreduce", {}).items():
-                    results.setdefault(f"allreduce|{size}", [[], [], []])[0].append(seconds)
+                    results.setdefault(f"allreduce|{size}", [[], [], [], []])[0].append(seconds)
                 for key, samples in found.items():
-                    entry = results.setdefault(key, [[], [], []])
+                    entry = results.setdefault(key, [[], [], [], []])
                     for kept, new in zip(entry, samples):
                         kept += new
     rows, versus = [], []
@@ -714,7 +794,7 @@ def main():
         for name in (ONE_RANK, *CONTENDERS):
             if f"{mode}|{name}" not in results:
                 continue
-            t, c, work = results[f"{mode}|{name}"]
+            t, c, work, _ = results[f"{mode}|{name}"]
             step, fast, low, high = percentiles(t, 50, 10, 25, 75)
             label = name if name == ONE_RANK else f"2 ranks, {name}"
             rows.append([mode, label, f"{step * 1e3:.2f}", f"{low * 1e3:.2f}-{high * 1e3:.2f}", f"{fast * 1e3:.2f}",
@@ -745,6 +825,7 @@ def main():
                 f"2 ranks in the same 2-rank jobs, in blocks of {args.block} steps (median of {steps_per_row(args)} steps)",
                 ["mode", "ranks / all-reduce", "step ms", "p25-p75 ms", "p10 ms", "comm ms", "cpu ms", "vs 1 rank",
                  "vs 1 rank (p10)", "vs no all-reduce"], rows)
+    print_states(results)
     print_table("bucketed vs one all-reduce per parameter (2 ranks, taking turns in blocks; steps paired in order)",
                 ["mode", "all-reduce path", "bucketed ms", "per-parameter ms", "per-parameter / bucketed",
                  "steps where bucketed is faster"], versus)
@@ -752,6 +833,37 @@ def main():
         print_table("one blocking MPI all-reduce on 2 ranks (median)", ["message", "ms"], fits)
         compute = float(np.median(results[f"static|{ONE_RANK}"][0]))
         print_cost_model(compute, {"this machine, MPI Iallreduce (measured)": (alpha, beta), **NETWORKS})
+
+
+def print_states(results: dict[str, list[list[float]]]) -> None:
+    """The main table's medians again, split by the cross-core probe taken before each block
+    (CrossCoreProbe): blocks run while a store to memory the peer has read cost little ("near")
+    and while it cost FAR times a private store or more ("far")."""
+    rows, counts = [], {}
+    for mode in MODES:
+        base: dict[bool, float] = {}
+        for name in (ONE_RANK, *CONTENDERS):
+            if f"{mode}|{name}" not in results:
+                continue
+            times, _, _, probed = (np.array(x) for x in results[f"{mode}|{name}"])
+            row = [mode, name if name == ONE_RANK else f"2 ranks, {name}"]
+            for far in (False, True):
+                chosen = times[(probed >= FAR) == far]
+                counts[far] = counts.get(far, 0) + len(chosen)
+                if not len(chosen):
+                    row += ["-", "-", "0"]
+                    continue
+                step = float(np.median(chosen))
+                base.setdefault(far, step)
+                row += [f"{step * 1e3:.2f}", f"{step / base[far]:.2f}x" if far in base else "-", str(len(chosen))]
+            rows.append(row)
+    probes = np.concatenate([np.array(v[3]) for k, v in results.items() if not k.startswith("allreduce|")])
+    share = counts.get(True, 0) / max(1, counts.get(True, 0) + counts.get(False, 0))
+    print_table(f"the same steps by the state of the cores, probed before each block: rewriting {CrossCoreProbe.PROBE_BYTES >> 10} KB "
+                f"the peer read costs {np.percentile(probes, 10):.1f}x-{np.percentile(probes, 90):.1f}x a private "
+                f"write (10th-90th percentile), far (>= {FAR:g}x) in {share:.0%} of the steps",
+                ["mode", "ranks / all-reduce", "near: step ms", "near: vs 1 rank", "near: steps",
+                 "far: step ms", "far: vs 1 rank", "far: steps"], rows)
 
 
 # assumed links for the projection: (alpha seconds per message, beta seconds per byte)

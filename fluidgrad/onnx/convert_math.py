@@ -268,12 +268,17 @@ def _empty_reduction(ctx: Any, op_type: str, x: Any, axes: list[int], keepdims: 
 
 
 def _reduction(op_type: str, attr_until: int, pre: Any = None, post: Any = None):
+    """An ONNX Reduce*: its output keeps the input's dtype (fluidgrad sums integers into int64, and
+    averages floats only: an integer mean is taken in float64 and truncated, as onnxruntime does)."""
     def convert(ctx):
         x = ctx.input(0)
+        dtype = x.dtype
+        if op_type == "reduce_mean" and not dtype.startswith("float"):
+            x = cast(ctx, x, "float64")
         if pre is not None:
             x = pre(ctx, x)
         out = _reduce(ctx, op_type, x, attr_until)
-        return post(ctx, out) if post is not None else out
+        return cast(ctx, post(ctx, out) if post is not None else out, dtype)
     return convert
 
 
@@ -293,9 +298,10 @@ def _reduce_prod(ctx):
     if axes is None and ctx.attr("noop_with_empty_axes", 0) and ctx.opset >= 18:
         return ctx.op("assign", {"X": x})
     axes = normalize_axes(axes if axes is not None else range(len(x.shape)), len(x.shape))
+    out = x
     for axis in sorted(set(axes), reverse=True):
-        x = ctx.op("reduce_prod", {"X": x}, axis=axis, keepdim=keepdims)
-    return x
+        out = ctx.op("reduce_prod", {"X": out}, axis=axis, keepdim=keepdims)
+    return cast(ctx, out, x.dtype)  # fluidgrad multiplies integers into int64; ONNX keeps the dtype
 converter("ReduceSumSquare")(_reduction("reduce_sum", 18, pre=_square))
 converter("ReduceL1")(_reduction("reduce_sum", 18, pre=lambda ctx, x: via_float(
     ctx, x, lambda v: ctx.op("abs", {"X": v}))))

@@ -5,7 +5,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .convert_common import binary, cast, normalize_axes, via_float
+from .convert_common import binary, cast, mul_scalar, normalize_axes, via_float
 from .convert_table import converter
 
 
@@ -75,8 +75,8 @@ def _pool(ctx: Any, pooling_type: str) -> Any:
 def _max_pool_with_indices(ctx: Any, x: Any, n: int, attrs: dict) -> list:
     """MaxPool with its Indices output: fluidgrad's argmax within each plane, made a flat index
     into the whole tensor (row-major, or column-major planes for storage_order=1)."""
-    if any(d < 0 for d in x.shape):
-        raise ctx.unsupported(f"the Indices output needs a static input shape, got {list(x.shape)}")
+    if any(d < 0 for d in x.shape[2:]):
+        raise ctx.unsupported(f"the Indices output needs static spatial sizes, got {list(x.shape)}")
     y, mask = ctx.op(f"max_pool{n}d_with_index", {"X": x}, ksize=[int(k) for k in ctx.attr("kernel_shape")],
                      ceil_mode=bool(ctx.attr("ceil_mode", 0)), **attrs)
     mask = cast(ctx, mask, "int64")
@@ -86,8 +86,22 @@ def _max_pool_with_indices(ctx: Any, x: Any, n: int, attrs: dict) -> list:
         cols = binary(ctx, "elementwise_mod", mask, ctx.scalar(spatial[1], "int64"))
         mask = binary(ctx, "elementwise_add", rows, binary(ctx, "elementwise_mul", cols,
                                                             ctx.scalar(spatial[0], "int64")))
-    planes = np.arange(x.shape[0] * x.shape[1], dtype=np.int64).reshape([x.shape[0], x.shape[1]] + [1] * n)
-    return [y, binary(ctx, "elementwise_add", mask, ctx.constant(planes * int(np.prod(spatial))))]
+    plane_size = int(np.prod(spatial))
+    if x.shape[0] >= 0 and x.shape[1] >= 0:
+        planes = ctx.constant(np.arange(x.shape[0] * x.shape[1], dtype=np.int64).reshape(
+            [x.shape[0], x.shape[1]] + [1] * n) * plane_size)
+    else:
+        planes = mul_scalar(ctx, _plane_numbers(ctx, mask, n), plane_size)
+    return [y, binary(ctx, "elementwise_add", mask, planes)]
+
+
+def _plane_numbers(ctx: Any, mask: Any, n: int) -> Any:
+    """0, 1, 2, ... over the N*C planes of `mask` (shape [N, C, 1, ...]) for an N or C known only
+    at run time: an exclusive running count of ones."""
+    ones = ctx.op("reduce_max", {"X": ctx.op("fill_any_like", {"X": mask}, value=1.0, dtype="int64")},
+                  axis=list(range(2, 2 + n)), keepdim=True)
+    count = ctx.op("cumsum", {"X": ctx.op("reshape", {"X": ones}, shape=[-1])}, axis=0, exclusive=True)
+    return ctx.op("reshape_as", {"X": count, "Target": ones})
 
 
 converter("MaxPool")(lambda ctx: _pool(ctx, "max"))

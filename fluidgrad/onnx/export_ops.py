@@ -10,6 +10,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .kernel_dtypes import kernel_dtype, write_in_kernel_dtype
+
 Exporter = Callable[[Any], None]
 EXPORTERS: dict[str, Exporter] = {}
 
@@ -186,7 +188,7 @@ EXPORTERS["bitwise_not"] = lambda c: _bitwise(c, "BitwiseNot", "Not")
 
 
 # ---------------------------------------------------------------- reductions and scans
-def _reduce_axes(c):
+def reduce_axes(c):
     rank = len(c.shape_in("X"))
     axis = c.attr("axis")
     if axis is None or axis == [] or (c.op.has_attr("reduce_all") and c.attr("reduce_all")):
@@ -194,7 +196,7 @@ def _reduce_axes(c):
     return sorted(int(a) % max(rank, 1) for a in (axis if isinstance(axis, (list, tuple)) else [axis]))
 
 
-def _reduce_node(c, onnx_type: str, x: str, axes: list[int], out: list[str] | None = None) -> str:
+def reduce_node(c, onnx_type: str, x: str, axes: list[int], out: list[str] | None = None) -> str:
     keep = int(bool(c.attr("keepdim")))
     since = 13 if onnx_type == "ReduceSum" else 18
     if not axes:
@@ -206,7 +208,7 @@ def _reduce_node(c, onnx_type: str, x: str, axes: list[int], out: list[str] | No
 
 @exporter("logsumexp")
 def _logsumexp(c):
-    _reduce_node(c, "ReduceLogSumExp", c.x("X"), _reduce_axes(c), [c.out("Out")])
+    reduce_node(c, "ReduceLogSumExp", c.x("X"), reduce_axes(c), [c.out("Out")])
 
 
 @exporter("reduce_all", "reduce_any")
@@ -214,27 +216,28 @@ def _reduce_bool(c):
     """all / any as the min / max of the values as int32 (ONNX reduces no bools)."""
     as_int = c.cast(c.x("X"), "int32")
     kind = "ReduceMin" if c.op.type == "reduce_all" else "ReduceMax"
-    c.node("Cast", [_reduce_node(c, kind, as_int, _reduce_axes(c))], [c.out("Out")], to=c.onnx_dtype("bool"))
+    c.node("Cast", [reduce_node(c, kind, as_int, reduce_axes(c))], [c.out("Out")], to=c.onnx_dtype("bool"))
 
 
 @exporter("p_norm")
 def _p_norm(c):
-    p, axes = float(c.attr("porder")), _reduce_axes(c)
+    p, axes = float(c.attr("porder")), reduce_axes(c)
     if p == 2.0:
-        _reduce_node(c, "ReduceL2", c.x("X"), axes, [c.out("Out")])
+        reduce_node(c, "ReduceL2", c.x("X"), axes, [c.out("Out")])
     elif p == 1.0:
-        _reduce_node(c, "ReduceL1", c.x("X"), axes, [c.out("Out")])
+        reduce_node(c, "ReduceL1", c.x("X"), axes, [c.out("Out")])
     elif np.isinf(p):
-        _reduce_node(c, "ReduceMax", c.node("Abs", [c.x("X")]), axes, [c.out("Out")])
+        reduce_node(c, "ReduceMax", c.node("Abs", [c.x("X")]), axes, [c.out("Out")])
     else:
         powered = c.node("Pow", [c.node("Abs", [c.x("X")]), _c(c, p)])
-        c.node("Pow", [_reduce_node(c, "ReduceSum", powered, axes), _c(c, 1.0 / p)], [c.out("Out")])
+        c.node("Pow", [reduce_node(c, "ReduceSum", powered, axes), _c(c, 1.0 / p)], [c.out("Out")])
 
 
 @exporter("cumsum")
 def _cumsum(c):
-    c.node("CumSum", [c.x("X"), _i64(c, int(c.attr("axis")))], [c.out("Out")],
-           exclusive=int(bool(c.attr("exclusive"))), reverse=int(bool(c.attr("reverse"))))
+    axis, flags = _i64(c, int(c.attr("axis"))), dict(exclusive=int(bool(c.attr("exclusive"))),
+                                                     reverse=int(bool(c.attr("reverse"))))
+    write_in_kernel_dtype(c, "CumSum", lambda x, out: c.node("CumSum", [x, axis], out, **flags))
 
 
 @exporter("einsum")
@@ -273,12 +276,16 @@ def _einsum_broadcast(c, x: str, subs: str, shape: tuple, subscripts: list[str],
 
 @exporter("arg_max", "arg_min")
 def _arg(c):
+    onnx_type = "ArgMax" if c.op.type == "arg_max" else "ArgMin"
     x = c.x("X")
+    work = kernel_dtype(onnx_type, c.dtype_in("X"))
+    if work != c.dtype_in("X"):  # bool or int16: widened, the order kept
+        x = c.cast(x, work)
     axis = c.attr("axis")
     if axis is None:   # over the flattened tensor
         x, axis = c.node("Reshape", [x, _i64(c, [-1])]), 0
     keep = int(bool(c.attr("keepdim")))
-    out = c.node("ArgMax" if c.op.type == "arg_max" else "ArgMin", [x], axis=int(axis), keepdims=keep,
+    out = c.node(onnx_type, [x], axis=int(axis), keepdims=keep,
                  select_last_index=int(bool(c.attr("select_last_index"))))
     if c.attr("axis") is None and keep:
         out = c.node("Reshape", [out, _i64(c, [1] * len(c.shape_in("X")))])

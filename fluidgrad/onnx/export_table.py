@@ -13,7 +13,8 @@ import numpy as np
 
 from . import export_indexing  # noqa: F401  (adds set_value, x[...] = v, to the table)
 from . import export_loss  # noqa: F401  (adds the cross-entropy exporters to the table)
-from .export_ops import EXPORTERS, Exporter, exporter  # one table; export_ops.py holds the newer ops
+from .export_ops import EXPORTERS, Exporter, reduce_axes, reduce_node, exporter  # one table (newer ops there)
+from .kernel_dtypes import write_in_kernel_dtype
 
 
 def _simple(onnx_type: str, in_slots: tuple[str, ...] = ("X",), out_slot: str = "Out", **fixed: Any) -> Exporter:
@@ -97,7 +98,18 @@ def _increment(c):
 
 @exporter("sum")
 def _sum(c):
-    c.node("Sum", c.xs("X"), [c.out("Out")])
+    inputs = c.xs("X")
+    if c.dtype_of("Out").startswith("float"):
+        c.node("Sum", inputs, [c.out("Out")])
+        return
+    if len(inputs) == 1:
+        c.node("Identity", inputs, [c.out("Out")])
+        return
+    add = "Or" if c.dtype_of("Out") == "bool" else "Add"  # True + True is True, as in NumPy
+    total = inputs[0]  # onnxruntime's Sum adds floats only: integers as a chain of Adds
+    for x in inputs[1:-1]:
+        total = c.node(add, [total, x])
+    c.node(add, [total, inputs[-1]], [c.out("Out")])
 
 
 @exporter("cast")
@@ -117,31 +129,19 @@ def _clip(c):
 
 
 # ---------------------------------------------------------------- reductions
-def _axes(c, rank):
-    axis = c.attr("axis")
-    if axis is None or axis == [] or c.attr("reduce_all"):
-        return list(range(rank))
-    return [int(a) for a in (axis if isinstance(axis, (list, tuple)) else [axis])]
-
-
-def _reduce(onnx_type: str, axes_input_since: int):
+def _reduce(onnx_type: str):
+    """A Reduce* node on X in a dtype onnxruntime reduces (bool and integers sum into int64)."""
     def export(c):
-        rank = len(c.shape_in("X"))
-        axes = _axes(c, rank)
-        keep = int(bool(c.attr("keepdim")))
-        if not axes:
-            c.node("Identity", [c.x("X")], [c.out("Out")])
-        elif c.opset >= axes_input_since:
-            c.node(onnx_type, [c.x("X"), c.const(np.asarray(axes, "int64"))], [c.out("Out")], keepdims=keep)
-        else:
-            c.node(onnx_type, [c.x("X")], [c.out("Out")], axes=axes, keepdims=keep)
+        axes = reduce_axes(c)
+        write_in_kernel_dtype(c, onnx_type, lambda x, out: reduce_node(c, onnx_type, x, axes, out))
     return export
 
 
-EXPORTERS["reduce_sum"] = _reduce("ReduceSum", 13)
-EXPORTERS["reduce_mean"] = _reduce("ReduceMean", 18)
-EXPORTERS["reduce_max"] = _reduce("ReduceMax", 18)
-EXPORTERS["reduce_min"] = _reduce("ReduceMin", 18)
+EXPORTERS["reduce_sum"] = _reduce("ReduceSum")
+EXPORTERS["reduce_mean"] = _reduce("ReduceMean")
+EXPORTERS["reduce_max"] = _reduce("ReduceMax")
+EXPORTERS["reduce_min"] = _reduce("ReduceMin")
+EXPORTERS["reduce_prod"] = _reduce("ReduceProd")
 
 
 @exporter("mean")
@@ -366,8 +366,13 @@ def _conv(c):
 def _pool(c):
     nd = _channel_first(c, "X")
     kind = c.attr("pooling_type") if c.op.has_attr("pooling_type") else "max"
+    mask = c.op.type.endswith("_with_index") and c.exporter.is_read(c.op.output("Mask")[0])
     if c.attr("global_pooling") or (c.attr("adaptive") and all(k == 1 for k in _per_axis(c.attr("ksize"), nd))):
         c.node("GlobalMaxPool" if kind == "max" else "GlobalAveragePool", [c.x("X")], [c.out("Out")])
+        if mask:  # the first maximum of each plane (ArgMax and fluidgrad agree on ties)
+            planes = c.node("Reshape", [c.x("X"), c.const(np.asarray([0, 0, -1], "int64"))])
+            c.node("Reshape", [c.node("ArgMax", [planes], axis=2, keepdims=1),
+                               c.const(np.asarray([0, 0] + [1] * nd, "int64"))], [c.out("Mask")])
         return
     if c.attr("adaptive"):
         raise c.refuse("adaptive pooling to more than one output per axis")
@@ -380,7 +385,25 @@ def _pool(c):
             raise c.refuse("dilated average pooling before opset 19")
         if c.opset < 19:
             del attrs["dilations"]
+    if mask:
+        indices = c.exporter.fresh("indices")
+        c.node("MaxPool", [c.x("X")], [c.out("Out"), indices], **attrs)
+        _indices_in_plane(c, indices, nd)
+        return
     c.node("MaxPool" if kind == "max" else "AveragePool", [c.x("X")], [c.out("Out")], **attrs)
+
+
+def _indices_in_plane(c, indices: str, nd: int) -> None:
+    """ONNX MaxPool's Indices count over the whole N*C*spatial tensor; fluidgrad's (Paddle's and
+    PyTorch's) mask counts within each input plane: the remainder modulo the plane's size."""
+    spatial = c.shape_in("X")[2:]
+    if all(d >= 0 for d in spatial):
+        size = c.const(np.asarray(int(np.prod(spatial)), "int64"))
+    else:
+        dims = c.node("Slice", [c.node("Shape", [c.x("X")]), c.const(np.asarray([2], "int64")),
+                                c.const(np.asarray([2 + nd], "int64"))])
+        size = c.node("ReduceProd", [dims], keepdims=0)
+    c.node("Mod", [indices, size], [c.out("Mask")])
 
 
 @exporter("batch_norm")

@@ -21,6 +21,7 @@ from ..ops.registry import get_op_def
 from . import convert_control, convert_math, convert_nn, convert_search, convert_tensor  # noqa: F401  (fill the table)
 from . import convert_bits, convert_quant, convert_signal, convert_training  # noqa: F401
 from .convert_sequence import EMPTY, SequenceValue, is_structured
+from .convert_tensor import expand_to_symbolic, sizes_as_data
 from .convert_table import find_converter
 from . import dtypes
 from .dtypes import value_info_type
@@ -170,6 +171,11 @@ class GraphImporter:
                 return graph.env[name]
             if name in graph.consts:
                 if symbolic(graph.consts[name]):
+                    counted = sizes_as_data(NodeContext(self, onnx.NodeProto(name=f"sizes of {name}"), 0),
+                                            graph.consts[name])
+                    if counted is not None:
+                        self.env[name] = counted
+                        return counted
                     raise OnnxImportError(f"ONNX value {name!r} is computed from dimensions unknown when the "
                                           f"program is built ({list(graph.consts[name])}), and is used as data; "
                                           f"give the model's inputs fixed sizes")
@@ -267,7 +273,7 @@ class GraphImporter:
                                                self.try_symbolic_shape(ctx)):
             return
         if node.domain in DEFAULT_DOMAINS and node.op_type == "Expand" and symbolic(ctx.maybe_const(1)) and \
-                self.try_expand_like(ctx):
+                (self.try_expand_like(ctx) or self.try_expand_to_symbolic(ctx)):
             return
         if node.domain in DEFAULT_DOMAINS and node.op_type in ("Reshape", "Expand") and symbolic(ctx.maybe_const(1)):
             ctx.overrides[1] = resolve_symbolic_shape(ctx)
@@ -337,6 +343,14 @@ class GraphImporter:
         if any(dx not in (1, dt) for dx, dt in zip(x.shape[::-1], like.shape[::-1])):
             return False
         self.bind_outputs(ctx, [ctx.op("expand_as", {"X": x, "Target": like})])
+        return True
+
+    def try_expand_to_symbolic(self, ctx: "NodeContext") -> bool:
+        """Expand to a shape read from one variable at run time (see expand_to_symbolic)."""
+        out = expand_to_symbolic(ctx, ctx.input(0), list(ctx.maybe_const(1).reshape(-1)))
+        if out is None:
+            return False
+        self.bind_outputs(ctx, [out])
         return True
 
     def try_inline_if(self, ctx: "NodeContext") -> bool:

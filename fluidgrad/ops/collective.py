@@ -32,7 +32,7 @@ from math import prod
 
 import numpy as np
 
-from . import comm_shards, fused_shards, placement
+from . import comm_shards, comm_stream, fused_shards, placement
 from .comm import get_world
 from .comm_shards import Layout
 from .grad_builder import GradBuilder
@@ -183,6 +183,15 @@ def _bucket_allreduce_offer(shapes, dtypes, reduce="avg", bucket="", **_):
     return (key, size, dtype.str), offer
 
 
+def _streams(bucket) -> bool:
+    """The fused replicated update (shard=False) writes a two-rank shared bucket's rows with streaming
+    stores (ops/comm_stream.py), which the producers' own stores are not: then they are not
+    offered. (The sharded buckets and c_bucket_allreduce keep ordinary stores and placement:
+    they read the rank's own row back, or its own part where its producer wrote it; streaming
+    measured no better there, docs/distributed.md.)"""
+    return bucket.shared and bucket.pair and comm_stream.enabled()
+
+
 def _bucket_allreduce_kernel(xs, reduce="avg", bucket="", ring_id=0, overwrite=False, placed=None):
     world = get_world()
     # which inputs nobody else can see (the plan's fresh gradients): the sum may go into them
@@ -319,7 +328,7 @@ def _shard_key(bucket: str, layout: Layout) -> tuple:
     return ("shard", bucket, layout.key)
 
 
-def _shard_offer(shapes, dtypes, reduce="avg", bucket="", nranks=1, **_):
+def _shard_offer(shapes, dtypes, reduce="avg", bucket="", nranks=1, shard=True, **_):
     """Placement (executor/placement.py): each gradient's place in this rank's next row of the
     sharded bucket, unscaled (the average's 1/p is applied in the sum), so its producer writes it
     there and nothing else touches it; the kernel then packs nothing for it and reads its own
@@ -333,7 +342,7 @@ def _shard_offer(shapes, dtypes, reduce="avg", bucket="", nranks=1, **_):
 
     def offer():
         found = world.kept_bucket(key, layout.padded, dtype)
-        return None if found is None else pieces.of(found)
+        return None if found is None or (not shard and _streams(found)) else pieces.of(found)
     return (key, layout.padded, dtype.str), offer
 
 

@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from . import comm_stream
+
 
 class Layout:
     """Where each tensor of a bucket lies in the flat, padded buffer, and the ranks' parts.
@@ -97,15 +99,17 @@ def gather_part(arrays: Sequence[np.ndarray], layout: Layout, rank: int, dtype: 
 
 
 def pack(into: np.ndarray, arrays: Sequence[np.ndarray], layout: Layout,
-         skip: tuple[int, int] | None = None, present: Sequence[bool] | None = None) -> None:
+         skip: tuple[int, int] | None = None, present: Sequence[bool] | None = None, stream: bool = False) -> None:
     """Write the flattened `arrays` into `into`, leaving out the range `skip` and the arrays
-    `present` marks (their producers wrote them there); the padding is zeroed."""
+    `present` marks (their producers wrote them there); the padding is zeroed. `stream`: with
+    streaming stores (`into` is read by other ranks: ops/comm_stream.py)."""
     ranges = layout.outside(*skip) if skip is not None else [(i, 0, s) for i, s in enumerate(layout.sizes)]
+    copy = comm_stream.stream_copy if stream else np.copyto
     for i, a, b in ranges:
         if present is not None and present[i]:
             continue
         start = layout.offsets[i] + a
-        np.copyto(into[start:start + b - a], flat(arrays[i])[a:b])
+        copy(into[start:start + b - a], flat(arrays[i])[a:b])
     into[layout.size:layout.padded] = 0
 
 
@@ -339,8 +343,10 @@ def update_replicated(world: Any, key: Any, grads: Sequence[np.ndarray], layout:
     on one node: each packs into its row (or its gradients' producers wrote there), one barrier,
     then each computes (its row + the peer's) * scale itself, the same operation on both (so the
     same bits); the two sets of rows used in turn make a second barrier unnecessary (a rank
-    writes a set again only after a barrier its peer passed once done reading it). Otherwise:
-    the bucket's all-reduce, then the update from the sum. Returns `states`."""
+    writes a set again only after a barrier its peer passed once done reading it). The rows are
+    packed with streaming stores (comm_stream.py: the peer read them two steps before), and the
+    rank's own gradients are then read where they were made. Otherwise: the bucket's
+    all-reduce, then the update from the sum. Returns `states`."""
     dtype = grads[0].dtype
     scale = 1 if scale is None else scale
     empty = np.empty((0, 0), dtype)
@@ -348,7 +354,8 @@ def update_replicated(world: Any, key: Any, grads: Sequence[np.ndarray], layout:
         summed, rows, skip = gather_part(grads, layout, 0, dtype), empty, -1
     else:
         bucket = world.bucket(key, layout.padded, dtype)
-        pack(bucket.input, grads, layout, present=in_place(bucket.input, grads, layout, placed, bucket.input_address))
+        present = in_place(bucket.input, grads, layout, placed, bucket.input_address)
+        pack(bucket.input, grads, layout, present=present, stream=bucket.shared and bucket.pair)
         if bucket.shared and bucket.pair:
             rows, skip = bucket.sets[bucket.turn], bucket.rank
             bucket.turn = (bucket.turn + 1) % len(bucket.sets)
@@ -356,10 +363,14 @@ def update_replicated(world: Any, key: Any, grads: Sequence[np.ndarray], layout:
             world.wait(bucket.node.Ibarrier(), what)
             bucket.win.Sync()
             summed = rows[skip]
+            if comm_stream.enabled():  # the row went to memory: this rank's own gradients are still in its cache
+                summed = [flat(g) if not (present and present[i]) and g.flags.c_contiguous else summed[first:first + size]
+                          for i, (g, first, size) in enumerate(zip(grads, layout.offsets, layout.sizes))]
         else:
             summed, rows, skip = bucket.start(what).wait(), empty, -1
     start = time.perf_counter()
     for i, (first, size) in enumerate(zip(layout.offsets, layout.sizes)):
-        update(summed[first:first + size], scale, rows, skip, first, *[flat(arrays[i]) for arrays in states])
+        own = summed[i] if isinstance(summed, list) else summed[first:first + size]
+        update(own, scale, rows, skip, first, *[flat(arrays[i]) for arrays in states])
     world.comm_seconds += time.perf_counter() - start
     return [list(arrays) for arrays in states]

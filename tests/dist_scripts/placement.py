@@ -19,6 +19,7 @@ import fluidgrad.distributed as dist
 from fluidgrad.distributed import sharding
 from fluidgrad.executor import placement
 from fluidgrad.nn import functional as F
+from fluidgrad.ops import comm_stream
 from fluidgrad.ops.comm import get_world
 from fluidgrad.ops.registry import get_op_def
 
@@ -86,6 +87,7 @@ def run_case(kind, path, bucket_mb, fetch_grads):
 def main(out_path):
     dist.init_parallel_env()
     sharding.FUSE_UPDATES = False  # SGD as c_bucket_allreduce + sgd ops: the bucket this script spies on
+    comm_stream.STREAM.on = False  # streaming stores into shared rows (the default) offer them to no producer
     spy_on_the_bucket_kernel()
     world = get_world()
     cases = {"sgd-shared": ("sgd", "auto", 25.0, False), "adam-clip-shared": ("adam", "auto", 25.0, True),

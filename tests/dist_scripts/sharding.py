@@ -25,7 +25,7 @@ import fluidgrad.distributed as dist
 from fluidgrad.distributed import sharding
 from fluidgrad.framework import unique_name_guard
 from fluidgrad.nn import functional as F
-from fluidgrad.ops import accel
+from fluidgrad.ops import accel, comm_stream
 from fluidgrad.ops.comm import get_world
 from fluidgrad.ops.comm_shards import Layout, in_place
 from fluidgrad.ops.registry import get_op_def
@@ -143,6 +143,11 @@ CASES = [
 
 
 def check_placed(rank, world):
+    with comm_stream.STREAM.use(False):  # shared rows are offered only when written with ordinary stores
+        return _check_placed(rank, world)
+
+
+def _check_placed(rank, world):
     """The kernels' placement hook: gradients written into this rank's row beforehand, where (and
     as) the op's offer says, as placement's producers do, give the same results as gradients
     copied in by the kernel; and the fused SGD without sharding (every rank updating everything)

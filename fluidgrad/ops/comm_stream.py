@@ -1,0 +1,107 @@
+"""Writes into memory another rank reads, with non-temporal ("streaming") stores.
+
+Why: a data-parallel step on one node writes, every step, memory the other ranks read the step
+before (this rank's row of a shared gradient bucket, comm_buckets.py). The peer's core still
+holds those cache lines, so each ordinary store must first take the line away from it, one
+request per 64-byte line. Where the two cores are close (one L3) that costs nothing measurable;
+where they are not (another CCX or die, as on a 2-vCPU virtual machine whose vCPUs the host
+moves about: benchmarks/bench_dist.py's CrossCoreProbe) it costs about 25 ns per line, 1 ms per
+2.7 MB, measured here (1.08 ms against 0.13 ms for the same 2.7 MB copy streamed). A streaming
+store writes whole lines to memory without asking for them, and invalidates the other copies on
+the way; the reader then reads the row from memory instead of from the writer's cache.
+
+`stream_copy(dst, src)` is np.copyto(dst, src) through streaming stores when numba is there
+(ops/accel.py; the `fast` extra) and the arrays are 1-D, contiguous, of one float dtype;
+otherwise np.copyto. The bits written are the same either way. `STREAM`
+(FLUIDGRAD_STREAM_SHARED=0: off) says whether writes into shared rows stream at all; the
+benchmark compares both.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from . import accel
+
+# on: writes into memory other ranks read (shared bucket rows) use streaming stores, and those
+# rows are not offered to the gradients' producers (placement), whose stores are ordinary ones
+STREAM = accel.Switch("FLUIDGRAD_STREAM_SHARED")
+LINE = 64  # bytes: a cache line, and the unit a streaming vector store writes
+
+
+def enabled() -> bool:
+    """Whether writes into shared rows stream (compiled: numba there, and not switched off)."""
+    return STREAM.on and accel.enabled()
+
+
+def stream_copy(dst: np.ndarray, src: np.ndarray) -> None:
+    """dst[...] = src, with streaming stores where it can (see the module docstring)."""
+    if (enabled() and dst.ndim == 1 and src.shape == dst.shape and accel.takes(dst, src)
+            and dst.flags.c_contiguous and src.flags.c_contiguous and dst.flags.writeable
+            and dst.flags.aligned):  # whole elements up to a line boundary: then every store is aligned
+        _stream_loop(dst, src)
+        return
+    np.copyto(dst, src)
+
+
+@functools.cache
+def _register() -> None:
+    """Teach numba `stream_line(dst, src, k)`: dst[k:k + LINE / itemsize] = src[...] in one
+    vector store marked !nontemporal (dst + k aligned to LINE bytes)."""
+    from llvmlite import ir
+    from numba.core import types
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def stream_line(typingctx, dst, src, k):
+        if not (isinstance(dst, types.Array) and dst == src and isinstance(dst.dtype, types.Float)):
+            return None
+
+        def codegen(context, builder, sig, args):
+            aryty = sig.args[0]
+            element = context.get_value_type(aryty.dtype)
+            width = LINE // context.get_abi_sizeof(element)
+            vector = ir.VectorType(element, width)
+            out = context.make_array(aryty)(context, builder, args[0])
+            into = context.make_array(aryty)(context, builder, args[1])
+            load_at = builder.bitcast(builder.gep(into.data, [args[2]]), vector.as_pointer())
+            store_at = builder.bitcast(builder.gep(out.data, [args[2]]), vector.as_pointer())
+            value = builder.load(load_at, align=context.get_abi_sizeof(element))
+            store = builder.store(value, store_at, align=LINE)
+            store.set_metadata("nontemporal", builder.module.add_metadata([ir.Constant(ir.IntType(32), 1)]))
+            return context.get_dummy_value()
+        return types.void(dst, src, k), codegen
+
+    globals()["stream_line"] = stream_line
+
+
+def stream_line(dst, src, k):  # replaced by the numba intrinsic (_register) before _stream_loop compiles
+    raise RuntimeError("comm_stream.stream_line runs only inside compiled code")
+
+
+def _stream_loop_py(dst, src):
+    """The head copied element by element up to a LINE boundary of dst, then whole lines streamed,
+    then the tail."""
+    n = dst.size
+    itemsize = dst.itemsize
+    per_line = LINE // itemsize
+    head = ((LINE - dst.ctypes.data % LINE) % LINE) // itemsize
+    if head > n:
+        head = n
+    for k in range(head):
+        dst[k] = src[k]
+    k = head
+    while k + per_line <= n:
+        stream_line(dst, src, k)
+        k += per_line
+    for j in range(k, n):
+        dst[j] = src[j]
+
+
+_jitted = accel.jit(_stream_loop_py, depends_on=(__file__,))
+
+
+def _stream_loop(dst: np.ndarray, src: np.ndarray) -> None:
+    _register()
+    _jitted(dst, src)
