@@ -74,6 +74,7 @@ def create_parameter(shape: Sequence[int], dtype: Any = "float32", name: str | N
     if isinstance(existing, Parameter):
         return param
     param.optimize_attr = {"learning_rate": float(param_attr.learning_rate)}
+    param.regularizer, param.need_clip = param_attr.regularizer, param_attr.need_clip
     startup_block = default_startup_program().global_block()
     if not startup_block.has_var(name):
         init_var = startup_block.create_var(name, shape, dtype, persistable=True)
