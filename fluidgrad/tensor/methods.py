@@ -119,7 +119,7 @@ def _torch_sort(fn: Callable[..., Any]) -> Callable[..., Any]:
         return _VALUES_AND_INDICES["sort"](take(x, indices, dim), indices)
     method.__name__ = method.__qualname__ = "sort"
     method.__doc__ = _torch_sort.__doc__
-    method.__wrapped__ = fn  # type: ignore[attr-defined]
+    method.__wrapped__ = getattr(fn, "__wrapped__", fn)  # type: ignore[attr-defined]
     return method
 
 
