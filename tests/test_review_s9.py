@@ -64,27 +64,17 @@ _CREATORS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="after fg.set_default_dtype('float64'), fg.zeros / ones / full / randn / rand / "
-                   "uniform / normal / arange(0, 1, 0.25) / linspace still make float32 Tensors (while nn.Linear makes "
-                   "float64 weights, so Linear(2, 2)(fg.randn([3, 2])) is a DTypeError); torch and Paddle make the "
-                   "default dtype")
 @pytest.mark.parametrize("name", sorted(_CREATORS))
 def test_creation_functions_follow_the_default_dtype(name, eager, float64_default):
     assert str(_CREATORS[name]().dtype) == "float64"
 
 
-@pytest.mark.xfail(strict=True, reason="after fg.set_default_dtype('float64'), nn.Linear(2, 2)(fg.randn([3, 2])) raises "
-                   "DTypeError (float32 input, float64 weight); in torch and Paddle both follow the default dtype and "
-                   "the layer runs")
 def test_a_layer_runs_on_random_input_under_a_float64_default(eager, float64_default):
     layer = fg.nn.Linear(2, 2)
     out = layer(fg.randn([3, 2]))
     assert str(out.dtype) == "float64"
 
 
-@pytest.mark.xfail(strict=True, reason="after fg.set_default_dtype('float64'), fg.static.data('x', [None, 2]) without "
-                   "a dtype is float32 (so fc on it mixes dtypes with nothing said); paddle.static.data's dtype=None "
-                   "means the default dtype")
 def test_static_data_without_a_dtype_takes_the_default_dtype(float64_default):
     main = fg.Program()
     with fg.program_guard(main, fg.Program()):
