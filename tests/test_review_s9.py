@@ -218,8 +218,6 @@ _INPLACE_METHODS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="Tensor in-place methods of torch / Paddle 2 are missing (AttributeError): mul_, "
-                   "sub_, div_, clamp_, masked_fill_, unsqueeze_, squeeze_, reshape_ (add_, scale_, clip_, zero_ exist)")
 @pytest.mark.parametrize("name", sorted(_INPLACE_METHODS))
 def test_more_in_place_tensor_methods(name):
     ours, theirs = _INPLACE_METHODS[name]
