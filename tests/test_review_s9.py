@@ -81,10 +81,6 @@ def test_static_data_without_a_dtype_takes_the_default_dtype(float64_default):
 
 # ================================================================ bad errors
 # ---------------------------------------------------------------- initializers called the Paddle 2 way
-@pytest.mark.xfail(strict=True, reason="nn.initializer.Normal(0, 0.02)(layer.weight), Paddle 2's way to re-initialise "
-                   "a parameter in eager code (every PaddleClas/PaddleDetection model's init_weights), fails with "
-                   "\"TypeError: __call__() missing 1 required positional argument: 'block'\"; it should fill the "
-                   "parameter in place")
 @pytest.mark.parametrize("name", ["Constant", "Normal", "XavierUniform", "KaimingNormal", "TruncatedNormal"])
 def test_initializer_called_on_an_eager_parameter(name):
     init = {"Constant": lambda: fg.nn.initializer.Constant(0.5),
@@ -104,9 +100,6 @@ def test_initializer_called_on_an_eager_parameter(name):
         assert after.std() == pytest.approx(0.02, rel=0.1)
 
 
-@pytest.mark.xfail(strict=True, reason="nn.Linear(3, 2, weight_attr=nn.initializer.Constant(1.0)) raises 'expected "
-                   "ParamAttr, a name string, None or False, got Constant'; Paddle 2 takes an Initializer for "
-                   "weight_attr / bias_attr as ParamAttr(initializer=...)")
 def test_weight_attr_takes_an_initializer():
     layer = fg.nn.Linear(3, 2, weight_attr=fg.nn.initializer.Constant(1.0), bias_attr=fg.nn.initializer.Constant(0.5))
     np.testing.assert_array_equal(layer.weight.numpy(), np.ones((3, 2), "float32"))
@@ -167,9 +160,6 @@ def test_jacobian_with_respect_to_several_inputs():
         np.testing.assert_allclose(g.numpy(), e.numpy())
 
 
-@pytest.mark.xfail(strict=True, reason="nn.initializer.KaimingNormal(nonlinearity='leaky_relu', negative_slope=0.1) / "
-                   "XavierUniform(fan_in=, fan_out=) / TruncatedNormal(a=, b=) raise TypeError (only seed= is taken) and "
-                   "nn.initializer.calculate_gain is missing; Paddle 2 has these arguments")
 def test_initializer_arguments_of_paddle_2():
     init = fg.nn.initializer
     assert init.calculate_gain("leaky_relu", 0.1) == pytest.approx(torch.nn.init.calculate_gain("leaky_relu", 0.1))
