@@ -122,10 +122,6 @@ def test_derivatives_that_are_identically_zero(what, eager):
 
 
 # ---------------------------------------------------------------- nn Layers in a static program
-@pytest.mark.xfail(strict=True, reason="an nn.Linear built inside program_guard and called on static.data raises "
-                   "TypeError 'input Y is an eager Tensor that requires a gradient, mixed with the static Variable'; in "
-                   "Paddle 2 static mode (paddle.enable_static()) nn layers create static parameters, the usual way to "
-                   "write a static model")
 def test_nn_layer_built_inside_a_program_guard_trains_statically():
     rng = np.random.default_rng(0)
     x0, y0 = rng.standard_normal((6, 4)).astype("float32"), rng.standard_normal((6, 1)).astype("float32")
