@@ -176,8 +176,6 @@ _LINALG = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="there is no fg.linalg: paddle.linalg.inv / det / solve / cholesky / norm / "
-                   "matrix_power / slogdet / pinv (torch.linalg's names) raise AttributeError")
 @pytest.mark.parametrize("name", sorted(_LINALG))
 def test_linalg_namespace(name):
     a0 = np.array([[2.0, 0.5, 0.1], [0.3, 1.5, -0.2], [0.0, 0.4, 1.2]])
