@@ -24,6 +24,7 @@ from .eager import Tensor
 from .eager.engine import backward, enable_grad
 from .eager.mode import recomputing
 from .framework import Program, Variable, default_main_program
+from .nn.layer import Layer
 from .ops.random import get_rng_state, set_rng_state
 
 __all__ = ["recompute", "marked_checkpoints"]
@@ -33,9 +34,11 @@ _MARKS: "weakref.WeakKeyDictionary[Program, list[str]]" = weakref.WeakKeyDiction
 
 class _Recompute(PyLayer):
     @staticmethod
-    def forward(ctx: PyLayerContext, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def forward(ctx: PyLayerContext, function: Callable[..., Any], preserve_rng_state: bool, n_args: int,
+                *args_and_params: Any, **kwargs: Any) -> Any:
+        args, ctx.n_params = args_and_params[:n_args], len(args_and_params) - n_args
         ctx.function, ctx.args, ctx.kwargs = function, args, kwargs
-        ctx.rng_state = get_rng_state()
+        ctx.rng_state = get_rng_state() if preserve_rng_state else None
         outputs = function(*args, **kwargs)
         ctx.single = isinstance(outputs, Tensor)
         return outputs
@@ -51,27 +54,41 @@ class _Recompute(PyLayer):
             if isinstance(original, Tensor):
                 fresh.stop_gradient = original.stop_gradient
         after_forward = get_rng_state()
-        set_rng_state(ctx.rng_state)
+        if ctx.rng_state is not None:
+            set_rng_state(ctx.rng_state)
         try:
             with enable_grad(), recomputing():
                 outputs = ctx.function(*inputs, **ctx.kwargs)
         finally:
-            set_rng_state(after_forward)
+            if ctx.rng_state is not None:
+                set_rng_state(after_forward)
         outputs = [outputs] if ctx.single else list(outputs)
         pairs = [(o, g) for o, g in zip(outputs, grads) if isinstance(o, Tensor) and not o.stop_gradient]
         if pairs:
             backward([o for o, _ in pairs], [g for _, g in pairs])
-        return tuple(x.grad if isinstance(x, Tensor) and not x.stop_gradient else None
-                     for x in inputs if isinstance(x, Tensor))
+        input_grads = [x.grad if not x.stop_gradient else None for x in inputs if isinstance(x, Tensor)]
+        return tuple(input_grads + [None] * ctx.n_params)  # the parameters' went into their .grad
 
 
-def recompute(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """`function(*args, **kwargs)`, keeping only the inputs for backward and recomputing the rest."""
+def recompute(function: Callable[..., Any], *args: Any, preserve_rng_state: bool = True,
+              use_reentrant: bool = True, **kwargs: Any) -> Any:
+    """`function(*args, **kwargs)`, keeping only the inputs for backward and recomputing the rest.
+    `preserve_rng_state` and `use_reentrant` are recompute's own (see the module docstring)."""
     if not callable(function):
         raise TypeError(f"recompute: the first argument must be callable, got {type(function).__name__}")
+    if not isinstance(use_reentrant, bool) or not isinstance(preserve_rng_state, bool):
+        raise TypeError(f"recompute: use_reentrant and preserve_rng_state must be True or False, got "
+                        f"{use_reentrant!r} and {preserve_rng_state!r}")
     if any(isinstance(a, Variable) for a in args):
         return _mark_static(function, *args, **kwargs)
-    return _Recompute.apply(function, *args, **kwargs)
+    params = [p for p in _parameters_of(function) if not p.stop_gradient]
+    return _Recompute.apply(function, preserve_rng_state, len(args), *args, *params, **kwargs)
+
+
+def _parameters_of(function: Callable[..., Any]) -> list[Tensor]:
+    """The parameters of a Layer, or of the Layer whose bound method `function` is."""
+    owner = function if isinstance(function, Layer) else getattr(function, "__self__", None)
+    return owner.parameters() if isinstance(owner, Layer) else []
 
 
 def _mark_static(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

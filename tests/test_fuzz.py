@@ -514,7 +514,7 @@ def test_every_differentiable_op_is_fuzzed_or_excused():
         # the 1-D / 3-D twins of fuzzed 2-D ops (one rank-generic kernel), and resampling ops whose op cases
         # (tests/op_cases/nn.py) check gradient, grad of grad and eager for each rank and mode
         "conv1d", "conv3d", "conv1d_transpose", "conv2d_transpose", "conv3d_transpose", "pool1d", "pool3d",
-        "max_pool1d_with_index", "max_pool3d_with_index", "interpolate", "unfold",
+        "max_pool1d_with_index", "max_pool3d_with_index", "interpolate", "unfold", "fold",
         # domain (0, 1), not yet among the fuzzer's input domains: their op cases (tests/op_cases/elementwise.py,
         # core_loss.py) check gradient, grad of grad, float32 and eager
         "logit", "bce_loss",

@@ -466,3 +466,41 @@ def test_static_copy_of_a_traced_gpt_trains_identically_with_checkpoints():
         np.testing.assert_array_equal(selective[name], value)
     assert stats.peak_activation_bytes < 0.6 * plain_stats.peak_activation_bytes
     assert selective_stats.peak_activation_bytes < 0.6 * plain_stats.peak_activation_bytes
+
+
+# ------------------------------------------------------------------ recompute's own options
+def test_recompute_of_a_layer_on_an_input_without_gradient_trains_its_parameters():
+    """The Layer's parameters are inputs of the checkpoint (PyTorch's use_reentrant=False): the
+    output needs a gradient even though x does not, and the weights get the plain gradients."""
+    block = fg.nn.Sequential(fg.nn.Linear(3, 4), fg.nn.Tanh(), fg.nn.Linear(4, 2))
+    x = fg.to_tensor(_RNG.standard_normal((5, 3)).astype("float32"))
+    fg.sum(block(x) ** 2).backward()
+    plain = [p.grad.numpy().copy() for p in block.parameters()]
+    for p in block.parameters():
+        p.clear_grad()
+    for reentrant in (True, False):
+        out = fg.recompute(block, x, use_reentrant=reentrant)
+        assert not out.stop_gradient
+        fg.sum(out ** 2).backward()
+        for p, want in zip(block.parameters(), plain):
+            np.testing.assert_allclose(p.grad.numpy(), want, rtol=1e-6)
+            p.clear_grad()
+
+
+@pytest.mark.parametrize("preserve", [True, False])
+def test_recompute_preserve_rng_state(preserve):
+    """True: the recomputation draws the forward's dropout mask, so the gradient of sum(dropout(x))
+    is 1/(1-p) exactly where the output is kept; False: it draws a fresh mask, which differs."""
+    x = fg.to_tensor(np.ones((400,), "float32"), stop_gradient=False)
+    fg.seed(17)
+    out = fg.recompute(lambda t: fg.nn.functional.dropout(t, 0.5), x, preserve_rng_state=preserve)
+    fg.sum(out).backward()
+    same_mask = np.array_equal(x.grad.numpy() != 0, out.numpy() != 0)
+    assert same_mask == preserve
+    if preserve:
+        np.testing.assert_array_equal(x.grad.numpy(), out.numpy())
+
+
+def test_recompute_options_must_be_booleans():
+    with pytest.raises(TypeError, match="use_reentrant"):
+        fg.recompute(fg.nn.Tanh(), fg.to_tensor(np.ones(2)), use_reentrant="no")

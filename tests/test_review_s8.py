@@ -422,8 +422,6 @@ _LAYERS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="common Paddle 2 layers are missing: Dropout2D, ZeroPad2D, Pad2D, Unflatten, "
-                   "LSTMCell / GRUCell / SimpleRNNCell, SyncBatchNorm (what data-parallel CNN code uses), Fold")
 @pytest.mark.parametrize("name", sorted(_LAYERS))
 def test_common_layers_exist_and_run(name):
     make, shape = _LAYERS[name]
@@ -590,8 +588,6 @@ def test_tensor_in_place_methods(name):
 
 
 # ---------------------------------------------------------------- data loading and metrics of a first training loop
-@pytest.mark.xfail(strict=True, reason="fluidgrad.io has no Dataset / TensorDataset / BatchSampler / DataLoader "
-                   "(paddle.io, torch.utils.data): the first training loop has to slice NumPy arrays by hand")
 def test_io_dataloader_batches_a_tensor_dataset():
     features = np.arange(20, dtype="float32").reshape(10, 2)
     labels = np.arange(10, dtype="int64")
@@ -642,9 +638,6 @@ def test_onnx_export_of_the_max_pool_mask(tmp_path):
 
 
 # ---------------------------------------------------------------- recompute's own options
-@pytest.mark.xfail(strict=True, reason="fluidgrad.recompute(block, x, use_reentrant=False) / preserve_rng_state=True "
-                   "(options of paddle's recompute and torch.utils.checkpoint) are passed on to the block: "
-                   "TypeError 'unexpected keyword argument'")
 @pytest.mark.parametrize("option", [{"use_reentrant": False}, {"preserve_rng_state": True}])
 def test_recompute_takes_its_own_options(option):
     block = fg.nn.Sequential(fg.nn.Linear(3, 3), fg.nn.Tanh())
@@ -742,9 +735,6 @@ def test_onnx_import_of_activations_at_opset_17_matches_onnxruntime(op_type):
 
 
 # ---------------------------------------------------------------- README examples print what they say
-@pytest.mark.xfail(strict=True, reason="README's compile_block example shows source the Executor no longer writes "
-                   "(`del v1`, `v7 = v6 + v2` for the bias add); today's plan frees both inputs and adds in place "
-                   "(`v4 = ip1_7(v3, v2)  # ... (into matmul.tmp_0)`)")
 def test_readme_compile_block_example_prints_what_the_readme_shows():
     from pathlib import Path
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()

@@ -1,12 +1,13 @@
 """Resampling and patch extraction: `interpolate` (nearest, linear, bilinear, bicubic,
-trilinear) and `unfold` (im2col).
+trilinear), `unfold` (im2col) and `fold` (col2im).
 
 Interpolation is separable and linear in X: along each spatial axis the output is one
 [out, in] matrix times the input (the matrix holds the 1, 2 or 4 taps of each output
 position, with PyTorch's source-coordinate rules). The gradient applies the transposed
 matrices (`interpolate_grad`), and the two ops are each other's gradient. `unfold` is a
 strided view copied once; its gradient (`unfold_grad`) adds the windows back, one kernel
-offset at a time.
+offset at a time. `fold` is that same adding back as a forward op (shape from `output_sizes`
+rather than an input), so unfold and fold are each other's gradient.
 """
 from __future__ import annotations
 
@@ -181,11 +182,16 @@ def unfold_kernel(x, kernel_sizes=(1, 1), strides=(1, 1), paddings=(0, 0, 0, 0),
     return geo.view(geo.pad(x)).reshape(x.shape[0], x.shape[1] * geo.kernel_size, geo.out_size)
 
 
+def _col2im(columns, shape, kernel_sizes, strides, paddings, dilations):
+    """The windows in `columns` ([N, C * KH * KW, L]) added back into an array of NCHW `shape`."""
+    geo = _unfold_windows(shape, kernel_sizes, strides, paddings, dilations)
+    padded = np.zeros(tuple(shape[:2]) + tuple(geo.padded), dtype=columns.dtype)
+    geo.add_windows(padded, columns.reshape(tuple(shape[:2]) + tuple(geo.kernel) + tuple(geo.out)))
+    return geo.crop(padded)
+
+
 def unfold_grad_kernel(dy, x, kernel_sizes=(1, 1), strides=(1, 1), paddings=(0, 0, 0, 0), dilations=(1, 1)):
-    geo = _unfold_windows(x.shape, kernel_sizes, strides, paddings, dilations)
-    dxp = np.zeros(x.shape[:2] + tuple(geo.padded), dtype=dy.dtype)
-    geo.add_windows(dxp, dy.reshape(x.shape[:2] + tuple(geo.kernel) + tuple(geo.out)))
-    return geo.crop(dxp)
+    return _col2im(dy, x.shape, kernel_sizes, strides, paddings, dilations)
 
 
 def _unfold_geometry(ctx, slot: str = "X") -> tuple[list[int], Windows]:
@@ -245,3 +251,49 @@ register_op("unfold_grad", inputs="DY X", outputs="Out", attrs=dict(UNFOLD_ATTRS
             infer=_unfold_grad_infer,
             grad=_unfold_grad_grad,
             doc="col2im: unfold's gradient (X gives only the shape); windows added back, overlaps summed.")
+
+
+# ---------------------------------------------------------------- fold (col2im)
+def _fold_shape(columns: list[int], output_sizes, kernel_sizes) -> list[int]:
+    kernel = per_axis(kernel_sizes, 2, "kernel_sizes")
+    size = kernel[0] * kernel[1]
+    channels = columns[1] // size if columns[1] >= 0 else -1
+    return [columns[0], channels] + per_axis(output_sizes, 2, "output_sizes")
+
+
+def fold_kernel(x, output_sizes=(1, 1), kernel_sizes=(1, 1), strides=(1, 1), paddings=(0, 0, 0, 0),
+                dilations=(1, 1)):
+    return _col2im(x, _fold_shape(list(x.shape), output_sizes, kernel_sizes), kernel_sizes, strides, paddings,
+                   dilations)
+
+
+def _fold_infer(ctx):
+    float_only(ctx, "X")
+    columns = list(ctx.shape("X"))
+    if len(columns) != 3:
+        raise ctx.shape_error(f"expects X of shape [N, C * KH * KW, L], got {ctx.describe('X')}")
+    try:
+        shape = _fold_shape(columns, ctx.attr("output_sizes"), ctx.attr("kernel_sizes"))
+        geo = _unfold_windows(shape, ctx.attr("kernel_sizes"), ctx.attr("strides"), ctx.attr("paddings"),
+                              ctx.attr("dilations"))
+    except ValueError as err:
+        raise ctx.shape_error(str(err)) from None
+    if min(geo.strides) < 1 or min(geo.dilations) < 1 or min(geo.kernel) < 1 or min(shape[2:]) < 1:
+        raise ctx.shape_error(f"output_sizes {shape[2:]}, kernel_sizes, strides and dilations must be >= 1")
+    if columns[1] >= 0 and columns[1] % geo.kernel_size:
+        raise ctx.shape_error(f"{ctx.describe('X')}: axis 1 must be C * {geo.kernel_size} (kernel "
+                              f"{geo.kernel})")
+    if min(geo.out) < 1 or (columns[2] >= 0 and columns[2] != geo.out_size):
+        raise ctx.shape_error(f"{ctx.describe('X')} has {columns[2]} windows; kernel {geo.kernel} slides "
+                              f"{max(geo.out_size, 0)} times over output_sizes {shape[2:]}")
+    ctx.set_output("Y", shape, ctx.dtype("X"))
+
+
+def _fold_grad(g: GradBuilder) -> None:
+    g.set_input_grad("X", g.op("unfold", {"X": g.output_grad("Y")}, **_unfold_attrs(g)))
+
+
+register_op("fold", inputs="X", outputs="Y", attrs={"output_sizes": [1, 1], **UNFOLD_ATTRS}, kernel=fold_kernel,
+            infer=_fold_infer, grad=_fold_grad,
+            doc="col2im: the columns of X [N, C * KH * KW, L] added back into [N, C, H, W] windows (overlaps "
+                "summed), the adjoint of unfold (its gradient is unfold).")

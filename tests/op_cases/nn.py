@@ -255,3 +255,17 @@ VISION_CASES += [
 ]
 
 CASES = CONV_CASES + POOL_CASES + VISION_CASES
+
+
+# ---------------------------------------------------------------- fold (col2im)
+def _fold_case(x, output_sizes, kernel, strides, pads, dilations, tag):
+    attrs = {"output_sizes": list(output_sizes), "kernel_sizes": list(kernel), "strides": list(strides),
+             "paddings": [pads[0], pads[0], pads[1], pads[1]], "dilations": list(dilations)}
+    return OpCase("fold", {"X": x}, attrs, id=f"fold-{tag}", torch_fn=lambda X: TF.fold(
+        X, output_sizes, kernel, dilation=dilations, padding=pads, stride=strides))
+
+
+CASES += [
+    _fold_case(rand(2, 2 * 6, 15), (4, 5), (2, 3), (1, 1), (1, 0), (1, 1), "padded-overlapping"),
+    _fold_case(rand(1, 3 * 4, 6), (5, 6), (2, 2), (2, 2), (0, 0), (2, 1), "strided-dilated"),
+]

@@ -1,12 +1,12 @@
 """Dense layers, embedding and dropout as functions, for both modes."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from ... import functions as F
 from ...dispatch import apply_op
 
-__all__ = ['linear', 'embedding', 'dropout', 'pad']
+__all__ = ['linear', 'embedding', 'dropout', 'dropout2d', 'dropout3d', 'pad', 'zeropad2d']
 
 
 def linear(x: Any, weight: Any, bias: Any = None) -> Any:
@@ -33,16 +33,52 @@ def embedding(x: Any, weight: Any, padding_idx: int | None = None, sparse: bool 
 
 
 def dropout(x: Any, p: float = 0.5, training: bool = True, mode: str = "upscale_in_train",
-            seed: int = 0) -> Any:
+            seed: int = 0, axis: int | Sequence[int] | None = None) -> Any:
     """Zero each element with probability p. upscale_in_train (default, as PyTorch) scales the
-    kept ones by 1/(1-p) while training; downgrade_in_infer scales by (1-p) at inference."""
+    kept ones by 1/(1-p) while training; downgrade_in_infer scales by (1-p) at inference.
+    axis (Paddle's): one draw per index of those axes, shared along the others (dropout2d:
+    axis [0, 1] drops whole channels)."""
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout: p must lie in [0, 1], got {p}")
     if mode not in ("upscale_in_train", "downgrade_in_infer"):
         raise ValueError(f"dropout: mode must be 'upscale_in_train' or 'downgrade_in_infer', got {mode!r}")
+    if axis is not None:
+        return _shared_dropout(x, p, training, mode, seed, axis)
     out, _mask = apply_op("dropout", {"X": x}, {"dropout_prob": float(p), "is_test": not training,
                                                "seed": int(seed), "dropout_implementation": mode})
     return out
+
+
+def _shared_dropout(x: Any, p: float, training: bool, mode: str, seed: int, axis: int | Sequence[int]) -> Any:
+    """x times a dropped-out mask of ones that is 1 long on every axis not in `axis` (broadcast)."""
+    rank = len(x.shape)
+    axes = [axis] if isinstance(axis, int) else list(axis)
+    if not axes or any(not -rank <= a < rank for a in axes):
+        raise ValueError(f"dropout: axis {axis!r} is out of range for x of shape {list(x.shape)}")
+    kept = {a % rank for a in axes}
+    shared = [a for a in range(rank) if a not in kept]
+    corner = F.slice(x, shared, [0] * len(shared), [1] * len(shared)) if shared else x
+    mask = dropout(F.ones_like(corner), p, training, mode, seed)
+    return F.multiply(x, mask)
+
+
+def _channel_dropout(fn: str, x: Any, p: float, training: bool, data_format: str, layouts: tuple[str, str]) -> Any:
+    if data_format not in layouts:
+        raise ValueError(f"{fn}: data_format must be one of {list(layouts)}, got {data_format!r}")
+    if len(x.shape) != len(layouts[0]):
+        raise ValueError(f"{fn}: expects a {len(layouts[0])}-D {data_format} input, got shape {list(x.shape)}")
+    return dropout(x, p, training, axis=[0, 1 if data_format == layouts[0] else len(x.shape) - 1])
+
+
+def dropout2d(x: Any, p: float = 0.5, training: bool = True, data_format: str = "NCHW", name: str | None = None) -> Any:
+    """Zero whole channels of NCHW (or NHWC) input with probability p, the kept ones scaled by 1/(1-p)."""
+    return _channel_dropout("dropout2d", x, p, training, data_format, ("NCHW", "NHWC"))
+
+
+def dropout3d(x: Any, p: float = 0.5, training: bool = True, data_format: str = "NCDHW",
+              name: str | None = None) -> Any:
+    """Zero whole channels of NCDHW (or NDHWC) input with probability p, the kept ones scaled by 1/(1-p)."""
+    return _channel_dropout("dropout3d", x, p, training, data_format, ("NCDHW", "NDHWC"))
 
 
 _CHANNEL_LAST = ("NLC", "NHWC", "NDHWC")
@@ -76,3 +112,9 @@ def pad(x: Any, pad: Any, mode: str = "constant", value: float = 0.0, data_forma
             axis = last - i
             paddings[2 * axis], paddings[2 * axis + 1] = sizes[2 * i], sizes[2 * i + 1]
     return apply_op("pad", {"X": x}, {"paddings": paddings, "mode": mode, "value": float(value)})
+
+
+def zeropad2d(x: Any, padding: Any, data_format: str = "NCHW", name: str | None = None) -> Any:
+    """Zeros around H and W: padding [left, right, top, bottom] (or one int for all four)."""
+    sizes = [int(padding)] * 4 if isinstance(padding, int) else padding
+    return pad(x, sizes, mode="constant", value=0.0, data_format=data_format)

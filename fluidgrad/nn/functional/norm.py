@@ -13,7 +13,7 @@ from ...dispatch import apply_op, is_tensor
 from ...eager.mode import is_recomputing
 from .layout import channel_last_of_any_rank, to_channel_first, to_channel_last
 
-__all__ = ['batch_norm', 'layer_norm', 'group_norm', 'instance_norm', 'rms_norm', 'local_response_norm',
+__all__ = ['batch_norm', 'sync_batch_norm', 'layer_norm', 'group_norm', 'instance_norm', 'rms_norm', 'local_response_norm',
            'normalize']
 
 _SPATIAL_FIRST = ("NCL", "NCW", "NCHW", "NCDHW")
@@ -53,6 +53,45 @@ def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any, bias: A
     if training:
         _write_back(running_mean, mean_out)
         _write_back(running_var, var_out)
+    return y
+
+
+def sync_batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any, bias: Any, training: bool = True,
+                    momentum: float = 0.9, epsilon: float = 1e-5, data_format: str = "NCHW") -> Any:
+    """batch_norm with the statistics of the global batch, every rank's part of it (SyncBatchNorm
+    under a launcher). Composed of ordinary ops: per-channel sums and counts, then the sum of
+    squared deviations, each all-reduced (c_allreduce_sum, whose gradient is the all-reduce of
+    the gradient), so the backward all-reduces the statistics' gradients as PyTorch's does.
+    In a world of one it equals batch_norm (which SyncBatchNorm then runs: one fused op)."""
+    if not training:
+        return batch_norm(x, running_mean, running_var, weight, bias, False, momentum, epsilon, data_format)
+    if channel_last_of_any_rank(data_format, ("NC",) + _SPATIAL_FIRST, "sync_batch_norm"):
+        channels = x.shape[-1] if len(x.shape) >= 2 else -1
+        if channels < 0:
+            raise ValueError(f"sync_batch_norm: data_format {data_format!r} needs input of rank >= 2 with a known "
+                             f"channel axis (the last), got shape {list(x.shape)}")
+        y = sync_batch_norm(F.reshape(x, [-1, channels]), running_mean, running_var, weight, bias, True, momentum,
+                            epsilon, "NC")
+        return apply_op("reshape_as", {"X": y, "Target": x})
+    rank = len(x.shape)
+    if rank < 2 or x.shape[1] < 0:
+        raise ValueError(f"sync_batch_norm: needs channel-first input of rank >= 2 with known channels, got shape "
+                         f"{list(x.shape)} and data_format {data_format!r}")
+    axes, per_channel = [0] + list(range(2, rank)), [1, -1] + [1] * (rank - 2)
+    sums, counts = F.split(apply_op("c_allreduce_sum", {"X": F.concat(
+        [F.sum(x, axis=axes), F.sum(F.ones_like(x), axis=axes)])}), 2)
+    mean = F.divide(sums, counts)
+    centered = F.subtract(x, F.reshape(mean, per_channel))
+    squares = apply_op("c_allreduce_sum", {"X": F.sum(F.square(centered), axis=axes)})
+    variance = F.divide(squares, counts)
+    scale = F.pow(F.scale(variance, 1.0, float(epsilon)), -0.5)
+    y = F.multiply(centered, F.reshape(scale if weight is None else F.multiply(scale, weight), per_channel))
+    y = y if bias is None else F.add(y, F.reshape(bias, per_channel))
+    unbiased = F.divide(squares, F.maximum(F.scale(counts, 1.0, -1.0), F.ones_like(counts)))
+    for target, batch in ((running_mean, mean), (running_var, unbiased)):
+        if target is not None:
+            _write_back(target, F.add(F.scale(target, float(momentum)),
+                                      F.scale(F.cast(batch, target.dtype), 1.0 - float(momentum))))
     return y
 
 

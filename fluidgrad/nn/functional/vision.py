@@ -1,4 +1,4 @@
-"""Resizing, pixel shuffling and im2col, for both modes. Paddle 2 names. Resizing and pixel
+"""Resizing, pixel shuffling, im2col and col2im, for both modes. Paddle 2 names. Resizing and pixel
 shuffling take channel-last input too (data_format NWC / NHWC / NDHWC: run on the input moved to
 channel-first, see layout.py)."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ from ...ops.geometry import per_axis
 from .layout import run_channel_first
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 
-__all__ = ['interpolate', 'upsample', 'pixel_shuffle', 'pixel_unshuffle', 'unfold']
+__all__ = ['interpolate', 'upsample', 'pixel_shuffle', 'pixel_unshuffle', 'unfold', 'fold']
 
 _LAYOUTS = {1: ("NCL", "NCW"), 2: ("NCHW",), 3: ("NCDHW",)}
 _AREA = {1: adaptive_avg_pool1d, 2: adaptive_avg_pool2d, 3: adaptive_avg_pool3d}
@@ -105,18 +105,30 @@ def _unshuffle(x: Any, r: int) -> Any:
     return F.reshape(y, [0, c * r * r, h // r, w // r])
 
 
-def unfold(x: Any, kernel_sizes: Any, strides: Any = 1, paddings: Any = 0, dilations: Any = 1,
-           name: str | None = None) -> Any:
-    """im2col: [N, C, H, W] -> [N, C * KH * KW, L], one column per window position. paddings:
-    an int, [h, w], or Paddle's [top, left, bottom, right]."""
+def _window_attrs(fn: str, kernel_sizes: Any, strides: Any, paddings: Any, dilations: Any) -> dict[str, Any]:
+    """unfold / fold attributes; paddings: an int, [h, w], or Paddle's [top, left, bottom, right]."""
     pads = [paddings] * 2 if isinstance(paddings, int) else [int(p) for p in paddings]
     if len(pads) == 2:
         pads = [pads[0], pads[0], pads[1], pads[1]]
     elif len(pads) == 4:
         pads = [pads[0], pads[2], pads[1], pads[3]]   # [top, left, bottom, right] -> lo, hi per axis
     else:
-        raise ValueError(f"unfold: paddings must be an int, 2 ints or 4 ints, got {paddings!r}")
-    attrs = {"kernel_sizes": per_axis(kernel_sizes, 2, "unfold: kernel_sizes"),
-             "strides": per_axis(strides, 2, "unfold: strides"), "paddings": pads,
-             "dilations": per_axis(dilations, 2, "unfold: dilations")}
-    return apply_op("unfold", {"X": x}, attrs)
+        raise ValueError(f"{fn}: paddings must be an int, 2 ints or 4 ints, got {paddings!r}")
+    return {"kernel_sizes": per_axis(kernel_sizes, 2, f"{fn}: kernel_sizes"),
+            "strides": per_axis(strides, 2, f"{fn}: strides"), "paddings": pads,
+            "dilations": per_axis(dilations, 2, f"{fn}: dilations")}
+
+
+def unfold(x: Any, kernel_sizes: Any, strides: Any = 1, paddings: Any = 0, dilations: Any = 1,
+           name: str | None = None) -> Any:
+    """im2col: [N, C, H, W] -> [N, C * KH * KW, L], one column per window position. paddings:
+    an int, [h, w], or Paddle's [top, left, bottom, right]."""
+    return apply_op("unfold", {"X": x}, _window_attrs("unfold", kernel_sizes, strides, paddings, dilations))
+
+
+def fold(x: Any, output_sizes: Any, kernel_sizes: Any, strides: Any = 1, paddings: Any = 0, dilations: Any = 1,
+         name: str | None = None) -> Any:
+    """col2im, the adjoint of unfold: [N, C * KH * KW, L] columns added back into their windows of
+    [N, C, H, W] (output_sizes [H, W]; overlapping windows summed), as torch.nn.functional.fold."""
+    attrs = _window_attrs("fold", kernel_sizes, strides, paddings, dilations)
+    return apply_op("fold", {"X": x}, {"output_sizes": per_axis(output_sizes, 2, "fold: output_sizes"), **attrs})

@@ -1,6 +1,7 @@
 """Eager layers (Paddle 2 names and layouts). Each owns its parameters and calls
 `fluidgrad.nn.functional`, so it runs the same registered ops as the static builders."""
 from .common import *  # noqa: F401,F403
+from .padding import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
 from .pooling import *  # noqa: F401,F403
 from .vision import *  # noqa: F401,F403
@@ -10,3 +11,4 @@ from .loss import *  # noqa: F401,F403
 from .container import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
+from .rnn_cells import *  # noqa: F401,F403

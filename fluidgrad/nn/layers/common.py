@@ -1,7 +1,7 @@
 """Dense, embedding, dropout and shape layers."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -10,7 +10,7 @@ from ...initializer import Constant, Normal, XavierUniform
 from .. import functional as NF
 from ..layer import Layer
 
-__all__ = ['Linear', 'Embedding', 'Dropout', 'Identity', 'Flatten']
+__all__ = ['Linear', 'Embedding', 'Dropout', 'Dropout2D', 'Dropout3D', 'Identity', 'Flatten', 'Unflatten']
 
 
 class Linear(Layer):
@@ -71,6 +71,29 @@ class Dropout(Layer):
         return f"p={self.p}"
 
 
+class Dropout2D(Layer):
+    """Zero whole channels of NCHW (or NHWC) input with probability p while training (kept ones
+    scaled by 1/(1-p)); identity in eval."""
+
+    _fn, _layout = staticmethod(NF.dropout2d), "NCHW"
+
+    def __init__(self, p: float = 0.5, data_format: str | None = None, name: str | None = None) -> None:
+        super().__init__()
+        self.p, self.data_format = float(p), data_format or self._layout
+
+    def forward(self, x: Any) -> Any:
+        return self._fn(x, self.p, training=self.training, data_format=self.data_format)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, data_format={self.data_format}"
+
+
+class Dropout3D(Dropout2D):
+    """Zero whole channels of NCDHW (or NDHWC) input with probability p while training."""
+
+    _fn, _layout = staticmethod(NF.dropout3d), "NCDHW"
+
+
 class Identity(Layer):
     """Returns its input: a placeholder layer in a Sequential (as torch.nn.Identity)."""
     def forward(self, x: Any) -> Any:
@@ -91,3 +114,32 @@ class Flatten(Layer):
         middle = shape[start:stop + 1]
         merged = int(np.prod(middle)) if all(d >= 0 for d in middle) else -1
         return F.reshape(x, [0] * start + [merged] + shape[stop + 1:])
+
+
+class Unflatten(Layer):
+    """Split axis `axis` into `shape` (one entry may be -1), the inverse of Flatten."""
+
+    def __init__(self, axis: int, shape: Sequence[int], name: str | None = None) -> None:
+        super().__init__()
+        self.axis = int(axis)
+        self.shape = [int(d) for d in (shape.numpy().tolist() if hasattr(shape, "numpy") else shape)]
+        if not self.shape or sum(d == -1 for d in self.shape) > 1 or any(d < -1 or d == 0 for d in self.shape):
+            raise ValueError(f"Unflatten: shape must be positive sizes with at most one -1, got {shape!r}")
+
+    def forward(self, x: Any) -> Any:
+        dims = list(x.shape)
+        if not -len(dims) <= self.axis < len(dims):
+            raise ValueError(f"Unflatten: axis {self.axis} is out of range for x of shape {dims}")
+        axis = self.axis % len(dims)
+        size, known = dims[axis], int(np.prod([d for d in self.shape if d != -1]))
+        if size >= 0 and (size % known if -1 in self.shape else size != known):
+            raise ValueError(f"Unflatten: axis {axis} of x of shape {dims} (size {size}) cannot be split into "
+                             f"{self.shape}")
+        later = dims[axis + 1:]
+        if -1 in self.shape and any(d < 0 for d in later):
+            raise ValueError(f"Unflatten: shape {self.shape} with -1 needs the axes after {axis} known, got x of "
+                             f"shape {dims}")
+        return F.reshape(x, [0] * axis + self.shape + [d if d >= 0 else -1 for d in later])
+
+    def extra_repr(self) -> str:
+        return f"axis={self.axis}, shape={self.shape}"

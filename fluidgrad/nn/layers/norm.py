@@ -7,10 +7,11 @@ import numpy as np
 
 from ...eager.tensor import Tensor
 from ...initializer import Constant
+from ...ops.comm import get_world
 from .. import functional as NF
 from ..layer import Layer
 
-__all__ = ['BatchNorm', 'BatchNorm1D', 'BatchNorm2D', 'BatchNorm3D', 'LayerNorm', 'GroupNorm', 'InstanceNorm1D',
+__all__ = ['BatchNorm', 'BatchNorm1D', 'BatchNorm2D', 'BatchNorm3D', 'SyncBatchNorm', 'LayerNorm', 'GroupNorm', 'InstanceNorm1D',
            'InstanceNorm2D', 'InstanceNorm3D', 'RMSNorm', 'LocalResponseNorm']
 
 
@@ -72,6 +73,38 @@ class BatchNorm3D(_BatchNormNd):
 class BatchNorm(_BatchNormNd):
     """Any rank, channels on axis 1 or last (Fluid's dygraph BatchNorm)."""
     layouts = ("NCHW", "NCL", "NC", "NCDHW", "NHWC", "NLC", "NDHWC")
+
+
+class SyncBatchNorm(_BatchNormNd):
+    """Batch normalisation with the statistics of the global batch when data parallel: while
+    training under a launcher, every rank's per-channel sums are all-reduced (forward and backward),
+    so each rank normalises with the mean and variance of all ranks' samples, as PyTorch's
+    SyncBatchNorm. In a world of one (and in eval) it is BatchNorm. Any rank, channels on axis 1
+    (NCHW...) or last (NHWC...)."""
+    layouts = BatchNorm.layouts
+
+    def forward(self, x: Any) -> Any:
+        if not self.training or self.use_global_stats is not None or get_world().size == 1:
+            return super().forward(x)
+        return NF.sync_batch_norm(x, self._mean, self._variance, self.weight, self.bias, training=True,
+                                  momentum=self.momentum, epsilon=self.epsilon, data_format=self.data_format)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, layer: Layer) -> Layer:
+        """`layer` with every BatchNorm* in it (itself included) replaced by a SyncBatchNorm holding the
+        same parameters and running statistics (Paddle's and PyTorch's helper)."""
+        if isinstance(layer, _BatchNormNd) and not isinstance(layer, cls):
+            sync = cls(layer.num_features, layer.momentum, layer.epsilon, False, False, layer.data_format,
+                       layer.use_global_stats)
+            for name in ("weight", "bias"):
+                sync.add_parameter(name, getattr(layer, name))
+            sync.register_buffer("_mean", layer._mean)
+            sync.register_buffer("_variance", layer._variance)
+            sync.train(layer.training)
+            return sync
+        for name, sub in list(layer.named_children()):
+            setattr(layer, name, cls.convert_sync_batchnorm(sub))
+        return layer
 
 
 class LayerNorm(Layer):

@@ -24,6 +24,52 @@ from ..layer import Layer
 __all__ = ['GRU', 'LSTM', 'SimpleRNN']
 
 
+# ---------------------------------------------------------------- one step of each cell
+# x_t is the step's input projection x W_ih^T + b_ih, w_hh_t the transposed W_hh; a state of None
+# is the zero state (its products folded away), b_hh None a cell without that bias. The layers
+# below run these step after step; rnn_cells.py's LSTMCell / GRUCell / SimpleRNNCell run one.
+def _recurrent(h: Any, w_hh_t: Any, b_hh: Any) -> Any:
+    product = F.matmul(h, w_hh_t)
+    return product if b_hh is None else F.add(product, b_hh)
+
+
+def _plus_recurrent(x_t: Any, h: Any, w_hh_t: Any, b_hh: Any) -> Any:
+    """x_t + h W_hh^T + b_hh, with the terms that are zero left out."""
+    if h is not None:
+        return F.add(x_t, _recurrent(h, w_hh_t, b_hh))
+    return x_t if b_hh is None else F.add(x_t, b_hh)
+
+
+def simple_rnn_step(x_t: Any, h: Any, w_hh_t: Any, b_hh: Any, activation: str = "tanh") -> Any:
+    """h_t = act(x_t + h W_hh^T + b_hh), act tanh or relu."""
+    pre = _plus_recurrent(x_t, h, w_hh_t, b_hh)
+    return F.tanh(pre) if activation == "tanh" else F.relu(pre)
+
+
+def lstm_step(x_t: Any, state: Any, w_hh_t: Any, b_hh: Any) -> tuple[Any, Any]:
+    """Gates i, f, g, o from x_t + h W_hh^T + b_hh; c_t = f c + i g, h_t = o tanh(c_t); returns (h_t, c_t)."""
+    gates = _plus_recurrent(x_t, None if state is None else state[0], w_hh_t, b_hh)
+    i, f, g, o = F.split(gates, 4, axis=-1)
+    i, f, o, g = F.sigmoid(i), F.sigmoid(f), F.sigmoid(o), F.tanh(g)
+    c = F.multiply(i, g) if state is None else F.add(F.multiply(f, state[1]), F.multiply(i, g))
+    return F.multiply(o, F.tanh(c)), c
+
+
+def gru_step(x_t: Any, h: Any, w_hh_t: Any, b_hh: Any) -> Any:
+    """Gates r, z, n: n = tanh(x_n + r (h W_hn^T + b_hn)), h_t = (1 - z) n + z h."""
+    x_r, x_z, x_n = F.split(x_t, 3, axis=-1)
+    if h is None and b_hh is None:
+        r, z = F.sigmoid(x_r), F.sigmoid(x_z)
+        n = F.tanh(x_n)
+    else:
+        h_r, h_z, h_n = F.split(b_hh if h is None else _recurrent(h, w_hh_t, b_hh), 3, axis=-1)
+        r, z = F.sigmoid(F.add(x_r, h_r)), F.sigmoid(F.add(x_z, h_z))
+        n = F.tanh(F.add(x_n, F.multiply(r, h_n)))
+    if h is None:                                        # h_{-1} = 0: h_t = (1 - z) n
+        return F.subtract(n, F.multiply(z, n))
+    return F.add(n, F.multiply(z, F.subtract(h, n)))
+
+
 class _RNNBase(Layer):
     gates = 1
 
@@ -73,9 +119,6 @@ class _RNNBase(Layer):
             state = self._cell(steps[t], state, w_hh_t, b_hh)
             outputs[t] = self._hidden(state)
         return outputs, state
-
-    def _recurrent(self, h: Any, w_hh_t: Any, b_hh: Any) -> Any:
-        return F.add(F.matmul(h, w_hh_t), b_hh)
 
     # -- the whole stack
     def forward(self, inputs: Any, initial_states: Any = None, sequence_length: Any = None) -> Any:
@@ -132,8 +175,7 @@ class SimpleRNN(_RNNBase):
         self.activation = activation
 
     def _cell(self, x_t: Any, h: Any, w_hh: Any, b_hh: Any) -> Any:
-        pre = F.add(x_t, b_hh) if h is None else F.add(x_t, self._recurrent(h, w_hh, b_hh))
-        return F.tanh(pre) if self.activation == "tanh" else F.relu(pre)
+        return simple_rnn_step(x_t, h, w_hh, b_hh, self.activation)
 
 
 class LSTM(_RNNBase):
@@ -142,11 +184,7 @@ class LSTM(_RNNBase):
     gates = 4
 
     def _cell(self, x_t: Any, state: Any, w_hh: Any, b_hh: Any) -> Any:
-        gates = F.add(x_t, b_hh) if state is None else F.add(x_t, self._recurrent(state[0], w_hh, b_hh))
-        i, f, g, o = F.split(gates, 4, axis=-1)
-        i, f, o, g = F.sigmoid(i), F.sigmoid(f), F.sigmoid(o), F.tanh(g)
-        c = F.multiply(i, g) if state is None else F.add(F.multiply(f, state[1]), F.multiply(i, g))
-        return F.multiply(o, F.tanh(c)), c
+        return lstm_step(x_t, state, w_hh, b_hh)
 
     def _hidden(self, state: Any) -> Any:
         return state[0]
@@ -170,10 +208,4 @@ class GRU(_RNNBase):
     gates = 3
 
     def _cell(self, x_t: Any, h: Any, w_hh: Any, b_hh: Any) -> Any:
-        x_r, x_z, x_n = F.split(x_t, 3, axis=-1)
-        h_r, h_z, h_n = F.split(b_hh if h is None else self._recurrent(h, w_hh, b_hh), 3, axis=-1)
-        r, z = F.sigmoid(F.add(x_r, h_r)), F.sigmoid(F.add(x_z, h_z))
-        n = F.tanh(F.add(x_n, F.multiply(r, h_n)))
-        if h is None:                                        # h_{-1} = 0: h_t = (1 - z) n
-            return F.subtract(n, F.multiply(z, n))
-        return F.add(n, F.multiply(z, F.subtract(h, n)))
+        return gru_step(x_t, h, w_hh, b_hh)

@@ -6,7 +6,7 @@ from typing import Any
 from .. import functional as NF
 from ..layer import Layer
 
-__all__ = ['Upsample', 'UpsamplingNearest2D', 'UpsamplingBilinear2D', 'PixelShuffle', 'PixelUnshuffle', 'Unfold']
+__all__ = ['Upsample', 'UpsamplingNearest2D', 'UpsamplingBilinear2D', 'PixelShuffle', 'PixelUnshuffle', 'Unfold', 'Fold']
 
 
 class Upsample(Layer):
@@ -70,3 +70,16 @@ class Unfold(Layer):
 
     def forward(self, x: Any) -> Any:
         return NF.unfold(x, self.kernel_sizes, self.strides, self.paddings, self.dilations)
+
+
+class Fold(Layer):
+    """Adds columns [N, C * KH * KW, L] back into their windows of [N, C, *output_sizes] (col2im,
+    the adjoint of Unfold), as `nn.functional.fold`."""
+    def __init__(self, output_sizes: Any, kernel_sizes: Any, dilations: Any = 1, paddings: Any = 0, strides: Any = 1,
+                 name: str | None = None) -> None:
+        super().__init__()
+        self.output_sizes, self.kernel_sizes = output_sizes, kernel_sizes
+        self.dilations, self.paddings, self.strides = dilations, paddings, strides
+
+    def forward(self, x: Any) -> Any:
+        return NF.fold(x, self.output_sizes, self.kernel_sizes, self.strides, self.paddings, self.dilations)

@@ -36,14 +36,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .executor import Scope, global_scope
-from .framework import BACKWARD, OPTIMIZE, Block, Program, Variable, default_main_program
-from .framework.errors import FluidgradError
-from .framework.variable import names_of
-from .framework.names import EMPTY_VAR_NAME
-from .framework.serialize import FORMAT_VERSION as PROGRAM_FORMAT_VERSION
-from .framework.serialize import program_from_dict, program_to_dict
-from .ops.registry import registered_ops
+from ..executor import Scope, global_scope
+from ..framework import BACKWARD, OPTIMIZE, Block, Program, Variable, default_main_program
+from ..framework.errors import FluidgradError
+from ..framework.variable import names_of
+from ..framework.names import EMPTY_VAR_NAME
+from ..framework.serialize import FORMAT_VERSION as PROGRAM_FORMAT_VERSION
+from ..framework.serialize import program_from_dict, program_to_dict
+from ..ops.registry import registered_ops
 
 MODEL_SUFFIX = ".pdmodel.json"
 PARAMS_SUFFIX = ".pdparams.safetensors"
