@@ -28,9 +28,11 @@ def labels(classes, *shape, ignore=-100):
     return out
 
 
-def _torch_like_ours(loss, reduction, axis):
-    """PyTorch's 'none' loss lacks the class axis; ours keeps it with size 1 (Paddle's layout)."""
-    return loss.unsqueeze(axis) if reduction == "none" else loss
+def _torch_like_ours(loss, reduction, axis, label=None, input=None):
+    """PyTorch's 'none' loss lacks the class axis; ours has the labels' shape (Paddle 2): it keeps the
+    axis, with size 1, only for labels that have it ([N, 1, d])."""
+    kept = label is not None and label.dim() == input.dim()
+    return loss.unsqueeze(axis) if reduction == "none" and kept else loss
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
@@ -60,7 +62,8 @@ def test_cross_entropy_class_axis_1_with_ignored_labels(reduction, weighted):
             lambda input, label, weight: F.cross_entropy(input, label, weight_of(weight), axis=1,
                                                          reduction=reduction),
             lambda input, label, weight: _torch_like_ours(
-                TF.cross_entropy(input, label.reshape(3, 5), weight_of(weight), reduction=reduction), reduction, 1),
+                TF.cross_entropy(input, label.reshape(3, 5), weight_of(weight), reduction=reduction), reduction, 1,
+                label, input),
             {"input": x, "label": label, "weight": w}, wrt=["input"])
 
 

@@ -80,9 +80,6 @@ def test_static_data_without_a_dtype_takes_the_default_dtype(float64_default):
 
 
 # ---------------------------------------------------------------- cross_entropy(reduction='none') keeps a trailing axis
-@pytest.mark.xfail(strict=True, reason="F.cross_entropy(logits [6, 4], labels [6], reduction='none') returns shape [6, 1] "
-                   "(and [2, 5, 1] for [2, 5, 4] / [2, 5]), so the usual per-sample weighting (loss * w).mean() with w of "
-                   "shape [6] silently broadcasts to [6, 6]; torch and Paddle 2 return the labels' shape [6]")
 @pytest.mark.parametrize("logit_shape", [(6, 4), (2, 5, 4)])
 def test_cross_entropy_without_reduction_has_the_labels_shape(logit_shape):
     rng = np.random.default_rng(0)
