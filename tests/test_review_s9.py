@@ -117,10 +117,6 @@ def _train_linear(make_optimizer, steps=3):
     return layer, reference, x0
 
 
-@pytest.mark.xfail(strict=True, reason="AdamW(parameters=[{'params': weights, 'weight_decay': 0.5}, {'params': biases, "
-                   "'weight_decay': 0.0}]) (the usual no-decay-for-bias recipe) applies the group's weight_decay as an L2 "
-                   "term added to the gradient instead of AdamW's decoupled decay: the weights differ from "
-                   "torch.optim.AdamW with the same groups (and from AdamW(weight_decay=0.5) with one group) by 0.07")
 def test_adamw_parameter_group_weight_decay_is_decoupled():
     layer, reference, x0 = _train_linear(lambda m: fg.optimizer.AdamW(
         0.1, parameters=[{"params": [m.weight], "weight_decay": 0.5}, {"params": [m.bias], "weight_decay": 0.0}],
@@ -307,9 +303,6 @@ def test_more_in_place_tensor_methods(name):
     np.testing.assert_allclose(tensor.numpy(), expected)
 
 
-@pytest.mark.xfail(strict=True, reason="AdamW(..., apply_decay_param_fun=lambda name: ...) (every PaddleNLP fine-tuning "
-                   "script: no decay for biases and norms) raises TypeError 'unexpected keyword argument'; Paddle 2's "
-                   "AdamW decays only the parameters whose name the function accepts")
 def test_adamw_apply_decay_param_fun():
     layer = fg.nn.Linear(2, 3)
     weight_name = layer.weight.name
