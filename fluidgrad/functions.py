@@ -252,8 +252,15 @@ def slice(x: Any, axes: Sequence[int], starts: Sequence[int], ends: Sequence[int
 
 
 def squeeze(x: Any, axis: int | Sequence[int] | None = None) -> Any:
-    """Drops the given axes of size 1 (all axes of size 1 when axis is None)."""
+    """Drops the given axes of size 1 (all axes of size 1 when axis is None); a given axis of
+    another size stays, as in torch.squeeze and paddle.squeeze (`logits.squeeze(-1)` serves [N]
+    and [N, 1] alike). An axis out of range is an error."""
     axes = [] if axis is None else [int(axis)] if isinstance(axis, (int, np.integer)) else [int(a) for a in axis]
+    ndim = len(x.shape)
+    if axes:
+        axes = [a for a in axes if not -ndim <= a < ndim or x.shape[a] in (1, -1)]
+        if not axes:
+            return x
     return apply_op("squeeze", {"X": x}, {"axes": axes})
 
 

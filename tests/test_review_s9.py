@@ -208,9 +208,6 @@ def test_nn_layer_built_inside_a_program_guard_trains_statically():
 
 
 # ---------------------------------------------------------------- squeeze of an axis that is not 1
-@pytest.mark.xfail(strict=True, reason="fg.squeeze(x, axis=1) / x.squeeze(1) on x of shape [2, 3, 4] raises ShapeError "
-                   "'cannot squeeze axis 1 of size 3'; torch.squeeze(x, 1) and paddle.squeeze leave an axis that is not "
-                   "1 alone (code like logits.squeeze(-1) relies on it for [N] and [N, 1] alike)")
 def test_squeeze_of_an_axis_that_is_not_one_is_a_no_op():
     x0 = np.arange(24.0).reshape(2, 3, 4)
     assert list(fg.squeeze(fg.to_tensor(x0), axis=1).shape) == list(torch.tensor(x0).squeeze(1).shape)
