@@ -227,7 +227,7 @@ for _name, _domain, _torch in [
         ("erf", "all", "erf"), ("sinh", "all", "sinh"), ("cosh", "all", "cosh"), ("asinh", "all", "asinh"),
         ("atan", "all", "atan"), ("expm1", "unit", "expm1"), ("log1p", "pos", "log1p"), ("log2", "pos", "log2"),
         ("log10", "pos", "log10"), ("rsqrt", "pos", "rsqrt"), ("reciprocal", "pos", "reciprocal"),
-        ("tan", "unit", "tan"), ("asin", "unit", "asin"), ("acos", "unit", "acos"), ("atanh", "unit", "atanh"),
+        ("tan", "unit", "tan"), ("erfinv", "unit", "erfinv"), ("asin", "unit", "asin"), ("acos", "unit", "acos"), ("atanh", "unit", "atanh"),
         ("acosh", "above1", "acosh"), ("gelu", "all", "nn.functional.gelu"), ("silu", "all", "nn.functional.silu"),
         ("mish", "all", "nn.functional.mish"), ("softplus", "all", "nn.functional.softplus"),
         ("log_sigmoid", "all", "nn.functional.logsigmoid")]:
@@ -280,6 +280,8 @@ _BINARY = {
             ("elementwise_div",), True),
     "elementwise_pow": (lambda F, x, y: F.pow(_positive(F, x), F.tanh(y)),
                         lambda T, x, y: T.pow(_tpositive(x), T.tanh(y)), ("elementwise_pow",), True),
+    "atan2": (lambda F, x, y: F.atan2(x, _positive(F, y)), lambda T, x, y: T.atan2(x, _tpositive(y)),
+              ("atan2",), True),   # the second argument kept positive: away from the cut along y < 0
     "maximum": (lambda F, x, y: F.maximum(x, y), lambda T, x, y: T.maximum(x, y), ("elementwise_max",), False),
     "minimum": (lambda F, x, y: F.minimum(x, y), lambda T, x, y: T.minimum(x, y), ("elementwise_min",), False),
 }
@@ -852,8 +854,12 @@ def _batch_norm_fluid(F, ctx, n, x, weight, bias):
 
 def _batch_norm_torch(T, n, x, weight, bias):
     channels = n.shapes[0][1]
+    # contiguous: PyTorch 2.13's CPU batch_norm backward in eval mode reads garbage (uninitialised
+    # memory) for the input gradient of channels past the first when the weight is an expanded
+    # (stride-0) view, as `expand` of a 0-D value gives
     return T.nn.functional.batch_norm(x, T.zeros(channels, dtype=x.dtype), T.ones(channels, dtype=x.dtype),
-                                      weight, bias, training=n.p("training", True), eps=1e-5)
+                                      weight.contiguous(), bias.contiguous(), training=n.p("training", True),
+                                      eps=1e-5)
 
 
 @kind("batch_norm", ("batch_norm", "batch_norm_grad"), _batch_norm_fluid, _batch_norm_torch)

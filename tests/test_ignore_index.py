@@ -28,11 +28,10 @@ def labels(classes, *shape, ignore=-100):
     return out
 
 
-def _torch_like_ours(loss, reduction, axis, label=None, input=None):
-    """PyTorch's 'none' loss lacks the class axis; ours has the labels' shape (Paddle 2): it keeps the
-    axis, with size 1, only for labels that have it ([N, 1, d])."""
-    kept = label is not None and label.dim() == input.dim()
-    return loss.unsqueeze(axis) if reduction == "none" and kept else loss
+def _torch_like_ours(loss, reduction, axis, label_has_class_axis=False):
+    """An unreduced loss has the labels' shape, in Paddle 2 as in PyTorch: labels given with a
+    class axis of size 1 (Paddle's [N, 1]) keep it in the loss, which PyTorch has no form for."""
+    return loss.unsqueeze(axis) if reduction == "none" and label_has_class_axis else loss
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
@@ -63,7 +62,7 @@ def test_cross_entropy_class_axis_1_with_ignored_labels(reduction, weighted):
                                                          reduction=reduction),
             lambda input, label, weight: _torch_like_ours(
                 TF.cross_entropy(input, label.reshape(3, 5), weight_of(weight), reduction=reduction), reduction, 1,
-                label, input),
+                label.ndim == 3),
             {"input": x, "label": label, "weight": w}, wrt=["input"])
 
 

@@ -15,6 +15,7 @@ ort = pytest.importorskip("onnxruntime")
 
 import fluidgrad as fg  # noqa: E402
 from fluidgrad.onnx import export, import_model  # noqa: E402
+from fluidgrad.onnx.errors import OnnxExportError  # noqa: E402
 
 EXAMPLE = np.random.default_rng(0).standard_normal((2, 5, 8)).astype("float32")
 FUNCTIONS = {
@@ -22,6 +23,20 @@ FUNCTIONS = {
     "expand_as of a new leading axis": lambda x: fg.expand_as(x[0], x),
     "expand to the batch": lambda x: fg.expand(x[:1], [x.shape[0], 5, 8]),
     "expand with -1": lambda x: fg.expand(x[:1, :, :1], [x.shape[0], -1, 8]),
+    "std over all axes": lambda x: fg.std(x),
+    "var over all axes": lambda x: fg.var(x),
+    "biased var over all axes, kept": lambda x: fg.var(x, unbiased=False, keepdim=True),
+    "var over the batch": lambda x: fg.var(x, axis=0),
+    "std over batch and features": lambda x: fg.std(x, axis=[0, 2]),
+    "a scale by the batch less one": lambda x: x * float(x.shape[0] - 1),
+    "a mean over the batch by hand": lambda x: fg.sum(x, axis=0) * (1.0 / x.shape[0]),
+    "x[-1]": lambda x: x[-1],
+    "x[-1] of a column": lambda x: x[-1, :, 2],
+    "x[-2:] and x[-1:]": lambda x: (x[-2:], x[-1:]),
+    "chunk along the batch": lambda x: tuple(fg.chunk(x, 2, axis=0)),
+    "flip": lambda x: fg.flip(x, [0]),
+    "flip two axes": lambda x: fg.flip(x, [0, 2]),
+    "every other row backwards": lambda x: x[::-2],
 }
 
 
@@ -40,12 +55,38 @@ def test_exported_with_a_dynamic_batch(tmp_path, name):
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     scope = fg.Scope()
     program, feed_names, fetches = import_model(path, scope)
-    for batch in (1, 4):
+    for batch in (3, 4):
         x = np.random.default_rng(batch).standard_normal((batch, 5, 8)).astype("float32")
-        expected = fn(fg.to_tensor(x)).numpy()
-        got = session.run(None, {session.get_inputs()[0].name: x})[0]
-        assert got.shape == expected.shape
-        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
-        again, = fg.Executor().run(program, feed={feed_names[0]: x}, fetch_list=fetches[:1], scope=scope)
-        assert again.shape == expected.shape
-        np.testing.assert_allclose(again, expected, rtol=1e-5, atol=1e-6)
+        expected = _as_list(fn(fg.to_tensor(x)))
+        got = session.run(None, {session.get_inputs()[0].name: x})
+        again = fg.Executor().run(program, feed={feed_names[0]: x}, fetch_list=fetches, scope=scope)
+        assert len(got) == len(again) == len(expected)
+        for want, by_onnxruntime, reimported in zip(expected, got, again):
+            assert by_onnxruntime.shape == reimported.shape == want.shape
+            np.testing.assert_allclose(by_onnxruntime, want, rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(reimported, want, rtol=1e-5, atol=1e-6)
+
+
+def _as_list(result):
+    return [t.numpy() for t in result] if isinstance(result, (list, tuple)) else [result.numpy()]
+
+
+def test_a_count_that_is_not_linear_in_the_batch_is_refused(tmp_path):
+    """A mean over a batch-by-batch matrix scales by 1 / n**2: two traces fit 1 / (5 n - 6) as
+    well, the third does not."""
+    def mean_similarity(x):
+        flat = fg.reshape(x, [x.shape[0], -1])
+        return fg.sum(fg.matmul(flat, flat, transpose_y=True)) * (1.0 / (x.shape[0] * x.shape[0]))
+
+    with pytest.raises(OnnxExportError, match="op scale .* scales by"):
+        _export(tmp_path, mean_similarity)
+
+
+def test_a_batch_of_one_takes_its_last_row_and_flips(tmp_path):
+    path = _export(tmp_path, lambda x: (x[-1], fg.flip(x, [0]), fg.var(x, axis=[1, 2])))
+    x = np.random.default_rng(1).standard_normal((1, 5, 8)).astype("float32")
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    last, flipped, spread = session.run(None, {session.get_inputs()[0].name: x})
+    np.testing.assert_array_equal(last, x[0])
+    np.testing.assert_array_equal(flipped, x)
+    np.testing.assert_allclose(spread, x.reshape(1, -1).var(axis=1, ddof=1), rtol=1e-5)

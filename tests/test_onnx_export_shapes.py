@@ -63,7 +63,7 @@ def test_two_inputs_sharing_a_dynamic_batch(tmp_path):
 
 
 @pytest.mark.parametrize("fn, what", [
-    (lambda t: t * (1.0 / t.shape[0]), "op scale"),                          # a value computed from the size
+    (lambda t: t * (1.0 / t.shape[0] ** 2), "op scale"),                     # a count not linear in the size
     (lambda t: sum(t[i] for i in range(t.shape[0])), "ops change"),           # a loop over the batch
     (lambda t: t + fg.to_tensor(np.ones((t.shape[0], 1, 1), np.float32)), "constant Tensor"),
     (lambda t: t.reshape([t.shape[0] * 3, 4]), "op reshape"),                # a product of sizes

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..framework.dtypes import require_extension_dtype
 from . import dtypes
-from .convert_common import binary, cast, full, normalize_axes, required_const, via_float
+from .convert_common import add_scalar, binary, cast, full, mul_scalar, normalize_axes, required_const, via_float
 from .convert_table import converter
 from .errors import UnsupportedOnnxOpError
 from .fold import SymDim, symbolic
@@ -110,6 +110,30 @@ def expand_to_symbolic(ctx, x, target: list):
     except UnsupportedOnnxOpError:
         return None
     return ctx.op("expand_as", {"X": x, "Target": zeros})
+
+
+def sizes_as_data(ctx, value: np.ndarray):
+    """A shape value holding sizes unknown when the program is built (SymDims read from
+    variables: Shape -> Gather under a dynamic batch), used as data (a count dividing a sum):
+    each size counted at run time as the sum of ones along its axis. None where a size is
+    derived from others (the caller says why it cannot)."""
+    flat = list(value.reshape(-1))
+    if any(isinstance(d, SymDim) and d.var is None for d in flat):
+        return None
+    pieces = []
+    for d in flat:
+        if isinstance(d, SymDim):
+            try:
+                ones = _filled_like(ctx, [d], 1, "int64")
+            except UnsupportedOnnxOpError:
+                return None
+            count = ctx.op("reduce_sum", {"X": ones}, axis=[0], keepdim=True)
+        else:
+            count = ctx.constant(np.asarray([int(d)], "int64"))
+        pieces.append(count)
+    out = pieces[0] if len(pieces) == 1 else ctx.op("concat", {"X": pieces}, axis=0)
+    return cast(ctx, ctx.op("reshape", {"X": out}, shape=list(value.shape)), value.dtype.name
+                if value.dtype != object else "int64")
 
 
 @converter("Range")
@@ -260,6 +284,8 @@ def _split(ctx):
     if sizes is None:
         size = x.shape[axis]
         if size < 0:
+            if ctx.opset >= 18:
+                return _chunks_at_run_time(ctx, x, axis, n)
             return ctx.op("split", {"X": x}, n_out=n, num_or_sections=n, axis=axis)
         if ctx.opset >= 18 and size % n:
             chunk = -(-size // n)
@@ -267,6 +293,20 @@ def _split(ctx):
         else:
             sizes = [size // n] * n
     return ctx.op("split", {"X": x}, n_out=len(sizes), num_or_sections=[int(s) for s in sizes], axis=axis)
+
+
+def _chunks_at_run_time(ctx, x, axis: int, n: int) -> list:
+    """Split into n outputs of an axis of unknown size (opset 18): ceil(size / n) each, the last
+    smaller (torch.chunk's cut), which fluidgrad's even split cannot say: gathers of the ranges
+    [i c, min((i + 1) c, size)) computed at run time."""
+    size = ctx.op("reduce_sum", {"X": _filled_like(ctx, [SymDim(x.name, axis)], 1, "int64")}, axis=[0],
+                  keepdim=True)
+    chunk = binary(ctx, "elementwise_floordiv", add_scalar(ctx, size, n - 1), ctx.scalar(n, "int64"))
+    step = ctx.scalar(1, "int64")
+    bounds = [binary(ctx, "elementwise_min", mul_scalar(ctx, chunk, i), size) for i in range(n + 1)]
+    return [ctx.op("gather", {"X": x, "Index": ctx.op("arange", {"Start": bounds[i], "End": bounds[i + 1],
+                                                                  "Step": step})}, axis=axis)
+            for i in range(n)]
 
 
 @converter("Slice")
@@ -294,10 +334,22 @@ def _slice(ctx):
             continue
         size = x.shape[axis]
         if size < 0:
-            raise ctx.unsupported(f"a step of {step} on axis {axis} of unknown size")
+            out = _strided_slice(ctx, out, axis, start, end, step)
+            continue
         index = np.arange(*slice(start, end, step).indices(size), dtype="int64")
         out = ctx.op("gather", {"X": out, "Index": ctx.constant(index)}, axis=axis)
     return out
+
+
+def _strided_slice(ctx, x, axis: int, start: int, end: int, step: int):
+    """A step other than 1 on an axis of unknown size: fluidgrad's strided slice (Python's bounds).
+    ONNX clamps bounds as Python does, except a negative step's start below -size, which ONNX
+    clamps to 0 and Python to -1 (nothing): with the size unknown, only starts >= -1 are sure."""
+    if step < 0 and start < -1:
+        raise ctx.unsupported(f"a step of {step} from start {start} on axis {axis} of unknown size")
+    big = 2**62
+    return ctx.op("slice", {"X": x}, axes=[axis], starts=[max(min(start, big), -big)],
+                  ends=[max(min(end, big), -big)], strides=[step])
 
 
 @converter("Gather")

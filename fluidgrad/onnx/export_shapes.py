@@ -8,9 +8,15 @@ every dynamic input axis one longer (`probe_inputs`) and compares the two progra
   a `reshape` or `expand` shape that is (`x.reshape([t.shape[0], -1])`, `expand_as(y, t)`) are
   written as the size read from the input at run time (Shape, Gather), as PyTorch's tracer
   records them;
-- any other change (a scale by `1 / t.shape[0]`, a loop run `t.shape[0]` times, a constant
-  Tensor of that length) is refused, naming the op, rather than exported with the example's
-  size baked in.
+- a `slice` bound that is the sliced axis's size less a constant in both traces (`x[-1]`, which
+  indexing writes as starts=[n - 1], ends=[n]) is written counted from the end (-1, to the end);
+- a `split` into `chunks` pieces (`chunk(x, 2)`), cut at ceil(n / chunks) in both traces, is
+  ONNX's Split into that many outputs, which cuts the same way at run time;
+- a `scale` by a count of a dynamic axis k * n + m, or by its reciprocal (var / std's
+  1 / (n - 1)), is that count computed at run time; a third trace (the axes two longer) checks
+  the rule, so that a count like n * n (a mean over a batch-by-batch matrix) is refused;
+- any other change (a loop run `t.shape[0]` times, a constant Tensor of that length) is refused,
+  naming the op, rather than exported with the example's size baked in.
 """
 from __future__ import annotations
 
@@ -35,27 +41,46 @@ class DimRead:
     axis: int
 
 
+@dataclass(frozen=True)
+class CountRead:
+    """k * size + m of a dynamic axis at run time, or its reciprocal; `index` is the op's place in
+    the global block (where the third trace checks it)."""
+
+    dim: DimRead
+    k: int
+    m: int
+    reciprocal: bool
+    index: int
+
+    def value(self, size: int) -> float:
+        count = self.k * size + self.m
+        return (1.0 / count if count else float("inf")) if self.reciprocal else float(count)
+
+
 @dataclass
 class ShapeReads:
     """What the exporter writes as run-time sizes, keyed by the op's first output name."""
 
     fill: dict[str, DimRead] = field(default_factory=dict)               # fill_constant -> its value
     shape: dict[str, dict[int, DimRead]] = field(default_factory=dict)    # reshape / expand -> shape entries
+    slice: dict[str, dict[tuple[str, int], int]] = field(default_factory=dict)  # (attr, entry) -> from the end
+    scale: dict[str, CountRead] = field(default_factory=dict)              # scale -> its factor, counted
+    chunks: dict[str, int] = field(default_factory=dict)                   # chunk of a split -> its cut axis
     outputs: dict[int, list[int]] = field(default_factory=dict)           # output index -> axes that follow
     variables: dict[str, list[int]] = field(default_factory=dict)         # variable -> axes that follow
 
 
-def probe_inputs(tensors: Sequence[Tensor], dynamic: dict[int, list[int]]) -> list[Tensor]:
-    """The example inputs with every dynamic axis one longer (its values repeated cyclically)."""
+def probe_inputs(tensors: Sequence[Tensor], dynamic: dict[int, list[int]], longer: int = 1) -> list[Tensor]:
+    """The example inputs with every dynamic axis `longer` longer (its values repeated cyclically)."""
     probes = []
     for index, tensor in enumerate(tensors):
         data = tensor.data
         for axis in dynamic.get(index, ()):
             size = data.shape[axis]
             if size:
-                data = np.take(data, np.arange(size + 1) % size, axis=axis)
+                data = np.take(data, np.arange(size + longer) % size, axis=axis)
             else:
-                data = np.zeros(data.shape[:axis] + (1,) + data.shape[axis + 1:], data.dtype)
+                data = np.zeros(data.shape[:axis] + (longer,) + data.shape[axis + 1:], data.dtype)
         probes.append(Tensor(np.ascontiguousarray(data), stop_gradient=tensor.stop_gradient))
     return probes
 
@@ -70,8 +95,11 @@ def find_shape_reads(first: Any, second: Any, feeds: list[str], dynamic: dict[in
     _compare_blocks(first.program, second.program, dims, reads)
     _compare_captured(first.captured, second.captured)
     reads.variables = _following_axes(first, second)
+    for name, axis in reads.chunks.items():  # every chunk's size follows, also where it did not change
+        reads.variables[name] = sorted(set(reads.variables.get(name, [])) | {axis})
     for index, (out_a, out_b) in enumerate(zip(first.outputs, second.outputs)):
-        axes = [axis for axis, (a, b) in enumerate(zip(out_a.shape, out_b.shape)) if a != b]
+        axes = [axis for axis, (a, b) in enumerate(zip(out_a.shape, out_b.shape))
+                if a != b or axis == reads.chunks.get(out_a.name)]
         if axes:  # an output axis that follows a dynamic input axis is dynamic too
             reads.outputs[index] = axes
     return reads
@@ -86,17 +114,33 @@ def _compare_blocks(first: Program, second: Program, dims: list, reads: ShapeRea
             raise _refusal(f"the traced program's ops change with the size of a dynamic axis (block "
                            f"{block_a.idx}: {_op_types(block_a)} vs {_op_types(block_b)}), e.g. a Python "
                            f"loop over t.shape[i]")
-        for op_a, op_b in zip(block_a.ops, block_b.ops):
-            _compare_op(op_a, op_b, block_a.idx, dims, reads, names)
+        for index, (op_a, op_b) in enumerate(zip(block_a.ops, block_b.ops)):
+            sizes = [_input_shape(block, op) for block, op in ((block_a, op_a), (block_b, op_b))]
+            _compare_op(op_a, op_b, (block_a.idx, index), dims, reads, names, sizes)
 
 
-def _compare_op(op_a: Operator, op_b: Operator, block: int, dims: list, reads: ShapeReads,
-                names: tuple[set[str], set[str]]) -> None:
+def _input_shape(block: Block, op: Operator) -> tuple[int, ...]:
+    """The shape of the op's X (the tensor a slice or split cuts), () when it has none."""
+    names = op.inputs.get("X") or []
+    var = block._find_var_recursive(names[0]) if names else None
+    return tuple(var.shape) if var is not None else ()
+
+
+def _compare_op(op_a: Operator, op_b: Operator, place: tuple[int, int], dims: list, reads: ShapeReads,
+                names: tuple[set[str], set[str]], sizes: list[tuple[int, ...]]) -> None:
+    block = place[0]
     for name in sorted(set(op_a.attrs) | set(op_b.attrs)):
         a, b = op_a.attrs.get(name), op_b.attrs.get(name)
         if _same(a, b, names):
             continue
         out = op_a.output_arg_names[0] if op_a.output_arg_names else ""
+        if block == 0 and _read_of_a_cut(op_a, op_b, name, sizes, reads):
+            continue
+        if block == 0 and op_a.type == "scale" and name == "scale":
+            count = _count_of(a, b, dims, place[1])
+            if count is not None:
+                reads.scale[out] = count
+                continue
         if block == 0 and op_a.type == "fill_constant" and name == "value":
             read = _dim_of(a, b, dims)
             if read is not None and int(np.prod(op_a.attrs["shape"])) == 1:
@@ -151,6 +195,79 @@ def _compare_captured(first: list, second: list) -> None:
         if a is not b and (a.shape != b.shape or not np.array_equal(a.data, b.data, equal_nan=True)):
             raise _refusal(f"the constant Tensor {name} (shape {list(a.shape)}) differs with the size of a "
                            f"dynamic axis: it was made from t.shape[i]; build it with tensor ops instead")
+
+
+def _read_of_a_cut(op_a: Operator, op_b: Operator, name: str, sizes: list[tuple[int, ...]],
+                    reads: ShapeReads) -> bool:
+    """A slice bound counted from the end of the sliced axis, or a split into even chunks (see
+    the module's docstring), recorded in `reads`; False for any other change."""
+    a, b = op_a.attrs.get(name), op_b.attrs.get(name)
+    out = op_a.output_arg_names[0] if op_a.output_arg_names else ""
+    if op_a.type == "slice" and name in ("starts", "ends") and len(a) == len(b):
+        axes = op_a.attrs["axes"]
+        entries = {}
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x == y:
+                continue
+            from_end = [bound - shape[axes[i]] for bound, shape in zip((x, y), sizes)]
+            if from_end[0] != from_end[1] or from_end[0] > 0:
+                return False
+            entries[(name, i)] = from_end[0]
+        reads.slice.setdefault(out, {}).update(entries)
+        return True
+    if op_a.type == "split" and name == "num_or_sections":
+        axis, values = op_a.attrs["axis"], (a, b)
+        chunks = [v for v in values if isinstance(v, (int, np.integer))]
+        if len(op_a.output_arg_names) != len(op_b.output_arg_names) or len(chunks) != 1:
+            return False
+        if not all(isinstance(v, (int, np.integer)) or list(v) == _chunk_sizes(shape[axis], int(chunks[0]))
+                   for v, shape in zip(values, sizes)):
+            return False
+        reads.chunks.update({name: axis % len(sizes[0]) for name in op_a.output_arg_names})
+        return True
+    return False
+
+
+def _chunk_sizes(size: int, chunks: int) -> list[int]:
+    """ONNX Split's (and torch.chunk's) cut into `chunks` outputs: ceil(size / chunks) each, the last smaller."""
+    step = -(-size // chunks)
+    return [min(step, size - i * step) for i in range(chunks)]
+
+
+def _count_of(a: Any, b: Any, dims: list, index: int) -> CountRead | None:
+    """k * size + m (integers) of a dynamic axis that is `a` in the example's trace and `b` in
+    the probe's, or whose reciprocal is; the third trace checks it (check_counts)."""
+    if not (_is_number(a) and _is_number(b)):
+        return None
+    for read, size_a, size_b in dims:
+        for reciprocal in (False, True):
+            if reciprocal and (a == 0 or b == 0):
+                continue
+            va, vb = (1.0 / a, 1.0 / b) if reciprocal else (float(a), float(b))
+            k = (vb - va) / (size_b - size_a)
+            m = va - k * size_a
+            if round(k) != 0 and _near_int(k) and _near_int(m):
+                return CountRead(read, int(round(k)), int(round(m)), reciprocal, index)
+    return None
+
+
+def _near_int(value: float) -> bool:
+    return abs(value - round(value)) <= 1e-6 * max(1.0, abs(value))
+
+
+def check_counts(reads: ShapeReads, third: Any, sizes: dict[DimRead, int]) -> None:
+    """Each count read must predict the third trace's value (the dynamic axes two longer): a
+    count that is not k * size + m (a mean over a batch-by-batch matrix) is refused."""
+    ops = third.program.global_block().ops
+    for out, count in reads.scale.items():
+        op = ops[count.index] if count.index < len(ops) else None
+        got = op.attrs.get("scale") if op is not None and op.type == "scale" else None
+        want = count.value(sizes[count.dim])
+        if got is None or not np.isclose(float(got), want, rtol=1e-9, atol=0.0):
+            raise _refusal(f"op scale (output {out}) scales by {got!r} with the dynamic axes two longer, not "
+                           f"{want!r} as a count {count.k} * n + {count.m} of {count.dim.feed} axis "
+                           f"{count.dim.axis} would: it is computed from t.shape[i] in another way; compute "
+                           f"it with tensor ops instead")
 
 
 def _dim_of(a: Any, b: Any, dims: list) -> DimRead | None:
@@ -217,3 +334,33 @@ def export_shape_reads(c: Any, entries: dict[int, DimRead]) -> None:
     pieces = [_size(c, entries[i]) if i in entries else c.const(np.asarray([kept if d == -1 else d], "int64"))
               for i, d in enumerate(c.attr("shape"))]
     c.node(SHAPE_OPS[c.op.type], [c.x("X"), c.node("Concat", pieces, axis=0)], [c.out("Out")])
+
+
+def export_slice_reads(c: Any, entries: dict[tuple[str, int], int]) -> None:
+    """slice with bounds counted from the end of the axis (`x[-1]` traced as starts=[n - 1],
+    ends=[n]): -1 for n - 1, the largest int64 (to the end) for n, as ONNX Slice reads them."""
+    bounds = {name: [int(v) for v in c.attr(name)] for name in ("starts", "ends")}
+    for (name, i), from_end in entries.items():
+        bounds[name][i] = from_end if from_end < 0 else np.iinfo(np.int64).max
+    inputs = [c.x("X")] + [c.const(np.asarray(v, "int64")) for v in (bounds["starts"], bounds["ends"],
+                                                                       c.attr("axes"))]
+    strides = c.attr("strides") if c.op.has_attr("strides") else None
+    if strides:
+        inputs.append(c.const(np.asarray(strides, "int64")))
+    c.node("Slice", inputs, [c.out("Out")])
+
+
+def export_count_read(c: Any, count: CountRead) -> None:
+    """scale by k * n + m (or its reciprocal) of a dynamic axis n, computed at run time."""
+    dtype = c.dtype_in("X")
+    size = c.node("Reshape", [c.node("Cast", [_size(c, count.dim)], to=c.onnx_dtype(dtype)),
+                              c.const(np.zeros([0], "int64"))])  # 0-d: a 0-d X stays 0-d
+    factor = c.node("Add", [c.node("Mul", [size, c.const(np.asarray(count.k, dtype))]),
+                            c.const(np.asarray(count.m, dtype))])
+    if count.reciprocal:
+        factor = c.node("Reciprocal", [factor])
+    bias = c.const(np.asarray(c.attr("bias"), dtype))
+    if c.attr("bias_after_scale"):
+        c.node("Add", [c.node("Mul", [c.x("X"), factor]), bias], [c.out("Out")])
+    else:
+        c.node("Mul", [c.node("Add", [c.x("X"), bias]), factor], [c.out("Out")])

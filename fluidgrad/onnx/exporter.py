@@ -30,8 +30,9 @@ from ..jit import StaticFunction, _TracedProgram
 from ..nn.layer import Layer
 from . import dtypes
 from .errors import OnnxExportError
-from .export_shapes import (ShapeReads, export_fill_read, export_shape_reads, find_shape_reads,
-                            mark_unknown_axes, probe_inputs)
+from .export_shapes import (DimRead, ShapeReads, check_counts, export_count_read, export_fill_read,
+                            export_shape_reads, export_slice_reads, find_shape_reads, mark_unknown_axes,
+                            probe_inputs)
 from .export_table import EXPORTERS
 from .load import max_opset
 
@@ -164,7 +165,18 @@ def _shape_reads(fn: Any, traced: Any, tensors: list[Tensor], feed: list[str],
                       f"reads of the dynamic axes (t.shape[i]) are not checked", stacklevel=3)
         return ShapeReads()
     sizes = ([t.shape for t in tensors], [t.shape for t in probes])
-    return find_shape_reads(traced, probe, feed, dynamic, sizes)
+    reads = find_shape_reads(traced, probe, feed, dynamic, sizes)
+    if reads.scale:  # counts of a dynamic axis: checked at a third size
+        third_inputs = probe_inputs(tensors, dynamic, longer=2)
+        try:
+            third = _TracedProgram(fn, third_inputs, {})
+        except Exception as exc:
+            warnings.warn(f"onnx.export: tracing again with the dynamic axes two longer failed ({exc}); the "
+                          f"counts of dynamic axes (var's 1 / (n - 1)) are not checked", stacklevel=3)
+            return reads
+        check_counts(reads, third, {DimRead(feed[i], axis): third_inputs[i].shape[axis]
+                                    for i, axes in dynamic.items() for axis in axes})
+    return reads
 
 
 def _with_output_axes(axes: dict[str, list[int]], fetch: list[str], reads: ShapeReads) -> dict[str, list[int]]:
@@ -315,6 +327,12 @@ class ProgramExporter:
             return True
         if key in self.shape_reads.shape:
             export_shape_reads(c, self.shape_reads.shape[key])
+            return True
+        if c.op.type == "slice" and key in self.shape_reads.slice:
+            export_slice_reads(c, self.shape_reads.slice[key])
+            return True
+        if c.op.type == "scale" and key in self.shape_reads.scale:
+            export_count_read(c, self.shape_reads.scale[key])
             return True
         return False
 

@@ -21,7 +21,7 @@ from ..ops.registry import get_op_def
 from . import convert_control, convert_math, convert_nn, convert_search, convert_tensor  # noqa: F401  (fill the table)
 from . import convert_bits, convert_quant, convert_signal, convert_training  # noqa: F401
 from .convert_sequence import EMPTY, SequenceValue, is_structured
-from .convert_tensor import expand_to_symbolic
+from .convert_tensor import expand_to_symbolic, sizes_as_data
 from .convert_table import find_converter
 from . import dtypes
 from .dtypes import value_info_type
@@ -171,6 +171,11 @@ class GraphImporter:
                 return graph.env[name]
             if name in graph.consts:
                 if symbolic(graph.consts[name]):
+                    counted = sizes_as_data(NodeContext(self, onnx.NodeProto(name=f"sizes of {name}"), 0),
+                                            graph.consts[name])
+                    if counted is not None:
+                        self.env[name] = counted
+                        return counted
                     raise OnnxImportError(f"ONNX value {name!r} is computed from dimensions unknown when the "
                                           f"program is built ({list(graph.consts[name])}), and is used as data; "
                                           f"give the model's inputs fixed sizes")

@@ -110,6 +110,58 @@ def _erf_derivative(g: GradBuilder, x, out):
 
 
 _unary("erf", _erf_kernel, _erf_derivative, "The error function.")
+
+
+# erfinv's first guess: Giles' single-precision approximation ("Approximating the erfinv
+# function", GPU Computing Gems, 2011), good to ~4e-7 relatively; two Newton steps on erf then
+# reach double precision (each about doubles the correct digits).
+_ERFINV_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                   -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
+def _erfinv_guess(x: np.ndarray) -> np.ndarray:
+    w = -np.log((1.0 - x) * (1.0 + x))
+    central, tail = w - 2.5, np.sqrt(np.maximum(w, 5.0)) - 3.0
+    p_central, p_tail = np.zeros_like(x), np.zeros_like(x)
+    for a, b in zip(_ERFINV_CENTRAL, _ERFINV_TAIL):
+        p_central, p_tail = p_central * central + a, p_tail * tail + b
+    return np.where(w < 5.0, p_central, p_tail) * x
+
+
+def _erfinv_newton(x: np.ndarray) -> np.ndarray:
+    """erfinv without SciPy: the guess refined by Newton steps, on erf(y) = x in the middle and
+    on log erfc(|y|) = log(1 - |x|) in the tails (where 1 - erf loses the digits and log erfc is
+    nearly quadratic); exact at 0, +-inf at +-1, NaN outside [-1, 1]."""
+    erf, erfc = _erf_ufunc(), np.vectorize(math.erfc, otypes=[np.float64])
+    size = np.abs(x)
+    inside = size < 1
+    target = np.where(inside, size, 0.0)
+    y = np.abs(_erfinv_guess(target))
+    tail = target >= 0.5
+    log_rest = np.log1p(-np.where(tail, target, 0.0))     # 1 - |x| is exact for |x| >= 0.5
+    for _ in range(4):
+        slope = 2.0 / math.sqrt(math.pi) * np.exp(-y * y)
+        rest = np.where(tail, erfc(y), 1.0)
+        step_tail = (np.log(rest) - log_rest) * rest / slope
+        step_middle = (erf(y) - target) / slope
+        y = y + np.where(tail, step_tail, -step_middle)
+    edge = np.where(size == 1, np.inf, np.nan)
+    return np.copysign(np.where(inside, y, edge), x)
+
+
+def _erfinv_kernel(x):
+    try:
+        from scipy.special import erfinv  # optional (the `fast` extra): NumPy has no erfinv
+    except ImportError:
+        erfinv = _erfinv_newton
+    return np.asarray(erfinv(x.astype(np.float64))).astype(x.dtype, copy=False)
+
+
+_unary("erfinv", _erfinv_kernel,   # d erfinv(x) = sqrt(pi) / 2 exp(erfinv(x)^2)
+       lambda g, x, out: _scale(g, _op(g, "exp", _op(g, "square", out)), math.sqrt(math.pi) / 2.0),
+       "The inverse error function: erf(erfinv(x)) = x on (-1, 1); +-inf at +-1, NaN outside.")
 _unary("logit", lambda x: np.log(x) - np.log1p(-x),
        lambda g, x, out: _op(g, "reciprocal", _mul(g, x, _scale(g, x, -1.0, 1.0))),
        "log(X / (1 - X)), the inverse of sigmoid; its slope is 1 / (X (1 - X)).")
@@ -148,6 +200,26 @@ _unary("cosh", np.cosh, lambda g, x, out: _op(g, "sinh", x))
 _unary("asinh", np.arcsinh, lambda g, x, out: _op(g, "rsqrt", _one_plus_square(g, x)))
 _unary("acosh", np.arccosh, lambda g, x, out: _op(g, "rsqrt", _scale(g, _op(g, "square", x), 1.0, -1.0)))
 _unary("atanh", np.arctanh, lambda g, x, out: _op(g, "reciprocal", _one_minus_square(g, x)))
+
+
+def _atan2_infer(ctx):
+    float_only(ctx, "X", "Y")
+    binary_broadcast()(ctx)
+
+
+def _atan2_grad(g: GradBuilder):
+    """atan2(x, y) is the angle of the point (y, x): dX = dOut y / r^2, dY = -dOut x / r^2."""
+    x, y, dout = g.input("X"), g.input("Y"), g.output_grad("Out")
+    weight = _div(g, dout, g.op("elementwise_add", {"X": _op(g, "square", x), "Y": _op(g, "square", y)}))
+    if g.needs_input_grad("X"):
+        g.set_input_grad("X", _mul(g, weight, y))
+    if g.needs_input_grad("Y"):
+        g.set_input_grad("Y", _scale(g, _mul(g, weight, x), -1.0))
+
+
+register_op("atan2", inputs="X Y", outputs="Out", kernel=np.arctan2, infer=_atan2_infer, grad=_atan2_grad,
+            doc="The angle in (-pi, pi] of the point (Y, X): arctan(X / Y) in the right quadrant "
+                "(paddle.atan2(x, y), torch.atan2(input, other)).")
 
 
 # ---------------------------------------------------------------- float tests (bool out)

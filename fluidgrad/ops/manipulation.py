@@ -333,6 +333,24 @@ register_op("linspace", inputs=(), outputs="Out", attrs={"start": 0.0, "stop": 1
             doc="num evenly spaced values from start to stop, both included.")
 
 
+def _eye_columns(num_rows, num_columns):
+    return num_rows if num_columns < 0 else num_columns
+
+
+def _eye_infer(ctx):
+    rows, columns = ctx.attr("num_rows"), ctx.attr("num_columns")
+    if rows < 0:
+        raise ctx.shape_error(f"num_rows must not be negative, got {rows}")
+    ctx.set_output("Out", [rows, _eye_columns(rows, columns)], ctx.attr("dtype"))
+
+
+register_op("eye", inputs=(), outputs="Out", attrs={"num_rows": 1, "num_columns": -1, "dtype": "float32"},
+            kernel=lambda num_rows, num_columns, dtype: np.eye(num_rows, _eye_columns(num_rows, num_columns),
+                                                               dtype=dtype),
+            infer=_eye_infer, grad=NO_GRADIENT,
+            doc="The identity matrix [num_rows, num_columns] (num_columns -1: square), paddle.eye.")
+
+
 # ---------------------------------------------------------------- repeat_index (repeat_interleave)
 def _repeat_index_kernel(x, repeats_tensor, repeats, axis):
     n = x.shape[axis]

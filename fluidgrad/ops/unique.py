@@ -49,3 +49,17 @@ register_op("unique", inputs="X", outputs="Out Indices Index Counts",
             grad=NO_GRADIENT,
             doc="Distinct values of X (flattened, or slices along axis[0]), sorted or in order of first "
                 "occurrence; Indices: first occurrences, Index: each element's position in Out, Counts.")
+
+
+# ---------------------------------------------------------------- isin
+def _isin_infer(ctx):
+    if ctx.dtype("X") != ctx.dtype("TestX"):
+        raise ctx.dtype_error(f"inputs must have one dtype, got {ctx.describe('X')} and {ctx.describe('TestX')}")
+    ctx.set_output("Out", ctx.shape("X"), "bool")
+
+
+register_op("isin", inputs="X TestX", outputs="Out", attrs={"invert": False},
+            kernel=lambda x, test_x, invert: np.isin(x, test_x, invert=invert), infer=_isin_infer,
+            grad=NO_GRADIENT,
+            doc="Whether each element of X occurs anywhere in TestX (a bool mask of X's shape; invert: "
+                "whether it does not): paddle.isin, torch.isin. A sort, not a |X| x |TestX| comparison.")

@@ -1,4 +1,4 @@
-"""Creating tensors: arange, linspace, meshgrid.
+"""Creating tensors: arange, linspace, meshgrid, eye, diag.
 
 Functions without tensor inputs return Tensors, except inside `program_guard` (or after
 `enable_static()`), where they append an op, as `fluidgrad.full` does.
@@ -14,8 +14,9 @@ from ..indexing import constant, create  # noqa: F401  (shared with search.py an
 
 from ..framework import Variable, normalize_dtype
 from ..framework.dtypes import get_default_dtype
+from .diagonals import diagonal
 
-__all__ = ["arange", "linspace", "meshgrid"]
+__all__ = ["arange", "diag", "eye", "linspace", "meshgrid"]
 
 
 def _number(value: Any) -> Any:
@@ -65,3 +66,44 @@ def meshgrid(*args: Any, indexing: str = "ij", name: str | None = None) -> list[
         view[axis] = -1
         grids.append(apply_op("expand", {"X": apply_op("reshape", {"X": x}, {"shape": view})}, {"shape": shape}))
     return grids
+
+
+def eye(num_rows: int, num_columns: int | None = None, dtype: Any = None, name: str | None = None) -> Any:
+    """The identity matrix [num_rows, num_columns] (square when num_columns is None), of the default
+    float dtype unless told (paddle.eye, torch.eye)."""
+    rows, columns = int(_number(num_rows)), -1 if num_columns is None else int(_number(num_columns))
+    if rows < 0 or (num_columns is not None and columns < 0):
+        raise ValueError(f"eye: num_rows and num_columns must be >= 0, got {num_rows} and {num_columns}")
+    return create("eye", {"num_rows": rows, "num_columns": columns,
+                          "dtype": normalize_dtype(dtype or get_default_dtype())})
+
+
+def diag(x: Any, offset: int = 0, padding_value: Any = 0, name: str | None = None) -> Any:
+    """A 1-D x: the square matrix with x on diagonal `offset` (above the main one when positive,
+    below when negative) and padding_value elsewhere. A 2-D x: its diagonal `offset`
+    (paddle.diag, torch.diag). Composed of gather (and diagonal's indexing): differentiable twice."""
+    rank, offset = len(x.shape), int(offset)
+    if rank == 2:
+        return diagonal(x, offset)
+    if rank != 1:
+        raise ValueError(f"diag: expects a 1-D or 2-D tensor, got shape {list(x.shape)}")
+    length = x.shape[0]
+    if length < 0:
+        raise ValueError(f"diag: the length of x must be known, got shape {list(x.shape)}")
+    size = length + abs(offset)
+    start = max(-offset, 0) * size + max(offset, 0)         # where x[0] goes in the flat matrix
+
+    def filled(shape: list[int]) -> Any:
+        return create("fill_constant", {"shape": shape, "value": float(padding_value), "dtype": x.dtype}, x)
+    if length == 0:
+        return filled([size, size])
+    # the rows [x[k], padding * size] laid end to end put x[k] at start + k * (size + 1): the diagonal
+    rows = apply_op("concat", {"X": [apply_op("reshape", {"X": x}, {"shape": [length, 1]}),
+                                     filled([length, size])]}, {"axis": 1})
+    parts = [filled([start]), apply_op("reshape", {"X": rows}, {"shape": [-1]})]
+    rest = size * size - start - length * (size + 1)
+    if rest > 0:
+        parts.append(filled([rest]))
+    flat = apply_op("concat", {"X": parts}, {"axis": 0})
+    flat = apply_op("slice", {"X": flat}, {"axes": [0], "starts": [0], "ends": [size * size]})
+    return apply_op("reshape", {"X": flat}, {"shape": [size, size]})

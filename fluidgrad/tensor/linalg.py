@@ -1,18 +1,19 @@
-"""Linear algebra: einsum, bmm, norm."""
+"""Linear algebra: einsum, tensordot, bmm, norm."""
 from __future__ import annotations
 
 import math
 import string
+from numbers import Integral
 from typing import Any
 
 from ..dispatch import apply_op
-from ..functions import _axis_attrs, matmul
+from ..functions import _axis_attrs, matmul, reshape, transpose
 from ..functions import abs as _abs
 from ..functions import max as _max
 from ..functions import min as _min
 from ..functions import sum as _sum
 
-__all__ = ["bmm", "det", "einsum", "inverse", "norm"]
+__all__ = ["bmm", "det", "einsum", "inverse", "norm", "tensordot"]
 
 
 def _explicit_equation(equation: str, ndims: list[int]) -> str:
@@ -87,3 +88,44 @@ def norm(x: Any, p: Any = "fro", axis: Any = None, keepdim: bool = False, name: 
     if not p > 0:
         raise ValueError(f"norm: p must be positive, inf or -inf, got {p}")
     return apply_op("p_norm", {"X": x}, {"porder": p, **_axis_attrs(axis, keepdim)})
+
+
+def _contracted_axes(axes: Any, x_rank: int, y_rank: int) -> tuple[list[int], list[int]]:
+    """tensordot's axes as two lists of axes of x and of y: an int n pairs x's last n axes with
+    y's first n; one list is used for both; two lists (or ints) pair up in order."""
+    if isinstance(axes, Integral):
+        n = int(axes)
+        if not 0 <= n <= min(x_rank, y_rank):
+            raise ValueError(f"tensordot: axes={n} must lie in [0, {min(x_rank, y_rank)}] for inputs of "
+                             f"{x_rank} and {y_rank} dimensions")
+        return list(range(x_rank - n, x_rank)), list(range(n))
+    pairs = [[a] if isinstance(a, Integral) else list(a) for a in axes]
+    if len(pairs) == 0 or len(pairs) > 2:
+        raise ValueError(f"tensordot: axes must be an int, a list of axes or two lists of axes, got {axes!r}")
+    x_axes, y_axes = pairs[0], pairs[-1]
+    for axis, rank, which in [(a, x_rank, "x") for a in x_axes] + [(a, y_rank, "y") for a in y_axes]:
+        if not -rank <= int(axis) < max(rank, 1):
+            raise ValueError(f"tensordot: axis {axis} is out of range for {which} of {rank} dimensions")
+    return [int(a) % x_rank for a in x_axes], [int(a) % y_rank for a in y_axes]
+
+
+def tensordot(x: Any, y: Any, axes: Any = 2, name: str | None = None) -> Any:
+    """Sums of products over x's axes axes[0] paired with y's axes[1]; the result has x's other
+    axes, then y's (paddle.tensordot, torch.tensordot, np.tensordot). One transpose and reshape of
+    each side and a single matmul, so its gradients are those of matmul."""
+    x_shape, y_shape = list(x.shape), list(y.shape)
+    x_axes, y_axes = _contracted_axes(axes, len(x_shape), len(y_shape))
+    if len(x_axes) != len(y_axes) or len(set(x_axes)) != len(x_axes) or len(set(y_axes)) != len(y_axes) \
+            or any(x_shape[a] != y_shape[b] or x_shape[a] < 0 for a, b in zip(x_axes, y_axes)):
+        raise ValueError(f"tensordot: axes {x_axes} of x (shape {x_shape}) and {y_axes} of y (shape {y_shape}) "
+                         f"must pair up, once each, with equal known sizes")
+    x_free = [a for a in range(len(x_shape)) if a not in x_axes]
+    y_free = [a for a in range(len(y_shape)) if a not in y_axes]
+    sizes = [x_shape[a] for a in x_free] + [y_shape[a] for a in y_free]
+    if sizes.count(-1) > 1 or any(x_shape[a] < 0 for a in x_free) and any(y_shape[a] < 0 for a in y_free):
+        raise ValueError(f"tensordot: at most one free axis may have a run-time size (-1), got shapes "
+                         f"{x_shape} and {y_shape}")
+    inner = math.prod(x_shape[a] for a in x_axes)
+    left = reshape(transpose(x, x_free + x_axes), [-1 if x_free else 1, inner])
+    right = reshape(transpose(y, y_axes + y_free), [inner, -1 if y_free else 1])
+    return reshape(matmul(left, right), sizes)

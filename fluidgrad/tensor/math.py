@@ -7,8 +7,12 @@ from __future__ import annotations
 import math as _math
 from typing import Any
 
+import numpy as np
+
 from ..dispatch import apply_op, is_tensor
+from ..indexing import constant
 from ..framework import Variable
+from ..framework.dtypes import get_default_dtype, is_float
 from ..functions import _axis_attrs, _binary, cast, floor_divide, maximum, minimum, remainder, reshape
 
 __all__ = [
@@ -21,6 +25,7 @@ __all__ = [
     "asin",
     "asinh",
     "atan",
+    "atan2",
     "atanh",
     "ceil",
     "clip",
@@ -28,11 +33,13 @@ __all__ = [
     "cumprod",
     "cumsum",
     "erf",
+    "erfinv",
     "expm1",
     "floor",
     "floor_divide",
     "floor_mod",
     "fmod",
+    "isin",
     "log1p",
     "logit",
     "log2",
@@ -68,6 +75,28 @@ tan, asin, acos, atan = (_unary(n, f"Elementwise {n}.") for n in ("tan", "asin",
 sinh, cosh, asinh, acosh, atanh = (_unary(n, f"Elementwise {n}.")
                                    for n in ("sinh", "cosh", "asinh", "acosh", "atanh"))
 log1p = _unary("log1p", "log(1 + x), accurate for small x.")
+erfinv = _unary("erfinv", "The inverse error function: erf(erfinv(x)) = x on (-1, 1); +-inf at +-1, NaN outside.")
+
+
+def _as_float(x: Any) -> Any:
+    return x if not _is_value(x) or is_float(x.dtype) else cast(x, get_default_dtype())
+
+
+def atan2(x: Any, y: Any, name: str | None = None) -> Any:
+    """The angle in (-pi, pi] of the point (y, x), elementwise with broadcasting (paddle.atan2(x, y),
+    torch.atan2(input, other)); integers are computed in the default float dtype."""
+    return _binary("atan2", _as_float(x), _as_float(y))
+
+
+def isin(x: Any, test_x: Any, assume_unique: bool = False, invert: bool = False, name: str | None = None) -> Any:
+    """Whether each element of x occurs anywhere in test_x: a bool tensor of x's shape (not of it,
+    with invert=True). Two dtypes meet in the one NumPy promotes them to."""
+    if not _is_value(test_x):
+        test_x = constant(np.asarray(test_x), x)
+    if x.dtype != test_x.dtype:
+        common = np.result_type(np.dtype(x.dtype), np.dtype(test_x.dtype)).name
+        x, test_x = cast(x, common), cast(test_x, common)
+    return apply_op("isin", {"X": x, "TestX": test_x}, {"invert": bool(invert)})
 
 
 def logit(x: Any, eps: float | None = None, name: str | None = None) -> Any:

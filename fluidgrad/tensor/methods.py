@@ -19,16 +19,16 @@ from . import creation, diagonals, inplace, linalg, logic, manipulation, math, s
 # where, scatter_nd, ...)
 METHOD_NAMES: tuple[str, ...] = (
     "abs", "acos", "acosh", "add", "all", "amax", "amin", "any", "argmax", "argmin", "argsort", "asin", "asinh",
-    "atan", "atanh", "bitwise_and", "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift",
-    "bitwise_xor", "bmm", "broadcast_to", "cast", "ceil", "chunk", "clip", "cos", "cosh", "cumprod", "cumsum", "diagonal",
-    "divide", "equal", "erf", "exp", "expand", "expand_as", "expm1", "flatten", "flip", "floor", "floor_divide",
+    "atan", "atan2", "atanh", "bitwise_and", "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift",
+    "bitwise_xor", "bmm", "broadcast_to", "cast", "ceil", "chunk", "clip", "cos", "cosh", "cumprod", "cumsum", "diag", "diagonal",
+    "divide", "equal", "erf", "erfinv", "exp", "expand", "expand_as", "expm1", "flatten", "flip", "floor", "floor_divide",
     "floor_mod", "gather", "gather_nd", "greater_equal", "greater_than", "index_put", "index_select", "inverse",
-    "isfinite", "isinf", "isnan", "less_equal", "less_than", "log", "log10", "log1p", "log2", "logical_and",
+    "isfinite", "isin", "isinf", "isnan", "kthvalue", "less_equal", "less_than", "log", "log10", "log1p", "log2", "logical_and",
     "logical_not", "logical_or", "logical_xor", "logit", "logsumexp", "masked_fill", "matmul", "max", "maximum",
     "mean", "min", "minimum", "mod", "multiply", "nonzero", "norm", "not_equal", "outer", "pow", "prod",
     "put_along_axis", "reciprocal", "remainder", "repeat_interleave", "reshape", "roll", "round", "rsqrt", "scale",
     "scatter", "scatter_nd_add", "sigmoid", "sign", "sin", "sinh", "slice", "sort", "split", "sqrt", "square", "squeeze", "std",
-    "strided_slice", "subtract", "sum", "t", "take_along_axis", "tan", "tanh", "tile", "topk", "trace", "transpose", "tril",
+    "strided_slice", "subtract", "sum", "t", "take_along_axis", "tan", "tanh", "tensordot", "tile", "topk", "trace", "transpose", "tril",
     "triu", "trunc", "unbind", "unique", "unsqueeze", "unstack", "var",
 )
 

@@ -1,4 +1,4 @@
-"""Op cases of fluidgrad/ops/elementwise.py: rounding, erf, trigonometry, remainders, bitwise."""
+"""Op cases of fluidgrad/ops/elementwise.py: rounding, erf, erfinv, trigonometry (atan2), remainders, bitwise."""
 from __future__ import annotations
 
 import numpy as np
@@ -35,6 +35,9 @@ CASES = [
     OpCase("trunc", {"X": _away_from_integers(3, 4)}, torch_fn=_zero_grad_of(_u(T.trunc))),
     OpCase("erf", {"X": rand(3, 4, lo=-2, hi=2)}, torch_fn=_u(T.erf)),
     OpCase("log1p", {"X": rand(3, 4, lo=-0.5, hi=2)}, torch_fn=_u(T.log1p)),
+    OpCase("erfinv", {"X": rand(3, 4, lo=-0.95, hi=0.95)}, torch_fn=_u(T.erfinv)),
+    OpCase("erfinv", {"X": np.array([-1.0, -1 + 2.0 ** -20, 0.0, 1e-30, 1 - 2.0 ** -23, 1.0, 1.5])}, id="erfinv-edges",
+           torch_fn=_u(T.erfinv), grad=False),
     OpCase("logit", {"X": rand(3, 4, lo=0.05, hi=0.95)}, torch_fn=_u(T.logit)),
     OpCase("log1p", {"X": np.array([1e-12, -1e-10, 3e-9])}, id="log1p-tiny", torch_fn=_u(T.log1p)),
     OpCase("expm1", {"X": rand(3, 4, lo=-2, hi=2)}, torch_fn=_u(T.expm1)),
@@ -46,6 +49,10 @@ CASES = [
     OpCase("asin", {"X": rand(3, 4, lo=-0.9, hi=0.9)}, torch_fn=_u(T.asin)),
     OpCase("acos", {"X": rand(3, 4, lo=-0.9, hi=0.9)}, torch_fn=_u(T.acos)),
     OpCase("atan", {"X": rand(3, 4, lo=-3, hi=3)}, torch_fn=_u(T.atan)),
+    # atan2 in all four quadrants, Y broadcast over X's rows; then the axes (jumps at X = 0, Y < 0: no grad)
+    OpCase("atan2", {"X": nonzero(3, 4), "Y": nonzero(4)}, torch_fn=_u(T.atan2)),
+    OpCase("atan2", {"X": np.array([0.0, 0.0, 0.0, 1.0, -1.0, 0.0]), "Y": np.array([1.0, -1.0, 0.0, 0.0, 0.0, -0.0])},
+           id="atan2-axes", torch_fn=_u(T.atan2), grad=False),
     OpCase("sinh", {"X": rand(3, 4, lo=-2, hi=2)}, torch_fn=_u(T.sinh)),
     OpCase("cosh", {"X": rand(3, 4, lo=-2, hi=2)}, torch_fn=_u(T.cosh)),
     OpCase("asinh", {"X": rand(3, 4, lo=-3, hi=3)}, torch_fn=_u(T.asinh)),

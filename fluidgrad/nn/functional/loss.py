@@ -131,13 +131,13 @@ def cross_entropy(input: Any, label: Any, weight: Any = None, ignore_index: int 
     counted labels, NaN when none counts. Any other label outside [0, C) is an error.
     `label_smoothing` = e mixes the target with the uniform distribution as PyTorch does:
     (1 - e) * (the hard-label loss) + e / C * sum_c w_c * (-log p_c), p the softmax of the logits
-    or, with use_softmax=False, the probabilities given. With reduction='none' the loss has the
-    labels' shape: [N] for labels [N] (as PyTorch and Paddle 2), [N, 1] for labels [N, 1].
+    or, with use_softmax=False, the probabilities given.
+    With reduction='none' the loss has the labels' shape: [N] for labels [N], [N, 1] for [N, 1].
     """
     loss = _cross_entropy(input, label, weight, ignore_index, reduction, soft_label, axis, use_softmax,
                           label_smoothing)
     if reduction == "none" and not soft_label and len(label.shape) == len(input.shape) - 1:
-        return F.squeeze(loss, axis_of_input("cross_entropy", input, axis, "input"))
+        return F.squeeze(loss, axis_of_input("cross_entropy", input, axis, "input"))  # the labels' shape
     return loss
 
 
