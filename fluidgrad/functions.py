@@ -338,17 +338,18 @@ def one_hot(x: Any, num_classes: int, axis: int = -1) -> Any:
     return apply_op("one_hot", {"X": x}, {"depth": int(num_classes), "dtype": "float32", "axis": int(axis)})
 
 
-def full(shape: Sequence[int], fill_value: float, dtype: Any = "float32") -> Any:
-    """A Tensor, or inside `program_guard` (or after `enable_static()`) a Variable."""
+def full(shape: Sequence[int], fill_value: float, dtype: Any = None) -> Any:
+    """A Tensor, or inside `program_guard` (or after `enable_static()`) a Variable; the default
+    float dtype (`set_default_dtype`) unless `dtype` is given."""
     return _filled("full", shape, fill_value, dtype)
 
 
-def zeros(shape: Sequence[int], dtype: Any = "float32") -> Any:
+def zeros(shape: Sequence[int], dtype: Any = None) -> Any:
     """A value of `shape` filled with zeros (a Tensor, or a Variable in static mode)."""
     return _filled("zeros", shape, 0.0, dtype)
 
 
-def ones(shape: Sequence[int], dtype: Any = "float32") -> Any:
+def ones(shape: Sequence[int], dtype: Any = None) -> Any:
     """A value of `shape` filled with ones (a Tensor, or a Variable in static mode)."""
     return _filled("ones", shape, 1.0, dtype)
 
@@ -360,6 +361,7 @@ def _filled(caller: str, shape: Sequence[int], fill_value: float, dtype: Any) ->
     negative = [d for d in sizes if d < 0]
     if negative:  # (this module's `min` is the op)
         raise ValueError(f"{caller}: shape {sizes} has a negative size ({negative[0]}); sizes must be >= 0")
+    dtype = dtype or dtypes.get_default_dtype()
     if in_dynamic_mode():
         return to_tensor(np.full(sizes, fill_value, dtype=normalize_dtype(dtype)))
     return append_static_op("fill_constant", {}, {"shape": sizes, "value": float(fill_value),

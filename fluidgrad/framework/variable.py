@@ -249,7 +249,8 @@ class ParamAttr:
 
     @staticmethod
     def of(attr: "ParamAttr | str | bool | None") -> "ParamAttr | None":
-        """Normalise what builders accept: ParamAttr, a name, None (defaults) or False (none)."""
+        """Normalise what builders accept: ParamAttr, an Initializer (Paddle 2: ParamAttr(initializer=...)),
+        a name, None (defaults) or False (none)."""
         if attr is False:
             return None
         if attr is None or attr is True:
@@ -258,4 +259,6 @@ class ParamAttr:
             return ParamAttr(name=attr)
         if isinstance(attr, ParamAttr):
             return attr
-        raise TypeError(f"expected ParamAttr, a name string, None or False, got {type(attr).__name__}")
+        if callable(attr) and hasattr(attr, "op_type"):  # an Initializer (fluidgrad.initializer, above the IR)
+            return ParamAttr(initializer=attr)
+        raise TypeError(f"expected ParamAttr, an Initializer, a name string, None or False, got {type(attr).__name__}")
