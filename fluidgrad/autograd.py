@@ -119,32 +119,55 @@ class PyLayer:
         return wrapped[0] if single else tuple(wrapped)
 
 
-def jacobian(ys: Tensor, xs: Tensor, batch_axis: int | None = None, create_graph: bool = False) -> Tensor:
+def jacobian(ys: Any, xs: Any, batch_axis: int | None = None, create_graph: bool = False) -> Any:
     """d ys / d xs of eager Tensors, of shape ys.shape + xs.shape (torch.autograd.functional.jacobian;
     paddle.autograd.jacobian, here as a Tensor): one backward pass per element of ys, the graph
-    kept between them. `create_graph` makes the result differentiable (hessian uses it)."""
+    kept between them. `create_graph` makes the result differentiable (hessian uses it). A ys
+    that does not depend on xs gives zeros, as PyTorch. A list or tuple of xs gives a tuple of
+    Jacobians, one per input; a list or tuple of ys a tuple over ys (of tuples, for several xs)."""
     if batch_axis is not None:
         raise NotImplementedError("jacobian: batch_axis is not supported; give one sample, or loop")
-    if not isinstance(ys, Tensor) or not isinstance(xs, Tensor):
-        raise TypeError(f"jacobian: ys and xs must be eager Tensors, got {type(ys).__name__} and {type(xs).__name__}")
-    if xs.stop_gradient:
-        raise ValueError("jacobian: xs has stop_gradient=True, so nothing is differentiated with respect to it")
-    rows = []
-    for index in range(max(int(np.prod(ys.shape, dtype=np.int64)), 0)):
+    many_xs, many_ys = isinstance(xs, (list, tuple)), isinstance(ys, (list, tuple))
+    x_list, y_list = list(xs) if many_xs else [xs], list(ys) if many_ys else [ys]
+    if not all(isinstance(t, Tensor) for t in x_list + y_list) or not x_list or not y_list:
+        raise TypeError(f"jacobian: ys and xs must be eager Tensors (or lists of them), got "
+                        f"{type(ys).__name__} and {type(xs).__name__}")
+    for x in x_list:
+        if x.stop_gradient:
+            raise ValueError("jacobian: xs has stop_gradient=True, so nothing is differentiated with respect to it")
+    per_y = [_jacobians(y, x_list, create_graph) for y in y_list]
+    per_y = [tuple(row) if many_xs else row[0] for row in per_y]
+    return tuple(per_y) if many_ys else per_y[0]
+
+
+def _jacobians(ys: Tensor, xs: list[Tensor], create_graph: bool) -> list[Tensor]:
+    """d ys / d x for each x of xs, one backward pass per element of ys."""
+    size = max(int(np.prod(ys.shape, dtype=np.int64)), 0)
+    rows: list[list[Tensor]] = [[] for _ in xs]
+    for index in range(size if not ys.stop_gradient else 0):
         seed = np.zeros(ys.shape, ys.dtype)
         seed.flat[index] = 1
-        row, = grad([ys], [xs], grad_outputs=[Tensor(seed)], retain_graph=True, create_graph=create_graph,
-                    allow_unused=True)
-        rows.append(row if row is not None else Tensor(np.zeros(xs.shape, xs.dtype)))
-    if not rows:
-        return Tensor(np.zeros(tuple(ys.shape) + tuple(xs.shape), xs.dtype))
-    return reshape(stack(rows), list(ys.shape) + list(xs.shape))
+        found = grad([ys], xs, grad_outputs=[Tensor(seed)], retain_graph=True, create_graph=create_graph,
+                     allow_unused=True)
+        for x, row, kept in zip(xs, found, rows):
+            kept.append(row if row is not None else Tensor(np.zeros(x.shape, x.dtype)))
+    if ys.stop_gradient or not size:  # ys does not depend on anything that needs a gradient
+        return [Tensor(np.zeros(tuple(ys.shape) + tuple(x.shape), x.dtype)) for x in xs]
+    return [reshape(stack(kept), list(ys.shape) + list(x.shape)) for x, kept in zip(xs, rows)]
 
 
 def hessian(ys: Tensor, xs: Tensor, batch_axis: int | None = None) -> Tensor:
     """The second derivatives of a one-element ys with respect to xs, of shape xs.shape * 2
-    (torch.autograd.functional.hessian; paddle.autograd.hessian, here as a Tensor)."""
+    (torch.autograd.functional.hessian; paddle.autograd.hessian, here as a Tensor). A ys whose
+    gradient is constant (or that ignores xs) gives zeros, as PyTorch."""
     if not isinstance(ys, Tensor) or int(np.prod(ys.shape, dtype=np.int64)) != 1:
         raise ValueError(f"hessian: ys must be a Tensor of one element, got shape {list(getattr(ys, 'shape', []))}")
-    first, = grad([ys], [xs], create_graph=True, retain_graph=True)
+    if not isinstance(xs, Tensor):
+        raise TypeError(f"hessian: xs must be an eager Tensor, got {type(xs).__name__}")
+    if ys.stop_gradient:
+        first = None
+    else:
+        first, = grad([ys], [xs], create_graph=True, retain_graph=True, allow_unused=True)
+    if first is None:
+        return Tensor(np.zeros(tuple(xs.shape) * 2, xs.dtype))
     return jacobian(first, xs, batch_axis)
