@@ -121,7 +121,7 @@ def _weighted_reduce(loss: Any, factor: Any, reduction: str, fn: str) -> Any:
 
 def cross_entropy(input: Any, label: Any, weight: Any = None, ignore_index: int = -100, reduction: str = "mean",
                   soft_label: bool = False, axis: int = -1, use_softmax: bool = True,
-                  label_smoothing: float = 0.0) -> Any:
+                  label_smoothing: float = 0.0, name: str | None = None) -> Any:
     """Paddle 2 semantics: `input` are logits (softmax applied inside) unless use_softmax=False,
     in which case `input` are probabilities along the last axis.
 
@@ -222,7 +222,7 @@ def nll_loss(input: Any, label: Any, weight: Any = None, ignore_index: int = -10
     return _weighted_reduce(loss, factor, reduction, "nll_loss")
 
 
-def mse_loss(input: Any, label: Any, reduction: str = "mean") -> Any:
+def mse_loss(input: Any, label: Any, reduction: str = "mean", name: str | None = None) -> Any:
     """The squared error (input - label)**2, reduced by `reduction` ('mean', 'sum' or 'none')."""
     _check_reduction(reduction, "mse_loss")
     _warn_another_shape("mse_loss", input, label)
