@@ -115,32 +115,82 @@ class PyLayer:
         return wrapped[0] if single else tuple(wrapped)
 
 
-def jacobian(ys: Tensor, xs: Tensor, batch_axis: int | None = None, create_graph: bool = False) -> Tensor:
-    """d ys / d xs of eager Tensors, of shape ys.shape + xs.shape (torch.autograd.functional.jacobian;
-    paddle.autograd.jacobian, here as a Tensor): one backward pass per element of ys, the graph
-    kept between them. `create_graph` makes the result differentiable (hessian uses it)."""
-    if batch_axis is not None:
-        raise NotImplementedError("jacobian: batch_axis is not supported; give one sample, or loop")
-    if not isinstance(ys, Tensor) or not isinstance(xs, Tensor):
-        raise TypeError(f"jacobian: ys and xs must be eager Tensors, got {type(ys).__name__} and {type(xs).__name__}")
-    if xs.stop_gradient:
-        raise ValueError("jacobian: xs has stop_gradient=True, so nothing is differentiated with respect to it")
+def _batch_size(function: str, batch_axis: int | None, *tensors: Tensor) -> int | None:
+    """The batch size shared by the tensors' axis 0 when batch_axis is 0; None without a batch axis."""
+    if batch_axis is None:
+        return None
+    if batch_axis != 0:
+        raise ValueError(f"{function}: batch_axis must be None or 0 (Paddle's), got {batch_axis!r}")
+    sizes = [t.shape[0] if len(t.shape) else None for t in tensors]
+    if None in sizes or len(set(sizes)) != 1:
+        raise ValueError(f"{function}: with batch_axis=0, ys and xs need one size on axis 0, got shapes "
+                         f"{[list(t.shape) for t in tensors]}")
+    return sizes[0]
+
+
+def _jacobian_rows(ys: Tensor, xs: list[Tensor], batch: int | None, create_graph: bool) -> list[list[Tensor]]:
+    """For each element of ys (of each sample's ys when batched), its gradient with respect to every x:
+    one backward pass each, the graph kept between them; a batched pass seeds that element in
+    every sample at once (the samples are independent, as Paddle assumes)."""
+    per_sample = tuple(ys.shape[1:]) if batch is not None else tuple(ys.shape)
+    count = int(np.prod(per_sample, dtype=np.int64))
+    if ys.stop_gradient:   # ys does not depend on anything that needs a gradient: all zeros
+        return [[Tensor(np.zeros(x.shape, x.dtype)) for x in xs] for _ in range(count)]
     rows = []
-    for index in range(max(int(np.prod(ys.shape, dtype=np.int64)), 0)):
-        seed = np.zeros(ys.shape, ys.dtype)
-        seed.flat[index] = 1
-        row, = grad([ys], [xs], grad_outputs=[Tensor(seed)], retain_graph=True, create_graph=create_graph,
-                    allow_unused=True)
-        rows.append(row if row is not None else Tensor(np.zeros(xs.shape, xs.dtype)))
-    if not rows:
-        return Tensor(np.zeros(tuple(ys.shape) + tuple(xs.shape), xs.dtype))
-    return reshape(stack(rows), list(ys.shape) + list(xs.shape))
+    for index in range(count):
+        seed = np.zeros((batch if batch is not None else 1, count), ys.dtype)
+        seed[:, index] = 1
+        found = grad([ys], xs, grad_outputs=[Tensor(seed.reshape(ys.shape))], retain_graph=True,
+                     create_graph=create_graph, allow_unused=True)
+        rows.append([g if g is not None else Tensor(np.zeros(x.shape, x.dtype)) for g, x in zip(found, xs)])
+    return rows
+
+
+def jacobian(ys: Tensor, xs: Tensor | list[Tensor], batch_axis: int | None = None,
+             create_graph: bool = False) -> Tensor | tuple[Tensor, ...]:
+    """d ys / d xs of eager Tensors, of shape ys.shape + xs.shape (torch.autograd.functional.jacobian;
+    paddle.autograd.jacobian, here as a Tensor); a list of xs gives a tuple, one per x. With
+    batch_axis=0, axis 0 of ys and xs is a batch of independent samples and the result is each
+    sample's Jacobian, [B] + ys.shape[1:] + xs.shape[1:]. One backward pass per element of ys (of
+    one sample), the graph kept between them. `create_graph` makes the result differentiable."""
+    several = isinstance(xs, (list, tuple))
+    xs_list = list(xs) if several else [xs]
+    if not isinstance(ys, Tensor) or not all(isinstance(x, Tensor) for x in xs_list):
+        raise TypeError(f"jacobian: ys and xs must be eager Tensors, got {type(ys).__name__} and "
+                        f"{', '.join(type(x).__name__ for x in xs_list)}")
+    if any(x.stop_gradient for x in xs_list):
+        raise ValueError("jacobian: xs has stop_gradient=True, so nothing is differentiated with respect to it")
+    batch = _batch_size("jacobian", batch_axis, ys, *xs_list)
+    rows = _jacobian_rows(ys, xs_list, batch, create_graph)
+    lead = [batch] if batch is not None else []
+    ys_rest = list(ys.shape[1:] if batch is not None else ys.shape)
+    results = []
+    for position, x in enumerate(xs_list):
+        x_rest = list(x.shape[1:] if batch is not None else x.shape)
+        if not rows:
+            results.append(Tensor(np.zeros(lead + ys_rest + x_rest, x.dtype)))
+            continue
+        stacked = stack([row[position] for row in rows], axis=1 if batch is not None else 0)
+        results.append(reshape(stacked, lead + ys_rest + x_rest))
+    return tuple(results) if several else results[0]
 
 
 def hessian(ys: Tensor, xs: Tensor, batch_axis: int | None = None) -> Tensor:
     """The second derivatives of a one-element ys with respect to xs, of shape xs.shape * 2
-    (torch.autograd.functional.hessian; paddle.autograd.hessian, here as a Tensor)."""
-    if not isinstance(ys, Tensor) or int(np.prod(ys.shape, dtype=np.int64)) != 1:
-        raise ValueError(f"hessian: ys must be a Tensor of one element, got shape {list(getattr(ys, 'shape', []))}")
-    first, = grad([ys], [xs], create_graph=True, retain_graph=True)
+    (torch.autograd.functional.hessian; paddle.autograd.hessian, here as a Tensor). With
+    batch_axis=0, ys holds one value per sample ([B] or [B, 1]) and the result is each sample's
+    Hessian, [B] + xs.shape[1:] * 2. A ys linear in xs (or not depending on them) gives zeros."""
+    if not isinstance(ys, Tensor) or not isinstance(xs, Tensor):
+        raise TypeError(f"hessian: ys and xs must be eager Tensors, got {type(ys).__name__} and {type(xs).__name__}")
+    batch = _batch_size("hessian", batch_axis, ys, xs)
+    per_sample = list(ys.shape[1:]) if batch is not None else list(ys.shape)
+    if int(np.prod(per_sample, dtype=np.int64)) != 1:
+        raise ValueError(f"hessian: ys must be a Tensor of one element{' per sample' if batch is not None else ''}, "
+                         f"got shape {list(ys.shape)}")
+    first = None
+    if not ys.stop_gradient:
+        first, = grad([ys], [xs], grad_outputs=[Tensor(np.ones(ys.shape, ys.dtype))], create_graph=True,
+                      retain_graph=True, allow_unused=True)
+    if first is None:   # ys does not depend on xs
+        first = Tensor(np.zeros(xs.shape, xs.dtype))
     return jacobian(first, xs, batch_axis)
