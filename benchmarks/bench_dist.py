@@ -158,8 +158,9 @@ NO_SPLIT = {"split_grads": False}  # the all-reduce contenders: weight gradients
 CONTENDERS = {
     "no all-reduce": Contender(alone, alone),  # each rank trains alone: the 2-rank compute
     "bucketed": Contender(dp_optimizer(25.0, **NO_SPLIT), dp_model(25.0)),
-    # the same, its rows written with ordinary stores (and offered to the gradients' producers: placement)
-    "bucketed, ordinary stores": Contender(dp_optimizer(25.0, **NO_SPLIT), dp_model(25.0), stream=False),
+    # the same, its rows written with ordinary stores (and offered to the gradients' producers: placement;
+    # eager DataParallel always writes them so)
+    "bucketed, ordinary stores": Contender(dp_optimizer(25.0, **NO_SPLIT), None, stream=False),
     # the same buckets, the all-reduce and the SGD ops apart (what "bucketed" was before the fused update)
     "bucketed, unfused update": Contender(dp_unfused(25.0), dp_model_unfused(25.0)),
     "per-parameter": Contender(dp_optimizer(0.0, **NO_SPLIT), dp_model(0.0)),
@@ -295,10 +296,10 @@ class CrossCoreProbe:
     at a time. Every data-parallel step on shared memory rewrites memory the peer read the step
     before (its row of a bucket, its rows of the parameters), so the steps' times follow that
     state, not the code. Each rank owns a row of PROBE_BYTES in an MPI shared window; `measure()`
-    (collective) writes the row, lets the peer read it, `PROBE_REPS` times, and times the writes
+    (collective) writes the row and lets the peer read it, then does so `PROBE_REPS` more times, and times the writes
     against writes of a private array of the same size: the ratio of the fastest of each."""
 
-    PROBE_BYTES, PROBE_REPS = 512 << 10, 5
+    PROBE_BYTES, PROBE_REPS = 512 << 10, 4
 
     def __init__(self, world: World) -> None:
         self.world = world
@@ -315,7 +316,7 @@ class CrossCoreProbe:
     def measure(self) -> float:
         own, peer = self.rows[self.world.rank], self.rows[1 - self.world.rank]
         shared, private = [], []
-        for _ in range(self.PROBE_REPS):
+        for _ in range(self.PROBE_REPS + 1):  # the first only makes the peer read the row
             start = time.perf_counter()
             np.copyto(self.private, self.source)
             middle = time.perf_counter()
@@ -327,7 +328,9 @@ class CrossCoreProbe:
             self.win.Sync()
             float(peer.sum())  # the peer's row read: its lines now in this core's cache
             self.world.barrier()
-        return min(shared) / max(min(private), 1e-9)  # the fastest of each: a lost core only adds time
+        # the fastest of each (a lost core only adds time), the first write left out: the peer had
+        # not read the row since the last block
+        return min(shared[1:]) / max(min(private[1:]), 1e-9)
 
 
 FAR = 4.0  # probe ratio from which a block counts as run with the cores "far" apart (about 1 near, 10-20 far)
@@ -636,8 +639,8 @@ def every_step(world: World, step: Callable[[], Any], how: str) -> Callable[[], 
     return run
 
 
-OPS_CONTENDERS = ("no all-reduce", "bucketed", "bucketed, ordinary stores", "bucketed, unfused update", "bucketed, sharded update",
-                  "split weight gradients", "split weight gradients, sharded update")  # beside "1 rank" and two diagnostics
+OPS_CONTENDERS = ("no all-reduce", "bucketed", "bucketed, ordinary stores", "bucketed, unfused update",
+                  "bucketed, sharded update", "split weight gradients", "split weight gradients, sharded update")  # beside "1 rank" and two diagnostics
 OPS_DIAGNOSTICS = {"no all-reduce, a barrier each step": "barrier", "no all-reduce, 0.2 ms yielding each step": "yield"}
 
 

@@ -24,10 +24,12 @@ import numpy as np
 
 from .eager.apply import record_custom
 from .eager.engine import backward, grad
-from .eager.mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .eager.mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled, state
 from .eager.node import CustomOp
 from .eager.tensor import Tensor
+from .framework import Variable
 from .functions import reshape, stack
+from .static.pylayer import apply_on_variables
 
 __all__ = ["PyLayer", "PyLayerContext", "backward", "enable_grad", "grad", "hessian", "is_grad_enabled", "jacobian",
            "no_grad", "set_grad_enabled"]
@@ -100,6 +102,8 @@ class PyLayer:
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         ctx = PyLayerContext()
+        if state.tracer is not None or any(isinstance(a, Variable) for a in args):  # jit.to_static, a Program
+            return apply_on_variables(cls, ctx, args, kwargs)
         inputs = [a for a in args if isinstance(a, Tensor)]
         ctx.needs_input_grad = tuple(not t.stop_gradient for t in inputs)
         with no_grad():

@@ -252,9 +252,15 @@ def slice(x: Any, axes: Sequence[int], starts: Sequence[int], ends: Sequence[int
 
 
 def squeeze(x: Any, axis: int | Sequence[int] | None = None) -> Any:
-    """Drops the given axes of size 1 (all axes of size 1 when axis is None)."""
+    """Drops the given axes of size 1 (all axes of size 1 when axis is None). A named axis whose
+    size is known and not 1 stays, as in Paddle 2 and PyTorch (so `logits.squeeze(-1)` serves
+    [N] and [N, 1] alike); the `squeeze` op itself keeps ONNX's stricter rule."""
     axes = [] if axis is None else [int(axis)] if isinstance(axis, (int, np.integer)) else [int(a) for a in axis]
-    return apply_op("squeeze", {"X": x}, {"axes": axes})
+    shape, rank = list(x.shape), len(x.shape)
+    kept = [a for a in axes if not (-rank <= a < rank and shape[a] not in (1, -1))]
+    if axes and not kept:
+        return assign(x)  # nothing to drop: an identity the gradient flows through
+    return apply_op("squeeze", {"X": x}, {"axes": kept})
 
 
 def unsqueeze(x: Any, axis: int | Sequence[int]) -> Any:

@@ -29,6 +29,19 @@ program recompute the forward between checkpoints (`gradients(..., checkpoints=)
 gradients are unchanged, fewer activations stay alive in the backward run. Each trace also
 records the train/eval mode of every Layer that ran while tracing (Layer.__call__ reports
 it), and is reused only while those modes are unchanged: `model.eval()` retraces.
+
+Deployment (Paddle 2's `paddle.jit.save` / `paddle.jit.load`):
+
+    fluidgrad.jit.save(model, "out/model", input_spec=[InputSpec([None, 784], "float32")])
+    loaded = fluidgrad.jit.load("out/model")      # a TranslatedLayer: no need for model's class
+    y = loaded(x)
+
+`save` traces the Layer in eval mode with data Variables of the specs' shapes (None: a size
+known at run time) and writes what `io.save_inference_model` writes: the inference program
+(pruned, dropout off, batch norm on running statistics) as `out/model.pdmodel.json` and its
+parameters as `out/model.pdparams.safetensors`, each file atomically. `load` reads them back
+into a TranslatedLayer: calling it runs the program on the Executor; its parameters are
+trainable Tensors, and gradients flow through a call as through a to_static function.
 """
 from __future__ import annotations
 
@@ -46,13 +59,15 @@ from .eager.mode import is_grad_enabled, set_tracer
 from .eager.node import CustomOp
 from .eager.tensor import Tensor
 from .executor import Executor, Scope
-from .framework import Program, Variable, program_guard, unique_name
+from .framework import Parameter, Program, Variable, program_guard, unique_name
+from .io import load_inference_model, save_inference_model
 from .nn import layer as layer_module
 from .nn.layer import Layer
 from .recompute_eager import marked_checkpoints
-from .static import data
+from .static import InputSpec, data
 
-__all__ = ["ConcreteProgram", "StaticFunction", "to_static", "not_to_static"]
+__all__ = ["ConcreteProgram", "InputSpec", "StaticFunction", "TranslatedLayer", "load", "not_to_static", "save",
+           "to_static"]
 
 
 @dataclass
@@ -148,8 +163,9 @@ class _TracedProgram:
         ran = {id(layer): layer for layer in owner.sublayers(include_self=True)} \
             if isinstance(owner, layer_module.Layer) else {}
         with program_guard(self.program, self.startup):
-            def as_input(tensor: Tensor) -> Variable:
-                var = data(unique_name(f"input_{len(self.input_vars)}"), tensor.shape, tensor.dtype)
+            def as_input(tensor: Tensor | InputSpec) -> Variable:
+                name = tensor.name if isinstance(tensor, InputSpec) and tensor.name else None
+                var = data(name or unique_name(f"input_{len(self.input_vars)}"), tensor.shape, tensor.dtype)
                 var.stop_gradient = tensor.stop_gradient
                 tracer.vars[id(tensor)] = var
                 self.input_vars.append(var)
@@ -172,18 +188,33 @@ class _TracedProgram:
         self._backward_programs: dict[tuple[str, ...], tuple[Program, list[Variable], list[Any]]] = {}
         self.last_backward: Program | None = None
 
+    @classmethod
+    def of_program(cls, program: Program, inputs: list[Variable], outputs: list[Variable],
+                   captured: list[tuple[str, Tensor]]) -> "_TracedProgram":
+        """A program that was not traced here (jit.load's): fed `inputs`, fetching `outputs` (a list),
+        reading `captured` Tensors' values for its persistable variables of those names."""
+        traced = cls.__new__(cls)
+        traced.program, traced.startup, traced.checkpoint_option = program, Program(), None
+        traced.input_vars, traced._input_names = list(inputs), [v.name for v in inputs]
+        traced.outputs, traced.rebuild = list(outputs), list
+        traced.input_writes, traced.layer_modes, traced.writes = [], [], []
+        traced.captured = list(captured)
+        traced.executor = Executor()
+        traced._backward_programs, traced.last_backward = {}, None
+        return traced
+
     def _input_writes(self, arguments: Any) -> list[tuple[int, Variable]]:
         """`x[...] = v` on an argument while tracing renames its handle to the new value (see
         indexing._setitem_variable): the data variable is found again by its name, and the
         argument's final value is written back into the Tensor after each run, as in eager mode."""
         writes = []
         block = self.program.global_block()
-        tensors: list[Tensor] = []
-        _structure(arguments, tensors, [])
+        leaves: list[Tensor | InputSpec] = []
+        _replace_tensors(arguments, leaves.append)
         for index, (var, name) in enumerate(zip(self.input_vars, self._input_names)):
             if var.name != name:
-                tensor = tensors[index]
-                if tensor._node is None and not tensor.stop_gradient and is_grad_enabled():
+                tensor = leaves[index]
+                if isinstance(tensor, Tensor) and tensor._node is None and not tensor.stop_gradient and is_grad_enabled():
                     raise RuntimeError(f"to_static: x[...] = v on the argument {index}, a leaf Tensor that requires "
                                        f"a gradient: assign inside fluidgrad.no_grad(), or to a copy (x.clone())")
                 writes.append((index, var))
@@ -295,9 +326,10 @@ def _structure(value: Any, tensors: list[Tensor], keep: list[Any]) -> Any:
     return "object", kind, id(value)
 
 
-def _replace_tensors(value: Any, replace: Callable[[Tensor], Any]) -> Any:
-    """`value` with every Tensor leaf (in `_structure`'s order) replaced by `replace(tensor)`."""
-    if isinstance(value, Tensor):
+def _replace_tensors(value: Any, replace: Callable[[Any], Any]) -> Any:
+    """`value` with every Tensor leaf (in `_structure`'s order; an InputSpec is a leaf too)
+    replaced by `replace(tensor)`."""
+    if isinstance(value, (Tensor, InputSpec)):
         return replace(value)
     kind = type(value)
     if kind in (list, tuple):
@@ -394,3 +426,95 @@ def to_static(function: Any = None, input_spec: Any = None, checkpoints: Sequenc
 def not_to_static(fn: Callable) -> Callable:
     """Mark a function that `to_static` must call as it is rather than trace into."""
     return fn
+
+
+# ---------------------------------------------------------------- jit.save / jit.load
+
+def _forward_of(layer: Any) -> tuple[Callable, Layer | None, "StaticFunction | None"]:
+    """What jit.save traces: the eager function, the Layer that owns it, and its StaticFunction."""
+    static = None
+    if isinstance(layer, Layer):
+        function, owner = layer.forward, layer
+    elif isinstance(layer, StaticFunction) or callable(layer):
+        function, owner = layer, getattr(getattr(layer, "_fn", layer), "__self__", None)
+    else:
+        raise TypeError(f"jit.save: expected a Layer or a function, got {type(layer).__name__}")
+    if isinstance(function, StaticFunction):
+        static, function = function, function._fn
+    return function, owner if isinstance(owner, Layer) else None, static
+
+
+def _specs(input_spec: Any, static: "StaticFunction | None") -> list[Any]:
+    if input_spec is None:
+        if static is not None and static._last is not None:  # the latest call's signature
+            return [InputSpec(v.shape, v.dtype, stop_gradient=v.stop_gradient) for v in static._last.input_vars]
+        raise ValueError("jit.save: give input_spec=[InputSpec(shape, dtype), ...] (None in a shape for the "
+                         "batch), or call the to_static function once before saving")
+    specs = list(input_spec) if isinstance(input_spec, (list, tuple)) else [input_spec]
+    for i, spec in enumerate(specs):
+        if not isinstance(spec, (InputSpec, Tensor)):
+            raise TypeError(f"jit.save: input_spec[{i}] must be an InputSpec or an example Tensor, got "
+                            f"{type(spec).__name__}")
+    return specs
+
+
+def save(layer: Any, path: str, input_spec: Sequence[InputSpec | Tensor] | None = None) -> None:
+    """Save `layer` (or a function, e.g. one decorated with to_static) for inference: the traced
+    program and its parameters, loadable by `jit.load` without the Python code (see the module
+    docstring). `input_spec`: one InputSpec (or example Tensor) per positional argument."""
+    function, owner, static = _forward_of(layer)
+    specs = _specs(input_spec, static)
+    layers = owner.sublayers(include_self=True) if owner is not None else []
+    modes = [(sub, sub.training) for sub in layers]
+    for sub in layers:
+        sub.training = False
+    try:
+        traced = _TracedProgram(function, specs, {})
+    finally:
+        for sub, mode in modes:
+            sub.training = mode
+    scope = Scope()
+    scope.vars.update({name: tensor.data for name, tensor in traced.captured})
+    save_inference_model(path, traced.input_vars, traced.outputs, program=traced.program, scope=scope)
+
+
+class TranslatedLayer(Layer):
+    """A model `jit.load` read (paddle.jit.TranslatedLayer): call it with one Tensor (or array)
+    per saved input; it returns the output Tensor, or a list of them. Its parameters are the
+    saved ones, trainable: a loss on its outputs backpropagates into them (fine-tuning)."""
+
+    def __init__(self, program: Program, feed_names: list[str], fetch_vars: list[Variable], scope: Scope) -> None:
+        super().__init__()
+        block = program.global_block()
+        captured = []
+        for name, value in scope.vars.items():
+            var = block.var(name)
+            trainable = isinstance(var, Parameter) and var.trainable and var.dtype.startswith("float")
+            tensor = Tensor(value, stop_gradient=not trainable, name=name)
+            key = re.sub(r"\W", "_", name)
+            if trainable:
+                self.add_parameter(key, tensor)
+            else:
+                self.register_buffer(key, tensor)
+            captured.append((name, tensor))
+        self._feed_names = list(feed_names)
+        self._traced = _TracedProgram.of_program(program, [block.var(n) for n in feed_names], fetch_vars, captured)
+
+    def forward(self, *inputs: Any) -> Any:
+        if len(inputs) != len(self._feed_names):
+            raise TypeError(f"TranslatedLayer: the saved program takes {len(self._feed_names)} input(s) "
+                            f"({', '.join(self._feed_names)}), got {len(inputs)}")
+        tensors = [x if isinstance(x, Tensor) else Tensor(np.asarray(x)) for x in inputs]
+        outputs = self._traced.run(tensors)
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    def program(self) -> Program:
+        """The loaded inference program."""
+        return self._traced.program
+
+
+def load(path: str) -> TranslatedLayer:
+    """Load what `jit.save` wrote at `path` as a callable TranslatedLayer."""
+    scope = Scope()
+    program, feed_names, fetch_vars = load_inference_model(path, scope=scope)
+    return TranslatedLayer(program, feed_names, fetch_vars, scope)

@@ -599,3 +599,47 @@ def test_cond_with_a_constant_branch_saves_loads_and_exports(fresh_programs, tmp
         np.testing.assert_array_equal(_run(main, {"x": value}, [z])[0], want)
         np.testing.assert_array_equal(_run(loaded, {feeds[0]: value}, fetches)[0], want)
         np.testing.assert_array_equal(session.run(None, {"x": value})[0], want)
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0], ids=["true-branch", "false-branch"])
+def test_cond_gradients_with_an_unknown_batch_axis_match_torch(fresh_programs, rng, sign):
+    """Branch outputs of shape [-1, 3] (a batch), one branch broadcasting a weight over it, and a
+    cond nested in a while loop: select_input's gradient is never reduced to the untaken
+    branch's output (which has no value at run time); the gradients are PyTorch's."""
+    main, _ = fresh_programs
+    x = static.data("x", [None, 3], "float64")
+    w = static.data("w", [3], "float64")
+    x.stop_gradient = w.stop_gradient = False
+    y = static.nn.cond(fg.sum(x) > 0.0, lambda: fg.exp(x) * w, lambda: x * x)
+
+    def body(i, h):
+        return i + 1, static.nn.cond(fg.sum(h) > 0.0, lambda: h * 0.5 + w, lambda: fg.tanh(h))
+
+    _, z = static.nn.while_loop(lambda i, h: i < 3, body, [fg.full([], 0, "int64"), y])
+    loss = fg.mean(z * z)
+    grads = fg.gradients([loss], [x, w])
+    feed = {"x": sign * rng.uniform(0.1, 1.0, (4, 3)), "w": rng.normal(size=3)}
+    got = _run(main, feed, [loss] + grads)
+    t = _torch(feed)
+    h = torch.exp(t["x"]) * t["w"] if sign > 0 else t["x"] * t["x"]
+    for _ in range(3):
+        h = h * 0.5 + t["w"] if h.sum().item() > 0 else torch.tanh(h)
+    (h * h).mean().backward()
+    _close(got[0], (h * h).mean().item(), "loss")
+    _close(got[1], t["x"].grad.numpy(), "gradient of x")
+    _close(got[2], t["w"].grad.numpy(), "gradient of w")
+
+
+def test_cond_gradient_when_one_branch_has_a_known_batch_size(fresh_programs):
+    """Branches of shapes [-1, 2] and [3, 2] merge into [-1, 2]; either way the gradient fits x."""
+    main, _ = fresh_programs
+    x = static.data("x", [None, 2], "float64")
+    x.stop_gradient = False
+    c = fg.full([3, 2], 1.0, "float64")
+    y = static.nn.cond(fg.sum(x) > 0.0, lambda: x * 2.0, lambda: c * 1.0)
+    (dx,) = fg.gradients([fg.sum(y)], [x])
+    got_y, got_dx = _run(main, {"x": np.ones((3, 2))}, [y, dx])
+    _close(got_dx, np.full((3, 2), 2.0), "gradient through the true branch")
+    got_y, got_dx = _run(main, {"x": -np.ones((3, 2))}, [y, dx])
+    _close(got_y, np.ones((3, 2)), "the constant branch")
+    _close(got_dx, np.zeros((3, 2)), "no gradient through the constant branch")

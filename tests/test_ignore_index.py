@@ -28,9 +28,10 @@ def labels(classes, *shape, ignore=-100):
     return out
 
 
-def _torch_like_ours(loss, reduction, axis):
-    """PyTorch's 'none' loss lacks the class axis; ours keeps it with size 1 (Paddle's layout)."""
-    return loss.unsqueeze(axis) if reduction == "none" else loss
+def _torch_like_ours(loss, reduction, axis, label_has_class_axis=False):
+    """An unreduced loss has the labels' shape, in Paddle 2 as in PyTorch: labels given with a
+    class axis of size 1 (Paddle's [N, 1]) keep it in the loss, which PyTorch has no form for."""
+    return loss.unsqueeze(axis) if reduction == "none" and label_has_class_axis else loss
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
@@ -60,7 +61,8 @@ def test_cross_entropy_class_axis_1_with_ignored_labels(reduction, weighted):
             lambda input, label, weight: F.cross_entropy(input, label, weight_of(weight), axis=1,
                                                          reduction=reduction),
             lambda input, label, weight: _torch_like_ours(
-                TF.cross_entropy(input, label.reshape(3, 5), weight_of(weight), reduction=reduction), reduction, 1),
+                TF.cross_entropy(input, label.reshape(3, 5), weight_of(weight), reduction=reduction), reduction, 1,
+                label.ndim == 3),
             {"input": x, "label": label, "weight": w}, wrt=["input"])
 
 

@@ -90,6 +90,9 @@ def _extra_cases():
         OpCase("clip", {"X": image}, {"min": -0.5, "max": 0.7}),
         OpCase("log_softmax", {"X": image}, {"axis": 1}),
         OpCase("nonzero", {"X": np.array([[0.0, 1.5, 0.0], [2.0, 0.0, -1.0]])}),
+        OpCase("arange", {"Start": np.array(2), "End": np.array(11), "Step": np.array(3)}),
+        OpCase("arange", {"Start": np.array([5]), "End": np.array([-3]), "Step": np.array([-2])}, id="arange-down"),
+        OpCase("arange", {"Start": np.array(0.5), "End": np.array(2.0), "Step": np.array(0.25)}, id="arange-float"),
     ]
 
 

@@ -432,8 +432,6 @@ def test_common_layers_exist_and_run(name):
 
 
 # ---------------------------------------------------------------- jit.save / jit.load (Paddle's deployment path)
-@pytest.mark.xfail(strict=True, reason="fluidgrad.jit has no save / load / InputSpec (paddle.jit.save(layer, path, "
-                   "input_spec=[InputSpec([None, 4], 'float32')]) and paddle.jit.load)")
 def test_jit_save_and_load_round_trip(tmp_path):
     layer = fg.nn.Sequential(fg.nn.Linear(4, 8), fg.nn.ReLU(), fg.nn.Linear(8, 2))
     x = fg.to_tensor(np.random.default_rng(0).standard_normal((3, 4)).astype("float32"))
@@ -685,8 +683,6 @@ def test_batch_norm_use_global_stats_false_uses_batch_statistics_in_eval():
 
 
 # ---------------------------------------------------------------- ParamAttr and initializers where Paddle 2 has them
-@pytest.mark.xfail(strict=True, reason="ParamAttr takes no regularizer= / need_clip= (Paddle 2: a per-parameter weight "
-                   "decay, e.g. none on biases, and a parameter left out of gradient clipping): TypeError")
 def test_param_attr_regularizer_and_need_clip():
     x = fg.to_tensor(np.ones((2, 3), "float32"))
     fg.seed(0)
@@ -847,10 +843,6 @@ def test_exported_expand_as_follows_the_dynamic_batch(tmp_path):
 
 
 # ---------------------------------------------------------------- cond gradients with a batch axis of unknown size
-@pytest.mark.xfail(strict=True, reason="the gradient of static.nn.cond whose branch outputs have an unknown (batch) "
-                   "dimension fails at run time in a reduce_as grad op reading the untaken branch's output "
-                   "('NoneType' object has no attribute 'shape'): any cond over data([None, ...]) cannot be "
-                   "differentiated (with a known batch size it works)")
 @pytest.mark.parametrize("take_true", [True, False])
 def test_cond_gradient_with_an_unknown_batch_axis(take_true):
     main = fg.Program()
@@ -865,8 +857,6 @@ def test_cond_gradient_with_an_unknown_batch_axis(take_true):
 
 
 # ---------------------------------------------------------------- PyLayer under jit.to_static
-@pytest.mark.xfail(strict=True, reason="a PyLayer called inside jit.to_static fails with 'Sq.forward must return Tensors, "
-                   "got Variable' (Paddle 2 traces PyLayer: forward's ops and the hand-written backward)")
 def test_pylayer_inside_to_static():
     class Product(fg.autograd.PyLayer):
         @staticmethod

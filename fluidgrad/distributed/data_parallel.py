@@ -51,7 +51,6 @@ from ..eager.engine import topological_order
 from ..eager.node import CustomOp
 from ..nn import Layer
 from ..ops.comm import CollectiveMismatchError, World, get_world
-from ..ops import comm_stream
 from ..ops.comm_buckets import PairReduce
 from ..optimizer import Optimizer
 from . import eager_fused
@@ -408,8 +407,6 @@ class _ReduceStep:
         b = self.bucket_of[i]
         if i in self.offered or i in self.filled or b < len(self.pending) or self.params[i].grad is not None:
             return None
-        if self.flat[b].shared and comm_stream.enabled():  # its row is written with streaming stores (comm_stream.py)
-            return None
         start, (shape, _) = self.offset[i], self.layout.shapes[i]
         place = self.offered[i] = self.flat[b].input[start:start + prod(shape)].reshape(shape)
         return place
@@ -423,8 +420,7 @@ class _ReduceStep:
         b, start = self.bucket_of[i], self.offset[i]
         if grad is not self.offered.get(i):  # else its op wrote it in place (and nothing was added)
             part = self.flat[b].input[start:start + grad.size]  # input: a shared bucket alternates rows
-            # the sum is scaled by 1/p as it is handed out; a row other ranks read: streaming stores
-            (comm_stream.stream_copy if self.flat[b].shared else np.copyto)(part, grad.reshape(-1))
+            np.copyto(part, grad.reshape(-1))  # the sum is scaled by 1/p as it is handed out
         self.filled.add(i)
         self.missing[b] -= 1
         self._start_ready_buckets()

@@ -73,7 +73,9 @@ _retaining: dict[int, Any] = {}   # id -> weak reference: intermediates whose .g
 class Tensor(MathMixin, TorchHabits):
     """An eager value. `stop_gradient=False` asks for its gradient (`.grad` after backward)."""
 
-    __slots__ = ("data", "stop_gradient", "grad", "_node", "_idx", "name", "_hooks", "persistable", "__weakref__")
+    # _param_attr: a parameter's optimizer options (ParamAttr.optimize_options), unset for others
+    __slots__ = ("data", "stop_gradient", "grad", "_node", "_idx", "name", "_hooks", "persistable", "_param_attr",
+                 "__weakref__")
 
     def __init__(self, data: np.ndarray, stop_gradient: bool = True, node: Any = None, idx: int = 0,
                  name: str | None = None) -> None:
@@ -85,6 +87,7 @@ class Tensor(MathMixin, TorchHabits):
         self.name = name
         self._hooks = None
         self.persistable = False  # True for a Layer's parameters and buffers
+        self._param_attr = None
 
     @property
     def trainable(self) -> bool:
@@ -336,6 +339,7 @@ def op_output(data: np.ndarray, stop_gradient: bool = True, node: Any = None, id
     tensor.name = None
     tensor._hooks = None
     tensor.persistable = False
+    tensor._param_attr = None
     return tensor
 
 

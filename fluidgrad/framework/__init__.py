@@ -7,5 +7,5 @@ from .grad_builder import GradBuilder, OpDesc, StaticGradBuilder, get_grad_op_de
 from .op_def import NO_GRADIENT, ZERO_GRADIENT, OpDef, get_op_def, register_op, registered_ops
 from .program import (BACKWARD, FORWARD, LOSS, OPTIMIZE, Block, Operator, Program, default_main_program,
                       default_startup_program, disable_static, enable_static, in_dynamic_mode, program_guard)
-from .variable import Parameter, ParamAttr, Variable, is_float_dtype, normalize_dtype
+from .variable import Parameter, ParamAttr, Variable, is_float_dtype, normalize_dtype, optimize_options
 

@@ -242,7 +242,10 @@ class StaticGradBuilder(GradBuilder):
 
     def _same_shape(self, grad: str, target: str) -> bool:
         """Only when the shapes are known to agree: a -1 may hide a broadcast, unless the forward
-        op cannot have broadcast that dimension of `target`."""
+        op cannot have broadcast that dimension of `target`. An op declared `broadcasts=False`
+        gives every gradient its input's shape."""
+        if not self.op_def.broadcasts:
+            return True
         shape = self._lookup(target)[0]
         if self._lookup(grad)[0] != shape:
             return False

@@ -74,6 +74,10 @@ class OpDef:
     offer_keeps_state: the op's outputs are persistable state it writes somewhere of its own
         (the node copies of a sharded update), never into the buffer it offers: placement may
         apply although they are persistable (for other ops a persistable output refuses it).
+    broadcasts: False for an op none of whose inputs is ever broadcast, so that each gradient its
+        maker gives has its input's shape: the static builder then adds no `reduce_as`, which it
+        otherwise must where a -1 dimension may hide a broadcast (`select_input`: the untaken
+        branch's output has no value at run time to reduce to).
     """
 
     type: str
@@ -88,6 +92,7 @@ class OpDef:
     doc: str = ""
     offer: Callable[..., Any] | None = None
     offer_keeps_state: bool = False
+    broadcasts: bool = True
     input_index: dict[str, int] = field(default_factory=dict)
     # the shape rule's verdicts at build time, and what they are keyed on (see `run_infer`)
     infer_cache: dict = field(default_factory=dict, repr=False, compare=False)
@@ -124,14 +129,14 @@ def register_op(type: str, *, inputs: str | Sequence[str], outputs: str | Sequen
                 kernel: Callable[..., Any], infer: Callable[["InferContext"], None], grad: Any,
                 attrs: dict[str, Any] | None = None, inline: str | None = None,
                 needs_runtime: bool = False, doc: str = "", offer: Callable[..., Any] | None = None,
-                offer_keeps_state: bool = False) -> OpDef:
+                offer_keeps_state: bool = False, broadcasts: bool = True) -> OpDef:
     if type in _REGISTRY:
         raise ValueError(f"op {type!r} is registered twice")
     if grad is None:
         raise ValueError(f"op {type!r}: pass a grad maker or NO_GRADIENT, never None")
     op_def = OpDef(type, _parse_slots(inputs), _parse_slots(outputs), dict(attrs or {}), kernel,
                    infer, grad, inline, needs_runtime, doc, offer=offer,
-                   offer_keeps_state=offer_keeps_state)
+                   offer_keeps_state=offer_keeps_state, broadcasts=broadcasts)
     _REGISTRY[type] = op_def
     return op_def
 

@@ -318,6 +318,7 @@ def _copy_var(var: Variable, block: Block) -> Variable:
     if isinstance(var, Parameter):
         copy: Variable = Parameter(block, var.name, var.shape, var.dtype, trainable=var.trainable,
                                    type=var.type, is_data=var.is_data)
+        copy.optimize_attr, copy.regularizer, copy.need_clip = dict(var.optimize_attr), var.regularizer, var.need_clip
     else:
         copy = Variable(block, var.name, var.shape, var.dtype, persistable=var.persistable, type=var.type,
                         is_data=var.is_data)

@@ -158,7 +158,7 @@ class Variable(MathMixin, TorchHabits):
 class Parameter(Variable):
     """A persistable, trainable Variable initialised by ops in the startup program."""
 
-    __slots__ = ("trainable", "optimize_attr")
+    __slots__ = ("trainable", "optimize_attr", "regularizer", "need_clip")
 
     def __init__(self, block: Any, name: str, shape: Sequence[int], dtype: Any = "float32",
                  trainable: bool = True, **kwargs: Any) -> None:
@@ -166,9 +166,20 @@ class Parameter(Variable):
         super().__init__(block, name, shape, dtype, persistable=True, **kwargs)
         self.trainable = trainable
         self.optimize_attr = {"learning_rate": 1.0}   # Paddle's name: ParamAttr(learning_rate=) scales the update
+        self.regularizer: Any = None    # ParamAttr(regularizer=): this parameter's weight decay
+        self.need_clip = True           # ParamAttr(need_clip=False): left out of gradient clipping
 
     def __repr__(self) -> str:
         return "param " + super().__repr__()[4:]
+
+
+def optimize_options(param: Any) -> tuple[float, Any, bool]:
+    """(learning-rate factor, regularizer or None, need_clip) of a parameter: a static Parameter's
+    attributes, or the options an eager parameter Tensor got from its ParamAttr."""
+    if isinstance(param, Parameter):
+        return float(param.optimize_attr.get("learning_rate", 1.0)), param.regularizer, param.need_clip
+    attr = getattr(param, "_param_attr", None)
+    return (1.0, None, True) if attr is None else (float(attr.learning_rate), attr.regularizer, attr.need_clip)
 
 
 def names_of(items: Any, what: str) -> list[str]:
@@ -185,14 +196,27 @@ def names_of(items: Any, what: str) -> list[str]:
 
 
 class ParamAttr:
-    """How a builder should create a parameter: its name, initializer and trainability."""
+    """How a builder should create a parameter: its name, initializer and trainability, and how
+    optimizers treat it (Paddle 2): `learning_rate` scales its update, `regularizer` (an
+    L1Decay / L2Decay) is its own weight decay, taking the place of the optimizer's, and
+    `need_clip=False` leaves its gradient out of gradient clipping."""
 
     def __init__(self, name: str | None = None, initializer: Any = None, trainable: bool = True,
-                 learning_rate: float = 1.0) -> None:
+                 learning_rate: float = 1.0, regularizer: Any = None, need_clip: bool = True) -> None:
         self.name = name
         self.initializer = initializer
         self.trainable = trainable
         self.learning_rate = learning_rate
+        self.regularizer = regularizer
+        self.need_clip = bool(need_clip)
+
+    def optimize_options(self) -> "ParamAttr | None":
+        """What optimizers read of it (learning rate, regularizer, need_clip), or None when those are
+        the defaults: an eager parameter keeps this beside its value (and its copies with it)."""
+        if float(self.learning_rate) == 1.0 and self.regularizer is None and self.need_clip:
+            return None
+        return ParamAttr(learning_rate=float(self.learning_rate), regularizer=self.regularizer,
+                         need_clip=self.need_clip)
 
     @staticmethod
     def of(attr: "ParamAttr | str | bool | None") -> "ParamAttr | None":

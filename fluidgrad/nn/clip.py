@@ -5,25 +5,46 @@ function clamping a tensor, as `paddle.clip`).
 An optimizer given `grad_clip=` calls `append_clip_ops(block, params_grads)` after
 `append_backward` and before weight decay and the update ops, the order of
 `torch.nn.utils.clip_grad_*` followed by `optimizer.step()`. Eager mode calls
-`clip_arrays(grads)`, the same maths on NumPy arrays.
+`clip_arrays(grads, params)`, the same maths on NumPy arrays. Gradients of parameters made with
+ParamAttr(need_clip=False) pass through untouched and out of any global norm.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
-from ..framework import Block, Variable
+from ..framework import Block, Variable, optimize_options
 from ..framework.emit import constant, emit
 
 ParamsGrads = list[tuple[Variable, Variable]]
 
 
 class GradientClipBase:
+    """Each subclass clips a list of gradients (`_append_clip_ops`, `_clip_arrays`); the base
+    leaves out those of parameters made with ParamAttr(need_clip=False): they are neither
+    clipped nor counted in a global norm (as Paddle)."""
+
     def append_clip_ops(self, block: Block, params_grads: ParamsGrads) -> ParamsGrads:
+        chosen = [i for i, (p, _) in enumerate(params_grads) if optimize_options(p)[2]]
+        clipped = self._append_clip_ops(block, [params_grads[i] for i in chosen])
+        result = list(params_grads)
+        for i, pair in zip(chosen, clipped):
+            result[i] = pair
+        return result
+
+    def clip_arrays(self, grads: Sequence[np.ndarray], params: Sequence[Any] | None = None) -> list[np.ndarray]:
+        """The clipped arrays; `params` (the parameters they belong to) tell which to leave alone."""
+        chosen = range(len(grads)) if params is None else [i for i, p in enumerate(params) if optimize_options(p)[2]]
+        result = list(grads)
+        for i, grad in zip(chosen, self._clip_arrays([grads[i] for i in chosen])):
+            result[i] = grad
+        return result
+
+    def _append_clip_ops(self, block: Block, params_grads: ParamsGrads) -> ParamsGrads:
         raise NotImplementedError
 
-    def clip_arrays(self, grads: Sequence[np.ndarray]) -> list[np.ndarray]:
+    def _clip_arrays(self, grads: Sequence[np.ndarray]) -> list[np.ndarray]:
         raise NotImplementedError
 
 
@@ -51,7 +72,7 @@ class ClipGradByGlobalNorm(GradientClipBase):
             raise ValueError(f"ClipGradByGlobalNorm: clip_norm must be positive, got {clip_norm}")
         self.clip_norm = float(clip_norm)
 
-    def append_clip_ops(self, block: Block, params_grads: ParamsGrads) -> ParamsGrads:
+    def _append_clip_ops(self, block: Block, params_grads: ParamsGrads) -> ParamsGrads:
         if not params_grads:
             return params_grads
         squares = [_squared_sum(block, g) for _, g in params_grads]
@@ -59,7 +80,7 @@ class ClipGradByGlobalNorm(GradientClipBase):
         factor = _clip_factor(block, emit(block, "sqrt", {"X": total}), self.clip_norm)
         return [(p, _scaled(block, g, factor)) for p, g in params_grads]
 
-    def clip_arrays(self, grads: Sequence[np.ndarray]) -> list[np.ndarray]:
+    def _clip_arrays(self, grads: Sequence[np.ndarray]) -> list[np.ndarray]:
         if not grads:
             return []
         norm = np.sqrt(sum(float(np.sum(np.square(g, dtype=np.float64))) for g in grads))
@@ -78,14 +99,14 @@ class ClipGradByNorm(GradientClipBase):
             raise ValueError(f"ClipGradByNorm: clip_norm must be positive, got {clip_norm}")
         self.clip_norm = float(clip_norm)
 
-    def append_clip_ops(self, block: Block, params_grads: ParamsGrads) -> ParamsGrads:
+    def _append_clip_ops(self, block: Block, params_grads: ParamsGrads) -> ParamsGrads:
         result = []
         for p, g in params_grads:
             factor = _clip_factor(block, emit(block, "sqrt", {"X": _squared_sum(block, g)}), self.clip_norm)
             result.append((p, _scaled(block, g, factor)))
         return result
 
-    def clip_arrays(self, grads: Sequence[np.ndarray]) -> list[np.ndarray]:
+    def _clip_arrays(self, grads: Sequence[np.ndarray]) -> list[np.ndarray]:
         result = []
         for g in grads:
             norm = float(np.sqrt(np.sum(np.square(g, dtype=np.float64))))
@@ -105,11 +126,11 @@ class ClipGradByValue(GradientClipBase):
         if self.min > self.max:
             raise ValueError(f"ClipGradByValue: min {self.min} is larger than max {self.max}")
 
-    def append_clip_ops(self, block: Block, params_grads: ParamsGrads) -> ParamsGrads:
+    def _append_clip_ops(self, block: Block, params_grads: ParamsGrads) -> ParamsGrads:
         return [(p, emit(block, "clip", {"X": g}, {"min": self.min, "max": self.max}, out_name=f"{g.name}@CLIP"))
                 for p, g in params_grads]
 
-    def clip_arrays(self, grads: Sequence[np.ndarray]) -> list[np.ndarray]:
+    def _clip_arrays(self, grads: Sequence[np.ndarray]) -> list[np.ndarray]:
         return [np.clip(g, self.min, self.max).astype(g.dtype) for g in grads]
 
     def __repr__(self) -> str:

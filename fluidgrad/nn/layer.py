@@ -14,7 +14,6 @@ BatchNorm read.
 from __future__ import annotations
 
 import warnings
-import weakref
 from collections import OrderedDict
 from typing import Any, Callable, Iterator, Sequence
 
@@ -22,7 +21,7 @@ import numpy as np
 
 from ..eager.tensor import Tensor
 from ..executor import CPUPlace
-from ..framework import ParamAttr, Variable, normalize_dtype, unique_name
+from ..framework import ParamAttr, Variable, normalize_dtype, optimize_options, unique_name
 from ..framework.dtypes import get_default_dtype
 from ..initializer import Constant, Initializer, XavierUniform
 from ..ops.registry import get_op_def
@@ -47,21 +46,9 @@ def initial_value(initializer: Initializer, shape: Sequence[int], dtype: str) ->
     return np.asarray(op_def.kernel(**attrs), dtype=dtype)
 
 
-# id(parameter Tensor) -> (weak reference, learning-rate factor) for ParamAttr(learning_rate != 1):
-# Tensor has __slots__, and the optimizer reads this once per parameter per step (a dict lookup).
-_LEARNING_RATE_FACTORS: dict[int, tuple[Any, float]] = {}
-
-
 def learning_rate_factor(param: Any) -> float:
-    """The factor ParamAttr(learning_rate=...) gave an eager parameter (1.0 when none)."""
-    entry = _LEARNING_RATE_FACTORS.get(id(param))
-    return entry[1] if entry is not None and entry[0]() is param else 1.0
-
-
-def _set_learning_rate_factor(param: Tensor, factor: float) -> None:
-    key = id(param)
-    _LEARNING_RATE_FACTORS[key] = (weakref.ref(param, lambda _ref: _LEARNING_RATE_FACTORS.pop(key, None)),
-                                   float(factor))
+    """The factor ParamAttr(learning_rate=...) gave a parameter (1.0 when none)."""
+    return optimize_options(param)[0]
 
 
 def create_parameter(shape: Sequence[int], dtype: Any = None, attr: Any = None, is_bias: bool = False,
@@ -75,8 +62,9 @@ def create_parameter(shape: Sequence[int], dtype: Any = None, attr: Any = None, 
     tensor = Tensor(initial_value(initializer, shape, dtype), stop_gradient=not param_attr.trainable,
                     name=param_attr.name or name)
     tensor.persistable = True
-    if float(param_attr.learning_rate) != 1.0:
-        _set_learning_rate_factor(tensor, param_attr.learning_rate)
+    options = param_attr.optimize_options()    # kept beside the value: copies of the Tensor keep it too
+    if options is not None:
+        tensor._param_attr = options
     return tensor
 
 
@@ -356,21 +344,6 @@ class Layer:
             for layer in self.sublayers(include_self=True):
                 object.__setattr__(layer, "_dtype", dtype)
         return self
-
-    # ---- copying
-    def __getstate__(self) -> dict[str, Any]:
-        """copy.deepcopy and pickle: the attributes, and the learning-rate factors ParamAttr gave
-        this layer's own parameters (kept beside the Tensors, which copying replaces)."""
-        state = dict(self.__dict__)
-        state["_learning_rate_factors"] = {name: learning_rate_factor(p) for name, p in self._parameters.items()
-                                           if p is not None and learning_rate_factor(p) != 1.0}
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        factors = state.pop("_learning_rate_factors", {})
-        self.__dict__.update(state)
-        for name, factor in factors.items():
-            _set_learning_rate_factor(self._parameters[name], factor)
 
     # ---- calling
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:

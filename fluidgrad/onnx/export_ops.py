@@ -488,6 +488,13 @@ def _range(c):
     c.node("Identity", [c.const(value)], [c.out("Out")])
 
 
+@exporter("arange")
+def _arange(c):
+    """Start, End and Step computed at run time (single values, possibly [1]): ONNX Range on scalars."""
+    scalar = c.const(np.zeros([0], "int64"))
+    c.node("Range", [c.node("Reshape", [c.x(slot), scalar]) for slot in ("Start", "End", "Step")], [c.out("Out")])
+
+
 @exporter("linspace")
 def _linspace(c):
     value = np.linspace(c.attr("start"), c.attr("stop"), int(c.attr("num"))).astype(c.attr("dtype"))

@@ -179,14 +179,17 @@ def _bucket_allreduce_offer(shapes, dtypes, reduce="avg", bucket="", **_):
 
     def offer():
         found = world.kept_bucket(key, size, dtype)
-        return None if found is None or _streams(found) else pieces.of(found)
+        return None if found is None else pieces.of(found)
     return (key, size, dtype.str), offer
 
 
 def _streams(bucket) -> bool:
-    """A shared bucket's rows are written with streaming stores (ops/comm_stream.py), which the
-    producers' own stores are not: then they are not offered."""
-    return bucket.shared and comm_stream.enabled()
+    """The fused replicated update (shard=False) writes a two-rank shared bucket's rows with streaming
+    stores (ops/comm_stream.py), which the producers' own stores are not: then they are not
+    offered. (The sharded buckets and c_bucket_allreduce keep ordinary stores and placement:
+    they read the rank's own row back, or its own part where its producer wrote it; streaming
+    measured no better there, docs/distributed.md.)"""
+    return bucket.shared and bucket.pair and comm_stream.enabled()
 
 
 def _bucket_allreduce_kernel(xs, reduce="avg", bucket="", ring_id=0, overwrite=False, placed=None):
@@ -203,7 +206,7 @@ def _bucket_allreduce_kernel(xs, reduce="avg", bucket="", ring_id=0, overwrite=F
     for k, array in enumerate(arrays):  # pack; the average's 1/p is applied as the rows are summed
         part = flat.input[start:start + array.size]
         if not (placed is not None and placement.is_placed(placed[k], array, part)):  # else its producer wrote it here
-            (comm_stream.stream_copy if flat.shared else np.copyto)(part, array.reshape(-1))
+            np.copyto(part, array.reshape(-1))
         pieces.append((start, array.shape))
         start += array.size
     into = [a if overwrite and count <= _PLAN_ONLY and type(a) is np.ndarray and a.base is None and a.flags.writeable
@@ -325,7 +328,7 @@ def _shard_key(bucket: str, layout: Layout) -> tuple:
     return ("shard", bucket, layout.key)
 
 
-def _shard_offer(shapes, dtypes, reduce="avg", bucket="", nranks=1, **_):
+def _shard_offer(shapes, dtypes, reduce="avg", bucket="", nranks=1, shard=True, **_):
     """Placement (executor/placement.py): each gradient's place in this rank's next row of the
     sharded bucket, unscaled (the average's 1/p is applied in the sum), so its producer writes it
     there and nothing else touches it; the kernel then packs nothing for it and reads its own
@@ -339,7 +342,7 @@ def _shard_offer(shapes, dtypes, reduce="avg", bucket="", nranks=1, **_):
 
     def offer():
         found = world.kept_bucket(key, layout.padded, dtype)
-        return None if found is None or _streams(found) else pieces.of(found)
+        return None if found is None or (not shard and _streams(found)) else pieces.of(found)
     return (key, layout.padded, dtype.str), offer
 
 

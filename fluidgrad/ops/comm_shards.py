@@ -286,7 +286,7 @@ def exchange(world: Any, key: Any, arrays: Sequence[np.ndarray], layout: Layout,
         world.wait(world.comm.Ireduce_scatter_block(bucket.input, summed, op=world.mpi.SUM), what)
         return np.empty((0, 0), dtype), -1, summed
     lo, hi = layout.bounds(world.rank)
-    pack(bucket.input, arrays, layout, skip=(lo, hi), present=present, stream=True)
+    pack(bucket.input, arrays, layout, skip=(lo, hi), present=present)
     rows = bucket.sets[bucket.turn]
     bucket.turn = (bucket.turn + 1) % len(bucket.sets)
     bucket.win.Sync()
@@ -343,8 +343,10 @@ def update_replicated(world: Any, key: Any, grads: Sequence[np.ndarray], layout:
     on one node: each packs into its row (or its gradients' producers wrote there), one barrier,
     then each computes (its row + the peer's) * scale itself, the same operation on both (so the
     same bits); the two sets of rows used in turn make a second barrier unnecessary (a rank
-    writes a set again only after a barrier its peer passed once done reading it). Otherwise:
-    the bucket's all-reduce, then the update from the sum. Returns `states`."""
+    writes a set again only after a barrier its peer passed once done reading it). The rows are
+    packed with streaming stores (comm_stream.py: the peer read them two steps before), and the
+    rank's own gradients are then read where they were made. Otherwise: the bucket's
+    all-reduce, then the update from the sum. Returns `states`."""
     dtype = grads[0].dtype
     scale = 1 if scale is None else scale
     empty = np.empty((0, 0), dtype)
@@ -353,7 +355,7 @@ def update_replicated(world: Any, key: Any, grads: Sequence[np.ndarray], layout:
     else:
         bucket = world.bucket(key, layout.padded, dtype)
         present = in_place(bucket.input, grads, layout, placed, bucket.input_address)
-        pack(bucket.input, grads, layout, present=present, stream=bucket.shared)
+        pack(bucket.input, grads, layout, present=present, stream=bucket.shared and bucket.pair)
         if bucket.shared and bucket.pair:
             rows, skip = bucket.sets[bucket.turn], bucket.rank
             bucket.turn = (bucket.turn + 1) % len(bucket.sets)

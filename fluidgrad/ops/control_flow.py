@@ -205,7 +205,7 @@ def _select_input_grad_grad(g: GradBuilder) -> None:
 
 
 register_op("select_input", inputs="X* Mask", outputs="Out", kernel=_select_input_kernel,
-            infer=_select_input_infer, grad=_select_input_grad,
+            infer=_select_input_infer, grad=_select_input_grad, broadcasts=False,
             doc="Out = X[Mask]: merges the outputs of the branches of a cond (Mask: bool or int).")
 register_op("select_input_grad", inputs="X Mask", outputs="Out*", attrs={"n": 2},
             kernel=_select_input_grad_kernel, infer=_select_input_grad_infer, grad=_select_input_grad_grad,

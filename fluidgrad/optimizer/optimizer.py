@@ -27,9 +27,9 @@ from ..backward import append_backward
 from ..nn.clip import GradientClipBase
 from ..dispatch import is_tensor
 from ..executor import Scope, global_scope
-from ..framework import OPTIMIZE, Block, Operator, Program, Variable, default_startup_program, unique_name
+from ..framework import (OPTIMIZE, Block, Operator, Program, Variable, default_startup_program, optimize_options,
+                         unique_name)
 from ..lr import LRScheduler, is_rate
-from ..nn.layer import _LEARNING_RATE_FACTORS, learning_rate_factor
 from ..ops.optim import update_kernel
 from ..regularizer import L2Decay, WeightDecayRegularizer
 from .inplace import sgd_in_place
@@ -188,14 +188,13 @@ class Optimizer:
 
     def _options(self, param: Any) -> tuple[float, WeightDecayRegularizer | None]:
         """(learning-rate factor, regularizer) of one parameter: its group's options times its
-        ParamAttr(learning_rate=...)."""
+        ParamAttr(learning_rate=...); its ParamAttr(regularizer=...) before its group's or the
+        optimizer's weight decay (as Paddle)."""
         factor, decay = self._group_options.get(_option_key(param), (1.0, _INHERIT)) if self._group_options \
             else (1.0, _INHERIT)
-        if isinstance(param, Variable):
-            factor *= float(getattr(param, "optimize_attr", {}).get("learning_rate", 1.0))
-        elif _LEARNING_RATE_FACTORS:
-            factor *= learning_rate_factor(param)
-        return factor, (self.regularization if decay is _INHERIT else decay)
+        own_factor, own_decay, _ = optimize_options(param)
+        decay = own_decay if own_decay is not None else decay
+        return factor * own_factor, (self.regularization if decay is _INHERIT else decay)
 
     def _regularizer(self, weight_decay: Any) -> WeightDecayRegularizer | None:
         """None, a float (L2 coefficient) or an L1Decay / L2Decay."""
@@ -328,7 +327,7 @@ class Optimizer:
         block = pairs[0][0].block.program.global_block()
         startup = startup_program or default_startup_program()
         if self._grad_clip is not None:
-            pairs = self._grad_clip.append_clip_ops(block, pairs)
+            pairs = self._grad_clip.append_clip_ops(block, pairs)   # leaves ParamAttr(need_clip=False) ones
         options = [self._options(p) for p, _ in pairs]
         pairs = [(p, self._append_decay(block, p, g, decay)) for (p, g), (_, decay) in zip(pairs, options)]
         dtype = pairs[0][0].dtype
@@ -410,13 +409,13 @@ class Optimizer:
             params = fused_step(self, params)  # (distributed/eager_fused.py); the rest as usual
         grads = [_to_array(p.grad) for p in params]
         if self._grad_clip is not None:
-            grads = self._grad_clip.clip_arrays(grads)
+            grads = self._grad_clip.clip_arrays(grads, params)      # leaves ParamAttr(need_clip=False) ones
         if not params:
             return
         kernel, rate = self._bound_kernel(), self.get_lr()  # once per step, not per parameter
         lr_by_dtype: dict[Any, np.ndarray] = {}
         regularization, eager_state, in_place = self.regularization, self._eager_state, self.in_place_update
-        per_parameter = bool(self._group_options or _LEARNING_RATE_FACTORS)
+        per_parameter = bool(self._group_options) or any(getattr(p, "_param_attr", None) is not None for p in params)
         factor = 1.0
         for param, grad in zip(params, grads):
             value = _to_array(param)

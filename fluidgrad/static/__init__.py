@@ -4,10 +4,10 @@ from ..executor import Executor, Scope, global_scope, scope_guard
 from ..framework import (ParamAttr, Program, Variable, default_main_program, default_startup_program,
                          program_guard)
 from . import nn
-from .input import create_parameter, data
+from .input import InputSpec, create_parameter, data
 from ..io import load, load_inference_model, save, save_inference_model
 
-__all__ = ["Executor", "ParamAttr", "Program", "Scope", "Variable", "append_backward", "create_parameter",
+__all__ = ["Executor", "InputSpec", "ParamAttr", "Program", "Scope", "Variable", "append_backward", "create_parameter",
            "data", "default_main_program", "default_startup_program", "global_scope", "gradients", "load",
            "load_inference_model", "nn", "program_guard", "save", "save_inference_model", "scope_guard", "While"]
 from .control_flow import While  # noqa: E402,F401

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import numpy as np
+
 from ..framework import (ParamAttr, Parameter, Variable, default_main_program, default_startup_program,
                          normalize_dtype, unique_name)
 from ..initializer import Constant, Initializer, XavierUniform
@@ -15,6 +17,41 @@ def data(name: str, shape: Sequence[int | None], dtype: Any = "float32", lod_lev
     block = default_main_program().global_block()
     dims = [-1 if d is None else int(d) for d in shape]
     return block.create_var(name, dims, normalize_dtype(dtype), stop_gradient=True, is_data=True)
+
+
+class InputSpec:
+    """The shape and dtype of an input, without a value (paddle.static.InputSpec): None or -1 in
+    `shape` is a size known only at run time (the batch). `jit.save` traces a Layer with them."""
+
+    def __init__(self, shape: Sequence[int | None], dtype: Any = "float32", name: str | None = None,
+                 stop_gradient: bool = False) -> None:
+        if isinstance(shape, (int, np.integer)) or not all(d is None or isinstance(d, (int, np.integer))
+                                                           for d in shape):
+            raise TypeError(f"InputSpec: shape must be a list of sizes (None or -1 for unknown), got {shape!r}")
+        self.shape = tuple(-1 if d is None else int(d) for d in shape)
+        if any(d < -1 for d in self.shape):
+            raise ValueError(f"InputSpec: shape {list(shape)} has a negative size other than -1")
+        self.dtype = normalize_dtype(dtype)
+        self.name, self.stop_gradient = name, bool(stop_gradient)
+
+    @classmethod
+    def from_tensor(cls, tensor: Any, name: str | None = None) -> "InputSpec":
+        """The spec of a Tensor (or Variable): its shape and dtype."""
+        return cls(tensor.shape, tensor.dtype, name or getattr(tensor, "name", None))
+
+    @classmethod
+    def from_numpy(cls, ndarray: np.ndarray, name: str | None = None) -> "InputSpec":
+        """The spec of a NumPy array: its shape and dtype."""
+        return cls(ndarray.shape, ndarray.dtype.name, name)
+
+    def __repr__(self) -> str:
+        return f"InputSpec(shape={list(self.shape)}, dtype={self.dtype}, name={self.name})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, InputSpec) and (self.shape, self.dtype, self.name, self.stop_gradient) == \
+            (other.shape, other.dtype, other.name, other.stop_gradient)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as Paddle's
 
 
 def create_parameter(shape: Sequence[int], dtype: Any = "float32", name: str | None = None,
@@ -37,6 +74,7 @@ def create_parameter(shape: Sequence[int], dtype: Any = "float32", name: str | N
     if isinstance(existing, Parameter):
         return param
     param.optimize_attr = {"learning_rate": float(param_attr.learning_rate)}
+    param.regularizer, param.need_clip = param_attr.regularizer, param_attr.need_clip
     startup_block = default_startup_program().global_block()
     if not startup_block.has_var(name):
         init_var = startup_block.create_var(name, shape, dtype, persistable=True)

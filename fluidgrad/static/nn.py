@@ -103,6 +103,7 @@ def embedding(input: Variable, size: tuple[int, int] | list[int], is_sparse: boo
     return NF.embedding(input, table, padding_idx=padding_idx)
 
 from .control_flow import While, case, cond, switch_case, while_loop  # noqa: E402,F401  (differentiable control flow)
+from .pylayer import static_pylayer  # noqa: E402,F401  (a function with a hand-written backward, as ops)
 
 
 # ---------------------------------------------------------------- convolution, pooling, normalisation
@@ -189,11 +190,18 @@ def batch_norm(input: Variable, activation: str | None = None, is_test: bool = F
                moving_variance_name: str | None = None, use_global_stats: bool = False) -> Variable:
     """Batch normalisation over all axes but 1, with a learned scale (init 1) and shift (init 0)
     and running mean/variance: non-trainable parameters updated in place while training
-    (running = momentum * running + (1 - momentum) * batch). `clone(for_test=True)` sets is_test."""
-    if not isinstance(input, Variable) or len(input.shape) < 2 or input.shape[1] < 0:
-        raise ValueError(f"batch_norm: input must be a Variable with a known channel axis 1, got "
+    (running = momentum * running + (1 - momentum) * batch). `clone(for_test=True)` sets is_test.
+    data_layout "NHWC" (channels last, any rank): the op runs on the input seen as [positions, C]."""
+    channel_last = data_layout in ("NHWC", "NLC", "NDHWC")
+    if data_layout not in ("NCHW", "NCL", "NC", "NCDHW") and not channel_last:
+        raise ValueError(f"batch_norm: data_layout must be 'NCHW' or 'NHWC', got {data_layout!r}")
+    axis = -1 if channel_last else 1
+    if not isinstance(input, Variable) or len(input.shape) < 2 or input.shape[axis] < 0:
+        raise ValueError(f"batch_norm: input must be a Variable with a known channel axis "
+                         f"{'(the last)' if channel_last else '1'}, got "
                          f"{getattr(input, 'name', type(input).__name__)} {list(getattr(input, 'shape', []))}")
-    channels, dtype = input.shape[1], input.dtype
+    channels, dtype = input.shape[axis], input.dtype
+    rows = F.reshape(input, [-1, channels]) if channel_last else input
     prefix = name or unique_name("batch_norm")
     s_attr = ParamAttr.of(weight_attr) or ParamAttr()
     b_attr = ParamAttr.of(bias_attr) or ParamAttr()
@@ -209,10 +217,11 @@ def batch_norm(input: Variable, activation: str | None = None, is_test: bool = F
     outputs = {"Y": block.create_var(unique_name(f"{prefix}.tmp")), "MeanOut": mean, "VarianceOut": variance,
                "SavedMean": block.create_var(unique_name(f"{prefix}.saved_mean"), stop_gradient=True),
                "SavedVariance": block.create_var(unique_name(f"{prefix}.saved_inv_std"), stop_gradient=True)}
-    block.append_op("batch_norm", {"X": input, "Scale": scale, "Bias": bias, "Mean": mean, "Variance": variance},
+    block.append_op("batch_norm", {"X": rows, "Scale": scale, "Bias": bias, "Mean": mean, "Variance": variance},
                     outputs, {"momentum": float(momentum), "epsilon": float(epsilon), "is_test": bool(is_test),
-                              "use_global_stats": bool(use_global_stats), "data_layout": data_layout})
-    return _activate(outputs["Y"], activation)
+                              "use_global_stats": bool(use_global_stats), "data_layout": "NCHW"})
+    y = apply_op("reshape_as", {"X": outputs["Y"], "Target": input}) if channel_last else outputs["Y"]
+    return _activate(y, activation)
 
 
 @_old_keywords(param_attr="weight_attr", act="activation")

@@ -132,7 +132,18 @@ def cross_entropy(input: Any, label: Any, weight: Any = None, ignore_index: int 
     `label_smoothing` = e mixes the target with the uniform distribution as PyTorch does:
     (1 - e) * (the hard-label loss) + e / C * sum_c w_c * (-log p_c), p the softmax of the logits
     or, with use_softmax=False, the probabilities given.
+    With reduction='none' the loss has the labels' shape: [N] for labels [N], [N, 1] for [N, 1].
     """
+    loss = _cross_entropy(input, label, weight, ignore_index, reduction, soft_label, axis, use_softmax,
+                          label_smoothing)
+    if reduction == "none" and not soft_label and len(label.shape) == len(input.shape) - 1:
+        return F.squeeze(loss, axis_of_input("cross_entropy", input, axis, "input"))  # the labels' shape
+    return loss
+
+
+def _cross_entropy(input: Any, label: Any, weight: Any, ignore_index: int, reduction: str, soft_label: bool,
+                   axis: int, use_softmax: bool, label_smoothing: float) -> Any:
+    """cross_entropy with the class axis kept (size 1) in an unreduced loss."""
     _check_reduction(reduction, "cross_entropy")
     if soft_label and weight is not None:
         raise ValueError("cross_entropy: weight is only supported with hard labels (soft_label=False)")
