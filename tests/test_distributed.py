@@ -101,7 +101,7 @@ def test_without_a_launcher_the_world_has_one_rank_and_collectives_are_identitie
     np.testing.assert_array_equal(dist.reduce_scatter(np.arange(4.0)), np.arange(4.0))
     dist.barrier()
     with pytest.raises(ValueError, match="op must be one of"):
-        dist.all_reduce(x, "prod")
+        dist.all_reduce(x, "bxor")
     with pytest.raises(ValueError, match="rank 1 is outside the world of 1"):
         dist.broadcast(np.ones(2), src=1)
 

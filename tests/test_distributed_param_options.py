@@ -38,3 +38,31 @@ def test_a_parameter_with_its_own_rate_keeps_it_under_distributed_optimizer(shar
     _, plain = _train(wrap=False)
     np.testing.assert_array_equal(w1, plain[0])
     np.testing.assert_array_equal(b1, plain[1])
+
+
+def _train_with_clipping(wrap, sharding=False):
+    """One SGD step with a global-norm clip of 0.01, the second layer made with need_clip=False."""
+    main, startup = fg.Program(), fg.Program()
+    main.random_seed = startup.random_seed = 3
+    with fg.program_guard(main, startup):
+        x = fg.static.data("x", [None, 3], "float32")
+        h = fg.static.nn.fc(x, 4, weight_attr=fg.ParamAttr(name="clipped_w"), bias_attr=fg.ParamAttr(name="clipped_b"))
+        y = fg.static.nn.fc(h, 2, weight_attr=fg.ParamAttr(name="unclipped_w", need_clip=False),
+                            bias_attr=fg.ParamAttr(name="unclipped_b", need_clip=False))
+        opt = fg.optimizer.SGD(1.0, grad_clip=fg.nn.ClipGradByGlobalNorm(0.01))
+        (dist.DistributedOptimizer(opt, sharding=sharding) if wrap else opt).minimize(fg.mean(y * y))
+    scope, exe = fg.Scope(), fg.Executor()
+    exe.run(startup, scope=scope)
+    exe.run(main, feed={"x": np.ones((2, 3), np.float32)}, scope=scope)
+    return [np.array(scope[n]) for n in ("clipped_w", "clipped_b", "unclipped_w", "unclipped_b")]
+
+
+@pytest.mark.parametrize("sharding", [False, True])
+def test_need_clip_false_is_kept_under_distributed_optimizer(sharding):
+    """The shard kernels clip every gradient of a bucket alike: a parameter left out of clipping
+    makes DistributedOptimizer fall back to the optimizer's own clip and update ops."""
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        got = _train_with_clipping(wrap=True, sharding=sharding)
+    for ours, plain in zip(got, _train_with_clipping(wrap=False)):
+        np.testing.assert_array_equal(ours, plain)

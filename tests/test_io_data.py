@@ -166,3 +166,21 @@ def test_random_split_partitions_the_dataset():
     assert [len(p) for p in io.random_split(dataset, [0.5, 0.5])] == [6, 5]
     with pytest.raises(ValueError, match="do not add up"):
         io.random_split(dataset, [5, 5])
+
+
+class _Plain(io.Dataset):
+    """The same samples as a TensorDataset, read one by one (no fast path)."""
+
+    def __getitem__(self, i):
+        return fg.to_tensor(_FEATURES[i]), _LABELS[i]
+
+    def __len__(self):
+        return len(_LABELS)
+
+
+@pytest.mark.parametrize("batch_size", [1, 4])
+def test_tensor_dataset_batches_equal_the_sample_by_sample_collation(batch_size):
+    sampler = io.BatchSampler(sampler=[3, 1, 4, 1, 5, 9, 2, 6], batch_size=batch_size)
+    fast = list(io.DataLoader(io.TensorDataset([_FEATURES, _LABELS]), batch_sampler=sampler))
+    slow = list(io.DataLoader(_Plain(), batch_sampler=sampler))
+    _assert_same(fast, slow)

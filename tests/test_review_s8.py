@@ -314,9 +314,6 @@ def test_layer_containers_of_paddle_2():
 
 
 # ---------------------------------------------------------------- ZeroRedundancyOptimizer with Paddle's keyword
-@pytest.mark.xfail(strict=True, reason="ZeroRedundancyOptimizer(params, fg.optimizer.Adam, learning_rate=0.01) fails with "
-                   "\"Adam.__init__() got multiple values for argument 'learning_rate'\" (params are passed "
-                   "positionally into learning_rate's place); only lr= works")
 def test_zero_redundancy_optimizer_takes_learning_rate_by_paddles_name():
     import fluidgrad.distributed as dist
     rng = np.random.default_rng(0)
@@ -809,8 +806,6 @@ def test_multinomial_and_bernoulli_sample_from_their_support():
 
 
 # ---------------------------------------------------------------- the collective API as Paddle 2 / PyTorch write it
-@pytest.mark.xfail(strict=True, reason="fluidgrad.distributed has no ReduceOp (all_reduce(x, op=dist.ReduceOp.SUM), "
-                   "Paddle's and PyTorch's spelling), no reduce(x, dst) and no is_initialized()")
 def test_distributed_reduce_op_constants_in_a_world_of_one():
     import fluidgrad.distributed as dist
     x = fg.to_tensor(np.array([1.0, -2.0, 3.0]))

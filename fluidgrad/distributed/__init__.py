@@ -8,21 +8,32 @@ same script runs unchanged. mpi4py is imported only by a process an MPI launcher
 from ..ops.comm import CollectiveMismatchError, RankFailedError
 from .checkpoint import load, load_state_dict, save, save_state_dict
 from .collective import (
+                         ReduceOp,
+                         Task,
                          all_gather,
+                         all_gather_object,
                          all_reduce,
                          barrier,
                          broadcast,
+                         broadcast_object_list,
                          get_rank,
                          get_world_size,
                          init_parallel_env,
+                         is_initialized,
+                         reduce,
                          reduce_scatter,
+                         scatter,
 )
 from .data import DistributedBatchSampler, shard
 from .data_parallel import DataParallel
+from .group import Group, ParallelEnv, get_group, new_group
+from .point_to_point import recv, send
 from .eager_sharding import ShardedOptimizer, ZeroRedundancyOptimizer, group_sharded_parallel
 from .optimizer import DistributedOptimizer
 
-__all__ = ["CollectiveMismatchError", "DataParallel", "DistributedBatchSampler", "DistributedOptimizer",
-           "RankFailedError", "ShardedOptimizer", "ZeroRedundancyOptimizer", "all_gather", "all_reduce", "barrier",
-           "broadcast", "get_rank", "get_world_size", "group_sharded_parallel", "init_parallel_env", "load",
-           "load_state_dict", "reduce_scatter", "save", "save_state_dict", "shard"]
+__all__ = ["CollectiveMismatchError", "DataParallel", "DistributedBatchSampler", "DistributedOptimizer", "Group",
+           "ParallelEnv", "RankFailedError", "ReduceOp", "ShardedOptimizer", "Task", "ZeroRedundancyOptimizer",
+           "all_gather", "all_gather_object", "all_reduce", "barrier", "broadcast", "broadcast_object_list",
+           "get_group", "get_rank", "get_world_size", "group_sharded_parallel", "init_parallel_env", "is_initialized",
+           "load", "load_state_dict", "new_group", "recv", "reduce", "reduce_scatter", "save", "save_state_dict",
+           "scatter", "send", "shard"]

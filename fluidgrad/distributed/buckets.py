@@ -15,6 +15,8 @@ from math import prod
 
 import numpy as np
 
+from ..framework.variable import optimize_options
+
 
 def plan_buckets(shapes: Sequence[Sequence[int]], dtypes: Sequence[str], bucket_bytes: float,
                  first_bucket_bytes: float | None = None) -> list[list[int]]:
@@ -36,12 +38,16 @@ def plan_buckets(shapes: Sequence[Sequence[int]], dtypes: Sequence[str], bucket_
 
 
 def own_options(optimizer: Any, params: list[Any]) -> str | None:
-    """Why the bucket kernels, which update a whole bucket with one rate and one decay, cannot
-    serve these parameters (one has a rate or decay of its own: ParamAttr(learning_rate=...),
-    parameter groups), or None when they can."""
+    """Why the bucket kernels, which update a whole bucket with one rate and one decay, and clip
+    every gradient alike, cannot serve these parameters (one has a rate or decay of its own:
+    ParamAttr(learning_rate=...), parameter groups; or is left out of the optimizer's gradient
+    clipping: ParamAttr(need_clip=False)), or None when they can."""
+    clipping = getattr(optimizer, "_grad_clip", None) is not None
     for param in params:
         factor, decay = optimizer._options(param)
+        name = getattr(param, "name", None) or "a parameter"
         if factor != 1.0 or decay is not optimizer.regularization:
-            name = getattr(param, "name", None) or "a parameter"
             return f"{name} has a learning rate or weight decay of its own"
+        if clipping and not optimize_options(param)[2]:
+            return f"{name} is left out of gradient clipping (need_clip=False)"
     return None

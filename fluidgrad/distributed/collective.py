@@ -4,9 +4,14 @@ Eager Tensors and NumPy arrays are updated in place (as Paddle's `all_reduce` an
 `broadcast`) and returned (a Python or NumPy number, which cannot change, comes back reduced); a static Variable gets an op in the current block (`c_allreduce_*`,
 `c_broadcast`, ...) writing the same variable, so the Program shows the communication.
 With a world of one (no launcher) every collective is the identity.
+
+The spellings of Paddle 2 and PyTorch: `op=ReduceOp.SUM` (or "sum"), `group=None` (or the one
+group, `new_group()`; group.py), and `sync_op=False` / `async_op=True`, which return a `Task`
+that is already complete (these collectives block until done).
 """
 from __future__ import annotations
 
+import enum
 import numbers
 from typing import Any
 
@@ -14,7 +19,36 @@ import numpy as np
 
 from ..dispatch import apply_op, is_tensor
 from ..framework import Variable, default_main_program
-from ..ops.comm import REDUCE_OPS, get_world
+from ..ops.comm import REDUCE_OPS, current_world, get_world
+from .group import check_group
+
+
+class ReduceOp(str, enum.Enum):
+    """How a collective combines the ranks' values: `ReduceOp.SUM`, `MAX`, `MIN`, `PROD`
+    (PyTorch's `PRODUCT` too) and `AVG`, as Paddle 2 and PyTorch name them; each equals its
+    lower-case name, so `op="sum"` works as well."""
+
+    SUM = "sum"
+    MAX = "max"
+    MIN = "min"
+    PROD = "prod"
+    PRODUCT = "prod"
+    AVG = "avg"
+
+
+class Task:
+    """What `sync_op=False` (Paddle) or `async_op=True` (PyTorch) returns: the collective has
+    completed already (fluidgrad's collectives block), so `wait()` returns at once."""
+
+    def wait(self, timeout: Any = None) -> bool:
+        return True
+
+    def is_completed(self) -> bool:
+        return True
+
+
+def _finish(result: Any, sync_op: bool, async_op: bool) -> Any:
+    return Task() if async_op or not sync_op else result
 
 
 def init_parallel_env() -> None:
@@ -22,26 +56,36 @@ def init_parallel_env() -> None:
     get_world()
 
 
-def get_rank() -> int:
+def is_initialized() -> bool:
+    """Whether this process has joined its process group: `init_parallel_env()`, or anything
+    that joins it on first use (a collective, `get_rank()`, `DataParallel`)."""
+    return current_world() is not None
+
+
+def get_rank(group: Any = None) -> int:
     """This process's rank, 0 to world size - 1 (0 without a launcher)."""
+    check_group(group, "get_rank")
     return get_world().rank
 
 
-def get_world_size() -> int:
+def get_world_size(group: Any = None) -> int:
     """How many processes train together (1 without a launcher)."""
+    check_group(group, "get_world_size")
     return get_world().size
 
 
-def barrier() -> None:
+def barrier(group: Any = None) -> None:
     """Wait until every rank gets here."""
+    check_group(group, "barrier")
     get_world().barrier()
 
 
-def _check_op(op: str) -> str:
-    op = op.lower() if isinstance(op, str) else op
-    if op not in REDUCE_OPS:
-        raise ValueError(f"all_reduce: op must be one of {list(REDUCE_OPS)}, got {op!r}")
-    return op
+def _check_op(op: Any, what: str = "all_reduce") -> str:
+    """The op's name ("sum", ...), from a ReduceOp or a string in any case."""
+    name = op.value if isinstance(op, ReduceOp) else op.lower() if isinstance(op, str) else op
+    if name not in REDUCE_OPS:
+        raise ValueError(f"{what}: op must be one of {list(REDUCE_OPS)} (or ReduceOp.SUM, ...), got {op!r}")
+    return name
 
 
 def _values(x: Any, what: str) -> np.ndarray:
@@ -90,32 +134,63 @@ def _append_in_place(op_type: str, x: Variable, attrs: dict[str, Any]) -> Variab
     return x
 
 
-def all_reduce(x: Any, op: str = "sum", group: Any = None, sync_op: bool = True) -> Any:
-    """Reduce `x` over every rank ("sum", "max", "min" or "avg"), in place; returns `x` (a
-    number `x` cannot change in place: the reduced number is returned)."""
+def all_reduce(x: Any, op: str | ReduceOp = "sum", group: Any = None, sync_op: bool = True,
+               async_op: bool = False) -> Any:
+    """Reduce `x` over every rank ("sum", "max", "min", "prod" or "avg", or `ReduceOp.SUM`, ...),
+    in place; returns `x` (a number `x` cannot change in place: the reduced number is returned)."""
     op = _check_op(op)
+    check_group(group, "all_reduce")
     if isinstance(x, Variable):
-        return _append_in_place(f"c_allreduce_{op}", x, {})
+        return _finish(_append_in_place(f"c_allreduce_{op}", x, {}), sync_op, async_op)
     array = _values(x, "all_reduce")
     _check_reducible(array, op, "all_reduce")
     _check_writable(x, "all_reduce")
-    return _in_place(x, get_world().all_reduce(array, op))
+    return _finish(_in_place(x, get_world().all_reduce(array, op)), sync_op, async_op)
 
 
-def broadcast(x: Any, src: int = 0, group: Any = None, sync_op: bool = True) -> Any:
+def reduce(x: Any, dst: int = 0, op: str | ReduceOp = "sum", group: Any = None, sync_op: bool = True,
+           async_op: bool = False) -> Any:
+    """Rank `dst` gets `x` reduced over every rank, in place; the other ranks' `x` is left as it
+    was (an all-reduce underneath, kept by `dst` only). In a Program (op "sum" only, op
+    `c_reduce_sum`) the other ranks' variable becomes zeros, as that op defines."""
+    op = _check_op(op, "reduce")
+    check_group(group, "reduce")
+    world = get_world()
+    world._check_rank(int(dst), "reduce")
+    if isinstance(x, Variable):
+        if op != "sum":
+            raise ValueError(f"reduce in a Program supports op='sum' (op c_reduce_sum), got {op!r}; "
+                             f"all_reduce(x, op={op!r}) gives every rank the result")
+        return _finish(_append_in_place("c_reduce_sum", x, {"root": int(dst)}), sync_op, async_op)
+    array = _values(x, "reduce")
+    _check_reducible(array, op, "reduce")
+    _check_writable(x, "reduce")
+    reduced = world.all_reduce(array, op, what="reduce")
+    return _finish(_in_place(x, reduced) if world.rank == int(dst) else x, sync_op, async_op)
+
+
+def broadcast(x: Any, src: int = 0, group: Any = None, sync_op: bool = True, async_op: bool = False) -> Any:
     """Give every rank rank `src`'s value of `x`, in place; returns `x` (a number is returned
     as a new number)."""
+    check_group(group, "broadcast")
     world = get_world()
     world._check_rank(int(src), "broadcast")
     if isinstance(x, Variable):
-        return _append_in_place("c_broadcast", x, {"root": int(src)})
+        return _finish(_append_in_place("c_broadcast", x, {"root": int(src)}), sync_op, async_op)
     _check_writable(x, "broadcast")
-    return _in_place(x, world.broadcast(_values(x, "broadcast"), int(src)))
+    return _finish(_in_place(x, world.broadcast(_values(x, "broadcast"), int(src))), sync_op, async_op)
 
 
-def all_gather(tensor_or_list: Any, tensor: Any = None, group: Any = None, sync_op: bool = True) -> list[Any]:
-    """Every rank's `x`, in rank order: `all_gather(x)` returns the list; Paddle's form
-    `all_gather(tensor_list, x)` also fills `tensor_list`."""
+def all_gather(tensor_or_list: Any, tensor: Any = None, group: Any = None, sync_op: bool = True,
+               async_op: bool = False) -> Any:
+    """Every rank's `x`, in rank order: `all_gather(x)` returns the list; Paddle's and PyTorch's
+    form `all_gather(tensor_list, x)` also fills `tensor_list`."""
+    check_group(group, "all_gather")
+    parts = _all_gather(tensor_or_list, tensor)
+    return _finish(parts, sync_op, async_op)
+
+
+def _all_gather(tensor_or_list: Any, tensor: Any) -> list[Any]:
     out_list, x = (tensor_or_list, tensor) if tensor is not None else (None, tensor_or_list)
     world = get_world()
     if isinstance(x, Variable):
@@ -133,17 +208,93 @@ def all_gather(tensor_or_list: Any, tensor: Any = None, group: Any = None, sync_
     return list(parts)
 
 
-def reduce_scatter(x: Any, op: str = "sum", group: Any = None, sync_op: bool = True) -> Any:
-    """`x` reduced over ranks and split along axis 0 into world-size parts; rank r gets part r."""
-    op = _check_op(op)
+def reduce_scatter(x: Any, tensor_list: Any = None, op: str | ReduceOp = "sum", group: Any = None,
+                   sync_op: bool = True, async_op: bool = False) -> Any:
+    """`reduce_scatter(x, op)`: `x` reduced over ranks and split along axis 0 into world-size
+    parts; rank r gets part r (returned). Paddle's and PyTorch's form `reduce_scatter(out,
+    tensor_list, op)`: rank r's `out` becomes the reduction of every rank's `tensor_list[r]`."""
+    if isinstance(tensor_list, (str, ReduceOp)):  # reduce_scatter(x, "avg")
+        tensor_list, op = None, tensor_list
+    op = _check_op(op, "reduce_scatter")
+    check_group(group, "reduce_scatter")
     world = get_world()
+    if tensor_list is not None:
+        return _finish(_reduce_scatter_into(x, list(tensor_list), op, world), sync_op, async_op)
     if isinstance(x, Variable):
         if op != "sum":
             raise ValueError(f"reduce_scatter in a Program supports op='sum', got {op!r}")
         return apply_op("c_reducescatter", {"X": x}, {"nranks": world.size})
     array = _values(x, "reduce_scatter")
     _check_reducible(array, op, "reduce_scatter")
-    return _like(x, world.reduce_scatter(array, op))
+    return _finish(_like(x, world.reduce_scatter(array, op)), sync_op, async_op)
+
+
+def _reduce_scatter_into(out: Any, parts: list[Any], op: str, world: Any) -> Any:
+    _eager_only(out, "reduce_scatter")
+    target = _values(out, "reduce_scatter")
+    arrays = [_values(p, "reduce_scatter") for p in parts]
+    _check_parts(arrays, target, world.size, "reduce_scatter", "tensor_list")
+    stacked = np.stack(arrays)
+    _check_reducible(stacked, op, "reduce_scatter")
+    _check_writable(out, "reduce_scatter")
+    return _in_place(out, world.reduce_scatter(stacked, op).reshape(target.shape))
+
+
+def scatter(x: Any, tensor_list: Any = None, src: int = 0, group: Any = None, sync_op: bool = True,
+            async_op: bool = False) -> Any:
+    """Rank r's `x` becomes rank `src`'s `tensor_list[r]`, in place (the other ranks' `tensor_list`
+    is not read); returns `x`."""
+    check_group(group, "scatter")
+    world = get_world()
+    world._check_rank(int(src), "scatter")
+    _eager_only(x, "scatter")
+    target = _values(x, "scatter")
+    _check_writable(x, "scatter")
+    if world.rank == int(src):
+        arrays = [_values(p, "scatter") for p in (tensor_list if tensor_list is not None else [])]
+        _check_parts(arrays, target, world.size, "scatter", "tensor_list (on the source rank)")
+        stacked = np.stack(arrays)
+    else:
+        stacked = np.empty((world.size,) + target.shape, target.dtype)
+    # rank src's parts reach every rank, which keeps its own: simple, and parts are small
+    every = world.broadcast(stacked, int(src), what="scatter")
+    return _finish(_in_place(x, every[world.rank]), sync_op, async_op)
+
+
+def all_gather_object(object_list: list[Any], obj: Any, group: Any = None) -> list[Any]:
+    """Every rank's picklable `obj`, in rank order, into `object_list` (cleared first)."""
+    check_group(group, "all_gather_object")
+    gathered = get_world().all_gather_object(obj, "all_gather_object")
+    object_list.clear()
+    object_list.extend(gathered)
+    return object_list
+
+
+def broadcast_object_list(object_list: list[Any], src: int = 0, group: Any = None) -> list[Any]:
+    """Every rank's `object_list` becomes rank `src`'s (picklable objects), in place."""
+    check_group(group, "broadcast_object_list")
+    world = get_world()
+    world._check_rank(int(src), "broadcast_object_list")
+    # (small objects: gathering them all is the simplest exchange that cannot mismatch)
+    theirs = world.all_gather_object(list(object_list), "broadcast_object_list")[int(src)]
+    object_list[:] = theirs
+    return object_list
+
+
+def _eager_only(x: Any, what: str) -> None:
+    if isinstance(x, Variable):
+        raise TypeError(f"{what} works on Tensors and NumPy arrays (eager); in a Program use all_reduce, "
+                        f"broadcast, all_gather or reduce_scatter, got Variable {x.name}")
+
+
+def _check_parts(arrays: list[np.ndarray], target: np.ndarray, nranks: int, what: str, name: str) -> None:
+    """One part per rank, each of the output's shape and dtype."""
+    if len(arrays) != nranks:
+        raise ValueError(f"{what}: {name} must hold one tensor per rank ({nranks}), got {len(arrays)}")
+    for r, a in enumerate(arrays):
+        if a.shape != target.shape or a.dtype != target.dtype:
+            raise ValueError(f"{what}: {name}[{r}] has shape {list(a.shape)} ({a.dtype}); the output has "
+                             f"shape {list(target.shape)} ({target.dtype}), and every part must match it")
 
 
 def _like(x: Any, array: np.ndarray) -> Any:

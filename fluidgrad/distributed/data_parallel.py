@@ -144,6 +144,11 @@ def wrapper_of(params: list[Tensor]) -> DataParallel | None:
     return None
 
 
+def averaged_in_backward() -> set[int]:
+    """ids of the parameters whose gradients a live DataParallel averages during backward()."""
+    return {id(p) for wrapper in list(_LIVE) if wrapper.reduced_by is None for p in wrapper._params}
+
+
 def check_same_parameters(world: World, named: list[tuple[str, Tensor]]) -> None:
     """Every rank must wrap the same parameters; else an error naming rank and parameter."""
     if world.size == 1:

@@ -266,7 +266,8 @@ class ZeroRedundancyOptimizer(ShardedOptimizer):
         if not (isinstance(optimizer_class, type) and issubclass(optimizer_class, Optimizer)):
             raise TypeError(f"ZeroRedundancyOptimizer: optimizer_class must be a fluidgrad optimizer class, "
                             f"got {optimizer_class!r}")
-        super().__init__(optimizer_class(list(params), **defaults), bucket_size_mb)
+        # by keyword: lr= (PyTorch) or learning_rate= (Paddle) in `defaults`
+        super().__init__(optimizer_class(parameters=list(params), **defaults), bucket_size_mb)
 
 
 def group_sharded_parallel(model: Layer, optimizer: Optimizer, level: str = "os", scaler: Any = None,

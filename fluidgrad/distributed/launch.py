@@ -9,7 +9,10 @@ raises, and a mark when it exits normally. The launcher also finds the ranks' pr
 (children of MPI's process manager on this machine, by `PMI_RANK`), so it sees a rank die even
 before that rank joined. When a rank fails, the others are told (each raises `RankFailedError`
 naming it in its next wait for a collective, and MPI stops the job); the launcher names the failed rank and exits with a non-zero
-status. Without a launcher the same script runs as a world of one.
+status: the status of the rank that failed first (the one MPI reports may be another rank's,
+killed because of it). A Python script runs through `run_script.py`, which sees how it really
+ends (a caught `sys.exit`, `raise SystemExit`, `os._exit`). Without a launcher the same script
+runs as a world of one.
 """
 from __future__ import annotations
 
@@ -108,6 +111,10 @@ class _Watch:
                                                         for kind in ("exit", "failed", "stopped")):
                 continue
             joined = (self.dir / f"rank{rank}.pid").exists()
+            left = self.left_through_os_exit()
+            if joined and left:  # MPI stops every rank when one leaves without finalising: that one failed
+                self._fail(left[0], _left_mpi(self.exit_status(left[0])))
+                return
             others = [pid for other, pid in self.pids.items() if other != rank and _alive(pid)]
             if not joined and not any(_uses_mpi(pid) for pid in others):
                 continue  # a plain program's rank that finished: no rank waits for it
@@ -123,14 +130,24 @@ class _Watch:
         os.replace(self.dir / "failed.tmp", self.dir / "failed")
 
     def exit_status(self, rank: int) -> tuple[int, str] | None:
-        """What `rank` passed to sys.exit, from its exit mark (ops/comm.py: mark_exit): the
-        status and sys.exit's message if any; None while it has not left through Python's exit."""
+        """How `rank` left through Python's exit, from its exit mark (ops/comm.py: mark_exit): the
+        process's status (sys.exit(256) is 0, as the system sees it) and the call that set it
+        (`sys.exit(3)`, `sys.exit('bad config')`, `os._exit(3)`); None while it has not left so."""
         try:
             text = (self.dir / f"rank{rank}.exit").read_text().strip()
         except OSError:
             return None
         code, _, message = text.partition(" ")
-        return (int(code), message) if code.lstrip("-").isdigit() else (0, "")
+        if not code.lstrip("-").isdigit():
+            return (0, "")
+        if (self.dir / f"rank{rank}.os_exit").exists():
+            return (int(code) % 256, f"os._exit({code})")
+        return (int(code) % 256, f"sys.exit({message!r})" if message else f"sys.exit({code})")
+
+    def left_through_os_exit(self) -> list[int]:
+        """The ranks that left through os._exit (skipping MPI's finalisation), first first."""
+        marks = sorted(self.dir.glob("rank*.os_exit"), key=lambda p: p.stat().st_mtime)
+        return [int(p.name[4:-len(".os_exit")]) for p in marks]
 
     def exit_statuses(self) -> dict[int, tuple[int, str]]:
         found = {rank: self.exit_status(rank) for rank in range(self.nproc)}
@@ -168,6 +185,9 @@ class _Watch:
         if failing:  # sys.exit(3) on a rank
             first = exits[failing[0]]
             return [rank for rank in failing if exits[rank] == first], _exited(first)
+        left = self.left_through_os_exit()
+        if left and len(exits) < self.nproc:  # os._exit(0) while others ran: MPI stopped them
+            return [left[0]], _left_mpi(exits[left[0]])
         timed_out = sorted(self.dir.glob("rank*.timedout"), key=lambda p: p.stat().st_mtime)
         if timed_out:  # a collective that never completed (ops/comm.py: World.wait): that rank's
             # message names who was missing; the ranks MPI killed after its abort did not fail
@@ -186,8 +206,13 @@ class _Watch:
 
 
 def _exited(status: tuple[int, str]) -> str:
-    code, message = status
-    return f"exited with status {code}" + (f" (sys.exit({message!r}))" if message else f" (sys.exit({code}))")
+    code, how = status
+    return f"exited with status {code}" + (f" ({how})" if how else "")
+
+
+def _left_mpi(status: tuple[int, str] | None) -> str:
+    return (f"{_exited(status or (0, 'os._exit'))} while the other ranks ran: it skipped MPI's finalisation, "
+            f"so MPI stopped the job")
 
 
 def _killed(number: int) -> str:
@@ -262,7 +287,7 @@ def _command(command: Sequence[str]) -> list[str]:
     if argv[0].endswith(".py"):
         if not Path(argv[0]).is_file():
             raise FileNotFoundError(f"launch: no script {argv[0]!r} (from {os.getcwd()})")
-        argv = [sys.executable] + argv
+        argv = [sys.executable, "-m", "fluidgrad.distributed.run_script"] + argv  # as `python script.py`
     elif argv[0] == "--":
         argv = argv[1:]
     return argv
@@ -298,11 +323,14 @@ def launch(nproc: int, command: Sequence[str], threads: int | None = 1, mpiexec_
 
 
 def _job_status(watch: _Watch, mpi_status: int) -> int:
-    """The launcher's exit status: the status a failed rank passed to sys.exit (MPI may report
-    another rank's abort instead), else MPI's; never 0 for a job with a failed rank."""
-    failing = [code for code, _ in watch.exit_statuses().values() if code != 0]
-    if failing:
-        return failing[0] if 0 < failing[0] < 256 else 1
+    """The launcher's exit status: the status of the rank that exited first with one (sys.exit,
+    os._exit; MPI may report another rank's, killed because of it), else MPI's; never 0 for a
+    job with a failed rank."""
+    exits = watch.exit_statuses()
+    failing = sorted((rank for rank, (code, _) in exits.items() if code != 0),
+                     key=lambda rank: (watch.dir / f"rank{rank}.exit").stat().st_mtime)
+    if failing:  # the first (the order failed_rank names them in)
+        return exits[failing[0]][0]
     return mpi_status or 1
 
 
@@ -345,7 +373,9 @@ def _explain(watch: _Watch, nproc: int, status: int, ranks: list[int], what: str
                 else f"MPI stopped the job (status {status})")
     finished = [rank for rank, (code, _) in watch.exit_statuses().items()
                 if code == 0 and not any((watch.dir / f"rank{rank}.{kind}").exists() for kind in ("stopped", "failed"))]
-    if ranks and sorted(finished + ranks) == list(range(nproc)):
+    if ranks and len(ranks) == nproc:
+        return f"{what} (exit status {status})"
+    if ranks and sorted(set(finished) | set(ranks)) == list(range(nproc)):
         return f"{what}; the other ranks finished (exit status {status})"
     return f"{what}; every rank was stopped (exit status {status})"
 

@@ -36,6 +36,7 @@ from ..ops.comm import CollectiveMismatchError, get_world
 from ..optimizer import Optimizer
 from .buckets import own_options, plan_buckets
 from .eager_sharding import ShardedOptimizer, eager_parameters
+from .grad_average import GradientAverager
 from .sharding import append_fused_allreduce_update, append_sharded_update, fall_back, sharding_unsupported
 from .split_grads import (SplitGrads, append_split_grads, append_split_update, find_split_grads, split_by_default,
                           split_update_op)
@@ -65,12 +66,18 @@ class DistributedOptimizer:
         # an eager optimizer (given parameters=): step() runs its update sharded (eager_sharding.py)
         self._eager = (ShardedOptimizer(optimizer, bucket_size_mb, first_bucket_size_mb)
                        if self.sharding and eager_parameters(optimizer) is not None else None)
+        # an eager optimizer without sharding: gradients not averaged by a DataParallel are at step()
+        params = eager_parameters(optimizer) if self._eager is None else None
+        self._averager = GradientAverager(optimizer, params, bucket_size_mb) if params is not None else None
 
     def __getattr__(self, name: str) -> Any:  # lr_var, set_lr, state_dict, ...: the wrapped optimizer's
         return getattr(self.__dict__["inner"], name)
 
     def step(self) -> None:
-        """Eager mode: the wrapped optimizer's step, sharded with sharding=True."""
+        """Eager mode: the wrapped optimizer's step, sharded with sharding=True; gradients that no
+        DataParallel averaged are averaged first (grad_average.py)."""
+        if self._averager is not None:
+            self._averager.average()
         (self._eager or self.inner).step()
 
     def minimize(self, loss: Variable, startup_program: Program | None = None,
@@ -79,6 +86,8 @@ class DistributedOptimizer:
         if self._eager is not None:
             return self._eager.minimize(loss)
         if is_tensor(loss):  # eager, after backward(): the optimizer's step (fused with DataParallel's sum)
+            if self._averager is not None:
+                self._averager.average()
             return self.inner.minimize(loss)
         if not isinstance(loss, Variable):
             raise TypeError("DistributedOptimizer.minimize builds a Program: loss must be a Variable; "

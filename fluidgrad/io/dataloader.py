@@ -9,7 +9,8 @@ A map-style dataset is read through a `BatchSampler` (made from batch_size / shu
 drop_last, or given as `batch_sampler`, e.g. a DistributedBatchSampler); an IterableDataset is
 batched in the order it yields. `collate_fn` (default: `default_collate_fn`) turns a list of
 samples into one batch: Tensors and arrays are stacked along a new first axis, numbers become a
-1-D Tensor, and tuples, lists and dicts are collated field by field.
+1-D Tensor, and tuples, lists and dicts are collated field by field. (A TensorDataset with the
+default collate_fn is read one fancy index per tensor and batch: the same values, faster.)
 
 Loading runs in the calling process: `num_workers` is accepted (scripts written for Paddle or
 PyTorch set it) and means the same batches, read in order by this process; fluidgrad has no
@@ -24,7 +25,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..eager import Tensor
-from .dataset import Dataset, IterableDataset
+from .dataset import Dataset, IterableDataset, TensorDataset
 from .sampler import BatchSampler, _positive_batch_size
 
 __all__ = ["DataLoader", "default_collate_fn"]
@@ -108,7 +109,17 @@ class DataLoader:
             return self._iterable_batches()
         if self.batch_sampler is None:
             return (self.dataset[i] for i in range(len(self.dataset)))
+        if type(self.dataset) is TensorDataset and self.collate_fn is default_collate_fn:
+            return self._tensor_batches()
         return (self.collate_fn([self.dataset[i] for i in indices]) for indices in self.batch_sampler)
+
+    def _tensor_batches(self) -> Iterator[list[Tensor]]:
+        """A TensorDataset's batches read by one fancy index per tensor: the values default_collate_fn
+        would stack from the samples, without making a Tensor per sample."""
+        tensors = self.dataset.tensors
+        for indices in self.batch_sampler:
+            rows = np.asarray(indices, dtype=np.int64)
+            yield [Tensor(t.data[rows]) for t in tensors]
 
     def _iterable_batches(self) -> Iterator[Any]:
         if self.batch_size is None:

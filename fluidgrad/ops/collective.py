@@ -74,7 +74,7 @@ def _self_adjoint_grad(op_type: str):
     return grad
 
 
-for _op in ("sum", "avg", "max", "min"):
+for _op in ("sum", "avg", "max", "min", "prod"):
     _type = f"c_allreduce_{_op}"
     register_op(_type, inputs="X", outputs="Out", attrs={"ring_id": 0}, kernel=_allreduce_kernel(_op),
                 infer=_floating_same_as if _op == "avg" else _numeric_same_as,

@@ -37,7 +37,7 @@ _LAUNCHER_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
 _POLL_SECONDS = 0.05
 _EXIT_GRACE_SECONDS = 2.0
 _WAITING_MARK_SECONDS = 1.0  # a wait this long leaves a note naming the collective (see _who_is_missing)
-REDUCE_OPS = ("sum", "max", "min", "avg")
+REDUCE_OPS = ("sum", "max", "min", "avg", "prod")
 # how gradient buckets are reduced: "auto" (shared memory when every rank is on one node,
 # else MPI's Iallreduce), "shared" (the same), "mpi" (always Iallreduce); see comm_buckets.py
 ALLREDUCE_PATHS = ("auto", "shared", "mpi")
@@ -174,7 +174,8 @@ class World:
 
     # ------------------------------------------------------------------ collectives on arrays
     def mpi_op(self, op: str) -> Any:
-        return {"sum": self.mpi.SUM, "avg": self.mpi.SUM, "max": self.mpi.MAX, "min": self.mpi.MIN}[op]
+        return {"sum": self.mpi.SUM, "avg": self.mpi.SUM, "max": self.mpi.MAX, "min": self.mpi.MIN,
+                "prod": self.mpi.PROD}[op]
 
     def start_all_reduce(self, array: np.ndarray, op: str = "sum") -> Pending:
         """Begin reducing `array` (contiguous) in place across ranks; `.wait()` finishes it."""
@@ -401,6 +402,11 @@ def get_world() -> World:
         _WORLD = World()
         if _WORLD.comm is not None:
             _install_failure_handling(_WORLD)
+    return _WORLD
+
+
+def current_world() -> World | None:
+    """The process group if this process has joined it already (nothing is joined here)."""
     return _WORLD
 
 
