@@ -30,6 +30,7 @@ from .eager import Tensor, enable_grad, grad, is_grad_enabled, no_grad, set_grad
 _math_mixin.install(functions)
 _tensor_methods.install()  # x.max(), x.unsqueeze(0), abs(x), ~mask: Paddle's Tensor methods
 from . import autograd, jit  # noqa: E402  (eager mode's PyLayer and to_static)
+from . import linalg  # noqa: E402  (paddle.linalg / torch.linalg names: inv, solve, cholesky, pinv, ...)
 from . import io, viz  # noqa: E402  (static save/load and pictures: fg.io.save, fg.viz.draw)
 from . import metric  # noqa: E402  (paddle.metric: accuracy)
 from .serialization import load, save  # noqa: E402  (eager state dicts: fg.save(model.state_dict(), path))

@@ -153,10 +153,15 @@ def _jacobian_rows(ys: Tensor, xs: list[Tensor], batch: int | None, create_graph
 def jacobian(ys: Tensor, xs: Tensor | list[Tensor], batch_axis: int | None = None,
              create_graph: bool = False) -> Tensor | tuple[Tensor, ...]:
     """d ys / d xs of eager Tensors, of shape ys.shape + xs.shape (torch.autograd.functional.jacobian;
-    paddle.autograd.jacobian, here as a Tensor); a list of xs gives a tuple, one per x. With
+    paddle.autograd.jacobian, here as a Tensor); a list of xs gives a tuple, one per x, and a list
+    of ys a tuple over ys. A ys that does not depend on xs gives zeros, as PyTorch. With
     batch_axis=0, axis 0 of ys and xs is a batch of independent samples and the result is each
     sample's Jacobian, [B] + ys.shape[1:] + xs.shape[1:]. One backward pass per element of ys (of
     one sample), the graph kept between them. `create_graph` makes the result differentiable."""
+    if isinstance(ys, (list, tuple)):   # several ys: a tuple over ys (of tuples, for several xs)
+        if not ys:
+            raise TypeError("jacobian: ys is an empty list")
+        return tuple(jacobian(y, xs, batch_axis, create_graph) for y in ys)
     several = isinstance(xs, (list, tuple))
     xs_list = list(xs) if several else [xs]
     if not isinstance(ys, Tensor) or not all(isinstance(x, Tensor) for x in xs_list):

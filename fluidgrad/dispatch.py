@@ -4,16 +4,21 @@
 package's `eager_apply`, Variables to `append_static_op` below. A constant Tensor (one without a
 gradient, e.g. `fluidgrad.assign(array)`) meeting Variables joins the Program as a constant
 (`assign_value`), as Paddle's static mode makes such data a constant Variable and as
-`jit.to_static` does with the constants it captures; a Tensor that needs a gradient cannot.
+`jit.to_static` does with the constants it captures. A parameter Tensor (a Layer's weight)
+meeting Variables joins as a static Parameter of the Program, initialised by the startup program
+to the Tensor's current value: an `nn` Layer called on `static.data` builds a static model that
+`minimize` and the Executor train, as Paddle 2's static mode does (the trained values live in the
+scope; the Layer's Tensor keeps the value it had). Another Tensor that needs a gradient cannot join.
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from .eager.apply import eager_apply
 from .eager.mode import all_default, state
 from .eager.tensor import Tensor
-from .framework import Variable, default_main_program, unique_name
+from .framework import Parameter, Variable, default_main_program, default_startup_program, unique_name
 from .ops.registry import get_op_def
 
 
@@ -66,6 +71,8 @@ def _with_constants(op_type: str, inputs: dict[str, Any]) -> dict[str, Any]:
     def constant(slot: str, value: Any) -> Any:
         if not isinstance(value, Tensor):
             return value
+        if not value.stop_gradient and value.persistable and value.is_leaf:
+            return _as_parameter(value)
         if not value.stop_gradient:
             variable = next(v for vs in inputs.values() for v in (vs if isinstance(vs, (list, tuple)) else [vs])
                             if isinstance(v, Variable))
@@ -77,6 +84,27 @@ def _with_constants(op_type: str, inputs: dict[str, Any]) -> dict[str, Any]:
                                                      "values": array.reshape(-1).tolist()})
     return {slot: [constant(slot, v) for v in value] if isinstance(value, (list, tuple)) else constant(slot, value)
             for slot, value in inputs.items()}
+
+
+def _as_parameter(tensor: Tensor) -> Parameter:
+    """The current Program's Parameter for an eager parameter Tensor (made at its first use in
+    the Program, initialised by the startup program to the Tensor's value now)."""
+    program = default_main_program()
+    lifted = program.__dict__.setdefault("_lifted_parameters", {})
+    entry = lifted.get(id(tensor))
+    if entry is not None and entry[0]() is tensor:
+        return entry[1]
+    block, array = program.global_block(), tensor.data
+    name = tensor.name if tensor.name and not block.has_var(tensor.name) else unique_name(tensor.name or "param")
+    param = block.create_parameter(name, list(array.shape), array.dtype.name, trainable=True)
+    param.optimize_attr = {"learning_rate": 1.0}
+    startup = default_startup_program().global_block()
+    if not startup.has_var(name):
+        init = startup.create_var(name, list(array.shape), array.dtype.name, persistable=True)
+        startup.append_op("assign_value", {}, {"Out": [init]}, {"shape": list(array.shape), "dtype": array.dtype.name,
+                                                                "values": array.reshape(-1).tolist()})
+    lifted[id(tensor)] = (weakref.ref(tensor), param)
+    return param
 
 
 def append_static_op(op_type: str, inputs: dict[str, Any], attrs: dict[str, Any],

@@ -78,7 +78,7 @@ def _with_scalar(x: Any, y: Any) -> tuple[Any, Any] | None:
     return None
 
 
-def add(x: Any, y: Any) -> Any:
+def add(x: Any, y: Any, name: str | None = None) -> Any:
     """x + y elementwise, broadcasting as NumPy; a Python scalar is a weak operand (docs/dtypes.md)."""
     pair = _with_scalar(x, y) or _with_scalar(y, x)
     if pair:
@@ -86,7 +86,7 @@ def add(x: Any, y: Any) -> Any:
     return _binary("elementwise_add", x, y)
 
 
-def subtract(x: Any, y: Any) -> Any:
+def subtract(x: Any, y: Any, name: str | None = None) -> Any:
     """x - y elementwise, broadcasting as NumPy; a Python scalar is a weak operand."""
     for operand in (x, y):  # before promotion turns a bool into an integer: PyTorch refuses it
         if isinstance(operand, bool) or (_is_value(operand) and operand.dtype == "bool"):
@@ -101,7 +101,7 @@ def subtract(x: Any, y: Any) -> Any:
     return _binary("elementwise_sub", x, y)
 
 
-def multiply(x: Any, y: Any) -> Any:
+def multiply(x: Any, y: Any, name: str | None = None) -> Any:
     """x * y elementwise, broadcasting as NumPy; a Python scalar is a weak operand."""
     pair = _with_scalar(x, y) or _with_scalar(y, x)
     if pair:
@@ -109,7 +109,7 @@ def multiply(x: Any, y: Any) -> Any:
     return _binary("elementwise_mul", x, y)
 
 
-def divide(x: Any, y: Any) -> Any:
+def divide(x: Any, y: Any, name: str | None = None) -> Any:
     """True division: bool and integer operands give the default float dtype (float32)."""
     if _is_value(x) and dtypes.is_scalar(y):  # as PyTorch: the scalar meets x in the float result
         x = _lift(x, dtypes.true_divide_dtype(dtypes.result_type(x.dtype, y)))
@@ -141,12 +141,12 @@ def pow(x: Any, y: Any) -> Any:
     return _binary("elementwise_pow", x, y)
 
 
-def maximum(x: Any, y: Any) -> Any:
+def maximum(x: Any, y: Any, name: str | None = None) -> Any:
     """Elementwise max(x, y), broadcasting; a tie splits the gradient in half (as PyTorch)."""
     return _binary("elementwise_max", x, y)
 
 
-def minimum(x: Any, y: Any) -> Any:
+def minimum(x: Any, y: Any, name: str | None = None) -> Any:
     """Elementwise min(x, y), broadcasting; a tie splits the gradient in half (as PyTorch)."""
     return _binary("elementwise_min", x, y)
 
@@ -157,7 +157,7 @@ def scale(x: Any, scale: float = 1.0, bias: float = 0.0, bias_after_scale: bool 
                                         "bias_after_scale": bias_after_scale})
 
 
-def matmul(x: Any, y: Any, transpose_x: bool = False, transpose_y: bool = False) -> Any:
+def matmul(x: Any, y: Any, transpose_x: bool = False, transpose_y: bool = False, name: str | None = None) -> Any:
     """Matrix product with NumPy's rules for 1-D and batched operands; `transpose_x/y` transpose the last two axes first."""
     return apply_op("matmul", {"X": x, "Y": y}, {"transpose_x": transpose_x, "transpose_y": transpose_y})
 
@@ -169,17 +169,26 @@ def _axis_attrs(axis: Any, keepdim: bool) -> dict[str, Any]:
             "reduce_all": False}
 
 
-def mean(x: Any, axis: Any = None, keepdim: bool = False) -> Any:
+def mean(x: Any, axis: Any = None, keepdim: bool = False, name: str | None = None) -> Any:
     """The mean over `axis` (all axes by default), keeping reduced axes as size 1 with `keepdim`."""
     if axis is None and not keepdim:
         return apply_op("mean", {"X": x})
     return apply_op("reduce_mean", {"X": x}, _axis_attrs(axis, keepdim))
 
 
-def sum(x: Any, axis: Any = None, keepdim: bool = False) -> Any:
-    """The sum over `axis` (all axes by default); bool and integer inputs sum in int64 (as PyTorch)."""
+def sum(x: Any, axis: Any = None, keepdim: bool = False, dtype: Any = None, name: str | None = None) -> Any:
+    """The sum over `axis` (all axes by default); bool and integer inputs sum in int64 (as PyTorch).
+    `dtype` casts x first, to sum in a wider type (Paddle's and torch's dtype=); Paddle's
+    positional order sum(x, axis, dtype, keepdim) is taken too: a third argument that is not a
+    bool is the dtype."""
+    if keepdim is not None and not isinstance(keepdim, (bool, int, np.bool_)):   # Paddle's sum(x, axis, "float64", ...)
+        if dtype is not None and not isinstance(dtype, (bool, int)):
+            raise TypeError(f"sum: two dtypes given ({keepdim!r} and {dtype!r})")
+        keepdim, dtype = bool(dtype or False), keepdim
     if isinstance(x, (list, tuple)):
         return apply_op("sum", {"X": list(x)})
+    if dtype is not None:
+        x = _lift(x, normalize_dtype(dtype))
     return apply_op("reduce_sum", {"X": x}, _axis_attrs(axis, keepdim))
 
 
@@ -199,7 +208,7 @@ def add_n(inputs: Sequence[Any]) -> Any:
 
 
 def _unary(op_type: str):
-    def fn(x: Any) -> Any:
+    def fn(x: Any, name: str | None = None) -> Any:
         return apply_op(op_type, {"X": x})
     fn.__name__ = op_type
     fn.__doc__ = f"Elementwise {op_type}."
@@ -211,32 +220,32 @@ exp, log, tanh, sqrt, square, abs, sin, cos, sign = (
 sigmoid, relu = _unary("sigmoid"), _unary("relu")
 
 
-def reshape(x: Any, shape: Sequence[int]) -> Any:
+def reshape(x: Any, shape: Sequence[int], name: str | None = None) -> Any:
     """x with a new shape of the same size; 0 keeps that axis' size, one -1 is inferred."""
     return apply_op("reshape", {"X": x}, {"shape": [int(d) for d in shape]})
 
 
-def flatten(x: Any, start_axis: int = 0, stop_axis: int = -1) -> Any:
+def flatten(x: Any, start_axis: int = 0, stop_axis: int = -1, name: str | None = None) -> Any:
     """Axes start_axis..stop_axis merged into one (a 0-D x becomes [1])."""
     return apply_op("flatten", {"X": x}, {"start_axis": int(start_axis), "stop_axis": int(stop_axis)})
 
 
-def transpose(x: Any, perm: Sequence[int]) -> Any:
+def transpose(x: Any, perm: Sequence[int], name: str | None = None) -> Any:
     """x with its axes permuted by `perm`."""
     return apply_op("transpose", {"X": x}, {"perm": [int(p) for p in perm]})
 
 
-def concat(xs: Sequence[Any], axis: int = 0) -> Any:
+def concat(xs: Sequence[Any], axis: int = 0, name: str | None = None) -> Any:
     """The inputs joined along `axis` (all other axes must match)."""
     return apply_op("concat", {"X": list(xs)}, {"axis": int(axis)})
 
 
-def stack(xs: Sequence[Any], axis: int = 0) -> Any:
+def stack(xs: Sequence[Any], axis: int = 0, name: str | None = None) -> Any:
     """The same-shaped inputs stacked along a new axis `axis`."""
     return apply_op("stack", {"X": list(xs)}, {"axis": int(axis)})
 
 
-def split(x: Any, num_or_sections: int | Sequence[int], axis: int = 0) -> list[Any]:
+def split(x: Any, num_or_sections: int | Sequence[int], axis: int = 0, name: str | None = None) -> list[Any]:
     """x cut along `axis` into `num_or_sections` equal parts, or parts of the given sizes."""
     count = num_or_sections if isinstance(num_or_sections, int) else len(num_or_sections)
     sections = num_or_sections if isinstance(num_or_sections, int) else [int(s) for s in num_or_sections]
@@ -251,7 +260,7 @@ def slice(x: Any, axes: Sequence[int], starts: Sequence[int], ends: Sequence[int
                                         "strides": None if strides is None else [int(s) for s in strides]})
 
 
-def squeeze(x: Any, axis: int | Sequence[int] | None = None) -> Any:
+def squeeze(x: Any, axis: int | Sequence[int] | None = None, name: str | None = None) -> Any:
     """Drops the given axes of size 1 (all axes of size 1 when axis is None). A named axis whose
     size is known and not 1 stays, as in Paddle 2 and PyTorch (so `logits.squeeze(-1)` serves
     [N] and [N, 1] alike); the `squeeze` op itself keeps ONNX's stricter rule."""
@@ -263,18 +272,34 @@ def squeeze(x: Any, axis: int | Sequence[int] | None = None) -> Any:
     return apply_op("squeeze", {"X": x}, {"axes": kept})
 
 
-def unsqueeze(x: Any, axis: int | Sequence[int]) -> Any:
+def unsqueeze(x: Any, axis: int | Sequence[int], name: str | None = None) -> Any:
     """New axes of size 1 at the given output positions (several at once allowed)."""
     axes = [int(axis)] if isinstance(axis, (int, np.integer)) else [int(a) for a in axis]
     return apply_op("unsqueeze", {"X": x}, {"axes": axes})
 
 
-def gather(x: Any, index: Any, axis: int = 0) -> Any:
-    """The slices of x at the integer positions `index` along `axis` (shape: x's with `axis` replaced by index's)."""
+def gather(x: Any, index: Any = None, axis: Any = 0, name: str | None = None, *, dim: int | None = None) -> Any:
+    """Paddle's gather(x, index, axis=0): the slices of x at the integer positions `index` along
+    `axis` (shape: x's with `axis` replaced by index's).
+
+    PyTorch's gather(x, dim, index) (x.gather(1, idx), or dim=) is another function, Paddle's
+    take_along_axis; it is told apart by the argument types: Paddle's index is never a Python
+    integer, so an integer second argument followed by a tensor (or dim= given) means PyTorch's."""
+    if dim is not None:
+        if index is None or isinstance(index, (int, np.integer)):
+            raise TypeError(f"gather(dim={dim}): PyTorch's form needs index=, a tensor of x's rank")
+        return apply_op("take_along_axis", {"X": x, "Index": index}, {"axis": int(dim)})
+    if isinstance(index, (int, np.integer)) and not isinstance(index, bool):
+        if not _is_value(axis):
+            raise TypeError(f"gather: index must be a tensor of integer positions, got the integer {index!r} "
+                            f"(PyTorch's form is gather(x, dim, index) with index a tensor)")
+        return apply_op("take_along_axis", {"X": x, "Index": axis}, {"axis": int(index)})
+    if index is None:
+        raise TypeError("gather: missing the index")
     return apply_op("gather", {"X": x, "Index": index}, {"axis": int(axis)})
 
 
-def cast(x: Any, dtype: Any) -> Any:
+def cast(x: Any, dtype: Any, name: str | None = None) -> Any:
     """x converted to `dtype` (float to int truncates toward zero); differentiable between float dtypes."""
     return apply_op("cast", {"X": x}, {"dtype": normalize_dtype(dtype)})
 
@@ -313,17 +338,18 @@ def one_hot(x: Any, num_classes: int, axis: int = -1) -> Any:
     return apply_op("one_hot", {"X": x}, {"depth": int(num_classes), "dtype": "float32", "axis": int(axis)})
 
 
-def full(shape: Sequence[int], fill_value: float, dtype: Any = "float32") -> Any:
-    """A Tensor, or inside `program_guard` (or after `enable_static()`) a Variable."""
+def full(shape: Sequence[int], fill_value: float, dtype: Any = None) -> Any:
+    """A Tensor, or inside `program_guard` (or after `enable_static()`) a Variable; the default
+    float dtype (`set_default_dtype`) unless `dtype` is given."""
     return _filled("full", shape, fill_value, dtype)
 
 
-def zeros(shape: Sequence[int], dtype: Any = "float32") -> Any:
+def zeros(shape: Sequence[int], dtype: Any = None) -> Any:
     """A value of `shape` filled with zeros (a Tensor, or a Variable in static mode)."""
     return _filled("zeros", shape, 0.0, dtype)
 
 
-def ones(shape: Sequence[int], dtype: Any = "float32") -> Any:
+def ones(shape: Sequence[int], dtype: Any = None) -> Any:
     """A value of `shape` filled with ones (a Tensor, or a Variable in static mode)."""
     return _filled("ones", shape, 1.0, dtype)
 
@@ -335,6 +361,7 @@ def _filled(caller: str, shape: Sequence[int], fill_value: float, dtype: Any) ->
     negative = [d for d in sizes if d < 0]
     if negative:  # (this module's `min` is the op)
         raise ValueError(f"{caller}: shape {sizes} has a negative size ({negative[0]}); sizes must be >= 0")
+    dtype = dtype or dtypes.get_default_dtype()
     if in_dynamic_mode():
         return to_tensor(np.full(sizes, fill_value, dtype=normalize_dtype(dtype)))
     return append_static_op("fill_constant", {}, {"shape": sizes, "value": float(fill_value),

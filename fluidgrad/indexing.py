@@ -535,17 +535,40 @@ def _is_index_list(indices: Any) -> bool:
 
 
 def _setitem_tensor(x: Tensor, item: Any, value: Any) -> None:
-    if x._node is None and not x.stop_gradient and is_grad_enabled():
-        raise RuntimeError(f"x[...] = v on a leaf Tensor{' ' + x.name if x.name else ''} that requires a gradient: "
-                           f"assign inside fluidgrad.no_grad(), or to a copy (x.clone())")
+    _refuse_leaf_update(x, "x[...] = v")
     old = Tensor(x.data, x.stop_gradient, x._node, x._idx, x.name)  # the value before, for the graph
-    new = _set_value(old, item, value)
-    x.data = new.data
+    _take_tensor_value(x, _set_value(old, item, value))
+
+
+def _refuse_leaf_update(x: Tensor, what: str) -> None:
+    if x._node is None and not x.stop_gradient and is_grad_enabled():
+        raise RuntimeError(f"{what} on a leaf Tensor{' ' + x.name if x.name else ''} that requires a gradient: "
+                           f"assign inside fluidgrad.no_grad(), or to a copy (x.clone())")
+
+
+def take_value(x: Any, new: Any, what: str) -> Any:
+    """x becomes `new`, a value computed from x's old one (of any shape: `x.reshape_()`), in place:
+    a Tensor's handles all see it and its graph link moves to it (as after `x[...] = v`); a
+    Variable's handle names the new variable. Returns x."""
+    if is_tensor(x):
+        _refuse_leaf_update(x, what)
+        _take_tensor_value(x, new)
+    elif isinstance(x, Parameter) or x.persistable:
+        raise TypeError(f"{what} on the {'parameter' if isinstance(x, Parameter) else 'persistable variable'} "
+                        f"{x.name} in static mode: it would not write back to the scope")
+    else:
+        _swap_variables(x, new)
+    return x
+
+
+def _take_tensor_value(x: Tensor, new: Tensor) -> None:
     if not is_grad_enabled():  # as PyTorch under no_grad: the value changes, the graph link stays
+        x.data = new.data
         _record_modification(x)
         return
     moved = (new._node, new._idx, new.stop_gradient) != (x._node, x._idx, x.stop_gradient)
-    before = Superseded(old) if moved else None  # what the nodes recorded so far read
+    before = Superseded(x) if moved else None  # what the nodes recorded so far read (x's old link)
+    x.data = new.data
     x._node, x._idx, x.stop_gradient = new._node, new._idx, new.stop_gradient
     _record_modification(x, before)
 
@@ -561,7 +584,11 @@ def _setitem_variable(x: Variable, item: Any, value: Any) -> None:
         raise TypeError(f"x[...] = v on the {'parameter' if isinstance(x, Parameter) else 'persistable variable'} "
                         f"{x.name} in static mode: it would not write back to the scope; compute the new value "
                         f"with fluidgrad.where / put_along_axis and assign it")
-    new = _set_value(x, item, value)
+    _swap_variables(x, _set_value(x, item, value))
+
+
+def _swap_variables(x: Variable, new: Variable) -> None:
+    """The Python handle `x` names `new`'s variable from now on (and `new` x's old one)."""
     vars_ = x.block.vars
     for slot in _VARIABLE_SLOTS:
         a, b = getattr(x, slot), getattr(new, slot)

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..framework.dtypes import get_default_dtype
 from ..framework.math_mixin import MathMixin
-from ..framework.variable import TorchHabits, Variable, normalize_dtype
+from ..framework.variable import ElementCount, TorchHabits, Variable, normalize_dtype
 from .mode import state
 from .node import next_seq
 
@@ -113,8 +113,9 @@ class Tensor(MathMixin, TorchHabits):
         return self.data.ndim
 
     @property
-    def size(self) -> int:
-        return self.data.size
+    def size(self) -> ElementCount:
+        """Paddle's element count, also callable as PyTorch's x.size() / x.size(d) (ElementCount)."""
+        return ElementCount(self.data.shape)
 
     @property
     def is_leaf(self) -> bool:

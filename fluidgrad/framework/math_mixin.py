@@ -63,8 +63,10 @@ class MathMixin:
     __hash__ = object.__hash__
 
     # Paddle's signatures, and PyTorch's habits beside them: dim= for axis=, sizes as arguments
-    def sum(self, axis=None, keepdim=False, *, dim=None): return _api.sum(self, _axis(axis, dim), keepdim)
-    def mean(self, axis=None, keepdim=False, *, dim=None): return _api.mean(self, _axis(axis, dim), keepdim)
+    def sum(self, axis=None, keepdim=False, dtype=None, name=None, *, dim=None):
+        return _api.sum(self, _axis(axis, dim), keepdim, dtype)
+
+    def mean(self, axis=None, keepdim=False, name=None, *, dim=None): return _api.mean(self, _axis(axis, dim), keepdim)
 
     def reshape(self, *shape):
         """x.reshape([4, 2]) as Paddle's, or x.reshape(4, 2) / x.reshape(-1) as PyTorch's."""

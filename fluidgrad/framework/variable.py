@@ -29,6 +29,37 @@ def is_float_dtype(dtype: str) -> bool:
     return dtype in FLOAT_DTYPES
 
 
+class ElementCount(int):
+    """`x.size`: Paddle's element count (an int: `x.size == 6`, `x.size * 2`), also callable as
+    PyTorch's method: `x.size()` is the shape (a tuple, as torch.Size) and `x.size(d)` the size of
+    axis d. Both spellings give the right answer; no int is callable otherwise, so nothing
+    ambiguous is accepted."""
+
+    def __new__(cls, shape: Sequence[int]) -> "ElementCount":
+        count = 1
+        for d in shape:
+            count *= int(d)
+        value = super().__new__(cls, count)
+        value.shape = tuple(int(d) for d in shape)
+        return value
+
+    def __call__(self, dim: int | None = None) -> Any:
+        if dim is None:
+            return self.shape
+        rank = len(self.shape)
+        if not -rank <= int(dim) < rank:
+            raise IndexError(f"size({dim}): axis out of range for shape {list(self.shape)} (rank {rank})")
+        return self.shape[int(dim)]
+
+    def __repr__(self) -> str:
+        return int.__repr__(self)
+
+    __str__ = __repr__
+
+    def __reduce__(self) -> Any:
+        return int, (int(self),)   # pickles (and deep-copies) as the plain count
+
+
 class TorchHabits:
     """PyTorch's device and gradient-flag spellings, the same on static Variables and eager
     Tensors: `.cpu()`, `.to("float64")` / `.to("cpu")`, `requires_grad`, `requires_grad_()`."""
@@ -116,15 +147,13 @@ class Variable(MathMixin, TorchHabits):
     # ---- Tensor's own methods that mean something in a Program, so that eager code calling
     # them traces (jit.to_static) and static code reads like eager code
     @property
-    def size(self) -> int:
-        """The number of elements (Tensor.size), when every dimension is known."""
+    def size(self) -> ElementCount:
+        """The number of elements (Paddle's Tensor.size), when every dimension is known; also
+        callable as PyTorch's x.size() / x.size(d) (see ElementCount)."""
         if any(d < 0 for d in self.shape):
             raise TypeError(f"size of variable {self.name} with shape {list(self.shape)} is only known when "
-                            f"the program runs")
-        count = 1
-        for d in self.shape:
-            count *= d
-        return count
+                            f"the program runs (x.shape[d] gives an axis' size, -1 when unknown)")
+        return ElementCount(self.shape)
 
     def detach(self) -> "Variable":
         """A copy that stops the gradient (Paddle's Variable.detach: an `assign` whose output is
@@ -220,7 +249,8 @@ class ParamAttr:
 
     @staticmethod
     def of(attr: "ParamAttr | str | bool | None") -> "ParamAttr | None":
-        """Normalise what builders accept: ParamAttr, a name, None (defaults) or False (none)."""
+        """Normalise what builders accept: ParamAttr, an Initializer (Paddle 2: ParamAttr(initializer=...)),
+        a name, None (defaults) or False (none)."""
         if attr is False:
             return None
         if attr is None or attr is True:
@@ -229,4 +259,6 @@ class ParamAttr:
             return ParamAttr(name=attr)
         if isinstance(attr, ParamAttr):
             return attr
-        raise TypeError(f"expected ParamAttr, a name string, None or False, got {type(attr).__name__}")
+        if callable(attr) and hasattr(attr, "op_type"):  # an Initializer (fluidgrad.initializer, above the IR)
+            return ParamAttr(initializer=attr)
+        raise TypeError(f"expected ParamAttr, an Initializer, a name string, None or False, got {type(attr).__name__}")

@@ -72,13 +72,16 @@ def _gaussian(shape, mean, std, dtype, seed):
     return generator(seed).normal(mean, std, size=shape).astype(dtype)
 
 
-def _truncated_gaussian(shape, mean, std, dtype, seed):
+def _truncated_gaussian(shape, mean, std, dtype, seed, a, b):
+    """N(mean, std^2) redrawn outside [mean + a std, mean + b std] (a, b in std units: -2, 2 by default)."""
+    if not a < b:
+        raise ValueError(f"truncated_gaussian_random: the bounds must satisfy a < b, got a={a}, b={b}")
     rng = generator(seed)
     values = rng.normal(0.0, 1.0, size=shape)
-    bad = np.abs(values) > 2.0
+    bad = (values < a) | (values > b)
     while bad.any():
         values[bad] = rng.normal(0.0, 1.0, size=int(bad.sum()))
-        bad = np.abs(values) > 2.0
+        bad = (values < a) | (values > b)
     return (mean + std * values).astype(dtype)
 
 
@@ -104,5 +107,5 @@ register_op("randint", inputs=(), outputs="Out", attrs={**_SHAPE_ATTRS, "dtype":
 register_op("randperm", inputs=(), outputs="Out", attrs={"n": 1, "dtype": "int64", "seed": 0},
             kernel=_randperm, infer=_randperm_infer, grad=NO_GRADIENT)
 register_op("truncated_gaussian_random", inputs=(), outputs="Out",
-            attrs={**_SHAPE_ATTRS, "mean": 0.0, "std": 1.0},
+            attrs={**_SHAPE_ATTRS, "mean": 0.0, "std": 1.0, "a": -2.0, "b": 2.0},
             kernel=_truncated_gaussian, infer=_shape_infer, grad=NO_GRADIENT)

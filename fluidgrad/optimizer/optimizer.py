@@ -19,7 +19,7 @@ Eager mode: `step()` runs the same update kernels on each parameter's array with
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -360,7 +360,15 @@ class Optimizer:
         for slot in self.accumulators:
             acc = self._accumulator(block, startup, param, slot)
             inputs[slot], outputs[slot + "Out"] = acc, acc
-        return block.append_op(self.op_type, inputs, outputs, {**self.update_attrs(), "op_role": OPTIMIZE})
+        return block.append_op(self.op_type, inputs, outputs, {**self._update_attrs_of(param), "op_role": OPTIMIZE})
+
+    def _update_attrs_of(self, param: Any) -> dict[str, Any]:
+        """The update op's attributes for one parameter (AdamW: its own decay)."""
+        return self.update_attrs()
+
+    def _kernel_of(self, param: Any, kernel: Any) -> Any:
+        """The eager update kernel for one parameter: the step's `kernel` unless its attributes differ."""
+        return kernel
 
     # ------------------------------------------------------------------ eager mode
     def _apply_update(self, param: np.ndarray, grad: np.ndarray, state: dict[str, np.ndarray],
@@ -416,6 +424,7 @@ class Optimizer:
         lr_by_dtype: dict[Any, np.ndarray] = {}
         regularization, eager_state, in_place = self.regularization, self._eager_state, self.in_place_update
         per_parameter = bool(self._group_options) or any(getattr(p, "_param_attr", None) is not None for p in params)
+        own_kernels = type(self)._kernel_of is not Optimizer._kernel_of
         factor = 1.0
         for param, grad in zip(params, grads):
             value = _to_array(param)
@@ -433,7 +442,8 @@ class Optimizer:
             state = eager_state.get(id(param))
             if state is None:
                 state = eager_state[id(param)] = {}
-            _set_array(param, self._apply_update(value, grad, state, kernel, lr))
+            _set_array(param, self._apply_update(value, grad, state,
+                                                 self._kernel_of(param, kernel) if own_kernels else kernel, lr))
 
     def clear_grad(self, set_to_zero: bool = False) -> None:
         for param in self._eager_parameters():
@@ -627,19 +637,61 @@ class Adam(Optimizer):
 
 class AdamW(Adam):
     """Adam with decoupled weight decay: p *= 1 - lr * weight_decay before the Adam step
-    (torch.optim.AdamW; the decay is an attribute of the `adam` op, not added to the gradient)."""
+    (torch.optim.AdamW; the decay is an attribute of the `adam` op, not added to the gradient).
+    A parameter group's weight_decay is its own decoupled decay (as torch.optim.AdamW's groups);
+    `apply_decay_param_fun(name)` (Paddle 2) returning False leaves that parameter undecayed."""
 
     def __init__(self, learning_rate: float | LRScheduler | None = None, beta1: float = 0.9, beta2: float = 0.999,
                  epsilon: float = 1e-8, parameters: Iterable[Any] | None = None, weight_decay: float = 0.01,
-                 grad_clip: GradientClipBase | None = None, name: str | None = None, *,
-                 lr: float | LRScheduler | None = None) -> None:
+                 lr_ratio: Any = None, apply_decay_param_fun: Callable[[str], bool] | None = None,
+                 grad_clip: GradientClipBase | None = None, lazy_mode: bool = False, multi_precision: bool = False,
+                 name: str | None = None, *, lr: float | LRScheduler | None = None) -> None:
+        if isinstance(lr_ratio, GradientClipBase) and grad_clip is None:  # the old positional order
+            lr_ratio, grad_clip = None, lr_ratio
+        if lr_ratio is not None:
+            raise NotImplementedError("AdamW: lr_ratio is not supported; use parameter groups' learning_rate")
+        if apply_decay_param_fun is not None and not callable(apply_decay_param_fun):
+            raise TypeError(f"AdamW: apply_decay_param_fun must be callable (name -> bool), "
+                            f"got {type(apply_decay_param_fun).__name__}")
         super().__init__(learning_rate, beta1, beta2, epsilon, parameters, None, grad_clip, name, lr=lr)
         if not isinstance(weight_decay, (int, float)) or weight_decay < 0:
             raise ValueError(f"AdamW: weight_decay (decoupled) must be a non-negative float, got {weight_decay!r}")
         self.weight_decay = float(weight_decay)
+        self._apply_decay_param_fun = apply_decay_param_fun
+        self._kernels: dict[float, Any] = {}
 
     def update_attrs(self) -> dict[str, Any]:
         return {**super().update_attrs(), "weight_decay": self.weight_decay}
+
+    def _options(self, param: Any) -> tuple[float, WeightDecayRegularizer | None]:
+        return super()._options(param)[0], None     # a group's weight_decay is decoupled, see _decay_of
+
+    def _decay_of(self, param: Any) -> float:
+        """This parameter's decoupled decay: its group's, or the optimizer's; 0 where
+        apply_decay_param_fun says no."""
+        if self._apply_decay_param_fun is not None and not self._apply_decay_param_fun(param.name):
+            return 0.0
+        decay = self._group_options.get(_option_key(param), (1.0, _INHERIT))[1] if self._group_options \
+            else _INHERIT
+        if decay is _INHERIT:
+            return self.weight_decay
+        if decay is None:
+            return 0.0
+        if not isinstance(decay, L2Decay):
+            raise TypeError(f"AdamW: a parameter group's weight_decay is a decoupled coefficient (a float), "
+                            f"got {type(decay).__name__}")
+        return float(decay.coeff)
+
+    def _update_attrs_of(self, param: Any) -> dict[str, Any]:
+        return {**self.update_attrs(), "weight_decay": self._decay_of(param)}
+
+    def _kernel_of(self, param: Any, kernel: Any) -> Any:
+        decay = self._decay_of(param)
+        if decay == self.weight_decay:
+            return kernel
+        if decay not in self._kernels:
+            self._kernels[decay] = update_kernel(self.op_type, **{**self.update_attrs(), "weight_decay": decay})
+        return self._kernels[decay]
 
 
 __all__ = ["Adam", "AdamW", "Momentum", "Optimizer", "SGD"]

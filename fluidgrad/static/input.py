@@ -7,16 +7,19 @@ import numpy as np
 
 from ..framework import (ParamAttr, Parameter, Variable, default_main_program, default_startup_program,
                          normalize_dtype, unique_name)
+from ..framework.dtypes import get_default_dtype
 from ..initializer import Constant, Initializer, XavierUniform
 
 
-def data(name: str, shape: Sequence[int | None], dtype: Any = "float32", lod_level: int = 0) -> Variable:
-    """An input fed at run time; None or -1 in `shape` is a size known only then."""
+def data(name: str, shape: Sequence[int | None], dtype: Any = None, lod_level: int = 0) -> Variable:
+    """An input fed at run time; None or -1 in `shape` is a size known only then. Without a dtype
+    it takes the default float dtype (`set_default_dtype`), as paddle.static.data does."""
     if not isinstance(name, str):
         raise TypeError(f"data: name must be a string, got {type(name).__name__}")
     block = default_main_program().global_block()
     dims = [-1 if d is None else int(d) for d in shape]
-    return block.create_var(name, dims, normalize_dtype(dtype), stop_gradient=True, is_data=True)
+    return block.create_var(name, dims, normalize_dtype(dtype or get_default_dtype()), stop_gradient=True,
+                            is_data=True)
 
 
 class InputSpec:

@@ -5,10 +5,11 @@ them in `__all__`; `fluidgrad/__init__.py` re-exports them at the top level.
 """
 from __future__ import annotations
 
-from . import composed, creation, diagonals, linalg, logic, manipulation, math, random, search, stat
+from . import composed, creation, diagonals, everyday, linalg, logic, manipulation, math, random, search, stat
 from .composed import *  # noqa: F401,F403
 from .creation import *  # noqa: F401,F403
 from .diagonals import *  # noqa: F401,F403
+from .everyday import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
 from .logic import *  # noqa: F401,F403
 from .manipulation import *  # noqa: F401,F403
@@ -17,4 +18,4 @@ from .random import *  # noqa: F401,F403
 from .search import *  # noqa: F401,F403
 from .stat import *  # noqa: F401,F403
 
-__all__ = [name for module in (composed, creation, diagonals, linalg, logic, manipulation, math, random, search, stat) for name in module.__all__]
+__all__ = [name for module in (composed, creation, diagonals, everyday, linalg, logic, manipulation, math, random, search, stat) for name in module.__all__]

@@ -28,21 +28,21 @@ def _number(value: Any) -> Any:
 
 
 def arange(start: Any = 0, end: Any = None, step: Any = 1, dtype: Any = None, name: str | None = None) -> Any:
-    """[start, end) by step; `arange(n)` counts 0..n-1. Integers give int64, else float32."""
+    """[start, end) by step; `arange(n)` counts 0..n-1. Integers give int64, else the default float dtype."""
     start, end, step = _number(start), _number(end), _number(step)
     if end is None:
         start, end = 0, start
     if dtype is None:
         ints = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (start, end, step))
-        dtype = "int64" if ints else "float32"
+        dtype = "int64" if ints else get_default_dtype()
     start, end, step = (int(v) if isinstance(v, (int, np.integer)) else float(v) for v in (start, end, step))
     return create("range", {"start": start, "end": end, "step": step, "dtype": normalize_dtype(dtype)})
 
 
 def linspace(start: float, stop: float, num: int, dtype: Any = None, name: str | None = None) -> Any:
-    """`num` evenly spaced values from `start` to `stop`, both included (float32 by default)."""
+    """`num` evenly spaced values from `start` to `stop`, both included (the default float dtype unless given)."""
     return create("linspace", {"start": float(_number(start)), "stop": float(_number(stop)),
-                               "num": int(_number(num)), "dtype": normalize_dtype(dtype or "float32")})
+                               "num": int(_number(num)), "dtype": normalize_dtype(dtype or get_default_dtype())})
 
 
 def meshgrid(*args: Any, indexing: str = "ij", name: str | None = None) -> list[Any]:

@@ -15,8 +15,8 @@ from .. import functions
 from ..dispatch import is_tensor
 from ..eager import Tensor
 from ..framework import DTypeError, normalize_dtype
-from ..indexing import create, setitem
-from . import math
+from ..indexing import create, setitem, take_value
+from . import math, search
 
 
 def write_in_place(x: Any, result: Any, what: str) -> Any:
@@ -66,6 +66,22 @@ def _computed(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     return method
 
 
+def _reshaping(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """In-place methods that change x's shape (unsqueeze_, reshape_): x takes the new value whole."""
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return take_value(self, fn(_before(self), *args, **kwargs), f"{name}()")
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"In place: x = {fn.__name__}(x, ...), x's shape changing with it; returns x."
+    return method
+
+
+def masked_fill_(self: Any, mask: Any, value: Any) -> Any:
+    """`value` where mask holds (mask broadcasts against x), in place; returns x."""
+    before = _before(self)
+    return write_in_place(self, search.masked_fill(before, before if mask is self else mask, value),
+                          "masked_fill_()")
+
+
 def zero_(self: Any) -> Any:
     """Every element 0, in place; returns x."""
     setitem(self, Ellipsis, 0)
@@ -112,11 +128,18 @@ def normal_(self: Any, mean: float = 0.0, std: float = 1.0) -> Any:
 _COMPUTED = {"add_": functions.add, "subtract_": functions.subtract, "multiply_": functions.multiply,
              "divide_": functions.divide, "scale_": functions.scale, "clip_": math.clip, "exp_": functions.exp,
              "sqrt_": functions.sqrt, "tanh_": functions.tanh, "floor_": math.floor, "ceil_": math.ceil,
-             "round_": math.round, "reciprocal_": math.reciprocal, "rsqrt_": math.rsqrt, "abs_": functions.abs}
+             "round_": math.round, "reciprocal_": math.reciprocal, "rsqrt_": math.rsqrt, "abs_": functions.abs,
+             "sub_": functions.subtract, "mul_": functions.multiply, "div_": functions.divide,
+             "clamp_": math.clip}
+
+# in-place methods that change x's shape
+_RESHAPING = {"reshape_": functions.reshape, "squeeze_": functions.squeeze, "unsqueeze_": functions.unsqueeze}
 
 METHODS: dict[str, Callable[..., Any]] = {
     "zero_": zero_, "fill_": fill_, "copy_": copy_, "uniform_": uniform_, "normal_": normal_,
+    "masked_fill_": masked_fill_,
     **{name: _computed(fn, name) for name, fn in _COMPUTED.items()},
+    **{name: _reshaping(fn, name) for name, fn in _RESHAPING.items()},
 }
 
 

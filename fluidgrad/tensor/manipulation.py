@@ -10,9 +10,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..dispatch import apply_op, axis_of_input, is_tensor
+from ..functions import concat
 from ..indexing import constant
 
-__all__ = ["tile", "expand", "broadcast_to", "expand_as", "flip", "roll", "unstack", "unbind", "chunk",
+__all__ = ["cat", "tile", "expand", "broadcast_to", "expand_as", "flip", "roll", "unstack", "unbind", "chunk",
            "repeat_interleave", "strided_slice", "broadcast_tensors", "unique"]
 
 
@@ -22,6 +23,13 @@ def _ints(values: Any) -> list[int]:
     if isinstance(values, (int, np.integer)):
         return [int(values)]
     return [int(v.item()) if is_tensor(v) else int(v) for v in values]
+
+
+def cat(tensors: Sequence[Any], dim: int = 0, *, axis: int | None = None, name: str | None = None) -> Any:
+    """PyTorch's name for `concat`: the inputs joined along `dim` (or Paddle's axis=)."""
+    if axis is not None and axis != dim and dim != 0:
+        raise TypeError(f"cat: give the axis once, as dim= or axis= (got {dim} and {axis})")
+    return concat(tensors, dim if axis is None else axis)
 
 
 def tile(x: Any, repeat_times: Sequence[int], name: str | None = None) -> Any:

@@ -46,12 +46,15 @@ def _function(name: str) -> Callable[..., Any]:
 
 # PyTorch's keyword names beside Paddle's, for the methods whose function takes Paddle's
 _TORCH_KEYWORDS = {"dim": "axis", "start_dim": "start_axis", "end_dim": "stop_axis"}
+# ... and those of single methods: x.flip(dims=[1]), x.roll(shifts=1, dims=1)
+_TORCH_METHOD_KEYWORDS = {"flip": {"dims": "axis"}, "roll": {"dims": "axis"}}
 
 
-def _with_torch_keywords(fn: Callable[..., Any]) -> Callable[..., Any]:
+def _with_torch_keywords(fn: Callable[..., Any], method_name: str = "") -> Callable[..., Any]:
     """fn, also taking x.sum(dim=1) / x.flatten(start_dim=1) (PyTorch) for axis= / start_axis=."""
     params = inspect.signature(fn).parameters
-    aliases = {torch: paddle for torch, paddle in _TORCH_KEYWORDS.items() if paddle in params and torch not in params}
+    keywords = {**_TORCH_KEYWORDS, **_TORCH_METHOD_KEYWORDS.get(method_name, {})}
+    aliases = {torch: paddle for torch, paddle in keywords.items() if paddle in params and torch not in params}
     if not aliases:
         return fn
 
@@ -70,7 +73,28 @@ def _with_torch_keywords(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def _numel(x: Any) -> int:
     """The number of elements, as a Python int (torch's Tensor.numel(); x.size)."""
-    return x.size
+    return int(x.size)
+
+
+def _expand(x: Any, *shape: Any, name: str | None = None) -> Any:
+    """x.expand([3, 4]) / x.expand(shape=[3, 4]) as Paddle's, or x.expand(3, -1) as PyTorch's
+    (sizes as arguments; -1 keeps x's size on that axis)."""
+    return manipulation.expand(x, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else list(shape))
+
+
+def _expand_method(x: Any, *shape: Any, **kwargs: Any) -> Any:
+    if "shape" in kwargs:
+        if shape:
+            raise TypeError("expand: give the sizes as arguments or as shape=, not both")
+        shape = (kwargs.pop("shape"),)
+    return _expand(x, *shape, **kwargs)
+
+
+_expand_method.__doc__ = _expand.__doc__
+_expand_method.__name__ = _expand_method.__qualname__ = "expand"
+_expand_method.__wrapped__ = manipulation.expand  # type: ignore[attr-defined]
+# methods whose PyTorch form does not fit the function's signature
+_TORCH_FORMS: dict[str, Callable[..., Any]] = {"expand": _expand_method}
 
 
 def _dim(x: Any) -> int:
@@ -108,7 +132,7 @@ def install(cls: type = MathMixin) -> None:
     in place too)."""
     for name in METHOD_NAMES:
         if name not in vars(cls):
-            setattr(cls, name, _with_torch_keywords(_function(name)))
+            setattr(cls, name, _TORCH_FORMS.get(name) or _with_torch_keywords(_function(name), name))
     for name, method in (("numel", _numel), ("dim", _dim), ("ndimension", _dim)):
         if name not in vars(cls):
             setattr(cls, name, method)

@@ -12,6 +12,7 @@ from typing import Any, Sequence
 from ..dispatch import apply_op
 from ..framework import normalize_dtype
 from ..functions import full_like
+from ..framework.dtypes import get_default_dtype
 from ..indexing import create
 
 __all__ = ["bernoulli", "multinomial", "rand", "randn", "standard_normal", "randint", "randperm", "uniform", "normal"]
@@ -25,7 +26,7 @@ def _sizes(caller: str, shape: Any) -> list[int]:
 
 
 def _float_dtype(caller: str, dtype: Any) -> str:
-    name = normalize_dtype(dtype or "float32")
+    name = normalize_dtype(dtype or get_default_dtype())
     if name not in ("float16", "bfloat16", "float32", "float64"):
         raise TypeError(f"{caller}: dtype must be a floating type, got {name}")
     return name
@@ -47,14 +48,14 @@ def rand(shape: Sequence[int], dtype: Any = None, name: str | None = None) -> An
 
 
 def normal(mean: float = 0.0, std: float = 1.0, shape: Sequence[int] | None = None, name: str | None = None) -> Any:
-    """Values drawn from the normal distribution N(mean, std^2), float32 (numbers only: a Tensor
+    """Values drawn from the normal distribution N(mean, std^2), of the default float dtype (numbers only: a Tensor
     mean or std per element is not supported)."""
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (mean, std)):
         raise TypeError(f"normal: mean and std must be numbers, got {type(mean).__name__} and {type(std).__name__}")
     if std < 0:
         raise ValueError(f"normal: std must be >= 0, got {std}")
     return create("gaussian_random", {"shape": _sizes("normal", [1] if shape is None else shape),
-                                      "dtype": "float32", "mean": float(mean), "std": float(std), "seed": 0})
+                                      "dtype": get_default_dtype(), "mean": float(mean), "std": float(std), "seed": 0})
 
 
 def randn(shape: Sequence[int], dtype: Any = None, name: str | None = None) -> Any:

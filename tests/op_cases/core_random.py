@@ -29,6 +29,9 @@ c += [Case("uniform_random", {}, {"shape": [50, 4], "min": -2.0, "max": 3.0, "dt
       Case("truncated_gaussian_random", {}, {"shape": [50, 4], "mean": 1.0, "std": 0.5, "dtype": "float64",
                                              "seed": 7},
            check_fn=_random_check(lambda a: a["mean"] - 2 * a["std"], lambda a: a["mean"] + 2 * a["std"])),
+      Case("truncated_gaussian_random", {}, {"shape": [50, 4], "mean": 1.0, "std": 0.5, "a": -0.25, "b": 1.5,
+                                             "dtype": "float64", "seed": 7},
+           check_fn=_random_check(lambda a: a["mean"] + a["a"] * a["std"], lambda a: a["mean"] + a["b"] * a["std"])),
       Case("randint", {}, {"shape": [500], "low": -3, "high": 5000, "dtype": "int64", "seed": 7},
            check_fn=_random_check(lambda a: a["low"], lambda a: a["high"] - 1)),
       Case("randperm", {}, {"n": 50, "dtype": "int64", "seed": 7}, check_fn=_permutation_check)]

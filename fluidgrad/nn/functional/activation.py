@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...dispatch import apply_op, axis_of_input
+from ...framework import normalize_dtype
 from ...functions import abs as _abs
 from ...functions import add, cast, divide, greater_than, multiply, reshape, scale, sigmoid, split, subtract, tanh
 
@@ -43,14 +44,30 @@ _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
 
-def softmax(x: Any, axis: int = -1) -> Any:
-    """exp(x) / sum(exp(x)) along `axis`, computed without overflow."""
-    return apply_op("softmax", {"X": x}, {"axis": int(axis)})
+def _softmax_input(caller: str, x: Any, axis: int, dim: int | None, dtype: Any) -> tuple[Any, int]:
+    """x cast to `dtype` first (Paddle's and torch's dtype=), and the axis from axis= or PyTorch's dim=."""
+    if dim is not None:
+        if axis != -1 and axis != dim:
+            raise TypeError(f"{caller}: give the axis once, as axis= or dim= (got {axis} and {dim})")
+        axis = dim
+    if dtype is not None and normalize_dtype(dtype) != x.dtype:
+        x = cast(x, dtype)
+    return x, int(axis)
 
 
-def log_softmax(x: Any, axis: int = -1) -> Any:
-    """log(softmax(x)) along `axis`, computed without overflow."""
-    return apply_op("log_softmax", {"X": x}, {"axis": int(axis)})
+def softmax(x: Any, axis: int = -1, dtype: Any = None, name: str | None = None, *, dim: int | None = None) -> Any:
+    """exp(x) / sum(exp(x)) along `axis` (or PyTorch's dim=), computed without overflow, in
+    `dtype` when given (x is cast first)."""
+    x, axis = _softmax_input("softmax", x, axis, dim, dtype)
+    return apply_op("softmax", {"X": x}, {"axis": axis})
+
+
+def log_softmax(x: Any, axis: int = -1, dtype: Any = None, name: str | None = None, *,
+                dim: int | None = None) -> Any:
+    """log(softmax(x)) along `axis` (or PyTorch's dim=), computed without overflow, in `dtype`
+    when given (x is cast first)."""
+    x, axis = _softmax_input("log_softmax", x, axis, dim, dtype)
+    return apply_op("log_softmax", {"X": x}, {"axis": axis})
 
 
 def leaky_relu(x: Any, negative_slope: float = 0.01) -> Any:

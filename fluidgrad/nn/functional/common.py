@@ -9,7 +9,7 @@ from ...dispatch import apply_op
 __all__ = ['linear', 'embedding', 'dropout', 'dropout2d', 'dropout3d', 'pad', 'zeropad2d']
 
 
-def linear(x: Any, weight: Any, bias: Any = None) -> Any:
+def linear(x: Any, weight: Any, bias: Any = None, name: str | None = None) -> Any:
     """x @ weight + bias, weight shaped [in, out] (Paddle's layout)."""
     out = F.matmul(x, weight)
     return out if bias is None else F.add(out, bias)
@@ -33,7 +33,7 @@ def embedding(x: Any, weight: Any, padding_idx: int | None = None, sparse: bool 
 
 
 def dropout(x: Any, p: float = 0.5, training: bool = True, mode: str = "upscale_in_train",
-            seed: int = 0, axis: int | Sequence[int] | None = None) -> Any:
+            seed: int = 0, axis: int | Sequence[int] | None = None, name: str | None = None) -> Any:
     """Zero each element with probability p. upscale_in_train (default, as PyTorch) scales the
     kept ones by 1/(1-p) while training; downgrade_in_infer scales by (1-p) at inference.
     axis (Paddle's): one draw per index of those axes, shared along the others (dropout2d:

@@ -121,7 +121,7 @@ def _weighted_reduce(loss: Any, factor: Any, reduction: str, fn: str) -> Any:
 
 def cross_entropy(input: Any, label: Any, weight: Any = None, ignore_index: int = -100, reduction: str = "mean",
                   soft_label: bool = False, axis: int = -1, use_softmax: bool = True,
-                  label_smoothing: float = 0.0) -> Any:
+                  label_smoothing: float = 0.0, name: str | None = None) -> Any:
     """Paddle 2 semantics: `input` are logits (softmax applied inside) unless use_softmax=False,
     in which case `input` are probabilities along the last axis.
 
@@ -222,7 +222,7 @@ def nll_loss(input: Any, label: Any, weight: Any = None, ignore_index: int = -10
     return _weighted_reduce(loss, factor, reduction, "nll_loss")
 
 
-def mse_loss(input: Any, label: Any, reduction: str = "mean") -> Any:
+def mse_loss(input: Any, label: Any, reduction: str = "mean", name: str | None = None) -> Any:
     """The squared error (input - label)**2, reduced by `reduction` ('mean', 'sum' or 'none')."""
     _check_reduction(reduction, "mse_loss")
     _warn_another_shape("mse_loss", input, label)
@@ -322,12 +322,22 @@ def margin_ranking_loss(input: Any, other: Any, label: Any, margin: float = 0.0,
     return _reduce(loss, reduction, "margin_ranking_loss")
 
 
+def _broadcast_pair(x1: Any, x2: Any) -> tuple[Any, Any]:
+    """x1 and x2 at their common broadcast shape, sizes known only at run time included: adding
+    the other's zeros (fill_any_like passes no gradient) broadcasts, and the add's gradient sums back."""
+    return (F.add(x1, F.zeros_like(x2, dtype=x1.dtype)), F.add(x2, F.zeros_like(x1, dtype=x2.dtype)))
+
+
 def cosine_similarity(x1: Any, x2: Any, axis: int = 1, eps: float = 1e-8) -> Any:
     """(x1 / max(|x1|, eps)) . (x2 / max(|x2|, eps)) along `axis`, PyTorch's formula (Paddle's
     x1 . x2 / max(|x1| |x2|, eps) differs only for norms below eps): each vector scaled to at most
     length 1 first, so the result stays in [-1, 1]; a zero vector gives 0 and, as in PyTorch, the
     gradient x2 / (|x2| eps) there. The norms are the p_norm op's, which sums float16 squares in
-    float32 (a float16 |x|^2 of a wide row overflows)."""
+    float32 (a float16 |x|^2 of a wide row overflows). Inputs of different shapes are broadcast
+    first (as PyTorch does): a norm taken before broadcasting along `axis` would be the wrong one."""
+    if list(x1.shape) != list(x2.shape):
+        x1, x2 = _broadcast_pair(x1, x2)
+
     def unit(x: Any) -> Any:
         norm = apply_op("p_norm", {"X": x}, {"porder": 2.0, "axis": [int(axis)], "keepdim": True,
                                              "reduce_all": False})

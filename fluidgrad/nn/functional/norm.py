@@ -26,9 +26,9 @@ def _write_back(target: Any, value: Any) -> None:
         target.set_value(value)
 
 
-def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any, bias: Any, training: bool = False,
-               momentum: float = 0.9, epsilon: float = 1e-5, data_format: str = "NCHW",
-               use_global_stats: bool | None = None) -> Any:
+def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any = None, bias: Any = None,
+               training: bool = False, momentum: float = 0.9, epsilon: float = 1e-5, data_format: str = "NCHW",
+               use_global_stats: bool | None = None, name: str | None = None) -> Any:
     """Normalise over every axis but the channel axis (1, or the last one for NLC / NHWC / NDHWC).
     Training uses batch statistics and updates running = momentum * running + (1 - momentum) *
     batch (unbiased variance, as PyTorch); otherwise the running statistics are used.
@@ -96,7 +96,7 @@ def sync_batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any, bi
 
 
 def layer_norm(x: Any, normalized_shape: int | Sequence[int], weight: Any = None, bias: Any = None,
-               epsilon: float = 1e-5) -> Any:
+               epsilon: float = 1e-5, name: str | None = None) -> Any:
     """Normalise over the trailing `normalized_shape` axes of x."""
     dims = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
     if list(x.shape[len(x.shape) - len(dims):]) != [int(d) for d in dims]:
