@@ -119,55 +119,87 @@ class PyLayer:
         return wrapped[0] if single else tuple(wrapped)
 
 
-def jacobian(ys: Any, xs: Any, batch_axis: int | None = None, create_graph: bool = False) -> Any:
+def _batch_size(function: str, batch_axis: int | None, *tensors: Tensor) -> int | None:
+    """The batch size shared by the tensors' axis 0 when batch_axis is 0; None without a batch axis."""
+    if batch_axis is None:
+        return None
+    if batch_axis != 0:
+        raise ValueError(f"{function}: batch_axis must be None or 0 (Paddle's), got {batch_axis!r}")
+    sizes = [t.shape[0] if len(t.shape) else None for t in tensors]
+    if None in sizes or len(set(sizes)) != 1:
+        raise ValueError(f"{function}: with batch_axis=0, ys and xs need one size on axis 0, got shapes "
+                         f"{[list(t.shape) for t in tensors]}")
+    return sizes[0]
+
+
+def _jacobian_rows(ys: Tensor, xs: list[Tensor], batch: int | None, create_graph: bool) -> list[list[Tensor]]:
+    """For each element of ys (of each sample's ys when batched), its gradient with respect to every x:
+    one backward pass each, the graph kept between them; a batched pass seeds that element in
+    every sample at once (the samples are independent, as Paddle assumes)."""
+    per_sample = tuple(ys.shape[1:]) if batch is not None else tuple(ys.shape)
+    count = int(np.prod(per_sample, dtype=np.int64))
+    if ys.stop_gradient:   # ys does not depend on anything that needs a gradient: all zeros
+        return [[Tensor(np.zeros(x.shape, x.dtype)) for x in xs] for _ in range(count)]
+    rows = []
+    for index in range(count):
+        seed = np.zeros((batch if batch is not None else 1, count), ys.dtype)
+        seed[:, index] = 1
+        found = grad([ys], xs, grad_outputs=[Tensor(seed.reshape(ys.shape))], retain_graph=True,
+                     create_graph=create_graph, allow_unused=True)
+        rows.append([g if g is not None else Tensor(np.zeros(x.shape, x.dtype)) for g, x in zip(found, xs)])
+    return rows
+
+
+def jacobian(ys: Tensor, xs: Tensor | list[Tensor], batch_axis: int | None = None,
+             create_graph: bool = False) -> Tensor | tuple[Tensor, ...]:
     """d ys / d xs of eager Tensors, of shape ys.shape + xs.shape (torch.autograd.functional.jacobian;
-    paddle.autograd.jacobian, here as a Tensor): one backward pass per element of ys, the graph
-    kept between them. `create_graph` makes the result differentiable (hessian uses it). A ys
-    that does not depend on xs gives zeros, as PyTorch. A list or tuple of xs gives a tuple of
-    Jacobians, one per input; a list or tuple of ys a tuple over ys (of tuples, for several xs)."""
-    if batch_axis is not None:
-        raise NotImplementedError("jacobian: batch_axis is not supported; give one sample, or loop")
-    many_xs, many_ys = isinstance(xs, (list, tuple)), isinstance(ys, (list, tuple))
-    x_list, y_list = list(xs) if many_xs else [xs], list(ys) if many_ys else [ys]
-    if not all(isinstance(t, Tensor) for t in x_list + y_list) or not x_list or not y_list:
-        raise TypeError(f"jacobian: ys and xs must be eager Tensors (or lists of them), got "
-                        f"{type(ys).__name__} and {type(xs).__name__}")
-    for x in x_list:
-        if x.stop_gradient:
-            raise ValueError("jacobian: xs has stop_gradient=True, so nothing is differentiated with respect to it")
-    per_y = [_jacobians(y, x_list, create_graph) for y in y_list]
-    per_y = [tuple(row) if many_xs else row[0] for row in per_y]
-    return tuple(per_y) if many_ys else per_y[0]
-
-
-def _jacobians(ys: Tensor, xs: list[Tensor], create_graph: bool) -> list[Tensor]:
-    """d ys / d x for each x of xs, one backward pass per element of ys."""
-    size = max(int(np.prod(ys.shape, dtype=np.int64)), 0)
-    rows: list[list[Tensor]] = [[] for _ in xs]
-    for index in range(size if not ys.stop_gradient else 0):
-        seed = np.zeros(ys.shape, ys.dtype)
-        seed.flat[index] = 1
-        found = grad([ys], xs, grad_outputs=[Tensor(seed)], retain_graph=True, create_graph=create_graph,
-                     allow_unused=True)
-        for x, row, kept in zip(xs, found, rows):
-            kept.append(row if row is not None else Tensor(np.zeros(x.shape, x.dtype)))
-    if ys.stop_gradient or not size:  # ys does not depend on anything that needs a gradient
-        return [Tensor(np.zeros(tuple(ys.shape) + tuple(x.shape), x.dtype)) for x in xs]
-    return [reshape(stack(kept), list(ys.shape) + list(x.shape)) for x, kept in zip(xs, rows)]
+    paddle.autograd.jacobian, here as a Tensor); a list of xs gives a tuple, one per x, and a list
+    of ys a tuple over ys. A ys that does not depend on xs gives zeros, as PyTorch. With
+    batch_axis=0, axis 0 of ys and xs is a batch of independent samples and the result is each
+    sample's Jacobian, [B] + ys.shape[1:] + xs.shape[1:]. One backward pass per element of ys (of
+    one sample), the graph kept between them. `create_graph` makes the result differentiable."""
+    if isinstance(ys, (list, tuple)):   # several ys: a tuple over ys (of tuples, for several xs)
+        if not ys:
+            raise TypeError("jacobian: ys is an empty list")
+        return tuple(jacobian(y, xs, batch_axis, create_graph) for y in ys)
+    several = isinstance(xs, (list, tuple))
+    xs_list = list(xs) if several else [xs]
+    if not isinstance(ys, Tensor) or not all(isinstance(x, Tensor) for x in xs_list):
+        raise TypeError(f"jacobian: ys and xs must be eager Tensors, got {type(ys).__name__} and "
+                        f"{', '.join(type(x).__name__ for x in xs_list)}")
+    if any(x.stop_gradient for x in xs_list):
+        raise ValueError("jacobian: xs has stop_gradient=True, so nothing is differentiated with respect to it")
+    batch = _batch_size("jacobian", batch_axis, ys, *xs_list)
+    rows = _jacobian_rows(ys, xs_list, batch, create_graph)
+    lead = [batch] if batch is not None else []
+    ys_rest = list(ys.shape[1:] if batch is not None else ys.shape)
+    results = []
+    for position, x in enumerate(xs_list):
+        x_rest = list(x.shape[1:] if batch is not None else x.shape)
+        if not rows:
+            results.append(Tensor(np.zeros(lead + ys_rest + x_rest, x.dtype)))
+            continue
+        stacked = stack([row[position] for row in rows], axis=1 if batch is not None else 0)
+        results.append(reshape(stacked, lead + ys_rest + x_rest))
+    return tuple(results) if several else results[0]
 
 
 def hessian(ys: Tensor, xs: Tensor, batch_axis: int | None = None) -> Tensor:
     """The second derivatives of a one-element ys with respect to xs, of shape xs.shape * 2
-    (torch.autograd.functional.hessian; paddle.autograd.hessian, here as a Tensor). A ys whose
-    gradient is constant (or that ignores xs) gives zeros, as PyTorch."""
-    if not isinstance(ys, Tensor) or int(np.prod(ys.shape, dtype=np.int64)) != 1:
-        raise ValueError(f"hessian: ys must be a Tensor of one element, got shape {list(getattr(ys, 'shape', []))}")
-    if not isinstance(xs, Tensor):
-        raise TypeError(f"hessian: xs must be an eager Tensor, got {type(xs).__name__}")
-    if ys.stop_gradient:
-        first = None
-    else:
-        first, = grad([ys], [xs], create_graph=True, retain_graph=True, allow_unused=True)
-    if first is None:
-        return Tensor(np.zeros(tuple(xs.shape) * 2, xs.dtype))
+    (torch.autograd.functional.hessian; paddle.autograd.hessian, here as a Tensor). With
+    batch_axis=0, ys holds one value per sample ([B] or [B, 1]) and the result is each sample's
+    Hessian, [B] + xs.shape[1:] * 2. A ys linear in xs (or not depending on them) gives zeros."""
+    if not isinstance(ys, Tensor) or not isinstance(xs, Tensor):
+        raise TypeError(f"hessian: ys and xs must be eager Tensors, got {type(ys).__name__} and {type(xs).__name__}")
+    batch = _batch_size("hessian", batch_axis, ys, xs)
+    per_sample = list(ys.shape[1:]) if batch is not None else list(ys.shape)
+    if int(np.prod(per_sample, dtype=np.int64)) != 1:
+        raise ValueError(f"hessian: ys must be a Tensor of one element{' per sample' if batch is not None else ''}, "
+                         f"got shape {list(ys.shape)}")
+    first = None
+    if not ys.stop_gradient:
+        first, = grad([ys], [xs], grad_outputs=[Tensor(np.ones(ys.shape, ys.dtype))], create_graph=True,
+                      retain_graph=True, allow_unused=True)
+    if first is None:   # ys does not depend on xs
+        first = Tensor(np.zeros(xs.shape, xs.dtype))
     return jacobian(first, xs, batch_axis)

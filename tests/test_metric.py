@@ -40,3 +40,24 @@ def test_bad_shapes_are_refused():
         fg.metric.accuracy(fg.to_tensor(SCORES[:, 0]), fg.to_tensor(LABELS))
     with pytest.raises(ValueError, match=r"label must be \[N, 1\] class ids, got shape \[12, 2\]"):
         fg.metric.accuracy(fg.to_tensor(SCORES), fg.to_tensor(np.zeros((12, 2), "int64")))
+
+
+def test_correct_and_total_outputs_and_n_shaped_labels_in_both_modes(monkeypatch):
+    """Paddle's correct= / total= receive the counts; [N] labels work in a program too."""
+    expected_correct = int(round(_expected(2) * len(LABELS)))
+    main = fg.Program()
+    with fg.program_guard(main, fg.Program()):
+        scores = fg.static.data("scores", [None, 5], "float32")
+        labels = fg.static.data("labels", [None], "int64")
+        correct = fg.static.data("correct", [1], "int32")
+        total = fg.static.data("total", [1], "int64")
+        rate = fg.metric.accuracy(scores, labels, k=2, correct=correct, total=total)
+    values = fg.Executor().run(main, feed={"scores": SCORES, "labels": LABELS[:, 0]}, fetch_list=[rate, correct, total])
+    assert float(values[0][0]) == pytest.approx(_expected(2))
+    assert values[1].tolist() == [expected_correct] and values[2].tolist() == [len(LABELS)]
+    assert values[1].dtype == np.int32 and values[2].dtype == np.int64
+    monkeypatch.setattr(fg.framework.program, "_guard_depth", 0)   # eager outside the suite's program_guard
+    correct, total = fg.to_tensor(np.zeros(1, "int32")), fg.to_tensor(np.zeros(1, "int32"))
+    rate = fg.metric.accuracy(fg.to_tensor(SCORES), fg.to_tensor(LABELS), k=2, correct=correct, total=total)
+    assert float(rate) == pytest.approx(_expected(2))
+    assert correct.numpy().tolist() == [expected_correct] and total.numpy().tolist() == [len(LABELS)]

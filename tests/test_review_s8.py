@@ -793,8 +793,6 @@ def test_batch_norm_without_scale_and_shift():
 
 
 # ---------------------------------------------------------------- sampling
-@pytest.mark.xfail(strict=True, reason="fluidgrad.multinomial and fluidgrad.bernoulli (paddle / torch: sampling tokens "
-                   "from a language model's softmax, random masks) are missing")
 def test_multinomial_and_bernoulli_sample_from_their_support():
     fg.seed(0)
     probs = fg.to_tensor(np.array([[0.0, 0.3, 0.7], [1.0, 0.0, 0.0]], "float32"))
@@ -942,8 +940,6 @@ _OPTIMIZERS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="fluidgrad.optimizer has only SGD, Momentum, Adam and AdamW: RMSProp, Adagrad, "
-                   "Adamax and Adadelta (Paddle 2 and PyTorch both have them) are missing")
 @pytest.mark.parametrize("name", sorted(_OPTIMIZERS))
 def test_other_optimizers_match_torch(name):
     rng = np.random.default_rng(0)

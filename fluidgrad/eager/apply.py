@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..framework import Variable
-from ..framework.errors import FluidgradError, IndexRangeError
+from ..framework.errors import FluidgradError, IndexRangeError, InvalidValueError
 from .infer import attr_key, cache_key, key_or_none, run_rule
 from .mode import all_default, state
 from .node import _CALLS, CustomOp, OpCall, new_node, op_call, record_node
@@ -56,7 +56,7 @@ def _kernel_error(call: OpCall, args: list, attrs: dict, exc: Exception) -> Exce
     message = f"op {call.type} failed in eager mode on inputs {', '.join(parts)} attrs {shown}: " \
               f"{type(exc).__name__}: {exc}"
     kind = exc.__class__ if isinstance(exc, FluidgradError) else IndexRangeError if isinstance(exc, IndexError) \
-        else FluidgradError
+        else InvalidValueError if isinstance(exc, ValueError) else FluidgradError
     try:
         return kind(message)
     except TypeError:

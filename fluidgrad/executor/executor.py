@@ -6,7 +6,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..framework import Block, Program, Variable, default_main_program
-from ..framework.errors import ExecutionError, FluidgradError, IndexRangeError
+from ..framework.errors import ExecutionError, FluidgradError, IndexRangeError, InvalidValueError
 from ..ops import random as random_ops
 from . import control_flow
 from .memory import RunStats, live_bytes
@@ -187,7 +187,8 @@ def _locate(plan: Plan, exc: Exception) -> ExecutionError:
             return f"{name} (shape {list(value.shape)}, {value.dtype})"
         return name
     inputs = "; ".join(f"{slot}: {', '.join(describe(n) for n in names)}" for slot, names in op.inputs.items())
-    kind = IndexRangeError if isinstance(exc, IndexError) else ExecutionError
+    kind = IndexRangeError if isinstance(exc, IndexError) else InvalidValueError if isinstance(exc, ValueError) \
+        else ExecutionError
     return kind(f"op #{op_index} ({op.type}, {op.role} op, block {plan.block.idx}) failed: "
                           f"{type(exc).__name__}: {exc} [inputs {inputs}]")
 

@@ -1,6 +1,6 @@
 """The IR: Program, Block, Operator, Variable. No NumPy, no executor, no eager concerns here."""
-from .errors import (DTypeError, ExecutionError, FluidgradError, IndexRangeError, NanInfError, NoGradientError,
-                     ShapeError)
+from .errors import (DTypeError, ExecutionError, FluidgradError, IndexRangeError, InvalidValueError, NanInfError,
+                     NoGradientError, ShapeError)
 from .names import (EMPTY_VAR_NAME, GRAD_SUFFIX, RENAME_SUFFIX, grad_var_name, unique_name,
                     unique_name_guard)
 from .grad_builder import GradBuilder, OpDesc, StaticGradBuilder, get_grad_op_desc

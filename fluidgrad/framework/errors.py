@@ -27,3 +27,8 @@ class NanInfError(ExecutionError):
 
 class IndexRangeError(ExecutionError, IndexError):
     """An integer index out of range, found when the op ran (its message names index, axis and size)."""
+
+
+class InvalidValueError(ExecutionError, ValueError):
+    """Input values an op refuses, found when it ran (probabilities outside [0, 1], a row of zeros
+    to sample from): the ValueError a NumPy or PyTorch user expects, naming the op."""

@@ -283,7 +283,7 @@ def _check_index(ctx):
 def _gather_infer(ctx):
     _check_index(ctx)
     shape = list(ctx.shape("X"))
-    axis = normalize_axis(ctx, ctx.attr("axis"), len(shape))
+    axis = axis_of(ctx, ctx.attr("axis"), len(shape))   # a 0-D X has no axis to gather along
     out = shape[:axis] + list(ctx.shape("Index")) + shape[axis + 1:]
     ctx.set_output("Out", out, ctx.dtype("X"))
 

@@ -1,4 +1,5 @@
-"""Random tensors (Paddle's `paddle.rand`, `randn`, `randint`, `randperm`, `uniform`, `normal`).
+"""Random tensors (Paddle's `paddle.rand`, `randn`, `randint`, `randperm`, `uniform`, `normal`) and
+draws from given probabilities (`multinomial`, `bernoulli`).
 
 They draw from the generator `fluidgrad.seed` resets (or a program's `random_seed`, or their own
 non-zero `seed`; see ops/random.py). Like `fluidgrad.full` they return Tensors, except inside
@@ -8,11 +9,13 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ..dispatch import apply_op
 from ..framework import normalize_dtype
+from ..functions import full_like
 from ..framework.dtypes import get_default_dtype
 from ..indexing import create
 
-__all__ = ["rand", "randn", "standard_normal", "randint", "randperm", "uniform", "normal"]
+__all__ = ["bernoulli", "multinomial", "rand", "randn", "standard_normal", "randint", "randperm", "uniform", "normal"]
 
 
 def _sizes(caller: str, shape: Any) -> list[int]:
@@ -86,3 +89,18 @@ def randperm(n: int, dtype: Any = "int64", name: str | None = None) -> Any:
     if name_ not in ("int32", "int64", "float32", "float64"):
         raise TypeError(f"randperm: dtype must be int32, int64, float32 or float64, got {name_}")
     return create("randperm", {"n": int(n), "dtype": name_, "seed": 0})
+
+
+def multinomial(x: Any, num_samples: int = 1, replacement: bool = False, name: str | None = None) -> Any:
+    """num_samples category indices (int64) per row of x (1-D, or 2-D: one distribution per row),
+    drawn with probabilities proportional to x's non-negative entries (paddle.multinomial,
+    torch.multinomial); without replacement no category repeats within a row."""
+    return apply_op("multinomial", {"X": x}, {"num_samples": int(num_samples), "replacement": bool(replacement),
+                                              "seed": 0})
+
+
+def bernoulli(x: Any, p: float | None = None, name: str | None = None) -> Any:
+    """1 with probability x (or with probability p everywhere, when given), else 0, per element,
+    in x's dtype (paddle.bernoulli, torch.bernoulli). No gradient flows back to x."""
+    probabilities = x if p is None else full_like(x, float(p))
+    return apply_op("bernoulli", {"X": probabilities}, {"seed": 0})

@@ -1,0 +1,106 @@
+"""Optimizers with per-coordinate rates: RMSProp, Adagrad, Adamax, Adadelta (Paddle 2's names and
+arguments; `lr=` and parameters first also work, as for every fluidgrad optimizer).
+
+Each names its update op (ops/optim_adaptive.py) and its accumulators; the base class does the
+rest the same way for all: static `minimize()` appends the op per parameter, eager `step()`
+runs its kernel, `state_dict()` saves the accumulators, `weight_decay` is L2 added to the
+gradient and ParamAttr(learning_rate=...) / parameter groups scale the rate per parameter.
+The updates follow torch.optim's formulas (see the ops for where Paddle places epsilon).
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from ..lr import LRScheduler
+from ..nn.clip import GradientClipBase
+from .optimizer import Optimizer
+
+
+def _check(owner: str, **bounds: tuple[float, float, float]) -> None:
+    """Each value must lie in [low, high) (high None: no upper bound)."""
+    for name, (value, low, high) in bounds.items():
+        if not (low <= value and (high is None or value < high)):
+            raise ValueError(f"{owner}: {name} must lie in [{low}, {'inf' if high is None else high}), got {value}")
+
+
+class RMSProp(Optimizer):
+    """Divides the rate by a running root mean square of the gradients (rho: its decay); centered
+    subtracts the running mean gradient's square; momentum accumulates the scaled steps."""
+
+    op_type = "rmsprop"
+
+    def __init__(self, learning_rate: float | LRScheduler | None = None, rho: float = 0.95, epsilon: float = 1e-6,
+                 momentum: float = 0.0, centered: bool = False, parameters: Iterable[Any] | None = None,
+                 weight_decay: float | None = None, grad_clip: GradientClipBase | None = None,
+                 name: str | None = None, *, lr: float | LRScheduler | None = None) -> None:
+        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name, lr=lr)
+        _check("RMSProp", rho=(rho, 0.0, 1.0), epsilon=(epsilon, 0.0, None), momentum=(momentum, 0.0, None))
+        self.rho, self.epsilon, self.momentum, self.centered = float(rho), float(epsilon), float(momentum), \
+            bool(centered)
+        # accumulators an option leaves unused are one-element placeholders (see the op)
+        self.accumulators = {"MeanSquare": (0.0, "param"), "MeanGrad": (0.0, "param" if centered else "scalar"),
+                             "Moment": (0.0, "param" if momentum else "scalar")}
+
+    def update_attrs(self) -> dict[str, Any]:
+        return {"rho": self.rho, "epsilon": self.epsilon, "momentum": self.momentum, "centered": self.centered}
+
+
+class Adagrad(Optimizer):
+    """Divides the rate by the root of each coordinate's summed squared gradients (which start at
+    initial_accumulator_value)."""
+
+    op_type = "adagrad"
+
+    def __init__(self, learning_rate: float | LRScheduler | None = None, epsilon: float = 1e-6,
+                 parameters: Iterable[Any] | None = None, weight_decay: float | None = None,
+                 grad_clip: GradientClipBase | None = None, name: str | None = None,
+                 initial_accumulator_value: float = 0.0, *, lr: float | LRScheduler | None = None) -> None:
+        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name, lr=lr)
+        _check("Adagrad", epsilon=(epsilon, 0.0, None), initial_accumulator_value=(initial_accumulator_value, 0.0,
+                                                                                     None))
+        self.epsilon, self.initial_accumulator_value = float(epsilon), float(initial_accumulator_value)
+        self.accumulators = {"Moment": (self.initial_accumulator_value, "param")}
+
+    def update_attrs(self) -> dict[str, Any]:
+        return {"epsilon": self.epsilon}
+
+
+class Adamax(Optimizer):
+    """Adam with the running maximum of |g| (decaying by beta2) in place of the root mean square."""
+
+    op_type = "adamax"
+
+    def __init__(self, learning_rate: float | LRScheduler | None = None, beta1: float = 0.9, beta2: float = 0.999,
+                 epsilon: float = 1e-8, parameters: Iterable[Any] | None = None, weight_decay: float | None = None,
+                 grad_clip: GradientClipBase | None = None, name: str | None = None, *,
+                 lr: float | LRScheduler | None = None) -> None:
+        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name, lr=lr)
+        _check("Adamax", beta1=(beta1, 0.0, 1.0), beta2=(beta2, 0.0, 1.0), epsilon=(epsilon, 0.0, None))
+        self.beta1, self.beta2, self.epsilon = float(beta1), float(beta2), float(epsilon)
+        # Beta1Pow starts at beta1**1: the first step's bias correction
+        self.accumulators = {"Moment": (0.0, "param"), "InfNorm": (0.0, "param"), "Beta1Pow": (self.beta1, "scalar")}
+
+    def update_attrs(self) -> dict[str, Any]:
+        return {"beta1": self.beta1, "beta2": self.beta2, "epsilon": self.epsilon}
+
+
+class Adadelta(Optimizer):
+    """Steps of sqrt(E[dx^2] + eps) / sqrt(E[g^2] + eps) * g times the rate (rho: the decay of both
+    running averages); Paddle's default rate is 0.001, PyTorch's 1.0."""
+
+    op_type = "adadelta"
+
+    def __init__(self, learning_rate: float | LRScheduler | None = None, epsilon: float = 1e-6, rho: float = 0.95,
+                 parameters: Iterable[Any] | None = None, weight_decay: float | None = None,
+                 grad_clip: GradientClipBase | None = None, name: str | None = None, *,
+                 lr: float | LRScheduler | None = None) -> None:
+        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name, lr=lr)
+        _check("Adadelta", rho=(rho, 0.0, 1.0), epsilon=(epsilon, 0.0, None))
+        self.rho, self.epsilon = float(rho), float(epsilon)
+        self.accumulators = {"AvgSquaredGrad": (0.0, "param"), "AvgSquaredUpdate": (0.0, "param")}
+
+    def update_attrs(self) -> dict[str, Any]:
+        return {"rho": self.rho, "epsilon": self.epsilon}
+
+
+__all__ = ["Adadelta", "Adagrad", "Adamax", "RMSProp"]
