@@ -310,8 +310,6 @@ def test_adamw_apply_decay_param_fun():
     np.testing.assert_allclose(layer.weight.numpy(), weight_before * (1 - 0.1 * 0.5), rtol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="nn.Conv2D(..., padding_mode='reflect' / 'replicate' / 'circular') raises "
-                   "ValueError 'only padding_mode=zeros is supported'; torch.nn.Conv2d and paddle.nn.Conv2D take all four")
 @pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
 def test_conv2d_padding_modes(mode):
     x0 = np.random.default_rng(0).standard_normal((1, 2, 5, 5)).astype("float32")
