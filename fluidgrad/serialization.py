@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import safetensors
@@ -47,38 +48,57 @@ class Format1Dict(dict):
     zero_d_as_shape_1 = True
 
 
-def save(obj: Any, path: str | os.PathLike) -> None:
-    """Save a state dict (nested dicts/lists of Tensors, arrays, numbers, strings, None)."""
+def save(obj: Any, path: str | os.PathLike | BinaryIO) -> None:
+    """Save a state dict (nested dicts/lists of Tensors, arrays, numbers, strings, None) to a
+    path (atomically) or to a binary file object such as io.BytesIO (as paddle.save / torch.save)."""
     arrays: dict[str, np.ndarray] = {}
     structure = _encode(obj, arrays, "state")
     metadata = {"format": _FORMAT, _STRUCTURE_KEY: json.dumps(structure, sort_keys=True)}
-    atomic_write(path, safetensors.numpy.save(arrays, metadata=metadata))
+    data = safetensors.numpy.save(arrays, metadata=metadata)
+    if hasattr(path, "write"):
+        path.write(data)
+    else:
+        atomic_write(path, data)
 
 
-def load(path: str | os.PathLike) -> Any:
-    """Read what `save` wrote: the same structure, Tensors as Tensors and arrays as arrays. A
-    plain safetensors file (no fluidgrad metadata: `safetensors.numpy.save_file`, PyTorch and
-    Hugging Face checkpoints) gives a dict of its tensors by name, as Tensors."""
-    path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(f"load: {path} does not exist or is not a file")
+def load(path: str | os.PathLike | BinaryIO, return_numpy: bool = False) -> Any:
+    """Read what `save` wrote, from a path or a binary file object: the same structure, Tensors
+    as Tensors and arrays as arrays (every Tensor as a NumPy array with `return_numpy=True`, as
+    paddle.load's). A plain safetensors file (no fluidgrad metadata: `safetensors.numpy.save_file`,
+    PyTorch and Hugging Face checkpoints) gives a dict of its tensors by name, as Tensors."""
+    where = getattr(path, "name", "a file object") if hasattr(path, "read") else Path(path)
     try:
-        with safetensors.safe_open(str(path), framework="numpy") as handle:
-            metadata = handle.metadata() or {}
-            if _STRUCTURE_KEY not in metadata and not str(metadata.get("format", "")).startswith("fluidgrad"):
-                # a plain safetensors file (safetensors' save_file, PyTorch / Hugging Face
-                # checkpoints, whose metadata may say {"format": "pt"}): its tensors by name
-                return {key: to_tensor(handle.get_tensor(key)) for key in handle.keys()}
-            if metadata.get("format") not in (_FORMAT, _FORMAT_ZERO_D_AS_1):
-                raise CheckpointError(f"load: {path} is a safetensors file but not one written by "
-                                      f"fluidgrad.save (format {metadata.get('format')!r})")
-            arrays = {key: handle.get_tensor(key) for key in handle.keys()}
+        metadata, arrays = _read_buffer(path) if hasattr(path, "read") else _read_file(where)
     except CheckpointError:
         raise
     except Exception as exc:  # safetensors' own errors: not safetensors, truncated, bad header
-        raise CheckpointError(f"load: {path} is not a readable fluidgrad state file ({exc})") from None
+        raise CheckpointError(f"load: {where} is not a readable fluidgrad state file ({exc})") from None
+    if _STRUCTURE_KEY not in metadata and not str(metadata.get("format", "")).startswith("fluidgrad"):
+        # a plain safetensors file (safetensors' save_file, PyTorch / Hugging Face checkpoints,
+        # whose metadata may say {"format": "pt"}): its tensors by name
+        return {key: array if return_numpy else to_tensor(array) for key, array in arrays.items()}
+    if metadata.get("format") not in (_FORMAT, _FORMAT_ZERO_D_AS_1):
+        raise CheckpointError(f"load: {where} is a safetensors file but not one written by "
+                              f"fluidgrad.save (format {metadata.get('format')!r})")
     dict_type = Format1Dict if metadata["format"] == _FORMAT_ZERO_D_AS_1 else dict
-    return _decode(json.loads(metadata[_STRUCTURE_KEY]), arrays, path, dict_type)
+    return _decode(json.loads(metadata[_STRUCTURE_KEY]), arrays, where, dict_type, return_numpy)
+
+
+def _read_file(path: Path) -> tuple[dict[str, str], dict[str, np.ndarray]]:
+    if not path.is_file():
+        raise CheckpointError(f"load: {path} does not exist or is not a file")
+    with safetensors.safe_open(str(path), framework="numpy") as handle:
+        return handle.metadata() or {}, {key: handle.get_tensor(key) for key in handle.keys()}
+
+
+def _read_buffer(stream: BinaryIO) -> tuple[dict[str, str], dict[str, np.ndarray]]:
+    """The metadata and arrays of safetensors bytes read from a file object. The metadata is the
+    header's "__metadata__" entry (the format: an 8-byte little-endian header length, then the
+    JSON header), which safetensors' bytes API does not return."""
+    data = stream.read()
+    (length,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + length])
+    return header.get("__metadata__") or {}, safetensors.numpy.load(data)
 
 
 def _encode(obj: Any, arrays: dict[str, np.ndarray], where: str) -> Any:
@@ -120,11 +140,14 @@ def _unique_key(where: str, arrays: dict[str, np.ndarray]) -> str:
     return key
 
 
-def _decode(node: Any, arrays: dict[str, np.ndarray], path: Path, dict_type: type = dict) -> Any:
+def _decode(node: Any, arrays: dict[str, np.ndarray], path: Any, dict_type: type = dict,
+            return_numpy: bool = False) -> Any:
     if not isinstance(node, dict) or len(node) not in (1, 2):
         raise CheckpointError(f"load: {path} has a damaged structure entry {node!r}")
     if "tensor" in node:
         array = _array(node["tensor"], arrays, path)
+        if return_numpy:
+            return array
         if array.dtype.kind in "fc":
             return to_tensor(array, stop_gradient=node.get("stop_gradient", True))
         tensor = to_tensor(array)   # bfloat16: to_tensor refuses a gradient, a bfloat16 parameter has it
@@ -135,15 +158,15 @@ def _decode(node: Any, arrays: dict[str, np.ndarray], path: Path, dict_type: typ
     if "value" in node:
         return node["value"]
     if "dict" in node:
-        return dict_type((key, _decode(value, arrays, path, dict_type)) for key, value in node["dict"])
+        return dict_type((key, _decode(value, arrays, path, dict_type, return_numpy)) for key, value in node["dict"])
     if "list" in node:
-        return [_decode(value, arrays, path, dict_type) for value in node["list"]]
+        return [_decode(value, arrays, path, dict_type, return_numpy) for value in node["list"]]
     if "tuple" in node:
-        return tuple(_decode(value, arrays, path, dict_type) for value in node["tuple"])
+        return tuple(_decode(value, arrays, path, dict_type, return_numpy) for value in node["tuple"])
     raise CheckpointError(f"load: {path} has a damaged structure entry {node!r}")
 
 
-def _array(key: str, arrays: dict[str, np.ndarray], path: Path) -> np.ndarray:
+def _array(key: str, arrays: dict[str, np.ndarray], path: Any) -> np.ndarray:
     try:
         return np.array(arrays[key])  # owned and writable: the caller may train on it
     except KeyError:

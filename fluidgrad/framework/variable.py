@@ -167,7 +167,15 @@ class Variable(MathMixin, TorchHabits):
         return math_mixin._api.assign(self)
 
 
-    # (no `numpy` / `item`: code tells Tensors from Variables by `hasattr(x, "numpy")`)
+    # no `numpy` / `item` methods: code tells Tensors from Variables by `hasattr(x, "numpy")`;
+    # calling them (eager code traced by jit.to_static) gets NoValueError, which hasattr ignores
+    def __getattr__(self, name: str) -> Any:
+        if name in _VALUE_READS:
+            raise NoValueError(f"{name}() of variable {object.__getattribute__(self, 'name')}: a Variable has no "
+                               f"value while the program is built (jit.to_static traces the function once); "
+                               f"compute with fluidgrad ops, or return the value and read it after the call")
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
     def _no_value(self, what: str) -> Any:
         raise TypeError(f"{what} of variable {self.name}: a Variable has no value while the program is built; "
                         f"fetch it with Executor.run(fetch_list=[...]) (inside jit.to_static, return it)")
@@ -182,6 +190,14 @@ class Variable(MathMixin, TorchHabits):
         raise TypeError(f"backward() of variable {self.name}: in a Program the backward is built by "
                         f"fluidgrad.append_backward(loss) or an optimizer's minimize(loss) (inside jit.to_static, "
                         f"call .backward() on the function's result instead)")
+
+
+class NoValueError(TypeError, AttributeError):
+    """x.numpy() / x.item() on a Variable: a TypeError for the user who called it (as int(x) and
+    `if x` give), an AttributeError for `hasattr(x, "numpy")`, which tells Tensors from Variables."""
+
+
+_VALUE_READS = frozenset({"numpy", "item", "tolist"})
 
 
 class Parameter(Variable):

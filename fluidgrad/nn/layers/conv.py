@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...initializer import Constant, KaimingNormal
-from ...ops.geometry import per_axis
+from ...ops.geometry import pad_pairs, per_axis
 from .. import functional as NF
 from ..layer import Layer
 
@@ -13,10 +13,13 @@ __all__ = ['Conv1D', 'Conv2D', 'Conv3D', 'Conv1DTranspose', 'Conv2DTranspose', '
 _LAYOUTS = {1: "NCL", 2: "NCHW", 3: "NCDHW"}
 _CONV = {1: NF.conv1d, 2: NF.conv2d, 3: NF.conv3d}
 _TRANSPOSE = {1: NF.conv1d_transpose, 2: NF.conv2d_transpose, 3: NF.conv3d_transpose}
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 
 class _ConvNd(Layer):
-    """Owns the filter (Kaiming-normal) and the bias (zeros; bias_attr=False: none)."""
+    """Owns the filter (Kaiming-normal) and the bias (zeros; bias_attr=False: none). padding_mode
+    'reflect' / 'replicate' / 'circular' (PyTorch's and Paddle's) pads the input in that mode
+    before a convolution without padding."""
 
     nd = 2
     transposed = False
@@ -26,8 +29,15 @@ class _ConvNd(Layer):
                  bias_attr: Any = None, data_format: str | None = None, output_padding: Any = 0) -> None:
         super().__init__()
         name = type(self).__name__
-        if padding_mode != "zeros":
-            raise ValueError(f"{name}: only padding_mode='zeros' is supported, got {padding_mode!r}")
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(f"{name}: padding_mode must be one of {_PADDING_MODES}, got {padding_mode!r}")
+        self.padding_mode, self._mode_pads = padding_mode, None
+        if padding_mode != "zeros":   # the input padded by F.pad in that mode, then an unpadded convolution
+            if isinstance(padding, str):
+                raise ValueError(f"{name}: padding_mode={padding_mode!r} needs padding as sizes, got {padding!r}")
+            pairs = pad_pairs(padding, self.nd)
+            self._mode_pads = [size for lo, hi in reversed(pairs) for size in (lo, hi)]  # F.pad: last axis first
+            padding = 0
         if in_channels % groups or out_channels % groups:
             raise ValueError(f"{name}: in_channels {in_channels} and out_channels {out_channels} must be "
                              f"divisible by groups {groups}")
@@ -47,6 +57,8 @@ class _ConvNd(Layer):
             return _TRANSPOSE[self.nd](x, self.weight, self.bias, stride=self.stride, padding=self.padding,
                                        output_padding=self.output_padding, dilation=self.dilation,
                                        groups=self.groups, output_size=output_size, data_format=self.data_format)
+        if self._mode_pads is not None:
+            x = NF.pad(x, self._mode_pads, mode=self.padding_mode, data_format=self.data_format)
         return _CONV[self.nd](x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups,
                               self.data_format)
 
