@@ -192,3 +192,17 @@ def test_float_hard_labels_are_refused_not_scored_zero(call, static):
                 fns[call](fg.static.data("x", [2, 3], "float64"), fg.static.data("y", [2], "float32"))
         else:
             fns[call](fg.to_tensor(x), fg.to_tensor(y))
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_soft_labels_with_class_weights_follow_paddle(reduction):
+    """Paddle's rule: each sample's loss times label . weight, the mean over the total of those."""
+    soft = np.abs(logits(6, 4)) + 0.1
+    soft /= soft.sum(-1, keepdims=True)
+
+    def paddle_rule(x, y, w):
+        per_sample = TF.cross_entropy(x, y, reduction="none") * (y @ w)
+        return {"none": per_sample.reshape(-1, 1), "sum": per_sample.sum(),
+                "mean": per_sample.sum() / (y @ w).sum()}[reduction]
+    compare_with_torch(lambda x, y, w: F.cross_entropy(x, y, w, soft_label=True, reduction=reduction), paddle_rule,
+                       {"x": logits(6, 4), "y": soft, "w": R.uniform(0.5, 2.0, size=4)}, wrt=["x", "y"])

@@ -447,9 +447,6 @@ def test_pytorch_optimizer_habits(habit):
     assert _OPTIMIZER_HABITS[habit](opt, layer)
 
 
-@pytest.mark.xfail(strict=True, reason="F.cross_entropy(logits, probabilities, soft_label=True, weight=w) raises "
-                   "'weight is only supported with hard labels'; paddle.nn.functional.cross_entropy weights soft labels "
-                   "(and torch's cross_entropy with class probabilities takes weight=)")
 def test_cross_entropy_with_soft_labels_and_class_weights():
     rng = np.random.default_rng(0)
     logits, soft = rng.standard_normal((6, 4)), rng.dirichlet(np.ones(4), 6)

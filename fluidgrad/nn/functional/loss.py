@@ -125,6 +125,8 @@ def cross_entropy(input: Any, label: Any, weight: Any = None, ignore_index: int 
     """Paddle 2 semantics: `input` are logits (softmax applied inside) unless use_softmax=False,
     in which case `input` are probabilities along the last axis.
 
+    Soft labels with a class `weight` weigh each sample's loss by label . weight, the mean dividing
+    by the total of those (Paddle's rule; PyTorch weighs each class term instead).
     Hard labels ([N, 1] or [N] integers) may carry a class `weight` ([C]) and an `ignore_index`;
     a label equal to `ignore_index` (default -100, as Paddle and PyTorch) adds 0 to the loss and
     nothing to the gradient, and the mean divides by the number (weighted: the total weight) of the
@@ -145,8 +147,8 @@ def _cross_entropy(input: Any, label: Any, weight: Any, ignore_index: int, reduc
                    axis: int, use_softmax: bool, label_smoothing: float) -> Any:
     """cross_entropy with the class axis kept (size 1) in an unreduced loss."""
     _check_reduction(reduction, "cross_entropy")
-    if soft_label and weight is not None:
-        raise ValueError("cross_entropy: weight is only supported with hard labels (soft_label=False)")
+    if soft_label and weight is not None and label_smoothing > 0.0:
+        raise ValueError("cross_entropy: weight with soft labels is not supported together with label_smoothing")
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must lie in [0, 1], got {label_smoothing}")
     axis = axis_of_input("cross_entropy", input, axis, "input")
@@ -158,6 +160,9 @@ def _cross_entropy(input: Any, label: Any, weight: Any, ignore_index: int, reduc
         loss = softmax_with_cross_entropy(input, label, soft_label=soft_label, ignore_index=ignore_index, axis=axis)
     else:
         loss = _probability_cross_entropy(input, label, soft_label, ignore_index, axis)
+    if soft_label and weight is not None:   # Paddle's rule: each sample's loss times label . weight
+        picked = F.sum(F.multiply(label, _along(weight, len(input.shape), axis)), axis=axis, keepdim=True)
+        return _weighted_reduce(loss, picked, reduction, "cross_entropy")
     if soft_label:
         return _reduce(loss, reduction, "cross_entropy")
     if weight is not None:
