@@ -26,6 +26,18 @@ def _write_back(target: Any, value: Any) -> None:
         target.set_value(value)
 
 
+def _channel_last_rows(x: Any, data_format: str, fn: str) -> Any:
+    """x of a channel-last layout as [rows, C], the NC form a per-channel norm works on; None
+    for a channel-first layout."""
+    if not channel_last_of_any_rank(data_format, ("NC",) + _SPATIAL_FIRST, fn):
+        return None
+    channels = x.shape[-1] if len(x.shape) >= 2 else -1
+    if channels < 0:
+        raise ValueError(f"{fn}: data_format {data_format!r} needs input of rank >= 2 with a known "
+                         f"channel axis (the last), got shape {list(x.shape)}")
+    return F.reshape(x, [-1, channels])
+
+
 def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any = None, bias: Any = None,
                training: bool = False, momentum: float = 0.9, epsilon: float = 1e-5, data_format: str = "NCHW",
                use_global_stats: bool | None = None, name: str | None = None) -> Any:
@@ -34,13 +46,10 @@ def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any = None, 
     batch (unbiased variance, as PyTorch); otherwise the running statistics are used.
     use_global_stats (Paddle's) overrides that choice in both phases: True normalises with the
     running statistics, False with the batch's (in eval too, then leaving the running ones as they are)."""
-    if channel_last_of_any_rank(data_format, ("NC",) + _SPATIAL_FIRST, "batch_norm"):
-        channels = x.shape[-1] if len(x.shape) >= 2 else -1
-        if channels < 0:
-            raise ValueError(f"batch_norm: data_format {data_format!r} needs input of rank >= 2 with a known "
-                             f"channel axis (the last), got shape {list(x.shape)}")
-        y = batch_norm(F.reshape(x, [-1, channels]), running_mean, running_var, weight, bias, training, momentum,
-                       epsilon, "NC", use_global_stats)
+    rows = _channel_last_rows(x, data_format, "batch_norm")
+    if rows is not None:
+        y = batch_norm(rows, running_mean, running_var, weight, bias, training, momentum, epsilon, "NC",
+                       use_global_stats)
         return apply_op("reshape_as", {"X": y, "Target": x})
     if weight is None or bias is None:  # no affine part: scale 1, shift 0
         weight = apply_op("fill_any_like", {"X": running_mean}, {"value": 1.0}) if weight is None else weight
@@ -65,13 +74,9 @@ def sync_batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any, bi
     In a world of one it equals batch_norm (which SyncBatchNorm then runs: one fused op)."""
     if not training:
         return batch_norm(x, running_mean, running_var, weight, bias, False, momentum, epsilon, data_format)
-    if channel_last_of_any_rank(data_format, ("NC",) + _SPATIAL_FIRST, "sync_batch_norm"):
-        channels = x.shape[-1] if len(x.shape) >= 2 else -1
-        if channels < 0:
-            raise ValueError(f"sync_batch_norm: data_format {data_format!r} needs input of rank >= 2 with a known "
-                             f"channel axis (the last), got shape {list(x.shape)}")
-        y = sync_batch_norm(F.reshape(x, [-1, channels]), running_mean, running_var, weight, bias, True, momentum,
-                            epsilon, "NC")
+    rows = _channel_last_rows(x, data_format, "sync_batch_norm")
+    if rows is not None:
+        y = sync_batch_norm(rows, running_mean, running_var, weight, bias, True, momentum, epsilon, "NC")
         return apply_op("reshape_as", {"X": y, "Target": x})
     rank = len(x.shape)
     if rank < 2 or x.shape[1] < 0:
