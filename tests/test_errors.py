@@ -326,6 +326,28 @@ def _(state):
     return lambda: fg.nn.functional.binary_cross_entropy(prob, label)
 
 
+@row("loss-input-shapes", "loss inputs whose shapes do not fit together (triplet_margin_loss, gaussian_nll_loss, "
+     "cosine_embedding_loss, ...; at build time)", ValueError,
+     r"triplet_margin_loss: input of shape \[-1, 8\], positive of shape \[-1, 8\], negative of shape \[-1, 6\]: "
+     r"the three must have the same shape")
+def _(state):
+    with fg.program_guard(state.main, state.startup):
+        a, p, n = data("a", [None, 8]), data("p", [None, 8]), data("n", [None, 6])
+
+    def mistake():
+        with fg.program_guard(state.main, state.startup):
+            fg.nn.functional.triplet_margin_loss(a, p, n)
+    return mistake
+
+
+@row("loss-negative-variance", "gaussian_nll_loss given a negative variance (eager; a static program gives NaN "
+     "there)", ValueError, r"gaussian_nll_loss: variance has negative entries")
+def _(state):
+    mean = state.tensors["mean"] = fg.to_tensor(np.zeros((2, 3)))
+    variance = state.tensors["variance"] = fg.to_tensor(np.array([[1.0, -0.5, 1.0], [1.0, 1.0, 2.0]]))
+    return lambda: fg.nn.functional.gaussian_nll_loss(mean, mean, variance)
+
+
 @row("nan-found", "a NaN or Inf while Executor(check_nan_inf=True)", NanInfError,
      r"NaN in the output of op #0 \(log, forward op, block 0\); its inputs: x; outputs: \S+")
 def _(state):

@@ -388,9 +388,6 @@ _LOSSES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="common losses of paddle.nn.functional / torch.nn.functional are missing "
-                   "(AttributeError): square_error_cost (Paddle's fit-a-line tutorial), triplet_margin_loss, "
-                   "cosine_embedding_loss, soft_margin_loss, gaussian_nll_loss, sigmoid_focal_loss, label_smooth")
 @pytest.mark.parametrize("name", sorted(_LOSSES))
 def test_common_losses_exist(name):
     rng = np.random.default_rng(0)

@@ -6,7 +6,7 @@ from typing import Any, Sequence
 from ... import functions as F
 from ...dispatch import apply_op
 
-__all__ = ['linear', 'embedding', 'dropout', 'dropout2d', 'dropout3d', 'pad', 'zeropad2d']
+__all__ = ['linear', 'embedding', 'dropout', 'dropout2d', 'dropout3d', 'pad', 'zeropad2d', 'label_smooth']
 
 
 def linear(x: Any, weight: Any, bias: Any = None, name: str | None = None) -> Any:
@@ -118,3 +118,23 @@ def zeropad2d(x: Any, padding: Any, data_format: str = "NCHW", name: str | None 
     """Zeros around H and W: padding [left, right, top, bottom] (or one int for all four)."""
     sizes = [int(padding)] * 4 if isinstance(padding, int) else padding
     return pad(x, sizes, mode="constant", value=0.0, data_format=data_format)
+
+
+def label_smooth(label: Any, prior_dist: Any = None, epsilon: float = 0.1, name: str | None = None) -> Any:
+    """(1 - epsilon) * label + epsilon * prior_dist for one-hot (or soft) labels [..., C]; the
+    prior is uniform (1 / C) unless given ([1, C] or [C]). Differentiable in both."""
+    if not 0.0 <= epsilon <= 1.0:
+        raise ValueError(f"label_smooth: epsilon must lie in [0, 1], got {epsilon}")
+    if len(label.shape) == 0:
+        raise ValueError("label_smooth: label must have a class axis (shape [..., C]), got shape []")
+    classes = label.shape[-1]
+    if prior_dist is not None:
+        if prior_dist.shape[-1] not in (classes, -1) and classes != -1 or len(prior_dist.shape) > 2 \
+                or len(prior_dist.shape) == 2 and prior_dist.shape[0] not in (1, -1):
+            raise ValueError(f"label_smooth: prior_dist of shape {list(prior_dist.shape)} does not fit label of "
+                             f"shape {list(label.shape)} (expected [1, {classes}] or [{classes}])")
+        return F.add(F.scale(label, 1.0 - epsilon), F.scale(prior_dist, epsilon))
+    if classes >= 0:
+        return F.scale(label, 1.0 - epsilon, epsilon / classes) if classes else F.scale(label, 1.0 - epsilon)
+    uniform = F.divide(F.full_like(label, epsilon), F.sum(F.ones_like(label), axis=-1, keepdim=True))
+    return F.add(F.scale(label, 1.0 - epsilon), uniform)   # the class count known only at run time

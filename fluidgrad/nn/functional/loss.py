@@ -7,16 +7,20 @@ weight of the counted elements), "sum" or "none".
 """
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
 from ... import functions as F
-from ...dispatch import apply_op, axis_of_input
+from ...dispatch import apply_op, axis_of_input, is_tensor
 from ...framework import DTypeError
+from ...tensor.search import where
+from .spellings import either
 
 __all__ = ['softmax_with_cross_entropy', 'cross_entropy', 'nll_loss', 'mse_loss', 'l1_loss', 'smooth_l1_loss',
            'huber_loss', 'binary_cross_entropy', 'binary_cross_entropy_with_logits', 'kl_div',
-           'margin_ranking_loss', 'cosine_similarity']
+           'margin_ranking_loss', 'cosine_similarity', 'square_error_cost', 'soft_margin_loss', 'gaussian_nll_loss',
+           'sigmoid_focal_loss']
 
 
 def softmax_with_cross_entropy(logits: Any, label: Any, soft_label: bool = False, ignore_index: int = -100,
@@ -60,6 +64,26 @@ def _refuse_another_shape(fn: str, input: Any, label: Any, input_name: str = "in
         raise ValueError(f"{fn}: label of shape {list(label.shape)} differs from {input_name} of shape "
                          f"{list(input.shape)}; they must be the same (reshape the label, e.g. "
                          f"label.reshape({list(input.shape)}))")
+
+
+def _broadcastable(*shapes: Any) -> bool:
+    """Whether shapes broadcast together (NumPy's rule); -1 (unknown until run time) fits any size."""
+    rank = max(len(s) for s in shapes)
+    for axis in range(1, rank + 1):
+        sizes = {s[-axis] for s in shapes if len(s) >= axis and s[-axis] not in (1, -1)}
+        if len(sizes) > 1:
+            return False
+    return True
+
+
+def _describe(**tensors: Any) -> str:
+    return ", ".join(f"{name} of shape {list(t.shape)}" for name, t in tensors.items())
+
+
+def _refuse_unbroadcastable(fn: str, **tensors: Any) -> None:
+    """A clear error naming the loss, before an elementwise op's own (which names only the op)."""
+    if not _broadcastable(*(t.shape for t in tensors.values())):
+        raise ValueError(f"{fn}: {_describe(**tensors)} do not broadcast together")
 
 
 def _warn_another_shape(fn: str, input: Any, label: Any) -> None:
@@ -348,3 +372,110 @@ def cosine_similarity(x1: Any, x2: Any, axis: int = 1, eps: float = 1e-8) -> Any
                                              "reduce_all": False})
         return F.divide(x, _clip(norm, min=float(eps)))
     return F.sum(F.multiply(unit(x1), unit(x2)), axis=axis)
+
+
+def square_error_cost(input: Any, label: Any) -> Any:
+    """(input - label)**2 elementwise, unreduced (Paddle's fit-a-line loss; PyTorch's
+    mse_loss(reduction='none')). A label of another shape broadcasts, with a warning as mse_loss."""
+    _refuse_unbroadcastable("square_error_cost", input=input, label=label)
+    _warn_another_shape("square_error_cost", input, label)
+    return F.square(F.subtract(input, label))
+
+
+def soft_margin_loss(input: Any, label: Any = None, reduction: str = "mean", name: str | None = None, *,
+                     target: Any = None) -> Any:
+    """log(1 + exp(-label * input)) for labels in {1, -1}, as the one op log_sigmoid (stable for
+    any margin: no exp overflow), reduced by `reduction`."""
+    fn = "soft_margin_loss"
+    label = either(fn, "label", label, None, "target", target)
+    _check_reduction(reduction, fn)
+    _refuse_unbroadcastable(fn, input=input, label=label)
+    _warn_another_shape(fn, input, label)
+    loss = F.scale(apply_op("log_sigmoid", {"X": F.multiply(label, input)}), -1.0)
+    return _reduce(loss, reduction, fn)
+
+
+def _same_size(a: int, b: int) -> bool:
+    return a == b or -1 in (a, b)
+
+
+def _fit_variance(fn: str, input: Any, variance: Any) -> Any:
+    """PyTorch's rule: a variance shaped like input (heteroscedastic), or like input without its
+    last axis, or like input with one axis of size 1 where input's is not (homoscedastic)."""
+    ishape, vshape = list(input.shape), list(variance.shape)
+    if len(ishape) == len(vshape) and all(map(_same_size, ishape, vshape)):
+        return variance
+    if len(vshape) == len(ishape) - 1 and all(map(_same_size, ishape[:-1], vshape)):
+        return F.unsqueeze(variance, -1)
+    if len(ishape) == len(vshape):
+        differing = [v for i, v in zip(ishape, vshape) if not _same_size(i, v)]
+        if differing == [1]:
+            return variance
+    raise ValueError(f"{fn}: {_describe(variance=variance)} does not fit {_describe(input=input)}: expected "
+                     f"input's shape, input's without its last axis, or input's with one axis of size 1")
+
+
+def _refuse_negative(fn: str, variance: Any) -> Any:
+    """Eager: a ValueError for a negative variance, as PyTorch. Static (no values yet): NaN
+    where the variance is negative, added to the loss, instead of a finite wrong answer."""
+    if is_tensor(variance):
+        if (variance.numpy() < 0).any():
+            raise ValueError(f"{fn}: variance has negative entries")
+        return F.zeros_like(variance)
+    negative = F.less_than(variance, F.zeros_like(variance))
+    return where(negative, F.full_like(variance, math.nan), F.zeros_like(variance))
+
+
+def gaussian_nll_loss(input: Any, label: Any = None, variance: Any = None, full: bool = False,
+                      epsilon: float = 1e-6, reduction: str = "mean", name: str | None = None, *,
+                      target: Any = None, var: Any = None, eps: float | None = None) -> Any:
+    """0.5 (log v + (input - label)^2 / v) (+ 0.5 log(2 pi) with `full`), v the variance clamped
+    at `epsilon`. The clamp passes the gradient straight through to the variance, as PyTorch's
+    (which clamps outside autograd): a variance below epsilon still learns. `variance` may be a
+    Python number (one variance for all); a negative one is an error."""
+    fn = "gaussian_nll_loss"
+    label = either(fn, "label", label, None, "target", target)
+    variance = either(fn, "variance", variance, None, "var", var)
+    epsilon = either(fn, "epsilon", epsilon, 1e-6, "eps", eps)
+    _check_reduction(reduction, fn)
+    if isinstance(variance, (int, float)):
+        if variance < 0:
+            raise ValueError(f"{fn}: variance has negative entries (got {variance})")
+        variance = F.full_like(input, float(variance))
+    _refuse_unbroadcastable(fn, input=input, label=label)
+    variance = _fit_variance(fn, input, variance)
+    unclamped = F.add(F.subtract(_clip(variance, min=float(epsilon)), variance), _refuse_negative(fn, variance))
+    clamped = F.add(variance, unclamped.detach())
+    loss = F.scale(F.add(F.log(clamped), F.divide(F.square(F.subtract(input, label)), clamped)), 0.5)
+    if full:
+        loss = F.scale(loss, 1.0, 0.5 * math.log(2 * math.pi))
+    return _reduce(loss, reduction, fn)
+
+
+def sigmoid_focal_loss(logit: Any = None, label: Any = None, normalizer: Any = None, alpha: float = 0.25,
+                       gamma: float = 2.0, reduction: str = "sum", name: str | None = None, *,
+                       inputs: Any = None, targets: Any = None) -> Any:
+    """The focal loss of logits: alpha_t (1 - p_t)^gamma times the binary cross-entropy, p_t the
+    sigmoid's probability of the label (0 or 1), alpha_t = alpha for 1 and 1 - alpha for 0;
+    divided by `normalizer` (e.g. the number of positives) when given. Paddle's signature and
+    default reduction ('sum'); torchvision's inputs= / targets= also work, and its alpha < 0
+    (no class weighting)."""
+    fn = "sigmoid_focal_loss"
+    logit = either(fn, "logit", logit, None, "inputs", inputs)
+    label = either(fn, "label", label, None, "targets", targets)
+    _check_reduction(reduction, fn)
+    _refuse_another_shape(fn, logit, label, "logit")
+    if normalizer is not None and len(normalizer.shape) > 1:
+        raise ValueError(f"{fn}: normalizer must be a scalar ([] or [1]), got {_describe(normalizer=normalizer)}")
+    if not str(label.dtype).startswith(("float", "bfloat")):
+        label = F.cast(label, logit.dtype)
+    loss = binary_cross_entropy_with_logits(logit, label, reduction="none")
+    if gamma != 0:
+        p = F.sigmoid(logit)
+        p_t = F.add(F.multiply(p, label), F.multiply(F.scale(p, -1.0, 1.0), F.scale(label, -1.0, 1.0)))
+        loss = F.multiply(loss, F.pow(F.scale(p_t, -1.0, 1.0), float(gamma)))
+    if alpha >= 0:
+        loss = F.multiply(loss, F.scale(label, 2.0 * alpha - 1.0, 1.0 - alpha))   # alpha y + (1 - alpha)(1 - y)
+    if normalizer is not None:
+        loss = F.divide(loss, normalizer)
+    return _reduce(loss, reduction, fn)

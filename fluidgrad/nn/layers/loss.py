@@ -4,10 +4,13 @@ from __future__ import annotations
 from typing import Any
 
 from .. import functional as NF
+from ..functional.spellings import either
 from ..layer import Layer
 
 __all__ = ['CrossEntropyLoss', 'NLLLoss', 'MSELoss', 'L1Loss', 'SmoothL1Loss', 'HuberLoss', 'BCELoss',
-           'BCEWithLogitsLoss', 'KLDivLoss', 'MarginRankingLoss', 'CosineSimilarity', 'CTCLoss']
+           'BCEWithLogitsLoss', 'KLDivLoss', 'MarginRankingLoss', 'CosineSimilarity', 'CTCLoss', 'PairwiseDistance',
+           'TripletMarginLoss', 'TripletMarginWithDistanceLoss', 'CosineEmbeddingLoss', 'SoftMarginLoss',
+           'GaussianNLLLoss']
 
 
 class CrossEntropyLoss(Layer):
@@ -144,3 +147,73 @@ class CTCLoss(Layer):
     def forward(self, log_probs: Any, labels: Any, input_lengths: Any, label_lengths: Any,
                 norm_by_times: bool = False) -> Any:
         return NF.ctc_loss(log_probs, labels, input_lengths, label_lengths, self.blank, self.reduction, norm_by_times)
+
+
+class PairwiseDistance(Layer):
+    """The Layer form of `nn.functional.pairwise_distance` (PyTorch's eps= also taken)."""
+
+    def __init__(self, p: float = 2.0, epsilon: float = 1e-6, keepdim: bool = False, name: str | None = None, *,
+                 eps: float | None = None) -> None:
+        super().__init__()
+        self.p, self.keepdim = p, keepdim
+        self.epsilon = either("PairwiseDistance", "epsilon", epsilon, 1e-6, "eps", eps)
+
+    def forward(self, x: Any, y: Any) -> Any:
+        return NF.pairwise_distance(x, y, self.p, self.epsilon, self.keepdim)
+
+
+class TripletMarginLoss(Layer):
+    """The Layer form of `nn.functional.triplet_margin_loss` (PyTorch's eps= also taken)."""
+
+    def __init__(self, margin: float = 1.0, p: float = 2.0, epsilon: float = 1e-6, swap: bool = False,
+                 reduction: str = "mean", name: str | None = None, *, eps: float | None = None) -> None:
+        super().__init__()
+        self.margin, self.p, self.swap, self.reduction = margin, p, swap, reduction
+        self.epsilon = either("TripletMarginLoss", "epsilon", epsilon, 1e-6, "eps", eps)
+
+    def forward(self, input: Any, positive: Any, negative: Any) -> Any:
+        return NF.triplet_margin_loss(input, positive, negative, self.margin, self.p, self.epsilon, self.swap,
+                                      self.reduction)
+
+
+class TripletMarginWithDistanceLoss(Layer):
+    """The Layer form of `nn.functional.triplet_margin_with_distance_loss`."""
+
+    def __init__(self, distance_function: Any = None, margin: float = 1.0, swap: bool = False,
+                 reduction: str = "mean", name: str | None = None) -> None:
+        super().__init__()
+        self.distance_function, self.margin, self.swap, self.reduction = distance_function, margin, swap, reduction
+
+    def forward(self, input: Any, positive: Any, negative: Any) -> Any:
+        return NF.triplet_margin_with_distance_loss(input, positive, negative, self.distance_function, self.margin,
+                                                    self.swap, self.reduction)
+
+
+class CosineEmbeddingLoss(Layer):
+    """The Layer form of `nn.functional.cosine_embedding_loss`."""
+
+    def __init__(self, margin: float = 0.0, reduction: str = "mean", name: str | None = None) -> None:
+        super().__init__()
+        self.margin, self.reduction = margin, reduction
+
+    def forward(self, input1: Any, input2: Any, label: Any) -> Any:
+        return NF.cosine_embedding_loss(input1, input2, label, self.margin, self.reduction)
+
+
+class SoftMarginLoss(_PairLoss):
+    """The Layer form of `nn.functional.soft_margin_loss`."""
+
+    function = staticmethod(NF.soft_margin_loss)
+
+
+class GaussianNLLLoss(Layer):
+    """The Layer form of `nn.functional.gaussian_nll_loss` (PyTorch's eps= also taken)."""
+
+    def __init__(self, full: bool = False, epsilon: float = 1e-6, reduction: str = "mean", name: str | None = None,
+                 *, eps: float | None = None) -> None:
+        super().__init__()
+        self.full, self.reduction = full, reduction
+        self.epsilon = either("GaussianNLLLoss", "epsilon", epsilon, 1e-6, "eps", eps)
+
+    def forward(self, input: Any, label: Any, variance: Any) -> Any:
+        return NF.gaussian_nll_loss(input, label, variance, self.full, self.epsilon, self.reduction)
