@@ -18,3 +18,4 @@ from .attention import *  # noqa: F401,F403
 from .sampling import *  # noqa: F401,F403
 from .ctc import *  # noqa: F401,F403
 from .distance_loss import *  # noqa: F401,F403
+from .sequence import *  # noqa: F401,F403
