@@ -62,12 +62,11 @@ def launched() -> bool:
 
 
 def bind_to_core() -> int | None:
-    """Bind this rank to one core when asked (`FLUIDGRAD_BIND=1`; `fluidgrad launch` sets it
-    unless it is set already): the node's rank r (MPI's `MPI_LOCALRANKID`) goes to the r-th of the
-    cores this process may use, when the node's ranks (`MPI_LOCALNRANKS`) are no more than those
-    cores. Returns the core, or None (the rank left free to move). Why: the scheduler otherwise
-    moves ranks between cores, and each move leaves the rank's caches behind (measured in
-    docs/distributed.md)."""
+    """Bind this rank to one core when asked (`FLUIDGRAD_BIND=1`; default 0, off): the node's rank
+    r (MPICH's `MPI_LOCALRANKID`) goes to the r-th of the cores this process may use, when the
+    node's ranks (`MPI_LOCALNRANKS`) are no more than those cores. Returns the core, or None (the
+    rank left free to move). Off by default: on this project's 2-core machine binding measured no
+    better (docs/distributed.md, "Binding ranks to cores")."""
     value = os.environ.get("FLUIDGRAD_BIND", "0")
     if value not in ("0", "1"):
         raise ValueError(f"FLUIDGRAD_BIND must be 0 or 1, got {value!r}")
