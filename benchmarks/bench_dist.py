@@ -155,6 +155,7 @@ class Contender(NamedTuple):
     # window (placement, the default) or copied there by the op (comm_split.ACTIVATIONS_IN_PLACE)
     activations_in_place: bool = True
     pinned: bool = False  # each rank bound to one core during its blocks (rank r -> core r), else free to move
+    stream_sharded: bool = False  # sharded buckets: the peer's part streamed into the row (comm_shards.STREAM_PEER_PART)
 
 
 # the 2-rank contenders, one line each; bucket size 0 MB = one all-reduce per parameter
@@ -173,6 +174,9 @@ CONTENDERS = {
     # each rank sums and updates half of the bucket (ZeRO-1 on one node)
     "bucketed, sharded update": Contender(dp_optimizer(25.0, sharding=True, **NO_SPLIT), dp_sharded(25.0)),
     "per-parameter, sharded update": Contender(dp_optimizer(0.0, sharding=True, **NO_SPLIT), dp_sharded(0.0)),
+    # the same, the peer's part of the row written with streaming stores (no placement into the row)
+    "bucketed, sharded update, streamed": Contender(dp_optimizer(25.0, sharding=True, **NO_SPLIT), None,
+                                                    stream_sharded=True),
     # no gradient all-reduce: each rank computes its rows of the weight gradients over both ranks'
     # activations in shared memory (split_grads=True), then SGD on every rank from the shared averages ...
     "split weight gradients": Contender(dp_optimizer(25.0, split_grads=True), None),
@@ -270,11 +274,12 @@ def on_path(world: World, contender: Contender, step: Callable[[], Any]) -> Call
         os.sched_setaffinity(0, cores)
         world.allreduce_path = contender.path
         comm_split.ACTIVATIONS_IN_PLACE = contender.activations_in_place
+        comm_shards.STREAM_PEER_PART = contender.stream_sharded
         try:
             with comm_stream.STREAM.use(contender.stream):
                 step()
         finally:
-            comm_split.ACTIVATIONS_IN_PLACE = True
+            comm_split.ACTIVATIONS_IN_PLACE, comm_shards.STREAM_PEER_PART = True, False
     return run
 
 
