@@ -66,7 +66,7 @@ def bind_to_core() -> int | None:
     r (MPICH's `MPI_LOCALRANKID`) goes to the r-th of the cores this process may use, when the
     node's ranks (`MPI_LOCALNRANKS`) are no more than those cores. Returns the core, or None (the
     rank left free to move). Off by default: on this project's 2-core machine binding measured no
-    better (docs/distributed.md, "Binding ranks to cores")."""
+    better (docs/distributed.md, "Session 10")."""
     value = os.environ.get("FLUIDGRAD_BIND", "0")
     if value not in ("0", "1"):
         raise ValueError(f"FLUIDGRAD_BIND must be 0 or 1, got {value!r}")
