@@ -156,6 +156,7 @@ class Contender(NamedTuple):
     activations_in_place: bool = True
     pinned: bool = False  # each rank bound to one core during its blocks (rank r -> core r), else free to move
     stream_sharded: bool = False  # sharded buckets: the peer's part streamed into the row (comm_shards.STREAM_PEER_PART)
+    stream_params: bool = False  # split, sharded: this rank's rows of the parameters streamed (comm_split.STREAM_PARAMS)
 
 
 # the 2-rank contenders, one line each; bucket size 0 MB = one all-reduce per parameter
@@ -191,6 +192,9 @@ CONTENDERS = {
         dp_optimizer(25.0, split_grads=True), None, stream=False, activations_in_place=False),
     "split weight gradients, sharded update, activations copied, ordinary stores": Contender(
         dp_optimizer(25.0, sharding=True, split_grads=True), None, stream=False, activations_in_place=False),
+    # the same, this rank's rows of the parameters written with streaming stores
+    "split weight gradients, sharded update, parameters streamed": Contender(
+        dp_optimizer(25.0, sharding=True, split_grads=True), None, stream_params=True),
     # the ranks bound to one core each (os.sched_setaffinity) during these blocks; every other
     # block runs with the ranks free to move between the cores
     "no all-reduce, ranks pinned": Contender(alone, alone, pinned=True),
@@ -275,11 +279,13 @@ def on_path(world: World, contender: Contender, step: Callable[[], Any]) -> Call
         world.allreduce_path = contender.path
         comm_split.ACTIVATIONS_IN_PLACE = contender.activations_in_place
         comm_shards.STREAM_PEER_PART = contender.stream_sharded
+        comm_split.STREAM_PARAMS = contender.stream_params
         try:
             with comm_stream.STREAM.use(contender.stream):
                 step()
         finally:
             comm_split.ACTIVATIONS_IN_PLACE, comm_shards.STREAM_PEER_PART = True, False
+            comm_split.STREAM_PARAMS = False
     return run
 
 
@@ -893,25 +899,27 @@ def print_states(results: dict[str, list[list[float]]]) -> None:
         for name in (ONE_RANK, *CONTENDERS):
             if f"{mode}|{name}" not in results:
                 continue
-            times, _, _, probed = (np.array(x) for x in results[f"{mode}|{name}"])
+            times, _, work, probed = (np.array(x) for x in results[f"{mode}|{name}"])
             row = [mode, name if name == ONE_RANK else f"2 ranks, {name}"]
             for far in (False, True):
                 chosen = times[(probed >= FAR) == far]
                 counts[far] = counts.get(far, 0) + len(chosen)
                 if not len(chosen):
-                    row += ["-", "-", "0"]
+                    row += ["-", "-", "-", "0"]
                     continue
                 step = float(np.median(chosen))
+                cpu = float(np.median(work[(probed >= FAR) == far]))
                 base.setdefault(far, step)
-                row += [f"{step * 1e3:.2f}", f"{step / base[far]:.2f}x" if far in base else "-", str(len(chosen))]
+                row += [f"{step * 1e3:.2f}", f"{step / base[far]:.2f}x" if far in base else "-", f"{cpu * 1e3:.2f}",
+                        str(len(chosen))]
             rows.append(row)
     probes = np.concatenate([np.array(v[3]) for k, v in results.items() if not k.startswith("allreduce|")])
     share = counts.get(True, 0) / max(1, counts.get(True, 0) + counts.get(False, 0))
     print_table(f"the same steps by the state of the cores, probed before each block: rewriting {CrossCoreProbe.PROBE_BYTES >> 10} KB "
                 f"the peer read costs {np.percentile(probes, 10):.1f}x-{np.percentile(probes, 90):.1f}x a private "
                 f"write (10th-90th percentile), far (>= {FAR:g}x) in {share:.0%} of the steps",
-                ["mode", "ranks / all-reduce", "near: step ms", "near: vs 1 rank", "near: steps",
-                 "far: step ms", "far: vs 1 rank", "far: steps"], rows)
+                ["mode", "ranks / all-reduce", "near: step ms", "near: vs 1 rank", "near: cpu ms", "near: steps",
+                 "far: step ms", "far: vs 1 rank", "far: cpu ms", "far: steps"], rows)
 
 
 # assumed links for the projection: (alpha seconds per message, beta seconds per byte)

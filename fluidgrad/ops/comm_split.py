@@ -46,6 +46,10 @@ from .placement import Destination, is_placed
 # window (placement, OpDef.offer_reads); off: copied there by the op (read when a plan is compiled
 # and at every offer)
 ACTIVATIONS_IN_PLACE = True
+# c_split_sgd on one node: this rank's rows of the parameters written with streaming stores
+# (comm_stream.stream_sgd: the peer read them in its forward pass); off by default (measured:
+# docs/distributed.md, session 10); read at each step
+STREAM_PARAMS = False
 
 
 def own_rows(n: int, rank: int, nranks: int) -> tuple[int, int]:
@@ -244,8 +248,9 @@ def split_update(world: Any, key: str, xs: Sequence[np.ndarray], ys: Sequence[np
                  what: str, placed: Sequence[Destination | None] | None = None) -> list[list[np.ndarray]]:
     """Each rank's rows of the averaged gradients, and at once the update of those rows of each
     state (the parameters first, then e.g. the velocities; `states`: node-copy keys and the
-    scope's arrays) in the node's copies, published by one barrier. `update(grad, scale, *parts)`
-    updates flat parts in place from the gradient times `scale` (the average's 1/p, applied inside
+    scope's arrays) in the node's copies, published by one barrier. `update(grad, scale, *parts,
+    stream=False)` updates flat parts in place from the gradient times `scale` (with `stream`, the
+    parameters through streaming stores, `grad` overwritten; the average's 1/p, applied inside
     the update's pass: X and Y are published unscaled, so that their producers may write them in
     place, `placed`; for a power-of-two world size the same bits as scaling Y). Returns each
     state's tensors (views of its copy). Across nodes or in a world of one: every rank sums the
@@ -279,7 +284,7 @@ def split_update(world: Any, key: str, xs: Sequence[np.ndarray], ys: Sequence[np
     compute_own_rows(shared, counts, biases, layout, rank, world.size, run, lambda j, lo, hi: scratch[n + j])
     for t, grad in enumerate(scratch):
         first, last = _flat_rows(layout, t, rank, world.size)
-        update(grad.reshape(-1), scale, *[c.flat[first:last] for c in copies])
+        update(grad.reshape(-1), scale, *[c.flat[first:last] for c in copies], stream=STREAM_PARAMS)
     barrier(copies[0], what)
     return [c.views(layout) for c in copies]
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from . import comm_split, fused_shards
+from . import comm_split, comm_stream, fused_shards
 from .comm import get_world
 from .registry import NO_GRADIENT, register_op
 
@@ -132,8 +132,9 @@ def _split_sgd_kernel(xs, ys, params, learning_rate, biases=(), reduce="avg", ke
                       ring_id=0, placed=None):
     lr = _learning_rate(learning_rate)
 
-    def update(grad, scale, param):
-        fused_shards.sgd_summed(grad, param, lr, decay, scale)
+    def update(grad, scale, param, stream=False):
+        if not (stream and comm_stream.stream_sgd(grad, 1 if scale is None else scale, param, lr, decay)):
+            fused_shards.sgd_summed(grad, param, lr, decay, scale)
     (out,) = _split_update("c_split_sgd", xs, ys, biases, reduce, key, copy, nranks, [("", params)], update, placed)
     return out
 
@@ -142,7 +143,7 @@ def _split_momentum_kernel(xs, ys, params, velocities, learning_rate, biases=(),
                            nranks=1, decay=0.0, mu=0.9, use_nesterov=False, ring_id=0, placed=None):
     lr = _learning_rate(learning_rate)
 
-    def update(grad, scale, param, velocity):
+    def update(grad, scale, param, velocity, stream=False):
         fused_shards.momentum_summed(grad, param, velocity, lr, mu, decay, use_nesterov, scale)
     out, velocity_out = _split_update("c_split_momentum", xs, ys, biases, reduce, key, copy, nranks,
                                       [("", params), (".velocity", velocities)], update, placed)
@@ -155,7 +156,7 @@ def _split_adam_kernel(xs, ys, params, moment1, moment2, beta1_pow, beta2_pow, l
     lr = _learning_rate(learning_rate)
     b1_pow, b2_pow = _learning_rate(beta1_pow[0]), _learning_rate(beta2_pow[0])  # equal for every parameter
 
-    def update(grad, scale, param, m1, m2):
+    def update(grad, scale, param, m1, m2, stream=False):
         fused_shards.adam_summed(grad, param, m1, m2, lr, beta1, beta2, b1_pow, b2_pow, epsilon, decay, weight_decay,
                                  scale)
     out, m1_out, m2_out = _split_update("c_split_adam", xs, ys, biases, reduce, key, copy, nranks,

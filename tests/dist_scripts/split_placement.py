@@ -8,7 +8,8 @@ Cases: the private-parameter split (X placed, Y copied and scaled) and the shard
 and Adam (X and Y placed, the 1/2 applied in the update), relu and tanh layers, a fixed batch and
 one changing size (a batch of another size than the last is copied as before). Rank 0 writes per
 case whether the bits match, which values the plan places and how many of the op's inputs were
-found in place over the run.
+found in place over the run; and how far the sharded SGD with its parameter rows written with
+streaming stores (comm_split.STREAM_PARAMS) ends from the same training without.
 """
 from __future__ import annotations
 
@@ -87,9 +88,19 @@ def main(out_path):
                                for a, b in zip(placed_values, copied_values))
                     name = f"{opt}-{'sharded' if sharding else 'default'}-{act}-{'vary' if vary else 'fixed'}"
                     cases[name] = {"same": same, "placed": placed, "found": found, "found_copied": found_copied}
+    # the sharded SGD writing this rank's parameter rows with streaming stores: the same training
+    # to rounding (its compiled loop may contract the update differently)
+    case = {"opt": "sgd", "sharding": True, "act": "relu", "vary": False}
+    comm_split.STREAM_PARAMS = True
+    streamed_values, _, _ = train(case, True)
+    comm_split.STREAM_PARAMS = False
+    plain_values, _, _ = train(case, True)
+    streamed_diff = max(float(np.max(np.abs(a - b)) / (np.max(np.abs(b)) + 1e-30))
+                        for a, b in zip(streamed_values, plain_values))
     if get_world().rank == 0:
         with open(out_path, "w") as f:
-            json.dump({"world": get_world().size, "shared": get_world().shares_memory(), "cases": cases}, f)
+            json.dump({"world": get_world().size, "shared": get_world().shares_memory(), "cases": cases,
+                       "streamed_params_diff": streamed_diff}, f)
 
 
 if __name__ == "__main__":
