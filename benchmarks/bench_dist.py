@@ -3,6 +3,8 @@
     python benchmarks/bench_dist.py [--rounds 20] [--launches 3] [--block 10]
     python benchmarks/bench_dist.py --phases     # the static step split into its parts
     python benchmarks/bench_dist.py --ops        # CPU time per kind of op, every static contender
+    python benchmarks/bench_dist.py --only "bucketed" --only "bucketed, ranks pinned"   # only these
+                                                 # (beside "1 rank" and "no all-reduce"; also with --ops, --phases)
 
 Weak scaling, one BLAS thread per rank (`fluidgrad launch` sets it): what a user training one
 model sees per step on 1 rank (plain training, no data-parallel wrapper) and on 2 ranks (batch
@@ -51,6 +53,11 @@ groups. The second table splits every row by that probe. Shared rows are written
 stores by default (ops/comm_stream.py), which take no ownership of the lines first; "bucketed,
 ordinary stores" is the same path with ordinary stores and placement (the weight gradients'
 GEMMs writing into the row), as before.
+Session 10's contenders: the split weight gradients' activations placed by their producers (the
+default) or copied ("activations copied", with streaming or ordinary stores), their parameter rows
+streamed; the sharded buckets' peer part streamed; the ranks bound to one core each ("ranks
+pinned": os.sched_setaffinity switched per block, so pinned and free blocks alternate in the same
+processes). The second table gives rank 0's CPU time per step in each state of the cores too.
 Goal: 2-rank step <= 1.1x the 1-rank step (90% weak-scaling efficiency); bucketed < per-parameter.
 """
 from __future__ import annotations
