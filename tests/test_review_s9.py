@@ -318,10 +318,6 @@ def test_conv2d_padding_modes(mode):
                                rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.xfail(strict=True, reason="nn.LSTM / GRU (x, sequence_length=lengths), how Paddle 2 runs a padded batch of "
-                   "sentences, raises 'sequence_length is not supported; pad and mask instead'; the outputs past each "
-                   "length should be zero and the final states those at each sequence's last step (torch: "
-                   "pack_padded_sequence)")
 @pytest.mark.parametrize("kind", ["LSTM", "GRU"])
 def test_rnn_with_sequence_lengths(kind):
     rng = np.random.default_rng(0)
@@ -435,9 +431,6 @@ _OPTIMIZER_HABITS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="a PyTorch user's optimizer habits are missing (AttributeError): "
-                   "opt.load_state_dict(ckpt['opt']) (the checkpoint guide's own pairing with model.load_state_dict), "
-                   "opt.add_param_group (unfreezing layers while fine-tuning), opt.state")
 @pytest.mark.parametrize("habit", sorted(_OPTIMIZER_HABITS))
 def test_pytorch_optimizer_habits(habit):
     layer = fg.nn.Sequential(fg.nn.Linear(2, 2), fg.nn.Linear(2, 1))
