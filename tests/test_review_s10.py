@@ -65,10 +65,6 @@ def test_linalg_norm_over_two_axes_is_the_matrix_norm(p):
 
 
 # ---------------------------------------------------------------- set_value keeps the caller's array
-@pytest.mark.xfail(strict=True, reason="Tensor.set_value(array) keeps the caller's ndarray as the parameter's "
-                   "storage, so loading weights through one reused buffer (buf[...] = read(); "
-                   "layer.weight.set_value(buf)) leaves every layer with the last values written; Paddle's "
-                   "set_value and torch's p.copy_(torch.from_numpy(a)) copy")
 def test_set_value_copies_the_callers_array():
     first, second = fg.nn.Linear(2, 2), fg.nn.Linear(2, 2)
     buffer = np.empty((2, 2), "float32")

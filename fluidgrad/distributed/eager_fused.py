@@ -169,7 +169,7 @@ def update_bucket(rule: Rule, params: list[Tensor], offsets: list[int], owns: li
         if in_place:
             _record_modification(param)  # a retained graph that read the old value refuses, as after set_value
         else:
-            param.set_value(value)
+            param._take_array(value)
 
 
 def _writable(array: np.ndarray) -> bool:
