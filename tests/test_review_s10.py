@@ -149,10 +149,6 @@ _TORCH_POSITIONAL = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="torch's positional calls fail with messages that name neither the function "
-                   "nor the argument: fg.transpose(x, 0, 1) raises \"'int' object is not iterable\", fg.max(x, y) "
-                   "\"int() takes a tensor of one element\"; expected torch's result or an error naming the "
-                   "function and what it wants (a perm list; fg.maximum for two tensors)")
 @pytest.mark.parametrize("call", sorted(_TORCH_POSITIONAL))
 def test_torch_positional_calls_work_or_say_what_is_wrong(call):
     fn, words = _TORCH_POSITIONAL[call]
