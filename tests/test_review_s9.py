@@ -431,9 +431,6 @@ _OPTIMIZER_HABITS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="a PyTorch user's optimizer habits are missing (AttributeError): "
-                   "opt.load_state_dict(ckpt['opt']) (the checkpoint guide's own pairing with model.load_state_dict), "
-                   "opt.add_param_group (unfreezing layers while fine-tuning), opt.state")
 @pytest.mark.parametrize("habit", sorted(_OPTIMIZER_HABITS))
 def test_pytorch_optimizer_habits(habit):
     layer = fg.nn.Sequential(fg.nn.Linear(2, 2), fg.nn.Linear(2, 1))
@@ -515,9 +512,6 @@ def test_save_and_load_to_a_buffer_and_as_numpy(tmp_path):
     assert again["step"] == 7
 
 
-@pytest.mark.xfail(strict=True, reason="there is no fg.Model / fg.metric.Accuracy: Paddle 2's quick start "
-                   "(paddle.Model(net).prepare(optimizer, loss, paddle.metric.Accuracy()).fit(dataset, epochs, "
-                   "batch_size)) fails with AttributeError on its first line")
 def test_high_level_model_fit_and_evaluate():
     rng = np.random.default_rng(0)
     features = rng.standard_normal((32, 4)).astype("float32")
