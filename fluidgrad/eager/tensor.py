@@ -255,6 +255,8 @@ class Tensor(MathMixin, TorchHabits):
     def _take_array(self, array: np.ndarray, what: str = "set_value") -> None:
         """`array` (of this shape and dtype, made for this tensor, e.g. an optimizer update) becomes
         the value, without a copy."""
+        if type(array) is not np.ndarray:   # NumPy's arithmetic on 0-d arrays gives scalars
+            array = np.asarray(array)
         if array.shape != self.data.shape:
             raise ValueError(f"{what}: tensor {self.name or ''} has shape {list(self.shape)}, "
                              f"the new value has shape {list(array.shape)}")
