@@ -354,9 +354,6 @@ _LAYER_HABITS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="a PyTorch user's Layer habits are missing (AttributeError): model.modules() / "
-                   "named_modules() (the usual init loop), model.zero_grad(), model.double(), requires_grad_(False), "
-                   "add_module, register_parameter")
 @pytest.mark.parametrize("habit", sorted(_LAYER_HABITS))
 def test_pytorch_layer_habits(habit):
     model = fg.nn.Sequential(fg.nn.Linear(2, 3), fg.nn.ReLU(), fg.nn.Linear(3, 1))

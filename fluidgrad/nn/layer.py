@@ -22,7 +22,7 @@ import numpy as np
 from ..eager.tensor import Tensor
 from ..executor import CPUPlace
 from ..framework import ParamAttr, Variable, normalize_dtype, optimize_options, unique_name
-from ..framework.dtypes import get_default_dtype
+from ..framework.dtypes import get_default_dtype, is_float
 from ..initializer import Constant, Initializer, XavierUniform
 from ..ops.registry import get_op_def
 
@@ -169,19 +169,61 @@ class Layer:
         self._param_counts[kind] += 1
         return create_parameter(shape, dtype or self._dtype, attr, is_bias, default_initializer, name=name)
 
+    def _check_new_entry(self, method: str, name: Any, registry: OrderedDict) -> None:
+        """The checks PyTorch and Paddle make before registering `name`: a non-empty string
+        without '.', not already a plain attribute (or an entry of another kind). An attribute
+        holding None is free: layers write `self.bias = None` for an absent parameter."""
+        self._registries()
+        if not isinstance(name, str):
+            raise TypeError(f"{type(self).__name__}.{method}: the name must be a string, got {type(name).__name__}")
+        if not name or "." in name:
+            raise KeyError(f"{type(self).__name__}.{method}: the name must be a non-empty string without '.', "
+                           f"got {name!r}")
+        if getattr(self, name, None) is not None and name not in registry:
+            raise KeyError(f"{type(self).__name__}.{method}: attribute {name!r} already exists")
+
     def add_parameter(self, name: str, parameter: Tensor | None) -> Tensor | None:
-        if parameter is not None:
-            parameter.persistable = True
+        """Register `parameter` (a Tensor, made persistable) or None (a declared but absent
+        parameter: left out of `parameters()` and `state_dict()`) under `name`."""
+        self._check_new_entry("add_parameter", name, self._parameters)
+        if parameter is None:
+            self._parameters[name] = None
+            object.__setattr__(self, name, None)
+            return None
+        if not isinstance(parameter, Tensor):
+            raise TypeError(f"{type(self).__name__}.add_parameter: {name!r} must be a parameter Tensor or None, "
+                            f"got {type(parameter).__name__}")
+        if not parameter.is_leaf:
+            raise ValueError(f"{type(self).__name__}.add_parameter: {name!r} is the result of an operation (not a "
+                             f"leaf); create parameters with create_parameter and compute from them in forward()")
+        parameter.persistable = True
         setattr(self, name, parameter)
-        if parameter is not None:
-            self._parameters[name] = parameter
+        self._parameters[name] = parameter
         return parameter
 
-    def add_sublayer(self, name: str, sublayer: "Layer") -> "Layer":
-        if not isinstance(sublayer, Layer):
+    def register_parameter(self, name: str, param: Tensor | None) -> None:
+        """PyTorch's name for `add_parameter` (None allowed)."""
+        self.add_parameter(name, param)
+
+    def add_sublayer(self, name: str, sublayer: "Layer | None") -> "Layer | None":
+        """Register `sublayer` (or None: a declared but absent sublayer) under `name`."""
+        if sublayer is not None and not isinstance(sublayer, Layer):
             raise TypeError(f"add_sublayer: {name} must be a Layer, got {type(sublayer).__name__}")
-        setattr(self, str(name), sublayer)
+        name = str(name)
+        if sublayer is None:
+            _, _, layers = self._registries()
+            self.__dict__.get("_parameters", {}).pop(name, None)
+            self.__dict__.get("_buffers", {}).pop(name, None)
+            layers[name] = None
+            object.__setattr__(self, name, None)
+            return None
+        setattr(self, name, sublayer)
         return sublayer
+
+    def add_module(self, name: str, module: "Layer | None") -> None:
+        """PyTorch's name for `add_sublayer`, with its checks (a new name, or a sublayer's)."""
+        self._check_new_entry("add_module", name, self._registries()[2])
+        self.add_sublayer(name, module)
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistable: bool = True) -> None:
         """A non-trainable state Tensor (e.g. BatchNorm's running mean): in `buffers()` and moved
@@ -228,28 +270,44 @@ class Layer:
     def buffers(self, include_sublayers: bool = True) -> list[Tensor]:
         return [b for _, b in self.named_buffers(include_sublayers=include_sublayers)]
 
-    def _named_layers(self, prefix: str, include_sublayers: bool) -> Iterator[tuple[str, "Layer"]]:
-        """This layer, then every sublayer depth-first in registration order (each once)."""
+    def _named_layers(self, prefix: str, include_sublayers: bool, memo: set | None = None,
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, "Layer"]]:
+        """This layer, then every sublayer depth-first in registration order: each once, unless
+        `remove_duplicate` is False (then once per path); layers in `memo` are skipped, with
+        everything below them, and the ones yielded are added to it."""
         stack: list[tuple[str, Layer]] = [(prefix, self)]
-        seen: set[int] = set()
+        seen = set() if memo is None else memo
         while stack:
             name, layer = stack.pop()
-            if id(layer) in seen:
+            if layer in seen:
                 continue
-            seen.add(id(layer))
+            if remove_duplicate:
+                seen.add(layer)
             yield name, layer
             if include_sublayers:
                 children = [(f"{name}.{n}" if name else n, sub) for n, sub in layer._sub_layers.items()
                             if sub is not None]
                 stack.extend(reversed(children))
 
-    def named_sublayers(self, prefix: str = "", include_self: bool = False) -> Iterator[tuple[str, "Layer"]]:
-        for name, layer in self._named_layers(prefix, True):
+    def named_sublayers(self, prefix: str = "", include_self: bool = False,
+                        layers_set: set | None = None) -> Iterator[tuple[str, "Layer"]]:
+        """Paddle's walk: (dotted name, layer) depth-first, each layer once (`layers_set` holds
+        the ones already seen, shared between calls when given)."""
+        for name, layer in self._named_layers(prefix, True, layers_set):
             if layer is not self or include_self:
                 yield name, layer
 
     def sublayers(self, include_self: bool = False) -> list["Layer"]:
         return [layer for _, layer in self.named_sublayers(include_self=include_self)]
+
+    def named_modules(self, memo: set | None = None, prefix: str = "",
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, "Layer"]]:
+        """PyTorch's walk: this layer (named `prefix`) first, then every sublayer depth-first."""
+        return self._named_layers(prefix, True, memo, remove_duplicate)
+
+    def modules(self) -> Iterator["Layer"]:
+        """PyTorch's name for `sublayers(include_self=True)`, as an iterator."""
+        return (layer for _, layer in self.named_modules())
 
     def children(self) -> Iterator["Layer"]:
         return iter(layer for layer in self._sub_layers.values() if layer is not None)
@@ -277,6 +335,21 @@ class Layer:
             param.clear_grad()
 
     clear_grad = clear_gradients
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """PyTorch 2's rule: every parameter's gradient becomes None, or with
+        `set_to_none=False` zeros (the gradient Tensors kept, holding new zero arrays)."""
+        for param in self.parameters():
+            if set_to_none or param.grad is None:
+                param.clear_grad()
+            else:
+                param.grad.data = np.zeros_like(param.grad.data)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Layer":
+        """Freeze (False) or unfreeze (True) every parameter: stop_gradient = not requires_grad."""
+        for param in self.parameters():
+            param.stop_gradient = not bool(requires_grad)
+        return self
 
     def state_dict(self, include_sublayers: bool = True) -> "OrderedDict[str, Tensor]":
         """Parameters and persistable buffers by dotted name (the Tensors themselves, not copies)."""
@@ -353,11 +426,27 @@ class Layer:
         if dtype is not None:
             dtype = normalize_dtype(dtype)
             for tensor in list(self.parameters()) + self.buffers():
-                if tensor.data.dtype.kind == "f":
+                if is_float(tensor.dtype):
                     tensor.data = tensor.data.astype(dtype)
             for layer in self.sublayers(include_self=True):
                 object.__setattr__(layer, "_dtype", dtype)
         return self
+
+    def double(self) -> "Layer":
+        """PyTorch's cast: floating parameters and buffers to float64 (in place); returns self."""
+        return self.to(dtype="float64")
+
+    def float(self) -> "Layer":
+        """Floating parameters and buffers to float32 (in place); returns self."""
+        return self.to(dtype="float32")
+
+    def half(self) -> "Layer":
+        """PyTorch's cast: floating parameters and buffers to float16 (all of them, BatchNorm's too)."""
+        return self.to(dtype="float16")
+
+    def bfloat16(self) -> "Layer":
+        """PyTorch's cast: floating parameters and buffers to bfloat16 (all of them, BatchNorm's too)."""
+        return self.to(dtype="bfloat16")
 
     # ---- calling
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:

@@ -1,0 +1,155 @@
+"""A PyTorch user's Layer habits (modules / named_modules, zero_grad, double / float, requires_grad_,
+add_module, register_parameter), Sequential as a mutable list, load_state_dict(assign=True) and the
+Transformer layers' parameter names. The same steps on torch.nn (2.13) are the oracle."""
+import numpy as np
+import pytest
+import torch
+
+import fluidgrad as fg
+
+
+def _tree(nn):
+    """The same nesting in both libraries: a shared layer reached twice, a nested Sequential."""
+    shared = nn.Linear(3, 3)
+    block = nn.Sequential(shared, nn.ReLU())
+    return nn.Sequential(nn.Linear(2, 3), block, shared, nn.Sequential(nn.Tanh(), nn.Linear(3, 1)))
+
+
+def _kinds(named):
+    """(name, class name) pairs, so the two libraries' walks compare by structure."""
+    return [(name, type(layer).__name__.replace("Tanh", "tanh").lower()) for name, layer in named]
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"prefix": "model"}, {"remove_duplicate": False}])
+def test_named_modules_walks_as_torch(kwargs):
+    ours, theirs = _tree(fg.nn), _tree(torch.nn)
+    assert _kinds(ours.named_modules(**kwargs)) == _kinds(theirs.named_modules(**kwargs))
+    assert len(list(ours.modules())) == len(list(theirs.modules())) == len(ours.sublayers(include_self=True))
+
+
+def test_named_modules_memo_skips_what_it_holds_and_records_what_it_yields():
+    ours, theirs = _tree(fg.nn), _tree(torch.nn)
+    our_memo, their_memo = {ours[1]}, {theirs[1]}
+    assert _kinds(ours.named_modules(our_memo)) == _kinds(theirs.named_modules(their_memo))
+    assert len(our_memo) == len(their_memo) == len(list(ours.modules())) - 1   # all but block's ReLU
+    # Paddle's spelling: named_sublayers(include_self, layers_set) with the same rule
+    seen = {ours[1]}
+    assert [n for n, _ in ours.named_sublayers(include_self=True, layers_set=seen)] == \
+        [n for n, _ in theirs.named_modules({theirs[1]})]
+
+
+def _backward(model, x):
+    fg.sum(model(fg.to_tensor(x))).backward()
+
+
+@pytest.mark.parametrize("set_to_none", [True, False])
+def test_zero_grad_as_torch(set_to_none):
+    x = np.ones((2, 2), "float32")
+    ours = fg.nn.Sequential(fg.nn.Linear(2, 3), fg.nn.ReLU(), fg.nn.Linear(3, 1))
+    theirs = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.ReLU(), torch.nn.Linear(3, 1))
+    _backward(ours, x)
+    theirs(torch.tensor(x)).sum().backward()
+    first = [p.grad.numpy().copy() for p in ours.parameters()]
+    kept = ours[0].weight.grad
+    ours.zero_grad(set_to_none=set_to_none)
+    theirs.zero_grad(set_to_none=set_to_none)
+    for p, q in zip(ours.parameters(), theirs.parameters()):
+        assert (p.grad is None) == (q.grad is None)
+        if q.grad is not None:
+            assert not p.grad.numpy().any() and not q.grad.numpy().any()
+    if not set_to_none:
+        assert ours[0].weight.grad is kept   # the gradient Tensor stays, zeroed
+    _backward(ours, x)                        # the next backward starts afresh, not from the old sums
+    for p, expected in zip(ours.parameters(), first):
+        np.testing.assert_array_equal(p.grad.numpy(), expected)
+
+
+@pytest.mark.parametrize("method, dtype", [("double", "float64"), ("float", "float32"), ("half", "float16"),
+                                           ("bfloat16", "bfloat16")])
+def test_dtype_casts_floating_parameters_and_buffers_and_return_self(method, dtype):
+    model = fg.nn.Sequential(fg.nn.Linear(2, 3), fg.nn.BatchNorm1D(3))
+    model.register_buffer("steps", fg.to_tensor(np.array([3], "int64")))
+    before = model[0].weight
+    assert getattr(model, method)() is model
+    assert model[0].weight is before                 # cast in place: optimizers keep the same Tensors
+    assert {str(p.dtype) for p in model.parameters()} == {dtype}
+    assert {str(b.dtype) for n, b in model.named_buffers() if n != "steps"} == {dtype}
+    assert str(model.steps.dtype) == "int64"        # integer buffers stay
+
+
+def test_double_forward_matches_torch_double():
+    x = np.random.default_rng(0).standard_normal((4, 2))
+    ours = fg.nn.Sequential(fg.nn.Linear(2, 3), fg.nn.Tanh(), fg.nn.Linear(3, 1)).double()
+    theirs = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.Tanh(), torch.nn.Linear(3, 1)).double()
+    for index in (0, 2):
+        ours[index].weight.set_value(theirs[index].weight.detach().numpy().T)
+        ours[index].bias.set_value(theirs[index].bias.detach().numpy())
+    got = ours(fg.to_tensor(x))
+    assert str(got.dtype) == "float64"
+    np.testing.assert_allclose(got.numpy(), theirs(torch.tensor(x)).detach().numpy(), rtol=1e-12)
+
+
+def test_requires_grad_freezes_and_unfreezes_every_parameter():
+    model = fg.nn.Sequential(fg.nn.Linear(2, 3), fg.nn.ReLU(), fg.nn.Linear(3, 1))
+    assert model.requires_grad_(False) is model
+    assert all(p.stop_gradient for p in model.parameters())
+    x = fg.to_tensor(np.ones((1, 2), "float32"), stop_gradient=False)
+    fg.sum(model(x)).backward()
+    assert all(p.grad is None for p in model.parameters()) and x.grad is not None
+    model[2].requires_grad_()                         # unfreeze the head only, as torch's default True
+    assert [p.stop_gradient for p in model.parameters()] == [True, True, False, False]
+
+
+def test_add_module_registers_as_torch_and_refuses_what_torch_refuses():
+    ours, theirs = fg.nn.Sequential(fg.nn.Linear(2, 2)), torch.nn.Sequential(torch.nn.Linear(2, 2))
+    ours.add_module("head", fg.nn.Linear(2, 1))
+    theirs.add_module("head", torch.nn.Linear(2, 1))
+    ours.add_module("absent", None)
+    theirs.add_module("absent", None)
+    assert list(ours.state_dict()) == list(theirs.state_dict()) == ["0.weight", "0.bias", "head.weight", "head.bias"]
+    assert [n for n, _ in ours.named_children()] == [n for n, _ in theirs.named_children()] == ["0", "head"]
+    assert ours.absent is None
+    ours.absent = fg.nn.ReLU()                        # a declared slot takes a layer later
+    assert "absent" in dict(ours.named_children())
+    ours.plain, theirs.plain = 1, 1
+    for bad_name, bad_value, error in [("plain", "layer", KeyError), ("a.b", "layer", KeyError),
+                                       ("", "layer", KeyError), ("x", "not a layer", TypeError)]:
+        for model, nn in ((ours, fg.nn), (theirs, torch.nn)):
+            value = nn.ReLU() if bad_value == "layer" else 3
+            with pytest.raises(error):
+                model.add_module(bad_name, value)
+
+
+def test_register_parameter_as_torch():
+    ours, theirs = fg.nn.Linear(2, 2), torch.nn.Linear(2, 2)
+    ours.register_parameter("scale", ours.create_parameter([1]))
+    theirs.register_parameter("scale", torch.nn.Parameter(torch.ones(1)))
+    ours.register_parameter("shift", None)
+    theirs.register_parameter("shift", None)
+    assert list(ours.state_dict()) == list(theirs.state_dict()) == ["weight", "bias", "scale"]
+    assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
+    assert ours.shift is None
+    ours.shift = ours.create_parameter([1], is_bias=True)   # the declared slot takes a parameter later
+    assert list(ours.state_dict())[-1] == "shift"
+    ours.add_parameter("gain", ours.create_parameter([1]))  # Paddle's name for the same
+    assert "gain" in dict(ours.named_parameters())
+
+
+def test_register_parameter_refuses_what_torch_refuses():
+    layer = fg.nn.Linear(2, 2)
+    layer.plain = 1
+    leaf = fg.to_tensor(np.ones(2, "float32"), stop_gradient=False)
+    with pytest.raises(KeyError, match="already exists"):
+        layer.register_parameter("plain", layer.create_parameter([1]))
+    with pytest.raises(KeyError, match="'.'"):
+        layer.register_parameter("a.b", layer.create_parameter([1]))
+    with pytest.raises(TypeError, match="must be a parameter Tensor"):
+        layer.register_parameter("x", np.ones(2))
+    with pytest.raises(ValueError, match="not a\nleaf|not a leaf"):
+        layer.register_parameter("derived", leaf * 2)
+    module = torch.nn.Linear(2, 2)
+    module.plain = 1
+    with pytest.raises(KeyError):
+        module.register_parameter("plain", torch.nn.Parameter(torch.ones(1)))
+    with pytest.raises(TypeError):
+        module.register_parameter("x", torch.ones(2))
