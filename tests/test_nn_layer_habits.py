@@ -153,3 +153,97 @@ def test_register_parameter_refuses_what_torch_refuses():
         module.register_parameter("plain", torch.nn.Parameter(torch.ones(1)))
     with pytest.raises(TypeError):
         module.register_parameter("x", torch.ones(2))
+
+
+# ---------------------------------------------------------------- Transformer layers' names
+def _old_checkpoint(layer):
+    """The state dict a fluidgrad before this rename saved: feed-forward entries under "ffn."."""
+    return {k.replace("linear1.", "ffn.linear1.").replace("linear2.", "ffn.linear2."): v.numpy().copy()
+            for k, v in layer.state_dict().items()}
+
+
+@pytest.mark.parametrize("kind", ["TransformerEncoderLayer", "TransformerDecoderLayer"])
+def test_transformer_layers_keep_the_feed_forward_on_the_layer_as_torch(kind):
+    layer = getattr(fg.nn, kind)(8, 2, 16, dropout=0.0)
+    reference = getattr(torch.nn, kind)(8, 2, 16, dropout=0.0)
+    assert [k for k in layer.state_dict() if "attn" not in k] == [k for k in reference.state_dict() if "attn" not in k]
+    assert isinstance(layer.dropout, fg.nn.Dropout) and callable(layer.activation)
+    assert not hasattr(layer, "ffn")
+
+
+def _transformer(seed):
+    np.random.seed(seed)
+    return fg.nn.Transformer(8, 2, 1, 1, 16, dropout=0.0)
+
+
+def test_old_ffn_checkpoints_still_load_into_nested_transformers(tmp_path):
+    source, target = _transformer(0), _transformer(1)
+    old = _old_checkpoint(source)
+    assert "encoder.layers.0.ffn.linear1.weight" in old and "decoder.layers.0.ffn.linear2.bias" in old
+    fg.save(old, str(tmp_path / "old.pdparams"))
+    src, tgt = (fg.to_tensor(np.random.default_rng(2).standard_normal((2, n, 8)).astype("float32")) for n in (3, 4))
+    expected = source(src, tgt).numpy()
+    assert not np.allclose(target(src, tgt).numpy(), expected)
+    target.load_state_dict(fg.load(str(tmp_path / "old.pdparams")))       # strict: every key found
+    np.testing.assert_array_equal(target(src, tgt).numpy(), expected)
+    fresh = _transformer(3)
+    with __import__("warnings").catch_warnings():
+        __import__("warnings").simplefilter("error")                      # nothing missing, nothing skipped
+        assert fresh.set_state_dict(old) == ([], [])
+    np.testing.assert_array_equal(fresh(src, tgt).numpy(), expected)
+
+
+# ---------------------------------------------------------------- load_state_dict(assign=True)
+def test_assign_puts_the_given_tensors_in_place_as_torch():
+    ours, theirs = fg.nn.Linear(2, 3), torch.nn.Linear(2, 3)
+    ours_state = {"weight": fg.to_tensor(np.ones((2, 3))), "bias": fg.to_tensor(np.zeros(3))}
+    theirs_state = {"weight": torch.ones(3, 2, dtype=torch.float64), "bias": torch.zeros(3, dtype=torch.float64)}
+    ours.load_state_dict(ours_state, assign=True)
+    theirs.load_state_dict(theirs_state, assign=True)
+    assert ours.weight is ours_state["weight"] and ours.state_dict()["bias"] is ours_state["bias"]
+    assert str(ours.weight.dtype) == "float64" and theirs.weight.dtype == torch.float64   # the dict's dtype
+    assert not ours.weight.stop_gradient and theirs.weight.requires_grad                  # the layer's flag
+    copied = fg.nn.Linear(2, 3)
+    copied.load_state_dict(ours_state)                                                     # the default copies
+    assert copied.weight is not ours_state["weight"] and str(copied.weight.dtype) == "float32"
+
+
+class _Tied(fg.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.body = fg.nn.Sequential(fg.nn.Linear(2, 2), fg.nn.BatchNorm1D(2), fg.nn.Linear(2, 1))
+        self.tied = self.body[0]            # the same Linear under a second name
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def test_assign_keeps_the_layers_flags_ties_and_trains():
+    model = _Tied()
+    model.body[2].weight.stop_gradient = True                                             # frozen stays frozen
+    arrays = {k: np.full(v.shape, 0.5, v.dtype) for k, v in model.state_dict().items()}
+    model.load_state_dict(arrays, assign=True)
+    assert np.shares_memory(model.body[0].weight.data, arrays["body.0.weight"])            # arrays: no copy
+    assert model.tied.weight is model.body[0].weight
+    assert model.body[1]._mean.data is arrays["body.1._mean"]
+    assert any(b is model.body[1]._mean for b in model.buffers())
+    assert model.body[2].weight.stop_gradient and model.body[2].weight.persistable
+    opt = fg.optimizer.SGD(learning_rate=0.1, parameters=model.parameters())
+    fg.sum(model(fg.to_tensor(np.ones((4, 2), "float32")))).backward()
+    opt.step()
+    assert model.body[2].bias.grad is not None and model.body[2].weight.grad is None
+    assert not np.allclose(model.body[2].bias.numpy(), 0.5) and np.allclose(model.body[2].weight.numpy(), 0.5)
+
+
+def test_assign_checks_shapes_and_keys_first():
+    layer = fg.nn.Linear(2, 3)
+    before = layer.weight
+    with pytest.raises(ValueError, match=r"weight has shape \[2, 3\]"):
+        layer.load_state_dict({"weight": fg.to_tensor(np.ones((3, 2))), "bias": fg.to_tensor(np.zeros(3))},
+                              assign=True)
+    with pytest.raises(RuntimeError, match="missing keys"):
+        layer.load_state_dict({"weight": fg.to_tensor(np.ones((2, 3)))}, assign=True)
+    assert layer.weight is before
+    bias = fg.to_tensor(np.ones(3, "float32"))
+    assert layer.load_state_dict({"bias": bias}, strict=False, assign=True) == (["weight"], [])
+    assert layer.bias is bias and layer.weight is before

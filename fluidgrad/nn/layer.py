@@ -363,6 +363,26 @@ class Layer:
                     state[f"{prefix}.{bname}" if prefix else bname] = buf
         return state
 
+    # Older names of entries below this layer, {"old.dotted.prefix": "new.dotted.prefix"}: a
+    # checkpoint saved before a rename still loads (e.g. TransformerEncoderLayer's "ffn.linear1").
+    _renamed_state_keys: dict[str, str] = {}
+
+    def _upgrade_state_keys(self, state_dict: dict[str, Any]) -> dict[str, Any]:
+        """`state_dict` with keys under an old name (see `_renamed_state_keys`) renamed, unless
+        the layer also has an entry of the old name."""
+        renames = [(f"{prefix}.{old}." if prefix else f"{old}.", f"{prefix}.{new}." if prefix else f"{new}.")
+                   for prefix, layer in self._named_layers("", True) for old, new in layer._renamed_state_keys.items()]
+        if not renames:
+            return state_dict
+        own = self.state_dict()
+        upgraded: dict[str, Any] = {}
+        for key, value in state_dict.items():
+            if key not in own:
+                old, new = next(((o, n) for o, n in renames if key.startswith(o)), ("", ""))
+                key = new + key[len(old):]
+            upgraded[key] = value
+        return upgraded
+
     def set_state_dict(self, state_dict: dict[str, Any], use_structured_name: bool = True) -> tuple[list, list]:
         """Copy values (Tensors or arrays) into the parameters and buffers of the same names.
 
@@ -370,26 +390,7 @@ class Layer:
         parameter when the dict was read from a fluidgrad.save file of format 1 (those stored
         0-D values as [1]); returns (missing_keys, unexpected_keys).
         """
-        own = self.state_dict()
-        legacy = getattr(state_dict, "zero_d_as_shape_1", False)
-        arrays = {}
-        for name, value in state_dict.items():
-            if name in own:  # a copy: two layers loaded from one dict must not share arrays
-                array = np.array(value.data if isinstance(value, Tensor) else value)
-                if legacy and array.shape == (1,) and tuple(own[name].shape) == ():
-                    array = array.reshape(())
-                if tuple(array.shape) != tuple(own[name].shape):
-                    raise ValueError(f"set_state_dict: {name} has shape {list(own[name].shape)} in "
-                                     f"{type(self).__name__}, the state dict gives {list(array.shape)}")
-                arrays[name] = array
-        missing = [n for n in own if n not in state_dict]
-        unexpected = [n for n in state_dict if n not in own]
-        if own and state_dict and not arrays:  # e.g. every key saved with a "model." prefix
-            raise ValueError(f"set_state_dict: no key of the state dict matches {type(self).__name__}: it expects "
-                           f"{missing[:4]}{'...' if len(missing) > 4 else ''}, the dict has "
-                           f"{unexpected[:4]}{'...' if len(unexpected) > 4 else ''}")
-        for name, array in arrays.items():
-            own[name].set_value(array)
+        missing, unexpected = self._load_state(state_dict, assign=False)
         if missing or unexpected:  # as Paddle: loading goes on, but not silently
             warnings.warn(f"set_state_dict: {type(self).__name__} kept its own values of {len(missing)} entries "
                           f"missing from the state dict {missing[:4]}, and skipped {len(unexpected)} unexpected "
@@ -403,16 +404,63 @@ class Layer:
         """PyTorch's name, so PyTorch's rule: with strict=True (the default) a key missing from
         the state dict or one the layer lacks (a renamed head, a "module." prefix) is a
         RuntimeError and nothing is loaded; strict=False loads what matches and returns
-        (missing_keys, unexpected_keys). Paddle's set_state_dict loads what matches with a warning."""
-        own = self.state_dict()
-        missing = [n for n in own if n not in state_dict]
-        unexpected = [n for n in state_dict if n not in own]
+        (missing_keys, unexpected_keys). Paddle's set_state_dict loads what matches with a warning.
+
+        assign=True (PyTorch 2): the state dict's Tensors become the layer's parameters and
+        buffers (no copy; they keep their dtype, and the layer's stop_gradient and ParamAttr
+        options). An optimizer made before holds the old Tensors: make it after loading."""
+        own, state = self.state_dict(), self._upgrade_state_keys(state_dict)
+        missing = [n for n in own if n not in state]
+        unexpected = [n for n in state if n not in own]
         if strict and (missing or unexpected):
             raise RuntimeError(f"load_state_dict: {type(self).__name__} and the state dict differ: missing keys "
                                f"{missing}, unexpected keys {unexpected} (strict=False loads the keys that match)")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")   # the caller asked for a partial load
-            return self.set_state_dict(state_dict)
+        return self._load_state(state_dict, assign=assign)
+
+    def _load_state(self, state_dict: dict[str, Any], assign: bool) -> tuple[list, list]:
+        """Check every matching entry's shape, then copy (or with `assign`, put) them all in."""
+        own, legacy = self.state_dict(), getattr(state_dict, "zero_d_as_shape_1", False)
+        state = self._upgrade_state_keys(state_dict)
+        values = {}
+        for name, value in state.items():
+            if name in own:
+                array = value.data if isinstance(value, Tensor) else np.asarray(value)
+                if legacy and array.shape == (1,) and tuple(own[name].shape) == ():
+                    value = array = array.reshape(())
+                if tuple(array.shape) != tuple(own[name].shape):
+                    raise ValueError(f"set_state_dict: {name} has shape {list(own[name].shape)} in "
+                                     f"{type(self).__name__}, the state dict gives {list(array.shape)}")
+                values[name] = value
+        missing = [n for n in own if n not in state]
+        unexpected = [n for n in state if n not in own]
+        if own and state and not values:  # e.g. every key saved with a "model." prefix
+            raise ValueError(f"set_state_dict: no key of the state dict matches {type(self).__name__}: it expects "
+                             f"{missing[:4]}{'...' if len(missing) > 4 else ''}, the dict has "
+                             f"{unexpected[:4]}{'...' if len(unexpected) > 4 else ''}")
+        if assign:
+            self._assign_state({id(own[name]): (own[name], value) for name, value in values.items()})
+        else:  # copies: two layers loaded from one dict must not share arrays
+            for name, value in values.items():
+                own[name].set_value(np.array(value.data if isinstance(value, Tensor) else value))
+        return missing, unexpected
+
+    def _assign_state(self, replacements: dict[int, tuple[Tensor, Any]]) -> None:
+        """Put each new value in place of its old Tensor wherever the layers hold it (tied
+        weights stay tied): a Tensor as it is, an array wrapped without a copy."""
+        new_tensors = {}
+        for key, (old, value) in replacements.items():
+            tensor = value if isinstance(value, Tensor) and value.is_leaf else \
+                Tensor(value.data if isinstance(value, Tensor) else np.asarray(value), name=old.name)
+            tensor.persistable, tensor.stop_gradient = True, old.stop_gradient
+            if tensor._param_attr is None:
+                tensor._param_attr = old._param_attr
+            new_tensors[key] = tensor
+        for _, layer in self._named_layers("", True):
+            for registry in (layer._parameters, layer._buffers):
+                for attr, held in list(registry.items()):
+                    if held is not None and id(held) in new_tensors:
+                        registry[attr] = new_tensors[id(held)]
+                        object.__setattr__(layer, attr, new_tensors[id(held)])
 
     def to(self, device: Any = None, dtype: Any = None, blocking: bool | None = None, **_: Any) -> "Layer":
         """Paddle's `to(device=None, dtype=None, blocking=None)` and PyTorch's habits (`to("cpu")`,
