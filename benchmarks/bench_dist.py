@@ -158,9 +158,8 @@ NO_SPLIT = {"split_grads": False}  # the all-reduce contenders: weight gradients
 CONTENDERS = {
     "no all-reduce": Contender(alone, alone),  # each rank trains alone: the 2-rank compute
     "bucketed": Contender(dp_optimizer(25.0, **NO_SPLIT), dp_model(25.0)),
-    # the same, its rows written with ordinary stores (and offered to the gradients' producers: placement;
-    # eager DataParallel always writes them so)
-    "bucketed, ordinary stores": Contender(dp_optimizer(25.0, **NO_SPLIT), None, stream=False),
+    # the same, its rows written with ordinary stores (and offered to the gradients' producers: placement)
+    "bucketed, ordinary stores": Contender(dp_optimizer(25.0, **NO_SPLIT), dp_model(25.0), stream=False),
     # the same buckets, the all-reduce and the SGD ops apart (what "bucketed" was before the fused update)
     "bucketed, unfused update": Contender(dp_unfused(25.0), dp_model_unfused(25.0)),
     "per-parameter": Contender(dp_optimizer(0.0, **NO_SPLIT), dp_model(0.0)),
