@@ -1,6 +1,8 @@
 """A PyTorch user's Layer habits (modules / named_modules, zero_grad, double / float, requires_grad_,
 add_module, register_parameter), Sequential as a mutable list, load_state_dict(assign=True) and the
 Transformer layers' parameter names. The same steps on torch.nn (2.13) are the oracle."""
+from collections import OrderedDict
+
 import numpy as np
 import pytest
 import torch
@@ -247,3 +249,81 @@ def test_assign_checks_shapes_and_keys_first():
     bias = fg.to_tensor(np.ones(3, "float32"))
     assert layer.load_state_dict({"bias": bias}, strict=False, assign=True) == (["weight"], [])
     assert layer.bias is bias and layer.weight is before
+
+
+# ---------------------------------------------------------------- Sequential as a mutable list
+def _names_and_kinds(seq):
+    return [(name, type(layer).__name__.lower()) for name, layer in seq.named_children()]
+
+
+def _pair(named=False):
+    """The same Sequential in both libraries, numbered or named."""
+    def make(nn):
+        layers = [nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 3), nn.Tanh()]
+        return nn.Sequential(OrderedDict(zip("abcd", layers))) if named else nn.Sequential(*layers)
+    return make(fg.nn), make(torch.nn)
+
+
+_EDITS = {
+    "set": lambda s, nn: s.__setitem__(1, nn.Sigmoid()),
+    "set_negative": lambda s, nn: s.__setitem__(-1, nn.ReLU()),
+    "del": lambda s, nn: s.__delitem__(1),
+    "del_negative": lambda s, nn: s.__delitem__(-2),
+    "del_slice": lambda s, nn: s.__delitem__(slice(0, 4, 2)),
+    "append": lambda s, nn: s.append(nn.Sigmoid()),
+    "extend": lambda s, nn: s.extend([nn.Sigmoid(), nn.ReLU()]),
+    "insert": lambda s, nn: s.insert(1, nn.Sigmoid()),
+    "insert_end": lambda s, nn: s.insert(4, nn.Sigmoid()),
+    "pop": lambda s, nn: s.pop(2),
+}
+
+
+# Growing a named Sequential is left out: torch numbers new entries by len(), a clash with names.
+@pytest.mark.parametrize("edit, named", [(edit, False) for edit in sorted(_EDITS)] +
+                         [(edit, True) for edit in sorted(_EDITS) if edit not in ("append", "extend", "insert",
+                                                                                  "insert_end")])
+def test_sequential_edits_as_torch(edit, named):
+    ours, theirs = _pair(named)
+    _EDITS[edit](ours, fg.nn)
+    _EDITS[edit](theirs, torch.nn)
+    assert _names_and_kinds(ours) == _names_and_kinds(theirs)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+
+
+@pytest.mark.parametrize("named", [False, True])
+@pytest.mark.parametrize("index", [slice(1, None), slice(None, 2), slice(None, None, -1), slice(1, 3)])
+def test_sequential_slices_are_sequentials_of_the_same_layers_as_torch(index, named):
+    ours, theirs = _pair(named)
+    part, reference = ours[index], theirs[index]
+    assert isinstance(part, fg.nn.Sequential)
+    assert _names_and_kinds(part) == _names_and_kinds(reference)
+    assert all(a is b for a, b in zip(part, list(ours)[index]))      # the same layers, not copies
+
+
+def test_sequential_item_assignment_changes_the_forward():
+    x = np.random.default_rng(0).standard_normal((4, 2)).astype("float32")
+    model = fg.nn.Sequential(fg.nn.Linear(2, 3), fg.nn.ReLU(), fg.nn.Linear(3, 1))
+    linear0, linear2 = model[0], model[2]
+    model[1] = fg.nn.Tanh()
+    expected = linear2(fg.tanh(linear0(fg.to_tensor(x))))
+    np.testing.assert_allclose(model(fg.to_tensor(x)).numpy(), expected.numpy(), rtol=1e-6)
+    del model[1]
+    assert len(model) == 2 and model[1] is linear2 and list(model.state_dict())[-1] == "1.bias"
+    assert model.pop(0) is linear0 and model[0] is linear2 and len(model.parameters()) == 2
+
+
+def test_sequential_names_as_in_paddle_and_bad_indices():
+    model = fg.nn.Sequential(("fc", fg.nn.Linear(2, 3)), ("act", fg.nn.ReLU()), ("out", fg.nn.Linear(3, 1)))
+    model["act"] = fg.nn.Tanh()
+    assert isinstance(model[1], fg.nn.Tanh)
+    del model["act"]                                  # a name: the other names stay
+    assert [n for n, _ in model.named_children()] == ["fc", "out"]
+    for bad, error in [(5, IndexError), (-3, IndexError), (1.0, TypeError)]:
+        with pytest.raises(error):
+            model[bad] = fg.nn.ReLU()
+        with pytest.raises(error):
+            del model[bad]
+    with pytest.raises(KeyError, match="no layer named 'act'"):
+        del model["act"]
+    with pytest.raises(TypeError, match="only a Layer"):
+        model[0] = np.ones(2)

@@ -143,17 +143,22 @@ class Layer:
                 buffers[name] = value  # a buffer replaced by a new Tensor is still that buffer
                 object.__setattr__(self, name, value)
                 return
-            for registry in (params, buffers, layers):
-                registry.pop(name, None)
-            self.__dict__.get("_non_persistable_buffer_names", set()).discard(name)
             if isinstance(value, Layer):
-                layers[name] = value
+                target = layers
             elif isinstance(value, Tensor) and not value.persistable and not value.stop_gradient \
                     and value.is_leaf:
                 value.persistable = True  # a leaf that wants a gradient, e.g. to_tensor(..., stop_gradient=False)
-                params[name] = value
+                target = params
             elif isinstance(value, Tensor) and value.persistable:
-                params[name] = value
+                target = params
+            else:
+                target = None
+            for registry in (params, buffers, layers):
+                if registry is not target:
+                    registry.pop(name, None)
+            self.__dict__.get("_non_persistable_buffer_names", set()).discard(name)
+            if target is not None:
+                target[name] = value  # a replacement keeps its place, as in PyTorch
         object.__setattr__(self, name, value)
 
     def __delattr__(self, name: str) -> None:
