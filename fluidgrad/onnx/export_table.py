@@ -13,6 +13,7 @@ import numpy as np
 
 from . import export_indexing  # noqa: F401  (adds set_value, x[...] = v, to the table)
 from . import export_loss  # noqa: F401  (adds the cross-entropy exporters to the table)
+from . import export_special  # noqa: F401  (adds atan2, erfinv, isin, eye, cumprod to the table)
 from .export_ops import EXPORTERS, Exporter, reduce_axes, reduce_node, exporter  # one table (newer ops there)
 from .kernel_dtypes import write_in_kernel_dtype
 
