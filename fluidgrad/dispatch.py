@@ -57,6 +57,15 @@ def apply_op(op_type: str, inputs: dict[str, Any], attrs: dict[str, Any] | None 
     return append_static_op(op_type, inputs, attrs or {}, n_out)
 
 
+def beside(value: Any, like: Any) -> Any:
+    """`value` ready to meet `like`: a Tensor (a Layer's weight) beside a static Variable becomes
+    the current Program's Parameter or constant, as `apply_op` makes an op's inputs, for code that
+    transforms a weight on its own (once) before it meets the Variables; anything else as it is."""
+    if isinstance(value, Tensor) and isinstance(like, Variable) and state.tracer is None:
+        return _with_constants("beside", {"X": value, "Like": like})["X"]
+    return value
+
+
 def _any_variable(inputs: dict[str, Any]) -> bool:
     for value in inputs.values():
         if isinstance(value, Variable):

@@ -318,10 +318,6 @@ def test_conv2d_padding_modes(mode):
                                rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.xfail(strict=True, reason="nn.LSTM / GRU (x, sequence_length=lengths), how Paddle 2 runs a padded batch of "
-                   "sentences, raises 'sequence_length is not supported; pad and mask instead'; the outputs past each "
-                   "length should be zero and the final states those at each sequence's last step (torch: "
-                   "pack_padded_sequence)")
 @pytest.mark.parametrize("kind", ["LSTM", "GRU"])
 def test_rnn_with_sequence_lengths(kind):
     rng = np.random.default_rng(0)

@@ -17,3 +17,4 @@ from .norm import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
 from .sampling import *  # noqa: F401,F403
 from .ctc import *  # noqa: F401,F403
+from .sequence import *  # noqa: F401,F403

@@ -10,13 +10,22 @@ The time loop is unrolled into ordinary ops: the input projection of every step 
 matmul before the loop (split into steps by one op), each step adds one matmul with the
 hidden state and the gate arithmetic. Eager mode runs it on the tape; under `jit.to_static`
 it becomes one straight-line Program.
+
+`sequence_length` ([batch] integers) runs a padded batch as Paddle 2 does (PyTorch: a packed
+sequence): a mask from `sequence_mask` keeps each sequence's state unchanged at its padded steps
+(state = m new + (1 - m) old) and zeroes its outputs there, so the final states are those at each
+sequence's last valid step and the backward direction starts at that step with the initial state.
 """
 from __future__ import annotations
 
 import math
 from typing import Any
 
+import numpy as np
+
 from ... import functions as F
+from ...dispatch import beside, is_tensor
+from ...indexing import constant
 from ...initializer import Uniform
 from .. import functional as NF
 from ..layer import Layer
@@ -70,6 +79,23 @@ def gru_step(x_t: Any, h: Any, w_hh_t: Any, b_hh: Any) -> Any:
     return F.add(n, F.multiply(z, F.subtract(h, n)))
 
 
+def _steps(x: Any, length: int) -> list[Any]:
+    """The time-major x as `length` steps (axis 0 dropped), with one split op."""
+    if length == 1:
+        return [F.squeeze(x, [0])]
+    return [F.squeeze(p, [0]) for p in F.split(x, length, axis=0)]
+
+
+def _masked_update(new: Any, old: Any, mask: Any, keep: Any) -> tuple[Any, Any]:
+    """(m new + (1 - m) old, m h_new): a padded step keeps the state and outputs zero. States
+    are one Tensor or LSTM's (h, c); old None is the zero state."""
+    parts = new if isinstance(new, tuple) else (new,)
+    olds = (None,) * len(parts) if old is None else (old if isinstance(old, tuple) else (old,))
+    masked = [F.multiply(p, mask) for p in parts]
+    state = [m if o is None else F.add(m, F.multiply(o, keep)) for m, o in zip(masked, olds)]
+    return (tuple(state) if isinstance(new, tuple) else state[0]), masked[0]
+
+
 class _RNNBase(Layer):
     gates = 1
 
@@ -105,25 +131,28 @@ class _RNNBase(Layer):
         name = f"l{layer}{'_reverse' if reverse else ''}"
         return tuple(getattr(self, f"{kind}_{name}") for kind in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
 
-    def _run_direction(self, x: Any, layer: int, reverse: bool, state: Any) -> tuple[list[Any], Any]:
+    def _run_direction(self, x: Any, layer: int, reverse: bool, state: Any,
+                       masks: list[tuple[Any, Any]] | None) -> tuple[list[Any], Any]:
         """x is time-major [time, batch, features]: its projection splits into steps with one op
-        (whose gradient is one concat), never a slice per step (a full-size gradient each)."""
+        (whose gradient is one concat), never a slice per step (a full-size gradient each).
+        masks: per step (m, 1 - m), each [batch, 1], for a padded batch; None runs every step."""
         w_ih, w_hh, b_ih, b_hh = self._weights(layer, reverse)
         projected = F.add(F.matmul(x, w_ih, transpose_y=True), b_ih)        # every step's x W_ih^T + b_ih
         length = x.shape[0]
-        steps = [F.squeeze(p, [0]) for p in F.split(projected, length, axis=0)] if length > 1 \
-            else [F.squeeze(projected, [0])]
-        w_hh_t = F.transpose(w_hh, [1, 0])                                    # once, not per step
+        steps = _steps(projected, length)
+        w_hh_t = F.transpose(beside(w_hh, x), [1, 0])                         # once, not per step
+        b_hh = beside(b_hh, x)                                                # (a GRU splits it)
         outputs: list[Any] = [None] * length
         for t in (range(length - 1, -1, -1) if reverse else range(length)):
-            state = self._cell(steps[t], state, w_hh_t, b_hh)
-            outputs[t] = self._hidden(state)
+            new = self._cell(steps[t], state, w_hh_t, b_hh)
+            if masks is None:
+                state, outputs[t] = new, self._hidden(new)
+            else:
+                state, outputs[t] = _masked_update(new, state, *masks[t])
         return outputs, state
 
     # -- the whole stack
     def forward(self, inputs: Any, initial_states: Any = None, sequence_length: Any = None) -> Any:
-        if sequence_length is not None:
-            raise ValueError(f"{type(self).__name__}: sequence_length is not supported; pad and mask instead")
         if len(inputs.shape) != 3:
             raise ValueError(f"{type(self).__name__}: input must be [batch, time, input_size], got shape "
                              f"{list(inputs.shape)}")
@@ -132,12 +161,13 @@ class _RNNBase(Layer):
                              f"time length and input_size {self.input_size}")
         x = inputs if self.time_major else F.transpose(inputs, [1, 0, 2])    # time-major inside
         initial = self._split_states(initial_states)
+        masks = None if sequence_length is None else self._step_masks(sequence_length, x)
         finals = []
         for layer in range(self.num_layers):
             outs = []
             for d in range(self.num_directions):
                 index = layer * self.num_directions + d
-                steps, final = self._run_direction(x, layer, d == 1, initial[index])
+                steps, final = self._run_direction(x, layer, d == 1, initial[index], masks)
                 outs.append(F.stack(steps, axis=0))
                 finals.append(final)
             x = outs[0] if len(outs) == 1 else F.concat(outs, axis=-1)
@@ -145,6 +175,23 @@ class _RNNBase(Layer):
                 x = NF.dropout(x, self.dropout, training=self.training)
         out = x if self.time_major else F.transpose(x, [1, 0, 2])
         return out, self._join_states(finals)
+
+    def _step_masks(self, lengths: Any, x: Any) -> list[tuple[Any, Any]]:
+        """Per step of the time-major x: (m, 1 - m), each [batch, 1] of x's dtype, m 1 where the
+        step is within the sequence's length."""
+        name, time, batch = type(self).__name__, x.shape[0], x.shape[1]
+        lengths = constant(np.asarray(lengths) if isinstance(lengths, (list, tuple)) else lengths, x)
+        if len(lengths.shape) != 1 or str(lengths.dtype) not in ("int32", "int64") or \
+                (batch >= 0 and lengths.shape[0] >= 0 and lengths.shape[0] != batch):
+            raise ValueError(f"{name}: sequence_length must be 1-D integers, one per sequence of the batch of "
+                             f"{batch}, got shape {list(lengths.shape)} ({lengths.dtype})")
+        if is_tensor(lengths) and lengths.numpy().size and not 0 <= lengths.numpy().min() <= \
+                lengths.numpy().max() <= time:
+            raise ValueError(f"{name}: sequence_length must lie in [0, {time}] (the padded length), got "
+                             f"{lengths.numpy().tolist()}")
+        mask = F.unsqueeze(F.transpose(NF.sequence_mask(lengths, time, x.dtype), [1, 0]), [2])   # [time, batch, 1]
+        keep = F.scale(mask, -1.0, 1.0)
+        return list(zip(_steps(mask, time), _steps(keep, time)))
 
     def _split_states(self, states: Any) -> list[Any]:
         """Per layer and direction: the initial state, or None (zeros, folded away)."""
