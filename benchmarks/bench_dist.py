@@ -3,6 +3,8 @@
     python benchmarks/bench_dist.py [--rounds 20] [--launches 3] [--block 10]
     python benchmarks/bench_dist.py --phases     # the static step split into its parts
     python benchmarks/bench_dist.py --ops        # CPU time per kind of op, every static contender
+    python benchmarks/bench_dist.py --only "bucketed" --only "bucketed, ranks pinned"   # only these
+                                                 # (beside "1 rank" and "no all-reduce"; also with --ops, --phases)
 
 Weak scaling, one BLAS thread per rank (`fluidgrad launch` sets it): what a user training one
 model sees per step on 1 rank (plain training, no data-parallel wrapper) and on 2 ranks (batch
@@ -51,6 +53,11 @@ groups. The second table splits every row by that probe. Shared rows are written
 stores by default (ops/comm_stream.py), which take no ownership of the lines first; "bucketed,
 ordinary stores" is the same path with ordinary stores and placement (the weight gradients'
 GEMMs writing into the row), as before.
+Session 10's contenders: the split weight gradients' activations placed by their producers (the
+default) or copied ("activations copied", with streaming or ordinary stores), their parameter rows
+streamed; the sharded buckets' peer part streamed; the ranks bound to one core each ("ranks
+pinned": os.sched_setaffinity switched per block, so pinned and free blocks alternate in the same
+processes). The second table gives rank 0's CPU time per step in each state of the cores too.
 Goal: 2-rank step <= 1.1x the 1-rank step (90% weak-scaling efficiency); bucketed < per-parameter.
 """
 from __future__ import annotations
@@ -151,6 +158,12 @@ class Contender(NamedTuple):
     eager: Callable[[Any], Any] | None
     path: str = "auto"
     stream: bool = True  # writes into shared rows with streaming stores (ops/comm_stream.py, the default)
+    # split weight gradients: the layers' activations written by their producers into the shared
+    # window (placement, the default) or copied there by the op (comm_split.ACTIVATIONS_IN_PLACE)
+    activations_in_place: bool = True
+    pinned: bool = False  # each rank bound to one core during its blocks (rank r -> core r), else free to move
+    stream_sharded: bool = False  # sharded buckets: the peer's part streamed into the row (comm_shards.STREAM_PEER_PART)
+    stream_params: bool = False  # split, sharded: this rank's rows of the parameters streamed (comm_split.STREAM_PARAMS)
 
 
 # the 2-rank contenders, one line each; bucket size 0 MB = one all-reduce per parameter
@@ -158,9 +171,8 @@ NO_SPLIT = {"split_grads": False}  # the all-reduce contenders: weight gradients
 CONTENDERS = {
     "no all-reduce": Contender(alone, alone),  # each rank trains alone: the 2-rank compute
     "bucketed": Contender(dp_optimizer(25.0, **NO_SPLIT), dp_model(25.0)),
-    # the same, its rows written with ordinary stores (and offered to the gradients' producers: placement;
-    # eager DataParallel always writes them so)
-    "bucketed, ordinary stores": Contender(dp_optimizer(25.0, **NO_SPLIT), None, stream=False),
+    # the same, its rows written with ordinary stores (and offered to the gradients' producers: placement)
+    "bucketed, ordinary stores": Contender(dp_optimizer(25.0, **NO_SPLIT), dp_model(25.0), stream=False),
     # the same buckets, the all-reduce and the SGD ops apart (what "bucketed" was before the fused update)
     "bucketed, unfused update": Contender(dp_unfused(25.0), dp_model_unfused(25.0)),
     "per-parameter": Contender(dp_optimizer(0.0, **NO_SPLIT), dp_model(0.0)),
@@ -169,12 +181,34 @@ CONTENDERS = {
     # each rank sums and updates half of the bucket (ZeRO-1 on one node)
     "bucketed, sharded update": Contender(dp_optimizer(25.0, sharding=True, **NO_SPLIT), dp_sharded(25.0)),
     "per-parameter, sharded update": Contender(dp_optimizer(0.0, sharding=True, **NO_SPLIT), dp_sharded(0.0)),
+    # the same, the peer's part of the row written with streaming stores (no placement into the row)
+    "bucketed, sharded update, streamed": Contender(dp_optimizer(25.0, sharding=True, **NO_SPLIT), None,
+                                                    stream_sharded=True),
     # no gradient all-reduce: each rank computes its rows of the weight gradients over both ranks'
     # activations in shared memory (split_grads=True), then SGD on every rank from the shared averages ...
     "split weight gradients": Contender(dp_optimizer(25.0, split_grads=True), None),
     # ... or each rank's rows of the node's one copy of the parameters updated at once (sharded)
     "split weight gradients, sharded update": Contender(dp_optimizer(25.0, sharding=True, split_grads=True), None),
+    # the same two, the activations copied into the shared window by the op (before session 10)
+    "split weight gradients, activations copied": Contender(dp_optimizer(25.0, split_grads=True), None,
+                                                            activations_in_place=False),
+    "split weight gradients, sharded update, activations copied": Contender(
+        dp_optimizer(25.0, sharding=True, split_grads=True), None, activations_in_place=False),
+    "split weight gradients, activations copied, ordinary stores": Contender(
+        dp_optimizer(25.0, split_grads=True), None, stream=False, activations_in_place=False),
+    "split weight gradients, sharded update, activations copied, ordinary stores": Contender(
+        dp_optimizer(25.0, sharding=True, split_grads=True), None, stream=False, activations_in_place=False),
+    # the same, this rank's rows of the parameters written with streaming stores
+    "split weight gradients, sharded update, parameters streamed": Contender(
+        dp_optimizer(25.0, sharding=True, split_grads=True), None, stream_params=True),
+    # the ranks bound to one core each (os.sched_setaffinity) during these blocks; every other
+    # block runs with the ranks free to move between the cores
+    "no all-reduce, ranks pinned": Contender(alone, alone, pinned=True),
+    "bucketed, ranks pinned": Contender(dp_optimizer(25.0, **NO_SPLIT), dp_model(25.0), pinned=True),
+    "split weight gradients, sharded update, ranks pinned": Contender(
+        dp_optimizer(25.0, sharding=True, split_grads=True), None, pinned=True),
 }
+CPUS = sorted(os.sched_getaffinity(0))  # the cores this job may use
 # compared step by step (they take turns in the same processes): (bucketed, per-parameter)
 PATH_NAMES = {"auto": "shared memory", "mpi": "MPI Iallreduce"}
 PAIRS = (("bucketed", "per-parameter"), ("bucketed, MPI Iallreduce", "per-parameter, MPI Iallreduce"),
@@ -229,24 +263,35 @@ STEPPERS = {"static": static_stepper, "eager": eager_stepper}
 def steppers_for(world: World, mode: str, names: Any = None) -> dict[str, Callable[[], Any]]:
     """The "1 rank" model and each contender of `mode` (those in `names`, if given), built on
     every rank, each with its own parameters, each step reducing through its own path."""
-    out = {ONE_RANK: STEPPERS[mode](alone)}
+    out = {ONE_RANK: on_path(world, Contender(alone, alone), STEPPERS[mode](alone))}  # unpinned, as the rest
     for name, contender in CONTENDERS.items():
         wrap = getattr(contender, mode)
         if wrap is None or (names is not None and name not in names):
             continue
         world.allreduce_path = contender.path  # DataParallel chooses at wrap time whether to overlap
-        out[name] = on_path(world, contender.path, contender.stream, STEPPERS[mode](wrap))
+        out[name] = on_path(world, contender, STEPPERS[mode](wrap))
     world.allreduce_path = "auto"
     return out
 
 
-def on_path(world: World, path: str, stream: bool, step: Callable[[], Any]) -> Callable[[], Any]:
-    """`step` run with gradient buckets reduced through `path` ("auto" or "mpi"), shared rows
-    written with streaming stores or not."""
+def on_path(world: World, contender: Contender, step: Callable[[], Any]) -> Callable[[], Any]:
+    """`step` run with gradient buckets reduced through the contender's path ("auto" or "mpi"),
+    shared rows written with streaming stores or not, activations placed or copied (the plan is
+    compiled at the first step, in here)."""
+    cores = {CPUS[world.rank % len(CPUS)]} if contender.pinned else set(CPUS)
+
     def run():
-        world.allreduce_path = path
-        with comm_stream.STREAM.use(stream):
-            step()
+        os.sched_setaffinity(0, cores)
+        world.allreduce_path = contender.path
+        comm_split.ACTIVATIONS_IN_PLACE = contender.activations_in_place
+        comm_shards.STREAM_PEER_PART = contender.stream_sharded
+        comm_split.STREAM_PARAMS = contender.stream_params
+        try:
+            with comm_stream.STREAM.use(contender.stream):
+                step()
+        finally:
+            comm_split.ACTIVATIONS_IN_PLACE, comm_shards.STREAM_PEER_PART = True, False
+            comm_split.STREAM_PARAMS = False
     return run
 
 
@@ -375,13 +420,14 @@ class CostMeter:
         return time.thread_time() - self.began[0], self.world.comm_seconds - self.began[1]
 
 
-def worker(out_path: str, mode: str, rounds: int, block: int) -> None:
+def worker(out_path: str, mode: str, rounds: int, block: int, only: list[str] | None = None) -> None:
     """Runs on each of the 2 ranks: every contender of `mode`, taking turns in blocks."""
     dist.init_parallel_env()
     world = get_world()
     if world.size != 2:
         raise SystemExit(f"bench_dist: the worker needs 2 ranks, got {world.size}")
-    blocks = run_rounds(world, steppers_for(world, mode), rounds, block, CostMeter(world),
+    names = None if not only else {"no all-reduce", *only}
+    blocks = run_rounds(world, steppers_for(world, mode, names), rounds, block, CostMeter(world),
                         Doorbell(world, out_path + DOORBELL))
     result: dict[str, Any] = {}
     for name, per_block in blocks.items():
@@ -504,7 +550,7 @@ PHASE_CONTENDERS = ("no all-reduce", "bucketed, unfused update", "bucketed, shar
                     "split weight gradients, sharded update")  # beside "1 rank"
 
 
-def phase_worker(out_path: str, rounds: int, block: int) -> None:
+def phase_worker(out_path: str, rounds: int, block: int, only: list[str] | None = None) -> None:
     """Runs on each of the 2 ranks: the static step on 1 rank, on 2 without and with the bucket
     all-reduce (shared memory), in blocks as the benchmark's, split into phases."""
     clock = PhaseClock()  # before the programs are built: their plans bind the kernel
@@ -512,7 +558,8 @@ def phase_worker(out_path: str, rounds: int, block: int) -> None:
     world = get_world()
     if world.size != 2:
         raise SystemExit(f"bench_dist: the phase worker needs 2 ranks, got {world.size}")
-    blocks = run_rounds(world, steppers_for(world, "static", PHASE_CONTENDERS), rounds, block, clock,
+    names = {"no all-reduce", *only} if only else PHASE_CONTENDERS
+    blocks = run_rounds(world, steppers_for(world, "static", names), rounds, block, clock,
                         Doorbell(world, out_path + DOORBELL))
     if world.rank == 0:
         Path(out_path).write_text(json.dumps(phase_samples(blocks)))
@@ -644,13 +691,13 @@ OPS_CONTENDERS = ("no all-reduce", "bucketed", "bucketed, ordinary stores", "buc
 OPS_DIAGNOSTICS = {"no all-reduce, a barrier each step": "barrier", "no all-reduce, 0.2 ms yielding each step": "yield"}
 
 
-def ops_worker(out_path: str, rounds: int, block: int) -> None:
+def ops_worker(out_path: str, rounds: int, block: int, only: list[str] | None = None) -> None:
     """Runs on each of the 2 ranks: the static contenders and the diagnostics, CPU time per op kind."""
     clock = OpClock()  # before the programs are compiled
     dist.init_parallel_env()
     world = get_world()
-    steppers = steppers_for(world, "static", OPS_CONTENDERS)
-    for name, how in OPS_DIAGNOSTICS.items():
+    steppers = steppers_for(world, "static", {"no all-reduce", *only} if only else OPS_CONTENDERS)
+    for name, how in ({} if only else OPS_DIAGNOSTICS).items():
         steppers[name] = every_step(world, STEPPERS["static"](alone), how)
     blocks = run_rounds(world, steppers, rounds, block, clock, Doorbell(world, out_path + DOORBELL))
     samples: dict[str, list[float]] = {}
@@ -669,7 +716,8 @@ def ops(args: argparse.Namespace) -> None:
     results: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for launch in range(args.launches):
-            for key, samples in launch_worker(args, "--ops-worker", Path(tmp) / f"{launch}.json").items():
+            for key, samples in launch_worker(args, "--ops-worker", Path(tmp) / f"{launch}.json",
+                                              *only_flags(args)).items():
                 results.setdefault(key, []).extend(samples)
     names = list(dict.fromkeys(key.split("|")[0] for key in results))
     for rank in (0, 1):
@@ -682,6 +730,10 @@ def ops(args: argparse.Namespace) -> None:
             rows.append(row)
         print_table(f"static step, rank {rank}: CPU ms per step by op kind, median / 10th percentile of "
                     f"{steps_per_row(args)} steps", ["op kind", *names], rows)
+
+
+def only_flags(args: argparse.Namespace) -> list[str]:
+    return [flag for name in args.only or () for flag in ("--only", name)]
 
 
 def launch_worker(args: argparse.Namespace, flag: str, out: Path, *extra: str) -> Any:
@@ -698,7 +750,8 @@ def phases(args: argparse.Namespace) -> None:
     results: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for launch in range(args.launches):
-            for key, samples in launch_worker(args, "--phase-worker", Path(tmp) / f"{launch}.json").items():
+            for key, samples in launch_worker(args, "--phase-worker", Path(tmp) / f"{launch}.json",
+                                              *only_flags(args)).items():
                 results.setdefault(key, []).extend(samples)
     rows = []
     for key, samples in results.items():
@@ -761,17 +814,19 @@ def main():
     parser.add_argument("--mode", choices=MODES, help=argparse.SUPPRESS)
     parser.add_argument("--ops", action="store_true",
                         help="CPU time per kind of op (forward and backward GEMMs, other ops, update and communication)")
+    parser.add_argument("--only", action="append", choices=list(CONTENDERS), metavar="CONTENDER",
+                        help="run only this contender (repeatable; '1 rank' and 'no all-reduce' always run)")
     parser.add_argument("--phase-worker", help=argparse.SUPPRESS)
     parser.add_argument("--ops-worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.block <= WARM_STEPS:
         parser.error(f"--block must be more than {WARM_STEPS} (the first {WARM_STEPS} steps of a block are not timed)")
     if args.worker:
-        return worker(args.worker, args.mode, args.rounds, args.block)
+        return worker(args.worker, args.mode, args.rounds, args.block, args.only)
     if args.phase_worker:
-        return phase_worker(args.phase_worker, args.rounds, args.block)
+        return phase_worker(args.phase_worker, args.rounds, args.block, args.only)
     if args.ops_worker:
-        return ops_worker(args.ops_worker, args.rounds, args.block)
+        return ops_worker(args.ops_worker, args.rounds, args.block, args.only)
     if args.phases:
         return phases(args)
     if args.ops:
@@ -780,7 +835,10 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for launch in range(args.launches):
             for mode in MODES:
-                found = launch_worker(args, "--worker", Path(tmp) / f"{mode}-{launch}.json", "--mode", mode)
+                if args.only and all(getattr(CONTENDERS[name], mode) is None for name in args.only):
+                    continue
+                found = launch_worker(args, "--worker", Path(tmp) / f"{mode}-{launch}.json", "--mode", mode,
+                                      *only_flags(args))
                 for size, seconds in found.pop("allreduce", {}).items():
                     results.setdefault(f"allreduce|{size}", [[], [], [], []])[0].append(seconds)
                 for key, samples in found.items():
@@ -789,6 +847,8 @@ def main():
                         kept += new
     rows, versus = [], []
     for mode in MODES:
+        if f"{mode}|{ONE_RANK}" not in results:
+            continue
         base, base_fast = percentiles(results[f"{mode}|{ONE_RANK}"][0], 50, 10)
         alone_step = float(np.median(results[f"{mode}|no all-reduce"][0]))
         for name in (ONE_RANK, *CONTENDERS):
@@ -845,25 +905,27 @@ def print_states(results: dict[str, list[list[float]]]) -> None:
         for name in (ONE_RANK, *CONTENDERS):
             if f"{mode}|{name}" not in results:
                 continue
-            times, _, _, probed = (np.array(x) for x in results[f"{mode}|{name}"])
+            times, _, work, probed = (np.array(x) for x in results[f"{mode}|{name}"])
             row = [mode, name if name == ONE_RANK else f"2 ranks, {name}"]
             for far in (False, True):
                 chosen = times[(probed >= FAR) == far]
                 counts[far] = counts.get(far, 0) + len(chosen)
                 if not len(chosen):
-                    row += ["-", "-", "0"]
+                    row += ["-", "-", "-", "0"]
                     continue
                 step = float(np.median(chosen))
+                cpu = float(np.median(work[(probed >= FAR) == far]))
                 base.setdefault(far, step)
-                row += [f"{step * 1e3:.2f}", f"{step / base[far]:.2f}x" if far in base else "-", str(len(chosen))]
+                row += [f"{step * 1e3:.2f}", f"{step / base[far]:.2f}x" if far in base else "-", f"{cpu * 1e3:.2f}",
+                        str(len(chosen))]
             rows.append(row)
     probes = np.concatenate([np.array(v[3]) for k, v in results.items() if not k.startswith("allreduce|")])
     share = counts.get(True, 0) / max(1, counts.get(True, 0) + counts.get(False, 0))
     print_table(f"the same steps by the state of the cores, probed before each block: rewriting {CrossCoreProbe.PROBE_BYTES >> 10} KB "
                 f"the peer read costs {np.percentile(probes, 10):.1f}x-{np.percentile(probes, 90):.1f}x a private "
                 f"write (10th-90th percentile), far (>= {FAR:g}x) in {share:.0%} of the steps",
-                ["mode", "ranks / all-reduce", "near: step ms", "near: vs 1 rank", "near: steps",
-                 "far: step ms", "far: vs 1 rank", "far: steps"], rows)
+                ["mode", "ranks / all-reduce", "near: step ms", "near: vs 1 rank", "near: cpu ms", "near: steps",
+                 "far: step ms", "far: vs 1 rank", "far: cpu ms", "far: steps"], rows)
 
 
 # assumed links for the projection: (alpha seconds per message, beta seconds per byte)

@@ -42,15 +42,27 @@ from common import print_table  # noqa: E402
 
 import fluidgrad as fg  # noqa: E402
 import fluidgrad.distributed as dist  # noqa: E402
-from fluidgrad.distributed import data_parallel, eager_fused  # noqa: E402
+from fluidgrad.distributed import data_parallel, eager_fused, eager_stores  # noqa: E402
 from fluidgrad.nn import functional as F  # noqa: E402
 from fluidgrad.ops import comm_buckets, comm_shards  # noqa: E402
 from fluidgrad.ops.comm import get_world  # noqa: E402
+
+def stores(wrap: Callable[[Any], Any], policy: str) -> Callable[[Any], Any]:
+    """The same contender, its shared rows written with ordinary stores (and offered to the weight
+    gradients' GEMMs) or always streamed (ops/comm_stream.py), instead of the choice the default
+    makes each step (distributed/eager_stores.py)."""
+    def wrapped(model: Any) -> Any:
+        return wrap(model)
+    wrapped.policy = policy
+    return wrapped
+
 
 CONTENDERS: dict[str, Callable[[Any], Any]] = {
     "no all-reduce": lambda model: model,
     "DataParallel, bucketed": dp_model(25.0),
     "DataParallel, per-parameter": dp_model(0.0),
+    "DataParallel, bucketed, ordinary stores": stores(dp_model(25.0), "ordinary"),
+    "DataParallel, bucketed, streamed rows": stores(dp_model(25.0), "stream"),
     "DataParallel, bucketed, unfused update": dp_model_unfused(25.0),
     "sharded update, bucketed": dp_sharded(25.0),
     "sharded update, per-parameter": dp_sharded(0.0),
@@ -110,8 +122,16 @@ def stepper(wrap: Callable[[Any], Any], clock: Clock) -> Callable[[], dict]:
     x_value, y_value = data(get_world().rank)
     x, y = fg.to_tensor(x_value), fg.to_tensor(y_value)
     unfused = getattr(wrap, "unfused", False)
+    policy = getattr(wrap, "policy", "adaptive")
 
     def step() -> dict:
+        eager_stores.POLICY = policy
+        try:
+            return timed_step()
+        finally:
+            eager_stores.POLICY = "adaptive"
+
+    def timed_step() -> dict:
         eager_fused.FUSE_UPDATES = not unfused
         clock.marks = {}
         clock.mark("start")

@@ -43,3 +43,26 @@ def test_stream_copy_large_and_fallbacks():
 @pytest.mark.skipif(not accel.installed(), reason="numba (the `fast` extra) is not installed")
 def test_streaming_path_is_taken_with_numba():
     assert comm_stream.enabled() == comm_stream.STREAM.on
+
+
+@pytest.mark.skipif(not accel.installed(), reason="streaming stores need numba (the `fast` extra)")
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 300), offset=st.integers(0, 40), dtype=st.sampled_from(["float32", "float64"]))
+def test_stream_sgd_is_sgd_wherever_the_parameters_start(n, offset, dtype):
+    """The parameters' new values (SGD on the gradient times a scale, L2 decay) written with
+    streaming stores: the SGD step to rounding (the compiled loops may contract differently),
+    nothing outside the parameters touched."""
+    rng = np.random.default_rng(n * 7 + offset)
+    t = np.dtype(dtype).type
+    start = rng.standard_normal(n).astype(dtype)
+    grad = rng.standard_normal(n).astype(dtype)
+    memory = np.full(n + offset + 3, -1.0, dtype)
+    param = memory[offset:offset + n]
+    param[...] = start
+    assert comm_stream.stream_sgd(grad.copy(), t(0.5), param, 0.01, 0.001)
+    expected = start - t(0.01) * (grad * t(0.5) + t(0.001) * start)
+    tight = dtype == "float64"
+    np.testing.assert_allclose(param, expected, rtol=1e-13 if tight else 1e-5, atol=1e-15 if tight else 1e-7)
+    assert (memory[:offset] == -1).all() and (memory[offset + n:] == -1).all()
+    with comm_stream.STREAM.use(False):  # streaming off: nothing done, the caller updates
+        assert not comm_stream.stream_sgd(grad.copy(), t(0.5), param, 0.01, 0.001)

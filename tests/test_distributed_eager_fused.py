@@ -14,11 +14,11 @@ from fluidgrad.distributed.eager_fused import DeferredGrad
 TOLERANCE = 2e-5  # float32 rounding after 20 steps
 STATE_TOLERANCE = 1e-4  # Adam's second moments (see test_distributed_eager_sharding.py)
 FUSED = ["sgd", "sgd-no_sync", "momentum", "momentum-no_sync", "adam", "adam-no_sync", "sgd-one-bucket",
-         "adam-per-parameter", "momentum-nesterov-l2-schedule", "adamw-distributed", "sgd-distributed-minimize", "sgd-l2-mpi", "adam-mpi",
+         "adam-per-parameter", "momentum-nesterov-l2-schedule", "adamw-distributed", "adamw-groups", "sgd-distributed-minimize", "sgd-l2-mpi", "adam-mpi",
          "momentum-numpy", "adam-resume", "momentum-zero_grad",
-         "sgd-discard", "adam-discard-mpi"]
+         "sgd-discard", "adam-discard-mpi", "sgd-streamed", "adam-no_sync-streamed", "adam-ordinary"]
 # the optimizer's own step: gradients read before it (completed then), clipping, fusing off
-UNFUSED = ["momentum-read", "adam-norm", "sgd-unfused"]
+UNFUSED = ["momentum-read", "adam-norm", "sgd-unfused", "momentum-read-streamed", "sgd-unfused-streamed"]
 STATE_ENTRIES = {"sgd": 0, "momentum": 6, "adam": 24, "adamw": 24}
 
 
@@ -32,7 +32,7 @@ def test_fused_eager_training_equals_single_process_on_the_whole_batch(tmp_path,
     buckets); a backward whose reduction nobody reads or applies (completed by the next one): after 20 steps the loss, every parameter and the optimizer state match,
     the ranks hold the same values, every step's `.grad` was deferred after backward and every
     bucket of every step was updated by the fused step, and `.grad` read after the step is the
-    averaged gradient. Reading the gradients before the step, clipping or the switch send every bucket through the optimizer's own step, with the same results."""
+    averaged gradient; two ranks' rows streamed or written with ordinary stores alike. Reading the gradients before the step, clipping or the switch send every bucket through the optimizer's own step, with the same results."""
     pytest.importorskip("mpi4py", reason="the `dist` extra (mpi4py + the mpich wheel) is not installed")
     from test_distributed import launch
     out = tmp_path / "result.json"
@@ -51,7 +51,7 @@ def test_fused_eager_training_equals_single_process_on_the_whole_batch(tmp_path,
         if case["spread"] != 0.0 or case["n_state"] != [STATE_ENTRIES[name.split("-")[0]]] * 2:
             problems.append(f"{name}: spread {case['spread']}, state entries {case['n_state']}")
         fused = name in FUSED
-        expected = (20 * case["buckets"] if fused else 0, 20 if name != "sgd-unfused" else 0)
+        expected = (20 * case["buckets"] if fused else 0, 20 if "unfused" not in name else 0)
         if (case["fused_buckets"], case["deferred_steps"]) != expected:
             problems.append(f"{name}: {case['fused_buckets']} buckets fused, {case['deferred_steps']} steps "
                             f"deferred; expected {expected}")

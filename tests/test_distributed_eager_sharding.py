@@ -25,7 +25,8 @@ STATE_TOLERANCE = 1e-4
 CASES = ["sgd-noclip", "sgd-norm", "momentum-noclip", "momentum-norm", "adam-noclip", "adam-norm",
          "adam-norm-one-bucket", "momentum-nesterov-l2-schedule", "adamw-value", "adam-norm-mpi", "sgd-l2-mpi",
          "momentum-unfused", "adam-l2-numpy", "momentum-no_sync", "adam-resume", "momentum-zero",
-         "adam-paddle-one-bucket", "sgd-each-norm-fallback", "momentum-late-dp"]
+         "adam-paddle-one-bucket", "sgd-each-norm-fallback", "momentum-late-dp",
+         "adamw-groups-fallback"]
 STATE_ENTRIES = {"sgd": 0, "momentum": 6, "adam": 24, "adamw": 24}  # accumulators of 6 parameters
 
 
@@ -36,7 +37,8 @@ def test_eager_sharded_training_equals_single_process_on_the_whole_batch(tmp_pat
     separate ops; no_sync accumulation; a checkpoint saved by rank 0 and loaded back mid-run; the
     three public forms: after 20 steps the loss, every parameter and the whole optimizer state
     match, the ranks hold the same values (views of the node's one copy), and DataParallel did not
-    reduce during backward. Clipping by each parameter's norm falls back to the whole all-reduce.
+    reduce during backward. Clipping by each parameter's norm, and AdamW groups with decays of their own, fall back to the
+    whole all-reduce.
     A graph retained across a step refuses a second backward (the parameters changed in place); a
     DataParallel made after the optimizer hands its reduction over from the first step on."""
     pytest.importorskip("mpi4py", reason="the `dist` extra (mpi4py + the mpich wheel) is not installed")

@@ -66,6 +66,32 @@ def test_split_training_equals_single_process_on_the_whole_batch(tmp_path, nproc
         "= adam(")
 
 
+def test_activations_written_in_place_train_to_the_same_bits_as_copied(tmp_path):
+    """The layers' activations (and, sharded, their output gradients) written by their producers
+    straight into the shared window give the same bits as copying them there (two ranks: the
+    average's 1/2 is exact wherever it is applied), for relu and tanh layers, SGD, Momentum and
+    Adam, a fixed batch and one changing size (then the steps after a change copy, as before)."""
+    pytest.importorskip("mpi4py", reason="the `dist` extra (mpi4py + the mpich wheel) is not installed")
+    out = tmp_path / "result.json"
+    result = launch(2, "split_placement.py", out)
+    assert result.returncode == 0, result.stderr[-3000:]
+    found = json.loads(out.read_text())
+    assert found["world"] == 2 and found["shared"]
+    cases = found["cases"]
+    assert len(cases) == 16
+    for name, case in cases.items():
+        assert case["same"], name
+        sharded = "-sharded-" in name
+        act = "relu" if "-relu-" in name else "tanh"
+        assert sum(n.startswith(f"{act}.tmp_") for n in case["placed"]) == 2, (name, case["placed"])
+        assert sum(n.endswith("@GRAD") for n in case["placed"]) == (3 if sharded else 0), (name, case["placed"])
+        per_step = len(case["placed"])
+        steps_in_place = case["found"] / per_step
+        assert steps_in_place >= (5 if "-fixed" in name else 2), (name, case["found"])
+        assert case["found_copied"] == 0, name
+    assert found["streamed_params_diff"] < 1e-5  # parameter rows streamed (STREAM_PARAMS): the same to rounding
+
+
 # ------------------------------------------------------------------ a world of one
 def build(optimizer, hidden=4, shared_weight=False, **options):
     main, startup = fg.Program(), fg.Program()

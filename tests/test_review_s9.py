@@ -431,9 +431,6 @@ _OPTIMIZER_HABITS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="a PyTorch user's optimizer habits are missing (AttributeError): "
-                   "opt.load_state_dict(ckpt['opt']) (the checkpoint guide's own pairing with model.load_state_dict), "
-                   "opt.add_param_group (unfreezing layers while fine-tuning), opt.state")
 @pytest.mark.parametrize("habit", sorted(_OPTIMIZER_HABITS))
 def test_pytorch_optimizer_habits(habit):
     layer = fg.nn.Sequential(fg.nn.Linear(2, 2), fg.nn.Linear(2, 1))

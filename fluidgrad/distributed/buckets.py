@@ -37,16 +37,19 @@ def plan_buckets(shapes: Sequence[Sequence[int]], dtypes: Sequence[str], bucket_
     return buckets
 
 
-def own_options(optimizer: Any, params: list[Any]) -> str | None:
+def own_options(optimizer: Any, params: list[Any], decoupled_decay_ok: bool = False) -> str | None:
     """Why the bucket kernels, which update a whole bucket with one rate and one decay, and clip
     every gradient alike, cannot serve these parameters (one has a rate or decay of its own:
-    ParamAttr(learning_rate=...), parameter groups; or is left out of the optimizer's gradient
-    clipping: ParamAttr(need_clip=False)), or None when they can."""
+    ParamAttr(learning_rate=...), parameter groups, AdamW's group weight_decay or
+    apply_decay_param_fun, unless `decoupled_decay_ok`: the caller applies each parameter's; or is
+    left out of the optimizer's gradient clipping: ParamAttr(need_clip=False)), or None when they can."""
     clipping = getattr(optimizer, "_grad_clip", None) is not None
+    decoupled = None if decoupled_decay_ok else getattr(optimizer, "_decay_of", None)  # AdamW's
     for param in params:
         factor, decay = optimizer._options(param)
         name = getattr(param, "name", None) or "a parameter"
-        if factor != 1.0 or decay is not optimizer.regularization:
+        if (factor != 1.0 or decay is not optimizer.regularization
+                or decoupled is not None and decoupled(param) != optimizer.weight_decay):
             return f"{name} has a learning rate or weight decay of its own"
         if clipping and not optimize_options(param)[2]:
             return f"{name} is left out of gradient clipping (need_clip=False)"

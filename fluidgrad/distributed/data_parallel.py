@@ -51,9 +51,11 @@ from ..eager.engine import topological_order
 from ..eager.node import CustomOp
 from ..nn import Layer
 from ..ops.comm import CollectiveMismatchError, World, get_world
-from ..ops.comm_buckets import PairReduce
+from ..ops import comm_stream
+from ..ops.comm_buckets import PairReduce, add_scaled
 from ..optimizer import Optimizer
 from . import eager_fused
+from .eager_stores import StoreChooser
 from .buckets import plan_buckets
 from .eager_fused import DeferredGrad
 
@@ -321,6 +323,8 @@ class _Layout:
         self.pieces = [[(self.offset[i], tuple(params[i].shape)) for i in bucket] for bucket in buckets]
         self.shapes = [(tuple(p.shape), p.data.dtype) for p in params]
         self.flat_by_path: dict[str, list[Any]] = {}
+        self.streams_by_path: dict[tuple[str, bool], list[bool]] = {}
+        self.chooser = StoreChooser()
         self.kept: list[np.ndarray | None] = [None] * len(params)
         # the last reduction left to the step (eager_fused.py) and its deferred gradients (weakly:
         # clear_grad drops them)
@@ -347,6 +351,30 @@ class _Layout:
             flat = [world.bucket((self.key, b), size, dtype) for b, (size, dtype) in enumerate(self.sizes)]
             self.flat_by_path[world.allreduce_path] = flat
         return flat
+
+    def streamable(self, world: World, flat: list[Any]) -> list[bool]:
+        """For each bucket, whether its rows may be written with streaming stores: a two-rank
+        shared bucket (the peer read this rank's row two steps before: eager_stores.py), when
+        streaming is on."""
+        key = (world.allreduce_path, comm_stream.enabled())
+        streams = self.streams_by_path.get(key)
+        if streams is None:
+            streams = [key[1] and bool(getattr(f, "shared", False) and getattr(f, "pair", False)) for f in flat]
+            self.streams_by_path[key] = streams
+        return streams
+
+    def streams(self, world: World, flat: list[Any]) -> list[bool]:
+        """For each bucket, whether this step writes its rows with streaming stores (rather than
+        ordinary ones and placement): where they may, and when the probe of the largest one's
+        row finds the peer's cache still holding it (eager_stores.py). Only once the rows are
+        free to be written (after `settle`)."""
+        streamable = self.streamable(world, flat)
+        if not any(streamable):
+            return streamable
+        largest = max((b for b, ok in enumerate(streamable) if ok), key=lambda b: self.sizes[b][0])
+        if self.chooser.stream_now(flat[largest].input):
+            return streamable
+        return [False] * len(flat)
 
     def targets(self, bucket: list[int]) -> list[np.ndarray | None]:
         """For each parameter of `bucket`, its kept array if free to be written again, else None."""
@@ -389,6 +417,7 @@ class _ReduceStep:
         self.world, self.params, self.layout, self.buckets = world, params, layout, layout.buckets
         self.bucket_of, self.offset = layout.bucket_of, layout.offset
         self.flat = layout.flat(world)
+        self.streams: list[bool] = []  # chosen at begin()
         self.scale = 1.0 / world.size
         self.finished = True  # begin() starts a backward pass when its first gradient arrives
 
@@ -397,12 +426,16 @@ class _ReduceStep:
         if not self.finished:
             return
         self.layout.settle()
+        self.streams = self.layout.streams(self.world, self.flat)
         self.finished = False
         self.missing = [len(bucket) for bucket in self.buckets]
         self.filled: set[int] = set()
         self.pending: list[Any] = []
         self.folded: list[int] = []
         self.offered: dict[int, np.ndarray] = {}
+        # this rank's gradients, flat, where they were made (still in its cache), for the buckets
+        # whose rows are streamed to memory: the sums read them rather than the rank's own row
+        self.own: dict[int, np.ndarray] = {}
 
     def offer(self, i: int) -> np.ndarray | None:
         """Parameter i's place in its bucket (this rank's row), for the op making its gradient to
@@ -410,7 +443,8 @@ class _ReduceStep:
         only while the bucket is still being filled and nothing is to be folded in."""
         self.begin()  # a second backward through this step (retain_graph) starts afresh
         b = self.bucket_of[i]
-        if i in self.offered or i in self.filled or b < len(self.pending) or self.params[i].grad is not None:
+        if (i in self.offered or i in self.filled or b < len(self.pending) or self.params[i].grad is not None
+                or self.streams[b]):  # (streamed rows: the producers' stores are ordinary ones)
             return None
         start, (shape, _) = self.offset[i], self.layout.shapes[i]
         place = self.offered[i] = self.flat[b].input[start:start + prod(shape)].reshape(shape)
@@ -425,7 +459,12 @@ class _ReduceStep:
         b, start = self.bucket_of[i], self.offset[i]
         if grad is not self.offered.get(i):  # else its op wrote it in place (and nothing was added)
             part = self.flat[b].input[start:start + grad.size]  # input: a shared bucket alternates rows
-            np.copyto(part, grad.reshape(-1))  # the sum is scaled by 1/p as it is handed out
+            flat = grad.reshape(-1)
+            if self.streams[b]:
+                comm_stream.stream_copy(part, flat)
+                self.own[i] = flat
+            else:
+                np.copyto(part, flat)  # the sum is scaled by 1/p as it is handed out
         self.filled.add(i)
         self.missing[b] -= 1
         self._start_ready_buckets()
@@ -463,13 +502,32 @@ class _ReduceStep:
                 pending.wait_rows()
             else:
                 pending.wait()
+        self.own = {}  # nobody reads this step's sums any more
 
     def materialize(self, i: int) -> np.ndarray:
         """Parameter i's averaged gradient, an array of its own (a deferred gradient read)."""
-        bucket, b = [i], self.bucket_of[i]
+        return self._averages(self.bucket_of[i], [i], [(self.offset[i], self.layout.shapes[i][0])])[0]
+
+    def _averages(self, b: int, bucket: list[int], pieces: list[tuple[int, tuple[int, ...]]]) -> list[np.ndarray]:
+        """The averages of parameters `bucket` (at `pieces`) of bucket b, arrays of their own, kept
+        for the next step (_Layout.hand_out). Streamed rows: this rank's gradient where it was made
+        plus the peer's row, times 1/p, in one pass (own + peer: the same bits as row 0 + row 1)."""
         targets = self.layout.targets(bucket)
-        summed = self.pending[b].wait_arrays([(self.offset[i], self.layout.shapes[i][0])], into=targets)
-        return self.layout.hand_out(bucket, summed, targets, self.scale)[0]
+        if not self.streams[b]:
+            summed = self.pending[b].wait_arrays(pieces, into=targets)
+            return self.layout.hand_out(bucket, summed, targets, self.scale)
+        pending = self.pending[b]
+        peer = pending.wait_rows()[1 - pending.bucket.rank]
+        out = []
+        for i, (first, shape), target in zip(bucket, pieces, targets):
+            dtype = self.layout.shapes[i][1]
+            if target is None:
+                target = np.empty(shape, dtype)
+            own = self.own[i]
+            add_scaled(own, peer[first:first + own.size], dtype.type(self.scale), target.reshape(-1))
+            self.layout.kept[i] = target
+            out.append(target)
+        return out
 
     def fused_update(self, optimizer: Optimizer, params: list[Tensor]) -> list[Tensor]:
         """`optimizer`'s step over the buckets whose deferred gradients nobody read, all of them in
@@ -483,20 +541,27 @@ class _ReduceStep:
             if not all(id(p) in wanted and type(p.grad) is DeferredGrad and p.grad.source is self and p.grad.pending
                        for p in members):
                 continue
-            own, rows, skip = self._sums(b)
-            eager_fused.update_bucket(rule, members, [self.offset[i] for i in bucket], own, rows, skip, self.scale)
+            owns, rows, skip = self._sums(b, bucket)
+            eager_fused.update_bucket(rule, members, [self.offset[i] for i in bucket], owns, rows, skip, self.scale)
             done.update(id(p) for p in members)
         return [p for p in params if id(p) not in done] if done else params
 
-    def _sums(self, b: int) -> tuple[np.ndarray, np.ndarray, int]:
-        """(own, rows, skip) of bucket b for eager_fused.update_bucket: two ranks on one node, this
-        rank's row and both rows (each rank adds the two itself, the same bits on both); else the
-        finished sum over ranks and no rows."""
+    def _sums(self, b: int, bucket: list[int]) -> tuple[list[np.ndarray], np.ndarray, int]:
+        """(owns, rows, skip) of bucket b for eager_fused.update_bucket: two ranks on one node, each
+        parameter's own gradient (where it was made when the rows are streamed, else in this rank's
+        row) and both rows (each rank adds the two itself, the same bits on both); else each
+        parameter's piece of the finished sum over ranks and no rows."""
         pending = self.pending[b]
         if type(pending) is PairReduce:
             rows = pending.wait_rows()
-            return rows[pending.bucket.rank], rows, pending.bucket.rank
-        return pending.wait(), _NO_ROWS, -1
+            rank = pending.bucket.rank
+            if self.streams[b]:
+                return [self.own[i] for i in bucket], rows, rank
+            whole = rows[rank]
+        else:
+            whole, rows, rank = pending.wait(), _NO_ROWS, -1
+        shapes, offset = self.layout.shapes, self.offset
+        return [whole[offset[i]:offset[i] + prod(shapes[i][0])] for i in bucket], rows, rank
 
     def finish(self) -> list[np.ndarray]:
         """Every parameter's averaged gradient (zeros join for parameters that got none)."""
@@ -505,10 +570,9 @@ class _ReduceStep:
             self.params[i].clear_grad()  # the engine stores the reduced sum in .grad
         grads: list[Any] = [None] * len(self.params)
         layout = self.layout
-        for bucket, pending, pieces in zip(self.buckets, self.pending, layout.pieces):
-            targets = layout.targets(bucket)
-            summed = pending.wait_arrays(pieces, into=targets)
-            for i, array in zip(bucket, layout.hand_out(bucket, summed, targets, self.scale)):
+        for b, (bucket, pieces) in enumerate(zip(self.buckets, layout.pieces)):
+            for i, array in zip(bucket, self._averages(b, bucket, pieces)):
                 grads[i] = array
+        self.own = {}
         self.finished = True
         return grads

@@ -29,7 +29,8 @@ backward): one rank may read while the others do not.
 
 The fused step serves SGD, Momentum (Nesterov too), Adam and AdamW (exactly these classes, no
 subclass with a step of its own) with L2 or no decay, no clipping, one learning rate and decay
-for every parameter (distributed/buckets.py: own_options); anything else reads the gradients and
+for every parameter (distributed/buckets.py: own_options; AdamW's decoupled decay may differ from
+parameter to parameter, by group or apply_decay_param_fun: each gets its own); anything else reads the gradients and
 takes the optimizer's own step. `backward(create_graph=True)`, `grad(...)` and parameters with
 hooks keep the reduction inside backward (the engine hands the averages out), and so does
 `FUSE_UPDATES = False`.
@@ -105,6 +106,8 @@ class Rule:
         self.decay = optimizer.regularization.coeff if optimizer.regularization is not None else 0.0
         self.attrs = optimizer.update_attrs()
         self.slots = [slot for slot, (_, kind) in optimizer.accumulators.items() if kind == "param"]
+        # AdamW: each parameter's own decoupled decay (its group's; 0 where apply_decay_param_fun says no)
+        self.decoupled = getattr(optimizer, "_decay_of", None)
 
     def state(self, param: Tensor) -> dict[str, np.ndarray]:
         """The parameter's accumulators (what the optimizer's step and state_dict use), made at
@@ -118,9 +121,14 @@ class Rule:
                 state[slot] = np.array(array, order="C")
         return state
 
+    def weight_decay(self, param: Tensor) -> float:
+        """The decoupled (AdamW) decay of this parameter."""
+        return self.decoupled(param) if self.decoupled is not None else self.attrs.get("weight_decay", 0.0)
+
     def update(self, own: np.ndarray, scale: float, rows: np.ndarray, skip: int, start: int, param: np.ndarray,
-               state: dict[str, np.ndarray]) -> None:
-        """param (flat) and its state updated in place by the gradient (own + other rows) * scale."""
+               state: dict[str, np.ndarray], weight_decay: float = 0.0) -> None:
+        """param (flat) and its state updated in place by the gradient (own + other rows) * scale
+        (`weight_decay`: AdamW's decoupled decay of this parameter)."""
         kind, attrs = self.kind, self.attrs
         if kind is SGD:
             fused_shards.sgd(own, scale, rows, skip, start, param, self.lr, self.decay)
@@ -132,7 +140,7 @@ class Rule:
             fused_shards.adam(own, scale, rows, skip, start, param, state["Moment1"].reshape(-1),
                               state["Moment2"].reshape(-1), self.lr, attrs["beta1"], attrs["beta2"],
                               float(b1.reshape(-1)[0]), float(b2.reshape(-1)[0]), attrs["epsilon"], self.decay,
-                              attrs.get("weight_decay", 0.0))
+                              weight_decay)
             state["Beta1Pow"] = b1 * b1.dtype.type(attrs["beta1"])
             state["Beta2Pow"] = b2 * b2.dtype.type(attrs["beta2"])
 
@@ -142,21 +150,22 @@ def rule_for(optimizer: Optimizer, params: list[Tensor]) -> Rule | None:
     regularization = optimizer.regularization
     if (not FUSE_UPDATES or type(optimizer) not in (SGD, Momentum, Adam, AdamW) or optimizer._grad_clip is not None
             or not (regularization is None or type(regularization) is L2Decay)
-            or own_options(optimizer, params) is not None):
+            or own_options(optimizer, params, decoupled_decay_ok=True) is not None):
         return None
     return Rule(optimizer)
 
 
-def update_bucket(rule: Rule, params: list[Tensor], offsets: list[int], own: np.ndarray, rows: np.ndarray,
+def update_bucket(rule: Rule, params: list[Tensor], offsets: list[int], owns: list[np.ndarray], rows: np.ndarray,
                   skip: int, scale: float) -> None:
-    """Each parameter of a bucket updated from its piece of the sum: (own + the rows but `skip`)
-    * scale at its offset (`own` is the flat sum itself when there are no rows)."""
-    for param, start in zip(params, offsets):
+    """Each parameter of a bucket updated from its piece of the sum: (its own flat gradient `owns[k]`
+    + the rows but `skip`, at its offset) * scale (`owns[k]` is its piece of the sum itself when
+    there are no rows)."""
+    for param, start, own in zip(params, offsets, owns):
         in_place = _references(param) <= _ALONE and _writable(param.data)  # counted before a local holds it
         # else someone holds the array (a view, numpy()): they keep the old values, the update a copy
         value = param.data if in_place else np.array(param.data, order="C")
         state = rule.state(param)
-        rule.update(own[start:start + value.size], scale, rows, skip, start, value.reshape(-1), state)
+        rule.update(own, scale, rows, skip, start, value.reshape(-1), state, rule.weight_decay(param))
         if in_place:
             _record_modification(param)  # a retained graph that read the old value refuses, as after set_value
         else:

@@ -23,6 +23,15 @@ the destinations as `placed=` and skips what is already in place. A destination 
 run time (a plain, C-contiguous, writeable array of the value's shape and dtype), else the value
 is returned as it is and the consumer copies it: placement never changes a result's bits, only
 where the same operations write them.
+
+Values other ops read too (`OpDef.offer_reads`: an op that publishes its inputs, e.g. the layers'
+activations that c_split_* ops share between the ranks of a node). The buffer keeps such a value
+readable, unchanged and unscaled, until the consumer runs, so its producer may write it there even
+though other ops read it meanwhile: the value's array is made by one op (through `assign`s, which
+pass the same array on under another name), and no name it goes by is fed, loaded, persistable,
+fetched, read in another block or read by an op that stores a persistable value (which might keep
+a view of the buffer past the run). Nothing else writes into the buffer in between: the consumer
+offers only a region of its own, and an in-place kernel never writes into a view.
 """
 from __future__ import annotations
 
@@ -61,6 +70,7 @@ def choose(block: Block, ops: list[Operator], kept: set[str]) -> list[Placement]
     """The placements of a block's plan (ops in run order; `kept`: fetched and persistable names)."""
     offers = {c: _compiled_offer(block, op) for c, op in enumerate(ops) if get_op_def(op.type).offer is not None}
     chosen = []
+    claimed: set[int] = set()  # producers already writing into some buffer
     elsewhere: set[str] | None = None
     for c, offered in offers.items():
         if offered is None:
@@ -68,11 +78,13 @@ def choose(block: Block, ops: list[Operator], kept: set[str]) -> list[Placement]
         buffer, offer = offered
         if elsewhere is None:
             elsewhere = _read_in_other_blocks(block)
-        names = ops[c].inputs[get_op_def(ops[c].type).inputs[0].name]
+        op_def = get_op_def(ops[c].type)
+        names = _offered_inputs(ops[c])
+        find = _shared_producer if op_def.offer_reads else _sole_producer
         placement = Placement(c, offer, len(names))
         for j, name in enumerate(names):
-            p = _sole_producer(block, ops, c, name, kept, elsewhere)
-            if p is not None:
+            p = find(block, ops, c, name, kept, elsewhere)
+            if p is not None and p not in claimed:
                 placement.producers[p] = j
         # between the offer and the consumer, nothing else may use the buffer
         last_barrier = max((i for i in range(min(placement.producers, default=c), c)
@@ -80,8 +92,16 @@ def choose(block: Block, ops: list[Operator], kept: set[str]) -> list[Placement]
                            default=-1)
         placement.producers = {p: j for p, j in placement.producers.items() if p > last_barrier}
         if placement.producers:
+            claimed.update(placement.producers)
             chosen.append(placement)
     return chosen
+
+
+def _offered_inputs(op: Operator) -> list[str]:
+    """The inputs an op's offer covers: those of its `offer_reads` slots, else of its first slot."""
+    op_def = get_op_def(op.type)
+    slots = op_def.offer_reads or (op_def.inputs[0].name,)
+    return [n for slot in slots for n in op.inputs.get(slot, [])]
 
 
 def _compiled_offer(block: Block, op: Operator) -> tuple[Any, Callable[[], Any]] | None:
@@ -89,9 +109,9 @@ def _compiled_offer(block: Block, op: Operator) -> tuple[Any, Callable[[], Any]]
     op_def = get_op_def(op.type)
     if op_def.needs_runtime or not op_def.inputs:
         return None
-    names = op.inputs.get(op_def.inputs[0].name, [])
+    names = _offered_inputs(op)
     variables = [block._find_var_recursive(n) for n in names]
-    if (not names or any(v is None or any(d < 0 for d in v.shape) for v in variables)
+    if (not names or any(v is None or (any(d < 0 for d in v.shape) and not op_def.offer_reads) for v in variables)
             or (any(_persistable(block, n) for n in op.output_arg_names) and not op_def.offer_keeps_state)):
         return None
     attrs = {k: op.attrs.get(k, default) for k, default in op_def.attrs.items()}
@@ -117,6 +137,34 @@ def _sole_producer(block: Block, ops: list[Operator], c: int, name: str, kept: s
         if name in op.input_arg_names:
             return None  # another reader would see the destination
     return None  # fed or loaded
+
+
+def _shared_producer(block: Block, ops: list[Operator], c: int, name: str, kept: set[str],
+                     elsewhere: set[str]) -> int | None:
+    """For an offer that keeps values readable (`offer_reads`): the position of the op making the
+    array the consumer at `c` reads as `name`, when it may write it into a destination although
+    other ops read it too (see the module's docstring), else None."""
+    consumer, aliases = ops[c], []
+    while True:
+        var = block._find_var_recursive(name)
+        if (name == EMPTY_VAR_NAME or var is None or var.persistable or name in elsewhere or name in kept
+                or name in aliases):
+            return None
+        aliases.append(name)
+        writers = [p for p in range(c) if name in ops[p].output_arg_names]
+        if len(writers) != 1:
+            return None  # fed, loaded, or written twice
+        producer = ops[writers[0]]
+        if not (producer.type == "assign" and len(producer.input_arg_names) == 1):
+            break
+        name = producer.input_arg_names[0]  # the same array under another name
+    if not _plain_producer(producer, name) or sum(consumer.input_arg_names.count(n) for n in aliases) != 1:
+        return None
+    for i, op in enumerate(ops):
+        if i != c and any(n in op.input_arg_names for n in aliases) and any(
+                _persistable(block, n) for n in op.output_arg_names):
+            return None  # might store a view of the buffer
+    return writers[0]
 
 
 def _plain_producer(op: Operator, name: str) -> bool:
@@ -183,12 +231,65 @@ def _matmul_form(kernel: Callable[..., Any], transpose_x: bool = False, transpos
     return placed
 
 
+def _scaled(array: np.ndarray, scale: Any) -> np.ndarray:
+    if scale is not None:
+        np.multiply(array, scale, out=array)
+    return array
+
+
+def _relu_form(kernel: Callable[..., Any]) -> Callable[..., Any]:
+    """max(x, 0) written with `out=` (np.maximum, as relu's in-place form: the same bits)."""
+    def placed(destination: Any, x: Any) -> Any:
+        if destination is None:
+            return kernel(x)
+        array, scale = destination[0], destination[1]
+        if _writable(array) and type(x) is np.ndarray and x.shape == array.shape and x.dtype == array.dtype:
+            return _scaled(np.maximum(x, 0, out=array, dtype=x.dtype), scale)
+        return write(destination, kernel(x))
+    return placed
+
+
+def _relu_grad_form(kernel: Callable[..., Any]) -> Callable[..., Any]:
+    """dout * (out > 0) written with `out=` (as relu_grad's in-place form)."""
+    def placed(destination: Any, out: Any, dout: Any) -> Any:
+        if destination is None:
+            return kernel(out, dout)
+        array, scale = destination[0], destination[1]
+        if (_writable(array) and type(dout) is np.ndarray and dout.shape == array.shape and dout.dtype == array.dtype
+                and dout.dtype.kind == "f" and getattr(out, "shape", None) == dout.shape):
+            return _scaled(np.multiply(dout, out > 0, out=array), scale)
+        return write(destination, kernel(out, dout))
+    return placed
+
+
+def _ufunc_form(ufunc: np.ufunc) -> Callable[..., Any]:
+    """An elementwise op's ufunc written with `out=` when its result has the destination's shape
+    and dtype (casting="no"), else the ufunc, then a copy."""
+    def placed(destination: Any, *args: Any) -> Any:
+        if destination is None:
+            return ufunc(*args)
+        array, scale = destination[0], destination[1]
+        if _writable(array) and all(type(a) is np.ndarray for a in args) and np.broadcast_shapes(
+                *(a.shape for a in args)) == array.shape:
+            try:
+                return _scaled(ufunc(*args, out=array, casting="no"), scale)
+            except TypeError:  # another result dtype
+                pass
+        return write(destination, ufunc(*args))
+    return placed
+
+
 # op type -> factory(kernel with its attributes bound, **attributes) of its placement form
-_FORMS: dict[str, Callable[..., Callable[..., Any]]] = {"matmul": _matmul_form}
+_FORMS: dict[str, Callable[..., Callable[..., Any]]] = {"matmul": _matmul_form, "relu": _relu_form,
+                                                        "relu_grad": _relu_grad_form}
 
 
 def producer_form(op_type: str, kernel: Callable[..., Any], attrs: dict[str, Any]) -> Callable[..., Any]:
     """`form(destination, *inputs)`: the op's value, written into `destination` when not None."""
     bound = functools.partial(kernel, **attrs) if attrs else kernel
     factory = _FORMS.get(op_type)
-    return factory(bound, **attrs) if factory is not None else _copying_form(bound)
+    if factory is not None:
+        return factory(bound, **attrs)
+    if isinstance(kernel, np.ufunc) and kernel.nout == 1 and not attrs:
+        return _ufunc_form(kernel)
+    return _copying_form(bound)

@@ -74,6 +74,11 @@ class OpDef:
     offer_keeps_state: the op's outputs are persistable state it writes somewhere of its own
         (the node copies of a sharded update), never into the buffer it offers: placement may
         apply although they are persistable (for other ops a persistable output refuses it).
+    offer_reads: input slots whose values the offered buffer keeps readable, unchanged and
+        unscaled, until the op runs (activations published in the node's shared memory): their
+        producers may write there although other ops read the values too. The offer then covers
+        these slots (one destination per input, in slot order) instead of the first, and is
+        asked even when a shape has an unknown (-1) dimension.
     broadcasts: False for an op none of whose inputs is ever broadcast, so that each gradient its
         maker gives has its input's shape: the static builder then adds no `reduce_as`, which it
         otherwise must where a -1 dimension may hide a broadcast (`select_input`: the untaken
@@ -92,6 +97,7 @@ class OpDef:
     doc: str = ""
     offer: Callable[..., Any] | None = None
     offer_keeps_state: bool = False
+    offer_reads: tuple[str, ...] = ()
     broadcasts: bool = True
     input_index: dict[str, int] = field(default_factory=dict)
     # the shape rule's verdicts at build time, and what they are keyed on (see `run_infer`)
@@ -129,14 +135,15 @@ def register_op(type: str, *, inputs: str | Sequence[str], outputs: str | Sequen
                 kernel: Callable[..., Any], infer: Callable[["InferContext"], None], grad: Any,
                 attrs: dict[str, Any] | None = None, inline: str | None = None,
                 needs_runtime: bool = False, doc: str = "", offer: Callable[..., Any] | None = None,
-                offer_keeps_state: bool = False, broadcasts: bool = True) -> OpDef:
+                offer_keeps_state: bool = False, offer_reads: Sequence[str] = (),
+                broadcasts: bool = True) -> OpDef:
     if type in _REGISTRY:
         raise ValueError(f"op {type!r} is registered twice")
     if grad is None:
         raise ValueError(f"op {type!r}: pass a grad maker or NO_GRADIENT, never None")
     op_def = OpDef(type, _parse_slots(inputs), _parse_slots(outputs), dict(attrs or {}), kernel,
                    infer, grad, inline, needs_runtime, doc, offer=offer,
-                   offer_keeps_state=offer_keeps_state, broadcasts=broadcasts)
+                   offer_keeps_state=offer_keeps_state, offer_reads=tuple(offer_reads), broadcasts=broadcasts)
     _REGISTRY[type] = op_def
     return op_def
 

@@ -61,6 +61,26 @@ def launched() -> bool:
     return any(name in os.environ for name in _LAUNCHER_VARS)
 
 
+def bind_to_core() -> int | None:
+    """Bind this rank to one core when asked (`FLUIDGRAD_BIND=1`; default 0, off): the node's rank
+    r (MPICH's `MPI_LOCALRANKID`) goes to the r-th of the cores this process may use, when the
+    node's ranks (`MPI_LOCALNRANKS`) are no more than those cores. Returns the core, or None (the
+    rank left free to move). Off by default: on this project's 2-core machine binding measured no
+    better (docs/distributed.md, "Session 10")."""
+    value = os.environ.get("FLUIDGRAD_BIND", "0")
+    if value not in ("0", "1"):
+        raise ValueError(f"FLUIDGRAD_BIND must be 0 or 1, got {value!r}")
+    local, ranks = os.environ.get("MPI_LOCALRANKID"), os.environ.get("MPI_LOCALNRANKS")
+    if value == "0" or local is None or ranks is None or not hasattr(os, "sched_setaffinity"):
+        return None
+    cores = sorted(os.sched_getaffinity(0))
+    if int(ranks) > len(cores):
+        return None  # more ranks than cores: binding would only stack them
+    core = cores[int(local) % len(cores)]
+    os.sched_setaffinity(0, {core})
+    return core
+
+
 def _import_mpi() -> Any:
     try:
         from mpi4py import MPI
@@ -78,6 +98,7 @@ class World:
         self.comm = self.mpi.COMM_WORLD if self.mpi is not None else None
         self.rank = self.comm.Get_rank() if self.comm is not None else 0
         self.size = self.comm.Get_size() if self.comm is not None else 1
+        self.core = bind_to_core() if self.comm is not None else None  # the core this rank is bound to, if any
         launch_dir = os.environ.get("FLUIDGRAD_LAUNCH_DIR")
         # the launcher's folder (on its machine only: ranks on other nodes do without it)
         self.launch_dir = Path(launch_dir) if launch_dir and self.comm is not None and os.path.isdir(launch_dir) else None

@@ -21,6 +21,7 @@ elements (`Layout`), split into p equal parts: rank r owns part r. Per step:
 from __future__ import annotations
 
 import functools
+import os
 import time
 from collections.abc import Sequence
 from math import prod
@@ -29,6 +30,12 @@ from typing import Any
 import numpy as np
 
 from . import comm_stream
+
+# two ranks on one node: the part of this rank's gradients that the peer sums written into the
+# shared row with streaming stores (comm_stream.py), the gradients left where their producers made
+# them (no placement), instead of placement's ordinary stores into the row. Off (measured no better:
+# docs/distributed.md); FLUIDGRAD_STREAM_SHARDED=1 turns it on (read at each step's offer and pack)
+STREAM_PEER_PART = os.environ.get("FLUIDGRAD_STREAM_SHARDED", "0") == "1"
 
 
 class Layout:
@@ -286,7 +293,7 @@ def exchange(world: Any, key: Any, arrays: Sequence[np.ndarray], layout: Layout,
         world.wait(world.comm.Ireduce_scatter_block(bucket.input, summed, op=world.mpi.SUM), what)
         return np.empty((0, 0), dtype), -1, summed
     lo, hi = layout.bounds(world.rank)
-    pack(bucket.input, arrays, layout, skip=(lo, hi), present=present)
+    pack(bucket.input, arrays, layout, skip=(lo, hi), present=present, stream=streams_peer_part(bucket))
     rows = bucket.sets[bucket.turn]
     bucket.turn = (bucket.turn + 1) % len(bucket.sets)
     bucket.win.Sync()
@@ -294,6 +301,11 @@ def exchange(world: Any, key: Any, arrays: Sequence[np.ndarray], layout: Layout,
     bucket.win.Sync()
     whole = present is not None and all(present[i] for i, _, _ in layout.overlaps(lo, hi))
     return rows, bucket.rank, rows[bucket.rank, lo:hi] if whole else None
+
+
+def streams_peer_part(bucket: Any) -> bool:
+    """Whether the peer's part of this rank's row is written with streaming stores (STREAM_PEER_PART)."""
+    return STREAM_PEER_PART and bucket.shared and bucket.pair and comm_stream.enabled()
 
 
 def update_in_place(world: Any, key: Any, grads: Sequence[np.ndarray], layout: Layout, scale: Any,

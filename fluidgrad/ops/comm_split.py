@@ -39,6 +39,17 @@ from typing import Any, Callable
 import numpy as np
 
 from .comm_shards import Layout, NodeCopy
+from .comm_stream import stream_copy
+from .placement import Destination, is_placed
+
+# the layers' activations written by their producers straight into this rank's rows of the shared
+# window (placement, OpDef.offer_reads); off: copied there by the op (read when a plan is compiled
+# and at every offer)
+ACTIVATIONS_IN_PLACE = True
+# c_split_sgd on one node: this rank's rows of the parameters written with streaming stores
+# (comm_stream.stream_sgd: the peer read them in its forward pass); off by default (measured:
+# docs/distributed.md, session 10); read at each step
+STREAM_PARAMS = False
 
 
 def own_rows(n: int, rank: int, nranks: int) -> tuple[int, int]:
@@ -85,6 +96,8 @@ class SharedActivations:
         flat, start = self.copy.flat, 0
         self.counts = flat[:p * n].reshape(p, n)  # each rank's row count of each pair (exact in float up to 2^24)
         start = p * n
+        self.own_counts: tuple[int, ...] = ()  # this rank's row counts in its last write
+        self._destinations: dict[bool, tuple[tuple[int, ...], list[Destination | None]]] = {}
         self.x_regions, self.y_regions = [], []
         for c, (a, b) in zip(self.capacities, self.widths):
             self.x_regions.append(flat[start:start + p * c * a].reshape(p, c, a))
@@ -92,19 +105,36 @@ class SharedActivations:
             self.y_regions.append(flat[start:start + p * c * b].reshape(p, c, b))
             start += p * c * b
 
-    def write(self, xs: Sequence[np.ndarray], ys: Sequence[np.ndarray], scale: Any) -> None:
-        """This rank's row counts, and its rows where they fit (Y times `scale`)."""
-        rank = self.world.rank
+    def write(self, xs: Sequence[np.ndarray], ys: Sequence[np.ndarray], scale: Any,
+              placed: Sequence[Destination | None] | None = None) -> None:
+        """This rank's row counts, and its rows where they fit (Y times `scale`), but for those
+        their producers wrote there already (`placed`: the destinations `offer` gave, X then Y)."""
+        rank, n = self.world.rank, len(xs)
         counts = [x.shape[0] for x in xs]
         self.counts[rank] = counts
+        self.own_counts = tuple(counts)
         if any(c > cap for c, cap in zip(counts, self.capacities)):
             return  # too many rows: every rank sees the counts after the barrier and the window grows
-        for x, y, xr, yr, c in zip(xs, ys, self.x_regions, self.y_regions, counts):
-            np.copyto(xr[rank, :c], x)
+        for i, (x, y, xr, yr, c) in enumerate(zip(xs, ys, self.x_regions, self.y_regions, counts)):
+            if not (placed is not None and is_placed(placed[i], x, xr[rank, :c])):
+                stream_copy(xr[rank, :c].reshape(-1), x.reshape(-1))
+            if placed is not None and scale is None and is_placed(placed[n + i], y, yr[rank, :c]):
+                continue
             if scale is None:
-                np.copyto(yr[rank, :c], y)
+                stream_copy(yr[rank, :c].reshape(-1), y.reshape(-1))
             else:
                 np.multiply(y, scale, out=yr[rank, :c])
+
+    def destinations(self, with_y: bool) -> list[Destination | None]:
+        """Where this rank's producers may write its next X and Y (the rows of its last ones: a
+        batch of another size is copied as before); Y's only when `with_y` (written unscaled)."""
+        found = self._destinations.get(with_y)
+        if found is None or found[0] != self.own_counts:
+            rank = self.world.rank
+            xs = [_destination(xr[rank, :c]) for xr, c in zip(self.x_regions, self.own_counts)]
+            ys = [_destination(yr[rank, :c]) if with_y else None for yr, c in zip(self.y_regions, self.own_counts)]
+            found = self._destinations[with_y] = (self.own_counts, xs + ys)
+        return found[1]
 
     def concatenated(self, counts: np.ndarray, i: int) -> tuple[np.ndarray, np.ndarray]:
         """Every rank's X and Y of pair i, one after the other (views when every rank filled its place)."""
@@ -137,17 +167,31 @@ def barrier(copy: NodeCopy, what: str) -> None:
     copy.win.Sync()
 
 
+def _destination(view: np.ndarray) -> Destination:
+    return Destination(view, None, view.__array_interface__["data"][0])
+
+
+def offered(world: Any, key: str, with_y: bool) -> list[Destination | None] | None:
+    """Placement (executor/placement.py): where the producers of the op `key`'s next X (and Y,
+    `with_y`) may write them, in this rank's rows of the shared activations; None before the op's
+    first run (no window yet) or when ACTIVATIONS_IN_PLACE is off. Asks no other rank."""
+    found = _EXCHANGES.get((id(world), key))
+    if found is None or not ACTIVATIONS_IN_PLACE or not found.own_counts:
+        return None
+    return found.destinations(with_y)
+
+
 def exchange(world: Any, key: str, xs: Sequence[np.ndarray], ys: Sequence[np.ndarray], scale: Any,
-             what: str) -> tuple[SharedActivations, np.ndarray]:
-    """Publish this rank's X and Y (Y times `scale`), wait for every rank's: the shared
-    activations and every rank's row counts (p x pairs)."""
+             what: str, placed: Sequence[Destination | None] | None = None) -> tuple[SharedActivations, np.ndarray]:
+    """Publish this rank's X and Y (Y times `scale`; those `placed` lie in its rows already), wait
+    for every rank's: the shared activations and every rank's row counts (p x pairs)."""
     found = _EXCHANGES.get((id(world), key))
     widths = [(x.shape[1], y.shape[1]) for x, y in zip(xs, ys)]
     if found is None or found.widths != widths:
         counts = np.array([x.shape[0] for x in xs], np.int64)
         capacities = world.all_reduce(counts, "max", what=what)  # collective: the op's first step on every rank
         found = _EXCHANGES[(id(world), key)] = SharedActivations(world, key, widths, capacities, xs[0].dtype)
-    found.write(xs, ys, scale)
+    found.write(xs, ys, scale, placed)
     barrier(found.copy, what)
     counts = found.counts.astype(np.int64)
     if (counts > np.array(found.capacities)[None, :]).any():  # every rank sees it: all grow together
@@ -178,17 +222,18 @@ def compute_own_rows(shared: SharedActivations, counts: np.ndarray, biases: Sequ
 
 
 def split_average(world: Any, key: str, xs: Sequence[np.ndarray], ys: Sequence[np.ndarray], biases: Sequence[int],
-                  scale: Any, what: str) -> list[np.ndarray]:
+                  scale: Any, what: str, placed: Sequence[Destination | None] | None = None) -> list[np.ndarray]:
     """The weight and bias gradients summed over ranks (times `scale`), on every rank: read-only
     views of one shared buffer that the op's next run overwrites (on one node), else arrays of
-    the run's own."""
+    the run's own. `placed`: the X its producers wrote into this rank's rows already (`offered`;
+    Y are copied, times `scale`)."""
     layout = Layout.of(gradient_shapes(xs, ys, biases), world.size)
     if world.size == 1 or not world.shares_memory():
         flat = local_gradients(xs, ys, biases, layout, scale)
         if world.size > 1:
             world.wait(world.comm.Iallreduce(world.mpi.IN_PLACE, flat, op=world.mpi.SUM), what)
         return _views(flat, layout)
-    shared, counts = exchange(world, key, xs, ys, scale, what)
+    shared, counts = exchange(world, key, xs, ys, scale, what, placed)
     result = shared_buffer(world, f"{key}#grads", layout.padded, xs[0].dtype)
     views = _views(result.flat, layout)
     n = len(xs)
@@ -200,34 +245,38 @@ def split_average(world: Any, key: str, xs: Sequence[np.ndarray], ys: Sequence[n
 
 def split_update(world: Any, key: str, xs: Sequence[np.ndarray], ys: Sequence[np.ndarray], biases: Sequence[int],
                  scale: Any, states: Sequence[tuple[str, Sequence[np.ndarray]]], update: Callable[..., None],
-                 what: str) -> list[list[np.ndarray]]:
+                 what: str, placed: Sequence[Destination | None] | None = None) -> list[list[np.ndarray]]:
     """Each rank's rows of the averaged gradients, and at once the update of those rows of each
     state (the parameters first, then e.g. the velocities; `states`: node-copy keys and the
-    scope's arrays) in the node's copies, published by one barrier. `update(grad, *parts)`
-    updates flat parts in place. Returns each state's tensors (views of its copy). Across nodes
-    or in a world of one: every rank sums the whole gradients and updates every row."""
+    scope's arrays) in the node's copies, published by one barrier. `update(grad, scale, *parts,
+    stream=False)` updates flat parts in place from the gradient times `scale` (with `stream`, the
+    parameters through streaming stores, `grad` overwritten; the average's 1/p, applied inside
+    the update's pass: X and Y are published unscaled, so that their producers may write them in
+    place, `placed`; for a power-of-two world size the same bits as scaling Y). Returns each
+    state's tensors (views of its copy). Across nodes or in a world of one: every rank sums the
+    whole gradients and updates every row."""
     shapes = gradient_shapes(xs, ys, biases)
     layout = Layout.of(shapes, world.size)
     dtype = xs[0].dtype
     if world.size == 1:  # no copies: the whole gradient updates new arrays
-        grads = local_gradients(xs, ys, biases, layout, scale)
+        grads = local_gradients(xs, ys, biases, layout, None)
         flats = [_gathered(arrays, layout, dtype) for _, arrays in states]
-        update(grads, *flats)
+        update(grads, scale, *flats)
         return [_views(f, layout) for f in flats]
     copies = [world.node_copy(copy_key, layout.padded, dtype) for copy_key, _ in states]
     if not copies[0].shared:  # one copy per process (across nodes): every rank updates every row of its own
-        grads = local_gradients(xs, ys, biases, layout, scale)
+        grads = local_gradients(xs, ys, biases, layout, None)
         world.wait(world.comm.Iallreduce(world.mpi.IN_PLACE, grads, op=world.mpi.SUM), what)
         for copy, (_, arrays) in zip(copies, states):
             if not copy.holds(arrays, layout):
                 np.copyto(copy.flat, _gathered(arrays, layout, dtype))
-        update(grads[:layout.size], *[c.flat[:layout.size] for c in copies])
+        update(grads[:layout.size], scale, *[c.flat[:layout.size] for c in copies])
         return [c.views(layout) for c in copies]
     rank, n = world.rank, len(xs)
     for copy, (_, arrays) in zip(copies, states):
         if not copy.holds(arrays, layout):  # the scope got other arrays (a load): this rank's rows go back in
             _write_own_rows(copy.flat, arrays, layout, rank, world.size, n)
-    shared, counts = exchange(world, key, xs, ys, scale, what)
+    shared, counts = exchange(world, key, xs, ys, None, what, placed)
     scratch = _scratch(key, layout, rank, world.size, n, dtype)
 
     def run(t: int, lo: int, hi: int) -> np.ndarray:
@@ -235,7 +284,7 @@ def split_update(world: Any, key: str, xs: Sequence[np.ndarray], ys: Sequence[np
     compute_own_rows(shared, counts, biases, layout, rank, world.size, run, lambda j, lo, hi: scratch[n + j])
     for t, grad in enumerate(scratch):
         first, last = _flat_rows(layout, t, rank, world.size)
-        update(grad.reshape(-1), *[c.flat[first:last] for c in copies])
+        update(grad.reshape(-1), scale, *[c.flat[first:last] for c in copies], stream=STREAM_PARAMS)
     barrier(copies[0], what)
     return [c.views(layout) for c in copies]
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from . import comm_split, fused_shards
+from . import comm_split, comm_stream, fused_shards
 from .comm import get_world
 from .registry import NO_GRADIENT, register_op
 
@@ -43,12 +43,27 @@ def _operands(op: str, xs, ys) -> tuple[list[np.ndarray], list[np.ndarray]]:
     return xs, ys
 
 
-def _split_matmul_grad_kernel(xs, ys, biases=(), reduce="avg", key="", nranks=1, ring_id=0):
+def _split_matmul_grad_kernel(xs, ys, biases=(), reduce="avg", key="", nranks=1, ring_id=0, placed=None):
     world = _world_of("c_split_matmul_grad", nranks)
     xs, ys = _operands("c_split_matmul_grad", xs, ys)
     grads = comm_split.split_average(world, key, xs, ys, list(biases), _scale(reduce, xs[0].dtype, world.size),
-                                     f"op c_split_matmul_grad ({key})")
+                                     f"op c_split_matmul_grad ({key})", placed)
     return grads
+
+
+def _offer(with_y: bool):
+    """Placement (executor/placement.py, OpDef.offer_reads): the producers of X (and of Y, for
+    the sharded updates, which apply the average's 1/p themselves) write them straight into this
+    rank's rows of the shared activations, which keep them readable by the backward's other ops
+    until the op publishes them; no copy is left."""
+    def offer(shapes, dtypes, key="", nranks=1, **attrs):
+        if nranks < 2 or not comm_split.ACTIVATIONS_IN_PLACE:
+            return None
+
+        def where():
+            return comm_split.offered(get_world(), key, with_y)
+        return key, where
+    return offer
 
 
 def _check_operands(ctx) -> tuple[list[tuple[int, int]], str]:
@@ -92,6 +107,7 @@ def _split_matmul_grad_infer(ctx) -> None:
 register_op("c_split_matmul_grad", inputs="X* Y*", outputs="Out*",
             attrs={"biases": [], "reduce": "avg", "key": "", "nranks": 1, "ring_id": 0},
             kernel=_split_matmul_grad_kernel, infer=_split_matmul_grad_infer, grad=NO_GRADIENT,
+            offer=_offer(with_y=False), offer_reads=("X",),
             doc="Out[i] = X[i]^T Y[i], then Out[n + j] = the column sums of Y[biases[j]], each summed or averaged over "
                 "every rank: on one node every rank publishes its X and Y in shared memory and computes its rows "
                 "of every gradient over the whole concatenated batch (no gradient all-reduce); Out are then "
@@ -104,45 +120,47 @@ def _learning_rate(lr) -> float:
     return float(np.asarray(lr).reshape(-1)[0])
 
 
-def _split_update(op, xs, ys, biases, reduce, key, copy, nranks, states, update):
+def _split_update(op, xs, ys, biases, reduce, key, copy, nranks, states, update, placed):
     world = _world_of(op, nranks)
     xs, ys = _operands(op, xs, ys)
     copies = [(copy + suffix, [np.asarray(a) for a in arrays]) for suffix, arrays in states]
     return comm_split.split_update(world, key, xs, ys, list(biases), _scale(reduce, xs[0].dtype, world.size),
-                                   copies, update, f"op {op} ({key})")
+                                   copies, update, f"op {op} ({key})", placed)
 
 
 def _split_sgd_kernel(xs, ys, params, learning_rate, biases=(), reduce="avg", key="", copy="", nranks=1, decay=0.0,
-                      ring_id=0):
+                      ring_id=0, placed=None):
     lr = _learning_rate(learning_rate)
 
-    def update(grad, param):
-        fused_shards.sgd_summed(grad, param, lr, decay)
-    (out,) = _split_update("c_split_sgd", xs, ys, biases, reduce, key, copy, nranks, [("", params)], update)
+    def update(grad, scale, param, stream=False):
+        if not (stream and comm_stream.stream_sgd(grad, 1 if scale is None else scale, param, lr, decay)):
+            fused_shards.sgd_summed(grad, param, lr, decay, scale)
+    (out,) = _split_update("c_split_sgd", xs, ys, biases, reduce, key, copy, nranks, [("", params)], update, placed)
     return out
 
 
 def _split_momentum_kernel(xs, ys, params, velocities, learning_rate, biases=(), reduce="avg", key="", copy="",
-                           nranks=1, decay=0.0, mu=0.9, use_nesterov=False, ring_id=0):
+                           nranks=1, decay=0.0, mu=0.9, use_nesterov=False, ring_id=0, placed=None):
     lr = _learning_rate(learning_rate)
 
-    def update(grad, param, velocity):
-        fused_shards.momentum_summed(grad, param, velocity, lr, mu, decay, use_nesterov)
+    def update(grad, scale, param, velocity, stream=False):
+        fused_shards.momentum_summed(grad, param, velocity, lr, mu, decay, use_nesterov, scale)
     out, velocity_out = _split_update("c_split_momentum", xs, ys, biases, reduce, key, copy, nranks,
-                                      [("", params), (".velocity", velocities)], update)
+                                      [("", params), (".velocity", velocities)], update, placed)
     return out, velocity_out
 
 
 def _split_adam_kernel(xs, ys, params, moment1, moment2, beta1_pow, beta2_pow, learning_rate, biases=(),
                        reduce="avg", key="", copy="", nranks=1, decay=0.0, beta1=0.9, beta2=0.999, epsilon=1e-8,
-                       weight_decay=0.0, ring_id=0):
+                       weight_decay=0.0, ring_id=0, placed=None):
     lr = _learning_rate(learning_rate)
     b1_pow, b2_pow = _learning_rate(beta1_pow[0]), _learning_rate(beta2_pow[0])  # equal for every parameter
 
-    def update(grad, param, m1, m2):
-        fused_shards.adam_summed(grad, param, m1, m2, lr, beta1, beta2, b1_pow, b2_pow, epsilon, decay, weight_decay)
+    def update(grad, scale, param, m1, m2, stream=False):
+        fused_shards.adam_summed(grad, param, m1, m2, lr, beta1, beta2, b1_pow, b2_pow, epsilon, decay, weight_decay,
+                                 scale)
     out, m1_out, m2_out = _split_update("c_split_adam", xs, ys, biases, reduce, key, copy, nranks,
-                                        [("", params), (".moment1", moment1), (".moment2", moment2)], update)
+                                        [("", params), (".moment1", moment1), (".moment2", moment2)], update, placed)
     pows = [[np.asarray(b) * np.asarray(b).dtype.type(beta) for b in bs] for bs, beta in
             ((beta1_pow, beta1), (beta2_pow, beta2))]
     return out, m1_out, m2_out, pows[0], pows[1]
@@ -179,6 +197,7 @@ def _split_update_infer(states: tuple[str, ...], powers: bool = False):
 _COMMON = {"biases": [], "reduce": "avg", "key": "", "copy": "", "nranks": 1, "decay": 0.0, "ring_id": 0}
 register_op("c_split_sgd", inputs="X* Y* Param* LearningRate", outputs="ParamOut*", attrs=dict(_COMMON),
             kernel=_split_sgd_kernel, infer=_split_update_infer(("Param",)), grad=NO_GRADIENT,
+            offer=_offer(with_y=True), offer_reads=("X", "Y"), offer_keeps_state=True,
             doc="Sharded SGD from split weight gradients: as c_split_matmul_grad, each rank computes its rows of the "
                 "averaged gradients (Param: the weights X[i]^T Y[i], then the biases) and updates those rows of the "
                 "node's one copy of the parameters (`copy`) at once, Param -= LearningRate * (grad + decay * Param), "
@@ -186,12 +205,13 @@ register_op("c_split_sgd", inputs="X* Y* Param* LearningRate", outputs="ParamOut
 register_op("c_split_momentum", inputs="X* Y* Param* Velocity* LearningRate", outputs="ParamOut* VelocityOut*",
             attrs={**_COMMON, "mu": 0.9, "use_nesterov": False},
             kernel=_split_momentum_kernel, infer=_split_update_infer(("Param", "Velocity")), grad=NO_GRADIENT,
+            offer=_offer(with_y=True), offer_reads=("X", "Y"), offer_keeps_state=True,
             doc="c_split_sgd with the momentum op's update (v = mu * v + g; Param -= lr * v, or Nesterov), the "
                 "velocities kept in the node copy `copy`.velocity. No gradient (an update).")
 register_op("c_split_adam", inputs="X* Y* Param* Moment1* Moment2* Beta1Pow* Beta2Pow* LearningRate",
             outputs="ParamOut* Moment1Out* Moment2Out* Beta1PowOut* Beta2PowOut*",
             attrs={**_COMMON, "beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8, "weight_decay": 0.0},
             kernel=_split_adam_kernel, infer=_split_update_infer(("Param", "Moment1", "Moment2"), powers=True),
-            grad=NO_GRADIENT,
+            grad=NO_GRADIENT, offer=_offer(with_y=True), offer_reads=("X", "Y"), offer_keeps_state=True,
             doc="c_split_sgd with the adam op's update (weight_decay: AdamW's decoupled decay), both moments kept in "
                 "the node copies `copy`.moment1 and .moment2; the beta powers advance on every rank. No gradient.")

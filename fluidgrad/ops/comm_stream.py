@@ -105,3 +105,44 @@ _jitted = accel.jit(_stream_loop_py, depends_on=(__file__,))
 def _stream_loop(dst: np.ndarray, src: np.ndarray) -> None:
     _register()
     _jitted(dst, src)
+
+
+def _stream_sgd_py(grad, scale, param, lr, decay):
+    """fused_shards' SGD (`param -= lr * (grad * scale + decay * param)`, the same expression, so
+    the same bits), each new line of `param` computed into `grad` (this rank's scratch, not read
+    again) and streamed from there into `param`: param lines the peer read are not taken from it
+    first. Head and tail up to LINE boundaries with ordinary stores."""
+    n = param.size
+    per_line = LINE // param.itemsize
+    head = ((LINE - param.ctypes.data % LINE) % LINE) // param.itemsize
+    if head > n:
+        head = n
+    for k in range(head):
+        p = param[k]
+        param[k] = p - lr * (grad[k] * scale + decay * p)
+    k = head
+    while k + per_line <= n:
+        for j in range(k, k + per_line):
+            p = param[j]
+            grad[j] = p - lr * (grad[j] * scale + decay * p)
+        stream_line(param, grad, k)
+        k += per_line
+    for j in range(k, n):
+        p = param[j]
+        param[j] = p - lr * (grad[j] * scale + decay * p)
+
+
+_stream_sgd_jitted = accel.jit(_stream_sgd_py, depends_on=(__file__,))
+
+
+def stream_sgd(grad: np.ndarray, scale, param: np.ndarray, lr, decay) -> bool:
+    """SGD of `param` (1-D, in a window other ranks read) from `grad` times `scale`, its new values
+    written with streaming stores, `grad` overwritten; False (nothing done) where it cannot."""
+    if not (enabled() and param.ndim == 1 and grad.shape == param.shape and accel.takes(param, grad)
+            and param.flags.c_contiguous and grad.flags.c_contiguous and param.flags.writeable
+            and grad.flags.writeable and param.flags.aligned and param.dtype == grad.dtype):
+        return False
+    _register()
+    t = param.dtype.type
+    _stream_sgd_jitted(grad, t(scale), param, t(lr), t(decay))
+    return True

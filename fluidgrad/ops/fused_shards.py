@@ -135,30 +135,30 @@ def adam(own, scale, rows, skip, start, param, moment1, moment2, lr, beta1, beta
 
 # ------------------------------------------------------------------ a gradient already summed (comm_split.py)
 @accel.jit
-def _sgd_plain_loop(g, param, lr, decay):
+def _sgd_plain_loop(g, scale, param, lr, decay):
     for k in range(param.size):
         p = param[k]
-        param[k] = p - lr * (g[k] + decay * p)
+        param[k] = p - lr * (g[k] * scale + decay * p)
 
 
 @accel.jit
-def _momentum_plain_loop(grad, param, velocity, lr, mu, decay, nesterov):
+def _momentum_plain_loop(grad, scale, param, velocity, lr, mu, decay, nesterov):
     for k in range(param.size):
         p = param[k]
-        g = grad[k] + decay * p
+        g = grad[k] * scale + decay * p
         v = mu * velocity[k] + g
         velocity[k] = v
         param[k] = p - lr * (g + mu * v if nesterov else v)
 
 
 @accel.jit
-def _adam_plain_loop(grad, param, moment1, moment2, lr, beta1, beta2, step_size, inv_correction, epsilon, decay,
-                     weight_decay):
+def _adam_plain_loop(grad, scale, param, moment1, moment2, lr, beta1, beta2, step_size, inv_correction, epsilon,
+                     decay, weight_decay):
     one = param.dtype.type(1)
     keep = one - lr * weight_decay
     for k in range(param.size):
         p = param[k]
-        g = grad[k] + decay * p
+        g = grad[k] * scale + decay * p
         m = beta1 * moment1[k] + (one - beta1) * g
         v = beta2 * moment2[k] + (one - beta2) * g * g
         moment1[k] = m
@@ -173,32 +173,36 @@ def _no_rows(dtype) -> np.ndarray:
     return _NO_ROWS.setdefault(np.dtype(dtype).str, np.empty((0, 0), dtype))
 
 
-def sgd_summed(grad, param, lr, decay) -> None:
-    """sgd above for a gradient that is the sum already (flat pieces, updated in place)."""
+def sgd_summed(grad, param, lr, decay, scale=None) -> None:
+    """sgd above for a gradient that is the sum already, times `scale` (None: 1; flat pieces,
+    updated in place)."""
     t = param.dtype.type
+    scale = 1 if scale is None else scale
     if _compiled(grad, param):
-        _sgd_plain_loop(grad, param, t(lr), t(decay))
+        _sgd_plain_loop(grad, t(scale), param, t(lr), t(decay))
         return
-    sgd(grad, 1, _no_rows(param.dtype), -1, 0, param, lr, decay)
+    sgd(grad, scale, _no_rows(param.dtype), -1, 0, param, lr, decay)
 
 
-def momentum_summed(grad, param, velocity, lr, mu, decay, nesterov) -> None:
-    """momentum above for a gradient that is the sum already."""
+def momentum_summed(grad, param, velocity, lr, mu, decay, nesterov, scale=None) -> None:
+    """momentum above for a gradient that is the sum already, times `scale` (None: 1)."""
     t = param.dtype.type
+    scale = 1 if scale is None else scale
     if _compiled(grad, param, velocity):
-        _momentum_plain_loop(grad, param, velocity, t(lr), t(mu), t(decay), bool(nesterov))
+        _momentum_plain_loop(grad, t(scale), param, velocity, t(lr), t(mu), t(decay), bool(nesterov))
         return
-    momentum(grad, 1, _no_rows(param.dtype), -1, 0, param, velocity, lr, mu, decay, nesterov)
+    momentum(grad, scale, _no_rows(param.dtype), -1, 0, param, velocity, lr, mu, decay, nesterov)
 
 
 def adam_summed(grad, param, moment1, moment2, lr, beta1, beta2, beta1_pow, beta2_pow, epsilon, decay,
-                weight_decay) -> None:
-    """adam above for a gradient that is the sum already."""
+                weight_decay, scale=None) -> None:
+    """adam above for a gradient that is the sum already, times `scale` (None: 1)."""
     t = param.dtype.type
     one = t(1)
+    scale = 1 if scale is None else scale
     if _compiled(grad, param, moment1, moment2):
-        _adam_plain_loop(grad, param, moment1, moment2, t(lr), t(beta1), t(beta2), t(lr) / (one - t(beta1_pow)),
+        _adam_plain_loop(grad, t(scale), param, moment1, moment2, t(lr), t(beta1), t(beta2), t(lr) / (one - t(beta1_pow)),
                          one / np.sqrt(one - t(beta2_pow)), t(epsilon), t(decay), t(weight_decay))
         return
-    adam(grad, 1, _no_rows(param.dtype), -1, 0, param, moment1, moment2, lr, beta1, beta2, beta1_pow, beta2_pow,
+    adam(grad, scale, _no_rows(param.dtype), -1, 0, param, moment1, moment2, lr, beta1, beta2, beta1_pow, beta2_pow,
          epsilon, decay, weight_decay)

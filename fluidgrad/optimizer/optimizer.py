@@ -163,36 +163,72 @@ class Optimizer:
             return params
         flat: list[Any] = []
         for index, group in enumerate(parameters):
-            if not isinstance(group, dict) or "params" not in group:
-                raise TypeError(f"{owner}: parameter group {index} must be a dict with 'params' (every item "
-                                f"is a group once one is), got {type(group).__name__}")
-            unknown = sorted(set(group) - _GROUP_OPTIONS)
-            if unknown:
-                raise ValueError(f"{owner}: parameter group {index} has options {unknown} this optimizer does not "
-                                 f"take per group; it takes {sorted(_GROUP_OPTIONS)}")
-            params = _checked_parameters(f"{owner} parameter group {index}", group["params"])
-            factor = 1.0
-            if "learning_rate" in group and "lr" in group:
-                raise ValueError(f"{owner}: parameter group {index}: give 'learning_rate' (Paddle: a ratio to the "
-                                 "optimizer's rate) or 'lr' (PyTorch: the group's own rate), not both")
-            if group.get("learning_rate") is not None:
-                if not is_rate(group["learning_rate"]):
-                    raise ValueError(f"{owner}: parameter group {index}: learning_rate must be a float, "
-                                     f"got {group['learning_rate']!r}")
-                factor = float(group["learning_rate"])
-            elif group.get("lr") is not None:
-                rate, base = group["lr"], self.get_lr()
-                if not is_rate(rate) or base == 0:
-                    raise ValueError(f"{owner}: parameter group {index}: lr must be a float and the "
-                                     f"optimizer's own rate non-zero, got {rate!r} and {base!r}")
-                factor = float(rate) / base
-            decay = self._regularizer(group["weight_decay"]) if "weight_decay" in group else _INHERIT
-            for param in params:
-                if factor != 1.0 or decay is not _INHERIT:
-                    self._group_options[_option_key(param)] = (factor, decay)
-            self.param_groups.append(ParamGroup(self, {**group, "params": params}))
-            flat.extend(params)
+            flat.extend(self._add_group(index, group))
         return flat
+
+    def _add_group(self, index: int, group: Any) -> list[Any]:
+        """Check one parameter group, record its options per parameter and append it to
+        `param_groups`; returns its parameters. Options it does not give are the optimizer's."""
+        owner = type(self).__name__
+        if not isinstance(group, dict) or "params" not in group:
+            raise TypeError(f"{owner}: parameter group {index} must be a dict with 'params' (every item "
+                            f"is a group once one is), got {type(group).__name__}")
+        unknown = sorted(set(group) - _GROUP_OPTIONS)
+        if unknown:
+            raise ValueError(f"{owner}: parameter group {index} has options {unknown} this optimizer does not "
+                             f"take per group; it takes {sorted(_GROUP_OPTIONS)}")
+        params = group["params"]
+        params = _checked_parameters(f"{owner} parameter group {index}",
+                                     [params] if is_tensor(params) or isinstance(params, Variable) else params)
+        factor = 1.0
+        if "learning_rate" in group and "lr" in group:
+            raise ValueError(f"{owner}: parameter group {index}: give 'learning_rate' (Paddle: a ratio to the "
+                             "optimizer's rate) or 'lr' (PyTorch: the group's own rate), not both")
+        if group.get("learning_rate") is not None:
+            if not is_rate(group["learning_rate"]):
+                raise ValueError(f"{owner}: parameter group {index}: learning_rate must be a float, "
+                                 f"got {group['learning_rate']!r}")
+            factor = float(group["learning_rate"])
+        elif group.get("lr") is not None:
+            rate, base = group["lr"], self.get_lr()
+            if not is_rate(rate) or base == 0:
+                raise ValueError(f"{owner}: parameter group {index}: lr must be a float and the "
+                                 f"optimizer's own rate non-zero, got {rate!r} and {base!r}")
+            factor = float(rate) / base
+        decay = self._regularizer(group["weight_decay"]) if "weight_decay" in group else _INHERIT
+        for param in params:
+            if factor != 1.0 or decay is not _INHERIT:
+                self._group_options[_option_key(param)] = (factor, decay)
+        self.param_groups.append(ParamGroup(self, {**group, "params": params}))
+        return params
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add parameters to optimize, with their own options (PyTorch's `add_param_group`, e.g.
+        layers unfrozen while fine-tuning; Paddle's `_add_param_group`): a dict with "params" and
+        optionally "lr" (its own rate), "learning_rate" (a ratio to the optimizer's rate) and
+        "weight_decay"; options not given are the optimizer's. The parameters join the next
+        `step()`; their accumulators are created at their first update. A parameter may belong to
+        one group only. In static mode the group applies to later `minimize()` calls."""
+        if self._parameter_list is None:
+            raise ValueError(f"{type(self).__name__}.add_param_group: this optimizer was built without "
+                             "parameters (static mode: it updates every trainable parameter of the program); "
+                             "give parameters= at construction to use parameter groups")
+        if not isinstance(param_group, dict):
+            raise TypeError(f"{type(self).__name__}.add_param_group: expected a dict with 'params', "
+                            f"got {type(param_group).__name__}")
+        held = {_option_key(p) for p in self._parameter_list}
+        params = param_group.get("params")
+        candidates = [params] if is_tensor(params) or isinstance(params, Variable) else params
+        if candidates is not None and not isinstance(candidates, (str, bytes)) and hasattr(candidates, "__iter__"):
+            candidates = list(candidates)
+            repeated = [getattr(p, "name", None) or "<unnamed>" for p in candidates if _option_key(p) in held]
+            if repeated:
+                raise ValueError(f"{type(self).__name__}.add_param_group: parameters {repeated[:3]} already "
+                                 "belong to a parameter group of this optimizer")
+            param_group = {**param_group, "params": candidates}
+        self._parameter_list = self._parameter_list + self._add_group(len(self.param_groups), param_group)
+
+    _add_param_group = add_param_group
 
     def _options(self, param: Any) -> tuple[float, WeightDecayRegularizer | None]:
         """(learning-rate factor, regularizer) of one parameter: its group's options times its
@@ -468,6 +504,15 @@ class Optimizer:
                 param.grad.data[...] = 0
 
     # ------------------------------------------------------------------ saving and restoring
+    @property
+    def state(self) -> "ParameterState":
+        """PyTorch's `optimizer.state`: a dict from each eager parameter that has accumulators to
+        its accumulators by slot name (Adam: Moment1, Moment2, Beta1Pow, Beta2Pow), NumPy arrays.
+        The inner dicts are the optimizer's own: assigning `opt.state[p]["Moment1"] = array` sets
+        what the next step reads. A parameter of this optimizer without accumulators yet reads
+        as an empty dict, filled at its first update (torch's defaultdict)."""
+        return ParameterState(self)
+
     def _eager_state_keys(self) -> list[tuple[str, Any]]:
         return [(p.name or f"param_{i}", p) for i, p in enumerate(self._parameter_list or [])]
 
@@ -544,6 +589,27 @@ class Optimizer:
                              f"of this optimizer, e.g. {unused[:3]}; its parameters are "
                              f"{[k for k, _ in own][:3]}... (a static optimizer's state is restored after "
                              f"minimize() created its accumulators)")
+
+    def load_state_dict(self, state_dict: dict[str, Any], scope: Scope | None = None) -> None:
+        """PyTorch's name for `set_state_dict` (`opt.load_state_dict(checkpoint["opt"])`)."""
+        self.set_state_dict(state_dict, scope)
+
+
+class ParameterState(dict):
+    """`Optimizer.state`: {parameter: {slot: array}} built from the optimizer's eager
+    accumulators when read; the inner dicts are the optimizer's own."""
+
+    def __init__(self, optimizer: Optimizer) -> None:
+        self._optimizer = optimizer
+        by_id = optimizer._eager_state
+        super().__init__((p, by_id[id(p)]) for p in optimizer._parameter_list or [] if id(p) in by_id)
+
+    def __missing__(self, param: Any) -> dict[str, np.ndarray]:
+        if not any(p is param for p in self._optimizer._parameter_list or []):
+            return {}
+        slots = self[param] = self._optimizer._eager_state.setdefault(id(param), {})
+        return slots
+
 
 
 def _checked(value: Any, shape: tuple[int, ...], name: str, zero_d_as_shape_1: bool = False) -> np.ndarray:

@@ -17,7 +17,7 @@ import numpy as np
 
 import fluidgrad as fg
 import fluidgrad.distributed as dist
-from fluidgrad.distributed import eager_fused
+from fluidgrad.distributed import eager_fused, eager_stores
 from fluidgrad.distributed.eager_fused import DeferredGrad
 
 from eager_sharding import make_optimizer, reference_step, resume  # noqa: E402  (this folder)
@@ -78,6 +78,7 @@ def run_case(case, rank, world, out_dir):
     reference.set_state_dict({k: np.array(v.numpy()) for k, v in model.state_dict().items()})
     ref_opt = make_optimizer(case, reference.parameters())
     eager_fused.FUSE_UPDATES = case.get("fuse", True)
+    eager_stores.POLICY = case.get("stores", "adaptive")
     FUSED["buckets"] = 0
     loss_diffs, grad_diffs, deferred_steps = [], [], 0
     params, ref_params = model.parameters(), reference.parameters()
@@ -101,6 +102,7 @@ def run_case(case, rank, world, out_dir):
             opt._learning_rate.step()
             ref_opt._learning_rate.step()
     eager_fused.FUSE_UPDATES = True
+    eager_stores.POLICY = "adaptive"
     state, ref_state = opt.state_dict(), ref_opt.state_dict()
     state.pop("LR_Scheduler", None)
     ref_state.pop("LR_Scheduler", None)
@@ -135,6 +137,8 @@ CASES = [
     {"name": "adam-per-parameter", "kind": "adam", "bucket_mb": 0.0},
     {"name": "momentum-nesterov-l2-schedule", "kind": "momentum", "nesterov": True, "decay": 0.01, "schedule": True},
     {"name": "adamw-distributed", "kind": "adamw", "api": "distributed"},
+    # AdamW's parameter groups with decays of their own and apply_decay_param_fun: each parameter's own decay
+    {"name": "adamw-groups", "kind": "adamw", "groups": True, "bucket_mb": 25.0},
     {"name": "sgd-distributed-minimize", "kind": "sgd", "api": "distributed", "minimize": True},
     {"name": "sgd-l2-mpi", "kind": "sgd", "decay": 0.01, "path": "mpi"},
     {"name": "adam-mpi", "kind": "adam", "path": "mpi"},
@@ -149,6 +153,13 @@ CASES = [
     {"name": "momentum-read", "kind": "momentum", "read": True},
     {"name": "adam-norm", "kind": "adam", "clip": "norm"},
     {"name": "sgd-unfused", "kind": "sgd", "fuse": False},
+    # two ranks' rows written with streaming stores (eager_stores.py), or ordinary ones, whatever the probe says:
+    # the sums read this rank's own gradients where they were made (fused, read, unfused), folded ones too
+    {"name": "sgd-streamed", "kind": "sgd", "stores": "stream"},
+    {"name": "adam-no_sync-streamed", "kind": "adam", "no_sync": True, "stores": "stream"},
+    {"name": "momentum-read-streamed", "kind": "momentum", "read": True, "stores": "stream"},
+    {"name": "sgd-unfused-streamed", "kind": "sgd", "fuse": False, "stores": "stream"},
+    {"name": "adam-ordinary", "kind": "adam", "stores": "ordinary"},
 ]
 
 
