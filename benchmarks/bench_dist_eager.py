@@ -86,6 +86,7 @@ class Clock:
     def __init__(self) -> None:
         self.marks: dict[str, tuple[float, float]] = {}
         self._wrap(data_parallel._ReduceStep, "ready", before="gather")
+        self._wrap(data_parallel._ReduceStep, "fill", before="gather")
         self._wrap(data_parallel._ReduceStep, "finish", before="packed", after="summed")
         self._wrap(data_parallel._ReduceStep, "defer", before="packed")
         self._wrap(data_parallel._ReduceStep, "fused_update", before="f_step")

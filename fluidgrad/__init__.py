@@ -32,11 +32,13 @@ _tensor_methods.install()  # x.max(), x.unsqueeze(0), abs(x), ~mask: Paddle's Te
 from . import autograd, jit  # noqa: E402  (eager mode's PyLayer and to_static)
 from . import linalg  # noqa: E402  (paddle.linalg / torch.linalg names: inv, solve, cholesky, pinv, ...)
 from . import io, viz  # noqa: E402  (static save/load and pictures: fg.io.save, fg.viz.draw)
-from . import metric  # noqa: E402  (paddle.metric: accuracy)
+from . import metric  # noqa: E402  (paddle.metric: accuracy, Accuracy, Metric, ...)
 from .serialization import load, save  # noqa: E402  (eager state dicts: fg.save(model.state_dict(), path))
 from .recompute_eager import recompute  # noqa: E402  (eager activation checkpointing)
 from .recompute_pass import RecomputePolicy  # noqa: E402  (checkpoints + selective keeping)
 from . import distributed  # noqa: E402  (data parallelism over MPI; mpi4py only under a launcher)
+from . import hapi  # noqa: E402  (paddle.Model: prepare / fit / evaluate / predict)
+from .hapi import Model, callbacks  # noqa: E402
 from .distributed import DataParallel  # noqa: E402
 from .device import get_device, is_compiled_with_cuda, set_device  # noqa: E402  (CPU only: 'gpu' is refused)
 

@@ -184,3 +184,88 @@ def test_tensor_dataset_batches_equal_the_sample_by_sample_collation(batch_size)
     fast = list(io.DataLoader(io.TensorDataset([_FEATURES, _LABELS]), batch_sampler=sampler))
     slow = list(io.DataLoader(_Plain(), batch_sampler=sampler))
     _assert_same(fast, slow)
+
+
+class _ShardedRange(io.IterableDataset):
+    """torch's documented worker sharding: each worker reads its own slice of [start, end)."""
+
+    def __init__(self, start, end):
+        self.start, self.end = start, end
+
+    def __iter__(self):
+        info = io.get_worker_info()
+        start, end = self.start, self.end
+        if info is not None:
+            per_worker = -(-(end - start) // info.num_workers)
+            start = start + info.id * per_worker
+            end = min(start + per_worker, end)
+        return iter(np.arange(start, end, dtype="int64"))
+
+
+def test_worker_init_fn_runs_as_worker_zero_of_one():
+    calls, seen_in_dataset = [], []
+
+    def init(worker_id):
+        info = io.get_worker_info()
+        calls.append((worker_id, info.id, info.num_workers, info.dataset is dataset))
+
+    class Recording(io.Dataset):
+        def __getitem__(self, i):
+            seen_in_dataset.append(io.get_worker_info())
+            return _FEATURES[i]
+
+        def __len__(self):
+            return 4
+
+    dataset = Recording()
+    loader = io.DataLoader(dataset, batch_size=2, num_workers=3, worker_init_fn=init)
+    for _ in range(2):
+        for _batch in loader:
+            assert io.get_worker_info() is None           # the consuming loop is not the worker
+    assert calls == [(0, 0, 1, True)] * 2                 # once per iteration (workers are not persistent)
+    assert len(seen_in_dataset) == 8 and all(info.id == 0 and info.num_workers == 1 for info in seen_in_dataset)
+    assert io.get_worker_info() is None
+    persistent = io.DataLoader(dataset, batch_size=2, num_workers=1, worker_init_fn=init, persistent_workers=True)
+    calls.clear()
+    for _ in range(3):
+        list(persistent)
+    assert calls == [(0, 0, 1, True)]
+    calls.clear()
+    list(io.DataLoader(dataset, batch_size=2, worker_init_fn=init))   # no workers: never called (as torch)
+    assert calls == []
+    with pytest.raises(TypeError, match="worker_init_fn"):
+        io.DataLoader(dataset, worker_init_fn=3)
+
+
+def test_a_dataset_sharded_by_worker_reads_every_sample_once():
+    loader = io.DataLoader(_ShardedRange(3, 10), batch_size=3, num_workers=2)
+    expected = list(tud.DataLoader(_TorchRange(3, 10), batch_size=3))
+    _assert_same([b.numpy() for b in loader], [b.numpy() for b in expected])
+
+
+class _TorchRange(tud.IterableDataset):
+    def __init__(self, start, end):
+        self.start, self.end = start, end
+
+    def __iter__(self):
+        return iter(np.arange(self.start, self.end, dtype="int64"))
+
+
+def test_return_list_false_feeds_a_static_program():
+    dataset = io.TensorDataset([_FEATURES, _LABELS])
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup):
+        x = fg.static.data("x", [None, 2], "float32")
+        y = fg.static.data("y", [None], "int64")
+        total = fg.sum(x) + fg.cast(fg.sum(y), "float32")
+    exe = fg.Executor()
+    loader = io.DataLoader(dataset, feed_list=[x, "y"], batch_size=4, return_list=False)
+    batches = list(loader())
+    assert [sorted(b[0]) for b in batches] == [["x", "y"]] * 3
+    got = [exe.run(main, feed=batch, fetch_list=[total])[0] for batch in batches]
+    expected = [_FEATURES[i:i + 4].sum() + _LABELS[i:i + 4].sum() for i in range(0, 11, 4)]
+    np.testing.assert_allclose(np.reshape(got, -1), expected)
+    with pytest.raises(ValueError, match="feed_list"):
+        io.DataLoader(dataset, return_list=False)
+    with pytest.raises(ValueError, match="2 fields but feed_list names 1"):
+        next(iter(io.DataLoader(dataset, feed_list=[x], batch_size=4, return_list=False)))

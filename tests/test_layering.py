@@ -24,7 +24,7 @@ LAYERS = [
     ("backward", "executor", "initializer", "lr"),
     ("dispatch", "functions", "eager", "autograd", "flags", "clip", "regularizer", "static", "optimizer",
      "io", "viz", "nn", "tensor", "metric"),
-    ("jit", "testing", "onnx", "distributed", "recompute"),
+    ("jit", "testing", "onnx", "distributed", "recompute", "hapi"),
     ("cli", "demo", "__main__"),
 ]
 # optional dependencies may be imported where the feature needs them; fluidgrad modules never lazily

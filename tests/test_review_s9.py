@@ -512,9 +512,6 @@ def test_save_and_load_to_a_buffer_and_as_numpy(tmp_path):
     assert again["step"] == 7
 
 
-@pytest.mark.xfail(strict=True, reason="there is no fg.Model / fg.metric.Accuracy: Paddle 2's quick start "
-                   "(paddle.Model(net).prepare(optimizer, loss, paddle.metric.Accuracy()).fit(dataset, epochs, "
-                   "batch_size)) fails with AttributeError on its first line")
 def test_high_level_model_fit_and_evaluate():
     rng = np.random.default_rng(0)
     features = rng.standard_normal((32, 4)).astype("float32")

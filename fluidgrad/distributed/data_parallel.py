@@ -252,9 +252,7 @@ def _gather_grad(g: Any) -> None:
     deferred gradient (eager_fused.py) when backward() fills `.grad` and no hook must see it."""
     step = g.attr("step")
     step.begin()
-    for i, grad in enumerate(_arrays(g.output_grad("Out"))):
-        if i not in step.filled:
-            step.ready(i, grad)
+    step.fill(_arrays(g.output_grad("Out")))
     if (eager_fused.FUSE_UPDATES and not g.create_graph and g.fills_leaves
             and not any(p._hooks for p in step.params)):
         step.defer()
@@ -325,6 +323,7 @@ class _Layout:
         self.flat_by_path: dict[str, list[Any]] = {}
         self.streams_by_path: dict[tuple[str, bool], list[bool]] = {}
         self.chooser = StoreChooser()
+        self.rule_cache: dict = {}  # eager_fused.rule_for's verdict for the last optimizer
         self.kept: list[np.ndarray | None] = [None] * len(params)
         # the last reduction left to the step (eager_fused.py) and its deferred gradients (weakly:
         # clear_grad drops them)
@@ -452,6 +451,22 @@ class _ReduceStep:
 
     def ready(self, i: int, grad: np.ndarray) -> None:
         """Parameter i's gradient is complete: into its bucket; start the buckets that can go."""
+        self._place(i, grad)
+        self._start_ready_buckets()
+        for pending in self.pending:
+            pending.test()  # let MPI move the data of the buckets under way
+
+    def fill(self, grads: list[np.ndarray]) -> None:
+        """Every gradient no `ready_i` node took into its bucket (all of them on shared memory), then
+        every bucket started: what `ready` does for each, without its per-gradient bookkeeping."""
+        filled = self.filled
+        for i, grad in enumerate(grads):
+            if i not in filled:
+                self._place(i, grad)
+        self._start_ready_buckets()
+
+    def _place(self, i: int, grad: np.ndarray) -> None:
+        """Parameter i's complete gradient into its place in its bucket (unless its op wrote it there)."""
         param = self.params[i]
         if param.grad is not None:  # accumulated under no_sync (or not cleared): reduce the sum
             grad = grad + param.grad.data
@@ -467,9 +482,6 @@ class _ReduceStep:
                 np.copyto(part, flat)  # the sum is scaled by 1/p as it is handed out
         self.filled.add(i)
         self.missing[b] -= 1
-        self._start_ready_buckets()
-        for pending in self.pending:
-            pending.test()  # let MPI move the data of the buckets under way
 
     def _start_ready_buckets(self) -> None:
         while len(self.pending) < len(self.buckets) and self.missing[len(self.pending)] == 0:
@@ -532,7 +544,7 @@ class _ReduceStep:
     def fused_update(self, optimizer: Optimizer, params: list[Tensor]) -> list[Tensor]:
         """`optimizer`'s step over the buckets whose deferred gradients nobody read, all of them in
         `params`: the sum over ranks and the update in one pass; returns the parameters left."""
-        rule = eager_fused.rule_for(optimizer, self.params)
+        rule = eager_fused.rule_for(optimizer, self.params, self.layout.rule_cache)
         if rule is None:
             return params
         wanted, done = {id(p) for p in params}, set()

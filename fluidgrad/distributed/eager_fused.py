@@ -44,7 +44,7 @@ import numpy as np
 
 from ..eager import Tensor
 from ..eager.tensor import _record_modification
-from ..ops import fused_shards
+from ..ops import accel, fused_shards
 from ..optimizer import SGD, Adam, AdamW, Momentum, Optimizer
 from ..regularizer import L2Decay
 from .buckets import own_options
@@ -145,14 +145,24 @@ class Rule:
             state["Beta2Pow"] = b2 * b2.dtype.type(attrs["beta2"])
 
 
-def rule_for(optimizer: Optimizer, params: list[Tensor]) -> Rule | None:
-    """The fused update of `optimizer` for `params`, or None when it has none (see the module docstring)."""
+def rule_for(optimizer: Optimizer, params: list[Tensor], cache: dict | None = None) -> Rule | None:
+    """The fused update of `optimizer` for `params`, or None when it has none (see the module
+    docstring). `cache` (the wrapper's): the per-parameter check's verdict, kept while nothing it
+    reads changed (it costs a few us per parameter, every step)."""
     regularization = optimizer.regularization
     if (not FUSE_UPDATES or type(optimizer) not in (SGD, Momentum, Adam, AdamW) or optimizer._grad_clip is not None
-            or not (regularization is None or type(regularization) is L2Decay)
-            or own_options(optimizer, params, decoupled_decay_ok=True) is not None):
+            or not (regularization is None or type(regularization) is L2Decay)):
         return None
-    return Rule(optimizer)
+    key = (id(optimizer), regularization, tuple(optimizer._group_options.items()),
+           getattr(optimizer, "_apply_decay_param_fun", None), getattr(optimizer, "weight_decay", None),
+           tuple(map(id, params)), tuple(getattr(p, "_param_attr", None) for p in params))
+    if cache is not None and cache.get("key") == key:
+        fits = cache["fits"]
+    else:
+        fits = own_options(optimizer, params, decoupled_decay_ok=True) is None
+        if cache is not None:
+            cache["key"], cache["fits"] = key, fits
+    return Rule(optimizer) if fits else None
 
 
 def update_bucket(rule: Rule, params: list[Tensor], offsets: list[int], owns: list[np.ndarray], rows: np.ndarray,
@@ -160,16 +170,55 @@ def update_bucket(rule: Rule, params: list[Tensor], offsets: list[int], owns: li
     """Each parameter of a bucket updated from its piece of the sum: (its own flat gradient `owns[k]`
     + the rows but `skip`, at its offset) * scale (`owns[k]` is its piece of the sum itself when
     there are no rows)."""
+    direct = _direct_update(rule, rows, skip, scale)
+    dtype = rows.dtype
     for param, start, own in zip(params, offsets, owns):
         in_place = _references(param) <= _ALONE and _writable(param.data)  # counted before a local holds it
         # else someone holds the array (a view, numpy()): they keep the old values, the update a copy
         value = param.data if in_place else np.array(param.data, order="C")
         state = rule.state(param)
-        rule.update(own, scale, rows, skip, start, value.reshape(-1), state, rule.weight_decay(param))
+        if direct is not None and value.dtype == dtype and own.dtype == dtype and own.flags.c_contiguous:
+            direct(own, start, value.reshape(-1), state, param)
+        else:
+            rule.update(own, scale, rows, skip, start, value.reshape(-1), state, rule.weight_decay(param))
         if in_place:
             _record_modification(param)  # a retained graph that read the old value refuses, as after set_value
         else:
             param.set_value(value)
+
+
+def _direct_update(rule: Rule, rows: np.ndarray, skip: int, scale: float) -> Any:
+    """Two ranks' rows and the compiled loops: `update(own, start, param, state, tensor)` calling
+    ops/fused_shards.py's loop for one piece with the scalars typed once per bucket, the peer's
+    row sliced directly (what fused_shards.sgd / momentum / adam do per call, checks included,
+    costs more than the loop itself on a bias or a norm's scale: a model with many small
+    parameters pays it for each); None otherwise (the per-piece functions then)."""
+    if rows.shape[0] != 2 or skip not in (0, 1) or not (accel.enabled() and accel.takes(rows)):
+        return None
+    t, kind, attrs, peer = rows.dtype.type, rule.kind, rule.attrs, rows[1 - skip]
+    lr, decay, scale = t(rule.lr), t(rule.decay), t(scale)
+    if kind is SGD:
+        def update(own, start, param, state, tensor):
+            fused_shards._sgd_loop(own, scale, peer[start:start + param.size], param, lr, decay)
+    elif kind is Momentum:
+        mu, nesterov = t(attrs["mu"]), bool(attrs["use_nesterov"])
+
+        def update(own, start, param, state, tensor):
+            fused_shards._momentum_loop(own, scale, peer[start:start + param.size], param,
+                                        state["Velocity"].reshape(-1), lr, mu, decay, nesterov)
+    else:
+        one, beta1, beta2, epsilon = t(1), t(attrs["beta1"]), t(attrs["beta2"]), t(attrs["epsilon"])
+
+        def update(own, start, param, state, tensor):
+            b1, b2 = state["Beta1Pow"], state["Beta2Pow"]
+            step_size = lr / (one - t(b1.reshape(-1)[0]))
+            inv_correction = one / np.sqrt(one - t(b2.reshape(-1)[0]))
+            fused_shards._adam_loop(own, scale, peer[start:start + param.size], param, state["Moment1"].reshape(-1),
+                                    state["Moment2"].reshape(-1), lr, beta1, beta2, step_size, inv_correction, epsilon,
+                                    decay, t(rule.weight_decay(tensor)))
+            state["Beta1Pow"] = b1 * b1.dtype.type(attrs["beta1"])
+            state["Beta2Pow"] = b2 * b2.dtype.type(attrs["beta2"])
+    return update
 
 
 def _writable(array: np.ndarray) -> bool:

@@ -110,6 +110,8 @@ class Executor:
         if not isinstance(program, Program):
             raise TypeError(f"Executor.run expects a Program, got {type(program).__name__}")
         scope = scope if scope is not None else global_scope()
+        if isinstance(feed, (list, tuple)) and len(feed) == 1 and isinstance(feed[0], dict):
+            feed = feed[0]      # one dict per device (Paddle's DataLoader(return_list=False)); one CPU here
         if feed is not None and not isinstance(feed, dict):
             raise TypeError(f"Executor.run: feed must be a dict of name -> array, got {type(feed).__name__}")
         if fetch_list is not None and not isinstance(fetch_list, (list, tuple)):

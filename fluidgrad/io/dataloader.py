@@ -13,13 +13,24 @@ samples into one batch: Tensors and arrays are stacked along a new first axis, n
 default collate_fn is read one fancy index per tensor and batch: the same values, faster.)
 
 Loading runs in the calling process: `num_workers` is accepted (scripts written for Paddle or
-PyTorch set it) and means the same batches, read in order by this process; fluidgrad has no
-worker processes, so `worker_init_fn` is never called.
+PyTorch set it) and means the same batches, read in order by this process. With num_workers > 0
+the process acts as the one worker there is: `worker_init_fn(0)` is called when
+an iteration starts (once for all with persistent_workers=True), and while the dataset is read
+`get_worker_info()` gives WorkerInfo(id=0, num_workers=1, seed, dataset), so code that shards
+the samples by worker reads every sample once. (Neither happens with num_workers=0, as in
+PyTorch and Paddle.)
+
+`return_list=False` (Paddle's static-graph feeding) gives each batch as `[{name: array}]`, one
+dict per device (here one: the CPU), named by `feed_list` (the static data Variables or their
+names, in the order of the batch's fields): `exe.run(program, feed=batch)` takes it.
 """
 from __future__ import annotations
 
 import numbers
+import threading
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -28,7 +39,36 @@ from ..eager import Tensor
 from .dataset import Dataset, IterableDataset, TensorDataset
 from .sampler import BatchSampler, _positive_batch_size
 
-__all__ = ["DataLoader", "default_collate_fn"]
+__all__ = ["DataLoader", "WorkerInfo", "default_collate_fn", "get_worker_info"]
+
+_current_worker = threading.local()
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    """The running loading worker (get_worker_info()): its id, how many there are, its seed and
+    the dataset it reads. fluidgrad's is worker 0 of 1, the loading process itself."""
+
+    id: int
+    num_workers: int
+    seed: int
+    dataset: Any
+
+
+def get_worker_info() -> WorkerInfo | None:
+    """The running worker's WorkerInfo while a DataLoader with num_workers > 0 reads its dataset
+    (or runs worker_init_fn); None elsewhere, as in the main process of a multi-process loader."""
+    return getattr(_current_worker, "info", None)
+
+
+@contextmanager
+def _running_as(info: WorkerInfo) -> Iterator[None]:
+    previous = getattr(_current_worker, "info", None)
+    _current_worker.info = info
+    try:
+        yield
+    finally:
+        _current_worker.info = previous
 
 
 def default_collate_fn(batch: Sequence[Any]) -> Any:
@@ -65,8 +105,8 @@ def _stack(arrays: list[np.ndarray], what: str) -> np.ndarray:
 
 class DataLoader:
     """Iterate over batches of `dataset` (see the module docstring). Paddle's signature; the
-    arguments without a meaning here (feed_list, places, return_list, use_buffer_reader,
-    prefetch_factor, use_shared_memory, timeout, persistent_workers) are accepted and ignored."""
+    arguments without a meaning here (places, use_buffer_reader, prefetch_factor,
+    use_shared_memory, timeout) are accepted and ignored."""
 
     def __init__(self, dataset: Any, feed_list: Any = None, places: Any = None, return_list: bool = True,
                  batch_sampler: Any = None, batch_size: int | None = 1, shuffle: bool = False,
@@ -76,7 +116,13 @@ class DataLoader:
                  persistent_workers: bool = False, sampler: Any = None) -> None:
         if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError(f"DataLoader: num_workers must be a non-negative integer, got {num_workers!r}")
+        if worker_init_fn is not None and not callable(worker_init_fn):
+            raise TypeError(f"DataLoader: worker_init_fn must be callable (worker id -> None), "
+                            f"got {type(worker_init_fn).__name__}")
         self.dataset, self.num_workers = dataset, num_workers
+        self.worker_init_fn, self.persistent_workers = worker_init_fn, bool(persistent_workers)
+        self._workers_started = False
+        self.return_list, self.feed_names = bool(return_list), _feed_names(return_list, feed_list)
         self.collate_fn = collate_fn if collate_fn is not None else default_collate_fn
         self.iterable = isinstance(dataset, IterableDataset) or \
             (not hasattr(dataset, "__getitem__") and hasattr(dataset, "__iter__"))
@@ -105,6 +151,36 @@ class DataLoader:
         self.drop_last = getattr(self.batch_sampler, "drop_last", False)
 
     def __iter__(self) -> Iterator[Any]:
+        batches = self._batches() if self.num_workers == 0 else self._as_worker()
+        return batches if self.return_list else self._feeds(batches)
+
+    def _as_worker(self) -> Iterator[Any]:
+        """The batches read as worker 0 of 1 (see the module docstring); get_worker_info() gives
+        that only while this loader reads, not in the loop consuming the batches."""
+        info = WorkerInfo(id=0, num_workers=1, seed=int(np.random.randint(0, 2**31 - 1)), dataset=self.dataset)
+        with _running_as(info):
+            if self.worker_init_fn is not None and not (self.persistent_workers and self._workers_started):
+                self.worker_init_fn(0)
+            self._workers_started = True
+            batches = self._batches()
+        while True:
+            with _running_as(info):
+                batch = next(batches, _END)
+            if batch is _END:
+                return
+            yield batch
+
+    def _feeds(self, batches: Iterator[Any]) -> Iterator[list[dict[str, np.ndarray]]]:
+        """Paddle's return_list=False: [{feed name: array}] per batch, for Executor.run(feed=)."""
+        for batch in batches:
+            fields = _flat_fields(batch)
+            if len(fields) != len(self.feed_names):
+                raise ValueError(f"DataLoader: a batch has {len(fields)} fields but feed_list names "
+                                 f"{len(self.feed_names)}: {self.feed_names}")
+            yield [{name: np.asarray(field.numpy() if hasattr(field, "numpy") else field)
+                    for name, field in zip(self.feed_names, fields)}]
+
+    def _batches(self) -> Iterator[Any]:
         if self.iterable:
             return self._iterable_batches()
         if self.batch_sampler is None:
@@ -134,7 +210,35 @@ class DataLoader:
         if batch and not self.drop_last:
             yield self.collate_fn(batch)
 
+    def __call__(self) -> Iterator[Any]:
+        """`for batch in loader():` (Paddle's static-graph examples call the loader)."""
+        return iter(self)
+
     def __len__(self) -> int:
         if self.iterable:
             raise TypeError("DataLoader: an IterableDataset has no length")
         return len(self.batch_sampler) if self.batch_sampler is not None else len(self.dataset)
+
+
+_END = object()
+
+
+def _feed_names(return_list: bool, feed_list: Any) -> list[str]:
+    """The names of the static data variables the batches' fields feed (return_list=False)."""
+    if return_list:
+        return []
+    if not feed_list:
+        raise ValueError("DataLoader: return_list=False gives each batch as [{feed name: array}] for "
+                         "Executor.run(feed=...) and needs feed_list (the static data Variables, or their names, "
+                         "one per field of a batch); for batches as lists of Tensors keep return_list=True")
+    names = [item if isinstance(item, str) else getattr(item, "name", None) for item in feed_list]
+    if not all(isinstance(name, str) for name in names):
+        raise TypeError(f"DataLoader: feed_list must hold static data Variables or names, got "
+                        f"{[type(item).__name__ for item in feed_list]}")
+    return names
+
+
+def _flat_fields(batch: Any) -> list[Any]:
+    if isinstance(batch, (list, tuple)):
+        return [field for item in batch for field in _flat_fields(item)]
+    return [batch]
