@@ -767,10 +767,6 @@ def test_fft_module(name):
 
 
 # ---------------------------------------------------------------- gradients of piecewise-constant ops and of atan2 at 0
-@pytest.mark.xfail(strict=True, reason="backward through a piecewise-constant op leaves the leaf's .grad None "
-                   "(round, floor, ceil) or raises \"has stop_gradient=True, so no gradient flows\" (sign), where "
-                   "torch and Paddle give a zero gradient: code reading p.grad after backward crashes, and an "
-                   "optimizer skips such a parameter (torch still applies weight decay and momentum)")
 @pytest.mark.parametrize("name", ["sign", "round", "floor", "ceil"])
 def test_piecewise_constant_ops_give_a_zero_gradient(name):
     x = fg.to_tensor(np.array([0.3, -1.2]), stop_gradient=False)
