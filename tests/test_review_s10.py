@@ -200,10 +200,6 @@ _BF16_FUNCTIONS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="bfloat16 softmax and cross_entropy over 1000 classes accumulate in bfloat16: "
-                   "softmax is off by 0.0197 on values up to 0.23 (8%, 57x PyTorch's error, which computes in "
-                   "float32 inside the kernel and rounds once), cross_entropy by 0.14 (11x PyTorch's); "
-                   "docs/dtypes.md promises a few units in the last place. float16 is fine")
 @pytest.mark.parametrize("name", sorted(_BF16_FUNCTIONS))
 def test_bfloat16_softmax_and_cross_entropy_are_as_accurate_as_torch(name):
     ours, theirs = _BF16_FUNCTIONS[name]
