@@ -183,10 +183,6 @@ _WHERE_WITH_A_SCALAR = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="where(cond, x, 0.5) with an integer or bool x casts the float to x's dtype: "
-                   "0.5 becomes 0 (or True), giving int64 [0, 1, 2, 0] where torch.where gives float32 "
-                   "[0.5, 1, 2, 0.5] (static programs too); expected type promotion as in PyTorch (x + 0.5 here "
-                   "already promotes), or a refusal")
 @pytest.mark.parametrize("call", sorted(_WHERE_WITH_A_SCALAR))
 def test_where_with_a_float_scalar_on_an_integer_tensor(call):
     fn = _WHERE_WITH_A_SCALAR[call]
@@ -343,9 +339,6 @@ _NAN_SELECTIONS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="median and quantile skip NaN silently: median([1, nan, 3, 2]) gives 2.5 and "
-                   "quantile(.., 0.5) 2.5 where torch.median / torch.quantile / np.median give nan (a NaN in the data "
-                   "is hidden; Paddle keeps nanmedian / nanquantile apart for skipping it)")
 @pytest.mark.parametrize("name", sorted(_NAN_SELECTIONS))
 def test_median_and_quantile_propagate_nan(name):
     ours, theirs = _NAN_SELECTIONS[name]
@@ -363,9 +356,6 @@ _EXTREMES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="composed functions lose the ends of the range: logaddexp(-inf, -inf) is nan "
-                   "(torch: -inf; the log of a zero probability plus another, as in log-space dynamic programming), "
-                   "and float32 hypot(3e20, 4e20) overflows to inf (torch: 5e20) because it squares first")
 @pytest.mark.parametrize("name", sorted(_EXTREMES))
 def test_composed_functions_at_extreme_values(name):
     fn, a0, b0, dtype = _EXTREMES[name]
@@ -789,8 +779,6 @@ def test_piecewise_constant_ops_give_a_zero_gradient(name):
     np.testing.assert_array_equal(x.grad.numpy(), expected.grad.numpy())
 
 
-@pytest.mark.xfail(strict=True, reason="the gradient of atan2(y, x) at y = x = 0 is nan (0 / 0), torch gives 0; one "
-                   "zero vector in a batch (padding) makes every gradient nan")
 def test_atan2_gradient_at_the_origin():
     y0, x0 = np.array([0.0, 1.0]), np.array([0.0, 2.0])
     y, x = fg.to_tensor(y0, stop_gradient=False), fg.to_tensor(x0, stop_gradient=False)
@@ -834,9 +822,6 @@ def test_jit_save_with_a_none_batch_and_x_shape_0(tmp_path, how, eager):
 
 
 # ---------------------------------------------------------------- to_tensor of a list of float64 tensors
-@pytest.mark.xfail(strict=True, reason="fg.to_tensor([a, b]) of float64 0-D Tensors returns float32 (the default dtype "
-                   "for Python floats), rounding the values; torch.tensor keeps float64 and fg.to_tensor of a float64 "
-                   "array or Tensor keeps it too")
 def test_to_tensor_of_a_list_of_float64_tensors_keeps_float64():
     values = [fg.to_tensor(np.array(0.1)), fg.to_tensor(np.array(1.0 / 3.0))]
     got = fg.to_tensor(values)
