@@ -101,3 +101,23 @@ def test_hypot_without_overflow_or_underflow_and_its_gradient(dtype):
     torch.hypot(at, bt).sum().backward()
     np.testing.assert_allclose(a.grad.numpy(), at.grad.numpy(), rtol=1e-6)
     np.testing.assert_allclose(b.grad.numpy(), bt.grad.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("p", [1, -1, np.inf, -np.inf, "fro"])
+@pytest.mark.parametrize("axis, keepdim", [((0, 1), False), ((2, 0), True), ((-1, -2), False)])
+def test_linalg_norm_over_two_axes_matches_torch_with_its_gradient(p, axis, keepdim):
+    x0 = np.random.default_rng(1).standard_normal((3, 4, 5))
+    x = fg.to_tensor(x0, stop_gradient=False)
+    got = fg.linalg.norm(x, p, axis=list(axis), keepdim=keepdim)
+    xt = torch.tensor(x0, requires_grad=True)
+    expected = torch.linalg.norm(xt, p, dim=axis, keepdim=keepdim)
+    np.testing.assert_allclose(got.numpy(), expected.detach().numpy(), rtol=1e-12)
+    fg.sum(got).backward()
+    expected.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("p", [2, -2, "nuc"])
+def test_linalg_norm_refuses_the_singular_value_norms_over_two_axes(p):
+    with pytest.raises(ValueError, match="singular values"):
+        fg.linalg.norm(fg.to_tensor(np.ones((2, 3))), p, axis=[0, 1])
