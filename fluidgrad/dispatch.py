@@ -8,12 +8,15 @@ gradient, e.g. `fluidgrad.assign(array)`) meeting Variables joins the Program as
 meeting Variables joins as a static Parameter of the Program, initialised by the startup program
 to the Tensor's current value: an `nn` Layer called on `static.data` builds a static model that
 `minimize` and the Executor train, as Paddle 2's static mode does (the trained values live in the
-scope; the Layer's Tensor keeps the value it had). Another Tensor that needs a gradient cannot join.
+scope; the Layer's `state_dict` reads them from the global scope and its `set_state_dict` writes
+there, see `sync_from_scope` / `write_to_scope`). Another Tensor that needs a gradient cannot join.
 """
 from __future__ import annotations
 
 import weakref
 from typing import Any
+
+import numpy as np
 
 from .eager.apply import eager_apply
 from .eager.mode import all_default, state
@@ -110,10 +113,55 @@ def _as_parameter(tensor: Tensor) -> Parameter:
     startup = default_startup_program().global_block()
     if not startup.has_var(name):
         init = startup.create_var(name, list(array.shape), array.dtype.name, persistable=True)
-        startup.append_op("assign_value", {}, {"Out": [init]}, {"shape": list(array.shape), "dtype": array.dtype.name,
+        init = startup.append_op("assign_value", {}, {"Out": [init]}, {"shape": list(array.shape), "dtype": array.dtype.name,
                                                                 "values": array.reshape(-1).tolist()})
+    else:
+        init = None
     lifted[id(tensor)] = (weakref.ref(tensor), param)
+    _scope_bindings[id(tensor)] = [weakref.ref(tensor), name, None, init]
     return param
+
+
+# id(parameter Tensor) -> [weakref to it, its Parameter's name in the latest Program, the scope array
+# last copied from or written to the scope, the startup op initialising it (None if another did)]
+_scope_bindings: dict[int, list[Any]] = {}
+
+
+def _binding(tensor: Tensor) -> list[Any] | None:
+    entry = _scope_bindings.get(id(tensor))
+    return entry if entry is not None and entry[0]() is tensor else None
+
+
+def sync_from_scope(tensor: Tensor) -> None:
+    """Copy into a parameter Tensor lifted into a Program the value that Program's runs left in
+    the global scope, when they wrote a new one since the last copy (fluidgrad replaces scope
+    arrays, never writes into them, so an unchanged array means no run since: eager updates of
+    the Tensor made after it are kept)."""
+    entry = _binding(tensor)
+    if entry is None:
+        return
+    from .executor.scope import global_scope
+    value = global_scope().get(entry[1])
+    if value is None or value is entry[2] or getattr(value, "shape", None) != tensor.data.shape:
+        return
+    entry[2] = value
+    tensor.set_value(np.array(value, dtype=tensor.data.dtype))
+
+
+def write_to_scope(tensor: Tensor) -> None:
+    """Write a lifted parameter Tensor's value to where its Program reads it: the global scope
+    (after the startup run) and the startup program's initialiser (before it)."""
+    entry = _binding(tensor)
+    if entry is None:
+        return
+    from .executor.scope import global_scope
+    array = np.array(tensor.data)
+    scope = global_scope()
+    if entry[1] in scope:
+        scope.assign(entry[1], array)
+        entry[2] = array
+    if entry[3] is not None:
+        entry[3].attrs["values"] = array.reshape(-1).tolist()
 
 
 def append_static_op(op_type: str, inputs: dict[str, Any], attrs: dict[str, Any],

@@ -689,11 +689,6 @@ def _static_linear_program():
     return main, exe, layer, loss
 
 
-@pytest.mark.xfail(strict=True, reason="an nn Layer used in a static program keeps its own copy of the parameters: "
-                   "after exe.run(main) trains them, layer.state_dict() (and so fg.save(layer.state_dict())) still "
-                   "holds the initial weights, and layer.set_state_dict(checkpoint) after the startup run is ignored "
-                   "by the program; in Paddle 2 the Layer's parameters are the program's variables, read from and "
-                   "written to the scope")
 @pytest.mark.parametrize("direction", ["state_dict after training", "set_state_dict before running"])
 def test_layer_in_a_static_program_shares_its_parameters_with_the_scope(direction):
     main, exe, layer, loss = _static_linear_program()

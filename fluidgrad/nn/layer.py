@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from ..eager.tensor import Tensor
+from ..dispatch import sync_from_scope, write_to_scope
 from ..executor import CPUPlace
 from ..framework import ParamAttr, Variable, normalize_dtype, optimize_options, unique_name
 from ..framework.dtypes import get_default_dtype
@@ -282,6 +283,7 @@ class Layer:
         """Parameters and persistable buffers by dotted name (the Tensors themselves, not copies)."""
         state: OrderedDict[str, Tensor] = OrderedDict()
         for name, param in self.named_parameters(include_sublayers=include_sublayers):
+            sync_from_scope(param)     # trained by a static Program: its values live in the scope
             state[name] = param
         for prefix, layer in self._named_layers("", include_sublayers):
             scratch = layer.__dict__.get("_non_persistable_buffer_names", ())
@@ -317,6 +319,7 @@ class Layer:
                            f"{unexpected[:4]}{'...' if len(unexpected) > 4 else ''}")
         for name, array in arrays.items():
             own[name].set_value(array)
+            write_to_scope(own[name])  # used in a static Program: the Program reads the scope
         if missing or unexpected:  # as Paddle: loading goes on, but not silently
             warnings.warn(f"set_state_dict: {type(self).__name__} kept its own values of {len(missing)} entries "
                           f"missing from the state dict {missing[:4]}, and skipped {len(unexpected)} unexpected "
