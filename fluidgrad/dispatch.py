@@ -98,9 +98,10 @@ def _with_constants(op_type: str, inputs: dict[str, Any]) -> dict[str, Any]:
             for slot, value in inputs.items()}
 
 
-def _as_parameter(tensor: Tensor) -> Parameter:
+def _as_parameter(tensor: Tensor, trainable: bool = True) -> Parameter:
     """The current Program's Parameter for an eager parameter Tensor (made at its first use in
-    the Program, initialised by the startup program to the Tensor's value now)."""
+    the Program, initialised by the startup program to the Tensor's value now); trainable=False
+    for a state Tensor the Program updates itself (a BatchNorm's running statistics)."""
     program = default_main_program()
     lifted = program.__dict__.setdefault("_lifted_parameters", {})
     entry = lifted.get(id(tensor))
@@ -108,7 +109,7 @@ def _as_parameter(tensor: Tensor) -> Parameter:
         return entry[1]
     block, array = program.global_block(), tensor.data
     name = tensor.name if tensor.name and not block.has_var(tensor.name) else unique_name(tensor.name or "param")
-    param = block.create_parameter(name, list(array.shape), array.dtype.name, trainable=True)
+    param = block.create_parameter(name, list(array.shape), array.dtype.name, trainable=trainable)
     param.optimize_attr = {"learning_rate": 1.0}
     startup = default_startup_program().global_block()
     if not startup.has_var(name):
@@ -125,6 +126,13 @@ def _as_parameter(tensor: Tensor) -> Parameter:
 # id(parameter Tensor) -> [weakref to it, its Parameter's name in the latest Program, the scope array
 # last copied from or written to the scope, the startup op initialising it (None if another did)]
 _scope_bindings: dict[int, list[Any]] = {}
+
+
+def as_state_variable(tensor: Tensor) -> Parameter:
+    """A state Tensor (a Layer's buffer, e.g. BatchNorm's running mean) as a persistable,
+    untrained Variable of the current Program, which the Program's ops may write (its values live
+    in the scope, as a parameter's do)."""
+    return _as_parameter(tensor, trainable=False)
 
 
 def _binding(tensor: Tensor) -> list[Any] | None:

@@ -47,3 +47,49 @@ def test_saved_state_dict_holds_the_trained_values(tmp_path):
     np.testing.assert_array_equal(np.asarray(loaded["weight"].numpy() if hasattr(loaded["weight"], "numpy")
                                              else loaded["weight"]), np.array(fg.global_scope()[layer.weight.name]))
     assert not np.array_equal(initial, np.array(fg.global_scope()[layer.weight.name]))
+
+
+def test_batch_norm_layer_trains_in_a_static_program_as_in_torch():
+    """Paddle's rule: minimize trains the scale and shift too; the running statistics are updated
+    by the program (momentum 0.9 = torch's 0.1) and the test clone normalises with them."""
+    import torch
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup):
+        norm = fg.nn.BatchNorm1D(3)
+        x = fg.static.data("x", [None, 3], "float32")
+        y = norm(x)
+        test_program = main.clone(for_test=True)
+        loss = fg.mean(y * y)
+        fg.optimizer.SGD(0.1).minimize(loss)
+    exe = fg.Executor()
+    exe.run(startup)
+    x0 = (np.random.default_rng(0).standard_normal((8, 3)) * 2 + 5).astype("float32")
+    reference = torch.nn.BatchNorm1d(3, momentum=0.1)
+    reference_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
+    for _ in range(3):
+        exe.run(main, feed={"x": x0}, fetch_list=[loss])
+        reference_opt.zero_grad()
+        (reference(torch.tensor(x0)) ** 2).mean().backward()
+        reference_opt.step()
+    got, = exe.run(test_program, feed={"x": x0[:2]}, fetch_list=[test_program.global_block().var(y.name)])
+    expected = reference.eval()(torch.tensor(x0[:2])).detach().numpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+    state = norm.state_dict()                       # the trained values, read from the scope
+    np.testing.assert_allclose(state["_mean"].numpy(), reference.running_mean.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(state["_variance"].numpy(), reference.running_var.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(state["weight"].numpy(), reference.weight.detach().numpy(), rtol=1e-5)
+
+
+def test_batch_norm_2d_layer_in_eval_mode_in_a_static_program():
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup):
+        norm = fg.nn.BatchNorm2D(2)
+        norm.eval()
+        x = fg.static.data("x", [None, 2, 3, 3], "float32")
+        y = norm(x)
+    exe = fg.Executor()
+    exe.run(startup)
+    x0 = np.random.default_rng(1).standard_normal((2, 2, 3, 3)).astype("float32")
+    got, = exe.run(main, feed={"x": x0}, fetch_list=[y])
+    np.testing.assert_allclose(got, x0 / np.sqrt(1.0 + 1e-5), rtol=1e-5)
+    np.testing.assert_array_equal(norm.state_dict()["_mean"].numpy(), np.zeros(2, "float32"))

@@ -289,6 +289,7 @@ class Layer:
             scratch = layer.__dict__.get("_non_persistable_buffer_names", ())
             for bname, buf in layer._buffers.items():
                 if buf is not None and bname not in scratch:
+                    sync_from_scope(buf)
                     state[f"{prefix}.{bname}" if prefix else bname] = buf
         return state
 
