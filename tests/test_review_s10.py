@@ -254,10 +254,6 @@ def test_everyday_pytorch_tensor_methods(method):
 
 
 # ---------------------------------------------------------------- a Paddle static user's way to read and set a parameter
-@pytest.mark.xfail(strict=True, reason="Paddle static code reads and sets parameters with "
-                   "paddle.static.global_scope().find_var(name).get_tensor() (np.array(t), t.set(value, place)); "
-                   "here find_var returns the bare ndarray, and get_tensor() fails with \"'numpy.ndarray' object has "
-                   "no attribute 'get_tensor'\"")
 def test_scope_find_var_get_tensor_reads_and_sets_a_parameter():
     main, startup = fg.Program(), fg.Program()
     with fg.program_guard(main, startup):

@@ -93,3 +93,18 @@ def test_batch_norm_2d_layer_in_eval_mode_in_a_static_program():
     got, = exe.run(main, feed={"x": x0}, fetch_list=[y])
     np.testing.assert_allclose(got, x0 / np.sqrt(1.0 + 1e-5), rtol=1e-5)
     np.testing.assert_array_equal(norm.state_dict()["_mean"].numpy(), np.zeros(2, "float32"))
+
+
+def test_find_var_is_still_the_array_and_get_tensor_set_checks_the_shape():
+    scope = fg.static.Scope()
+    scope["w"] = np.arange(3.0, dtype="float32")
+    found = scope.find_var("w")
+    np.testing.assert_array_equal(-found, -np.arange(3.0))       # existing callers use it as the array
+    tensor = found.get_tensor()
+    tensor.set([5, 6, 7], fg.CPUPlace())
+    assert np.array(tensor).dtype == np.float32
+    np.testing.assert_array_equal(np.array(scope.find_var("w")), [5.0, 6.0, 7.0])
+    import pytest
+    with pytest.raises(ValueError, match="shape"):
+        tensor.set(np.ones(2), fg.CPUPlace())
+    assert scope.find_var("missing") is None
