@@ -21,6 +21,7 @@ import numpy as np
 from .eager.apply import eager_apply
 from .eager.mode import all_default, state
 from .eager.tensor import Tensor
+from .executor.scope import global_scope
 from .framework import Parameter, Variable, default_main_program, default_startup_program, unique_name
 from .ops.registry import get_op_def
 
@@ -148,7 +149,6 @@ def sync_from_scope(tensor: Tensor) -> None:
     entry = _binding(tensor)
     if entry is None:
         return
-    from .executor.scope import global_scope
     value = global_scope().get(entry[1])
     if value is None or value is entry[2] or getattr(value, "shape", None) != tensor.data.shape:
         return
@@ -162,7 +162,6 @@ def write_to_scope(tensor: Tensor) -> None:
     entry = _binding(tensor)
     if entry is None:
         return
-    from .executor.scope import global_scope
     array = np.array(tensor.data)
     scope = global_scope()
     if entry[1] in scope:
