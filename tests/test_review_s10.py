@@ -31,10 +31,6 @@ _WRITES_THROUGH_AN_INDEX = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="a write into the result of basic indexing is silently lost: x[0][1] = 9, "
-                   "x[:, 0].zero_(), x[1].add_(1) change a copy and leave x as it was; in PyTorch (and NumPy) "
-                   "x[0] is a view and x changes. Expected x to change as in PyTorch, or a clear error "
-                   "refusing the write into a temporary")
 @pytest.mark.parametrize("write", sorted(_WRITES_THROUGH_AN_INDEX))
 def test_write_into_an_indexing_result_reaches_the_tensor(write):
     x0 = np.arange(6.0).reshape(2, 3)

@@ -73,9 +73,11 @@ _retaining: dict[int, Any] = {}   # id -> weak reference: intermediates whose .g
 class Tensor(MathMixin, TorchHabits):
     """An eager value. `stop_gradient=False` asks for its gradient (`.grad` after backward)."""
 
-    # _param_attr: a parameter's optimizer options (ParamAttr.optimize_options), unset for others
+    # _param_attr: a parameter's optimizer options (ParamAttr.optimize_options), unset for others;
+    # _view_of: (base, item, base's modification stamp) for a result of basic indexing, else unset
+    # (read with getattr(t, "_view_of", None); see fluidgrad/indexing.py)
     __slots__ = ("data", "stop_gradient", "grad", "_node", "_idx", "name", "_hooks", "persistable", "_param_attr",
-                 "__weakref__")
+                 "_view_of", "__weakref__")
 
     def __init__(self, data: np.ndarray, stop_gradient: bool = True, node: Any = None, idx: int = 0,
                  name: str | None = None) -> None:
