@@ -53,8 +53,9 @@ groups. The second table splits every row by that probe. Shared rows are written
 stores by default (ops/comm_stream.py), which take no ownership of the lines first; "bucketed,
 ordinary stores" is the same path with ordinary stores and placement (the weight gradients'
 GEMMs writing into the row), as before.
-Session 10's contenders: the split weight gradients' activations placed by their producers (the
-default) or copied ("activations copied", with streaming or ordinary stores), their parameter rows
+Session 10's contenders: the split weight gradients' activations copied into the shared window
+with streaming stores (the default), placed there by their producers ("activations placed") or
+copied with ordinary stores (as in session 9), their parameter rows
 streamed; the sharded buckets' peer part streamed; the ranks bound to one core each ("ranks
 pinned": os.sched_setaffinity switched per block, so pinned and free blocks alternate in the same
 processes). The second table gives rank 0's CPU time per step in each state of the cores too.
@@ -159,8 +160,8 @@ class Contender(NamedTuple):
     path: str = "auto"
     stream: bool = True  # writes into shared rows with streaming stores (ops/comm_stream.py, the default)
     # split weight gradients: the layers' activations written by their producers into the shared
-    # window (placement, the default) or copied there by the op (comm_split.ACTIVATIONS_IN_PLACE)
-    activations_in_place: bool = True
+    # window (placement) or copied there by the op (comm_split.ACTIVATIONS_IN_PLACE; None: its default)
+    activations_in_place: bool | None = None
     pinned: bool = False  # each rank bound to one core during its blocks (rank r -> core r), else free to move
     stream_sharded: bool = False  # sharded buckets: the peer's part streamed into the row (comm_shards.STREAM_PEER_PART)
     stream_params: bool = False  # split, sharded: this rank's rows of the parameters streamed (comm_split.STREAM_PARAMS)
@@ -189,11 +190,12 @@ CONTENDERS = {
     "split weight gradients": Contender(dp_optimizer(25.0, split_grads=True), None),
     # ... or each rank's rows of the node's one copy of the parameters updated at once (sharded)
     "split weight gradients, sharded update": Contender(dp_optimizer(25.0, sharding=True, split_grads=True), None),
-    # the same two, the activations copied into the shared window by the op (before session 10)
-    "split weight gradients, activations copied": Contender(dp_optimizer(25.0, split_grads=True), None,
-                                                            activations_in_place=False),
-    "split weight gradients, sharded update, activations copied": Contender(
-        dp_optimizer(25.0, sharding=True, split_grads=True), None, activations_in_place=False),
+    # the same two, the activations written into the shared window by their producers (placement) ...
+    "split weight gradients, activations placed": Contender(dp_optimizer(25.0, split_grads=True), None,
+                                                            activations_in_place=True),
+    "split weight gradients, sharded update, activations placed": Contender(
+        dp_optimizer(25.0, sharding=True, split_grads=True), None, activations_in_place=True),
+    # ... or copied with ordinary stores (session 9)
     "split weight gradients, activations copied, ordinary stores": Contender(
         dp_optimizer(25.0, split_grads=True), None, stream=False, activations_in_place=False),
     "split weight gradients, sharded update, activations copied, ordinary stores": Contender(
@@ -209,6 +211,7 @@ CONTENDERS = {
         dp_optimizer(25.0, sharding=True, split_grads=True), None, pinned=True),
 }
 CPUS = sorted(os.sched_getaffinity(0))  # the cores this job may use
+SPLIT_PLACE_DEFAULT = comm_split.ACTIVATIONS_IN_PLACE
 # compared step by step (they take turns in the same processes): (bucketed, per-parameter)
 PATH_NAMES = {"auto": "shared memory", "mpi": "MPI Iallreduce"}
 PAIRS = (("bucketed", "per-parameter"), ("bucketed, MPI Iallreduce", "per-parameter, MPI Iallreduce"),
@@ -283,14 +286,15 @@ def on_path(world: World, contender: Contender, step: Callable[[], Any]) -> Call
     def run():
         os.sched_setaffinity(0, cores)
         world.allreduce_path = contender.path
-        comm_split.ACTIVATIONS_IN_PLACE = contender.activations_in_place
+        comm_split.ACTIVATIONS_IN_PLACE = (SPLIT_PLACE_DEFAULT if contender.activations_in_place is None
+                                           else contender.activations_in_place)
         comm_shards.STREAM_PEER_PART = contender.stream_sharded
         comm_split.STREAM_PARAMS = contender.stream_params
         try:
             with comm_stream.STREAM.use(contender.stream):
                 step()
         finally:
-            comm_split.ACTIVATIONS_IN_PLACE, comm_shards.STREAM_PEER_PART = True, False
+            comm_split.ACTIVATIONS_IN_PLACE, comm_shards.STREAM_PEER_PART = SPLIT_PLACE_DEFAULT, False
             comm_split.STREAM_PARAMS = False
     return run
 

@@ -192,13 +192,23 @@ def sum(x: Any, axis: Any = None, keepdim: bool = False, dtype: Any = None, name
     return apply_op("reduce_sum", {"X": x}, _axis_attrs(axis, keepdim))
 
 
+def _is_array_like(value: Any) -> bool:
+    return hasattr(value, "shape") and hasattr(value, "dtype")
+
+
 def max(x: Any, axis: Any = None, keepdim: bool = False) -> Any:
-    """The largest value over `axis` (all axes by default); ties share the gradient equally."""
+    """The largest value over `axis` (all axes by default); ties share the gradient equally.
+    `max(x, y)` with a second tensor is torch's spelling of `maximum(x, y)`."""
+    if _is_array_like(axis):
+        return maximum(x, axis)
     return apply_op("reduce_max", {"X": x}, _axis_attrs(axis, keepdim))
 
 
 def min(x: Any, axis: Any = None, keepdim: bool = False) -> Any:
-    """The smallest value over `axis` (all axes by default); ties share the gradient equally."""
+    """The smallest value over `axis` (all axes by default); ties share the gradient equally.
+    `min(x, y)` with a second tensor is torch's spelling of `minimum(x, y)`."""
+    if _is_array_like(axis):
+        return minimum(x, axis)
     return apply_op("reduce_min", {"X": x}, _axis_attrs(axis, keepdim))
 
 
@@ -230,8 +240,21 @@ def flatten(x: Any, start_axis: int = 0, stop_axis: int = -1, name: str | None =
     return apply_op("flatten", {"X": x}, {"start_axis": int(start_axis), "stop_axis": int(stop_axis)})
 
 
-def transpose(x: Any, perm: Sequence[int], name: str | None = None) -> Any:
-    """x with its axes permuted by `perm`."""
+def transpose(x: Any, perm: Sequence[int], name: Any = None) -> Any:
+    """x with its axes permuted by `perm`. torch's `transpose(x, dim0, dim1)` (two ints) swaps
+    those two axes."""
+    if isinstance(perm, (int, np.integer)):
+        if not isinstance(name, (int, np.integer)):
+            raise TypeError(f"transpose: perm must be a list of axes (Paddle: transpose(x, perm=[1, 0])) or two "
+                            f"axes to swap (torch: transpose(x, 0, 1)); got perm={perm!r}")
+        rank = len(x.shape)
+        if not all(-rank <= int(a) < rank for a in (perm, name)):
+            raise ValueError(f"transpose: axes {perm} and {name} to swap must lie in [-{rank}, {rank}) for "
+                             f"x of shape {list(x.shape)}")
+        axes = list(range(rank))
+        first, second = int(perm) % rank, int(name) % rank
+        axes[first], axes[second] = axes[second], axes[first]
+        perm = axes
     return apply_op("transpose", {"X": x}, {"perm": [int(p) for p in perm]})
 
 

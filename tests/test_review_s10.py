@@ -4,7 +4,10 @@ test). PyTorch 2.13.0 is the oracle; where Paddle 2 documents another rule, the 
 
 Found by probing the areas the earlier reviews left alone: writes into the result of an indexing
 expression (PyTorch's views), matrix norms, arrays handed to set_value, the `.data` idioms of
-PyTorch code, in-place buffer updates inside jit.to_static and the errors of torch-style calls."""
+PyTorch code, in-place buffer updates inside jit.to_static, the errors of torch-style calls, Python
+scalars meeting integer tensors, bfloat16 accuracy, NaN and infinities in composed functions, nn
+Layers in static programs, ONNX files of torch's default exporter and the modules (nn.init, amp,
+distribution, fft, linalg, io, optimizers) a script written for Paddle 2 or PyTorch reaches for."""
 import numpy as np
 import pytest
 import torch
@@ -61,10 +64,6 @@ def test_linalg_norm_over_two_axes_is_the_matrix_norm(p):
 
 
 # ---------------------------------------------------------------- set_value keeps the caller's array
-@pytest.mark.xfail(strict=True, reason="Tensor.set_value(array) keeps the caller's ndarray as the parameter's "
-                   "storage, so loading weights through one reused buffer (buf[...] = read(); "
-                   "layer.weight.set_value(buf)) leaves every layer with the last values written; Paddle's "
-                   "set_value and torch's p.copy_(torch.from_numpy(a)) copy")
 def test_set_value_copies_the_callers_array():
     first, second = fg.nn.Linear(2, 2), fg.nn.Linear(2, 2)
     buffer = np.empty((2, 2), "float32")
@@ -149,10 +148,6 @@ _TORCH_POSITIONAL = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="torch's positional calls fail with messages that name neither the function "
-                   "nor the argument: fg.transpose(x, 0, 1) raises \"'int' object is not iterable\", fg.max(x, y) "
-                   "\"int() takes a tensor of one element\"; expected torch's result or an error naming the "
-                   "function and what it wants (a perm list; fg.maximum for two tensors)")
 @pytest.mark.parametrize("call", sorted(_TORCH_POSITIONAL))
 def test_torch_positional_calls_work_or_say_what_is_wrong(call):
     fn, words = _TORCH_POSITIONAL[call]
@@ -324,3 +319,562 @@ def test_torch_dynamo_exported_model_with_a_dynamic_batch_imports(tmp_path, name
     program, feed_names, fetch_vars = import_model(path, scope)
     got, = fg.Executor().run(program, feed={feed_names[0]: x3.numpy()}, fetch_list=fetch_vars[:1], scope=scope)
     np.testing.assert_allclose(got, net(x3).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+# ================================================================ batch 3
+# ---------------------------------------------------------------- NaN in median / quantile
+_NAN_SELECTIONS = {
+    "median": (lambda x: fg.median(x), lambda x: torch.tensor(np.median(x.numpy()))),
+    "median(axis=1)": (lambda x: fg.median(x, axis=1), lambda x: torch.tensor(np.median(x.numpy(), axis=1))),
+    "median(axis=1, mode='min')": (lambda x: fg.median(x, axis=1, mode="min"), lambda x: torch.median(x, 1)[0]),
+    "quantile(0.5, axis=1)": (lambda x: fg.quantile(x, 0.5, axis=1), lambda x: torch.quantile(x, 0.5, dim=1)),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="median and quantile skip NaN silently: median([1, nan, 3, 2]) gives 2.5 and "
+                   "quantile(.., 0.5) 2.5 where torch.median / torch.quantile / np.median give nan (a NaN in the data "
+                   "is hidden; Paddle keeps nanmedian / nanquantile apart for skipping it)")
+@pytest.mark.parametrize("name", sorted(_NAN_SELECTIONS))
+def test_median_and_quantile_propagate_nan(name):
+    ours, theirs = _NAN_SELECTIONS[name]
+    x0 = np.array([[1.0, np.nan, 3.0, 2.0], [4.0, 0.5, 2.0, 1.0]])
+    expected = theirs(torch.tensor(x0)).numpy()
+    got = ours(fg.to_tensor(x0)).numpy()
+    assert got.shape == expected.shape
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+
+
+# ---------------------------------------------------------------- composed maths at the ends of the range
+_EXTREMES = {
+    "logaddexp(-inf, -inf)": (lambda m, a, b: m.logaddexp(a, b), [-np.inf, 0.0], [-np.inf, -np.inf], "float64"),
+    "hypot(3e20, 4e20) float32": (lambda m, a, b: m.hypot(a, b), [3e20, 3.0], [4e20, 4.0], "float32"),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="composed functions lose the ends of the range: logaddexp(-inf, -inf) is nan "
+                   "(torch: -inf; the log of a zero probability plus another, as in log-space dynamic programming), "
+                   "and float32 hypot(3e20, 4e20) overflows to inf (torch: 5e20) because it squares first")
+@pytest.mark.parametrize("name", sorted(_EXTREMES))
+def test_composed_functions_at_extreme_values(name):
+    fn, a0, b0, dtype = _EXTREMES[name]
+    a, b = np.array(a0, dtype), np.array(b0, dtype)
+    expected = fn(torch, torch.tensor(a), torch.tensor(b)).numpy()
+    got = fn(fg, fg.to_tensor(a), fg.to_tensor(b)).numpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+# ---------------------------------------------------------------- torch.nn.init
+_NN_INIT = {
+    "zeros_": (lambda init, w: init.zeros_(w), lambda w: np.all(w == 0)),
+    "ones_": (lambda init, w: init.ones_(w), lambda w: np.all(w == 1)),
+    "constant_": (lambda init, w: init.constant_(w, 0.25), lambda w: np.all(w == 0.25)),
+    "normal_": (lambda init, w: init.normal_(w, 0.0, 0.02), lambda w: abs(w.std() - 0.02) < 0.002),
+    "uniform_": (lambda init, w: init.uniform_(w, -0.1, 0.1), lambda w: np.abs(w).max() <= 0.1 and w.std() > 0.05),
+    "xavier_uniform_": (lambda init, w: init.xavier_uniform_(w), lambda w: np.abs(w).max() <= np.sqrt(6 / 700)),
+    "kaiming_normal_": (lambda init, w: init.kaiming_normal_(w, nonlinearity="relu"),
+                        lambda w: abs(w.std() - np.sqrt(2 / 400)) < 0.1 * np.sqrt(2 / 400)),
+    "trunc_normal_": (lambda init, w: init.trunc_normal_(w, std=0.02, a=-0.03, b=0.03),
+                      lambda w: np.abs(w).max() <= 0.03 and 0.01 < w.std() < 0.02),
+    "orthogonal_": (lambda init, w: init.orthogonal_(w), lambda w: np.allclose(w.T @ w, np.eye(300), atol=1e-4)),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="there is no fg.nn.init (AttributeError): PyTorch's init loops "
+                   "(model.apply(fn) with nn.init.xavier_uniform_(m.weight), nn.init.zeros_(m.bias), "
+                   "nn.init.normal_(m.weight, 0, 0.02)) fail; fg.nn.initializer has the same initializers as "
+                   "Paddle classes. kaiming / xavier must use the layer's fan_in (400 for Linear(400, 300))")
+@pytest.mark.parametrize("name", sorted(_NN_INIT))
+def test_torch_nn_init_functions(name):
+    call, check = _NN_INIT[name]
+    layer = fg.nn.Linear(400, 300)
+    result = call(fg.nn.init, layer.weight)
+    assert result is None or result is layer.weight
+    weight = layer.weight.numpy()
+    assert weight.shape == (400, 300) and weight.dtype == np.float32
+    assert check(weight)
+
+
+# ---------------------------------------------------------------- PyLayer's context, Paddle 2 and torch.autograd.Function
+class _ArgmaxAndDouble(fg.autograd.PyLayer):
+    @staticmethod
+    def forward(ctx, x):
+        index = fg.argmax(x)
+        ctx.mark_non_differentiable(index)
+        ctx.set_materialize_grads(False)
+        return x * 2.0, index
+
+    @staticmethod
+    def backward(ctx, grad, grad_index):
+        return grad * 2.0
+
+
+@pytest.mark.xfail(strict=True, reason="PyLayerContext has only save_for_backward / saved_tensor: Paddle 2's (and "
+                   "torch.autograd.Function's) ctx.mark_non_differentiable and ctx.set_materialize_grads are "
+                   "AttributeErrors, and there is no fg.autograd.Function alias")
+def test_pylayer_context_marks_outputs_non_differentiable():
+    x = fg.to_tensor(np.array([1.0, 3.0]), stop_gradient=False)
+    doubled, index = _ArgmaxAndDouble.apply(x)
+    assert index.stop_gradient and int(index) == 1
+    fg.sum(doubled).backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0])
+    assert fg.autograd.Function is not None
+
+
+# ---------------------------------------------------------------- torch's argument order of index_select / scatter
+_TORCH_ORDER = {
+    "x.index_select(1, index)": (lambda m, x, i: x.index_select(1, i[0]), "index_select"),
+    "x.scatter(1, index, src)": (lambda m, x, i: x.scatter(1, i, x[:, :1] * 0 + 9.0), "scatter"),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="torch's argument order fails with errors that name neither the function nor "
+                   "the argument: x.index_select(1, index) raises \"'int' object has no attribute 'shape'\", "
+                   "x.scatter(1, index, src) \"The truth value of an array with more than one element is "
+                   "ambiguous\"; expected torch's result (an int first is the dim) or an error naming the function "
+                   "and Paddle's order (index, axis)")
+@pytest.mark.parametrize("call", sorted(_TORCH_ORDER))
+def test_torch_argument_order_works_or_is_named(call):
+    fn, function_name = _TORCH_ORDER[call]
+    x0, i0 = np.array([[3.0, -1.0, 2.0], [0.5, 5.0, -4.0]]), np.array([[2], [0]])
+    expected = fn(torch, torch.tensor(x0), torch.tensor(i0)).numpy()
+    try:
+        got = fn(fg, fg.to_tensor(x0), fg.to_tensor(i0)).numpy()
+    except (TypeError, ValueError, AttributeError) as error:
+        assert function_name in str(error) and "axis" in str(error)
+        return
+    np.testing.assert_array_equal(got, expected)
+
+
+# ---------------------------------------------------------------- linalg: decompositions and the norms by name
+_A = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0], [1.0, -1.0, 0.0]])
+_LINALG_MORE = {
+    "svd (singular values)": (lambda m, a: m.linalg.svd(a, full_matrices=False)[1]),
+    "qr (|R|)": (lambda m, a: m.linalg.qr(a)[1].abs()),
+    "eigh (eigenvalues)": (lambda m, a: m.linalg.eigh(a[:3])[0]),
+    "eigvalsh": (lambda m, a: m.linalg.eigvalsh(a[:3])),
+    "lstsq": (lambda m, a: m.linalg.lstsq(a, a[:, :1])[0]),
+    "matrix_rank": (lambda m, a: m.linalg.matrix_rank(a)),
+    "multi_dot": (lambda m, a: m.linalg.multi_dot([a, a.T if m is torch else a.t(), a])),
+    "cond": (lambda m, a: m.linalg.cond(a[:3])),
+    "vector_norm": (lambda m, a: m.linalg.vector_norm(a, 3)),
+    "matrix_norm": (lambda m, a: m.linalg.matrix_norm(a, "fro")),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="fg.linalg (paddle.linalg / torch.linalg names) lacks the decompositions and "
+                   "named norms of both: svd, qr, eigh, eigvalsh, lstsq, matrix_rank, multi_dot, cond, vector_norm, "
+                   "matrix_norm are AttributeErrors")
+@pytest.mark.parametrize("name", sorted(_LINALG_MORE))
+def test_more_linalg_functions(name):
+    fn = _LINALG_MORE[name]
+    expected = fn(torch, torch.tensor(_A)).numpy()
+    got = fn(fg, fg.to_tensor(_A)).numpy()
+    np.testing.assert_allclose(np.asarray(got, float), np.asarray(expected, float), rtol=1e-8, atol=1e-10)
+
+
+# ---------------------------------------------------------------- everyday functions of paddle and torch
+_X = np.array([[3.0, 1.0, 2.0, 0.5], [0.25, 5.0, 4.0, 1.5]])
+_MORE_FUNCTIONS = {
+    "take": lambda m, x: m.take(x, (torch.tensor if m is torch else fg.to_tensor)(np.array([0, 5, -1]))),
+    "bucketize": lambda m, x: m.bucketize(x, (torch.tensor if m is torch else fg.to_tensor)(np.array([1.0, 3.0]))),
+    "cummin": lambda m, x: m.cummin(x, 1)[0] if m is torch else m.cummin(x, axis=1)[0],
+    "addmm": lambda m, x: m.addmm(x[:, :2], x, x.T if m is torch else x.t(), beta=0.5, alpha=2.0),
+    "tensor_split": lambda m, x: m.tensor_split(x, 3, 1)[2] if m is torch else m.tensor_split(x, 3, axis=1)[2],
+    "lgamma": lambda m, x: m.lgamma(x),
+    "digamma": lambda m, x: m.digamma(x),
+    "logspace": lambda m, x: m.logspace(0, 2, 5, dtype=torch.float64) if m is torch else m.logspace(0, 2, 5, dtype="float64"),
+    "vstack": lambda m, x: m.vstack([x, x]),
+    "tril_indices": lambda m, x: m.tril_indices(3, 3),
+    "diag_embed": lambda m, x: m.diag_embed(x),
+    "cdist": lambda m, x: m.cdist(x, x),
+    "inner": lambda m, x: m.inner(x, x),
+    "frac": lambda m, x: m.frac(x * 1.5),
+    "heaviside": lambda m, x: m.heaviside(x - 2.0, x * 0 + 0.5),
+    "nanmedian": lambda m, x: m.nanmedian(x[0, :3]),
+    "histogram (histc)": lambda m, x: m.histc(x, 4, 0, 6) if m is torch else m.histogram(x, bins=4, min=0, max=6),
+    "is_tensor": lambda m, x: np.array(m.is_tensor(x)),
+    "is_floating_point": lambda m, x: np.array(m.is_floating_point(x)),
+    "finfo(float32).eps": lambda m, x: np.array(m.finfo(m.float32).eps),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="everyday functions that both paddle and torch have are missing "
+                   "(AttributeError): take, bucketize, cummin, addmm, tensor_split, lgamma, digamma, logspace, vstack, "
+                   "tril_indices, diag_embed, cdist, inner, frac, heaviside, nanmedian, histogram, is_tensor, "
+                   "is_floating_point, finfo")
+@pytest.mark.parametrize("name", sorted(_MORE_FUNCTIONS))
+def test_everyday_functions_of_paddle_and_torch(name):
+    fn = _MORE_FUNCTIONS[name]
+    expected = fn(torch, torch.tensor(_X))
+    got = fn(fg, fg.to_tensor(_X))
+    expected = expected.numpy() if isinstance(expected, torch.Tensor) else expected
+    got = got.numpy() if hasattr(got, "numpy") else got
+    np.testing.assert_allclose(np.asarray(got, float), np.asarray(expected, float), rtol=1e-6)
+
+
+# ---------------------------------------------------------------- losses of paddle.nn.functional beyond the seven known
+_MORE_LOSSES = {
+    "hinge_embedding_loss": (lambda F, a, b: F.hinge_embedding_loss(a, b.sign(), margin=0.5) if F is torch.nn.functional
+                             else F.hinge_embedding_loss(a, fg.sign(b), margin=0.5)),
+    "multi_label_soft_margin_loss": (lambda F, a, b: F.multilabel_soft_margin_loss(a, (b > 0).double())
+                                     if F is torch.nn.functional
+                                     else F.multi_label_soft_margin_loss(a, (b > 0).astype("float64"))),
+    "poisson_nll_loss": (lambda F, a, b: F.poisson_nll_loss(a, b.abs())),
+    "multi_margin_loss": (lambda F, a, b: F.multi_margin_loss(a, (torch.tensor if F is torch.nn.functional
+                                                                  else fg.to_tensor)(np.array([0, 2, 1, 1])))),
+    "pairwise_distance": (lambda F, a, b: F.pairwise_distance(a, b)),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="more losses of paddle.nn.functional / torch.nn.functional are missing "
+                   "(AttributeError), besides the seven of review s9: hinge_embedding_loss, "
+                   "multi_label_soft_margin_loss, poisson_nll_loss, multi_margin_loss, and pairwise_distance")
+@pytest.mark.parametrize("name", sorted(_MORE_LOSSES))
+def test_more_losses_exist_and_match_torch(name):
+    fn = _MORE_LOSSES[name]
+    rng = np.random.default_rng(0)
+    a0, b0 = rng.standard_normal((4, 3)), rng.standard_normal((4, 3))
+    expected = fn(torch.nn.functional, torch.tensor(a0), torch.tensor(b0)).numpy()
+    got = fn(fg.nn.functional, fg.to_tensor(a0), fg.to_tensor(b0)).numpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
+
+
+# ---------------------------------------------------------------- layers of paddle.nn / torch.nn
+_MORE_LAYERS = {
+    "RNN(SimpleRNNCell)": (lambda: fg.nn.RNN(fg.nn.SimpleRNNCell(3, 4)), (2, 5, 3), (2, 5, 4)),
+    "BiRNN(GRUCell, GRUCell)": (lambda: fg.nn.BiRNN(fg.nn.GRUCell(3, 4), fg.nn.GRUCell(3, 4)), (2, 5, 3), (2, 5, 8)),
+    "Bilinear": (lambda: fg.nn.Bilinear(3, 3, 2), (2, 3), (2, 2)),
+    "PairwiseDistance": (lambda: fg.nn.PairwiseDistance(), (2, 3), (2,)),
+    "AlphaDropout": (lambda: fg.nn.AlphaDropout(0.2), (2, 3), (2, 3)),
+    "ChannelShuffle": (lambda: fg.nn.ChannelShuffle(2), (2, 4, 3, 3), (2, 4, 3, 3)),
+    "Softmax2D": (lambda: fg.nn.Softmax2D(), (2, 4, 3, 3), (2, 4, 3, 3)),
+    "MaxUnPool2D": (lambda: fg.nn.MaxUnPool2D(2), (2, 4, 3, 3), (2, 4, 6, 6)),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="layers of paddle.nn are missing (AttributeError): nn.RNN / nn.BiRNN (a "
+                   "recurrent layer from any cell: Paddle 2's way to run a custom cell over a sequence), Bilinear, "
+                   "PairwiseDistance, AlphaDropout, ChannelShuffle, Softmax2D, MaxUnPool2D")
+@pytest.mark.parametrize("name", sorted(_MORE_LAYERS))
+def test_more_layers_exist_and_run(name):
+    make, in_shape, out_shape = _MORE_LAYERS[name]
+    layer = make()
+    x = fg.to_tensor(np.random.default_rng(0).standard_normal(in_shape).astype("float32"))
+    if name == "Bilinear":
+        out = layer(x, x)
+    elif name == "PairwiseDistance":
+        out = layer(x, x * 2.0)
+    elif name == "MaxUnPool2D":
+        pooled, mask = fg.nn.functional.max_pool2d(fg.nn.functional.interpolate(x, scale_factor=2), 2,
+                                                   return_mask=True)
+        out = layer(pooled, mask)
+    else:
+        out = layer(x)
+    out = out[0] if isinstance(out, (tuple, list)) else out
+    assert list(out.shape) == list(out_shape)
+    assert np.isfinite(out.numpy()).all()
+
+
+# ---------------------------------------------------------------- paddle.io / torch.utils.data
+@pytest.mark.xfail(strict=True, reason="paddle.io's dataset and sampler helpers are missing (AttributeError): "
+                   "ConcatDataset, ComposeDataset, ChainDataset, WeightedRandomSampler, SubsetRandomSampler; "
+                   "and torch's TensorDataset(x, y) (tensors as separate arguments) is a TypeError")
+@pytest.mark.parametrize("what", ["TensorDataset(x, y)", "ConcatDataset", "ComposeDataset", "ChainDataset",
+                                  "WeightedRandomSampler", "SubsetRandomSampler"])
+def test_more_io_helpers(what):
+    io = fg.io
+    x, y = fg.to_tensor(np.arange(12.0).reshape(6, 2)), fg.to_tensor(np.arange(6))
+    if what == "TensorDataset(x, y)":
+        dataset = io.TensorDataset(x, y)
+        assert len(dataset) == 6 and float(dataset[5][1]) == 5
+    elif what == "ConcatDataset":
+        assert len(io.ConcatDataset([io.TensorDataset([x]), io.TensorDataset([y])])) == 12
+    elif what == "ComposeDataset":
+        sample = io.ComposeDataset([io.TensorDataset([x]), io.TensorDataset([y])])[2]
+        assert len(sample) == 2
+    elif what == "ChainDataset":
+
+        class Count(io.IterableDataset):
+            def __iter__(self):
+                yield from range(3)
+        assert list(io.ChainDataset([Count(), Count()])) == [0, 1, 2, 0, 1, 2]
+    elif what == "WeightedRandomSampler":
+        drawn = list(io.WeightedRandomSampler([0.0, 0.0, 1.0], num_samples=5, replacement=True))
+        assert drawn == [2] * 5
+    else:
+        assert sorted(io.SubsetRandomSampler([1, 3, 5])) == [1, 3, 5]
+
+
+# ---------------------------------------------------------------- mixed precision: paddle.amp
+@pytest.mark.xfail(strict=True, reason="there is no fg.amp: Paddle 2's mixed-precision loop (with "
+                   "paddle.amp.auto_cast(): ...; scaler = paddle.amp.GradScaler(); scaler.scale(loss).backward(); "
+                   "scaler.step(opt); scaler.update()) fails with AttributeError on its first line; on a CPU a "
+                   "GradScaler that scales and unscales exactly gives the plain step")
+def test_amp_auto_cast_and_grad_scaler_train_like_the_plain_step():
+    x0 = np.random.default_rng(0).standard_normal((4, 3)).astype("float32")
+    plain, scaled = fg.nn.Linear(3, 2), fg.nn.Linear(3, 2)
+    scaled.set_state_dict(plain.state_dict())
+    opt_plain = fg.optimizer.SGD(learning_rate=0.1, parameters=plain.parameters())
+    fg.mean(plain(fg.to_tensor(x0)) ** 2).backward()
+    opt_plain.step()
+    opt = fg.optimizer.SGD(learning_rate=0.1, parameters=scaled.parameters())
+    scaler = fg.amp.GradScaler(init_loss_scaling=1024.0)
+    with fg.amp.auto_cast(enable=False):
+        loss = fg.mean(scaled(fg.to_tensor(x0)) ** 2)
+    scaler.scale(loss).backward()
+    scaler.step(opt)
+    scaler.update()
+    np.testing.assert_allclose(scaled.weight.numpy(), plain.weight.numpy(), rtol=1e-6)
+
+
+# ---------------------------------------------------------------- torch's optimizer keywords
+_TORCH_OPTIMIZERS = {
+    "Adam(betas=, eps=)": (lambda fo, p: fo.Adam(p, lr=0.01, betas=(0.8, 0.98), eps=1e-6),
+                           lambda to, p: to.Adam(p, lr=0.01, betas=(0.8, 0.98), eps=1e-6)),
+    "AdamW(betas=)": (lambda fo, p: fo.AdamW(p, lr=0.01, betas=(0.9, 0.95), weight_decay=0.1),
+                      lambda to, p: to.AdamW(p, lr=0.01, betas=(0.9, 0.95), weight_decay=0.1)),
+    "Adam(amsgrad=True)": (lambda fo, p: fo.Adam(p, lr=0.01, amsgrad=True), lambda to, p: to.Adam(p, lr=0.01, amsgrad=True)),
+    "SGD(momentum=, nesterov=)": (lambda fo, p: fo.SGD(p, lr=0.1, momentum=0.9, nesterov=True),
+                                  lambda to, p: to.SGD(p, lr=0.1, momentum=0.9, nesterov=True)),
+    "RMSprop(alpha=)": (lambda fo, p: fo.RMSProp(p, lr=0.01, alpha=0.9), lambda to, p: to.RMSprop(p, lr=0.01, alpha=0.9)),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="torch's optimizer keywords are TypeErrors although lr= and a positional "
+                   "parameter list are accepted: Adam/AdamW(betas=(0.9, 0.98), eps=1e-9) (every Transformer recipe), "
+                   "Adam(amsgrad=True) (Paddle 2 has amsgrad too), SGD(momentum=0.9, nesterov=True) (every ResNet "
+                   "recipe), RMSprop(alpha=)")
+@pytest.mark.parametrize("name", sorted(_TORCH_OPTIMIZERS))
+def test_torch_optimizer_keywords(name):
+    ours, theirs = _TORCH_OPTIMIZERS[name]
+    rng = np.random.default_rng(0)
+    w0, x0 = rng.standard_normal((3, 2)).astype("float32"), rng.standard_normal((5, 3)).astype("float32")
+    layer = fg.nn.Linear(3, 2, bias_attr=False)
+    layer.weight.set_value(w0.copy())
+    opt = ours(fg.optimizer, layer.parameters())
+    reference = torch.nn.Parameter(torch.tensor(w0.copy()))
+    reference_opt = theirs(torch.optim, [reference])
+    for _ in range(4):
+        fg.sum(fg.tanh(layer(fg.to_tensor(x0)))).backward()
+        opt.step()
+        opt.clear_grad()
+        torch.tanh(torch.tensor(x0) @ reference).sum().backward()
+        reference_opt.step()
+        reference_opt.zero_grad()
+    np.testing.assert_allclose(layer.weight.numpy(), reference.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------- nn Layers trained in a static program
+def _static_linear_program():
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup):
+        layer = fg.nn.Linear(2, 1)
+        x = fg.static.data("x", [None, 2], "float32")
+        loss = fg.mean(layer(x) ** 2)
+        fg.optimizer.SGD(0.1).minimize(loss)
+    exe = fg.Executor()
+    exe.run(startup)
+    return main, exe, layer, loss
+
+
+@pytest.mark.xfail(strict=True, reason="an nn Layer used in a static program keeps its own copy of the parameters: "
+                   "after exe.run(main) trains them, layer.state_dict() (and so fg.save(layer.state_dict())) still "
+                   "holds the initial weights, and layer.set_state_dict(checkpoint) after the startup run is ignored "
+                   "by the program; in Paddle 2 the Layer's parameters are the program's variables, read from and "
+                   "written to the scope")
+@pytest.mark.parametrize("direction", ["state_dict after training", "set_state_dict before running"])
+def test_layer_in_a_static_program_shares_its_parameters_with_the_scope(direction):
+    main, exe, layer, loss = _static_linear_program()
+    feed = {"x": np.ones((4, 2), "float32")}
+    if direction == "state_dict after training":
+        for _ in range(3):
+            exe.run(main, feed=feed, fetch_list=[loss])
+        trained = np.array(fg.global_scope()[layer.weight.name])
+        np.testing.assert_array_equal(layer.state_dict()["weight"].numpy(), trained)
+    else:
+        layer.set_state_dict({"weight": np.zeros((2, 1), "float32"), "bias": np.zeros(1, "float32")})
+        got, = exe.run(main, feed=feed, fetch_list=[loss])
+        assert float(got) == 0.0
+
+
+@pytest.mark.xfail(strict=True, reason="nn.BatchNorm1D / BatchNorm2D built inside a program_guard fail when called "
+                   "on a static Variable: \"set_value: got the static Variable batch_norm.tmp_1; pass an array or a "
+                   "Tensor\" (writing back the running statistics); nn.Linear and nn.Dropout work there")
+def test_batch_norm_layer_in_a_static_program():
+    main, startup = fg.Program(), fg.Program()
+    with fg.program_guard(main, startup):
+        norm = fg.nn.BatchNorm1D(3)
+        x = fg.static.data("x", [None, 3], "float32")
+        y = norm(x)
+        test_program = main.clone(for_test=True)
+        loss = fg.mean(y * y)
+        fg.optimizer.SGD(0.1).minimize(loss)
+    exe = fg.Executor()
+    exe.run(startup)
+    x0 = (np.random.default_rng(0).standard_normal((8, 3)) * 2 + 5).astype("float32")
+    for _ in range(3):
+        exe.run(main, feed={"x": x0}, fetch_list=[loss])
+    got, = exe.run(test_program, feed={"x": x0[:2]}, fetch_list=[test_program.global_block().var(y.name)])
+    reference = torch.nn.BatchNorm1d(3, momentum=0.1)      # Paddle's momentum 0.9
+    for _ in range(3):
+        reference(torch.tensor(x0))
+    expected = reference.eval()(torch.tensor(x0[:2])).detach().numpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+
+
+# ---------------------------------------------------------------- paddle.distribution and paddle.fft
+@pytest.mark.xfail(strict=True, reason="there is no fg.distribution (paddle.distribution / torch.distributions): "
+                   "a policy-gradient loop's Categorical(logits).sample() / log_prob / entropy and a Normal's "
+                   "rsample / log_prob fail with AttributeError")
+@pytest.mark.parametrize("name", ["Categorical", "Normal"])
+def test_distribution_module(name):
+    rng = np.random.default_rng(0)
+    if name == "Categorical":
+        logits = rng.standard_normal((2, 4))
+        ours = fg.distribution.Categorical(logits=fg.to_tensor(logits))
+        theirs = torch.distributions.Categorical(logits=torch.tensor(logits))
+        value = np.array([1, 3])
+    else:
+        loc, scale = rng.standard_normal(3), rng.uniform(0.5, 2.0, 3)
+        ours = fg.distribution.Normal(fg.to_tensor(loc), fg.to_tensor(scale))
+        theirs = torch.distributions.Normal(torch.tensor(loc), torch.tensor(scale))
+        value = rng.standard_normal(3)
+    assert list(ours.sample([5]).shape) == list(theirs.sample((5,)).shape)
+    np.testing.assert_allclose(ours.log_prob(fg.to_tensor(value)).numpy(), theirs.log_prob(torch.tensor(value)).numpy(),
+                               rtol=1e-10)
+    np.testing.assert_allclose(ours.entropy().numpy(), theirs.entropy().numpy(), rtol=1e-10)
+
+
+_FFT = {
+    "fft": lambda m, x: m.fft.fft(x).abs() if m is torch else m.abs(m.fft.fft(x)),
+    "rfft": lambda m, x: m.fft.rfft(x).abs() if m is torch else m.abs(m.fft.rfft(x)),
+    "irfft(rfft(x))": lambda m, x: m.fft.irfft(m.fft.rfft(x), n=8),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="there is no fg.fft (paddle.fft / torch.fft): fft, rfft, irfft are "
+                   "AttributeErrors, though ONNX's DFT already imports as matmuls")
+@pytest.mark.parametrize("name", sorted(_FFT))
+def test_fft_module(name):
+    x0 = np.random.default_rng(0).standard_normal((2, 8))
+    expected = _FFT[name](torch, torch.tensor(x0)).numpy()
+    got = _FFT[name](fg, fg.to_tensor(x0)).numpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
+
+
+# ---------------------------------------------------------------- gradients of piecewise-constant ops and of atan2 at 0
+@pytest.mark.xfail(strict=True, reason="backward through a piecewise-constant op leaves the leaf's .grad None "
+                   "(round, floor, ceil) or raises \"has stop_gradient=True, so no gradient flows\" (sign), where "
+                   "torch and Paddle give a zero gradient: code reading p.grad after backward crashes, and an "
+                   "optimizer skips such a parameter (torch still applies weight decay and momentum)")
+@pytest.mark.parametrize("name", ["sign", "round", "floor", "ceil"])
+def test_piecewise_constant_ops_give_a_zero_gradient(name):
+    x = fg.to_tensor(np.array([0.3, -1.2]), stop_gradient=False)
+    fg.sum(getattr(fg, name)(x)).backward()
+    expected = torch.tensor([0.3, -1.2], requires_grad=True)
+    getattr(torch, name)(expected).sum().backward()
+    assert x.grad is not None
+    np.testing.assert_array_equal(x.grad.numpy(), expected.grad.numpy())
+
+
+@pytest.mark.xfail(strict=True, reason="the gradient of atan2(y, x) at y = x = 0 is nan (0 / 0), torch gives 0; one "
+                   "zero vector in a batch (padding) makes every gradient nan")
+def test_atan2_gradient_at_the_origin():
+    y0, x0 = np.array([0.0, 1.0]), np.array([0.0, 2.0])
+    y, x = fg.to_tensor(y0, stop_gradient=False), fg.to_tensor(x0, stop_gradient=False)
+    fg.sum(fg.atan2(y, x)).backward()
+    yt, xt = torch.tensor(y0, requires_grad=True), torch.tensor(x0, requires_grad=True)
+    torch.atan2(yt, xt).sum().backward()
+    np.testing.assert_allclose(y.grad.numpy(), yt.grad.numpy())
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy())
+
+
+# ---------------------------------------------------------------- jit.save with a None batch and x.shape[0]
+class _FlattenByBatch(fg.nn.Layer):
+    def __init__(self, how):
+        super().__init__()
+        self.how = how
+        self.conv, self.fc = fg.nn.Conv2D(1, 2, 3, padding=1), fg.nn.Linear(2 * 4 * 4, 3)
+
+    def forward(self, x):
+        h = fg.nn.functional.relu(self.conv(x))
+        if self.how == "h.reshape([x.shape[0], -1])":
+            return self.fc(h.reshape([x.shape[0], -1]))
+        return self.fc(h.reshape([x.shape[0], 32])) + fg.zeros([x.shape[0], 3])
+
+
+@pytest.mark.xfail(strict=True, reason="jit.save with InputSpec([None, ...]) fails on the everyday "
+                   "h.reshape([x.shape[0], -1]) (\"shape [-1, -1] has more than one -1\") and on "
+                   "fg.zeros([x.shape[0], 3]) (\"negative size\"): x.shape[0] of the None batch is -1 while "
+                   "tracing; Paddle's to_static reads it with paddle.shape(x)[0], and fluidgrad's own ONNX export "
+                   "already finds such reads by a second trace (export_shapes.py)")
+@pytest.mark.parametrize("how", ["h.reshape([x.shape[0], -1])", "fg.zeros([x.shape[0], 3])"])
+def test_jit_save_with_a_none_batch_and_x_shape_0(tmp_path, how, eager):
+    layer = _FlattenByBatch(how)
+    layer.eval()
+    path = str(tmp_path / "model")
+    fg.jit.save(layer, path, input_spec=[fg.jit.InputSpec([None, 1, 4, 4], "float32")])
+    loaded = fg.jit.load(path)
+    x = fg.to_tensor(np.random.default_rng(0).standard_normal((5, 1, 4, 4)).astype("float32"))
+    got = loaded(x)
+    got = got[0] if isinstance(got, (list, tuple)) else got
+    np.testing.assert_allclose(got.numpy(), layer(x).numpy(), rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------- to_tensor of a list of float64 tensors
+@pytest.mark.xfail(strict=True, reason="fg.to_tensor([a, b]) of float64 0-D Tensors returns float32 (the default dtype "
+                   "for Python floats), rounding the values; torch.tensor keeps float64 and fg.to_tensor of a float64 "
+                   "array or Tensor keeps it too")
+def test_to_tensor_of_a_list_of_float64_tensors_keeps_float64():
+    values = [fg.to_tensor(np.array(0.1)), fg.to_tensor(np.array(1.0 / 3.0))]
+    got = fg.to_tensor(values)
+    assert str(got.dtype).endswith("float64")
+    np.testing.assert_array_equal(got.numpy(), np.array([0.1, 1.0 / 3.0]))
+
+
+# ---------------------------------------------------------------- optimizers of paddle.optimizer / torch.optim
+_MORE_OPTIMIZERS = {
+    "NAdam": (lambda p: fg.optimizer.NAdam(learning_rate=0.01, parameters=p), lambda p: torch.optim.NAdam(p, lr=0.01)),
+    "RAdam": (lambda p: fg.optimizer.RAdam(learning_rate=0.01, parameters=p), lambda p: torch.optim.RAdam(p, lr=0.01)),
+    "Rprop": (lambda p: fg.optimizer.Rprop(learning_rate=0.01, parameters=p), lambda p: torch.optim.Rprop(p, lr=0.01)),
+    "LBFGS": (lambda p: fg.optimizer.LBFGS(learning_rate=0.5, parameters=p, max_iter=5),
+              lambda p: torch.optim.LBFGS(p, lr=0.5, max_iter=5)),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="optimizers that Paddle 2 and torch both have are missing (AttributeError): "
+                   "NAdam, RAdam, Rprop, and LBFGS with its closure (step(closure), the usual choice for small "
+                   "full-batch problems)")
+@pytest.mark.parametrize("name", sorted(_MORE_OPTIMIZERS))
+def test_more_optimizers_match_torch(name):
+    ours, theirs = _MORE_OPTIMIZERS[name]
+    rng = np.random.default_rng(0)
+    w0, x0 = rng.standard_normal((3, 2)).astype("float32"), rng.standard_normal((5, 3)).astype("float32")
+    layer = fg.nn.Linear(3, 2, bias_attr=False)
+    layer.weight.set_value(w0.copy())
+    opt = ours(layer.parameters())
+    reference = torch.nn.Parameter(torch.tensor(w0.copy()))
+    reference_opt = theirs([reference])
+
+    def closure():
+        opt.clear_grad()
+        loss = fg.sum(fg.tanh(layer(fg.to_tensor(x0))) ** 2)
+        loss.backward()
+        return loss
+
+    def reference_closure():
+        reference_opt.zero_grad()
+        loss = (torch.tanh(torch.tensor(x0) @ reference) ** 2).sum()
+        loss.backward()
+        return loss
+
+    for _ in range(3):
+        if name == "LBFGS":
+            opt.step(closure)
+            reference_opt.step(reference_closure)
+        else:
+            closure()
+            opt.step()
+            reference_closure()
+            reference_opt.step()
+    np.testing.assert_allclose(layer.weight.numpy(), reference.detach().numpy(), rtol=1e-4, atol=1e-5)

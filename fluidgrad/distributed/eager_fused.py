@@ -184,7 +184,7 @@ def update_bucket(rule: Rule, params: list[Tensor], offsets: list[int], owns: li
         if in_place:
             _record_modification(param)  # a retained graph that read the old value refuses, as after set_value
         else:
-            param.set_value(value)
+            param._take_array(value)
 
 
 def _direct_update(rule: Rule, rows: np.ndarray, skip: int, scale: float) -> Any:

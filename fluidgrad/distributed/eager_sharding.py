@@ -293,7 +293,7 @@ def _updated(param: Tensor, value: np.ndarray) -> None:
     if param.data is value:
         _record_modification(param)
     else:
-        param.set_value(value)
+        param._take_array(value)  # the node copy's view itself, not a copy of it
 
 
 def _grad_array(param: Tensor) -> np.ndarray:

@@ -242,10 +242,9 @@ class Tensor(MathMixin, TorchHabits):
 
     # ---- values
     def set_value(self, value: Any) -> None:
-        """Replace the array (same shape; cast to this tensor's dtype), e.g. an optimizer update.
-
-        An ndarray of the right dtype is taken as is, not copied: fluidgrad never writes into
-        arrays in place, and an update then costs no copy of the parameter.
+        """Replace the array (same shape; cast to this tensor's dtype) with a copy of `value`, as
+        Paddle's set_value and PyTorch's copy_ do: the caller may reuse its buffer (loading weights
+        through one array). Updates that make a fresh array use `_take_array`, without the copy.
         """
         if isinstance(value, Variable):
             if state.tracer is None:
@@ -253,8 +252,15 @@ class Tensor(MathMixin, TorchHabits):
             state.tracer.write(self, value)  # jit.to_static: copied in after each run
             return
         array = np.asarray(value.data if isinstance(value, Tensor) else value)
+        self._take_array(np.array(array, dtype=self.data.dtype, copy=True), "set_value")
+
+    def _take_array(self, array: np.ndarray, what: str = "set_value") -> None:
+        """`array` (of this shape and dtype, made for this tensor, e.g. an optimizer update) becomes
+        the value, without a copy."""
+        if type(array) is not np.ndarray:   # NumPy's arithmetic on 0-d arrays gives scalars
+            array = np.asarray(array)
         if array.shape != self.data.shape:
-            raise ValueError(f"set_value: tensor {self.name or ''} has shape {list(self.shape)}, "
+            raise ValueError(f"{what}: tensor {self.name or ''} has shape {list(self.shape)}, "
                              f"the new value has shape {list(array.shape)}")
         self.data = array if array.dtype == self.data.dtype else array.astype(self.data.dtype)
         _record_modification(self)

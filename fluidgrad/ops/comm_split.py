@@ -32,6 +32,7 @@ local gradients and they are summed by MPI's all-reduce: the same results, none 
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from math import prod
 from typing import Any, Callable
@@ -43,9 +44,11 @@ from .comm_stream import stream_copy
 from .placement import Destination, is_placed
 
 # the layers' activations written by their producers straight into this rank's rows of the shared
-# window (placement, OpDef.offer_reads); off: copied there by the op (read when a plan is compiled
-# and at every offer)
-ACTIVATIONS_IN_PLACE = True
+# window (placement, OpDef.offer_reads) instead of copied there by the op with streaming stores:
+# off by default (FLUIDGRAD_SPLIT_PLACE=1: on), as the producers' ordinary stores cost more than
+# the copy whenever the peer's core is far (docs/distributed.md, session 10); read when a plan is
+# compiled and at every offer
+ACTIVATIONS_IN_PLACE = os.environ.get("FLUIDGRAD_SPLIT_PLACE", "0") == "1"
 # c_split_sgd on one node: this rank's rows of the parameters written with streaming stores
 # (comm_stream.stream_sgd: the peer read them in its forward pass); off by default (measured:
 # docs/distributed.md, session 10); read at each step

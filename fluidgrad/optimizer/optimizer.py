@@ -655,7 +655,10 @@ def _set_array(param: Any, value: np.ndarray) -> None:
     if not hasattr(param, "set_value"):
         raise TypeError(f"optimizer.step: cannot update a {type(param).__name__}; parameters must be "
                         f"Tensors with set_value()")
-    param.set_value(value)
+    if hasattr(param, "_take_array"):
+        param._take_array(value)  # a fresh array made for param: no copy (set_value copies)
+    else:
+        param.set_value(value)
 
 
 class SGD(Optimizer):

@@ -1,7 +1,7 @@
 """Run by tests/test_distributed_split_grads.py through `fluidgrad launch -n 2`: split weight
 gradients with the layers' activations written by their producers straight into the shared
-window (placement, the default) against the same training with them copied there by the op
-(`comm_split.ACTIVATIONS_IN_PLACE = False`, as before): on two ranks (a power of two, so the
+window (placement, `FLUIDGRAD_SPLIT_PLACE=1`) against the same training with them copied there by the op
+(`comm_split.ACTIVATIONS_IN_PLACE = False`, the default): on two ranks (a power of two, so the
 average's 1/2 is exact wherever it is applied) every loss and parameter must be the same bits.
 
 Cases: the private-parameter split (X placed, Y copied and scaled) and the sharded SGD, Momentum
@@ -44,7 +44,7 @@ comm_split.is_placed = _counting(comm_split.is_placed)
 
 
 def train(case, in_place):
-    comm_split.ACTIVATIONS_IN_PLACE = in_place
+    default, comm_split.ACTIVATIONS_IN_PLACE = comm_split.ACTIVATIONS_IN_PLACE, in_place
     main, startup = fg.Program(), fg.Program()
     with unique_name_guard(), fg.program_guard(main, startup):
         x = fg.static.data("x", [None, 12], "float32")
@@ -66,8 +66,8 @@ def train(case, in_place):
         rows = 6 if not case["vary"] else (6, 6, 9, 9, 4, 6)[step]
         feed = {"x": rng.standard_normal((rows, 12)).astype("float32"), "y": rng.integers(0, 5, (rows, 1))}
         losses.append(exe.run(main, feed=feed, fetch_list=[loss], scope=scope)[0])
-    comm_split.ACTIVATIONS_IN_PLACE = True
     plan = compile_block(main.global_block(), ["x", "y"], [loss.name]) if in_place else None
+    comm_split.ACTIVATIONS_IN_PLACE = default
     values = losses + [np.array(scope[p.name]) for p in main.all_parameters()]
     return values, (sorted(plan.placed) if plan else []), _found_in_place[0]
 
