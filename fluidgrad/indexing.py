@@ -23,6 +23,7 @@ import numpy as np
 
 from .dispatch import append_static_op, apply_op, is_tensor
 from .eager import Tensor, eager_apply, is_grad_enabled, to_tensor
+from .eager.mode import state
 from .eager.node import Superseded
 from .eager.tensor import _record_modification, modified_tensors
 from .framework import Parameter, Variable, in_dynamic_mode, normalize_dtype
@@ -331,7 +332,7 @@ def getitem(x: Any, item: Any) -> Any:
         out = apply_op("unsqueeze", {"X": out}, {"axes": plan.new_axis_positions()})
     if out is x:  # x[:] or x[...]: a new value, as NumPy gives a new view
         out = apply_op("assign", {"X": x})
-    if is_tensor(x) and not plan.arrays and not plan.runtime_ints:
+    if is_tensor(out) and not plan.arrays and not plan.runtime_ints:
         out._view_of = (x, item, _stamp(x))  # basic indexing: a write into `out` reaches x (see _write_back)
     return out
 
@@ -541,7 +542,8 @@ def _setitem_tensor(x: Tensor, item: Any, value: Any) -> None:
     view = getattr(x, "_view_of", None)
     if view is not None:
         _check_view(x, view, "x[...] = v")
-    old = Tensor(x.data, x.stop_gradient, x._node, x._idx, x.name)  # the value before, for the graph
+    # the value before, for the graph (while tracing: x, which names its current variable)
+    old = x if state.tracer is not None else Tensor(x.data, x.stop_gradient, x._node, x._idx, x.name)
     _take_tensor_value(x, _set_value(old, item, value))
     if view is not None:
         _write_back(x, view)
@@ -620,6 +622,9 @@ def take_value(x: Any, new: Any, what: str) -> Any:
 
 
 def _take_tensor_value(x: Tensor, new: Tensor) -> None:
+    if isinstance(new, Variable):  # jit.to_static traces an in-place update of a captured Tensor (a buffer)
+        state.tracer.rebind(x, new)
+        return
     if not is_grad_enabled():  # as PyTorch under no_grad: the value changes, the graph link stays
         x.data = new.data
         _record_modification(x)

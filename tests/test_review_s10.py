@@ -117,11 +117,6 @@ class _StepCounter(fg.nn.Layer):
         return x * 2.0
 
 
-@pytest.mark.xfail(strict=True, reason="an in-place update of a buffer inside a traced forward (self.count += 1, "
-                   "add_, copy_: a step counter, a running statistic) crashes jit.to_static with the internal "
-                   "\"AttributeError: 'Variable' object has no attribute 'data'\" (indexing.py); "
-                   "count.set_value(count + 1) works. Expected the eager result (count 3 after 3 calls) or an "
-                   "error naming the buffer and set_value")
 @pytest.mark.parametrize("how", ["count += 1", "count.add_(1)", "count.copy_(count + 1)"])
 def test_in_place_buffer_update_inside_to_static(how):
     layer = _StepCounter(how)

@@ -78,3 +78,25 @@ def test_an_in_place_reshape_of_a_view_refuses():
     x = fg.to_tensor(np.zeros((2, 3)))
     with pytest.raises(RuntimeError, match="view"):
         x[0].unsqueeze_(0)
+
+
+class _Counter(fg.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("count", fg.to_tensor(np.array([0.0, 0.0])))
+
+    def forward(self, x):
+        with fg.no_grad():
+            self.count += 1.0
+            self.count[1] = self.count[0] * 10.0     # reads the value written just before
+        return x * self.count
+
+
+def test_in_place_buffer_updates_inside_to_static_match_eager():
+    traced_layer, eager_layer = _Counter(), _Counter()
+    traced = fg.jit.to_static(traced_layer)
+    for _ in range(3):
+        got = traced(fg.to_tensor(np.ones(2)))
+        want = eager_layer(fg.to_tensor(np.ones(2)))
+    np.testing.assert_array_equal(traced_layer.count.numpy(), eager_layer.count.numpy())
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
