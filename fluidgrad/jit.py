@@ -45,8 +45,11 @@ trainable Tensors, and gradients flow through a call as through a to_static func
 """
 from __future__ import annotations
 
+import collections
 import functools
+import json
 import re
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -61,6 +64,7 @@ from .eager.tensor import Tensor
 from .executor import Executor, Scope
 from .framework import Parameter, Program, Variable, program_guard, unique_name
 from .io import load_inference_model, save_inference_model
+from .io.model_files import ModelFileError, read_metadata
 from .nn import layer as layer_module
 from .nn.layer import Layer
 from .recompute_eager import marked_checkpoints
@@ -127,32 +131,55 @@ class _Tracer:
         self.vars[id(tensor)] = value
 
 
-def _flatten_outputs(result: Any, tracer: _Tracer) -> tuple[list[Variable], Callable[[list], Any]]:
+def _flatten_outputs(result: Any, tracer: _Tracer) -> tuple[list[Variable], Callable[[list], Any], Any]:
     """The output Variables (the Tensor leaves of `result`, depth first, as torch.jit.trace and
-    torch.onnx.export flatten them) and a function rebuilding the function's result structure:
+    torch.onnx.export flatten them), a function rebuilding the function's result structure:
     tuples, lists, named tuples and dicts nest to any depth (nn.LSTM returns (out, (h, c))),
-    None leaves stay None."""
+    None leaves stay None; and that structure as JSON values (`output_tree`, which jit.save
+    keeps so that jit.load gives the same nesting back)."""
     outputs: list[Variable] = []
 
-    def template(item: Any) -> Callable[[Any], Any]:
+    def template(item: Any) -> tuple[Callable[[Any], Any], Any]:
         if isinstance(item, (Tensor, Variable)):
             outputs.append(tracer.variable(item) if isinstance(item, Tensor) else item)
-            return next
+            return next, "tensor"
         if item is None:
-            return lambda values: None
+            return (lambda values: None), None
         if isinstance(item, dict):
             kind, parts = type(item), {key: template(value) for key, value in item.items()}
-            return lambda values: kind((key, part(values)) for key, part in parts.items())
+            return (lambda values: kind((key, part(values)) for key, (part, _) in parts.items()),
+                    {"dict": [[key, tree] for key, (_, tree) in parts.items()]})
         if isinstance(item, (tuple, list)):
             kind, parts = type(item), [template(value) for value in item]
+            trees = [tree for _, tree in parts]
             if hasattr(item, "_fields"):  # a named tuple takes its fields as arguments
-                return lambda values: kind(*(part(values) for part in parts))
-            return lambda values: kind(part(values) for part in parts)
+                return (lambda values: kind(*(part(values) for part, _ in parts)),
+                        {"namedtuple": kind.__name__, "fields": list(kind._fields), "items": trees})
+            return (lambda values: kind(part(values) for part, _ in parts),
+                    {"tuple" if isinstance(item, tuple) else "list": trees})
         raise TypeError(f"to_static: the function must return Tensors (or tuples/lists/dicts of them, nested "
                         f"to any depth, or None), got {type(item).__name__}")
 
-    build = template(result)
-    return outputs, lambda values: build(iter(values))
+    build, tree = template(result)
+    return outputs, lambda values: build(iter(values)), tree
+
+
+def output_tree_rebuilder(tree: Any) -> Callable[[list], Any]:
+    """The function putting a flat list of outputs back into the nesting `tree` describes (see
+    `_flatten_outputs`); named tuples come back as collections.namedtuple of the same name and fields."""
+    def build(node: Any, values: Any) -> Any:
+        if node == "tensor":
+            return next(values)
+        if node is None:
+            return None
+        if "dict" in node:
+            return {key: build(child, values) for key, child in node["dict"]}
+        if "namedtuple" in node:
+            kind = collections.namedtuple(node["namedtuple"], node["fields"])
+            return kind(*(build(child, values) for child in node["items"]))
+        kind = tuple if "tuple" in node else list
+        return kind(build(child, values) for child in node["tuple" if kind is tuple else "list"])
+    return lambda values: build(tree, iter(values))
 
 
 class _TracedProgram:
@@ -182,7 +209,7 @@ class _TracedProgram:
             layer_module.call_observers.append(lambda layer: ran.setdefault(id(layer), layer))
             try:
                 result = fn(*call_args, **call_kwargs)
-                self.outputs, self.rebuild = _flatten_outputs(result, tracer)
+                self.outputs, self.rebuild, self.output_tree = _flatten_outputs(result, tracer)
             finally:
                 layer_module.call_observers.pop()
                 set_tracer(saved)
@@ -190,19 +217,23 @@ class _TracedProgram:
         self.layer_modes = [(layer, layer.training) for layer in ran.values()]
         self.captured = tracer.captured
         self.writes = tracer.writes
+        self.last_results: list[weakref.ref] = []
         self.executor = Executor()
         self._backward_programs: dict[tuple[str, ...], tuple[Program, list[Variable], list[Any]]] = {}
         self.last_backward: Program | None = None
 
     @classmethod
     def of_program(cls, program: Program, inputs: list[Variable], outputs: list[Variable],
-                   captured: list[tuple[str, Tensor]]) -> "_TracedProgram":
-        """A program that was not traced here (jit.load's): fed `inputs`, fetching `outputs` (a list),
-        reading `captured` Tensors' values for its persistable variables of those names."""
+                   captured: list[tuple[str, Tensor]], output_tree: Any = None) -> "_TracedProgram":
+        """A program that was not traced here (jit.load's): fed `inputs`, fetching `outputs` (a
+        list, or nested as `output_tree` says), reading `captured` Tensors' values for its
+        persistable variables of those names."""
         traced = cls.__new__(cls)
         traced.program, traced.startup, traced.checkpoint_option = program, Program(), None
         traced.input_vars, traced._input_names = list(inputs), [v.name for v in inputs]
-        traced.outputs, traced.rebuild = list(outputs), list
+        traced.outputs, traced.output_tree = list(outputs), output_tree
+        traced.rebuild = list if output_tree is None else output_tree_rebuilder(output_tree)
+        traced.last_results = []
         traced.input_writes, traced.layer_modes, traced.writes = [], [], []
         traced.captured = list(captured)
         traced.executor = Executor()
@@ -257,6 +288,7 @@ class _TracedProgram:
                                  "wrt": tuple(name for name, _ in wrt)})
         tensors = [Tensor(t.data) if var.stop_gradient and not t.stop_gradient else t  # computed under no_grad()
                    for var, t in zip(self.outputs, tensors)]
+        self.last_results = [weakref.ref(t) for t in tensors]  # what jit.save's output_spec may name
         return self.rebuild(tensors)
 
     # ---- backward
@@ -464,10 +496,18 @@ def _specs(input_spec: Any, static: "StaticFunction | None") -> list[Any]:
     return specs
 
 
-def save(layer: Any, path: str, input_spec: Sequence[InputSpec | Tensor] | None = None) -> None:
+def save(layer: Any, path: str, input_spec: Sequence[InputSpec | Tensor] | None = None,
+         output_spec: Sequence[Any] | None = None, **configs: Any) -> None:
     """Save `layer` (or a function, e.g. one decorated with to_static) for inference: the traced
     program and its parameters, loadable by `jit.load` without the Python code (see the module
-    docstring). `input_spec`: one InputSpec (or example Tensor) per positional argument."""
+    docstring), which returns the outputs nested as the function returned them.
+    `input_spec`: one InputSpec (or example Tensor) per positional argument. `output_spec`
+    (Paddle 2's config): the outputs to keep, the program pruned to them, which `jit.load`
+    then returns as a list (one: itself); each named by an output Tensor of the to_static
+    function's latest call, a Variable of its `concrete_program.outputs`, or (fluidgrad's
+    addition) its position among the flattened outputs."""
+    if configs:
+        raise TypeError(f"jit.save: unknown configs {sorted(configs)} (fluidgrad takes output_spec)")
     function, owner, static = _forward_of(layer)
     specs = _specs(input_spec, static)
     layers = owner.sublayers(include_self=True) if owner is not None else []
@@ -479,17 +519,56 @@ def save(layer: Any, path: str, input_spec: Sequence[InputSpec | Tensor] | None 
     finally:
         for sub, mode in modes:
             sub.training = mode
+    outputs, tree = _selected_outputs(traced, output_spec, static)
+    try:
+        kept = json.loads(json.dumps(tree, allow_nan=False)) == tree   # a tuple key would come back a list
+    except (TypeError, ValueError):
+        kept = False
+    if not kept:
+        raise TypeError(f"jit.save: the function's outputs are nested in a way a model file cannot keep "
+                        f"({tree!r}): dict keys must be str, int, float, bool or None")
     scope = Scope()
     scope.vars.update({name: tensor.data for name, tensor in traced.captured})
-    save_inference_model(path, traced.input_vars, traced.outputs, program=traced.program, scope=scope)
+    save_inference_model(path, traced.input_vars, outputs, program=traced.program, scope=scope,
+                         metadata={"jit_output_tree": tree})
+
+
+def _selected_outputs(traced: _TracedProgram, output_spec: Any, static: "StaticFunction | None"
+                      ) -> tuple[list[Variable], Any]:
+    """The outputs to save and their nesting: all, as the function returned them, or those
+    `output_spec` names (see `save`), as a list (or one alone)."""
+    if output_spec is None:
+        return traced.outputs, traced.output_tree
+    items = list(output_spec) if isinstance(output_spec, (list, tuple)) else [output_spec]
+    latest = static._last if static is not None else None
+    results = [ref() for ref in latest.last_results] if latest is not None else []
+    picked = []
+    for item in items:
+        if isinstance(item, int) and not isinstance(item, bool):
+            index = item if -len(traced.outputs) <= item < len(traced.outputs) else None
+        elif isinstance(item, Variable) and latest is not None:
+            index = next((i for i, v in enumerate(latest.outputs) if v is item), None)
+        elif isinstance(item, Tensor):
+            index = next((i for i, t in enumerate(results) if t is item), None)
+        else:
+            index = None
+        if index is None or (latest is not None and not isinstance(item, int)
+                             and len(latest.outputs) != len(traced.outputs)):
+            raise ValueError(f"jit.save: output_spec entry {item!r} is none of the function's "
+                             f"{len(traced.outputs)} outputs: give an output Tensor of the to_static function's "
+                             f"latest call, a Variable of its concrete_program.outputs, or an output's position")
+        picked.append(traced.outputs[index])
+    return picked, "tensor" if len(picked) == 1 else {"list": ["tensor"] * len(picked)}
 
 
 class TranslatedLayer(Layer):
     """A model `jit.load` read (paddle.jit.TranslatedLayer): call it with one Tensor (or array)
-    per saved input; it returns the output Tensor, or a list of them. Its parameters are the
+    per saved input; it returns the outputs nested as the saved function returned them (a file
+    saved without that nesting: the output Tensor, or a list of them). Its parameters are the
     saved ones, trainable: a loss on its outputs backpropagates into them (fine-tuning)."""
 
-    def __init__(self, program: Program, feed_names: list[str], fetch_vars: list[Variable], scope: Scope) -> None:
+    def __init__(self, program: Program, feed_names: list[str], fetch_vars: list[Variable], scope: Scope,
+                 output_tree: Any = None) -> None:
         super().__init__()
         block = program.global_block()
         captured = []
@@ -504,7 +583,8 @@ class TranslatedLayer(Layer):
                 self.register_buffer(key, tensor)
             captured.append((name, tensor))
         self._feed_names = list(feed_names)
-        self._traced = _TracedProgram.of_program(program, [block.var(n) for n in feed_names], fetch_vars, captured)
+        self._traced = _TracedProgram.of_program(program, [block.var(n) for n in feed_names], fetch_vars, captured,
+                                                 output_tree)
 
     def forward(self, *inputs: Any) -> Any:
         if len(inputs) != len(self._feed_names):
@@ -512,6 +592,8 @@ class TranslatedLayer(Layer):
                             f"({', '.join(self._feed_names)}), got {len(inputs)}")
         tensors = [x if isinstance(x, Tensor) else Tensor(np.asarray(x)) for x in inputs]
         outputs = self._traced.run(tensors)
+        if self._traced.output_tree is not None:
+            return outputs
         return outputs[0] if len(outputs) == 1 else outputs
 
     def program(self) -> Program:
@@ -523,4 +605,34 @@ def load(path: str) -> TranslatedLayer:
     """Load what `jit.save` wrote at `path` as a callable TranslatedLayer."""
     scope = Scope()
     program, feed_names, fetch_vars = load_inference_model(path, scope=scope)
-    return TranslatedLayer(program, feed_names, fetch_vars, scope)
+    tree = read_metadata(path).get("jit_output_tree")
+    if tree is not None and _tensor_leaves(tree) != len(fetch_vars):
+        raise ModelFileError(f"jit.load: the output nesting saved in {path} does not hold its "
+                             f"{len(fetch_vars)} outputs: {tree!r}")
+    return TranslatedLayer(program, feed_names, fetch_vars, scope, tree)
+
+
+def _tensor_leaves(tree: Any) -> int | None:
+    """How many outputs a saved nesting holds (None: not one `_flatten_outputs` writes)."""
+    if tree == "tensor":
+        return 1
+    if tree is None:
+        return 0
+    if not isinstance(tree, dict) or len(tree) not in (1, 3):
+        return None
+    if "dict" in tree:
+        children = [pair[1] for pair in tree["dict"] if isinstance(pair, list) and len(pair) == 2] \
+            if isinstance(tree["dict"], list) else None
+        if children is None or len(children) != len(tree["dict"]):
+            return None
+    elif "namedtuple" in tree:
+        children = tree.get("items")
+        if not (isinstance(children, list) and isinstance(tree.get("fields"), list)
+                and len(tree["fields"]) == len(children) and isinstance(tree["namedtuple"], str)):
+            return None
+    else:
+        children = tree.get("tuple", tree.get("list"))
+        if not isinstance(children, list):
+            return None
+    counts = [_tensor_leaves(child) for child in children]
+    return None if None in counts else sum(counts)

@@ -70,8 +70,8 @@ def _norm_from_torch(ours, theirs):
 
 def copy_encoder_layer(ours, theirs):
     copy_mha(ours.self_attn, theirs.self_attn)
-    _linear_from_torch(ours.ffn.linear1, theirs.linear1)
-    _linear_from_torch(ours.ffn.linear2, theirs.linear2)
+    _linear_from_torch(ours.linear1, theirs.linear1)
+    _linear_from_torch(ours.linear2, theirs.linear2)
     _norm_from_torch(ours.norm1, theirs.norm1)
     _norm_from_torch(ours.norm2, theirs.norm2)
 
@@ -79,8 +79,8 @@ def copy_encoder_layer(ours, theirs):
 def copy_decoder_layer(ours, theirs):
     copy_mha(ours.self_attn, theirs.self_attn)
     copy_mha(ours.cross_attn, theirs.multihead_attn)
-    _linear_from_torch(ours.ffn.linear1, theirs.linear1)
-    _linear_from_torch(ours.ffn.linear2, theirs.linear2)
+    _linear_from_torch(ours.linear1, theirs.linear1)
+    _linear_from_torch(ours.linear2, theirs.linear2)
     for i in (1, 2, 3):
         _norm_from_torch(getattr(ours, f"norm{i}"), getattr(theirs, f"norm{i}"))
 
@@ -149,7 +149,7 @@ def test_transformer_encoder_layer_matches_torch(normalize_before, activation):
     torch_grads = _compare_layer(
         ours, theirs, {"x": R.normal(size=(2, 5, 8))},
         lambda layer, x: layer(x, causal), lambda layer, x: layer(x, src_mask=torch.tensor(causal.numpy())))
-    np.testing.assert_allclose(ours.ffn.linear1.weight.grad.numpy().T, torch_grads["linear1.weight"].numpy(),
+    np.testing.assert_allclose(ours.linear1.weight.grad.numpy().T, torch_grads["linear1.weight"].numpy(),
                                rtol=1e-6, atol=1e-9)
 
 

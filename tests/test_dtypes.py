@@ -213,6 +213,8 @@ SPECS: dict[str, OpCase] = {s.op: s for s in [
     OpCase("nonzero", {"X": np.round(rand(3, 4))}, torch_fn=lambda X: torch.nonzero(X)),
     OpCase("arange", {"Start": np.asarray(0.5), "End": np.asarray(4.0), "Step": np.asarray(0.75)},
            torch_fn=lambda Start, End, Step: torch.arange(Start, End, Step).to(Start.dtype)),  # ONNX keeps the dtype
+    OpCase("bincount", {"X": np.array([3, 0, 3, 1, 5]), "Weights": rand(5)}, {"minlength": 7},
+           torch_fn=lambda X, Weights: torch.bincount(X, Weights, minlength=7)),
     OpCase("unique", {"X": np.round(rand(3, 4))}, use_outputs=(0, 2, 3), torch_fn=lambda X: [
         t.reshape(-1) for t in torch.unique(X, return_inverse=True, return_counts=True)]),
 ]}

@@ -83,9 +83,6 @@ def test_bincount_counts_and_weights():
     np.testing.assert_allclose(weights.grad.numpy(), x.astype(float))
     with pytest.raises(ValueError, match="non-negative"):
         fg.bincount(fg.to_tensor(np.array([1, -1])))
-    with fg.program_guard(fg.Program()):
-        with pytest.raises(TypeError, match="bincount"):
-            fg.bincount(fg.static.data("x", [4], "int64"))
 
 
 def test_mm_refuses_batches_and_empty_like_takes_shape_and_dtype():

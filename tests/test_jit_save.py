@@ -65,7 +65,7 @@ def test_saved_program_is_the_inference_program_and_the_layer_keeps_its_mode(tmp
     net.eval()
     expected = net(image, scale)
     got = loaded(image, scale)
-    assert isinstance(got, list) and len(got) == 2
+    assert isinstance(got, tuple) and len(got) == 2  # as forward returned them
     for g, e in zip(got, expected):
         np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-5, atol=1e-6)
     dropouts = [op for op in loaded.program().global_block().ops if op.type == "dropout"]

@@ -14,7 +14,7 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
 import fluidgrad as fg  # noqa: E402
-from fluidgrad.onnx import export, import_model  # noqa: E402
+from fluidgrad.onnx import export, export_program, import_model  # noqa: E402
 from fluidgrad.onnx.errors import OnnxExportError  # noqa: E402
 
 EXAMPLE = np.random.default_rng(0).standard_normal((2, 5, 8)).astype("float32")
@@ -90,3 +90,63 @@ def test_a_batch_of_one_takes_its_last_row_and_flips(tmp_path):
     np.testing.assert_array_equal(last, x[0])
     np.testing.assert_array_equal(flipped, x)
     np.testing.assert_allclose(spread, x.reshape(1, -1).var(axis=1, ddof=1), rtol=1e-5)
+
+
+SPLITS = {
+    "split in two along the batch": lambda x: tuple(fg.split(x, 2)),
+    "split in three along the batch": lambda x: tuple(fg.split(x, 3, axis=0)),
+    "split with -1 along the batch": lambda x: tuple(fg.split(x, [-1, 1])),
+    "split with -1 in the middle": lambda x: tuple(fg.split(x, [1, -1, 2], axis=0)),
+    "split with -1 first and an empty part": lambda x: tuple(fg.split(x, [-1, 2, 0])),
+    "chunk in three along the batch": lambda x: tuple(fg.chunk(x, 3)),
+    "split of a feature axis beside the batch": lambda x: tuple(fg.split(x, [3, -1], axis=2)),
+}
+
+
+@pytest.mark.parametrize("opset", [13, 18])
+@pytest.mark.parametrize("name", list(SPLITS))
+def test_split_sizes_follow_the_batch(tmp_path, name, opset):
+    """split(x, 2) cannot run one longer than an even example: the second trace doubles the batch,
+    and the Split's sizes are read at run time (num_outputs at opset 18, computed from the Shape
+    before, sections with a -1 as the Shape less the others): batches other than the traced 6."""
+    fn = SPLITS[name]
+    path = os.fspath(tmp_path / "model.onnx")
+    example = np.random.default_rng(0).standard_normal((6, 5, 8)).astype("float32")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a second trace ran
+        export(fn, path, [fg.to_tensor(example)], dynamic_axes={0: [0]}, opset_version=opset)
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    computed_sizes = "Shape" in {node.op_type for node in onnx.load(path).graph.node}  # a chunk before opset 18
+    assert computed_sizes == (name.startswith("chunk") and opset < 18)
+    scope = fg.Scope()
+    # fluidgrad imports a Split whose sizes are computed from a Shape only as num_outputs (opset 18)
+    program, feed_names, fetches = (None, None, None) if computed_sizes else import_model(path, scope)
+    for batch in (12, 3 * 4 + 5, 24):
+        x = np.random.default_rng(batch).standard_normal((batch, 5, 8)).astype("float32")
+        try:
+            expected = _as_list(fn(fg.to_tensor(x)))
+        except ValueError:  # 17 rows do not split into equal parts
+            continue
+        got = session.run(None, {session.get_inputs()[0].name: x})
+        again = got if computed_sizes else fg.Executor().run(program, feed={feed_names[0]: x}, fetch_list=fetches,
+                                                             scope=scope)
+        assert [g.shape for g in got] == [a.shape for a in again] == [w.shape for w in expected]
+        for want, by_onnxruntime, reimported in zip(expected, got, again):
+            np.testing.assert_array_equal(by_onnxruntime, want)
+            np.testing.assert_array_equal(reimported, want)
+
+
+@pytest.mark.parametrize("opset", [13, 18])
+def test_static_split_with_a_minus_one_along_an_unknown_batch(tmp_path, opset):
+    program = fg.Program()
+    with fg.program_guard(program, fg.Program()):
+        x = fg.static.data("x", [None, 3], "float32")
+        parts = fg.split(x, [2, -1], axis=0) + fg.split(x, 2, axis=0)
+    path = tmp_path / "split.onnx"
+    export_program(path, [x], parts, program=program, scope=fg.Scope(), opset_version=opset)
+    session = ort.InferenceSession(os.fspath(path), providers=["CPUExecutionProvider"])
+    for batch in (4, 10):
+        value = np.arange(batch * 3, dtype="float32").reshape(batch, 3)
+        got = session.run(None, {"x": value})
+        for g, w in zip(got, [value[:2], value[2:], value[:batch // 2], value[batch // 2:]]):
+            np.testing.assert_array_equal(g, w)

@@ -350,9 +350,6 @@ _LAYER_HABITS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="a PyTorch user's Layer habits are missing (AttributeError): model.modules() / "
-                   "named_modules() (the usual init loop), model.zero_grad(), model.double(), requires_grad_(False), "
-                   "add_module, register_parameter")
 @pytest.mark.parametrize("habit", sorted(_LAYER_HABITS))
 def test_pytorch_layer_habits(habit):
     model = fg.nn.Sequential(fg.nn.Linear(2, 3), fg.nn.ReLU(), fg.nn.Linear(3, 1))
@@ -398,10 +395,6 @@ def test_common_losses_exist(name):
 
 
 # ---------------------------------------------------------------- batch 3
-@pytest.mark.xfail(strict=True, reason="nn.TransformerEncoderLayer / TransformerDecoderLayer keep their feed-forward "
-                   "layers under `ffn` (state_dict keys 'ffn.linear1.weight', layer.linear1 is an AttributeError); "
-                   "paddle.nn and torch.nn name them linear1 / linear2 on the layer itself, so checkpoints and init code "
-                   "written for either do not fit")
 @pytest.mark.parametrize("kind", ["TransformerEncoderLayer", "TransformerDecoderLayer"])
 def test_transformer_layer_parameter_names_match_paddle_and_torch(kind):
     layer = getattr(fg.nn, kind)(8, 2, 16, dropout=0.0)

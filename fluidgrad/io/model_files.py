@@ -51,8 +51,8 @@ FILE_FORMAT_VERSION = 1
 # metadata entry of parameter files that keep 0-D values 0-D (older files made them [1])
 _ZERO_D_KEY = "fluidgrad_0d"
 
-__all__ = ["MODEL_SUFFIX", "PARAMS_SUFFIX", "ModelFileError", "load", "load_inference_model", "read_model",
-           "save", "save_inference_model"]
+__all__ = ["MODEL_SUFFIX", "PARAMS_SUFFIX", "ModelFileError", "load", "load_inference_model", "read_metadata",
+           "read_model", "save", "save_inference_model"]
 
 
 class ModelFileError(FluidgradError, ValueError):
@@ -148,8 +148,11 @@ def _read_bytes(path: Path, what: str) -> bytes:
 # ---------------------------------------------------------------- program files
 
 def _write_model(path: Path, program: Program, feed_names: Sequence[str] | None = None,
-                 fetch_names: Sequence[str] | None = None, params_sha256: str | None = None) -> None:
+                 fetch_names: Sequence[str] | None = None, params_sha256: str | None = None,
+                 metadata: dict | None = None) -> None:
     doc: dict[str, Any] = {"fluidgrad_model": FILE_FORMAT_VERSION, "program": program_to_dict(program)}
+    if metadata:
+        doc["metadata"] = metadata
     if params_sha256 is not None:
         doc["params_sha256"] = params_sha256
     if feed_names is not None:
@@ -184,6 +187,19 @@ def read_model(path: str | os.PathLike) -> tuple[Program, list[str] | None, list
     if unknown:
         raise ModelFileError(f"model file {path} uses op types this fluidgrad does not have: {', '.join(unknown)}")
     return program, doc.get("feed_names"), doc.get("fetch_names")
+
+
+def read_metadata(path: str | os.PathLike) -> dict:
+    """The `metadata` a model file was saved with ({} if none)."""
+    path = _model_path(path)
+    try:
+        doc = json.loads(_read_bytes(path, "model").decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelFileError(f"model file {path} is truncated or corrupted (not valid JSON: {exc})") from None
+    metadata = doc.get("metadata", {}) if isinstance(doc, dict) else {}
+    if not isinstance(metadata, dict):
+        raise ModelFileError(f"model file {path} holds metadata that is not a JSON object: {metadata!r}")
+    return metadata
 
 
 def _check_version(path: Path, what: str, version: Any, supported: int) -> None:
@@ -236,7 +252,7 @@ def _write_params(path: Path, variables: Sequence[Variable], scope: Scope) -> st
 
 def _save_pair(params_path: Path, model_path: Path, variables: Sequence[Variable], scope: Scope,
                program: Program, feed_names: Sequence[str] | None = None,
-               fetch_names: Sequence[str] | None = None) -> None:
+               fetch_names: Sequence[str] | None = None, metadata: dict | None = None) -> None:
     """Parameters, then the model naming their checksum (the commit point), then the rename.
 
     Each step is atomic; a crash before the model file is replaced leaves the old pair, a crash
@@ -244,7 +260,7 @@ def _save_pair(params_path: Path, model_path: Path, variables: Sequence[Variable
     loading finds them by their checksum. So a crash anywhere leaves a loadable, matching pair.
     """
     digest = _write_params(params_path, variables, scope)
-    _write_model(model_path, program, feed_names, fetch_names, params_sha256=digest)
+    _write_model(model_path, program, feed_names, fetch_names, params_sha256=digest, metadata=metadata)
     os.replace(_next_path(params_path), params_path)
 
 
@@ -379,11 +395,13 @@ def load(program: Program | None, path: str | os.PathLike, executor: Any = None,
 
 def save_inference_model(path_prefix: str | os.PathLike, feed_vars: Sequence[Variable | str] | Variable | str,
                          fetch_vars: Sequence[Variable | str] | Variable | str, executor: Any = None,
-                         program: Program | None = None, scope: Scope | None = None) -> Program:
+                         program: Program | None = None, scope: Scope | None = None, *,
+                         metadata: dict | None = None) -> Program:
     """Save the part of `program` that computes `fetch_vars` from `feed_vars`, and its parameters.
 
     The program is cloned for test (no backward or optimizer ops; dropout and batch-norm in
     inference mode) and pruned to the ops the fetches need. Returns the pruned program.
+    `metadata`: JSON values kept in the model file (`read_metadata`), e.g. jit.save's output nesting.
     """
     program, where = _program_of(feed_vars, fetch_vars, program)
     scope = scope if scope is not None else global_scope()
@@ -391,7 +409,7 @@ def save_inference_model(path_prefix: str | os.PathLike, feed_vars: Sequence[Var
     fetch_names = _names(fetch_vars, "fetch_vars")
     pruned = prune(program.clone(for_test=True), feed_names, fetch_names, where)
     _save_pair(_params_path(path_prefix), _model_path(path_prefix), _persistables(pruned), scope, pruned,
-               feed_names, fetch_names)
+               feed_names, fetch_names, metadata)
     return pruned
 
 

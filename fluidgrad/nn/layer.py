@@ -22,7 +22,7 @@ import numpy as np
 from ..eager.tensor import Tensor
 from ..executor import CPUPlace
 from ..framework import ParamAttr, Variable, normalize_dtype, optimize_options, unique_name
-from ..framework.dtypes import get_default_dtype
+from ..framework.dtypes import get_default_dtype, is_float
 from ..initializer import Constant, Initializer, XavierUniform
 from ..ops.registry import get_op_def
 
@@ -143,17 +143,22 @@ class Layer:
                 buffers[name] = value  # a buffer replaced by a new Tensor is still that buffer
                 object.__setattr__(self, name, value)
                 return
-            for registry in (params, buffers, layers):
-                registry.pop(name, None)
-            self.__dict__.get("_non_persistable_buffer_names", set()).discard(name)
             if isinstance(value, Layer):
-                layers[name] = value
+                target = layers
             elif isinstance(value, Tensor) and not value.persistable and not value.stop_gradient \
                     and value.is_leaf:
                 value.persistable = True  # a leaf that wants a gradient, e.g. to_tensor(..., stop_gradient=False)
-                params[name] = value
+                target = params
             elif isinstance(value, Tensor) and value.persistable:
-                params[name] = value
+                target = params
+            else:
+                target = None
+            for registry in (params, buffers, layers):
+                if registry is not target:
+                    registry.pop(name, None)
+            self.__dict__.get("_non_persistable_buffer_names", set()).discard(name)
+            if target is not None:
+                target[name] = value  # a replacement keeps its place, as in PyTorch
         object.__setattr__(self, name, value)
 
     def __delattr__(self, name: str) -> None:
@@ -169,19 +174,61 @@ class Layer:
         self._param_counts[kind] += 1
         return create_parameter(shape, dtype or self._dtype, attr, is_bias, default_initializer, name=name)
 
+    def _check_new_entry(self, method: str, name: Any, registry: OrderedDict) -> None:
+        """The checks PyTorch and Paddle make before registering `name`: a non-empty string
+        without '.', not already a plain attribute (or an entry of another kind). An attribute
+        holding None is free: layers write `self.bias = None` for an absent parameter."""
+        self._registries()
+        if not isinstance(name, str):
+            raise TypeError(f"{type(self).__name__}.{method}: the name must be a string, got {type(name).__name__}")
+        if not name or "." in name:
+            raise KeyError(f"{type(self).__name__}.{method}: the name must be a non-empty string without '.', "
+                           f"got {name!r}")
+        if getattr(self, name, None) is not None and name not in registry:
+            raise KeyError(f"{type(self).__name__}.{method}: attribute {name!r} already exists")
+
     def add_parameter(self, name: str, parameter: Tensor | None) -> Tensor | None:
-        if parameter is not None:
-            parameter.persistable = True
+        """Register `parameter` (a Tensor, made persistable) or None (a declared but absent
+        parameter: left out of `parameters()` and `state_dict()`) under `name`."""
+        self._check_new_entry("add_parameter", name, self._parameters)
+        if parameter is None:
+            self._parameters[name] = None
+            object.__setattr__(self, name, None)
+            return None
+        if not isinstance(parameter, Tensor):
+            raise TypeError(f"{type(self).__name__}.add_parameter: {name!r} must be a parameter Tensor or None, "
+                            f"got {type(parameter).__name__}")
+        if not parameter.is_leaf:
+            raise ValueError(f"{type(self).__name__}.add_parameter: {name!r} is the result of an operation (not a "
+                             f"leaf); create parameters with create_parameter and compute from them in forward()")
+        parameter.persistable = True
         setattr(self, name, parameter)
-        if parameter is not None:
-            self._parameters[name] = parameter
+        self._parameters[name] = parameter
         return parameter
 
-    def add_sublayer(self, name: str, sublayer: "Layer") -> "Layer":
-        if not isinstance(sublayer, Layer):
+    def register_parameter(self, name: str, param: Tensor | None) -> None:
+        """PyTorch's name for `add_parameter` (None allowed)."""
+        self.add_parameter(name, param)
+
+    def add_sublayer(self, name: str, sublayer: "Layer | None") -> "Layer | None":
+        """Register `sublayer` (or None: a declared but absent sublayer) under `name`."""
+        if sublayer is not None and not isinstance(sublayer, Layer):
             raise TypeError(f"add_sublayer: {name} must be a Layer, got {type(sublayer).__name__}")
-        setattr(self, str(name), sublayer)
+        name = str(name)
+        if sublayer is None:
+            _, _, layers = self._registries()
+            self.__dict__.get("_parameters", {}).pop(name, None)
+            self.__dict__.get("_buffers", {}).pop(name, None)
+            layers[name] = None
+            object.__setattr__(self, name, None)
+            return None
+        setattr(self, name, sublayer)
         return sublayer
+
+    def add_module(self, name: str, module: "Layer | None") -> None:
+        """PyTorch's name for `add_sublayer`, with its checks (a new name, or a sublayer's)."""
+        self._check_new_entry("add_module", name, self._registries()[2])
+        self.add_sublayer(name, module)
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistable: bool = True) -> None:
         """A non-trainable state Tensor (e.g. BatchNorm's running mean): in `buffers()` and moved
@@ -228,28 +275,44 @@ class Layer:
     def buffers(self, include_sublayers: bool = True) -> list[Tensor]:
         return [b for _, b in self.named_buffers(include_sublayers=include_sublayers)]
 
-    def _named_layers(self, prefix: str, include_sublayers: bool) -> Iterator[tuple[str, "Layer"]]:
-        """This layer, then every sublayer depth-first in registration order (each once)."""
+    def _named_layers(self, prefix: str, include_sublayers: bool, memo: set | None = None,
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, "Layer"]]:
+        """This layer, then every sublayer depth-first in registration order: each once, unless
+        `remove_duplicate` is False (then once per path); layers in `memo` are skipped, with
+        everything below them, and the ones yielded are added to it."""
         stack: list[tuple[str, Layer]] = [(prefix, self)]
-        seen: set[int] = set()
+        seen = set() if memo is None else memo
         while stack:
             name, layer = stack.pop()
-            if id(layer) in seen:
+            if layer in seen:
                 continue
-            seen.add(id(layer))
+            if remove_duplicate:
+                seen.add(layer)
             yield name, layer
             if include_sublayers:
                 children = [(f"{name}.{n}" if name else n, sub) for n, sub in layer._sub_layers.items()
                             if sub is not None]
                 stack.extend(reversed(children))
 
-    def named_sublayers(self, prefix: str = "", include_self: bool = False) -> Iterator[tuple[str, "Layer"]]:
-        for name, layer in self._named_layers(prefix, True):
+    def named_sublayers(self, prefix: str = "", include_self: bool = False,
+                        layers_set: set | None = None) -> Iterator[tuple[str, "Layer"]]:
+        """Paddle's walk: (dotted name, layer) depth-first, each layer once (`layers_set` holds
+        the ones already seen, shared between calls when given)."""
+        for name, layer in self._named_layers(prefix, True, layers_set):
             if layer is not self or include_self:
                 yield name, layer
 
     def sublayers(self, include_self: bool = False) -> list["Layer"]:
         return [layer for _, layer in self.named_sublayers(include_self=include_self)]
+
+    def named_modules(self, memo: set | None = None, prefix: str = "",
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, "Layer"]]:
+        """PyTorch's walk: this layer (named `prefix`) first, then every sublayer depth-first."""
+        return self._named_layers(prefix, True, memo, remove_duplicate)
+
+    def modules(self) -> Iterator["Layer"]:
+        """PyTorch's name for `sublayers(include_self=True)`, as an iterator."""
+        return (layer for _, layer in self.named_modules())
 
     def children(self) -> Iterator["Layer"]:
         return iter(layer for layer in self._sub_layers.values() if layer is not None)
@@ -278,6 +341,21 @@ class Layer:
 
     clear_grad = clear_gradients
 
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """PyTorch 2's rule: every parameter's gradient becomes None, or with
+        `set_to_none=False` zeros (the gradient Tensors kept, holding new zero arrays)."""
+        for param in self.parameters():
+            if set_to_none or param.grad is None:
+                param.clear_grad()
+            else:
+                param.grad.data = np.zeros_like(param.grad.data)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Layer":
+        """Freeze (False) or unfreeze (True) every parameter: stop_gradient = not requires_grad."""
+        for param in self.parameters():
+            param.stop_gradient = not bool(requires_grad)
+        return self
+
     def state_dict(self, include_sublayers: bool = True) -> "OrderedDict[str, Tensor]":
         """Parameters and persistable buffers by dotted name (the Tensors themselves, not copies)."""
         state: OrderedDict[str, Tensor] = OrderedDict()
@@ -290,6 +368,26 @@ class Layer:
                     state[f"{prefix}.{bname}" if prefix else bname] = buf
         return state
 
+    # Older names of entries below this layer, {"old.dotted.prefix": "new.dotted.prefix"}: a
+    # checkpoint saved before a rename still loads (e.g. TransformerEncoderLayer's "ffn.linear1").
+    _renamed_state_keys: dict[str, str] = {}
+
+    def _upgrade_state_keys(self, state_dict: dict[str, Any]) -> dict[str, Any]:
+        """`state_dict` with keys under an old name (see `_renamed_state_keys`) renamed, unless
+        the layer also has an entry of the old name."""
+        renames = [(f"{prefix}.{old}." if prefix else f"{old}.", f"{prefix}.{new}." if prefix else f"{new}.")
+                   for prefix, layer in self._named_layers("", True) for old, new in layer._renamed_state_keys.items()]
+        if not renames:
+            return state_dict
+        own = self.state_dict()
+        upgraded: dict[str, Any] = {}
+        for key, value in state_dict.items():
+            if key not in own:
+                old, new = next(((o, n) for o, n in renames if key.startswith(o)), ("", ""))
+                key = new + key[len(old):]
+            upgraded[key] = value
+        return upgraded
+
     def set_state_dict(self, state_dict: dict[str, Any], use_structured_name: bool = True) -> tuple[list, list]:
         """Copy values (Tensors or arrays) into the parameters and buffers of the same names.
 
@@ -297,26 +395,7 @@ class Layer:
         parameter when the dict was read from a fluidgrad.save file of format 1 (those stored
         0-D values as [1]); returns (missing_keys, unexpected_keys).
         """
-        own = self.state_dict()
-        legacy = getattr(state_dict, "zero_d_as_shape_1", False)
-        arrays = {}
-        for name, value in state_dict.items():
-            if name in own:  # a copy: two layers loaded from one dict must not share arrays
-                array = np.array(value.data if isinstance(value, Tensor) else value)
-                if legacy and array.shape == (1,) and tuple(own[name].shape) == ():
-                    array = array.reshape(())
-                if tuple(array.shape) != tuple(own[name].shape):
-                    raise ValueError(f"set_state_dict: {name} has shape {list(own[name].shape)} in "
-                                     f"{type(self).__name__}, the state dict gives {list(array.shape)}")
-                arrays[name] = array
-        missing = [n for n in own if n not in state_dict]
-        unexpected = [n for n in state_dict if n not in own]
-        if own and state_dict and not arrays:  # e.g. every key saved with a "model." prefix
-            raise ValueError(f"set_state_dict: no key of the state dict matches {type(self).__name__}: it expects "
-                           f"{missing[:4]}{'...' if len(missing) > 4 else ''}, the dict has "
-                           f"{unexpected[:4]}{'...' if len(unexpected) > 4 else ''}")
-        for name, array in arrays.items():
-            own[name].set_value(array)
+        missing, unexpected = self._load_state(state_dict, assign=False)
         if missing or unexpected:  # as Paddle: loading goes on, but not silently
             warnings.warn(f"set_state_dict: {type(self).__name__} kept its own values of {len(missing)} entries "
                           f"missing from the state dict {missing[:4]}, and skipped {len(unexpected)} unexpected "
@@ -330,16 +409,63 @@ class Layer:
         """PyTorch's name, so PyTorch's rule: with strict=True (the default) a key missing from
         the state dict or one the layer lacks (a renamed head, a "module." prefix) is a
         RuntimeError and nothing is loaded; strict=False loads what matches and returns
-        (missing_keys, unexpected_keys). Paddle's set_state_dict loads what matches with a warning."""
-        own = self.state_dict()
-        missing = [n for n in own if n not in state_dict]
-        unexpected = [n for n in state_dict if n not in own]
+        (missing_keys, unexpected_keys). Paddle's set_state_dict loads what matches with a warning.
+
+        assign=True (PyTorch 2): the state dict's Tensors become the layer's parameters and
+        buffers (no copy; they keep their dtype, and the layer's stop_gradient and ParamAttr
+        options). An optimizer made before holds the old Tensors: make it after loading."""
+        own, state = self.state_dict(), self._upgrade_state_keys(state_dict)
+        missing = [n for n in own if n not in state]
+        unexpected = [n for n in state if n not in own]
         if strict and (missing or unexpected):
             raise RuntimeError(f"load_state_dict: {type(self).__name__} and the state dict differ: missing keys "
                                f"{missing}, unexpected keys {unexpected} (strict=False loads the keys that match)")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")   # the caller asked for a partial load
-            return self.set_state_dict(state_dict)
+        return self._load_state(state_dict, assign=assign)
+
+    def _load_state(self, state_dict: dict[str, Any], assign: bool) -> tuple[list, list]:
+        """Check every matching entry's shape, then copy (or with `assign`, put) them all in."""
+        own, legacy = self.state_dict(), getattr(state_dict, "zero_d_as_shape_1", False)
+        state = self._upgrade_state_keys(state_dict)
+        values = {}
+        for name, value in state.items():
+            if name in own:
+                array = value.data if isinstance(value, Tensor) else np.asarray(value)
+                if legacy and array.shape == (1,) and tuple(own[name].shape) == ():
+                    value = array = array.reshape(())
+                if tuple(array.shape) != tuple(own[name].shape):
+                    raise ValueError(f"set_state_dict: {name} has shape {list(own[name].shape)} in "
+                                     f"{type(self).__name__}, the state dict gives {list(array.shape)}")
+                values[name] = value
+        missing = [n for n in own if n not in state]
+        unexpected = [n for n in state if n not in own]
+        if own and state and not values:  # e.g. every key saved with a "model." prefix
+            raise ValueError(f"set_state_dict: no key of the state dict matches {type(self).__name__}: it expects "
+                             f"{missing[:4]}{'...' if len(missing) > 4 else ''}, the dict has "
+                             f"{unexpected[:4]}{'...' if len(unexpected) > 4 else ''}")
+        if assign:
+            self._assign_state({id(own[name]): (own[name], value) for name, value in values.items()})
+        else:  # copies: two layers loaded from one dict must not share arrays
+            for name, value in values.items():
+                own[name].set_value(np.array(value.data if isinstance(value, Tensor) else value))
+        return missing, unexpected
+
+    def _assign_state(self, replacements: dict[int, tuple[Tensor, Any]]) -> None:
+        """Put each new value in place of its old Tensor wherever the layers hold it (tied
+        weights stay tied): a Tensor as it is, an array wrapped without a copy."""
+        new_tensors = {}
+        for key, (old, value) in replacements.items():
+            tensor = value if isinstance(value, Tensor) and value.is_leaf else \
+                Tensor(value.data if isinstance(value, Tensor) else np.asarray(value), name=old.name)
+            tensor.persistable, tensor.stop_gradient = True, old.stop_gradient
+            if tensor._param_attr is None:
+                tensor._param_attr = old._param_attr
+            new_tensors[key] = tensor
+        for _, layer in self._named_layers("", True):
+            for registry in (layer._parameters, layer._buffers):
+                for attr, held in list(registry.items()):
+                    if held is not None and id(held) in new_tensors:
+                        registry[attr] = new_tensors[id(held)]
+                        object.__setattr__(layer, attr, new_tensors[id(held)])
 
     def to(self, device: Any = None, dtype: Any = None, blocking: bool | None = None, **_: Any) -> "Layer":
         """Paddle's `to(device=None, dtype=None, blocking=None)` and PyTorch's habits (`to("cpu")`,
@@ -353,11 +479,27 @@ class Layer:
         if dtype is not None:
             dtype = normalize_dtype(dtype)
             for tensor in list(self.parameters()) + self.buffers():
-                if tensor.data.dtype.kind == "f":
+                if is_float(tensor.dtype):
                     tensor.data = tensor.data.astype(dtype)
             for layer in self.sublayers(include_self=True):
                 object.__setattr__(layer, "_dtype", dtype)
         return self
+
+    def double(self) -> "Layer":
+        """PyTorch's cast: floating parameters and buffers to float64 (in place); returns self."""
+        return self.to(dtype="float64")
+
+    def float(self) -> "Layer":
+        """Floating parameters and buffers to float32 (in place); returns self."""
+        return self.to(dtype="float32")
+
+    def half(self) -> "Layer":
+        """PyTorch's cast: floating parameters and buffers to float16 (all of them, BatchNorm's too)."""
+        return self.to(dtype="float16")
+
+    def bfloat16(self) -> "Layer":
+        """PyTorch's cast: floating parameters and buffers to bfloat16 (all of them, BatchNorm's too)."""
+        return self.to(dtype="bfloat16")
 
     # ---- calling
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:

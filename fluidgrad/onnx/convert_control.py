@@ -12,9 +12,11 @@ import numpy as np
 
 from ..framework import Variable
 from ..static.control_flow import _append_conditional_block, _branch, while_loop
-from .convert_common import binary, cast, full
+from .convert_common import add_scalar, binary, cast, full
 from .convert_sequence import is_structured
 from .convert_table import converter
+from .convert_tensor import _filled_like
+from .fold import SymDim
 
 
 def _one_element_bool(ctx: Any, value: Any) -> Variable:
@@ -107,7 +109,8 @@ def _loop(ctx):
 
 @converter("Scan", since=9)
 def _scan(ctx):
-    """A `while` over the scan axis: step i reads row i (or T-1-i, reversed) of each scan input
+    """A `while` over the scan axis (its length T read at run time when unknown, the scan
+    outputs then growing row by row): step i reads row i (or T-1-i, reversed) of each scan input
     and appends (or prepends) one row to each scan output; the states are carried."""
     body = ctx.attr("body")
     n_inputs = int(ctx.attr("num_scan_inputs"))
@@ -119,13 +122,18 @@ def _scan(ctx):
     out_reverse = list(ctx.attr("scan_output_directions") or [0] * n_outputs)
     xs = [ctx.input(n_states + j) for j in range(n_inputs)]
     in_axes = [a + len(x.shape) if a < 0 else a for a, x in zip(in_axes, xs)]
-    lengths = {x.shape[a] for x, a in zip(xs, in_axes)}
-    if len(lengths) != 1 or -1 in lengths:
-        raise ctx.unsupported(f"scan inputs of lengths {sorted(lengths)} (one known length is needed)")
-    length = lengths.pop()
+    lengths = {x.shape[a] for x, a in zip(xs, in_axes)} - {-1}
+    if len(lengths) > 1:
+        raise ctx.unsupported(f"scan inputs of lengths {sorted(lengths)} (they must be equal)")
+    length = lengths.pop() if lengths else None   # None: read at run time (a dynamic batch)
     states = [ctx.input(k) for k in range(n_states)]
     scans = [ScanBuffer(ctx, length, reverse=bool(out_reverse[k])) for k in range(n_outputs)]
-    limit = full(ctx, [], length, "int64")
+    if length is None:
+        ones = _filled_like(ctx, [SymDim(xs[0].name, in_axes[0])], 1, "int64")
+        limit = ctx.op("reshape", {"X": ctx.op("reduce_sum", {"X": ones}, axis=[0])}, shape=[])
+    else:
+        limit = full(ctx, [], length, "int64")
+    last = add_scalar(ctx, limit, -1)
 
     def condition(i, *rest):
         return ctx.op("less_than", {"X": i, "Y": limit})
@@ -134,7 +142,7 @@ def _scan(ctx):
         sub = ctx.subgraph(body)
         rows = []
         for x, axis, reverse in zip(xs, in_axes, in_reverse):
-            index = binary(ctx, "elementwise_sub", full(ctx, [], length - 1, "int64"), i) if reverse else i
+            index = binary(ctx, "elementwise_sub", last, i) if reverse else i
             row = ctx.op("gather", {"X": x, "Index": ctx.op("reshape", {"X": index}, shape=[1])}, axis=axis)
             rows.append(ctx.op("squeeze", {"X": row}, axes=[axis]))
         for value_info, var in zip(body.input, list(values[:n_states]) + rows):

@@ -2,7 +2,8 @@
 
 Tracing runs the function on the example, so `t.shape[0]` is the example's size; written into
 an op's attribute it would fix an axis declared dynamic. So `export` traces once more with
-every dynamic input axis one longer (`probe_inputs`) and compares the two programs
+every dynamic input axis one longer (`probe_inputs`; twice as long when the function cannot
+run one longer, e.g. `split(x, 2)` of an even batch) and compares the two programs
 (`find_shape_reads`). An attribute that changed with the size is a shape read:
 - a `fill_constant` whose value is that size in both traces (`x / t.shape[0]`) and an entry of
   a `reshape` or `expand` shape that is (`x.reshape([t.shape[0], -1])`, `expand_as(y, t)`) are
@@ -70,15 +71,17 @@ class ShapeReads:
     variables: dict[str, list[int]] = field(default_factory=dict)         # variable -> axes that follow
 
 
-def probe_inputs(tensors: Sequence[Tensor], dynamic: dict[int, list[int]], longer: int = 1) -> list[Tensor]:
-    """The example inputs with every dynamic axis `longer` longer (its values repeated cyclically)."""
+def probe_inputs(tensors: Sequence[Tensor], dynamic: dict[int, list[int]], longer: int = 1,
+                 times: int = 1) -> list[Tensor]:
+    """The example inputs with every dynamic axis `times` as long and then `longer` longer (its
+    values repeated cyclically)."""
     probes = []
     for index, tensor in enumerate(tensors):
         data = tensor.data
         for axis in dynamic.get(index, ()):
             size = data.shape[axis]
             if size:
-                data = np.take(data, np.arange(size + longer) % size, axis=axis)
+                data = np.take(data, np.arange(size * times + longer) % size, axis=axis)
             else:
                 data = np.zeros(data.shape[:axis] + (longer,) + data.shape[axis + 1:], data.dtype)
         probes.append(Tensor(np.ascontiguousarray(data), stop_gradient=tensor.stop_gradient))

@@ -13,8 +13,10 @@ import numpy as np
 
 from . import export_indexing  # noqa: F401  (adds set_value, x[...] = v, to the table)
 from . import export_loss  # noqa: F401  (adds the cross-entropy exporters to the table)
+from . import export_special  # noqa: F401  (adds atan2, erfinv, isin, eye, cumprod to the table)
 from .export_ops import EXPORTERS, Exporter, reduce_axes, reduce_node, exporter  # one table (newer ops there)
 from .kernel_dtypes import write_in_kernel_dtype
+from ..ops.norm_grad_grad import running_statistics
 
 
 def _simple(onnx_type: str, in_slots: tuple[str, ...] = ("X",), out_slot: str = "Out", **fixed: Any) -> Exporter:
@@ -190,13 +192,46 @@ def _stack(c):
 
 @exporter("split")
 def _split(c):
-    axis = int(c.attr("axis"))
-    outs = [c.out("Out", i) for i in range(len(c.op.output("Out")))]
+    """Known sizes as constants. Along an axis of run-time size: sections with a -1 as Slices
+    counted from the start before the -1 and from the end after it; `num_or_sections` equal
+    parts as Split without sizes (num_outputs from opset 18); a chunk's ceil(n / k) parts, the
+    last smaller, as num_outputs (opset 18) or sizes computed from the Shape before."""
+    axis = int(c.attr("axis")) % len(c.shape_in("X"))
     sizes = [int(framework_shape[axis]) for framework_shape in c.shapes_out("Out")]
-    if any(s < 0 for s in sizes):
-        c.node("Split", [c.x("X")], outs, axis=axis, **({"num_outputs": len(outs)} if c.opset >= 18 else {}))
-    else:
-        c.node("Split", [c.x("X"), c.const(np.asarray(sizes, "int64"))], outs, axis=axis)
+    sections = c.attr("num_or_sections")
+    chunked = any(name in c.exporter.shape_reads.chunks for name in c.op.output("Out"))
+    if any(s < 0 for s in sizes) and not chunked and not isinstance(sections, int):
+        _split_by_slices(c, axis, [int(s) for s in sections])
+        return
+    inputs = [c.x("X")]
+    if all(s >= 0 for s in sizes):
+        inputs.append(c.const(np.asarray(sizes, "int64")))
+    elif chunked and c.opset < 18:
+        inputs.append(_chunk_sizes_at_run_time(c, axis, len(sizes)))
+    outs = [c.out("Out", i) for i in range(len(sizes))]
+    c.node("Split", inputs, outs, axis=axis, **({"num_outputs": len(outs)} if len(inputs) == 1 and c.opset >= 18
+                                                 else {}))
+
+
+def _split_by_slices(c, axis: int, sections: list[int]) -> None:
+    """Sections with one -1 along an axis of run-time size: the parts up to the -1 start where
+    the sections before them end, those after it start as far from the axis's end as the
+    sections from them on take; each part ends where the next starts."""
+    end = np.iinfo(np.int64).max
+    middle = sections.index(-1)
+    starts = [sum(sections[:i]) if i <= middle else -sum(sections[i:]) or end for i in range(len(sections))]
+    for i, (start, stop) in enumerate(zip(starts, starts[1:] + [end])):
+        c.node("Slice", [c.x("X")] + [c.const(np.asarray([v], "int64")) for v in (start, stop, axis)],
+               [c.out("Out", i)])
+
+
+def _chunk_sizes_at_run_time(c, axis: int, parts: int) -> str:
+    """ceil(n / parts) each, the last what is left, for n the axis's length read at run time."""
+    i64 = lambda values: c.const(np.asarray(values, "int64"))  # noqa: E731
+    n = c.node("Gather", [c.node("Shape", [c.x("X")]), i64([axis])], axis=0)
+    step = c.node("Div", [c.node("Add", [n, i64([parts - 1])]), i64([parts])])
+    left = c.node("Sub", [n, c.node("Mul", [i64(list(range(parts))), step])])
+    return c.node("Max", [c.node("Min", [left, step]), i64([0])])
 
 
 @exporter("slice")
@@ -408,10 +443,25 @@ def _indices_in_plane(c, indices: str, nd: int) -> None:
 
 @exporter("batch_norm")
 def _batch_norm(c):
-    if not (c.attr("is_test") or c.attr("use_global_stats")):
-        raise c.refuse("batch_norm in training mode (export the program for inference: clone(for_test=True))")
-    c.node("BatchNormalization", [c.x(s) for s in ("X", "Scale", "Bias", "Mean", "Variance")], [c.out("Y")],
-           epsilon=float(c.attr("epsilon")))
+    """BatchNormalization on the running statistics; with the batch's (F.batch_norm's explicit
+    use_global_stats=False, kept by clone(for_test=True)) ReduceMean and the normalisation."""
+    if running_statistics(c.attr("is_test"), c.attr("use_global_stats"), c.attr("trainable_statistics")):
+        c.node("BatchNormalization", [c.x(s) for s in ("X", "Scale", "Bias", "Mean", "Variance")], [c.out("Y")],
+               epsilon=float(c.attr("epsilon")))
+        return
+    rank, dtype = len(c.shape_in("X")), c.dtype_in("X")
+    axes = [a for a in range(rank) if a != 1]
+    channel = c.const(np.asarray([1, -1] + [1] * (rank - 2), "int64"))
+    def mean(v: str) -> str:   # over every axis but the channels, kept
+        if c.opset >= 18:
+            return c.node("ReduceMean", [v, c.const(np.asarray(axes, "int64"))], keepdims=1)
+        return c.node("ReduceMean", [v], axes=axes, keepdims=1)
+    centered = c.node("Sub", [c.x("X"), mean(c.x("X"))])
+    variance = mean(c.node("Mul", [centered, centered]))
+    inv_std = c.node("Reciprocal", [c.node("Sqrt", [c.node("Add", [variance, c.const(
+        np.asarray(c.attr("epsilon"), dtype))])])])
+    scale = c.node("Mul", [inv_std, c.node("Reshape", [c.x("Scale"), channel])])
+    c.node("Add", [c.node("Mul", [centered, scale]), c.node("Reshape", [c.x("Bias"), channel])], [c.out("Y")])
 
 
 @exporter("layer_norm")

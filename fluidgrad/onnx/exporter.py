@@ -157,21 +157,31 @@ def _shape_reads(fn: Any, traced: Any, tensors: list[Tensor], feed: list[str],
     dynamic = {i: axes[name] for i, name in enumerate(feed) if axes.get(name)}
     if not dynamic:
         return ShapeReads()
-    probes = probe_inputs(tensors, dynamic)
-    try:
-        probe = _TracedProgram(fn, probes, {})
-    except Exception as exc:  # the function cannot run at another size: nothing to compare with
-        warnings.warn(f"onnx.export: tracing again with the dynamic axes one longer failed ({exc}); shape "
-                      f"reads of the dynamic axes (t.shape[i]) are not checked", stacklevel=3)
+    # one longer; twice as long where that cannot run (split(x, 2) of an even batch), then
+    # three times as long for the third trace
+    sizings = [(dict(longer=1), dict(longer=2), "one longer"), (dict(longer=0, times=2), dict(longer=0, times=3),
+                                                                 "twice as long")]
+    failures = []
+    for probe_sizing, third_sizing, how in sizings:
+        probes = probe_inputs(tensors, dynamic, **probe_sizing)
+        try:
+            probe = _TracedProgram(fn, probes, {})
+            break
+        except Exception as exc:  # the function cannot run at that size
+            failures.append(f"{how}: {exc}")
+    else:
+        warnings.warn(f"onnx.export: tracing again with the dynamic axes at other sizes failed ("
+                      f"{'; '.join(failures)}); shape reads of the dynamic axes (t.shape[i]) are not checked",
+                      stacklevel=3)
         return ShapeReads()
     sizes = ([t.shape for t in tensors], [t.shape for t in probes])
     reads = find_shape_reads(traced, probe, feed, dynamic, sizes)
     if reads.scale:  # counts of a dynamic axis: checked at a third size
-        third_inputs = probe_inputs(tensors, dynamic, longer=2)
+        third_inputs = probe_inputs(tensors, dynamic, **third_sizing)
         try:
             third = _TracedProgram(fn, third_inputs, {})
         except Exception as exc:
-            warnings.warn(f"onnx.export: tracing again with the dynamic axes two longer failed ({exc}); the "
+            warnings.warn(f"onnx.export: tracing again with the dynamic axes at a third size failed ({exc}); the "
                           f"counts of dynamic axes (var's 1 / (n - 1)) are not checked", stacklevel=3)
             return reads
         check_counts(reads, third, {DimRead(feed[i], axis): third_inputs[i].shape[axis]

@@ -21,6 +21,7 @@ KERNEL_DTYPES: dict[str, frozenset[str]] = {
     **{op: _SUMS for op in ("ReduceSum", "ReduceProd", "ReduceMean", "ReduceL1", "ReduceL2", "ReduceSumSquare",
                             "ReduceLogSumExp", "CumSum")},
     **{op: _ORDERS for op in ("ReduceMax", "ReduceMin", "ArgMax", "ArgMin")},
+    "CumProd": _SUMS | {"uint32", "uint64"},
 }
 
 # the narrowest kernel dtype holding every value of a dtype onnxruntime has no kernel for

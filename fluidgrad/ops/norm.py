@@ -15,7 +15,8 @@ from . import fused_norm
 from .cascade_sum import cascade_sum, cascade_vecmat
 from .random import generator
 from .grad_builder import GradBuilder
-from .norm_grad_grad import batch_norm_grad_grad, batch_norm_stats_chain, layer_norm_grad_grad, layer_norm_stats_chain
+from .norm_grad_grad import (batch_norm_grad_grad, batch_norm_stats_chain, layer_norm_grad_grad, layer_norm_stats_chain,
+                             running_statistics)
 from .registry import register_op
 from .shape_rules import float_only, same_dtype
 
@@ -35,11 +36,11 @@ def _channel_sum(a: np.ndarray) -> np.ndarray:
 
 
 def batch_norm_kernel(x, scale, bias, mean, variance, momentum=0.9, epsilon=1e-5, is_test=False,
-                      use_global_stats=False, data_layout="NCHW"):
+                      use_global_stats=False, data_layout="NCHW", trainable_statistics=False):
     """Y, MeanOut, VarianceOut, SavedMean, SavedVariance (the inverse std used, for the grad)."""
     dtype, ndim = x.dtype.type, x.ndim
     fused = fused_norm.compiled(x, scale, bias)   # one pass per channel for statistics and for y
-    if is_test or use_global_stats:
+    if running_statistics(is_test, use_global_stats, trainable_statistics):
         batch_mean, batch_var = mean.astype(x.dtype, copy=False), variance.astype(x.dtype, copy=False)
         centered = None if fused else x - _channel_view(batch_mean, ndim)
         mean_out, var_out = mean, variance
@@ -63,20 +64,21 @@ def batch_norm_kernel(x, scale, bias, mean, variance, momentum=0.9, epsilon=1e-5
 
 
 def batch_norm_grad_kernel(x, scale, saved_mean, saved_inv_std, dy, epsilon=1e-5, is_test=False,
-                           use_global_stats=False, data_layout="NCHW"):
+                           use_global_stats=False, data_layout="NCHW", trainable_statistics=False):
     """DX, DScale, DBias. With batch statistics the mean and variance depend on X too.
 
     dscale = sum(dy * (x - mean)) * inv_std from the centred x (as PyTorch: sum(dy x) - mean
     sum(dy) cancels on an offset input; pairwise sums, einsum's float32 ones lose digits), the
     centred x then reused in place for dx = a * dy + b * (x - mean) + e per channel."""
     ndim, dtype = x.ndim, x.dtype
-    if not (is_test or use_global_stats) and fused_norm.compiled(x, scale, saved_mean, saved_inv_std, dy):
+    running = running_statistics(is_test, use_global_stats, trainable_statistics)
+    if not running and fused_norm.compiled(x, scale, saved_mean, saved_inv_std, dy):
         return fused_norm.batch_norm_grad(x, scale, saved_mean, saved_inv_std, dy)
     dbias = _channel_sum(dy)
     centered = x - _channel_view(saved_mean.astype(dtype, copy=False), ndim)
     dy_xc = _channel_sum(dy * centered)
     dscale = (dy_xc * saved_inv_std).astype(dtype, copy=False)
-    if is_test or use_global_stats:
+    if running:
         return dy * _channel_view(scale * saved_inv_std, ndim), dscale, dbias
     count = dtype.type(x.size // x.shape[1])
     a = scale * saved_inv_std
@@ -116,7 +118,8 @@ def _batch_norm_grad(g: GradBuilder) -> None:
         dx, dscale, dbias = g.op("batch_norm_grad", {
             "X": g.input("X"), "Scale": g.input("Scale"), "SavedMean": g.output("SavedMean"),
             "SavedVariance": g.output("SavedVariance"), "DY": g.output_grad("Y")},
-            epsilon=g.attr("epsilon"), is_test=g.attr("is_test"), use_global_stats=g.attr("use_global_stats"))
+            epsilon=g.attr("epsilon"), is_test=g.attr("is_test"), use_global_stats=g.attr("use_global_stats"),
+            trainable_statistics=g.attr("trainable_statistics"))
         g.set_input_grad("Scale", dscale)
         g.set_input_grad("Bias", dbias)
     g.set_input_grad("X", batch_norm_stats_chain(g, dx))
@@ -131,15 +134,18 @@ def _batch_norm_grad_infer(ctx):
     ctx.set_output("DBias", ctx.shape("Scale"), ctx.dtype("Scale"))
 
 
-_BN_ATTRS = {"momentum": 0.9, "epsilon": 1e-5, "is_test": False, "use_global_stats": False, "data_layout": "NCHW"}
+_BN_ATTRS = {"momentum": 0.9, "epsilon": 1e-5, "is_test": False, "use_global_stats": False, "data_layout": "NCHW",
+             "trainable_statistics": False}
 register_op("batch_norm", inputs="X Scale Bias Mean Variance",
             outputs="Y MeanOut VarianceOut SavedMean SavedVariance", attrs=dict(_BN_ATTRS),
             kernel=batch_norm_kernel, infer=_batch_norm_infer, grad=_batch_norm_grad,
             doc="Batch normalisation over all axes but 1. Training: batch statistics, and MeanOut/VarianceOut "
                 "(written to the Mean/Variance variables) = momentum * running + (1 - momentum) * batch, "
-                "with the unbiased batch variance as PyTorch. is_test: running statistics.")
+                "with the unbiased batch variance as PyTorch. is_test: running statistics, unless "
+                "trainable_statistics (Paddle's: batch statistics in test mode too).")
 register_op("batch_norm_grad", inputs="X Scale SavedMean SavedVariance DY", outputs="DX DScale DBias",
-            attrs={k: _BN_ATTRS[k] for k in ("epsilon", "is_test", "use_global_stats", "data_layout")},
+            attrs={k: _BN_ATTRS[k] for k in ("epsilon", "is_test", "use_global_stats", "data_layout",
+                                             "trainable_statistics")},
             kernel=batch_norm_grad_kernel, infer=_batch_norm_grad_infer, grad=batch_norm_grad_grad,
             doc="The gradients of batch_norm (SavedVariance is the inverse standard deviation). Its own "
                 "gradient is the partial derivative in every input, SavedMean and SavedVariance included.")

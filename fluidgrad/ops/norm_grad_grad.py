@@ -214,11 +214,22 @@ def layer_norm_stats_chain(g: GradBuilder, dx: Any) -> Any:
 
 
 # ---------------------------------------------------------------- batch_norm
+def running_statistics(is_test: bool, use_global_stats: bool, trainable_statistics: bool = False) -> bool:
+    """Whether batch_norm normalises with the running statistics (Paddle's rule): always with
+    use_global_stats, in test mode (clone(for_test=True)) unless trainable_statistics asks for
+    the batch's there too (F.batch_norm(use_global_stats=False) given explicitly)."""
+    return bool(use_global_stats or (is_test and not trainable_statistics))
+
+
+def _running(g: GradBuilder) -> bool:
+    return running_statistics(g.attr("is_test"), g.attr("use_global_stats"), g.attr("trainable_statistics"))
+
+
 def batch_norm_grad_grad(g: GradBuilder) -> None:
     """The gradient of batch_norm_grad (X, Scale, SavedMean, SavedVariance = r, DY -> DX,
     DScale, DBias), with batch statistics or (is_test / use_global_stats) running ones."""
     x, scale, dy = g.input("X"), g.input("Scale"), g.input("DY")
-    batch_stats = not (g.attr("is_test") or g.attr("use_global_stats"))
+    batch_stats = not _running(g)
     lay = _channels(len(g.shape(x)))
     u, vs, vb = _cotangents(g, lay, None)
     parts = _partials(g, lay, x, _param(g, lay, scale), _stat(g, lay, g.input("SavedMean")),
@@ -237,7 +248,7 @@ def batch_norm_stats_chain(g: GradBuilder, dx: Any) -> Any:
     dr/dx = -r^3 xc / n) give X. The running statistics (MeanOut, VarianceOut) are not
     differentiated, as in PyTorch."""
     has_mean, has_r = g.has_output_grad("SavedMean"), g.has_output_grad("SavedVariance")
-    if g.attr("is_test") or g.attr("use_global_stats") or not (has_mean or has_r):
+    if _running(g) or not (has_mean or has_r):
         return dx
     x = g.input("X")
     lay = _channels(len(g.shape(x)))

@@ -129,11 +129,14 @@ register_op("concat", inputs="X*", outputs="Out", attrs={"axis": 0},
             kernel=lambda xs, axis: np.concatenate(xs, axis=axis), infer=_concat_infer, grad=_concat_grad)
 
 
-def _split_points(size, num_or_sections):
+def _split_points(size, num_or_sections, chunked=False, axis=0):
     if isinstance(num_or_sections, int):
-        if size % num_or_sections:
+        if size % num_or_sections and chunked:
+            sections = _chunk_sections(size, num_or_sections, axis)
+        elif size % num_or_sections:
             raise ValueError(f"split: size {size} is not divisible by {num_or_sections}")
-        sections = [size // num_or_sections] * num_or_sections
+        else:
+            sections = [size // num_or_sections] * num_or_sections
     else:
         sections = list(num_or_sections)
         if -1 in sections:
@@ -141,8 +144,22 @@ def _split_points(size, num_or_sections):
     return np.cumsum(sections)[:-1]
 
 
-def _split_kernel(x, num_or_sections, axis):
-    return np.split(x, _split_points(x.shape[axis], num_or_sections), axis=axis)
+def _chunk_sections(size, chunks, axis):
+    """torch.chunk's (and ONNX Split num_outputs') cut of an axis whose size was unknown when the
+    Program was built: pieces of ceil(size / chunks), the last smaller; an error when that makes
+    fewer pieces than the Program has outputs (torch.chunk then returns fewer)."""
+    step = -(-size // chunks)
+    count = -(-size // step)
+    if count != chunks:
+        raise ValueError(f"chunk: axis {axis} has {size} entries at run time, which torch.chunk's rule (pieces "
+                         f"of ceil({size} / {chunks}) = {step}) cuts into {count} pieces, but the Program was built "
+                         f"for {chunks} (the axis's size was unknown then); feed a size that makes {chunks} pieces, "
+                         f"or split with explicit sections")
+    return [step] * (chunks - 1) + [size - step * (chunks - 1)]
+
+
+def _split_kernel(x, num_or_sections, axis, chunked=False):
+    return np.split(x, _split_points(x.shape[axis], num_or_sections, chunked, axis % x.ndim), axis=axis)
 
 
 def _split_infer(ctx):
@@ -180,15 +197,17 @@ def _split_grad(g: GradBuilder, resplit=None):
 
 def _resplit(g: GradBuilder):
     return g.op("split", {"X": g.input_like("X")}, n_out=len(g.output("Out")),
-                num_or_sections=g.attr("num_or_sections"), axis=g.attr("axis"))
+                num_or_sections=g.attr("num_or_sections"), axis=g.attr("axis"), chunked=g.attr("chunked"))
 
 
 def _split_grad_maker(g: GradBuilder) -> None:
     _split_grad(g, _resplit)
 
 
-register_op("split", inputs="X", outputs="Out*", attrs={"num_or_sections": 2, "axis": 0},
-            kernel=_split_kernel, infer=_split_infer, grad=_split_grad_maker)
+register_op("split", inputs="X", outputs="Out*", attrs={"num_or_sections": 2, "axis": 0, "chunked": False},
+            kernel=_split_kernel, infer=_split_infer, grad=_split_grad_maker,
+            doc="X cut along axis into num_or_sections equal parts (or parts of the given sizes); chunked: an "
+                "axis of unknown size that does not divide is cut as torch.chunk does (fg.chunk's).")
 
 
 def _split_as_kernel(x, likes, axis):

@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from ..dispatch import apply_op, is_tensor
+from ..dispatch import apply_op
 from ..framework import normalize_dtype
 from ..functions import (add, cast, divide, equal, exp, full_like, log, logical_and, logical_not, logical_or,
-                         matmul, maximum, multiply, one_hot, reshape, scale, sqrt, square, subtract, unsqueeze)
+                         matmul, maximum, reshape, scale, sqrt, square, subtract, unsqueeze)
 from ..functions import max as _max
 from ..functions import sum as _sum
 from ..indexing import constant
@@ -93,27 +93,10 @@ def searchsorted(sorted_sequence: Any, values: Any, out_int32: bool = False, rig
 
 def bincount(x: Any, weights: Any = None, minlength: int = 0, name: str | None = None) -> Any:
     """How often each value 0, 1, ..., max(x) occurs in the 1-D non-negative integer x (the sum of
-    `weights` at its positions, when given); at least `minlength` bins. The length depends on the
-    values, so eager Tensors only."""
-    if not is_tensor(x):
-        raise TypeError(f"bincount: the output length depends on x's values, known only when the program runs; "
-                        f"got {_describe(x)} (use one_hot(x, n).sum(0) with a known n in a program)")
-    data = np.asarray(x.numpy())
-    if data.ndim != 1 or data.dtype.kind not in "iu":
-        raise ValueError(f"bincount: x must be a 1-D integer tensor, got {_describe(x)}")
-    if data.size and data.min() < 0:
-        raise ValueError(f"bincount: x must be non-negative, got the value {int(data.min())}")
-    if weights is not None and tuple(weights.shape) != tuple(x.shape):
-        raise ValueError(f"bincount: weights {_describe(weights)} must have x's shape {list(x.shape)}")
-    length = max(int(data.max()) + 1 if data.size else 0, int(minlength))
-    if length == 0:
-        return constant(np.zeros(0, "int64" if weights is None else weights.dtype), x)
-    hot = one_hot(x, length)
-    if weights is None:
-        return cast(_sum(hot, axis=0), "int64")
-    return _sum(multiply(cast(hot, weights.dtype), unsqueeze(weights, 1)), axis=0)
-
-
+    `weights` at its positions, when given); at least `minlength` bins. One `bincount` op: in a
+    Program its length is unknown (-1) until it runs, as unique's; weights get a gradient."""
+    inputs = {"X": x} if weights is None else {"X": x, "Weights": weights}
+    return apply_op("bincount", inputs, {"minlength": int(minlength)})
 
 
 def cummax(x: Any, axis: int | None = None, dtype: Any = "int64", name: str | None = None) -> tuple[Any, Any]:

@@ -88,12 +88,17 @@ def unbind(input: Any, axis: int = 0) -> list[Any]:
 
 def chunk(x: Any, chunks: int, axis: int = 0, name: str | None = None) -> list[Any]:
     """x split into `chunks` pieces along axis; as in PyTorch, when the size does not divide, the
-    pieces have ceil(size / chunks) entries and the last is smaller (there may be fewer pieces)."""
+    pieces have ceil(size / chunks) entries and the last is smaller (there may be fewer pieces).
+    On an axis of unknown size (a Program's batch) the count is fixed at `chunks`: a run-time size
+    that torch.chunk cuts into fewer pieces is an error naming chunk and the sizes."""
     if int(chunks) < 1:
         raise ValueError(f"chunk: chunks must be a positive number of pieces, got {chunks}")
     axis = axis_of_input("chunk", x, axis)
     n = x.shape[axis]
-    if n < 0 or n % chunks == 0:
+    if n < 0:
+        return apply_op("split", {"X": x}, {"num_or_sections": int(chunks), "axis": axis, "chunked": True},
+                        n_out=int(chunks))
+    if n % chunks == 0:
         return apply_op("split", {"X": x}, {"num_or_sections": int(chunks), "axis": axis}, n_out=int(chunks))
     size = -(-n // chunks)
     sections = [size] * (n // size) + ([n % size] if n % size else [])

@@ -45,7 +45,8 @@ def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any = None, 
     Training uses batch statistics and updates running = momentum * running + (1 - momentum) *
     batch (unbiased variance, as PyTorch); otherwise the running statistics are used.
     use_global_stats (Paddle's) overrides that choice in both phases: True normalises with the
-    running statistics, False with the batch's (in eval too, then leaving the running ones as they are)."""
+    running statistics, False with the batch's (in eval too, then leaving the running ones as they are, and
+    in a static program's clone(for_test=True), as Paddle's trainable_statistics)."""
     rows = _channel_last_rows(x, data_format, "batch_norm")
     if rows is not None:
         y = batch_norm(rows, running_mean, running_var, weight, bias, training, momentum, epsilon, "NC",
@@ -56,7 +57,8 @@ def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any = None, 
         bias = apply_op("fill_any_like", {"X": running_mean}, {"value": 0.0}) if bias is None else bias
     batch_stats = training if use_global_stats is None else not use_global_stats
     attrs = {"momentum": float(momentum), "epsilon": float(epsilon), "is_test": not (training or batch_stats),
-             "use_global_stats": not batch_stats}
+             "use_global_stats": not batch_stats,   # an explicit False keeps batch statistics in clone(for_test=True)
+             "trainable_statistics": use_global_stats is not None and not use_global_stats}
     y, mean_out, var_out, _saved_mean, _saved_inv_std = apply_op(
         "batch_norm", {"X": x, "Scale": weight, "Bias": bias, "Mean": running_mean, "Variance": running_var}, attrs)
     if training:

@@ -1,6 +1,7 @@
 """Layers that hold other layers."""
 from __future__ import annotations
 
+import operator
 from collections import OrderedDict
 from typing import Any, Iterable, Iterator, Mapping
 
@@ -11,7 +12,13 @@ __all__ = ['Sequential', 'LayerList', 'LayerDict', 'ParameterList']
 
 
 class Sequential(Layer):
-    """Layers called in order: Sequential(l1, l2), Sequential(("a", l1), ...) or an OrderedDict."""
+    """Layers called in order: Sequential(l1, l2), Sequential(("a", l1), ...) or an OrderedDict.
+
+    A mutable list as PyTorch's: `model[1] = nn.ReLU()` replaces a layer keeping its name,
+    `del model[1]` / `del model[1:3]` remove layers and renumber the rest "0", "1", ...,
+    `model[1:]` is a Sequential of the same layers under their names, and `append`, `extend`,
+    `insert`, `pop`. A string index names a layer, as in Paddle (`del model["fc"]` keeps the
+    other names)."""
 
     def __init__(self, *layers: Any) -> None:
         super().__init__()
@@ -29,13 +36,69 @@ class Sequential(Layer):
             x = layer(x)
         return x
 
+    def _key_at(self, index: Any) -> str:
+        """The name of the layer at position `index` (negative counts from the end)."""
+        keys = list(self._sub_layers)
+        try:
+            position = operator.index(index)
+        except TypeError:
+            raise TypeError(f"Sequential indices must be integers, slices or layer names, "
+                            f"got {type(index).__name__}") from None
+        if not -len(keys) <= position < len(keys):
+            raise IndexError(f"Sequential: index {position} is out of range for {len(keys)} layers")
+        return keys[position]
+
     def __getitem__(self, index: int | slice | str) -> Any:
         if isinstance(index, str):
             return self._sub_layers[index]
-        layers = list(self._sub_layers.values())
         if isinstance(index, slice):
-            return Sequential(*layers[index])
-        return layers[index]
+            return Sequential(OrderedDict(list(self._sub_layers.items())[index]))
+        return self._sub_layers[self._key_at(index)]
+
+    def __setitem__(self, index: int | str, layer: Layer) -> None:
+        if not isinstance(layer, Layer):
+            raise TypeError(f"Sequential: only a Layer can be put at index {index!r}, got {type(layer).__name__}")
+        self.add_sublayer(index if isinstance(index, str) else self._key_at(index), layer)
+
+    def __delitem__(self, index: int | slice | str) -> None:
+        if isinstance(index, str):
+            if index not in self._sub_layers:
+                raise KeyError(f"Sequential has no layer named {index!r}")
+            delattr(self, index)
+            return
+        keys = list(self._sub_layers)[index] if isinstance(index, slice) else [self._key_at(index)]
+        for key in keys:
+            delattr(self, key)
+        self._renumber(list(self._sub_layers.values()))
+
+    def _renumber(self, layers: list[Layer]) -> None:
+        for name in list(self._sub_layers):
+            delattr(self, name)
+        for i, layer in enumerate(layers):
+            self.add_sublayer(str(i), layer)
+
+    def append(self, layer: Layer) -> "Sequential":
+        self.add_sublayer(str(len(self._sub_layers)), layer)
+        return self
+
+    def extend(self, layers: Iterable[Layer]) -> "Sequential":
+        for layer in layers:
+            self.append(layer)
+        return self
+
+    def insert(self, index: int, layer: Layer) -> "Sequential":
+        """Put `layer` before position `index` (list.insert's rule); all layers renumbered."""
+        if not isinstance(layer, Layer):
+            raise TypeError(f"Sequential.insert: expected a Layer, got {type(layer).__name__}")
+        layers = list(self._sub_layers.values())
+        layers.insert(index, layer)
+        self._renumber(layers)
+        return self
+
+    def pop(self, index: int | str = -1) -> Layer:
+        layer = self[index]
+        del self[index]
+        return layer
 
     def __len__(self) -> int:
         return len(self._sub_layers)

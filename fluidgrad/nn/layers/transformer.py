@@ -97,18 +97,21 @@ class MultiHeadAttention(Layer):
         return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}"
 
 
-class _FeedForward(Layer):
-    """linear2(dropout(activation(linear1(x))))."""
+class _FeedForwardMixin:
+    """linear2(dropout(activation(linear1(x)))), kept on the layer itself as in Paddle and
+    PyTorch (state_dict keys "linear1.weight", ...). Checkpoints from before, which said
+    "ffn.linear1.weight", still load."""
 
-    def __init__(self, d_model: int, dim_feedforward: int, dropout: float, activation: str,
-                 weight_attr: Any, bias_attr: Any) -> None:
-        super().__init__()
+    _renamed_state_keys = {"ffn.linear1": "linear1", "ffn.linear2": "linear2"}
+
+    def _init_feed_forward(self, d_model: int, dim_feedforward: int, act_dropout: float, activation: str,
+                           weight_attr: Any, bias_attr: Any) -> None:
         self.linear1 = Linear(d_model, dim_feedforward, weight_attr, bias_attr)
-        self.dropout = Dropout(dropout)
+        self.dropout = Dropout(act_dropout)
         self.linear2 = Linear(dim_feedforward, d_model, weight_attr, bias_attr)
         self.activation = activation_fn(activation)
 
-    def forward(self, x: Any) -> Any:
+    def _feed_forward(self, x: Any) -> Any:
         return self.linear2(self.dropout(self.activation(self.linear1(x))))
 
 
@@ -119,7 +122,7 @@ def _residual(x: Any, sublayer, norm: LayerNorm, dropout: Dropout, normalize_bef
     return norm(F.add(x, dropout(sublayer(x))))
 
 
-class TransformerEncoderLayer(Layer):
+class TransformerEncoderLayer(_FeedForwardMixin, Layer):
     """Self-attention then a feed-forward block, each with a residual and a LayerNorm (pre-norm when normalize_before)."""
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int, dropout: float = 0.1,
@@ -133,17 +136,17 @@ class TransformerEncoderLayer(Layer):
         self.normalize_before = normalize_before
         self.self_attn = MultiHeadAttention(d_model, nhead, attn_dropout, weight_attr=weight_attr,
                                             bias_attr=bias_attr)
-        self.ffn = _FeedForward(d_model, dim_feedforward, act_dropout, activation, weight_attr, bias_attr)
+        self._init_feed_forward(d_model, dim_feedforward, act_dropout, activation, weight_attr, bias_attr)
         self.norm1, self.norm2 = LayerNorm(d_model, layer_norm_eps), LayerNorm(d_model, layer_norm_eps)
         self.dropout1, self.dropout2 = Dropout(dropout), Dropout(dropout)
 
     def forward(self, src: Any, src_mask: Any = None, cache: Any = None) -> Any:
         src = _residual(src, lambda x: self.self_attn(x, x, x, src_mask, cache), self.norm1, self.dropout1,
                         self.normalize_before)
-        return _residual(src, self.ffn, self.norm2, self.dropout2, self.normalize_before)
+        return _residual(src, self._feed_forward, self.norm2, self.dropout2, self.normalize_before)
 
 
-class TransformerDecoderLayer(Layer):
+class TransformerDecoderLayer(_FeedForwardMixin, Layer):
     """Masked self-attention, attention over the encoder memory, then a feed-forward block; residuals and LayerNorms."""
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int, dropout: float = 0.1,
@@ -159,7 +162,7 @@ class TransformerDecoderLayer(Layer):
                                             bias_attr=bias_attr)
         self.cross_attn = MultiHeadAttention(d_model, nhead, attn_dropout, weight_attr=weight_attr,
                                              bias_attr=bias_attr)
-        self.ffn = _FeedForward(d_model, dim_feedforward, act_dropout, activation, weight_attr, bias_attr)
+        self._init_feed_forward(d_model, dim_feedforward, act_dropout, activation, weight_attr, bias_attr)
         self.norm1, self.norm2, self.norm3 = (LayerNorm(d_model, layer_norm_eps) for _ in range(3))
         self.dropout1, self.dropout2, self.dropout3 = (Dropout(dropout) for _ in range(3))
 
@@ -169,7 +172,7 @@ class TransformerDecoderLayer(Layer):
                         self.normalize_before)
         tgt = _residual(tgt, lambda x: self.cross_attn(x, memory, memory, memory_mask), self.norm2,
                         self.dropout2, self.normalize_before)
-        return _residual(tgt, self.ffn, self.norm3, self.dropout3, self.normalize_before)
+        return _residual(tgt, self._feed_forward, self.norm3, self.dropout3, self.normalize_before)
 
 
 def _clones(layer: Layer, num_layers: int) -> LayerList:
