@@ -8,11 +8,38 @@ from typing import Any
 import numpy as np
 
 from .dispatch import apply_op
+from .functions import abs as _abs
 from .functions import matmul, sign, squeeze, transpose, unsqueeze
+from .functions import max as _max
+from .functions import min as _min
+from .functions import sum as _sum
 from .indexing import constant
-from .tensor.linalg import det, inverse, norm
+from .tensor.linalg import det, inverse
+from .tensor.linalg import norm as _vector_norm
 
 __all__ = ["inv", "det", "solve", "cholesky", "norm", "matrix_power", "slogdet", "pinv"]
+
+
+def norm(x: Any, p: Any = "fro", axis: Any = None, keepdim: bool = False, name: str | None = None) -> Any:
+    """The vector p-norm, or over two axes the matrix norm as torch.linalg.norm / Paddle's
+    linalg.norm: p = 1 / -1 the largest / smallest column sum of |x|, inf / -inf the largest /
+    smallest row sum, 'fro' the Frobenius norm. p = 2, -2 and 'nuc' (singular values) are refused
+    rather than answered with the vector norm."""
+    if not (isinstance(axis, (list, tuple)) and len(axis) == 2) or p == "fro":
+        return _vector_norm(x, p, axis, keepdim)
+    rank = len(x.shape)
+    rows, cols = (int(a) % max(rank, 1) for a in axis)
+    if rows == cols:
+        raise ValueError(f"linalg.norm: the two axes {list(axis)} must differ (shape {list(x.shape)})")
+    if p in (1, -1):
+        summed, over = _sum(_abs(x), axis=rows, keepdim=True), cols
+    elif p in (np.inf, -np.inf):
+        summed, over = _sum(_abs(x), axis=cols, keepdim=True), rows
+    else:
+        raise ValueError(f"linalg.norm: the matrix norm p={p!r} over axes {list(axis)} is not supported (p = 2, "
+                         f"-2 and 'nuc' need singular values); use 'fro', 1, -1, inf or -inf")
+    out = (_max if p > 0 else _min)(summed, axis=over, keepdim=True)
+    return out if keepdim else squeeze(out, sorted([rows, cols]))
 
 
 def inv(x: Any, name: str | None = None) -> Any:

@@ -366,11 +366,21 @@ class HookHandle:
             self._hooks.remove(self._hook)
 
 
+def _holds_float64_arrays(data: Any) -> bool:
+    """Whether a (nested) list holds float64 Tensors or arrays: their dtype is kept, as torch.tensor
+    keeps it (only Python floats take the default dtype)."""
+    if isinstance(data, (list, tuple)):
+        return any(_holds_float64_arrays(item) for item in data)
+    if isinstance(data, Tensor):
+        data = data.data
+    return isinstance(data, (np.ndarray, np.generic)) and data.dtype == np.float64
+
+
 def to_tensor(data: Any, dtype: Any = None, place: Any = None, stop_gradient: bool = True) -> Tensor:
     """A new leaf Tensor holding a copy of `data` (a list, number, array or Tensor).
 
     Python floats become the default dtype (float32 unless `set_default_dtype` changed it, as
-    Paddle's); NumPy arrays keep their dtype.
+    Paddle's); NumPy arrays keep their dtype, and so do float64 Tensors or arrays inside a list.
     """
     if isinstance(data, Tensor):
         data = data.data
@@ -380,7 +390,7 @@ def to_tensor(data: Any, dtype: Any = None, place: Any = None, stop_gradient: bo
         array = data.copy()
     else:
         array = np.array(data)
-        if array.dtype == np.float64 and not isinstance(data, np.generic):
+        if array.dtype == np.float64 and not isinstance(data, np.generic) and not _holds_float64_arrays(data):
             default = get_default_dtype()
             array = array.astype(np.float32) if default == "float32" else array.astype(normalize_dtype(default))
     normalize_dtype(array.dtype)  # reject object/str arrays with a clear error

@@ -208,9 +208,13 @@ def _atan2_infer(ctx):
 
 
 def _atan2_grad(g: GradBuilder):
-    """atan2(x, y) is the angle of the point (y, x): dX = dOut y / r^2, dY = -dOut x / r^2."""
+    """atan2(x, y) is the angle of the point (y, x): dX = dOut y / r^2, dY = -dOut x / r^2; at the
+    origin r^2 counts as 1, so the gradient is 0 there as torch's (not 0 / 0 = nan, which one zero
+    vector of padding would spread to every gradient)."""
     x, y, dout = g.input("X"), g.input("Y"), g.output_grad("Out")
-    weight = _div(g, dout, g.op("elementwise_add", {"X": _op(g, "square", x), "Y": _op(g, "square", y)}))
+    radius2 = g.op("elementwise_add", {"X": _op(g, "square", x), "Y": _op(g, "square", y)})
+    at_origin = _scale(g, _op(g, "sign", radius2), -1.0, 1.0)      # 1 where r^2 = 0, else 0
+    weight = _div(g, dout, g.op("elementwise_add", {"X": radius2, "Y": at_origin}))
     if g.needs_input_grad("X"):
         g.set_input_grad("X", _mul(g, weight, y))
     if g.needs_input_grad("Y"):

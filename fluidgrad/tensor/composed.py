@@ -198,6 +198,15 @@ def _finish(out: Any, axis: int | None, keepdim: bool, x: Any) -> Any:
     return out if keepdim else apply_op("squeeze", {"X": out}, {"axes": [axis % _rank(x)]})
 
 
+def _with_nan(out: Any, values: Any, ax: int, axis: int | None, keepdim: bool, x: Any) -> Any:
+    """out, but NaN wherever its slice holds a NaN (as torch.median / torch.quantile / np.median; a
+    NaN in the data must not be hidden). sort puts NaN last, so the largest sorted value tells."""
+    if "float" not in str(x.dtype) and "complex" not in str(x.dtype):
+        return out
+    last = _finish(_take(values, ax, values.shape[ax] - 1), axis, keepdim, x)
+    return where(isnan(last), last, out)
+
+
 def quantile(x: Any, q: float | Sequence[float], axis: int | None = None, keepdim: bool = False,
              name: str | None = None) -> Any:
     """The q-th quantile(s) along axis (flattened when None), interpolating linearly between the
@@ -213,7 +222,8 @@ def quantile(x: Any, q: float | Sequence[float], axis: int | None = None, keepdi
         position = level * (count - 1)
         low, high = int(np.floor(position)), int(np.ceil(position))
         lower, upper = _take(values, ax, low), _take(values, ax, high)
-        results.append(_finish(lower + subtract(upper, lower) * (position - low), axis, keepdim, x))
+        results.append(_with_nan(_finish(lower + subtract(upper, lower) * (position - low), axis, keepdim, x),
+                                 values, ax, axis, keepdim, x))
     return results[0] if isinstance(q, (int, float)) else apply_op("stack", {"X": results}, {"axis": 0})
 
 
@@ -228,6 +238,6 @@ def median(x: Any, axis: int | None = None, keepdim: bool = False, mode: str = "
         raise ValueError(f"median: needs a non-empty axis of known size, got shape {list(x.shape)}")
     lower = _take(values, ax, (count - 1) // 2)
     if count % 2 == 1 or mode == "min":
-        return _finish(lower, axis, keepdim, x)
+        return _with_nan(_finish(lower, axis, keepdim, x), values, ax, axis, keepdim, x)
     upper = _take(values, ax, count // 2)
-    return _finish((lower + upper) * 0.5, axis, keepdim, x)
+    return _with_nan(_finish((lower + upper) * 0.5, axis, keepdim, x), values, ax, axis, keepdim, x)

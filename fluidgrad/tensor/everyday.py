@@ -10,12 +10,13 @@ import numpy as np
 from ..dispatch import apply_op
 from ..framework import normalize_dtype
 from ..functions import (add, cast, divide, equal, exp, full_like, log, logical_and, logical_not, logical_or,
-                         matmul, maximum, reshape, scale, sqrt, square, subtract, unsqueeze)
+                         matmul, maximum, multiply, reshape, scale, sqrt, square, subtract, unsqueeze)
+from ..functions import abs as _abs
 from ..functions import max as _max
 from ..functions import sum as _sum
 from ..indexing import constant
 from .composed import moveaxis
-from .logic import isnan
+from .logic import isinf, isnan
 from .search import put_along_axis, take_along_axis, where
 
 __all__ = ["bincount", "clone", "cummax", "empty_like", "hypot", "index_add", "logaddexp", "mm", "nanmean", "nansum",
@@ -48,12 +49,19 @@ def logaddexp(x: Any, y: Any, name: str | None = None) -> Any:
     """log(exp(x) + exp(y)) without overflow: m + log(exp(x - m) + exp(y - m)) with m = max(x, y)
     (m's own gradient cancels, so ties need no care)."""
     m = maximum(x, y)
+    m = where(isinf(m), full_like(m, 0.0), m)      # (-inf) - (-inf) would be nan; exp(+-inf) is exact
     return add(m, log(add(exp(subtract(x, m)), exp(subtract(y, m)))))
 
 
 def hypot(x: Any, y: Any, name: str | None = None) -> Any:
-    """sqrt(x**2 + y**2) elementwise."""
-    return sqrt(add(square(x), square(y)))
+    """sqrt(x**2 + y**2) elementwise, scaled by m = max(|x|, |y|) so the squares do not overflow
+    (float32 hypot(3e20, 4e20) is 5e20) nor underflow; m's own gradient cancels (the function is
+    homogeneous), and an infinite side gives inf as torch's."""
+    m = maximum(_abs(x), _abs(y))
+    unit = where(equal(m, full_like(m, 0.0)), full_like(m, 1.0), m)
+    unit = where(isinf(unit), full_like(m, 1.0), unit)
+    out = multiply(unit, sqrt(add(square(divide(x, unit)), square(divide(y, unit)))))
+    return where(isinf(m), m, out)
 
 
 def _without_nan(x: Any) -> Any:

@@ -20,14 +20,25 @@ def _is_value(x: Any) -> bool:
     return isinstance(x, Variable) or is_tensor(x)
 
 
+def _promoted_for(value: Any, scalar: Any) -> Any:
+    """value cast to float32 when the other side is a Python float and value is integer or bool, as
+    torch promotes (casting 0.5 to the integer dtype would silently give 0)."""
+    if isinstance(scalar, float) and not any(kind in str(value.dtype) for kind in ("float", "complex")):
+        return apply_op("cast", {"X": value}, {"dtype": "float32"})
+    return value
+
+
 def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Any:
-    """x where condition holds, else y (broadcast together); a Python number takes the other's dtype.
+    """x where condition holds, else y (broadcast together); a Python number takes the other's dtype
+    (a Python float next to an integer or bool tensor promotes both to float32, as torch).
     `where(condition)` alone is `nonzero(condition, as_tuple=True)`."""
     if x is None and y is None:
         return nonzero(condition, as_tuple=True)
     if _is_value(x):
+        x = _promoted_for(x, y)
         y = constant(y, x)
     elif _is_value(y):
+        y = _promoted_for(y, x)
         x = constant(x, y)
     else:
         dtype = "float32" if isinstance(x, float) or isinstance(y, float) else "int64"
