@@ -219,17 +219,20 @@ def test_attention_softmax(dtype, layout, mask, causal, queries, keys):
         assert np.isfinite(weights).all()
 
 
-def test_softmax_off_the_last_axis_and_float16_stay_on_numpy(monkeypatch):
+def test_softmax_off_the_last_axis_stays_on_numpy_and_float16_computes_in_float32(monkeypatch):
     calls = []
     real = fused_softmax.softmax_rows
     monkeypatch.setattr(fused_softmax, "softmax_rows", lambda *a: calls.append(a[0].shape) or real(*a))
     x = np.random.default_rng(6).standard_normal((4, 6))
     kernel("softmax")(x, axis=0)
-    kernel("softmax")(x.astype(np.float16), axis=-1)
     kernel("softmax")(np.empty((0, 6)), axis=-1)
     assert calls == []
     kernel("softmax")(x, axis=1)
     assert calls == [(4, 6)]
+    half = x.astype(np.float16)
+    out = kernel("softmax")(half, axis=-1)   # float16 is computed in float32 and rounded once
+    assert out.dtype == np.float16
+    np.testing.assert_array_equal(out, kernel("softmax")(half.astype(np.float32), axis=-1).astype(np.float16))
 
 
 # ---------------------------------------------------------------- gelu (fused_activation)

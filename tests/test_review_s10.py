@@ -34,10 +34,6 @@ _WRITES_THROUGH_AN_INDEX = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="a write into the result of basic indexing is silently lost: x[0][1] = 9, "
-                   "x[:, 0].zero_(), x[1].add_(1) change a copy and leave x as it was; in PyTorch (and NumPy) "
-                   "x[0] is a view and x changes. Expected x to change as in PyTorch, or a clear error "
-                   "refusing the write into a temporary")
 @pytest.mark.parametrize("write", sorted(_WRITES_THROUGH_AN_INDEX))
 def test_write_into_an_indexing_result_reaches_the_tensor(write):
     x0 = np.arange(6.0).reshape(2, 3)
@@ -124,11 +120,6 @@ class _StepCounter(fg.nn.Layer):
         return x * 2.0
 
 
-@pytest.mark.xfail(strict=True, reason="an in-place update of a buffer inside a traced forward (self.count += 1, "
-                   "add_, copy_: a step counter, a running statistic) crashes jit.to_static with the internal "
-                   "\"AttributeError: 'Variable' object has no attribute 'data'\" (indexing.py); "
-                   "count.set_value(count + 1) works. Expected the eager result (count 3 after 3 calls) or an "
-                   "error naming the buffer and set_value")
 @pytest.mark.parametrize("how", ["count += 1", "count.add_(1)", "count.copy_(count + 1)"])
 def test_in_place_buffer_update_inside_to_static(how):
     layer = _StepCounter(how)
@@ -199,10 +190,6 @@ _BF16_FUNCTIONS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="bfloat16 softmax and cross_entropy over 1000 classes accumulate in bfloat16: "
-                   "softmax is off by 0.0197 on values up to 0.23 (8%, 57x PyTorch's error, which computes in "
-                   "float32 inside the kernel and rounds once), cross_entropy by 0.14 (11x PyTorch's); "
-                   "docs/dtypes.md promises a few units in the last place. float16 is fine")
 @pytest.mark.parametrize("name", sorted(_BF16_FUNCTIONS))
 def test_bfloat16_softmax_and_cross_entropy_are_as_accurate_as_torch(name):
     ours, theirs = _BF16_FUNCTIONS[name]
@@ -751,10 +738,6 @@ def test_fft_module(name):
 
 
 # ---------------------------------------------------------------- gradients of piecewise-constant ops and of atan2 at 0
-@pytest.mark.xfail(strict=True, reason="backward through a piecewise-constant op leaves the leaf's .grad None "
-                   "(round, floor, ceil) or raises \"has stop_gradient=True, so no gradient flows\" (sign), where "
-                   "torch and Paddle give a zero gradient: code reading p.grad after backward crashes, and an "
-                   "optimizer skips such a parameter (torch still applies weight decay and momentum)")
 @pytest.mark.parametrize("name", ["sign", "round", "floor", "ceil"])
 def test_piecewise_constant_ops_give_a_zero_gradient(name):
     x = fg.to_tensor(np.array([0.3, -1.2]), stop_gradient=False)

@@ -343,8 +343,7 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     create_graph=True records the backward pass itself, so the results can be differentiated
     again. An input the outputs do not depend on raises unless allow_unused=True (then None);
     this is checked before anything runs, so a refused call leaves the graph as it was. An
-    input reached only through zero gradients (e.g. of `sign`) gets zeros, or None (a symbolic
-    zero, as static `gradients` gives) with allow_unused=True.
+    input reached only through ops whose gradient is zero (e.g. `sign`) gets zeros, as in PyTorch.
     `no_grad_vars`: Tensors treated as constants (no gradient flows through them).
     """
     outs = _check_outputs(outputs, "grad")

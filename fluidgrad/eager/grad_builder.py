@@ -235,6 +235,17 @@ class EagerGradBuilder(GradBuilder):
                     return
         GradBuilder.set_input_grad(self, slot, value)
 
+    def zero_input_grads(self) -> None:
+        """ZERO_GRADIENT in eager mode (round, sign, ...): zeros flow into every input that needs a
+        gradient, so a leaf reached only through such ops gets a zero `.grad`, as in PyTorch and
+        Paddle (an optimizer still applies its decay and momentum to it)."""
+        for slot in self.call.in_names:
+            value = self.node.inputs[self.call.in_index[slot]]
+            if type(value) is list or not self.needs_input_grad(slot):
+                continue
+            zeros = _zeros_like(value.data)
+            self.set_input_grad(slot, Tensor(zeros) if self.create_graph else zeros)
+
     def _same_shape(self, grad: Any, target: Tensor) -> bool:
         return grad.shape == target.data.shape
 

@@ -41,7 +41,9 @@ class _ZeroGradient:
     inputs): nothing flows back through it, and asking for it is not an error."""
 
     def __call__(self, builder: Any) -> None:
-        return None
+        zero_inputs = getattr(builder, "zero_input_grads", None)  # eager: zeros reach the leaves
+        if zero_inputs is not None:
+            zero_inputs()
 
     def __repr__(self) -> str:
         return "ZERO_GRADIENT"

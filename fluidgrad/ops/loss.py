@@ -9,6 +9,26 @@ from .registry import ZERO_GRADIENT, register_op
 from .shape_rules import float_only, normalize_axis, same_dtype
 
 
+def _narrow(array) -> bool:
+    """float16 / bfloat16 (bfloat16 is NumPy kind "V", from ml_dtypes)."""
+    return getattr(array, "dtype", None) is not None and array.dtype.itemsize < 4 and array.dtype.kind in "fV"
+
+
+def in_float32(kernel):
+    """`kernel` computed in float32 for float16 / bfloat16 inputs, each output rounded once at the
+    end (as PyTorch's kernels): a row sum over 1000 classes in bfloat16 is off by percents."""
+    def wide(*args, **attrs):
+        narrow = next((a.dtype for a in args if _narrow(a)), None)
+        if narrow is None:
+            return kernel(*args, **attrs)
+        out = kernel(*[a.astype(np.float32) if _narrow(a) else a for a in args], **attrs)
+        if isinstance(out, tuple):
+            return tuple(o.astype(narrow) if o.dtype == np.float32 else o for o in out)
+        return out.astype(narrow) if out.dtype == np.float32 else out
+    wide.__name__, wide.__doc__ = kernel.__name__, kernel.__doc__
+    return wide
+
+
 def row_max(x, axis=-1):
     """max(x, axis, keepdims=True). NumPy reduces a short, contiguous last axis slowly (a call
     per row); across rows of a transposed copy it is one vectorised pass, 2-3x faster for the
@@ -98,10 +118,10 @@ def _softmax_grad(g: GradBuilder) -> None:
                                        g.attr("axis")))
 
 
-register_op("softmax", inputs="X", outputs="Out", attrs={"axis": -1}, kernel=_softmax_kernel,
+register_op("softmax", inputs="X", outputs="Out", attrs={"axis": -1}, kernel=in_float32(_softmax_kernel),
             infer=_softmax_infer,
             grad=_softmax_grad)
-register_op("softmax_grad", inputs="Out DOut", outputs="DX", attrs={"axis": -1}, kernel=_softmax_grad_kernel,
+register_op("softmax_grad", inputs="Out DOut", outputs="DX", attrs={"axis": -1}, kernel=in_float32(_softmax_grad_kernel),
             infer=_softmax_grad_infer, grad=_softmax_grad_grad,
             doc="The gradient of softmax from its output: Out * (DOut - sum(DOut * Out, axis)).")
 
@@ -232,7 +252,7 @@ def _swce_grad(g: GradBuilder) -> None:
 
 
 register_op("softmax_with_cross_entropy", inputs="Logits Label", outputs="Softmax Loss",
-            attrs={"soft_label": False, "axis": -1, "ignore_index": -100}, kernel=_swce_kernel, infer=_swce_infer,
+            attrs={"soft_label": False, "axis": -1, "ignore_index": -100}, kernel=in_float32(_swce_kernel), infer=_swce_infer,
             grad=_swce_grad,
             doc="Softmax and cross-entropy fused for stability: Loss = logsumexp(Logits) - Logits[Label], "
                 "0 (and no gradient) where a hard Label equals ignore_index.")
@@ -287,7 +307,7 @@ def _swce_grad_infer(ctx):
 
 register_op("softmax_with_cross_entropy_grad", inputs="Softmax Label DLoss", outputs="DLogits",
             attrs={"axis": -1, "ignore_index": -100},
-            kernel=_swce_grad_kernel, infer=_swce_grad_infer, grad=_swce_grad_grad,
+            kernel=in_float32(_swce_grad_kernel), infer=_swce_grad_infer, grad=_swce_grad_grad,
             doc="The hard-label gradient of softmax_with_cross_entropy: (Softmax - one_hot(Label)) * DLoss, "
                 "0 where Label equals ignore_index.")
 

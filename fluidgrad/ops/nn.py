@@ -14,6 +14,7 @@ from .conv import conv_input_grad_kernel as conv2d_input_grad_kernel  # noqa: F4
 from .conv import conv_kernel as conv2d_kernel  # noqa: F401
 from .pooling import pool_grad_kernel as pool2d_grad_kernel  # noqa: F401
 from .pooling import pool_kernel as pool2d_kernel  # noqa: F401
+from .loss import in_float32
 from .grad_builder import GradBuilder
 from .registry import ZERO_GRADIENT, register_op
 from .shape_rules import float_only, normalize_axis
@@ -76,5 +77,5 @@ def _log_softmax_grad(g: GradBuilder) -> None:
                                                                          {"X": softmax, "Y": total})}))
 
 
-register_op("log_softmax", inputs="X", outputs="Out", attrs={"axis": -1}, kernel=_log_softmax_kernel,
+register_op("log_softmax", inputs="X", outputs="Out", attrs={"axis": -1}, kernel=in_float32(_log_softmax_kernel),
             infer=_log_softmax_infer, grad=_log_softmax_grad, doc="log(softmax(X)) along `axis`, computed stably.")
