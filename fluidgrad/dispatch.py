@@ -8,16 +8,20 @@ gradient, e.g. `fluidgrad.assign(array)`) meeting Variables joins the Program as
 meeting Variables joins as a static Parameter of the Program, initialised by the startup program
 to the Tensor's current value: an `nn` Layer called on `static.data` builds a static model that
 `minimize` and the Executor train, as Paddle 2's static mode does (the trained values live in the
-scope; the Layer's Tensor keeps the value it had). Another Tensor that needs a gradient cannot join.
+scope; the Layer's `state_dict` reads them from the global scope and its `set_state_dict` writes
+there, see `sync_from_scope` / `write_to_scope`). Another Tensor that needs a gradient cannot join.
 """
 from __future__ import annotations
 
 import weakref
 from typing import Any
 
+import numpy as np
+
 from .eager.apply import eager_apply
 from .eager.mode import all_default, state
 from .eager.tensor import Tensor
+from .executor.scope import global_scope
 from .framework import Parameter, Variable, default_main_program, default_startup_program, unique_name
 from .ops.registry import get_op_def
 
@@ -95,9 +99,10 @@ def _with_constants(op_type: str, inputs: dict[str, Any]) -> dict[str, Any]:
             for slot, value in inputs.items()}
 
 
-def _as_parameter(tensor: Tensor) -> Parameter:
+def _as_parameter(tensor: Tensor, trainable: bool = True) -> Parameter:
     """The current Program's Parameter for an eager parameter Tensor (made at its first use in
-    the Program, initialised by the startup program to the Tensor's value now)."""
+    the Program, initialised by the startup program to the Tensor's value now); trainable=False
+    for a state Tensor the Program updates itself (a BatchNorm's running statistics)."""
     program = default_main_program()
     lifted = program.__dict__.setdefault("_lifted_parameters", {})
     entry = lifted.get(id(tensor))
@@ -105,15 +110,65 @@ def _as_parameter(tensor: Tensor) -> Parameter:
         return entry[1]
     block, array = program.global_block(), tensor.data
     name = tensor.name if tensor.name and not block.has_var(tensor.name) else unique_name(tensor.name or "param")
-    param = block.create_parameter(name, list(array.shape), array.dtype.name, trainable=True)
+    param = block.create_parameter(name, list(array.shape), array.dtype.name, trainable=trainable)
     param.optimize_attr = {"learning_rate": 1.0}
     startup = default_startup_program().global_block()
     if not startup.has_var(name):
         init = startup.create_var(name, list(array.shape), array.dtype.name, persistable=True)
-        startup.append_op("assign_value", {}, {"Out": [init]}, {"shape": list(array.shape), "dtype": array.dtype.name,
+        init = startup.append_op("assign_value", {}, {"Out": [init]}, {"shape": list(array.shape), "dtype": array.dtype.name,
                                                                 "values": array.reshape(-1).tolist()})
+    else:
+        init = None
     lifted[id(tensor)] = (weakref.ref(tensor), param)
+    _scope_bindings[id(tensor)] = [weakref.ref(tensor), name, None, init]
     return param
+
+
+# id(parameter Tensor) -> [weakref to it, its Parameter's name in the latest Program, the scope array
+# last copied from or written to the scope, the startup op initialising it (None if another did)]
+_scope_bindings: dict[int, list[Any]] = {}
+
+
+def as_state_variable(tensor: Tensor) -> Parameter:
+    """A state Tensor (a Layer's buffer, e.g. BatchNorm's running mean) as a persistable,
+    untrained Variable of the current Program, which the Program's ops may write (its values live
+    in the scope, as a parameter's do)."""
+    return _as_parameter(tensor, trainable=False)
+
+
+def _binding(tensor: Tensor) -> list[Any] | None:
+    entry = _scope_bindings.get(id(tensor))
+    return entry if entry is not None and entry[0]() is tensor else None
+
+
+def sync_from_scope(tensor: Tensor) -> None:
+    """Copy into a parameter Tensor lifted into a Program the value that Program's runs left in
+    the global scope, when they wrote a new one since the last copy (fluidgrad replaces scope
+    arrays, never writes into them, so an unchanged array means no run since: eager updates of
+    the Tensor made after it are kept)."""
+    entry = _binding(tensor)
+    if entry is None:
+        return
+    value = global_scope().get(entry[1])
+    if value is None or value is entry[2] or getattr(value, "shape", None) != tensor.data.shape:
+        return
+    entry[2] = value
+    tensor.set_value(np.array(value, dtype=tensor.data.dtype))
+
+
+def write_to_scope(tensor: Tensor) -> None:
+    """Write a lifted parameter Tensor's value to where its Program reads it: the global scope
+    (after the startup run) and the startup program's initialiser (before it)."""
+    entry = _binding(tensor)
+    if entry is None:
+        return
+    array = np.array(tensor.data)
+    scope = global_scope()
+    if entry[1] in scope:
+        scope.assign(entry[1], array)
+        entry[2] = array
+    if entry[3] is not None:
+        entry[3].attrs["values"] = array.reshape(-1).tolist()
 
 
 def append_static_op(op_type: str, inputs: dict[str, Any], attrs: dict[str, Any],

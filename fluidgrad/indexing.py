@@ -23,8 +23,9 @@ import numpy as np
 
 from .dispatch import append_static_op, apply_op, is_tensor
 from .eager import Tensor, eager_apply, is_grad_enabled, to_tensor
+from .eager.mode import state
 from .eager.node import Superseded
-from .eager.tensor import _record_modification
+from .eager.tensor import _record_modification, modified_tensors
 from .framework import Parameter, Variable, in_dynamic_mode, normalize_dtype
 
 _BIG = 2**31 - 1
@@ -331,6 +332,8 @@ def getitem(x: Any, item: Any) -> Any:
         out = apply_op("unsqueeze", {"X": out}, {"axes": plan.new_axis_positions()})
     if out is x:  # x[:] or x[...]: a new value, as NumPy gives a new view
         out = apply_op("assign", {"X": x})
+    if is_tensor(out) and not plan.arrays and not plan.runtime_ints:
+        out._view_of = (x, item, _stamp(x))  # basic indexing: a write into `out` reaches x (see _write_back)
     return out
 
 
@@ -536,8 +539,56 @@ def _is_index_list(indices: Any) -> bool:
 
 def _setitem_tensor(x: Tensor, item: Any, value: Any) -> None:
     _refuse_leaf_update(x, "x[...] = v")
-    old = Tensor(x.data, x.stop_gradient, x._node, x._idx, x.name)  # the value before, for the graph
+    view = getattr(x, "_view_of", None)
+    if view is not None:
+        _check_view(x, view, "x[...] = v")
+    # the value before, for the graph (while tracing: x, which names its current variable)
+    old = x if state.tracer is not None else Tensor(x.data, x.stop_gradient, x._node, x._idx, x.name)
     _take_tensor_value(x, _set_value(old, item, value))
+    if view is not None:
+        _write_back(x, view)
+
+
+# ---- views: the result of basic indexing (integers, slices, None, ...) of an eager Tensor, as in
+# PyTorch, passes an in-place write on to the tensor it was taken from: `x[0][1] = 9`,
+# `x[:, 0].zero_()` and `x[1].add_(y)` change x. The view holds its own array (a snapshot taken
+# when it was made), so the write goes to x as `x[item] = view` (a recorded set_value: gradients
+# flow as in PyTorch); a view whose base changed since is stale and refuses to be written into.
+
+def _stamp(x: Tensor) -> Any:
+    """The creation stamp of x's last in-place update (None when there was none)."""
+    entry = modified_tensors.get(id(x))
+    return entry[1] if entry is not None and entry[0]() is x else None
+
+
+def _check_view(x: Tensor, view: tuple, what: str) -> None:
+    base, item, stamp = view
+    if _stamp(base) != stamp:
+        raise RuntimeError(f"{what} into a view x[{_describe(item)}] of a tensor{' ' + base.name if base.name else ''} "
+                           f"of shape {list(base.shape)} that was modified after the view was taken: the view "
+                           f"holds the older values and would overwrite the newer ones. Write into the tensor "
+                           f"itself (x[{_describe(item)}] = v), or index it again after the change")
+    if getattr(base, "_view_of", None) is not None:
+        _check_view(base, base._view_of, what)
+    _refuse_leaf_update(base, f"{what} into a view x[{_describe(item)}]")
+
+
+def _write_back(x: Tensor, view: tuple) -> None:
+    """x's new value into its base (and on up a chain of views: x[0][1] = 9)."""
+    base, item, _ = view
+    setitem(base, item, x)
+    x._view_of = (base, item, _stamp(base))
+
+
+def _describe(item: Any) -> str:
+    items = item if isinstance(item, tuple) else (item,)
+
+    def one(it: Any) -> str:
+        if isinstance(it, builtins.slice):
+            return ":".join("" if v is None else str(v) for v in (it.start, it.stop)) + \
+                ("" if it.step is None else f":{it.step}")
+        return "..." if it is Ellipsis else repr(it) if it is None else str(int(it)) if _is_value(it) else str(it)
+    return ", ".join(one(it) for it in items)
 
 
 def _refuse_leaf_update(x: Tensor, what: str) -> None:
@@ -552,7 +603,16 @@ def take_value(x: Any, new: Any, what: str) -> Any:
     Variable's handle names the new variable. Returns x."""
     if is_tensor(x):
         _refuse_leaf_update(x, what)
+        view = getattr(x, "_view_of", None)
+        if view is not None:
+            _check_view(x, view, what)
+            if tuple(new.shape) != tuple(x.shape):
+                raise RuntimeError(f"{what} on a view x[{_describe(view[1])}] (shape {list(x.shape)}) would change "
+                                   f"its shape to {list(new.shape)}; fluidgrad's views cannot change shape in "
+                                   f"place: use the out-of-place form (x[...].{what.rstrip('_()')}(...), a copy)")
         _take_tensor_value(x, new)
+        if view is not None:
+            _write_back(x, view)
     elif isinstance(x, Parameter) or x.persistable:
         raise TypeError(f"{what} on the {'parameter' if isinstance(x, Parameter) else 'persistable variable'} "
                         f"{x.name} in static mode: it would not write back to the scope")
@@ -562,6 +622,9 @@ def take_value(x: Any, new: Any, what: str) -> Any:
 
 
 def _take_tensor_value(x: Tensor, new: Tensor) -> None:
+    if isinstance(new, Variable):  # jit.to_static traces an in-place update of a captured Tensor (a buffer)
+        state.tracer.rebind(x, new)
+        return
     if not is_grad_enabled():  # as PyTorch under no_grad: the value changes, the graph link stays
         x.data = new.data
         _record_modification(x)

@@ -124,6 +124,12 @@ class _Tracer:
         after every run, the variable's value is copied into the Tensor."""
         self.writes.append((tensor, value))
 
+    def rebind(self, tensor: Tensor, value: Variable) -> None:
+        """An in-place update of `tensor` while tracing (`self.count += 1`, `buf.copy_(v)`): the ops
+        traced after it read `value`, and `value` is copied into the Tensor after every run."""
+        self.write(tensor, value)
+        self.vars[id(tensor)] = value
+
 
 def _flatten_outputs(result: Any, tracer: _Tracer) -> tuple[list[Variable], Callable[[list], Any], Any]:
     """The output Variables (the Tensor leaves of `result`, depth first, as torch.jit.trace and

@@ -34,10 +34,6 @@ _WRITES_THROUGH_AN_INDEX = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="a write into the result of basic indexing is silently lost: x[0][1] = 9, "
-                   "x[:, 0].zero_(), x[1].add_(1) change a copy and leave x as it was; in PyTorch (and NumPy) "
-                   "x[0] is a view and x changes. Expected x to change as in PyTorch, or a clear error "
-                   "refusing the write into a temporary")
 @pytest.mark.parametrize("write", sorted(_WRITES_THROUGH_AN_INDEX))
 def test_write_into_an_indexing_result_reaches_the_tensor(write):
     x0 = np.arange(6.0).reshape(2, 3)
@@ -124,11 +120,6 @@ class _StepCounter(fg.nn.Layer):
         return x * 2.0
 
 
-@pytest.mark.xfail(strict=True, reason="an in-place update of a buffer inside a traced forward (self.count += 1, "
-                   "add_, copy_: a step counter, a running statistic) crashes jit.to_static with the internal "
-                   "\"AttributeError: 'Variable' object has no attribute 'data'\" (indexing.py); "
-                   "count.set_value(count + 1) works. Expected the eager result (count 3 after 3 calls) or an "
-                   "error naming the buffer and set_value")
 @pytest.mark.parametrize("how", ["count += 1", "count.add_(1)", "count.copy_(count + 1)"])
 def test_in_place_buffer_update_inside_to_static(how):
     layer = _StepCounter(how)
@@ -241,10 +232,6 @@ def test_everyday_pytorch_tensor_methods(method):
 
 
 # ---------------------------------------------------------------- a Paddle static user's way to read and set a parameter
-@pytest.mark.xfail(strict=True, reason="Paddle static code reads and sets parameters with "
-                   "paddle.static.global_scope().find_var(name).get_tensor() (np.array(t), t.set(value, place)); "
-                   "here find_var returns the bare ndarray, and get_tensor() fails with \"'numpy.ndarray' object has "
-                   "no attribute 'get_tensor'\"")
 def test_scope_find_var_get_tensor_reads_and_sets_a_parameter():
     main, startup = fg.Program(), fg.Program()
     with fg.program_guard(main, startup):
@@ -677,11 +664,6 @@ def _static_linear_program():
     return main, exe, layer, loss
 
 
-@pytest.mark.xfail(strict=True, reason="an nn Layer used in a static program keeps its own copy of the parameters: "
-                   "after exe.run(main) trains them, layer.state_dict() (and so fg.save(layer.state_dict())) still "
-                   "holds the initial weights, and layer.set_state_dict(checkpoint) after the startup run is ignored "
-                   "by the program; in Paddle 2 the Layer's parameters are the program's variables, read from and "
-                   "written to the scope")
 @pytest.mark.parametrize("direction", ["state_dict after training", "set_state_dict before running"])
 def test_layer_in_a_static_program_shares_its_parameters_with_the_scope(direction):
     main, exe, layer, loss = _static_linear_program()

@@ -73,9 +73,12 @@ _retaining: dict[int, Any] = {}   # id -> weak reference: intermediates whose .g
 class Tensor(MathMixin, TorchHabits):
     """An eager value. `stop_gradient=False` asks for its gradient (`.grad` after backward)."""
 
-    # _param_attr: a parameter's optimizer options (ParamAttr.optimize_options), unset for others
+    # _param_attr: a parameter's optimizer options (ParamAttr.optimize_options), unset for others;
+    # _view_of: (base, item, base's modification stamp) for a result of basic indexing, else None
+    # (see fluidgrad/indexing.py; subclasses made without __init__ may leave it unset: read it
+    # with getattr(t, "_view_of", None))
     __slots__ = ("data", "stop_gradient", "grad", "_node", "_idx", "name", "_hooks", "persistable", "_param_attr",
-                 "__weakref__")
+                 "_view_of", "__weakref__")
 
     def __init__(self, data: np.ndarray, stop_gradient: bool = True, node: Any = None, idx: int = 0,
                  name: str | None = None) -> None:
@@ -88,6 +91,7 @@ class Tensor(MathMixin, TorchHabits):
         self._hooks = None
         self.persistable = False  # True for a Layer's parameters and buffers
         self._param_attr = None
+        self._view_of = None
 
     @property
     def trainable(self) -> bool:
@@ -347,6 +351,7 @@ def op_output(data: np.ndarray, stop_gradient: bool = True, node: Any = None, id
     tensor._hooks = None
     tensor.persistable = False
     tensor._param_attr = None
+    tensor._view_of = None
     return tensor
 
 

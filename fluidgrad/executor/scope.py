@@ -4,6 +4,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator
 
+import numpy as np
+
 
 class Scope:
     """A mapping from variable names to arrays, with a parent chain for lookups.
@@ -63,10 +65,56 @@ class Scope:
         return Scope(self)
 
     def find_var(self, name: str) -> Any:
-        return self.get(name)
+        """The value of `name` (None if absent): the array itself, which also answers Paddle's
+        `find_var(name).get_tensor()` (`np.array(t)`, `t.set(value, place)`)."""
+        value = self.get(name)
+        if not isinstance(value, np.ndarray):
+            return value
+        found = value.view(ScopeVariable)
+        found._scope, found._name = self, name
+        return found
 
     def __repr__(self) -> str:
         return f"Scope({sorted(self.vars)})"
+
+
+class ScopeVariable(np.ndarray):
+    """What `Scope.find_var` returns: the variable's array (a view of it), plus Paddle's
+    `get_tensor()` for code that reads and sets a variable through the scope."""
+
+    _scope: "Scope | None" = None
+    _name: str = ""
+
+    def get_tensor(self) -> "ScopeTensor":
+        if self._scope is None:
+            raise ValueError("get_tensor: this array is not a variable found in a scope (use Scope.find_var)")
+        return ScopeTensor(self._scope, self._name)
+
+
+class ScopeTensor:
+    """Paddle's LoDTensor handle of a scope variable: `np.array(t)` reads its current value,
+    `t.set(value, place)` replaces it (a copy, cast to the variable's dtype and checked for shape)."""
+
+    def __init__(self, scope: Scope, name: str) -> None:
+        self._scope, self._name = scope, name
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        value = np.asarray(self._scope[self._name])
+        return value if dtype is None else value.astype(dtype)
+
+    def shape(self) -> list[int]:
+        return list(np.shape(self._scope[self._name]))
+
+    def set(self, value: Any, place: Any = None) -> None:
+        current = np.asarray(self._scope[self._name])
+        array = np.array(value, dtype=current.dtype)
+        if array.shape != current.shape:
+            raise ValueError(f"set: variable {self._name!r} has shape {list(current.shape)}, "
+                             f"the new value has shape {list(array.shape)}")
+        self._scope.assign(self._name, array)
+
+    def __repr__(self) -> str:
+        return f"ScopeTensor({self._name!r}, shape={self.shape()})"
 
 
 _global_scope = Scope()

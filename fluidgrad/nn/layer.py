@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from ..eager.tensor import Tensor
+from ..dispatch import sync_from_scope, write_to_scope
 from ..executor import CPUPlace
 from ..framework import ParamAttr, Variable, normalize_dtype, optimize_options, unique_name
 from ..framework.dtypes import get_default_dtype, is_float
@@ -360,11 +361,13 @@ class Layer:
         """Parameters and persistable buffers by dotted name (the Tensors themselves, not copies)."""
         state: OrderedDict[str, Tensor] = OrderedDict()
         for name, param in self.named_parameters(include_sublayers=include_sublayers):
+            sync_from_scope(param)     # trained by a static Program: its values live in the scope
             state[name] = param
         for prefix, layer in self._named_layers("", include_sublayers):
             scratch = layer.__dict__.get("_non_persistable_buffer_names", ())
             for bname, buf in layer._buffers.items():
                 if buf is not None and bname not in scratch:
+                    sync_from_scope(buf)
                     state[f"{prefix}.{bname}" if prefix else bname] = buf
         return state
 
@@ -396,6 +399,8 @@ class Layer:
         0-D values as [1]); returns (missing_keys, unexpected_keys).
         """
         missing, unexpected = self._load_state(state_dict, assign=False)
+        for name, param in self.state_dict().items():  # used in a static Program: it reads the scope
+            write_to_scope(param)
         if missing or unexpected:  # as Paddle: loading goes on, but not silently
             warnings.warn(f"set_state_dict: {type(self).__name__} kept its own values of {len(missing)} entries "
                           f"missing from the state dict {missing[:4]}, and skipped {len(unexpected)} unexpected "

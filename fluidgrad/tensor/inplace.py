@@ -14,6 +14,7 @@ from typing import Any, Callable
 from .. import functions
 from ..dispatch import is_tensor
 from ..eager import Tensor
+from ..eager.mode import state
 from ..framework import DTypeError, normalize_dtype
 from ..indexing import create, setitem, take_value
 from . import math, search
@@ -32,7 +33,7 @@ def write_in_place(x: Any, result: Any, what: str) -> Any:
 def _before(x: Any) -> Any:
     """x's value now, as a handle of its own: the op computing the update reads (and saves for its
     gradient) this one, which the write into x leaves alone (PyTorch saves the old value too)."""
-    if not is_tensor(x):
+    if not is_tensor(x) or state.tracer is not None:  # tracing: x's variable is the value before
         return x
     return Tensor(x.data, x.stop_gradient, x._node, x._idx, x.name)
 

@@ -9,8 +9,9 @@ import math
 from typing import Any, Sequence
 
 from ... import functions as F
-from ...dispatch import apply_op, is_tensor
-from ...eager.mode import is_recomputing
+from ...dispatch import apply_op, as_state_variable, beside, is_tensor
+from ...eager.mode import is_recomputing, state
+from ...framework import Variable, unique_name
 from .layout import channel_last_of_any_rank, to_channel_first, to_channel_last
 
 __all__ = ['batch_norm', 'sync_batch_norm', 'layer_norm', 'group_norm', 'instance_norm', 'rms_norm', 'local_response_norm',
@@ -38,6 +39,25 @@ def _channel_last_rows(x: Any, data_format: str, fn: str) -> Any:
     return F.reshape(x, [-1, channels])
 
 
+def _static_batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any, bias: Any, attrs: dict[str, Any],
+                       training: bool) -> Any:
+    """An nn Layer's batch_norm on a static Variable: its running statistics (Tensors) join the
+    Program as persistable Variables that the op updates in place while training (MeanOut /
+    VarianceOut, as static.nn.batch_norm), their values living in the scope."""
+    mean, variance = as_state_variable(running_mean), as_state_variable(running_var)
+    weight, bias = beside(weight, x), beside(bias, x)
+    block = x.block.program.current_block()
+    stats = ({"MeanOut": mean, "VarianceOut": variance} if training else
+             {"MeanOut": block.create_var(unique_name("batch_norm.mean_out"), stop_gradient=True),
+              "VarianceOut": block.create_var(unique_name("batch_norm.variance_out"), stop_gradient=True)})
+    outputs = {"Y": block.create_var(unique_name("batch_norm.tmp")), **stats,
+               "SavedMean": block.create_var(unique_name("batch_norm.saved_mean"), stop_gradient=True),
+               "SavedVariance": block.create_var(unique_name("batch_norm.saved_inv_std"), stop_gradient=True)}
+    block.append_op("batch_norm", {"X": x, "Scale": weight, "Bias": bias, "Mean": mean, "Variance": variance},
+                    outputs, {**attrs, "data_layout": "NCHW"})
+    return outputs["Y"]
+
+
 def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any = None, bias: Any = None,
                training: bool = False, momentum: float = 0.9, epsilon: float = 1e-5, data_format: str = "NCHW",
                use_global_stats: bool | None = None, name: str | None = None) -> Any:
@@ -59,6 +79,8 @@ def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any = None, 
     attrs = {"momentum": float(momentum), "epsilon": float(epsilon), "is_test": not (training or batch_stats),
              "use_global_stats": not batch_stats,   # an explicit False keeps batch statistics in clone(for_test=True)
              "trainable_statistics": use_global_stats is not None and not use_global_stats}
+    if isinstance(x, Variable) and is_tensor(running_mean) and state.tracer is None:
+        return _static_batch_norm(x, running_mean, running_var, weight, bias, attrs, training)
     y, mean_out, var_out, _saved_mean, _saved_inv_std = apply_op(
         "batch_norm", {"X": x, "Scale": weight, "Bias": bias, "Mean": running_mean, "Variance": running_var}, attrs)
     if training:
