@@ -627,10 +627,6 @@ _TORCH_OPTIMIZERS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="torch's optimizer keywords are TypeErrors although lr= and a positional "
-                   "parameter list are accepted: Adam/AdamW(betas=(0.9, 0.98), eps=1e-9) (every Transformer recipe), "
-                   "Adam(amsgrad=True) (Paddle 2 has amsgrad too), SGD(momentum=0.9, nesterov=True) (every ResNet "
-                   "recipe), RMSprop(alpha=)")
 @pytest.mark.parametrize("name", sorted(_TORCH_OPTIMIZERS))
 def test_torch_optimizer_keywords(name):
     ours, theirs = _TORCH_OPTIMIZERS[name]
