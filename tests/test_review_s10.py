@@ -705,9 +705,6 @@ def test_batch_norm_layer_in_a_static_program():
 
 
 # ---------------------------------------------------------------- paddle.distribution and paddle.fft
-@pytest.mark.xfail(strict=True, reason="there is no fg.distribution (paddle.distribution / torch.distributions): "
-                   "a policy-gradient loop's Categorical(logits).sample() / log_prob / entropy and a Normal's "
-                   "rsample / log_prob fail with AttributeError")
 @pytest.mark.parametrize("name", ["Categorical", "Normal"])
 def test_distribution_module(name):
     rng = np.random.default_rng(0)
