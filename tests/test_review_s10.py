@@ -359,10 +359,6 @@ _NN_INIT = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="there is no fg.nn.init (AttributeError): PyTorch's init loops "
-                   "(model.apply(fn) with nn.init.xavier_uniform_(m.weight), nn.init.zeros_(m.bias), "
-                   "nn.init.normal_(m.weight, 0, 0.02)) fail; fg.nn.initializer has the same initializers as "
-                   "Paddle classes. kaiming / xavier must use the layer's fan_in (400 for Linear(400, 300))")
 @pytest.mark.parametrize("name", sorted(_NN_INIT))
 def test_torch_nn_init_functions(name):
     call, check = _NN_INIT[name]
