@@ -359,10 +359,6 @@ _NN_INIT = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="there is no fg.nn.init (AttributeError): PyTorch's init loops "
-                   "(model.apply(fn) with nn.init.xavier_uniform_(m.weight), nn.init.zeros_(m.bias), "
-                   "nn.init.normal_(m.weight, 0, 0.02)) fail; fg.nn.initializer has the same initializers as "
-                   "Paddle classes. kaiming / xavier must use the layer's fan_in (400 for Linear(400, 300))")
 @pytest.mark.parametrize("name", sorted(_NN_INIT))
 def test_torch_nn_init_functions(name):
     call, check = _NN_INIT[name]
@@ -701,9 +697,6 @@ def test_batch_norm_layer_in_a_static_program():
 
 
 # ---------------------------------------------------------------- paddle.distribution and paddle.fft
-@pytest.mark.xfail(strict=True, reason="there is no fg.distribution (paddle.distribution / torch.distributions): "
-                   "a policy-gradient loop's Categorical(logits).sample() / log_prob / entropy and a Normal's "
-                   "rsample / log_prob fail with AttributeError")
 @pytest.mark.parametrize("name", ["Categorical", "Normal"])
 def test_distribution_module(name):
     rng = np.random.default_rng(0)
