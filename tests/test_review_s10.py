@@ -559,9 +559,6 @@ def test_more_layers_exist_and_run(name):
 
 
 # ---------------------------------------------------------------- paddle.io / torch.utils.data
-@pytest.mark.xfail(strict=True, reason="paddle.io's dataset and sampler helpers are missing (AttributeError): "
-                   "ConcatDataset, ComposeDataset, ChainDataset, WeightedRandomSampler, SubsetRandomSampler; "
-                   "and torch's TensorDataset(x, y) (tensors as separate arguments) is a TypeError")
 @pytest.mark.parametrize("what", ["TensorDataset(x, y)", "ConcatDataset", "ComposeDataset", "ChainDataset",
                                   "WeightedRandomSampler", "SubsetRandomSampler"])
 def test_more_io_helpers(what):
@@ -589,10 +586,6 @@ def test_more_io_helpers(what):
 
 
 # ---------------------------------------------------------------- mixed precision: paddle.amp
-@pytest.mark.xfail(strict=True, reason="there is no fg.amp: Paddle 2's mixed-precision loop (with "
-                   "paddle.amp.auto_cast(): ...; scaler = paddle.amp.GradScaler(); scaler.scale(loss).backward(); "
-                   "scaler.step(opt); scaler.update()) fails with AttributeError on its first line; on a CPU a "
-                   "GradScaler that scales and unscales exactly gives the plain step")
 def test_amp_auto_cast_and_grad_scaler_train_like_the_plain_step():
     x0 = np.random.default_rng(0).standard_normal((4, 3)).astype("float32")
     plain, scaled = fg.nn.Linear(3, 2), fg.nn.Linear(3, 2)
@@ -804,9 +797,6 @@ _MORE_OPTIMIZERS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="optimizers that Paddle 2 and torch both have are missing (AttributeError): "
-                   "NAdam, RAdam, Rprop, and LBFGS with its closure (step(closure), the usual choice for small "
-                   "full-batch problems)")
 @pytest.mark.parametrize("name", sorted(_MORE_OPTIMIZERS))
 def test_more_optimizers_match_torch(name):
     ours, theirs = _MORE_OPTIMIZERS[name]
