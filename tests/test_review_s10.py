@@ -384,9 +384,6 @@ class _ArgmaxAndDouble(fg.autograd.PyLayer):
         return grad * 2.0
 
 
-@pytest.mark.xfail(strict=True, reason="PyLayerContext has only save_for_backward / saved_tensor: Paddle 2's (and "
-                   "torch.autograd.Function's) ctx.mark_non_differentiable and ctx.set_materialize_grads are "
-                   "AttributeErrors, and there is no fg.autograd.Function alias")
 def test_pylayer_context_marks_outputs_non_differentiable():
     x = fg.to_tensor(np.array([1.0, 3.0]), stop_gradient=False)
     doubled, index = _ArgmaxAndDouble.apply(x)
