@@ -529,13 +529,7 @@ _MORE_LAYERS = {
 }
 
 
-_MISSING_LAYERS = pytest.mark.xfail(strict=True, reason="layers of paddle.nn are missing (AttributeError): nn.RNN / nn.BiRNN (a "
-                   "recurrent layer from any cell: Paddle 2's way to run a custom cell over a sequence), Bilinear, "
-                   "AlphaDropout, ChannelShuffle, Softmax2D, MaxUnPool2D")
-
-
-@pytest.mark.parametrize("name", [name if name == "PairwiseDistance" else pytest.param(name, marks=_MISSING_LAYERS)
-                                  for name in sorted(_MORE_LAYERS)])
+@pytest.mark.parametrize("name", sorted(_MORE_LAYERS))
 def test_more_layers_exist_and_run(name):
     make, in_shape, out_shape = _MORE_LAYERS[name]
     layer = make()
