@@ -49,10 +49,11 @@ memory. On this 2-vCPU virtual machine the host places the vCPUs near (the ratio
 (about 10) from each other, for minutes at a time, and far, each 64-byte line written that the
 peer holds costs about 25 ns (1 ms per 2.7 MB); every data-parallel step through shared memory
 rewrites such memory (its bucket rows, its parameters), so the steps of one contender fall in two
-groups. The second table splits every row by that probe. Shared rows are written with streaming
-stores by default (ops/comm_stream.py), which take no ownership of the lines first; "bucketed,
-ordinary stores" is the same path with ordinary stores and placement (the weight gradients'
-GEMMs writing into the row), as before.
+groups. The second table splits every row by that probe. The default two-rank rows are written
+with streaming stores (ops/comm_stream.py), which take no ownership of the lines first, on the
+steps a probe of the row finds the cores far, else with ordinary stores and placement (the
+weight gradients' GEMMs writing into the row): "bucketed, streamed rows" streams at every step
+(static; sessions 9 and 10's default), "bucketed, ordinary stores" never.
 Session 10's contenders: the split weight gradients' activations copied into the shared window
 with streaming stores (the default), placed there by their producers ("activations placed") or
 copied with ordinary stores (as in session 9), their parameter rows
