@@ -217,10 +217,6 @@ _TORCH_TENSOR_METHODS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="PyTorch's quick start fails on its test loop: "
-                   "(pred.argmax(1) == y).type(torch.float) is an AttributeError (no Tensor.type); so are other "
-                   "everyday Tensor methods: new_zeros / new_full, repeat (torch's tile), type_as, view_as, "
-                   "softmax(dim=), clamp, eq, mm, relu")
 @pytest.mark.parametrize("method", sorted(_TORCH_TENSOR_METHODS))
 def test_everyday_pytorch_tensor_methods(method):
     x0 = np.array([[3.0, -1.0, 2.0, 0.5], [0.0, 5.0, -4.0, 1.0]])
@@ -407,11 +403,6 @@ _TORCH_ORDER = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="torch's argument order fails with errors that name neither the function nor "
-                   "the argument: x.index_select(1, index) raises \"'int' object has no attribute 'shape'\", "
-                   "x.scatter(1, index, src) \"The truth value of an array with more than one element is "
-                   "ambiguous\"; expected torch's result (an int first is the dim) or an error naming the function "
-                   "and Paddle's order (index, axis)")
 @pytest.mark.parametrize("call", sorted(_TORCH_ORDER))
 def test_torch_argument_order_works_or_is_named(call):
     fn, function_name = _TORCH_ORDER[call]
