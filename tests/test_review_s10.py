@@ -355,10 +355,6 @@ _NN_INIT = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="there is no fg.nn.init (AttributeError): PyTorch's init loops "
-                   "(model.apply(fn) with nn.init.xavier_uniform_(m.weight), nn.init.zeros_(m.bias), "
-                   "nn.init.normal_(m.weight, 0, 0.02)) fail; fg.nn.initializer has the same initializers as "
-                   "Paddle classes. kaiming / xavier must use the layer's fan_in (400 for Linear(400, 300))")
 @pytest.mark.parametrize("name", sorted(_NN_INIT))
 def test_torch_nn_init_functions(name):
     call, check = _NN_INIT[name]
@@ -618,10 +614,6 @@ _TORCH_OPTIMIZERS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="torch's optimizer keywords are TypeErrors although lr= and a positional "
-                   "parameter list are accepted: Adam/AdamW(betas=(0.9, 0.98), eps=1e-9) (every Transformer recipe), "
-                   "Adam(amsgrad=True) (Paddle 2 has amsgrad too), SGD(momentum=0.9, nesterov=True) (every ResNet "
-                   "recipe), RMSprop(alpha=)")
 @pytest.mark.parametrize("name", sorted(_TORCH_OPTIMIZERS))
 def test_torch_optimizer_keywords(name):
     ours, theirs = _TORCH_OPTIMIZERS[name]
@@ -696,9 +688,6 @@ def test_batch_norm_layer_in_a_static_program():
 
 
 # ---------------------------------------------------------------- paddle.distribution and paddle.fft
-@pytest.mark.xfail(strict=True, reason="there is no fg.distribution (paddle.distribution / torch.distributions): "
-                   "a policy-gradient loop's Categorical(logits).sample() / log_prob / entropy and a Normal's "
-                   "rsample / log_prob fail with AttributeError")
 @pytest.mark.parametrize("name", ["Categorical", "Normal"])
 def test_distribution_module(name):
     rng = np.random.default_rng(0)
