@@ -25,6 +25,7 @@ from ..eager import tensor as eager_tensor
 from ..eager.mode import is_grad_enabled
 from ..eager.tensor import Tensor
 from ..framework import Variable
+from ..functions import cast
 from ..framework.variable import normalize_dtype
 from .lists import LOW_PRECISION, black_list, white_list
 
@@ -75,8 +76,7 @@ def _target(setting: _Setting, op_type: str, dtypes: list[str]) -> str | None:
 
 
 def _cast(value: Any, dtype: str) -> Any:
-    from ..functions import cast   # the casts are ordinary ops (differentiable, recorded)
-    return cast(value, dtype)
+    return cast(value, dtype)      # an ordinary op: differentiable, recorded, appended in static mode
 
 
 def cast_inputs(op_type: str, inputs: dict[str, Any]) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Datasets made of other datasets (paddle.io / torch.utils.data): end to end, side by side, chained.
 
-`ConcatDataset` puts map-style datasets one after another (`a + b` is one too, as in PyTorch);
+`ConcatDataset` puts map-style datasets one after another;
 `ComposeDataset` (Paddle) puts equally long ones side by side, sample i holding the fields of
 every dataset's sample i; `ChainDataset` runs iterable datasets one after another.
 """

@@ -27,12 +27,6 @@ class Dataset:
     def __len__(self) -> int:
         raise NotImplementedError(f"{type(self).__name__} must define __len__()")
 
-    def __add__(self, other: "Dataset") -> "Dataset":
-        """`a + b`: the samples of a, then those of b (PyTorch's ConcatDataset)."""
-        from .combine import ConcatDataset
-        return ConcatDataset([self, other])
-
-
 class IterableDataset(Dataset):
     """A dataset that yields its samples (a stream, a generator): subclass and define `__iter__`.
     A DataLoader batches it in order; it has no indices, so no sampler or shuffle applies."""
