@@ -51,14 +51,7 @@ def test_write_into_an_indexing_result_reaches_the_tensor(write):
 
 
 # ---------------------------------------------------------------- matrix norms over two axes
-_SINGULAR_VALUE_NORM = pytest.mark.xfail(strict=True, reason="linalg.norm(A, p, axis=[0, 1]) with p = 2 or 'nuc' "
-                                         "needs singular values (the spectral norm 8.47, the nuclear norm); fluidgrad "
-                                         "has no svd op yet and refuses them with a ValueError (p = 1, -1, inf, -inf "
-                                         "are the matrix norms of torch.linalg.norm since session 10)")
-
-
-@pytest.mark.parametrize("p", [pytest.param(2, marks=_SINGULAR_VALUE_NORM), 1, float("inf"), -1,
-                               pytest.param("nuc", marks=_SINGULAR_VALUE_NORM)])
+@pytest.mark.parametrize("p", [2, 1, float("inf"), -1, "nuc"])
 def test_linalg_norm_over_two_axes_is_the_matrix_norm(p):
     a0 = np.array([[3.0, 1.0, 2.0, 1.0], [0.0, 5.0, 4.0, 5.0]])
     expected = torch.linalg.norm(torch.tensor(a0), p, dim=(0, 1)).numpy()
@@ -425,9 +418,6 @@ _LINALG_MORE = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="fg.linalg (paddle.linalg / torch.linalg names) lacks the decompositions and "
-                   "named norms of both: svd, qr, eigh, eigvalsh, lstsq, matrix_rank, multi_dot, cond, vector_norm, "
-                   "matrix_norm are AttributeErrors")
 @pytest.mark.parametrize("name", sorted(_LINALG_MORE))
 def test_more_linalg_functions(name):
     fn = _LINALG_MORE[name]
