@@ -316,6 +316,8 @@ _TENSOR_METHODS = {
     "x.mean(dtype=float32)": lambda x: x.mean(dtype=torch.float32 if isinstance(x, torch.Tensor) else "float32"),
     "x.pow_(2)": lambda x: x.clone().pow_(2),
     "x.is_floating_point()": lambda x: np.array(x.is_floating_point()),
+    "x[:, :5].median(dim=1).values": lambda x: x[:, :5].median(dim=1)[0],
+    "x.round(decimals=2)": lambda x: x.round(decimals=2),
 }
 
 
@@ -327,7 +329,8 @@ def _long(x, values):
                    "/ x.add_(y, alpha=) (the form of torch's hand-written SGD and EMA updates) are TypeErrors, "
                    "x.var(correction=0) and x.mean(dtype=) are TypeErrors (unbiased= and x.sum(dtype=) work), "
                    "x.mT, x.count_nonzero(), x.masked_select (fg.masked_select exists), x.scatter_add_, "
-                   "x.index_add_ (fg.index_add exists), x.pow_ and x.is_floating_point() are AttributeErrors")
+                   "x.index_add_ (fg.index_add exists), x.pow_, x.is_floating_point() and x.median (fg.median exists) "
+                   "are AttributeErrors, x.round(decimals=) a TypeError")
 @pytest.mark.parametrize("call", sorted(_TENSOR_METHODS))
 def test_torch_tensor_methods_of_everyday_code(call):
     expected = _np(_TENSOR_METHODS[call](torch.tensor(_X)))
