@@ -441,6 +441,32 @@ def test_rmsprop_under_torchs_name_matches_torch():
     np.testing.assert_allclose(layer.weight.numpy(), reference.detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
+_SPD = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]])
+_B = np.array([[1.0, 2.0], [0.5, -1.0], [3.0, 0.0]])
+_LINALG = {
+    "cholesky_solve(B, L)": (lambda: fg.linalg.cholesky_solve(fg.to_tensor(_B), fg.linalg.cholesky(fg.to_tensor(_SPD))),
+                             lambda: torch.cholesky_solve(torch.tensor(_B), torch.linalg.cholesky(torch.tensor(_SPD)))),
+    "triangular_solve(A, B, upper=False) (paddle)": (
+        lambda: fg.linalg.triangular_solve(fg.to_tensor(np.tril(_SPD)), fg.to_tensor(_B), upper=False),
+        lambda: torch.linalg.solve_triangular(torch.tensor(np.tril(_SPD)), torch.tensor(_B), upper=False)),
+    "solve_triangular(A, B, upper=True) (torch)": (
+        lambda: fg.linalg.solve_triangular(fg.to_tensor(np.triu(_SPD)), fg.to_tensor(_B), upper=True),
+        lambda: torch.linalg.solve_triangular(torch.tensor(np.triu(_SPD)), torch.tensor(_B), upper=True)),
+    "matrix_exp(A)": (lambda: fg.linalg.matrix_exp(fg.to_tensor(_SPD * 0.3)),
+                      lambda: torch.linalg.matrix_exp(torch.tensor(_SPD * 0.3))),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="fg.linalg lacks the triangular and Cholesky solves and the matrix "
+                   "exponential that paddle.linalg and torch both have (AttributeError): cholesky_solve, "
+                   "triangular_solve (Paddle's name) / solve_triangular (torch's), matrix_exp; the way to reuse "
+                   "a Cholesky factor (fg.linalg.cholesky exists) is missing")
+@pytest.mark.parametrize("call", sorted(_LINALG))
+def test_linalg_solves_with_a_factor(call):
+    ours, theirs = _LINALG[call]
+    np.testing.assert_allclose(ours().numpy(), theirs().numpy(), rtol=1e-10, atol=1e-12)
+
+
 # ---------------------------------------------------------------- losses
 @pytest.mark.xfail(strict=True, reason="F.smooth_l1_loss(x, y, beta=0.5) (torch's keyword) is a TypeError; Paddle's "
                    "delta= is another loss (delta * Huber: 0.5 d^2 below delta, delta (|d| - delta / 2) above), so "
