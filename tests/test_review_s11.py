@@ -59,6 +59,35 @@ def test_integer_division_rounded_toward_zero_stays_integer():
         np.testing.assert_array_equal(got.numpy(), expected.numpy())
 
 
+_POSITIONAL_LR = ["Adam", "AdamW", "Adamax", "Adagrad", "SGD"]
+
+
+@pytest.mark.xfail(strict=True, reason="torch's optim.Adam(model.parameters(), 0.05), the learning rate as second "
+                   "positional argument, is accepted and silently wrong: the 0.05 lands in Paddle's second "
+                   "parameter (Adam's beta1 = 0.05, Adagrad's epsilon, ...) while the rate stays the default 0.001 "
+                   "(get_lr() is 0.001), so training runs with other hyper-parameters than written; SGD(params, "
+                   "0.1) fails with the misleading 'parameters given twice'. With parameters first, the second "
+                   "positional argument should be the learning rate, as in torch")
+@pytest.mark.parametrize("name", _POSITIONAL_LR)
+def test_learning_rate_as_torchs_second_positional_argument(name):
+    w0 = _RNG.standard_normal((3, 2)).astype("float32")
+    x0 = _RNG.standard_normal((5, 3)).astype("float32")
+    layer = fg.nn.Linear(3, 2, bias_attr=False)
+    layer.weight.set_value(w0.copy())
+    opt = getattr(fg.optimizer, name)(layer.parameters(), 0.05)
+    reference = torch.nn.Parameter(torch.tensor(w0.copy()))
+    reference_opt = getattr(torch.optim, name)([reference], 0.05)
+    assert opt.get_lr() == 0.05
+    for _ in range(3):
+        opt.clear_grad()
+        fg.sum(fg.tanh(layer(fg.to_tensor(x0))) ** 2).backward()
+        opt.step()
+        reference_opt.zero_grad()
+        (torch.tanh(torch.tensor(x0) @ reference) ** 2).sum().backward()
+        reference_opt.step()
+    np.testing.assert_allclose(layer.weight.numpy(), reference.detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
 # ================================================================ crashes with unclear errors
 @pytest.mark.xfail(strict=True, reason="fg.tensor([1.0, 2.0]), the line torch code makes its tensors with, fails "
                    "with \"TypeError: 'module' object is not callable\" (fg.tensor is the package of tensor "
