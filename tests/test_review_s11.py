@@ -5,10 +5,12 @@ where the two frameworks disagree (Paddle's `x.max(1)` is a tensor, torch's a pa
 `momentum`; AvgPool's padding count) fluidgrad's Paddle choice is left alone.
 
 Found by porting a typical torch training script line by line (nn.Module, nn.Parameter, Linear(bias=
-False), torch.randn(2, 3), torch.sum(x, dim=1), StepLR, RMSprop, LSTM(batch_first=True)) and by
-probing the code new this session (Tensor's torch methods, nn.init, nn.RNN / BiRNN, the new layers,
-fluidgrad.distribution, optimizer keywords, metric.Auc): the new modules matched torch wherever they
-claim to; the findings are at the seams between the torch spellings now accepted and those not."""
+False), torch.randn(2, 3), torch.sum(x, dim=1), optim.Adam(params, 0.01), StepLR, RMSprop,
+LSTM(batch_first=True), DataLoader(pin_memory=True)) and by probing the code new this session
+(Tensor's torch methods, nn.init, nn.RNN / BiRNN, Bilinear, AlphaDropout, MaxUnPool, ChannelShuffle,
+fluidgrad.distribution, optimizer keywords, metric.Auc, linalg): the new modules matched torch
+wherever they claim to (values, gradients, static programs); the findings are at the seams between
+the torch spellings now accepted and those not, and two of them give silently wrong results."""
 import numpy as np
 import pytest
 import torch
