@@ -246,6 +246,9 @@ def test_bad_arguments_are_refused(make, message):
     (lambda ps: opt.SGD(ps, momentum=0.9, nesterov=True, use_nesterov=True), "nesterov= .* use_nesterov="),
     (lambda ps: opt.Adam(ps, betas=0.9), r"Adam: betas must be a pair \(beta1, beta2\)"),
     (lambda ps: opt.Adagrad(ps, betas=(0.9, 0.99)), "unexpected keyword argument 'betas'"),
+    (lambda ps: opt.Adam(ps, 0.1, (0.9, 0.99)), "Adam: after the parameters and the learning rate, give the other"),
+    (lambda ps: opt.SGD(ps, 0.1, lr=0.2), r"SGD: the learning rate given twice \(second argument and lr=\)"),
+    (lambda ps: opt.Adam(ps, 0.1, parameters=ps), "Adam: parameters given twice"),
 ])
 def test_torch_and_paddle_spellings_of_one_setting_are_refused_together(make, message):
     with pytest.raises(TypeError, match=message):

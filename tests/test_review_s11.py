@@ -64,12 +64,6 @@ def test_integer_division_rounded_toward_zero_stays_integer():
 _POSITIONAL_LR = ["Adam", "AdamW", "Adamax", "Adagrad", "SGD"]
 
 
-@pytest.mark.xfail(strict=True, reason="torch's optim.Adam(model.parameters(), 0.05), the learning rate as second "
-                   "positional argument, is accepted and silently wrong: the 0.05 lands in Paddle's second "
-                   "parameter (Adam's beta1 = 0.05, Adagrad's epsilon, ...) while the rate stays the default 0.001 "
-                   "(get_lr() is 0.001), so training runs with other hyper-parameters than written; SGD(params, "
-                   "0.1) fails with the misleading 'parameters given twice'. With parameters first, the second "
-                   "positional argument should be the learning rate, as in torch")
 @pytest.mark.parametrize("name", _POSITIONAL_LR)
 def test_learning_rate_as_torchs_second_positional_argument(name):
     w0 = _RNG.standard_normal((3, 2)).astype("float32")

@@ -15,6 +15,8 @@ import functools
 import inspect
 from typing import Any, Callable
 
+from ..lr import LRScheduler
+
 # torch.optim's keyword -> the Paddle keyword(s) it fills (a pair is unpacked into two)
 TORCH_SPELLINGS: dict[str, tuple[str, ...]] = {
     "betas": ("beta1", "beta2"),                # Adam, AdamW, Adamax, NAdam, RAdam
@@ -26,15 +28,16 @@ TORCH_SPELLINGS: dict[str, tuple[str, ...]] = {
 
 
 def accepting_torch_spellings(init: Callable[..., None]) -> Callable[..., None]:
-    """`init` (an optimizer's __init__) also taking torch's keywords for the Paddle ones it has."""
+    """`init` (an optimizer's __init__) also taking torch's keywords for the Paddle ones it has,
+    and torch's positional order `Adam(model.parameters(), 0.05)`: parameters, then the rate."""
     params = list(inspect.signature(init).parameters)
     spellings = {torch_name: paddle_names for torch_name, paddle_names in TORCH_SPELLINGS.items()
                  if torch_name not in params and all(name in params for name in paddle_names)}
-    if not spellings:
-        return init
 
     @functools.wraps(init)
     def wrapped(self: Any, *args: Any, **kwargs: Any) -> None:
+        if args and _is_parameter_list(args[0]):
+            args = _torch_positional(type(self).__name__, params, args, kwargs)
         if any(name in kwargs for name in spellings):
             owner = type(self).__name__
             given = set(params[1:1 + len(args)]) | set(kwargs)    # positional ones fill the first names
@@ -43,6 +46,29 @@ def accepting_torch_spellings(init: Callable[..., None]) -> Callable[..., None]:
                                                given))
         init(self, *args, **kwargs)
     return wrapped
+
+
+def _is_parameter_list(value: Any) -> bool:
+    """A first positional argument that is parameters (torch's order), not Paddle's learning rate."""
+    return hasattr(value, "__iter__") and not isinstance(value, (str, bytes, LRScheduler))
+
+
+def _torch_positional(owner: str, params: list[str], args: tuple, kwargs: dict[str, Any]) -> tuple:
+    """torch.optim's `(params, lr)` positional order moved into keywords, so the rate never lands in
+    the Paddle slot that follows `learning_rate` (Adam's beta1, Adagrad's epsilon ...)."""
+    if "parameters" in kwargs:
+        raise TypeError(f"{owner}: parameters given twice (first argument and parameters=)")
+    if len(args) > 2:
+        raise TypeError(f"{owner}: after the parameters and the learning rate, give the other settings by "
+                        f"keyword (got {len(args)} positional arguments: torch's and Paddle's orders differ)")
+    kwargs["parameters"] = args[0]
+    if len(args) == 2:
+        rate_name = "lr" if "lr" in params else "learning_rate"
+        if "lr" in kwargs or "learning_rate" in kwargs:
+            raise TypeError(f"{owner}: the learning rate given twice (second argument and "
+                            f"{'lr' if 'lr' in kwargs else 'learning_rate'}=)")
+        kwargs[rate_name] = args[1]
+    return ()
 
 
 def _paddle_keywords(owner: str, torch_name: str, paddle_names: tuple[str, ...], value: Any,
