@@ -80,6 +80,8 @@ DIFFERENTIABLE = {
     "inner": (lambda x: fg.inner(x, x[1:] * 2), lambda x: torch.inner(x, x[1:] * 2), A),
     "inner of vectors": (lambda x: fg.inner(x[0], x[1]), lambda x: torch.inner(x[0], x[1]), A),
     "inner 3-D with 2-D": (lambda x: fg.inner(x, x[0] * 2), lambda x: torch.inner(x, x[0] * 2), C),
+    "inner 2-D with 1-D": (lambda x: fg.inner(x, x[0] * 2), lambda x: torch.inner(x, x[0] * 2), A),
+    "inner 1-D with 2-D": (lambda x: fg.inner(x[0] * 2, x), lambda x: torch.inner(x[0] * 2, x), A),
     "frac": (lambda x: fg.frac(x * 1.7), lambda x: torch.frac(x * 1.7), A),
     "nanmedian min": (lambda x: fg.nanmedian(fg.log(x), axis=1, mode="min"),
                       lambda x: torch.nanmedian(torch.log(x), 1)[0], np.abs(A) * [1, -1, 1, 1]),
@@ -283,3 +285,60 @@ def test_gamma_kernels_without_scipy_match_scipy():
 def test_bad_arguments_are_refused_by_name(eager, call, error, words):
     with pytest.raises(error, match=words):
         call()
+
+
+_EXPORTED = {
+    "cdist": lambda x, i: fg.cdist(x, x * 2),
+    "diag_embed": lambda x, i: fg.diag_embed(x, 1),
+    "take": lambda x, i: fg.take(x, i),
+    "addmm": lambda x, i: fg.addmm(x[:, :3], x, fg.transpose(x, [1, 0])[:, :3], beta=0.5),
+    "inner": lambda x, i: fg.inner(x, x),
+    "frac": lambda x, i: fg.frac(x * 1.5),
+    "cummin": lambda x, i: fg.cummin(x, 1)[0],
+    "nanmedian": lambda x, i: fg.nanmedian(x, 1),
+    "vstack": lambda x, i: fg.vstack([x, x]),
+    "tensor_split": lambda x, i: fg.tensor_split(x, 3, axis=1)[1],
+    "bucketize": lambda x, i: fg.bucketize(x, fg.linspace(0.0, 1.0, 3, dtype="float64")),
+    "heaviside": lambda x, i: fg.heaviside(x, x),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_EXPORTED))
+def test_composed_functions_export_to_onnx(tmp_path, name):
+    """Composed of registered ops, these export with a run-time batch axis (onnxruntime runs them)."""
+    ort = pytest.importorskip("onnxruntime")
+    from fluidgrad.onnx import export_program
+    main = fg.Program()
+    with fg.program_guard(main, fg.Program()):
+        x, i = fg.static.data("x", [None, 4], "float64"), fg.static.data("i", [3], "int64")
+        out = _EXPORTED[name](x, i)
+    feeds = {"x": RNG.normal(size=(3, 4)), "i": np.array([0, 11, -1])}
+    want, = fg.Executor().run(main, feed=feeds, fetch_list=[out])
+    model = export_program(tmp_path / "f.onnx", [x, i], [out], program=main, scope=fg.Scope())
+    session = ort.InferenceSession(str(tmp_path / "f.onnx"), providers=["CPUExecutionProvider"])
+    got, = session.run(None, {v.name: feeds[v.name] for v in model.graph.input})
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_torch_keyword_spellings(eager):
+    x, tx = fg.to_tensor(A), torch.tensor(A)
+    checks = [
+        (fg.cummin(x, dim=0)[0], torch.cummin(tx, dim=0)[0]),
+        (fg.tensor_split(x, indices_or_sections=[1, 3], dim=1)[1], torch.tensor_split(tx, [1, 3], dim=1)[1]),
+        (fg.tensor_split(x, sections=3, dim=1)[2], torch.tensor_split(tx, sections=3, dim=1)[2]),
+        (fg.tensor_split(x, indices=[2], dim=0)[0], torch.tensor_split(tx, indices=[2], dim=0)[0]),
+        (fg.nanmedian(x, dim=1, mode="min"), torch.nanmedian(tx, dim=1)[0]),
+        (fg.bucketize(x, boundaries=fg.to_tensor(np.array([-1.0, 0.0, 1.0]))),
+         torch.bucketize(tx, boundaries=torch.tensor([-1.0, 0.0, 1.0], dtype=torch.float64))),
+        (fg.addmm(x[:, :3], mat1=x, mat2=fg.transpose(x, [1, 0])), torch.addmm(tx[:, :3], mat1=tx, mat2=tx.T)),
+        (fg.inner(x, other=x), torch.inner(tx, other=tx)),
+        (fg.cdist(x1=x, x2=x * 2), torch.cdist(x1=tx, x2=tx * 2)),
+        (fg.heaviside(x, values=x * 2), torch.heaviside(tx, values=tx * 2)),
+        (fg.logspace(0, end=2, steps=3, dtype="float64"), torch.logspace(0, end=2, steps=3, dtype=torch.float64)),
+    ]
+    for got, expected in checks:
+        np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-12)
+    with pytest.raises(TypeError, match="cummin: give axis= or dim=, not both"):
+        fg.cummin(x, axis=1, dim=0)
+    with pytest.raises(TypeError, match="addmm: missing the matrices"):
+        fg.addmm(x, x)

@@ -502,14 +502,7 @@ _MORE_LOSSES = {
 }
 
 
-_MORE_LOSSES_MISSING = pytest.mark.xfail(strict=True, reason="more losses of paddle.nn.functional / torch.nn.functional "
-                                         "are missing (AttributeError), besides the seven of review s9: "
-                                         "hinge_embedding_loss, multi_label_soft_margin_loss, poisson_nll_loss, "
-                                         "multi_margin_loss")
-
-
-@pytest.mark.parametrize("name", [name if name == "pairwise_distance" else pytest.param(name, marks=_MORE_LOSSES_MISSING)
-                                  for name in sorted(_MORE_LOSSES)])
+@pytest.mark.parametrize("name", sorted(_MORE_LOSSES))
 def test_more_losses_exist_and_match_torch(name):
     fn = _MORE_LOSSES[name]
     rng = np.random.default_rng(0)

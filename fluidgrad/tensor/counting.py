@@ -13,6 +13,7 @@ from ..functions import min as _min
 from ..functions import sum as _sum
 from ..indexing import constant
 from .composed import median
+from .keywords import paddle_or_torch
 from .everyday import bincount, cummax, searchsorted
 from .logic import bitwise_not, isnan
 from .search import sort, take_along_axis, where
@@ -24,22 +25,27 @@ def _describe(x: Any) -> str:
     return f"{getattr(x, 'name', None) or type(x).__name__} (shape {list(x.shape)}, {x.dtype})"
 
 
-def bucketize(x: Any, sorted_sequence: Any, out_int32: bool = False, right: bool = False,
-              name: str | None = None) -> Any:
+def bucketize(x: Any, sorted_sequence: Any = None, out_int32: bool = False, right: bool = False,
+              name: str | None = None, *, boundaries: Any = None) -> Any:
     """For each entry of x, the index of its bucket among the 1-D ascending boundaries
     `sorted_sequence`: the count of boundaries < it (<= with right=True); int64 (int32 when
-    asked), no gradient (paddle.bucketize, torch.bucketize)."""
+    asked), no gradient (paddle.bucketize, torch.bucketize: boundaries= too)."""
+    sorted_sequence = paddle_or_torch("bucketize", "sorted_sequence", sorted_sequence, "boundaries", boundaries)
+    if sorted_sequence is None:
+        raise TypeError("bucketize: missing the argument sorted_sequence= (PyTorch's boundaries=)")
     if len(sorted_sequence.shape) != 1:
         raise ValueError(f"bucketize: sorted_sequence must be 1-D, got {_describe(sorted_sequence)}")
     index = searchsorted(sorted_sequence, x, out_int32=out_int32, right=right)
     return cast(index, "int32") if out_int32 and index.dtype != "int32" else index
 
 
-def cummin(x: Any, axis: int | None = None, dtype: Any = "int64", name: str | None = None) -> tuple[Any, Any]:
+def cummin(x: Any, axis: int | None = None, dtype: Any = "int64", name: str | None = None, *,
+           dim: int | None = None) -> tuple[Any, Any]:
     """(running minimum along `axis`, the index where each was reached): the flattened x when axis
     is None (paddle.cummin; torch.cummin(x, dim)). As torch: a tie takes the later index, a NaN
     stays the minimum. cummax of an order-reversed x (-x for floats, ~x for integers and bools,
     which never overflows), then x taken at those indices: the gradient goes to that one entry."""
+    axis = paddle_or_torch("cummin", "axis", axis, "dim", dim)
     kind = str(x.dtype)
     reversed_order = scale(x, -1.0) if kind.startswith(("float", "bfloat")) else bitwise_not(x)
     _, index = cummax(reversed_order, axis=axis, dtype="int64")
@@ -51,10 +57,13 @@ def cummin(x: Any, axis: int | None = None, dtype: Any = "int64", name: str | No
     return values, index if normalize_dtype(dtype) == "int64" else cast(index, dtype)
 
 
-def nanmedian(x: Any, axis: int | None = None, keepdim: bool = False, mode: str = "avg", name: str | None = None) -> Any:
+def nanmedian(x: Any, axis: int | None = None, keepdim: bool = False, mode: str = "avg", name: str | None = None, *,
+              dim: int | None = None) -> Any:
     """The median of the entries that are not NaN, along axis (flattened when None); NaN where all
     are. Of an even count: the mean of the two middle values (mode='avg', Paddle's default) or the
-    lower one (mode='min', torch.nanmedian's). The gradient reaches the one or two middle entries."""
+    lower one (mode='min', torch.nanmedian's). The gradient reaches the one or two middle entries.
+    torch.nanmedian(x, dim) returns (values, indices); here, as median, the values only."""
+    axis = paddle_or_torch("nanmedian", "axis", axis, "dim", dim)
     if mode not in ("avg", "min"):
         raise ValueError(f"nanmedian: mode must be 'avg' or 'min', got {mode!r}")
     if not str(x.dtype).startswith(("float", "bfloat")):

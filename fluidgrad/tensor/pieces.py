@@ -14,6 +14,7 @@ from ..framework.dtypes import get_default_dtype
 from ..functions import concat, gather, reshape, slice, unsqueeze
 from ..indexing import constant
 from ..functions import remainder
+from .keywords import paddle_or_torch
 from .math import clip
 
 __all__ = ["column_stack", "dstack", "hstack", "logspace", "row_stack", "take", "tensor_split", "tril_indices",
@@ -42,10 +43,19 @@ def take(x: Any, index: Any, mode: str = "raise", name: str | None = None) -> An
     return apply_op("reshape_as", {"X": taken, "Target": index})
 
 
-def tensor_split(x: Any, num_or_indices: int | Sequence[int], axis: int = 0, name: str | None = None) -> list[Any]:
+def tensor_split(x: Any, num_or_indices: int | Sequence[int] | None = None, axis: int = 0, name: str | None = None, *,
+                 indices_or_sections: Any = None, sections: int | None = None, indices: Sequence[int] | None = None,
+                 dim: int | None = None) -> list[Any]:
     """x cut along `axis` into num_or_indices parts as equal as can be (the first size % n one
     longer), or at the given positions (a part between decreasing positions is empty)
-    (paddle.tensor_split, torch.tensor_split; never an error for an uneven cut, unlike split)."""
+    (paddle.tensor_split, torch.tensor_split with its indices_or_sections= / sections= / indices=
+    and dim=; never an error for an uneven cut, unlike split)."""
+    for torch_name, torch_value in (("indices_or_sections", indices_or_sections), ("sections", sections),
+                                    ("indices", indices)):
+        num_or_indices = paddle_or_torch("tensor_split", "num_or_indices", num_or_indices, torch_name, torch_value)
+    if num_or_indices is None:
+        raise TypeError("tensor_split: missing the argument num_or_indices= (PyTorch's indices_or_sections=)")
+    axis = paddle_or_torch("tensor_split", "axis", axis, "dim", dim, default=0)
     rank = len(x.shape)
     if not -rank <= int(axis) < max(rank, 1) or rank == 0:
         raise ValueError(f"tensor_split: axis {axis} is out of range for {_describe(x)}")
@@ -140,9 +150,14 @@ def _number(value: Any) -> Any:
     return value.item() if is_tensor(value) else value
 
 
-def logspace(start: float, stop: float, num: int, base: float = 10.0, dtype: Any = None, name: str | None = None) -> Any:
+def logspace(start: float, stop: float | None = None, num: int | None = None, base: float = 10.0, dtype: Any = None,
+             name: str | None = None, *, end: float | None = None, steps: int | None = None) -> Any:
     """base ** linspace(start, stop, num): `num` values spaced evenly on a log scale (the default
-    float dtype unless given; paddle.logspace, torch.logspace)."""
+    float dtype unless given; paddle.logspace, torch.logspace with its end= and steps=)."""
+    stop, num = paddle_or_torch("logspace", "stop", stop, "end", end), paddle_or_torch("logspace", "num", num,
+                                                                                         "steps", steps)
+    if stop is None or num is None:
+        raise TypeError("logspace: missing the arguments stop= and num= (PyTorch's end= and steps=)")
     start, stop, num, base = (_number(v) for v in (start, stop, num, base))
     if int(num) < 0:
         raise ValueError(f"logspace: num must be >= 0, got {num}")

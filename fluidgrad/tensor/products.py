@@ -11,6 +11,7 @@ from ..functions import abs as _abs
 from ..functions import add, cast, gather, matmul, multiply, not_equal, reshape, scale, subtract, transpose, unsqueeze
 from ..functions import sum as _sum
 from ..indexing import constant
+from .keywords import paddle_or_torch
 from .linalg import norm, tensordot
 from .search import where
 
@@ -21,9 +22,14 @@ def _describe(x: Any) -> str:
     return f"{getattr(x, 'name', None) or type(x).__name__} (shape {list(x.shape)}, {x.dtype})"
 
 
-def addmm(input: Any, x: Any, y: Any, beta: float = 1.0, alpha: float = 1.0, name: str | None = None) -> Any:
+def addmm(input: Any, x: Any = None, y: Any = None, beta: float = 1.0, alpha: float = 1.0, name: str | None = None, *,
+          mat1: Any = None, mat2: Any = None) -> Any:
     """beta * input + alpha * (x @ y) for matrices x and y, input broadcast to the product's shape
-    (paddle.addmm, torch.addmm). With beta = 0 input is not read (its NaNs do not leak), as torch."""
+    (paddle.addmm, torch.addmm: mat1= / mat2= too). With beta = 0 input is not read (its NaNs do
+    not leak), as torch."""
+    x, y = paddle_or_torch("addmm", "x", x, "mat1", mat1), paddle_or_torch("addmm", "y", y, "mat2", mat2)
+    if x is None or y is None:
+        raise TypeError("addmm: missing the matrices x= and y= (PyTorch's mat1= and mat2=)")
     if len(x.shape) != 2 or len(y.shape) != 2:
         raise ValueError(f"addmm: x and y must be matrices, got {_describe(x)} and {_describe(y)}")
     if x.shape[1] != y.shape[0] and -1 not in (x.shape[1], y.shape[0]):
@@ -39,24 +45,32 @@ def addmm(input: Any, x: Any, y: Any, beta: float = 1.0, alpha: float = 1.0, nam
     return add(input if beta == 1 else scale(input, float(beta)), product)
 
 
-def inner(x: Any, y: Any, name: str | None = None) -> Any:
+def inner(x: Any, y: Any = None, name: str | None = None, *, other: Any = None) -> Any:
     """Sums of products over the last axes of x and y: shape x.shape[:-1] + y.shape[:-1]
-    (paddle.inner, torch.inner, np.inner); a 0-D side multiplies."""
+    (paddle.inner, torch.inner: other= for y, np.inner); a 0-D side multiplies."""
+    y = paddle_or_torch("inner", "y", y, "other", other)
+    if y is None:
+        raise TypeError("inner: missing the argument y= (PyTorch's other=)")
     if len(x.shape) == 0 or len(y.shape) == 0:
         return multiply(x, y)
     if x.shape[-1] != y.shape[-1] or x.shape[-1] < 0:
         raise ValueError(f"inner: the last axes of x {_describe(x)} and y {_describe(y)} must have the same known size")
+    if len(x.shape) <= 2 and len(y.shape) <= 2:      # one matmul, run-time batch sizes on both sides included
+        return matmul(y, x) if len(x.shape) == 1 and len(y.shape) == 2 else matmul(x, y, transpose_y=len(y.shape) == 2)
     return tensordot(x, y, [[len(x.shape) - 1], [len(y.shape) - 1]])
 
 
-def cdist(x: Any, y: Any, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if_necessary",
-          name: str | None = None) -> Any:
+def cdist(x: Any = None, y: Any = None, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if_necessary",
+          name: str | None = None, *, x1: Any = None, x2: Any = None) -> Any:
     """The p-norm distance between each row of x [..., P, M] and each row of y [..., R, M]:
     [..., P, R] (paddle.cdist, torch.cdist; batch axes broadcast). p = 0 counts the differing
     entries, p = inf takes the largest (tied largest share its gradient, where torch's cdist gives
     each the whole); the gradient at a zero distance is 0, as torch's. Computed
     from the differences (never through the |x|^2 - 2xy + |y|^2 expansion), so compute_mode only
-    chooses torch's speed, not these values."""
+    chooses torch's speed, not these values. PyTorch's x1= / x2= are taken for x and y."""
+    x, y = paddle_or_torch("cdist", "x", x, "x1", x1), paddle_or_torch("cdist", "y", y, "x2", x2)
+    if x is None or y is None:
+        raise TypeError("cdist: missing the arguments x= and y= (PyTorch's x1= and x2=)")
     if len(x.shape) < 2 or len(y.shape) < 2 or x.shape[-1] != y.shape[-1]:
         raise ValueError(f"cdist: x {_describe(x)} and y {_describe(y)} must be [..., P, M] and [..., R, M]")
     if not p >= 0:

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..dispatch import apply_op
 from ..functions import equal, full_like, greater_than, subtract
+from .keywords import paddle_or_torch
 from .search import where
 
 __all__ = ["digamma", "frac", "heaviside", "lgamma", "polygamma"]
@@ -45,9 +46,13 @@ def frac(x: Any, name: str | None = None) -> Any:
     return subtract(x, apply_op("trunc", {"X": x}))
 
 
-def heaviside(x: Any, y: Any, name: str | None = None) -> Any:
+def heaviside(x: Any, y: Any = None, name: str | None = None, *, values: Any = None) -> Any:
     """The step function: 0 where x < 0, y where x == 0, 1 where x > 0 (broadcasting; NaN in x
-    gives 0, as both frameworks). The gradient reaches y where x == 0 (Paddle's; PyTorch has none)."""
+    gives 0, as both frameworks; PyTorch's values= for y). The gradient reaches y where x == 0
+    (Paddle's; PyTorch has none)."""
+    y = paddle_or_torch("heaviside", "y", y, "values", values)
+    if y is None:
+        raise TypeError("heaviside: missing the argument y= (PyTorch's values=)")
     if str(x.dtype) != str(y.dtype):
         raise TypeError(f"heaviside: x {_describe(x)} and y {_describe(y)} must have the same dtype")
     step = where(greater_than(x, full_like(x, 0)), full_like(x, 1), full_like(x, 0))
