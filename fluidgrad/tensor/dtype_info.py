@@ -9,7 +9,7 @@ import numpy as np
 
 from ..dispatch import is_tensor as _is_eager_tensor
 from ..framework import Variable, normalize_dtype
-from ..framework.dtypes import is_float, require_extension_dtype
+from ..framework.dtypes import get_default_dtype, is_float, require_extension_dtype
 
 __all__ = ["finfo", "iinfo", "is_floating_point", "is_integer", "is_tensor"]
 
@@ -57,7 +57,6 @@ class finfo:  # noqa: N801  (named as paddle.finfo and torch.finfo, which are cl
     dtype: str
 
     def __init__(self, dtype: Any = None) -> None:
-        from ..framework.dtypes import get_default_dtype
         numpy_dtype = _numpy_dtype(dtype if dtype is not None else get_default_dtype())
         if not is_float(numpy_dtype.name):
             raise TypeError(f"finfo: needs a floating-point dtype, got {numpy_dtype.name}; iinfo serves integers")
