@@ -350,7 +350,7 @@ def assign(x: Any, output: Any = None) -> Any:
             any(a != b and -1 not in (a, b) for a, b in zip(x.shape, output.shape)):
         raise ValueError(f"assign: cannot write {_describe(x)} into {_describe(output)}")
     if is_tensor(output):
-        output.set_value(x.data.copy())  # its own copy: x may change in place later
+        output.set_value(x._array.copy())  # its own copy: x may change in place later
         return output
     default_main_program().current_block().append_op("assign", {"X": [x]}, {"Out": [output]}, infer=False)
     return output

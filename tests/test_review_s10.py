@@ -88,10 +88,6 @@ _DATA_IDIOMS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="Tensor.data is the raw NumPy array: PyTorch's target-network and EMA "
-                   "updates p.data.copy_(q) / p.data.mul_(a).add_(q) fail with \"'numpy.ndarray' object has no "
-                   "attribute 'copy_'\", and p.data = t is accepted and breaks the parameter (its next use fails "
-                   "with a ShapeError from reshape); in PyTorch p.data is a Tensor sharing p's storage")
 @pytest.mark.parametrize("idiom", sorted(_DATA_IDIOMS))
 def test_pytorch_data_idioms_update_the_parameter(idiom):
     layer = fg.nn.Linear(2, 2)
