@@ -376,9 +376,6 @@ class _ArgmaxAndDouble(fg.autograd.PyLayer):
         return grad * 2.0
 
 
-@pytest.mark.xfail(strict=True, reason="PyLayerContext has only save_for_backward / saved_tensor: Paddle 2's (and "
-                   "torch.autograd.Function's) ctx.mark_non_differentiable and ctx.set_materialize_grads are "
-                   "AttributeErrors, and there is no fg.autograd.Function alias")
 def test_pylayer_context_marks_outputs_non_differentiable():
     x = fg.to_tensor(np.array([1.0, 3.0]), stop_gradient=False)
     doubled, index = _ArgmaxAndDouble.apply(x)
@@ -519,13 +516,7 @@ _MORE_LAYERS = {
 }
 
 
-_MISSING_LAYERS = pytest.mark.xfail(strict=True, reason="layers of paddle.nn are missing (AttributeError): nn.RNN / nn.BiRNN (a "
-                   "recurrent layer from any cell: Paddle 2's way to run a custom cell over a sequence), Bilinear, "
-                   "AlphaDropout, ChannelShuffle, Softmax2D, MaxUnPool2D")
-
-
-@pytest.mark.parametrize("name", [name if name == "PairwiseDistance" else pytest.param(name, marks=_MISSING_LAYERS)
-                                  for name in sorted(_MORE_LAYERS)])
+@pytest.mark.parametrize("name", sorted(_MORE_LAYERS))
 def test_more_layers_exist_and_run(name):
     make, in_shape, out_shape = _MORE_LAYERS[name]
     layer = make()
