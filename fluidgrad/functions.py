@@ -14,6 +14,7 @@ from .dispatch import append_static_op, apply_op, is_tensor
 from .eager import to_tensor
 from .framework import DTypeError, Variable, default_main_program, dtypes, in_dynamic_mode, normalize_dtype
 from .indexing import getitem, setitem  # noqa: F401  (x[...] and x[...] = v: fluidgrad/indexing.py)
+from .framework.runtime_dims import RuntimeDim, has_runtime_dims
 
 
 def _is_value(x: Any) -> bool:
@@ -36,6 +37,9 @@ def _constant(value: Any, dtype: str, like: Any) -> Any:
     """A 0-D constant of `dtype` in `like`'s mode, so that it broadcasts against anything."""
     if is_tensor(like):  # an integer out of the dtype's range wraps, as in PyTorch and fill_constant
         return to_tensor(np.asarray(value).astype(dtype))
+    if isinstance(value, RuntimeDim):  # x / x.shape[0] while tracing: the size at run time
+        from .static import runtime_shape
+        return runtime_shape.value_of(value, dtype)
     return apply_op("fill_constant", {}, {"shape": [], "value": _exact(value), "dtype": dtype})
 
 
@@ -231,7 +235,13 @@ sigmoid, relu = _unary("sigmoid"), _unary("relu")
 
 
 def reshape(x: Any, shape: Sequence[int], name: str | None = None) -> Any:
-    """x with a new shape of the same size; 0 keeps that axis' size, one -1 is inferred."""
+    """x with a new shape of the same size; 0 keeps that axis' size, one -1 is inferred. Sizes
+    read while jit.to_static traces (`[x.shape[0], -1]` of an unknown batch) are computed when
+    the program runs (static/runtime_shape.py)."""
+    if has_runtime_dims(shape):
+        from .static import runtime_shape  # (static/ imports this module)
+        tensor, hint = runtime_shape.shape_tensor(shape)
+        return apply_op("reshape", {"X": x, "ShapeTensor": tensor}, {"shape": hint})
     return apply_op("reshape", {"X": x}, {"shape": [int(d) for d in shape]})
 
 
@@ -380,6 +390,11 @@ def ones(shape: Sequence[int], dtype: Any = None) -> Any:
 def _filled(caller: str, shape: Sequence[int], fill_value: float, dtype: Any) -> Any:
     """`full` and its named forms; a negative size is refused here, naming the caller, rather
     than by NumPy at run time."""
+    if has_runtime_dims(shape):  # zeros([x.shape[0], 3]) while tracing: sized when the program runs
+        from .static import runtime_shape
+        tensor, hint = runtime_shape.shape_tensor(shape)
+        return append_static_op("fill_constant", {"ShapeTensor": tensor}, {
+            "shape": hint, "value": float(fill_value), "dtype": normalize_dtype(dtype or dtypes.get_default_dtype())})
     sizes = [int(d) for d in shape]
     negative = [d for d in sizes if d < 0]
     if negative:  # (this module's `min` is the op)

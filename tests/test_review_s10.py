@@ -779,11 +779,6 @@ class _FlattenByBatch(fg.nn.Layer):
         return self.fc(h.reshape([x.shape[0], 32])) + fg.zeros([x.shape[0], 3])
 
 
-@pytest.mark.xfail(strict=True, reason="jit.save with InputSpec([None, ...]) fails on the everyday "
-                   "h.reshape([x.shape[0], -1]) (\"shape [-1, -1] has more than one -1\") and on "
-                   "fg.zeros([x.shape[0], 3]) (\"negative size\"): x.shape[0] of the None batch is -1 while "
-                   "tracing; Paddle's to_static reads it with paddle.shape(x)[0], and fluidgrad's own ONNX export "
-                   "already finds such reads by a second trace (export_shapes.py)")
 @pytest.mark.parametrize("how", ["h.reshape([x.shape[0], -1])", "fg.zeros([x.shape[0], 3])"])
 def test_jit_save_with_a_none_batch_and_x_shape_0(tmp_path, how, eager):
     layer = _FlattenByBatch(how)

@@ -10,6 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..dispatch import apply_op, axis_of_input, is_tensor
+from ..framework.runtime_dims import has_runtime_dims
 from ..functions import concat
 from ..indexing import constant
 
@@ -38,7 +39,12 @@ def tile(x: Any, repeat_times: Sequence[int], name: str | None = None) -> Any:
 
 
 def expand(x: Any, shape: Sequence[int], name: str | None = None) -> Any:
-    """x broadcast to `shape`; -1 keeps x's size on that axis."""
+    """x broadcast to `shape`; -1 keeps x's size on that axis. Sizes read while jit.to_static
+    traces (`y.shape[0]` of an unknown batch) are computed when the program runs."""
+    if has_runtime_dims(shape):
+        from ..static import runtime_shape  # (static/ imports this module)
+        tensor, hint = runtime_shape.shape_tensor(shape)
+        return apply_op("expand", {"X": x, "ShapeTensor": tensor}, {"shape": hint})
     return apply_op("expand", {"X": x}, {"shape": _ints(shape)})
 
 
