@@ -281,11 +281,6 @@ _TORCH_MODELS = {"cnn with batch norm": (_TorchCNN, (1, 6, 6)), "gru": (_TorchGR
                  "transformer decoder layer": (_TorchDecoder, (5, 8))}
 
 
-@pytest.mark.xfail(strict=True, reason="models exported by torch.onnx.export's default exporter (dynamo=True) with a "
-                   "dynamic batch do not import: x.view(x.size(0), -1) is refused (\"Reshape ... a shape "
-                   "[x.shape[0], -1] with unknown dimensions under allowzero=1\", though entry 0 is the input's own "
-                   "batch), nn.GRU's Slice (\"ends depends on dimensions unknown when the program is built\"), the "
-                   "decoder layer's view; the same models from the TorchScript exporter import and match")
 @pytest.mark.parametrize("name", sorted(_TORCH_MODELS))
 def test_torch_dynamo_exported_model_with_a_dynamic_batch_imports(tmp_path, name):
     import warnings
