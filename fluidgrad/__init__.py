@@ -31,6 +31,7 @@ _math_mixin.install(functions)
 _tensor_methods.install()  # x.max(), x.unsqueeze(0), abs(x), ~mask: Paddle's Tensor methods
 from . import autograd, jit  # noqa: E402  (eager mode's PyLayer and to_static)
 from . import linalg  # noqa: E402  (paddle.linalg / torch.linalg names: inv, solve, cholesky, pinv, ...)
+from . import distribution  # noqa: E402  (paddle.distribution / torch.distributions: Normal, Categorical, ...)
 from . import io, viz  # noqa: E402  (static save/load and pictures: fg.io.save, fg.viz.draw)
 from . import metric  # noqa: E402  (paddle.metric: accuracy, Accuracy, Metric, ...)
 from .serialization import load, save  # noqa: E402  (eager state dicts: fg.save(model.state_dict(), path))

@@ -2,4 +2,4 @@ from . import functional  # noqa: F401
 from .layer import Layer, create_parameter  # noqa: F401
 from .layers import *  # noqa: F401,F403  (Linear, Conv2D, Sequential, ...)
 from .clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue  # noqa: F401  (Paddle keeps them in nn)
-from . import initializer, utils  # noqa: F401,E402  (paddle.nn.initializer, paddle.nn.utils)
+from . import init, initializer, utils  # noqa: F401,E402  (torch.nn.init, paddle.nn.initializer, paddle.nn.utils)
