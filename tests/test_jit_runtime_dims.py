@@ -151,3 +151,21 @@ def test_a_shape_tensor_of_the_wrong_rank_or_dtype_is_named():
     with pytest.raises(Exception, match="ShapeTensor"):
         fg.dispatch.append_static_op("fill_constant", {"ShapeTensor": three},
                                      {"shape": [-1, 2], "value": 0.0, "dtype": "float32"})
+
+
+def test_gradients_flow_through_a_run_time_reshape_of_a_loaded_model(tmp_path):
+    layer = _ByBatch("reshape [n, -1]")
+    path = str(tmp_path / "model")
+    fg.jit.save(layer, path, input_spec=[fg.jit.InputSpec([None, 1, 4, 4], "float32")])
+    loaded = fg.jit.load(path)
+    import fluidgrad.framework.program as program_module
+    saved, program_module._guard_depth = program_module._guard_depth, 0
+    try:
+        x = fg.to_tensor(np.random.default_rng(1).standard_normal((3, 1, 4, 4)).astype("float32"),
+                         stop_gradient=False)
+        loaded(x).sum().backward()
+        x_eager = fg.to_tensor(x.numpy().copy(), stop_gradient=False)
+        layer(x_eager).sum().backward()
+    finally:
+        program_module._guard_depth = saved
+    np.testing.assert_allclose(x.grad.numpy(), x_eager.grad.numpy(), rtol=1e-5, atol=1e-6)

@@ -6,7 +6,7 @@ import numpy as np
 from ..framework.names import EMPTY_VAR_NAME
 from . import fused_scatter
 from .grad_builder import GradBuilder
-from .registry import NO_GRADIENT, ZERO_GRADIENT, register_op
+from .registry import NO_GRADIENT, register_op
 from .shape_rules import axis_of, normalize_axis, static_numel
 
 
@@ -103,7 +103,7 @@ register_op("reshape_as", inputs="X Target", outputs="Out",
 
 
 register_op("shape", inputs="X", outputs="Out", kernel=lambda x: np.asarray(np.shape(x), dtype="int64"),
-            infer=lambda ctx: ctx.set_output("Out", [len(ctx.shape("X"))], "int64"), grad=ZERO_GRADIENT,
+            infer=lambda ctx: ctx.set_output("Out", [len(ctx.shape("X"))], "int64"), grad=NO_GRADIENT,
             doc="X's shape as a 1-D int64 tensor (paddle.shape): the sizes a traced program reads at run time.")
 
 
