@@ -34,6 +34,7 @@ from . import linalg  # noqa: E402  (paddle.linalg / torch.linalg names: inv, so
 from . import distribution  # noqa: E402  (paddle.distribution / torch.distributions: Normal, Categorical, ...)
 from . import io, viz  # noqa: E402  (static save/load and pictures: fg.io.save, fg.viz.draw)
 from . import metric  # noqa: E402  (paddle.metric: accuracy, Accuracy, Metric, ...)
+from . import amp  # noqa: E402  (paddle.amp: auto_cast, GradScaler)
 from .serialization import load, save  # noqa: E402  (eager state dicts: fg.save(model.state_dict(), path))
 from .recompute_eager import recompute  # noqa: E402  (eager activation checkpointing)
 from .recompute_pass import RecomputePolicy  # noqa: E402  (checkpoints + selective keeping)
