@@ -7,7 +7,7 @@ each unknown size as a `RuntimeDim`: an int equal to -1 (every shape rule, compa
 `int()` sees the same -1 as before) that also remembers where it came from, `x.shape[0]`,
 and the integer arithmetic done on it (`x.shape[0] * 2`, `n // 2`). The builders that take a
 shape (reshape, zeros / ones / full, expand) turn it into ops computing that size when the
-program runs (`static/runtime_shape.py`), and so does a value computed from it (`x / n`).
+program runs (`functions.runtime_shape_tensor`), and so does a value computed from it (`x / n`).
 Arithmetic it cannot carry (`/`, `%`, `**`) raises an error naming the expression rather than
 computing with -1. (Python reads an int subclass as an index without asking it, so
 `range(x.shape[0])` still sees -1.) Known sizes stay plain ints.
