@@ -91,14 +91,14 @@ def _pylayer_grad(g: Any) -> None:
                          f"{n_inputs} Tensor inputs")
     values = []
     for i, (r, shape) in enumerate(zip(result, g.attr("in_shapes"))):
-        returned = None if r is None else list(np.shape(r.data if isinstance(r, Tensor) else r))
+        returned = None if r is None else list(np.shape(r._array if isinstance(r, Tensor) else r))
         if returned is not None and not _broadcastable(returned, shape):
             raise ValueError(f"{cls.__name__}.backward returned a gradient of shape {returned} for input {i}, "
                              f"which has shape {shape}")
         if r is None or g.create_graph:
             values.append(r)
         else:
-            values.append(r.data if isinstance(r, Tensor) else np.asarray(r))
+            values.append(r._array if isinstance(r, Tensor) else np.asarray(r))
     g.set_input_grad("X", values)
 
 
@@ -131,11 +131,11 @@ class PyLayer:
         for out in items:
             if not isinstance(out, Tensor):
                 raise TypeError(f"{cls.__name__}.forward must return Tensors, got {type(out).__name__}")
-        wrapped = record_custom(_PYLAYER_OP, inputs, [o.data for o in items],
+        wrapped = record_custom(_PYLAYER_OP, inputs, [o._array for o in items],
                                 {"cls": cls, "ctx": ctx, "n_inputs": len(inputs),
-                                 "in_shapes": [list(t.data.shape) for t in inputs]})
+                                 "in_shapes": [list(t._array.shape) for t in inputs]})
         # a non-differentiable output is cut from the node: no gradient can reach it
-        wrapped = [Tensor(w.data) if ctx.is_non_differentiable(o) else w for o, w in zip(items, wrapped)]
+        wrapped = [Tensor(w._array) if ctx.is_non_differentiable(o) else w for o, w in zip(items, wrapped)]
         return wrapped[0] if single else tuple(wrapped)
 
 

@@ -98,7 +98,7 @@ def _with_constants(op_type: str, inputs: dict[str, Any]) -> dict[str, Any]:
             raise TypeError(f"{op_type}: input {slot} is an eager Tensor that requires a gradient, mixed with the "
                             f"static Variable {variable.name}; a Program can neither differentiate nor update it: "
                             f"make it a parameter (static.create_parameter), or trace the eager code (jit.to_static)")
-        array = value.data
+        array = value._array
         return append_static_op("assign_value", {}, {"shape": list(array.shape), "dtype": array.dtype.name,
                                                      "values": array.reshape(-1).tolist()})
     return {slot: [constant(slot, v) for v in value] if isinstance(value, (list, tuple)) else constant(slot, value)
@@ -114,7 +114,7 @@ def _as_parameter(tensor: Tensor, trainable: bool = True) -> Parameter:
     entry = lifted.get(id(tensor))
     if entry is not None and entry[0]() is tensor:
         return entry[1]
-    block, array = program.global_block(), tensor.data
+    block, array = program.global_block(), tensor._array
     name = tensor.name if tensor.name and not block.has_var(tensor.name) else unique_name(tensor.name or "param")
     param = block.create_parameter(name, list(array.shape), array.dtype.name, trainable=trainable)
     param.optimize_attr = {"learning_rate": 1.0}
@@ -156,10 +156,10 @@ def sync_from_scope(tensor: Tensor) -> None:
     if entry is None:
         return
     value = global_scope().get(entry[1])
-    if value is None or value is entry[2] or getattr(value, "shape", None) != tensor.data.shape:
+    if value is None or value is entry[2] or getattr(value, "shape", None) != tensor._array.shape:
         return
     entry[2] = value
-    tensor.set_value(np.array(value, dtype=tensor.data.dtype))
+    tensor.set_value(np.array(value, dtype=tensor._array.dtype))
 
 
 def write_to_scope(tensor: Tensor) -> None:
@@ -168,7 +168,7 @@ def write_to_scope(tensor: Tensor) -> None:
     entry = _binding(tensor)
     if entry is None:
         return
-    array = np.array(tensor.data)
+    array = np.array(tensor._array)
     scope = global_scope()
     if entry[1] in scope:
         scope.assign(entry[1], array)

@@ -543,7 +543,7 @@ def _setitem_tensor(x: Tensor, item: Any, value: Any) -> None:
     if view is not None:
         _check_view(x, view, "x[...] = v")
     # the value before, for the graph (while tracing: x, which names its current variable)
-    old = x if state.tracer is not None else Tensor(x.data, x.stop_gradient, x._node, x._idx, x.name)
+    old = x if state.tracer is not None else Tensor(x._array, x.stop_gradient, x._node, x._idx, x.name)
     _take_tensor_value(x, _set_value(old, item, value))
     if view is not None:
         _write_back(x, view)
@@ -626,12 +626,12 @@ def _take_tensor_value(x: Tensor, new: Tensor) -> None:
         state.tracer.rebind(x, new)
         return
     if not is_grad_enabled():  # as PyTorch under no_grad: the value changes, the graph link stays
-        x.data = new.data
+        x._array = new._array
         _record_modification(x)
         return
     moved = (new._node, new._idx, new.stop_gradient) != (x._node, x._idx, x.stop_gradient)
     before = Superseded(x) if moved else None  # what the nodes recorded so far read (x's old link)
-    x.data = new.data
+    x._array = new._array
     x._node, x._idx, x.stop_gradient = new._node, new._idx, new.stop_gradient
     _record_modification(x, before)
 

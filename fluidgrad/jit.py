@@ -62,7 +62,7 @@ from .eager.mode import is_grad_enabled, set_tracer
 from .eager.node import CustomOp
 from .eager.tensor import Tensor
 from .executor import Executor, Scope
-from .framework import Parameter, Program, Variable, program_guard, unique_name
+from .framework import Parameter, Program, Variable, program_guard, runtime_dims, unique_name
 from .io import load_inference_model, save_inference_model
 from .io.model_files import ModelFileError, read_metadata
 from .nn import layer as layer_module
@@ -208,7 +208,8 @@ class _TracedProgram:
             saved = set_tracer(tracer)
             layer_module.call_observers.append(lambda layer: ran.setdefault(id(layer), layer))
             try:
-                result = fn(*call_args, **call_kwargs)
+                with runtime_dims.reading():  # x.shape[0] of an unknown size: read at run time
+                    result = fn(*call_args, **call_kwargs)
                 self.outputs, self.rebuild, self.output_tree = _flatten_outputs(result, tracer)
             finally:
                 layer_module.call_observers.pop()
@@ -270,15 +271,15 @@ class _TracedProgram:
 
     def run(self, tensors: Sequence[Tensor]) -> Any:
         """Run on `tensors`, the Tensor leaves of the call's arguments (as `_structure` lists them)."""
-        feed = {var.name: t.data for var, t in zip(self.input_vars, tensors)}
-        params = {name: tensor.data for name, tensor in self.captured}
+        feed = {var.name: t._array for var, t in zip(self.input_vars, tensors)}
+        params = {name: tensor._array for name, tensor in self.captured}
         fetch = self.outputs + [var for _, var in self.writes] + [var for _, var in self.input_writes]
         values = self.executor.run(self.program, feed=feed, fetch_list=fetch, scope=self._scope(params))
         written = values[len(self.outputs):]
         for (tensor, _), value in zip(self.writes, written):
-            tensor.data = value
+            tensor._array = value
         for (index, _), value in zip(self.input_writes, written[len(self.writes):]):
-            tensors[index].data = value
+            tensors[index]._array = value
         out_values = values[:len(self.outputs)]
         wrt_inputs = [(var.name, t) for var, t in zip(self.input_vars, tensors) if not t.stop_gradient]
         wrt_params = [(name, t) for name, t in self.captured if not t.stop_gradient]
@@ -286,7 +287,7 @@ class _TracedProgram:
         tensors = record_custom(_TO_STATIC_OP, [t for _, t in wrt], out_values,
                                 {"traced": self, "feed": feed, "params": params,
                                  "wrt": tuple(name for name, _ in wrt)})
-        tensors = [Tensor(t.data) if var.stop_gradient and not t.stop_gradient else t  # computed under no_grad()
+        tensors = [Tensor(t._array) if var.stop_gradient and not t.stop_gradient else t  # computed under no_grad()
                    for var, t in zip(self.outputs, tensors)]
         self.last_results = [weakref.ref(t) for t in tensors]  # what jit.save's output_spec may name
         return self.rebuild(tensors)
@@ -528,7 +529,7 @@ def save(layer: Any, path: str, input_spec: Sequence[InputSpec | Tensor] | None 
         raise TypeError(f"jit.save: the function's outputs are nested in a way a model file cannot keep "
                         f"({tree!r}): dict keys must be str, int, float, bool or None")
     scope = Scope()
-    scope.vars.update({name: tensor.data for name, tensor in traced.captured})
+    scope.vars.update({name: tensor._array for name, tensor in traced.captured})
     save_inference_model(path, traced.input_vars, outputs, program=traced.program, scope=scope,
                          metadata={"jit_output_tree": tree})
 

@@ -230,10 +230,16 @@ for _name, _domain, _torch in [
         ("tan", "unit", "tan"), ("erfinv", "unit", "erfinv"), ("asin", "unit", "asin"), ("acos", "unit", "acos"), ("atanh", "unit", "atanh"),
         ("acosh", "above1", "acosh"), ("gelu", "all", "nn.functional.gelu"), ("silu", "all", "nn.functional.silu"),
         ("mish", "all", "nn.functional.mish"), ("softplus", "all", "nn.functional.softplus"),
-        ("log_sigmoid", "all", "nn.functional.logsigmoid")]:
+        ("log_sigmoid", "all", "nn.functional.logsigmoid"), ("lgamma", "pos", "lgamma"),
+        ("digamma", "above1", "digamma")]:
     _pre_f, _pre_t = _DOMAIN[_domain]
     _UNARY[_name] = (lambda F, x, n=_name, p=_pre_f: _apply(F, n, {"X": p(F, x)}),
                      lambda T, x, t=_torch, p=_pre_t: _attr_path(T, t)(p(x)), (_name,))
+
+
+_pre_f, _pre_t = _DOMAIN["above1"]
+_UNARY["polygamma"] = (lambda F, x, p=_pre_f: _apply(F, "polygamma", {"X": p(F, x)}, {"n": 1}),
+                       lambda T, x, p=_pre_t: T.polygamma(1, p(x)), ("polygamma",))
 
 
 def _attr_path(module, dotted):

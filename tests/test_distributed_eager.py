@@ -39,7 +39,7 @@ def test_a_node_offering_a_buffer_gets_the_matmul_gradient_written_into_it():
     for twice in (False, True):
         offers.clear()
         w = fg.to_tensor(w_value, stop_gradient=False)
-        (routed,) = record_custom(routing, [w], [w.data], {})
+        (routed,) = record_custom(routing, [w], [w._array], {})
         out = fg.matmul(fg.to_tensor(x), routed)
         if twice:
             out = out + fg.matmul(fg.to_tensor(2 * x), routed)

@@ -458,8 +458,8 @@ def test_values_the_backward_does_not_read_die_during_the_forward_pass():
     h2 = h1 + b
     h3 = fg.tanh(h2)
     out = fg.sum(h3 * 3.0)
-    freed = [weakref.ref(h1.data), weakref.ref(h2.data)]
-    kept = weakref.ref(h3.data)
+    freed = [weakref.ref(h1._array), weakref.ref(h2._array)]
+    kept = weakref.ref(h3._array)
     del h1, h2, h3
     assert [r() for r in freed] == [None, None]
     assert kept() is not None  # tanh's gradient reads its output
@@ -506,7 +506,7 @@ def test_an_input_needed_only_for_another_inputs_gradient_is_kept_when_that_one_
     x, w = t(rng.standard_normal((40, 40))), t(rng.standard_normal((40, 40)))
     h = x * 2.0
     out = fg.sum(h * w)  # d/dw reads h
-    ref = weakref.ref(h.data)
+    ref = weakref.ref(h._array)
     del h
     assert ref() is not None
     out.backward()
@@ -668,12 +668,12 @@ def _sgd_run(params_np, grads_np, held=False):
     kept, same_array = [], []
     for g_np in grads_np:
         fg.add_n([fg.sum(p * fg.to_tensor(g)) for p, g in zip(params, g_np)]).backward()
-        ids = [id(p.data) for p in params]
+        ids = [id(p._array) for p in params]
         if held:
             kept.append([(p.numpy(), p.numpy().copy()) for p in params])
         opt.step()
         opt.clear_grad()
-        same_array.append([id(p.data) == i for p, i in zip(params, ids)])
+        same_array.append([id(p._array) == i for p, i in zip(params, ids)])
     return [p.numpy().copy() for p in params], same_array, kept
 
 
@@ -1394,7 +1394,7 @@ def test_the_superseded_links_die_with_the_tensor_and_hold_no_values():
     a[0] = 5.0
     (_, [(_, before)]) = relinked[id(a)]
     assert before._node is first
-    assert type(before.data) is not np.ndarray  # the link, not the array
+    assert type(before._array) is not np.ndarray  # the link, not the array
     del a, before
     gc.collect()
     assert all(ref() is not None for ref, _ in relinked.values())  # the dead tensor's entry went with it

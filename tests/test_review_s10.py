@@ -81,10 +81,6 @@ _DATA_IDIOMS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="Tensor.data is the raw NumPy array: PyTorch's target-network and EMA "
-                   "updates p.data.copy_(q) / p.data.mul_(a).add_(q) fail with \"'numpy.ndarray' object has no "
-                   "attribute 'copy_'\", and p.data = t is accepted and breaks the parameter (its next use fails "
-                   "with a ShapeError from reshape); in PyTorch p.data is a Tensor sharing p's storage")
 @pytest.mark.parametrize("idiom", sorted(_DATA_IDIOMS))
 def test_pytorch_data_idioms_update_the_parameter(idiom):
     layer = fg.nn.Linear(2, 2)
@@ -270,11 +266,6 @@ _TORCH_MODELS = {"cnn with batch norm": (_TorchCNN, (1, 6, 6)), "gru": (_TorchGR
                  "transformer decoder layer": (_TorchDecoder, (5, 8))}
 
 
-@pytest.mark.xfail(strict=True, reason="models exported by torch.onnx.export's default exporter (dynamo=True) with a "
-                   "dynamic batch do not import: x.view(x.size(0), -1) is refused (\"Reshape ... a shape "
-                   "[x.shape[0], -1] with unknown dimensions under allowzero=1\", though entry 0 is the input's own "
-                   "batch), nn.GRU's Slice (\"ends depends on dimensions unknown when the program is built\"), the "
-                   "decoder layer's view; the same models from the TorchScript exporter import and match")
 @pytest.mark.parametrize("name", sorted(_TORCH_MODELS))
 def test_torch_dynamo_exported_model_with_a_dynamic_batch_imports(tmp_path, name):
     import warnings
@@ -452,12 +443,8 @@ _MORE_FUNCTIONS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="everyday functions that both paddle and torch have are missing "
-                   "(AttributeError): take, bucketize, cummin, addmm, tensor_split, lgamma, digamma, logspace, vstack, "
-                   "tril_indices, diag_embed, cdist, inner, frac, heaviside, nanmedian, histogram, is_tensor, "
-                   "is_floating_point, finfo")
 @pytest.mark.parametrize("name", sorted(_MORE_FUNCTIONS))
-def test_everyday_functions_of_paddle_and_torch(name):
+def test_everyday_functions_of_paddle_and_torch(name, eager):   # eager: tril_indices, logspace have no inputs
     fn = _MORE_FUNCTIONS[name]
     expected = fn(torch, torch.tensor(_X))
     got = fn(fg, fg.to_tensor(_X))
@@ -480,14 +467,7 @@ _MORE_LOSSES = {
 }
 
 
-_MORE_LOSSES_MISSING = pytest.mark.xfail(strict=True, reason="more losses of paddle.nn.functional / torch.nn.functional "
-                                         "are missing (AttributeError), besides the seven of review s9: "
-                                         "hinge_embedding_loss, multi_label_soft_margin_loss, poisson_nll_loss, "
-                                         "multi_margin_loss")
-
-
-@pytest.mark.parametrize("name", [name if name == "pairwise_distance" else pytest.param(name, marks=_MORE_LOSSES_MISSING)
-                                  for name in sorted(_MORE_LOSSES)])
+@pytest.mark.parametrize("name", sorted(_MORE_LOSSES))
 def test_more_losses_exist_and_match_torch(name):
     fn = _MORE_LOSSES[name]
     rng = np.random.default_rng(0)
@@ -733,11 +713,6 @@ class _FlattenByBatch(fg.nn.Layer):
         return self.fc(h.reshape([x.shape[0], 32])) + fg.zeros([x.shape[0], 3])
 
 
-@pytest.mark.xfail(strict=True, reason="jit.save with InputSpec([None, ...]) fails on the everyday "
-                   "h.reshape([x.shape[0], -1]) (\"shape [-1, -1] has more than one -1\") and on "
-                   "fg.zeros([x.shape[0], 3]) (\"negative size\"): x.shape[0] of the None batch is -1 while "
-                   "tracing; Paddle's to_static reads it with paddle.shape(x)[0], and fluidgrad's own ONNX export "
-                   "already finds such reads by a second trace (export_shapes.py)")
 @pytest.mark.parametrize("how", ["h.reshape([x.shape[0], -1])", "fg.zeros([x.shape[0], 3])"])
 def test_jit_save_with_a_none_batch_and_x_shape_0(tmp_path, how, eager):
     layer = _FlattenByBatch(how)

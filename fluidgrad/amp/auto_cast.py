@@ -56,7 +56,7 @@ def amp_state() -> _Setting | None:
 
 def _dtype_of(value: Any) -> str | None:
     if isinstance(value, Tensor):
-        return value.data.dtype.name
+        return value._array.dtype.name
     if isinstance(value, Variable):
         return value.dtype
     return None

@@ -90,7 +90,7 @@ class GradScaler:
             grad = getattr(param, "grad", None)
             if grad is None:
                 continue
-            array = grad.data
+            array = grad._array
             if array.dtype.kind == "f":
                 unscaled = array * array.dtype.type(inverse)
                 found_inf = found_inf or not bool(np.isfinite(unscaled).all())

@@ -91,7 +91,7 @@ def _check_op(op: Any, what: str = "all_reduce") -> str:
 def _values(x: Any, what: str) -> np.ndarray:
     """The array behind `x`: a Tensor's, an array, or a number's (returned as a number)."""
     if is_tensor(x):
-        return np.asarray(x.data)
+        return np.asarray(x._array)
     if isinstance(x, np.ndarray):
         return x
     if isinstance(x, (numbers.Number, np.generic)):

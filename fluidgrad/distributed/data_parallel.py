@@ -93,7 +93,7 @@ class DataParallel(Layer):
         # the first bucket reduced (the last layers') is small, 1 MB unless given, so it starts early
         self._overlap = not self._world.shares_memory()
         first = last_comm_buffer_size if last_comm_buffer_size is not None else (1 if self._overlap else None)
-        buckets = plan_buckets([p.shape for p in self._params], [p.data.dtype.name for p in self._params],
+        buckets = plan_buckets([p.shape for p in self._params], [p._array.dtype.name for p in self._params],
                                comm_buffer_size * MB, first * MB if comm_buffer_size > 0 and first is not None else None)
         global _WRAPPED
         _WRAPPED += 1
@@ -155,7 +155,7 @@ def check_same_parameters(world: World, named: list[tuple[str, Tensor]]) -> None
     """Every rank must wrap the same parameters; else an error naming rank and parameter."""
     if world.size == 1:
         return
-    mine = [(n, list(p.shape), p.data.dtype.name) for n, p in named]
+    mine = [(n, list(p.shape), p._array.dtype.name) for n, p in named]
     every = world.all_gather_object(mine, "DataParallel (parameter check)")
     for rank, theirs in enumerate(every):
         if theirs == every[0]:
@@ -173,7 +173,7 @@ def broadcast_parameters(world: World, layer: Layer) -> None:
     if world.size == 1:
         return
     for name, tensor in list(layer.named_parameters()) + list(layer.named_buffers()):
-        tensor.set_value(world.broadcast(tensor.data, 0, what=f"DataParallel broadcast of {name}"))
+        tensor.set_value(world.broadcast(tensor._array, 0, what=f"DataParallel broadcast of {name}"))
 
 
 @contextlib.contextmanager
@@ -182,8 +182,8 @@ def _routed_parameters(layers: Layer, params: list[Tensor], step: _ReduceStep, e
     """During one forward pass, the layers read each parameter through its identity nodes
     (`gather`, then, with `each`, its own `ready_i`). `holders`: where the layers hold the
     parameters (`parameter_holders`), checked and found again if the model changed."""
-    gathered = record_custom(_GATHER, params, [p.data for p in params], {"step": step})
-    routed = {id(p): record_custom(_READY, [g], [g.data], {"step": step, "index": i})[0] if each else g
+    gathered = record_custom(_GATHER, params, [p._array for p in params], {"step": step})
+    routed = {id(p): record_custom(_READY, [g], [g._array], {"step": step, "index": i})[0] if each else g
               for i, (p, g) in enumerate(zip(params, gathered))}
     ready_nodes = [t._node for t in routed.values()] if each else []
     if not all(layer._parameters.get(name) is param for layer, name, param in holders):
@@ -243,7 +243,7 @@ def _tensors(outputs: Any) -> list[Tensor]:
 
 def _arrays(grads: list) -> list:
     """The output gradients as arrays (Tensors under create_graph: the reduction is not recorded)."""
-    return [g.data if isinstance(g, Tensor) else g for g in grads]
+    return [g._array if isinstance(g, Tensor) else g for g in grads]
 
 
 def _gather_grad(g: Any) -> None:
@@ -316,10 +316,10 @@ class _Layout:
             for i in bucket:
                 self.bucket_of[i], self.offset[i] = b, position
                 position += prod(params[i].shape)
-            self.sizes.append((position, params[bucket[0]].data.dtype))
+            self.sizes.append((position, params[bucket[0]]._array.dtype))
         # where each parameter's gradient lies in its bucket, for wait_arrays
         self.pieces = [[(self.offset[i], tuple(params[i].shape)) for i in bucket] for bucket in buckets]
-        self.shapes = [(tuple(p.shape), p.data.dtype) for p in params]
+        self.shapes = [(tuple(p.shape), p._array.dtype) for p in params]
         self.flat_by_path: dict[str, list[Any]] = {}
         self.streams_by_path: dict[tuple[str, bool], list[bool]] = {}
         self.chooser = StoreChooser()
@@ -339,7 +339,7 @@ class _Layout:
         for ref in outstanding:
             grad = ref()
             if grad is not None and grad.pending:
-                grad.data  # noqa: B018  (reading it computes it)
+                grad._array  # noqa: B018  (reading it computes it)
         if step is not None:
             step.complete()
 
@@ -469,7 +469,7 @@ class _ReduceStep:
         """Parameter i's complete gradient into its place in its bucket (unless its op wrote it there)."""
         param = self.params[i]
         if param.grad is not None:  # accumulated under no_sync (or not cleared): reduce the sum
-            grad = grad + param.grad.data
+            grad = grad + param.grad._array
             self.folded.append(i)
         b, start = self.bucket_of[i], self.offset[i]
         if grad is not self.offered.get(i):  # else its op wrote it in place (and nothing was added)

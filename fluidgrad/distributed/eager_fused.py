@@ -52,7 +52,7 @@ from .buckets import own_options
 # off: DataParallel averages the gradients inside backward and the optimizer steps apart (the
 # path before the fused update; benchmarks and tests compare the two)
 FUSE_UPDATES = True
-_DATA = Tensor.__dict__["data"]  # the slot under DeferredGrad's `data` property
+_DATA = Tensor.__dict__["_array"]  # the slot under DeferredGrad's `_array` property
 
 
 class DeferredGrad(Tensor):
@@ -67,14 +67,14 @@ class DeferredGrad(Tensor):
         self.pending = True
 
     @property
-    def data(self) -> np.ndarray:
+    def _array(self) -> np.ndarray:  # type: ignore[override]
         if self.pending:
             self.pending = False
             _DATA.__set__(self, self.source.materialize(self.index))
         return _DATA.__get__(self)
 
-    @data.setter
-    def data(self, value: np.ndarray) -> None:
+    @_array.setter
+    def _array(self, value: np.ndarray) -> None:
         self.pending = False
         _DATA.__set__(self, value)
 
@@ -116,7 +116,7 @@ class Rule:
         for slot, (value, kind) in self.optimizer.accumulators.items():
             array = state.get(slot)
             if array is None:
-                state[slot] = np.full(param.shape if kind == "param" else [1], value, param.data.dtype)
+                state[slot] = np.full(param.shape if kind == "param" else [1], value, param._array.dtype)
             elif kind == "param" and not _writable(array):
                 state[slot] = np.array(array, order="C")
         return state
@@ -173,9 +173,9 @@ def update_bucket(rule: Rule, params: list[Tensor], offsets: list[int], owns: li
     direct = _direct_update(rule, rows, skip, scale)
     dtype = rows.dtype
     for param, start, own in zip(params, offsets, owns):
-        in_place = _references(param) <= _ALONE and _writable(param.data)  # counted before a local holds it
+        in_place = _references(param) <= _ALONE and _writable(param._array)  # counted before a local holds it
         # else someone holds the array (a view, numpy()): they keep the old values, the update a copy
-        value = param.data if in_place else np.array(param.data, order="C")
+        value = param._array if in_place else np.array(param._array, order="C")
         state = rule.state(param)
         if direct is not None and value.dtype == dtype and own.dtype == dtype and own.flags.c_contiguous:
             direct(own, start, value.reshape(-1), state, param)
@@ -226,7 +226,7 @@ def _writable(array: np.ndarray) -> bool:
 
 
 def _references(tensor: Tensor) -> int:
-    return sys.getrefcount(tensor.data)
+    return sys.getrefcount(tensor._array)
 
 
 # what `_references` counts for an array only its Tensor holds (measured: it differs between interpreters)

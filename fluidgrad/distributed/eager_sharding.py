@@ -91,7 +91,7 @@ class _Bucket:
         self.indices = indices
         self.params = [params[i] for i in indices]
         self.shapes = [tuple(params[i].shape) for i in indices]
-        self.dtype = params[indices[0]].data.dtype
+        self.dtype = params[indices[0]]._array.dtype
         self.key, self.copy_key = key, f"{key}.copy"
 
 
@@ -110,14 +110,14 @@ class ShardedOptimizer:
         self.inner, self.params, self.world = optimizer, params, get_world()
         n = next(_SHARDED)
         first = first_bucket_size_mb * MB if first_bucket_size_mb is not None and bucket_size_mb > 0 else None
-        plan = plan_buckets([p.shape for p in params], [p.data.dtype.name for p in params], bucket_size_mb * MB, first)
+        plan = plan_buckets([p.shape for p in params], [p._array.dtype.name for p in params], bucket_size_mb * MB, first)
         self.buckets = [_Bucket(f"EagerSharded{n}.{b}", indices, params) for b, indices in enumerate(plan)]
         self.reason = unsupported(optimizer) or own_options(optimizer, params)
         wrapper = wrapper_of(params)
         if wrapper is None and self.world.size > 1:  # nobody made the parameters equal: rank 0's
             check_same_parameters(self.world, [(f"parameter {i}", p) for i, p in enumerate(params)])
             for i, p in enumerate(params):
-                p.set_value(self.world.broadcast(p.data, 0, what=f"sharded optimizer broadcast of parameter {i}"))
+                p.set_value(self.world.broadcast(p._array, 0, what=f"sharded optimizer broadcast of parameter {i}"))
         if self.reason is not None:
             warnings.warn(f"sharded optimizer: {self.reason}; averaging whole gradients instead (every rank "
                           f"updates every parameter)", stacklevel=3)
@@ -174,7 +174,7 @@ class ShardedOptimizer:
         states = [self._state(p) for p in params]
         decay = opt.regularization.coeff if opt.regularization is not None else 0.0
         lr = np.full([1], opt.get_lr(), bucket.dtype)
-        inputs = [[grads[i] for i in bucket.indices], [p.data for p in params]]
+        inputs = [[grads[i] for i in bucket.indices], [p._array for p in params]]
         slots = _FUSED_STATES[op_type]
         inputs += [[s[slot] for s in states] for slot in slots]
         if op_type == "c_bucket_adam":
@@ -219,7 +219,7 @@ class ShardedOptimizer:
         shard, gather = get_op_def("c_bucket_shard").kernel, get_op_def("c_bucket_allgather").kernel
         params = bucket.params
         states = [self._state(p) for p in params]
-        param_part = shard([p.data for p in params], nranks=nranks)
+        param_part = shard([p._array for p in params], nranks=nranks)
         if opt.regularization is not None:
             grad_part = opt.regularization.apply_array(param_part, grad_part)
         values = []
@@ -248,7 +248,7 @@ class ShardedOptimizer:
         state = self.inner._eager_state.setdefault(id(param), {})
         for slot, (value, kind) in self.inner.accumulators.items():
             if slot not in state:
-                state[slot] = np.full(param.shape if kind == "param" else [1], value, param.data.dtype)
+                state[slot] = np.full(param.shape if kind == "param" else [1], value, param._array.dtype)
         return state
 
     def _average_whole_gradients(self) -> None:
@@ -290,7 +290,7 @@ def group_sharded_parallel(model: Layer, optimizer: Optimizer, level: str = "os"
 def _updated(param: Tensor, value: np.ndarray) -> None:
     """The parameter's new value: the node copy's view it holds since the last step, changed in place
     (recorded as set_value records it: a retained graph that read the old value refuses), or that view."""
-    if param.data is value:
+    if param._array is value:
         _record_modification(param)
     else:
         param._take_array(value)  # the node copy's view itself, not a copy of it
@@ -300,5 +300,5 @@ def _grad_array(param: Tensor) -> np.ndarray:
     """The parameter's gradient (zeros when it got none: every rank takes part in every bucket)."""
     grad = param.grad
     if grad is None:
-        return np.zeros(param.shape, param.data.dtype)
-    return grad.data if isinstance(grad, Tensor) else np.asarray(grad)
+        return np.zeros(param.shape, param._array.dtype)
+    return grad._array if isinstance(grad, Tensor) else np.asarray(grad)

@@ -38,7 +38,7 @@ class GradientAverager:
             own = [(i, p) for i, p in enumerate(self.params) if id(p) not in averaged]
             check_same_parameters(self.world, [(f"parameter {i}", p) for i, p in own])
             for _, p in own:
-                p.set_value(self.world.broadcast(p.data, 0, what=f"{self.name}: broadcast of the parameters"))
+                p.set_value(self.world.broadcast(p._array, 0, what=f"{self.name}: broadcast of the parameters"))
 
     def _not_averaged_in_backward(self) -> list[Tensor]:
         averaged = averaged_in_backward()
@@ -70,5 +70,5 @@ def _grad_array(param: Tensor) -> np.ndarray:
     """The parameter's gradient (zeros when it got none on this rank: every rank takes part)."""
     grad = param.grad
     if grad is None:
-        return np.zeros(param.shape, param.data.dtype)
-    return np.asarray(grad.data if isinstance(grad, Tensor) else grad)
+        return np.zeros(param.shape, param._array.dtype)
+    return np.asarray(grad._array if isinstance(grad, Tensor) else grad)

@@ -28,7 +28,7 @@ def _array(x: Any, what: str) -> np.ndarray:
     if isinstance(x, Variable):
         raise TypeError(f"{what} works on Tensors and NumPy arrays (eager), got Variable {x.name}")
     if is_tensor(x):
-        return np.asarray(x.data)
+        return np.asarray(x._array)
     if isinstance(x, np.ndarray):
         return x
     raise TypeError(f"{what}: expects a Tensor or a NumPy array, got {type(x).__name__}")

@@ -17,7 +17,7 @@ from ..framework.errors import FluidgradError, IndexRangeError, InvalidValueErro
 from .infer import attr_key, cache_key, key_or_none, run_rule
 from .mode import all_default, state
 from .node import _CALLS, CustomOp, OpCall, new_node, op_call, record_node
-from .tensor import Tensor, op_output
+from .tensor import DataView, Tensor, op_output
 
 _ndarray = np.ndarray
 _asarray = np.asarray
@@ -34,7 +34,8 @@ def set_output_check(check: Callable[[OpCall, Sequence[Any], Any], None] | None)
 
 def _as_tensor(value: Any, op_type: str, slot: str) -> Tensor:
     if isinstance(value, Tensor):
-        return value
+        # x.data: the node keeps the value read now (unless it is a leaf wanting its own gradient)
+        return value.snapshot() if isinstance(value, DataView) and (value.stop_gradient or value._node) else value
     if isinstance(value, np.ndarray):
         return Tensor(value)
     if isinstance(value, Variable):
@@ -98,7 +99,7 @@ def _gather_single(call: OpCall, tensors: list, args: list) -> bool:
             continue
         if type(value) is not Tensor:
             value = tensors[i] = _as_tensor(value, call.type, call.in_names[i])
-        args.append(value.data)
+        args.append(value._array)
         if not value.stop_gradient:
             requires = True
     return requires
@@ -113,13 +114,13 @@ def _gather_inputs(call: OpCall, tensors: list, args: list) -> bool:
             args.append(None)
         elif dup:
             items = tensors[i] = [v if type(v) is Tensor else _as_tensor(v, call.type, slot) for v in value]
-            args.append([t.data for t in items])
+            args.append([t._array for t in items])
             if not requires:
                 requires = any(not t.stop_gradient for t in items)
         else:
             if type(value) is not Tensor:
                 value = tensors[i] = _as_tensor(value, call.type, slot)
-            args.append(value.data)
+            args.append(value._array)
             if not value.stop_gradient:
                 requires = True
     return requires
@@ -164,8 +165,8 @@ def apply_binary(op_type: str, x: Tensor, y: Tensor) -> Tensor:
     if not default and state.tracer is not None:
         return state.tracer.apply(op_type, {"X": x, "Y": y}, {}, None)
     call = _CALLS.get(op_type) or op_call(op_type)
-    xd = x.data
-    yd = y.data
+    xd = x._array
+    yd = y._array
     try:
         expected = call.infer_cache[(xd.dtype, yd.dtype, call.default_attr_key) if call.dtype_keyed else
                                     (xd.shape, xd.dtype, yd.shape, yd.dtype, call.default_attr_key)]
@@ -182,7 +183,7 @@ def apply_unary(op_type: str, x: Tensor, attrs: dict) -> Tensor:
     if not default and state.tracer is not None:
         return state.tracer.apply(op_type, {"X": x}, attrs, None)
     call = _CALLS.get(op_type) or op_call(op_type)
-    xd = x.data
+    xd = x._array
     try:
         expected = call.infer_cache[(xd.shape, xd.dtype, attr_key(call, attrs, None) if call.infer_attrs else ())]
     except (KeyError, TypeError):

@@ -215,7 +215,7 @@ def _needed_nodes(order: list[Node], wanted: set, targets: Sequence[Tensor]) -> 
 
 
 def _array_of(value: Any) -> Any:
-    return value.data if isinstance(value, Tensor) else value
+    return value._array if isinstance(value, Tensor) else value
 
 
 def _hook_value(value: Any) -> Tensor:
@@ -227,7 +227,7 @@ def _run_hooks(hooks: list, g: Any, create_graph: bool, external: set) -> Any:
         result = hook(_hook_value(g))
         if result is not None:
             _check_hook_shape(hook, np.shape(_array_of(g)), np.shape(_array_of(result)))
-            g = result if create_graph else (result.data if isinstance(result, Tensor) else _asarray(result))
+            g = result if create_graph else (result._array if isinstance(result, Tensor) else _asarray(result))
             external.add(id(_array_of(g)))  # the hook's caller may keep it
     return g
 
@@ -261,10 +261,10 @@ def _owned(g: Any, taken: set) -> Any:
     one array for a and b) and `taken`'s seeds and hook results. The common case, a fresh
     kernel result, is kept without a copy."""
     if isinstance(g, Tensor):  # create_graph: copy by a recorded op, so it stays differentiable
-        if _shared(g.data, taken):
+        if _shared(g._array, taken):
             with enable_grad():
                 g = apply_unary("scale", g, {"scale": 1.0, "bias": 0.0, "bias_after_scale": True})
-        taken.add(id(g.data))
+        taken.add(id(g._array))
         return g
     array = g if type(g) is _ndarray else _asarray(g)
     if _shared(array, taken):
@@ -283,14 +283,14 @@ def _accumulate_leaf(leaf: Tensor, g: Any, create_graph: bool, taken: set) -> No
         g = g if isinstance(g, Tensor) else Tensor(_asarray(g))
         leaf.grad = _owned(g, taken) if leaf.grad is None else leaf.grad + g
         return
-    g = g.data if isinstance(g, Tensor) else g
+    g = g._array if isinstance(g, Tensor) else g
     if type(g) is not _ndarray:
         g = _asarray(g)
-    if g.dtype != leaf.data.dtype:
-        g = g.astype(leaf.data.dtype)  # a new array
+    if g.dtype != leaf._array.dtype:
+        g = g.astype(leaf._array.dtype)  # a new array
     elif leaf.grad is None:
         g = _owned(g, taken)
-    leaf.grad = Tensor(g) if leaf.grad is None else Tensor(leaf.grad.data + g)
+    leaf.grad = Tensor(g) if leaf.grad is None else Tensor(leaf.grad._array + g)
 
 
 def _seed_values(outputs: list[Tensor], grad_outputs: Sequence[Any] | None, create_graph: bool,
@@ -302,10 +302,10 @@ def _seed_values(outputs: list[Tensor], grad_outputs: Sequence[Any] | None, crea
     seeds = []
     for out, g in zip(outputs, grad_outputs):
         if g is None:
-            value = np.ones_like(out.data)
+            value = np.ones_like(out._array)
         else:
-            value = g.data if isinstance(g, Tensor) else _asarray(g, dtype=out.data.dtype)
-            if value.shape != out.data.shape:
+            value = g._array if isinstance(g, Tensor) else _asarray(g, dtype=out._array.dtype)
+            if value.shape != out._array.shape:
                 raise ValueError(f"{what}: output has shape {list(out.shape)} but its gradient has shape "
                                  f"{list(value.shape)}")
         if create_graph:
@@ -359,7 +359,7 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
         if out.stop_gradient:
             raise RuntimeError(f"grad: output of shape {list(out.shape)} does not depend on any input that "
                                f"needs a gradient (stop_gradient=True)")
-        if grad_outputs is None and out.data.size != 1:
+        if grad_outputs is None and out._array.size != 1:
             raise RuntimeError(f"grad: output of shape {list(out.shape)} is not a scalar; pass grad_outputs")
     blocked = {_tensor_key(t) for t in constants}
     if relinked:
@@ -377,7 +377,7 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     for x in ins:
         g = found.get(id(x))
         if g is None and not allow_unused:  # reached, but every path has a zero gradient (e.g. sign)
-            g = np.zeros_like(x.data)
+            g = np.zeros_like(x._array)
         result.append(None if g is None else g if isinstance(g, Tensor) else Tensor(g))
     return result
 

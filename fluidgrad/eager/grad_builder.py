@@ -93,8 +93,8 @@ class EagerGradBuilder(GradBuilder):
         if self.create_graph:
             return value
         if type(value) is list:
-            return [t.data for t in value]
-        return value.data
+            return [t._array for t in value]
+        return value._array
 
     def input_like(self, slot: str) -> Any:
         """No version check (the value is not read), and a kept `ShapeOnly` serves as well."""
@@ -169,14 +169,14 @@ class EagerGradBuilder(GradBuilder):
         if value is None or value.stop_gradient:
             return False
         # a stand-in's own dtype: its `data` is a property call, and this runs for every node
-        return (value.dtype if type(value) is ShapeOnly else value.data.dtype).kind == "f"
+        return (value.dtype if type(value) is ShapeOnly else value._array.dtype).kind == "f"
 
     def _input_values(self, slot: str) -> list:
         value = self.node.inputs[self.call.in_index[slot]]
         return value if type(value) is list else [value]
 
     def _differentiable(self, tensor: Tensor) -> bool:
-        return not tensor.stop_gradient and tensor.data.dtype.kind == "f"
+        return not tensor.stop_gradient and tensor._array.dtype.kind == "f"
 
     @staticmethod
     def shape(value: Any) -> tuple[int, ...]:
@@ -235,7 +235,7 @@ class EagerGradBuilder(GradBuilder):
             if kind is ShapeOnly or kind is Tensor:
                 if inputs.stop_gradient:
                     return  # nothing flows into a constant
-                data = inputs if kind is ShapeOnly else inputs.data  # see needs_input_grad
+                data = inputs if kind is ShapeOnly else inputs._array  # see needs_input_grad
                 if value.shape == data.shape and data.dtype.kind == "f":
                     self.accumulate(inputs, value)
                     return
@@ -249,17 +249,17 @@ class EagerGradBuilder(GradBuilder):
             value = self.node.inputs[self.call.in_index[slot]]
             if type(value) is list or not self.needs_input_grad(slot):
                 continue
-            zeros = _zeros_like(value.data)
+            zeros = _zeros_like(value._array)
             self.set_input_grad(slot, Tensor(zeros) if self.create_graph else zeros)
 
     def _same_shape(self, grad: Any, target: Tensor) -> bool:
-        return grad.shape == target.data.shape
+        return grad.shape == target._array.shape
 
     def _reduce_target(self, target: Tensor | ShapeOnly) -> Any:
         if isinstance(target, ShapeOnly):  # reduce_as reads only the shape: a zero-stride stand-in
             array = np.broadcast_to(np.zeros((), target.dtype), target.shape)
             return Tensor(array) if self.create_graph else array
-        return target.detach() if self.create_graph else target.data
+        return target.detach() if self.create_graph else target._array
 
     def _deliver(self, target: Tensor, grad: Any) -> None:
         self.accumulate(target, grad)
@@ -294,7 +294,7 @@ def _tensor(value: Any) -> Any:
 def _like(builder: EagerGradBuilder, slot: str, value: Any) -> Any:
     """An array of `value`'s shape and dtype (a zero-stride stand-in when only those were kept)."""
     if type(value) is Tensor:
-        array = value.data
+        array = value._array
     elif value.shape is None:  # a constant whose shape nothing was to read
         _not_kept(builder.node, "input", slot)
     else:
@@ -318,9 +318,11 @@ def _not_kept(node: Node, kind: str, slot: str) -> None:
 def _check_not_modified(node: Node, slot: str, value: Any) -> None:
     """A tensor the gradient reads must still hold the value the op saw (a version check)."""
     for tensor in (value if type(value) is list else (value,)):
-        entry = modified_tensors.get(id(tensor))
-        if entry is not None and entry[0]() is tensor and entry[1] > node.seq:
-            _modified_error(node, slot, tensor, tensor.shape, tensor.dtype)
+        while tensor is not None:
+            entry = modified_tensors.get(id(tensor))
+            if entry is not None and entry[0]() is tensor and entry[1] > node.seq:
+                _modified_error(node, slot, tensor, tensor.shape, tensor.dtype)
+            tensor = getattr(tensor, "_base", None)   # x.data (a DataView) reads x's value: x's updates count
 
 
 def _modified_error(node: Node, slot: str, tensor: Any, shape: Any, dtype: Any) -> None:

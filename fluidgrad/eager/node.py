@@ -146,8 +146,8 @@ _FREED = ("the graph has been freed: backward already ran through it (op {op}); 
 
 class ShapeOnly:
     """In a Node, in place of an input Tensor or output array that the backward does not read:
-    the graph link, `stop_gradient`, shape and dtype, without the values. `data` is itself,
-    so `t.data.shape` and `t.data.dtype` read as on a Tensor."""
+    the graph link, `stop_gradient`, shape and dtype, without the values. `_array` is itself,
+    so `t._array.shape` and `t._array.dtype` read as on a Tensor."""
 
     __slots__ = ("_node", "_idx", "stop_gradient", "shape", "dtype")
 
@@ -159,7 +159,7 @@ class ShapeOnly:
         self.dtype = dtype
 
     @property
-    def data(self) -> "ShapeOnly":
+    def _array(self) -> "ShapeOnly":
         return self
 
     @property
@@ -175,7 +175,7 @@ class Superseded(ShapeOnly):
     __slots__ = ("name", "stamp")
 
     def __init__(self, tensor: Any) -> None:
-        data = tensor.data
+        data = tensor._array
         super().__init__(tensor._node, tensor._idx, tensor.stop_gradient, data.shape, data.dtype)
         self.name = tensor.name
         self.stamp = 0  # set to the update's creation stamp when recorded
@@ -213,7 +213,7 @@ def _slim_input(tensor: Any) -> Any:
     anyway). A constant (a leaf needing no gradient) gets the shared `_UNREAD_CONSTANT`."""
     if tensor is None:
         return None
-    data = tensor.data
+    data = tensor._array
     if data.nbytes < SLIM_BYTES:
         return tensor
     node = tensor._node

@@ -1,5 +1,8 @@
 """Tensor: a NumPy array plus what define-by-run autograd needs to know about it.
 
+The array is the slot `_array` (fluidgrad's own code reads it there; users read `numpy()`);
+`x.data` is PyTorch's: a `DataView`, a Tensor sharing x's value outside autograd.
+
 A Tensor is either a leaf (`_node is None`: made by `to_tensor`, a parameter, or any op run
 while nothing needed a gradient) or the `_idx`-th output of the recorded `Node` `_node`.
 The node keeps the input Tensors and the output *arrays*, never the output Tensors, so a
@@ -77,12 +80,12 @@ class Tensor(MathMixin, TorchHabits):
     # _view_of: (base, item, base's modification stamp) for a result of basic indexing, else None
     # (see fluidgrad/indexing.py; subclasses made without __init__ may leave it unset: read it
     # with getattr(t, "_view_of", None))
-    __slots__ = ("data", "stop_gradient", "grad", "_node", "_idx", "name", "_hooks", "persistable", "_param_attr",
+    __slots__ = ("_array", "stop_gradient", "grad", "_node", "_idx", "name", "_hooks", "persistable", "_param_attr",
                  "_view_of", "__weakref__")
 
     def __init__(self, data: np.ndarray, stop_gradient: bool = True, node: Any = None, idx: int = 0,
                  name: str | None = None) -> None:
-        self.data = data
+        self._array = data
         self.stop_gradient = stop_gradient
         self.grad = None
         self._node = node
@@ -106,20 +109,44 @@ class Tensor(MathMixin, TorchHabits):
     # ---- what it holds
     @property
     def shape(self) -> tuple[int, ...]:
-        return self.data.shape
+        return self._array.shape
 
     @property
     def dtype(self) -> str:
-        return self.data.dtype.name
+        return self._array.dtype.name
 
     @property
     def ndim(self) -> int:
-        return self.data.ndim
+        return self._array.ndim
 
     @property
     def size(self) -> ElementCount:
         """Paddle's element count, also callable as PyTorch's x.size() / x.size(d) (ElementCount)."""
-        return ElementCount(self.data.shape)
+        return ElementCount(self._array.shape)
+
+    # ---- PyTorch's x.data
+    @property
+    def data(self) -> "Tensor":
+        """PyTorch's x.data: a Tensor sharing x's value, cut from the graph. It reads x's current
+        value, and a write into it (`p.data.copy_(q)`, `p.data.mul_(0.99).add_(q)`,
+        `p.data[0] = 0`) changes x without recording anything for backward, as in PyTorch (a
+        backward that needs x's old value still refuses: see `modified_tensors`). The array
+        itself is `numpy()`."""
+        return _data_view(self)
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        """`p.data = t` (PyTorch): p takes t's value, shape and dtype outside autograd (an array
+        is copied; a Tensor's value is shared, as its storage in PyTorch)."""
+        if isinstance(value, Variable):
+            raise TypeError(f"x.data = v: got the static Variable {value.name}; pass a Tensor or an array")
+        array = value._array if isinstance(value, Tensor) else np.array(value)
+        normalize_dtype(array.dtype)  # reject object/str arrays with a clear error
+        if not self.stop_gradient and array.dtype.kind != "f":
+            raise TypeError(f"x.data = v: tensor {self.name or ''} requires a gradient, so its value must be a float "
+                            f"array, got {array.dtype}")
+        self._array = array
+        _record_modification(self)
 
     @property
     def is_leaf(self) -> bool:
@@ -130,35 +157,35 @@ class Tensor(MathMixin, TorchHabits):
         .numpy() there): no copy on the hot path, yet a write raises instead of silently changing
         the tensor and the values a graph saved for backward."""
         if self.stop_gradient:
-            return self.data
-        view = self.data.view()
+            return self._array
+        view = self._array.view()
         view.flags.writeable = False
         return view
 
     def item(self) -> Any:
         """The one value of a one-element tensor, as a Python number."""
-        if self.data.size != 1:
+        if self._array.size != 1:
             raise ValueError(f"Tensor.item: only a one-element tensor has an item; this one has shape "
-                             f"{list(self.data.shape)}")
-        return self.data.item()
+                             f"{list(self._array.shape)}")
+        return self._array.item()
 
     def tolist(self) -> Any:
-        return self.data.tolist()
+        return self._array.tolist()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        return self.data if dtype is None else self.data.astype(dtype)
+        return self._array if dtype is None else self._array.astype(dtype)
 
     def __len__(self) -> int:
-        if self.data.ndim == 0:
+        if self._array.ndim == 0:
             raise TypeError("len() of a 0-D tensor")
-        return self.data.shape[0]
+        return self._array.shape[0]
 
     def __iter__(self):
         for i in range(len(self)):
             yield self[i]
 
     def __bool__(self) -> bool:
-        return bool(self.data)
+        return bool(self._array)
 
     def __float__(self) -> float:
         return float(self._one_value("float"))
@@ -167,23 +194,23 @@ class Tensor(MathMixin, TorchHabits):
         return int(self._one_value("int"))
 
     def __index__(self) -> int:
-        if self.data.dtype.kind not in "iub":
+        if self._array.dtype.kind not in "iub":
             raise TypeError(f"only integer tensors can be used as an index, not {self.dtype}")
         return int(self._one_value("index"))
 
     def __format__(self, spec: str) -> str:
         """f"{loss:.4f}" formats a one-element tensor's value, as PyTorch does for 0-D ones."""
-        if spec and self.data.size == 1:
-            return format(self.data.item(), spec)
+        if spec and self._array.size == 1:
+            return format(self._array.item(), spec)
         return super().__format__(spec)
 
     def _one_value(self, what: str):
-        if self.data.size != 1:
+        if self._array.size != 1:
             raise TypeError(f"{what}() takes a tensor of one element, got shape {list(self.shape)}")
-        return self.data.item()
+        return self._array.item()
 
     def __repr__(self) -> str:
-        body = np.array2string(self.data, prefix="       ", separator=", ")
+        body = np.array2string(self._array, prefix="       ", separator=", ")
         return (f"Tensor(shape={list(self.shape)}, dtype={self.dtype}, "
                 f"stop_gradient={self.stop_gradient},\n       {body})")
 
@@ -194,7 +221,7 @@ class Tensor(MathMixin, TorchHabits):
 
     def detach(self) -> "Tensor":
         """The same array, cut from the graph."""
-        return Tensor(self.data, True, name=self.name)
+        return Tensor(self._array, True, name=self.name)
 
     def clear_grad(self) -> None:
         self.grad = None
@@ -203,7 +230,7 @@ class Tensor(MathMixin, TorchHabits):
 
     def gradient(self) -> np.ndarray | None:
         """Paddle's spelling: the gradient as an array."""
-        return None if self.grad is None else self.grad.data
+        return None if self.grad is None else self.grad._array
 
     def register_hook(self, hook: Callable[["Tensor"], "Tensor | None"]) -> "HookHandle":
         """Call `hook(grad)` when this tensor's gradient is computed; a returned Tensor replaces it."""
@@ -235,8 +262,8 @@ class Tensor(MathMixin, TorchHabits):
         def keep(grad: "Tensor") -> None:
             tensor = owner()
             if tensor is not None:
-                kept = Tensor(grad.data, True)
-                tensor.grad = kept if tensor.grad is None else Tensor(tensor.grad.data + grad.data, True)
+                kept = Tensor(grad._array, True)
+                tensor.grad = kept if tensor.grad is None else Tensor(tensor.grad._array + grad._array, True)
 
         self.register_hook(keep)
 
@@ -253,18 +280,18 @@ class Tensor(MathMixin, TorchHabits):
                 raise TypeError(f"set_value: got the static Variable {value.name}; pass an array or a Tensor")
             state.tracer.write(self, value)  # jit.to_static: copied in after each run
             return
-        array = np.asarray(value.data if isinstance(value, Tensor) else value)
-        self._take_array(np.array(array, dtype=self.data.dtype, copy=True), "set_value")
+        array = np.asarray(value._array if isinstance(value, Tensor) else value)
+        self._take_array(np.array(array, dtype=self._array.dtype, copy=True), "set_value")
 
     def _take_array(self, array: np.ndarray, what: str = "set_value") -> None:
         """`array` (of this shape and dtype, made for this tensor, e.g. an optimizer update) becomes
         the value, without a copy."""
         if type(array) is not np.ndarray:   # NumPy's arithmetic on 0-d arrays gives scalars
             array = np.asarray(array)
-        if array.shape != self.data.shape:
+        if array.shape != self._array.shape:
             raise ValueError(f"{what}: tensor {self.name or ''} has shape {list(self.shape)}, "
                              f"the new value has shape {list(array.shape)}")
-        self.data = array if array.dtype == self.data.dtype else array.astype(self.data.dtype)
+        self._array = array if array.dtype == self._array.dtype else array.astype(self._array.dtype)
         _record_modification(self)
 
     def clone(self) -> "Tensor":
@@ -282,13 +309,13 @@ class Tensor(MathMixin, TorchHabits):
         kind = type(other)
         if kind is Tensor:
             return apply_binary("elementwise_add", self, other)
-        if (kind is float or kind is int) and self.data.dtype.kind == "f":
+        if (kind is float or kind is int) and self._array.dtype.kind == "f":
             return apply_unary("scale", self, {"scale": 1.0, "bias": float(other), "bias_after_scale": True})
         return MathMixin.__add__(self, other)
 
     def __radd__(self, other):
         kind = type(other)
-        if (kind is float or kind is int) and self.data.dtype.kind == "f":
+        if (kind is float or kind is int) and self._array.dtype.kind == "f":
             return apply_unary("scale", self, {"scale": 1.0, "bias": float(other), "bias_after_scale": True})
         return MathMixin.__radd__(self, other)
 
@@ -296,13 +323,13 @@ class Tensor(MathMixin, TorchHabits):
         kind = type(other)
         if kind is Tensor:
             return apply_binary("elementwise_sub", self, other)
-        if (kind is float or kind is int) and self.data.dtype.kind == "f":
+        if (kind is float or kind is int) and self._array.dtype.kind == "f":
             return apply_unary("scale", self, {"scale": 1.0, "bias": -float(other), "bias_after_scale": True})
         return MathMixin.__sub__(self, other)
 
     def __rsub__(self, other):
         kind = type(other)
-        if (kind is float or kind is int) and self.data.dtype.kind == "f":
+        if (kind is float or kind is int) and self._array.dtype.kind == "f":
             return apply_unary("scale", self, {"scale": -1.0, "bias": float(other), "bias_after_scale": True})
         return MathMixin.__rsub__(self, other)
 
@@ -310,13 +337,13 @@ class Tensor(MathMixin, TorchHabits):
         kind = type(other)
         if kind is Tensor:
             return apply_binary("elementwise_mul", self, other)
-        if (kind is float or kind is int) and self.data.dtype.kind == "f":
+        if (kind is float or kind is int) and self._array.dtype.kind == "f":
             return apply_unary("scale", self, {"scale": float(other), "bias": 0.0, "bias_after_scale": True})
         return MathMixin.__mul__(self, other)
 
     def __rmul__(self, other):
         kind = type(other)
-        if (kind is float or kind is int) and self.data.dtype.kind == "f":
+        if (kind is float or kind is int) and self._array.dtype.kind == "f":
             return apply_unary("scale", self, {"scale": float(other), "bias": 0.0, "bias_after_scale": True})
         return MathMixin.__rmul__(self, other)
 
@@ -324,7 +351,7 @@ class Tensor(MathMixin, TorchHabits):
         kind = type(other)
         if kind is Tensor:
             return apply_binary("elementwise_div", self, other)
-        if (kind is float or kind is int) and self.data.dtype.kind == "f" and other:
+        if (kind is float or kind is int) and self._array.dtype.kind == "f" and other:
             return apply_unary("scale", self, {"scale": 1.0 / float(other), "bias": 0.0, "bias_after_scale": True})
         return MathMixin.__truediv__(self, other)
 
@@ -337,12 +364,55 @@ class Tensor(MathMixin, TorchHabits):
 _new = object.__new__
 
 
+class DataView(Tensor):
+    """`x.data` (see Tensor.data): a Tensor with no value of its own, reading and writing x's;
+    a write records x's modification. An op taking it as input keeps a plain Tensor of the value
+    it read (eager/apply.py), so a later change of x cannot reach a recorded gradient."""
+
+    __slots__ = ("_base",)
+
+    @property  # type: ignore[override]
+    def _array(self) -> np.ndarray:
+        return self._base._array
+
+    @_array.setter
+    def _array(self, array: np.ndarray) -> None:
+        base = self._base
+        base._array = array
+        _record_modification(base)
+
+    def snapshot(self) -> Tensor:
+        """A plain Tensor of the current value with this view's graph link (what a node keeps)."""
+        return Tensor(self._base._array, self.stop_gradient, self._node, self._idx, self.name)
+
+    # Tensor's fast operator paths hand their operands to the node as they are: a view takes the
+    # ordinary path, whose op application keeps a snapshot
+    __add__, __radd__, __sub__, __rsub__ = MathMixin.__add__, MathMixin.__radd__, MathMixin.__sub__, MathMixin.__rsub__
+    __mul__, __rmul__, __truediv__, __neg__ = MathMixin.__mul__, MathMixin.__rmul__, MathMixin.__truediv__, MathMixin.__neg__
+    __hash__ = MathMixin.__hash__
+
+
+def _data_view(tensor: Tensor) -> DataView:
+    view = _new(DataView)
+    view._base = tensor
+    view.stop_gradient = True
+    view.grad = None
+    view._node = None
+    view._idx = 0
+    view.name = tensor.name
+    view._hooks = None
+    view.persistable = False
+    view._param_attr = None
+    view._view_of = None
+    return view
+
+
 def op_output(data: np.ndarray, stop_gradient: bool = True, node: Any = None, idx: int = 0) -> Tensor:
     """`Tensor(data, stop_gradient, node, idx)` for an op's output, made without the class call:
     a class with an `__init__` costs a C-level re-entry of the interpreter that a plain function
     does not, and this runs for every eager op. It sets exactly what `Tensor.__init__` sets."""
     tensor = _new(Tensor)
-    tensor.data = data
+    tensor._array = data
     tensor.stop_gradient = stop_gradient
     tensor.grad = None
     tensor._node = node
@@ -372,7 +442,7 @@ def _holds_float64_arrays(data: Any) -> bool:
     if isinstance(data, (list, tuple)):
         return any(_holds_float64_arrays(item) for item in data)
     if isinstance(data, Tensor):
-        data = data.data
+        data = data._array
     return isinstance(data, (np.ndarray, np.generic)) and data.dtype == np.float64
 
 
@@ -383,7 +453,7 @@ def to_tensor(data: Any, dtype: Any = None, place: Any = None, stop_gradient: bo
     Paddle's); NumPy arrays keep their dtype, and so do float64 Tensors or arrays inside a list.
     """
     if isinstance(data, Tensor):
-        data = data.data
+        data = data._array
     if dtype is not None:
         array = np.array(data, dtype=normalize_dtype(dtype))
     elif isinstance(data, np.ndarray):

@@ -78,7 +78,7 @@ def default_collate_fn(batch: Sequence[Any]) -> Any:
         raise ValueError("default_collate_fn: an empty batch")
     first = batch[0]
     if isinstance(first, Tensor):
-        return Tensor(_stack([t.data for t in batch], "Tensors"))
+        return Tensor(_stack([t._array for t in batch], "Tensors"))
     if isinstance(first, (np.ndarray, np.generic)) and not isinstance(first, (np.str_, np.bytes_)):
         return Tensor(_stack([np.asarray(a) for a in batch], "arrays"))
     if isinstance(first, numbers.Number):
@@ -195,7 +195,7 @@ class DataLoader:
         tensors = self.dataset.tensors
         for indices in self.batch_sampler:
             rows = np.asarray(indices, dtype=np.int64)
-            yield [Tensor(t.data[rows]) for t in tensors]
+            yield [Tensor(t._array[rows]) for t in tensors]
 
     def _iterable_batches(self) -> Iterator[Any]:
         if self.batch_size is None:

@@ -62,7 +62,7 @@ class TensorDataset(Dataset):
             raise ValueError(f"TensorDataset: every tensor must have the same first dimension, got shapes {shapes}")
 
     def __getitem__(self, index: int) -> tuple[Tensor, ...]:
-        return tuple(Tensor(np.array(t.data[index])) for t in self.tensors)
+        return tuple(Tensor(np.array(t._array[index])) for t in self.tensors)
 
     def __len__(self) -> int:
         return int(self.tensors[0].shape[0])

@@ -349,7 +349,7 @@ class Layer:
             if set_to_none or param.grad is None:
                 param.clear_grad()
             else:
-                param.grad.data = np.zeros_like(param.grad.data)
+                param.grad._array = np.zeros_like(param.grad._array)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Layer":
         """Freeze (False) or unfreeze (True) every parameter: stop_gradient = not requires_grad."""
@@ -434,7 +434,7 @@ class Layer:
         values = {}
         for name, value in state.items():
             if name in own:
-                array = value.data if isinstance(value, Tensor) else np.asarray(value)
+                array = value._array if isinstance(value, Tensor) else np.asarray(value)
                 if legacy and array.shape == (1,) and tuple(own[name].shape) == ():
                     value = array = array.reshape(())
                 if tuple(array.shape) != tuple(own[name].shape):
@@ -451,7 +451,7 @@ class Layer:
             self._assign_state({id(own[name]): (own[name], value) for name, value in values.items()})
         else:  # copies: two layers loaded from one dict must not share arrays
             for name, value in values.items():
-                own[name].set_value(np.array(value.data if isinstance(value, Tensor) else value))
+                own[name].set_value(np.array(value._array if isinstance(value, Tensor) else value))
         return missing, unexpected
 
     def _assign_state(self, replacements: dict[int, tuple[Tensor, Any]]) -> None:
@@ -460,7 +460,7 @@ class Layer:
         new_tensors = {}
         for key, (old, value) in replacements.items():
             tensor = value if isinstance(value, Tensor) and value.is_leaf else \
-                Tensor(value.data if isinstance(value, Tensor) else np.asarray(value), name=old.name)
+                Tensor(value._array if isinstance(value, Tensor) else np.asarray(value), name=old.name)
             tensor.persistable, tensor.stop_gradient = True, old.stop_gradient
             if tensor._param_attr is None:
                 tensor._param_attr = old._param_attr
@@ -485,7 +485,7 @@ class Layer:
             dtype = normalize_dtype(dtype)
             for tensor in list(self.parameters()) + self.buffers():
                 if is_float(tensor.dtype):
-                    tensor.data = tensor.data.astype(dtype)
+                    tensor._array = tensor._array.astype(dtype)
             for layer in self.sublayers(include_self=True):
                 object.__setattr__(layer, "_dtype", dtype)
         return self

@@ -116,6 +116,6 @@ def summary(net: Layer, input_size: Any = None, dtypes: Any = None, input: Any =
     total, trainable = _count(params), _count([p for p in params if not p.stop_gradient])
     megabytes = 1024.0 ** 2
     sizes = (sum(_elements(x) for x in inputs) / megabytes, 2 * activation_bytes[0] / megabytes,
-             sum(p.data.nbytes for p in params) / megabytes)
+             sum(p._array.nbytes for p in params) / megabytes)
     print(_table(rows, total, trainable, sizes))
     return {"total_params": total, "trainable_params": trainable}

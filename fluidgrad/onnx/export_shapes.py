@@ -77,7 +77,7 @@ def probe_inputs(tensors: Sequence[Tensor], dynamic: dict[int, list[int]], longe
     values repeated cyclically)."""
     probes = []
     for index, tensor in enumerate(tensors):
-        data = tensor.data
+        data = tensor._array
         for axis in dynamic.get(index, ()):
             size = data.shape[axis]
             if size:
@@ -195,7 +195,7 @@ def _compare_captured(first: list, second: list) -> None:
         raise _refusal("the traced function captures a different number of Tensors at another size of a "
                        "dynamic axis")
     for (name, a), (_, b) in zip(first, second):
-        if a is not b and (a.shape != b.shape or not np.array_equal(a.data, b.data, equal_nan=True)):
+        if a is not b and (a.shape != b.shape or not np.array_equal(a._array, b._array, equal_nan=True)):
             raise _refusal(f"the constant Tensor {name} (shape {list(a.shape)}) differs with the size of a "
                            f"dynamic axis: it was made from t.shape[i]; build it with tensor ops instead")
 

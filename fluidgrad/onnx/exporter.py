@@ -101,7 +101,7 @@ def _export_traced(layer_or_function: Any, path: str | os.PathLike, example_inpu
     traced = fn._last
     scope = Scope()
     for name, tensor in traced.captured:
-        scope[name] = tensor.data
+        scope[name] = tensor._array
         var = traced.program.global_block().var(name)
         var.persistable = True
     feed = [v.name for v in traced.input_vars]

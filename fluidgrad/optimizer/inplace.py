@@ -39,7 +39,7 @@ def _sole_owner_references() -> int:
     (3.14 borrows references on the stack) report fewer, and a fixed 4 would then take an
     array someone else holds for a sole-owned one."""
     param = Tensor(np.zeros(2))
-    value = param.data
+    value = param._array
     return _references_seen_inside(param, value)
 
 
@@ -62,7 +62,7 @@ def _axpy(param, grad, alpha):  # param += alpha * grad, one pass (numba)
 def sgd_in_place(param: object, value: np.ndarray, grad: np.ndarray, lr: np.ndarray) -> bool:
     """`value -= lr * grad` into `value`, the array of the Tensor `param`, when that is safe (see
     the module's docstring); returns whether it was done."""
-    if not IN_PLACE.on or not isinstance(param, Tensor) or param.data is not value:
+    if not IN_PLACE.on or not isinstance(param, Tensor) or param._array is not value:
         return False
     if sys.getrefcount(value) > _SOLE_OWNER_REFS or value.base is not None or not value.flags.writeable \
             or not value.flags.c_contiguous or grad.dtype != value.dtype or grad.shape != value.shape:

@@ -516,7 +516,7 @@ class Optimizer:
             if set_to_none or param.grad is None:
                 param.clear_grad()
             else:
-                param.grad.data[...] = 0
+                param.grad._array[...] = 0
 
     # ------------------------------------------------------------------ saving and restoring
     @property
@@ -661,8 +661,8 @@ def _matching_grad(owner: str, param: Any, value: np.ndarray, grad: np.ndarray) 
 
 def _to_array(value: Any) -> np.ndarray:
     """The Tensor's own array (not numpy()'s read-only view): the in-place step writes into it."""
-    if isinstance(getattr(value, "data", None), np.ndarray):
-        return value.data
+    if isinstance(getattr(value, "_array", None), np.ndarray):
+        return value._array
     return value.numpy() if hasattr(value, "numpy") else np.asarray(value)
 
 

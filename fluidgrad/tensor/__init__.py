@@ -19,3 +19,13 @@ from .search import *  # noqa: F401,F403
 from .stat import *  # noqa: F401,F403
 
 __all__ = [name for module in (composed, creation, diagonals, everyday, linalg, logic, manipulation, math, random, search, stat) for name in module.__all__]
+
+# session 11 (funcs11): more everyday functions of Paddle 2 and PyTorch
+from . import counting, dtype_info, pieces, products, special  # noqa: E402
+from .counting import *  # noqa: F401,F403,E402
+from .dtype_info import *  # noqa: F401,F403,E402
+from .pieces import *  # noqa: F401,F403,E402
+from .products import *  # noqa: F401,F403,E402
+from .special import *  # noqa: F401,F403,E402
+
+__all__ += [name for module in (counting, dtype_info, pieces, products, special) for name in module.__all__]

@@ -35,7 +35,7 @@ def _before(x: Any) -> Any:
     gradient) this one, which the write into x leaves alone (PyTorch saves the old value too)."""
     if not is_tensor(x) or state.tracer is not None:  # tracing: x's variable is the value before
         return x
-    return Tensor(x.data, x.stop_gradient, x._node, x._idx, x.name)
+    return Tensor(x._array, x.stop_gradient, x._node, x._idx, x.name)
 
 
 # Python's augmented assignments on Tensors: (dunder name, symbol, function)

@@ -164,7 +164,7 @@ def run_case(case, rank, world, out_dir):
         "state_each": {k: rel_diff(a, b) for (k, a), b in zip(state.items(), ref_state.values())},
         "n_params": len(params), "n_state": len(state),
         "spread": max(rel_diff(dist.all_gather(p.numpy())[r], p.numpy()) for p in params for r in range(world)),
-        "views": all(not p.data.flags.writeable and p.data.base is not None for p in params),
+        "views": all(not p._array.flags.writeable and p._array.base is not None for p in params),
         "reduced_in_backward": reduced_in_backward,
         "warnings": [str(w.message) for w in warned],
         "clipped": bool(clipped),

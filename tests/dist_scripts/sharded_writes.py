@@ -76,7 +76,7 @@ def eager_train(kind, sharded, rank, world):
                      "optimizer": copy.deepcopy({k: np.array(v) if isinstance(v, np.ndarray) else v
                                                  for k, v in optimizer.state_dict().items()})}
         if step == WRITE_AT:
-            read_only = not model.weight.data.flags.writeable  # (what the writes meet)
+            read_only = not model.weight._array.flags.writeable  # (what the writes meet)
             eager_write(kind, model, optimizer, saved)
     return [np.array(p.numpy()) for p in model.parameters()], read_only
 

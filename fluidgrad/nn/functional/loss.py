@@ -14,13 +14,14 @@ from typing import Any
 from ... import functions as F
 from ...dispatch import apply_op, axis_of_input, is_tensor
 from ...framework import DTypeError
-from ...tensor.search import where
+from ...tensor.search import take_along_axis, where
 from .spellings import either
 
 __all__ = ['softmax_with_cross_entropy', 'cross_entropy', 'nll_loss', 'mse_loss', 'l1_loss', 'smooth_l1_loss',
            'huber_loss', 'binary_cross_entropy', 'binary_cross_entropy_with_logits', 'kl_div',
            'margin_ranking_loss', 'cosine_similarity', 'square_error_cost', 'soft_margin_loss', 'gaussian_nll_loss',
-           'sigmoid_focal_loss']
+           'sigmoid_focal_loss', 'hinge_embedding_loss', 'multi_label_soft_margin_loss', 'multilabel_soft_margin_loss',
+           'poisson_nll_loss', 'multi_margin_loss']
 
 
 def softmax_with_cross_entropy(logits: Any, label: Any, soft_label: bool = False, ignore_index: int = -100,
@@ -479,3 +480,120 @@ def sigmoid_focal_loss(logit: Any = None, label: Any = None, normalizer: Any = N
     if normalizer is not None:
         loss = F.divide(loss, normalizer)
     return _reduce(loss, reduction, fn)
+
+
+def hinge_embedding_loss(input: Any, label: Any = None, margin: float = 1.0, reduction: str = "mean",
+                         name: str | None = None, *, target: Any = None) -> Any:
+    """input where label is 1, max(0, margin - input) where label is -1 (labels in {1, -1}), as
+    PyTorch computes it: (label != 1) max(0, margin - input) + (label != -1) input, so another
+    label value gets both terms. The clamp is `clip` (slope 1 at the margin, as clamp_min)."""
+    fn = "hinge_embedding_loss"
+    label = either(fn, "label", label, None, "target", target)
+    _check_reduction(reduction, fn)
+    _refuse_unbroadcastable(fn, input=input, label=label)
+    _warn_another_shape(fn, input, label)
+    zeros = F.zeros_like(input)
+    below_margin = _clip(F.scale(input, -1.0, float(margin)), min=0.0)
+    loss = F.add(where(F.not_equal(label, F.ones_like(label)), below_margin, zeros),
+                 where(F.not_equal(label, F.full_like(label, -1.0)), input, zeros))
+    return _reduce(loss, reduction, fn)
+
+
+def multi_label_soft_margin_loss(input: Any, label: Any = None, weight: Any = None, reduction: str = "mean",
+                                 name: str | None = None, *, target: Any = None) -> Any:
+    """-(label log sigmoid(input) + (1 - label) log sigmoid(-input)), times `weight` (per class)
+    when given, averaged over the classes (the last axis): one loss per example, then reduced.
+    Labels are 0 or 1 (multi-hot), of input's shape. Paddle's name; PyTorch's spelling
+    multilabel_soft_margin_loss is the same function."""
+    fn = "multi_label_soft_margin_loss"
+    label = either(fn, "label", label, None, "target", target)
+    _check_reduction(reduction, fn)
+    _refuse_another_shape(fn, input, label)
+    if not str(label.dtype).startswith(("float", "bfloat")):
+        label = F.cast(label, input.dtype)
+    log_p = apply_op("log_sigmoid", {"X": input})
+    log_not_p = apply_op("log_sigmoid", {"X": F.scale(input, -1.0)})
+    loss = F.scale(F.add(F.multiply(label, log_p), F.multiply(F.scale(label, -1.0, 1.0), log_not_p)), -1.0)
+    if weight is not None:
+        _refuse_unbroadcastable(fn, input=input, weight=weight)
+        loss = F.multiply(loss, weight)
+    return _reduce(F.mean(loss, axis=-1), reduction, fn)
+
+
+multilabel_soft_margin_loss = multi_label_soft_margin_loss
+
+
+def poisson_nll_loss(input: Any, label: Any = None, log_input: bool = True, full: bool = False,
+                     epsilon: float = 1e-8, reduction: str = "mean", name: str | None = None, *,
+                     target: Any = None, eps: float | None = None) -> Any:
+    """The negative log-likelihood of label under Poisson(rate), without the constant log(label!):
+    exp(input) - label input when input is the log rate (log_input, the default), else
+    input - label log(input + epsilon). With `full`, Stirling's approximation of log(label!),
+    label log label - label + 0.5 log(2 pi label), is added where label > 1 (as both frameworks)."""
+    fn = "poisson_nll_loss"
+    label = either(fn, "label", label, None, "target", target)
+    epsilon = either(fn, "epsilon", epsilon, 1e-8, "eps", eps)
+    _check_reduction(reduction, fn)
+    if not float(epsilon) > 0:
+        raise ValueError(f"{fn}: epsilon must be > 0, got {epsilon}")
+    _refuse_unbroadcastable(fn, input=input, label=label)
+    _warn_another_shape(fn, input, label)
+    if log_input:
+        loss = F.subtract(F.exp(input), F.multiply(label, input))
+    else:
+        loss = F.subtract(input, F.multiply(label, F.log(F.scale(input, 1.0, float(epsilon)))))
+    if full:
+        counted = F.greater_than(label, F.ones_like(label))
+        safe = where(counted, label, F.full_like(label, 2.0))     # (log of 0 nowhere, even unselected)
+        stirling = F.add(F.subtract(F.multiply(safe, F.log(safe)), safe),
+                         F.scale(F.log(F.scale(safe, 2 * math.pi)), 0.5))
+        loss = F.add(loss, where(counted, stirling, F.zeros_like(stirling)))
+    return _reduce(loss, reduction, fn)
+
+
+def multi_margin_loss(input: Any, label: Any = None, p: int = 1, margin: float = 1.0, weight: Any = None,
+                      reduction: str = "mean", name: str | None = None, *, target: Any = None) -> Any:
+    """The multi-class hinge loss of scores input [N, C] (or [C]) and class indices label [N]
+    (or []): the sum over the classes i other than the label y of max(0, margin - x[y] + x[i])^p,
+    times weight[y] when a class weight is given, divided by C, as PyTorch (Paddle's weight
+    multiplies inside the power instead). A score exactly at the margin has gradient 0 (relu),
+    as torch's z > 0 test."""
+    fn = "multi_margin_loss"
+    label = either(fn, "label", label, None, "target", target)
+    _check_reduction(reduction, fn)
+    if not float(p) > 0:
+        raise ValueError(f"{fn}: p must be > 0 (PyTorch takes 1 or 2), got {p}")
+    if len(input.shape) not in (1, 2) or len(label.shape) != len(input.shape) - 1 or \
+            (len(input.shape) == 2 and not _same_size(input.shape[0], label.shape[0])):
+        raise ValueError(f"{fn}: expected input [N, C] with label [N] (or input [C] with a 0-D label), got "
+                         f"{_describe(input=input, label=label)}")
+    if "int" not in str(label.dtype):
+        raise DTypeError(f"{fn}: label must hold integer class indices, got {label.dtype}")
+    single = len(input.shape) == 1
+    scores, classes = (F.unsqueeze(input, 0), F.reshape(label, [1])) if single else (input, label)
+    count = scores.shape[1]
+    if count < 0:
+        raise ValueError(f"{fn}: the number of classes of {_describe(input=input)} must be known")
+    _refuse_out_of_range(fn, classes, count)
+    at_label = take_along_axis(scores, F.unsqueeze(classes, 1), 1)                    # [N, 1]
+    hinge = F.relu(F.add(F.scale(at_label, -1.0, float(margin)), scores))             # [N, C]
+    hinge = hinge if p == 1 else F.square(hinge) if p == 2 else F.pow(hinge, float(p))
+    others = F.scale(F.one_hot(classes, count), -1.0, 1.0)                             # 0 at the label
+    hinge = F.multiply(hinge, F.cast(others, hinge.dtype) if others.dtype != hinge.dtype else others)
+    if weight is not None:
+        if len(weight.shape) != 1 or not _same_size(weight.shape[0], count):
+            raise ValueError(f"{fn}: weight must be [C] = [{count}], got {_describe(weight=weight)}")
+        hinge = F.multiply(hinge, F.unsqueeze(F.gather(weight, classes), 1))
+    loss = F.scale(F.sum(hinge, axis=1), 1.0 / count)
+    if single:
+        loss = F.reshape(loss, [])
+    return _reduce(loss, reduction, fn)
+
+
+def _refuse_out_of_range(fn: str, classes: Any, count: int) -> None:
+    """Eager: a ValueError naming the class indices outside [0, C) (static: take_along_axis's)."""
+    if is_tensor(classes):
+        values = classes.numpy()
+        bad = values[(values < 0) | (values >= count)]
+        if bad.size:
+            raise ValueError(f"{fn}: label holds class indices outside [0, {count}): {sorted(set(bad.tolist()))[:5]}")

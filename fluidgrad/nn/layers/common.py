@@ -71,7 +71,7 @@ class Embedding(Layer):
             raise ValueError(f"Embedding: padding_idx {padding_idx} is out of range for {num_embeddings} rows")
         self.padding_idx = None if padding_idx is None else padding_idx % self.num_embeddings
         if self.padding_idx is not None:
-            self.weight.data[self.padding_idx] = 0.0
+            self.weight._array[self.padding_idx] = 0.0
 
     def forward(self, x: Any) -> Any:
         """The padding row reads zeros and gets no gradient, whatever its stored value."""

@@ -10,7 +10,7 @@ from ..layer import Layer
 __all__ = ['CrossEntropyLoss', 'NLLLoss', 'MSELoss', 'L1Loss', 'SmoothL1Loss', 'HuberLoss', 'BCELoss',
            'BCEWithLogitsLoss', 'KLDivLoss', 'MarginRankingLoss', 'CosineSimilarity', 'CTCLoss', 'PairwiseDistance',
            'TripletMarginLoss', 'TripletMarginWithDistanceLoss', 'CosineEmbeddingLoss', 'SoftMarginLoss',
-           'GaussianNLLLoss']
+           'GaussianNLLLoss', 'HingeEmbeddingLoss', 'MultiLabelSoftMarginLoss', 'PoissonNLLLoss', 'MultiMarginLoss']
 
 
 class CrossEntropyLoss(Layer):
@@ -217,3 +217,50 @@ class GaussianNLLLoss(Layer):
 
     def forward(self, input: Any, label: Any, variance: Any) -> Any:
         return NF.gaussian_nll_loss(input, label, variance, self.full, self.epsilon, self.reduction)
+
+
+class HingeEmbeddingLoss(Layer):
+    """The Layer form of `nn.functional.hinge_embedding_loss`."""
+
+    def __init__(self, margin: float = 1.0, reduction: str = "mean", name: str | None = None) -> None:
+        super().__init__()
+        self.margin, self.reduction = margin, reduction
+
+    def forward(self, input: Any, label: Any) -> Any:
+        return NF.hinge_embedding_loss(input, label, self.margin, self.reduction)
+
+
+class MultiLabelSoftMarginLoss(Layer):
+    """The Layer form of `nn.functional.multi_label_soft_margin_loss` (a class weight)."""
+
+    def __init__(self, weight: Any = None, reduction: str = "mean", name: str | None = None) -> None:
+        super().__init__()
+        self.weight, self.reduction = weight, reduction
+
+    def forward(self, input: Any, label: Any) -> Any:
+        return NF.multi_label_soft_margin_loss(input, label, self.weight, self.reduction)
+
+
+class PoissonNLLLoss(Layer):
+    """The Layer form of `nn.functional.poisson_nll_loss` (PyTorch's eps= also taken)."""
+
+    def __init__(self, log_input: bool = True, full: bool = False, epsilon: float = 1e-8, reduction: str = "mean",
+                 name: str | None = None, *, eps: float | None = None) -> None:
+        super().__init__()
+        self.log_input, self.full, self.reduction = log_input, full, reduction
+        self.epsilon = either("PoissonNLLLoss", "epsilon", epsilon, 1e-8, "eps", eps)
+
+    def forward(self, input: Any, label: Any) -> Any:
+        return NF.poisson_nll_loss(input, label, self.log_input, self.full, self.epsilon, self.reduction)
+
+
+class MultiMarginLoss(Layer):
+    """The Layer form of `nn.functional.multi_margin_loss` (p, margin, a class weight)."""
+
+    def __init__(self, p: int = 1, margin: float = 1.0, weight: Any = None, reduction: str = "mean",
+                 name: str | None = None) -> None:
+        super().__init__()
+        self.p, self.margin, self.weight, self.reduction = p, margin, weight, reduction
+
+    def forward(self, input: Any, label: Any) -> Any:
+        return NF.multi_margin_loss(input, label, self.p, self.margin, self.weight, self.reduction)
