@@ -49,10 +49,11 @@ memory. On this 2-vCPU virtual machine the host places the vCPUs near (the ratio
 (about 10) from each other, for minutes at a time, and far, each 64-byte line written that the
 peer holds costs about 25 ns (1 ms per 2.7 MB); every data-parallel step through shared memory
 rewrites such memory (its bucket rows, its parameters), so the steps of one contender fall in two
-groups. The second table splits every row by that probe. Shared rows are written with streaming
-stores by default (ops/comm_stream.py), which take no ownership of the lines first; "bucketed,
-ordinary stores" is the same path with ordinary stores and placement (the weight gradients'
-GEMMs writing into the row), as before.
+groups. The second table splits every row by that probe. The default two-rank rows are written
+with streaming stores (ops/comm_stream.py), which take no ownership of the lines first, on the
+steps a probe of the row finds the cores far, else with ordinary stores and placement (the
+weight gradients' GEMMs writing into the row): "bucketed, streamed rows" streams at every step
+(static; sessions 9 and 10's default), "bucketed, ordinary stores" never.
 Session 10's contenders: the split weight gradients' activations copied into the shared window
 with streaming stores (the default), placed there by their producers ("activations placed") or
 copied with ordinary stores (as in session 9), their parameter rows
@@ -165,6 +166,9 @@ class Contender(NamedTuple):
     pinned: bool = False  # each rank bound to one core during its blocks (rank r -> core r), else free to move
     stream_sharded: bool = False  # sharded buckets: the peer's part streamed into the row (comm_shards.STREAM_PEER_PART)
     stream_params: bool = False  # split, sharded: this rank's rows of the parameters streamed (comm_split.STREAM_PARAMS)
+    # static default's two-rank rows: "adaptive" (streamed on the steps a probe finds the cores far:
+    # the default), or "stream" every step (sessions 9 and 10's default) (comm_stream.ROWS_POLICY)
+    rows_policy: str = "adaptive"
 
 
 # the 2-rank contenders, one line each; bucket size 0 MB = one all-reduce per parameter
@@ -174,6 +178,8 @@ CONTENDERS = {
     "bucketed": Contender(dp_optimizer(25.0, **NO_SPLIT), dp_model(25.0)),
     # the same, its rows written with ordinary stores (and offered to the gradients' producers: placement)
     "bucketed, ordinary stores": Contender(dp_optimizer(25.0, **NO_SPLIT), dp_model(25.0), stream=False),
+    # the same, the rows streamed at every step (static; the default streams only when the cores are far)
+    "bucketed, streamed rows": Contender(dp_optimizer(25.0, **NO_SPLIT), None, rows_policy="stream"),
     # the same buckets, the all-reduce and the SGD ops apart (what "bucketed" was before the fused update)
     "bucketed, unfused update": Contender(dp_unfused(25.0), dp_model_unfused(25.0)),
     "per-parameter": Contender(dp_optimizer(0.0, **NO_SPLIT), dp_model(0.0)),
@@ -290,12 +296,13 @@ def on_path(world: World, contender: Contender, step: Callable[[], Any]) -> Call
                                            else contender.activations_in_place)
         comm_shards.STREAM_PEER_PART = contender.stream_sharded
         comm_split.STREAM_PARAMS = contender.stream_params
+        comm_stream.ROWS_POLICY = contender.rows_policy
         try:
             with comm_stream.STREAM.use(contender.stream):
                 step()
         finally:
             comm_split.ACTIVATIONS_IN_PLACE, comm_shards.STREAM_PEER_PART = SPLIT_PLACE_DEFAULT, False
-            comm_split.STREAM_PARAMS = False
+            comm_split.STREAM_PARAMS, comm_stream.ROWS_POLICY = False, "adaptive"
     return run
 
 

@@ -31,15 +31,19 @@ from .framework import Variable
 from .functions import reshape, stack
 from .static.pylayer import apply_on_variables
 
-__all__ = ["PyLayer", "PyLayerContext", "backward", "enable_grad", "grad", "hessian", "is_grad_enabled", "jacobian",
+__all__ = ["Function", "FunctionCtx", "PyLayer", "PyLayerContext", "backward", "enable_grad", "grad", "hessian", "is_grad_enabled", "jacobian",
            "no_grad", "set_grad_enabled"]
 
 
 class PyLayerContext:
-    """What `forward` leaves for `backward`: saved tensors and any attribute the user sets."""
+    """What `forward` leaves for `backward`: saved tensors, which outputs are not differentiable,
+    whether missing output gradients come as zeros, and any attribute the user sets (Paddle 2's
+    PyLayerContext, torch.autograd.Function's ctx)."""
 
     def __init__(self) -> None:
         self._saved: tuple = ()
+        self._non_differentiable: list = []
+        self.materialize_grads = True
         self.needs_input_grad: tuple[bool, ...] = ()
 
     def save_for_backward(self, *tensors: Any) -> None:
@@ -49,6 +53,19 @@ class PyLayerContext:
         return self._saved
 
     saved_tensors = property(saved_tensor)
+
+    def mark_non_differentiable(self, *tensors: Any) -> None:
+        """These outputs of forward (an argmax, a mask) get stop_gradient=True and take no part
+        in the backward: backward is handed zeros for them (None after set_materialize_grads(False))."""
+        self._non_differentiable.extend(tensors)
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """True (the default): an output without a gradient hands backward zeros of its shape;
+        False: None, so backward can skip work (it must then accept None)."""
+        self.materialize_grads = bool(value)
+
+    def is_non_differentiable(self, output: Any) -> bool:
+        return any(output is marked for marked in self._non_differentiable)
 
 
 def _broadcastable(returned: list, shape: list) -> bool:
@@ -63,7 +80,8 @@ def _broadcastable(returned: list, shape: list) -> bool:
 def _pylayer_grad(g: Any) -> None:
     """The grad maker of every PyLayer node: hand the output gradients to the user's backward."""
     cls, ctx, n_inputs = g.attr("cls"), g.attr("ctx"), g.attr("n_inputs")
-    grads = [v if isinstance(v, Tensor) else Tensor(np.asarray(v)) for v in g.output_grad("Out")]
+    given = g.output_grad("Out") if ctx.materialize_grads else g.output_grads_or_none("Out")
+    grads = [v if isinstance(v, Tensor) or v is None else Tensor(np.asarray(v)) for v in given]
     mode = enable_grad() if g.create_graph else no_grad()
     with mode:
         result = cls.backward(ctx, *grads)
@@ -116,7 +134,13 @@ class PyLayer:
         wrapped = record_custom(_PYLAYER_OP, inputs, [o.data for o in items],
                                 {"cls": cls, "ctx": ctx, "n_inputs": len(inputs),
                                  "in_shapes": [list(t.data.shape) for t in inputs]})
+        # a non-differentiable output is cut from the node: no gradient can reach it
+        wrapped = [Tensor(w.data) if ctx.is_non_differentiable(o) else w for o, w in zip(items, wrapped)]
         return wrapped[0] if single else tuple(wrapped)
+
+
+Function = PyLayer              # torch.autograd.Function: the same protocol (forward / backward / apply)
+FunctionCtx = PyLayerContext
 
 
 def _batch_size(function: str, batch_axis: int | None, *tensors: Tensor) -> int | None:

@@ -67,6 +67,28 @@ def test_data_parallel_equals_single_process_on_the_whole_batch(tmp_path, nproc)
     assert program.index("= c_bucket_allreduce(") < program.index("@CLIP]} = elementwise_mul(")
 
 
+def test_default_update_gives_the_same_bits_whichever_stores_write_the_rows(tmp_path):
+    """Static mode's fused default update on two ranks writes each step's shared rows with
+    streaming stores or with ordinary ones (the weight gradients' GEMMs writing into the row),
+    as a probe of the row finds the cores (comm_stream.StoreChooser): forced either way, chosen,
+    or switching every step, the parameters are the same bits, and one process's on the
+    concatenated batch to float32 rounding (dist_scripts/replicated_stores.py)."""
+    out = tmp_path / "result.json"
+    result = launch(2, "replicated_stores.py", out)
+    assert result.returncode == 0, result.stderr[-3000:]
+    for rank, found in enumerate(json.loads(out.read_text())["ranks"]):
+        for kind, case in found.items():
+            assert case["same_bits"] and case["n_params"] == 4, (rank, kind, case)
+            assert case["vs_one_process"] < TOLERANCE, (rank, kind, case)
+            packs = case["packs"]
+            assert packs["stream"] == {"streamed": 8, "placed": 0, "steps": 8}, (rank, kind, packs)
+            # the first step makes the bucket: nothing was offered before it existed
+            assert packs["ordinary"] == {"streamed": 0, "placed": 7, "steps": 8}, (rank, kind, packs)
+            assert packs["switching"] == {"streamed": 4, "placed": 3, "steps": 8}, (rank, kind, packs)
+            adaptive = packs["adaptive"]
+            assert adaptive["steps"] == 8 and adaptive["streamed"] + adaptive["placed"] >= 7, (rank, kind, packs)
+
+
 @pytest.mark.parametrize("nproc", [2, 3])
 def test_collectives_and_their_gradients(tmp_path, nproc):
     out = tmp_path / "failures.json"

@@ -258,3 +258,57 @@ def test_a_timed_out_rank_is_named_as_the_cause_though_the_launcher_saw_a_killed
     assert watch.failed_rank() == ([], message)
     (tmp_path / "rank2.failed").write_text("ValueError: bad input")  # an error a rank raised comes first
     assert watch.failed_rank() == ([2], "raised ValueError: bad input")
+
+
+MPICH_KILLED = (b"=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n=   PID 4242 RUNNING AT vm\n"
+                b"=   EXIT CODE: 9\n=   CLEANING UP REMAINING PROCESSES\n"
+                b"YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)\n")
+
+
+def test_a_killed_rank_is_named_though_the_watching_thread_never_read_its_pid(tmp_path):
+    """Under load the launcher's watching thread may not have looked since the ranks joined when
+    the job ends (a rank killed right after joining): the rank's pid file, read after the job,
+    still names it with the signal MPI reported (the flaky failure of
+    test_a_rank_killed_by_a_signal_is_named_with_the_signal)."""
+    import io
+    from fluidgrad.distributed import launch as launch_module
+    watch = launch_module._Watch(tmp_path, 2, process=None)
+    (tmp_path / "rank0.pid").write_text("4241")
+    (tmp_path / "rank1.pid").write_text("4242")
+    read, write = os.pipe()
+    os.write(write, MPICH_KILLED)
+    os.close(write)
+    with os.fdopen(read, "rb") as stream:
+        watch.forward(stream, io.BytesIO())
+    assert watch.pids == {}   # nobody looked while the job ran
+    assert watch.failed_rank() == ([1], "died without reporting an error: killed by signal 9 (SIGKILL)")
+
+
+def test_mpi_report_cut_between_reads_is_understood_while_the_other_stream_speaks(tmp_path):
+    """MPICH's report may reach the launcher in pieces; each stream keeps the end of its own last
+    chunk (they were one, and the other stream's output in between lost the signal)."""
+    import io
+    import threading
+    from fluidgrad.distributed import launch as launch_module
+    watch = launch_module._Watch(tmp_path, 2, process=None)
+    cut = MPICH_KILLED.index(b"(signal")
+    out_read, out_write = os.pipe()
+    sink = io.BytesIO()
+    with os.fdopen(out_read, "rb") as stream:
+        forwarding = threading.Thread(target=watch.forward, args=(stream, sink))
+        forwarding.start()
+        os.write(out_write, MPICH_KILLED[:cut])
+        deadline = time.monotonic() + 30
+        while sink.getvalue() != MPICH_KILLED[:cut]:  # the first piece read and passed on
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        err_read, err_write = os.pipe()
+        os.write(err_write, b"[rank 0] a warning on stderr\n")
+        os.close(err_write)
+        with os.fdopen(err_read, "rb") as other:
+            watch.forward(other, io.BytesIO())
+        os.write(out_write, MPICH_KILLED[cut:])
+        os.close(out_write)
+        forwarding.join(timeout=30)
+    assert sink.getvalue() == MPICH_KILLED
+    assert (watch.bad_pid, watch.bad_signal) == (4242, 9)

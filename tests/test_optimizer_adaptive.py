@@ -1,4 +1,5 @@
-"""RMSProp, Adagrad, Adamax and Adadelta against torch.optim: static minimize() and eager step()
+"""RMSProp, Adagrad, Adamax, Adadelta (and Adam / AdamW with amsgrad, SGD with momentum, spelled as
+torch.optim spells them) against torch.optim: static minimize() and eager step()
 over several steps, with weight decay, clipping, per-parameter rates (ParamAttr and parameter
 groups), a resumed state_dict, float32 kept, and the refusals of bad arguments."""
 from __future__ import annotations
@@ -41,6 +42,17 @@ OPTIMIZERS = {
     "adadelta": (lambda wd, clip, ps=None: opt.Adadelta(0.5, epsilon=1e-6, rho=0.9, weight_decay=wd, grad_clip=clip,
                                                          parameters=ps),
                  lambda ps, wd: torch.optim.Adadelta(ps, lr=0.5, rho=0.9, eps=1e-6, weight_decay=wd or 0.0)),
+    "adam amsgrad": (lambda wd, clip, ps=None: opt.Adam(0.05, betas=(0.8, 0.95), eps=1e-6, amsgrad=True,
+                                                         weight_decay=wd, grad_clip=clip, parameters=ps),
+                     lambda ps, wd: torch.optim.Adam(ps, lr=0.05, betas=(0.8, 0.95), eps=1e-6, amsgrad=True,
+                                                     weight_decay=wd or 0.0)),
+    "adamw amsgrad": (lambda wd, clip, ps=None: opt.AdamW(0.05, beta1=0.8, amsgrad=True, weight_decay=wd or 0.0,
+                                                          grad_clip=clip, parameters=ps),
+                      lambda ps, wd: torch.optim.AdamW(ps, lr=0.05, betas=(0.8, 0.999), amsgrad=True,
+                                                       weight_decay=wd or 0.0)),
+    "sgd nesterov": (lambda wd, clip, ps=None: opt.SGD(0.05, momentum=0.8, nesterov=True, weight_decay=wd,
+                                                       grad_clip=clip, parameters=ps),
+                     lambda ps, wd: torch.optim.SGD(ps, lr=0.05, momentum=0.8, nesterov=True, weight_decay=wd or 0.0)),
 }
 
 
@@ -212,3 +224,29 @@ def test_paddle_defaults_and_torch_spellings():
 def test_bad_arguments_are_refused(make, message):
     with pytest.raises(ValueError, match=message):
         make([fg.to_tensor(np.ones(3), stop_gradient=False)])
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda ps: opt.Adam(ps, betas=(0.9, 0.99), beta1=0.9), r"Adam: betas= \(PyTorch\) and beta1= \(Paddle\)"),
+    (lambda ps: opt.Adam(0.1, 0.9, parameters=ps, betas=(0.9, 0.99)), r"betas= \(PyTorch\) and beta1="),
+    (lambda ps: opt.AdamW(ps, eps=1e-6, epsilon=1e-8), r"AdamW: eps= \(PyTorch\) and epsilon= \(Paddle\)"),
+    (lambda ps: opt.RMSProp(ps, alpha=0.9, rho=0.9), r"RMSProp: alpha= \(PyTorch\) and rho= \(Paddle\)"),
+    (lambda ps: opt.SGD(ps, momentum=0.9, nesterov=True, use_nesterov=True), "nesterov= .* use_nesterov="),
+    (lambda ps: opt.Adam(ps, betas=0.9), r"Adam: betas must be a pair \(beta1, beta2\)"),
+    (lambda ps: opt.Adagrad(ps, betas=(0.9, 0.99)), "unexpected keyword argument 'betas'"),
+])
+def test_torch_and_paddle_spellings_of_one_setting_are_refused_together(make, message):
+    with pytest.raises(TypeError, match=message):
+        make([fg.to_tensor(np.ones(3), stop_gradient=False)])
+
+
+def test_sgd_momentum_is_its_own_update_and_keeps_the_class_name():
+    w = fg.to_tensor(np.ones(3), stop_gradient=False)
+    plain, heavy = opt.SGD([w], lr=0.1), opt.SGD([w], lr=0.1, momentum=0.9)
+    assert (plain.op_type, heavy.op_type) == ("sgd", "momentum") and isinstance(heavy, opt.SGD)
+    assert type(heavy) is not opt.SGD and type(heavy).__name__ == "SGD"     # never fused as plain SGD
+    assert opt.Adam([w], amsgrad=True).op_type == "adam_amsgrad" and type(opt.Adam([w])) is opt.Adam
+    with pytest.raises(ValueError, match="SGD: Nesterov momentum"):
+        opt.SGD([w], nesterov=True)
+    with pytest.raises(ValueError, match="SGD: dampening=0.5 is not supported"):
+        opt.SGD([w], momentum=0.9, dampening=0.5)

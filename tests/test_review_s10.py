@@ -217,10 +217,6 @@ _TORCH_TENSOR_METHODS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="PyTorch's quick start fails on its test loop: "
-                   "(pred.argmax(1) == y).type(torch.float) is an AttributeError (no Tensor.type); so are other "
-                   "everyday Tensor methods: new_zeros / new_full, repeat (torch's tile), type_as, view_as, "
-                   "softmax(dim=), clamp, eq, mm, relu")
 @pytest.mark.parametrize("method", sorted(_TORCH_TENSOR_METHODS))
 def test_everyday_pytorch_tensor_methods(method):
     x0 = np.array([[3.0, -1.0, 2.0, 0.5], [0.0, 5.0, -4.0, 1.0]])
@@ -384,9 +380,6 @@ class _ArgmaxAndDouble(fg.autograd.PyLayer):
         return grad * 2.0
 
 
-@pytest.mark.xfail(strict=True, reason="PyLayerContext has only save_for_backward / saved_tensor: Paddle 2's (and "
-                   "torch.autograd.Function's) ctx.mark_non_differentiable and ctx.set_materialize_grads are "
-                   "AttributeErrors, and there is no fg.autograd.Function alias")
 def test_pylayer_context_marks_outputs_non_differentiable():
     x = fg.to_tensor(np.array([1.0, 3.0]), stop_gradient=False)
     doubled, index = _ArgmaxAndDouble.apply(x)
@@ -403,11 +396,6 @@ _TORCH_ORDER = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="torch's argument order fails with errors that name neither the function nor "
-                   "the argument: x.index_select(1, index) raises \"'int' object has no attribute 'shape'\", "
-                   "x.scatter(1, index, src) \"The truth value of an array with more than one element is "
-                   "ambiguous\"; expected torch's result (an int first is the dim) or an error naming the function "
-                   "and Paddle's order (index, axis)")
 @pytest.mark.parametrize("call", sorted(_TORCH_ORDER))
 def test_torch_argument_order_works_or_is_named(call):
     fn, function_name = _TORCH_ORDER[call]
@@ -532,13 +520,7 @@ _MORE_LAYERS = {
 }
 
 
-_MISSING_LAYERS = pytest.mark.xfail(strict=True, reason="layers of paddle.nn are missing (AttributeError): nn.RNN / nn.BiRNN (a "
-                   "recurrent layer from any cell: Paddle 2's way to run a custom cell over a sequence), Bilinear, "
-                   "AlphaDropout, ChannelShuffle, Softmax2D, MaxUnPool2D")
-
-
-@pytest.mark.parametrize("name", [name if name == "PairwiseDistance" else pytest.param(name, marks=_MISSING_LAYERS)
-                                  for name in sorted(_MORE_LAYERS)])
+@pytest.mark.parametrize("name", sorted(_MORE_LAYERS))
 def test_more_layers_exist_and_run(name):
     make, in_shape, out_shape = _MORE_LAYERS[name]
     layer = make()
@@ -623,10 +605,6 @@ _TORCH_OPTIMIZERS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="torch's optimizer keywords are TypeErrors although lr= and a positional "
-                   "parameter list are accepted: Adam/AdamW(betas=(0.9, 0.98), eps=1e-9) (every Transformer recipe), "
-                   "Adam(amsgrad=True) (Paddle 2 has amsgrad too), SGD(momentum=0.9, nesterov=True) (every ResNet "
-                   "recipe), RMSprop(alpha=)")
 @pytest.mark.parametrize("name", sorted(_TORCH_OPTIMIZERS))
 def test_torch_optimizer_keywords(name):
     ours, theirs = _TORCH_OPTIMIZERS[name]

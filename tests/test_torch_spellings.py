@@ -17,8 +17,13 @@ def test_size_is_the_count_and_a_method():
     with fg.program_guard(fg.Program()):
         v = fg.static.data("v", [2, 5])
         assert v.size == 10 and v.size(0) == 2
-        with pytest.raises(TypeError, match="only known when the program runs"):
-            _ = fg.static.data("w", [None, 5]).size
+        w = fg.static.data("w", [None, 5])
+        for use in (lambda: int(w.size), lambda: w.size == 5, lambda: w.size * 2, lambda: range(w.size)):
+            with pytest.raises(TypeError, match="only known when the program runs"):
+                use()
+        assert w.size(0) == -1 and w.size(-1) == 5 and w.size() == (-1, 5)   # torch's x.size(d), as x.shape[d]
+        with pytest.raises(IndexError, match="size"):
+            w.size(2)
 
 
 def test_gather_picks_paddle_or_torch_by_argument_types():

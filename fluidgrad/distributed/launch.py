@@ -37,6 +37,7 @@ _FIND_SECONDS, _FIND_FOR_SECONDS = 0.002, 10.0
 # the ranks waiting in a collective stop by themselves when told a rank failed; ranks stuck in
 # MPI_Init (waiting for a rank that died before joining) are stopped by the launcher after this
 _STOP_GRACE_SECONDS = 2.0
+_DRAIN_SECONDS = 30.0  # at most this long, after mpiexec exits, for its last output to be read
 _DIED = "died without reporting an error (killed by a signal, os._exit, or a crash in native code)"
 _DIED_EARLY = ("exited before joining the job (an error before fluidgrad.distributed started, "
                "see its output above)")
@@ -63,7 +64,6 @@ class _Watch:
         self.bad_pid: int | None = None
         self.bad_signal: int | None = None
         self.done = threading.Event()
-        self._tail = b""
         self.started = time.monotonic()
 
     def poll(self) -> None:
@@ -83,17 +83,21 @@ class _Watch:
 
     def find_ranks(self) -> None:
         """Pids by rank: from the ranks' own files, and from the processes MPI started here."""
+        self.read_pid_files()
+        for pid in _descendants(self.process.pid):
+            if pid not in self.pids.values():
+                rank = _rank_of(pid, str(self.dir))
+                if rank is not None and rank not in self.pids:
+                    self.pids[rank] = pid
+
+    def read_pid_files(self) -> None:
+        """The pids the ranks wrote when they joined."""
         for rank in range(self.nproc):
             path = self.dir / f"rank{rank}.pid"
             if rank not in self.pids and path.exists():
                 text = path.read_text().strip()
                 if text:
                     self.pids[rank] = int(text)
-        for pid in _descendants(self.process.pid):
-            if pid not in self.pids.values():
-                rank = _rank_of(pid, str(self.dir))
-                if rank is not None and rank not in self.pids:
-                    self.pids[rank] = pid
 
     def look_for_the_dead(self) -> None:
         """A rank gone without its exit mark or an error report failed: tell the others. A rank
@@ -156,23 +160,26 @@ class _Watch:
     def forward(self, stream: BinaryIO, sink: BinaryIO) -> None:
         """Pass the ranks' output through as it comes: bytes, not lines, so that a progress
         bar's carriage returns and a line still being written reach the terminal unchanged."""
-        fd = stream.fileno()
+        fd, tail = stream.fileno(), b""  # the end of this stream's last chunk (a line may be cut)
         while True:
             chunk = os.read(fd, 65536)
             if not chunk:
                 return
-            match = _PID_LINE.search(self._tail + chunk)
+            match = _PID_LINE.search(tail + chunk)
             if match:
                 self.bad_pid = int(match.group(1))
-            match = _SIGNAL_LINE.search(self._tail + chunk)
+            match = _SIGNAL_LINE.search(tail + chunk)
             if match:
                 self.bad_signal = int(match.group(1))
-            self._tail = chunk[-64:]
+            tail = chunk[-64:]
             sink.write(chunk)
             sink.flush()
 
     def failed_rank(self) -> tuple[list[int], str]:
-        """The ranks that failed first, and what happened."""
+        """The ranks that failed first, and what happened. Asked once the job has ended: the
+        ranks' pid files are read again first, since under load the watching thread may not have
+        looked since a rank joined (MPI names a killed rank by its pid)."""
+        self.read_pid_files()
         reports = sorted(self.dir.glob("rank*.failed"), key=lambda p: p.stat().st_mtime)
         if reports:
             first = reports[0].read_text().strip()
@@ -353,8 +360,12 @@ def _run(process: subprocess.Popen, watch: _Watch) -> int:
         if in_main:
             signal.signal(signal.SIGTERM, previous)
         watch.done.set()
+        # the forwarders end at the end of MPI's output, which mpiexec wrote before it exited and
+        # which names a killed rank: under load they may not have read it yet, so wait for them
+        # (bounded: a process that escaped the job may hold the pipes open)
+        deadline = time.monotonic() + _DRAIN_SECONDS
         for worker in workers:
-            worker.join(timeout=2)
+            worker.join(timeout=max(0.0, deadline - time.monotonic()))
     return status
 
 

@@ -140,6 +140,12 @@ class EagerGradBuilder(GradBuilder):
             values.append(g)
         return values if self.node.out_ranges is not None and self._is_dup_out(slot) else values[0]
 
+    def output_grads_or_none(self, slot: str) -> list:
+        """The gradients flowing into each output of `slot`, None where none flows (PyTorch's
+        undefined gradients: what a PyLayer with set_materialize_grads(False) is handed)."""
+        start, stop = self._out_range(slot)
+        return [self.grads[i] for i in range(start, stop)]
+
     def has_output_grad(self, slot: str) -> bool:
         start, stop = self._out_range(slot)
         return any(self.grads[i] is not None for i in range(start, stop))

@@ -60,6 +60,32 @@ class ElementCount(int):
         return int, (int(self),)   # pickles (and deep-copies) as the plain count
 
 
+class UnknownElementCount:
+    """`x.size` of a Variable with a dimension known only at run time: PyTorch's x.size() (the
+    shape, -1 where unknown) and x.size(d) (-1 when axis d is unknown, as x.shape[d]) work, as
+    they do while jit.to_static traces `x.view(x.size(0), -1)`; using it as Paddle's element
+    count (a number) is a TypeError, since that count does not exist yet."""
+
+    __slots__ = ("shape", "name")
+
+    def __init__(self, shape: Sequence[int], name: str) -> None:
+        self.shape, self.name = tuple(int(d) for d in shape), name
+
+    def __call__(self, dim: int | None = None) -> Any:
+        return ElementCount.__call__(self, dim)  # type: ignore[arg-type]
+
+    def _refuse(self, *_: Any) -> Any:
+        raise TypeError(f"size of variable {self.name} with shape {list(self.shape)} is only known when the program "
+                        f"runs (x.size(d) and x.shape[d] give an axis' size, -1 when unknown)")
+
+    __int__ = __index__ = __float__ = __bool__ = __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __floordiv__ = _refuse
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"size(unknown: shape {list(self.shape)})"
+
+
 class TorchHabits:
     """PyTorch's device and gradient-flag spellings, the same on static Variables and eager
     Tensors: `.cpu()`, `.to("float64")` / `.to("cpu")`, `requires_grad`, `requires_grad_()`."""
@@ -147,12 +173,12 @@ class Variable(MathMixin, TorchHabits):
     # ---- Tensor's own methods that mean something in a Program, so that eager code calling
     # them traces (jit.to_static) and static code reads like eager code
     @property
-    def size(self) -> ElementCount:
+    def size(self) -> "ElementCount | UnknownElementCount":
         """The number of elements (Paddle's Tensor.size), when every dimension is known; also
-        callable as PyTorch's x.size() / x.size(d) (see ElementCount)."""
+        callable as PyTorch's x.size() / x.size(d) (see ElementCount). With a dimension unknown,
+        only the call works (UnknownElementCount)."""
         if any(d < 0 for d in self.shape):
-            raise TypeError(f"size of variable {self.name} with shape {list(self.shape)} is only known when "
-                            f"the program runs (x.shape[d] gives an axis' size, -1 when unknown)")
+            return UnknownElementCount(self.shape, self.name)
         return ElementCount(self.shape)
 
     def detach(self) -> "Variable":

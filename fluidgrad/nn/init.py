@@ -84,10 +84,12 @@ def constant_(tensor: Any, val: float) -> Any:
 
 
 def ones_(tensor: Any) -> Any:
+    """Every element 1."""
     return _fill(tensor, Constant(1.0), "ones_")
 
 
 def zeros_(tensor: Any) -> Any:
+    """Every element 0."""
     return _fill(tensor, Constant(0.0), "zeros_")
 
 

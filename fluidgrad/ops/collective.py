@@ -185,11 +185,12 @@ def _bucket_allreduce_offer(shapes, dtypes, reduce="avg", bucket="", **_):
 
 def _streams(bucket) -> bool:
     """The fused replicated update (shard=False) writes a two-rank shared bucket's rows with streaming
-    stores (ops/comm_stream.py), which the producers' own stores are not: then they are not
+    stores (ops/comm_stream.py) on the steps its probe finds the peer's cache holding them
+    (SharedBucket.streams_rows), which the producers' own stores are not: then they are not
     offered. (The sharded buckets and c_bucket_allreduce keep ordinary stores and placement:
     they read the rank's own row back, or its own part where its producer wrote it; streaming
     measured no better there, docs/distributed.md.)"""
-    return bucket.shared and bucket.pair and comm_stream.enabled()
+    return bucket.shared and bucket.pair and comm_stream.enabled() and bucket.streams_rows()
 
 
 def _bucket_allreduce_kernel(xs, reduce="avg", bucket="", ring_id=0, overwrite=False, placed=None):

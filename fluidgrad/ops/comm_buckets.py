@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from . import accel
+from . import accel, comm_stream
 
 # where each tensor of a bucket lies in the flat buffer: (first element, shape)
 Pieces = Sequence[tuple[int, tuple[int, ...]]]
@@ -143,6 +143,9 @@ class SharedBucket:
         self.result = None if self.pair else flat[p * size:]
         self.slice = slice(r * size // p, (r + 1) * size // p)
         self.turn = 0  # the set of rows the next reduction uses
+        self.reductions = 0  # started so far (the turn changes with each)
+        self.stores = comm_stream.StoreChooser()
+        self._streamed: tuple[int, bool] | None = None  # (reduction, its choice), made once per reduction
         self._input_addresses = [_address(rows[r]) for rows in self.sets]
         self.win.Lock_all(mpi.MODE_NOCHECK)  # a passive epoch, for Win.Sync (a memory barrier)
 
@@ -157,9 +160,25 @@ class SharedBucket:
         return self._input_addresses[self.turn]
 
     def start(self, what: str = "bucket all_reduce", scale: Any = None) -> PairReduce | SharedReduce:
+        rows = self.next_rows()
+        return PairReduce(self, rows, what, scale) if self.pair else SharedReduce(self, what, scale)
+
+    def next_rows(self) -> np.ndarray:
+        """The rows of the reduction starting now (the next one uses the other set)."""
         rows = self.sets[self.turn]
         self.turn = (self.turn + 1) % len(self.sets)
-        return PairReduce(self, rows, what, scale) if self.pair else SharedReduce(self, what, scale)
+        self.reductions += 1
+        return rows
+
+    def streams_rows(self) -> bool:
+        """Whether the coming reduction's row is written with streaming stores (two ranks; chosen
+        once per reduction by probing the row: comm_stream.StoreChooser). Asked before anything
+        is written into the row (a placement offer, or the pack): the probe overwrites its start."""
+        if not self.pair:
+            return False
+        if self._streamed is None or self._streamed[0] != self.reductions:
+            self._streamed = (self.reductions, self.stores.stream_now(self.input))
+        return self._streamed[1]
 
     def reduce_own_slice(self, scale: Any = None) -> None:
         """result[s] = (row 0[s] + row 1[s] + ...) * scale for this rank's slice s, in rank order."""

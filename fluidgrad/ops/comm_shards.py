@@ -294,8 +294,7 @@ def exchange(world: Any, key: Any, arrays: Sequence[np.ndarray], layout: Layout,
         return np.empty((0, 0), dtype), -1, summed
     lo, hi = layout.bounds(world.rank)
     pack(bucket.input, arrays, layout, skip=(lo, hi), present=present, stream=streams_peer_part(bucket))
-    rows = bucket.sets[bucket.turn]
-    bucket.turn = (bucket.turn + 1) % len(bucket.sets)
+    rows = bucket.next_rows()
     bucket.win.Sync()
     world.wait(bucket.node.Ibarrier(), what)
     bucket.win.Sync()
@@ -356,8 +355,10 @@ def update_replicated(world: Any, key: Any, grads: Sequence[np.ndarray], layout:
     then each computes (its row + the peer's) * scale itself, the same operation on both (so the
     same bits); the two sets of rows used in turn make a second barrier unnecessary (a rank
     writes a set again only after a barrier its peer passed once done reading it). The rows are
-    packed with streaming stores (comm_stream.py: the peer read them two steps before), and the
-    rank's own gradients are then read where they were made. Otherwise: the bucket's
+    packed with streaming stores when the probe finds the peer's cache holding them
+    (comm_stream.StoreChooser: the peer read them two steps before), and the rank's own gradients
+    are then read where they were made; else with ordinary stores, the producers writing into
+    the row (placement) and the row read back. Otherwise: the bucket's
     all-reduce, then the update from the sum. Returns `states`."""
     dtype = grads[0].dtype
     scale = 1 if scale is None else scale
@@ -366,16 +367,17 @@ def update_replicated(world: Any, key: Any, grads: Sequence[np.ndarray], layout:
         summed, rows, skip = gather_part(grads, layout, 0, dtype), empty, -1
     else:
         bucket = world.bucket(key, layout.padded, dtype)
+        pair = bucket.shared and bucket.pair
+        stream = pair and comm_stream.enabled() and bucket.streams_rows()  # (before the row is read)
         present = in_place(bucket.input, grads, layout, placed, bucket.input_address)
-        pack(bucket.input, grads, layout, present=present, stream=bucket.shared and bucket.pair)
-        if bucket.shared and bucket.pair:
-            rows, skip = bucket.sets[bucket.turn], bucket.rank
-            bucket.turn = (bucket.turn + 1) % len(bucket.sets)
+        pack(bucket.input, grads, layout, present=present, stream=stream)
+        if pair:
+            rows, skip = bucket.next_rows(), bucket.rank
             bucket.win.Sync()
             world.wait(bucket.node.Ibarrier(), what)
             bucket.win.Sync()
             summed = rows[skip]
-            if comm_stream.enabled():  # the row went to memory: this rank's own gradients are still in its cache
+            if stream:  # the row went to memory: this rank's own gradients are still in its cache
                 summed = [flat(g) if not (present and present[i]) and g.flags.c_contiguous else summed[first:first + size]
                           for i, (g, first, size) in enumerate(zip(grads, layout.offsets, layout.sizes))]
         else:

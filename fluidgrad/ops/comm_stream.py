@@ -15,10 +15,19 @@ the way; the reader then reads the row from memory instead of from the writer's 
 otherwise np.copyto. The bits written are the same either way. `STREAM`
 (FLUIDGRAD_STREAM_SHARED=0: off) says whether writes into shared rows stream at all; the
 benchmark compares both.
+
+Streamed rows cost more when the cores are close (a pack pass of their own, and the peer reads
+them from memory rather than from the shared cache), so neither choice wins in both states
+(docs/distributed.md). `StoreChooser` asks the machine each step: it rewrites a little of the
+row about to be written with ordinary stores and times it (`probe_ns_per_line`).
 """
 from __future__ import annotations
 
 import functools
+import os
+import time
+from collections import deque
+from typing import Callable
 
 import numpy as np
 
@@ -28,6 +37,53 @@ from . import accel
 # rows are not offered to the gradients' producers (placement), whose stores are ordinary ones
 STREAM = accel.Switch("FLUIDGRAD_STREAM_SHARED")
 LINE = 64  # bytes: a cache line, and the unit a streaming vector store writes
+PROBE_BYTES = 32 << 10  # 512 lines: 13 us when the lines are far, 1-2 us when near
+# ns per 64-byte line. Measured under load (17:20 UTC, ordinary stores, probe by probe): most
+# probes 7-10 ns, the backward's placed GEMMs 2.13-2.27 ms; the slowest fifth 16 ns, 2.35-2.38 ms
+# (streaming then gains little); with the cores apart on an idle machine a line costs about 25
+# and those GEMMs 0.6 ms more, which streaming saves
+FAR_NS = 14.0
+# static mode's two-rank rows (the fused replicated update, comm_shards.update_replicated):
+# "adaptive" (the default: StoreChooser), or forced, for comparisons: "stream", "ordinary"
+ROWS_POLICY = os.environ.get("FLUIDGRAD_STREAM_ROWS", "adaptive")
+
+
+class StoreChooser:
+    """Per bucket: whether this step's writes into a two-rank shared row stream. `stream_now(row)`
+    rewrites the first PROBE_BYTES of this rank's row for the coming step (memory the step
+    overwrites anyway, which the peer is done reading) with ordinary stores and times it: above
+    FAR_NS per line the peer's cache still held those lines. The rows are streamed when at
+    least two of the last three probes found that, so one preempted probe changes nothing. Each
+    rank decides for its own stores; the values written, hence the sums, are the same bits
+    either way. `policy()` gives "adaptive", "stream" or "ordinary"."""
+
+    def __init__(self, policy: Callable[[], str] = lambda: ROWS_POLICY) -> None:
+        self.policy = policy
+        self.verdicts: deque[bool] = deque(maxlen=3)
+        self.streamed_steps = self.steps = 0
+
+    def stream_now(self, row: np.ndarray) -> bool:
+        """Whether this step's row is streamed; `row`: this rank's row for the coming reduction
+        (its first PROBE_BYTES are overwritten)."""
+        policy = self.policy()
+        if not enabled() or policy == "ordinary":
+            return False
+        self.steps += 1
+        if policy == "stream":
+            self.streamed_steps += 1
+            return True
+        self.verdicts.append(probe_ns_per_line(row) > FAR_NS)
+        far = sum(self.verdicts) >= 2
+        self.streamed_steps += far
+        return far
+
+
+def probe_ns_per_line(row: np.ndarray) -> float:
+    """ns per 64-byte line to rewrite the first PROBE_BYTES of `row` with ordinary stores."""
+    part = row[:max(1, PROBE_BYTES // row.itemsize)]
+    start = time.perf_counter_ns()
+    part.fill(0)
+    return (time.perf_counter_ns() - start) / max(1, part.nbytes // LINE)
 
 
 def enabled() -> bool:

@@ -33,6 +33,7 @@ from ..lr import LRScheduler, is_rate
 from ..ops.optim import update_kernel
 from ..regularizer import L2Decay, WeightDecayRegularizer
 from .inplace import sgd_in_place
+from .keywords import accepting_torch_spellings
 
 ParamsGrads = list[tuple[Variable, Variable]]
 
@@ -113,6 +114,12 @@ class Optimizer:
     # eager: in_place_update(param, array, grad, lr) writes the update into the parameter's own
     # array when that is safe and says whether it did (optimizer/inplace.py); None: never
     in_place_update: Any = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every optimizer takes torch.optim's keyword spellings too (betas=, eps=, ...: keywords.py)."""
+        super().__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__:
+            cls.__init__ = accepting_torch_spellings(cls.__init__)  # type: ignore[method-assign]
 
     def __init__(self, learning_rate: float | LRScheduler | None = None, parameters: Iterable[Any] | None = None,
                  weight_decay: float | None = None, grad_clip: GradientClipBase | None = None,
@@ -662,16 +669,45 @@ def _set_array(param: Any, value: np.ndarray) -> None:
 
 
 class SGD(Optimizer):
-    """p -= lr * g."""
+    """p -= lr * g; with torch.optim.SGD's `momentum=` (and `nesterov=`) the `momentum` op's update,
+    as Momentum (an instance of a subclass of SGD that names that op)."""
 
     op_type = "sgd"
     accumulators: dict[str, tuple[float, str]] = {}
     in_place_update = staticmethod(sgd_in_place)
 
+    def __new__(cls, *args: Any, momentum: float = 0.0, **kwargs: Any) -> "SGD":
+        return super().__new__(_MomentumSGD if cls is SGD and momentum else cls)
+
     def __init__(self, learning_rate: float | LRScheduler | None = None, parameters: Iterable[Any] | None = None,
                  weight_decay: float | None = None, grad_clip: GradientClipBase | None = None,
-                 name: str | None = None, *, lr: float | LRScheduler | None = None) -> None:
+                 name: str | None = None, *, lr: float | LRScheduler | None = None, momentum: float = 0.0,
+                 dampening: float = 0.0, use_nesterov: bool = False) -> None:
         super().__init__(learning_rate, parameters, weight_decay, grad_clip, name, lr=lr)
+        if not is_rate(momentum) or momentum < 0:
+            raise ValueError(f"SGD: momentum must be a non-negative float, got {momentum!r}")
+        if dampening:
+            raise ValueError(f"SGD: dampening={dampening!r} is not supported (only 0, torch.optim.SGD's default: "
+                             "its first step is undampened, which the momentum op does not track)")
+        if use_nesterov and not momentum:
+            raise ValueError("SGD: Nesterov momentum (nesterov=True) needs a momentum > 0")
+        self.momentum, self.use_nesterov = float(momentum), bool(use_nesterov)
+
+
+class _MomentumSGD(SGD):
+    """SGD(momentum=m > 0): v = m * v + g; p -= lr * v (Nesterov: p -= lr * (g + m * v)). Its own
+    type, so code dispatching on type(optimizer) (the distributed fused updates) never takes it for
+    plain SGD."""
+
+    op_type = "momentum"
+    accumulators = {"Velocity": (0.0, "param")}
+    in_place_update = None
+
+    def update_attrs(self) -> dict[str, Any]:
+        return {"mu": self.momentum, "use_nesterov": self.use_nesterov}
+
+
+_MomentumSGD.__name__ = "SGD"   # errors name the class the user wrote
 
 
 class Momentum(Optimizer):
@@ -692,20 +728,29 @@ class Momentum(Optimizer):
 
 
 class Adam(Optimizer):
-    """Adam with bias correction; `weight_decay` is L2 added to the gradient (torch.optim.Adam)."""
+    """Adam with bias correction; `weight_decay` is L2 added to the gradient (torch.optim.Adam).
+    `amsgrad=True` (Paddle 2 and torch) divides by the running maximum of the second moment: the
+    `adam_amsgrad` op, in an instance of a subclass of Adam (see _MomentumSGD for why)."""
 
     op_type = "adam"
+
+    def __new__(cls, *args: Any, amsgrad: bool = False, **kwargs: Any) -> "Adam":
+        return super().__new__(_AMSGRAD.get(cls, cls) if amsgrad else cls)
 
     def __init__(self, learning_rate: float | LRScheduler | None = None, beta1: float = 0.9, beta2: float = 0.999,
                  epsilon: float = 1e-8, parameters: Iterable[Any] | None = None,
                  weight_decay: float | None = None, grad_clip: GradientClipBase | None = None,
-                 name: str | None = None, *, lr: float | LRScheduler | None = None) -> None:
+                 name: str | None = None, *, lr: float | LRScheduler | None = None, amsgrad: bool = False) -> None:
         super().__init__(learning_rate, parameters, weight_decay, grad_clip, name, lr=lr)
         if not (0 <= beta1 < 1 and 0 <= beta2 < 1):
             raise ValueError(f"{type(self).__name__}: beta1 and beta2 must lie in [0, 1), got {beta1}, {beta2}")
-        self.beta1, self.beta2, self.epsilon = float(beta1), float(beta2), float(epsilon)
+        if bool(amsgrad) != (self.op_type == "adam_amsgrad"):
+            raise TypeError(f"{type(self).__name__}: amsgrad={amsgrad!r} does not fit this class's update op "
+                            f"{self.op_type}")
+        self.beta1, self.beta2, self.epsilon, self.amsgrad = float(beta1), float(beta2), float(epsilon), bool(amsgrad)
         # beta powers start at beta**1: the first step's bias correction
         self.accumulators = {"Moment1": (0.0, "param"), "Moment2": (0.0, "param"),
+                             **({"Moment2Max": (0.0, "param")} if amsgrad else {}),
                              "Beta1Pow": (self.beta1, "scalar"), "Beta2Pow": (self.beta2, "scalar")}
 
     def update_attrs(self) -> dict[str, Any]:
@@ -722,7 +767,7 @@ class AdamW(Adam):
                  epsilon: float = 1e-8, parameters: Iterable[Any] | None = None, weight_decay: float = 0.01,
                  lr_ratio: Any = None, apply_decay_param_fun: Callable[[str], bool] | None = None,
                  grad_clip: GradientClipBase | None = None, lazy_mode: bool = False, multi_precision: bool = False,
-                 name: str | None = None, *, lr: float | LRScheduler | None = None) -> None:
+                 name: str | None = None, *, lr: float | LRScheduler | None = None, amsgrad: bool = False) -> None:
         if isinstance(lr_ratio, GradientClipBase) and grad_clip is None:  # the old positional order
             lr_ratio, grad_clip = None, lr_ratio
         if lr_ratio is not None:
@@ -730,7 +775,8 @@ class AdamW(Adam):
         if apply_decay_param_fun is not None and not callable(apply_decay_param_fun):
             raise TypeError(f"AdamW: apply_decay_param_fun must be callable (name -> bool), "
                             f"got {type(apply_decay_param_fun).__name__}")
-        super().__init__(learning_rate, beta1, beta2, epsilon, parameters, None, grad_clip, name, lr=lr)
+        super().__init__(learning_rate, beta1, beta2, epsilon, parameters, None, grad_clip, name, lr=lr,
+                         amsgrad=amsgrad)
         if not isinstance(weight_decay, (int, float)) or weight_decay < 0:
             raise ValueError(f"AdamW: weight_decay (decoupled) must be a non-negative float, got {weight_decay!r}")
         self.weight_decay = float(weight_decay)
@@ -770,5 +816,20 @@ class AdamW(Adam):
             self._kernels[decay] = update_kernel(self.op_type, **{**self.update_attrs(), "weight_decay": decay})
         return self._kernels[decay]
 
+
+class _AMSGradAdam(Adam):
+    """Adam(amsgrad=True)."""
+
+    op_type = "adam_amsgrad"
+
+
+class _AMSGradAdamW(AdamW):
+    """AdamW(amsgrad=True)."""
+
+    op_type = "adam_amsgrad"
+
+
+_AMSGradAdam.__name__, _AMSGradAdamW.__name__ = "Adam", "AdamW"
+_AMSGRAD: dict[type, type] = {Adam: _AMSGradAdam, AdamW: _AMSGradAdamW}
 
 __all__ = ["Adam", "AdamW", "Momentum", "Optimizer", "SGD"]

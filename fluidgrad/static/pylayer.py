@@ -108,13 +108,19 @@ def apply_on_variables(cls: type, ctx: Any, args: Sequence[Any], kwargs: dict) -
     variables = [i for i in slots if isinstance(args[i], Variable)]
     ctx.needs_input_grad = tuple(isinstance(args[i], Variable) and not args[i].stop_gradient for i in slots)
 
+    results: list[Any] = []
+
     def forward(*values: Variable) -> Any:
         call = list(args)
         for i, value in zip(variables, values):
             call[i] = value
-        return cls.forward(ctx, *call, **kwargs)
+        returned = cls.forward(ctx, *call, **kwargs)
+        results.extend([returned] if isinstance(returned, Variable) else returned)
+        return returned
 
     def backward(*grads: Variable) -> list[Any]:
+        if not ctx.materialize_grads:   # ctx.mark_non_differentiable's outputs: None, not zeros
+            grads = tuple(None if ctx.is_non_differentiable(r) else g for r, g in zip(results, grads))
         returned = cls.backward(ctx, *grads)
         returned = list(returned) if isinstance(returned, (list, tuple)) else [returned]
         if len(returned) != len(slots):
@@ -122,4 +128,7 @@ def apply_on_variables(cls: type, ctx: Any, args: Sequence[Any], kwargs: dict) -
                              f"{len(slots)} Tensor inputs")
         return [g for i, g in zip(slots, returned) if isinstance(args[i], Variable)]
 
-    return static_pylayer(forward, [args[i] for i in variables], backward, name=cls.__name__)
+    outs = static_pylayer(forward, [args[i] for i in variables], backward, name=cls.__name__)
+    for result, out in zip(results, [outs] if isinstance(outs, Variable) else outs):
+        out.stop_gradient = out.stop_gradient or ctx.is_non_differentiable(result)
+    return outs

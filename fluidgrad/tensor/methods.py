@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from .. import functions
 from ..framework.math_mixin import MathMixin
-from . import creation, diagonals, inplace, linalg, logic, manipulation, math, search, stat
+from . import creation, diagonals, inplace, linalg, logic, manipulation, math, search, stat, torch_methods
 
 # The functions Paddle 2 also offers as Tensor methods, among those fluidgrad has (Paddle's
 # `tensor_method_func`, less the ones whose first argument is not the tensor: concat, stack,
@@ -192,10 +192,14 @@ def _in_place(fn: Callable[[Any, Any], Any], symbol: str) -> Callable[[Any, Any]
     return operator
 
 
+# Paddle's methods that also take PyTorch's argument order (torch_methods tells them apart)
+TORCH_ORDER = frozenset({"index_select", "scatter", "gather"})
+
+
 def install(cls: type = MathMixin) -> None:
     """Add every method of METHOD_NAMES that `cls` lacks (a subclass's own, such as Tensor's
     fast `astype`, still wins), abs(x), +x, ~x and the bit operators & | ^ << >> (reflected and
-    in place too)."""
+    in place too), and PyTorch's everyday methods (torch_methods)."""
     for name in METHOD_NAMES:
         if name not in vars(cls):
             setattr(cls, name, _TORCH_FORMS.get(name) or _method(name))
@@ -211,4 +215,7 @@ def install(cls: type = MathMixin) -> None:
         setattr(cls, f"__r{operator}__", _reflected(fn))
         setattr(cls, f"__i{operator}__", _in_place(fn, symbol))
     inplace.install(cls)   # zero_(), fill_(), add_(), uniform_(), ...; `p *= 0.5` on Tensors in place
+    for name, method in {**torch_methods.METHODS, **torch_methods.IN_PLACE}.items():
+        if name in TORCH_ORDER or name not in vars(cls):   # torch's order beside Paddle's
+            setattr(cls, name, method)
 

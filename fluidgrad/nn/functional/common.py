@@ -1,18 +1,48 @@
 """Dense layers, embedding and dropout as functions, for both modes."""
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 from ... import functions as F
-from ...dispatch import apply_op
+from ...dispatch import apply_op, beside
+from ...tensor.random import bernoulli
 
-__all__ = ['linear', 'embedding', 'dropout', 'dropout2d', 'dropout3d', 'pad', 'zeropad2d', 'label_smooth']
+__all__ = ['linear', 'bilinear', 'embedding', 'dropout', 'alpha_dropout', 'dropout2d', 'dropout3d', 'pad', 'zeropad2d',
+           'label_smooth']
 
 
 def linear(x: Any, weight: Any, bias: Any = None, name: str | None = None) -> Any:
     """x @ weight + bias, weight shaped [in, out] (Paddle's layout)."""
     out = F.matmul(x, weight)
     return out if bias is None else F.add(out, bias)
+
+
+def bilinear(x1: Any, x2: Any, weight: Any, bias: Any = None, name: str | None = None) -> Any:
+    """out[..., o] = x1 W[o] x2^T + b[o] (paddle and torch's bilinear): weight [out, in1, in2],
+    bias [out] or Paddle's [1, out]; x1 [..., in1] and x2 [..., in2] share their leading axes.
+    Written as one matmul, a product and a sum, so gradients follow."""
+    if len(weight.shape) != 3 or len(x1.shape) < 1 or len(x1.shape) != len(x2.shape) or \
+            x1.shape[-1] != weight.shape[1] or x2.shape[-1] != weight.shape[2] or \
+            any(a >= 0 and b >= 0 and a != b for a, b in zip(x1.shape[:-1], x2.shape[:-1])):
+        raise ValueError(f"bilinear: needs x1 [..., in1], x2 [..., in2] with the same leading axes and weight "
+                         f"[out, in1, in2], got x1 {list(x1.shape)}, x2 {list(x2.shape)}, weight {list(weight.shape)}")
+    out_features, in1, in2 = (int(d) for d in weight.shape)
+    if bias is not None and int(math.prod(bias.shape)) != out_features:
+        raise ValueError(f"bilinear: bias must hold {out_features} values ([out] or [1, out]), got shape "
+                         f"{list(bias.shape)}")
+    lead = list(x1.shape[:-1])
+    weight, bias = beside(weight, x1), beside(bias, x1)     # reshaped before they meet x1
+    flat1, flat2 = F.reshape(x1, [-1, in1]), F.reshape(x2, [-1, in2])
+    w = F.reshape(F.transpose(weight, [1, 0, 2]), [in1, out_features * in2])
+    left = F.reshape(F.matmul(flat1, w), [-1, out_features, in2])             # x1 W[o], every o
+    out = F.sum(F.multiply(left, F.unsqueeze(flat2, [1])), axis=-1)             # [rows, out]
+    if bias is not None:
+        out = F.add(out, F.reshape(bias, [out_features]))
+    if len(lead) == 1:
+        return out
+    return F.reshape(out, [d if d >= 0 else -1 for d in lead] + [out_features])
+
 
 
 def embedding(x: Any, weight: Any, padding_idx: int | None = None, sparse: bool = False) -> Any:
@@ -47,6 +77,28 @@ def dropout(x: Any, p: float = 0.5, training: bool = True, mode: str = "upscale_
     out, _mask = apply_op("dropout", {"X": x}, {"dropout_prob": float(p), "is_test": not training,
                                                "seed": int(seed), "dropout_implementation": mode})
     return out
+
+
+# SELU's constants: a dropped element becomes its negative saturation, -alpha * scale
+_SELU_SATURATION = 1.6732632423543772848170429916717 * 1.0507009873554804934193349852946
+
+
+def alpha_dropout(x: Any, p: float = 0.5, training: bool = True, name: str | None = None) -> Any:
+    """Dropout for SELU networks (Klambauer et al., 2017): an element is dropped with probability p
+    to SELU's negative saturation -s (not 0), then a x + b restores a standardised input's mean 0
+    and variance 1 (a = ((1 - p)(1 + p s^2))^-1/2, b = a s p); the identity outside training
+    (Paddle's and PyTorch's alpha_dropout; p = 1 gives zeros, as PyTorch)."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"alpha_dropout: p must lie in [0, 1], got {p}")
+    if not training or p == 0.0:
+        return x
+    if p == 1.0:
+        return F.scale(x, 0.0)
+    s = _SELU_SATURATION
+    a = 1.0 / math.sqrt((1.0 - p) * (1.0 + p * s * s))
+    keep = bernoulli(F.full_like(x, 1.0 - p))
+    # kept: a (x + s p); dropped: a s (p - 1)
+    return F.scale(F.add(F.multiply(x, keep), F.scale(keep, s, s * (p - 1.0))), a)
 
 
 def _shared_dropout(x: Any, p: float, training: bool, mode: str, seed: int, axis: int | Sequence[int]) -> Any:

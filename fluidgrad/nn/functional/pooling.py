@@ -5,21 +5,26 @@ Paddle 2 names and signatures (plus PyTorch's `dilation` and `count_include_pad`
 (NLC, NHWC, NDHWC) runs them on the input moved to channel-first (see layout.py).
 Max pooling always runs the op that saves each window's argmax, so the backward scatters at
 those indices; `return_mask=True` also hands them back (flat indices into each input plane,
-as PyTorch's `return_indices`). Padding takes the forms of `conv2d`'s, "same" and "valid".
+as PyTorch's `return_indices`), which max_unpool1d-3d take to put each maximum back (a scatter
+into zeros). Padding takes the forms of `conv2d`'s, "same" and "valid".
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ... import functions as F
-from ...dispatch import apply_op
+from ...dispatch import apply_op, is_tensor
 from ...ops.geometry import per_axis
+from ...tensor.manipulation import tile
+from ...tensor.search import put_along_axis
 from .conv import padding_attrs
-from .layout import CHANNEL_FIRST, run_channel_first
+from .layout import CHANNEL_FIRST, is_channel_last, run_channel_first, to_channel_first, to_channel_last
 
 __all__ = ['max_pool1d', 'max_pool2d', 'max_pool3d', 'avg_pool1d', 'avg_pool2d', 'avg_pool3d',
            'adaptive_avg_pool1d', 'adaptive_avg_pool2d', 'adaptive_avg_pool3d',
-           'adaptive_max_pool1d', 'adaptive_max_pool2d', 'adaptive_max_pool3d']
+           'adaptive_max_pool1d', 'adaptive_max_pool2d', 'adaptive_max_pool3d',
+           'max_unpool1d', 'max_unpool2d', 'max_unpool3d']
 
 
 def _window_attrs(nd: int, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool, dilation: Any,
@@ -170,3 +175,68 @@ def adaptive_max_pool2d(x: Any, output_size: Any, return_mask: bool = False, nam
 def adaptive_max_pool3d(x: Any, output_size: Any, return_mask: bool = False, name: str | None = None) -> Any:
     """Max pooling of NCDHW input to the output size given; `return_mask` also returns the argmax indices."""
     return _adaptive_max(3, x, output_size, return_mask)
+
+
+# ---------------------------------------------------------------- max unpooling
+def _unpool_size(fn: str, output_size: Any, default: list[int], strides: list[int], nd: int) -> list[int]:
+    """The spatial output size: the pooling's input size by default; a given one (spatial, or
+    with N and C in front) must lie strictly within stride of it, as Paddle and PyTorch check."""
+    if output_size is None:
+        return default
+    sizes = [int(d) for d in output_size]
+    sizes = sizes[2:] if len(sizes) == nd + 2 else sizes
+    if len(sizes) != nd or any(not d - s < o < d + s for o, d, s in zip(sizes, default, strides)):
+        raise ValueError(f"{fn}: output_size {list(output_size)} must give {nd} spatial sizes, each strictly "
+                         f"within stride {strides} of the default {default}")
+    return sizes
+
+
+def _max_unpool(nd: int, x: Any, indices: Any, kernel_size: Any, stride: Any, padding: Any, data_format: str,
+                output_size: Any) -> Any:
+    """Each value of x written at its flat index (max_pool's mask) into a zero plane of the
+    output size: one put_along_axis per call, whose gradient gathers at the same indices."""
+    fn = f"max_unpool{nd}d"
+    channel_last = is_channel_last(data_format, nd, fn)
+    x, indices = (to_channel_first(x), to_channel_first(indices)) if channel_last else (x, indices)
+    if len(x.shape) != nd + 2 or list(indices.shape) != list(x.shape) or \
+            str(indices.dtype) not in ("int32", "int64") or any(d < 0 for d in x.shape[1:]):
+        raise ValueError(f"{fn}: needs x of {nd + 2} axes with known channels and sizes and integer indices of "
+                         f"the same shape (max_pool{nd}d's mask), got x {list(x.shape)} ({x.dtype}) and indices "
+                         f"{list(indices.shape)} ({indices.dtype})")
+    ksize = per_axis(kernel_size, nd, f"{fn}: kernel_size")
+    strides = per_axis(kernel_size if stride is None else stride, nd, f"{fn}: stride")
+    pads = per_axis(padding, nd, f"{fn}: padding")
+    default = [(n - 1) * s - 2 * p + k for n, s, p, k in zip(x.shape[2:], strides, pads, ksize)]
+    size = _unpool_size(fn, output_size, default, strides, nd)
+    plane = math.prod(size)
+    if is_tensor(indices) and indices.numpy().size and not 0 <= int(indices.numpy().min()) <= \
+            int(indices.numpy().max()) < plane:
+        raise ValueError(f"{fn}: indices must lie in [0, {plane}) for the output size {size}, got values in "
+                         f"[{int(indices.numpy().min())}, {int(indices.numpy().max())}]")
+    channels = int(x.shape[1])
+    values = F.reshape(x, [0, channels, -1])
+    zeros = tile(F.zeros_like(F.slice(values, [2], [0], [1])), [1, 1, plane])
+    out = put_along_axis(zeros, F.reshape(indices, [0, channels, -1]), values, axis=2)
+    out = F.reshape(out, [0, channels] + size)
+    return to_channel_last(out) if channel_last else out
+
+
+def max_unpool1d(x: Any, indices: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 data_format: str = "NCL", output_size: Any = None, name: str | None = None) -> Any:
+    """The partial inverse of max_pool1d: each maximum back at its place (`indices`, the mask of
+    max_pool1d(..., return_mask=True)), zeros elsewhere."""
+    return _max_unpool(1, x, indices, kernel_size, stride, padding, data_format, output_size)
+
+
+def max_unpool2d(x: Any, indices: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 data_format: str = "NCHW", output_size: Any = None, name: str | None = None) -> Any:
+    """The partial inverse of max_pool2d: each maximum back at its place (`indices`, the mask of
+    max_pool2d(..., return_mask=True)), zeros elsewhere; the output is [N, C, H, W] with H =
+    (h - 1) stride - 2 padding + kernel_size unless output_size says otherwise."""
+    return _max_unpool(2, x, indices, kernel_size, stride, padding, data_format, output_size)
+
+
+def max_unpool3d(x: Any, indices: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 data_format: str = "NCDHW", output_size: Any = None, name: str | None = None) -> Any:
+    """The partial inverse of max_pool3d (see max_unpool2d)."""
+    return _max_unpool(3, x, indices, kernel_size, stride, padding, data_format, output_size)

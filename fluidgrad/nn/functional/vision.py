@@ -1,4 +1,4 @@
-"""Resizing, pixel shuffling, im2col and col2im, for both modes. Paddle 2 names. Resizing and pixel
+"""Resizing, pixel and channel shuffling, im2col and col2im, for both modes. Paddle 2 names. Resizing and pixel
 shuffling take channel-last input too (data_format NWC / NHWC / NDHWC: run on the input moved to
 channel-first, see layout.py)."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ from ...ops.geometry import per_axis
 from .layout import run_channel_first
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 
-__all__ = ['interpolate', 'upsample', 'pixel_shuffle', 'pixel_unshuffle', 'unfold', 'fold']
+__all__ = ['interpolate', 'upsample', 'pixel_shuffle', 'pixel_unshuffle', 'channel_shuffle', 'unfold', 'fold']
 
 _LAYOUTS = {1: ("NCL", "NCW"), 2: ("NCHW",), 3: ("NCDHW",)}
 _AREA = {1: adaptive_avg_pool1d, 2: adaptive_avg_pool2d, 3: adaptive_avg_pool3d}
@@ -103,6 +103,22 @@ def _unshuffle(x: Any, r: int) -> Any:
     y = F.reshape(x, [0, c, h // r, r, w // r, r])
     y = F.transpose(y, [0, 1, 3, 5, 2, 4])
     return F.reshape(y, [0, c * r * r, h // r, w // r])
+
+
+def channel_shuffle(x: Any, groups: int, data_format: str = "NCHW", name: str | None = None) -> Any:
+    """Interleaves the channels of `groups` groups (ShuffleNet): [N, g * k, H, W] is read as
+    [N, g, k, H, W], the two channel axes swapped; NHWC: the same with channels last (Paddle's
+    and PyTorch's channel_shuffle)."""
+    return run_channel_first(x, data_format, 2, "channel_shuffle", lambda x: _channel_shuffle(x, groups))
+
+
+def _channel_shuffle(x: Any, groups: Any) -> Any:
+    _, c, h, w = _known(x, "channel_shuffle")
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups <= 0 or c % groups:
+        raise ValueError(f"channel_shuffle: groups must be a positive integer dividing the {c} channels, got "
+                         f"{groups!r} for channel-first shape {list(x.shape)}")
+    y = F.reshape(x, [0, groups, c // groups, h, w])
+    return F.reshape(F.transpose(y, [0, 2, 1, 3, 4]), [0, c, h, w])
 
 
 def _window_attrs(fn: str, kernel_sizes: Any, strides: Any, paddings: Any, dilations: Any) -> dict[str, Any]:

@@ -12,3 +12,4 @@ from .container import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
 from .rnn_cells import *  # noqa: F401,F403
+from .rnn_wrappers import *  # noqa: F401,F403

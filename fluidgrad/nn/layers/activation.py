@@ -28,6 +28,7 @@ __all__ = [
     'SiLU',
     'Sigmoid',
     'Softmax',
+    'Softmax2D',
     'Softplus',
     'Softshrink',
     'Softsign',
@@ -75,6 +76,16 @@ class Softmax(_Activation):
 
     def __init__(self, axis: int = -1) -> None:
         super().__init__(axis=axis)
+
+
+class Softmax2D(Layer):
+    """Softmax over the channels at every position of [N, C, H, W] or [C, H, W] input (axis -3)."""
+
+    def forward(self, x: Any) -> Any:
+        if len(x.shape) not in (3, 4):
+            raise ValueError(f"Softmax2D: expects a 3-D [C, H, W] or 4-D [N, C, H, W] input, got shape "
+                             f"{list(x.shape)}")
+        return NF.softmax(x, axis=-3)
 
 
 class LogSoftmax(_Activation):

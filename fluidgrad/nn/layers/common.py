@@ -1,16 +1,18 @@
-"""Dense, embedding, dropout and shape layers."""
+"""Dense (Linear, Bilinear), embedding, dropout and shape layers."""
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
 
 from ... import functions as F
-from ...initializer import Constant, Normal, XavierUniform
+from ...initializer import Constant, Normal, Uniform, XavierUniform
 from .. import functional as NF
 from ..layer import Layer
 
-__all__ = ['Linear', 'Embedding', 'Dropout', 'Dropout2D', 'Dropout3D', 'Identity', 'Flatten', 'Unflatten']
+__all__ = ['Linear', 'Bilinear', 'Embedding', 'Dropout', 'AlphaDropout', 'Dropout2D', 'Dropout3D', 'Identity', 'Flatten',
+           'Unflatten']
 
 
 class Linear(Layer):
@@ -30,6 +32,30 @@ class Linear(Layer):
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}"
+
+
+class Bilinear(Layer):
+    """out = x1 W[o] x2^T + b[o] for every output o: weight [out, in1, in2], bias [1, out]
+    (Paddle's shapes), both drawn from U(-1/sqrt(in1), 1/sqrt(in1)) as PyTorch's."""
+
+    def __init__(self, in1_features: int, in2_features: int, out_features: int, weight_attr: Any = None,
+                 bias_attr: Any = None, name: str | None = None) -> None:
+        super().__init__()
+        self.in1_features, self.in2_features, self.out_features = int(in1_features), int(in2_features), int(out_features)
+        if min(self.in1_features, self.in2_features, self.out_features) <= 0:
+            raise ValueError(f"Bilinear: the feature sizes must be positive, got {in1_features}, {in2_features}, "
+                             f"{out_features}")
+        bound = 1.0 / math.sqrt(self.in1_features)
+        self.weight = self.create_parameter([self.out_features, self.in1_features, self.in2_features], weight_attr,
+                                            default_initializer=Uniform(-bound, bound))
+        self.bias = None if bias_attr is False else self.create_parameter(
+            [1, self.out_features], bias_attr, is_bias=True, default_initializer=Uniform(-bound, bound))
+
+    def forward(self, x1: Any, x2: Any) -> Any:
+        return NF.bilinear(x1, x2, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return f"in1_features={self.in1_features}, in2_features={self.in2_features}, out_features={self.out_features}"
 
 
 class Embedding(Layer):
@@ -66,6 +92,23 @@ class Dropout(Layer):
 
     def forward(self, x: Any) -> Any:
         return NF.dropout(x, self.p, training=self.training, mode=self.mode)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
+
+
+class AlphaDropout(Layer):
+    """Dropout that keeps a SELU network's activations standardised (see functional.alpha_dropout);
+    the identity in eval."""
+
+    def __init__(self, p: float = 0.5, name: str | None = None) -> None:
+        super().__init__()
+        if not 0.0 <= float(p) <= 1.0:
+            raise ValueError(f"AlphaDropout: p must lie in [0, 1], got {p}")
+        self.p = float(p)
+
+    def forward(self, x: Any) -> Any:
+        return NF.alpha_dropout(x, self.p, training=self.training)
 
     def extra_repr(self) -> str:
         return f"p={self.p}"

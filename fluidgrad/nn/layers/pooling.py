@@ -1,4 +1,5 @@
-"""Pooling layers over 1-3 spatial axes: max, average, adaptive (channel-first, or channel-last by data_format)."""
+"""Pooling layers over 1-3 spatial axes: max, average, adaptive (channel-first, or channel-last by data_format),
+and max unpooling."""
 from __future__ import annotations
 
 from typing import Any
@@ -8,7 +9,7 @@ from ..layer import Layer
 
 __all__ = ['MaxPool1D', 'MaxPool2D', 'MaxPool3D', 'AvgPool1D', 'AvgPool2D', 'AvgPool3D',
            'AdaptiveAvgPool1D', 'AdaptiveAvgPool2D', 'AdaptiveAvgPool3D',
-           'AdaptiveMaxPool1D', 'AdaptiveMaxPool2D', 'AdaptiveMaxPool3D']
+           'AdaptiveMaxPool1D', 'AdaptiveMaxPool2D', 'AdaptiveMaxPool3D', 'MaxUnPool1D', 'MaxUnPool2D', 'MaxUnPool3D']
 
 _LAYOUTS = {1: "NCL", 2: "NCHW", 3: "NCDHW"}
 
@@ -149,3 +150,38 @@ class AdaptiveMaxPool2D(_AdaptiveMaxPoolNd):
 class AdaptiveMaxPool3D(_AdaptiveMaxPoolNd):
     """Max pooling of NCDHW input to a fixed output size."""
     nd = 3
+
+
+class _MaxUnPoolNd(Layer):
+    nd, layout = 2, "NCHW"
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, data_format: str | None = None,
+                 output_size: Any = None, name: str | None = None) -> None:
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.data_format, self.output_size = data_format or self.layout, output_size
+
+    def forward(self, x: Any, indices: Any, output_size: Any = None) -> Any:
+        """`indices`: the mask of max_poolNd(..., return_mask=True); output_size here (PyTorch's
+        place) or in the constructor (Paddle's)."""
+        fn = getattr(NF, f"max_unpool{self.nd}d")
+        return fn(x, indices, self.kernel_size, self.stride, self.padding, self.data_format,
+                  self.output_size if output_size is None else output_size)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnPool1D(_MaxUnPoolNd):
+    """The partial inverse of MaxPool1D: maxima back at their places, zeros elsewhere."""
+    nd, layout = 1, "NCL"
+
+
+class MaxUnPool2D(_MaxUnPoolNd):
+    """The partial inverse of MaxPool2D: maxima back at their places, zeros elsewhere."""
+    nd, layout = 2, "NCHW"
+
+
+class MaxUnPool3D(_MaxUnPoolNd):
+    """The partial inverse of MaxPool3D: maxima back at their places, zeros elsewhere."""
+    nd, layout = 3, "NCDHW"

@@ -79,11 +79,29 @@ def gru_step(x_t: Any, h: Any, w_hh_t: Any, b_hh: Any) -> Any:
     return F.add(n, F.multiply(z, F.subtract(h, n)))
 
 
-def _steps(x: Any, length: int) -> list[Any]:
+def steps_of(x: Any, length: int) -> list[Any]:
     """The time-major x as `length` steps (axis 0 dropped), with one split op."""
     if length == 1:
         return [F.squeeze(x, [0])]
     return [F.squeeze(p, [0]) for p in F.split(x, length, axis=0)]
+
+
+def step_masks(name: str, lengths: Any, x: Any) -> list[tuple[Any, Any]]:
+    """Per step of the time-major x: (m, 1 - m), each [batch, 1] of x's dtype, m 1 where the
+    step is within the sequence's length (`name`: the layer, for errors)."""
+    time, batch = x.shape[0], x.shape[1]
+    lengths = constant(np.asarray(lengths) if isinstance(lengths, (list, tuple)) else lengths, x)
+    if len(lengths.shape) != 1 or str(lengths.dtype) not in ("int32", "int64") or \
+            (batch >= 0 and lengths.shape[0] >= 0 and lengths.shape[0] != batch):
+        raise ValueError(f"{name}: sequence_length must be 1-D integers, one per sequence of the batch of "
+                         f"{batch}, got shape {list(lengths.shape)} ({lengths.dtype})")
+    if is_tensor(lengths) and lengths.numpy().size and not 0 <= lengths.numpy().min() <= \
+            lengths.numpy().max() <= time:
+        raise ValueError(f"{name}: sequence_length must lie in [0, {time}] (the padded length), got "
+                         f"{lengths.numpy().tolist()}")
+    mask = F.unsqueeze(F.transpose(NF.sequence_mask(lengths, time, x.dtype), [1, 0]), [2])   # [time, batch, 1]
+    keep = F.scale(mask, -1.0, 1.0)
+    return list(zip(steps_of(mask, time), steps_of(keep, time)))
 
 
 def _masked_update(new: Any, old: Any, mask: Any, keep: Any) -> tuple[Any, Any]:
@@ -139,7 +157,7 @@ class _RNNBase(Layer):
         w_ih, w_hh, b_ih, b_hh = self._weights(layer, reverse)
         projected = F.add(F.matmul(x, w_ih, transpose_y=True), b_ih)        # every step's x W_ih^T + b_ih
         length = x.shape[0]
-        steps = _steps(projected, length)
+        steps = steps_of(projected, length)
         w_hh_t = F.transpose(beside(w_hh, x), [1, 0])                         # once, not per step
         b_hh = beside(b_hh, x)                                                # (a GRU splits it)
         outputs: list[Any] = [None] * length
@@ -161,7 +179,7 @@ class _RNNBase(Layer):
                              f"time length and input_size {self.input_size}")
         x = inputs if self.time_major else F.transpose(inputs, [1, 0, 2])    # time-major inside
         initial = self._split_states(initial_states)
-        masks = None if sequence_length is None else self._step_masks(sequence_length, x)
+        masks = None if sequence_length is None else step_masks(type(self).__name__, sequence_length, x)
         finals = []
         for layer in range(self.num_layers):
             outs = []
@@ -175,23 +193,6 @@ class _RNNBase(Layer):
                 x = NF.dropout(x, self.dropout, training=self.training)
         out = x if self.time_major else F.transpose(x, [1, 0, 2])
         return out, self._join_states(finals)
-
-    def _step_masks(self, lengths: Any, x: Any) -> list[tuple[Any, Any]]:
-        """Per step of the time-major x: (m, 1 - m), each [batch, 1] of x's dtype, m 1 where the
-        step is within the sequence's length."""
-        name, time, batch = type(self).__name__, x.shape[0], x.shape[1]
-        lengths = constant(np.asarray(lengths) if isinstance(lengths, (list, tuple)) else lengths, x)
-        if len(lengths.shape) != 1 or str(lengths.dtype) not in ("int32", "int64") or \
-                (batch >= 0 and lengths.shape[0] >= 0 and lengths.shape[0] != batch):
-            raise ValueError(f"{name}: sequence_length must be 1-D integers, one per sequence of the batch of "
-                             f"{batch}, got shape {list(lengths.shape)} ({lengths.dtype})")
-        if is_tensor(lengths) and lengths.numpy().size and not 0 <= lengths.numpy().min() <= \
-                lengths.numpy().max() <= time:
-            raise ValueError(f"{name}: sequence_length must lie in [0, {time}] (the padded length), got "
-                             f"{lengths.numpy().tolist()}")
-        mask = F.unsqueeze(F.transpose(NF.sequence_mask(lengths, time, x.dtype), [1, 0]), [2])   # [time, batch, 1]
-        keep = F.scale(mask, -1.0, 1.0)
-        return list(zip(_steps(mask, time), _steps(keep, time)))
 
     def _split_states(self, states: Any) -> list[Any]:
         """Per layer and direction: the initial state, or None (zeros, folded away)."""

@@ -2,6 +2,8 @@
 signatures, PyTorch's maths and weight layout: weight_ih [gates * hidden, input], weight_hh
 [gates * hidden, hidden], LSTM gates i, f, g, o; GRU r, z, n).
 
+RNNCellBase is the base a user's cell subclasses for nn.RNN (rnn_wrappers.py) to run it.
+
 `cell(inputs, states=None)` takes [batch, input_size] and returns `(output, new_states)` as
 Paddle's cells do: `(h, h)` for SimpleRNNCell and GRUCell, `(h, (h, c))` for LSTMCell; states
 None is the zero state. The step maths is rnn.py's, which the SimpleRNN / LSTM / GRU layers run
@@ -12,14 +14,57 @@ import math
 from typing import Any
 
 from ... import functions as F
+from ...dispatch import beside
 from ...initializer import Uniform
+from ...tensor.manipulation import tile
 from ..layer import Layer
 from .rnn import gru_step, lstm_step, simple_rnn_step
 
-__all__ = ['SimpleRNNCell', 'LSTMCell', 'GRUCell']
+__all__ = ['RNNCellBase', 'SimpleRNNCell', 'LSTMCell', 'GRUCell']
 
 
-class _RNNCellBase(Layer):
+class RNNCellBase(Layer):
+    """The base of recurrent cells (Paddle 2's paddle.nn.RNNCellBase): a subclass defines
+    `forward(inputs, states) -> (outputs, new_states)` and `state_shape` (one sample's state
+    shape, or a nested tuple of them), and nn.RNN starts it from `get_initial_states`."""
+
+    def get_initial_states(self, batch_ref: Any, shape: Any = None, dtype: Any = None, init_value: float = 0.0,
+                           batch_dim_idx: int = 0) -> Any:
+        """States filled with init_value, [batch] + shape for each shape of `shape` (default
+        state_shape), the batch size read from axis batch_dim_idx of batch_ref (a Tensor, or the
+        first of nested ones) when the program runs, so a static batch of -1 works."""
+        while isinstance(batch_ref, (tuple, list)):
+            batch_ref = batch_ref[0]
+        rank = len(batch_ref.shape)
+        if not -rank <= batch_dim_idx < rank:
+            raise ValueError(f"{type(self).__name__}.get_initial_states: batch_dim_idx {batch_dim_idx} is out of "
+                             f"range for batch_ref of shape {list(batch_ref.shape)}")
+        others = [a for a in range(rank) if a != batch_dim_idx % rank]
+        column = F.reshape(F.slice(batch_ref, others, [0] * len(others), [1] * len(others)) if others else batch_ref,
+                           [-1, 1])                                            # [batch, 1]
+        dtype = dtype or self.state_dtype or batch_ref.dtype
+
+        def filled(state_shape: Any) -> Any:
+            if isinstance(state_shape, (tuple, list)) and not all(isinstance(d, int) for d in state_shape):
+                return type(state_shape)(filled(part) for part in state_shape)
+            sizes = [int(d) for d in (state_shape if isinstance(state_shape, (tuple, list)) else [state_shape])]
+            ones = F.full_like(column, init_value, dtype)
+            return F.reshape(tile(ones, [1, math.prod(sizes)]), [-1] + sizes)
+
+        return filled(self.state_shape if shape is None else shape)
+
+    @property
+    def state_shape(self) -> Any:
+        raise NotImplementedError(f"{type(self).__name__}: define state_shape (one sample's state shape, e.g. "
+                                  f"(hidden_size,)) for nn.RNN to make its initial states, or pass initial_states")
+
+    @property
+    def state_dtype(self) -> Any:
+        """The states' dtype; None: batch_ref's."""
+        return None
+
+
+class _RNNCellBase(RNNCellBase):
     gates = 1
 
     def __init__(self, input_size: int, hidden_size: int, weight_ih_attr: Any = None, weight_hh_attr: Any = None,
@@ -58,8 +103,10 @@ class _RNNCellBase(Layer):
         projected = F.matmul(inputs, self.weight_ih, transpose_y=True)
         return projected if self.bias_ih is None else F.add(projected, self.bias_ih)
 
-    def _weight_hh_t(self) -> Any:
-        return F.transpose(self.weight_hh, [1, 0])
+    def _recurrent_weights(self, inputs: Any) -> tuple[Any, Any]:
+        """W_hh^T and b_hh, as Parameters of the Program when inputs is a static Variable (they
+        are transposed / split before they meet it)."""
+        return F.transpose(beside(self.weight_hh, inputs), [1, 0]), beside(self.bias_hh, inputs)
 
     def extra_repr(self) -> str:
         return f"{self.input_size}, {self.hidden_size}"
@@ -78,7 +125,7 @@ class SimpleRNNCell(_RNNCellBase):
 
     def forward(self, inputs: Any, states: Any = None) -> tuple[Any, Any]:
         h = simple_rnn_step(self._projected(inputs), self._checked_state(inputs, states, "states"),
-                            self._weight_hh_t(), self.bias_hh, self.activation)
+                            *self._recurrent_weights(inputs), self.activation)
         return h, h
 
 
@@ -97,7 +144,7 @@ class LSTMCell(_RNNCellBase):
                 raise TypeError(f"LSTMCell: states must be a tuple (h, c) of two [batch, {self.hidden_size}] "
                                 f"Tensors, got {type(states).__name__}")
             states = tuple(self._checked_state(inputs, s, what) for s, what in zip(states, ("h", "c")))
-        h, c = lstm_step(self._projected(inputs), states, self._weight_hh_t(), self.bias_hh)
+        h, c = lstm_step(self._projected(inputs), states, *self._recurrent_weights(inputs))
         return h, (h, c)
 
 
@@ -107,6 +154,6 @@ class GRUCell(_RNNCellBase):
     gates = 3
 
     def forward(self, inputs: Any, states: Any = None) -> tuple[Any, Any]:
-        h = gru_step(self._projected(inputs), self._checked_state(inputs, states, "states"), self._weight_hh_t(),
-                     self.bias_hh)
+        h = gru_step(self._projected(inputs), self._checked_state(inputs, states, "states"),
+                     *self._recurrent_weights(inputs))
         return h, h

@@ -6,7 +6,8 @@ from typing import Any
 from .. import functional as NF
 from ..layer import Layer
 
-__all__ = ['Upsample', 'UpsamplingNearest2D', 'UpsamplingBilinear2D', 'PixelShuffle', 'PixelUnshuffle', 'Unfold', 'Fold']
+__all__ = ['Upsample', 'UpsamplingNearest2D', 'UpsamplingBilinear2D', 'PixelShuffle', 'PixelUnshuffle', 'ChannelShuffle',
+           'Unfold', 'Fold']
 
 
 class Upsample(Layer):
@@ -59,6 +60,20 @@ class PixelUnshuffle(Layer):
 
     def forward(self, x: Any) -> Any:
         return NF.pixel_unshuffle(x, self.downscale_factor, self.data_format)
+
+
+class ChannelShuffle(Layer):
+    """Interleaves the channels of `groups` groups (ShuffleNet; see functional.channel_shuffle)."""
+
+    def __init__(self, groups: int, data_format: str = "NCHW", name: str | None = None) -> None:
+        super().__init__()
+        self.groups, self.data_format = groups, data_format
+
+    def forward(self, x: Any) -> Any:
+        return NF.channel_shuffle(x, self.groups, self.data_format)
+
+    def extra_repr(self) -> str:
+        return f"groups={self.groups}, data_format={self.data_format}"
 
 
 class Unfold(Layer):
