@@ -36,6 +36,7 @@ from .complex_math import as_complex, as_real, complex, conj, imag, is_complex, 
 from . import distribution  # noqa: E402  (paddle.distribution / torch.distributions: Normal, Categorical, ...)
 from . import io, viz  # noqa: E402  (static save/load and pictures: fg.io.save, fg.viz.draw)
 from . import metric  # noqa: E402  (paddle.metric: accuracy, Accuracy, Metric, ...)
+from . import amp  # noqa: E402  (paddle.amp: auto_cast, GradScaler)
 from .serialization import load, save  # noqa: E402  (eager state dicts: fg.save(model.state_dict(), path))
 from .recompute_eager import recompute  # noqa: E402  (eager activation checkpointing)
 from .recompute_pass import RecomputePolicy  # noqa: E402  (checkpoints + selective keeping)

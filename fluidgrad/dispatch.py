@@ -50,10 +50,16 @@ def _any_tensor(inputs: dict[str, Any]) -> bool:
     return False
 
 
+# fluidgrad.amp's auto_cast, while a block is open: (op_type, inputs) -> inputs cast by its rule
+cast_inputs: Any = None
+
+
 def apply_op(op_type: str, inputs: dict[str, Any], attrs: dict[str, Any] | None = None,
              n_out: int | None = None) -> Any:
     """Run or append `op_type`; return its output (a tuple for several slots, a list for one
     duplicable slot), as Tensors in eager mode and Variables in static mode."""
+    if cast_inputs is not None:
+        inputs = cast_inputs(op_type, inputs)
     if _any_tensor(inputs):
         if _any_variable(inputs) and state.tracer is None:
             return append_static_op(op_type, _with_constants(op_type, inputs), attrs or {}, n_out)

@@ -148,8 +148,10 @@ def test_num_workers_runs_in_process_with_the_same_batches():
 def test_bad_datasets_and_samples_are_clear_errors():
     with pytest.raises(ValueError, match=r"same first dimension, got shapes \[\[11, 2\], \[3\]\]"):
         io.TensorDataset([_FEATURES, np.zeros(3)])
-    with pytest.raises(TypeError, match="list of tensors"):
-        io.TensorDataset(_FEATURES)
+    one = io.TensorDataset(_FEATURES)          # torch's TensorDataset(x): one field per sample
+    assert len(one) == len(tud.TensorDataset(torch.tensor(_FEATURES))) and len(one[0]) == 1
+    with pytest.raises(TypeError, match="as one list \\(Paddle\\) or as separate arguments"):
+        io.TensorDataset([_FEATURES], _LABELS)
     with pytest.raises(ValueError, match="different shapes"):
         io.default_collate_fn([np.zeros(2), np.zeros(3)])
     with pytest.raises(TypeError, match="must be a Dataset"):

@@ -44,7 +44,8 @@ TESTED_ELSEWHERE: dict[str, str] = {
     **dict.fromkeys(["while", "while_grad", "conditional_block", "conditional_block_grad", "select_input",
                      "select_input_grad", "increment"], _CONTROL),
     **dict.fromkeys(["sgd", "momentum", "adam"], _OPTIM),
-    **dict.fromkeys(["rmsprop", "adagrad", "adamax", "adadelta", "adam_amsgrad"], "test_optimizer_adaptive.py"),
+    **dict.fromkeys(["rmsprop", "adagrad", "adamax", "adadelta", "adam_amsgrad", "nadam", "radam",
+                     "rprop"], "test_optimizer_adaptive.py"),
     "nonzero": "test_indexing.py",  # its output size is known only at run time
     "bincount": "test_bincount_static.py",  # its output size is known only at run time
     "pylayer": "test_pylayer_static.py",  # its gradient is a recorded block of the user's backward

@@ -1,5 +1,5 @@
-"""RMSProp, Adagrad, Adamax, Adadelta (and Adam / AdamW with amsgrad, SGD with momentum, spelled as
-torch.optim spells them) against torch.optim: static minimize() and eager step()
+"""RMSProp, Adagrad, Adamax, Adadelta, Rprop, NAdam, RAdam (and Adam / AdamW with amsgrad, SGD with
+momentum, spelled as torch.optim spells them) against torch.optim: static minimize() and eager step()
 over several steps, with weight decay, clipping, per-parameter rates (ParamAttr and parameter
 groups), a resumed state_dict, float32 kept, and the refusals of bad arguments."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ import fluidgrad as fg
 from fluidgrad import optimizer as opt
 
 SHAPES = {"w": (3, 4), "b": (4,)}
-STEPS = 5
+STEPS = 8   # RAdam below rectifies its rate from step 6 on
 
 # name: (fluidgrad optimizer from (weight_decay, grad_clip, parameters), torch optimizer from (params, weight_decay))
 OPTIMIZERS = {
@@ -50,6 +50,17 @@ OPTIMIZERS = {
                                                           grad_clip=clip, parameters=ps),
                       lambda ps, wd: torch.optim.AdamW(ps, lr=0.05, betas=(0.8, 0.999), amsgrad=True,
                                                        weight_decay=wd or 0.0)),
+    "nadam": (lambda wd, clip, ps=None: opt.NAdam(0.05, beta1=0.8, beta2=0.95, epsilon=1e-6, momentum_decay=0.01,
+                                                   weight_decay=wd, grad_clip=clip, parameters=ps),
+              lambda ps, wd: torch.optim.NAdam(ps, lr=0.05, betas=(0.8, 0.95), eps=1e-6, momentum_decay=0.01,
+                                               weight_decay=wd or 0.0)),
+    "radam": (lambda wd, clip, ps=None: opt.RAdam(0.05, betas=(0.8, 0.85), eps=1e-6, weight_decay=wd, grad_clip=clip,
+                                                   parameters=ps),
+              lambda ps, wd: torch.optim.RAdam(ps, lr=0.05, betas=(0.8, 0.85), eps=1e-6, weight_decay=wd or 0.0)),
+    # Rprop has no weight decay (Paddle's and torch's): both sides ignore wd
+    "rprop": (lambda wd, clip, ps=None: opt.Rprop(0.05, learning_rate_range=(1e-3, 0.2), etas=(0.4, 1.3),
+                                                   grad_clip=clip, parameters=ps),
+              lambda ps, wd: torch.optim.Rprop(ps, lr=0.05, etas=(0.4, 1.3), step_sizes=(1e-3, 0.2))),
     "sgd nesterov": (lambda wd, clip, ps=None: opt.SGD(0.05, momentum=0.8, nesterov=True, weight_decay=wd,
                                                        grad_clip=clip, parameters=ps),
                      lambda ps, wd: torch.optim.SGD(ps, lr=0.05, momentum=0.8, nesterov=True, weight_decay=wd or 0.0)),
@@ -134,7 +145,8 @@ def test_eager_step_matches_torch_with_decay_and_clipping(name):
                                        err_msg=f"{name} step {step} param {k}")
 
 
-@pytest.mark.parametrize("name", ["rmsprop centered momentum", "adagrad", "adamax", "adadelta"])
+@pytest.mark.parametrize("name", ["rmsprop centered momentum", "adagrad", "adamax", "adadelta", "nadam", "radam",
+                                  "rprop"])
 def test_per_parameter_rates_match_torch_parameter_groups(name):
     """ParamAttr(learning_rate=0.25) in a program, and a parameter group of its own rate in eager
     mode, against torch.optim with two groups."""

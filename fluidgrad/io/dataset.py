@@ -2,7 +2,8 @@
 
 A map-style `Dataset` answers `len(dataset)` and `dataset[i]`; an `IterableDataset` only
 yields samples. `TensorDataset` pairs up the rows of several arrays (features, labels);
-`Subset` and `random_split` pick rows of another dataset, e.g. a validation split.
+`Subset` and `random_split` pick rows of another dataset, e.g. a validation split; combine.py
+joins datasets (ConcatDataset, ComposeDataset, ChainDataset).
 """
 from __future__ import annotations
 
@@ -26,7 +27,6 @@ class Dataset:
     def __len__(self) -> int:
         raise NotImplementedError(f"{type(self).__name__} must define __len__()")
 
-
 class IterableDataset(Dataset):
     """A dataset that yields its samples (a stream, a generator): subclass and define `__iter__`.
     A DataLoader batches it in order; it has no indices, so no sampler or shuffle applies."""
@@ -37,13 +37,22 @@ class IterableDataset(Dataset):
     def __getitem__(self, index: int) -> Any:
         raise TypeError(f"{type(self).__name__} is an IterableDataset: iterate over it, it has no indices")
 
+    def __len__(self) -> int:
+        # a TypeError (not NotImplementedError): list(dataset) asks for a length hint and takes
+        # a TypeError as "unknown"
+        raise TypeError(f"{type(self).__name__} is an IterableDataset without __len__: iterate over it")
+
 
 class TensorDataset(Dataset):
-    """Sample i is the tuple of row i of each tensor (Tensors or arrays, equal first dimensions)."""
+    """Sample i is the tuple of row i of each tensor (Tensors or arrays, equal first dimensions):
+    `TensorDataset([features, labels])` (Paddle) or `TensorDataset(features, labels)` (PyTorch)."""
 
-    def __init__(self, tensors: Sequence[Any]) -> None:
+    def __init__(self, tensors: Sequence[Any], *more: Any) -> None:
         if isinstance(tensors, (Tensor, np.ndarray)):
-            raise TypeError("TensorDataset takes a list of tensors, e.g. TensorDataset([features, labels])")
+            tensors = [tensors, *more]
+        elif more:
+            raise TypeError("TensorDataset takes the tensors as one list (Paddle) or as separate arguments "
+                            f"(PyTorch), got a {type(tensors).__name__} and {len(more)} more arguments")
         self.tensors = [t if isinstance(t, Tensor) else Tensor(np.asarray(t)) for t in tensors]
         if not self.tensors:
             raise ValueError("TensorDataset needs at least one tensor")

@@ -1,13 +1,14 @@
 """Samplers (paddle.io): the order of a map-style dataset's indices, and their grouping into batches.
 
 `SequenceSampler` gives 0..n-1, `RandomSampler` a permutation drawn from fluidgrad's global
-generator (`fluidgrad.seed` makes it repeatable); `BatchSampler` groups a sampler's indices into
+generator (`fluidgrad.seed` makes it repeatable), `SubsetRandomSampler` a permutation of given
+indices, `WeightedRandomSampler` indices drawn by weight (rebalancing classes); `BatchSampler` groups a sampler's indices into
 lists of `batch_size`. `DistributedBatchSampler` is a BatchSampler over this rank's share of the
 indices (every rank the same number of batches), which a DataLoader takes as `batch_sampler`.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Sized
+from collections.abc import Iterator, Sequence, Sized
 from typing import Any
 
 import numpy as np
@@ -15,7 +16,8 @@ import numpy as np
 from ..ops.comm import get_world
 from ..ops.random import generator
 
-__all__ = ["Sampler", "SequenceSampler", "RandomSampler", "BatchSampler", "DistributedBatchSampler"]
+__all__ = ["Sampler", "SequenceSampler", "RandomSampler", "BatchSampler", "DistributedBatchSampler", "SubsetRandomSampler",
+           "WeightedRandomSampler"]
 
 
 class Sampler:
@@ -146,3 +148,50 @@ class DistributedBatchSampler(BatchSampler):
     def __len__(self) -> int:
         full, rest = divmod(self.num_samples, self.batch_size)
         return full + (1 if rest and not self.drop_last else 0)
+
+
+class SubsetRandomSampler(Sampler):
+    """The given indices in a fresh random order each pass (a train / validation split of one
+    dataset), drawn from fluidgrad's global generator, or from `generator`, a NumPy Generator."""
+
+    def __init__(self, indices: Sequence[int], generator: Any = None) -> None:
+        super().__init__(None)
+        if len(indices) == 0:
+            raise ValueError("SubsetRandomSampler: indices must not be empty")
+        self.indices, self.generator = list(indices), generator
+
+    def __iter__(self) -> Iterator[int]:
+        rng = self.generator if self.generator is not None else generator()
+        return iter([self.indices[i] for i in rng.permutation(len(self.indices))])
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler):
+    """`num_samples` indices drawn with probabilities proportional to `weights` (rebalancing
+    classes), with or without replacement; from fluidgrad's global generator or `generator`."""
+
+    def __init__(self, weights: Sequence[float], num_samples: int, replacement: bool = True,
+                 generator: Any = None) -> None:
+        super().__init__(None)
+        weights = np.asarray(weights.numpy() if hasattr(weights, "numpy") else weights, dtype=np.float64)
+        if weights.ndim != 1 or not np.isfinite(weights).all() or (weights < 0).any() or weights.sum() <= 0:
+            raise ValueError(f"WeightedRandomSampler: weights must be a 1-D sequence of finite, non-negative "
+                             f"numbers with a positive sum, got {weights.tolist()[:8]}")
+        if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or num_samples < 1:
+            raise ValueError(f"WeightedRandomSampler: num_samples must be a positive integer, got {num_samples!r}")
+        if not replacement and num_samples > int((weights > 0).sum()):
+            raise ValueError(f"WeightedRandomSampler: {num_samples} samples without replacement, but only "
+                             f"{int((weights > 0).sum())} weights are positive")
+        self.weights, self.num_samples = weights, int(num_samples)
+        self.replacement, self.generator = bool(replacement), generator
+
+    def __iter__(self) -> Iterator[int]:
+        rng = self.generator if self.generator is not None else generator()
+        drawn = rng.choice(len(self.weights), self.num_samples, replace=self.replacement,
+                           p=self.weights / self.weights.sum())
+        return iter(drawn.tolist())
+
+    def __len__(self) -> int:
+        return self.num_samples

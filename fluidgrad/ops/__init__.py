@@ -3,7 +3,7 @@
 from . import activation, control_flow, loss, math, nn, norm, optim, random, reduce, tensor  # noqa: F401
 from . import attention, collective, comm_split_ops, elementwise, linalg, manipulation, search  # noqa: F401
 from . import arange, bitwise, detection, image, matrix, text, unique  # noqa: F401  (the ONNX op tail)
-from . import bincount, ctc, embedding  # noqa: F401
+from . import bincount, ctc, decomposition, embedding  # noqa: F401
 from . import optim_adam_variants, optim_adaptive, sampling  # noqa: F401
 from . import complex, fft  # noqa: F401  (complex values and the Fourier transforms)
 from . import pylayer  # noqa: F401  (static_pylayer, PyLayer traced by jit.to_static)

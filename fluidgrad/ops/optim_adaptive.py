@@ -1,5 +1,5 @@
 """Update ops of the optimizers with per-coordinate rates: `rmsprop`, `adagrad`, `adamax`,
-`adadelta` (the optimizers in fluidgrad/optimizer/adaptive.py).
+`adadelta`, `rprop` (the optimizers in fluidgrad/optimizer/adaptive.py).
 
 As the ops of optim.py: pure kernels of arrays (outputs named as their inputs in a program,
 the same kernel called eagerly), no gradient. The formulas are torch.optim's, step for step,
@@ -65,6 +65,23 @@ def adadelta_kernel(param, grad, avg_squared_grad, avg_squared_update, learning_
     return param - lr * delta, avg_squared_grad, avg_squared_update
 
 
+def rprop_kernel(param, grad, prev, step_size, step, learning_rate, eta_negative=0.5, eta_positive=1.2,
+                 step_size_min=1e-5, step_size_max=50.0):
+    """Resilient backpropagation (torch.optim.Rprop, Paddle's Rprop): each coordinate moves by its
+    own step size against the sign of its gradient; the size grows by eta_positive while the sign
+    holds, shrinks by eta_negative when it flips (and that step is skipped: the gradient is taken
+    as 0), clipped to [step_size_min, step_size_max]. The rate is only the initial step size
+    (read at the first update: Step counts them)."""
+    dtype = param.dtype.type
+    if float(np.asarray(step).reshape(-1)[0]) == 0:
+        step_size = np.full_like(param, _scalar(learning_rate, param))
+    sign = np.sign(grad * prev)
+    factor = np.where(sign > 0, dtype(eta_positive), np.where(sign < 0, dtype(eta_negative), dtype(1)))
+    step_size = np.clip(step_size * factor, dtype(step_size_min), dtype(step_size_max))
+    grad = np.where(sign < 0, dtype(0), grad)
+    return param - np.sign(grad) * step_size, grad, step_size, step + step.dtype.type(1)
+
+
 def _infer(elementwise: tuple[str, ...], scalars: tuple[str, ...] = (), placeholders=lambda ctx: ()):
     """Param, Grad and the elementwise accumulators share one shape and dtype; LearningRate, the
     scalar accumulators and the placeholders `placeholders(ctx)` names hold one element."""
@@ -105,3 +122,7 @@ register_op("adadelta", inputs="Param Grad AvgSquaredGrad AvgSquaredUpdate Learn
             attrs={"rho": 0.95, "epsilon": 1e-6}, kernel=adadelta_kernel,
             infer=_infer(("AvgSquaredGrad", "AvgSquaredUpdate")), grad=NO_GRADIENT,
             doc="Adadelta: steps scaled by the ratio of the running roots of past updates and gradients.")
+register_op("rprop", inputs="Param Grad Prev StepSize Step LearningRate", outputs="ParamOut PrevOut StepSizeOut StepOut",
+            attrs={"eta_negative": 0.5, "eta_positive": 1.2, "step_size_min": 1e-5, "step_size_max": 50.0},
+            kernel=rprop_kernel, infer=_infer(("Prev", "StepSize"), ("Step",)), grad=NO_GRADIENT,
+            doc="Rprop: per-coordinate step sizes adapted by the sign changes of the gradient.")

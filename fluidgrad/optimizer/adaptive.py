@@ -1,4 +1,4 @@
-"""Optimizers with per-coordinate rates: RMSProp, Adagrad, Adamax, Adadelta (Paddle 2's names and
+"""Optimizers with per-coordinate rates: RMSProp, Adagrad, Adamax, Adadelta, Rprop (Paddle 2's names and
 arguments; `lr=` and parameters first also work, as for every fluidgrad optimizer).
 
 Each names its update op (ops/optim_adaptive.py) and its accumulators; the base class does the
@@ -103,4 +103,42 @@ class Adadelta(Optimizer):
         return {"rho": self.rho, "epsilon": self.epsilon}
 
 
-__all__ = ["Adadelta", "Adagrad", "Adamax", "RMSProp"]
+class Rprop(Optimizer):
+    """Resilient backpropagation: per-coordinate step sizes that grow by etas[1] while the
+    gradient's sign holds and shrink by etas[0] when it flips, within learning_rate_range; the
+    rate is the initial step size. For full-batch training (the signs of minibatch gradients are
+    noise). torch's `step_sizes=` is `learning_rate_range`."""
+
+    op_type = "rprop"
+
+    def __init__(self, learning_rate: float | LRScheduler | None = None,
+                 learning_rate_range: tuple[float, float] = (1e-5, 50.0), parameters: Iterable[Any] | None = None,
+                 etas: tuple[float, float] = (0.5, 1.2), grad_clip: GradientClipBase | None = None,
+                 multi_precision: bool = False, name: str | None = None, *,
+                 lr: float | LRScheduler | None = None) -> None:
+        super().__init__(learning_rate, parameters, None, grad_clip, name, lr=lr)
+        low, high = _pair("Rprop", "learning_rate_range", learning_rate_range)
+        eta_negative, eta_positive = _pair("Rprop", "etas", etas)
+        if not 0 < low <= high:
+            raise ValueError(f"Rprop: learning_rate_range must be (min, max) with 0 < min <= max, "
+                             f"got {learning_rate_range}")
+        if not 0 < eta_negative < 1 < eta_positive:
+            raise ValueError(f"Rprop: etas must be (eta_negative, eta_positive) with 0 < eta_negative < 1 < "
+                             f"eta_positive, got {etas}")
+        self.learning_rate_range, self.etas = (low, high), (eta_negative, eta_positive)
+        self.accumulators = {"Prev": (0.0, "param"), "StepSize": (0.0, "param"), "Step": (0.0, "scalar")}
+
+    def update_attrs(self) -> dict[str, Any]:
+        return {"eta_negative": self.etas[0], "eta_positive": self.etas[1],
+                "step_size_min": self.learning_rate_range[0], "step_size_max": self.learning_rate_range[1]}
+
+
+def _pair(owner: str, name: str, value: Any) -> tuple[float, float]:
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise ValueError(f"{owner}: {name} must be a pair of numbers, got {value!r}")
+    return float(value[0]), float(value[1])
+
+
+RMSprop = RMSProp   # torch.optim's spelling
+
+__all__ = ["Adadelta", "Adagrad", "Adamax", "RMSProp", "RMSprop", "Rprop"]

@@ -56,6 +56,14 @@ def _torch_style(owner: str, learning_rate: Any, parameters: Any, lr: Any) -> tu
     return (_DEFAULT_LR if learning_rate is None else learning_rate), parameters
 
 
+def default_rate(learning_rate: Any, lr: Any, default: float) -> Any:
+    """The `lr=` an optimizer with its own default rate (NAdam 0.002, LBFGS 1.0) passes on:
+    `default` when neither spelling gives a rate (a parameter list given first is not one)."""
+    given = learning_rate is not None and not (hasattr(learning_rate, "__iter__")
+                                               and not isinstance(learning_rate, (str, bytes, LRScheduler)))
+    return lr if lr is not None or given else default
+
+
 _GROUP_OPTIONS = {"params", "learning_rate", "lr", "weight_decay"}
 _INHERIT = object()   # a group without its own weight_decay uses the optimizer's
 
