@@ -530,7 +530,7 @@ def gradients(targets: Variable | Sequence[Variable], inputs: Variable | Sequenc
     no_grad = set(_as_names(no_grad_set, "no_grad_set"))
     for x in inputs_list:
         if not x.dtype.startswith(("float", "complex")):
-            raise TypeError(f"gradients: input {x.name} is {x.dtype}; only float and complex variables have gradients "
+            raise TypeError(f"gradients: input {x.name} is {x.dtype}; only float variables have gradients (or complex ones) "
                             f"(cast it to a float dtype first if it should be differentiable)")
     # the inputs asked for get gradients even when they are marked stop_gradient (e.g. data)
     program = targets_list[0].block.program

@@ -396,5 +396,5 @@ def to_tensor(data: Any, dtype: Any = None, place: Any = None, stop_gradient: bo
     normalize_dtype(array.dtype)  # reject object/str arrays with a clear error
     if not stop_gradient and array.dtype.kind not in "fc":
         raise TypeError(f"to_tensor: a {array.dtype} tensor cannot have a gradient (stop_gradient=False); "
-                        f"only float and complex tensors can, so pass dtype='float32' or 'float64'")
+                        f"only float tensors can (or complex ones), so pass dtype='float32' or 'float64'")
     return Tensor(array, bool(stop_gradient))
