@@ -14,6 +14,7 @@ from .dispatch import append_static_op, apply_op, is_tensor
 from .eager import to_tensor
 from .framework import DTypeError, Variable, default_main_program, dtypes, in_dynamic_mode, normalize_dtype
 from .indexing import getitem, setitem  # noqa: F401  (x[...] and x[...] = v: fluidgrad/indexing.py)
+from .framework.runtime_dims import RuntimeDim, has_runtime_dims
 
 
 def _is_value(x: Any) -> bool:
@@ -36,6 +37,8 @@ def _constant(value: Any, dtype: str, like: Any) -> Any:
     """A 0-D constant of `dtype` in `like`'s mode, so that it broadcasts against anything."""
     if is_tensor(like):  # an integer out of the dtype's range wraps, as in PyTorch and fill_constant
         return to_tensor(np.asarray(value).astype(dtype))
+    if isinstance(value, RuntimeDim):  # x / x.shape[0] while tracing: the size at run time
+        return _runtime_value(value, dtype)
     return apply_op("fill_constant", {}, {"shape": [], "value": _exact(value), "dtype": dtype})
 
 
@@ -231,7 +234,12 @@ sigmoid, relu = _unary("sigmoid"), _unary("relu")
 
 
 def reshape(x: Any, shape: Sequence[int], name: str | None = None) -> Any:
-    """x with a new shape of the same size; 0 keeps that axis' size, one -1 is inferred."""
+    """x with a new shape of the same size; 0 keeps that axis' size, one -1 is inferred. Sizes
+    read while jit.to_static traces (`[x.shape[0], -1]` of an unknown batch) are computed when
+    the program runs (`runtime_shape_tensor`)."""
+    if has_runtime_dims(shape):
+        tensor, hint = runtime_shape_tensor(shape)
+        return apply_op("reshape", {"X": x, "ShapeTensor": tensor}, {"shape": hint})
     return apply_op("reshape", {"X": x}, {"shape": [int(d) for d in shape]})
 
 
@@ -380,6 +388,10 @@ def ones(shape: Sequence[int], dtype: Any = None) -> Any:
 def _filled(caller: str, shape: Sequence[int], fill_value: float, dtype: Any) -> Any:
     """`full` and its named forms; a negative size is refused here, naming the caller, rather
     than by NumPy at run time."""
+    if has_runtime_dims(shape):  # zeros([x.shape[0], 3]) while tracing: sized when the program runs
+        tensor, hint = runtime_shape_tensor(shape)
+        return append_static_op("fill_constant", {"ShapeTensor": tensor}, {
+            "shape": hint, "value": float(fill_value), "dtype": normalize_dtype(dtype or dtypes.get_default_dtype())})
     sizes = [int(d) for d in shape]
     negative = [d for d in sizes if d < 0]
     if negative:  # (this module's `min` is the op)
@@ -445,3 +457,64 @@ def logical_or(x: Any, y: Any) -> Any:
 def logical_not(x: Any) -> Any:
     """Elementwise `not x` of bool values."""
     return apply_op("logical_not", {"X": x})
+
+
+# ---------------------------------------------------------------- sizes read while tracing
+# `h.reshape([x.shape[0], -1])` traced with an unknown batch (framework/runtime_dims.py): `shape(x)`
+# sliced to entry 0, joined with the known entries into a 1-D int64 ShapeTensor that reshape,
+# fill_constant and expand read when the program runs; the `shape` attribute keeps the sizes
+# known at build time (-1 for the others). These ops export to ONNX as Shape, Slice, Concat.
+
+_SIZE_OPS = {"add": "elementwise_add", "sub": "elementwise_sub", "mul": "elementwise_mul",
+        "floordiv": "elementwise_floordiv"}
+
+
+def runtime_size(dim: RuntimeDim | int) -> Any:
+    """A [1] int64 Variable holding `dim` when the program runs."""
+    if not isinstance(dim, RuntimeDim):
+        return _int64_constant([int(dim)])
+    kind = dim.expr[0]
+    if kind == "dim":
+        variable, axis = dim.expr[1], dim.expr[2]
+        if variable.block.program is not default_main_program():
+            raise ValueError(f"{dim.describe()}: {variable.name} belongs to another program than the one being "
+                             f"built; its size cannot be read here")
+        sizes = append_static_op("shape", {"X": variable}, {})
+        sizes.stop_gradient = True
+        return append_static_op("slice", {"X": sizes}, {"axes": [0], "starts": [axis], "ends": [axis + 1]})
+    left, right = runtime_size(dim.expr[1]), runtime_size(dim.expr[2])
+    return append_static_op(_SIZE_OPS[kind], {"X": left, "Y": right}, {})
+
+
+def runtime_shape_tensor(sizes: Sequence[Any]) -> tuple[Any, list[int]]:
+    """(a 1-D int64 Variable of the sizes at run time, the sizes known now with -1 for the others)."""
+    pieces: list[Any] = []
+    known: list[int] = []
+    for d in sizes:
+        if isinstance(d, RuntimeDim):
+            if known:
+                pieces.append(_int64_constant(known))
+                known = []
+            pieces.append(runtime_size(d))
+        else:
+            known.append(int(d))
+    if known:
+        pieces.append(_int64_constant(known))
+    tensor = pieces[0] if len(pieces) == 1 else append_static_op("concat", {"X": pieces}, {"axis": 0})
+    tensor.stop_gradient = True
+    return tensor, [int(d) for d in sizes]
+
+
+def _runtime_value(dim: RuntimeDim, dtype: str) -> Any:
+    """`dim` as a 0-D value of `dtype` (`x / x.shape[0]`)."""
+    value = append_static_op("reshape", {"X": runtime_size(dim)}, {"shape": []})
+    if dtype != "int64":
+        value = append_static_op("cast", {"X": value}, {"dtype": dtype})
+    value.stop_gradient = True
+    return value
+
+
+def _int64_constant(values: list[int]) -> Any:
+    array = np.asarray(values, dtype="int64")
+    return append_static_op("assign_value", {}, {"shape": [len(values)], "dtype": "int64",
+                                                 "values": array.tolist()})

@@ -62,7 +62,7 @@ from .eager.mode import is_grad_enabled, set_tracer
 from .eager.node import CustomOp
 from .eager.tensor import Tensor
 from .executor import Executor, Scope
-from .framework import Parameter, Program, Variable, program_guard, unique_name
+from .framework import Parameter, Program, Variable, program_guard, runtime_dims, unique_name
 from .io import load_inference_model, save_inference_model
 from .io.model_files import ModelFileError, read_metadata
 from .nn import layer as layer_module
@@ -208,7 +208,8 @@ class _TracedProgram:
             saved = set_tracer(tracer)
             layer_module.call_observers.append(lambda layer: ran.setdefault(id(layer), layer))
             try:
-                result = fn(*call_args, **call_kwargs)
+                with runtime_dims.reading():  # x.shape[0] of an unknown size: read at run time
+                    result = fn(*call_args, **call_kwargs)
                 self.outputs, self.rebuild, self.output_tree = _flatten_outputs(result, tracer)
             finally:
                 layer_module.call_observers.pop()

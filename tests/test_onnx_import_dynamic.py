@@ -16,7 +16,6 @@ from torch import nn  # noqa: E402
 
 import fluidgrad as fg  # noqa: E402
 from fluidgrad.onnx import import_model  # noqa: E402
-from fluidgrad.onnx.errors import OnnxImportError  # noqa: E402
 
 
 class Reshaping(nn.Module):
@@ -83,7 +82,8 @@ def test_trains_like_pytorch_at_changing_batch_sizes(exported):
         np.testing.assert_allclose(scope[name], param.detach().numpy(), rtol=1e-5, atol=1e-6, err_msg=name)
 
 
-def test_a_dynamic_dimension_used_as_data_is_refused_clearly():
+def test_a_shape_computed_from_a_dynamic_dimension_is_computed_at_run_time():
+    """ConstantOfShape(Shape(x) * 2): sizes derived from the batch are computed when the program runs."""
     nodes = [helper.make_node("Shape", ["x"], ["s"]),
              helper.make_node("Mul", ["s", "two"], ["doubled"]),
              helper.make_node("ConstantOfShape", ["doubled"], ["zeros"], name="zeros_like_x")]
@@ -91,8 +91,29 @@ def test_a_dynamic_dimension_used_as_data_is_refused_clearly():
                               [helper.make_tensor_value_info("zeros", TensorProto.FLOAT, ["batch", 6])],
                               [helper.make_tensor("two", TensorProto.INT64, [1], [2])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    with pytest.raises(OnnxImportError, match=r"zeros_like_x.*unknown when the program is built"):
-        import_model(model, fg.Scope())
+    scope = fg.Scope()
+    program, feeds, fetches = import_model(model, scope)
+    for batch in (1, 4):
+        got, = fg.Executor().run(program, feed={"x": np.ones((batch, 3), "float32")}, fetch_list=fetches, scope=scope)
+        np.testing.assert_array_equal(got, np.zeros((2 * batch, 6), "float32"))
+
+
+def test_a_run_time_shape_that_does_not_fit_is_a_clear_error():
+    """Reshape(x, Shape(NonZero(x))) under allowzero=1: read when the program runs, and refused
+    then, naming reshape and both shapes, when it does not hold x's elements."""
+    nodes = [helper.make_node("NonZero", ["x"], ["where"]), helper.make_node("Shape", ["where"], ["s"]),
+             helper.make_node("Reshape", ["x", "s"], ["y"], allowzero=1)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, None])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    scope = fg.Scope()
+    program, feeds, fetches = import_model(model, scope)
+    x = np.array([[1, 0, 2], [0, 3, 0]], "float32")   # 3 non-zero entries: NonZero is [2, 3]
+    got, = fg.Executor().run(program, feed={"x": x}, fetch_list=fetches, scope=scope)
+    np.testing.assert_array_equal(got, x)
+    with pytest.raises(Exception, match=r"reshape.*\[2, 3\].*\[2, 2\]"):
+        fg.Executor().run(program, feed={"x": np.array([[1, 0, 0], [0, 3, 0]], "float32")}, fetch_list=fetches,
+                          scope=scope)
 
 
 class SizedByTheBatch(nn.Module):

@@ -1,6 +1,6 @@
 """Values an imported program fixes when it is built: shapes computed by the graph (folded, or
-evaluated from constants), shapes fed as data (a clear error from import_model, bound by the
-backend at run time), old opsets brought up by onnx.version_converter, and the training
+evaluated from constants), values fed as data (a clear error from import_model, bound by the
+backend at run time; a Reshape's shape is read at run time instead), old opsets brought up by onnx.version_converter, and the training
 update rules of ai.onnx.preview.training."""
 from __future__ import annotations
 
@@ -28,29 +28,54 @@ def _run_imported(model, feed):
     return fg.Executor().run(program, feed={n: feed[n] for n in feed_names}, fetch_list=fetch_vars, scope=scope)
 
 
-def _shape_fed_as_data():
-    """y = Reshape(x, Concat(Split(shape)...)): the target shape is a graph input."""
-    nodes = [helper.make_node("Split", ["shape"], ["rows", "cols"], name="split_shape", num_outputs=2),
+def _repeats_fed_as_data():
+    """y = Tile(x, Concat(Split(repeats)...)): the repeats, which fluidgrad's tile fixes when the
+    program is built, are a graph input."""
+    nodes = [helper.make_node("Split", ["repeats"], ["rows", "cols"], name="split_repeats", num_outputs=2),
              helper.make_node("Concat", ["rows", "cols"], ["target"], axis=0),
-             helper.make_node("Reshape", ["x", "target"], ["y"], name="reshape_to_fed_shape")]
+             helper.make_node("Tile", ["x", "target"], ["y"], name="tile_by_fed_repeats")]
     return _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6]),
-                          helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
+                          helper.make_tensor_value_info("repeats", TensorProto.INT64, [2])],
                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, None])], opset=18)
 
 
-def test_import_model_names_the_node_and_the_graph_input_a_shape_comes_from():
-    with pytest.raises(ValueRequiredError, match=r"reshape_to_fed_shape.*graph input\(s\) 'shape'") as info:
-        import_model(_shape_fed_as_data(), fg.Scope())
-    assert info.value.graph_inputs == ["shape"]
+def test_import_model_names_the_node_and_the_graph_input_a_value_comes_from():
+    with pytest.raises(ValueRequiredError, match=r"tile_by_fed_repeats.*graph input\(s\) 'repeats'") as info:
+        import_model(_repeats_fed_as_data(), fg.Scope())
+    assert info.value.graph_inputs == ["repeats"]
 
 
-def test_backend_binds_a_fed_shape_and_imports_once_per_value():
-    rep = backend.prepare(_shape_fed_as_data())
+def test_backend_binds_fed_repeats_and_imports_once_per_value():
+    rep = backend.prepare(_repeats_fed_as_data())
     x = np.arange(12, dtype="float32").reshape(2, 6)
-    for shape in ([3, 4], [4, 3], [3, 4], [12, 1]):
-        y, = rep.run({"x": x, "shape": np.array(shape, dtype="int64")})
-        np.testing.assert_array_equal(y, x.reshape(shape))
+    for repeats in ([1, 2], [2, 1], [1, 2], [3, 1]):
+        y, = rep.run({"x": x, "repeats": np.array(repeats, dtype="int64")})
+        np.testing.assert_array_equal(y, np.tile(x, repeats))
     assert len(rep._imports) == 3
+
+
+def test_a_reshape_to_a_fed_shape_reads_it_at_run_time():
+    """Reshape's shape computed from a graph input is the ShapeTensor of fluidgrad's reshape: one
+    program serves every value."""
+    nodes = [helper.make_node("Split", ["shape"], ["rows", "cols"], num_outputs=2),
+             helper.make_node("Concat", ["rows", "cols"], ["target"], axis=0),
+             helper.make_node("Reshape", ["x", "target"], ["y"])]
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6]),
+                           helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, None])], opset=18)
+    scope = fg.Scope()
+    program, feed_names, fetch_vars = import_model(model, scope)
+    assert any(op.type == "reshape" and op.input("ShapeTensor") for op in program.global_block().ops)
+    x = np.arange(12, dtype="float32").reshape(2, 6)
+    for shape in ([3, 4], [4, -1], [12, 1], [0, 6]):
+        y, = fg.Executor().run(program, feed={"x": x, "shape": np.array(shape, "int64")}, fetch_list=fetch_vars,
+                               scope=scope)
+        np.testing.assert_array_equal(y, ReferenceEvaluator(model).run(None, {"x": x, "shape": np.array(
+            shape, "int64")})[0])
+    rep = backend.prepare(model)
+    for shape in ([3, 4], [4, 3]):
+        rep.run({"x": x, "shape": np.array(shape, dtype="int64")})
+    assert len(rep._imports) == 1
 
 
 def test_a_shape_computed_from_constants_by_an_op_without_a_folder_is_evaluated():

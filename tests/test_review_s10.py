@@ -270,11 +270,6 @@ _TORCH_MODELS = {"cnn with batch norm": (_TorchCNN, (1, 6, 6)), "gru": (_TorchGR
                  "transformer decoder layer": (_TorchDecoder, (5, 8))}
 
 
-@pytest.mark.xfail(strict=True, reason="models exported by torch.onnx.export's default exporter (dynamo=True) with a "
-                   "dynamic batch do not import: x.view(x.size(0), -1) is refused (\"Reshape ... a shape "
-                   "[x.shape[0], -1] with unknown dimensions under allowzero=1\", though entry 0 is the input's own "
-                   "batch), nn.GRU's Slice (\"ends depends on dimensions unknown when the program is built\"), the "
-                   "decoder layer's view; the same models from the TorchScript exporter import and match")
 @pytest.mark.parametrize("name", sorted(_TORCH_MODELS))
 def test_torch_dynamo_exported_model_with_a_dynamic_batch_imports(tmp_path, name):
     import warnings
@@ -731,11 +726,6 @@ class _FlattenByBatch(fg.nn.Layer):
         return self.fc(h.reshape([x.shape[0], 32])) + fg.zeros([x.shape[0], 3])
 
 
-@pytest.mark.xfail(strict=True, reason="jit.save with InputSpec([None, ...]) fails on the everyday "
-                   "h.reshape([x.shape[0], -1]) (\"shape [-1, -1] has more than one -1\") and on "
-                   "fg.zeros([x.shape[0], 3]) (\"negative size\"): x.shape[0] of the None batch is -1 while "
-                   "tracing; Paddle's to_static reads it with paddle.shape(x)[0], and fluidgrad's own ONNX export "
-                   "already finds such reads by a second trace (export_shapes.py)")
 @pytest.mark.parametrize("how", ["h.reshape([x.shape[0], -1])", "fg.zeros([x.shape[0], 3])"])
 def test_jit_save_with_a_none_batch_and_x_shape_0(tmp_path, how, eager):
     layer = _FlattenByBatch(how)

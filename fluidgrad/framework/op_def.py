@@ -130,7 +130,7 @@ _REGISTRY: dict[str, OpDef] = {}
 # memory-free stand-in for them; recompute does not count them as values the backward needs)
 SHAPE_ONLY_SLOTS: dict[str, tuple[str, ...]] = {
     "reduce_as": ("Target",), "unreduce": ("Target",), "expand_as": ("Target",),
-    "fill_zeros_like": ("X",), "fill_any_like": ("X",)}
+    "fill_zeros_like": ("X",), "fill_any_like": ("X",), "shape": ("X",)}
 
 
 def register_op(type: str, *, inputs: str | Sequence[str], outputs: str | Sequence[str],
@@ -414,7 +414,7 @@ class _BlockInferContext(InferContext):
             if var is None:
                 raise KeyError(f"op {self.op_type} reads variable {name!r}, which block {self.block.idx} "
                                f"and its ancestors do not declare")
-        return var.shape, var.dtype
+        return var._shape, var.dtype
 
     def _store(self, name: str, shape: tuple[int, ...], dtype: str) -> None:
         var = self.block.vars.get(name)

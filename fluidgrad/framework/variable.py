@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from . import math_mixin
+from . import math_mixin, runtime_dims
 from .dtypes import ALL_DTYPES, EXTENSION_DTYPES, FLOAT_DTYPES, require_extension_dtype
 from .math_mixin import MathMixin
 
@@ -122,7 +122,7 @@ class TorchHabits:
 class Variable(MathMixin, TorchHabits):
     """A named value of a Block. `shape` uses -1 for a size known only at run time."""
 
-    __slots__ = ("block", "name", "shape", "dtype", "_persistable", "stop_gradient", "type", "is_data",
+    __slots__ = ("block", "name", "_shape", "dtype", "_persistable", "stop_gradient", "type", "is_data",
                  "__dict__", "__weakref__")
 
     # kinds of variable: ordinary arrays, and the list of scopes a `while` keeps
@@ -134,12 +134,25 @@ class Variable(MathMixin, TorchHabits):
                  is_data: bool = False) -> None:
         self.block = block
         self.name = name
-        self.shape = tuple(map(int, shape))
+        self._shape = tuple(map(int, shape))
         self.dtype = dtype if dtype.__class__ is str and dtype in DTYPES else normalize_dtype(dtype)
         self._persistable = persistable
         self.stop_gradient = stop_gradient
         self.type = type
         self.is_data = is_data
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The sizes, -1 where known only at run time; while jit.to_static traces, each -1 is a
+        RuntimeDim remembering which size it is (framework/runtime_dims.py)."""
+        shape = self._shape
+        if runtime_dims.depth and -1 in shape:
+            return runtime_dims.dims_of(self, shape)
+        return shape
+
+    @shape.setter
+    def shape(self, value: Any) -> None:
+        self._shape = runtime_dims.plain(value) if runtime_dims.depth else tuple(value)
 
     @property
     def persistable(self) -> bool:

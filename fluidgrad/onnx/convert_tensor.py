@@ -53,11 +53,31 @@ def _constant_of_shape(ctx):
     value = ctx.attr("value")
     array = tensor_to_array(value, ctx.where()) if value is not None else np.zeros([1], "float32")
     if symbolic(ctx.maybe_const(0)):  # sizes of a dynamic batch: filled like the variable they are read from
-        return _filled_like(ctx, list(ctx.maybe_const(0).reshape(-1)), array.reshape(-1)[0].item(), array.dtype.name)
+        try:
+            return _filled_like(ctx, list(ctx.maybe_const(0).reshape(-1)), array.reshape(-1)[0].item(),
+                                array.dtype.name)
+        except UnsupportedOnnxOpError:
+            out = _constant_at_run_time(ctx, array)
+            if out is None:
+                raise
+            return out
+    if ctx.maybe_const(0) is None:
+        out = _constant_at_run_time(ctx, array)
+        if out is not None:
+            return out
     shape = [int(d) for d in ctx.const(0, "shape").reshape(-1)]
     if array.dtype.kind in "iub" and int(np.prod(shape)) <= 64:  # shape arithmetic: folded
         return np.full(shape, array.reshape(-1)[0], dtype=array.dtype)
     return full(ctx, shape, float(array.reshape(-1)[0]), array.dtype.name)
+
+
+def _constant_at_run_time(ctx, array):
+    """ConstantOfShape of a shape known only when the program runs (see `run_time_shape`), or None."""
+    shape = run_time_shape(ctx, 0)
+    if shape is None:
+        return None
+    return ctx.op("fill_constant", {"ShapeTensor": shape[0]}, shape=shape[1], value=array.reshape(-1)[0].item(),
+                  dtype=array.dtype.name)
 
 
 def _filled_like(ctx, target: list, value, dtype: str):
@@ -118,22 +138,86 @@ def sizes_as_data(ctx, value: np.ndarray):
     each size counted at run time as the sum of ones along its axis. None where a size is
     derived from others (the caller says why it cannot)."""
     flat = list(value.reshape(-1))
-    if any(isinstance(d, SymDim) and d.var is None for d in flat):
-        return None
     pieces = []
     for d in flat:
-        if isinstance(d, SymDim):
-            try:
-                ones = _filled_like(ctx, [d], 1, "int64")
-            except UnsupportedOnnxOpError:
-                return None
-            count = ctx.op("reduce_sum", {"X": ones}, axis=[0], keepdim=True)
-        else:
-            count = ctx.constant(np.asarray([int(d)], "int64"))
+        count = _count(ctx, d)
+        if count is None:
+            return None
         pieces.append(count)
     out = pieces[0] if len(pieces) == 1 else ctx.op("concat", {"X": pieces}, axis=0)
     return cast(ctx, ctx.op("reshape", {"X": out}, shape=list(value.shape)), value.dtype.name
                 if value.dtype != object else "int64")
+
+
+def run_time_shape(ctx, i: int, allow_zero: bool = False):
+    """Input `i`, a shape known only when the program runs, as (a 1-D integer Variable, the sizes
+    known now with -1 for the others): a shape holding sizes unknown at build time (SymDims read
+    from variables: torch's dynamo exporter writes `x.view(x.size(0), -1)` as Shape -> Gather ->
+    Concat -> Reshape) or computed from the graph's inputs. None where that cannot be said: a
+    size derived from unknown ones, or (`allow_zero`: ONNX's allowzero=1, where 0 is a size,
+    which fluidgrad's reshape reads as "copy") a zero that may be literal."""
+    value = ctx.maybe_const(i)
+    if value is not None and not symbolic(value):
+        return None
+    if value is None:
+        if not ctx.has_input(i) or allow_zero:
+            return None
+        tensor = ctx.input(i)
+        if not hasattr(tensor, "shape") or len(tensor.shape) != 1 or tensor.shape[0] < 0:
+            return None
+        hint = [-1] * tensor.shape[0]
+    else:
+        flat = list(value.reshape(-1))
+        if value.ndim != 1 or (allow_zero and any(not isinstance(d, SymDim) and int(d) == 0 for d in flat)):
+            return None
+        tensor = sizes_as_data(ctx, value)
+        if tensor is None:
+            return None
+        hint = [-1 if isinstance(d, SymDim) else int(d) for d in flat]
+    if not str(tensor.dtype).startswith(("int", "uint")):
+        return None
+    return tensor, hint
+
+
+def reshape_at_run_time(ctx):
+    """Reshape to a shape known only when the program runs (see `run_time_shape`), or None."""
+    shape = run_time_shape(ctx, 1, allow_zero=bool(ctx.attr("allowzero", 0)))
+    if shape is None:
+        return None
+    return ctx.op("reshape", {"X": ctx.input(0), "ShapeTensor": shape[0]}, shape=shape[1])
+
+
+def expand_at_run_time(ctx):
+    """Expand to a shape known only when the program runs: x plus zeros of that shape, which
+    broadcasts both ways as ONNX's Expand does (or None, see `run_time_shape`)."""
+    shape = run_time_shape(ctx, 1)
+    if shape is None:
+        return None
+    x = ctx.input(0)
+    zeros = ctx.op("fill_constant", {"ShapeTensor": shape[0]}, shape=shape[1], value=0.0,
+                   dtype="bool" if x.dtype == "bool" else x.dtype)
+    return ctx.op("logical_or" if x.dtype == "bool" else "elementwise_add", {"X": x, "Y": zeros})
+
+
+_SIZE_OPS = {"add": "elementwise_add", "sub": "elementwise_sub", "mul": "elementwise_mul",
+             "floordiv": "elementwise_floordiv", "mod": "elementwise_mod"}
+
+
+def _count(ctx, d):
+    """A [1] int64 Variable of the size `d` at run time: a number, a dimension of a variable (the
+    sum of ones along it), or arithmetic on those (SymDim.expr); None where a size's origin is lost."""
+    if not isinstance(d, SymDim):
+        return ctx.constant(np.asarray([int(d)], "int64"))
+    if d.var is not None:
+        try:
+            ones = _filled_like(ctx, [d], 1, "int64")
+        except UnsupportedOnnxOpError:
+            return None
+        return ctx.op("reduce_sum", {"X": ones}, axis=[0], keepdim=True)
+    if d.expr is None:
+        return None
+    left, right = _count(ctx, d.expr[1]), _count(ctx, d.expr[2])
+    return None if left is None or right is None else binary(ctx, _SIZE_OPS[d.expr[0]], left, right)
 
 
 @converter("Range")
@@ -207,6 +291,9 @@ def _reshape(ctx):
     if ctx.opset < 5:
         shape = ctx.attr("shape")
     else:
+        out = reshape_at_run_time(ctx) if ctx.maybe_const(1) is None else None
+        if out is not None:
+            return out
         shape = required_const(ctx, 1, "shape").reshape(-1)
     target = _reshape_target(ctx, x.shape, shape, ctx.attr("allowzero", 0))
     # dims still unknown (-1 twice is impossible in ONNX): copy them from the input by position
@@ -366,6 +453,9 @@ def _gather(ctx):
 @converter("Expand")
 def _expand(ctx):
     x = ctx.input(0)
+    out = expand_at_run_time(ctx) if ctx.maybe_const(1) is None else None
+    if out is not None:
+        return out
     shape = [int(d) for d in required_const(ctx, 1, "shape")]
     rank = max(len(shape), len(x.shape))
     a = [1] * (rank - len(x.shape)) + list(x.shape)

@@ -311,6 +311,13 @@ def _argsort(c):
 # ---------------------------------------------------------------- shapes and indexing
 @exporter("expand")
 def _expand(c):
+    if c.op.input("ShapeTensor"):  # sizes computed at run time; a -1 (keep X's size) is Expand's 1
+        sizes = c.x("ShapeTensor")
+        if c.dtype_in("ShapeTensor") != "int64":
+            sizes = c.node("Cast", [sizes], to=c.onnx_dtype("int64"))
+        kept = c.node("Equal", [sizes, _i64(c, [-1])])
+        c.node("Expand", [c.x("X"), c.node("Where", [kept, _i64(c, [1]), sizes])], [c.out("Out")])
+        return
     shape = [int(d) for d in c.attr("shape")]
     x_shape = c.shape_in("X")
     lead = len(shape) - len(x_shape)

@@ -164,7 +164,20 @@ def _softmax(c):
 # ---------------------------------------------------------------- shapes
 @exporter("reshape")
 def _reshape(c):
+    if c.op.input("ShapeTensor"):  # sizes computed at run time (Shape, Slice, Concat before it)
+        c.node("Reshape", [c.x("X"), _int64(c, c.x("ShapeTensor"), "ShapeTensor")], [c.out("Out")])
+        return
     c.node("Reshape", [c.x("X"), c.const(np.asarray(c.attr("shape"), "int64"))], [c.out("Out")])
+
+
+@exporter("shape")
+def _shape(c):
+    c.node("Shape", [c.x("X")], [c.out("Out")])
+
+
+def _int64(c, name: str, slot: str) -> str:
+    """An integer shape input as the int64 ONNX's Reshape, Expand and ConstantOfShape take."""
+    return name if c.dtype_in(slot) == "int64" else c.node("Cast", [name], to=c.onnx_dtype("int64"))
 
 
 @exporter("reshape_as")
@@ -273,6 +286,10 @@ def _expand_as(c):
 
 @exporter("fill_constant")
 def _fill_constant(c):
+    if c.op.input("ShapeTensor"):  # sized at run time
+        c.node("ConstantOfShape", [_int64(c, c.x("ShapeTensor"), "ShapeTensor")], [c.out("Out")],
+               value=c.tensor(np.asarray([c.attr("value")], c.attr("dtype"))))
+        return
     value = np.full(c.attr("shape"), c.attr("value"), dtype=c.attr("dtype"))
     c.node("Identity", [c.const(value)], [c.out("Out")])
 

@@ -24,17 +24,34 @@ class SymDim:
     fluidgrad variable `var`, or (var None) something computed from such dimensions. Shape
     arithmetic keeps these in object arrays; Reshape and Expand turn them into -1 / 0."""
 
-    def __init__(self, var: str | None = None, axis: int = -1) -> None:
+    def __init__(self, var: str | None = None, axis: int = -1, expr: tuple | None = None) -> None:
         self.var, self.axis = var, axis
+        self.expr = expr  # (op, left, right) of a size computed from others: a run-time shape computes it
 
     def __repr__(self) -> str:
-        return f"{self.var}.shape[{self.axis}]" if self.var else "(unknown)"
+        if self.var:
+            return f"{self.var}.shape[{self.axis}]"
+        if self.expr:
+            return f"({self.expr[1]!r} {_SYMBOLS[self.expr[0]]} {self.expr[2]!r})"
+        return "(unknown)"
 
-    def _derived(self, *_: Any) -> "SymDim":
-        return SymDim()
+    def _derived(op: str, swapped: bool = False) -> Any:  # type: ignore[misc]
+        def derived(self: "SymDim", other: Any = -1) -> "SymDim":
+            return SymDim(expr=(op, other, self) if swapped else (op, self, other))
+        return derived
 
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _derived
-    __floordiv__ = __rfloordiv__ = __truediv__ = __rtruediv__ = __mod__ = __neg__ = _derived
+    __add__, __radd__ = _derived("add"), _derived("add", True)
+    __sub__, __rsub__ = _derived("sub"), _derived("sub", True)
+    __mul__, __rmul__ = _derived("mul"), _derived("mul", True)
+    __neg__ = _derived("mul")
+    # sizes are positive: floor and truncating division agree (Div of integers in ONNX truncates)
+    __floordiv__, __rfloordiv__ = _derived("floordiv"), _derived("floordiv", True)
+    __truediv__, __rtruediv__ = __floordiv__, __rfloordiv__
+    __mod__ = _derived("mod")
+    del _derived
+
+
+_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "mod": "%"}
 
 
 SYMBOLIC_FOLDERS = {"Gather", "Concat", "Unsqueeze", "Squeeze", "Slice", "Identity", "Cast", "Reshape",

@@ -21,7 +21,7 @@ from ..ops.registry import get_op_def
 from . import convert_control, convert_math, convert_nn, convert_search, convert_tensor  # noqa: F401  (fill the table)
 from . import convert_bits, convert_quant, convert_signal, convert_training  # noqa: F401
 from .convert_sequence import EMPTY, SequenceValue, is_structured
-from .convert_tensor import expand_to_symbolic, sizes_as_data
+from .convert_tensor import expand_at_run_time, expand_to_symbolic, reshape_at_run_time, sizes_as_data
 from .convert_table import find_converter
 from . import dtypes
 from .dtypes import value_info_type
@@ -276,7 +276,14 @@ class GraphImporter:
                 (self.try_expand_like(ctx) or self.try_expand_to_symbolic(ctx)):
             return
         if node.domain in DEFAULT_DOMAINS and node.op_type in ("Reshape", "Expand") and symbolic(ctx.maybe_const(1)):
-            ctx.overrides[1] = resolve_symbolic_shape(ctx)
+            try:
+                ctx.overrides[1] = resolve_symbolic_shape(ctx)
+            except UnsupportedOnnxOpError:  # not as attributes: the shape is then computed at run time
+                out = (reshape_at_run_time if node.op_type == "Reshape" else expand_at_run_time)(ctx)
+                if out is None:
+                    raise
+                self.bind_outputs(ctx, [out])
+                return
         fn = find_converter(node.op_type if node.domain in DEFAULT_DOMAINS else f"{node.domain}:{node.op_type}",
                             opset)
         if fn is None:
@@ -322,6 +329,9 @@ class GraphImporter:
             return False
         dims = [SymDim(var.name, k) if d < 0 else int(d) for k, d in enumerate(var.shape)]
         picked = dims[slice(ctx.attr("start", 0), ctx.attr("end", None))]
+        if not any(isinstance(d, SymDim) for d in picked):  # only known sizes picked: plain ints
+            self.bind_outputs(ctx, [np.asarray(picked, dtype="int64")])
+            return True
         value = np.empty(len(picked), dtype=object)
         value[:] = picked
         self.bind_outputs(ctx, [value])

@@ -69,10 +69,27 @@ def _expanded_shape(x_shape, shape):
     return [x_shape[i - lead] if d == -1 and i >= lead else d for i, d in enumerate(shape)]
 
 
+def _expand_kernel(x, shape_tensor, shape):
+    if shape_tensor is not None:  # sizes computed at run time (expand_as of a traced unknown batch)
+        shape = [int(d) for d in np.asarray(shape_tensor).reshape(-1)]
+    try:
+        return np.array(np.broadcast_to(x, _expanded_shape(x.shape, shape)))
+    except ValueError:
+        raise ValueError(f"expand: cannot expand X of shape {list(x.shape)} to {shape}") from None
+
+
 def _expand_infer(ctx):
     x, shape = list(ctx.shape("X")), list(ctx.attr("shape"))
     lead = len(shape) - len(x)
     out = _expanded_shape(x, shape)
+    if ctx.has_input("ShapeTensor"):  # `shape` holds the sizes known now, -1 for those computed at run time
+        sizes = ctx.shape("ShapeTensor")
+        if not ctx.dtype("ShapeTensor").startswith(("int", "uint")) or len(sizes) != 1 or \
+                sizes[0] not in (-1, len(shape)):
+            raise ctx.shape_error(f"ShapeTensor must be a 1-D integer tensor with {len(shape)} entries, got "
+                                  f"{ctx.describe('ShapeTensor')}")
+        out = list(shape)
+        shape = [1 if d == -1 else d for d in shape]
     if lead < 0 or any(d == -1 for d in shape[:lead]) or any(
             d not in (1, out[i + lead]) and d != -1 and out[i + lead] != -1 for i, d in enumerate(x)):
         raise ctx.shape_error(f"cannot expand {ctx.describe('X')} to {shape}")
@@ -83,8 +100,8 @@ def _expand_grad(g: GradBuilder) -> None:
     g.set_input_grad("X", g.op("reduce_as", {"X": g.output_grad("Out"), "Target": g.input_like("X")}))
 
 
-register_op("expand", inputs="X", outputs="Out", attrs={"shape": [1]},
-            kernel=lambda x, shape: np.array(np.broadcast_to(x, _expanded_shape(x.shape, shape))),
+register_op("expand", inputs="X ShapeTensor?", outputs="Out", attrs={"shape": [1]},
+            kernel=_expand_kernel,
             infer=_expand_infer,
             grad=_expand_grad,
             doc="X broadcast to `shape` (-1 keeps X's size): paddle.expand / broadcast_to, ONNX Expand.")

@@ -474,17 +474,29 @@ def wrap_integer(value, dtype):
     return np.array(int(value), dtype=np.int64 if int(value) < 2 ** 63 else np.uint64).astype(dtype)
 
 
-def _fill_constant_kernel(shape, value, dtype):
+def _fill_constant_kernel(shape_tensor=None, shape=(1,), value=0.0, dtype="float32"):
+    if shape_tensor is not None:  # sizes computed at run time (zeros([x.shape[0], 3]) while tracing)
+        shape = [int(d) for d in np.asarray(shape_tensor).reshape(-1)]
+        if any(d < 0 for d in shape):
+            raise ValueError(f"fill_constant: the ShapeTensor's value {shape} at run time has a negative size")
     if np.dtype(dtype).kind in "iu" and float(value).is_integer():
         value = wrap_integer(value, dtype)
     return np.full(shape, value, dtype=dtype)
 
 
 def _fill_constant_infer(ctx):
+    """`shape` gives the sizes; with a ShapeTensor (sizes computed at run time), those known
+    when the program is built and -1 for the others."""
+    if ctx.has_input("ShapeTensor"):
+        shape = ctx.attr("shape")
+        if not ctx.dtype("ShapeTensor").startswith(("int", "uint")) or len(ctx.shape("ShapeTensor")) != 1 or \
+                ctx.shape("ShapeTensor")[0] not in (-1, len(shape)):
+            raise ctx.shape_error(f"ShapeTensor must be a 1-D integer tensor with {len(shape)} entries (one per "
+                                  f"entry of shape {list(shape)}), got {ctx.describe('ShapeTensor')}")
     ctx.set_output("Out", ctx.attr("shape"), normalize_dtype(ctx.attr("dtype")))
 
 
-register_op("fill_constant", inputs=(), outputs="Out", attrs={"shape": [1], "value": 0.0, "dtype": "float32"},
+register_op("fill_constant", inputs="ShapeTensor?", outputs="Out", attrs={"shape": [1], "value": 0.0, "dtype": "float32"},
             kernel=_fill_constant_kernel, infer=_fill_constant_infer, grad=NO_GRADIENT)
 
 

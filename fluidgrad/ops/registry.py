@@ -16,7 +16,7 @@ STORAGE_OPS = frozenset((
     "cast", "assign", "reshape", "reshape_as", "transpose", "squeeze", "unsqueeze", "flatten", "concat", "split",
     "split_as", "stack", "slice", "expand", "expand_as", "tile", "flip", "roll", "pad", "gather", "gather_nd",
     "take_along_axis", "where", "set_value", "select_input", "conditional_block", "while", "coalesce",
-    "uncoalesce", "fill_zeros_like",
+    "uncoalesce", "fill_zeros_like", "shape",
 ))
 
 # The ops that take complex values (complex64, complex128): the complex ops (ops/complex.py), the

@@ -37,12 +37,24 @@ def _resolve_shape(in_shape, shape):
     return [in_shape[i] if d == 0 else d for i, d in enumerate(shape)]
 
 
-def _reshape_kernel(x, shape):
+def _reshape_kernel(x, shape_tensor, shape):
+    if shape_tensor is not None:  # sizes computed at run time (x.shape[0] read while tracing)
+        shape = [int(d) for d in np.asarray(shape_tensor).reshape(-1)]
+        try:
+            return x.reshape(_resolve_shape(x.shape, shape))
+        except ValueError:
+            raise ValueError(f"reshape: cannot reshape X of shape {list(x.shape)} to {shape} "
+                             f"(the ShapeTensor's value at run time)") from None
     return x.reshape(_resolve_shape(x.shape, shape))
 
 
 def _reshape_infer(ctx):
     in_shape, shape = ctx.shape("X"), list(ctx.attr("shape"))
+    if ctx.has_input("ShapeTensor"):
+        _check_shape_tensor(ctx, len(shape))
+        if shape.count(-1) > 1:  # several sizes known only at run time
+            ctx.set_output("Out", _resolve_shape(in_shape, shape), ctx.dtype("X"))
+            return
     if shape.count(-1) > 1:
         raise ctx.shape_error(f"shape {shape} has more than one -1 for {ctx.describe('X')}")
     if any(d == 0 and i >= len(in_shape) for i, d in enumerate(shape)):
@@ -67,16 +79,32 @@ def _reshape_infer(ctx):
     ctx.set_output("Out", out, ctx.dtype("X"))
 
 
+def _check_shape_tensor(ctx, rank):
+    """A run-time shape (the optional ShapeTensor of reshape, fill_constant, expand): a 1-D
+    integer tensor with one entry per entry of the `shape` attribute, which gives the sizes
+    known when the program is built (-1 for the others)."""
+    check_integer(ctx, "ShapeTensor")
+    sizes = ctx.shape("ShapeTensor")
+    if len(sizes) != 1 or sizes[0] not in (-1, rank):
+        raise ctx.shape_error(f"ShapeTensor must be 1-D with {rank} entries (one per entry of the shape "
+                              f"attribute), got {ctx.describe('ShapeTensor')}")
+
+
 def _reshape_grad(g: GradBuilder):
     g.set_input_grad("X", g.op("reshape_as", {"X": g.output_grad("Out"), "Target": g.input_like("X")}))
 
 
-register_op("reshape", inputs="X", outputs="Out", attrs={"shape": [-1]}, kernel=_reshape_kernel,
+register_op("reshape", inputs="X ShapeTensor?", outputs="Out", attrs={"shape": [-1]}, kernel=_reshape_kernel,
             infer=_reshape_infer, grad=_reshape_grad)
 register_op("reshape_as", inputs="X Target", outputs="Out",
             kernel=lambda x, target: x.reshape(target.shape),
             infer=lambda ctx: ctx.set_output("Out", ctx.shape("Target"), ctx.dtype("X")),
             grad=_reshape_grad, doc="Reshapes X to the shape of Target (the gradient of reshape).")
+
+
+register_op("shape", inputs="X", outputs="Out", kernel=lambda x: np.asarray(np.shape(x), dtype="int64"),
+            infer=lambda ctx: ctx.set_output("Out", [len(ctx.shape("X"))], "int64"), grad=NO_GRADIENT,
+            doc="X's shape as a 1-D int64 tensor (paddle.shape): the sizes a traced program reads at run time.")
 
 
 # ---------------------------------------------------------------- transpose

@@ -10,7 +10,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..dispatch import apply_op, axis_of_input, is_tensor
-from ..functions import concat
+from ..framework.runtime_dims import has_runtime_dims
+from ..functions import concat, runtime_shape_tensor
 from ..indexing import constant
 
 __all__ = ["cat", "tile", "expand", "broadcast_to", "expand_as", "flip", "roll", "unstack", "unbind", "chunk",
@@ -38,7 +39,11 @@ def tile(x: Any, repeat_times: Sequence[int], name: str | None = None) -> Any:
 
 
 def expand(x: Any, shape: Sequence[int], name: str | None = None) -> Any:
-    """x broadcast to `shape`; -1 keeps x's size on that axis."""
+    """x broadcast to `shape`; -1 keeps x's size on that axis. Sizes read while jit.to_static
+    traces (`y.shape[0]` of an unknown batch) are computed when the program runs."""
+    if has_runtime_dims(shape):
+        tensor, hint = runtime_shape_tensor(shape)
+        return apply_op("expand", {"X": x, "ShapeTensor": tensor}, {"shape": hint})
     return apply_op("expand", {"X": x}, {"shape": _ints(shape)})
 
 

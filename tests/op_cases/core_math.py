@@ -93,6 +93,9 @@ c += [Case("scale", {"X": rand(3, 4)}, {"scale": 2.5, "bias": 0.5}, torch_fn=lam
            torch_fn=lambda X: X.to(T.int64)),
       Case("fill_constant", {}, {"shape": [2, 3], "value": 1.5, "dtype": "float64"},
            torch_fn=lambda: T.full((2, 3), 1.5, dtype=T.float64)),
+      Case("fill_constant", {"ShapeTensor": np.array([2, 3], "int64")}, {"shape": [2, 3], "value": 1.5,
+           "dtype": "float64"}, id="fill_constant-shape-tensor", grad=False,
+           torch_fn=lambda ShapeTensor: T.full(tuple(ShapeTensor.tolist()), 1.5, dtype=T.float64)),
       Case("fill_zeros_like", {"X": rand(3, 4)}, torch_fn=_zero_grad_of(T.zeros_like)),
       Case("fill_any_like", {"X": rand(3, 4)}, {"value": 2.5},
            torch_fn=_zero_grad_of(lambda X: T.full_like(X, 2.5)))]

@@ -41,6 +41,8 @@ CASES = [
          torch_fn=_transpose_of(lambda x: T.tile(x, (2, 1, 2)))),
     Case("expand", {"X": rand(3, 1)}, {"shape": [2, -1, 4]}, torch_fn=lambda X: X.expand(2, 3, 4)),
     Case("expand", {"X": rand()}, {"shape": [2, 3]}, id="expand-scalar", torch_fn=lambda X: X.expand(2, 3)),
+    Case("expand", {"X": rand(3, 1), "ShapeTensor": np.array([2, -1, 4], "int64")}, {"shape": [2, 3, 4]},
+         id="expand-shape-tensor", torch_fn=lambda X, ShapeTensor: X.expand(2, 3, 4)),
     Case("flip", {"X": rand(2, 3, 4)}, {"axis": [0, 2]}, torch_fn=lambda X: T.flip(X, [0, 2])),
     Case("flip", {"X": rand(3, 4)}, {"axis": [-1]}, id="flip-negative-axis", torch_fn=lambda X: T.flip(X, [-1])),
     Case("flip", {"X": np.array(0.3)}, {"axis": [0]}, id="flip-0d", torch_fn=lambda X: T.flip(X, [0])),
