@@ -186,7 +186,7 @@ class _BackwardBuilder:
         var = block.vars.get(name)
         if var is None:
             var = block._find_var_recursive(name)
-        return var is not None and var.dtype.startswith("float")
+        return var is not None and var.dtype.startswith(("float", "complex"))
 
     @staticmethod
     def _overwrite_error(name: str, reader: Operator, writer: Operator, also: Operator | None = None) -> None:
@@ -529,8 +529,8 @@ def gradients(targets: Variable | Sequence[Variable], inputs: Variable | Sequenc
             raise ValueError(f"gradients: {len(targets_list)} targets but {len(grads_in)} target_gradients")
     no_grad = set(_as_names(no_grad_set, "no_grad_set"))
     for x in inputs_list:
-        if not x.dtype.startswith("float"):
-            raise TypeError(f"gradients: input {x.name} is {x.dtype}; only float variables have gradients "
+        if not x.dtype.startswith(("float", "complex")):
+            raise TypeError(f"gradients: input {x.name} is {x.dtype}; only float variables have gradients (or complex ones) "
                             f"(cast it to a float dtype first if it should be differentiable)")
     # the inputs asked for get gradients even when they are marked stop_gradient (e.g. data)
     program = targets_list[0].block.program

@@ -238,6 +238,9 @@ SKIP: dict[str, str] = {
     "decode_image": "image decoding: encoded uint8 bytes only (tests/test_data_dependent_ops.py)",
     **dict.fromkeys(["roi_align", "roi_align_grad"], "detection: float images and boxes only, no PyTorch op "
                                                      "(tests/op_cases/detection.py, against ONNX's reference)"),
+    **dict.fromkeys(["fft_c2c", "fft_r2c", "fft_c2r", "fft_resize", "fft_hermitian_weight", "real", "imag",
+                     "complex", "conj"], "complex values: float32 / float64 and complex64 / complex128 only, "
+                                         "against torch.fft and torch's complex ops in tests/test_fft.py"),
 }
 
 

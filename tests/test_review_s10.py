@@ -668,8 +668,6 @@ _FFT = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="there is no fg.fft (paddle.fft / torch.fft): fft, rfft, irfft are "
-                   "AttributeErrors, though ONNX's DFT already imports as matmuls")
 @pytest.mark.parametrize("name", sorted(_FFT))
 def test_fft_module(name):
     x0 = np.random.default_rng(0).standard_normal((2, 8))

@@ -169,14 +169,14 @@ class EagerGradBuilder(GradBuilder):
         if value is None or value.stop_gradient:
             return False
         # a stand-in's own dtype: its `data` is a property call, and this runs for every node
-        return (value.dtype if type(value) is ShapeOnly else value._array.dtype).kind == "f"
+        return (value.dtype if type(value) is ShapeOnly else value._array.dtype).kind in "fc"
 
     def _input_values(self, slot: str) -> list:
         value = self.node.inputs[self.call.in_index[slot]]
         return value if type(value) is list else [value]
 
     def _differentiable(self, tensor: Tensor) -> bool:
-        return not tensor.stop_gradient and tensor._array.dtype.kind == "f"
+        return not tensor.stop_gradient and tensor._array.dtype.kind in "fc"
 
     @staticmethod
     def shape(value: Any) -> tuple[int, ...]:
@@ -236,7 +236,7 @@ class EagerGradBuilder(GradBuilder):
                 if inputs.stop_gradient:
                     return  # nothing flows into a constant
                 data = inputs if kind is ShapeOnly else inputs._array  # see needs_input_grad
-                if value.shape == data.shape and data.dtype.kind == "f":
+                if value.shape == data.shape and data.dtype.kind in "fc":
                     self.accumulate(inputs, value)
                     return
         GradBuilder.set_input_grad(self, slot, value)

@@ -464,7 +464,7 @@ def to_tensor(data: Any, dtype: Any = None, place: Any = None, stop_gradient: bo
             default = get_default_dtype()
             array = array.astype(np.float32) if default == "float32" else array.astype(normalize_dtype(default))
     normalize_dtype(array.dtype)  # reject object/str arrays with a clear error
-    if not stop_gradient and array.dtype.kind != "f":
+    if not stop_gradient and array.dtype.kind not in "fc":
         raise TypeError(f"to_tensor: a {array.dtype} tensor cannot have a gradient (stop_gradient=False); "
-                        f"only float tensors can, so pass dtype='float32' or 'float64'")
+                        f"only float tensors can (or complex ones), so pass dtype='float32' or 'float64'")
     return Tensor(array, bool(stop_gradient))

@@ -33,7 +33,11 @@ STORAGE_DTYPES = ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m
                   "float4_e2m1fn", "int4", "uint4", "int2", "uint2")
 STORAGE = frozenset(STORAGE_DTYPES)
 EXTENSION_DTYPES = frozenset(("bfloat16",) + STORAGE_DTYPES)  # from ml_dtypes
-ALL_DTYPES = STANDARD_DTYPES + WIDE_UNSIGNED_DTYPES + ("bfloat16",) + STORAGE_DTYPES
+# complex values: only the ops that say so take them (ops/registry.py's COMPLEX_OPS: fft, real, imag, ...)
+COMPLEX_DTYPES = ("complex64", "complex128")
+COMPLEX_OF = {"float32": "complex64", "float64": "complex128"}
+REAL_OF = {"complex64": "float32", "complex128": "float64"}
+ALL_DTYPES = STANDARD_DTYPES + WIDE_UNSIGNED_DTYPES + ("bfloat16",) + STORAGE_DTYPES + COMPLEX_DTYPES
 EXTRA = "onnx"  # the optional dependency group that brings ml_dtypes
 _extension_loaded = False
 
@@ -64,19 +68,21 @@ def is_storage(dtype: str) -> bool:
 DEFAULT_FLOAT = "float32"
 DEFAULT_INT = "int64"
 
-BOOL, INTEGER, FLOAT = 0, 1, 2
-_KIND_NAMES = {BOOL: "bool", INTEGER: "integer", FLOAT: "floating point"}
+BOOL, INTEGER, FLOAT, COMPLEX = 0, 1, 2, 3
+_KIND_NAMES = {BOOL: "bool", INTEGER: "integer", FLOAT: "floating point", COMPLEX: "complex"}
 _DEFAULT_OF_KIND = {BOOL: "bool", INTEGER: DEFAULT_INT, FLOAT: DEFAULT_FLOAT}
 
 
 def dtype_kind(dtype: str) -> int:
-    """BOOL, INTEGER or FLOAT for a dtype name."""
+    """BOOL, INTEGER, FLOAT or COMPLEX for a dtype name."""
     if dtype == "bool":
         return BOOL
     if dtype.startswith(("int", "uint")):
         return INTEGER
     if dtype.startswith(("float", "bfloat")):
         return FLOAT
+    if dtype in REAL_OF:
+        return COMPLEX
     raise TypeError(f"no type promotion for dtype {dtype!r}")
 
 
@@ -104,13 +110,13 @@ def result_type(tensor_dtype: str, scalar: Any) -> str:
 
 
 def accumulate_dtype(dtype: str) -> str:
-    """Sums and products: bool and integers accumulate in int64; floats keep their dtype."""
-    return DEFAULT_INT if dtype_kind(dtype) != FLOAT else dtype
+    """Sums and products: bool and integers accumulate in int64; floats and complex keep their dtype."""
+    return DEFAULT_INT if dtype_kind(dtype) < FLOAT else dtype
 
 
 def true_divide_dtype(dtype: str) -> str:
     """`/` of bool or integer values gives the default float; floats keep their dtype."""
-    return dtype if dtype_kind(dtype) == FLOAT else DEFAULT_FLOAT
+    return dtype if dtype_kind(dtype) >= FLOAT else DEFAULT_FLOAT
 
 
 def kind_name(dtype: str) -> str:
@@ -138,4 +144,5 @@ def set_default_dtype(dtype: Any) -> None:
 
 # the dtype constants (paddle.float32, torch.float32): the names Tensors and Variables report
 DTYPE_CONSTANTS = {name: name for name in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-                                           "uint64", "float16", "bfloat16", "float32", "float64")}
+                                           "uint64", "float16", "bfloat16", "float32", "float64", "complex64",
+                                           "complex128")}

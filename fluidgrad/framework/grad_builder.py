@@ -193,7 +193,7 @@ class StaticGradBuilder(GradBuilder):
         return self.fwd.inputs.get(slot, [])
 
     def _differentiable(self, name: str) -> bool:
-        return name not in self.no_grad_set and self._lookup(name)[1].startswith("float")
+        return name not in self.no_grad_set and self._lookup(name)[1].startswith(("float", "complex"))
 
     def shape(self, value: str) -> tuple[int, ...]:
         return self._lookup(value)[0]

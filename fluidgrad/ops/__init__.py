@@ -6,6 +6,7 @@ from . import arange, bitwise, detection, image, matrix, text, unique  # noqa: F
 from . import bincount, ctc, decomposition, embedding  # noqa: F401
 from . import special  # noqa: F401  (lgamma, digamma, polygamma)
 from . import optim_adam_variants, optim_adaptive, sampling  # noqa: F401
+from . import complex, fft  # noqa: F401  (complex values and the Fourier transforms)
 from . import pylayer  # noqa: F401  (static_pylayer, PyLayer traced by jit.to_static)
 from .grad_builder import GradBuilder, OpDesc, StaticGradBuilder, get_grad_op_desc
 from .registry import NO_GRADIENT, ZERO_GRADIENT, InferContext, OpDef, get_op_def, register_op, registered_ops

@@ -11,6 +11,8 @@ import numpy as np
 
 from . import fused_activation, fused_elementwise
 from .elementwise import ERF_TANH_COEFFS, _erf_kernel, erf_tanh_argument
+from ..framework.dtypes import REAL_OF
+from .complex import complex_abs_grad
 from .grad_builder import GradBuilder
 from .registry import ZERO_GRADIENT, register_op
 from .shape_rules import float_only, same_as
@@ -102,7 +104,18 @@ _relu_grad, _sigmoid_grad, _tanh_grad = (_fused_grad(n) for n in ("relu", "sigmo
 
 
 def _abs_grad(g: GradBuilder) -> None:
+    if g.dtype(g.input("X")) in REAL_OF:
+        complex_abs_grad(g)
+        return
     g.set_input_grad("X", _mul(g, g.output_grad("Out"), g.op("sign", {"X": g.input("X")})))
+
+
+def _abs_infer(ctx):
+    """|x| keeps x's dtype; a complex x's magnitude is real."""
+    if ctx.dtype("X") in REAL_OF:
+        ctx.set_output("Out", ctx.shape("X"), REAL_OF[ctx.dtype("X")])
+        return
+    _numeric_same_as(ctx)
 
 
 def _pow_grad(g: GradBuilder) -> None:
@@ -146,8 +159,9 @@ _unary("square", np.square, _square_grad, inline="{X} * {X}")
 _unary("relu", _relu_kernel, _relu_grad)
 _unary("sigmoid", _sigmoid_kernel, _sigmoid_grad)
 _unary("tanh", np.tanh, _tanh_grad)
-register_op("abs", inputs="X", outputs="Out", kernel=np.abs, infer=_numeric_same_as, grad=_abs_grad,
-            doc="|x|, for floating and integer x (as PyTorch and Paddle); the gradient is sign(x) for floats.")
+register_op("abs", inputs="X", outputs="Out", kernel=np.abs, infer=_abs_infer, grad=_abs_grad,
+            doc="|x|, for floating, integer and complex x (as PyTorch and Paddle); the gradient is sign(x) for "
+                "floats, x / |x| for complex x.")
 _unary("sin", np.sin, _sin_grad)
 _unary("cos", np.cos, _cos_grad)
 _unary("sign", np.sign, ZERO_GRADIENT, doc="-1, 0 or 1; its gradient is zero.")
