@@ -36,10 +36,6 @@ def _np(value):
 
 
 # ================================================================ wrong answers
-@pytest.mark.xfail(strict=True, reason="x.split(2, dim=1) on a [2, 6] tensor gives 2 parts of 3 columns (Paddle's "
-                   "num_or_sections read into torch's call), where torch gives 3 chunks of 2: a silent wrong shape "
-                   "for code that spells torch's dim= keyword (x.sum(dim=1), x.max(dim=1) already switch to torch's "
-                   "meaning on dim=); with dim= the int should be torch's split_size")
 def test_tensor_split_with_torch_dim_keyword_is_a_chunk_size():
     expected = [part.numpy() for part in torch.tensor(_X).split(2, dim=1)]
     got = [part.numpy() for part in fg.to_tensor(_X).split(2, dim=1)]
@@ -48,10 +44,6 @@ def test_tensor_split_with_torch_dim_keyword_is_a_chunk_size():
         np.testing.assert_array_equal(g, e)
 
 
-@pytest.mark.xfail(strict=True, reason="an integer tensor's x.div(2, rounding_mode='trunc') is float32 [-3., 3.] "
-                   "while rounding_mode='floor' keeps int64 and torch gives int64 [-3, 3] for both: the quotient "
-                   "of a rounding division of integers should stay integer (used as an index it now fails, in "
-                   "arithmetic it silently turns the rest of the expression float32)")
 def test_integer_division_rounded_toward_zero_stays_integer():
     a = np.array([-7, 7, -8, 9])
     for mode in ("trunc", "floor"):

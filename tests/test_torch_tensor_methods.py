@@ -174,3 +174,40 @@ def test_paddle_order_keeps_working():
     with fg.program_guard(fg.Program()):
         v = fg.static.data("v", [2, 4], "float64")
         assert v.type == fg.Variable.DENSE     # a Variable's own `type` (its kind) stays
+
+
+def test_split_with_torch_dim_is_a_split_size_in_a_program_too():
+    """x.split(3, dim=1) is torch's: parts of 3 (the last smaller), on a Variable as on a Tensor;
+    Paddle's x.split(3, axis=1) still means three equal parts."""
+    x = np.arange(14.0).reshape(2, 7)
+    main = fg.Program()
+    with fg.program_guard(main, fg.Program()):
+        v = fg.static.data("x", [2, 7], "float64")
+        parts = v.split(3, dim=1)
+        assert [list(p.shape) for p in parts] == [[2, 3], [2, 3], [2, 1]]
+    got = fg.Executor().run(main, feed={"x": x}, fetch_list=parts)
+    for g, e in zip(got, torch.tensor(x).split(3, dim=1)):
+        np.testing.assert_array_equal(g, e.numpy())
+    with pytest.raises(TypeError, match=r"give axis= \(Paddle\) or dim= \(PyTorch\), not both"):
+        fg.to_tensor(x).split(3, axis=1, dim=1)
+    with pytest.raises(ValueError, match=r"split\(dim=1\): torch's split size 0"):
+        fg.to_tensor(x).split(0, dim=1)
+
+
+@pytest.mark.parametrize("divisor", [3, -3, "tensor"])
+def test_integer_division_toward_zero_stays_integer_in_both_modes(divisor):
+    """x.div(d, rounding_mode='trunc') of integers is integer, as torch (it was a float32 trunc)."""
+    a, b = np.array([-7, 7, -8, 9, 0, -1], "int32"), np.array([2, -2, 3, -4, 5, -2], "int32")
+    other = b if divisor == "tensor" else divisor
+    expected = torch.tensor(a).div(torch.tensor(b) if divisor == "tensor" else divisor, rounding_mode="trunc")
+    got = fg.to_tensor(a).div(fg.to_tensor(b) if divisor == "tensor" else divisor, rounding_mode="trunc")
+    assert got.dtype == "int32" and expected.dtype == torch.int32
+    np.testing.assert_array_equal(got.numpy(), expected.numpy())
+    main = fg.Program()
+    with fg.program_guard(main, fg.Program()):
+        x = fg.static.data("a", [6], "int32")
+        y = fg.static.data("b", [6], "int32") if divisor == "tensor" else divisor
+        out = x.div(y, rounding_mode="trunc")
+    static, = fg.Executor().run(main, feed={"a": a, "b": other} if divisor == "tensor" else {"a": a}, fetch_list=[out])
+    assert static.dtype == np.int32
+    np.testing.assert_array_equal(static, expected.numpy())

@@ -11,6 +11,8 @@ import inspect
 from collections import namedtuple
 from typing import Any, Callable
 
+import numpy as np
+
 from .. import functions
 from ..framework.math_mixin import MathMixin
 from . import creation, diagonals, inplace, linalg, logic, manipulation, math, search, stat, torch_methods
@@ -126,14 +128,40 @@ def _torch_sort(fn: Callable[..., Any]) -> Callable[..., Any]:
     return method
 
 
+def _torch_split(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """x.split(2, axis=1) is Paddle's: 2 equal parts. x.split(2, dim=1) is PyTorch's: parts of 2
+    (the last smaller), so torch code never gets other shapes than it wrote; a list of sizes
+    means the same in both."""
+    def method(x: Any, split_size_or_sections: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if "dim" not in kwargs:
+            return fn(x, split_size_or_sections, *args, **kwargs)
+        if args or "axis" in kwargs:
+            raise TypeError("split: give axis= (Paddle) or dim= (PyTorch), not both")
+        dim = int(kwargs.pop("dim"))
+        if isinstance(split_size_or_sections, (int, np.integer)):
+            size, step = x.shape[dim], int(split_size_or_sections)
+            if size < 0 or step <= 0:
+                raise ValueError(f"split(dim={dim}): torch's split size {step} needs a positive size and a known "
+                                 f"axis; x has shape {list(x.shape)}")
+            split_size_or_sections = [step] * (size // step) + ([size % step] if size % step else [])
+        return fn(x, split_size_or_sections, axis=dim, **kwargs)
+    method.__name__ = method.__qualname__ = "split"
+    method.__doc__ = _torch_split.__doc__
+    method.__wrapped__ = fn  # type: ignore[attr-defined]
+    return method
+
+
 def _method(name: str) -> Callable[..., Any]:
     """The Tensor method `name`: the public function, taking PyTorch's keyword names too; max /
-    min / sort with PyTorch's dim= return PyTorch's (values, indices)."""
+    min / sort with PyTorch's dim= return PyTorch's (values, indices); split with dim= takes
+    torch's split size."""
     fn = _with_torch_keywords(_function(name), name)
     if name in ("max", "min"):
         return _torch_max_min(name, _function(name))
     if name == "sort":
         return _torch_sort(fn)
+    if name == "split":
+        return _torch_split(_function(name))
     return fn
 
 

@@ -139,8 +139,25 @@ def div(x: Any, other: Any, *, rounding_mode: str | None = None) -> Any:
     if rounding_mode == "floor":
         return functions.floor_divide(x, other)
     if rounding_mode == "trunc":
+        if _integer(x) and (_is_int(other) or _integer(other)):
+            return _integer_trunc_divide(x, other)
         return math.trunc(functions.divide(x, other))
     raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+
+
+def _integer(value: Any) -> bool:
+    return hasattr(value, "dtype") and normalize_dtype(value.dtype) in ("int8", "int16", "int32", "int64", "uint8")
+
+
+def _integer_trunc_divide(x: Any, other: Any) -> Any:
+    """Integers divided with the quotient rounded toward zero, staying integer (torch): the floor
+    quotient, plus one where the division is inexact and the operands' signs differ."""
+    quotient = functions.floor_divide(x, other)
+    inexact = functions.not_equal(functions.remainder(x, other), 0)
+    negative_x = functions.less_than(x, 0)
+    signs_differ = (functions.logical_not(negative_x) if other < 0 else negative_x) if _is_int(other) \
+        else functions.not_equal(negative_x, functions.less_than(other, 0))
+    return functions.add(quotient, functions.cast(functions.logical_and(inexact, signs_differ), quotient.dtype))
 
 
 def narrow(x: Any, dim: int, start: int, length: int) -> Any:
