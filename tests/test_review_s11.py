@@ -53,6 +53,17 @@ def test_integer_division_rounded_toward_zero_stays_integer():
         np.testing.assert_array_equal(got.numpy(), expected.numpy())
 
 
+def _three_steps_beside_torch(layer, opt, reference, reference_opt, x0):
+    """Three steps of sum(tanh(x0 @ W)^2) with fluidgrad's optimizer and torch's, on the same weight."""
+    for _ in range(3):
+        opt.clear_grad()
+        fg.sum(fg.tanh(layer(fg.to_tensor(x0))) ** 2).backward()
+        opt.step()
+        reference_opt.zero_grad()
+        (torch.tanh(torch.tensor(x0) @ reference) ** 2).sum().backward()
+        reference_opt.step()
+
+
 _POSITIONAL_LR = ["Adam", "AdamW", "Adamax", "Adagrad", "SGD"]
 
 
@@ -66,13 +77,7 @@ def test_learning_rate_as_torchs_second_positional_argument(name):
     reference = torch.nn.Parameter(torch.tensor(w0.copy()))
     reference_opt = getattr(torch.optim, name)([reference], 0.05)
     assert opt.get_lr() == 0.05
-    for _ in range(3):
-        opt.clear_grad()
-        fg.sum(fg.tanh(layer(fg.to_tensor(x0))) ** 2).backward()
-        opt.step()
-        reference_opt.zero_grad()
-        (torch.tanh(torch.tensor(x0) @ reference) ** 2).sum().backward()
-        reference_opt.step()
+    _three_steps_beside_torch(layer, opt, reference, reference_opt, x0)
     np.testing.assert_allclose(layer.weight.numpy(), reference.detach().numpy(), rtol=1e-5, atol=1e-5)
 
 
@@ -448,13 +453,7 @@ def test_rmsprop_under_torchs_name_matches_torch():
     opt = fg.optimizer.RMSprop(layer.parameters(), lr=0.01)
     reference = torch.nn.Parameter(torch.tensor(w0.copy()))
     reference_opt = torch.optim.RMSprop([reference], lr=0.01)
-    for _ in range(3):
-        opt.clear_grad()
-        fg.sum(fg.tanh(layer(fg.to_tensor(x0))) ** 2).backward()
-        opt.step()
-        reference_opt.zero_grad()
-        (torch.tanh(torch.tensor(x0) @ reference) ** 2).sum().backward()
-        reference_opt.step()
+    _three_steps_beside_torch(layer, opt, reference, reference_opt, x0)
     np.testing.assert_allclose(layer.weight.numpy(), reference.detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
