@@ -15,6 +15,7 @@ from .eager import to_tensor
 from .framework import DTypeError, Variable, default_main_program, dtypes, in_dynamic_mode, normalize_dtype
 from .indexing import getitem, setitem  # noqa: F401  (x[...] and x[...] = v: fluidgrad/indexing.py)
 from .framework.runtime_dims import RuntimeDim, has_runtime_dims
+from .framework.torch_forms import created, sizes_and_dtype
 
 
 def _is_value(x: Any) -> bool:
@@ -369,20 +370,35 @@ def one_hot(x: Any, num_classes: int, axis: int = -1) -> Any:
     return apply_op("one_hot", {"X": x}, {"depth": int(num_classes), "dtype": "float32", "axis": int(axis)})
 
 
-def full(shape: Sequence[int], fill_value: float, dtype: Any = None) -> Any:
+def full(shape: Sequence[int], fill_value: float, dtype: Any = None, name: str | None = None, *,
+         device: Any = None, requires_grad: bool = False) -> Any:
     """A Tensor, or inside `program_guard` (or after `enable_static()`) a Variable; the default
-    float dtype (`set_default_dtype`) unless `dtype` is given."""
-    return _filled("full", shape, fill_value, dtype)
+    float dtype (`set_default_dtype`) unless `dtype` is given. `shape` may also be one int."""
+    shape = [shape] if isinstance(shape, (int, np.integer)) else shape
+    return created(_filled("full", shape, fill_value, dtype), "full", device, requires_grad)
 
 
-def zeros(shape: Sequence[int], dtype: Any = None) -> Any:
-    """A value of `shape` filled with zeros (a Tensor, or a Variable in static mode)."""
-    return _filled("zeros", shape, 0.0, dtype)
+def zeros(*size: Any, shape: Any = None, dtype: Any = None, name: str | None = None, device: Any = None,
+          requires_grad: bool = False) -> Any:
+    """A value filled with zeros (a Tensor, or a Variable in static mode): Paddle's
+    zeros([2, 3], dtype) or PyTorch's zeros(2, 3, dtype=..., requires_grad=...)."""
+    shape, dtype = sizes_and_dtype("zeros", size, dtype, shape)
+    return created(_filled("zeros", shape, 0.0, dtype), "zeros", device, requires_grad)
 
 
-def ones(shape: Sequence[int], dtype: Any = None) -> Any:
-    """A value of `shape` filled with ones (a Tensor, or a Variable in static mode)."""
-    return _filled("ones", shape, 1.0, dtype)
+def ones(*size: Any, shape: Any = None, dtype: Any = None, name: str | None = None, device: Any = None,
+         requires_grad: bool = False) -> Any:
+    """A value filled with ones: ones([2, 3], dtype) or ones(2, 3, dtype=...)."""
+    shape, dtype = sizes_and_dtype("ones", size, dtype, shape)
+    return created(_filled("ones", shape, 1.0, dtype), "ones", device, requires_grad)
+
+
+def empty(*size: Any, shape: Any = None, dtype: Any = None, name: str | None = None, device: Any = None,
+          requires_grad: bool = False) -> Any:
+    """A value of the given size (Paddle's empty([2, 3], dtype), torch's empty(2, 3)); zeros,
+    since fluidgrad has no uninitialised memory and a value read before written should not vary."""
+    shape, dtype = sizes_and_dtype("empty", size, dtype, shape)
+    return created(_filled("empty", shape, 0.0, dtype), "empty", device, requires_grad)
 
 
 def _filled(caller: str, shape: Sequence[int], fill_value: float, dtype: Any) -> Any:
@@ -403,20 +419,24 @@ def _filled(caller: str, shape: Sequence[int], fill_value: float, dtype: Any) ->
                                                   "dtype": normalize_dtype(dtype)})
 
 
-def full_like(x: Any, fill_value: float, dtype: Any = None) -> Any:
+def full_like(x: Any, fill_value: float, dtype: Any = None, name: str | None = None, *, device: Any = None,
+              requires_grad: bool = False) -> Any:
     """A value of x's shape filled with `fill_value` (x's dtype unless `dtype` is given); no gradient flows to x."""
-    return apply_op("fill_any_like", {"X": x}, {"value": float(fill_value),
-                                                "dtype": normalize_dtype(dtype) if dtype else None})
+    out = apply_op("fill_any_like", {"X": x}, {"value": float(fill_value),
+                                               "dtype": normalize_dtype(dtype) if dtype else None})
+    return created(out, "full_like", device, requires_grad)
 
 
-def zeros_like(x: Any, dtype: Any = None) -> Any:
+def zeros_like(x: Any, dtype: Any = None, name: str | None = None, *, device: Any = None,
+               requires_grad: bool = False) -> Any:
     """Zeros of x's shape (and dtype unless given)."""
-    return full_like(x, 0.0, dtype)
+    return full_like(x, 0.0, dtype, device=device, requires_grad=requires_grad)
 
 
-def ones_like(x: Any, dtype: Any = None) -> Any:
+def ones_like(x: Any, dtype: Any = None, name: str | None = None, *, device: Any = None,
+              requires_grad: bool = False) -> Any:
     """Ones of x's shape (and dtype unless given)."""
-    return full_like(x, 1.0, dtype)
+    return full_like(x, 1.0, dtype, device=device, requires_grad=requires_grad)
 
 
 _COMPARISONS = {"less_than": "<", "less_equal": "<=", "greater_than": ">", "greater_equal": ">=",

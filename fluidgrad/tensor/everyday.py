@@ -160,6 +160,7 @@ def index_add(x: Any, index: Any, axis: int, value: Any, name: str | None = None
     return put_along_axis(x, where_to, cast(value, x.dtype) if value.dtype != x.dtype else value, axis, reduce="add")
 
 
-def empty_like(x: Any, dtype: Any = None, name: str | None = None) -> Any:
+def empty_like(x: Any, dtype: Any = None, name: str | None = None, *, device: Any = None,
+               requires_grad: bool = False) -> Any:
     """A value of x's shape (and dtype unless given); fluidgrad fills it with zeros."""
-    return full_like(x, 0.0, dtype)
+    return full_like(x, 0.0, dtype, device=device, requires_grad=requires_grad)
