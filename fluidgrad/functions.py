@@ -15,7 +15,7 @@ from .eager import to_tensor
 from .framework import DTypeError, Variable, default_main_program, dtypes, in_dynamic_mode, normalize_dtype
 from .indexing import getitem, setitem  # noqa: F401  (x[...] and x[...] = v: fluidgrad/indexing.py)
 from .framework.runtime_dims import RuntimeDim, has_runtime_dims
-from .framework.torch_forms import created, sizes_and_dtype
+from .framework.torch_forms import created, sizes_and_dtype, torch_keywords
 
 
 def _is_value(x: Any) -> bool:
@@ -173,6 +173,7 @@ def _axis_attrs(axis: Any, keepdim: bool) -> dict[str, Any]:
             "reduce_all": False}
 
 
+@torch_keywords
 def mean(x: Any, axis: Any = None, keepdim: bool = False, name: str | None = None) -> Any:
     """The mean over `axis` (all axes by default), keeping reduced axes as size 1 with `keepdim`."""
     if axis is None and not keepdim:
@@ -180,6 +181,7 @@ def mean(x: Any, axis: Any = None, keepdim: bool = False, name: str | None = Non
     return apply_op("reduce_mean", {"X": x}, _axis_attrs(axis, keepdim))
 
 
+@torch_keywords
 def sum(x: Any, axis: Any = None, keepdim: bool = False, dtype: Any = None, name: str | None = None) -> Any:
     """The sum over `axis` (all axes by default); bool and integer inputs sum in int64 (as PyTorch).
     `dtype` casts x first, to sum in a wider type (Paddle's and torch's dtype=); Paddle's
@@ -244,6 +246,7 @@ def reshape(x: Any, shape: Sequence[int], name: str | None = None) -> Any:
     return apply_op("reshape", {"X": x}, {"shape": [int(d) for d in shape]})
 
 
+@torch_keywords
 def flatten(x: Any, start_axis: int = 0, stop_axis: int = -1, name: str | None = None) -> Any:
     """Axes start_axis..stop_axis merged into one (a 0-D x becomes [1])."""
     return apply_op("flatten", {"X": x}, {"start_axis": int(start_axis), "stop_axis": int(stop_axis)})
@@ -267,11 +270,13 @@ def transpose(x: Any, perm: Sequence[int], name: Any = None) -> Any:
     return apply_op("transpose", {"X": x}, {"perm": [int(p) for p in perm]})
 
 
+@torch_keywords
 def concat(xs: Sequence[Any], axis: int = 0, name: str | None = None) -> Any:
     """The inputs joined along `axis` (all other axes must match)."""
     return apply_op("concat", {"X": list(xs)}, {"axis": int(axis)})
 
 
+@torch_keywords
 def stack(xs: Sequence[Any], axis: int = 0, name: str | None = None) -> Any:
     """The same-shaped inputs stacked along a new axis `axis`."""
     return apply_op("stack", {"X": list(xs)}, {"axis": int(axis)})
@@ -292,6 +297,7 @@ def slice(x: Any, axes: Sequence[int], starts: Sequence[int], ends: Sequence[int
                                         "strides": None if strides is None else [int(s) for s in strides]})
 
 
+@torch_keywords
 def squeeze(x: Any, axis: int | Sequence[int] | None = None, name: str | None = None) -> Any:
     """Drops the given axes of size 1 (all axes of size 1 when axis is None). A named axis whose
     size is known and not 1 stays, as in Paddle 2 and PyTorch (so `logits.squeeze(-1)` serves
@@ -304,6 +310,7 @@ def squeeze(x: Any, axis: int | Sequence[int] | None = None, name: str | None = 
     return apply_op("squeeze", {"X": x}, {"axes": kept})
 
 
+@torch_keywords
 def unsqueeze(x: Any, axis: int | Sequence[int], name: str | None = None) -> Any:
     """New axes of size 1 at the given output positions (several at once allowed)."""
     axes = [int(axis)] if isinstance(axis, (int, np.integer)) else [int(a) for a in axis]
@@ -365,6 +372,7 @@ def assign(x: Any, output: Any = None) -> Any:
     return output
 
 
+@torch_keywords
 def one_hot(x: Any, num_classes: int, axis: int = -1) -> Any:
     """float32 one-hot vectors on a new axis (default last); negative labels count from the end."""
     return apply_op("one_hot", {"X": x}, {"depth": int(num_classes), "dtype": "float32", "axis": int(axis)})

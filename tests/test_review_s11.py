@@ -141,11 +141,6 @@ _DIM_KEYWORD = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="the functions torch code calls with dim= refuse it (TypeError: unexpected "
-                   "keyword argument 'dim' / 'start_dim'): fg.sum, mean, argmax, max, cumsum, unsqueeze, squeeze, "
-                   "flatten, stack, topk, chunk, norm, F.normalize, F.cosine_similarity; the Tensor methods "
-                   "(x.sum(dim=1)), fg.concat(dim=) and F.softmax(dim=) already take it, so torch.sum(x, dim=1) "
-                   "ported as fg.sum(x, dim=1) is the one that fails; dim should name axis everywhere")
 @pytest.mark.parametrize("call", sorted(_DIM_KEYWORD))
 def test_functions_take_torchs_dim_keyword(call):
     expected = _np(_DIM_KEYWORD[call](torch, torch.tensor(_X)))

@@ -42,7 +42,7 @@ def torch_keywords(fn: Callable[..., Any] | None = None, /, **extra: str) -> Any
             for torch_name, name in aliases.items():
                 if torch_name in kwargs:
                     if name in kwargs or len(args) > position[name]:
-                        raise TypeError(f"{label}: give {name}= (Paddle) or {torch_name}= (PyTorch), not both")
+                        raise TypeError(f"{label}: give {name}= or {torch_name}=, not both")
                     kwargs[name] = kwargs.pop(torch_name)
         return fn(*args, **kwargs)
 

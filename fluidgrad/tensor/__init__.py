@@ -40,6 +40,13 @@ from .from_data import *  # noqa: F401,F403,E402
 
 __all__ += from_data.__all__
 
+# torch's max / min / sort (dim=: the pair (values, indices)) and split (dim=: torch's split size)
+# beside Paddle's forms of the same names (replacing search.sort and, at the top level, functions')
+from . import torch_returns  # noqa: E402
+from .torch_returns import *  # noqa: F401,F403,E402
+
+__all__ = [name for name in __all__ if name not in torch_returns.__all__] + torch_returns.__all__
+
 
 class _CallableTensorPackage(types.ModuleType):
     """`fluidgrad.tensor` stays the package of tensor functions (`fg.tensor.math`,
