@@ -400,10 +400,6 @@ class _Squares(fg.io.Dataset):
         return np.full(2, i, "float32"), i * i
 
 
-@pytest.mark.xfail(strict=True, reason="DataLoader(dataset, batch_size=..., pin_memory=True), in nearly every torch "
-                   "training script, is a TypeError (unexpected keyword argument 'pin_memory'); on a CPU-only "
-                   "framework pinning is a no-op and the keyword should be accepted (as num_workers= and "
-                   "persistent_workers= already are)")
 def test_dataloader_takes_pin_memory():
     loader = fg.io.DataLoader(_Squares(), batch_size=4, shuffle=False, num_workers=0, pin_memory=True)
     labels = [int(v) for _, y in loader for v in y.numpy()]
