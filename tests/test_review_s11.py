@@ -480,10 +480,6 @@ def test_linalg_solves_with_a_factor(call):
 
 
 # ---------------------------------------------------------------- losses
-@pytest.mark.xfail(strict=True, reason="F.smooth_l1_loss(x, y, beta=0.5) (torch's keyword) is a TypeError; Paddle's "
-                   "delta= is another loss (delta * Huber: 0.5 d^2 below delta, delta (|d| - delta / 2) above), so "
-                   "beta= should be torch's smooth L1 (0.5 d^2 / beta below beta, |d| - beta / 2 above), also in "
-                   "nn.SmoothL1Loss(beta=)")
 def test_smooth_l1_loss_takes_torchs_beta():
     a, b = _X, _X[::-1].copy() * 0.3
     expected = torch.nn.functional.smooth_l1_loss(torch.tensor(a), torch.tensor(b), beta=0.5).numpy()
