@@ -437,10 +437,6 @@ def test_torch_lr_schedulers_follow_torch(name):
     np.testing.assert_allclose(got, expected, rtol=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="torch's optimizer name RMSprop is missing (AttributeError; only Paddle's "
-                   "RMSProp), and RMSProp's Paddle defaults (rho 0.95, epsilon 1e-6 inside the root) are not "
-                   "torch's (alpha 0.99, eps 1e-8): fg.optimizer.RMSprop(params, lr=0.01) should be torch's "
-                   "RMSprop, defaults included")
 def test_rmsprop_under_torchs_name_matches_torch():
     w0 = _RNG.standard_normal((3, 2)).astype("float32")
     x0 = _RNG.standard_normal((5, 3)).astype("float32")
