@@ -22,6 +22,7 @@ from .functions import (abs, add, add_n, assign, cast, concat, cos, divide, empt
 from .tensor import *  # noqa: F401,F403  (where, argmax, tile, erf, einsum, ...: fluidgrad/tensor/)
 from .tensor import methods as _tensor_methods
 from .tensor.torch_methods import clamp, index_select, scatter  # noqa: E402  (Paddle's forms and torch's argument order)
+from .tensor.torch_statistics import count_nonzero, median, std, var  # noqa: E402  (and torch's dim= / correction=)
 from .ops.random import get_rng_state, seed, set_rng_state
 from .ops.random import seed as manual_seed  # torch's name
 from .flags import get_flags, set_flags

@@ -13,11 +13,8 @@ from both_modes import compare_with_torch
 
 _X = np.random.default_rng(12).standard_normal((3, 4, 5))
 _PADDLE_AXES = ("axis", "axes", "start_axis", "stop_axis")
-# public functions with an axis parameter that torch has no function for (so no dim= to accept),
-# and median, whose torch form median(x, dim=d) is another result (the lower median and its index,
-# tensor/torch_statistics.py's for x.median(dim=)): until fg.median is that, dim= stays a TypeError
-# rather than Paddle's median under torch's spelling
-_NO_TORCH_FORM = {"slice", "strided_slice", "median"}
+# public functions with an axis parameter that torch has no function for (so no dim= to accept)
+_NO_TORCH_FORM = {"slice", "strided_slice"}
 
 
 def _public_functions():
@@ -27,7 +24,7 @@ def _public_functions():
             if name.startswith("_") or isinstance(value, type) or not callable(value) or inspect.ismodule(value):
                 continue
             try:
-                params = inspect.signature(value).parameters
+                params = inspect.signature(value, follow_wrapped=False).parameters
             except (TypeError, ValueError):
                 continue
             if any(p in params for p in _PADDLE_AXES) and name not in _NO_TORCH_FORM:
@@ -83,6 +80,8 @@ _CALLS = {
     "quantile(x, 0.3, dim=1)": lambda m, x: m.quantile(x, 0.3, dim=1),
     "nansum(x, dim=1)": lambda m, x: m.nansum(x, dim=1),
     "nanmean(x, dim=1)": lambda m, x: m.nanmean(x, dim=1),
+    "median(x, dim=1).values": lambda m, x: m.median(x, dim=1).values,
+    "var(x, dim=2, correction=0)": lambda m, x: m.var(x, dim=2, correction=0),
     "F.normalize(x, dim=2)": lambda m, x: m.nn.functional.normalize(x, dim=2),
     "F.cosine_similarity(x, 2x + 1, dim=2)": lambda m, x: m.nn.functional.cosine_similarity(x, x * 2 + 1, dim=2),
     "F.glu(x, dim=1)": lambda m, x: m.nn.functional.glu(x, dim=1),
@@ -101,6 +100,7 @@ _INTEGER_CALLS = {
     "argsort(x, dim=1)": lambda m, x: m.argsort(x, dim=1),
     "max(x, dim=1).indices": lambda m, x: m.max(x, dim=1).indices,
     "sort(x, dim=0)[1]": lambda m, x: m.sort(x, dim=0)[1],
+    "median(x, dim=1).indices": lambda m, x: m.median(x, dim=1).indices,
     "count_nonzero(x > 0, dim=1)": lambda m, x: m.count_nonzero(x > 0, dim=1),
     "any(x > 1, dim=1)": lambda m, x: m.any(x > 1, dim=1),
     "all(x > -2, dim=1)": lambda m, x: m.all(x > -2, dim=1),
@@ -124,6 +124,7 @@ def test_paddle_forms_keep_paddles_meaning(monkeypatch):
     assert tuple(fg.max(x, x * 2).shape) == (3, 4, 5)
     # the method is the function
     assert fg.Tensor.max is fg.max and fg.Tensor.sort is fg.sort and fg.Tensor.split is fg.split
+    assert fg.Tensor.median is fg.median and fg.Tensor.var is fg.var
 
 
 _BOTH = {
@@ -142,7 +143,7 @@ _BOTH = {
 def test_an_axis_given_both_ways_is_an_error_naming_both(call, monkeypatch):
     import fluidgrad.framework.program as program_module
     monkeypatch.setattr(program_module, "_guard_depth", 0)
-    with pytest.raises(TypeError, match=r"give (axis|start_axis)= or (dim|start_dim|dims)=, not both"):
+    with pytest.raises(TypeError, match=r"give (axis|start_axis)= (\(Paddle\) )?or (dim|start_dim|dims)=( \(PyTorch\))?, not both"):
         _BOTH[call](fg.to_tensor(_X))
 
 

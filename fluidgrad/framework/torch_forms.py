@@ -25,7 +25,7 @@ def torch_keywords(fn: Callable[..., Any] | None = None, /, **extra: str) -> Any
     As a decorator: `@torch_keywords` or `@torch_keywords(dims="axis")`."""
     if fn is None:
         return lambda f: torch_keywords(f, **extra)
-    signature = inspect.signature(fn)
+    signature = inspect.signature(fn, follow_wrapped=False)   # a torch form over a Paddle function is itself
     params = signature.parameters
     aliases = {torch: paddle for torch, paddle in {**TORCH_KEYWORDS, **extra}.items()
                if paddle in params and torch not in params}

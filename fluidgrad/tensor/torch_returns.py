@@ -25,7 +25,7 @@ VALUES_AND_INDICES = {name: namedtuple(name, ["values", "indices"]) for name in 
 
 def _one_axis(caller: str, axis: Any, dim: Any) -> int:
     if axis is not None:
-        raise TypeError(f"{caller}: give axis= or dim=, not both")
+        raise TypeError(f"{caller}: give axis= (Paddle) or dim= (PyTorch), not both")
     if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
         raise TypeError(f"{caller}(dim=...): PyTorch's dim here is one axis (an int), got {dim!r}")
     return int(dim)
@@ -87,4 +87,3 @@ def split(x: Any, num_or_sections: int | Sequence[int] | None = None, axis: Any 
                              f"axis; x has shape {list(x.shape)}")
         sections = [step] * (size // step) + ([size % step] if size % step else [])
     return functions.split(x, sections, dim)
-
