@@ -31,6 +31,11 @@ _FORMS = {
     "zeros(2, 3, dtype=int64)": lambda m: m.zeros(2, 3, dtype=m.int64),
     "empty_like(x)": lambda m: m.empty_like(m.ones(2, 3)),
     "zeros_like(x, dtype=float64)": lambda m: m.zeros_like(m.ones(2, 3), dtype=m.float64),
+    "arange(5, device='cpu')": lambda m: m.arange(5, device="cpu"),
+    "arange(0, 1, 0.25, requires_grad=True)": lambda m: m.arange(0, 1, 0.25, requires_grad=True),
+    "linspace(0, 1, steps=5)": lambda m: m.linspace(0, 1, steps=5),
+    "linspace(0, 1, 5, dtype=float64)": lambda m: m.linspace(0, 1, 5, dtype=m.float64),
+    "eye(3, 2, dtype=float64, device='cpu')": lambda m: m.eye(3, 2, dtype=m.float64, device="cpu"),
 }
 
 
@@ -43,6 +48,9 @@ def test_creation_forms_give_torchs_shapes_and_dtypes(call, eager):
     got, expected = _FORMS[call](fg), _FORMS[call](torch)
     assert tuple(got.shape) == tuple(expected.shape)
     assert _dtype_name(got) == _dtype_name(expected)
+    assert got.stop_gradient != expected.requires_grad
+    if "rand" not in call and "empty" not in call:   # (torch.empty is uninitialised memory)
+        np.testing.assert_array_equal(got.numpy(), expected.detach().numpy())
 
 
 def test_randint_draws_in_range_and_paddle_forms_still_work(eager):
@@ -70,6 +78,9 @@ _BAD = {
     "ones(2, device='cuda')": (lambda: fg.ones(2, device="cuda"), ValueError, "CPU only"),
     "zeros(2, shape=[2])": (lambda: fg.zeros(2, shape=[2]), TypeError, "not both"),
     "randint(10, (2,), size=(2,))": (lambda: fg.randint(10, (2,), size=(2,)), TypeError, "randint"),
+    "linspace(0, 1, 5, steps=5)": (lambda: fg.linspace(0, 1, 5, steps=5), TypeError, "not both"),
+    "linspace(0, 1)": (lambda: fg.linspace(0, 1), TypeError, "number of values"),
+    "arange(3, device='cuda:0')": (lambda: fg.arange(3, device="cuda:0"), ValueError, "arange: fluidgrad runs on the CPU"),
     "zeros(2, dtype=int64, requires_grad)": (lambda: fg.zeros(2, dtype="int64", requires_grad=True), TypeError,
                                              "only float"),
 }
