@@ -343,7 +343,7 @@ def _shard_offer(shapes, dtypes, reduce="avg", bucket="", nranks=1, shard=True, 
 
     def offer():
         found = world.kept_bucket(key, layout.padded, dtype)
-        if found is None or (comm_shards.streams_peer_part(found) if shard else _streams(found)):
+        if found is None or (comm_shards.streams_peer_part(found, layout) if shard else _streams(found)):
             return None  # rows written with streaming stores: the producers' ordinary stores are not wanted there
         return pieces.of(found)
     return (key, layout.padded, dtype.str), offer
