@@ -60,6 +60,9 @@ copied with ordinary stores (as in session 9), their parameter rows
 streamed; the sharded buckets' peer part streamed; the ranks bound to one core each ("ranks
 pinned": os.sched_setaffinity switched per block, so pinned and free blocks alternate in the same
 processes). The second table gives rank 0's CPU time per step in each state of the cores too.
+Session 12: the sharded buckets' stores ("bucketed, sharded update, streamed": the peer's part of
+the row and this rank's part of the parameters streamed at every step; "..., adaptive stores":
+streamed on the steps a probe of the peer's part of the row finds the cores far).
 Goal: 2-rank step <= 1.1x the 1-rank step (90% weak-scaling efficiency); bucketed < per-parameter.
 """
 from __future__ import annotations
