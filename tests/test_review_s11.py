@@ -415,10 +415,6 @@ _SCHEDULERS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="torch.optim.lr_scheduler's schedulers, built on an optimizer and stepped "
-                   "once per epoch, are missing (fg.optimizer has no lr_scheduler: AttributeError); fluidgrad has "
-                   "Paddle's StepDecay / CosineAnnealingDecay built on a rate before the optimizer; the torch "
-                   "form should set the optimizer's rate as torch's does, epoch by epoch")
 @pytest.mark.parametrize("name", sorted(_SCHEDULERS))
 def test_torch_lr_schedulers_follow_torch(name):
     make = _SCHEDULERS[name]
@@ -465,10 +461,6 @@ _LINALG = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="fg.linalg lacks the triangular and Cholesky solves and the matrix "
-                   "exponential that paddle.linalg and torch both have (AttributeError): cholesky_solve, "
-                   "triangular_solve (Paddle's name) / solve_triangular (torch's), matrix_exp; the way to reuse "
-                   "a Cholesky factor (fg.linalg.cholesky exists) is missing")
 @pytest.mark.parametrize("call", sorted(_LINALG))
 def test_linalg_solves_with_a_factor(call):
     ours, theirs = _LINALG[call]
