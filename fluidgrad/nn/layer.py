@@ -73,6 +73,12 @@ def _is_cpu(device: Any) -> bool:
     return isinstance(device, CPUPlace) or (isinstance(device, str) and device.strip().lower() in ("cpu", "cpu:0"))
 
 
+def check_device(where: str, device: Any) -> None:
+    """PyTorch's `device=` keyword of a layer's constructor: fluidgrad runs on the CPU."""
+    if device is not None and not _is_cpu(device) and str(device).strip().lower() not in ("cpu", "cpu:0"):
+        raise ValueError(f"{where}: fluidgrad runs on the CPU only; got device={device!r}")
+
+
 def _names_a_dtype(value: Any) -> bool:
     try:
         normalize_dtype(value)
@@ -231,10 +237,17 @@ class Layer:
         self._check_new_entry("add_module", name, self._registries()[2])
         self.add_sublayer(name, module)
 
-    def register_buffer(self, name: str, tensor: Tensor | None, persistable: bool = True) -> None:
+    def register_buffer(self, name: str, tensor: Tensor | None, persistable: bool = True,
+                        persistent: bool | None = None) -> None:
         """A non-trainable state Tensor (e.g. BatchNorm's running mean): in `buffers()` and moved
-        by `to()`; in `state_dict()` only when `persistable` (scratch state is not saved)."""
+        by `to()`; in `state_dict()` only when `persistable` (PyTorch: `persistent`; scratch
+        state is not saved)."""
         _, buffers, _ = self._registries()
+        if persistent is not None:
+            if not persistable:
+                raise ValueError(f"{type(self).__name__}.register_buffer: give persistable= (Paddle) or "
+                                 f"persistent= (PyTorch), not both")
+            persistable = bool(persistent)
         if not isinstance(name, str) or not name or "." in name:
             raise KeyError(f"{type(self).__name__}.register_buffer: the name must be a non-empty string "
                            f"without '.', got {name!r}")
