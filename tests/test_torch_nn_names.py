@@ -203,3 +203,49 @@ def test_embedding_from_pretrained_copies_and_checks(eager):
         nn.Embedding.from_pretrained(vectors, padding_idx=0)
     with pytest.raises(ValueError, match="2-D"):
         nn.Embedding.from_pretrained(np.ones(3))
+
+
+# ---------------------------------------------------------------- more of nn.Module's surface
+def test_module_lookups_and_recurse_match_torch(eager):
+    def build(m):
+        outer = m.Sequential(m.Linear(2, 3), m.ModuleDict({"head": m.Linear(3, 1)}))
+        outer.register_buffer("steps", (fg if m is nn else torch).zeros([1]))
+        return outer
+
+    net, reference = build(nn), build(torch.nn)
+    assert [n for n, _ in net.named_parameters(recurse=False)] == [n for n, _ in
+                                                                     reference.named_parameters(recurse=False)] == []
+    assert len(net.parameters(recurse=True)) == len(list(reference.parameters(recurse=True))) == 4
+    assert [n for n, _ in net.named_buffers(recurse=False)] == ["steps"] and len(net.buffers(recurse=False)) == 1
+    assert net.get_submodule("1.head") is net[1]["head"]
+    assert net.get_parameter("1.head.bias") is net[1]["head"].bias
+    assert net.get_buffer("steps") is net.steps
+    assert tuple(reference.get_parameter("1.head.weight").shape) == (1, 3)
+    with pytest.raises(AttributeError, match="no sublayer 'tail'"):
+        net.get_submodule("1.tail")
+    assert net.cpu() is net
+    with pytest.raises(ValueError, match="CPU only"):
+        net.cuda()
+    net.register_module("extra", nn.ReLU())
+    assert "extra" in dict(net.named_children())
+
+
+def test_module_list_pop_and_parameter_dict(eager):
+    layers = nn.ModuleList([nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 1)])
+    last = layers.pop()
+    assert isinstance(last, nn.Linear) and len(layers) == 2
+    assert [n for n, _ in layers.named_parameters()] == ["0.weight", "0.bias"]
+    table = nn.ParameterDict({"a": nn.Parameter(fg.ones([2])), "b": nn.Parameter(fg.zeros([3]))})
+    holder = nn.Module()
+    holder.table = table
+    assert [n for n, _ in holder.named_parameters()] == ["table.a", "table.b"]
+    assert list(table.keys()) == ["a", "b"] and "a" in table and len(table) == 2
+    table.pop("a")
+    assert list(holder.state_dict()) == ["table.b"]
+    with pytest.raises(TypeError, match="ParameterDict: 'c' must be a parameter Tensor"):
+        table["c"] = 1.0
+
+
+def test_dropout_takes_torchs_inplace(eager):
+    assert nn.Dropout(0.2, inplace=True).eval()(fg.ones([2])).numpy().tolist() == [1.0, 1.0]
+    assert nn.AlphaDropout(0.2, inplace=False).p == 0.2

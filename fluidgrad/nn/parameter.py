@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..eager.tensor import Tensor
-from ..executor import Executor, Scope, global_scope
+from ..executor import CPUPlace, Executor, Scope, global_scope
 from ..framework import Variable
 from ..framework.dtypes import get_default_dtype
 
@@ -94,3 +94,9 @@ def bias_attr_of(where: str, bias: bool, bias_attr: Any) -> Any:
     if bias_attr is not None and bias_attr is not False:
         raise ValueError(f"{where}: bias=False drops the bias, yet bias_attr={bias_attr!r} describes one")
     return False
+
+
+def check_device(where: str, device: Any) -> None:
+    """PyTorch's `device=` keyword of a layer's constructor: fluidgrad runs on the CPU."""
+    if device is not None and not isinstance(device, CPUPlace) and str(device).strip().lower() not in ("cpu", "cpu:0"):
+        raise ValueError(f"{where}: fluidgrad runs on the CPU only; got device={device!r}")

@@ -8,10 +8,10 @@ import numpy as np
 
 from ... import functions as F
 from ...framework import ParamAttr
+from ..parameter import array_of, bias_attr_of, check_device
 from ...initializer import Constant, Normal, Uniform, XavierUniform
 from .. import functional as NF
-from ..layer import Layer, check_device
-from ..parameter import array_of, bias_attr_of
+from ..layer import Layer
 
 __all__ = ['Linear', 'Bilinear', 'Embedding', 'Dropout', 'AlphaDropout', 'Dropout2D', 'Dropout3D', 'Identity', 'Flatten',
            'Unflatten']
@@ -120,7 +120,9 @@ class Embedding(Layer):
 class Dropout(Layer):
     """Zero elements with probability p while training (kept ones scaled by 1/(1-p)); identity in eval."""
 
-    def __init__(self, p: float = 0.5, axis: Any = None, mode: str = "upscale_in_train", name: str | None = None) -> None:
+    def __init__(self, p: float = 0.5, axis: Any = None, mode: str = "upscale_in_train", name: str | None = None, *,
+                 inplace: bool = False) -> None:
+        """`inplace` (PyTorch's) is accepted: the result is a new Tensor holding what torch writes in place."""
         super().__init__()
         if axis is not None:
             raise ValueError("Dropout: axis is not supported; leave it None")
@@ -137,7 +139,7 @@ class AlphaDropout(Layer):
     """Dropout that keeps a SELU network's activations standardised (see functional.alpha_dropout);
     the identity in eval."""
 
-    def __init__(self, p: float = 0.5, name: str | None = None) -> None:
+    def __init__(self, p: float = 0.5, name: str | None = None, *, inplace: bool = False) -> None:
         super().__init__()
         if not 0.0 <= float(p) <= 1.0:
             raise ValueError(f"AlphaDropout: p must lie in [0, 1], got {p}")

@@ -6,8 +6,8 @@ from typing import Any
 from ...initializer import Constant, KaimingNormal
 from ...ops.geometry import pad_pairs, per_axis
 from .. import functional as NF
-from ..layer import Layer, check_device
-from ..parameter import bias_attr_of
+from ..layer import Layer
+from ..parameter import bias_attr_of, check_device
 
 __all__ = ['Conv1D', 'Conv2D', 'Conv3D', 'Conv1DTranspose', 'Conv2DTranspose', 'Conv3DTranspose']
 
