@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import functions
 from ..framework import normalize_dtype
+from ..framework.device import as_device
 from ..indexing import constant, create
 from ..nn.functional import activation
 from . import composed, everyday, inplace, manipulation, math, search, torch_arithmetic, torch_statistics
@@ -63,8 +64,7 @@ def view_as(x: Any, other: Any) -> Any:
 
 def _new_filled(x: Any, what: str, size: tuple, value: float, dtype: Any, requires_grad: bool,
                 device: Any) -> Any:
-    if device is not None and str(device).strip().lower() != "cpu":
-        raise ValueError(f"{what}: fluidgrad runs on the CPU only; got device {device!r}")
+    as_device(device, what)
     sizes = _sizes(size, what)
     if any(d < 0 for d in sizes):
         raise ValueError(f"{what}: sizes must be >= 0, got {sizes}")
