@@ -188,3 +188,16 @@ def test_wrong_calls_say_what_is_wrong(case):
     fn, error, words = _REFUSED[case]
     with pytest.raises(error, match=words):
         fn(fg.to_tensor(X0))
+
+
+def test_graph_questions_of_eager_tensors_as_torch():
+    x = fg.to_tensor(X0, stop_gradient=False)
+    y = x * 2.0
+    assert x.grad_fn is None and y.grad_fn is not None and not y.retains_grad
+    y.retain_grads()
+    assert y.retains_grad
+    z = y * 3.0
+    assert z.detach_() is z and z.grad_fn is None and z.stop_gradient and z.is_leaf
+    (y * 1.0).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full(X0.shape, 2.0))
+    assert x.detach_() is x and not x.requires_grad      # as torch: a leaf may be detached in place too
