@@ -37,6 +37,10 @@ CASES = {
     "x.take_along_dim(i, 1)": lambda x, k: x.take_along_dim(k.t(IDX), 1),
     "x.take_along_dim(i)": lambda x, k: x.take_along_dim(k.t(IDX)),
     "x.msort()": lambda x, k: x.msort(),
+    "x.index_copy(1, i, src)": lambda x, k: x.index_copy(1, k.t(IDX[:, 0]), x[:, :4] * 3.0),
+    "x.index_fill(0, i, -1)": lambda x, k: x.index_fill(0, k.t(IDX[:2, 1]), -1.0),
+    "x.index_fill_(1, i, 2)": lambda x, k: (x * 1.0).index_fill_(1, k.t(IDX[:, 1]), 2.0),
+    "x.index_copy_(0, i, src)": lambda x, k: (x * 1.0).index_copy_(0, k.t(IDX[:2, 0]), x[2:] * 5.0),
     "x.mv(v)": lambda x, k: x.mv(x[0]),
     "x.float_power(2.5)": lambda x, k: x.float_power(2.5),
     "x.exp2()": lambda x, k: x.exp2(),
@@ -117,6 +121,10 @@ GRADIENTS = {
     "x.take_along_dim(i, 1)": lambda x, y: x.take_along_dim(fg.to_tensor(IDX) if not isinstance(x, fg.Variable)
                                                             else fg.assign(IDX), 1),
     "x.mv(y[0])": lambda x, y: x.mv(y[0]),
+    "x.index_copy(0, i, y[:2])": lambda x, y: x.index_copy(0, (fg.to_tensor if not isinstance(x, fg.Variable)
+                                                              else fg.assign)(np.array([3, 1])), y[:2]),
+    "x.index_fill(1, i, y[0, 0])": lambda x, y: x.index_fill(1, (fg.to_tensor if not isinstance(x, fg.Variable)
+                                                                else fg.assign)(np.array([0, 2])), y[0, 0]),
     "x.float_power(y)": lambda x, y: x.float_power(y),
     "x.addmm(x, y, beta=0.5, alpha=2)": lambda x, y: x.addmm(x, y, beta=0.5, alpha=2),
     "(x * 1).log_() * y": lambda x, y: (x * 1.0).log_() * y,
@@ -132,7 +140,9 @@ def test_gradients_match_central_differences_torch_and_static(case):
     x, y = fg.to_tensor(X0, stop_gradient=False), fg.to_tensor(Y0, stop_gradient=False)
     (fn(x, y) * fg.to_tensor(cotangent)).sum().backward()
     tx, ty = torch.tensor(X0, requires_grad=True), torch.tensor(Y0, requires_grad=True)
-    torch_fn = fn if "take_along_dim" not in case else (lambda a, b: a.take_along_dim(torch.tensor(IDX), 1))
+    torch_fn = {"x.take_along_dim(i, 1)": lambda a, b: a.take_along_dim(torch.tensor(IDX), 1),
+                "x.index_copy(0, i, y[:2])": lambda a, b: a.index_copy(0, torch.tensor([3, 1]), b[:2]),
+                "x.index_fill(1, i, y[0, 0])": lambda a, b: a.index_fill(1, torch.tensor([0, 2]), b[0, 0])}.get(case, fn)
     (torch_fn(tx, ty) * torch.tensor(cotangent)).sum().backward()
     for eager, torch_leaf, name in ((x, tx, "x"), (y, ty, "y")):
         expected = np.zeros_like(X0) if torch_leaf.grad is None else torch_leaf.grad.numpy()

@@ -63,6 +63,29 @@ def fill_diagonal(x: Any, fill_value: float, wrap: bool = False) -> Any:
     return search.where(constant(mask, x), functions.full_like(x, fill_value), x)
 
 
+def index_copy(x: Any, dim: int, index: Any, source: Any) -> Any:
+    """x with source's slices written at the 1-D `index` along dim (torch's x.index_copy); the
+    gradient reaches x where nothing was written, and source."""
+    axis = _axis(x, dim, "index_copy")
+    rank = len(x.shape)
+    if len(index.shape) != 1 or len(source.shape) != rank:
+        raise ValueError(f"index_copy: index {_describe(index)} must be 1-D and source {_describe(source)} of x's "
+                         f"rank ({_describe(x)})")
+    shape = [1] * rank
+    shape[axis] = -1
+    where_to = manipulation.expand_as(functions.reshape(index, shape), source) if rank > 1 else index
+    return search.put_along_axis(x, where_to, source, axis)
+
+
+def index_fill(x: Any, dim: int, index: Any, value: Any) -> Any:
+    """x with `value` (a number or a one-element tensor) in the slices at `index` along dim."""
+    axis = _axis(x, dim, "index_fill")
+    picked = search.index_select(x, index, axis)
+    filled = functions.full_like(picked, value) if not hasattr(value, "shape") else \
+        functions.add(functions.full_like(picked, 0.0), functions.cast(value, x.dtype))
+    return index_copy(x, axis, index, filled)
+
+
 # ---- sizes
 def element_size(x: Any) -> int:
     """The bytes of one element (torch's x.element_size(), x.itemsize)."""
@@ -240,7 +263,7 @@ METHODS: dict[str, Callable[..., Any]] = {
     "addcmul": addcmul, "addcdiv": addcdiv, "element_size": element_size, "nelement": nelement,
     "is_signed": is_signed, "is_same_size": is_same_size, "select": select, "unflatten": unflatten,
     "ravel": ravel, "unfold": unfold, "sum_to_size": sum_to_size, "aminmax": aminmax,
-    "take_along_dim": take_along_dim, "msort": msort, "mv": mv, "float_power": float_power, "exp2": exp2,
+    "take_along_dim": take_along_dim, "index_copy": index_copy, "index_fill": index_fill, "msort": msort, "mv": mv, "float_power": float_power, "exp2": exp2,
     "positive": positive, "fix": math.trunc, "absolute": functions.abs, "sgn": functions.sign,
     "arccos": math.acos, "arcsin": math.asin, "arctan": math.atan, "arctan2": math.atan2, "arccosh": math.acosh,
     "arcsinh": math.asinh, "arctanh": math.atanh, "fliplr": fliplr,
@@ -272,7 +295,7 @@ _IN_PLACE_OF = {
     "atan2_": math.atan2, "hypot_": everyday.hypot, "logit_": math.logit, "tril_": search.tril, "triu_": search.triu,
     "cumsum_": _keywords(math.cumsum), "cumprod_": math.cumprod, "index_put_": search.index_put,
     "lgamma_": special.lgamma, "digamma_": special.digamma, "exp2_": exp2, "fix_": math.trunc,
-    "absolute_": functions.abs, "float_power_": float_power,
+    "absolute_": functions.abs, "float_power_": float_power, "index_copy_": index_copy, "index_fill_": index_fill,
 }
 IN_PLACE: dict[str, Callable[..., Any]] = {name: inplace._computed(fn, name) for name, fn in _IN_PLACE_OF.items()}
 # in place, x's shape changing: t_(), transpose_(0, 1), swapaxes_(0, 1)
