@@ -10,8 +10,9 @@ from __future__ import annotations
 import functools
 import inspect
 import numbers
-import re
 from typing import Any, Callable, Sequence
+
+from .device import as_device
 
 # torch's keyword -> Paddle's, wherever the function takes Paddle's
 TORCH_KEYWORDS = {"dim": "axis", "start_dim": "start_axis", "end_dim": "stop_axis"}
@@ -80,19 +81,10 @@ def sizes_and_dtype(caller: str, args: Sequence[Any], dtype: Any = None, shape: 
     return shape, dtype
 
 
-# the CPU as torch ("cpu", "cpu:0", torch.device("cpu")) and Paddle ("Place(cpu)", CPUPlace()) print it
-_CPU_NAME = re.compile(r"cpu(:\d+)?|place\(cpu\)|cpuplace(\(\))?")
-
-
 def check_device(caller: str, device: Any) -> None:
-    """device= of a creation call: the CPU (as a name, or any object printing as one: a torch
-    device, fg.CPUPlace(), x.device) or None; anything else is refused (fluidgrad has no GPU
-    backend)."""
-    if device is None:
-        return
-    name = str(getattr(device, "type", None) or device).strip().lower()
-    if _CPU_NAME.fullmatch(name) is None:
-        raise ValueError(f"{caller}: fluidgrad runs on the CPU only (NumPy kernels); got device={device!r}")
+    """device= of a creation call: the CPU ('cpu', 'cpu:0', a device object naming it) or None;
+    anything else is refused (fluidgrad has no GPU backend)."""
+    as_device(device, caller)   # (framework/device.py: the one reading of a device argument)
 
 
 def created(out: Any, caller: str, device: Any = None, requires_grad: bool = False) -> Any:
