@@ -152,3 +152,21 @@ def test_is_causal_with_a_key_padding_mask_and_no_attn_mask():
                        lambda x, padding: theirs(x, future, src_key_padding_mask=padding, is_causal=True),
                        {"x": R.standard_normal((5, 2, 8)), "padding": _padding(2, 5)}, wrt=["x"], rtol=1e-9,
                        atol=1e-10, static="to_static")
+
+
+def test_custom_encoder_of_a_torch_style_transformer_sees_torchs_layout():
+    torch.manual_seed(9)
+    their_encoder = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0,
+                                                                                 dtype=torch.float64), 1,
+                                                enable_nested_tensor=False)
+    theirs = torch.nn.Transformer(8, 2, num_decoder_layers=1, dim_feedforward=16, dropout=0.0,
+                                  custom_encoder=their_encoder, dtype=torch.float64)
+    our_encoder = fg.nn.TransformerEncoder(fg.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, dtype="float64"), 1)
+    ours = fg.nn.Transformer(8, 2, num_decoder_layers=1, dim_feedforward=16, dropout=0.0, custom_encoder=our_encoder,
+                             dtype="float64")
+    copy_encoder_layer(ours.encoder.layers[0], theirs.encoder.layers[0])
+    copy_decoder_layer(ours.decoder.layers[0], theirs.decoder.layers[0])
+    _norm_from_torch(ours.decoder.norm, theirs.decoder.norm)
+    src, tgt = R.standard_normal((5, 2, 8)), R.standard_normal((3, 2, 8))
+    expected = theirs(torch.tensor(src), torch.tensor(tgt)).detach().numpy()
+    np.testing.assert_allclose(ours(fg.to_tensor(src), fg.to_tensor(tgt)).numpy(), expected, rtol=1e-9, atol=1e-10)

@@ -238,6 +238,12 @@ class TransformerDecoderLayer(_TransformerLayerBase):
         return x if self.batch_first else _swap_batch_and_seq(x)
 
 
+def _given(**keywords: Any) -> dict[str, Any]:
+    """The keywords given (not None, not False): a stack passes torch's mask keywords on only when
+    used, so custom layers with Paddle's forward(src, src_mask) still run in it."""
+    return {k: v for k, v in keywords.items() if v is not None and v is not False}
+
+
 def _clones(layer: Layer, num_layers: int) -> LayerList:
     """`layer` first, then num_layers - 1 new layers of its configuration (fresh parameters)."""
     return LayerList([layer] + [type(layer)(**copy.deepcopy(layer._config)) for _ in range(num_layers - 1)])
@@ -257,8 +263,9 @@ class TransformerEncoder(Layer):
                 src_key_padding_mask: Any = None, is_causal: bool | None = None) -> Any:
         src_mask = either("TransformerEncoder", "src_mask", src_mask, None, "mask", mask) if mask is not None \
             else src_mask
+        keywords = _given(src_key_padding_mask=src_key_padding_mask, is_causal=is_causal)
         for layer in self.layers:
-            src = layer(src, src_mask, src_key_padding_mask=src_key_padding_mask, is_causal=bool(is_causal))
+            src = layer(src, src_mask, **keywords)
         return src if self.norm is None else self.norm(src)
 
 
@@ -274,10 +281,10 @@ class TransformerDecoder(Layer):
     def forward(self, tgt: Any, memory: Any, tgt_mask: Any = None, memory_mask: Any = None, cache: Any = None, *,
                 tgt_key_padding_mask: Any = None, memory_key_padding_mask: Any = None,
                 tgt_is_causal: bool | None = None, memory_is_causal: bool = False) -> Any:
+        keywords = _given(tgt_key_padding_mask=tgt_key_padding_mask, memory_key_padding_mask=memory_key_padding_mask,
+                          tgt_is_causal=tgt_is_causal, memory_is_causal=memory_is_causal)
         for layer in self.layers:
-            tgt = layer(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask=tgt_key_padding_mask,
-                        memory_key_padding_mask=memory_key_padding_mask, tgt_is_causal=bool(tgt_is_causal),
-                        memory_is_causal=memory_is_causal)
+            tgt = layer(tgt, memory, tgt_mask, memory_mask, **keywords)
         return tgt if self.norm is None else self.norm(tgt)
 
 
@@ -300,8 +307,8 @@ class Transformer(Layer):
         options = dict(dropout=dropout, activation=activation, attn_dropout=attn_dropout, act_dropout=act_dropout,
                        normalize_before=normalize_before, weight_attr=weight_attr, bias_attr=bias_attr,
                        layer_norm_eps=eps)
-        if self.torch_convention:        # batch-first inside (transposed once here), torch's masks
-            options.update(batch_first=True, norm_first=norm_first, bias=bias)
+        if self.torch_convention:        # each layer torch's: its masks, its tensors' layout
+            options.update(batch_first=self.batch_first, norm_first=norm_first, bias=bias)
         self.d_model, self.nhead = d_model, nhead
         encoder_layer = TransformerEncoderLayer(d_model, nhead, dim_feedforward, **options)
         final_norms = self.torch_convention or encoder_layer.normalize_before
@@ -317,13 +324,11 @@ class Transformer(Layer):
                 src_key_padding_mask: Any = None, tgt_key_padding_mask: Any = None,
                 memory_key_padding_mask: Any = None, src_is_causal: bool | None = None,
                 tgt_is_causal: bool | None = None, memory_is_causal: bool = False) -> Any:
-        if not self.batch_first:
-            src, tgt = _swap_batch_and_seq(src), _swap_batch_and_seq(tgt)
-        memory = self.encoder(src, src_mask, src_key_padding_mask=src_key_padding_mask, is_causal=src_is_causal)
-        out = self.decoder(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask=tgt_key_padding_mask,
-                           memory_key_padding_mask=memory_key_padding_mask, tgt_is_causal=tgt_is_causal,
-                           memory_is_causal=memory_is_causal)
-        return out if self.batch_first else _swap_batch_and_seq(out)
+        memory = self.encoder(src, src_mask, **_given(src_key_padding_mask=src_key_padding_mask,
+                                                      is_causal=src_is_causal))
+        return self.decoder(tgt, memory, tgt_mask, memory_mask, **_given(
+            tgt_key_padding_mask=tgt_key_padding_mask, memory_key_padding_mask=memory_key_padding_mask,
+            tgt_is_causal=tgt_is_causal, memory_is_causal=memory_is_causal))
 
     @staticmethod
     def generate_square_subsequent_mask(length: int, dtype: str = "float32") -> Tensor:
