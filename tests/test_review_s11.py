@@ -196,11 +196,6 @@ _NN_NAMES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="torch's model-building names are missing (AttributeError): nn.Module, "
-                   "nn.ModuleList, nn.ModuleDict, nn.Parameter, nn.ParameterList; the first line of nearly every "
-                   "torch model, class Net(nn.Module), fails; Paddle's Layer / LayerList / LayerDict / "
-                   "create_parameter exist, the torch names should be aliases (nn.Parameter(t) a trainable "
-                   "parameter holding t's value)")
 @pytest.mark.parametrize("what", sorted(_NN_NAMES))
 def test_torch_model_building_names(what, eager):
     assert _NN_NAMES[what]()
@@ -213,18 +208,12 @@ _LAYER_KEYWORDS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="Linear(..., bias=False) and Conv*D(..., bias=False), torch's way to drop "
-                   "the bias (before every BatchNorm in a ResNet), are TypeErrors; Paddle's bias_attr=False works: "
-                   "bias=False should mean bias_attr=False")
 @pytest.mark.parametrize("call", sorted(_LAYER_KEYWORDS))
 def test_layers_take_torchs_bias_keyword(call):
     make, names = _LAYER_KEYWORDS[call]
     assert [name for name, _ in make().named_parameters()] == names
 
 
-@pytest.mark.xfail(strict=True, reason="register_buffer(name, t, persistent=False) (torch's spelling of Paddle's "
-                   "persistable=False) is a TypeError; the buffer should stay out of state_dict as with Paddle's "
-                   "keyword")
 def test_register_buffer_takes_torchs_persistent_keyword(eager):
     class WithCache(fg.nn.Layer):
         def __init__(self):
@@ -274,9 +263,6 @@ def test_layers_take_torchs_keywords(call):
     np.testing.assert_allclose(got, expected, rtol=1e-7, atol=1e-9)
 
 
-@pytest.mark.xfail(strict=True, reason="nn.Embedding.from_pretrained(weights, freeze=True), torch's way to load "
-                   "word vectors, is an AttributeError; it should make an Embedding holding the weights, frozen "
-                   "(stop_gradient) unless freeze=False")
 def test_embedding_from_pretrained(eager):
     vectors = _RNG.standard_normal((5, 3)).astype("float32")
     layer = fg.nn.Embedding.from_pretrained(fg.to_tensor(vectors))
@@ -359,17 +345,15 @@ def _long(x, values):
     return torch.tensor(values) if isinstance(x, torch.Tensor) else fg.to_tensor(np.array(values))
 
 
-@pytest.mark.xfail(strict=True, reason="Tensor methods of torch code that fail: x.add(y, alpha=) / x.sub(y, alpha=) "
-                   "/ x.add_(y, alpha=) (the form of torch's hand-written SGD and EMA updates) are TypeErrors, "
-                   "x.var(correction=0) and x.mean(dtype=) are TypeErrors (unbiased= and x.sum(dtype=) work), "
-                   "x.mT, x.count_nonzero(), x.masked_select (fg.masked_select exists), x.scatter_add_, "
-                   "x.index_add_ (fg.index_add exists), x.pow_, x.is_floating_point() and x.median (fg.median exists) "
-                   "are AttributeErrors, x.round(decimals=) a TypeError")
 @pytest.mark.parametrize("call", sorted(_TENSOR_METHODS))
 def test_torch_tensor_methods_of_everyday_code(call):
     expected = _np(_TENSOR_METHODS[call](torch.tensor(_X)))
     got = _np(_TENSOR_METHODS[call](fg.to_tensor(_X)))
-    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    # a float32 sum's last bit depends on the summation order, which torch does not fix either: its
+    # mean of these 12 float32 values is 0.18052830 as laid out, 0.18052836 transposed, and the
+    # correctly rounded one (float64, then rounded) 0.18052833; so float32 results agree to float32's
+    # precision, float64 ones to 1e-12
+    np.testing.assert_allclose(got, expected, rtol=1e-12 if np.asarray(expected).dtype != np.float32 else 1e-6)
 
 
 @pytest.mark.xfail(strict=True, reason="x.device is an AttributeError, and torch code reads it on every other line "
@@ -407,10 +391,6 @@ _SCHEDULERS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="torch.optim.lr_scheduler's schedulers, built on an optimizer and stepped "
-                   "once per epoch, are missing (fg.optimizer has no lr_scheduler: AttributeError); fluidgrad has "
-                   "Paddle's StepDecay / CosineAnnealingDecay built on a rate before the optimizer; the torch "
-                   "form should set the optimizer's rate as torch's does, epoch by epoch")
 @pytest.mark.parametrize("name", sorted(_SCHEDULERS))
 def test_torch_lr_schedulers_follow_torch(name):
     make = _SCHEDULERS[name]
@@ -457,10 +437,6 @@ _LINALG = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="fg.linalg lacks the triangular and Cholesky solves and the matrix "
-                   "exponential that paddle.linalg and torch both have (AttributeError): cholesky_solve, "
-                   "triangular_solve (Paddle's name) / solve_triangular (torch's), matrix_exp; the way to reuse "
-                   "a Cholesky factor (fg.linalg.cholesky exists) is missing")
 @pytest.mark.parametrize("call", sorted(_LINALG))
 def test_linalg_solves_with_a_factor(call):
     ours, theirs = _LINALG[call]
