@@ -60,6 +60,9 @@ copied with ordinary stores (as in session 9), their parameter rows
 streamed; the sharded buckets' peer part streamed; the ranks bound to one core each ("ranks
 pinned": os.sched_setaffinity switched per block, so pinned and free blocks alternate in the same
 processes). The second table gives rank 0's CPU time per step in each state of the cores too.
+Session 12: the sharded buckets' stores ("bucketed, sharded update, streamed": the peer's part of
+the row and this rank's part of the parameters streamed at every step; "..., adaptive stores":
+streamed on the steps a probe of the peer's part of the row finds the cores far).
 Goal: 2-rank step <= 1.1x the 1-rank step (90% weak-scaling efficiency); bucketed < per-parameter.
 """
 from __future__ import annotations
@@ -89,7 +92,7 @@ from fluidgrad.distributed import eager_fused, sharding  # noqa: E402
 from fluidgrad.executor import executor as executor_module  # noqa: E402
 from fluidgrad.framework import BACKWARD, OPTIMIZE  # noqa: E402
 from fluidgrad.nn import functional as F  # noqa: E402
-from fluidgrad.ops import comm_buckets, comm_shards, comm_split, comm_stream  # noqa: E402
+from fluidgrad.ops import comm_buckets, comm_shards, comm_split, comm_stream, fused_shards  # noqa: E402
 from fluidgrad.ops.comm import World, get_world  # noqa: E402
 from fluidgrad.ops.registry import get_op_def  # noqa: E402
 
@@ -164,7 +167,10 @@ class Contender(NamedTuple):
     # window (placement) or copied there by the op (comm_split.ACTIVATIONS_IN_PLACE; None: its default)
     activations_in_place: bool | None = None
     pinned: bool = False  # each rank bound to one core during its blocks (rank r -> core r), else free to move
-    stream_sharded: bool = False  # sharded buckets: the peer's part streamed into the row (comm_shards.STREAM_PEER_PART)
+    # sharded buckets: the peer's part of the row and this rank's part of the parameters written with
+    # ordinary stores, streamed ("stream") or streamed when a probe finds the cores far ("adaptive")
+    # (comm_shards.STREAM_PEER_PART)
+    stream_sharded: str = "ordinary"
     stream_params: bool = False  # split, sharded: this rank's rows of the parameters streamed (comm_split.STREAM_PARAMS)
     # static default's two-rank rows: "adaptive" (streamed on the steps a probe finds the cores far:
     # the default), or "stream" every step (sessions 9 and 10's default) (comm_stream.ROWS_POLICY)
@@ -190,7 +196,10 @@ CONTENDERS = {
     "per-parameter, sharded update": Contender(dp_optimizer(0.0, sharding=True, **NO_SPLIT), dp_sharded(0.0)),
     # the same, the peer's part of the row written with streaming stores (no placement into the row)
     "bucketed, sharded update, streamed": Contender(dp_optimizer(25.0, sharding=True, **NO_SPLIT), None,
-                                                    stream_sharded=True),
+                                                    stream_sharded="stream"),
+    # the same, streamed only on the steps the probe of the peer's part of the row finds the cores far
+    "bucketed, sharded update, adaptive stores": Contender(dp_optimizer(25.0, sharding=True, **NO_SPLIT), None,
+                                                           stream_sharded="adaptive"),
     # no gradient all-reduce: each rank computes its rows of the weight gradients over both ranks'
     # activations in shared memory (split_grads=True), then SGD on every rank from the shared averages ...
     "split weight gradients": Contender(dp_optimizer(25.0, split_grads=True), None),
@@ -218,6 +227,7 @@ CONTENDERS = {
 }
 CPUS = sorted(os.sched_getaffinity(0))  # the cores this job may use
 SPLIT_PLACE_DEFAULT = comm_split.ACTIVATIONS_IN_PLACE
+SHARDED_STORES_DEFAULT = comm_shards.STREAM_PEER_PART
 # compared step by step (they take turns in the same processes): (bucketed, per-parameter)
 PATH_NAMES = {"auto": "shared memory", "mpi": "MPI Iallreduce"}
 PAIRS = (("bucketed", "per-parameter"), ("bucketed, MPI Iallreduce", "per-parameter, MPI Iallreduce"),
@@ -301,7 +311,7 @@ def on_path(world: World, contender: Contender, step: Callable[[], Any]) -> Call
             with comm_stream.STREAM.use(contender.stream):
                 step()
         finally:
-            comm_split.ACTIVATIONS_IN_PLACE, comm_shards.STREAM_PEER_PART = SPLIT_PLACE_DEFAULT, False
+            comm_split.ACTIVATIONS_IN_PLACE, comm_shards.STREAM_PEER_PART = SPLIT_PLACE_DEFAULT, SHARDED_STORES_DEFAULT
             comm_split.STREAM_PARAMS, comm_stream.ROWS_POLICY = False, "adaptive"
     return run
 
@@ -509,6 +519,14 @@ class PhaseClock:
             return gather(copy, *args, **kwargs)
         op.kernel, comm_shards.pack, comm_shards.exchange, comm_shards.NodeCopy.gather = (
             timed_kernel, timed_pack, timed_exchange, timed_gather)
+        sgd = fused_shards.sgd
+
+        def timed_sgd(*args, **kwargs):  # the default (shard=False): its first piece starts after the barrier
+            if "barrier" not in self.marks:
+                self.mark("barrier")
+                self.mark("replicated")
+            return sgd(*args, **kwargs)
+        fused_shards.sgd = timed_sgd
 
     def _time_split(self):
         """The split weight gradients (c_split_matmul_grad, c_split_sgd): activations written into
@@ -557,7 +575,7 @@ class PhaseClock:
         return self.marks
 
 
-PHASE_CONTENDERS = ("no all-reduce", "bucketed, unfused update", "bucketed, sharded update", "split weight gradients",
+PHASE_CONTENDERS = ("no all-reduce", "bucketed", "bucketed, unfused update", "bucketed, sharded update", "split weight gradients",
                     "split weight gradients, sharded update")  # beside "1 rank"
 
 
@@ -603,6 +621,13 @@ def phase_samples(blocks: dict[str, list[list[Any]]]) -> dict[str, list[float]]:
                         add(f"{name}|wall, rank {rank}: second barrier (rows published)",
                             m["published"][0] - m["updated"][0])
                         add(f"{name}|cpu, rank {rank}: rest of the step (update ops)", m["end"][1] - m["split done"][1])
+                    elif "replicated" in m:  # the default: both rows summed and SGD, in one pass, on every rank
+                        add(f"{name}|cpu, rank {rank}: forward and backward", m["op"][1] - m["start"][1])
+                        add(f"{name}|cpu, rank {rank}: probe, pack into the bucket (biases)", m["packed"][1] - m["op"][1])
+                        add(f"{name}|wall, rank {rank}: wait at the barrier", m["barrier"][0] - m["packed"][0])
+                        add(f"{name}|cpu, rank {rank}: sum of the two rows and SGD, one pass",
+                            m["summed"][1] - m["barrier"][1])
+                        add(f"{name}|cpu, rank {rank}: rest of the step", m["end"][1] - m["summed"][1])
                     elif "updated" in m:  # the sharded update: the sum and the SGD of half the bucket, in one pass
                         add(f"{name}|cpu, rank {rank}: forward and backward", m["op"][1] - m["start"][1])
                         add(f"{name}|cpu, rank {rank}: pack the peer's half into the bucket", m["packed"][1] - m["op"][1])

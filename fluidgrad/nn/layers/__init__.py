@@ -13,4 +13,3 @@ from .transformer import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
 from .rnn_cells import *  # noqa: F401,F403
 from .rnn_wrappers import *  # noqa: F401,F403
-from .torch_attention import *  # noqa: F401,F403
