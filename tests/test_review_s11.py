@@ -241,9 +241,6 @@ def test_embedding_from_pretrained(eager):
     assert layer.weight.stop_gradient
 
 
-@pytest.mark.xfail(strict=True, reason="nn.TransformerEncoderLayer(d_model, nhead, batch_first=True, "
-                   "norm_first=True) (torch's spelling) is a TypeError, and dim_feedforward has no default (torch: "
-                   "2048); Paddle's layer is batch-first already and spells norm_first normalize_before=True")
 def test_transformer_encoder_layer_takes_torchs_keywords():
     layer = fg.nn.TransformerEncoderLayer(8, 2, batch_first=True, norm_first=True)
     assert tuple(layer(fg.to_tensor(_RNG.standard_normal((2, 5, 8)).astype("float32"))).shape) == (2, 5, 8)
@@ -254,11 +251,6 @@ _RNN_KEYWORDS = {"LSTM": (fg.nn.LSTM, torch.nn.LSTM), "GRU": (fg.nn.GRU, torch.n
                  "SimpleRNN / RNN": (fg.nn.SimpleRNN, torch.nn.RNN)}
 
 
-@pytest.mark.xfail(strict=True, reason="nn.LSTM / GRU / SimpleRNN refuse torch's batch_first=True and "
-                   "bidirectional=True (TypeError: unexpected keyword argument); Paddle spells them "
-                   "time_major=False (its default) and direction='bidirect', so batch_first=True should be "
-                   "time_major=False (and batch_first=False time_major=True) and bidirectional=True "
-                   "direction='bidirect'; the outputs then have torch's shapes")
 @pytest.mark.parametrize("kind", sorted(_RNN_KEYWORDS))
 def test_recurrent_layers_take_torchs_keywords(kind):
     ours, theirs = _RNN_KEYWORDS[kind]
