@@ -24,6 +24,7 @@ import fluidgrad as fg
 
 _RNG = np.random.default_rng(12)
 _X = _RNG.standard_normal((3, 4))
+_Y = _RNG.standard_normal((3, 4))
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(fg.__file__)))
 
 
@@ -227,8 +228,32 @@ def test_value_index_pairs_have_values_and_indices(call):
     np.testing.assert_array_equal(got.indices.numpy(), expected.indices.numpy())
 
 
+_TOP_LEVEL = {
+    "softmax(x, dim=1)": lambda m, x, y: m.softmax(x, dim=1),
+    "log_softmax(x, dim=1)": lambda m, x, y: m.log_softmax(x, dim=1),
+    "permute(x, (1, 0))": lambda m, x, y: m.permute(x, (1, 0)),
+    "mul(x, y)": lambda m, x, y: m.mul(x, y),
+    "sub(x, y)": lambda m, x, y: m.sub(x, y),
+    "div(x, y)": lambda m, x, y: m.div(x, y),
+    "eq(x, y)": lambda m, x, y: m.eq(x, x * 1),
+    "gt(x, y)": lambda m, x, y: m.gt(x, y),
+    "narrow(x, 1, 1, 2)": lambda m, x, y: m.narrow(x, 1, 1, 2),
+    "movedim(x, 0, 1)": lambda m, x, y: m.movedim(x, 0, 1),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="torch's top-level functions beyond session 11's list are AttributeErrors: "
+                   "torch.softmax / torch.log_softmax (x.softmax and F.softmax exist), torch.permute, the short "
+                   "arithmetic and comparison names torch.mul / sub / div / eq / gt (fluidgrad has Paddle's "
+                   "multiply / subtract / divide / equal / greater_than), torch.narrow and torch.movedim")
+@pytest.mark.parametrize("call", sorted(_TOP_LEVEL))
+def test_torch_top_level_functions(call):
+    expected = _np(_TOP_LEVEL[call](torch, torch.tensor(_X), torch.tensor(_Y)))
+    got = _np(_TOP_LEVEL[call](fg, fg.to_tensor(_X), fg.to_tensor(_Y)))
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
 # ---------------------------------------------------------------- Tensor methods
-_Y = _RNG.standard_normal((3, 4))
 _METHODS = {
     "x.diff()": lambda x, y: x.diff(),
     "x.kron(y)": lambda x, y: x.kron(y),
@@ -242,7 +267,7 @@ _METHODS = {
     "x.tensor_split(3, dim=1)[2]": lambda x, y: x.tensor_split(3, dim=1)[2],
     "x.frac()": lambda x, y: x.frac(),
     "x.lgamma()": lambda x, y: x.lgamma(),
-    "x.addmm(y, y.T)": lambda x, y: x[:, :3].addmm(y[:, :2], y[:2, :3]),
+    "x.addmm(a, b)": lambda x, y: x[:, :3].addmm(y[:, :2], y[:2, :3]),
     "x.addcmul(y, y, value=0.5)": lambda x, y: x.addcmul(y, y, value=0.5),
     "x.addcdiv(y, y.exp(), value=0.5)": lambda x, y: x.addcdiv(y, y.exp(), value=0.5),
     "x.inner(y)": lambda x, y: x.inner(y),
