@@ -253,6 +253,43 @@ def test_torch_top_level_functions(call):
     np.testing.assert_allclose(got, expected, rtol=1e-12)
 
 
+_V = np.array([1.0, 1.0, 2.0, 2.0, 3.0, 1.0])
+_BOTH_HAVE = {
+    "unique_consecutive(v)": (lambda: fg.unique_consecutive(fg.to_tensor(_V)),
+                              lambda: torch.unique_consecutive(torch.tensor(_V))),
+    "cartesian_prod(a, b)": (lambda: fg.cartesian_prod(fg.to_tensor(_X[0]), fg.to_tensor(_Y[0])),
+                             lambda: torch.cartesian_prod(torch.tensor(_X[0]), torch.tensor(_Y[0]))),
+    "block_diag(a, b)": (lambda: fg.block_diag(fg.to_tensor(_X[:2, :2]), fg.to_tensor(_Y[:1])),
+                         lambda: torch.block_diag(torch.tensor(_X[:2, :2]), torch.tensor(_Y[:1]))),
+    "trapezoid(y, dx=0.5)": (lambda: fg.trapezoid(fg.to_tensor(_X), dx=0.5),
+                             lambda: torch.trapezoid(torch.tensor(_X), dx=0.5)),
+    "cumulative_trapezoid(y)": (lambda: fg.cumulative_trapezoid(fg.to_tensor(_X)),
+                                lambda: torch.cumulative_trapezoid(torch.tensor(_X))),
+    "renorm(x, 2, 0, 1.0)": (lambda: fg.renorm(fg.to_tensor(_X), 2, 0, 1.0),
+                             lambda: torch.renorm(torch.tensor(_X), 2, 0, 1.0)),
+    "vander(v, 3)": (lambda: fg.vander(fg.to_tensor(_X[0]), 3), lambda: torch.vander(torch.tensor(_X[0]), 3)),
+    "nanquantile(v, 0.5)": (lambda: fg.nanquantile(fg.to_tensor(np.array([1.0, np.nan, 3.0, 2.0])), 0.5),
+                            lambda: torch.nanquantile(torch.tensor([1.0, np.nan, 3.0, 2.0], dtype=torch.float64), 0.5)),
+    "quantile(x, 0.4, interpolation='lower')": (
+        lambda: fg.quantile(fg.to_tensor(_X.ravel()), 0.4, interpolation="lower"),
+        lambda: torch.quantile(torch.tensor(_X.ravel()), 0.4, interpolation="lower")),
+    "linalg.cov(x) / torch.cov(x)": (lambda: fg.linalg.cov(fg.to_tensor(_X)), lambda: torch.cov(torch.tensor(_X))),
+    "linalg.corrcoef(x) / torch.corrcoef(x)": (lambda: fg.linalg.corrcoef(fg.to_tensor(_X)),
+                                               lambda: torch.corrcoef(torch.tensor(_X))),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="functions that torch and Paddle 2 both have are missing (AttributeError): "
+                   "unique_consecutive, cartesian_prod, block_diag, trapezoid, cumulative_trapezoid, renorm, "
+                   "vander, nanquantile, linalg.cov and linalg.corrcoef (paddle.linalg's names; torch.cov / "
+                   "torch.corrcoef), and quantile(..., interpolation='lower') is a TypeError though both "
+                   "frameworks take interpolation=")
+@pytest.mark.parametrize("call", sorted(_BOTH_HAVE))
+def test_functions_torch_and_paddle_both_have(call):
+    ours, theirs = _BOTH_HAVE[call]
+    np.testing.assert_allclose(_np(ours()), _np(theirs()), rtol=1e-10, atol=1e-12)
+
+
 # ---------------------------------------------------------------- Tensor methods
 _METHODS = {
     "x.diff()": lambda x, y: x.diff(),
