@@ -108,23 +108,40 @@ def test_write_with_int_and_list_split_by_a_slice_follows_torch():
     np.testing.assert_array_equal(got.numpy(), expected.numpy())
 
 
-_FLOAT_SIZES = {
+_BAD_SIZES = {
     "zeros([2.5])": lambda: fg.zeros([2.5]),
     "ones([7 / 2, 2])": lambda: fg.ones([7 / 2, 2]),
     "full([3.9], 1.0)": lambda: fg.full([3.9], 1.0),
     "x.reshape([2.5, -1])": lambda: fg.to_tensor(np.ones(6)).reshape([2.5, -1]),
+    "x.reshape([-2, 3])": lambda: fg.to_tensor(np.ones(6)).reshape([-2, 3]),
 }
 
 
-@pytest.mark.xfail(strict=True, reason="a float size is silently truncated: fg.zeros([2.5]) has shape [2], "
-                   "fg.ones([7 / 2, 2]) shape [3, 2], x.reshape([2.5, -1]) shape [2, 3] (the usual slip is n / 2 "
-                   "for n // 2); torch raises TypeError ('argument size must be tuple of ints, but found element "
-                   "of type float'); a size that is not an integer should be an error naming the function and "
-                   "the size")
-@pytest.mark.parametrize("call", sorted(_FLOAT_SIZES))
-def test_float_sizes_are_refused(call, eager):
-    with pytest.raises((TypeError, ValueError)):
-        _FLOAT_SIZES[call]()
+@pytest.mark.xfail(strict=True, reason="a size that is not a size is silently used: a float is truncated "
+                   "(fg.zeros([2.5]) has shape [2], fg.ones([7 / 2, 2]) shape [3, 2], x.reshape([2.5, -1]) shape "
+                   "[2, 3]; the usual slip is n / 2 for n // 2) and x.reshape([-2, 3]) of 6 elements gives [2, 3] "
+                   "as if -2 were -1; torch raises TypeError ('argument size must be tuple of ints, but found "
+                   "element of type float') and RuntimeError ('invalid shape dimension -2'); each should be an "
+                   "error naming the function and the size")
+@pytest.mark.parametrize("call", sorted(_BAD_SIZES))
+def test_sizes_that_are_not_sizes_are_refused(call, eager):
+    with pytest.raises((TypeError, ValueError, fg.framework.errors.ShapeError)):
+        _BAD_SIZES[call]()
+
+
+_ONE_PER_CHANNEL = {"BatchNorm1D(3) on [1, 3]": (lambda: fg.nn.BatchNorm1D(3), (1, 3)),
+                    "BatchNorm2D(3) on [1, 3, 1, 1]": (lambda: fg.nn.BatchNorm2D(3), (1, 3, 1, 1))}
+
+
+@pytest.mark.xfail(strict=True, reason="batch norm in training on one value per channel (the last batch of one "
+                   "sample when drop_last=False) silently returns zeros and moves the running variance toward 0 "
+                   "(0.9 after one step); torch raises ValueError 'Expected more than 1 value per channel when "
+                   "training, got input size [1, 3]', which fluidgrad should raise too")
+@pytest.mark.parametrize("case", sorted(_ONE_PER_CHANNEL))
+def test_batch_norm_in_training_refuses_one_value_per_channel(case):
+    make, shape = _ONE_PER_CHANNEL[case]
+    with pytest.raises(ValueError, match="per channel"):
+        make()(fg.to_tensor(np.arange(3.0, dtype="float32").reshape(shape)))
 
 
 # ================================================================ crashes with unclear errors
@@ -149,13 +166,37 @@ def test_tensor_to_another_tensor_takes_its_dtype():
     np.testing.assert_allclose(got.numpy(), _X.astype("float32"))
 
 
-@pytest.mark.xfail(strict=True, reason="fg.to_tensor([[1, 2], [3]]) fails with NumPy's \"setting an array element "
-                   "with a sequence. The requested array has an inhomogeneous shape after 1 dimensions\", which "
-                   "names neither to_tensor nor the rows; torch says 'expected sequence of length 2 at dim 1 (got "
-                   "1)': the error should name to_tensor and the ragged lengths")
-def test_ragged_data_error_names_to_tensor():
-    with pytest.raises(ValueError, match="to_tensor"):
-        fg.to_tensor([[1.0, 2.0], [3.0]])
+_NOT_TENSOR_DATA = {"ragged [[1.0, 2.0], [3.0]]": [[1.0, 2.0], [3.0]], "None": None, "a dict": {"a": 1}}
+
+
+@pytest.mark.xfail(strict=True, reason="fg.to_tensor of data that is no tensor fails with messages naming neither "
+                   "to_tensor nor the data: ragged rows give NumPy's 'setting an array element with a sequence. The "
+                   "requested array has an inhomogeneous shape after 1 dimensions', None and a dict give "
+                   "\"unsupported dtype dtype('O'); expected one of float16, float32, ...\" (30 dtypes); torch says "
+                   "'expected sequence of length 2 at dim 1 (got 1)' / 'Could not infer dtype of NoneType': the "
+                   "error should name to_tensor and what it was given")
+@pytest.mark.parametrize("data", sorted(_NOT_TENSOR_DATA))
+def test_to_tensor_errors_name_to_tensor(data):
+    with pytest.raises((TypeError, ValueError), match="to_tensor"):
+        fg.to_tensor(_NOT_TENSOR_DATA[data])
+
+
+@pytest.mark.xfail(strict=True, reason="F.cross_entropy(logits [2, 3], labels, weight=<4 values>) fails with "
+                   "'op elementwise_mul: cannot broadcast X (shape [2, 3]) with Y (shape [1, 4])', which names "
+                   "neither cross_entropy nor its weight; torch: 'weight tensor should be defined either for all 3 "
+                   "classes or no classes but got weight tensor of shape: [4]'")
+def test_cross_entropy_weight_of_the_wrong_size_is_named():
+    with pytest.raises((ValueError, fg.framework.errors.ShapeError), match=r"(?s)cross_entropy.*weight"):
+        fg.nn.functional.cross_entropy(fg.to_tensor(np.ones((2, 3), "float32")), fg.to_tensor(np.array([0, 1])),
+                                       weight=fg.to_tensor(np.ones(4, "float32")))
+
+
+@pytest.mark.xfail(strict=True, reason="nn.Conv2D(3, 4, 0) (a kernel size of 0) fails with 'ZeroDivisionError: float "
+                   "division by zero' from inside the weight initializer; it should be a ValueError naming Conv2D "
+                   "and the kernel size (torch refuses a non-positive kernel size)")
+def test_conv_with_kernel_size_zero_names_the_kernel(eager):
+    with pytest.raises(ValueError, match="kernel"):
+        fg.nn.Conv2D(3, 4, 0)
 
 
 _CE_TARGETS = {
