@@ -522,6 +522,27 @@ def test_torch_layers_without_a_paddle_twin(call):
     np.testing.assert_allclose(got, expected, rtol=1e-12)
 
 
+@pytest.mark.xfail(strict=True, reason="nn.MultiheadAttention, torch's name, is an AttributeError (filed in session "
+                   "11 as a spelling); it must be torch's layer and not a plain alias of Paddle's MultiHeadAttention, "
+                   "which differs silently in three ways: torch's inputs are [seq, batch, embed] unless "
+                   "batch_first=True, its forward returns (output, attention weights averaged over heads), and its "
+                   "bool attn_mask / key_padding_mask mark with True the keys NOT to attend, where Paddle's bool "
+                   "attn_mask marks with True the keys to attend: an alias would attend exactly where torch masks")
+def test_torch_multihead_attention_keeps_torchs_conventions(eager):
+    x = fg.to_tensor(_RNG.standard_normal((4, 2, 8)).astype("float32"))   # [seq, batch, embed]
+    attention = fg.nn.MultiheadAttention(8, 2)
+    masked = np.ones((4, 4), bool)
+    masked[:, 0] = False                                                   # torch: every query sees key 0 only
+    out, weights = attention(x, x, x, attn_mask=fg.to_tensor(masked))
+    only_first, _ = attention(x, x[:1], x[:1])
+    assert tuple(out.shape) == (4, 2, 8) and tuple(weights.shape) == (2, 4, 4)
+    np.testing.assert_allclose(out.numpy(), only_first.numpy(), rtol=1e-5, atol=1e-6)
+    padding = np.zeros((2, 4), bool)
+    padding[:, 1:] = True                                                  # torch: keys 1.. are padding
+    padded, _ = attention(x, x, x, key_padding_mask=fg.to_tensor(padding))
+    np.testing.assert_allclose(padded.numpy(), only_first.numpy(), rtol=1e-5, atol=1e-6)
+
+
 # ---------------------------------------------------------------- Paddle 2's top-level names
 _PADDLE_TOP = {
     "paddle.shape(x)": lambda: list(fg.shape(fg.to_tensor(_X)).numpy()) == [3, 4],
