@@ -9,21 +9,21 @@ meeting Variables joins as a static Parameter of the Program, initialised by the
 to the Tensor's current value: an `nn` Layer called on `static.data` builds a static model that
 `minimize` and the Executor train, as Paddle 2's static mode does (the trained values live in the
 scope; the Layer's `state_dict` reads them from the global scope and its `set_state_dict` writes
-there, see `sync_from_scope` / `write_to_scope`). Another Tensor that needs a gradient cannot join.
+there, and the Tensors themselves share the scope's arrays: scope_binding.py). Another Tensor that needs a gradient cannot join.
 """
 from __future__ import annotations
 
 import weakref
 from typing import Any
 
-import numpy as np
 
 from .eager.apply import eager_apply
 from .eager.mode import all_default, state
 from .eager.tensor import Tensor
-from .executor.scope import global_scope
-from .framework import Parameter, Variable, default_main_program, default_startup_program, unique_name
+from .framework import (Parameter, Variable, default_main_program, default_startup_program, optimize_options,
+                        unique_name)
 from .ops.registry import get_op_def
+from .scope_binding import bind, sync_from_scope, write_to_scope  # noqa: F401 (sync/write: Layer's)
 
 
 def is_tensor(value: Any) -> bool:
@@ -117,7 +117,8 @@ def _as_parameter(tensor: Tensor, trainable: bool = True) -> Parameter:
     block, array = program.global_block(), tensor._array
     name = tensor.name if tensor.name and not block.has_var(tensor.name) else unique_name(tensor.name or "param")
     param = block.create_parameter(name, list(array.shape), array.dtype.name, trainable=trainable)
-    param.optimize_attr = {"learning_rate": 1.0}
+    rate, param.regularizer, param.need_clip = optimize_options(tensor)   # its ParamAttr's, as created
+    param.optimize_attr = {"learning_rate": rate}
     startup = default_startup_program().global_block()
     if not startup.has_var(name):
         init = startup.create_var(name, list(array.shape), array.dtype.name, persistable=True)
@@ -126,13 +127,15 @@ def _as_parameter(tensor: Tensor, trainable: bool = True) -> Parameter:
     else:
         init = None
     lifted[id(tensor)] = (weakref.ref(tensor), param)
-    _scope_bindings[id(tensor)] = [weakref.ref(tensor), name, None, init]
+    bind(tensor, name, init)
     return param
 
 
-# id(parameter Tensor) -> [weakref to it, its Parameter's name in the latest Program, the scope array
-# last copied from or written to the scope, the startup op initialising it (None if another did)]
-_scope_bindings: dict[int, list[Any]] = {}
+def lifted_parameter(tensor: Tensor, program: Any) -> Parameter | None:
+    """The Parameter `program` made of the parameter Tensor `tensor` (None if it never met the
+    Program): static optimizers take a Layer's `parameters()` as Paddle's static mode does."""
+    entry = program.__dict__.get("_lifted_parameters", {}).get(id(tensor))
+    return entry[1] if entry is not None and entry[0]() is tensor else None
 
 
 def as_state_variable(tensor: Tensor) -> Parameter:
@@ -140,41 +143,6 @@ def as_state_variable(tensor: Tensor) -> Parameter:
     untrained Variable of the current Program, which the Program's ops may write (its values live
     in the scope, as a parameter's do)."""
     return _as_parameter(tensor, trainable=False)
-
-
-def _binding(tensor: Tensor) -> list[Any] | None:
-    entry = _scope_bindings.get(id(tensor))
-    return entry if entry is not None and entry[0]() is tensor else None
-
-
-def sync_from_scope(tensor: Tensor) -> None:
-    """Copy into a parameter Tensor lifted into a Program the value that Program's runs left in
-    the global scope, when they wrote a new one since the last copy (fluidgrad replaces scope
-    arrays, never writes into them, so an unchanged array means no run since: eager updates of
-    the Tensor made after it are kept)."""
-    entry = _binding(tensor)
-    if entry is None:
-        return
-    value = global_scope().get(entry[1])
-    if value is None or value is entry[2] or getattr(value, "shape", None) != tensor._array.shape:
-        return
-    entry[2] = value
-    tensor.set_value(np.array(value, dtype=tensor._array.dtype))
-
-
-def write_to_scope(tensor: Tensor) -> None:
-    """Write a lifted parameter Tensor's value to where its Program reads it: the global scope
-    (after the startup run) and the startup program's initialiser (before it)."""
-    entry = _binding(tensor)
-    if entry is None:
-        return
-    array = np.array(tensor._array)
-    scope = global_scope()
-    if entry[1] in scope:
-        scope.assign(entry[1], array)
-        entry[2] = array
-    if entry[3] is not None:
-        entry[3].attrs["values"] = array.reshape(-1).tolist()
 
 
 def append_static_op(op_type: str, inputs: dict[str, Any], attrs: dict[str, Any],

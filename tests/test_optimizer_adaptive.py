@@ -28,6 +28,17 @@ OPTIMIZERS = {
                                                                 parameters=ps),
                          lambda ps, wd: torch.optim.RMSprop(ps, lr=0.01, alpha=0.95, eps=1e-6, momentum=0.5,
                                                             weight_decay=wd or 0.0)),
+    # torch's name: torch's defaults (lr 0.01, alpha 0.99, eps 1e-8)
+    "RMSprop defaults": (lambda wd, clip, ps=None: opt.RMSprop(weight_decay=wd, grad_clip=clip, parameters=ps),
+                         lambda ps, wd: torch.optim.RMSprop(ps, weight_decay=wd or 0.0)),
+    "RMSprop centered": (lambda wd, clip, ps=None: opt.RMSprop(lr=0.02, centered=True, weight_decay=wd, grad_clip=clip,
+                                                               parameters=ps),
+                         lambda ps, wd: torch.optim.RMSprop(ps, lr=0.02, centered=True, weight_decay=wd or 0.0)),
+    "RMSprop momentum centered": (
+        lambda wd, clip, ps=None: opt.RMSprop(lr=0.01, momentum=0.6, centered=True, alpha=0.9, weight_decay=wd,
+                                              grad_clip=clip, parameters=ps),
+        lambda ps, wd: torch.optim.RMSprop(ps, lr=0.01, momentum=0.6, centered=True, alpha=0.9,
+                                           weight_decay=wd or 0.0)),
     "adagrad": (lambda wd, clip, ps=None: opt.Adagrad(0.1, epsilon=1e-6, weight_decay=wd, grad_clip=clip,
                                                        parameters=ps),
                 lambda ps, wd: torch.optim.Adagrad(ps, lr=0.1, eps=1e-6, weight_decay=wd or 0.0)),

@@ -400,10 +400,6 @@ class _Squares(fg.io.Dataset):
         return np.full(2, i, "float32"), i * i
 
 
-@pytest.mark.xfail(strict=True, reason="DataLoader(dataset, batch_size=..., pin_memory=True), in nearly every torch "
-                   "training script, is a TypeError (unexpected keyword argument 'pin_memory'); on a CPU-only "
-                   "framework pinning is a no-op and the keyword should be accepted (as num_workers= and "
-                   "persistent_workers= already are)")
 def test_dataloader_takes_pin_memory():
     loader = fg.io.DataLoader(_Squares(), batch_size=4, shuffle=False, num_workers=0, pin_memory=True)
     labels = [int(v) for _, y in loader for v in y.numpy()]
@@ -441,10 +437,6 @@ def test_torch_lr_schedulers_follow_torch(name):
     np.testing.assert_allclose(got, expected, rtol=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="torch's optimizer name RMSprop is missing (AttributeError; only Paddle's "
-                   "RMSProp), and RMSProp's Paddle defaults (rho 0.95, epsilon 1e-6 inside the root) are not "
-                   "torch's (alpha 0.99, eps 1e-8): fg.optimizer.RMSprop(params, lr=0.01) should be torch's "
-                   "RMSprop, defaults included")
 def test_rmsprop_under_torchs_name_matches_torch():
     w0 = _RNG.standard_normal((3, 2)).astype("float32")
     x0 = _RNG.standard_normal((5, 3)).astype("float32")
@@ -484,10 +476,6 @@ def test_linalg_solves_with_a_factor(call):
 
 
 # ---------------------------------------------------------------- losses
-@pytest.mark.xfail(strict=True, reason="F.smooth_l1_loss(x, y, beta=0.5) (torch's keyword) is a TypeError; Paddle's "
-                   "delta= is another loss (delta * Huber: 0.5 d^2 below delta, delta (|d| - delta / 2) above), so "
-                   "beta= should be torch's smooth L1 (0.5 d^2 / beta below beta, |d| - beta / 2 above), also in "
-                   "nn.SmoothL1Loss(beta=)")
 def test_smooth_l1_loss_takes_torchs_beta():
     a, b = _X, _X[::-1].copy() * 0.3
     expected = torch.nn.functional.smooth_l1_loss(torch.tensor(a), torch.tensor(b), beta=0.5).numpy()

@@ -1,7 +1,7 @@
 """The Executor: run a Program's global block on NumPy, with feeds, fetches and a Scope."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -24,6 +24,10 @@ def _plan_cache(program: Program) -> dict:
 
 
 _NO_FEED: dict[str, Any] = {}
+
+# Called as hook(scope, before) just before and just after each run on the global scope:
+# scope_binding.py keeps the Layer parameters a Program trains equal to their scope values.
+run_hooks: list[Callable[[Scope, bool], None]] = []
 
 
 class Runtime:
@@ -121,12 +125,17 @@ class Executor:
         feed_arrays = {_feed_name(key): value for key, value in (feed or {}).items()}
         feed_arrays = {name: _check_feed(block, name, value) for name, value in feed_arrays.items()}
         fetch_names = [_fetch_name(block, item) for item in (fetch_list or [])]
+        hooks = run_hooks if run_hooks and scope is global_scope() else ()
+        for hook in hooks:  # before the plan: it may write a startup op's initial value
+            hook(scope, True)
         plan = self._plan(block, feed_arrays.keys(), fetch_names)
         if program.random_seed:  # its random ops draw the same numbers on every run (ops/random.py)
             with random_ops.program_seed(program.random_seed):
                 results = self._call(plan, scope, feed_arrays)
         else:
             results = self._call(plan, scope, feed_arrays)
+        for hook in hooks:
+            hook(scope, False)
         # inside a run, arrays may be read-only broadcast views; the caller gets arrays it owns
         results = [r if isinstance(r, np.ndarray) and r.flags.writeable else np.array(r) for r in results]
         if not return_stats:

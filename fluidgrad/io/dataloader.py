@@ -37,7 +37,7 @@ import numpy as np
 
 from ..eager import Tensor
 from .dataset import Dataset, IterableDataset, TensorDataset
-from .sampler import BatchSampler, _positive_batch_size
+from .sampler import BatchSampler, RandomSampler, _positive_batch_size
 
 __all__ = ["DataLoader", "WorkerInfo", "default_collate_fn", "get_worker_info"]
 
@@ -104,18 +104,30 @@ def _stack(arrays: list[np.ndarray], what: str) -> np.ndarray:
 
 
 class DataLoader:
-    """Iterate over batches of `dataset` (see the module docstring). Paddle's signature; the
-    arguments without a meaning here (places, use_buffer_reader, prefetch_factor,
-    use_shared_memory, timeout) are accepted and ignored."""
+    """Iterate over batches of `dataset` (see the module docstring). Paddle's signature plus
+    torch's keywords. `generator` (a NumPy Generator, an int seed, or a torch.Generator, whose
+    initial seed is used) draws the shuffled order and the worker seed. Accepted and without
+    effect, because batches are NumPy arrays read in this process: places, use_buffer_reader,
+    use_shared_memory, pin_memory and pin_memory_device (there is no device memory to pin for),
+    prefetch_factor (nothing is read ahead) and timeout (no worker is waited for); the last two
+    are still checked as torch checks them."""
 
     def __init__(self, dataset: Any, feed_list: Any = None, places: Any = None, return_list: bool = True,
                  batch_sampler: Any = None, batch_size: int | None = 1, shuffle: bool = False,
                  drop_last: bool = False, collate_fn: Callable[[list], Any] | None = None, num_workers: int = 0,
-                 use_buffer_reader: bool = True, prefetch_factor: int = 2, use_shared_memory: bool = True,
+                 use_buffer_reader: bool = True, prefetch_factor: int | None = 2, use_shared_memory: bool = True,
                  timeout: int = 0, worker_init_fn: Callable[[int], None] | None = None,
-                 persistent_workers: bool = False, sampler: Any = None) -> None:
+                 persistent_workers: bool = False, sampler: Any = None, pin_memory: bool = False,
+                 pin_memory_device: str = "", generator: Any = None) -> None:
         if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError(f"DataLoader: num_workers must be a non-negative integer, got {num_workers!r}")
+        if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real) or timeout < 0:
+            raise ValueError(f"DataLoader: timeout must be a non-negative number of seconds, got {timeout!r}")
+        if prefetch_factor is not None and (isinstance(prefetch_factor, bool) or
+                                            not isinstance(prefetch_factor, int) or prefetch_factor < 1):
+            raise ValueError(f"DataLoader: prefetch_factor must be a positive integer, got {prefetch_factor!r}")
+        self.pin_memory, self.pin_memory_device, self.timeout = bool(pin_memory), pin_memory_device, timeout
+        self.generator = _numpy_generator(generator)
         if worker_init_fn is not None and not callable(worker_init_fn):
             raise TypeError(f"DataLoader: worker_init_fn must be callable (worker id -> None), "
                             f"got {type(worker_init_fn).__name__}")
@@ -145,6 +157,8 @@ class DataLoader:
         elif batch_size is None:
             self.batch_sampler = None  # samples one by one, not batched (PyTorch's batch_size=None)
         else:
+            if shuffle and sampler is None:
+                sampler, shuffle = RandomSampler(dataset, generator=self.generator), False
             self.batch_sampler = BatchSampler(dataset if sampler is None else None, sampler, shuffle, batch_size,
                                               drop_last)
         self.batch_size = getattr(self.batch_sampler, "batch_size", None)
@@ -157,7 +171,8 @@ class DataLoader:
     def _as_worker(self) -> Iterator[Any]:
         """The batches read as worker 0 of 1 (see the module docstring); get_worker_info() gives
         that only while this loader reads, not in the loop consuming the batches."""
-        info = WorkerInfo(id=0, num_workers=1, seed=int(np.random.randint(0, 2**31 - 1)), dataset=self.dataset)
+        seed = self.generator.integers(0, 2**31 - 1) if self.generator is not None else np.random.randint(0, 2**31 - 1)
+        info = WorkerInfo(id=0, num_workers=1, seed=int(seed), dataset=self.dataset)
         with _running_as(info):
             if self.worker_init_fn is not None and not (self.persistent_workers and self._workers_started):
                 self.worker_init_fn(0)
@@ -221,6 +236,19 @@ class DataLoader:
 
 
 _END = object()
+
+
+def _numpy_generator(generator: Any) -> np.random.Generator | None:
+    """DataLoader's `generator` as a NumPy Generator: one given, one seeded by an int, or one
+    seeded by a torch.Generator's initial seed (torch code passes `torch.Generator().manual_seed(s)`)."""
+    if generator is None or isinstance(generator, np.random.Generator):
+        return generator
+    if isinstance(generator, (int, np.integer)) and not isinstance(generator, bool):
+        return np.random.default_rng(int(generator))
+    if callable(getattr(generator, "initial_seed", None)):
+        return np.random.default_rng(int(generator.initial_seed()))
+    raise TypeError(f"DataLoader: generator must be a NumPy Generator, an int seed or a torch.Generator, "
+                    f"got {type(generator).__name__}")
 
 
 def _feed_names(return_list: bool, feed_list: Any) -> list[str]:

@@ -34,7 +34,7 @@ class RMSProp(Optimizer):
                  weight_decay: float | None = None, grad_clip: GradientClipBase | None = None,
                  name: str | None = None, *, lr: float | LRScheduler | None = None) -> None:
         super().__init__(learning_rate, parameters, weight_decay, grad_clip, name, lr=lr)
-        _check("RMSProp", rho=(rho, 0.0, 1.0), epsilon=(epsilon, 0.0, None), momentum=(momentum, 0.0, None))
+        _check(type(self).__name__, rho=(rho, 0.0, 1.0), epsilon=(epsilon, 0.0, None), momentum=(momentum, 0.0, None))
         self.rho, self.epsilon, self.momentum, self.centered = float(rho), float(epsilon), float(momentum), \
             bool(centered)
         # accumulators an option leaves unused are one-element placeholders (see the op)
@@ -139,6 +139,18 @@ def _pair(owner: str, name: str, value: Any) -> tuple[float, float]:
     return float(value[0]), float(value[1])
 
 
-RMSprop = RMSProp   # torch.optim's spelling
+class RMSprop(RMSProp):
+    """torch.optim.RMSprop: RMSProp with torch's defaults (lr 0.01, alpha = rho 0.99, eps 1e-8;
+    Paddle's RMSProp has rho 0.95 and epsilon 1e-6 and no default rate). The update is the same
+    op: epsilon outside the root, as torch places it."""
+
+    def __init__(self, learning_rate: float | LRScheduler | None = None, rho: float = 0.99, epsilon: float = 1e-8,
+                 momentum: float = 0.0, centered: bool = False, parameters: Iterable[Any] | None = None,
+                 weight_decay: float | None = None, grad_clip: GradientClipBase | None = None,
+                 name: str | None = None, *, lr: float | LRScheduler | None = None) -> None:
+        if learning_rate is None and lr is None:
+            lr = 0.01
+        super().__init__(learning_rate, rho, epsilon, momentum, centered, parameters, weight_decay, grad_clip,
+                         name, lr=lr)
 
 __all__ = ["Adadelta", "Adagrad", "Adamax", "RMSProp", "RMSprop", "Rprop"]

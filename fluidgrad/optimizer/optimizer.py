@@ -25,7 +25,7 @@ import numpy as np
 
 from ..backward import append_backward
 from ..nn.clip import GradientClipBase
-from ..dispatch import is_tensor
+from ..dispatch import is_tensor, lifted_parameter
 from ..executor import Scope, global_scope
 from ..framework import (OPTIMIZE, Block, Operator, Program, Variable, default_startup_program, optimize_options,
                          unique_name)
@@ -376,7 +376,22 @@ class Optimizer:
                  parameters: Sequence[Any] | None = None, no_grad_set: Any = None,
                  callbacks: Any = None, checkpoints: Sequence[Any] | str | None = None) -> ParamsGrads:
         params = parameters if parameters is not None else self._parameter_list
+        if params is not None and any(is_tensor(p) for p in params):
+            params = self._lifted(params, loss.block.program)
         return append_backward(loss, params, no_grad_set, callbacks, checkpoints=checkpoints)
+
+    def _lifted(self, params: Sequence[Any], program: Program) -> list[Any]:
+        """A Layer's parameter Tensors as the Parameters `program` made of them (those it never
+        used have no gradient there and are left out); a group's options follow each one."""
+        found = []
+        for param in params:
+            static = lifted_parameter(param, program) if is_tensor(param) else param
+            if static is None:
+                continue
+            if static is not param and _option_key(param) in self._group_options:
+                self._group_options[_option_key(static)] = self._group_options[_option_key(param)]
+            found.append(static)
+        return found
 
     def apply_gradients(self, params_grads: ParamsGrads, startup_program: Program | None = None) -> list[Operator]:
         """Append clipping, decay and update ops for `params_grads` (pairs with grad None are skipped)."""

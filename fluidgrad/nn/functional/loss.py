@@ -276,18 +276,44 @@ def _huber(input: Any, label: Any, delta: float, fn: str) -> Any:
     return F.add(F.scale(F.square(inner), 0.5), F.scale(F.subtract(size, inner), delta))
 
 
-def smooth_l1_loss(input: Any, label: Any, reduction: str = "mean", delta: float = 1.0) -> Any:
-    """Paddle's smooth L1 (the Huber loss with threshold `delta`, = torch's huber_loss)."""
-    _check_reduction(reduction, "smooth_l1_loss")
-    _warn_another_shape("smooth_l1_loss", input, label)
-    return _reduce(_huber(input, label, float(delta), "smooth_l1_loss"), reduction, "smooth_l1_loss")
+def _torch_smooth_l1(input: Any, label: Any, beta: float, fn: str) -> Any:
+    """torch's smooth L1: 0.5 d^2 / beta where |d| < beta, else |d| - beta / 2 (the Huber loss
+    divided by beta, so the slope outside is 1); with q = min(|d|, beta), 0.5 q^2 / beta + (|d| - q).
+    beta = 0 is the L1 loss, as in torch."""
+    if not beta >= 0:
+        raise ValueError(f"{fn}: beta must be non-negative, got {beta}")
+    size = F.abs(F.subtract(input, label))
+    if beta == 0:
+        return size
+    inner = _clip(size, max=beta)
+    return F.add(F.scale(F.square(inner), 0.5 / beta), F.subtract(size, inner))
 
 
-def huber_loss(input: Any, label: Any, reduction: str = "mean", delta: float = 1.0) -> Any:
-    """The Huber loss (PyTorch's name): the same as `smooth_l1_loss`."""
-    _check_reduction(reduction, "huber_loss")
-    _warn_another_shape("huber_loss", input, label)
-    return _reduce(_huber(input, label, float(delta), "huber_loss"), reduction, "huber_loss")
+def smooth_l1_loss(input: Any, label: Any = None, reduction: str = "mean", delta: float = 1.0,
+                   name: str | None = None, *, beta: float | None = None, target: Any = None) -> Any:
+    """Paddle's smooth L1 with `delta` (the Huber loss with threshold delta, = torch's huber_loss);
+    torch's with `beta` (the Huber loss divided by beta: slope 1 outside beta). The two agree at
+    1.0; giving both with other values is an error."""
+    fn = "smooth_l1_loss"
+    label = either(fn, "label", label, None, "target", target)
+    _check_reduction(reduction, fn)
+    _warn_another_shape(fn, input, label)
+    if beta is None:
+        return _reduce(_huber(input, label, float(delta), fn), reduction, fn)
+    if delta != 1.0:
+        raise TypeError(f"{fn}: give Paddle's delta= (the Huber loss) or torch's beta= (Huber / beta), not both")
+    return _reduce(_torch_smooth_l1(input, label, float(beta), fn), reduction, fn)
+
+
+def huber_loss(input: Any, label: Any = None, reduction: str = "mean", delta: float = 1.0, *,
+               target: Any = None) -> Any:
+    """The Huber loss (PyTorch's name): 0.5 d^2 where |d| < delta, else delta (|d| - delta / 2);
+    the same as Paddle's `smooth_l1_loss(delta=)`."""
+    fn = "huber_loss"
+    label = either(fn, "label", label, None, "target", target)
+    _check_reduction(reduction, fn)
+    _warn_another_shape(fn, input, label)
+    return _reduce(_huber(input, label, float(delta), fn), reduction, fn)
 
 
 def binary_cross_entropy(input: Any, label: Any, weight: Any = None, reduction: str = "mean") -> Any:

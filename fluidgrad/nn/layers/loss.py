@@ -68,17 +68,27 @@ class L1Loss(_PairLoss):
 
 
 class SmoothL1Loss(Layer):
-    """The Layer form of `nn.functional.smooth_l1_loss` (Huber with threshold `delta`)."""
+    """The Layer form of `nn.functional.smooth_l1_loss`: Paddle's `delta` (Huber with threshold
+    delta) or torch's `beta` (Huber / beta)."""
+
+    def __init__(self, reduction: str = "mean", delta: float = 1.0, name: str | None = None, *,
+                 beta: float | None = None) -> None:
+        super().__init__()
+        self.reduction, self.delta, self.beta = reduction, delta, beta
+
+    def forward(self, input: Any, label: Any) -> Any:
+        return NF.smooth_l1_loss(input, label, self.reduction, self.delta, beta=self.beta)
+
+
+class HuberLoss(Layer):
+    """The Layer form of `nn.functional.huber_loss` (torch's HuberLoss(reduction, delta))."""
 
     def __init__(self, reduction: str = "mean", delta: float = 1.0, name: str | None = None) -> None:
         super().__init__()
         self.reduction, self.delta = reduction, delta
 
     def forward(self, input: Any, label: Any) -> Any:
-        return NF.smooth_l1_loss(input, label, self.reduction, self.delta)
-
-
-HuberLoss = SmoothL1Loss
+        return NF.huber_loss(input, label, self.reduction, self.delta)
 
 
 class BCELoss(Layer):
