@@ -559,6 +559,47 @@ def test_paddle_top_level_names(call, eager):
     assert _PADDLE_TOP[call]()
 
 
+# ---------------------------------------------------------------- exporting recurrent models
+def _rnn_by_jit_save(layer, x, tmp_path):
+    path = str(tmp_path / "rnn" / "model")
+    fg.jit.save(layer, path, input_spec=[fg.static.InputSpec([None, None, 4], "float32")])
+    return fg.jit.load(path)(fg.to_tensor(x))[0].numpy()
+
+
+def _rnn_in_a_static_program(layer, x, tmp_path):
+    import fluidgrad.framework.program as program_module
+    main, startup = fg.Program(), fg.Program()
+    depth = program_module._guard_depth
+    program_module._guard_depth = 1
+    try:
+        with fg.program_guard(main, startup):
+            out, _ = layer(fg.static.data("x", [-1, -1, 4], "float32"))
+    finally:
+        program_module._guard_depth = depth
+    exe = fg.Executor()
+    exe.run(startup)   # initialises the program's parameters with the layer's values
+    return exe.run(main, feed={"x": x}, fetch_list=[out])[0]
+
+
+_RNN_EXPORTS = {"jit.save(LSTM, input_spec=[InputSpec([None, None, 4])])": _rnn_by_jit_save,
+                "LSTM on static.data([-1, -1, 4])": _rnn_in_a_static_program}
+
+
+@pytest.mark.xfail(strict=True, reason="a recurrent layer cannot be saved or built for a sequence length unknown "
+                   "in advance, the everyday NLP deployment: jit.save(model, path, input_spec=[InputSpec([None, "
+                   "None, 4])]) and LSTM / GRU / SimpleRNN on static.data([-1, -1, 4]) raise 'LSTM: input of shape "
+                   "[-1, -1, 4] needs a known, non-zero time length' (and onnx.export with the time axis dynamic "
+                   "refuses: 'the traced program's ops change with the size of a dynamic axis'); Paddle's static "
+                   "RNN and torch.onnx's LSTM take any length, and TransformerEncoder already does here")
+@pytest.mark.parametrize("how", sorted(_RNN_EXPORTS))
+def test_recurrent_layers_export_with_a_dynamic_sequence_length(how, tmp_path, eager):
+    layer = fg.nn.LSTM(4, 5)
+    layer.eval()
+    x = _RNG.standard_normal((2, 7, 4)).astype("float32")
+    got = _RNN_EXPORTS[how](layer, x, tmp_path)
+    np.testing.assert_allclose(got, layer(fg.to_tensor(x))[0].numpy(), rtol=1e-5, atol=1e-6)
+
+
 # ---------------------------------------------------------------- ONNX
 @pytest.mark.xfail(strict=True, reason="after `import fluidgrad`, fluidgrad.onnx is an AttributeError (module "
                    "'fluidgrad' has no attribute 'onnx') until the user writes `import fluidgrad.onnx`; torch.onnx "
