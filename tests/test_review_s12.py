@@ -4,14 +4,19 @@ test). PyTorch 2.13.0 is the oracle; where Paddle 2 documents another rule and f
 (F.pad's order when every axis is padded, AvgPool's `exclusive`, F.embedding's zero padding row,
 `x.max(1)` a tensor, two tensors of different dtypes refused) the Paddle choice is left alone.
 
-Found by sweeping forward values and gradients of ~400 functions, methods and layers against torch
-on float64 inputs (broadcasting, negative axes, keepdim, empty axes, integer and bool inputs),
-static programs with a -1 batch against eager, autograd (hooks, retain_grad, create_graph, grad
-accumulation), optimizers and clip_grad_norm_ beside torch's, ONNX export through onnxruntime, and
-by porting a torch CNN training script and a Paddle 2 LeNet script (DataLoader, Adam, schedulers,
-save/load, jit.to_static, InputSpec, hapi) line by line. The sweep matched torch nearly everywhere;
-the wrong answers left are at torch's views (writes that silently vanish) and at indexing and sizes
-that torch refuses or orders differently; the rest is API torch and Paddle code reaches for."""
+Found by sweeping forward values and gradients of ~500 functions, methods and layers against torch
+on float64 inputs (broadcasting, negative axes, keepdim, empty axes, integer and bool inputs, NaN,
+large offsets), grad of grad of ~60 functions, static programs with a -1 batch against eager, the
+static optimizers against the eager ones, autograd (hooks, retain_grad, create_graph, in-place on
+saved tensors), torch's optimizers and clip_grad_norm_, layers with torch's weights copied in (conv
+groups / dilation / transposed, LSTM / GRU with states and lengths), ONNX export through
+onnxruntime, jit.save / load_inference_model round trips, and by porting a torch CNN training
+script and a Paddle 2 LeNet script (DataLoader, Adam, schedulers, save/load, jit.to_static,
+InputSpec, hapi) line by line. Values and gradients matched torch nearly everywhere; the wrong
+answers left are silent ones around the numbers: writes through torch's views that vanish, an
+int-and-list index ordered as NumPy orders it, sizes that are not sizes, batch norm on one value,
+optimizer options that are ignored or applied twice, no_grad that misses a generator's body. The
+rest is API torch and Paddle code reaches for in its first hours."""
 import os
 import subprocess
 import sys
