@@ -7,6 +7,7 @@ from ... import functions as F
 from ...initializer import Constant
 from .. import functional as NF
 from ..layer import Layer
+from .torch_keywords import either
 
 __all__ = [
     'CELU',
@@ -29,6 +30,7 @@ __all__ = [
     'Sigmoid',
     'Softmax',
     'Softmax2D',
+    'Softmin',
     'Softplus',
     'Softshrink',
     'Softsign',
@@ -40,11 +42,15 @@ __all__ = [
 
 
 class _Activation(Layer):
-    """A layer without parameters: forward(x) = fn(x, **its keyword arguments)."""
+    """A layer without parameters: forward(x) = fn(x, **its keyword arguments).
+
+    PyTorch's inplace= (ReLU(True), ReLU(inplace=True)) is accepted and changes nothing: the result is a new Tensor either way
+    (the input stays as it was, which the tape needs for the gradient), and that result is what
+    code reading the layer's output sees."""
 
     fn: Any = None
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, inplace: bool = False, name: str | None = None, **kwargs: Any) -> None:
         super().__init__()
         self._kwargs = kwargs
 
@@ -70,12 +76,28 @@ class Tanh(_Activation):
     fn = staticmethod(F.tanh)
 
 
+def _axis(layer: str, axis: int, dim: int | None) -> int:
+    """Paddle's axis= or PyTorch's dim= (the default of both here: the last axis)."""
+    return int(either(layer, "axis", axis, -1, "dim", dim))
+
+
 class Softmax(_Activation):
-    """The Layer form of `nn.functional.softmax`: forward(x) applies it with the constructor's arguments."""
+    """The Layer form of `nn.functional.softmax`, along `axis` (or PyTorch's dim=)."""
     fn = staticmethod(NF.softmax)
 
-    def __init__(self, axis: int = -1) -> None:
-        super().__init__(axis=axis)
+    def __init__(self, axis: int = -1, name: str | None = None, *, dim: int | None = None) -> None:
+        super().__init__(axis=_axis("Softmax", axis, dim))
+
+
+class Softmin(_Activation):
+    """softmax(-x) along `dim` (PyTorch's nn.Softmin; axis= as Paddle spells it)."""
+
+    def __init__(self, dim: int | None = None, *, axis: int | None = None) -> None:
+        super().__init__(axis=_axis("Softmin", -1 if axis is None else axis, dim))
+
+    @staticmethod
+    def fn(x: Any, axis: int) -> Any:
+        return NF.softmax(F.scale(x, -1.0), axis=axis)
 
 
 class Softmax2D(Layer):
@@ -89,18 +111,18 @@ class Softmax2D(Layer):
 
 
 class LogSoftmax(_Activation):
-    """The Layer form of `nn.functional.log_softmax`: forward(x) applies it with the constructor's arguments."""
+    """The Layer form of `nn.functional.log_softmax`, along `axis` (or PyTorch's dim=)."""
     fn = staticmethod(NF.log_softmax)
 
-    def __init__(self, axis: int = -1) -> None:
-        super().__init__(axis=axis)
+    def __init__(self, axis: int = -1, name: str | None = None, *, dim: int | None = None) -> None:
+        super().__init__(axis=_axis("LogSoftmax", axis, dim))
 
 
 class LeakyReLU(_Activation):
     """The Layer form of `nn.functional.leaky_relu`: forward(x) applies it with the constructor's arguments."""
     fn = staticmethod(NF.leaky_relu)
 
-    def __init__(self, negative_slope: float = 0.01) -> None:
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False, name: str | None = None) -> None:
         super().__init__(negative_slope=float(negative_slope))
 
 
@@ -131,7 +153,7 @@ class ELU(_Activation):
     """The Layer form of `nn.functional.elu`: forward(x) applies it with the constructor's arguments."""
     fn = staticmethod(NF.elu)
 
-    def __init__(self, alpha: float = 1.0) -> None:
+    def __init__(self, alpha: float = 1.0, inplace: bool = False, name: str | None = None) -> None:
         super().__init__(alpha=float(alpha))
 
 
@@ -140,7 +162,8 @@ class SELU(_Activation):
     fn = staticmethod(NF.selu)
 
     def __init__(self, scale: float = 1.0507009873554804934193349852946,
-                 alpha: float = 1.6732632423543772848170429916717) -> None:
+                 alpha: float = 1.6732632423543772848170429916717, name: str | None = None, *,
+                 inplace: bool = False) -> None:
         super().__init__(scale=float(scale), alpha=float(alpha))
 
 
@@ -148,7 +171,7 @@ class CELU(_Activation):
     """The Layer form of `nn.functional.celu`: forward(x) applies it with the constructor's arguments."""
     fn = staticmethod(NF.celu)
 
-    def __init__(self, alpha: float = 1.0) -> None:
+    def __init__(self, alpha: float = 1.0, inplace: bool = False, name: str | None = None) -> None:
         super().__init__(alpha=float(alpha))
 
 
@@ -169,7 +192,8 @@ class Hardsigmoid(_Activation):
     """The Layer form of `nn.functional.hardsigmoid`: forward(x) applies it with the constructor's arguments."""
     fn = staticmethod(NF.hardsigmoid)
 
-    def __init__(self, slope: float = 0.1666667, offset: float = 0.5) -> None:
+    def __init__(self, slope: float = 0.1666667, offset: float = 0.5, name: str | None = None, *,
+                 inplace: bool = False) -> None:
         super().__init__(slope=float(slope), offset=float(offset))
 
 
@@ -182,8 +206,10 @@ class Hardtanh(_Activation):
     """The Layer form of `nn.functional.hardtanh`: forward(x) applies it with the constructor's arguments."""
     fn = staticmethod(NF.hardtanh)
 
-    def __init__(self, min: float = -1.0, max: float = 1.0) -> None:
-        super().__init__(min=float(min), max=float(max))
+    def __init__(self, min: float = -1.0, max: float = 1.0, name: str | None = None, *,
+                 min_val: float | None = None, max_val: float | None = None, inplace: bool = False) -> None:
+        super().__init__(min=float(either("Hardtanh", "min", min, -1.0, "min_val", min_val)),
+                         max=float(either("Hardtanh", "max", max, 1.0, "max_val", max_val)))
 
 
 class ReLU6(_Activation):
@@ -195,16 +221,16 @@ class Hardshrink(_Activation):
     """The Layer form of `nn.functional.hardshrink`: forward(x) applies it with the constructor's arguments."""
     fn = staticmethod(NF.hardshrink)
 
-    def __init__(self, threshold: float = 0.5, name: str | None = None) -> None:
-        super().__init__(threshold=float(threshold))
+    def __init__(self, threshold: float = 0.5, name: str | None = None, *, lambd: float | None = None) -> None:
+        super().__init__(threshold=float(either(type(self).__name__, "threshold", threshold, 0.5, "lambd", lambd)))
 
 
 class Softshrink(_Activation):
     """The Layer form of `nn.functional.softshrink`: forward(x) applies it with the constructor's arguments."""
     fn = staticmethod(NF.softshrink)
 
-    def __init__(self, threshold: float = 0.5, name: str | None = None) -> None:
-        super().__init__(threshold=float(threshold))
+    def __init__(self, threshold: float = 0.5, name: str | None = None, *, lambd: float | None = None) -> None:
+        super().__init__(threshold=float(either(type(self).__name__, "threshold", threshold, 0.5, "lambd", lambd)))
 
 
 class ThresholdedReLU(_Activation):
@@ -226,11 +252,11 @@ class LogSigmoid(_Activation):
 
 
 class GLU(_Activation):
-    """The Layer form of `nn.functional.glu`: forward(x) applies it with the constructor's arguments."""
+    """The Layer form of `nn.functional.glu`, halving along `axis` (or PyTorch's dim=)."""
     fn = staticmethod(NF.glu)
 
-    def __init__(self, axis: int = -1) -> None:
-        super().__init__(axis=int(axis))
+    def __init__(self, axis: int = -1, name: str | None = None, *, dim: int | None = None) -> None:
+        super().__init__(axis=_axis("GLU", axis, dim))
 
 
 class PReLU(Layer):

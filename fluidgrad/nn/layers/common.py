@@ -10,6 +10,7 @@ from ... import functions as F
 from ...initializer import Constant, Normal, Uniform, XavierUniform
 from .. import functional as NF
 from ..layer import Layer
+from .torch_keywords import either
 
 __all__ = ['Linear', 'Bilinear', 'Embedding', 'Dropout', 'AlphaDropout', 'Dropout2D', 'Dropout3D', 'Identity', 'Flatten',
            'Unflatten']
@@ -144,10 +145,14 @@ class Identity(Layer):
 
 
 class Flatten(Layer):
-    """Merge axes start_axis..stop_axis into one (default: all but the batch axis)."""
+    """Merge axes start_axis..stop_axis into one (default: all but the batch axis); PyTorch's
+    start_dim= / end_dim= name the same axes."""
 
-    def __init__(self, start_axis: int = 1, stop_axis: int = -1) -> None:
+    def __init__(self, start_axis: int = 1, stop_axis: int = -1, name: str | None = None, *,
+                 start_dim: int | None = None, end_dim: int | None = None) -> None:
         super().__init__()
+        start_axis = either("Flatten", "start_axis", start_axis, 1, "start_dim", start_dim)
+        stop_axis = either("Flatten", "stop_axis", stop_axis, -1, "end_dim", end_dim)
         self.start_axis, self.stop_axis = int(start_axis), int(stop_axis)
 
     def forward(self, x: Any) -> Any:
