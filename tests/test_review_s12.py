@@ -621,11 +621,15 @@ _LAYERS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="torch layers without a fluidgrad class under any case spelling are "
-                   "AttributeErrors: nn.Softmin, nn.Threshold, nn.RReLU, and the padding layers "
-                   "nn.ReflectionPad2d / ReplicationPad2d / ConstantPad1d (fluidgrad has only Paddle's "
-                   "Pad2D(mode=...) and ZeroPad2D); each should give torch's values")
-@pytest.mark.parametrize("call", sorted(_LAYERS))
+_LAYERS_MISSING = pytest.mark.xfail(strict=True, reason="torch layers without a fluidgrad class under any case "
+                                    "spelling are AttributeErrors: nn.Threshold, nn.RReLU, and the padding layers "
+                                    "nn.ReflectionPad2d / ReplicationPad2d / ConstantPad1d (fluidgrad has only "
+                                    "Paddle's Pad2D(mode=...) and ZeroPad2D); each should give torch's values")
+
+
+# nn.Softmin(dim=1) was the sixth case; seq12 added it this session (its mark went before landing)
+@pytest.mark.parametrize("call", [call if call == "nn.Softmin(dim=1)" else pytest.param(call, marks=_LAYERS_MISSING)
+                                  for call in sorted(_LAYERS)])
 def test_torch_layers_without_a_paddle_twin(call):
     x = _RNG.standard_normal((1, 2, 3, 4))
     expected = _LAYERS[call](torch.nn)(torch.tensor(x)).numpy()
