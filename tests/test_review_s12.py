@@ -779,7 +779,7 @@ _EXPORT_CALLS = {"torch.onnx.export(model, args, f, input_names=, output_names=,
 
 @pytest.mark.xfail(strict=True, reason="fluidgrad.onnx.export takes neither torch's call (model, args, f, "
                    "input_names=, output_names=, dynamic_axes={'input': {0: 'batch'}}: TypeError on input_names, "
-                   "and dynamic_axes refuses the names it would give) nor Paddle's (layer, path_prefix, "
+                   "and without it dynamic_axes refuses 'input' as naming no input) nor Paddle's (layer, path_prefix, "
                    "input_spec=[InputSpec([None, 4], ...)]: TypeError on input_spec), and names the graph input "
                    "'input_0_<n>' with n counting exports in the process, so a server feeding by name breaks on "
                    "re-export; the input should be called as the user says and the batch stay dynamic")
