@@ -367,17 +367,15 @@ def _long(x, values):
     return torch.tensor(values) if isinstance(x, torch.Tensor) else fg.to_tensor(np.array(values))
 
 
-@pytest.mark.xfail(strict=True, reason="Tensor methods of torch code that fail: x.add(y, alpha=) / x.sub(y, alpha=) "
-                   "/ x.add_(y, alpha=) (the form of torch's hand-written SGD and EMA updates) are TypeErrors, "
-                   "x.var(correction=0) and x.mean(dtype=) are TypeErrors (unbiased= and x.sum(dtype=) work), "
-                   "x.mT, x.count_nonzero(), x.masked_select (fg.masked_select exists), x.scatter_add_, "
-                   "x.index_add_ (fg.index_add exists), x.pow_, x.is_floating_point() and x.median (fg.median exists) "
-                   "are AttributeErrors, x.round(decimals=) a TypeError")
 @pytest.mark.parametrize("call", sorted(_TENSOR_METHODS))
 def test_torch_tensor_methods_of_everyday_code(call):
     expected = _np(_TENSOR_METHODS[call](torch.tensor(_X)))
     got = _np(_TENSOR_METHODS[call](fg.to_tensor(_X)))
-    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    # a float32 sum's last bit depends on the summation order, which torch does not fix either: its
+    # mean of these 12 float32 values is 0.18052830 as laid out, 0.18052836 transposed, and the
+    # correctly rounded one (float64, then rounded) 0.18052833; so float32 results agree to float32's
+    # precision, float64 ones to 1e-12
+    np.testing.assert_allclose(got, expected, rtol=1e-12 if np.asarray(expected).dtype != np.float32 else 1e-6)
 
 
 @pytest.mark.xfail(strict=True, reason="x.device is an AttributeError, and torch code reads it on every other line "

@@ -10,7 +10,8 @@ from fluidgrad.tensor.methods import METHOD_NAMES
 _X = np.arange(6.0).reshape(2, 3) - 2.0
 _OWN = ("fluidgrad.framework.math_mixin", "fluidgrad.eager.tensor", "fluidgrad.framework.variable")
 # a function taking PyTorch's dim= / start_dim= too, or PyTorch's argument order beside Paddle's
-_TORCH_NAMES = ("fluidgrad.tensor.methods", "fluidgrad.tensor.torch_methods")
+_TORCH_NAMES = ("fluidgrad.tensor.methods", "fluidgrad.tensor.torch_methods", "fluidgrad.tensor.torch_arithmetic",
+                "fluidgrad.tensor.torch_statistics")
 
 
 @pytest.mark.parametrize("name", METHOD_NAMES)

@@ -66,7 +66,10 @@ class MathMixin:
     def sum(self, axis=None, keepdim=False, dtype=None, name=None, *, dim=None):
         return _api.sum(self, _axis(axis, dim), keepdim, dtype)
 
-    def mean(self, axis=None, keepdim=False, name=None, *, dim=None): return _api.mean(self, _axis(axis, dim), keepdim)
+    def mean(self, axis=None, keepdim=False, name=None, *, dim=None, dtype=None):
+        """The mean over axis= / dim=, of the value cast to `dtype` first when given (PyTorch's
+        x.mean(dtype=), as x.sum(dtype=))."""
+        return _api.mean(self if dtype is None else _api.cast(self, dtype), _axis(axis, dim), keepdim)
 
     def reshape(self, *shape):
         """x.reshape([4, 2]) as Paddle's, or x.reshape(4, 2) / x.reshape(-1) as PyTorch's."""

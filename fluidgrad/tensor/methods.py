@@ -220,8 +220,6 @@ def _in_place(fn: Callable[[Any, Any], Any], symbol: str) -> Callable[[Any, Any]
     return operator
 
 
-# Paddle's methods that also take PyTorch's argument order (torch_methods tells them apart)
-TORCH_ORDER = frozenset({"index_select", "scatter", "gather"})
 
 
 def install(cls: type = MathMixin) -> None:
@@ -243,7 +241,7 @@ def install(cls: type = MathMixin) -> None:
         setattr(cls, f"__r{operator}__", _reflected(fn))
         setattr(cls, f"__i{operator}__", _in_place(fn, symbol))
     inplace.install(cls)   # zero_(), fill_(), add_(), uniform_(), ...; `p *= 0.5` on Tensors in place
-    for name, method in {**torch_methods.METHODS, **torch_methods.IN_PLACE}.items():
-        if name in TORCH_ORDER or name not in vars(cls):   # torch's order beside Paddle's
-            setattr(cls, name, method)
+    for name, method in {**torch_methods.METHODS, **torch_methods.IN_PLACE, **torch_methods.PROPERTIES}.items():
+        if name in torch_methods.REPLACING or name in torch_methods.IN_PLACE or name not in vars(cls):
+            setattr(cls, name, method)   # torch's forms beside Paddle's (add_ with alpha=, ...)
 

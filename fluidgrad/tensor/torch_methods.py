@@ -18,7 +18,7 @@ from .. import functions
 from ..framework import normalize_dtype
 from ..indexing import constant, create
 from ..nn.functional import activation
-from . import composed, everyday, inplace, manipulation, math, search
+from . import composed, everyday, inplace, manipulation, math, search, torch_arithmetic, torch_statistics
 
 # the legacy type names torch's x.type(...) takes and gives
 _LEGACY_TYPES = {"FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
@@ -234,6 +234,15 @@ def _torch_scatter(x: Any, dim: int, index: Any, src: Any = None, value: Any = N
     return search.put_along_axis(x, index, value if src is None else src, int(dim), reduce=_REDUCE[reduce])
 
 
+def scatter_add(x: Any, dim: int, index: Any, src: Any) -> Any:
+    """torch's x.scatter_add(dim, index, src): src's entries added into x at `index` along dim
+    (repeated indices add up; src is read where index is); the gradient reaches x and src."""
+    if not hasattr(src, "shape"):
+        raise TypeError(f"scatter_add: src must be a tensor, got {type(src).__name__}; x.scatter(dim, index, value, "
+                        f"reduce='add') adds a number")
+    return _torch_scatter(x, dim, index, src, reduce="add")
+
+
 def gather(x: Any, *args: Any, **kwargs: Any) -> Any:
     """Paddle's x.gather(index, axis=0), or torch's x.gather(dim, index) / x.gather(1, index=idx)
     (take_along_axis); see fluidgrad.gather."""
@@ -258,13 +267,26 @@ METHODS: dict[str, Callable[..., Any]] = {
     "nan_to_num": composed.nan_to_num, "moveaxis": composed.moveaxis, "movedim": composed.moveaxis,
     "swapaxes": swapaxes, "swapdims": swapaxes, "narrow": narrow, "where": where_,
     "contiguous": contiguous, "is_contiguous": is_contiguous,
-    "index_select": index_select, "scatter": scatter, "gather": gather,
+    "index_select": index_select, "scatter": scatter, "gather": gather, "scatter_add": scatter_add,
+    **torch_arithmetic.METHODS, **torch_statistics.METHODS,
 }
+
+# torch's forms of methods Paddle has too (each still takes Paddle's call): they replace the
+# plain function methods `methods.install` puts on first
+REPLACING = frozenset({"index_select", "scatter", "gather", *torch_arithmetic.METHODS, *torch_statistics.METHODS})
+
+# torch's matrix transposes, read as attributes: x.mT, x.mH, x.H
+PROPERTIES: dict[str, property] = {name: property(fn, doc=fn.__doc__)
+                                   for name, fn in torch_arithmetic.PROPERTIES.items()}
 
 # in place (torch's trailing underscore), written into x as the other in-place methods are
 IN_PLACE: dict[str, Callable[..., Any]] = {
     "scatter_": inplace._computed(scatter, "scatter_"), "clamp_min_": inplace._computed(clamp_min, "clamp_min_"),
     "clamp_max_": inplace._computed(clamp_max, "clamp_max_"), "relu_": inplace._computed(functions.relu, "relu_"),
+    **{name: inplace._computed(fn, name) for name, fn in (
+        ("add_", torch_arithmetic.add), ("sub_", torch_arithmetic.subtract), ("subtract_", torch_arithmetic.subtract),
+        ("pow_", functions.pow), ("square_", functions.square), ("index_add_", torch_arithmetic.index_add),
+        ("scatter_add_", scatter_add), ("sigmoid_", functions.sigmoid))},
 }
 
 # the Paddle function each torch-order method falls back to
