@@ -149,7 +149,7 @@ _ONE_PER_CHANNEL = {"BatchNorm1D(3) on [1, 3]": (lambda: fg.nn.BatchNorm1D(3), (
 @pytest.mark.parametrize("case", sorted(_ONE_PER_CHANNEL))
 def test_batch_norm_in_training_refuses_one_value_per_channel(case):
     make, shape = _ONE_PER_CHANNEL[case]
-    with pytest.raises(ValueError, match="per channel"):
+    with pytest.raises(ValueError, match="(?i)channel"):
         make()(fg.to_tensor(np.arange(3.0, dtype="float32").reshape(shape)))
 
 
@@ -211,7 +211,7 @@ def test_a_parameter_listed_twice_is_not_silently_updated_twice(name):
             opt = getattr(fg.optimizer, name)([w, w], lr=0.1)
         except ValueError:
             return   # refused: fine
-    if any("duplicate" in str(warning.message) for warning in caught):
+    if any(word in str(warning.message) for warning in caught for word in ("duplicate", "twice")):
         return   # warned as torch does: fine
     (w * w).sum().backward()
     opt.step()
