@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterable, Sequence
 from .framework import BACKWARD, Block, Operator, Parameter, Program, Variable
 from .framework.variable import names_of
 from .framework.names import EMPTY_VAR_NAME, GRAD_SUFFIX, rename_var_name
+from .framework.dtypes import has_gradients
 from .framework.errors import NoGradientError
 from .ops.registry import get_op_def, infer_op, require_gradient
 from .framework.transaction import rollback_on_error
@@ -186,7 +187,7 @@ class _BackwardBuilder:
         var = block.vars.get(name)
         if var is None:
             var = block._find_var_recursive(name)
-        return var is not None and var.dtype.startswith(("float", "complex"))
+        return var is not None and has_gradients(var.dtype)
 
     @staticmethod
     def _overwrite_error(name: str, reader: Operator, writer: Operator, also: Operator | None = None) -> None:
@@ -480,7 +481,7 @@ def append_backward(loss: Variable, parameter_list: Sequence[Any] | None = None,
     in the backward part, so only the checkpoints stay alive through the step; gradients are
     unchanged. `program.recompute_checkpoints` then names the checkpoints used."""
     _check_variable(loss, "append_backward: loss")
-    if not loss.dtype.startswith("float"):
+    if not has_gradients(loss.dtype) or loss.dtype.startswith("complex"):
         raise TypeError(f"append_backward: loss {loss.name} has dtype {loss.dtype}; "
                         "only a floating point loss has a gradient")
     if any(d != 1 for d in loss.shape):
@@ -529,7 +530,7 @@ def gradients(targets: Variable | Sequence[Variable], inputs: Variable | Sequenc
             raise ValueError(f"gradients: {len(targets_list)} targets but {len(grads_in)} target_gradients")
     no_grad = set(_as_names(no_grad_set, "no_grad_set"))
     for x in inputs_list:
-        if not x.dtype.startswith(("float", "complex")):
+        if not has_gradients(x.dtype):
             raise TypeError(f"gradients: input {x.name} is {x.dtype}; only float variables have gradients (or complex ones) "
                             f"(cast it to a float dtype first if it should be differentiable)")
     # the inputs asked for get gradients even when they are marked stop_gradient (e.g. data)

@@ -63,6 +63,7 @@ from .eager.node import CustomOp
 from .eager.tensor import Tensor
 from .executor import Executor, Scope
 from .framework import Parameter, Program, Variable, program_guard, runtime_dims, unique_name
+from .framework.dtypes import is_float
 from .io import load_inference_model, save_inference_model
 from .io.model_files import ModelFileError, read_metadata
 from .nn import layer as layer_module
@@ -309,7 +310,7 @@ class _TracedProgram:
         program = self.program.clone()
         block = program.global_block()
         with program_guard(program, Program()):
-            targets = [block.var(v.name) for v in self.outputs if v.dtype.startswith("float")]
+            targets = [block.var(v.name) for v in self.outputs if is_float(v.dtype)]
             seeds = [data(f"{t.name}@SEED", t.shape, t.dtype) for t in targets]
             for name in wrt:
                 block.var(name).stop_gradient = False
@@ -321,7 +322,7 @@ class _TracedProgram:
 
     def run_backward(self, feed: dict, params: dict, out_grads: list, wrt: tuple[str, ...]) -> list:
         program, seeds, grads = self._backward_program(wrt)
-        float_grads = [g for v, g in zip(self.outputs, out_grads) if v.dtype.startswith("float")]
+        float_grads = [g for v, g in zip(self.outputs, out_grads) if is_float(v.dtype)]
         feed = {**feed, **{s.name: np.asarray(g, dtype=s.dtype) for s, g in zip(seeds, float_grads)}}
         fetch = [g for g in grads if g is not None]
         values = iter(self.executor.run(program, feed=feed, fetch_list=fetch, scope=self._scope(params)))
@@ -575,7 +576,7 @@ class TranslatedLayer(Layer):
         captured = []
         for name, value in scope.vars.items():
             var = block.var(name)
-            trainable = isinstance(var, Parameter) and var.trainable and var.dtype.startswith("float")
+            trainable = isinstance(var, Parameter) and var.trainable and is_float(var.dtype)
             tensor = Tensor(value, stop_gradient=not trainable, name=name)
             key = re.sub(r"\W", "_", name)
             if trainable:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence, Union
 
 from .framework import BACKWARD, Block, Operator
+from .framework.dtypes import is_float
 from .framework.names import EMPTY_VAR_NAME, RECOMPUTE_SUFFIX
 from .framework.op_def import SHAPE_ONLY_SLOTS
 
@@ -196,7 +197,7 @@ def auto_checkpoints(block: Block, forward_ops: Sequence[Operator], backward_sta
         outputs = [n for n in op.output_arg_names if n in producers and n not in kept and last_read.get(n, -1) > index]
         live.update(outputs)
         sizes.append(sum(_nbytes(block, n) for n in op.output_arg_names if n != EMPTY_VAR_NAME))
-        if len(live) == 1 and outputs and block.var_recursive(outputs[0]).dtype.startswith("float"):
+        if len(live) == 1 and outputs and is_float(block.var_recursive(outputs[0]).dtype):
             cuts.append((index, outputs[0]))
     if not cuts:
         return []

@@ -38,19 +38,46 @@ def test_white_list_ops_run_in_float16_and_black_list_ops_in_float32(eager):
     np.testing.assert_allclose(w.grad.numpy(), x0.T @ (reference / reference.size), rtol=2e-2, atol=1e-3)
 
 
-def test_bfloat16_runs_without_gradients_and_refuses_to_lose_one(eager):
+def test_bfloat16_ops_run_in_bfloat16_and_their_gradients_reach_float32_parameters(eager):
     x0, w0 = _data()
     x, w = fg.to_tensor(x0), fg.to_tensor(w0, stop_gradient=False)
     with fg.amp.auto_cast(dtype="bfloat16"):
-        with fg.no_grad():
-            h = fg.matmul(x, w)
-            # Paddle's bfloat16 O1 black list is only its EXTRA_BLACK_LIST (interpolation,
-            # embedding, scatter): exp is gray there and stays bfloat16
-            e = fg.exp(h)
-        with pytest.raises(NotImplementedError, match="does not differentiate through bfloat16"):
-            fg.matmul(x, w)
+        h = fg.matmul(x, w)
+        # Paddle's bfloat16 O1 black list is only its EXTRA_BLACK_LIST (interpolation,
+        # embedding, scatter): exp is gray there and stays bfloat16
+        e = fg.exp(h)
+        loss = fg.mean(e.astype("float32"))
     assert str(h.dtype).endswith("bfloat16") and str(e.dtype).endswith("bfloat16")
     np.testing.assert_allclose(np.asarray(h.numpy(), "float32"), x0 @ w0, rtol=2e-2, atol=2e-2)
+    loss.backward()
+    assert str(w.grad.dtype).endswith("float32")
+    reference = np.exp(x0 @ w0)
+    np.testing.assert_allclose(w.grad.numpy(), x0.T @ (reference / reference.size), rtol=3e-2, atol=3e-3)
+
+
+def test_bfloat16_training_follows_float32_training(eager):
+    """auto_cast(dtype='bfloat16') without a loss scale (bfloat16 has float32's range) over 20
+    steps of an MLP stays near the float32 run (bfloat16 rounding only)."""
+    rng = np.random.default_rng(2)
+    x0, y0 = rng.standard_normal((32, 4)).astype("float32"), rng.standard_normal((32, 1)).astype("float32")
+
+    def mlp():
+        return fg.nn.Sequential(fg.nn.Linear(4, 8), fg.nn.GELU(), fg.nn.LayerNorm(8), fg.nn.Linear(8, 1))
+    plain, low = mlp(), mlp()
+    low.set_state_dict(plain.state_dict())
+    opt_plain = fg.optimizer.Adam(learning_rate=0.01, parameters=plain.parameters())
+    opt_low = fg.optimizer.Adam(learning_rate=0.01, parameters=low.parameters())
+    x, y = fg.to_tensor(x0), fg.to_tensor(y0)
+    for _ in range(20):
+        for model, opt, dtype in ((plain, opt_plain, None), (low, opt_low, "bfloat16")):
+            with fg.amp.auto_cast(enable=dtype is not None, dtype=dtype or "float16"):
+                loss = fg.mean((model(x).astype("float32") - y) ** 2)
+            loss.backward()
+            opt.step()
+            opt.clear_grad()
+    for (name, a), (_, b) in zip(plain.named_parameters(), low.named_parameters()):
+        assert str(b.dtype).endswith("float32"), name
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=5e-2, atol=1e-2, err_msg=name)
 
 
 def test_float16_black_list_ops_run_in_float32_even_on_float16_inputs(eager):

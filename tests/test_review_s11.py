@@ -196,11 +196,6 @@ _NN_NAMES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="torch's model-building names are missing (AttributeError): nn.Module, "
-                   "nn.ModuleList, nn.ModuleDict, nn.Parameter, nn.ParameterList; the first line of nearly every "
-                   "torch model, class Net(nn.Module), fails; Paddle's Layer / LayerList / LayerDict / "
-                   "create_parameter exist, the torch names should be aliases (nn.Parameter(t) a trainable "
-                   "parameter holding t's value)")
 @pytest.mark.parametrize("what", sorted(_NN_NAMES))
 def test_torch_model_building_names(what, eager):
     assert _NN_NAMES[what]()
@@ -213,18 +208,12 @@ _LAYER_KEYWORDS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="Linear(..., bias=False) and Conv*D(..., bias=False), torch's way to drop "
-                   "the bias (before every BatchNorm in a ResNet), are TypeErrors; Paddle's bias_attr=False works: "
-                   "bias=False should mean bias_attr=False")
 @pytest.mark.parametrize("call", sorted(_LAYER_KEYWORDS))
 def test_layers_take_torchs_bias_keyword(call):
     make, names = _LAYER_KEYWORDS[call]
     assert [name for name, _ in make().named_parameters()] == names
 
 
-@pytest.mark.xfail(strict=True, reason="register_buffer(name, t, persistent=False) (torch's spelling of Paddle's "
-                   "persistable=False) is a TypeError; the buffer should stay out of state_dict as with Paddle's "
-                   "keyword")
 def test_register_buffer_takes_torchs_persistent_keyword(eager):
     class WithCache(fg.nn.Layer):
         def __init__(self):
@@ -274,9 +263,6 @@ def test_layers_take_torchs_keywords(call):
     np.testing.assert_allclose(got, expected, rtol=1e-7, atol=1e-9)
 
 
-@pytest.mark.xfail(strict=True, reason="nn.Embedding.from_pretrained(weights, freeze=True), torch's way to load "
-                   "word vectors, is an AttributeError; it should make an Embedding holding the weights, frozen "
-                   "(stop_gradient) unless freeze=False")
 def test_embedding_from_pretrained(eager):
     vectors = _RNG.standard_normal((5, 3)).astype("float32")
     layer = fg.nn.Embedding.from_pretrained(fg.to_tensor(vectors))

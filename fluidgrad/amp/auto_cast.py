@@ -4,10 +4,8 @@ Inside `with auto_cast():` every op a function appends or runs (both modes: `dis
 and every binary operator of Tensors (`a + b`) first casts its float inputs: to the low-precision
 dtype for a white-list op, to float32 for a black-list op, and for any other op to the widest
 float dtype among them (float32 when float16 meets float32, as Paddle's `use_promote`). The casts
-are ordinary `cast` ops, so gradients flow back to float32 parameters in float32 (float16; eager
-autograd does not run through bfloat16, so a bfloat16 cast of a Tensor that needs a gradient is
-refused by name: bfloat16 serves inference under no_grad, and static programs). float64 and
-integer inputs are never cast. The setting is per thread, as grad mode is; nested blocks (an
+are ordinary `cast` ops, so gradients flow back to float32 parameters in float32 (through float16
+or bfloat16 tensors alike). float64 and integer inputs are never cast. The setting is per thread, as grad mode is; nested blocks (an
 `enable=False` block inside) take the innermost setting.
 
 Level O1 only: parameters stay float32 (O2 casts the model itself, see `decorate`).
@@ -22,7 +20,6 @@ from typing import Any
 from .. import dispatch
 from ..eager import apply as eager_apply_module
 from ..eager import tensor as eager_tensor
-from ..eager.mode import is_grad_enabled
 from ..eager.tensor import Tensor
 from ..framework import Variable
 from ..functions import cast
@@ -95,11 +92,6 @@ def cast_inputs(op_type: str, inputs: dict[str, Any]) -> dict[str, Any]:
         dtype = _dtype_of(value)
         if dtype == target or not (dtype in LOW_PRECISION or dtype == "float32"):
             return value
-        if target == "bfloat16" and isinstance(value, Tensor) and not value.stop_gradient and is_grad_enabled():
-            raise NotImplementedError(
-                f"auto_cast(dtype='bfloat16'): op {op_type} would cast a {dtype} Tensor that needs a gradient "
-                "to bfloat16, and fluidgrad's eager autograd does not differentiate through bfloat16 tensors "
-                "(its gradient would be lost); train with dtype='float16', or run bfloat16 under no_grad()")
         return _cast(value, target)
     return {slot: [converted(v) for v in item] if isinstance(item, (list, tuple)) else converted(item)
             for slot, item in inputs.items()}

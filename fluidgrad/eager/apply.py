@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..framework import Variable
+from ..framework.dtypes import carries_gradient
 from ..framework.errors import FluidgradError, IndexRangeError, InvalidValueError
 from .infer import attr_key, cache_key, key_or_none, run_rule
 from .mode import all_default, state
@@ -150,7 +151,7 @@ def _run(call: OpCall, args: Sequence[Any], tensors: tuple, kw: dict, record: bo
     # by numba kernels carry an equal dtype that is not NumPy's canonical instance
     if dtype is not expected and expected is not None and dtype != expected and dtype.name != expected.name:
         raise _dtype_error(call, dtype, expected)
-    if record and dtype.kind in "fc":
+    if record and carries_gradient(dtype):
         if out.nbytes < call.keep_all_below:
             return op_output(out, False, new_node(call, kw, tensors, (out,)))
         return op_output(out, False, record_node(call, kw, tensors, (out,)))
@@ -197,9 +198,9 @@ def _wrap_outputs(call: OpCall, out: Any, kw: dict, tensors: list, record: bool,
         for array, dtype in zip(flat, expected):
             if dtype is not None and array.dtype != dtype and array.dtype.name != dtype.name:
                 raise _dtype_error(call, array.dtype, dtype)
-    record = record and any(a.dtype.kind in "fc" for a in flat)
+    record = record and any(carries_gradient(a.dtype) for a in flat)
     node = record_node(call, kw, tensors, tuple(flat), ranges) if record else None
-    outs = [Tensor(a, not (record and a.dtype.kind in "fc"), node if a.dtype.kind in "fc" else None, i)
+    outs = [Tensor(a, not (record and carries_gradient(a.dtype)), node if carries_gradient(a.dtype) else None, i)
             for i, a in enumerate(flat)]
     values = []
     pos = 0
@@ -246,4 +247,5 @@ def record_custom(op: CustomOp | OpCall, inputs: Sequence[Tensor], outputs: Sequ
     if not (state.grad_enabled and any(not t.stop_gradient for t in inputs)):
         return [Tensor(a) for a in outs]
     node = new_node(call, attrs, (inputs,), outs, {"Out": (0, len(outs))})
-    return [Tensor(a, a.dtype.kind not in "fc", node if a.dtype.kind in "fc" else None, i) for i, a in enumerate(outs)]
+    return [Tensor(a, not carries_gradient(a.dtype), node if carries_gradient(a.dtype) else None, i)
+            for i, a in enumerate(outs)]

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..framework.dtypes import carries_gradient
 from ..framework.grad_builder import GradBuilder
 from ..ops.math import matmul_into
 from . import apply
@@ -169,14 +170,14 @@ class EagerGradBuilder(GradBuilder):
         if value is None or value.stop_gradient:
             return False
         # a stand-in's own dtype: its `data` is a property call, and this runs for every node
-        return (value.dtype if type(value) is ShapeOnly else value._array.dtype).kind in "fc"
+        return carries_gradient(value.dtype if type(value) is ShapeOnly else value._array.dtype)
 
     def _input_values(self, slot: str) -> list:
         value = self.node.inputs[self.call.in_index[slot]]
         return value if type(value) is list else [value]
 
     def _differentiable(self, tensor: Tensor) -> bool:
-        return not tensor.stop_gradient and tensor._array.dtype.kind in "fc"
+        return not tensor.stop_gradient and carries_gradient(tensor._array.dtype)
 
     @staticmethod
     def shape(value: Any) -> tuple[int, ...]:
@@ -236,7 +237,7 @@ class EagerGradBuilder(GradBuilder):
                 if inputs.stop_gradient:
                     return  # nothing flows into a constant
                 data = inputs if kind is ShapeOnly else inputs._array  # see needs_input_grad
-                if value.shape == data.shape and data.dtype.kind in "fc":
+                if value.shape == data.shape and carries_gradient(data.dtype):
                     self.accumulate(inputs, value)
                     return
         GradBuilder.set_input_grad(self, slot, value)

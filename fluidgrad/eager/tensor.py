@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..framework.dtypes import get_default_dtype
+from ..framework.dtypes import carries_gradient, get_default_dtype
 from ..framework.math_mixin import MathMixin
 from ..framework.variable import ElementCount, TorchHabits, Variable, normalize_dtype
 from .mode import state
@@ -142,7 +142,7 @@ class Tensor(MathMixin, TorchHabits):
             raise TypeError(f"x.data = v: got the static Variable {value.name}; pass a Tensor or an array")
         array = value._array if isinstance(value, Tensor) else np.array(value)
         normalize_dtype(array.dtype)  # reject object/str arrays with a clear error
-        if not self.stop_gradient and array.dtype.kind != "f":
+        if not self.stop_gradient and not carries_gradient(array.dtype):
             raise TypeError(f"x.data = v: tensor {self.name or ''} requires a gradient, so its value must be a float "
                             f"array, got {array.dtype}")
         self._array = array
@@ -464,7 +464,7 @@ def to_tensor(data: Any, dtype: Any = None, place: Any = None, stop_gradient: bo
             default = get_default_dtype()
             array = array.astype(np.float32) if default == "float32" else array.astype(normalize_dtype(default))
     normalize_dtype(array.dtype)  # reject object/str arrays with a clear error
-    if not stop_gradient and array.dtype.kind not in "fc":
+    if not stop_gradient and not carries_gradient(array.dtype):
         raise TypeError(f"to_tensor: a {array.dtype} tensor cannot have a gradient (stop_gradient=False); "
                         f"only float tensors can (or complex ones), so pass dtype='float32' or 'float64'")
     return Tensor(array, bool(stop_gradient))

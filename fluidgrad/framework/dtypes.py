@@ -61,6 +61,19 @@ def is_float(dtype: str) -> bool:
     return dtype in FLOAT_DTYPES or dtype == "bfloat16"
 
 
+def carries_gradient(dtype: Any) -> bool:
+    """Whether an array of this NumPy dtype can carry a gradient: float and complex, and bfloat16
+    (whose NumPy kind under ml_dtypes is 'V', as for the storage formats, which cannot)."""
+    kind = dtype.kind
+    return kind in "fc" or (kind == "V" and dtype.name == "bfloat16")
+
+
+def has_gradients(dtype: str) -> bool:
+    """Whether a variable of this dtype name is differentiable: float16/32/64, bfloat16, complex
+    (not the float8 / float4 storage formats)."""
+    return dtype in FLOAT_DTYPES or dtype == "bfloat16" or dtype.startswith("complex")
+
+
 def is_storage(dtype: str) -> bool:
     """float8, float4, int4, int2 ...: a format to store and cast, not to compute in."""
     return dtype in STORAGE

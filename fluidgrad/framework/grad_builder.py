@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Collection
 
+from .dtypes import has_gradients
 from .names import EMPTY_VAR_NAME, grad_var_name, unique_name
 from .op_def import InferContext, OpDef, get_op_def, require_gradient, run_infer
 
@@ -193,7 +194,7 @@ class StaticGradBuilder(GradBuilder):
         return self.fwd.inputs.get(slot, [])
 
     def _differentiable(self, name: str) -> bool:
-        return name not in self.no_grad_set and self._lookup(name)[1].startswith(("float", "complex"))
+        return name not in self.no_grad_set and has_gradients(self._lookup(name)[1])
 
     def shape(self, value: str) -> tuple[int, ...]:
         return self._lookup(value)[0]

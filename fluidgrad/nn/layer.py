@@ -231,10 +231,19 @@ class Layer:
         self._check_new_entry("add_module", name, self._registries()[2])
         self.add_sublayer(name, module)
 
-    def register_buffer(self, name: str, tensor: Tensor | None, persistable: bool = True) -> None:
+    register_module = add_module  # PyTorch's other name
+
+    def register_buffer(self, name: str, tensor: Tensor | None, persistable: bool = True,
+                        persistent: bool | None = None) -> None:
         """A non-trainable state Tensor (e.g. BatchNorm's running mean): in `buffers()` and moved
-        by `to()`; in `state_dict()` only when `persistable` (scratch state is not saved)."""
+        by `to()`; in `state_dict()` only when `persistable` (PyTorch: `persistent`; scratch
+        state is not saved)."""
         _, buffers, _ = self._registries()
+        if persistent is not None:
+            if not persistable:
+                raise ValueError(f"{type(self).__name__}.register_buffer: give persistable= (Paddle) or "
+                                 f"persistent= (PyTorch), not both")
+            persistable = bool(persistent)
         if not isinstance(name, str) or not name or "." in name:
             raise KeyError(f"{type(self).__name__}.register_buffer: the name must be a non-empty string "
                            f"without '.', got {name!r}")
@@ -256,7 +265,10 @@ class Layer:
         object.__setattr__(self, name, tensor)
 
     # ---- traversal
-    def named_parameters(self, prefix: str = "", include_sublayers: bool = True) -> Iterator[tuple[str, Tensor]]:
+    def named_parameters(self, prefix: str = "", include_sublayers: bool = True,
+                         recurse: bool | None = None) -> Iterator[tuple[str, Tensor]]:
+        """(dotted name, parameter), each parameter once; `recurse` is PyTorch's include_sublayers."""
+        include_sublayers = include_sublayers if recurse is None else recurse
         seen: set[int] = set()
         for name, layer in self._named_layers(prefix, include_sublayers):
             for pname, param in layer._parameters.items():
@@ -264,17 +276,46 @@ class Layer:
                     seen.add(id(param))
                     yield (f"{name}.{pname}" if name else pname), param
 
-    def parameters(self, include_sublayers: bool = True) -> list[Tensor]:
-        return [p for _, p in self.named_parameters(include_sublayers=include_sublayers)]
+    def parameters(self, include_sublayers: bool = True, recurse: bool | None = None) -> list[Tensor]:
+        return [p for _, p in self.named_parameters(include_sublayers=include_sublayers, recurse=recurse)]
 
-    def named_buffers(self, prefix: str = "", include_sublayers: bool = True) -> Iterator[tuple[str, Tensor]]:
+    def named_buffers(self, prefix: str = "", include_sublayers: bool = True,
+                      recurse: bool | None = None) -> Iterator[tuple[str, Tensor]]:
+        include_sublayers = include_sublayers if recurse is None else recurse
         for name, layer in self._named_layers(prefix, include_sublayers):
             for bname, buf in layer._buffers.items():
                 if buf is not None:
                     yield (f"{name}.{bname}" if name else bname), buf
 
-    def buffers(self, include_sublayers: bool = True) -> list[Tensor]:
-        return [b for _, b in self.named_buffers(include_sublayers=include_sublayers)]
+    def buffers(self, include_sublayers: bool = True, recurse: bool | None = None) -> list[Tensor]:
+        return [b for _, b in self.named_buffers(include_sublayers=include_sublayers, recurse=recurse)]
+
+    def get_submodule(self, target: str) -> "Layer":
+        """PyTorch's lookup of a sublayer by dotted name ("" is this layer); a clear error names
+        the missing part."""
+        layer = self
+        for part in target.split(".") if target else ():
+            child = layer._sub_layers.get(part)
+            if child is None:
+                raise AttributeError(f"{type(layer).__name__} has no sublayer {part!r} (looking up {target!r})")
+            layer = child
+        return layer
+
+    def get_parameter(self, target: str) -> Tensor:
+        """PyTorch's lookup of a parameter by dotted name ("fc1.weight")."""
+        owner, _, name = target.rpartition(".")
+        layer = self.get_submodule(owner)
+        if layer._parameters.get(name) is None:
+            raise AttributeError(f"{type(layer).__name__} has no parameter {name!r} (looking up {target!r})")
+        return layer._parameters[name]
+
+    def get_buffer(self, target: str) -> Tensor:
+        """PyTorch's lookup of a buffer by dotted name ("bn._mean")."""
+        owner, _, name = target.rpartition(".")
+        layer = self.get_submodule(owner)
+        if layer._buffers.get(name) is None:
+            raise AttributeError(f"{type(layer).__name__} has no buffer {name!r} (looking up {target!r})")
+        return layer._buffers[name]
 
     def _named_layers(self, prefix: str, include_sublayers: bool, memo: set | None = None,
                       remove_duplicate: bool = True) -> Iterator[tuple[str, "Layer"]]:
@@ -489,6 +530,13 @@ class Layer:
             for layer in self.sublayers(include_self=True):
                 object.__setattr__(layer, "_dtype", dtype)
         return self
+
+    def cpu(self) -> "Layer":
+        """PyTorch's move to the CPU, where fluidgrad's layers always are: returns self."""
+        return self
+
+    def cuda(self, device: Any = None) -> "Layer":
+        raise ValueError(f"{type(self).__name__}.cuda: fluidgrad runs on the CPU only")
 
     def double(self) -> "Layer":
         """PyTorch's cast: floating parameters and buffers to float64 (in place); returns self."""

@@ -25,6 +25,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..framework.dtypes import is_float
 from .grad_builder import GradBuilder
 from .registry import NO_GRADIENT, register_op
 
@@ -79,7 +80,7 @@ def _while_infer(ctx: Any) -> None:
 def _carried(g: Any, out_slot: str, in_slot: str) -> list[str]:
     """Float outputs that are also inputs: their gradient enters and leaves the sub-block."""
     inputs = set(g.input(in_slot))
-    return [n for n in g.output(out_slot) if n in inputs and g.dtype(n).startswith("float")]
+    return [n for n in g.output(out_slot) if n in inputs and is_float(g.dtype(n))]
 
 
 def _while_grad_maker(g: GradBuilder) -> None:
@@ -121,7 +122,7 @@ def _conditional_block_infer(ctx: Any) -> None:
 
 def _conditional_block_grad_maker(g: GradBuilder) -> None:
     inputs = g.input("Input")
-    out_names = [n for n in g.output("Out") if g.dtype(n).startswith("float")]
+    out_names = [n for n in g.output("Out") if is_float(g.dtype(n))]
     grads = g.op("conditional_block_grad",
                  {"Input": inputs, "Out@GRAD": [g.grad_name(n) for n in out_names], "Scope": g.output("Scope")},
                  n_out=len(inputs), sub_block=g.grad_sub_block, out_names=out_names,

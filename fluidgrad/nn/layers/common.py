@@ -7,6 +7,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ... import functions as F
+from ...framework import ParamAttr
+from ..parameter import array_of, bias_attr_of, check_device
 from ...initializer import Constant, Normal, Uniform, XavierUniform
 from .. import functional as NF
 from ..layer import Layer
@@ -17,11 +19,18 @@ __all__ = ['Linear', 'Bilinear', 'Embedding', 'Dropout', 'AlphaDropout', 'Dropou
 
 
 class Linear(Layer):
-    """y = x @ weight + bias; weight is [in_features, out_features] (Paddle's layout)."""
+    """y = x @ weight + bias; weight is [in_features, out_features] (Paddle's layout).
+
+    PyTorch's `bias=False` (keyword, or the third argument, which Paddle calls weight_attr and
+    where a bool means nothing else) means bias_attr=False; `dtype=` the parameters' dtype."""
 
     def __init__(self, in_features: int, out_features: int, weight_attr: Any = None, bias_attr: Any = None,
-                 name: str | None = None) -> None:
-        super().__init__()
+                 name: str | None = None, *, bias: bool = True, device: Any = None, dtype: Any = None) -> None:
+        super().__init__(dtype=dtype)
+        check_device(type(self).__name__, device)
+        if isinstance(weight_attr, bool):   # Linear(3, 2, False): PyTorch's positional bias
+            weight_attr, bias = None, bias and weight_attr
+        bias_attr = bias_attr_of("Linear", bias, bias_attr)
         self.in_features, self.out_features = int(in_features), int(out_features)
         self.weight = self.create_parameter([self.in_features, self.out_features], weight_attr,
                                             default_initializer=XavierUniform())
@@ -40,8 +49,13 @@ class Bilinear(Layer):
     (Paddle's shapes), both drawn from U(-1/sqrt(in1), 1/sqrt(in1)) as PyTorch's."""
 
     def __init__(self, in1_features: int, in2_features: int, out_features: int, weight_attr: Any = None,
-                 bias_attr: Any = None, name: str | None = None) -> None:
-        super().__init__()
+                 bias_attr: Any = None, name: str | None = None, *, bias: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__(dtype=dtype)
+        check_device(type(self).__name__, device)
+        if isinstance(weight_attr, bool):   # Bilinear(2, 3, 4, False): PyTorch's positional bias
+            weight_attr, bias = None, bias and weight_attr
+        bias_attr = bias_attr_of("Bilinear", bias, bias_attr)
         self.in1_features, self.in2_features, self.out_features = int(in1_features), int(in2_features), int(out_features)
         if min(self.in1_features, self.in2_features, self.out_features) <= 0:
             raise ValueError(f"Bilinear: the feature sizes must be positive, got {in1_features}, {in2_features}, "
@@ -74,6 +88,28 @@ class Embedding(Layer):
         if self.padding_idx is not None:
             self.weight._array[self.padding_idx] = 0.0
 
+    @classmethod
+    def from_pretrained(cls, embeddings: Any, freeze: bool = True, padding_idx: int | None = None,
+                        max_norm: float | None = None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                        sparse: bool = False) -> "Embedding":
+        """PyTorch's constructor from a [num_embeddings, embedding_dim] table (a Tensor or array,
+        copied; its dtype kept): frozen (stop_gradient) unless freeze=False. The padding row must
+        be zeros: PyTorch reads it as stored, Paddle's Embedding (this one) reads zeros."""
+        array = np.array(array_of(embeddings, "Embedding.from_pretrained"))
+        if array.ndim != 2:
+            raise ValueError(f"Embedding.from_pretrained: embeddings must be 2-D [num_embeddings, embedding_dim], "
+                             f"got shape {list(array.shape)}")
+        if max_norm is not None or scale_grad_by_freq:
+            raise ValueError("Embedding.from_pretrained: max_norm and scale_grad_by_freq are not supported")
+        layer = cls(array.shape[0], array.shape[1], padding_idx=padding_idx, sparse=sparse,
+                    weight_attr=ParamAttr(initializer=Constant(0.0)))
+        if layer.padding_idx is not None and np.any(array[layer.padding_idx]):
+            raise ValueError(f"Embedding.from_pretrained: row padding_idx={padding_idx} of the embeddings is not "
+                             f"zeros; PyTorch would read it as stored, fluidgrad's Embedding reads zeros there")
+        layer.weight._array = array
+        layer.weight.stop_gradient = bool(freeze)
+        return layer
+
     def forward(self, x: Any) -> Any:
         """The padding row reads zeros and gets no gradient, whatever its stored value."""
         return NF.embedding(x, self.weight, self.padding_idx)
@@ -85,7 +121,9 @@ class Embedding(Layer):
 class Dropout(Layer):
     """Zero elements with probability p while training (kept ones scaled by 1/(1-p)); identity in eval."""
 
-    def __init__(self, p: float = 0.5, axis: Any = None, mode: str = "upscale_in_train", name: str | None = None) -> None:
+    def __init__(self, p: float = 0.5, axis: Any = None, mode: str = "upscale_in_train", name: str | None = None, *,
+                 inplace: bool = False) -> None:
+        """`inplace` (PyTorch's) is accepted: the result is a new Tensor holding what torch writes in place."""
         super().__init__()
         if axis is not None:
             raise ValueError("Dropout: axis is not supported; leave it None")
@@ -102,7 +140,7 @@ class AlphaDropout(Layer):
     """Dropout that keeps a SELU network's activations standardised (see functional.alpha_dropout);
     the identity in eval."""
 
-    def __init__(self, p: float = 0.5, name: str | None = None) -> None:
+    def __init__(self, p: float = 0.5, name: str | None = None, *, inplace: bool = False) -> None:
         super().__init__()
         if not 0.0 <= float(p) <= 1.0:
             raise ValueError(f"AlphaDropout: p must lie in [0, 1], got {p}")

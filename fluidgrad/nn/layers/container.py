@@ -8,7 +8,7 @@ from typing import Any, Iterable, Iterator, Mapping
 from ...eager import Tensor
 from ..layer import Layer
 
-__all__ = ['Sequential', 'LayerList', 'LayerDict', 'ParameterList']
+__all__ = ['Sequential', 'LayerList', 'LayerDict', 'ParameterList', 'ParameterDict']
 
 
 class Sequential(Layer):
@@ -150,6 +150,12 @@ class LayerList(Layer):
         del layers[index]
         self._renumber(layers)
 
+    def pop(self, index: int = -1) -> Layer:
+        """Remove and return the layer at `index` (PyTorch's ModuleList.pop); later layers move down one name."""
+        layer = self[index]
+        del self[index]
+        return layer
+
     def __len__(self) -> int:
         return len(self._sub_layers)
 
@@ -240,3 +246,53 @@ class ParameterList(Layer):
 
     def __iter__(self) -> Iterator[Tensor]:
         return iter(list(self._parameters.values()))
+
+
+class ParameterDict(Layer):
+    """Parameters by name, as a dict whose parameters the parent sees (Paddle's and PyTorch's
+    ParameterDict); insertion order is kept."""
+
+    def __init__(self, parameters: Mapping[str, Tensor] | Iterable[tuple[str, Tensor]] | None = None) -> None:
+        super().__init__()
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key: str) -> Tensor:
+        return self._parameters[key]
+
+    def __setitem__(self, key: str, parameter: Tensor) -> None:
+        if not isinstance(parameter, Tensor):
+            raise TypeError(f"ParameterDict: {key!r} must be a parameter Tensor, got {type(parameter).__name__}")
+        self.add_parameter(key, parameter)
+
+    def __delitem__(self, key: str) -> None:
+        if key not in self._parameters:
+            raise KeyError(key)
+        delattr(self, key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._parameters
+
+    def __len__(self) -> int:
+        return len(self._parameters)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._parameters))
+
+    def keys(self) -> list[str]:
+        return list(self._parameters)
+
+    def values(self) -> list[Tensor]:
+        return list(self._parameters.values())
+
+    def items(self) -> list[tuple[str, Tensor]]:
+        return list(self._parameters.items())
+
+    def pop(self, key: str) -> Tensor:
+        parameter = self[key]
+        del self[key]
+        return parameter
+
+    def update(self, parameters: Mapping[str, Tensor] | Iterable[tuple[str, Tensor]]) -> None:
+        for key, parameter in (parameters.items() if isinstance(parameters, Mapping) else parameters):
+            self[key] = parameter

@@ -7,6 +7,7 @@ from ...initializer import Constant, KaimingNormal
 from ...ops.geometry import pad_pairs, per_axis
 from .. import functional as NF
 from ..layer import Layer
+from ..parameter import bias_attr_of, check_device
 
 __all__ = ['Conv1D', 'Conv2D', 'Conv3D', 'Conv1DTranspose', 'Conv2DTranspose', 'Conv3DTranspose']
 
@@ -17,7 +18,8 @@ _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 
 class _ConvNd(Layer):
-    """Owns the filter (Kaiming-normal) and the bias (zeros; bias_attr=False: none). padding_mode
+    """Owns the filter (Kaiming-normal) and the bias (zeros; bias_attr=False or PyTorch's
+    bias=False: none). padding_mode
     'reflect' / 'replicate' / 'circular' (PyTorch's and Paddle's) pads the input in that mode
     before a convolution without padding."""
 
@@ -26,9 +28,14 @@ class _ConvNd(Layer):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
                  dilation: Any = 1, groups: int = 1, padding_mode: str = "zeros", weight_attr: Any = None,
-                 bias_attr: Any = None, data_format: str | None = None, output_padding: Any = 0) -> None:
-        super().__init__()
+                 bias_attr: Any = None, data_format: str | None = None, output_padding: Any = 0, *,
+                 bias: bool = True, device: Any = None, dtype: Any = None) -> None:
+        super().__init__(dtype=dtype)
         name = type(self).__name__
+        check_device(name, device)
+        if isinstance(padding_mode, bool):   # Conv2d(1, 1, 3, 1, 0, 1, 1, False): PyTorch's positional bias
+            padding_mode, bias = "zeros", bias and padding_mode
+        bias_attr = bias_attr_of(name, bias, bias_attr)
         if padding_mode not in _PADDING_MODES:
             raise ValueError(f"{name}: padding_mode must be one of {_PADDING_MODES}, got {padding_mode!r}")
         self.padding_mode, self._mode_pads = padding_mode, None
@@ -87,9 +94,10 @@ class _ConvTransposeNd(_ConvNd):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
                  output_padding: Any = 0, groups: int = 1, dilation: Any = 1, weight_attr: Any = None,
-                 bias_attr: Any = None, data_format: str | None = None) -> None:
+                 bias_attr: Any = None, data_format: str | None = None, *, bias: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, "zeros",
-                         weight_attr, bias_attr, data_format, output_padding)
+                         weight_attr, bias_attr, data_format, output_padding, bias=bias, device=device, dtype=dtype)
 
 
 class Conv1DTranspose(_ConvTransposeNd):
