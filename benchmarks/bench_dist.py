@@ -60,6 +60,9 @@ copied with ordinary stores (as in session 9), their parameter rows
 streamed; the sharded buckets' peer part streamed; the ranks bound to one core each ("ranks
 pinned": os.sched_setaffinity switched per block, so pinned and free blocks alternate in the same
 processes). The second table gives rank 0's CPU time per step in each state of the cores too.
+Session 12: the sharded buckets' stores ("bucketed, sharded update, streamed": the peer's part of
+the row and this rank's part of the parameters streamed at every step; "..., adaptive stores":
+streamed on the steps a probe of the peer's part of the row finds the cores far).
 Goal: 2-rank step <= 1.1x the 1-rank step (90% weak-scaling efficiency); bucketed < per-parameter.
 """
 from __future__ import annotations
@@ -164,7 +167,10 @@ class Contender(NamedTuple):
     # window (placement) or copied there by the op (comm_split.ACTIVATIONS_IN_PLACE; None: its default)
     activations_in_place: bool | None = None
     pinned: bool = False  # each rank bound to one core during its blocks (rank r -> core r), else free to move
-    stream_sharded: bool = False  # sharded buckets: the peer's part streamed into the row (comm_shards.STREAM_PEER_PART)
+    # sharded buckets: the peer's part of the row and this rank's part of the parameters written with
+    # ordinary stores, streamed ("stream") or streamed when a probe finds the cores far ("adaptive")
+    # (comm_shards.STREAM_PEER_PART)
+    stream_sharded: str = "ordinary"
     stream_params: bool = False  # split, sharded: this rank's rows of the parameters streamed (comm_split.STREAM_PARAMS)
     # static default's two-rank rows: "adaptive" (streamed on the steps a probe finds the cores far:
     # the default), or "stream" every step (sessions 9 and 10's default) (comm_stream.ROWS_POLICY)
@@ -190,7 +196,10 @@ CONTENDERS = {
     "per-parameter, sharded update": Contender(dp_optimizer(0.0, sharding=True, **NO_SPLIT), dp_sharded(0.0)),
     # the same, the peer's part of the row written with streaming stores (no placement into the row)
     "bucketed, sharded update, streamed": Contender(dp_optimizer(25.0, sharding=True, **NO_SPLIT), None,
-                                                    stream_sharded=True),
+                                                    stream_sharded="stream"),
+    # the same, streamed only on the steps the probe of the peer's part of the row finds the cores far
+    "bucketed, sharded update, adaptive stores": Contender(dp_optimizer(25.0, sharding=True, **NO_SPLIT), None,
+                                                           stream_sharded="adaptive"),
     # no gradient all-reduce: each rank computes its rows of the weight gradients over both ranks'
     # activations in shared memory (split_grads=True), then SGD on every rank from the shared averages ...
     "split weight gradients": Contender(dp_optimizer(25.0, split_grads=True), None),
@@ -218,6 +227,7 @@ CONTENDERS = {
 }
 CPUS = sorted(os.sched_getaffinity(0))  # the cores this job may use
 SPLIT_PLACE_DEFAULT = comm_split.ACTIVATIONS_IN_PLACE
+SHARDED_STORES_DEFAULT = comm_shards.STREAM_PEER_PART
 # compared step by step (they take turns in the same processes): (bucketed, per-parameter)
 PATH_NAMES = {"auto": "shared memory", "mpi": "MPI Iallreduce"}
 PAIRS = (("bucketed", "per-parameter"), ("bucketed, MPI Iallreduce", "per-parameter, MPI Iallreduce"),
@@ -301,7 +311,7 @@ def on_path(world: World, contender: Contender, step: Callable[[], Any]) -> Call
             with comm_stream.STREAM.use(contender.stream):
                 step()
         finally:
-            comm_split.ACTIVATIONS_IN_PLACE, comm_shards.STREAM_PEER_PART = SPLIT_PLACE_DEFAULT, False
+            comm_split.ACTIVATIONS_IN_PLACE, comm_shards.STREAM_PEER_PART = SPLIT_PLACE_DEFAULT, SHARDED_STORES_DEFAULT
             comm_split.STREAM_PARAMS, comm_stream.ROWS_POLICY = False, "adaptive"
     return run
 

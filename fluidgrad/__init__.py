@@ -13,19 +13,24 @@ from .framework import (ParamAttr, Parameter, Program, Variable, default_main_pr
                         disable_static, enable_static, in_dynamic_mode,
                         program_guard)
 from .framework import math_mixin as _math_mixin
-from .functions import (abs, add, add_n, assign, cast, concat, cos, divide, equal, exp, flatten, full, full_like, gather,
+from .functions import (abs, add_n, assign, cast, concat, cos, divide, empty, equal, exp, flatten, full,
+                        full_like, gather,
                         greater_equal, greater_than, less_equal, less_than, log, logical_and, logical_not,
                         logical_or, matmul, max, maximum, mean, min, minimum, multiply, not_equal, one_hot,
                         ones, ones_like, pow, relu, reshape, scale, sigmoid, sign, sin, slice, split, sqrt,
-                        square, squeeze, stack, subtract, sum, tanh, transpose, unsqueeze, zeros, zeros_like)
+                        square, squeeze, stack, sum, tanh, transpose, unsqueeze, zeros, zeros_like)
 from .tensor import *  # noqa: F401,F403  (where, argmax, tile, erf, einsum, ...: fluidgrad/tensor/)
 from .tensor import methods as _tensor_methods
+from .tensor.torch_methods import clamp, index_select, scatter  # noqa: E402  (Paddle's forms and torch's argument order)
+from .tensor.torch_statistics import count_nonzero, median, std, var  # noqa: E402  (and torch's dim= / correction=)
+from .tensor.torch_arithmetic import add, index_add, masked_select, round, subtract  # noqa: E402  (alpha=, torch's order)
 from .ops.random import get_rng_state, seed, set_rng_state
+from .ops.random import seed as manual_seed  # torch's name
 from .flags import get_flags, set_flags
 from . import static
 from . import nn, optimizer, regularizer  # noqa: E402  (after static: they build on it)
 from .nn.model_summary import summary  # noqa: E402  (paddle.summary: the layer table and parameter counts)
-from .eager import Tensor, enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled, to_tensor
+from .eager import Tensor, enable_grad, grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled, to_tensor
 
 _math_mixin.install(functions)
 _tensor_methods.install()  # x.max(), x.unsqueeze(0), abs(x), ~mask: Paddle's Tensor methods

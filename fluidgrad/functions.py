@@ -15,6 +15,7 @@ from .eager import to_tensor
 from .framework import DTypeError, Variable, default_main_program, dtypes, in_dynamic_mode, normalize_dtype
 from .indexing import getitem, setitem  # noqa: F401  (x[...] and x[...] = v: fluidgrad/indexing.py)
 from .framework.runtime_dims import RuntimeDim, has_runtime_dims
+from .framework.torch_forms import created, sizes_and_dtype, torch_keywords
 
 
 def _is_value(x: Any) -> bool:
@@ -172,6 +173,7 @@ def _axis_attrs(axis: Any, keepdim: bool) -> dict[str, Any]:
             "reduce_all": False}
 
 
+@torch_keywords
 def mean(x: Any, axis: Any = None, keepdim: bool = False, name: str | None = None) -> Any:
     """The mean over `axis` (all axes by default), keeping reduced axes as size 1 with `keepdim`."""
     if axis is None and not keepdim:
@@ -179,6 +181,7 @@ def mean(x: Any, axis: Any = None, keepdim: bool = False, name: str | None = Non
     return apply_op("reduce_mean", {"X": x}, _axis_attrs(axis, keepdim))
 
 
+@torch_keywords
 def sum(x: Any, axis: Any = None, keepdim: bool = False, dtype: Any = None, name: str | None = None) -> Any:
     """The sum over `axis` (all axes by default); bool and integer inputs sum in int64 (as PyTorch).
     `dtype` casts x first, to sum in a wider type (Paddle's and torch's dtype=); Paddle's
@@ -243,6 +246,7 @@ def reshape(x: Any, shape: Sequence[int], name: str | None = None) -> Any:
     return apply_op("reshape", {"X": x}, {"shape": [int(d) for d in shape]})
 
 
+@torch_keywords
 def flatten(x: Any, start_axis: int = 0, stop_axis: int = -1, name: str | None = None) -> Any:
     """Axes start_axis..stop_axis merged into one (a 0-D x becomes [1])."""
     return apply_op("flatten", {"X": x}, {"start_axis": int(start_axis), "stop_axis": int(stop_axis)})
@@ -266,11 +270,13 @@ def transpose(x: Any, perm: Sequence[int], name: Any = None) -> Any:
     return apply_op("transpose", {"X": x}, {"perm": [int(p) for p in perm]})
 
 
+@torch_keywords
 def concat(xs: Sequence[Any], axis: int = 0, name: str | None = None) -> Any:
     """The inputs joined along `axis` (all other axes must match)."""
     return apply_op("concat", {"X": list(xs)}, {"axis": int(axis)})
 
 
+@torch_keywords
 def stack(xs: Sequence[Any], axis: int = 0, name: str | None = None) -> Any:
     """The same-shaped inputs stacked along a new axis `axis`."""
     return apply_op("stack", {"X": list(xs)}, {"axis": int(axis)})
@@ -291,6 +297,7 @@ def slice(x: Any, axes: Sequence[int], starts: Sequence[int], ends: Sequence[int
                                         "strides": None if strides is None else [int(s) for s in strides]})
 
 
+@torch_keywords
 def squeeze(x: Any, axis: int | Sequence[int] | None = None, name: str | None = None) -> Any:
     """Drops the given axes of size 1 (all axes of size 1 when axis is None). A named axis whose
     size is known and not 1 stays, as in Paddle 2 and PyTorch (so `logits.squeeze(-1)` serves
@@ -303,6 +310,7 @@ def squeeze(x: Any, axis: int | Sequence[int] | None = None, name: str | None = 
     return apply_op("squeeze", {"X": x}, {"axes": kept})
 
 
+@torch_keywords
 def unsqueeze(x: Any, axis: int | Sequence[int], name: str | None = None) -> Any:
     """New axes of size 1 at the given output positions (several at once allowed)."""
     axes = [int(axis)] if isinstance(axis, (int, np.integer)) else [int(a) for a in axis]
@@ -364,25 +372,41 @@ def assign(x: Any, output: Any = None) -> Any:
     return output
 
 
+@torch_keywords
 def one_hot(x: Any, num_classes: int, axis: int = -1) -> Any:
     """float32 one-hot vectors on a new axis (default last); negative labels count from the end."""
     return apply_op("one_hot", {"X": x}, {"depth": int(num_classes), "dtype": "float32", "axis": int(axis)})
 
 
-def full(shape: Sequence[int], fill_value: float, dtype: Any = None) -> Any:
+def full(shape: Sequence[int], fill_value: float, dtype: Any = None, name: str | None = None, *,
+         device: Any = None, requires_grad: bool = False) -> Any:
     """A Tensor, or inside `program_guard` (or after `enable_static()`) a Variable; the default
-    float dtype (`set_default_dtype`) unless `dtype` is given."""
-    return _filled("full", shape, fill_value, dtype)
+    float dtype (`set_default_dtype`) unless `dtype` is given. `shape` may also be one int."""
+    shape = [shape] if isinstance(shape, (int, np.integer)) else shape
+    return created(_filled("full", shape, fill_value, dtype), "full", device, requires_grad)
 
 
-def zeros(shape: Sequence[int], dtype: Any = None) -> Any:
-    """A value of `shape` filled with zeros (a Tensor, or a Variable in static mode)."""
-    return _filled("zeros", shape, 0.0, dtype)
+def zeros(*size: Any, shape: Any = None, dtype: Any = None, name: str | None = None, device: Any = None,
+          requires_grad: bool = False) -> Any:
+    """A value filled with zeros (a Tensor, or a Variable in static mode): Paddle's
+    zeros([2, 3], dtype) or PyTorch's zeros(2, 3, dtype=..., requires_grad=...)."""
+    shape, dtype = sizes_and_dtype("zeros", size, dtype, shape)
+    return created(_filled("zeros", shape, 0.0, dtype), "zeros", device, requires_grad)
 
 
-def ones(shape: Sequence[int], dtype: Any = None) -> Any:
-    """A value of `shape` filled with ones (a Tensor, or a Variable in static mode)."""
-    return _filled("ones", shape, 1.0, dtype)
+def ones(*size: Any, shape: Any = None, dtype: Any = None, name: str | None = None, device: Any = None,
+         requires_grad: bool = False) -> Any:
+    """A value filled with ones: ones([2, 3], dtype) or ones(2, 3, dtype=...)."""
+    shape, dtype = sizes_and_dtype("ones", size, dtype, shape)
+    return created(_filled("ones", shape, 1.0, dtype), "ones", device, requires_grad)
+
+
+def empty(*size: Any, shape: Any = None, dtype: Any = None, name: str | None = None, device: Any = None,
+          requires_grad: bool = False) -> Any:
+    """A value of the given size (Paddle's empty([2, 3], dtype), torch's empty(2, 3)); zeros,
+    since fluidgrad has no uninitialised memory and a value read before written should not vary."""
+    shape, dtype = sizes_and_dtype("empty", size, dtype, shape)
+    return created(_filled("empty", shape, 0.0, dtype), "empty", device, requires_grad)
 
 
 def _filled(caller: str, shape: Sequence[int], fill_value: float, dtype: Any) -> Any:
@@ -403,20 +427,24 @@ def _filled(caller: str, shape: Sequence[int], fill_value: float, dtype: Any) ->
                                                   "dtype": normalize_dtype(dtype)})
 
 
-def full_like(x: Any, fill_value: float, dtype: Any = None) -> Any:
+def full_like(x: Any, fill_value: float, dtype: Any = None, name: str | None = None, *, device: Any = None,
+              requires_grad: bool = False) -> Any:
     """A value of x's shape filled with `fill_value` (x's dtype unless `dtype` is given); no gradient flows to x."""
-    return apply_op("fill_any_like", {"X": x}, {"value": float(fill_value),
-                                                "dtype": normalize_dtype(dtype) if dtype else None})
+    out = apply_op("fill_any_like", {"X": x}, {"value": float(fill_value),
+                                               "dtype": normalize_dtype(dtype) if dtype else None})
+    return created(out, "full_like", device, requires_grad)
 
 
-def zeros_like(x: Any, dtype: Any = None) -> Any:
+def zeros_like(x: Any, dtype: Any = None, name: str | None = None, *, device: Any = None,
+               requires_grad: bool = False) -> Any:
     """Zeros of x's shape (and dtype unless given)."""
-    return full_like(x, 0.0, dtype)
+    return full_like(x, 0.0, dtype, device=device, requires_grad=requires_grad)
 
 
-def ones_like(x: Any, dtype: Any = None) -> Any:
+def ones_like(x: Any, dtype: Any = None, name: str | None = None, *, device: Any = None,
+              requires_grad: bool = False) -> Any:
     """Ones of x's shape (and dtype unless given)."""
-    return full_like(x, 1.0, dtype)
+    return full_like(x, 1.0, dtype, device=device, requires_grad=requires_grad)
 
 
 _COMPARISONS = {"less_than": "<", "less_equal": "<=", "greater_than": ">", "greater_equal": ">=",

@@ -35,16 +35,18 @@ FUSED = {"sgd-noclip": "c_bucket_sgd", "sgd-resume": "c_bucket_sgd", "sgd-l2-mpi
 STATE_ENTRIES = {"sgd": 0, "momentum": 6, "adam": 24, "adamw": 24}  # accumulators of 6 parameters
 
 
-@pytest.mark.parametrize("nproc, streamed", [(2, False), (4, False), (2, True)], ids=["2", "4", "2-streamed"])
-def test_sharded_training_equals_single_process_on_the_whole_batch(tmp_path, monkeypatch, nproc, streamed):
+@pytest.mark.parametrize("nproc, stores", [(2, "0"), (4, "0"), (2, "1"), (2, "adaptive")],
+                         ids=["2", "4", "2-streamed", "2-adaptive"])
+def test_sharded_training_equals_single_process_on_the_whole_batch(tmp_path, monkeypatch, nproc, stores):
     """SGD, Momentum (and Nesterov), Adam, AdamW; global-norm and by-value clipping; L2 decay with a
     learning-rate schedule; several buckets and one; the shared-memory and the MPI paths; the fused
     updates (compiled and NumPy) and the unfused ops; a checkpoint saved and loaded back mid-run:
     the loss, every parameter and the whole optimizer state match after 20 steps, the ranks hold
     the same values (one node copy), and the Program shows the collectives. "2-streamed": the
-    peer's part of each row written with streaming stores (FLUIDGRAD_STREAM_SHARDED=1)."""
+    peer's part of each row and this rank's part of the parameters written with streaming stores
+    (FLUIDGRAD_STREAM_SHARDED=1); "2-adaptive": streamed on the steps a probe finds the cores far."""
     pytest.importorskip("mpi4py", reason="the `dist` extra (mpi4py + the mpich wheel) is not installed")
-    monkeypatch.setenv("FLUIDGRAD_STREAM_SHARDED", "1" if streamed else "0")
+    monkeypatch.setenv("FLUIDGRAD_STREAM_SHARDED", stores)
     out = tmp_path / "result.json"
     result = launch(nproc, "sharding.py", out)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -538,6 +538,7 @@ def test_every_differentiable_op_is_fuzzed_or_excused():
         "ctc_loss",
         "inverse", "determinant", "roi_align", "roi_align_grad",  # square matrices / boxes: op cases (matrix.py, detection.py)
         "solve", "cholesky", "log_abs_det", "pinv",  # well-conditioned or positive-definite matrices: op cases (matrix.py)
+        "triangular_solve", "matrix_exp",  # well-conditioned factors: op cases (matrix_functions.py)
         "svd", "eigh", "qr",  # distinct singular values / eigenvalues, full rank: op cases (decomposition.py)
         "pylayer",  # a traced PyLayer: its gradient is the user's backward (tests/test_pylayer_static.py)
         "bincount",  # integer bins and an output length known at run time only (tests/test_bincount_static.py)

@@ -82,10 +82,6 @@ def test_learning_rate_as_torchs_second_positional_argument(name):
 
 
 # ================================================================ crashes with unclear errors
-@pytest.mark.xfail(strict=True, reason="fg.tensor([1.0, 2.0]), the line torch code makes its tensors with, fails "
-                   "with \"TypeError: 'module' object is not callable\" (fg.tensor is the package of tensor "
-                   "functions); the module should be callable as torch.tensor (Paddle's to_tensor: float data "
-                   "float32, integer data int64) or the error should point to fg.to_tensor")
 def test_fg_tensor_makes_a_tensor_as_torch_tensor(eager):
     got = fg.tensor([[1.0, 2.0], [3.0, 4.0]])
     expected = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
@@ -104,11 +100,6 @@ _SIZE_VARARGS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="torch's creation calls with sizes as arguments fail with messages that "
-                   "do not say what is wrong: fg.randn(2, 3) / fg.rand(2, 3) raise 'unsupported dtype 3' (the 3 "
-                   "taken as Paddle's dtype), fg.zeros(2, 3) / ones(2, 3) \"'int' object is not iterable\"; "
-                   "(and fg.empty is missing); x.new_zeros(2, 3) already takes both forms, the functions should too (an int second argument "
-                   "is never a dtype)")
 @pytest.mark.parametrize("call", sorted(_SIZE_VARARGS))
 def test_creation_functions_take_sizes_as_arguments(call, eager):
     got = _SIZE_VARARGS[call](fg)
@@ -122,12 +113,6 @@ _TORCH_ORDER = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="torch's argument order of the functions fg.index_select(x, 1, index) and "
-                   "fg.scatter(x, 1, index, src) crashes with messages about fluidgrad's internals (\"'int' object "
-                   "has no attribute 'shape'\", \"The truth value of an array with more than one element is "
-                   "ambiguous\"), while fg.gather(x, 1, index) and the methods x.index_select(1, index) / "
-                   "x.scatter(1, index, src) take torch's order since this session: the functions should too "
-                   "(Paddle's index is a tensor, never an int, so the two orders are told apart)")
 @pytest.mark.parametrize("call", sorted(_TORCH_ORDER))
 def test_functions_take_torchs_argument_order_as_their_methods_do(call):
     a = np.arange(12.0).reshape(3, 4)
@@ -156,11 +141,6 @@ _DIM_KEYWORD = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="the functions torch code calls with dim= refuse it (TypeError: unexpected "
-                   "keyword argument 'dim' / 'start_dim'): fg.sum, mean, argmax, max, cumsum, unsqueeze, squeeze, "
-                   "flatten, stack, topk, chunk, norm, F.normalize, F.cosine_similarity; the Tensor methods "
-                   "(x.sum(dim=1)), fg.concat(dim=) and F.softmax(dim=) already take it, so torch.sum(x, dim=1) "
-                   "ported as fg.sum(x, dim=1) is the one that fails; dim should name axis everywhere")
 @pytest.mark.parametrize("call", sorted(_DIM_KEYWORD))
 def test_functions_take_torchs_dim_keyword(call):
     expected = _np(_DIM_KEYWORD[call](torch, torch.tensor(_X)))
@@ -317,9 +297,6 @@ _TOP_LEVEL = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="torch's everyday top-level names are missing (AttributeError): "
-                   "fg.clamp (x.clamp exists since this session), fg.from_numpy, fg.as_tensor, fg.manual_seed "
-                   "(fg.seed's torch name), fg.inference_mode (no_grad's)")
 @pytest.mark.parametrize("call", sorted(_TOP_LEVEL))
 def test_torch_top_level_names(call, eager):
     fn = _TOP_LEVEL[call]
@@ -399,10 +376,6 @@ _SCHEDULERS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="torch.optim.lr_scheduler's schedulers, built on an optimizer and stepped "
-                   "once per epoch, are missing (fg.optimizer has no lr_scheduler: AttributeError); fluidgrad has "
-                   "Paddle's StepDecay / CosineAnnealingDecay built on a rate before the optimizer; the torch "
-                   "form should set the optimizer's rate as torch's does, epoch by epoch")
 @pytest.mark.parametrize("name", sorted(_SCHEDULERS))
 def test_torch_lr_schedulers_follow_torch(name):
     make = _SCHEDULERS[name]
@@ -449,10 +422,6 @@ _LINALG = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="fg.linalg lacks the triangular and Cholesky solves and the matrix "
-                   "exponential that paddle.linalg and torch both have (AttributeError): cholesky_solve, "
-                   "triangular_solve (Paddle's name) / solve_triangular (torch's), matrix_exp; the way to reuse "
-                   "a Cholesky factor (fg.linalg.cholesky exists) is missing")
 @pytest.mark.parametrize("call", sorted(_LINALG))
 def test_linalg_solves_with_a_factor(call):
     ours, theirs = _LINALG[call]

@@ -14,11 +14,11 @@ from . import tensor as _tensor
 from .apply import apply_binary, apply_unary, eager_apply
 from .engine import backward, grad
 from .grad_builder import EagerGradBuilder
-from .mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .node import keep_only_what_is_read
 from .tensor import Tensor, to_tensor
 
 _tensor.install_engine(apply_binary, apply_unary, eager_apply, backward)
 
 __all__ = ["EagerGradBuilder", "Tensor", "backward", "eager_apply", "enable_grad", "grad", "is_grad_enabled",
-           "keep_only_what_is_read", "no_grad", "set_grad_enabled", "to_tensor"]
+           "keep_only_what_is_read", "inference_mode", "no_grad", "set_grad_enabled", "to_tensor"]

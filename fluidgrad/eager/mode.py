@@ -133,6 +133,21 @@ class no_grad(_GradMode):
         return self
 
 
+class inference_mode(_GradMode):
+    """PyTorch's inference_mode: no_grad for a block or a function (`with inference_mode():`,
+    `@inference_mode()`, `@inference_mode`); inference_mode(False) records as usual."""
+
+    def __new__(cls, mode: Any = True):
+        self = super().__new__(cls)
+        if callable(mode) and not isinstance(mode, bool):   # bare @inference_mode
+            self.mode = False
+            return self(mode)
+        return self
+
+    def __init__(self, mode: Any = True) -> None:
+        self.mode = not bool(mode)
+
+
 class set_grad_enabled(_GradMode):
     """Turn recording on or off for this thread now; as a context manager (or decorator), as
     PyTorch's, it restores the mode found when it was made."""

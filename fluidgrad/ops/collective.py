@@ -187,8 +187,8 @@ def _streams(bucket) -> bool:
     """The fused replicated update (shard=False) writes a two-rank shared bucket's rows with streaming
     stores (ops/comm_stream.py) on the steps its probe finds the peer's cache holding them
     (SharedBucket.streams_rows), which the producers' own stores are not: then they are not
-    offered. (The sharded buckets and c_bucket_allreduce keep ordinary stores and placement:
-    they read the rank's own row back, or its own part where its producer wrote it; streaming
+    offered. (c_bucket_allreduce keeps ordinary stores and placement: it reads the rank's own row
+    back; the sharded buckets stream only when asked, comm_shards.streams_peer_part; streaming
     measured no better there, docs/distributed.md.)"""
     return bucket.shared and bucket.pair and comm_stream.enabled() and bucket.streams_rows()
 
@@ -343,7 +343,7 @@ def _shard_offer(shapes, dtypes, reduce="avg", bucket="", nranks=1, shard=True, 
 
     def offer():
         found = world.kept_bucket(key, layout.padded, dtype)
-        if found is None or (comm_shards.streams_peer_part(found) if shard else _streams(found)):
+        if found is None or (comm_shards.streams_peer_part(found, layout) if shard else _streams(found)):
             return None  # rows written with streaming stores: the producers' ordinary stores are not wanted there
         return pieces.of(found)
     return (key, layout.padded, dtype.str), offer

@@ -170,14 +170,15 @@ class SharedBucket:
         self.reductions += 1
         return rows
 
-    def streams_rows(self) -> bool:
+    def streams_rows(self, at: int = 0) -> bool:
         """Whether the coming reduction's row is written with streaming stores (two ranks; chosen
-        once per reduction by probing the row: comm_stream.StoreChooser). Asked before anything
-        is written into the row (a placement offer, or the pack): the probe overwrites its start."""
+        once per reduction by probing the row from element `at`, where the peer reads it:
+        comm_stream.StoreChooser). Asked before anything is written into the row (a placement
+        offer, or the pack): the probe overwrites what it probes."""
         if not self.pair:
             return False
         if self._streamed is None or self._streamed[0] != self.reductions:
-            self._streamed = (self.reductions, self.stores.stream_now(self.input))
+            self._streamed = (self.reductions, self.stores.stream_now(self.input[at:]))
         return self._streamed[1]
 
     def reduce_own_slice(self, scale: Any = None) -> None:

@@ -31,11 +31,14 @@ import numpy as np
 
 from . import comm_stream
 
-# two ranks on one node: the part of this rank's gradients that the peer sums written into the
-# shared row with streaming stores (comm_stream.py), the gradients left where their producers made
-# them (no placement), instead of placement's ordinary stores into the row. Off (measured no better:
-# docs/distributed.md); FLUIDGRAD_STREAM_SHARDED=1 turns it on (read at each step's offer and pack)
-STREAM_PEER_PART = os.environ.get("FLUIDGRAD_STREAM_SHARDED", "0") == "1"
+# two ranks on one node: what the peer reads of a sharded step, the peer's part of this rank's row
+# and this rank's part of the parameters' node copy, written with streaming stores (comm_stream.py;
+# the gradients then left where their producers made them, no placement) or ordinary ones:
+# "ordinary", "stream" (every step), or "adaptive" (streamed on the steps a probe of the peer's part
+# of the row finds the peer's cache holding it: comm_stream.StoreChooser, as the replicated rows).
+# FLUIDGRAD_STREAM_SHARDED=0|1|adaptive; read at each step's offer, pack and update
+STREAM_PEER_PART = {"0": "ordinary", "1": "stream"}.get(*[os.environ.get("FLUIDGRAD_STREAM_SHARDED", "0")] * 2)
+STREAM_CHUNK = 1 << 14  # elements: a streamed update's new values computed into an L2-sized scratch first
 
 
 class Layout:
@@ -293,7 +296,7 @@ def exchange(world: Any, key: Any, arrays: Sequence[np.ndarray], layout: Layout,
         world.wait(world.comm.Ireduce_scatter_block(bucket.input, summed, op=world.mpi.SUM), what)
         return np.empty((0, 0), dtype), -1, summed
     lo, hi = layout.bounds(world.rank)
-    pack(bucket.input, arrays, layout, skip=(lo, hi), present=present, stream=streams_peer_part(bucket))
+    pack(bucket.input, arrays, layout, skip=(lo, hi), present=present, stream=streams_peer_part(bucket, layout))
     rows = bucket.next_rows()
     bucket.win.Sync()
     world.wait(bucket.node.Ibarrier(), what)
@@ -302,9 +305,16 @@ def exchange(world: Any, key: Any, arrays: Sequence[np.ndarray], layout: Layout,
     return rows, bucket.rank, rows[bucket.rank, lo:hi] if whole else None
 
 
-def streams_peer_part(bucket: Any) -> bool:
-    """Whether the peer's part of this rank's row is written with streaming stores (STREAM_PEER_PART)."""
-    return STREAM_PEER_PART and bucket.shared and bucket.pair and comm_stream.enabled()
+def streams_peer_part(bucket: Any, layout: Layout) -> bool:
+    """Whether this reduction writes what the peer reads (its part of this rank's row, this rank's
+    part of the parameters) with streaming stores (STREAM_PEER_PART). Asked before anything is
+    written into the row (the placement offer, then the pack): "adaptive" probes the row where
+    the peer's part starts, the memory the peer read two reductions before."""
+    if STREAM_PEER_PART == "ordinary" or not (bucket.shared and bucket.pair and comm_stream.enabled()):
+        return False
+    if STREAM_PEER_PART == "stream":
+        return True
+    return bucket.streams_rows(at=layout.bounds(1 - bucket.rank)[0])
 
 
 def update_in_place(world: Any, key: Any, grads: Sequence[np.ndarray], layout: Layout, scale: Any,
@@ -324,6 +334,7 @@ def update_in_place(world: Any, key: Any, grads: Sequence[np.ndarray], layout: L
         update(own[start:end], 1, rows, skip, start, *[f[start:end] for f in flats])
         return [[f[o:o + s].reshape(shape) for o, s, shape in zip(layout.offsets, layout.sizes, layout.shapes)]
                 for f in flats]
+    stream = streams_peer_part(world.bucket(key, layout.padded, dtype), layout)  # (exchange's choice too)
     rows, skip, own = exchange(world, key, grads, layout, what, placed)
     scale = 1 if scale is None else scale
     copies = [world.node_copy(copy_key, layout.padded, dtype) for copy_key, _ in states]
@@ -332,6 +343,8 @@ def update_in_place(world: Any, key: Any, grads: Sequence[np.ndarray], layout: L
             copy.write_part(gather_part(arrays, layout, rank, dtype), layout)
     start = time.perf_counter()
     lo, hi = layout.bounds(rank)
+    if stream:
+        update = _streaming_parameters(update)  # the peer reads them at its next forward pass
     if own is not None:  # this rank's part in one piece (padding included: zeros, zero parameters)
         update(own, scale, rows, skip, lo, *[c.flat[lo:hi] for c in copies])
     else:
@@ -343,6 +356,28 @@ def update_in_place(world: Any, key: Any, grads: Sequence[np.ndarray], layout: L
     for k, copy in enumerate(copies):  # the last one publishes them all (one barrier on one node)
         views.append(copy.gather(None, layout, what, sync=k == len(copies) - 1))
     return views
+
+
+def _streaming_parameters(update: Any) -> Any:
+    """`update` with the new parameters (its first state) written into the node copy with streaming
+    stores: each STREAM_CHUNK of them copied into a scratch array, updated there (the same
+    expression on the same values: the same bits), then streamed into the copy, so no line the
+    peer read is taken from its cache first. The other states (velocities, moments) only this
+    rank reads: updated in place."""
+    def streamed(own, scale, rows, skip, start, param, *states):
+        scratch = _scratch(param.dtype)
+        for a in range(0, param.size, STREAM_CHUNK):
+            b = min(a + STREAM_CHUNK, param.size)
+            part = scratch[:b - a]
+            np.copyto(part, param[a:b])
+            update(own[a:b], scale, rows, skip, start + a, part, *[s[a:b] for s in states])
+            comm_stream.stream_copy(param[a:b], part)
+    return streamed
+
+
+@functools.cache
+def _scratch(dtype: Any) -> np.ndarray:
+    return np.empty(STREAM_CHUNK, dtype)
 
 
 def update_replicated(world: Any, key: Any, grads: Sequence[np.ndarray], layout: Layout, scale: Any,

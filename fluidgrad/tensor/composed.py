@@ -17,6 +17,7 @@ from .manipulation import flip
 from .math import all as _all
 from .math import amax, cumsum
 from .search import sort, where
+from ..framework.torch_forms import torch_keywords
 
 __all__ = ["allclose", "count_nonzero", "cross", "diff", "dot", "equal_all", "isclose", "kron", "lerp",
            "logcumsumexp", "masked_select", "median", "moveaxis", "nan_to_num", "numel", "quantile", "rot90"]
@@ -61,6 +62,7 @@ def numel(x: Any, name: str | None = None) -> Any:
     return constant(np.array(int(np.prod(x.shape, dtype=np.int64)), np.int64), x)
 
 
+@torch_keywords
 def count_nonzero(x: Any, axis: Any = None, keepdim: bool = False, name: str | None = None) -> Any:
     """How many elements are not zero (int64), over `axis` or all."""
     return _sum(cast(apply_op("not_equal", {"X": x, "Y": full_like(x, 0)}), "int64"), axis, keepdim)
@@ -74,6 +76,7 @@ def dot(x: Any, y: Any, name: str | None = None) -> Any:
     return _sum(multiply(x, y), axis=-1)
 
 
+@torch_keywords
 def cross(x: Any, y: Any, axis: int = 9, name: str | None = None) -> Any:
     """The cross product of 3-vectors along `axis` (default: the first axis of size 3, as Paddle's)."""
     if axis == 9:
@@ -106,6 +109,7 @@ def masked_select(x: Any, mask: Any, name: str | None = None) -> Any:
     return reshape(x[mask], [-1])
 
 
+@torch_keywords
 def diff(x: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None, name: str | None = None) -> Any:
     """The n-th forward difference along axis (prepend / append joined first), as NumPy's diff."""
     parts = [p for p in (prepend, x, append) if p is not None]
@@ -133,6 +137,7 @@ def moveaxis(x: Any, source: int | Sequence[int], destination: int | Sequence[in
     return transpose(x, order)
 
 
+@torch_keywords(dims="axes")
 def rot90(x: Any, k: int = 1, axes: Sequence[int] = (0, 1), name: str | None = None) -> Any:
     """x rotated by 90 degrees k times in the plane of `axes` (from the first towards the second)."""
     a, b = (int(v) % _rank(x) for v in axes)
@@ -171,6 +176,7 @@ def _is_value(v: Any) -> bool:
     return isinstance(v, Variable) or is_tensor(v)
 
 
+@torch_keywords
 def logcumsumexp(x: Any, axis: int | None = None, dtype: Any = None, name: str | None = None) -> Any:
     """log(cumsum(exp(x))) along axis (flattened when None), shifted by the maximum for range."""
     if axis is None:
@@ -207,6 +213,7 @@ def _with_nan(out: Any, values: Any, ax: int, axis: int | None, keepdim: bool, x
     return where(isnan(last), last, out)
 
 
+@torch_keywords
 def quantile(x: Any, q: float | Sequence[float], axis: int | None = None, keepdim: bool = False,
              name: str | None = None) -> Any:
     """The q-th quantile(s) along axis (flattened when None), interpolating linearly between the

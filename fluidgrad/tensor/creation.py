@@ -14,7 +14,9 @@ from ..indexing import constant, create  # noqa: F401  (shared with search.py an
 
 from ..framework import Variable, normalize_dtype
 from ..framework.dtypes import get_default_dtype
+from ..framework.torch_forms import created
 from .diagonals import diagonal
+from .keywords import paddle_or_torch
 
 __all__ = ["arange", "diag", "eye", "linspace", "meshgrid"]
 
@@ -27,8 +29,10 @@ def _number(value: Any) -> Any:
     return value
 
 
-def arange(start: Any = 0, end: Any = None, step: Any = 1, dtype: Any = None, name: str | None = None) -> Any:
-    """[start, end) by step; `arange(n)` counts 0..n-1. Integers give int64, else the default float dtype."""
+def arange(start: Any = 0, end: Any = None, step: Any = 1, dtype: Any = None, name: str | None = None, *,
+           device: Any = None, requires_grad: bool = False) -> Any:
+    """[start, end) by step; `arange(n)` counts 0..n-1. Integers give int64, else the default float
+    dtype; torch's device= / requires_grad= too (`arange(n, device=x.device)`)."""
     start, end, step = _number(start), _number(end), _number(step)
     if end is None:
         start, end = 0, start
@@ -36,13 +40,22 @@ def arange(start: Any = 0, end: Any = None, step: Any = 1, dtype: Any = None, na
         ints = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (start, end, step))
         dtype = "int64" if ints else get_default_dtype()
     start, end, step = (int(v) if isinstance(v, (int, np.integer)) else float(v) for v in (start, end, step))
-    return create("range", {"start": start, "end": end, "step": step, "dtype": normalize_dtype(dtype)})
+    out = create("range", {"start": start, "end": end, "step": step, "dtype": normalize_dtype(dtype)})
+    return created(out, "arange", device, requires_grad)
 
 
-def linspace(start: float, stop: float, num: int, dtype: Any = None, name: str | None = None) -> Any:
-    """`num` evenly spaced values from `start` to `stop`, both included (the default float dtype unless given)."""
-    return create("linspace", {"start": float(_number(start)), "stop": float(_number(stop)),
-                               "num": int(_number(num)), "dtype": normalize_dtype(dtype or get_default_dtype())})
+def linspace(start: float, stop: float | None = None, num: int | None = None, dtype: Any = None,
+             name: str | None = None, *, end: float | None = None, steps: int | None = None, device: Any = None,
+             requires_grad: bool = False) -> Any:
+    """`num` evenly spaced values from `start` to `stop`, both included (the default float dtype
+    unless given); torch's names end= / steps= and device= / requires_grad= too."""
+    stop, num = paddle_or_torch("linspace", "stop", stop, "end", end), paddle_or_torch("linspace", "num", num,
+                                                                                       "steps", steps)
+    if stop is None or num is None:
+        raise TypeError("linspace: give the end (stop= / end=) and the number of values (num= / steps=)")
+    out = create("linspace", {"start": float(_number(start)), "stop": float(_number(stop)),
+                              "num": int(_number(num)), "dtype": normalize_dtype(dtype or get_default_dtype())})
+    return created(out, "linspace", device, requires_grad)
 
 
 def meshgrid(*args: Any, indexing: str = "ij", name: str | None = None) -> list[Any]:
@@ -68,14 +81,16 @@ def meshgrid(*args: Any, indexing: str = "ij", name: str | None = None) -> list[
     return grids
 
 
-def eye(num_rows: int, num_columns: int | None = None, dtype: Any = None, name: str | None = None) -> Any:
+def eye(num_rows: int, num_columns: int | None = None, dtype: Any = None, name: str | None = None, *,
+        device: Any = None, requires_grad: bool = False) -> Any:
     """The identity matrix [num_rows, num_columns] (square when num_columns is None), of the default
-    float dtype unless told (paddle.eye, torch.eye)."""
+    float dtype unless told (paddle.eye, torch.eye, with torch's device= / requires_grad=)."""
     rows, columns = int(_number(num_rows)), -1 if num_columns is None else int(_number(num_columns))
     if rows < 0 or (num_columns is not None and columns < 0):
         raise ValueError(f"eye: num_rows and num_columns must be >= 0, got {num_rows} and {num_columns}")
-    return create("eye", {"num_rows": rows, "num_columns": columns,
-                          "dtype": normalize_dtype(dtype or get_default_dtype())})
+    out = create("eye", {"num_rows": rows, "num_columns": columns,
+                         "dtype": normalize_dtype(dtype or get_default_dtype())})
+    return created(out, "eye", device, requires_grad)
 
 
 def diag(x: Any, offset: int = 0, padding_value: Any = 0, name: str | None = None) -> Any:

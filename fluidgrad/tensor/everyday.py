@@ -18,6 +18,7 @@ from ..indexing import constant
 from .composed import moveaxis
 from .logic import isinf, isnan
 from .search import put_along_axis, take_along_axis, where
+from ..framework.torch_forms import torch_keywords
 
 __all__ = ["bincount", "clone", "cummax", "empty_like", "hypot", "index_add", "logaddexp", "mm", "nanmean", "nansum",
            "neg", "searchsorted"]
@@ -68,6 +69,7 @@ def _without_nan(x: Any) -> Any:
     return where(isnan(x), full_like(x, 0.0), x)
 
 
+@torch_keywords
 def nansum(x: Any, axis: Any = None, dtype: Any = None, keepdim: bool = False, name: str | None = None) -> Any:
     """The sum over `axis` counting NaNs as zero (no gradient reaches them)."""
     if dtype is not None:
@@ -77,6 +79,7 @@ def nansum(x: Any, axis: Any = None, dtype: Any = None, keepdim: bool = False, n
     return _sum(_without_nan(x), axis, keepdim)
 
 
+@torch_keywords
 def nanmean(x: Any, axis: Any = None, keepdim: bool = False, name: str | None = None) -> Any:
     """The mean over `axis` of the entries that are not NaN (NaN where all are)."""
     if "float" not in str(x.dtype):
@@ -107,6 +110,7 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, name: str | None =
     return apply_op("bincount", inputs, {"minlength": int(minlength)})
 
 
+@torch_keywords
 def cummax(x: Any, axis: int | None = None, dtype: Any = "int64", name: str | None = None) -> tuple[Any, Any]:
     """(running maximum along `axis`, the index where each was reached): the flattened x when axis
     is None. As torch: a tie takes the later index, a NaN stays the maximum (from the latest NaN).
@@ -143,6 +147,7 @@ def cummax(x: Any, axis: int | None = None, dtype: Any = "int64", name: str | No
     return values, index
 
 
+@torch_keywords
 def index_add(x: Any, index: Any, axis: int, value: Any, name: str | None = None) -> Any:
     """x with value's slices added at the 1-D `index` along `axis` (repeated indices add up);
     value has x's shape but len(index) along axis (paddle.index_add; torch.index_add(x, dim,
@@ -160,6 +165,7 @@ def index_add(x: Any, index: Any, axis: int, value: Any, name: str | None = None
     return put_along_axis(x, where_to, cast(value, x.dtype) if value.dtype != x.dtype else value, axis, reduce="add")
 
 
-def empty_like(x: Any, dtype: Any = None, name: str | None = None) -> Any:
+def empty_like(x: Any, dtype: Any = None, name: str | None = None, *, device: Any = None,
+               requires_grad: bool = False) -> Any:
     """A value of x's shape (and dtype unless given); fluidgrad fills it with zeros."""
-    return full_like(x, 0.0, dtype)
+    return full_like(x, 0.0, dtype, device=device, requires_grad=requires_grad)

@@ -12,6 +12,7 @@ from ..functions import abs as _abs
 from ..functions import max as _max
 from ..functions import min as _min
 from ..functions import sum as _sum
+from ..framework.torch_forms import torch_keywords
 
 __all__ = ["bmm", "det", "einsum", "inverse", "norm", "tensordot"]
 
@@ -70,6 +71,7 @@ def bmm(x: Any, y: Any, name: str | None = None) -> Any:
     return matmul(x, y)
 
 
+@torch_keywords
 def norm(x: Any, p: Any = "fro", axis: Any = None, keepdim: bool = False, name: str | None = None) -> Any:
     """The vector p-norm over `axis` (all elements when None): p = 'fro', 1, 2, inf, -inf or any p > 0.
     The gradient at a zero vector is 0 (as PyTorch), never nan."""
@@ -109,6 +111,7 @@ def _contracted_axes(axes: Any, x_rank: int, y_rank: int) -> tuple[list[int], li
     return [int(a) % x_rank for a in x_axes], [int(a) % y_rank for a in y_axes]
 
 
+@torch_keywords(dims="axes")
 def tensordot(x: Any, y: Any, axes: Any = 2, name: str | None = None) -> Any:
     """Sums of products over x's axes axes[0] paired with y's axes[1]; the result has x's other
     axes, then y's (paddle.tensordot, torch.tensordot, np.tensordot). One transpose and reshape of

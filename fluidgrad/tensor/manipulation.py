@@ -13,6 +13,7 @@ from ..dispatch import apply_op, axis_of_input, is_tensor
 from ..framework.runtime_dims import has_runtime_dims
 from ..functions import concat, runtime_shape_tensor
 from ..indexing import constant
+from ..framework.torch_forms import torch_keywords
 
 __all__ = ["cat", "tile", "expand", "broadcast_to", "expand_as", "flip", "roll", "unstack", "unbind", "chunk",
            "repeat_interleave", "strided_slice", "broadcast_tensors", "unique"]
@@ -63,17 +64,20 @@ def broadcast_tensors(input: Sequence[Any], name: str | None = None) -> list[Any
     return [expand(t, shape) for t in input]
 
 
+@torch_keywords(dims="axis")
 def flip(x: Any, axis: int | Sequence[int], name: str | None = None) -> Any:
     """x with the order of elements reversed along each axis in `axis`."""
     return apply_op("flip", {"X": x}, {"axis": _ints(axis)})
 
 
+@torch_keywords(dims="axis")
 def roll(x: Any, shifts: int | Sequence[int], axis: int | Sequence[int] | None = None,
          name: str | None = None) -> Any:
     """x shifted cyclically along axis (over the flattened x when axis is None)."""
     return apply_op("roll", {"X": x}, {"shifts": _ints(shifts), "axis": [] if axis is None else _ints(axis)})
 
 
+@torch_keywords
 def unstack(x: Any, axis: int = 0, num: int | None = None) -> list[Any]:
     """The slices of x along axis, each without that axis."""
     axis = axis_of_input("unstack", x, axis)
@@ -86,11 +90,13 @@ def unstack(x: Any, axis: int = 0, num: int | None = None) -> list[Any]:
     return [apply_op("squeeze", {"X": p}, {"axes": [axis]}) for p in parts]
 
 
+@torch_keywords
 def unbind(input: Any, axis: int = 0) -> list[Any]:
     """x split along `axis` into a list of slices without that axis (= unstack)."""
     return unstack(input, axis_of_input("unbind", input, axis, "input"))
 
 
+@torch_keywords
 def chunk(x: Any, chunks: int, axis: int = 0, name: str | None = None) -> list[Any]:
     """x split into `chunks` pieces along axis; as in PyTorch, when the size does not divide, the
     pieces have ceil(size / chunks) entries and the last is smaller (there may be fewer pieces).
@@ -110,6 +116,7 @@ def chunk(x: Any, chunks: int, axis: int = 0, name: str | None = None) -> list[A
     return apply_op("split", {"X": x}, {"num_or_sections": sections, "axis": axis}, n_out=len(sections))
 
 
+@torch_keywords
 def repeat_interleave(x: Any, repeats: int | Any, axis: int | None = None, name: str | None = None) -> Any:
     """Each entry repeated `repeats` times (or repeats[i] times for entry i) along axis (of the
     flattened x when axis is None). A gather of repeated positions, so differentiable twice."""
@@ -134,6 +141,7 @@ def strided_slice(x: Any, axes: Sequence[int], starts: Sequence[int], ends: Sequ
                                         "strides": _ints(strides)})
 
 
+@torch_keywords
 def unique(x: Any, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False,
            axis: int | None = None, dtype: str = "int64", name: str | None = None) -> Any:
     """The sorted distinct values of x (flattened, or slices along `axis`), as `paddle.unique`:

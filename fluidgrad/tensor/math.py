@@ -14,6 +14,7 @@ from ..indexing import constant
 from ..framework import Variable
 from ..framework.dtypes import get_default_dtype, is_float
 from ..functions import _axis_attrs, _binary, cast, floor_divide, maximum, minimum, remainder, reshape
+from ..framework.torch_forms import torch_keywords
 
 __all__ = [
     "acos",
@@ -138,6 +139,7 @@ def _axes_list(axis: Any, ndim: int) -> list[int]:
     return sorted({int(a) % max(ndim, 1) for a in axes})
 
 
+@torch_keywords
 def prod(x: Any, axis: Any = None, keepdim: bool = False, dtype: Any = None, name: str | None = None) -> Any:
     """The product over `axis` (all axes when None); zeros in x get an exact gradient."""
     if dtype is not None:
@@ -150,26 +152,31 @@ def prod(x: Any, axis: Any = None, keepdim: bool = False, dtype: Any = None, nam
     return x
 
 
+@torch_keywords
 def logsumexp(x: Any, axis: Any = None, keepdim: bool = False, name: str | None = None) -> Any:
     """log(sum(exp(x))) over `axis`, stable for large magnitudes."""
     return apply_op("logsumexp", {"X": x}, _axis_attrs(axis, keepdim))
 
 
+@torch_keywords
 def amax(x: Any, axis: Any = None, keepdim: bool = False, name: str | None = None) -> Any:
     """The maximum over `axis`; equal maxima share the gradient evenly."""
     return apply_op("reduce_max", {"X": x}, _axis_attrs(axis, keepdim))
 
 
+@torch_keywords
 def amin(x: Any, axis: Any = None, keepdim: bool = False, name: str | None = None) -> Any:
     """The minimum over `axis`; equal minima share the gradient evenly."""
     return apply_op("reduce_min", {"X": x}, _axis_attrs(axis, keepdim))
 
 
+@torch_keywords
 def all(x: Any, axis: Any = None, keepdim: bool = False, name: str | None = None) -> Any:
     """Whether every element is true (non-zero) over `axis`; a bool result."""
     return apply_op("reduce_all", {"X": x}, _axis_attrs(axis, keepdim))
 
 
+@torch_keywords
 def any(x: Any, axis: Any = None, keepdim: bool = False, name: str | None = None) -> Any:
     """Whether any element is true (non-zero) over `axis`; a bool result."""
     return apply_op("reduce_any", {"X": x}, _axis_attrs(axis, keepdim))
@@ -183,6 +190,7 @@ def _scan(op_type: str, x: Any, axis: Any, dtype: Any, exclusive: bool, reverse:
     return apply_op(op_type, {"X": x}, {"axis": int(axis), "exclusive": bool(exclusive), "reverse": bool(reverse)})
 
 
+@torch_keywords
 def cumsum(x: Any, axis: int | None = None, dtype: Any = None, exclusive: bool = False, reverse: bool = False,
            name: str | None = None) -> Any:
     """Running sum along `axis` (the flattened x when None); `exclusive` and `reverse` as ONNX CumSum."""

@@ -7,15 +7,12 @@ of its own.
 without replacing anything a class already defines (`x.astype`, `x.sum`, `x.shape`, ...)."""
 from __future__ import annotations
 
-import inspect
-from collections import namedtuple
 from typing import Any, Callable
-
-import numpy as np
 
 from .. import functions
 from ..framework.math_mixin import MathMixin
-from . import creation, diagonals, inplace, linalg, logic, manipulation, math, search, stat, torch_methods
+from ..framework.torch_forms import torch_keywords
+from . import creation, diagonals, inplace, linalg, logic, manipulation, math, search, stat, torch_methods, torch_returns
 
 # The functions Paddle 2 also offers as Tensor methods, among those fluidgrad has (Paddle's
 # `tensor_method_func`, less the ones whose first argument is not the tensor: concat, stack,
@@ -37,7 +34,7 @@ METHOD_NAMES: tuple[str, ...] = (
 
 # later modules win, as in `import fluidgrad`: fluidgrad/__init__.py imports `functions` first,
 # then `from .tensor import *`
-_SOURCES = (functions, creation, diagonals, linalg, logic, manipulation, math, search, stat)
+_SOURCES = (functions, creation, diagonals, linalg, logic, manipulation, math, search, stat, torch_returns)
 
 
 def _function(name: str) -> Callable[..., Any]:
@@ -47,122 +44,11 @@ def _function(name: str) -> Callable[..., Any]:
     raise LookupError(f"Tensor method {name!r}: no public function of that name in fluidgrad")
 
 
-# PyTorch's keyword names beside Paddle's, for the methods whose function takes Paddle's
-_TORCH_KEYWORDS = {"dim": "axis", "start_dim": "start_axis", "end_dim": "stop_axis"}
-# ... and those of single methods: x.flip(dims=[1]), x.roll(shifts=1, dims=1)
-_TORCH_METHOD_KEYWORDS = {"flip": {"dims": "axis"}, "roll": {"dims": "axis"}}
-
-
-def _with_torch_keywords(fn: Callable[..., Any], method_name: str = "") -> Callable[..., Any]:
-    """fn, also taking x.sum(dim=1) / x.flatten(start_dim=1) (PyTorch) for axis= / start_axis=."""
-    params = inspect.signature(fn).parameters
-    keywords = {**_TORCH_KEYWORDS, **_TORCH_METHOD_KEYWORDS.get(method_name, {})}
-    aliases = {torch: paddle for torch, paddle in keywords.items() if paddle in params and torch not in params}
-    if not aliases:
-        return fn
-
-    def method(*args: Any, **kwargs: Any) -> Any:
-        for torch_name, name in aliases.items():
-            if torch_name in kwargs:
-                if name in kwargs:
-                    raise TypeError(f"{fn.__name__}: give {name}= or {torch_name}=, not both")
-                kwargs[name] = kwargs.pop(torch_name)
-        return fn(*args, **kwargs)
-    method.__name__ = method.__qualname__ = fn.__name__
-    method.__doc__ = fn.__doc__
-    method.__wrapped__ = fn  # type: ignore[attr-defined]
-    return method
-
-
-# torch.return_types.max / min / sort: what torch's x.max(dim=1) returns
-_VALUES_AND_INDICES = {name: namedtuple(name, ["values", "indices"]) for name in ("max", "min", "sort")}
-
-
-def _torch_max_min(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-    """x.max(axis=1) is Paddle's: one Tensor of maxima. x.max(dim=1) is PyTorch's: the named
-    tuple (values, indices), so `values, indices = x.max(dim=1)` unpacks as in torch; the values
-    are gathered at the indices, so the gradient goes to the chosen entry (first on ties)."""
-    arg = _function("argmax" if name == "max" else "argmin")
-    take = _function("take_along_axis")
-    squeeze = _function("squeeze")
-
-    def method(x: Any, *args: Any, **kwargs: Any) -> Any:
-        if "dim" not in kwargs:
-            return fn(x, *args, **kwargs)
-        if args or "axis" in kwargs:
-            raise TypeError(f"{name}: give axis= (Paddle) or dim= (PyTorch), not both")
-        dim, keepdim = int(kwargs.pop("dim")), bool(kwargs.pop("keepdim", False))
-        if kwargs:
-            raise TypeError(f"{name}(dim=...): unexpected keyword arguments {sorted(kwargs)}")
-        indices = arg(x, axis=dim, keepdim=True)
-        values = take(x, indices, dim)
-        if not keepdim:
-            values, indices = squeeze(values, axis=[dim]), squeeze(indices, axis=[dim])
-        return _VALUES_AND_INDICES[name](values, indices)
-    method.__name__ = method.__qualname__ = name
-    method.__doc__ = _torch_max_min.__doc__
-    method.__wrapped__ = fn  # type: ignore[attr-defined]
-    return method
-
-
-def _torch_sort(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """x.sort(axis=1) is Paddle's: the sorted values. x.sort(dim=1) is PyTorch's: the named tuple
-    (values, indices)."""
-    argsort = _function("argsort")
-    take = _function("take_along_axis")
-
-    def method(x: Any, *args: Any, **kwargs: Any) -> Any:
-        if "dim" not in kwargs:
-            return fn(x, *args, **kwargs)
-        if args or "axis" in kwargs:
-            raise TypeError("sort: give axis= (Paddle) or dim= (PyTorch), not both")
-        dim = int(kwargs.pop("dim"))
-        descending, stable = bool(kwargs.pop("descending", False)), bool(kwargs.pop("stable", False))
-        if kwargs:
-            raise TypeError(f"sort(dim=...): unexpected keyword arguments {sorted(kwargs)}")
-        indices = argsort(x, axis=dim, descending=descending, stable=stable)
-        return _VALUES_AND_INDICES["sort"](take(x, indices, dim), indices)
-    method.__name__ = method.__qualname__ = "sort"
-    method.__doc__ = _torch_sort.__doc__
-    method.__wrapped__ = getattr(fn, "__wrapped__", fn)  # type: ignore[attr-defined]
-    return method
-
-
-def _torch_split(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """x.split(2, axis=1) is Paddle's: 2 equal parts. x.split(2, dim=1) is PyTorch's: parts of 2
-    (the last smaller), so torch code never gets other shapes than it wrote; a list of sizes
-    means the same in both."""
-    def method(x: Any, split_size_or_sections: Any = None, *args: Any, **kwargs: Any) -> Any:
-        if "dim" not in kwargs:
-            return fn(x, split_size_or_sections, *args, **kwargs)
-        if args or "axis" in kwargs:
-            raise TypeError("split: give axis= (Paddle) or dim= (PyTorch), not both")
-        dim = int(kwargs.pop("dim"))
-        if isinstance(split_size_or_sections, (int, np.integer)):
-            size, step = x.shape[dim], int(split_size_or_sections)
-            if size < 0 or step <= 0:
-                raise ValueError(f"split(dim={dim}): torch's split size {step} needs a positive size and a known "
-                                 f"axis; x has shape {list(x.shape)}")
-            split_size_or_sections = [step] * (size // step) + ([size % step] if size % step else [])
-        return fn(x, split_size_or_sections, axis=dim, **kwargs)
-    method.__name__ = method.__qualname__ = "split"
-    method.__doc__ = _torch_split.__doc__
-    method.__wrapped__ = fn  # type: ignore[attr-defined]
-    return method
-
-
 def _method(name: str) -> Callable[..., Any]:
-    """The Tensor method `name`: the public function, taking PyTorch's keyword names too; max /
-    min / sort with PyTorch's dim= return PyTorch's (values, indices); split with dim= takes
-    torch's split size."""
-    fn = _with_torch_keywords(_function(name), name)
-    if name in ("max", "min"):
-        return _torch_max_min(name, _function(name))
-    if name == "sort":
-        return _torch_sort(fn)
-    if name == "split":
-        return _torch_split(_function(name))
-    return fn
+    """The Tensor method `name`: the public function itself, which takes PyTorch's keyword names
+    (dim=, framework/torch_forms.py) and, for max / min / sort / split, PyTorch's forms
+    (tensor/torch_returns.py); a function without them gets the keywords here."""
+    return torch_keywords(_function(name))
 
 
 def _numel(x: Any) -> int:

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import numpy as np
+
 from ..dispatch import apply_op
 from ..framework import normalize_dtype
 from ..functions import full_like
 from ..framework.dtypes import get_default_dtype
+from ..framework.torch_forms import created, sizes_and_dtype
 from ..indexing import create
 
 __all__ = ["bernoulli", "multinomial", "rand", "randn", "standard_normal", "randint", "randperm", "uniform", "normal"]
@@ -41,10 +44,13 @@ def uniform(shape: Sequence[int], dtype: Any = None, min: float = -1.0, max: flo
                                      "min": float(min), "max": float(max), "seed": int(seed)})
 
 
-def rand(shape: Sequence[int], dtype: Any = None, name: str | None = None) -> Any:
-    """Values drawn uniformly from [0, 1)."""
-    return create("uniform_random", {"shape": _sizes("rand", shape), "dtype": _float_dtype("rand", dtype),
-                                     "min": 0.0, "max": 1.0, "seed": 0})
+def rand(*size: Any, shape: Any = None, dtype: Any = None, name: str | None = None, device: Any = None,
+         requires_grad: bool = False) -> Any:
+    """Values drawn uniformly from [0, 1): rand([2, 3], dtype) (Paddle) or rand(2, 3, dtype=...) (PyTorch)."""
+    shape, dtype = sizes_and_dtype("rand", size, dtype, shape)
+    out = create("uniform_random", {"shape": _sizes("rand", shape), "dtype": _float_dtype("rand", dtype),
+                                    "min": 0.0, "max": 1.0, "seed": 0})
+    return created(out, "rand", device, requires_grad)
 
 
 def normal(mean: float = 0.0, std: float = 1.0, shape: Sequence[int] | None = None, name: str | None = None) -> Any:
@@ -58,18 +64,31 @@ def normal(mean: float = 0.0, std: float = 1.0, shape: Sequence[int] | None = No
                                       "dtype": get_default_dtype(), "mean": float(mean), "std": float(std), "seed": 0})
 
 
-def randn(shape: Sequence[int], dtype: Any = None, name: str | None = None) -> Any:
-    """Values drawn from the standard normal distribution."""
-    return create("gaussian_random", {"shape": _sizes("randn", shape), "dtype": _float_dtype("randn", dtype),
-                                      "mean": 0.0, "std": 1.0, "seed": 0})
+def randn(*size: Any, shape: Any = None, dtype: Any = None, name: str | None = None, device: Any = None,
+          requires_grad: bool = False) -> Any:
+    """Values drawn from the standard normal distribution: randn([2, 3], dtype) or randn(2, 3, dtype=...)."""
+    shape, dtype = sizes_and_dtype("randn", size, dtype, shape)
+    out = create("gaussian_random", {"shape": _sizes("randn", shape), "dtype": _float_dtype("randn", dtype),
+                                     "mean": 0.0, "std": 1.0, "seed": 0})
+    return created(out, "randn", device, requires_grad)
 
 
 standard_normal = randn
 
 
-def randint(low: int = 0, high: int | None = None, shape: Sequence[int] = (1,), dtype: Any = None,
-            name: str | None = None) -> Any:
-    """Integers drawn uniformly from [low, high) (from [0, low) when `high` is None), int64 by default."""
+def randint(low: int = 0, high: Any = None, shape: Any = (1,), dtype: Any = None, name: str | None = None, *,
+            size: Any = None, device: Any = None, requires_grad: bool = False) -> Any:
+    """Integers drawn uniformly from [low, high) (from [0, low) when `high` is None), int64 by
+    default: Paddle's randint(low, high, shape) and PyTorch's randint(low, high, size) /
+    randint(high, size) (a sequence second is the size) / size=."""
+    if high is not None and not isinstance(high, (int, np.integer)):   # torch's randint(high, size)
+        if size is not None or shape != (1,):
+            raise TypeError(f"randint: high must be an integer, got {high!r}")
+        low, high, size = 0, low, high
+    if size is not None:
+        if shape != (1,):
+            raise TypeError("randint: give the shape once, as shape= (Paddle) or size= (PyTorch)")
+        shape = size
     if high is None:
         low, high = 0, low
     if not int(low) < int(high):
@@ -77,8 +96,9 @@ def randint(low: int = 0, high: int | None = None, shape: Sequence[int] = (1,), 
     name_ = normalize_dtype(dtype or "int64")
     if name_ not in ("int32", "int64"):
         raise TypeError(f"randint: dtype must be int32 or int64, got {name_}")
-    return create("randint", {"shape": _sizes("randint", shape), "dtype": name_, "low": int(low),
-                              "high": int(high), "seed": 0})
+    out = create("randint", {"shape": _sizes("randint", shape), "dtype": name_, "low": int(low),
+                             "high": int(high), "seed": 0})
+    return created(out, "randint", device, requires_grad)
 
 
 def randperm(n: int, dtype: Any = "int64", name: str | None = None) -> Any:

@@ -10,6 +10,7 @@ from ..dispatch import apply_op, is_tensor
 from ..framework import Variable, normalize_dtype
 from ..indexing import constant, create
 from ..indexing import index_put as _index_put
+from ..framework.torch_forms import torch_keywords
 
 __all__ = ["where", "argmax", "argmin", "topk", "sort", "argsort", "take_along_axis", "put_along_axis",
            "gather_nd", "kthvalue", "scatter", "scatter_nd_add", "scatter_nd", "index_put", "index_select", "masked_fill", "nonzero",
@@ -54,18 +55,21 @@ def _arg(op_type: str, x: Any, axis: int | None, keepdim: bool, dtype: Any) -> A
                                         "select_last_index": False, "dtype": normalize_dtype(dtype)})
 
 
+@torch_keywords
 def argmax(x: Any, axis: int | None = None, keepdim: bool = False, dtype: Any = "int64",
            name: str | None = None) -> Any:
     """Index of the largest value along axis (of the flattened x when axis is None); the first on ties."""
     return _arg("arg_max", x, axis, keepdim, dtype)
 
 
+@torch_keywords
 def argmin(x: Any, axis: int | None = None, keepdim: bool = False, dtype: Any = "int64",
            name: str | None = None) -> Any:
     """The index of the smallest value along `axis` (of the flattened x when axis is None)."""
     return _arg("arg_min", x, axis, keepdim, dtype)
 
 
+@torch_keywords
 def topk(x: Any, k: int, axis: int | None = None, largest: bool = True, sorted: bool = True,
          name: str | None = None) -> tuple[Any, Any]:
     """(values, indices) of the k largest (or smallest) entries along axis (default the last)."""
@@ -73,6 +77,7 @@ def topk(x: Any, k: int, axis: int | None = None, largest: bool = True, sorted: 
                                         "largest": bool(largest), "sorted": bool(sorted)})
 
 
+@torch_keywords
 def kthvalue(x: Any, k: int, axis: int | None = None, keepdim: bool = False, name: str | None = None) -> tuple[Any, Any]:
     """(values, indices) of the k-th smallest entries along axis (default the last; k counts from
     1), as paddle.kthvalue and torch.kthvalue: the last of top_k's k smallest, so the gradient
@@ -100,18 +105,21 @@ def sort(x: Any, axis: int = -1, descending: bool = False, stable: bool = False,
     return apply_op("argsort", {"X": x}, {"axis": int(axis), "descending": bool(descending)})[0]
 
 
+@torch_keywords
 def argsort(x: Any, axis: int = -1, descending: bool = False, stable: bool = False,
             name: str | None = None) -> Any:
     """The indices that sort x along `axis` (descending if asked); no gradient."""
     return apply_op("argsort", {"X": x}, {"axis": int(axis), "descending": bool(descending)})[1]
 
 
+@torch_keywords
 def take_along_axis(arr: Any, indices: Any, axis: int, broadcast: bool = True) -> Any:
     """`out[i][j] = arr[indices[i][j]][j]` for axis 0 (torch.gather). indices has arr's rank and may
     be shorter off axis; negative indices count from the end."""
     return apply_op("take_along_axis", {"X": arr, "Index": indices}, {"axis": int(axis)})
 
 
+@torch_keywords
 def put_along_axis(arr: Any, indices: Any, values: Any, axis: int, reduce: str = "assign",
                    include_self: bool = True, broadcast: bool = True) -> Any:
     """arr with values written at indices along axis; reduce: 'assign', 'add', 'mul' ('multiply'),
@@ -151,6 +159,7 @@ def scatter(x: Any, index: Any, updates: Any, overwrite: bool = True, name: str 
     return apply_op("scatter", {"X": x, "Ids": index, "Updates": updates}, {"overwrite": bool(overwrite)})
 
 
+@torch_keywords
 def index_select(x: Any, index: Any, axis: int = 0, name: str | None = None) -> Any:
     """The entries of x at the 1-D integer `index` along `axis`."""
     if len(index.shape) != 1:

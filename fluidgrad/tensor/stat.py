@@ -18,6 +18,7 @@ from ..functions import (
     zeros_like,
 )
 from ..functions import sum as _sum
+from ..framework.torch_forms import torch_keywords
 
 __all__ = ["std", "var"]
 
@@ -44,6 +45,7 @@ def _freedom(x: Any, axis: Any, unbiased: bool, keepdim: bool) -> float | Any:
     return float(freedom) if freedom > 0 else float("nan")
 
 
+@torch_keywords
 def var(x: Any, axis: Any = None, unbiased: bool = True, keepdim: bool = False, name: str | None = None) -> Any:
     """The variance over `axis`; `unbiased` divides by n - 1 (Bessel's correction); NaN where
     that leaves no degree of freedom (as PyTorch and NumPy). float16 / bfloat16 are summed in
@@ -55,6 +57,7 @@ def var(x: Any, axis: Any = None, unbiased: bool = True, keepdim: bool = False, 
     return scale(squares, 1.0 / freedom) if isinstance(freedom, float) else divide(squares, freedom)
 
 
+@torch_keywords
 def std(x: Any, axis: Any = None, unbiased: bool = True, keepdim: bool = False, name: str | None = None) -> Any:
     """The standard deviation over `axis`: sqrt(var), with gradient 0 where var is 0 (a constant
     input, as PyTorch), not sqrt's 0 * inf = NaN: there the root is taken of var + 1 and the 1

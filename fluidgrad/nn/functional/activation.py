@@ -13,6 +13,7 @@ from ...dispatch import apply_op, axis_of_input
 from ...framework import normalize_dtype
 from ...functions import abs as _abs
 from ...functions import add, cast, divide, greater_than, multiply, reshape, scale, sigmoid, split, subtract, tanh
+from ...framework.torch_forms import torch_keywords
 
 __all__ = [
     'celu',
@@ -210,6 +211,7 @@ def log_sigmoid(x: Any, name: str | None = None) -> Any:
     return apply_op("log_sigmoid", {"X": x})
 
 
+@torch_keywords
 def glu(x: Any, axis: int = -1, name: str | None = None) -> Any:
     """a * sigmoid(b), where a and b are the two halves of x along `axis`."""
     axis = axis_of_input("glu", x, axis)

@@ -7,6 +7,7 @@ from typing import Any, Sequence
 from ... import functions as F
 from ...dispatch import apply_op, beside
 from ...tensor.random import bernoulli
+from ...framework.torch_forms import torch_keywords
 
 __all__ = ['linear', 'bilinear', 'embedding', 'dropout', 'alpha_dropout', 'dropout2d', 'dropout3d', 'pad', 'zeropad2d',
            'label_smooth']
@@ -62,6 +63,7 @@ def embedding(x: Any, weight: Any, padding_idx: int | None = None, sparse: bool 
     return F.multiply(out, F.unsqueeze(keep, len(x.shape)))
 
 
+@torch_keywords
 def dropout(x: Any, p: float = 0.5, training: bool = True, mode: str = "upscale_in_train",
             seed: int = 0, axis: int | Sequence[int] | None = None, name: str | None = None) -> Any:
     """Zero each element with probability p. upscale_in_train (default, as PyTorch) scales the

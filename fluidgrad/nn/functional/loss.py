@@ -16,6 +16,7 @@ from ...dispatch import apply_op, axis_of_input, is_tensor
 from ...framework import DTypeError
 from ...tensor.search import take_along_axis, where
 from .spellings import either
+from ...framework.torch_forms import torch_keywords
 
 __all__ = ['softmax_with_cross_entropy', 'cross_entropy', 'nll_loss', 'mse_loss', 'l1_loss', 'smooth_l1_loss',
            'huber_loss', 'binary_cross_entropy', 'binary_cross_entropy_with_logits', 'kl_div',
@@ -24,6 +25,7 @@ __all__ = ['softmax_with_cross_entropy', 'cross_entropy', 'nll_loss', 'mse_loss'
            'poisson_nll_loss', 'multi_margin_loss']
 
 
+@torch_keywords
 def softmax_with_cross_entropy(logits: Any, label: Any, soft_label: bool = False, ignore_index: int = -100,
                                numeric_stable_mode: bool = True, return_softmax: bool = False,
                                axis: int = -1) -> Any:
@@ -144,6 +146,7 @@ def _weighted_reduce(loss: Any, factor: Any, reduction: str, fn: str) -> Any:
     return _reduce(loss, reduction, fn)
 
 
+@torch_keywords
 def cross_entropy(input: Any, label: Any, weight: Any = None, ignore_index: int = -100, reduction: str = "mean",
                   soft_label: bool = False, axis: int = -1, use_softmax: bool = True,
                   label_smoothing: float = 0.0, name: str | None = None) -> Any:
@@ -384,6 +387,7 @@ def _broadcast_pair(x1: Any, x2: Any) -> tuple[Any, Any]:
     return (F.add(x1, F.zeros_like(x2, dtype=x1.dtype)), F.add(x2, F.zeros_like(x1, dtype=x2.dtype)))
 
 
+@torch_keywords
 def cosine_similarity(x1: Any, x2: Any, axis: int = 1, eps: float = 1e-8) -> Any:
     """(x1 / max(|x1|, eps)) . (x2 / max(|x2|, eps)) along `axis`, PyTorch's formula (Paddle's
     x1 . x2 / max(|x1| |x2|, eps) differs only for norms below eps): each vector scaled to at most

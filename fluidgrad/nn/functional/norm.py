@@ -13,6 +13,7 @@ from ...dispatch import apply_op, as_state_variable, beside, is_tensor
 from ...eager.mode import is_recomputing, state
 from ...framework import Variable, unique_name
 from .layout import channel_last_of_any_rank, to_channel_first, to_channel_last
+from ...framework.torch_forms import torch_keywords
 
 __all__ = ['batch_norm', 'sync_batch_norm', 'layer_norm', 'group_norm', 'instance_norm', 'rms_norm', 'local_response_norm',
            'normalize']
@@ -214,6 +215,7 @@ def local_response_norm(x: Any, size: int, alpha: float = 1e-4, beta: float = 0.
     return F.multiply(x, F.pow(F.scale(mean, float(alpha), float(k)), -float(beta)))
 
 
+@torch_keywords
 def normalize(x: Any, p: float = 2, axis: int = 1, epsilon: float = 1e-12, name: str | None = None) -> Any:
     """x / max(||x||_p along axis, epsilon)."""
     if not (p > 0 and math.isfinite(p)):
