@@ -92,7 +92,7 @@ from fluidgrad.distributed import eager_fused, sharding  # noqa: E402
 from fluidgrad.executor import executor as executor_module  # noqa: E402
 from fluidgrad.framework import BACKWARD, OPTIMIZE  # noqa: E402
 from fluidgrad.nn import functional as F  # noqa: E402
-from fluidgrad.ops import comm_buckets, comm_shards, comm_split, comm_stream  # noqa: E402
+from fluidgrad.ops import comm_buckets, comm_shards, comm_split, comm_stream, fused_shards  # noqa: E402
 from fluidgrad.ops.comm import World, get_world  # noqa: E402
 from fluidgrad.ops.registry import get_op_def  # noqa: E402
 
@@ -519,6 +519,14 @@ class PhaseClock:
             return gather(copy, *args, **kwargs)
         op.kernel, comm_shards.pack, comm_shards.exchange, comm_shards.NodeCopy.gather = (
             timed_kernel, timed_pack, timed_exchange, timed_gather)
+        sgd = fused_shards.sgd
+
+        def timed_sgd(*args, **kwargs):  # the default (shard=False): its first piece starts after the barrier
+            if "barrier" not in self.marks:
+                self.mark("barrier")
+                self.mark("replicated")
+            return sgd(*args, **kwargs)
+        fused_shards.sgd = timed_sgd
 
     def _time_split(self):
         """The split weight gradients (c_split_matmul_grad, c_split_sgd): activations written into
@@ -567,7 +575,7 @@ class PhaseClock:
         return self.marks
 
 
-PHASE_CONTENDERS = ("no all-reduce", "bucketed, unfused update", "bucketed, sharded update", "split weight gradients",
+PHASE_CONTENDERS = ("no all-reduce", "bucketed", "bucketed, unfused update", "bucketed, sharded update", "split weight gradients",
                     "split weight gradients, sharded update")  # beside "1 rank"
 
 
@@ -613,6 +621,13 @@ def phase_samples(blocks: dict[str, list[list[Any]]]) -> dict[str, list[float]]:
                         add(f"{name}|wall, rank {rank}: second barrier (rows published)",
                             m["published"][0] - m["updated"][0])
                         add(f"{name}|cpu, rank {rank}: rest of the step (update ops)", m["end"][1] - m["split done"][1])
+                    elif "replicated" in m:  # the default: both rows summed and SGD, in one pass, on every rank
+                        add(f"{name}|cpu, rank {rank}: forward and backward", m["op"][1] - m["start"][1])
+                        add(f"{name}|cpu, rank {rank}: probe, pack into the bucket (biases)", m["packed"][1] - m["op"][1])
+                        add(f"{name}|wall, rank {rank}: wait at the barrier", m["barrier"][0] - m["packed"][0])
+                        add(f"{name}|cpu, rank {rank}: sum of the two rows and SGD, one pass",
+                            m["summed"][1] - m["barrier"][1])
+                        add(f"{name}|cpu, rank {rank}: rest of the step", m["end"][1] - m["summed"][1])
                     elif "updated" in m:  # the sharded update: the sum and the SGD of half the bucket, in one pass
                         add(f"{name}|cpu, rank {rank}: forward and backward", m["op"][1] - m["start"][1])
                         add(f"{name}|cpu, rank {rank}: pack the peer's half into the bucket", m["packed"][1] - m["op"][1])

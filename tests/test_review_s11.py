@@ -208,16 +208,7 @@ _TORCH_CASED = ["Conv1d", "Conv2d", "BatchNorm1d", "BatchNorm2d", "MaxPool2d", "
                 "ConvTranspose2d", "Dropout2d", "InstanceNorm2d", "MultiheadAttention", "ZeroPad2d"]
 
 
-_TORCH_CASED_MISSING = pytest.mark.xfail(
-    strict=True, reason="the torch spellings of layer names (nn.Conv2d, nn.BatchNorm2d, "
-    "nn.MaxPool2d, nn.AdaptiveAvgPool2d, nn.MultiheadAttention, ...) are AttributeErrors: fluidgrad "
-    "has only Paddle's Conv2D / BatchNorm2D / MultiHeadAttention, and a torch model's constructor "
-    "fails at its first layer; each should be the Paddle class under torch's name (the case of "
-    "one letter is what differs)")
-
-
-@pytest.mark.parametrize("name", [name if name in ("BatchNorm1d", "BatchNorm2d", "InstanceNorm2d") else
-                                  pytest.param(name, marks=_TORCH_CASED_MISSING) for name in _TORCH_CASED])
+@pytest.mark.parametrize("name", _TORCH_CASED)
 def test_torch_spellings_of_layer_names(name):
     assert hasattr(fg.nn, name)
 

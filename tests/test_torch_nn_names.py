@@ -74,6 +74,10 @@ def test_isinstance_parameter(eager):
     assert isinstance(layer.weight, nn.Parameter) and isinstance(nn.Parameter(fg.ones([2])), nn.Parameter)
     assert isinstance(nn.Parameter(fg.ones([2]), requires_grad=False), nn.Parameter)
     assert not isinstance(layer.count, nn.Parameter) and not isinstance(fg.ones([2]), nn.Parameter)
+    layer.requires_grad_(False)
+    assert isinstance(layer.weight, nn.Parameter) and isinstance(nn.Parameter(fg.ones([2])).requires_grad_(False),
+                                                                 nn.Parameter)
+    assert isinstance(fg.nn.create_parameter([2], "float32"), nn.Parameter)
 
 
 def test_parameter_shares_its_datas_value_and_is_a_leaf(eager):

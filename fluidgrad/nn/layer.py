@@ -26,6 +26,7 @@ from ..framework import ParamAttr, Variable, normalize_dtype, optimize_options, 
 from ..framework.dtypes import get_default_dtype, is_float
 from ..initializer import Constant, Initializer, XavierUniform
 from ..ops.registry import get_op_def
+from .parameter import mark_parameter
 
 
 # Called with each Layer about to run (see Layer.__call__); jit.to_static registers one while tracing.
@@ -66,7 +67,7 @@ def create_parameter(shape: Sequence[int], dtype: Any = None, attr: Any = None, 
     options = param_attr.optimize_options()    # kept beside the value: copies of the Tensor keep it too
     if options is not None:
         tensor._param_attr = options
-    return tensor
+    return mark_parameter(tensor)
 
 
 def _is_cpu(device: Any) -> bool:

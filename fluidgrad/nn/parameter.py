@@ -4,7 +4,8 @@ fluidgrad's parameters are ordinary Tensors marked persistable (what `create_par
 so `Parameter(t)` returns such a Tensor rather than an instance of a new class: every op, the
 optimizers and `Layer.__setattr__` (which registers it, as a Layer's own weights) treat it as
 they treat a Layer's weight. `isinstance(x, nn.Parameter)` holds for a persistable leaf Tensor
-that is trainable or was made by `Parameter(..., requires_grad=False)`.
+that is trainable or was made as a parameter (by `Parameter` or `create_parameter`, so a
+frozen weight still is one; a buffer is not).
 
 In static mode `fluidgrad.ones([3])` is a Variable whose op is appended to the Program; a
 parameter takes its value at once (as a Layer's initialisers do in both modes), so the ops
@@ -22,15 +23,22 @@ from ..executor import CPUPlace, Executor, Scope, global_scope
 from ..framework import Variable
 from ..framework.dtypes import get_default_dtype
 
-# id -> weak reference of the Tensors made by Parameter(..., requires_grad=False)
-_frozen: dict[int, weakref.ref] = {}
+# id -> weak reference of the Tensors made as parameters (by Parameter or create_parameter)
+_made: dict[int, weakref.ref] = {}
+
+
+def mark_parameter(tensor: Tensor) -> Tensor:
+    """Note `tensor` as made to be a parameter: `isinstance(tensor, Parameter)` holds even when frozen."""
+    key = id(tensor)
+    _made[key] = weakref.ref(tensor, lambda _, key=key: _made.pop(key, None))
+    return tensor
 
 
 class _ParameterType(type):
     def __instancecheck__(cls, value: Any) -> bool:
         if not (isinstance(value, Tensor) and value.persistable and value.is_leaf):
             return False
-        entry = _frozen.get(id(value))
+        entry = _made.get(id(value))
         return not value.stop_gradient or (entry is not None and entry() is value)
 
 
@@ -42,10 +50,7 @@ class Parameter(metaclass=_ParameterType):
         array = np.zeros((0,), get_default_dtype()) if data is None else array_of(data, "nn.Parameter")
         tensor = Tensor(array, stop_gradient=not requires_grad, name=getattr(data, "name", None))
         tensor.persistable = True
-        if not requires_grad:
-            key = id(tensor)
-            _frozen[key] = weakref.ref(tensor, lambda _, key=key: _frozen.pop(key, None))
-        return tensor
+        return mark_parameter(tensor)
 
 
 def array_of(data: Any, where: str) -> np.ndarray:
