@@ -625,13 +625,15 @@ _LAYERS = {
 
 
 _LAYERS_MISSING = pytest.mark.xfail(strict=True, reason="torch layers without a fluidgrad class under any case "
-                                    "spelling are AttributeErrors: nn.Threshold, nn.RReLU, and the padding layers "
-                                    "nn.ReflectionPad2d / ReplicationPad2d / ConstantPad1d (fluidgrad has only "
-                                    "Paddle's Pad2D(mode=...) and ZeroPad2D); each should give torch's values")
+                                    "spelling are AttributeErrors: nn.Threshold, nn.RReLU and nn.ConstantPad1d "
+                                    "(fluidgrad has Paddle's Pad1D(mode='constant', value=)); each should give "
+                                    "torch's values")
 
 
-# nn.Softmin(dim=1) was fixed by seq12 while this review was written
-@pytest.mark.parametrize("call", _marked(_LAYERS, _LAYERS_MISSING, fixed=("nn.Softmin(dim=1)",)))
+# nn.Softmin(dim=1) (seq12), nn.ReflectionPad2d and nn.ReplicationPad2d (nn12) were fixed while this review
+# was written
+@pytest.mark.parametrize("call", _marked(_LAYERS, _LAYERS_MISSING, fixed=(
+    "nn.Softmin(dim=1)", "nn.ReflectionPad2d(1)", "nn.ReplicationPad2d((1, 0, 2, 1))")))
 def test_torch_layers_without_a_paddle_twin(call):
     x = _RNG.standard_normal((1, 2, 3, 4))
     expected = _LAYERS[call](torch.nn)(torch.tensor(x)).numpy()
@@ -639,13 +641,10 @@ def test_torch_layers_without_a_paddle_twin(call):
     np.testing.assert_allclose(got, expected, rtol=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="nn.MultiheadAttention, torch's name, is an AttributeError (filed in session "
-                   "11 as a spelling); it must be torch's layer and not a plain alias of Paddle's MultiHeadAttention, "
-                   "which differs silently in three ways: torch's inputs are [seq, batch, embed] unless "
-                   "batch_first=True, its forward returns (output, attention weights averaged over heads), and its "
-                   "bool attn_mask / key_padding_mask mark with True the keys NOT to attend, where Paddle's bool "
-                   "attn_mask marks with True the keys to attend: an alias would attend exactly where torch masks")
 def test_torch_multihead_attention_keeps_torchs_conventions(eager):
+    """nn.MultiheadAttention is torch's layer, not an alias of Paddle's MultiHeadAttention: [seq, batch,
+    embed] inputs, (output, head-averaged weights) returned, True in a bool attn_mask / key_padding_mask
+    masks a key (Paddle's True attends). Written as a finding; nn12's landing fixed it this session."""
     x = fg.to_tensor(_RNG.standard_normal((4, 2, 8)).astype("float32"))   # [seq, batch, embed]
     attention = fg.nn.MultiheadAttention(8, 2)
     masked = np.ones((4, 4), bool)
