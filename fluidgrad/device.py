@@ -3,15 +3,17 @@
 instead of silently running on the CPU."""
 from __future__ import annotations
 
+from typing import Any
+
+from .framework.device import as_device
+
 _CPU = "cpu"
 
 
-def set_device(device: str) -> str:
-    """Accept "cpu" (the only device fluidgrad has); refuse "gpu", "gpu:0", ... with a ValueError."""
-    name = str(device).strip().lower()
-    if name != _CPU and not name.startswith(_CPU + ":"):
-        raise ValueError(f"set_device({device!r}): fluidgrad runs on the CPU only (NumPy kernels, no gpu "
-                         f"backend); use 'cpu'")
+def set_device(device: Any) -> str:
+    """Accept the CPU ("cpu", CPUPlace(), x.device: the only device fluidgrad has); refuse "gpu",
+    "gpu:0", ... with a ValueError."""
+    as_device(device, f"set_device({device!r})")
     return _CPU
 
 

@@ -87,6 +87,6 @@ def test_bad_input_is_a_clear_error():
         fg.nn.GRU(3, 4, direction="backward")
     gru = fg.nn.GRU(3, 4)
     with pytest.raises(ValueError, match=r"input must be \[batch, time, input_size\]"):
-        gru(fg.to_tensor(np.zeros((2, 3), dtype="float32")))
+        gru(fg.to_tensor(np.zeros((2, 3, 3, 1), dtype="float32")))     # [time, input_size]: torch's unbatched
     with pytest.raises(ValueError, match="input_size 3"):
         gru(fg.to_tensor(np.zeros((2, 5, 4), dtype="float32")))

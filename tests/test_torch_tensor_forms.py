@@ -37,6 +37,7 @@ CASES = {
     "x.reshape(1, 3, 5).mT": lambda x, k: x.reshape(1, 3, 5).mT,
     "x.mH": lambda x, k: x.mH,
     "x.H": lambda x, k: x.H,
+    "x.adjoint()": lambda x, k: x.reshape(1, 3, 5).adjoint(),
     "x.T": lambda x, k: x.T,
     "x.count_nonzero()": lambda x, k: (x > 0).count_nonzero(),
     "x.count_nonzero(dim=1)": lambda x, k: (x > 0).count_nonzero(dim=1),

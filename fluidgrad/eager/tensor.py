@@ -223,6 +223,23 @@ class Tensor(MathMixin, TorchHabits):
         """The same array, cut from the graph."""
         return Tensor(self._array, True, name=self.name)
 
+    def detach_(self) -> "Tensor":
+        """PyTorch's in-place detach: this tensor leaves the graph (a leaf without a gradient)."""
+        self._node, self._idx, self.stop_gradient = None, 0, True
+        return self
+
+    @property
+    def grad_fn(self) -> Any:
+        """The recorded op that made this tensor (its graph node), None for a leaf, as PyTorch's
+        `x.grad_fn is None` tests."""
+        return self._node
+
+    @property
+    def retains_grad(self) -> bool:
+        """Whether retain_grads() keeps this intermediate tensor's gradient."""
+        entry = _retaining.get(id(self))
+        return entry is not None and entry() is self
+
     def clear_grad(self) -> None:
         self.grad = None
 

@@ -6,6 +6,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..framework import Block, Program, Variable, default_main_program
+from ..framework.device import CPUPlace, as_device  # noqa: F401  (CPUPlace: Paddle's name, exported here too)
 from ..framework.errors import ExecutionError, FluidgradError, IndexRangeError, InvalidValueError
 from ..ops import random as random_ops
 from . import control_flow
@@ -59,21 +60,12 @@ class Runtime:
             raise _locate(plan, exc) from exc
 
 
-class CPUPlace:
-    """The one place fluidgrad runs on (Paddle's `CPUPlace()`): NumPy on the host CPU."""
-
-    def __repr__(self) -> str:
-        return "CPUPlace()"
-
-
 def _check_place(place: Any) -> None:
     """Accept only what fluidgrad can run on, so that `Executor("gpu")` is not silently the CPU."""
-    if place is None or isinstance(place, CPUPlace):
-        return
-    if isinstance(place, str) and place.strip().lower() == "cpu":
-        return
-    raise ValueError(f"Executor: fluidgrad runs on the CPU only (NumPy kernels); got place {place!r}. "
-                     f"Use Executor() or Executor(\"cpu\").")
+    try:
+        as_device(place, "Executor")
+    except ValueError as exc:
+        raise ValueError(f'{exc}. Use Executor() or Executor("cpu").') from None
 
 
 class Executor:

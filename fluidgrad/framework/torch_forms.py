@@ -12,6 +12,8 @@ import inspect
 import numbers
 from typing import Any, Callable, Sequence
 
+from .device import as_device
+
 # torch's keyword -> Paddle's, wherever the function takes Paddle's
 TORCH_KEYWORDS = {"dim": "axis", "start_dim": "start_axis", "end_dim": "stop_axis"}
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -82,11 +84,7 @@ def sizes_and_dtype(caller: str, args: Sequence[Any], dtype: Any = None, shape: 
 def check_device(caller: str, device: Any) -> None:
     """device= of a creation call: the CPU ('cpu', 'cpu:0', a device object naming it) or None;
     anything else is refused (fluidgrad has no GPU backend)."""
-    if device is None:
-        return
-    name = str(getattr(device, "type", device)).strip().lower()
-    if name != "cpu" and not name.startswith("cpu:"):
-        raise ValueError(f"{caller}: fluidgrad runs on the CPU only (NumPy kernels); got device={device!r}")
+    as_device(device, caller)   # (framework/device.py: the one reading of a device argument)
 
 
 def created(out: Any, caller: str, device: Any = None, requires_grad: bool = False) -> Any:

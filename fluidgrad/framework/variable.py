@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from . import math_mixin, runtime_dims
+from .device import CPU, CPUPlace, as_device, names_a_device
 from .dtypes import ALL_DTYPES, EXTENSION_DTYPES, FLOAT_DTYPES, require_extension_dtype
 from .math_mixin import MathMixin
 
@@ -23,6 +24,14 @@ def normalize_dtype(dtype: Any) -> str:
         raise TypeError(f"unsupported dtype {dtype!r}; expected one of {', '.join(DTYPES)}")
     require_extension_dtype(name)
     return name
+
+
+def _names_a_dtype(value: Any) -> bool:
+    try:
+        normalize_dtype(value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def is_float_dtype(dtype: str) -> bool:
@@ -88,20 +97,50 @@ class UnknownElementCount:
 
 class TorchHabits:
     """PyTorch's device and gradient-flag spellings, the same on static Variables and eager
-    Tensors: `.cpu()`, `.to("float64")` / `.to("cpu")`, `requires_grad`, `requires_grad_()`."""
+    Tensors: `.device` (and Paddle's `.place`), `.cpu()`, `.to("float64")` / `.to("cpu")` /
+    `.to(x.device)` / `.to(other)`, `.is_cuda`, `requires_grad`, `requires_grad_()`."""
     __slots__ = ()
+
+    @property
+    def device(self) -> CPUPlace:
+        """Where the value lives: the CPU (fluidgrad's only device), which every device= argument
+        takes back (`fg.zeros(n, device=x.device)`, `layer.to(x.device)`)."""
+        return CPU
+
+    place = device   # Paddle's name
+    is_cuda = False
+    is_cpu = True
+
+    def get_device(self) -> int:
+        """torch's x.get_device(): -1, the CPU."""
+        return -1
 
     def cpu(self) -> Any:
         """This value: fluidgrad runs on the CPU only."""
         return self
 
-    def to(self, dtype: Any = None, device: Any = None) -> Any:
-        """`.to("float64")` casts like `astype` (a `cast` op); `.to("cpu")` is this value (any other
-        device is an error)."""
-        if isinstance(dtype, str) and dtype.strip().lower() == "cpu" and device is None:
-            dtype, device = None, "cpu"
-        if device is not None and str(device).strip().lower() != "cpu":
-            raise ValueError(f"{type(self).__name__}.to: fluidgrad runs on the CPU only; got device {device!r}")
+    def to(self, *args: Any, **kwargs: Any) -> Any:
+        """torch's forms: `.to("float64")` / `.to(dtype=...)` casts like `astype` (a `cast` op),
+        `.to(other)` to other's dtype, `.to("cpu")` / `.to(x.device)` / `.to(device, dtype)` the
+        device (the CPU: any other is an error); non_blocking= / copy= change nothing here. The
+        value itself when nothing changes."""
+        device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
+        for ignored in ("non_blocking", "copy", "memory_format", "blocking"):
+            kwargs.pop(ignored, None)
+        if kwargs:
+            raise TypeError(f"{type(self).__name__}.to: unexpected keyword arguments {sorted(kwargs)}")
+        for arg in args:
+            if arg is None or isinstance(arg, bool):   # to(dtype, non_blocking, copy): no effect on the CPU
+                continue
+            if hasattr(arg, "dtype") and hasattr(arg, "shape"):
+                dtype = arg.dtype                # x.to(other)
+            elif names_a_device(arg):
+                device = arg
+            elif _names_a_dtype(arg):
+                dtype = arg
+            else:
+                raise TypeError(f"{type(self).__name__}.to: {arg!r} is neither a dtype nor a device")
+        as_device(device, f"{type(self).__name__}.to")
         return self if dtype is None or normalize_dtype(dtype) == self.dtype else self.astype(dtype)
 
     @property

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..eager.tensor import Tensor
 from ..dispatch import sync_from_scope, write_to_scope
-from ..executor import CPUPlace
+from ..framework.device import as_device, is_cpu
 from ..framework import ParamAttr, Variable, normalize_dtype, optimize_options, unique_name
 from ..framework.dtypes import get_default_dtype, is_float
 from ..initializer import Constant, Initializer, XavierUniform
@@ -70,8 +70,6 @@ def create_parameter(shape: Sequence[int], dtype: Any = None, attr: Any = None, 
     return mark_parameter(tensor)
 
 
-def _is_cpu(device: Any) -> bool:
-    return isinstance(device, CPUPlace) or (isinstance(device, str) and device.strip().lower() in ("cpu", "cpu:0"))
 
 
 def _names_a_dtype(value: Any) -> bool:
@@ -519,9 +517,9 @@ class Layer:
         `to("float64")`, `to("cpu", "float64")`): every floating parameter and buffer cast to
         `dtype` in place, so the Tensors stay those an optimizer and ParamAttr options know.
         fluidgrad runs on the CPU: another device is an error."""
-        if device is not None and not _is_cpu(device):
+        if device is not None and not is_cpu(device):
             if dtype is not None or not _names_a_dtype(device):
-                raise ValueError(f"{type(self).__name__}.to: fluidgrad runs on the CPU only; got device {device!r}")
+                as_device(device, f"{type(self).__name__}.to")
             device, dtype = None, device
         if dtype is not None:
             dtype = normalize_dtype(dtype)

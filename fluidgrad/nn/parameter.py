@@ -19,8 +19,9 @@ from typing import Any
 import numpy as np
 
 from ..eager.tensor import Tensor
-from ..executor import CPUPlace, Executor, Scope, global_scope
+from ..executor import Executor, Scope, global_scope
 from ..framework import Variable
+from ..framework.device import as_device
 from ..framework.dtypes import get_default_dtype
 
 # id -> weak reference of the Tensors made as parameters (by Parameter or create_parameter)
@@ -103,5 +104,4 @@ def bias_attr_of(where: str, bias: bool, bias_attr: Any) -> Any:
 
 def check_device(where: str, device: Any) -> None:
     """PyTorch's `device=` keyword of a layer's constructor: fluidgrad runs on the CPU."""
-    if device is not None and not isinstance(device, CPUPlace) and str(device).strip().lower() not in ("cpu", "cpu:0"):
-        raise ValueError(f"{where}: fluidgrad runs on the CPU only; got device={device!r}")
+    as_device(device, where)

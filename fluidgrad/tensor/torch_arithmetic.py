@@ -114,7 +114,7 @@ def matrix_adjoint(x: Any) -> Any:
     return conj(_last_two_swapped(x, "x.mH"))
 
 
-def adjoint(x: Any) -> Any:
+def conjugate_transpose(x: Any) -> Any:
     """x.H: the conjugate transpose of a matrix (2-D only, as torch's)."""
     if len(x.shape) != 2:
         raise ValueError(f"x.H is the conjugate transpose of a matrix (2-D), but x is {_describe(x)}; use x.mH "
@@ -136,9 +136,9 @@ def is_complex(x: Any) -> bool:
 METHODS = {
     "add": add, "sub": subtract, "subtract": subtract, "round": round, "index_add": index_add,
     "masked_select": masked_select, "is_floating_point": is_floating_point,
-    "is_complex": is_complex,
+    "is_complex": is_complex, "adjoint": matrix_adjoint,
 }
-PROPERTIES = {"mT": matrix_transpose, "mH": matrix_adjoint, "H": adjoint}
+PROPERTIES = {"mT": matrix_transpose, "mH": matrix_adjoint, "H": conjugate_transpose}
 
 # the Paddle function each torch form falls back to
 add.__wrapped__ = functions.add  # type: ignore[attr-defined]

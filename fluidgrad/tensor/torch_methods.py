@@ -16,9 +16,10 @@ import numpy as np
 
 from .. import functions
 from ..framework import normalize_dtype
+from ..framework.device import as_device
 from ..indexing import constant, create
 from ..nn.functional import activation
-from . import composed, everyday, inplace, manipulation, math, search, torch_arithmetic, torch_statistics
+from . import composed, everyday, inplace, manipulation, math, search, torch_arithmetic, torch_everyday, torch_statistics
 
 # the legacy type names torch's x.type(...) takes and gives
 _LEGACY_TYPES = {"FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
@@ -63,8 +64,7 @@ def view_as(x: Any, other: Any) -> Any:
 
 def _new_filled(x: Any, what: str, size: tuple, value: float, dtype: Any, requires_grad: bool,
                 device: Any) -> Any:
-    if device is not None and str(device).strip().lower() != "cpu":
-        raise ValueError(f"{what}: fluidgrad runs on the CPU only; got device {device!r}")
+    as_device(device, what)
     sizes = _sizes(size, what)
     if any(d < 0 for d in sizes):
         raise ValueError(f"{what}: sizes must be >= 0, got {sizes}")
@@ -268,7 +268,7 @@ METHODS: dict[str, Callable[..., Any]] = {
     "swapaxes": swapaxes, "swapdims": swapaxes, "narrow": narrow, "where": where_,
     "contiguous": contiguous, "is_contiguous": is_contiguous,
     "index_select": index_select, "scatter": scatter, "gather": gather, "scatter_add": scatter_add,
-    **torch_arithmetic.METHODS, **torch_statistics.METHODS,
+    **torch_arithmetic.METHODS, **torch_statistics.METHODS, **torch_everyday.METHODS,
 }
 
 # torch's forms of methods Paddle has too (each still takes Paddle's call): they replace the
@@ -277,7 +277,7 @@ REPLACING = frozenset({"index_select", "scatter", "gather", *torch_arithmetic.ME
 
 # torch's matrix transposes, read as attributes: x.mT, x.mH, x.H
 PROPERTIES: dict[str, property] = {name: property(fn, doc=fn.__doc__)
-                                   for name, fn in torch_arithmetic.PROPERTIES.items()}
+                                   for name, fn in {**torch_arithmetic.PROPERTIES, **torch_everyday.PROPERTIES}.items()}
 
 # in place (torch's trailing underscore), written into x as the other in-place methods are
 IN_PLACE: dict[str, Callable[..., Any]] = {
@@ -287,6 +287,7 @@ IN_PLACE: dict[str, Callable[..., Any]] = {
         ("add_", torch_arithmetic.add), ("sub_", torch_arithmetic.subtract), ("subtract_", torch_arithmetic.subtract),
         ("pow_", functions.pow), ("square_", functions.square), ("index_add_", torch_arithmetic.index_add),
         ("scatter_add_", scatter_add), ("sigmoid_", functions.sigmoid))},
+    **torch_everyday.IN_PLACE, **torch_everyday.RESHAPING,
 }
 
 # the Paddle function each torch-order method falls back to

@@ -15,6 +15,16 @@ it becomes one straight-line Program.
 sequence): a mask from `sequence_mask` keeps each sequence's state unchanged at its padded steps
 (state = m new + (1 - m) old) and zeroes its outputs there, so the final states are those at each
 sequence's last valid step and the backward direction starts at that step with the initial state.
+
+PyTorch's keywords: batch_first= (time_major = not batch_first), bidirectional=True (direction=
+'bidirect'), bias=False (no bias_ih / bias_hh), nonlinearity= (SimpleRNN's activation), device=,
+dtype=. Where the two libraries' defaults differ, the call decides whose: a layer built with any
+of those torch-only keywords is time-major unless batch_first=True, as torch's is; one built with
+the keywords both share or Paddle's (LSTM(3, 4), LSTM(3, 4, 2, direction='bidirect')) stays
+batch-major, as Paddle's is (so a torch user writing a bare nn.LSTM(3, 4) feeds it [batch, time,
+...] or adds batch_first=False). nn.RNN(input_size, hidden_size, ...)
+(torch's spelling: nn.RNN(cell) is Paddle's wrapper) is a SimpleRNN with torch's defaults.
+forward also takes torch's hx= and an unbatched [time, input_size] input.
 """
 from __future__ import annotations
 
@@ -29,6 +39,7 @@ from ...indexing import constant
 from ...initializer import Uniform
 from .. import functional as NF
 from ..layer import Layer
+from .torch_keywords import either
 
 __all__ = ['GRU', 'LSTM', 'SimpleRNN']
 
@@ -114,13 +125,47 @@ def _masked_update(new: Any, old: Any, mask: Any, keep: Any) -> tuple[Any, Any]:
     return (tuple(state) if isinstance(new, tuple) else state[0]), masked[0]
 
 
+def _time_major(name: str, time_major: bool | None, batch_first: bool | None, torch_style: bool) -> bool:
+    """Paddle's time_major or torch's batch_first (not both); neither: torch's default (time-major)
+    when the layer was built with torch's keywords, else Paddle's (batch-major)."""
+    if batch_first is not None:
+        if time_major is not None:
+            raise TypeError(f"{name}: give time_major= or batch_first= (PyTorch's name), not both")
+        return not batch_first
+    return bool(time_major) if time_major is not None else torch_style
+
+
+def _torch_options(name: str, direction: str, attrs: dict[str, Any], bidirectional: bool | None,
+                   bias: bool | None, proj_size: int) -> str:
+    """direction from torch's bidirectional=; torch's bias=False written into `attrs` (no biases)."""
+    if proj_size:
+        raise ValueError(f"{name}: proj_size={proj_size} (an LSTM with projections) is not supported")
+    if bidirectional is not None:
+        if direction != "forward":
+            raise TypeError(f"{name}: give direction= or bidirectional= (PyTorch's name), not both")
+        direction = "bidirect" if bidirectional else "forward"
+    if bias is False:
+        if attrs.get("bias_ih_attr") is not None or attrs.get("bias_hh_attr") is not None:
+            raise TypeError(f"{name}: give bias_ih_attr= / bias_hh_attr= or bias= (PyTorch's name), not both")
+        attrs["bias_ih_attr"] = attrs["bias_hh_attr"] = False
+    return direction
+
+
 class _RNNBase(Layer):
     gates = 1
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, direction: str = "forward",
-                 time_major: bool = False, dropout: float = 0.0, weight_ih_attr: Any = None,
-                 weight_hh_attr: Any = None, bias_ih_attr: Any = None, bias_hh_attr: Any = None) -> None:
+                 time_major: bool | None = None, dropout: float = 0.0, weight_ih_attr: Any = None,
+                 weight_hh_attr: Any = None, bias_ih_attr: Any = None, bias_hh_attr: Any = None, name: str | None = None,
+                 *, batch_first: bool | None = None, bidirectional: bool | None = None, bias: bool | None = None,
+                 proj_size: int = 0, device: Any = None, dtype: Any = None) -> None:
         super().__init__()
+        owner = type(self).__name__
+        attrs = {"bias_ih_attr": bias_ih_attr, "bias_hh_attr": bias_hh_attr}
+        direction = _torch_options(owner, direction, attrs, bidirectional, bias, proj_size)
+        torch_style = any(v is not None for v in (bidirectional, bias, device, dtype))
+        time_major = _time_major(owner, time_major, batch_first, torch_style)
+        bias_ih_attr, bias_hh_attr = attrs["bias_ih_attr"], attrs["bias_hh_attr"]
         if direction not in ("forward", "bidirect", "bidirectional"):
             raise ValueError(f"{type(self).__name__}: direction must be 'forward', 'bidirect' or 'bidirectional', "
                              f"got {direction!r}")
@@ -140,8 +185,13 @@ class _RNNBase(Layer):
                 self.add_parameter(f"weight_hh_{name}", self._param([rows, hidden_size], weight_hh_attr, init))
                 self.add_parameter(f"bias_ih_{name}", self._param([rows], bias_ih_attr, init, True))
                 self.add_parameter(f"bias_hh_{name}", self._param([rows], bias_hh_attr, init, True))
+        if device is not None or dtype is not None:
+            self.to(device, dtype)
 
     def _param(self, shape: list[int], attr: Any, init: Uniform, is_bias: bool = False) -> Any:
+        """The parameter, or None for a bias of attr False (Paddle's) / bias=False (PyTorch's)."""
+        if is_bias and attr is False:
+            return None
         return self.create_parameter(shape, attr, is_bias=is_bias, default_initializer=init)
 
     # -- one direction of one layer
@@ -155,11 +205,12 @@ class _RNNBase(Layer):
         (whose gradient is one concat), never a slice per step (a full-size gradient each).
         masks: per step (m, 1 - m), each [batch, 1], for a padded batch; None runs every step."""
         w_ih, w_hh, b_ih, b_hh = self._weights(layer, reverse)
-        projected = F.add(F.matmul(x, w_ih, transpose_y=True), b_ih)        # every step's x W_ih^T + b_ih
+        projected = F.matmul(x, w_ih, transpose_y=True)                    # every step's x W_ih^T + b_ih
+        projected = projected if b_ih is None else F.add(projected, b_ih)
         length = x.shape[0]
         steps = steps_of(projected, length)
         w_hh_t = F.transpose(beside(w_hh, x), [1, 0])                         # once, not per step
-        b_hh = beside(b_hh, x)                                                # (a GRU splits it)
+        b_hh = None if b_hh is None else beside(b_hh, x)                      # (a GRU splits it)
         outputs: list[Any] = [None] * length
         for t in (range(length - 1, -1, -1) if reverse else range(length)):
             new = self._cell(steps[t], state, w_hh_t, b_hh)
@@ -170,9 +221,16 @@ class _RNNBase(Layer):
         return outputs, state
 
     # -- the whole stack
-    def forward(self, inputs: Any, initial_states: Any = None, sequence_length: Any = None) -> Any:
+    def forward(self, inputs: Any, initial_states: Any = None, sequence_length: Any = None, *, hx: Any = None) -> Any:
+        if hx is not None:
+            if initial_states is not None:
+                raise TypeError(f"{type(self).__name__}: give initial_states= or hx= (PyTorch's name), not both")
+            initial_states = hx
+        if len(inputs.shape) == 2:            # torch's unbatched [time, input_size]
+            return self._unbatched(inputs, initial_states, sequence_length)
         if len(inputs.shape) != 3:
-            raise ValueError(f"{type(self).__name__}: input must be [batch, time, input_size], got shape "
+            raise ValueError(f"{type(self).__name__}: input must be [batch, time, input_size] ([time, batch, "
+                             f"input_size] when time-major, or unbatched [time, input_size]), got shape "
                              f"{list(inputs.shape)}")
         if inputs.shape[1 if not self.time_major else 0] <= 0 or inputs.shape[2] != self.input_size:
             raise ValueError(f"{type(self).__name__}: input of shape {list(inputs.shape)} needs a known, non-zero "
@@ -194,6 +252,18 @@ class _RNNBase(Layer):
         out = x if self.time_major else F.transpose(x, [1, 0, 2])
         return out, self._join_states(finals)
 
+    def _unbatched(self, inputs: Any, initial_states: Any, sequence_length: Any) -> Any:
+        """A batch of one: [time, input_size] in, out [time, directions * hidden] and states
+        [layers * directions, hidden] back (torch's unbatched call)."""
+        def batched(state: Any) -> Any:
+            return F.unsqueeze(state, [1])
+
+        def unbatched(state: Any) -> Any:
+            return F.squeeze(state, [1])
+        states = None if initial_states is None else _map_states(batched, initial_states)
+        out, finals = self.forward(F.unsqueeze(inputs, [1 if self.time_major else 0]), states, sequence_length)
+        return F.squeeze(out, [1 if self.time_major else 0]), _map_states(unbatched, finals)
+
     def _split_states(self, states: Any) -> list[Any]:
         """Per layer and direction: the initial state, or None (zeros, folded away)."""
         count = self.num_layers * self.num_directions
@@ -209,16 +279,25 @@ class _RNNBase(Layer):
 
     def extra_repr(self) -> str:
         return (f"{self.input_size}, {self.hidden_size}, num_layers={self.num_layers}, "
-                f"direction={self.direction}")
+                f"direction={self.direction}, time_major={self.time_major}")
+
+
+def _map_states(fn: Any, states: Any) -> Any:
+    """fn on one state Tensor or on each of LSTM's (h, c)."""
+    return tuple(fn(s) for s in states) if isinstance(states, (tuple, list)) else fn(states)
 
 
 class SimpleRNN(_RNNBase):
     """h_t = act(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh), act tanh or relu; returns (out, h)."""
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, direction: str = "forward",
-                 time_major: bool = False, dropout: float = 0.0, activation: str = "tanh", **attrs: Any) -> None:
+                 time_major: bool | None = None, dropout: float = 0.0, activation: str = "tanh", *,
+                 nonlinearity: str | None = None, **attrs: Any) -> None:
+        activation = either("SimpleRNN", "activation", activation, "tanh", "nonlinearity", nonlinearity)
         if activation not in ("tanh", "relu"):
             raise ValueError(f"SimpleRNN: activation must be 'tanh' or 'relu', got {activation!r}")
+        if nonlinearity is not None and time_major is None:
+            attrs.setdefault("batch_first", False)          # torch's default, as with its other keywords
         super().__init__(input_size, hidden_size, num_layers, direction, time_major, dropout, **attrs)
         self.activation = activation
 

@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from ... import functions as F
 from ..layer import Layer
-from .rnn import step_masks, steps_of
+from .rnn import SimpleRNN, step_masks, steps_of
 from .rnn_cells import _RNNCellBase
 
 __all__ = ['RNN', 'BiRNN']
@@ -74,10 +74,28 @@ def _run(cell: Any, inputs: Any, states: Any, sequence_length: Any, time_major: 
     return _map(lambda *parts: F.stack(list(parts), axis=time_axis), *outputs), states
 
 
+def _torch_rnn(input_size: int, hidden_size: int, num_layers: int = 1, nonlinearity: str = "tanh", bias: bool = True,
+               batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, device: Any = None,
+               dtype: Any = None) -> SimpleRNN:
+    """torch.nn.RNN(input_size, hidden_size, ...): a SimpleRNN with torch's signature and defaults
+    (time-major unless batch_first=True)."""
+    return SimpleRNN(input_size, hidden_size, num_layers, dropout=float(dropout), nonlinearity=nonlinearity, bias=bias,
+                     batch_first=batch_first, bidirectional=bidirectional, device=device, dtype=dtype)
+
+
 class RNN(Layer):
     """Runs `cell` over the time axis of `inputs` ([batch, time, ...], or [time, batch, ...] with
     time_major); `forward(inputs, initial_states=None, sequence_length=None, **kwargs)` returns
-    (outputs, final_states), extra keyword arguments passed to every call of the cell."""
+    (outputs, final_states), extra keyword arguments passed to every call of the cell.
+
+    RNN(input_size, hidden_size, ...) with sizes instead of a cell is torch's nn.RNN: it makes a
+    SimpleRNN with torch's signature and defaults (see _torch_rnn), which is not an RNN instance."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        first = args[0] if args else kwargs.get("input_size")
+        if cls is RNN and isinstance(first, int) and not isinstance(first, bool):
+            return _torch_rnn(*args, **kwargs)
+        return super().__new__(cls)
 
     def __init__(self, cell: Layer, is_reverse: bool = False, time_major: bool = False) -> None:
         super().__init__()

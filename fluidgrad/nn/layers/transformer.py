@@ -1,14 +1,21 @@
-"""Multi-head attention and the Transformer layers, with Paddle 2's names and semantics.
+"""Multi-head attention and the Transformer layers, with Paddle 2's names and semantics, and
+PyTorch's when built with its keywords.
 
 Tensors are [batch, seq, d_model]. Masks broadcast to [batch, heads, q_len, k_len]: bool or
 int (True / 1: attend) or float (added to the scores, -inf to exclude). As in Paddle, the
-stacks end with a LayerNorm only when `normalize_before` (pre-norm); PyTorch's nn.Transformer
-always adds one.
+stacks end with a LayerNorm only when `normalize_before` (pre-norm).
+
+PyTorch's keywords (batch_first=, norm_first=, bias=, device=, dtype=, a callable activation,
+dim_feedforward left at torch's default 2048, and on Transformer layer_norm_eps=) build a layer that follows
+torch throughout: [seq, batch, d_model] tensors unless batch_first=True (transposed in and out),
+bool masks whose True means masked out, forward's key_padding_mask= / is_causal=, and on
+Transformer the final LayerNorms of both stacks always. A layer built with Paddle's keywords
+only keeps Paddle's batch-first tensors and mask convention.
 """
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -17,37 +24,30 @@ from ...dispatch import apply_op
 from ...eager.tensor import Tensor
 from .. import functional as NF
 from ..layer import Layer
+from .attention_masks import attention_mask, causal, combined, paddle_mask
 from .common import Dropout, Linear
 from .container import LayerList
 from .norm import LayerNorm
+from .torch_keywords import either
 
 __all__ = ['MultiHeadAttention', 'TransformerEncoderLayer', 'TransformerEncoder', 'TransformerDecoderLayer',
            'TransformerDecoder', 'Transformer']
 
 
-def _as_mask(mask: Any, dtype: str) -> Any:
-    """Integer masks (1: attend) become bool; bool and float masks pass through."""
-    if mask is None or mask.dtype == "bool" or str(mask.dtype).startswith("float"):
-        return mask
-    return F.cast(mask, "bool")
-
-
-def activation_fn(name: str):
-    """relu or gelu by name (the tanh form of gelu until an exact one is registered)."""
-    if name == "relu":
+def activation_fn(activation: str | Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """relu or gelu (exact, as Paddle's and torch's "gelu") by name, or torch's callable."""
+    if callable(activation):
+        return activation
+    if activation == "relu":
         return F.relu
-    if name == "gelu":
-        return gelu_tanh
-    raise ValueError(f"Transformer: activation must be 'relu' or 'gelu', got {name!r}")
+    if activation == "gelu":
+        return NF.gelu
+    raise ValueError(f"Transformer: activation must be 'relu', 'gelu' or a callable, got {activation!r}")
 
 
 def gelu_tanh(x: Any) -> Any:
-    """GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
-    gelu = getattr(NF, "gelu", None)
-    if gelu is not None:
-        return gelu(x, approximate=True)
-    inner = F.scale(F.add(x, F.scale(F.pow(x, 3.0), 0.044715)), float(np.sqrt(2.0 / np.pi)))
-    return F.multiply(F.scale(x, 0.5), F.scale(F.tanh(inner), 1.0, 1.0))
+    """GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (GPT-2's)."""
+    return NF.gelu(x, approximate=True)
 
 
 class MultiHeadAttention(Layer):
@@ -77,7 +77,7 @@ class MultiHeadAttention(Layer):
         key = query if key is None else key
         value = key if value is None else value
         q, k, v = self._heads(self.q_proj(query)), self._heads(self.k_proj(key)), self._heads(self.v_proj(value))
-        mask = _as_mask(attn_mask, query.dtype)
+        mask = paddle_mask(attn_mask)
         if self.need_weights:
             out, weights = self._attend_with_weights(q, k, v, mask, is_causal)
         else:
@@ -104,7 +104,7 @@ class _FeedForwardMixin:
 
     _renamed_state_keys = {"ffn.linear1": "linear1", "ffn.linear2": "linear2"}
 
-    def _init_feed_forward(self, d_model: int, dim_feedforward: int, act_dropout: float, activation: str,
+    def _init_feed_forward(self, d_model: int, dim_feedforward: int, act_dropout: float, activation: Any,
                            weight_attr: Any, bias_attr: Any) -> None:
         self.linear1 = Linear(d_model, dim_feedforward, weight_attr, bias_attr)
         self.dropout = Dropout(act_dropout)
@@ -122,57 +122,126 @@ def _residual(x: Any, sublayer, norm: LayerNorm, dropout: Dropout, normalize_bef
     return norm(F.add(x, dropout(sublayer(x))))
 
 
-class TransformerEncoderLayer(_FeedForwardMixin, Layer):
-    """Self-attention then a feed-forward block, each with a residual and a LayerNorm (pre-norm when normalize_before)."""
+def _swap_batch_and_seq(x: Any) -> Any:
+    return F.transpose(x, [1, 0, 2])
 
-    def __init__(self, d_model: int, nhead: int, dim_feedforward: int, dropout: float = 0.1,
-                 activation: str = "relu", attn_dropout: float | None = None, act_dropout: float | None = None,
-                 normalize_before: bool = False, weight_attr: Any = None, bias_attr: Any = None,
-                 layer_norm_eps: float = 1e-5) -> None:
+
+class _TransformerLayerBase(_FeedForwardMixin, Layer):
+    """The keywords both layers share, read under Paddle's names or torch's (see the module
+    docstring): sets normalize_before, batch_first, torch_convention and the feed-forward block,
+    and returns the attention dropout and (weight_attr, bias_attr) for the attention layers."""
+
+    def _init_common(self, d_model: int, nhead: int, dim_feedforward: int | None, dropout: float, activation: Any,
+                     attn_dropout: float | None, act_dropout: float | None, normalize_before: bool, weight_attr: Any,
+                     bias_attr: Any, batch_first: bool | None, norm_first: bool | None, bias: bool | None,
+                     device: Any, dtype: Any) -> float:
+        owner = type(self).__name__
+        self.torch_convention = (dim_feedforward is None or callable(activation) or
+                                 any(v is not None for v in (batch_first, norm_first, bias, device, dtype)))
+        self.batch_first = (not self.torch_convention) if batch_first is None else bool(batch_first)
+        self.normalize_before = bool(either(owner, "normalize_before", normalize_before, False, "norm_first",
+                                            norm_first))
+        if bias is False:
+            bias_attr = either(owner, "bias_attr", bias_attr, None, "bias", False)
+        self._norm_bias = bias_attr is not False
+        act_dropout = dropout if act_dropout is None else act_dropout
+        self._init_feed_forward(d_model, 2048 if dim_feedforward is None else dim_feedforward, act_dropout,
+                                activation, weight_attr, bias_attr)
+        self._attn_attrs = (weight_attr, bias_attr)
+        return dropout if attn_dropout is None else attn_dropout
+
+    def _norm(self, d_model: int, eps: float) -> LayerNorm:
+        return LayerNorm(d_model, eps, bias_attr=None if self._norm_bias else False)
+
+    def _mask(self, name: str, attn_mask: Any, key_padding_mask: Any, is_causal: bool, query: Any,
+              key: Any) -> tuple[Any, bool]:
+        """(mask, is_causal) for the attention op; torch's is_causal is a hint that attn_mask is
+        causal, so a given attn_mask is used as it is."""
+        mask = attention_mask(name, attn_mask, key_padding_mask, self.self_attn.num_heads, query.dtype,
+                              self.torch_convention)
+        if not is_causal or attn_mask is not None:
+            return mask, False
+        if mask is None:
+            return None, True
+        return combined(mask, causal(query, key), query.dtype), False
+
+    def _finish(self, device: Any, dtype: Any) -> None:
+        if device is not None or dtype is not None:
+            self.to(device, dtype)
+
+
+class TransformerEncoderLayer(_TransformerLayerBase):
+    """Self-attention then a feed-forward block, each with a residual and a LayerNorm (pre-norm when
+    normalize_before / norm_first)."""
+
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int | None = None, dropout: float = 0.1,
+                 activation: str | Callable[[Any], Any] = "relu", attn_dropout: float | None = None,
+                 act_dropout: float | None = None, normalize_before: bool = False, weight_attr: Any = None,
+                 bias_attr: Any = None, layer_norm_eps: float = 1e-5, *, batch_first: bool | None = None,
+                 norm_first: bool | None = None, bias: bool | None = None, device: Any = None,
+                 dtype: Any = None) -> None:
         super().__init__()
         self._config = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
-        attn_dropout = dropout if attn_dropout is None else attn_dropout
-        act_dropout = dropout if act_dropout is None else act_dropout
-        self.normalize_before = normalize_before
-        self.self_attn = MultiHeadAttention(d_model, nhead, attn_dropout, weight_attr=weight_attr,
-                                            bias_attr=bias_attr)
-        self._init_feed_forward(d_model, dim_feedforward, act_dropout, activation, weight_attr, bias_attr)
-        self.norm1, self.norm2 = LayerNorm(d_model, layer_norm_eps), LayerNorm(d_model, layer_norm_eps)
+        attn_dropout = self._init_common(d_model, nhead, dim_feedforward, dropout, activation, attn_dropout,
+                                         act_dropout, normalize_before, weight_attr, bias_attr, batch_first,
+                                         norm_first, bias, device, dtype)
+        self.self_attn = MultiHeadAttention(d_model, nhead, attn_dropout, weight_attr=self._attn_attrs[0],
+                                            bias_attr=self._attn_attrs[1])
+        self.norm1, self.norm2 = self._norm(d_model, layer_norm_eps), self._norm(d_model, layer_norm_eps)
         self.dropout1, self.dropout2 = Dropout(dropout), Dropout(dropout)
+        self._finish(device, dtype)
 
-    def forward(self, src: Any, src_mask: Any = None, cache: Any = None) -> Any:
-        src = _residual(src, lambda x: self.self_attn(x, x, x, src_mask, cache), self.norm1, self.dropout1,
-                        self.normalize_before)
-        return _residual(src, self._feed_forward, self.norm2, self.dropout2, self.normalize_before)
+    def forward(self, src: Any, src_mask: Any = None, cache: Any = None, *, src_key_padding_mask: Any = None,
+                is_causal: bool = False) -> Any:
+        x = src if self.batch_first else _swap_batch_and_seq(src)
+        mask, causal_hint = self._mask("TransformerEncoderLayer", src_mask, src_key_padding_mask, is_causal, x, x)
+        x = _residual(x, lambda h: self.self_attn(h, h, h, mask, cache, is_causal=causal_hint), self.norm1,
+                      self.dropout1, self.normalize_before)
+        x = _residual(x, self._feed_forward, self.norm2, self.dropout2, self.normalize_before)
+        return x if self.batch_first else _swap_batch_and_seq(x)
 
 
-class TransformerDecoderLayer(_FeedForwardMixin, Layer):
+class TransformerDecoderLayer(_TransformerLayerBase):
     """Masked self-attention, attention over the encoder memory, then a feed-forward block; residuals and LayerNorms."""
 
-    def __init__(self, d_model: int, nhead: int, dim_feedforward: int, dropout: float = 0.1,
-                 activation: str = "relu", attn_dropout: float | None = None, act_dropout: float | None = None,
-                 normalize_before: bool = False, weight_attr: Any = None, bias_attr: Any = None,
-                 layer_norm_eps: float = 1e-5) -> None:
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int | None = None, dropout: float = 0.1,
+                 activation: str | Callable[[Any], Any] = "relu", attn_dropout: float | None = None,
+                 act_dropout: float | None = None, normalize_before: bool = False, weight_attr: Any = None,
+                 bias_attr: Any = None, layer_norm_eps: float = 1e-5, *, batch_first: bool | None = None,
+                 norm_first: bool | None = None, bias: bool | None = None, device: Any = None,
+                 dtype: Any = None) -> None:
         super().__init__()
         self._config = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
-        attn_dropout = dropout if attn_dropout is None else attn_dropout
-        act_dropout = dropout if act_dropout is None else act_dropout
-        self.normalize_before = normalize_before
-        self.self_attn = MultiHeadAttention(d_model, nhead, attn_dropout, weight_attr=weight_attr,
-                                            bias_attr=bias_attr)
+        attn_dropout = self._init_common(d_model, nhead, dim_feedforward, dropout, activation, attn_dropout,
+                                         act_dropout, normalize_before, weight_attr, bias_attr, batch_first,
+                                         norm_first, bias, device, dtype)
+        weight_attr, bias_attr = self._attn_attrs
+        self.self_attn = MultiHeadAttention(d_model, nhead, attn_dropout, weight_attr=weight_attr, bias_attr=bias_attr)
         self.cross_attn = MultiHeadAttention(d_model, nhead, attn_dropout, weight_attr=weight_attr,
                                              bias_attr=bias_attr)
-        self._init_feed_forward(d_model, dim_feedforward, act_dropout, activation, weight_attr, bias_attr)
-        self.norm1, self.norm2, self.norm3 = (LayerNorm(d_model, layer_norm_eps) for _ in range(3))
+        self.norm1, self.norm2, self.norm3 = (self._norm(d_model, layer_norm_eps) for _ in range(3))
         self.dropout1, self.dropout2, self.dropout3 = (Dropout(dropout) for _ in range(3))
+        self._finish(device, dtype)
 
-    def forward(self, tgt: Any, memory: Any, tgt_mask: Any = None, memory_mask: Any = None,
-                cache: Any = None) -> Any:
-        tgt = _residual(tgt, lambda x: self.self_attn(x, x, x, tgt_mask, cache), self.norm1, self.dropout1,
-                        self.normalize_before)
-        tgt = _residual(tgt, lambda x: self.cross_attn(x, memory, memory, memory_mask), self.norm2,
-                        self.dropout2, self.normalize_before)
-        return _residual(tgt, self._feed_forward, self.norm3, self.dropout3, self.normalize_before)
+    def forward(self, tgt: Any, memory: Any, tgt_mask: Any = None, memory_mask: Any = None, cache: Any = None, *,
+                tgt_key_padding_mask: Any = None, memory_key_padding_mask: Any = None, tgt_is_causal: bool = False,
+                memory_is_causal: bool = False) -> Any:
+        x, memory = (tgt, memory) if self.batch_first else (_swap_batch_and_seq(tgt), _swap_batch_and_seq(memory))
+        name = "TransformerDecoderLayer"
+        self_mask, self_causal = self._mask(name, tgt_mask, tgt_key_padding_mask, tgt_is_causal, x, x)
+        cross_mask, cross_causal = self._mask(name, memory_mask, memory_key_padding_mask, memory_is_causal, x, memory)
+        x = _residual(x, lambda h: self.self_attn(h, h, h, self_mask, cache, is_causal=self_causal), self.norm1,
+                      self.dropout1, self.normalize_before)
+        x = _residual(x, lambda h: self.cross_attn(h, memory, memory, cross_mask, is_causal=cross_causal),
+                      self.norm2, self.dropout2, self.normalize_before)
+        x = _residual(x, self._feed_forward, self.norm3, self.dropout3, self.normalize_before)
+        return x if self.batch_first else _swap_batch_and_seq(x)
+
+
+def _given(**keywords: Any) -> dict[str, Any]:
+    """The keywords given (not None, not False): a stack passes torch's mask keywords on only when
+    used, so custom layers with Paddle's forward(src, src_mask) still run in it."""
+    return {k: v for k, v in keywords.items() if v is not None and v is not False}
 
 
 def _clones(layer: Layer, num_layers: int) -> LayerList:
@@ -181,55 +250,85 @@ def _clones(layer: Layer, num_layers: int) -> LayerList:
 
 
 class TransformerEncoder(Layer):
-    """`num_layers` encoder layers (the first given, the rest fresh copies of its configuration), then `norm`."""
+    """`num_layers` encoder layers (the first given, the rest fresh copies of its configuration), then `norm`.
+    forward also takes torch's names: mask= (src_mask), src_key_padding_mask=, is_causal=."""
 
-    def __init__(self, encoder_layer: TransformerEncoderLayer, num_layers: int, norm: LayerNorm | None = None) -> None:
+    def __init__(self, encoder_layer: TransformerEncoderLayer, num_layers: int, norm: LayerNorm | None = None,
+                 enable_nested_tensor: bool = True, mask_check: bool = True) -> None:
         super().__init__()
         self.layers = _clones(encoder_layer, num_layers)
         self.num_layers, self.norm = num_layers, norm
 
-    def forward(self, src: Any, src_mask: Any = None, cache: Any = None) -> Any:
+    def forward(self, src: Any, src_mask: Any = None, cache: Any = None, *, mask: Any = None,
+                src_key_padding_mask: Any = None, is_causal: bool | None = None) -> Any:
+        src_mask = either("TransformerEncoder", "src_mask", src_mask, None, "mask", mask) if mask is not None \
+            else src_mask
+        keywords = _given(src_key_padding_mask=src_key_padding_mask, is_causal=is_causal)
         for layer in self.layers:
-            src = layer(src, src_mask)
+            src = layer(src, src_mask, **keywords)
         return src if self.norm is None else self.norm(src)
 
 
 class TransformerDecoder(Layer):
-    """`num_layers` decoder layers (the first given, the rest fresh copies of its configuration), then `norm`."""
+    """`num_layers` decoder layers (the first given, the rest fresh copies of its configuration), then `norm`.
+    forward also takes torch's key_padding_mask / is_causal keywords."""
 
     def __init__(self, decoder_layer: TransformerDecoderLayer, num_layers: int, norm: LayerNorm | None = None) -> None:
         super().__init__()
         self.layers = _clones(decoder_layer, num_layers)
         self.num_layers, self.norm = num_layers, norm
 
-    def forward(self, tgt: Any, memory: Any, tgt_mask: Any = None, memory_mask: Any = None, cache: Any = None) -> Any:
+    def forward(self, tgt: Any, memory: Any, tgt_mask: Any = None, memory_mask: Any = None, cache: Any = None, *,
+                tgt_key_padding_mask: Any = None, memory_key_padding_mask: Any = None,
+                tgt_is_causal: bool | None = None, memory_is_causal: bool = False) -> Any:
+        keywords = _given(tgt_key_padding_mask=tgt_key_padding_mask, memory_key_padding_mask=memory_key_padding_mask,
+                          tgt_is_causal=tgt_is_causal, memory_is_causal=memory_is_causal)
         for layer in self.layers:
-            tgt = layer(tgt, memory, tgt_mask, memory_mask)
+            tgt = layer(tgt, memory, tgt_mask, memory_mask, **keywords)
         return tgt if self.norm is None else self.norm(tgt)
 
 
 class Transformer(Layer):
-    """Encoder-decoder Transformer: forward(src, tgt, src_mask, tgt_mask, memory_mask) -> [B, Lt, d_model]."""
+    """Encoder-decoder Transformer: forward(src, tgt, src_mask, tgt_mask, memory_mask) -> [B, Lt, d_model]
+    ([Lt, B, d_model] when built with torch's keywords and not batch_first)."""
 
     def __init__(self, d_model: int = 512, nhead: int = 8, num_encoder_layers: int = 6, num_decoder_layers: int = 6,
-                 dim_feedforward: int = 2048, dropout: float = 0.1, activation: str = "relu",
+                 dim_feedforward: int = 2048, dropout: float = 0.1, activation: str | Callable[[Any], Any] = "relu",
                  attn_dropout: float | None = None, act_dropout: float | None = None, normalize_before: bool = False,
                  weight_attr: Any = None, bias_attr: Any = None, custom_encoder: Layer | None = None,
-                 custom_decoder: Layer | None = None) -> None:
+                 custom_decoder: Layer | None = None, *, layer_norm_eps: float | None = None,
+                 batch_first: bool | None = None, norm_first: bool | None = None, bias: bool | None = None,
+                 device: Any = None, dtype: Any = None) -> None:
         super().__init__()
+        self.torch_convention = callable(activation) or any(
+            v is not None for v in (layer_norm_eps, batch_first, norm_first, bias, device, dtype))
+        self.batch_first = (not self.torch_convention) if batch_first is None else bool(batch_first)
+        eps = 1e-5 if layer_norm_eps is None else float(layer_norm_eps)
         options = dict(dropout=dropout, activation=activation, attn_dropout=attn_dropout, act_dropout=act_dropout,
-                       normalize_before=normalize_before, weight_attr=weight_attr, bias_attr=bias_attr)
+                       normalize_before=normalize_before, weight_attr=weight_attr, bias_attr=bias_attr,
+                       layer_norm_eps=eps)
+        if self.torch_convention:        # each layer torch's: its masks, its tensors' layout
+            options.update(batch_first=self.batch_first, norm_first=norm_first, bias=bias)
         self.d_model, self.nhead = d_model, nhead
+        encoder_layer = TransformerEncoderLayer(d_model, nhead, dim_feedforward, **options)
+        final_norms = self.torch_convention or encoder_layer.normalize_before
         self.encoder = custom_encoder or TransformerEncoder(
-            TransformerEncoderLayer(d_model, nhead, dim_feedforward, **options), num_encoder_layers,
-            LayerNorm(d_model) if normalize_before else None)
+            encoder_layer, num_encoder_layers, encoder_layer._norm(d_model, eps) if final_norms else None)
+        decoder_layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, **options)
         self.decoder = custom_decoder or TransformerDecoder(
-            TransformerDecoderLayer(d_model, nhead, dim_feedforward, **options), num_decoder_layers,
-            LayerNorm(d_model) if normalize_before else None)
+            decoder_layer, num_decoder_layers, decoder_layer._norm(d_model, eps) if final_norms else None)
+        if device is not None or dtype is not None:
+            self.to(device, dtype)
 
-    def forward(self, src: Any, tgt: Any, src_mask: Any = None, tgt_mask: Any = None, memory_mask: Any = None) -> Any:
-        memory = self.encoder(src, src_mask)
-        return self.decoder(tgt, memory, tgt_mask, memory_mask)
+    def forward(self, src: Any, tgt: Any, src_mask: Any = None, tgt_mask: Any = None, memory_mask: Any = None, *,
+                src_key_padding_mask: Any = None, tgt_key_padding_mask: Any = None,
+                memory_key_padding_mask: Any = None, src_is_causal: bool | None = None,
+                tgt_is_causal: bool | None = None, memory_is_causal: bool = False) -> Any:
+        memory = self.encoder(src, src_mask, **_given(src_key_padding_mask=src_key_padding_mask,
+                                                      is_causal=src_is_causal))
+        return self.decoder(tgt, memory, tgt_mask, memory_mask, **_given(
+            tgt_key_padding_mask=tgt_key_padding_mask, memory_key_padding_mask=memory_key_padding_mask,
+            tgt_is_causal=tgt_is_causal, memory_is_causal=memory_is_causal))
 
     @staticmethod
     def generate_square_subsequent_mask(length: int, dtype: str = "float32") -> Tensor:
