@@ -484,16 +484,11 @@ _METHODS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="Tensor methods torch code calls are AttributeErrors though most of their "
-                   "functions exist (fg.diff, fg.kron, fg.hypot, fg.logaddexp, fg.logcumsumexp, fg.cummax, "
-                   "fg.nansum, fg.quantile, fg.rot90, fg.tensor_split, fg.frac, fg.lgamma, fg.addmm, fg.inner): "
-                   "x.diff(), x.kron(y), x.hypot(y), x.logaddexp(y), x.logcumsumexp(1), x.cummax(1), x.nansum(), "
-                   "x.quantile(q), x.rot90(), x.tensor_split(), x.frac(), x.lgamma(), x.addmm(a, b), x.inner(y), "
-                   "and x.addcmul / x.addcdiv (the form of hand-written Adam updates) and x.argwhere(), which have "
-                   "no function either; x.to(other) (x in other's dtype) fails with \"TypeError: unsupported "
-                   "dtype Tensor(shape=[3, 4], ...)\" followed by a list of 30 dtypes")
 @pytest.mark.parametrize("call", sorted(_METHODS))
 def test_torch_tensor_methods_with_fluidgrad_functions(call):
+    """Methods torch code calls whose functions fluidgrad has (x.diff(), x.kron(y), x.quantile(q), ...),
+    x.addcmul / addcdiv / argwhere and x.to(other). Written as a finding; tensor12's landing fixed it
+    this session."""
     expected = _np(_METHODS[call](torch.tensor(_X), torch.tensor(_Y)))
     got = _np(_METHODS[call](fg.to_tensor(_X), fg.to_tensor(_Y)))
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
@@ -516,17 +511,11 @@ _IN_PLACE = {
 }
 
 
-_IN_PLACE_MISSING = pytest.mark.xfail(strict=True, reason="in-place forms of methods fluidgrad has are "
-                                      "AttributeErrors: log_, neg_, t_, transpose_, tril_, triu_, lerp_ (EMA "
-                                      "updates), cumsum_, detach_, and addcmul_ / addcdiv_ (every hand-written Adam "
-                                      "or RMSprop step: exp_avg_sq.mul_(b2).addcmul_(g, g, value=1 - b2)); x.add_, "
-                                      "x.mul_, x.clamp_, x.exp_, x.sigmoid_, x.square_ exist: each should change x "
-                                      "to torch's values")
-
-
-# x.sigmoid_() and x.square_() were fixed by tensor12 while this review was written
-@pytest.mark.parametrize("call", _marked(_IN_PLACE, _IN_PLACE_MISSING, fixed=("x.sigmoid_()", "x.square_()")))
+@pytest.mark.parametrize("call", sorted(_IN_PLACE))
 def test_torch_in_place_methods(call):
+    """torch's in-place methods (addcmul_ / addcdiv_ of hand-written optimizers, lerp_ of EMA updates,
+    t_, tril_, cumsum_, detach_, ...) give torch's values. Written as a finding; tensor12's landings
+    fixed it this session."""
     expected, got = torch.tensor(_X.copy()), fg.to_tensor(_X.copy())
     _IN_PLACE[call](expected, torch.tensor(_Y))
     _IN_PLACE[call](got, fg.to_tensor(_Y))
@@ -542,12 +531,10 @@ _ATTRIBUTES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="Tensor attributes torch code reads are AttributeErrors: x.is_cuda (device "
-                   "checks, False here), x.grad_fn (None for a leaf, set for a result of a recorded op: the "
-                   "test torch code uses to ask whether a tensor is in the graph), x.nelement() (numel's other "
-                   "name) and x.element_size() (bytes per element, in memory estimates)")
 @pytest.mark.parametrize("what", sorted(_ATTRIBUTES))
 def test_torch_tensor_attributes(what):
+    """x.is_cuda, x.grad_fn, x.nelement(), x.element_size(). Written as a finding; tensor12's landing
+    fixed it this session."""
     expected = _ATTRIBUTES[what](torch.tensor(_X, requires_grad=True))
     got = _ATTRIBUTES[what](fg.to_tensor(_X, stop_gradient=False))
     assert got == expected
@@ -644,7 +631,7 @@ def test_torch_layers_without_a_paddle_twin(call):
 def test_torch_multihead_attention_keeps_torchs_conventions(eager):
     """nn.MultiheadAttention is torch's layer, not an alias of Paddle's MultiHeadAttention: [seq, batch,
     embed] inputs, (output, head-averaged weights) returned, True in a bool attn_mask / key_padding_mask
-    masks a key (Paddle's True attends). Written as a finding; nn12's landing fixed it this session."""
+    masks a key (Paddle's True attends). Written as a finding; fixed this session (nn12 / seq12)."""
     x = fg.to_tensor(_RNG.standard_normal((4, 2, 8)).astype("float32"))   # [seq, batch, embed]
     attention = fg.nn.MultiheadAttention(8, 2)
     masked = np.ones((4, 4), bool)
