@@ -69,6 +69,8 @@ def test_requires_grad_and_device_keywords(eager):
     np.testing.assert_array_equal(x.grad.numpy(), reference.grad.numpy())
     assert not fg.randn(2, requires_grad=True).stop_gradient
     assert fg.zeros(2).stop_gradient
+    for cpu in ("cpu", "CPU:0", torch.device("cpu"), fg.CPUPlace(), "Place(cpu)"):
+        assert tuple(fg.zeros(2, device=cpu).shape) == (2,)
 
 
 _BAD = {
@@ -76,6 +78,8 @@ _BAD = {
     "zeros([2], dtype twice)": (lambda: fg.zeros([2], "float32", dtype="float64"), TypeError, "dtype given twice"),
     "zeros() without sizes": (lambda: fg.zeros(), TypeError, "give the sizes"),
     "ones(2, device='cuda')": (lambda: fg.ones(2, device="cuda"), ValueError, "CPU only"),
+    "ones(2, device=torch.device('meta'))": (lambda: fg.ones(2, device=torch.device("meta")), ValueError, "CPU only"),
+    "ones(2, device='cpux')": (lambda: fg.ones(2, device="cpux"), ValueError, "CPU only"),
     "zeros(2, shape=[2])": (lambda: fg.zeros(2, shape=[2]), TypeError, "not both"),
     "randint(10, (2,), size=(2,))": (lambda: fg.randint(10, (2,), size=(2,)), TypeError, "randint"),
     "linspace(0, 1, 5, steps=5)": (lambda: fg.linspace(0, 1, 5, steps=5), TypeError, "not both"),
