@@ -8,14 +8,13 @@ gradient, e.g. `fluidgrad.assign(array)`) meeting Variables joins the Program as
 meeting Variables joins as a static Parameter of the Program, initialised by the startup program
 to the Tensor's current value: an `nn` Layer called on `static.data` builds a static model that
 `minimize` and the Executor train, as Paddle 2's static mode does (the trained values live in the
-scope; the Layer's `state_dict` reads them from the global scope and its `set_state_dict` writes
-there, and the Tensors themselves share the scope's arrays: scope_binding.py). Another Tensor that needs a gradient cannot join.
+scope, and the Layer's Tensors share the scope's arrays around every run: scope_binding.py).
+Another Tensor that needs a gradient cannot join.
 """
 from __future__ import annotations
 
 import weakref
 from typing import Any
-
 
 from .eager.apply import eager_apply
 from .eager.mode import all_default, state
