@@ -5,8 +5,8 @@ and every binary operator of Tensors (`a + b`) first casts its float inputs: to 
 dtype for a white-list op, to float32 for a black-list op, and for any other op to the widest
 float dtype among them (float32 when float16 meets float32, as Paddle's `use_promote`). The casts
 are ordinary `cast` ops, so gradients flow back to float32 parameters in float32 (through float16
-or bfloat16 tensors alike). float64 and integer inputs are never cast. The setting is per thread, as grad mode is; nested blocks (an
-`enable=False` block inside) take the innermost setting.
+or bfloat16 tensors alike). float64 and integer inputs are never cast. The setting is per thread,
+as grad mode is; nested blocks (an `enable=False` block inside) take the innermost setting.
 
 Level O1 only: parameters stay float32 (O2 casts the model itself, see `decorate`).
 """
