@@ -26,7 +26,8 @@ def normalize_dtype(dtype: Any) -> str:
     return name
 
 
-def _names_a_dtype(value: Any) -> bool:
+def names_a_dtype(value: Any) -> bool:
+    """Whether `value` is something normalize_dtype accepts (a dtype, or a device, in `x.to(...)`)."""
     try:
         normalize_dtype(value)
     except (TypeError, ValueError):
@@ -136,7 +137,7 @@ class TorchHabits:
                 dtype = arg.dtype                # x.to(other)
             elif names_a_device(arg):
                 device = arg
-            elif _names_a_dtype(arg):
+            elif names_a_dtype(arg):
                 dtype = arg
             else:
                 raise TypeError(f"{type(self).__name__}.to: {arg!r} is neither a dtype nor a device")

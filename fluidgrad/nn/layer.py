@@ -24,6 +24,7 @@ from ..dispatch import sync_from_scope, write_to_scope
 from ..framework.device import as_device, is_cpu
 from ..framework import ParamAttr, Variable, normalize_dtype, optimize_options, unique_name
 from ..framework.dtypes import get_default_dtype, is_float
+from ..framework.variable import names_a_dtype
 from ..initializer import Constant, Initializer, XavierUniform
 from ..ops.registry import get_op_def
 from .parameter import mark_parameter
@@ -68,16 +69,6 @@ def create_parameter(shape: Sequence[int], dtype: Any = None, attr: Any = None, 
     if options is not None:
         tensor._param_attr = options
     return mark_parameter(tensor)
-
-
-
-
-def _names_a_dtype(value: Any) -> bool:
-    try:
-        normalize_dtype(value)
-    except (TypeError, ValueError):
-        return False
-    return True
 
 
 class HookRemoveHelper:
@@ -518,7 +509,7 @@ class Layer:
         `dtype` in place, so the Tensors stay those an optimizer and ParamAttr options know.
         fluidgrad runs on the CPU: another device is an error."""
         if device is not None and not is_cpu(device):
-            if dtype is not None or not _names_a_dtype(device):
+            if dtype is not None or not names_a_dtype(device):
                 as_device(device, f"{type(self).__name__}.to")
             device, dtype = None, device
         if dtype is not None:

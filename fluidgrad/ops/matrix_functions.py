@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .grad_builder import GradBuilder
-from .matrix import _square_infer, _swap_last
+from .matrix import _solve_infer, _square_infer, _swap_last  # a triangular solve's shapes are solve's
 from .registry import register_op
 
 
@@ -50,18 +50,6 @@ def _triangular_solve_kernel(x, y, upper=True, transpose=False, unitriangular=Fa
     return out
 
 
-def _triangular_solve_infer(ctx):
-    a = _square_infer(ctx)
-    b = ctx.shape("Y")
-    if ctx.dtype("Y") != ctx.dtype("X"):
-        raise ctx.dtype_error(f"X and Y must have one dtype, got {ctx.describe('X')} and {ctx.describe('Y')}")
-    if len(b) != len(a) or (b[-2] != a[-1] and min(b[-2], a[-1]) >= 0) or \
-            any(p != q and min(p, q) >= 0 for p, q in zip(a[:-2], b[:-2])):
-        raise ctx.shape_error(f"solves X @ Out = Y for Y of shape [..., n, k] with X's batch axes and n rows, "
-                              f"got {ctx.describe('X')} and {ctx.describe('Y')}")
-    ctx.set_output("Out", b, ctx.dtype("Y"))
-
-
 def _triangular_solve_grad(g: GradBuilder) -> None:
     """Out = op(T)^-1 Y: dL/dY = op(T)^-T dOut (a solve with the other transpose); dL/dop(T) =
     -dL/dY Out^T, transposed back when op transposes, kept to the triangle read (strictly, with a
@@ -82,7 +70,7 @@ def _triangular_solve_grad(g: GradBuilder) -> None:
 
 register_op("triangular_solve", inputs=("X", "Y"), outputs="Out",
             attrs={"upper": True, "transpose": False, "unitriangular": False}, kernel=_triangular_solve_kernel,
-            infer=_triangular_solve_infer, grad=_triangular_solve_grad,
+            infer=_solve_infer, grad=_triangular_solve_grad,
             doc="Out with op(T) @ Out = Y for T the upper or lower triangle of X (paddle.linalg.triangular_solve).")
 
 
