@@ -253,6 +253,105 @@ def test_torch_spelled_convolutions_initialise_as_torch(layer, eager):
         assert np.abs(got).max() <= np.abs(expected).max() * 1.05 + 1e-6, name
 
 
+_MINUS_INF = np.array([[2.0, -np.inf, 0.5], [-np.inf, 1.0, 3.0]])
+_NLL_CALLS = {
+    "nll_loss(log_softmax(z), y)": lambda m, z, y: m.nn.functional.nll_loss(m.nn.functional.log_softmax(z, 1), y),
+    "nll_loss(log_softmax(z), y, weight=w)": lambda m, z, y: m.nn.functional.nll_loss(
+        m.nn.functional.log_softmax(z, 1), y, weight=_tensor(m, np.array([1.0, 2.0, 3.0]))),
+    "NLLLoss()(log_softmax(z), y)": lambda m, z, y: m.nn.NLLLoss()(m.nn.functional.log_softmax(z, 1), y),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="nll_loss of log-probabilities that are -inf in classes other than the "
+                   "target (log_softmax of logits masked with -inf: action masking, constrained vocabularies) is "
+                   "NaN (0 * -inf in the picking), while its gradient is right; torch gives the finite loss "
+                   "0.164, so the logged loss, ReduceLROnPlateau and NaN checks see a NaN that is not there "
+                   "(cross_entropy on the same logits is already finite)")
+@pytest.mark.parametrize("call", sorted(_NLL_CALLS))
+def test_nll_loss_ignores_minus_inf_of_other_classes(call, eager):
+    target = np.array([0, 2])
+    expected = _NLL_CALLS[call](torch, torch.tensor(_MINUS_INF), torch.tensor(target))
+    got = _NLL_CALLS[call](fg, fg.to_tensor(_MINUS_INF), fg.to_tensor(target))
+    np.testing.assert_allclose(got.numpy(), _np(expected), rtol=1e-12)
+
+
+_W = np.arange(12.0).reshape(4, 3)
+_NEGATIVE_INDICES = {
+    "index_select(x, 0, [-1])": lambda m: m.index_select(_tensor(m, _W), 0, _tensor(m, np.array([-1]))),
+    "x.gather(1, [[-1], ...])": lambda m: _tensor(m, _W).gather(1, _tensor(m, np.array([[-1], [0], [0], [0]]))),
+    "take_along_axis(x, [[-1], ...], 1) / torch.gather": lambda m: (
+        torch.gather(torch.tensor(_W), 1, torch.tensor([[-1], [0], [0], [0]])) if m is torch
+        else fg.take_along_axis(fg.to_tensor(_W), fg.to_tensor(np.array([[-1], [0], [0], [0]])), 1)),
+    "F.one_hot([-1, 1], 3)": lambda m: m.nn.functional.one_hot(_tensor(m, np.array([-1, 1])), 3),
+    "x.scatter(1, [[-1], [0]], 1.0)": lambda m: _tensor(m, np.zeros((2, 3))).scatter(
+        1, _tensor(m, np.array([[-1], [0]])), 1.0),
+    "x.scatter_add(1, [[-1], [0]], src)": lambda m: _tensor(m, np.zeros((2, 3))).scatter_add(
+        1, _tensor(m, np.array([[-1], [0]])), _tensor(m, np.ones((2, 1)))),
+    "x.index_add_(0, [-1], src)": lambda m: _tensor(m, np.zeros((4, 3))).index_add_(
+        0, _tensor(m, np.array([-1])), _tensor(m, np.ones((1, 3)))),
+    "x.index_copy(0, [-1], src)": lambda m: _tensor(m, np.zeros((4, 3))).index_copy(
+        0, _tensor(m, np.array([-1])), _tensor(m, np.ones((1, 3)))),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="a negative index silently counts from the end in index_select / gather, "
+                   "x.gather(dim, index) / take_along_axis, one_hot, scatter, scatter_add, index_add_ and "
+                   "index_copy: F.one_hot([-1, 1], 3) gives [[0, 0, 1], [0, 1, 0]], so the -1 'unlabelled' mark of "
+                   "a dataset trains as the last class; torch raises ('Class values must be non-negative', 'index "
+                   "-1 is out of bounds for dimension 1 with size 3'), as Embedding here already does")
+@pytest.mark.parametrize("call", sorted(_NEGATIVE_INDICES))
+def test_negative_indices_are_refused_where_torch_refuses(call, eager):
+    with pytest.raises((IndexError, RuntimeError)):
+        _NEGATIVE_INDICES[call](torch)
+    with pytest.raises((IndexError, RuntimeError, ValueError)):
+        _NEGATIVE_INDICES[call](fg)
+
+
+_AXES_OUT_OF_RANGE = {
+    "x.transpose(0, 3) of a 2-D x": lambda x: x.transpose(0, 3),
+    "x.transpose(-3, 0) of a 2-D x": lambda x: x.transpose(-3, 0),
+    "x.transpose(1, 3) of a 3-D x (NCHW code on CHW)": lambda x: x.reshape([1, 2, 3]).transpose(1, 3),
+    "x.swapaxes(0, 5) of a 2-D x": lambda x: x.swapaxes(0, 5),
+    "x.movedim(0, 4) of a 2-D x": lambda x: x.movedim(0, 4),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="x.transpose / swapaxes / movedim with an axis out of range wrap it modulo "
+                   "the rank instead of refusing: x.transpose(0, 3) of a [2, 3] tensor is its transpose, "
+                   "x.transpose(1, 3) of a [1, 2, 3] tensor (channels-first code given an unbatched image) swaps "
+                   "axes 1 and 0, x.movedim(0, 4) returns x; torch raises 'IndexError: Dimension out of range "
+                   "(expected to be in range of [-2, 1], but got 3)' (and x.sum(5) here is a ShapeError)")
+@pytest.mark.parametrize("call", sorted(_AXES_OUT_OF_RANGE))
+def test_axes_out_of_range_are_refused_by_transpose_and_movedim(call, eager):
+    with pytest.raises((IndexError, ValueError)):
+        _AXES_OUT_OF_RANGE[call](fg.to_tensor(np.arange(6.0).reshape(2, 3)))
+
+
+class _ListHeld(fg.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = [fg.nn.Linear(2, 2), fg.nn.Linear(2, 1)]   # a plain list: torch's classic slip
+
+
+_OPTIMIZER_ARGUMENTS = {
+    "Adam([])": lambda: fg.optimizer.Adam([], lr=0.1),
+    "Adam(model.parameters()) of layers in a plain list": lambda: fg.optimizer.Adam(_ListHeld().parameters(), lr=0.1),
+    "SGD(params, lr=-0.1)": lambda: fg.optimizer.SGD(fg.nn.Linear(2, 1).parameters(), lr=-0.1),
+    "Adam(params, lr=0.1, eps=-1.0)": lambda: fg.optimizer.Adam(fg.nn.Linear(2, 1).parameters(), lr=0.1, eps=-1.0),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="an optimizer is built without complaint over no parameters, the result of "
+                   "keeping layers in a plain Python list instead of ModuleList (training then silently changes "
+                   "nothing), and with a negative rate (gradient ascent) or a negative eps; torch raises "
+                   "ValueError: 'optimizer got an empty parameter list', 'Invalid learning rate: -0.1', 'Invalid "
+                   "epsilon value: -1.0'")
+@pytest.mark.parametrize("call", sorted(_OPTIMIZER_ARGUMENTS))
+def test_optimizer_refuses_no_parameters_and_negative_rates(call, eager):
+    with pytest.raises(ValueError):
+        _OPTIMIZER_ARGUMENTS[call]()
+
+
 # ================================================================ crashes and unclear errors
 _ZERO_D = {
     "x.squeeze(0)": lambda x: x.squeeze(0),
@@ -347,6 +446,41 @@ def test_torch_weight_tying_of_embedding_and_linear(eager):
     expected = reference.decoder(reference.encoder(torch.tensor(ids)))
     got = ours.decoder(ours.encoder(fg.to_tensor(ids)))
     np.testing.assert_allclose(got.numpy(), _np(expected), rtol=1e-5, atol=1e-6)
+
+
+_NOT_PARAMETERS = {"Adam(model.parameters, lr=0.01) (the method, not its result)": lambda model: fg.optimizer.Adam(
+    model.parameters, lr=0.01), "Adam(model, lr=0.01)": lambda model: fg.optimizer.Adam(model, lr=0.01)}
+
+
+@pytest.mark.xfail(strict=True, reason="an optimizer given model.parameters (the method, parentheses forgotten) or "
+                   "the model itself fails with 'TypeError: Adam: give the learning rate once, as learning_rate= "
+                   "or lr=', a message about the rate, which was given once; torch says \"'method' object is not "
+                   "iterable\" / \"'Linear' object is not iterable\"; the message should name the parameters")
+@pytest.mark.parametrize("call", sorted(_NOT_PARAMETERS))
+def test_optimizer_given_no_parameter_list_names_the_parameters(call, eager):
+    with pytest.raises(TypeError, match="param"):
+        _NOT_PARAMETERS[call](fg.nn.Linear(2, 1))
+
+
+_AXIS_MESSAGES = {"x.permute(0, 3)": lambda x: x.permute(0, 3), "fg.transpose(x, [0, 3])": lambda x: fg.transpose(x, [0, 3])}
+
+
+@pytest.mark.xfail(strict=True, reason="x.permute(0, 3) and fg.transpose(x, [0, 3]) of a 2-D tensor fail with "
+                   "'IndexError: tuple index out of range', naming neither the function, the axes nor the shape; "
+                   "torch: 'IndexError: Dimension out of range (expected to be in range of [-2, 1], but got 3)'")
+@pytest.mark.parametrize("call", sorted(_AXIS_MESSAGES))
+def test_permute_out_of_range_names_the_axes(call, eager):
+    with pytest.raises((IndexError, ValueError), match=r"(?i)(permute|transpose|perm|axis|axes|dim)"):
+        _AXIS_MESSAGES[call](fg.to_tensor(np.arange(6.0).reshape(2, 3)))
+
+
+@pytest.mark.xfail(strict=True, reason="nn.Conv2d(3, 8, 0) (and Conv2D) fails in its initializer with "
+                   "'ZeroDivisionError: float division by zero' (fan_in of a zero-size kernel); the error should "
+                   "name the layer and kernel_size (torch refuses in forward: 'kernel size should be greater than "
+                   "zero')")
+def test_zero_kernel_size_is_named(eager):
+    with pytest.raises(ValueError, match="kernel"):
+        fg.nn.Conv2d(3, 8, 0)
 
 
 # ================================================================ missing everyday API
