@@ -417,11 +417,6 @@ _BOTH_HAVE = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="functions that torch and Paddle 2 both have are missing (AttributeError): "
-                   "unique_consecutive, cartesian_prod, block_diag, trapezoid, cumulative_trapezoid, renorm, "
-                   "vander, nanquantile, linalg.cov and linalg.corrcoef (paddle.linalg's names; torch.cov / "
-                   "torch.corrcoef), and quantile(..., interpolation='lower') is a TypeError though both "
-                   "frameworks take interpolation=")
 @pytest.mark.parametrize("call", sorted(_BOTH_HAVE))
 def test_functions_torch_and_paddle_both_have(call):
     ours, theirs = _BOTH_HAVE[call]
