@@ -247,10 +247,6 @@ def test_to_tensor_errors_name_to_tensor(data):
         fg.to_tensor(_NOT_TENSOR_DATA[data])
 
 
-@pytest.mark.xfail(strict=True, reason="F.cross_entropy(logits [2, 3], labels, weight=<4 values>) fails with "
-                   "'op elementwise_mul: cannot broadcast X (shape [2, 3]) with Y (shape [1, 4])', which names "
-                   "neither cross_entropy nor its weight; torch: 'weight tensor should be defined either for all 3 "
-                   "classes or no classes but got weight tensor of shape: [4]'")
 def test_cross_entropy_weight_of_the_wrong_size_is_named():
     with pytest.raises((ValueError, fg.framework.errors.ShapeError), match=r"(?s)cross_entropy.*weight"):
         fg.nn.functional.cross_entropy(fg.to_tensor(np.ones((2, 3), "float32")), fg.to_tensor(np.array([0, 1])),
@@ -268,12 +264,6 @@ _CE_TARGETS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="cross_entropy refuses torch's two other target forms: class scores on axis "
-                   "1 of [N, C, H, W] logits with [N, H, W] labels (every segmentation model) is \"ShapeError: "
-                   "Label (shape [2, 3]) does not fit Logits (shape [2, 4, 3]) on axis 2\", and float class "
-                   "probabilities as the target (mixup, distillation) is \"DTypeError: hard labels must be "
-                   "integers\"; both are unambiguous (labels that fit only axis 1; a float target is soft) and "
-                   "torch gives the loss and its gradient")
 @pytest.mark.parametrize("call", sorted(_CE_TARGETS))
 def test_cross_entropy_takes_torchs_target_forms(call):
     fn, shape, make_target = _CE_TARGETS[call]
