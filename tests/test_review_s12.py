@@ -193,11 +193,6 @@ def _three_steps_beside_torch(layer, opt, reference, reference_opt, x0):
 
 
 @pytest.mark.parametrize("name", ["Adam", "SGD"])
-@pytest.mark.xfail(strict=True, reason="a parameter listed twice, optimizer.SGD([w, w]) (usually "
-                   "list(model.parameters()) + list(model.head.parameters())), is silently updated twice per step "
-                   "(SGD moves it by two learning-rate steps); torch warns 'optimizer contains a parameter group "
-                   "with duplicate parameters; in future, this will cause an error': fluidgrad should refuse it, "
-                   "warn, or update it once")
 def test_a_parameter_listed_twice_is_not_silently_updated_twice(name):
     import warnings
     w = fg.to_tensor(np.array([1.0, 2.0]), stop_gradient=False)
