@@ -550,6 +550,17 @@ def test_layer_full_backward_hook(eager):
     np.testing.assert_allclose(grad_at_output(fg.nn, fg.to_tensor), grad_at_output(torch.nn, torch.tensor))
 
 
+@pytest.mark.xfail(strict=True, reason="fg.save of a checkpoint with integer keys, such as the class-index map "
+                   "saved beside the weights ({'classes': {0: 'cat', 1: 'dog'}}) or a per-epoch history, raises "
+                   "'CheckpointError: save: state has a key 0 of type int; keys must be strings'; torch.save and "
+                   "paddle.save keep such dicts, and fg.load should give the int keys back")
+def test_checkpoint_with_integer_keys_round_trips(tmp_path, eager):
+    state = {"model": fg.nn.Linear(2, 2).state_dict(), "classes": {0: "cat", 1: "dog"}, "loss_by_epoch": {1: 0.5}}
+    fg.save(state, str(tmp_path / "checkpoint.pdparams"))
+    loaded = fg.load(str(tmp_path / "checkpoint.pdparams"))
+    assert loaded["classes"] == {0: "cat", 1: "dog"} and loaded["loss_by_epoch"] == {1: 0.5}
+
+
 _GROUP_OPTIONS = {
     "SGD(momentum=0.9): group['momentum']": (lambda optim, p: optim.SGD(p, lr=0.1, momentum=0.9), "momentum"),
     "Adam: group['betas']": (lambda optim, p: optim.Adam(p, lr=0.1), "betas"),
