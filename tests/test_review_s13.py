@@ -1,26 +1,32 @@
 """Session-13 review: wrong answers a user would not notice, then crashes with unclear errors, then
 missing everyday API; each finding a strict xfail until its fix lands (then the mark goes and the
 test stays as a regression test). PyTorch 2.13.0 is the oracle. Session 12's findings (views,
-int-and-list indexing, sizes, optimizer options, cross_entropy's target forms, the names of torch and
-Paddle) are not filed again, and where Paddle 2 documents another rule that fluidgrad follows (two
-tensors of different dtypes refused, `full` without a dtype is float32, reshape's 0 copying a size,
-Linear's [in, out] weight, `LSTM(3, 4)` batch-major) the Paddle choice is left alone.
+int-and-list indexing, sizes, writes into param_groups, cross_entropy's target forms, the names of
+torch and Paddle) are not filed again, and where Paddle 2 documents another rule that fluidgrad
+follows under the same name (two tensors of different dtypes refused, `full` without a dtype is
+float32, reshape's 0 copying a size, Linear's [in, out] weight, `LSTM(3, 4)` batch-major,
+`x.max(1)` / `x.sort()` / `x.split(2)` Paddle's, grid_sample's align_corners=True,
+scaled_dot_product_attention on [batch, seq, heads, dim], `backward()` of a non-scalar) the Paddle
+choice is left alone.
 
 Found by porting training scripts line for line with torch's initial weights copied in and comparing
 the loss and every parameter after several steps in float64: a LeNet-style CNN (Conv2d, BatchNorm2d
 in train and eval, MaxPool2d, Dropout, SGD with Nesterov momentum and weight decay), char-level LSTM
 and GRU language models (Embedding, two layers, Adam, clip_grad_norm_), a Transformer encoder LM with
-a causal mask (AdamW), a VAE, a GAN step (detach, two optimizers), WGAN-GP (create_graph), frozen
+a causal mask (AdamW), a VAE, a GAN step and WGAN-GP (detach, two optimizers, create_graph), frozen
 layers, parameter groups with their own weight decay and rate, gradient accumulation, schedulers, the
 same LeNet written against the Paddle 2 API (Momentum, L2Decay, ClipGradByGlobalNorm,
-PiecewiseDecay), training resumed from fg.save'd model / optimizer / scheduler states, and by sweeping
-dtype promotion, integer division, overflow, NaN / inf through reductions and sorts, empty and 0-D
-tensors with their gradients, static control flow (while_loop, cond, switch_case, case) with
-gradients, Executor feeds of the wrong dtype or shape, clone(for_test=True), inference models and
-jit.save / jit.load. Training matched torch to ~1e-15 nearly everywhere; the wrong answers left sit
-in the options around the numbers: schedulers' floors and peaks per parameter group, a learning rate
-lost on resume, Paddle's defaults under torch's calls, RMSNorm's epsilon, a loaded model that cannot
-be put in training mode, convolutions initialised as Paddle's."""
+PiecewiseDecay, ParamAttr learning_rate / regularizer / need_clip), training resumed from fg.save'd
+model / optimizer / scheduler states; and by sweeping dtype promotion, integer division, overflow,
+float16 accumulation, NaN / inf through reductions, sorts and losses, empty and 0-D tensors with
+their gradients, in-place writes in the graph, index and axis checks, the arguments torch refuses,
+static control flow (while_loop, cond, switch_case, case) with gradients and with an optimizer,
+Executor feeds of the wrong dtype or shape, clone(for_test=True), inference models and jit.save /
+jit.load. Training matched torch to ~1e-15 nearly everywhere; the wrong answers left sit in the
+options around the numbers (schedulers' floors and peaks per parameter group, a rate lost on resume,
+Paddle's defaults under torch's calls, RMSNorm's epsilon, convolutions initialised as Paddle's, a
+loaded model that cannot be put in training mode) and in checks that are missing (negative indices
+and axes out of range that wrap, an optimizer over no parameters, NaN from 0 * -inf in nll_loss)."""
 import copy
 
 import numpy as np
@@ -688,6 +694,26 @@ def test_char_level_language_model_training_matches_torch(kind, eager):
         optimizer.step()
         np.testing.assert_allclose([got.item(), float(norm)], [expected.item(), float(expected_norm)], rtol=1e-12)
     _assert_same_parameters(reference, model)
+
+
+@pytest.mark.parametrize("kind", ["GRU", "LSTM"])
+def test_padded_batches_through_bidirectional_rnns_match_torchs_packed_sequences(kind, eager):
+    """Paddle 2's LSTM / GRU(direction='bidirect', num_layers=2)(x, sequence_length=lengths) on a padded
+    batch equals torch's pack_padded_sequence(enforce_sorted=False) run, outputs and final states."""
+    torch.manual_seed(0)
+    reference = getattr(torch.nn, kind)(3, 4, num_layers=2, bidirectional=True, batch_first=True).double()
+    layer = getattr(fg.nn, kind)(3, 4, num_layers=2, direction="bidirect")
+    layer.to(dtype="float64")
+    _copy_weights(reference, layer)
+    x, lengths = _RNG.standard_normal((3, 5, 3)), np.array([5, 2, 4])
+    packed = torch.nn.utils.rnn.pack_padded_sequence(torch.tensor(x), torch.tensor(lengths), batch_first=True,
+                                                     enforce_sorted=False)
+    expected, expected_state = reference(packed)
+    expected = torch.nn.utils.rnn.pad_packed_sequence(expected, batch_first=True, total_length=5)[0]
+    got, state = layer(fg.to_tensor(x), sequence_length=fg.to_tensor(lengths))
+    np.testing.assert_allclose(got.numpy(), _np(expected), rtol=1e-10, atol=1e-13)
+    first = (lambda s: s[0]) if kind == "LSTM" else (lambda s: s)
+    np.testing.assert_allclose(first(state).numpy(), _np(first(expected_state)), rtol=1e-10, atol=1e-13)
 
 
 def _transformer_lm(nn):
