@@ -72,6 +72,35 @@ class _BatchNormNd(Layer):
         """Paddle's momentum, the weight of the old running statistics (what the op takes)."""
         return self.momentum
 
+    # PyTorch's names of the running statistics and of epsilon: the same Tensors, the same value
+    @property
+    def running_mean(self) -> Tensor:
+        return self._mean
+
+    @property
+    def running_var(self) -> Tensor:
+        return self._variance
+
+    @property
+    def eps(self) -> float:
+        return self.epsilon
+
+    @eps.setter
+    def eps(self, value: float) -> None:
+        self.epsilon = float(value)
+
+    def reset_running_stats(self) -> None:
+        """Running mean 0 and variance 1, as when built (torch's method; SWA's update_bn calls it)."""
+        self._mean.set_value(np.zeros(self._mean.shape, dtype=self._mean.numpy().dtype))
+        self._variance.set_value(np.ones(self._variance.shape, dtype=self._variance.numpy().dtype))
+
+    def reset_parameters(self) -> None:
+        """The running statistics reset, weight 1 and bias 0 (torch's method)."""
+        self.reset_running_stats()
+        for param, value in ((self.weight, 1.0), (self.bias, 0.0)):
+            if param is not None:
+                param.set_value(np.full(param.shape, value, dtype=param.numpy().dtype))
+
     def forward(self, x: Any) -> Any:
         return NF.batch_norm(x, self._mean, self._variance, self.weight, self.bias, training=self.training,
                              momentum=self._running_momentum, epsilon=self.epsilon, data_format=self.data_format,
