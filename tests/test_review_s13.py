@@ -430,11 +430,6 @@ def test_one_cycle_lr_cycles_adams_beta1(eager):
     np.testing.assert_allclose(betas(fg), expected, rtol=1e-9)
 
 
-@pytest.mark.xfail(strict=True, reason="torch's weight tying of a language model, decoder.weight = "
-                   "encoder.weight (Embedding(10, 6) and Linear(6, 10)), is accepted at assignment and then fails "
-                   "in forward with 'op matmul: inner dimensions differ ... 6 != 10', since Linear keeps Paddle's "
-                   "[in, out] weight; the tied model should give torch's output, or the assignment should say "
-                   "that Linear's weight is [in, out] and the tie needs its transpose")
 def test_torch_weight_tying_of_embedding_and_linear(eager):
     class Tied:
         def __init__(self, nn):
@@ -532,14 +527,11 @@ def test_everyday_torch_functions(call, eager):
     np.testing.assert_allclose(_np(_EVERYDAY[call](fg)), _np(_EVERYDAY[call](torch)), rtol=1e-10)
 
 
-@pytest.mark.xfail(strict=True, reason="Layer.register_full_backward_hook, how Grad-CAM and gradient-inspection "
-                   "code reads the gradient at a layer's output, is an AttributeError (forward hooks and "
-                   "Tensor.register_hook work as torch's)")
 def test_layer_full_backward_hook(eager):
     def grad_at_output(nn, tensor):
         torch.manual_seed(0)
         layer, seen = nn.Linear(3, 2), {}
-        layer.register_full_backward_hook(lambda module, grad_in, grad_out: seen.setdefault("out", grad_out[0]))
+        layer.register_full_backward_hook(lambda module, grad_in, grad_out: seen.update(out=grad_out[0]))
         (layer(tensor(_X[:, :3].astype("float32"))) * 3).sum().backward()
         return _np(seen["out"])
     np.testing.assert_allclose(grad_at_output(fg.nn, fg.to_tensor), grad_at_output(torch.nn, torch.tensor))

@@ -224,3 +224,36 @@ def test_a_torch_pickle_is_refused_with_the_safetensors_way(tmp_path):
     torch.save(torch.nn.Linear(2, 2).state_dict(), path)
     with pytest.raises(fg.serialization.CheckpointError, match="safetensors.torch.save_file"):
         fg.load(path)
+
+
+class _TiedLanguageModel:
+    """torch's weight tying: the output Linear shares the embedding's [vocab, hidden] weight."""
+
+    def __init__(self, nn):
+        self.encoder, self.decoder = nn.Embedding(10, 6), nn.Linear(6, 10)
+        self.decoder.weight = self.encoder.weight
+
+    def __call__(self, ids):
+        return self.decoder(self.encoder(ids))
+
+
+def test_tied_embedding_and_linear_train_as_torchs():
+    torch.manual_seed(0)
+    theirs, ours = _TiedLanguageModel(torch.nn), _TiedLanguageModel(fg.nn)
+    ours.encoder.weight.set_value(theirs.encoder.weight.detach().numpy())
+    ours.decoder.bias.set_value(theirs.decoder.bias.detach().numpy())
+    ids = np.array([[1, 2, 3], [4, 5, 9]])
+    (theirs(torch.tensor(ids)) ** 2).mean().backward()
+    (ours(fg.to_tensor(ids)) ** 2).mean().backward()
+    assert ours.decoder.weight is ours.encoder.weight
+    np.testing.assert_allclose(ours.encoder.weight.grad.numpy(), theirs.encoder.weight.grad.numpy(), rtol=1e-5,
+                               atol=1e-7)
+    back = fg.nn.to_torch_state_dict(ours.decoder)
+    np.testing.assert_array_equal(back["weight"], theirs.decoder.weight.detach().numpy())
+
+
+def test_a_linear_weight_of_neither_layout_is_named():
+    layer = fg.nn.Linear(3, 2)
+    layer.weight = fg.nn.Parameter(fg.zeros([4, 4]))
+    with pytest.raises(ValueError, match=r"Linear\(3, 2\): weight of shape \[4, 4\]"):
+        layer(fg.ones([1, 3]))

@@ -27,6 +27,7 @@ from ..framework.dtypes import get_default_dtype, is_float
 from ..framework.variable import names_a_dtype
 from ..initializer import Constant, Initializer, XavierUniform
 from ..ops.registry import get_op_def
+from .backward_hooks import call_with_backward_hooks
 from .parameter import mark_parameter
 
 
@@ -588,7 +589,9 @@ class Layer:
             replaced = hook(self, inputs)
             if replaced is not None:
                 inputs = replaced if isinstance(replaced, tuple) else (replaced,)
-        output = self.forward(*inputs, **kwargs)
+        backward_hooks = self.__dict__.get("_backward_hooks")
+        output = call_with_backward_hooks(self, list(backward_hooks.values()), self.forward, inputs, kwargs) \
+            if backward_hooks else self.forward(*inputs, **kwargs)
         for hook in list(post_hooks.values()) if post_hooks else ():
             replaced = hook(self, inputs, output)
             if replaced is not None:
@@ -605,6 +608,12 @@ class Layer:
         return HookRemoveHelper.add(self, "_forward_post_hooks", hook)
 
     register_forward_hook = register_forward_post_hook  # PyTorch's name
+
+    def register_full_backward_hook(self, hook: Callable[["Layer", tuple, tuple], Any]) -> "HookRemoveHelper":
+        """PyTorch's: call `hook(layer, grad_input, grad_output)` in eager backward, once the
+        gradients w.r.t. this layer's inputs are computed; a returned tuple replaces grad_input
+        (see nn/backward_hooks.py). `.remove()` on the result takes the hook away."""
+        return HookRemoveHelper.add(self, "_backward_hooks", hook)
 
     def full_name(self) -> str:
         return self._full_name

@@ -132,8 +132,10 @@ def _sublayers(layer: Layer) -> Iterator[tuple[str, Layer]]:
 
 
 def _relayout(state: dict[str, np.ndarray], prefix: str, sub: Layer, to_torch: bool) -> None:
-    """Linear's weight transposed; Bilinear's bias [out] <-> [1, out]."""
-    if isinstance(sub, Linear) and state.get(prefix + "weight") is not None:
+    """Linear's weight transposed (unless the layer holds it as torch does: a tied weight, see
+    Linear.weight_in_out); Bilinear's bias [out] <-> [1, out]."""
+    if isinstance(sub, Linear) and state.get(prefix + "weight") is not None and \
+            tuple(sub.weight.shape) == (sub.in_features, sub.out_features):
         state[prefix + "weight"] = np.ascontiguousarray(state[prefix + "weight"].T)
     elif isinstance(sub, Bilinear) and state.get(prefix + "bias") is not None:
         bias = state[prefix + "bias"]
