@@ -8,6 +8,7 @@ import numpy as np
 from ...eager.tensor import Tensor
 from ...initializer import Constant
 from ...ops.comm import get_world
+from ...tensor.dtype_info import finfo
 from .. import functional as NF
 from ..layer import Layer
 from .torch_keywords import affine_attrs, either
@@ -317,20 +318,24 @@ class InstanceNorm3d(_TorchInstanceNorm, InstanceNorm3D):
 
 class RMSNorm(Layer):
     """x / rms(x over the trailing normalized_shape axes) * weight (init 1). PyTorch's keywords:
-    eps= (epsilon), elementwise_affine=False (no weight)."""
+    eps= (epsilon), elementwise_affine=False (no weight). Given neither epsilon= nor eps=, epsilon
+    is torch's default (eps=None): the machine epsilon of the input's dtype, 1.2e-7 in float32."""
 
-    def __init__(self, normalized_shape: int | Sequence[int], epsilon: float = 1e-6, weight_attr: Any = None,
+    def __init__(self, normalized_shape: int | Sequence[int], epsilon: float | None = None, weight_attr: Any = None,
                  name: str | None = None, *, eps: float | None = None, elementwise_affine: bool | None = None) -> None:
         super().__init__()
-        epsilon = either("RMSNorm", "epsilon", epsilon, 1e-6, "eps", eps)
+        if epsilon is not None and eps is not None:
+            raise TypeError("RMSNorm: give epsilon= or eps=, not both")
+        epsilon = eps if epsilon is None else epsilon
         weight_attr, _ = affine_attrs("RMSNorm", weight_attr, None, elementwise_affine, "elementwise_affine")
         self.normalized_shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
-        self.epsilon = float(epsilon)
+        self.epsilon = None if epsilon is None else float(epsilon)
         self.weight = None if weight_attr is False else self.create_parameter(
             self.normalized_shape, weight_attr, default_initializer=Constant(1.0))
 
     def forward(self, x: Any) -> Any:
-        return NF.rms_norm(x, self.normalized_shape, self.weight, self.epsilon)
+        epsilon = float(finfo(x.dtype).eps) if self.epsilon is None else self.epsilon
+        return NF.rms_norm(x, self.normalized_shape, self.weight, epsilon)
 
 
 class LocalResponseNorm(Layer):
