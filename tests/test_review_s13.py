@@ -211,11 +211,6 @@ def test_rms_norm_layer_uses_torchs_epsilon(dtype, eager):
 _TRAIN_MODE_LAYERS = {"BatchNorm1D(4)": lambda: fg.nn.BatchNorm1D(4), "Dropout(0.5)": lambda: fg.nn.Dropout(0.5)}
 
 
-@pytest.mark.xfail(strict=True, reason="a layer loaded with jit.load always runs the saved inference program: "
-                   "loaded.train() sets .training to True but batch norm keeps normalising with the running "
-                   "statistics (on inputs around 5 the batch mean of its output stays about 5 instead of 0) and dropout drops nothing, "
-                   "so fine-tuning a loaded model silently trains another function; Paddle's TranslatedLayer "
-                   "switches its program to training mode on train()")
 @pytest.mark.parametrize("layer", sorted(_TRAIN_MODE_LAYERS))
 def test_jit_loaded_layer_trains_in_train_mode(layer, tmp_path, eager):
     model = fg.nn.Sequential(_TRAIN_MODE_LAYERS[layer]())
