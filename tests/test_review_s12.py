@@ -523,10 +523,6 @@ def _functional_call(m, name):
             "hvp(f, x, v)[1]": lambda: functional.hvp(_wavy, x, v)[1]}[name]()
 
 
-@pytest.mark.xfail(strict=True, reason="torch.autograd.functional's jacobian / hessian / vjp / jvp / hvp of a "
-                   "function are missing (fluidgrad.autograd has no 'functional'); fg.autograd.jacobian(f, x) is "
-                   "\"TypeError: jacobian: ys and xs must be eager Tensors, got function and Tensor\" (it is "
-                   "Paddle's jacobian of computed ys), and vjp / jvp do not exist anywhere")
 @pytest.mark.parametrize("call", ["hessian(f, x)", "hvp(f, x, v)[1]", "jacobian(f, x)", "jvp(f, x, v)[1]",
                                   "vjp(f, x, v)[1]"])
 def test_torch_autograd_functional(call, eager):
