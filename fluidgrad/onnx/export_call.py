@@ -1,4 +1,4 @@
-"""The three ways code calls `onnx.export`, read into one `ExportCall`.
+"""The three ways code calls `onnx.export`, read into one `ExportCall`; the graph's names.
 
     fluidgrad.onnx.export(layer, "m.onnx", [x], opset_version=None, dynamic_axes=None)    # fluidgrad's
     torch.onnx.export(model, (x,), "m.onnx", input_names=["input"], output_names=["output"],
@@ -136,3 +136,73 @@ def parse_call(target: Any, path: Any, example_inputs: Any, opset_version: int |
     else:
         call.file = path
     return call
+
+
+@dataclass
+class GraphNames:
+    """The ONNX names of the graph's inputs and outputs (in the traced program's order), and the
+    names of dynamic dimensions given by dynamic_axes' dict form ({ONNX name: {axis: name}})."""
+
+    inputs: list[str]
+    outputs: list[str]
+    dims: dict[str, dict[int, str]] = field(default_factory=dict)
+
+    @property
+    def all(self) -> list[str]:
+        return self.inputs + self.outputs
+
+    @classmethod
+    def of(cls, traced: Any, call: ExportCall, arguments: list[str]) -> "GraphNames":
+        n_in, n_out = len(traced.input_vars), len(traced.outputs)
+        for given, count, what in ((call.input_names, n_in, "inputs"), (call.output_names, n_out, "outputs")):
+            if len(given) > count:
+                raise ValueError(f"onnx.export: {len(given)} names given for the {count} {what} of the traced "
+                                 f"function: {given}")
+        taken = set(call.input_names) | set(call.output_names)
+        inputs = [call.input_names[i] if i < len(call.input_names) else
+                  _untaken(_default_input_name(call, arguments, i), taken) for i in range(n_in)]
+        outputs = [call.output_names[i] if i < len(call.output_names) else _untaken(f"output_{i}", taken)
+                   for i in range(n_out)]
+        return cls(inputs, outputs)
+
+
+def _default_input_name(call: ExportCall, arguments: list[str], i: int) -> str:
+    spec_name = call.specs[i].name if call.specs is not None and i < len(call.specs) else None
+    return spec_name or (arguments[i] if i < len(arguments) else f"input_{i}")
+
+
+def _untaken(name: str, taken: set[str]) -> str:
+    """`name`, or `name_1`, `name_2`, ... if a name given or chosen before has it; then taken."""
+    candidate, k = name, 0
+    while candidate in taken:
+        k += 1
+        candidate = f"{name}_{k}"
+    taken.add(candidate)
+    return candidate
+
+
+def named_axes(dynamic_axes: dict, n_inputs: int, names: list[str], arguments: list[str],
+                ranks: list[int]) -> dict[int, dict[int, str | None]]:
+    """Input / output index (inputs first) -> {axis: its name, or None}. Keys are indices,
+    argument names or ONNX names (PyTorch keys dynamic_axes by input and output names); values
+    a list of axes, or PyTorch's dict axis -> name."""
+    by_name = {**{name: i for i, name in enumerate(names)}, **{arg: i for i, arg in enumerate(arguments)}}
+    result: dict[int, dict[int, str | None]] = {}
+    for key, axes in dynamic_axes.items():
+        if isinstance(key, int) and not isinstance(key, bool) and -len(names) <= key < len(names):
+            index = key % len(names)
+        elif isinstance(key, str) and key in by_name:
+            index = by_name[key]
+        else:
+            raise ValueError(f"onnx.export: dynamic_axes key {key!r} names no input or output; use an index "
+                             f"(inputs first, {n_inputs} inputs and {len(names) - n_inputs} outputs), an argument "
+                             f"name {arguments} or an ONNX name {names}")
+        rank = ranks[index]
+        named = dict(axes) if isinstance(axes, dict) else {a: None for a in axes}
+        if not all(isinstance(a, int) and -rank <= a < rank for a in named):
+            raise ValueError(f"onnx.export: dynamic_axes[{key!r}] = {axes!r} names an axis outside the "
+                             f"{rank} axes of {names[index]}")
+        if not all(n is None or isinstance(n, str) for n in named.values()):
+            raise ValueError(f"onnx.export: dynamic_axes[{key!r}] = {axes!r}: an axis's name must be a string")
+        result.setdefault(index, {}).update({a % rank: n for a, n in named.items()})
+    return result

@@ -9,7 +9,9 @@ so state dicts map one to one.
 The time loop is unrolled into ordinary ops: the input projection of every step is one
 matmul before the loop (split into steps by one op), each step adds one matmul with the
 hidden state and the gate arithmetic. Eager mode runs it on the tape; under `jit.to_static`
-it becomes one straight-line Program.
+it becomes one straight-line Program. A static time length of -1 (`static.data([-1, -1, 4])`,
+jit.save's InputSpec([None, None, 4])) is not unrolled: the steps become one `while` loop
+(rnn_loop.py), differentiable and exported to ONNX as a Loop.
 
 `sequence_length` ([batch] integers) runs a padded batch as Paddle 2 does (PyTorch: a packed
 sequence): a mask from `sequence_mask` keeps each sequence's state unchanged at its padded steps
