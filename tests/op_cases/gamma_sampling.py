@@ -1,0 +1,51 @@
+"""Op cases of fluidgrad/ops/gamma_sampling.py: standard_gamma (its seed fixed, a draw is a smooth
+function of the concentration, so central differences check the implicit gradient),
+standard_gamma_grad against torch's regularised incomplete gamma differentiated numerically, and
+poisson's counts (their statistics are in tests/test_distribution_families.py)."""
+from __future__ import annotations
+
+import numpy as np
+import torch as T
+
+from fluidgrad.testing import OpCase
+
+CONCENTRATION = np.array([[0.3, 1.0, 2.5], [7.0, 0.8, 30.0]])
+
+
+def _positive_draws(outs, case):
+    (out,) = outs
+    x = case.inputs["X"]
+    assert out.dtype == x.dtype and out.shape == x.shape and np.all(out > 0) and np.all(np.isfinite(out))
+
+
+def _counts(outs, case):
+    (out,) = outs
+    x = case.inputs["X"]
+    assert out.dtype == x.dtype and out.shape == x.shape
+    assert np.all(out >= 0) and np.all(out == np.round(out)) and np.all(out[x == 0] == 0)
+
+
+def _implicit_reference(outs, case):
+    """-(dP/dalpha) / p(y): P's slope by central differences of torch.special.gammainc (so to 1e-7,
+    not the runner's 1e-12)."""
+    a, y = T.tensor(case.inputs["X"]), T.tensor(case.inputs["Y"])
+    step = 1e-5 * a
+    slope = (T.special.gammainc(a + step, y) - T.special.gammainc(a - step, y)) / (2 * step)
+    density = T.distributions.Gamma(a, T.ones_like(a)).log_prob(y).exp()
+    (out,) = outs
+    assert out.dtype == case.inputs["X"].dtype
+    np.testing.assert_allclose(out, (-slope / density).numpy(), rtol=1e-7)
+
+
+CASES = [
+    OpCase("standard_gamma", {"X": CONCENTRATION}, {"seed": 7}, check_fn=_positive_draws, second_order=False),
+    OpCase("standard_gamma", {"X": np.array([0.05, 0.2, 150.0])}, {"seed": 3}, id="standard_gamma-small-and-large",
+           check_fn=_positive_draws, second_order=False),
+    OpCase("standard_gamma_grad", {"X": np.array([[0.3, 1.0, 2.5], [7.0, 0.8, 30.0]]),
+                                   "Y": np.array([[0.01, 0.7, 6.0], [5.0, 2.9, 31.5]])},
+           check_fn=_implicit_reference, grad=False),
+    OpCase("poisson", {"X": np.array([[0.0, 0.5, 3.0], [12.0, 1.0, 40.0]])}, {"seed": 5}, check_fn=_counts, grad=False),
+    # a zero gradient (torch's): the counts, their seed fixed, do not move as the rates do
+    OpCase("poisson", {"X": np.array([[0.2, 0.5, 3.0], [12.0, 1.0, 40.0]])}, {"seed": 5}, id="poisson-zero-gradient",
+           check_fn=_counts),
+]
