@@ -65,14 +65,16 @@ def _fraction(a: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return h, dh
 
 
-def _log_prefactor(a: np.ndarray, x: np.ndarray) -> np.ndarray:
+def _log_prefactor(a: np.ndarray, x: np.ndarray, log_x: np.ndarray) -> np.ndarray:
     """log(x^a e^-x / gamma(a)) = log(x p(x; a)), p the Gamma(a, 1) density."""
-    return a * np.log(x) - x - _lgamma_kernel(a)
+    return a * log_x - x - _lgamma_kernel(a)
 
 
-def _log_p_and_q(a: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """log P(a, x), log Q(a, x) and the log prefactor, each side from the expansion that converges."""
-    log_pre = _log_prefactor(a, x)
+def _log_p_and_q(a: np.ndarray, log_x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """log P(a, x), log Q(a, x) and the log prefactor, each side from the expansion that converges;
+    x is given by its log, so an x below the float range (small a, small P) still has its P."""
+    x = np.exp(log_x)
+    log_pre = _log_prefactor(a, x, log_x)
     log_p, log_q = np.empty_like(x), np.empty_like(x)
     low = x < a + 1.0
     series, _ = _series(a[low], x[low])
@@ -89,36 +91,37 @@ def gamma_p(a: np.ndarray, x: np.ndarray) -> np.ndarray:
     a, x = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(x, np.float64))
     out = np.zeros(a.shape)
     positive = x > 0
-    out[positive] = np.exp(_log_p_and_q(a[positive], x[positive])[0])
+    out[positive] = np.exp(_log_p_and_q(a[positive], np.log(x[positive]))[0])
     return out
 
 
-def _initial_guess(a: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """A start for Newton's method (Numerical Recipes' invgammp): Wilson-Hilferty for a > 1, the
-    small-x power law or the exponential tail below."""
+def _initial_log_guess(a: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """log of a start for Newton's method (Numerical Recipes' invgammp): Wilson-Hilferty for a > 1,
+    the small-x power law P ~ x^a / gamma(a + 1) or the exponential tail below."""
     tail = np.where(u < 0.5, u, 1.0 - u)
     t = np.sqrt(-2.0 * np.log(np.maximum(tail, _TINY)))
     z = (2.30753 + t * 0.27061) / (1.0 + t * (0.99229 + t * 0.04481)) - t
     z = np.where(u < 0.5, -z, z)
     root = np.sqrt(np.maximum(a, 1.0))
-    wilson = np.maximum(1e-3, a * (1.0 - 1.0 / (9.0 * a) - z / (3.0 * root)) ** 3)
+    wilson = np.log(np.maximum(1e-3, a * (1.0 - 1.0 / (9.0 * a) - z / (3.0 * root)) ** 3))
     split = np.where(a > 1.0, 0.5, 1.0 - a * (0.253 + a * 0.12))     # (positive for a <= 1)
-    small = np.where(u < split, (u / split) ** (1.0 / a), 1.0 - np.log1p(-(u - split) / (1.0 - split)))
-    return np.maximum(np.where(a > 1.0, wilson, small), _TINY)
+    power = (np.log(np.maximum(u, _TINY)) - np.log(split)) / a
+    beyond = np.log(1.0 - np.log1p(-np.clip((u - split) / (1.0 - split), 0.0, 1.0 - 1e-16)))
+    return np.where(a > 1.0, wilson, np.where(u < split, power, beyond))
 
 
 def gamma_p_inverse(a: np.ndarray, u: np.ndarray) -> np.ndarray:
     """x with P(a, x) = u, by Newton's method on log x against log P (u <= 1/2) or log Q (above),
-    so both tails keep their relative precision."""
+    so both tails keep their relative precision. An x below the float range comes back as 0."""
     lower = u <= 0.5
     target = np.where(lower, np.log(np.maximum(u, _TINY)), np.log1p(-u))
-    t = np.log(_initial_guess(a, u))
+    t = _initial_log_guess(a, u)
     active = np.ones(a.shape, bool)
     for _ in range(200):
         if not active.any():
             break
         aa, tt, low = a[active], t[active], lower[active]
-        log_p, log_q, log_pre = _log_p_and_q(aa, np.exp(tt))
+        log_p, log_q, log_pre = _log_p_and_q(aa, tt)
         log_side = np.where(low, log_p, log_q)
         slope = np.exp(log_pre - log_side) * np.where(low, 1.0, -1.0)   # d log P / d log x = x p / P
         step = np.clip((log_side - target[active]) / slope, -2.0, 2.0)
