@@ -40,8 +40,13 @@ SCALAR_FAMILIES = {
     "Gamma": ({"concentration": _positive, "rate": _positive}, lambda rng, s: rng.uniform(0.05, 4.0, s)),
     "Chi2": ({"df": _positive}, lambda rng, s: rng.uniform(0.05, 4.0, s)),
     "Beta": ({"concentration1": _positive, "concentration0": _positive}, lambda rng, s: rng.uniform(0.02, 0.98, s)),
+    "Cauchy": ({"loc": _real, "scale": _positive}, lambda rng, s: rng.normal(scale=3.0, size=s)),
+    "Gumbel": ({"loc": _real, "scale": _positive}, lambda rng, s: rng.normal(scale=2.0, size=s)),
+    "StudentT": ({"df": lambda rng, s: rng.uniform(4.5, 9.0, s), "loc": _real, "scale": _positive},
+                 lambda rng, s: rng.normal(scale=3.0, size=s)),
 }
-HAS_CDF = {"Exponential", "Laplace", "LogNormal"}       # (torch's Gamma.cdf is not here yet)
+HAS_CDF = {"Exponential", "Laplace", "LogNormal", "Gamma", "Chi2", "Cauchy", "Gumbel"}
+HAS_ICDF = {"Exponential", "Laplace", "LogNormal", "Cauchy", "Gumbel"}
 
 
 def _wrap(module, array, grad=False):
@@ -93,7 +98,8 @@ def test_scalar_families_match_torch_on_broadcast_shapes(name, case):
     for moment in ("mean", "variance", "stddev"):
         _close(getattr(ours, moment), getattr(theirs, moment))
     if name in HAS_CDF:
-        _close(ours.cdf(fg.to_tensor(value)), theirs.cdf(torch.tensor(value)))
+        _close(ours.cdf(fg.to_tensor(value)), theirs.cdf(torch.tensor(value)), rtol=1e-8)   # torch's gammainc: ~2e-9
+    if name in HAS_ICDF:
         level = rng.uniform(0.02, 0.98, sample + list(theirs.batch_shape))
         _close(ours.icdf(fg.to_tensor(level)), theirs.icdf(torch.tensor(level)))
 
@@ -145,7 +151,7 @@ def test_event_families_match_torch_on_broadcast_shapes(name, case):
         _close(getattr(ours, moment), getattr(theirs, moment))
 
 
-KL_CASES = ["Exponential", "Laplace", "LogNormal", "Gamma", "Beta", "Dirichlet", "MultivariateNormal",
+KL_CASES = ["Exponential", "Laplace", "LogNormal", "Gamma", "Beta", "Gumbel", "Dirichlet", "MultivariateNormal",
             "Independent"]
 
 
@@ -214,7 +220,7 @@ def test_gradients_of_log_prob_entropy_and_kl_match_torch(name):
         np.testing.assert_allclose(ours, theirs, rtol=1e-8, atol=1e-11)     # torch's trigamma: ~3e-10
 
 
-@pytest.mark.parametrize("name", ["Exponential", "Laplace", "LogNormal", "Gamma", "Chi2"])
+@pytest.mark.parametrize("name", ["Exponential", "Laplace", "LogNormal", "Gamma", "Chi2", "Cauchy", "Gumbel"])
 def test_rsample_gradients_are_torchs_reparameterisation(name):
     """Our draw z(theta), with its noise read back out of it, put through torch's own formula for
     rsample gives torch's gradient of the same loss; Gamma's d z / d concentration is
@@ -233,6 +239,10 @@ def test_rsample_gradients_are_torchs_reparameterisation(name):
         rebuilt = torch.tensor(noise) / theirs["rate"]
     elif name == "Laplace":
         rebuilt = theirs["loc"] + theirs["scale"] * torch.tensor((z - arrays["loc"]) / arrays["scale"])
+    elif name in ("Cauchy", "Gumbel"):                      # the inverse CDF at the uniform behind the draw
+        level = getattr(torch.distributions, name)(torch.tensor(arrays["loc"]), torch.tensor(arrays["scale"])).cdf(
+            torch.tensor(z))
+        rebuilt = getattr(torch.distributions, name)(theirs["loc"], theirs["scale"]).icdf(level)
     elif name == "LogNormal":
         rebuilt = torch.exp(theirs["loc"] + theirs["scale"] * torch.tensor((np.log(z) - arrays["loc"]) / arrays["scale"]))
     else:
@@ -243,7 +253,7 @@ def test_rsample_gradients_are_torchs_reparameterisation(name):
     torch.sin(rebuilt).sum().backward()
     for key in arrays:
         np.testing.assert_allclose(ours[key].grad.numpy(), theirs[key].grad.numpy(),
-                                   rtol=1e-3 if name in ("Gamma", "Chi2") else 1e-10)
+                                   rtol=1e-3 if name in ("Gamma", "Chi2") else 1e-8)
 
 
 class _ImplicitGamma(torch.autograd.Function):
@@ -275,7 +285,7 @@ def test_mvn_rsample_gradient_is_torchs():
 
 
 @pytest.mark.parametrize("name, moment", [("Beta", "mean"), ("Beta", "second"), ("Dirichlet", "mean"),
-                                          ("Dirichlet", "second"), ("Gamma", "second")])
+                                          ("Dirichlet", "second"), ("Gamma", "second"), ("StudentT", "second")])
 def test_gamma_built_rsample_gradients_are_unbiased(name, moment):
     """Beta and Dirichlet draws normalise gamma draws, so their per-draw gradients are not torch's
     (its _dirichlet_grad is another estimator of the same thing); both average to the gradient of
@@ -284,7 +294,8 @@ def test_gamma_built_rsample_gradients_are_unbiased(name, moment):
     shape = [3] if name == "Dirichlet" else []
     params = {"Beta": {"concentration1": np.array(1.7), "concentration0": np.array(0.6)},
               "Dirichlet": {"concentration": np.array([0.4, 1.3, 2.5])},
-              "Gamma": {"concentration": np.array(0.8), "rate": np.array(1.5)}}[name]
+              "Gamma": {"concentration": np.array(0.8), "rate": np.array(1.5)},
+              "StudentT": {"df": np.array(9.0), "loc": np.array(0.5), "scale": np.array(1.3)}}[name]
     ours = {k: fg.to_tensor(np.broadcast_to(v, [count] + shape).copy(), stop_gradient=False) for k, v in params.items()}
     fg.seed(9)
     draws = getattr(D, name)(**ours).rsample()
@@ -305,7 +316,7 @@ def test_gamma_built_rsample_gradients_are_unbiased(name, moment):
 ALL_FAMILIES = sorted(SCALAR_FAMILIES) + EVENT_FAMILIES
 
 
-@pytest.mark.parametrize("name", ALL_FAMILIES)
+@pytest.mark.parametrize("name", sorted(set(ALL_FAMILIES) - {"Cauchy"}))      # (no moments: see the next test)
 def test_draws_are_seeded_shaped_and_have_the_right_moments(name):
     """20000 seeded draws: mean within 6 standard errors, variance within 6 standard errors of the
     sample variance (from the draws' fourth moment)."""
@@ -332,6 +343,19 @@ def test_draws_are_seeded_shaped_and_have_the_right_moments(name):
     assert np.all(np.abs(x.var(0) - variance) <= 6 * np.sqrt((fourth - x.var(0) ** 2) / len(x)))
     if ours.has_rsample:
         assert list(ours.rsample([5]).shape) == [5] + ours.batch_shape + ours.event_shape
+
+
+@pytest.mark.parametrize("name", sorted(HAS_CDF))
+def test_draws_follow_the_law(name):
+    """Kolmogorov-Smirnov: 4000 seeded draws' CDF values (torch's CDF) are uniform; the bound 2.0 /
+    sqrt(n) is exceeded with probability ~7e-4 under the law, and the seed is fixed."""
+    arrays = {k: make(np.random.default_rng(6), []) for k, make in SCALAR_FAMILIES[name][0].items()}
+    fg.seed(31)
+    draws = getattr(D, name)(**{k: _wrap(fg, v) for k, v in arrays.items()}).sample([4000]).numpy()
+    theirs = getattr(torch.distributions, name)(**{k: _wrap(torch, v) for k, v in arrays.items()})
+    levels = np.sort(theirs.cdf(torch.tensor(draws)).numpy())
+    grid = np.arange(1, len(levels) + 1) / len(levels)
+    assert np.max(np.abs(levels - grid)) < 2.0 / np.sqrt(len(levels))
 
 
 def test_gamma_draws_follow_the_gamma_law():
@@ -491,3 +515,129 @@ def test_static_program_matches_eager(monkeypatch):
     assert len(got) == len(expected) == 15
     for g, e in zip(got, expected):
         np.testing.assert_allclose(g, e, rtol=1e-11, atol=1e-13)
+
+
+# ---------------------------------------------------------------- the discrete families: Poisson, Geometric, Multinomial
+def _discrete_pair(name, rng, shape, grad=False, module_pair=(fg, torch)):
+    if name == "Poisson":
+        arrays = {"rate": rng.uniform(0.2, 5.0, shape)}
+    elif name == "Geometric probs":
+        arrays = {"probs": rng.uniform(0.05, 0.95, shape)}
+    elif name == "Geometric logits":
+        arrays = {"logits": rng.normal(size=shape)}
+    else:
+        arrays = {"probs": rng.uniform(0.1, 1.0, shape + [3])}
+    family = name.split()[0]
+    extra = {"total_count": 6} if family == "Multinomial" else {}
+    built = []
+    for module in module_pair:
+        tensors = {k: _wrap(module, v, grad) for k, v in arrays.items()}
+        built.append((getattr(_space(module), family)(**extra, **tensors), list(tensors.values())))
+    return built
+
+
+def _counts(name, rng, shape):
+    if name == "Multinomial":
+        return rng.multinomial(6, [0.2, 0.3, 0.5], size=tuple(shape)).astype(float)
+    return rng.integers(0, 6, shape).astype(float)
+
+
+DISCRETE = ["Poisson", "Geometric probs", "Geometric logits", "Multinomial"]
+
+
+@pytest.mark.parametrize("name", DISCRETE)
+@settings(max_examples=15, deadline=None)
+@given(batch=st.lists(st.integers(1, 3), max_size=2), sample=st.lists(st.integers(1, 3), max_size=1),
+       seed=st.integers(0, 2 ** 31))
+def test_discrete_families_match_torch(name, batch, sample, seed):
+    rng = np.random.default_rng(seed)
+    (ours, _), (theirs, _) = _discrete_pair(name, rng, batch)
+    assert ours.batch_shape == list(theirs.batch_shape) and ours.event_shape == list(theirs.event_shape)
+    value = _counts(name.split()[0], rng, sample + batch)
+    _close(ours.log_prob(fg.to_tensor(value)), theirs.log_prob(torch.tensor(value)))
+    for moment in ("mean", "variance", "stddev"):
+        _close(getattr(ours, moment), getattr(theirs, moment))
+    if name != "Poisson":                                    # torch's Poisson has no entropy
+        _close(ours.entropy(), theirs.entropy(), rtol=1e-7)  # torch's Multinomial entropy: ~2e-8 (see below)
+
+
+def test_multinomial_entropy_is_the_enumerated_sum():
+    """-sum p log p over every count vector: ours to rounding (torch's Binomial terms are ~2e-8 off)."""
+    import itertools
+    import math
+    probs = np.array([0.2, 0.3, 0.5])
+    expected = 0.0
+    for counts in itertools.product(range(7), repeat=3):
+        if sum(counts) == 6:
+            log_p = (math.lgamma(7) - sum(math.lgamma(c + 1) for c in counts)
+                     + sum(c * math.log(p) for c, p in zip(counts, probs)))
+            expected -= math.exp(log_p) * log_p
+    np.testing.assert_allclose(D.Multinomial(6, fg.to_tensor(probs)).entropy().numpy(), expected, rtol=1e-13)
+
+
+@pytest.mark.parametrize("name", DISCRETE)
+def test_discrete_gradients_and_kl_match_torch(name):
+    rng = np.random.default_rng(12)
+    results = {}
+    value = _counts(name.split()[0], rng, [4, 2])
+    weights = rng.normal(size=[4, 2])
+    pairs = _discrete_pair(name, np.random.default_rng(13), [2], grad=True)
+    others = _discrete_pair(name, np.random.default_rng(14), [2])
+    for module, (dist, leaves), (other, _) in zip((fg, torch), pairs, others):
+        loss = (dist.log_prob(_wrap(module, value)) * _wrap(module, weights)).sum()
+        if name != "Poisson":
+            loss = loss + 0.3 * dist.entropy().sum()
+        if name != "Multinomial":                            # torch has no Multinomial pair
+            kl = _space(module).kl_divergence(dist, other)
+            results[f"kl{module is fg}"] = kl.detach().numpy() if module is torch else kl.numpy()
+            loss = loss + 0.7 * kl.sum()
+        loss.backward()
+        results[module] = [leaf.grad.numpy() for leaf in leaves]
+    for ours, theirs in zip(results[fg], results[torch]):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-7 if name == "Multinomial" else 1e-9, atol=1e-11)
+    if name != "Multinomial":
+        np.testing.assert_allclose(results["klTrue"], results["klFalse"], rtol=1e-10)
+
+
+@pytest.mark.parametrize("name", DISCRETE)
+def test_discrete_draws_are_seeded_and_have_the_right_moments(name):
+    (ours, _), (theirs, _) = _discrete_pair(name, np.random.default_rng(15), [2])
+    fg.seed(17)
+    draws = ours.sample([20000])
+    fg.seed(17)
+    np.testing.assert_array_equal(ours.sample([20000]).numpy(), draws.numpy())
+    x = draws.numpy()
+    assert list(x.shape) == list(theirs.sample((20000,)).shape) and np.all(x == np.round(x)) and np.all(x >= 0)
+    if name == "Multinomial":
+        assert np.all(x.sum(-1) == 6)
+    mean, variance = theirs.mean.numpy(), theirs.variance.numpy()
+    assert np.all(np.abs(x.mean(0) - mean) <= 6 * np.sqrt(variance / len(x)))
+    fourth = ((x - x.mean(0)) ** 4).mean(0)
+    assert np.all(np.abs(x.var(0) - variance) <= 6 * np.sqrt((fourth - x.var(0) ** 2) / len(x)) + 1e-12)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: D.Poisson(fg.to_tensor(np.array([1.0, -0.5]))), r"Poisson: rate must be non-negative"),
+    (lambda: D.Poisson(1.0).log_prob(fg.to_tensor(np.array([1.5]))), r"Poisson: value must lie in the support"),
+    (lambda: D.Geometric(fg.to_tensor(np.array([0.0, 0.5]))), r"Geometric: probs must be in \(0, 1\]"),
+    (lambda: D.Geometric(), r"exactly one of probs and logits"),
+    (lambda: D.Multinomial(2.5, fg.to_tensor(np.ones(3))), r"Multinomial: total_count must be a non-negative int"),
+    (lambda: D.Multinomial(3, fg.to_tensor(np.array([0.5, -0.1, 0.6]))), r"Multinomial: probs"),
+    (lambda: D.Multinomial(3, fg.to_tensor(np.ones(3))).log_prob(fg.to_tensor(np.array([1.0, 1.0, 2.0]))),
+     r"summing to total_count=3"),
+    (lambda: D.Cauchy(0.0, -1.0), r"Cauchy: scale must be positive"),
+    (lambda: D.Gumbel(0.0, 0.0), r"Gumbel: scale must be positive"),
+    (lambda: D.StudentT(-1.0), r"StudentT: df must be positive"),
+    (lambda: D.Gamma(2.0, 1.0).cdf(fg.to_tensor(np.array([-1.0]))), r"Gamma: value must lie in"),
+])
+def test_discrete_and_heavy_tailed_arguments_are_refused(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_student_t_moments_where_they_do_not_exist():
+    df = np.array([0.5, 1.0, 1.5, 2.0, 3.0])
+    ours, theirs = D.StudentT(fg.to_tensor(df), 0.3, 2.0), torch.distributions.StudentT(torch.tensor(df), 0.3, 2.0)
+    _close(ours.mean, theirs.mean)
+    _close(ours.variance, theirs.variance)
+    _close(D.Cauchy(fg.to_tensor(np.zeros(2)), 1.0).mean, torch.full((2,), float("nan"), dtype=torch.float64))

@@ -13,7 +13,7 @@ from ..dispatch import apply_op
 from ..functions import log
 from ..tensor.manipulation import broadcast_to
 from ..tensor.special import digamma, lgamma
-from .base import Distribution, as_param, draw_shape, params, positive, xlogy
+from .base import Distribution, as_param, broadcast_shape, draw_shape, params, positive, xlogy
 
 
 def standard_gamma(concentration: Any) -> Any:
@@ -48,11 +48,26 @@ class Gamma(Distribution):
         extended = self._extended_shape(draw_shape(shape, sample_shape))
         return standard_gamma(broadcast_to(self.concentration, extended)) / self.rate
 
-    def log_prob(self, value: Any) -> Any:
+    def _value(self, value: Any) -> Any:
         value = as_param(value, self.rate.dtype)
-        self._check_value(value, lambda v: v > 0, "(0, inf)")
+        self._check_value(value, lambda v: v >= 0, "[0, inf)")
+        return value
+
+    def log_prob(self, value: Any) -> Any:
+        value = self._value(value)
         return (xlogy(self.concentration, self.rate) + xlogy(self.concentration - 1, value) - self.rate * value
                 - lgamma(self.concentration))
+
+    def cdf(self, value: Any) -> Any:
+        """P(concentration, rate * value), the regularised lower incomplete gamma function."""
+        scaled = self.rate * self._value(value)
+        shape = broadcast_shape("Gamma.cdf", scaled.shape, self._batch_shape)
+        concentration = self.concentration
+        if list(concentration.shape) != shape:
+            concentration = broadcast_to(concentration, shape)
+        if list(scaled.shape) != shape:
+            scaled = broadcast_to(scaled, shape)
+        return apply_op("gammainc", {"X": concentration, "Y": scaled})
 
     def entropy(self) -> Any:
         a = self.concentration

@@ -1,22 +1,26 @@
-"""kl_divergence(p, q) for the continuous families beyond kl.py's four: torch's closed forms for
-Beta, Gamma, Dirichlet, Laplace, Exponential, LogNormal (the Normal's: log is one-to-one),
-MultivariateNormal and Independent pairs, registered in base.py's table."""
+"""kl_divergence(p, q) for the families beyond kl.py's four: torch's closed forms for Beta, Gamma,
+Dirichlet, Laplace, Exponential, Gumbel, Poisson, Geometric, LogNormal (the Normal's: log is
+one-to-one), MultivariateNormal and Independent pairs, registered in base.py's table."""
 from __future__ import annotations
 
 from typing import Any
 
 from ..functions import abs, exp, log, sum, unsqueeze
 from ..linalg_solves import triangular_solve
+from ..tensor.math import log1p
 from ..tensor.special import digamma, lgamma
 from .base import kl_divergence, register_kl, sum_rightmost
 from .beta import Beta
 from .dirichlet import Dirichlet
 from .exponential import Exponential
 from .gamma import Gamma
+from .geometric import Geometric
+from .gumbel import EULER_GAMMA, Gumbel
 from .independent import Independent
 from .laplace import Laplace
 from .lognormal import LogNormal
 from .multivariate_normal import MultivariateNormal
+from .poisson import Poisson
 
 
 @register_kl(Beta, Beta)
@@ -57,6 +61,23 @@ def _kl_laplace_laplace(p: Laplace, q: Laplace) -> Any:
 def _kl_exponential_exponential(p: Exponential, q: Exponential) -> Any:
     rate_ratio = q.rate / p.rate
     return rate_ratio - log(rate_ratio) - 1
+
+
+@register_kl(Gumbel, Gumbel)
+def _kl_gumbel_gumbel(p: Gumbel, q: Gumbel) -> Any:
+    ratio, q_loc, p_loc = p.scale / q.scale, q.loc / q.scale, p.loc / q.scale
+    t3 = exp(q_loc + lgamma(1 + ratio) - p_loc)
+    return -log(ratio) - q_loc + p_loc + ratio * EULER_GAMMA + t3 - (1 + EULER_GAMMA)
+
+
+@register_kl(Poisson, Poisson)
+def _kl_poisson_poisson(p: Poisson, q: Poisson) -> Any:
+    return p.rate * (log(p.rate) - log(q.rate)) - (p.rate - q.rate)
+
+
+@register_kl(Geometric, Geometric)
+def _kl_geometric_geometric(p: Geometric, q: Geometric) -> Any:
+    return -p.entropy() - log1p(-q.probs) / p.probs - q.logits
 
 
 @register_kl(LogNormal, LogNormal)

@@ -10,6 +10,9 @@ differentiated in alpha alongside its value, so no term cancels against another.
 torch._standard_gamma_grad's part (torch's is a rational approximation; this is exact to
 rounding), and has no gradient of its own, as torch's.
 
+`gammainc` is P(a, x) itself (the Gamma CDF), differentiable in x (the density) and in a (minus the
+density times standard_gamma_grad).
+
 `poisson` draws counts with per-element rates (paddle.poisson, torch.poisson); like torch's,
 its gradient is zero: the counts are piecewise constant in the rates.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .grad_builder import GradBuilder
 from .random import generator
 from .registry import NO_GRADIENT, ZERO_GRADIENT, register_op
 from .shape_rules import float_only
@@ -173,10 +177,41 @@ def _standard_gamma_grad_infer(ctx):
     ctx.set_output("Out", ctx.shape("X"), ctx.dtype("X"))
 
 
-def _standard_gamma_grad(g):
+def _standard_gamma_grad(g: GradBuilder):
     if g.needs_input_grad("X"):
         slope = g.op("standard_gamma_grad", {"X": g.input("X"), "Y": g.output("Out")})
         g.set_input_grad("X", g.op("elementwise_mul", {"X": g.output_grad("Out"), "Y": slope}))
+
+
+def _gammainc_kernel(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    _check_concentration("gammainc", x)
+    if not np.all(y >= 0):
+        raise ValueError(f"op gammainc: Y (shape {list(y.shape)}, {y.dtype}) must hold non-negative values")
+    return gamma_p(x, y).astype(x.dtype)
+
+
+def _gammainc_infer(ctx):
+    float_only(ctx, "X", "Y")
+    if ctx.shape("X") != ctx.shape("Y") or ctx.dtype("X") != ctx.dtype("Y"):
+        raise ctx.shape_error(f"the concentrations {ctx.describe('X')} and the values {ctx.describe('Y')} must "
+                              f"have one shape and dtype")
+    ctx.set_output("Out", ctx.shape("X"), ctx.dtype("X"))
+
+
+def _gammainc_grad(g: GradBuilder):
+    """dP/dx is the Gamma(a, 1) density, exp((a - 1) log x - x - lgamma(a)); dP/da = -density *
+    standard_gamma_grad(a, x) (the implicit gradient read backwards)."""
+    a, x = g.input("X"), g.input("Y")
+    exponent = g.op("elementwise_mul", {"X": g.op("scale", {"X": a}, scale=1.0, bias=-1.0),
+                                        "Y": g.op("log", {"X": x})})
+    exponent = g.op("elementwise_sub", {"X": g.op("elementwise_sub", {"X": exponent, "Y": x}),
+                                        "Y": g.op("lgamma", {"X": a})})
+    weighted = g.op("elementwise_mul", {"X": g.output_grad("Out"), "Y": g.op("exp", {"X": exponent})})
+    if g.needs_input_grad("Y"):
+        g.set_input_grad("Y", weighted)
+    if g.needs_input_grad("X"):
+        slope = g.op("standard_gamma_grad", {"X": a, "Y": x})
+        g.set_input_grad("X", g.op("scale", {"X": g.op("elementwise_mul", {"X": weighted, "Y": slope})}, scale=-1.0))
 
 
 def _poisson_kernel(x: np.ndarray, seed: int) -> np.ndarray:
@@ -192,6 +227,9 @@ register_op("standard_gamma", inputs="X", outputs="Out", attrs={"seed": 0}, kern
 register_op("standard_gamma_grad", inputs=("X", "Y"), outputs="Out", kernel=_standard_gamma_grad_kernel,
             infer=_standard_gamma_grad_infer, grad=NO_GRADIENT,
             doc="d draw / d concentration of a Gamma(X, 1) draw Y (torch._standard_gamma_grad).")
+register_op("gammainc", inputs=("X", "Y"), outputs="Out", kernel=_gammainc_kernel, infer=_gammainc_infer,
+            grad=_gammainc_grad, doc="The regularised lower incomplete gamma function P(X, Y) (torch.special.gammainc), "
+                                     "differentiable in both arguments.")
 register_op("poisson", inputs="X", outputs="Out", attrs={"seed": 0}, kernel=_poisson_kernel,
             infer=_standard_gamma_infer, grad=ZERO_GRADIENT,
             doc="Poisson counts with rates X, in X's dtype (paddle.poisson, torch.poisson).")
