@@ -412,10 +412,6 @@ _DISTRIBUTIONS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="fluidgrad.distribution has only Normal, Categorical, Bernoulli and Uniform "
-                   "(all four match torch); the distributions torch.distributions and paddle.distribution both "
-                   "have and RL / VAE code uses are AttributeErrors: Independent (the diagonal-Gaussian policy), "
-                   "MultivariateNormal, Beta, Dirichlet, Laplace, LogNormal, Exponential, Gamma")
 @pytest.mark.parametrize("call", sorted(_DISTRIBUTIONS))
 def test_distributions_torch_and_paddle_both_have(call, eager):
     expected = _DISTRIBUTIONS[call](torch, lambda v: _dist_tensor(torch, v))

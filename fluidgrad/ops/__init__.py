@@ -5,6 +5,7 @@ from . import attention, collective, comm_split_ops, elementwise, linalg, manipu
 from . import arange, bitwise, detection, image, matrix, text, unique  # noqa: F401  (the ONNX op tail)
 from . import bincount, ctc, decomposition, embedding  # noqa: F401
 from . import special  # noqa: F401  (lgamma, digamma, polygamma)
+from . import gamma_sampling  # noqa: F401  (standard_gamma and its implicit gradient, poisson)
 from . import matrix_functions  # noqa: F401  (triangular_solve, matrix_exp)
 from . import optim_adam_variants, optim_adaptive, sampling  # noqa: F401
 from . import complex, fft  # noqa: F401  (complex values and the Fourier transforms)
