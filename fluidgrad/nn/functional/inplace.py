@@ -13,6 +13,8 @@ import inspect
 from typing import Any, Callable
 
 from ... import functions
+from ...dispatch import is_tensor
+from ...eager import is_grad_enabled
 from ...tensor.inplace import _before, write_in_place   # x's value before the write: saved for the gradient
 from . import activation, common
 
@@ -22,8 +24,13 @@ __all__ = ['relu', 'relu6', 'elu', 'celu', 'selu', 'leaky_relu', 'hardtanh', 'ha
 
 
 def _written(fn: Callable[..., Any], name: str, x: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    what = name if name.endswith("_") else f"{name}(inplace=True)"
+    if is_tensor(x) and x.is_leaf and not x.stop_gradient and is_grad_enabled():
+        raise RuntimeError(f"{what}: x{' ' + x.name if x.name else ''} is a leaf Tensor that requires a gradient, "
+                           f"which an in-place update cannot change (torch refuses too); use {fn.__name__}(x) or "
+                           f"update a copy (x.clone())")
     before = _before(x)
-    return write_in_place(x, fn(before, *args, **kwargs), f"{name}(inplace=True)")
+    return write_in_place(x, fn(before, *args, **kwargs), what)
 
 
 def _with_inplace(fn: Callable[..., Any]) -> Callable[..., Any]:
