@@ -1,4 +1,4 @@
-"""torch.nn layers without a Paddle twin of the same constructor: Threshold, RReLU, Dropout1d and
+"""torch.nn layers without a Paddle twin of the same constructor: Threshold, RReLU, Dropout1d, LPPool1d-3d and
 the padding layers ConstantPad / ZeroPad / ReflectionPad / ReplicationPad / CircularPad 1d-3d, with
 torch's arguments (an int or a tuple of sizes, negative ones cropping) on batched and unbatched
 input. torch 2.13.0 is the oracle for values and input gradients (float64)."""
@@ -25,6 +25,10 @@ _CASES = {
     "RReLU(0.1, 0.5).eval()": (lambda m: m.RReLU(0.1, 0.5).eval(), (5, 4)),
     "RReLU(0.2, 0.2)": (lambda m: m.RReLU(0.2, 0.2), (5, 4)),
     "Dropout1d(0.5).eval()": (lambda m: m.Dropout1d(0.5).eval(), (2, 3, 4)),
+    "LPPool1d(2, 3, stride=2)": (lambda m: m.LPPool1d(2, 3, stride=2), (2, 3, 7)),
+    "LPPool2d(3, (2, 3))": (lambda m: m.LPPool2d(3, (2, 3)), (1, 2, 4, 6)),
+    "LPPool2d(2, 3, 2, ceil_mode=True)": (lambda m: m.LPPool2d(2, 3, 2, ceil_mode=True), (1, 2, 6, 6)),
+    "LPPool3d(2, 2)": (lambda m: m.LPPool3d(2, 2), (1, 2, 4, 4, 2)),
     "ConstantPad1d(2, 3.5) on 4-D": (lambda m: m.ConstantPad1d(2, 3.5), (1, 2, 3, 4)),
     "ConstantPad1d((1, -1), 2.0) on 1-D": (lambda m: m.ConstantPad1d((1, -1), 2.0), (5,)),
     "ConstantPad2d((1, 0, 2, 1), -1.0) on 2-D": (lambda m: m.ConstantPad2d((1, 0, 2, 1), -1.0), (3, 4)),
@@ -59,6 +63,17 @@ def test_layer_gives_torchs_values_and_gradients(call):
     fg.sum(out * fg.to_tensor(cotangent)).backward()
     (expected * torch.tensor(cotangent)).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_paddles_lp_pool_layers_take_padding_and_channel_last_input():
+    x0 = np.abs(_RNG.standard_normal((1, 3, 5, 4))) + 0.1
+    expected = nn.LPPool2D(2, 2, 1, padding=1)(fg.to_tensor(x0)).numpy()
+    padded = np.pad(x0, [(0, 0), (0, 0), (1, 1), (1, 1)])
+    np.testing.assert_allclose(expected, torch.nn.LPPool2d(2, 2, 1)(torch.tensor(padded)).numpy(), rtol=1e-12)
+    x1 = np.abs(_RNG.standard_normal((2, 3, 7))) + 0.1
+    channel_last = nn.LPPool1D(3, 2, data_format="NLC")(fg.to_tensor(x1.transpose(0, 2, 1))).numpy()
+    np.testing.assert_allclose(channel_last, torch.nn.LPPool1d(3, 2)(torch.tensor(x1)).numpy().transpose(0, 2, 1),
+                               rtol=1e-12)
 
 
 def test_rrelu_layer_draws_slopes_while_training_and_uses_the_mean_in_eval():

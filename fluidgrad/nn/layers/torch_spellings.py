@@ -22,7 +22,7 @@ from .common import Dropout2D, Dropout3D
 from .conv import Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, Conv3D, Conv3DTranspose
 from .pooling import (AdaptiveAvgPool1D, AdaptiveAvgPool2D, AdaptiveAvgPool3D, AdaptiveMaxPool1D,
                       AdaptiveMaxPool2D, AdaptiveMaxPool3D, AvgPool1D, AvgPool2D, AvgPool3D, MaxPool1D, MaxPool2D,
-                      MaxPool3D, MaxUnPool1D, MaxUnPool2D, MaxUnPool3D)
+                      MaxPool3D, MaxUnPool1D, MaxUnPool2D, MaxUnPool3D, LPPool1D, LPPool2D, _LPPoolNd)
 from .activation import Softmax2D
 from .transformer import MultiHeadAttention
 from .vision import UpsamplingBilinear2D, UpsamplingNearest2D
@@ -31,7 +31,7 @@ __all__ = ['Conv1d', 'Conv2d', 'Conv3d', 'ConvTranspose1d', 'ConvTranspose2d', '
            'MaxPool1d', 'MaxPool2d', 'MaxPool3d', 'AvgPool1d', 'AvgPool2d', 'AvgPool3d',
            'AdaptiveAvgPool1d', 'AdaptiveAvgPool2d', 'AdaptiveAvgPool3d',
            'AdaptiveMaxPool1d', 'AdaptiveMaxPool2d', 'AdaptiveMaxPool3d', 'MaxUnpool1d', 'MaxUnpool2d', 'MaxUnpool3d',
-           'Dropout1d', 'Dropout2d', 'Dropout3d', 'Softmax2d', 'UpsamplingBilinear2d', 'UpsamplingNearest2d', 'MultiheadAttention']
+           'LPPool1d', 'LPPool2d', 'LPPool3d', 'Dropout1d', 'Dropout2d', 'Dropout3d', 'Softmax2d', 'UpsamplingBilinear2d', 'UpsamplingNearest2d', 'MultiheadAttention']
 
 # The same constructor under torch's name.
 AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d = AdaptiveAvgPool1D, AdaptiveAvgPool2D, AdaptiveAvgPool3D
@@ -146,6 +146,24 @@ class AdaptiveMaxPool2d(_TorchAdaptiveMaxPool, AdaptiveMaxPool2D):
 
 class AdaptiveMaxPool3d(_TorchAdaptiveMaxPool, AdaptiveMaxPool3D):
     """torch.nn.AdaptiveMaxPool3d(output_size, return_indices)."""
+
+
+class _TorchLPPool:
+    def __init__(self, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False) -> None:
+        super().__init__(norm_type, kernel_size, stride, 0, ceil_mode)  # type: ignore[call-arg]
+
+
+class LPPool1d(_TorchLPPool, LPPool1D):
+    """torch.nn.LPPool1d(norm_type, kernel_size, stride=None, ceil_mode=False)."""
+
+
+class LPPool2d(_TorchLPPool, LPPool2D):
+    """torch.nn.LPPool2d(norm_type, kernel_size, stride=None, ceil_mode=False)."""
+
+
+class LPPool3d(_TorchLPPool, _LPPoolNd):
+    """torch.nn.LPPool3d(norm_type, kernel_size, stride=None, ceil_mode=False) (Paddle has no 3-D one)."""
+    nd, layout = 3, "NCDHW"
 
 
 # ---------------------------------------------------------------- dropout
