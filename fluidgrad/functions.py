@@ -15,6 +15,7 @@ from .eager import to_tensor
 from .framework import DTypeError, Variable, default_main_program, dtypes, in_dynamic_mode, normalize_dtype
 from .indexing import getitem, setitem  # noqa: F401  (x[...] and x[...] = v: fluidgrad/indexing.py)
 from .framework.runtime_dims import RuntimeDim, has_runtime_dims
+from .framework.axes import checked_axes
 from .framework.torch_forms import created, sizes_and_dtype, torch_keywords
 
 
@@ -259,14 +260,12 @@ def transpose(x: Any, perm: Sequence[int], name: Any = None) -> Any:
         if not isinstance(name, (int, np.integer)):
             raise TypeError(f"transpose: perm must be a list of axes (Paddle: transpose(x, perm=[1, 0])) or two "
                             f"axes to swap (torch: transpose(x, 0, 1)); got perm={perm!r}")
-        rank = len(x.shape)
-        if not all(-rank <= int(a) < rank for a in (perm, name)):
-            raise ValueError(f"transpose: axes {perm} and {name} to swap must lie in [-{rank}, {rank}) for "
-                             f"x of shape {list(x.shape)}")
-        axes = list(range(rank))
-        first, second = int(perm) % rank, int(name) % rank
-        axes[first], axes[second] = axes[second], axes[first]
+        first, second = checked_axes("transpose", [perm, name], x.shape)
+        axes = list(range(len(x.shape)))
+        if axes:
+            axes[first], axes[second] = axes[second], axes[first]
         perm = axes
+    checked_axes("transpose", perm, x.shape)
     return apply_op("transpose", {"X": x}, {"perm": [int(p) for p in perm]})
 
 
@@ -304,7 +303,8 @@ def squeeze(x: Any, axis: int | Sequence[int] | None = None, name: str | None = 
     [N] and [N, 1] alike); the `squeeze` op itself keeps ONNX's stricter rule."""
     axes = [] if axis is None else [int(axis)] if isinstance(axis, (int, np.integer)) else [int(a) for a in axis]
     shape, rank = list(x.shape), len(x.shape)
-    kept = [a for a in axes if not (-rank <= a < rank and shape[a] not in (1, -1))]
+    axes = checked_axes("squeeze", axes, shape)
+    kept = [a for a in axes if rank and shape[a] in (1, -1)]
     if axes and not kept:
         return assign(x)  # nothing to drop: an identity the gradient flows through
     return apply_op("squeeze", {"X": x}, {"axes": kept})

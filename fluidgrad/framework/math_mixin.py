@@ -8,6 +8,8 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
+from .axes import checked_axes
+
 _api: Any = None
 
 
@@ -81,13 +83,19 @@ class MathMixin:
         """x.transpose([1, 0, 2]) as Paddle's (a permutation), or x.transpose(1, 2) as PyTorch's
         (two axes swapped)."""
         if len(perm) == 2 and all(isinstance(a, int) for a in perm):
+            first, second = checked_axes("transpose", perm, self.shape)
             order = list(range(len(self.shape)))
-            first, second = (a % len(order) if order else a for a in perm)
-            order[first], order[second] = order[second], order[first]
+            if order:
+                order[first], order[second] = order[second], order[first]
             return _api.transpose(self, order)
         return _api.transpose(self, _sizes(perm))
 
-    def permute(self, *dims): return _api.transpose(self, _sizes(dims))
+    def permute(self, *dims):
+        dims = _sizes(dims)
+        if sorted(checked_axes("permute", dims, self.shape)) != list(range(len(self.shape))):
+            raise ValueError(f"permute: dims {list(dims)} are not a permutation of the axes of a tensor of "
+                             f"shape {list(self.shape)}")
+        return _api.transpose(self, dims)
     def astype(self, dtype): return _api.cast(self, dtype)
     def float(self): return _api.cast(self, "float32")
     def double(self): return _api.cast(self, "float64")

@@ -110,7 +110,8 @@ register_op("shape", inputs="X", outputs="Out", kernel=lambda x: np.asarray(np.s
 # ---------------------------------------------------------------- transpose
 def _transpose_infer(ctx):
     shape, perm = ctx.shape("X"), list(ctx.attr("perm"))
-    if sorted(p % max(len(shape), 1) for p in perm) != list(range(len(shape))):
+    if any(not -len(shape) <= p < len(shape) for p in perm) or \
+            sorted(p % len(shape) for p in perm) != list(range(len(shape))):
         raise ctx.shape_error(f"perm {perm} is not a permutation of the axes of {ctx.describe('X')}")
     ctx.set_output("Out", [shape[p] for p in perm], ctx.dtype("X"))
 

@@ -18,6 +18,7 @@ from .math import all as _all
 from .math import amax, cumsum
 from .search import sort, where
 from ..framework.torch_forms import torch_keywords
+from ..framework.axes import checked_axes
 
 __all__ = ["allclose", "count_nonzero", "cross", "diff", "dot", "equal_all", "isclose", "kron", "lerp",
            "logcumsumexp", "masked_select", "median", "moveaxis", "nan_to_num", "numel", "rot90"]
@@ -126,11 +127,13 @@ def diff(x: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = 
 def moveaxis(x: Any, source: int | Sequence[int], destination: int | Sequence[int], name: str | None = None) -> Any:
     """x with the axes `source` moved to positions `destination` (the others keep their order)."""
     rank = _rank(x)
-    src = [s % rank for s in ([source] if isinstance(source, int) else source)]
-    dst = [d % rank for d in ([destination] if isinstance(destination, int) else destination)]
+    src = checked_axes("movedim", [source] if isinstance(source, int) else source, x.shape)
+    dst = checked_axes("movedim", [destination] if isinstance(destination, int) else destination, x.shape)
     if len(src) != len(dst) or len(set(src)) != len(src) or len(set(dst)) != len(dst):
         raise ValueError(f"moveaxis: source {source} and destination {destination} must be distinct axes, "
                          f"as many of each")
+    if rank == 0:
+        return transpose(x, [])  # a 0-D tensor takes axis 0 / -1 (torch) and has nothing to move
     order = [a for a in range(rank) if a not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)

@@ -17,6 +17,7 @@ import numpy as np
 from .. import functions
 from ..framework import normalize_dtype
 from ..framework.device import as_device
+from ..framework.axes import checked_axes
 from ..indexing import constant, create
 from ..nn.functional import activation
 from . import composed, everyday, inplace, manipulation, math, search, torch_arithmetic, torch_everyday, torch_statistics
@@ -171,6 +172,7 @@ def narrow(x: Any, dim: int, start: int, length: int) -> Any:
 
 def swapaxes(x: Any, axis0: int, axis1: int) -> Any:
     """x with two axes swapped (torch's swapaxes / swapdims, Tensor.transpose(a, b))."""
+    checked_axes("swapaxes", [axis0, axis1], x.shape)
     return x.transpose(int(axis0), int(axis1))
 
 
