@@ -255,11 +255,6 @@ _NLL_CALLS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="nll_loss of log-probabilities that are -inf in classes other than the "
-                   "target (log_softmax of logits masked with -inf: action masking, constrained vocabularies) is "
-                   "NaN (0 * -inf in the picking), while its gradient is right; torch gives the finite loss "
-                   "0.164, so the logged loss, ReduceLROnPlateau and NaN checks see a NaN that is not there "
-                   "(cross_entropy on the same logits is already finite)")
 @pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 @pytest.mark.parametrize("call", sorted(_NLL_CALLS))
 def test_nll_loss_ignores_minus_inf_of_other_classes(call, eager):

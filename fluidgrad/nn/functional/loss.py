@@ -278,7 +278,9 @@ def nll_loss(input: Any, label: Any, weight: Any = None, ignore_index: int = -10
                          f"{list(input.shape)}: expected [N, d1, ...] without the class axis")
     check_class_weight("nll_loss", input, weight, 1)
     label, _, factor = _hard_label_terms(input, label, weight, ignore_index, 1, "nll_loss")
-    picked = F.sum(F.multiply(_class_one_hot(label, input, 1), input), axis=1, keepdim=True)
+    # selected, not multiplied by the one-hot: 0 * -inf of a masked class would make the loss NaN
+    chosen = F.cast(_class_one_hot(label, input, 1), "bool")
+    picked = F.sum(where(chosen, input, 0.0), axis=1, keepdim=True)
     loss = F.scale(picked, -1.0)
     if reduction == "none":
         return F.squeeze(F.multiply(loss, factor), 1)
