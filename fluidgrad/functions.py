@@ -15,6 +15,7 @@ from .eager import to_tensor
 from .framework import DTypeError, Variable, default_main_program, dtypes, in_dynamic_mode, normalize_dtype
 from .indexing import getitem, setitem  # noqa: F401  (x[...] and x[...] = v: fluidgrad/indexing.py)
 from .framework.runtime_dims import RuntimeDim, has_runtime_dims
+from .framework.sizes import checked_sizes
 from .framework.torch_forms import created, sizes_and_dtype, torch_keywords
 
 
@@ -240,10 +241,11 @@ def reshape(x: Any, shape: Sequence[int], name: str | None = None) -> Any:
     """x with a new shape of the same size; 0 keeps that axis' size, one -1 is inferred. Sizes
     read while jit.to_static traces (`[x.shape[0], -1]` of an unknown batch) are computed when
     the program runs (`runtime_shape_tensor`)."""
+    shape = checked_sizes("reshape", shape, negative="infer")
     if has_runtime_dims(shape):
         tensor, hint = runtime_shape_tensor(shape)
         return apply_op("reshape", {"X": x, "ShapeTensor": tensor}, {"shape": hint})
-    return apply_op("reshape", {"X": x}, {"shape": [int(d) for d in shape]})
+    return apply_op("reshape", {"X": x}, {"shape": shape})
 
 
 @torch_keywords
@@ -382,7 +384,6 @@ def full(shape: Sequence[int], fill_value: float, dtype: Any = None, name: str |
          device: Any = None, requires_grad: bool = False) -> Any:
     """A Tensor, or inside `program_guard` (or after `enable_static()`) a Variable; the default
     float dtype (`set_default_dtype`) unless `dtype` is given. `shape` may also be one int."""
-    shape = [shape] if isinstance(shape, (int, np.integer)) else shape
     return created(_filled("full", shape, fill_value, dtype), "full", device, requires_grad)
 
 
@@ -412,14 +413,12 @@ def empty(*size: Any, shape: Any = None, dtype: Any = None, name: str | None = N
 def _filled(caller: str, shape: Sequence[int], fill_value: float, dtype: Any) -> Any:
     """`full` and its named forms; a negative size is refused here, naming the caller, rather
     than by NumPy at run time."""
+    shape = checked_sizes(caller, shape)
     if has_runtime_dims(shape):  # zeros([x.shape[0], 3]) while tracing: sized when the program runs
         tensor, hint = runtime_shape_tensor(shape)
         return append_static_op("fill_constant", {"ShapeTensor": tensor}, {
             "shape": hint, "value": float(fill_value), "dtype": normalize_dtype(dtype or dtypes.get_default_dtype())})
     sizes = [int(d) for d in shape]
-    negative = [d for d in sizes if d < 0]
-    if negative:  # (this module's `min` is the op)
-        raise ValueError(f"{caller}: shape {sizes} has a negative size ({negative[0]}); sizes must be >= 0")
     dtype = dtype or dtypes.get_default_dtype()
     if in_dynamic_mode():
         return to_tensor(np.full(sizes, fill_value, dtype=normalize_dtype(dtype)))

@@ -126,12 +126,6 @@ _BAD_SIZES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="a size that is not a size is silently used: a float is truncated "
-                   "(fg.zeros([2.5]) has shape [2], fg.ones([7 / 2, 2]) shape [3, 2], x.reshape([2.5, -1]) shape "
-                   "[2, 3]; the usual slip is n / 2 for n // 2) and x.reshape([-2, 3]) of 6 elements gives [2, 3] "
-                   "as if -2 were -1; torch raises TypeError ('argument size must be tuple of ints, but found "
-                   "element of type float') and RuntimeError ('invalid shape dimension -2'); each should be an "
-                   "error naming the function and the size")
 @pytest.mark.parametrize("call", sorted(_BAD_SIZES))
 def test_sizes_that_are_not_sizes_are_refused(call, eager):
     with pytest.raises((TypeError, ValueError, fg.framework.errors.ShapeError)):

@@ -14,6 +14,7 @@ from ..indexing import constant, create  # noqa: F401  (shared with search.py an
 
 from ..framework import Variable, normalize_dtype
 from ..framework.dtypes import get_default_dtype
+from ..framework.sizes import checked_sizes
 from ..framework.torch_forms import created
 from .diagonals import diagonal
 from .keywords import paddle_or_torch
@@ -85,9 +86,11 @@ def eye(num_rows: int, num_columns: int | None = None, dtype: Any = None, name: 
         device: Any = None, requires_grad: bool = False) -> Any:
     """The identity matrix [num_rows, num_columns] (square when num_columns is None), of the default
     float dtype unless told (paddle.eye, torch.eye, with torch's device= / requires_grad=)."""
-    rows, columns = int(_number(num_rows)), -1 if num_columns is None else int(_number(num_columns))
-    if rows < 0 or (num_columns is not None and columns < 0):
+    rows, columns = checked_sizes("eye", [_number(num_rows), _number(num_rows if num_columns is None else num_columns)],
+                                  negative="any")
+    if rows < 0 or columns < 0:
         raise ValueError(f"eye: num_rows and num_columns must be >= 0, got {num_rows} and {num_columns}")
+    columns = -1 if num_columns is None else columns
     out = create("eye", {"num_rows": rows, "num_columns": columns,
                          "dtype": normalize_dtype(dtype or get_default_dtype())})
     return created(out, "eye", device, requires_grad)

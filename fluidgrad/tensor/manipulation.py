@@ -11,6 +11,7 @@ import numpy as np
 
 from ..dispatch import apply_op, axis_of_input, is_tensor
 from ..framework.runtime_dims import has_runtime_dims
+from ..framework.sizes import checked_sizes
 from ..functions import concat, runtime_shape_tensor
 from ..indexing import constant
 from ..framework.torch_forms import torch_keywords
@@ -36,21 +37,22 @@ def cat(tensors: Sequence[Any], dim: int = 0, *, axis: int | None = None, name: 
 
 def tile(x: Any, repeat_times: Sequence[int], name: str | None = None) -> Any:
     """x repeated repeat_times[i] times along axis i (x gains leading axes if repeat_times is longer)."""
-    return apply_op("tile", {"X": x}, {"repeat_times": _ints(repeat_times)})
+    return apply_op("tile", {"X": x}, {"repeat_times": checked_sizes("tile", repeat_times)})
 
 
 def expand(x: Any, shape: Sequence[int], name: str | None = None) -> Any:
     """x broadcast to `shape`; -1 keeps x's size on that axis. Sizes read while jit.to_static
     traces (`y.shape[0]` of an unknown batch) are computed when the program runs."""
+    shape = checked_sizes("expand", shape, negative="keep")
     if has_runtime_dims(shape):
         tensor, hint = runtime_shape_tensor(shape)
         return apply_op("expand", {"X": x, "ShapeTensor": tensor}, {"shape": hint})
-    return apply_op("expand", {"X": x}, {"shape": _ints(shape)})
+    return apply_op("expand", {"X": x}, {"shape": shape})
 
 
 def broadcast_to(x: Any, shape: Sequence[int], name: str | None = None) -> Any:
     """x expanded to `shape` by broadcasting (the gradient sums back)."""
-    return expand(x, shape)
+    return expand(x, checked_sizes("broadcast_to", shape, negative="keep"))
 
 
 def expand_as(x: Any, y: Any, name: str | None = None) -> Any:

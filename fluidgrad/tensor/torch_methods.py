@@ -17,6 +17,7 @@ import numpy as np
 from .. import functions
 from ..framework import normalize_dtype
 from ..framework.device import as_device
+from ..framework.sizes import checked_sizes
 from ..indexing import constant, create
 from ..nn.functional import activation
 from . import composed, everyday, inplace, manipulation, math, search, torch_arithmetic, torch_everyday, torch_statistics
@@ -33,11 +34,7 @@ def _is_int(value: Any) -> bool:
 
 def _sizes(size: tuple, what: str) -> list[int]:
     """torch's `new_zeros(2, 3)` or `new_zeros((2, 3))`."""
-    sizes = size[0] if len(size) == 1 and not _is_int(size[0]) else size
-    try:
-        return [int(d) for d in sizes]
-    except TypeError:
-        raise TypeError(f"{what}: sizes must be integers (as arguments or one list), got {size!r}") from None
+    return checked_sizes(what, size[0] if len(size) == 1 and not _is_int(size[0]) else size)
 
 
 def type_(x: Any, dtype: Any = None, non_blocking: bool = False) -> Any:
