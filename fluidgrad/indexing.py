@@ -4,8 +4,9 @@ Indexing becomes ordinary ops, so it is differentiable (twice) in both modes: in
 slices (any step, negative too) one `slice` op plus `squeeze`; `None` an `unsqueeze`; one integer
 array, list or tensor a `gather`; a boolean mask `gather_nd` of `nonzero`; several index arrays
 (or a mask on a later axis) NumPy's advanced indexing: the arrays broadcast together and pair
-up, one `gather_nd`. An integer out of range raises IndexError naming the index, the axis and
-the size (at build time when the size is known, else when the op runs). Assignment is a
+up, one `gather_nd`; their axes go where PyTorch puts them (integers are plain selects applied
+first, so x[0, :, [1, 3]] of shape [2, 3, 4] is [3, 2]; arrays split by a slice or None go
+first). An integer out of range raises IndexError naming the index, the axis and the size (at build time when the size is known, else when the op runs). Assignment is a
 `set_value` op, or for masks and index arrays PyTorch's index_put (`where` for one value,
 `scatter` for rows, else `scatter_nd` into the region the slices and integers select, its
 indexed axes moved first): any mix of arrays, masks, integers, slices, None and `...`, the
@@ -76,6 +77,18 @@ def _expand_ellipsis(items: tuple, ndim: int) -> list:
     return out
 
 
+def _is_int_item(item: Any) -> bool:
+    """A plain integer index: a Python or NumPy int or a 0-D integer tensor (a select)."""
+    if isinstance(item, (bool, np.bool_)):
+        return False
+    return isinstance(item, (int, np.integer)) or (is_tensor(item) and item.dtype != "bool" and item.ndim == 0)
+
+
+def _is_0d_index_value(item: Any) -> bool:
+    """A 0-D integer Variable: an integer PyTorch would select with, whose value is not known yet."""
+    return isinstance(item, Variable) and len(item.shape) == 0 and item.dtype != "bool"
+
+
 def _is_bool(item: Any) -> bool:
     if _is_value(item):
         return item.dtype == "bool"
@@ -134,10 +147,14 @@ class _Plan:
         self.arrays: list[tuple[int, Any]] = []  # (first axis, index array or mask), in axis order
         self.new_axes: list[int] = []        # output positions of None
         self.new_axes_first: list[int] = []  # the same when the index arrays' axes go first
-        self.advanced_positions: list[int] = []  # item positions of integers and the arrays
+        self.advanced_positions: list[int] = []  # positions of the arrays among the items other than integers
+        self.scalar_axes: list[int] = []     # integers acting as 0-D index arrays (unknown size, 0-D Variable)
         array_rank = _broadcast_rank(items)  # the axes the arrays' paired-up result takes
         out_pos, axis, basic_out = 0, 0, 0  # basic_out: output axes of slices and None so far
-        for pos, it in enumerate(items):
+        pos = -1   # the item's position, integers not counted (PyTorch selects them first)
+        for it in items:
+            scalar = _is_int_item(it) or _is_0d_index_value(it)
+            pos += 0 if scalar else 1
             if it is None:
                 self.new_axes.append(out_pos)
                 self.new_axes_first.append(array_rank + basic_out)
@@ -146,15 +163,15 @@ class _Plan:
                 continue
             if isinstance(it, (bool, np.bool_)):
                 raise TypeError("indexing with a Python bool is not supported; use a boolean tensor mask")
-            if isinstance(it, (int, np.integer)) or (is_tensor(it) and it.dtype != "bool" and it.ndim == 0):
+            if _is_int_item(it):
                 index = int(it)
-                self.advanced_positions.append(pos)
                 if shape[axis] >= 0:
                     index = _check_int(index, axis, shape[axis])
                     self._add_slice(axis, index, index + 1, 1)
                     self.drop.append(axis)
                 else:
                     self.runtime_ints.append((axis, index))
+                    self.scalar_axes.append(axis)
             elif isinstance(it, builtins.slice):
                 start, stop, step = _slice_bounds(it)
                 if step == 0:
@@ -168,8 +185,11 @@ class _Plan:
                 if _is_mask(it):
                     _check_mask_shape(it, shape[axis:axis + rank])
                 self.arrays.append((axis, it))
-                self.advanced_positions.append(pos)
-                out_pos += array_rank if len(self.arrays) == 1 else 0
+                if scalar:
+                    self.scalar_axes.append(axis)
+                else:
+                    out_pos += 0 if self.advanced_positions else array_rank
+                    self.advanced_positions.append(pos)
                 axis += max(rank, 1) - 1
             else:
                 raise TypeError(f"unsupported index {it!r}: use integers, slices, None, ..., an integer "
@@ -183,9 +203,20 @@ class _Plan:
         self.strides.append(step)
 
     def advanced_first(self) -> bool:
-        """NumPy's rule: an integer array with integers not next to it puts the array's axes first."""
+        """PyTorch's rule: index arrays (and masks) not next to each other put their axes first.
+        Integers do not count, as PyTorch applies them first as plain selects: x[0, :, [1, 3]] of
+        shape [2, 3, 4] is [3, 2] (NumPy, counting the 0 as an index array, gives [2, 3])."""
         p = self.advanced_positions
         return bool(self.arrays) and len(p) > 1 and p[-1] - p[0] != len(p) - 1
+
+    def block_position(self, kept: list[int], axes: list[int]) -> int:
+        """Where the paired-up index's axes go among the output axes left by the slices (`kept`:
+        the input axes not dropped, `axes`: those the index addresses): first, or in place of the
+        first index array, counting neither the integers nor the other indexed axes."""
+        arrays = [a for a in axes if a not in self.scalar_axes]
+        if self.advanced_first() or not arrays:
+            return 0
+        return len([a for a in kept if a not in axes and a < arrays[0]])
 
     def new_axis_positions(self) -> list[int]:
         """Where None's axes of size 1 go in the output."""
@@ -347,8 +378,8 @@ def _gather_paired(out: Any, x: Any, plan: _Plan, kept: list[int]) -> Any:
     if positions != list(range(len(positions))):
         out = apply_op("transpose", {"X": out}, {"perm": positions + rest})
     out = apply_op("gather_nd", {"X": out, "Index": index})
-    n, first = len(index.shape) - 1, positions[0]
-    if first and not plan.advanced_first():
+    n, first = len(index.shape) - 1, plan.block_position(kept, axes)
+    if first:
         perm = list(range(n, n + first)) + list(range(n)) + list(range(n + first, len(out.shape)))
         out = apply_op("transpose", {"X": out}, {"perm": perm})
     return out
@@ -409,7 +440,7 @@ def _scatter_into(x: Any, plan: _Plan, value: Any, reduce: str) -> Any:
     perm = positions + [p for p in range(len(kept)) if p not in positions]
     moved = _transpose(region, perm)
     places = apply_op("gather_nd", {"X": moved, "Index": index})   # read for its shape only
-    updates = _updates(value, x, places, plan, len(index.shape) - 1, positions[0])
+    updates = _updates(value, x, places, plan, len(index.shape) - 1, plan.block_position(kept, axes))
     written = apply_op("scatter_nd", {"X": moved, "Index": index, "Updates": updates}, {"reduce": reduce})
     written = _transpose(written, list(np.argsort(perm)))
     if not plan.axes:
@@ -425,12 +456,12 @@ def _transpose(x: Any, perm: list[int]) -> Any:
 
 def _updates(value: Any, x: Any, places: Any, plan: _Plan, n: int, first: int) -> Any:
     """value broadcast to the places scatter_nd writes (the n paired-up index axes, then the
-    other axes in order). Value broadcasts against x[item]'s shape, NumPy's layout: the index
-    axes stay where the advanced indices were when those are adjacent, else go first, and None
-    adds axes of size 1."""
+    other axes in order). Value broadcasts against x[item]'s shape, PyTorch's layout: the index
+    axes go to `first` (in place of the index arrays when those are adjacent, integers not
+    counted, else first), and None adds axes of size 1."""
     value = _cast_to(constant(value, x), x.dtype)
     to_layout = list(range(len(places.shape)))
-    if first and not plan.advanced_first():
+    if first:
         to_layout = list(range(n, n + first)) + list(range(n)) + list(range(n + first, len(places.shape)))
     target = _transpose(places, to_layout)
     if plan.new_axes:

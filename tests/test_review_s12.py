@@ -102,12 +102,6 @@ def _written(x, item):
     return x
 
 
-@pytest.mark.xfail(strict=True, reason="x[0, :, [1, 3]] on a [2, 3, 4] tensor has shape [2, 3] in fluidgrad (NumPy's "
-                   "rule: an int and a list split by a slice put the indexed axis first) and [3, 2] in torch, "
-                   "which applies the int as a plain select first; so torch code (attn[0, :, keep]) gets the "
-                   "transpose of what it expects, silently when the two sizes agree, and the write x[0, :, [1, 3]] = v "
-                   "with v of torch's shape [3, 2] is a ValueError ('cannot be broadcast to the indexed places of "
-                   "shape [2, 3]'); reads and writes should follow torch")
 @pytest.mark.parametrize("item", sorted(_INT_THEN_LIST))
 def test_int_and_list_index_split_by_a_slice_follow_torch(item):
     a = np.arange(24.0).reshape(2, 3, 4)
