@@ -1,19 +1,20 @@
 """`x[...]` and `x[...] = v` for Tensors and Variables, and constants made in either mode.
 
 Indexing becomes ordinary ops, so it is differentiable (twice) in both modes: integers and
-slices (any step, negative too) one `slice` op plus `squeeze`; `None` an `unsqueeze`; one integer
-array, list or tensor a `gather`; a boolean mask `gather_nd` of `nonzero`; several index arrays
-(or a mask on a later axis) NumPy's advanced indexing: the arrays broadcast together and pair
-up, one `gather_nd`; their axes go where PyTorch puts them (integers are plain selects applied
-first, so x[0, :, [1, 3]] of shape [2, 3, 4] is [3, 2]; arrays split by a slice or None go
-first). An integer out of range raises IndexError naming the index, the axis and the size (at
+slices (any step, negative too) one `slice` op plus `squeeze`; `None` an `unsqueeze`; one
+integer array, list or tensor a `gather`; a boolean mask `gather_nd` of `nonzero`; several index
+arrays (or a mask on a later axis) NumPy's advanced indexing: the arrays broadcast together and
+pair up, one `gather_nd`; their axes go where PyTorch puts them (integers are plain selects
+applied first, so x[0, :, [1, 3]] of shape [2, 3, 4] is [3, 2]; arrays split by a slice or None
+go first). An integer out of range raises IndexError naming the index, the axis and the size (at
 build time when the size is known, else when the op runs). Assignment is a `set_value` op, or
-for masks and index arrays PyTorch's index_put (`where` for one value, `scatter` for rows, else `scatter_nd` into the region the slices and integers select, its
-indexed axes moved first): any mix of arrays, masks, integers, slices, None and `...`, the
-value broadcast as PyTorch places x[item]'s axes, cast to x's dtype (a float into an integer
-tensor truncates toward zero), leading axes of size 1 dropped. With a repeated index the last
-write wins. Eager Tensors take the result in place (as in PyTorch); a Variable handle moves to
-the new value (ops appended later read it).
+for masks and index arrays PyTorch's index_put (`where` for one value, `scatter` for rows, else
+`scatter_nd` into the region the slices and integers select, its indexed axes moved first): any
+mix of arrays, masks, integers, slices, None and `...`, the value broadcast as PyTorch places
+x[item]'s axes, cast to x's dtype (a float into an integer tensor truncates toward zero),
+leading axes of size 1 dropped. With a repeated index the last write wins. Eager Tensors take
+the result in place (as in PyTorch); a Variable handle moves to the new value (ops appended
+later read it).
 """
 from __future__ import annotations
 
