@@ -24,10 +24,9 @@ from typing import Any
 import numpy as np
 
 from .dispatch import append_static_op, apply_op, is_tensor
-from .eager import Tensor, eager_apply, is_grad_enabled, to_tensor
-from .eager.mode import state
-from .eager.node import Superseded
-from .eager.tensor import _record_modification, modified_tensors
+from .eager import Tensor, eager_apply, to_tensor
+from . import views
+from .eager.tensor import mark_view
 from .framework import Parameter, Variable, in_dynamic_mode, normalize_dtype
 
 _BIG = 2**31 - 1
@@ -333,7 +332,22 @@ def _is_0d_mask(item: Any) -> bool:
 
 def getitem(x: Any, item: Any) -> Any:
     """x[item]: integers, slices with any step, None, ..., one integer array, or a boolean mask
-    (a 0-D mask gives x[None] when True and an empty copy when False, as in NumPy)."""
+    (a 0-D mask gives x[None] when True and an empty copy when False, as in NumPy). Basic
+    indexing (no arrays, no masks) of an eager Tensor gives a view of it (see `Indexed`)."""
+    out = _basic_getitem(x, item)
+    if isinstance(out, Tensor) and isinstance(x, Tensor) and out._view_of is None and _is_basic(item, x):
+        mark_view(out, x, Indexed(x, item))
+    return out
+
+
+def _is_basic(item: Any, x: Any) -> bool:
+    """Integers, slices, None and `...` only: PyTorch's view indexing."""
+    items = item if isinstance(item, tuple) else (item,)
+    return not builtins.any(_is_array_index(it) or isinstance(it, (bool, np.bool_)) for it in items)
+
+
+def _basic_getitem(x: Any, item: Any) -> Any:
+    """x[item] computed (no view link made)."""
     item = _lone_mask(item)
     if _is_bool(item):
         return _mask_select(x, item)
@@ -364,8 +378,6 @@ def getitem(x: Any, item: Any) -> Any:
         out = apply_op("unsqueeze", {"X": out}, {"axes": plan.new_axis_positions()})
     if out is x:  # x[:] or x[...]: a new value, as NumPy gives a new view
         out = apply_op("assign", {"X": x})
-    if is_tensor(out) and not plan.arrays and not plan.runtime_ints:
-        out._view_of = (x, item, _stamp(x))  # basic indexing: a write into `out` reaches x (see _write_back)
     return out
 
 
@@ -570,46 +582,43 @@ def _is_index_list(indices: Any) -> bool:
 
 
 def _setitem_tensor(x: Tensor, item: Any, value: Any) -> None:
-    _refuse_leaf_update(x, "x[...] = v")
-    view = getattr(x, "_view_of", None)
-    if view is not None:
-        _check_view(x, view, "x[...] = v")
-    # the value before, for the graph (while tracing: x, which names its current variable)
-    old = x if state.tracer is not None else Tensor(x._array, x.stop_gradient, x._node, x._idx, x.name)
-    _take_tensor_value(x, _set_value(old, item, value))
-    if view is not None:
-        _write_back(x, view)
+    view = views.prepare_write(x, "x[...] = v")
+    views.finish_write(x, _set_value(views.snapshot(x), item, value), view)
 
 
-# ---- views: the result of basic indexing (integers, slices, None, ...) of an eager Tensor, as in
-# PyTorch, passes an in-place write on to the tensor it was taken from: `x[0][1] = 9`,
-# `x[:, 0].zero_()` and `x[1].add_(y)` change x. The view holds its own array (a snapshot taken
-# when it was made), so the write goes to x as `x[item] = view` (a recorded set_value: gradients
-# flow as in PyTorch); a view whose base changed since is stale and refuses to be written into.
+# ---- views: the result of basic indexing (integers, slices, None, ...) of an eager Tensor is a
+# view (fluidgrad/views.py), as in PyTorch: `x[0][1] = 9`, `x[:, 0].zero_()` and `x[1].add_(y)`
+# change x, and x's changes show in x[0]. Advanced indexing (arrays, masks) gives a copy.
+class Indexed:
+    """How x[item] (basic indexing) is a view of x: written back as x[item] = view."""
 
-def _stamp(x: Tensor) -> Any:
-    """The creation stamp of x's last in-place update (None when there was none)."""
-    entry = modified_tensors.get(id(x))
-    return entry[1] if entry is not None and entry[0]() is x else None
+    tracks_grad = True
+
+    def __init__(self, base: Tensor, item: Any) -> None:
+        self.base_shape, self.item = tuple(base.shape), item
+
+    def read(self, base: Any) -> Any:
+        return _basic_getitem(base, self.item)
+
+    def into_base(self, base: Any, value: Any) -> Any:
+        return _set_value(base, self.item, value)
+
+    def check_writable(self, what: str) -> None:
+        pass
+
+    def layout(self, base_layout: np.ndarray) -> np.ndarray:
+        items = self.item if isinstance(self.item, tuple) else (self.item,)
+        return base_layout[tuple(_plain_item(it) for it in items)]
+
+    def describe(self) -> str:
+        return f"x[{_describe(self.item)}]"
 
 
-def _check_view(x: Tensor, view: tuple, what: str) -> None:
-    base, item, stamp = view
-    if _stamp(base) != stamp:
-        raise RuntimeError(f"{what} into a view x[{_describe(item)}] of a tensor{' ' + base.name if base.name else ''} "
-                           f"of shape {list(base.shape)} that was modified after the view was taken: the view "
-                           f"holds the older values and would overwrite the newer ones. Write into the tensor "
-                           f"itself (x[{_describe(item)}] = v), or index it again after the change")
-    if getattr(base, "_view_of", None) is not None:
-        _check_view(base, base._view_of, what)
-    _refuse_leaf_update(base, f"{what} into a view x[{_describe(item)}]")
-
-
-def _write_back(x: Tensor, view: tuple) -> None:
-    """x's new value into its base (and on up a chain of views: x[0][1] = 9)."""
-    base, item, _ = view
-    setitem(base, item, x)
-    x._view_of = (base, item, _stamp(base))
+def _plain_item(item: Any) -> Any:
+    """An index item with tensors as Python ints (for NumPy)."""
+    if isinstance(item, builtins.slice):
+        return builtins.slice(*(_as_int(v, "indexing") for v in (item.start, item.stop, item.step)))
+    return int(item) if is_tensor(item) else item
 
 
 def _describe(item: Any) -> str:
@@ -623,49 +632,23 @@ def _describe(item: Any) -> str:
     return ", ".join(one(it) for it in items)
 
 
-def _refuse_leaf_update(x: Tensor, what: str) -> None:
-    if x._node is None and not x.stop_gradient and is_grad_enabled():
-        raise RuntimeError(f"{what} on a leaf Tensor{' ' + x.name if x.name else ''} that requires a gradient: "
-                           f"assign inside fluidgrad.no_grad(), or to a copy (x.clone())")
-
-
 def take_value(x: Any, new: Any, what: str) -> Any:
     """x becomes `new`, a value computed from x's old one (of any shape: `x.reshape_()`), in place:
     a Tensor's handles all see it and its graph link moves to it (as after `x[...] = v`); a
     Variable's handle names the new variable. Returns x."""
     if is_tensor(x):
-        _refuse_leaf_update(x, what)
-        view = getattr(x, "_view_of", None)
-        if view is not None:
-            _check_view(x, view, what)
-            if tuple(new.shape) != tuple(x.shape):
-                raise RuntimeError(f"{what} on a view x[{_describe(view[1])}] (shape {list(x.shape)}) would change "
-                                   f"its shape to {list(new.shape)}; fluidgrad's views cannot change shape in "
-                                   f"place: use the out-of-place form (x[...].{what.rstrip('_()')}(...), a copy)")
-        _take_tensor_value(x, new)
-        if view is not None:
-            _write_back(x, view)
+        view = views.prepare_write(x, what)
+        if view is not None and tuple(new.shape) != tuple(x.shape):
+            raise RuntimeError(f"{what} on a view {view[1].describe()} (shape {list(x.shape)}) would change its "
+                               f"shape to {list(new.shape)}; fluidgrad's views cannot change shape in place: use "
+                               f"the out-of-place form (x.{what.rstrip('_()')}(...), a new tensor)")
+        views.finish_write(x, new, view)
     elif isinstance(x, Parameter) or x.persistable:
         raise TypeError(f"{what} on the {'parameter' if isinstance(x, Parameter) else 'persistable variable'} "
                         f"{x.name} in static mode: it would not write back to the scope")
     else:
         _swap_variables(x, new)
     return x
-
-
-def _take_tensor_value(x: Tensor, new: Tensor) -> None:
-    if isinstance(new, Variable):  # jit.to_static traces an in-place update of a captured Tensor (a buffer)
-        state.tracer.rebind(x, new)
-        return
-    if not is_grad_enabled():  # as PyTorch under no_grad: the value changes, the graph link stays
-        x._array = new._array
-        _record_modification(x)
-        return
-    moved = (new._node, new._idx, new.stop_gradient) != (x._node, x._idx, x.stop_gradient)
-    before = Superseded(x) if moved else None  # what the nodes recorded so far read (x's old link)
-    x._array = new._array
-    x._node, x._idx, x.stop_gradient = new._node, new._idx, new.stop_gradient
-    _record_modification(x, before)
 
 
 _VARIABLE_SLOTS = ("block", "name", "shape", "dtype", "_persistable", "stop_gradient", "type", "is_data")

@@ -70,11 +70,6 @@ _VIEW_WRITES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="an in-place write into the result of x.view / reshape / flatten / t / T / "
-                   "transpose / unsqueeze / detach / narrow / unbind / chunk / diagonal silently does not reach x: "
-                   "x keeps its old values, where in torch all of these are views of x's storage and x changes "
-                   "(since session 10 basic indexing, x[0].add_(1), does pass writes on); the write should reach x "
-                   "as in torch, or refuse with a RuntimeError as a write into a stale view does, never vanish")
 @pytest.mark.parametrize("write", sorted(_VIEW_WRITES))
 def test_in_place_writes_through_torch_views_reach_the_base(write):
     base = np.arange(6.0).reshape(2, 3)

@@ -16,7 +16,7 @@ from ..framework import Variable, normalize_dtype
 from ..framework.dtypes import get_default_dtype
 from ..framework.sizes import checked_sizes
 from ..framework.torch_forms import created
-from .diagonals import diagonal
+from .diagonals import _diagonal
 from .keywords import paddle_or_torch
 
 __all__ = ["arange", "diag", "eye", "linspace", "meshgrid"]
@@ -102,7 +102,7 @@ def diag(x: Any, offset: int = 0, padding_value: Any = 0, name: str | None = Non
     (paddle.diag, torch.diag). Composed of gather (and diagonal's indexing): differentiable twice."""
     rank, offset = len(x.shape), int(offset)
     if rank == 2:
-        return diagonal(x, offset)
+        return _diagonal(x, offset, 0, 1)    # a copy, as torch.diag's
     if rank != 1:
         raise ValueError(f"diag: expects a 1-D or 2-D tensor, got shape {list(x.shape)}")
     length = x.shape[0]
