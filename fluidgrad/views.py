@@ -125,17 +125,17 @@ def write_back(x: Tensor, view: tuple, raw: bool = False) -> None:
         write_back(base, parent, raw)
 
 
-def _refresh(base: Tensor, views: Any) -> None:
-    """base changed: each live view reads it again (eager/tensor.py calls this)."""
-    for view in list(views):
-        link = view._view_of
-        if link is None or link[0] is not base:
-            views.discard(view)
-            continue
-        how = link[1]
+def _refresh(base: Tensor, refs: list) -> None:
+    """base changed: each live view reads it again (eager/tensor.py calls this with base's weak
+    references to its views, which keeps the live ones)."""
+    pairs = [(ref, ref()) for ref in refs]
+    pairs = [(ref, view) for ref, view in pairs if view is not None and view._view_of is not None
+             and view._view_of[0] is base]
+    refs[:] = [ref for ref, _ in pairs]
+    for _, view in pairs:
+        how = view._view_of[1]
         if tuple(base.shape) != how.base_shape or base.dtype != view.dtype:  # x.reshape_(), x.set_value of another shape
             view._view_of = None
-            views.discard(view)
             continue
         if how.tracks_grad and is_grad_enabled() and not base.stop_gradient:
             take_tensor_value(view, how.read(base))   # the view's history is the base's current one

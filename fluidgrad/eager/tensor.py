@@ -94,16 +94,21 @@ def mark_view(view: "Tensor", base: "Tensor", how: Any) -> "Tensor":
     view._view_of = (base, how, modification_stamp(base))
     views = getattr(base, "_views", None)
     if views is None:
-        views = base._views = weakref.WeakSet()
-    views.add(view)
+        base._views = [weakref.ref(view)]
+    else:
+        views.append(weakref.ref(view))
+        if not len(views) & 63:    # every 64 views made: drop the dead ones (amortised)
+            views[:] = [ref for ref in views if ref() is not None]
     return view
 
 
 def unlink_views(tensor: "Tensor") -> None:
     """tensor's views keep their values and stop following it (after `x.data = y`, as PyTorch's
     views keep the storage x had)."""
-    for view in list(getattr(tensor, "_views", None) or ()):
-        view._view_of = None
+    for ref in getattr(tensor, "_views", None) or ():
+        view = ref()
+        if view is not None and view._view_of is not None and view._view_of[0] is tensor:
+            view._view_of = None
     tensor._views = None
 
 
@@ -140,7 +145,7 @@ class Tensor(MathMixin, TorchHabits):
 
     # _param_attr: a parameter's optimizer options (ParamAttr.optimize_options), unset for others;
     # _view_of: (base, how, base's modification stamp) for a view (x[0], x.t(), x.view(...), see
-    # mark_view), else None; _views: the live views of this tensor (a WeakSet) or None.
+    # mark_view), else None; _views: weak references to the views of this tensor, or None.
     # (Subclasses made without __init__ may leave them unset: read them with getattr(t, ..., None))
     __slots__ = ("_array", "stop_gradient", "grad", "_node", "_idx", "name", "_hooks", "persistable", "_param_attr",
                  "_view_of", "_views", "__weakref__")
