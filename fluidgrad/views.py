@@ -146,7 +146,16 @@ def _refresh(base: Tensor, refs: list) -> None:
         view._view_of = (base, how, modification_stamp(base))
 
 
+def _written_outside_autograd(x: Tensor) -> None:
+    """set_value / an optimizer step / `x.data` writes into a view reach its base, values only."""
+    _record_modification(x)
+    view = getattr(x, "_view_of", None)
+    if view is not None:
+        write_back(x, view, raw=True)
+
+
 tensor_module.refresh_views = _refresh
+tensor_module.written_outside_autograd = _written_outside_autograd
 
 
 # ---- layouts: strides as PyTorch has them, to tell a view from a copy

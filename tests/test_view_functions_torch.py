@@ -292,3 +292,23 @@ def test_a_copy_of_a_view_is_its_own_tensor():
     v = copy.deepcopy(x[0])
     v.fill_(1.0)
     assert not x.numpy().any() and v.numpy().all()
+
+
+def test_writes_outside_autograd_into_a_view_reach_the_base():
+    """`v.data` writes and Paddle's set_value on a view change the base, as torch's v.data.fill_ /
+    v.copy_ do; `v.data = t` gives v other storage, so v stops being a view (torch's)."""
+    for lib in (fg, torch):
+        x = lib.zeros((2, 3), dtype=lib.float64) if lib is torch else fg.zeros([2, 3], dtype="float64")
+        x[0].data.fill_(1.0)
+        x.t()[2].data.mul_(3.0)
+        row = x[1]
+        row.data = lib.ones(3, dtype=lib.float64) if lib is torch else fg.ones([3], dtype="float64")
+        row.add_(1.0)
+        if lib is torch:
+            want = x.numpy()
+        else:
+            got = x.numpy()
+    np.testing.assert_array_equal(got, want)
+    x = fg.to_tensor(np.zeros((2, 3)))
+    x.t().set_value(np.arange(6.0).reshape(3, 2))
+    np.testing.assert_array_equal(x.numpy(), np.arange(6.0).reshape(3, 2).T)

@@ -88,6 +88,12 @@ def refresh_views(tensor: "Tensor", views: Any) -> None:
     raise RuntimeError("a tensor with views changed before fluidgrad.views was imported (import fluidgrad)")
 
 
+def written_outside_autograd(tensor: "Tensor") -> None:
+    """tensor's array was replaced outside autograd (set_value, an optimizer step, x.data writes):
+    note it, and (fluidgrad/views.py) pass it on to the tensor it is a view of."""
+    _record_modification(tensor)
+
+
 def mark_view(view: "Tensor", base: "Tensor", how: Any) -> "Tensor":
     """`view` (a Tensor just computed from `base`) is from now on a view of base (see above);
     `how` says how (fluidgrad/views.py, `Indexed` in fluidgrad/indexing.py, `Detached`)."""
@@ -220,7 +226,8 @@ class Tensor(MathMixin, TorchHabits):
         if not self.stop_gradient and not carries_gradient(array.dtype):
             raise TypeError(f"x.data = v: tensor {self.name or ''} requires a gradient, so its value must be a float "
                             f"array, got {array.dtype}")
-        unlink_views(self)
+        unlink_views(self)   # (PyTorch: x now has t's storage; x's views keep the old one, x is no view)
+        self._view_of = None
         self._array = array
         _record_modification(self)
 
@@ -386,7 +393,7 @@ class Tensor(MathMixin, TorchHabits):
             raise ValueError(f"{what}: tensor {self.name or ''} has shape {list(self.shape)}, "
                              f"the new value has shape {list(array.shape)}")
         self._array = array if array.dtype == self._array.dtype else array.astype(self._array.dtype)
-        _record_modification(self)
+        written_outside_autograd(self)
 
     def clone(self) -> "Tensor":
         return apply_unary("scale", self, {"scale": 1.0, "bias": 0.0, "bias_after_scale": True})
@@ -473,7 +480,7 @@ class DataView(Tensor):
     def _array(self, array: np.ndarray) -> None:
         base = self._base
         base._array = array
-        _record_modification(base)
+        written_outside_autograd(base)
 
     def snapshot(self) -> Tensor:
         """A plain Tensor of the current value with this view's graph link (what a node keeps)."""

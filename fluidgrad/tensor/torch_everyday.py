@@ -128,7 +128,7 @@ def unflatten(x: Any, dim: int, sizes: Any) -> Any:
 
 
 def ravel(x: Any) -> Any:
-    """x as one axis (a new value: fluidgrad never aliases)."""
+    """x as one axis (of an eager Tensor a view where torch's is one: fluidgrad/views.py)."""
     return functions.reshape(x, [-1])
 
 
