@@ -29,7 +29,7 @@ from .eager import Tensor, is_grad_enabled, no_grad
 from .eager import tensor as tensor_module
 from .eager.mode import state
 from .eager.node import Superseded
-from .eager.tensor import _record_modification, mark_view, modification_stamp
+from .eager.tensor import _record_modification, mark_view, modification_stamp, view_link
 from .framework import Variable
 
 
@@ -55,7 +55,7 @@ def refuse_leaf_update(x: Tensor, what: str) -> None:
 def prepare_write(x: Tensor, what: str) -> Any:
     """Refuse what PyTorch refuses before anything changes; returns x's view link (or None)."""
     refuse_leaf_update(x, what)
-    view = getattr(x, "_view_of", None)
+    view = view_link(x)
     if view is not None:
         check_view(view, what)
     return view
@@ -71,8 +71,9 @@ def check_view(view: tuple, what: str) -> None:
     how.check_writable(what)
     if not how.tracks_grad:
         return    # x.detach(): outside autograd, whatever the base is
-    if getattr(base, "_view_of", None) is not None:
-        check_view(base._view_of, what)
+    parent = view_link(base)
+    if parent is not None:
+        check_view(parent, what)
     refuse_leaf_update(base, f"{what} into a view {how.describe()} (PyTorch: a view of a leaf Variable that "
                              f"requires grad is being used in an in-place operation)")
 
@@ -111,7 +112,7 @@ def write_back(x: Tensor, view: tuple, raw: bool = False) -> None:
     """x's new value into its base (and on up a chain of views: x[0][1] = 9); the base's change
     then refreshes its views, x among them. Past a detach (`raw`) only the values change."""
     base, how, _ = view
-    parent = getattr(base, "_view_of", None)
+    parent = view_link(base)
     raw = raw or not how.tracks_grad
     value = snapshot(x)   # (the refresh of x that follows leaves what the op read alone)
     if raw:
@@ -129,8 +130,7 @@ def _refresh(base: Tensor, refs: list) -> None:
     """base changed: each live view reads it again (eager/tensor.py calls this with base's weak
     references to its views, which keeps the live ones)."""
     pairs = [(ref, ref()) for ref in refs]
-    pairs = [(ref, view) for ref, view in pairs if view is not None and view._view_of is not None
-             and view._view_of[0] is base]
+    pairs = [(ref, view) for ref, view in pairs if view is not None and (view_link(view) or (None,))[0] is base]
     refs[:] = [ref for ref, _ in pairs]
     for _, view in pairs:
         how = view._view_of[1]
@@ -143,13 +143,13 @@ def _refresh(base: Tensor, refs: list) -> None:
             with no_grad():
                 view._array = how.read(base)._array
             _record_modification(view)
-        view._view_of = (base, how, modification_stamp(base))
+        view._view_of = (view._view_of[0], how, modification_stamp(base))
 
 
 def _written_outside_autograd(x: Tensor) -> None:
     """set_value / an optimizer step / `x.data` writes into a view reach its base, values only."""
     _record_modification(x)
-    view = getattr(x, "_view_of", None)
+    view = view_link(x)
     if view is not None:
         write_back(x, view, raw=True)
 
@@ -173,7 +173,7 @@ def _contiguous(shape: tuple) -> np.ndarray:
 def layout(x: Tensor) -> np.ndarray:
     """An array with x's shape and x's strides in PyTorch (in elements) that holds nothing: a
     tensor of its own is contiguous, a view has the strides its view ops give."""
-    view = getattr(x, "_view_of", None)
+    view = view_link(x)
     if view is None:
         return _contiguous(tuple(x.shape))
     base, how, _ = view
@@ -191,7 +191,7 @@ def reshaped_layout(base_layout: np.ndarray, shape: tuple) -> np.ndarray | None:
 
 def is_contiguous(x: Any) -> bool:
     """Whether x's elements lie in row-major order in its storage (a transpose's do not)."""
-    return not is_eager(x) or getattr(x, "_view_of", None) is None or bool(layout(x).flags.c_contiguous)
+    return not is_eager(x) or view_link(x) is None or bool(layout(x).flags.c_contiguous)
 
 
 # ---- the ways of being a view (basic indexing: indexing.Indexed; detach: eager/tensor.py Detached;
@@ -283,6 +283,6 @@ def reshape_view(x: Any, out: Any, name: str) -> Any:
     (torch's view refuses there: tensor/torch_methods.py)."""
     if not (isinstance(out, Tensor) and isinstance(x, Tensor)) or state.tracer is not None:
         return out
-    if getattr(x, "_view_of", None) is not None and reshaped_layout(layout(x), tuple(out.shape)) is None:
+    if view_link(x) is not None and reshaped_layout(layout(x), tuple(out.shape)) is None:
         return out
     return mark_view(out, x, Reshaped(x, tuple(out.shape), name))

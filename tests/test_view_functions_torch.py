@@ -312,3 +312,18 @@ def test_writes_outside_autograd_into_a_view_reach_the_base():
     x = fg.to_tensor(np.zeros((2, 3)))
     x.t().set_value(np.arange(6.0).reshape(3, 2))
     np.testing.assert_array_equal(x.numpy(), np.arange(6.0).reshape(3, 2).T)
+
+
+def test_a_detached_tensor_does_not_keep_its_base_and_graph_alive():
+    """`losses.append(loss.detach())` keeps the value, not the loss and the graph behind it."""
+    import gc
+    import weakref
+    x = fg.to_tensor(np.ones(3), stop_gradient=False)
+    y = x * 2.0
+    kept = y.detach()
+    alive = weakref.ref(y)
+    del y
+    gc.collect()
+    assert alive() is None
+    kept.add_(1.0)                   # its base is gone: an ordinary tensor now
+    np.testing.assert_array_equal(kept.numpy(), [3.0, 3.0, 3.0])

@@ -97,7 +97,8 @@ def written_outside_autograd(tensor: "Tensor") -> None:
 def mark_view(view: "Tensor", base: "Tensor", how: Any) -> "Tensor":
     """`view` (a Tensor just computed from `base`) is from now on a view of base (see above);
     `how` says how (fluidgrad/views.py, `Indexed` in fluidgrad/indexing.py, `Detached`)."""
-    view._view_of = (base, how, modification_stamp(base))
+    # x.detach() keeps no strong hold on x: `losses.append(loss.detach())` must not keep loss's graph
+    view._view_of = (base if how.tracks_grad else weakref.ref(base), how, modification_stamp(base))
     views = getattr(base, "_views", None)
     if views is None:
         base._views = [weakref.ref(view)]
@@ -108,12 +109,22 @@ def mark_view(view: "Tensor", base: "Tensor", how: Any) -> "Tensor":
     return view
 
 
+def view_link(tensor: Any) -> tuple | None:
+    """(base, how, stamp) when tensor is a view of a live base, else None."""
+    link = getattr(tensor, "_view_of", None)
+    if link is None or not isinstance(link[0], weakref.ref):
+        return link
+    base = link[0]()
+    return None if base is None else (base, link[1], link[2])
+
+
 def unlink_views(tensor: "Tensor") -> None:
     """tensor's views keep their values and stop following it (after `x.data = y`, as PyTorch's
     views keep the storage x had)."""
     for ref in getattr(tensor, "_views", None) or ():
         view = ref()
-        if view is not None and view._view_of is not None and view._view_of[0] is tensor:
+        link = view_link(view)
+        if link is not None and link[0] is tensor:
             view._view_of = None
     tensor._views = None
 

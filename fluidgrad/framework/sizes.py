@@ -48,7 +48,7 @@ def _show(shape: Any) -> str:
 def checked_sizes(caller: str, shape: Any, negative: str = "") -> list[int]:
     """`shape` (one int, or a list / tuple / 1-D tensor of them) as a list of ints, refusing what
     is not a size. `negative` is what -1 may mean here: "" (nothing: every size >= 0), "infer"
-    (reshape: at most one -1, inferred), "keep" (expand: -1 keeps that axis), "any" (the caller
+    (reshape: inferred), "keep" (expand: -1 keeps that axis), "any" (the caller
     checks the range itself)."""
     if hasattr(shape, "tolist") and hasattr(shape, "numpy"):   # a tensor of sizes (never a static Variable)
         items = shape.tolist()
@@ -66,6 +66,4 @@ def checked_sizes(caller: str, shape: Any, negative: str = "") -> list[int]:
     if bad:
         meaning = {"infer": ", or -1 (inferred)", "keep": ", or -1 (that axis kept)"}.get(negative, "")
         raise ValueError(f"{caller}: shape {sizes} has an invalid size ({bad[0]}); sizes must be >= 0{meaning}")
-    if negative == "infer" and sum(1 for d in sizes if d == -1 and not isinstance(d, RuntimeDim)) > 1:
-        raise ValueError(f"{caller}: only one size can be inferred (-1), got the shape {sizes}")
-    return sizes
+    return sizes   # (two -1 in a reshape: the op's shape rule refuses them, naming x and its shape)

@@ -65,7 +65,7 @@ def view(x: Any, *shape: Any) -> Any:
     cannot be viewed so, and torch's RuntimeError says to reshape (a copy) instead."""
     sizes = shape[0] if len(shape) == 1 and not _is_int(shape[0]) else list(shape)
     out = functions.reshape(x, sizes)
-    if views.is_eager(out) and getattr(x, "_view_of", None) is not None and getattr(out, "_view_of", None) is None:
+    if views.is_eager(out) and views.view_link(x) is not None and views.view_link(out) is None:
         raise RuntimeError(f"view: the size {list(out.shape)} is not compatible with the input's size "
                            f"{list(x.shape)} and stride (x is a view whose elements are not in row-major order, "
                            f"such as a transpose: at least one dimension spans across two contiguous subspaces); "
