@@ -65,7 +65,8 @@ def nanmedian(x: Any, axis: int | None = None, keepdim: bool = False, mode: str 
     """The median of the entries that are not NaN, along axis (flattened when None); NaN where all
     are. Of an even count: the mean of the two middle values (mode='avg', Paddle's default) or the
     lower one (mode='min', torch.nanmedian's). The gradient reaches the one or two middle entries.
-    torch's nanmedian(x, dim=d) gives the named pair (values, indices), as median(x, dim=d)."""
+    torch's nanmedian(x, dim=d) gives the named pair (values, indices) of the lower median (mode
+    'min', whatever `mode` says), as median(x, dim=d)."""
     if dim is not None:
         if axis is not None:
             raise TypeError("nanmedian: give axis= (Paddle) or dim= (PyTorch), not both")
