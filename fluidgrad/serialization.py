@@ -44,6 +44,12 @@ class CheckpointError(FluidgradError, ValueError):
     """A state file that cannot be read, or an object that cannot be saved."""
 
 
+class TorchLayoutDict(dict):
+    """A dict read from a safetensors file PyTorch wrote (format "pt"): its weights are in torch's
+    layouts, which `Layer.load_state_dict` converts (see nn/torch_state.py)."""
+    torch_layout = True
+
+
 class Format1Dict(dict):
     """A dict read from a format-1 file: its [1] arrays may be 0-D values saved as [1]."""
     zero_d_as_shape_1 = True
@@ -122,16 +128,31 @@ def _load(path: str | os.PathLike | BinaryIO, return_numpy: bool) -> Any:
     except CheckpointError:
         raise
     except Exception as exc:  # safetensors' own errors: not safetensors, truncated, bad header
-        raise CheckpointError(f"load: {where} is not a readable fluidgrad state file ({exc})") from None
+        raise CheckpointError(f"load: {where} is not a readable fluidgrad state file ({exc})"
+                              f"{_pickle_hint(where)}") from None
     if _STRUCTURE_KEY not in metadata and not str(metadata.get("format", "")).startswith("fluidgrad"):
         # a plain safetensors file (safetensors' save_file, PyTorch / Hugging Face checkpoints,
         # whose metadata may say {"format": "pt"}): its tensors by name
-        return {key: array if return_numpy else to_tensor(array) for key, array in arrays.items()}
+        plain = {key: array if return_numpy else to_tensor(array) for key, array in arrays.items()}
+        return TorchLayoutDict(plain) if metadata.get("format") == "pt" else plain
     if metadata.get("format") not in (_FORMAT, _FORMAT_ZERO_D_AS_1):
         raise CheckpointError(f"load: {where} is a safetensors file but not one written by "
                               f"fluidgrad.save (format {metadata.get('format')!r})")
     dict_type = Format1Dict if metadata["format"] == _FORMAT_ZERO_D_AS_1 else dict
     return _decode(json.loads(metadata[_STRUCTURE_KEY]), arrays, where, dict_type, return_numpy)
+
+
+def _pickle_hint(where: Any) -> str:
+    """Why a torch.save / pickle file does not load, and what to do instead."""
+    try:
+        with open(where, "rb") as handle:
+            head = handle.read(2)
+    except (OSError, TypeError):
+        return ""
+    if head == b"PK" or head[:1] == b"\x80":
+        return ("; it looks like a pickle (torch.save writes one), which fluidgrad never unpickles: write the "
+                "state dict with safetensors.torch.save_file(model.state_dict(), path) and load that")
+    return ""
 
 
 def _read_file(path: Path) -> tuple[dict[str, str], dict[str, np.ndarray]]:

@@ -9,6 +9,7 @@ statistics, were made the first time and must not be made twice).
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 from typing import Any, Callable
 
@@ -109,6 +110,8 @@ class _GradMode:
 
     def __call__(self, fn: Callable) -> Callable:
         mode = self.mode
+        if inspect.isgeneratorfunction(fn):
+            return _generator_in_mode(fn, mode)
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -119,6 +122,49 @@ class _GradMode:
             finally:
                 state.grad_enabled = saved
         return wrapper
+
+
+class _InMode:
+    """Grad mode `mode` for one resumption of a generator, the caller's mode restored after it."""
+
+    def __init__(self, mode: bool) -> None:
+        self.mode = mode
+
+    def __enter__(self) -> None:
+        self._saved, state.grad_enabled = state.grad_enabled, self.mode
+
+    def __exit__(self, *exc: Any) -> None:
+        state.grad_enabled = self._saved
+
+
+def _generator_in_mode(fn: Callable, mode: bool) -> Callable:
+    """A generator function whose body runs in grad mode `mode` at each resumption (torch's
+    decorators do the same): the mode cannot be set once around the call, which only creates
+    the generator, and it must not leak into the caller's code between two `next()`s."""
+
+    @functools.wraps(fn)
+    def generator(*args: Any, **kwargs: Any) -> Any:
+        with _InMode(mode):
+            gen = fn(*args, **kwargs)
+        try:
+            with _InMode(mode):
+                response = gen.send(None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    with _InMode(mode):
+                        gen.close()
+                    raise
+                except BaseException as error:
+                    with _InMode(mode):
+                        response = gen.throw(error)
+                else:
+                    with _InMode(mode):
+                        response = gen.send(request)
+        except StopIteration as stop:
+            return stop.value
+    return generator
 
 
 class no_grad(_GradMode):

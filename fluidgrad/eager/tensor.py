@@ -463,6 +463,39 @@ def _holds_float64_arrays(data: Any) -> bool:
     return isinstance(data, (np.ndarray, np.generic)) and data.dtype == np.float64
 
 
+def _described(data: Any) -> str:
+    text = repr(data)
+    return f"a {type(data).__name__} ({text if len(text) <= 60 else text[:57] + '...'})"
+
+
+def _data_array(data: Any, dtype: Any = None) -> np.ndarray:
+    """np.array(data) (then of `dtype`: None in a list is no NaN), its errors (ragged rows, values of no
+    number type) naming to_tensor and the data."""
+    try:
+        array = np.array(data)
+        return array if dtype is None or array.dtype.kind in "OUSV" else array.astype(dtype, copy=False)
+    except (ValueError, TypeError) as error:
+        raise type(error)(f"to_tensor: cannot make a tensor of {_described(data)}: "
+                          + (_ragged_at(data) or str(error))) from error
+
+
+def _ragged_at(data: Any, depth: int = 0) -> str | None:
+    """Where nested lists stop being rectangular, in torch's words; None if they are not ragged."""
+    if not isinstance(data, (list, tuple)) or not data:
+        return None
+    lengths = [len(item) if isinstance(item, (list, tuple)) else None for item in data]
+    if len(set(lengths)) > 1:
+        first = lengths[0]
+        bad = next(n for n in lengths if n != first)
+        return (f"expected sequence of length {first} at dim {depth + 1} (got {bad})" if None not in (first, bad)
+                else f"a mix of sequences and numbers at dim {depth + 1} (rows of different lengths)")
+    for item in data:
+        found = _ragged_at(item, depth + 1)
+        if found:
+            return found
+    return None
+
+
 def to_tensor(data: Any, dtype: Any = None, place: Any = None, stop_gradient: bool = True) -> Tensor:
     """A new leaf Tensor holding a copy of `data` (a list, number, array or Tensor).
 
@@ -472,14 +505,18 @@ def to_tensor(data: Any, dtype: Any = None, place: Any = None, stop_gradient: bo
     if isinstance(data, Tensor):
         data = data._array
     if dtype is not None:
-        array = np.array(data, dtype=normalize_dtype(dtype))
+        array = np.array(data, dtype=normalize_dtype(dtype)) if isinstance(data, np.ndarray) \
+            else _data_array(data, normalize_dtype(dtype))
     elif isinstance(data, np.ndarray):
         array = data.copy()
     else:
-        array = np.array(data)
+        array = _data_array(data)
         if array.dtype == np.float64 and not isinstance(data, np.generic) and not _holds_float64_arrays(data):
             default = get_default_dtype()
             array = array.astype(np.float32) if default == "float32" else array.astype(normalize_dtype(default))
+    if array.dtype.kind in "OUSV" and not isinstance(data, np.ndarray):
+        raise TypeError(f"to_tensor: cannot make a tensor of {_described(data)}; give a number, a (nested) list "
+                        "of numbers, a NumPy array or a Tensor")
     normalize_dtype(array.dtype)  # reject object/str arrays with a clear error
     if not stop_gradient and not carries_gradient(array.dtype):
         raise TypeError(f"to_tensor: a {array.dtype} tensor cannot have a gradient (stop_gradient=False); "

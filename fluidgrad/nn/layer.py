@@ -33,6 +33,22 @@ from .parameter import mark_parameter
 # Called with each Layer about to run (see Layer.__call__); jit.to_static registers one while tracing.
 call_observers: list[Callable[["Layer"], None]] = []
 
+# Called as convert(layer, state_dict) on every state dict a Layer loads; one that recognises
+# another framework's dict returns it in the layer's keys and layouts (nn/torch_state.py
+# registers PyTorch's, from above this module).
+state_dict_converters: list[Callable[["Layer", dict], dict]] = []
+
+_TORCH_ONLY_KEYS = ("running_mean", "running_var", "num_batches_tracked", "in_proj_weight", "in_proj_bias")
+
+
+def _torch_hint(suspect: bool) -> str:
+    """A pointer to the converter, for an error whose cause looks like a PyTorch state dict
+    (torch-only key names, a weight given transposed)."""
+    if suspect:
+        return ("; a PyTorch state dict? fluidgrad.nn.load_torch_state_dict(layer, state_dict) converts "
+                "torch's names and layouts (Linear's weight is [in, out] here)")
+    return ""
+
 
 class _Spec:
     """What an initializer reads from the variable it fills."""
@@ -429,7 +445,7 @@ class Layer:
         parameter when the dict was read from a fluidgrad.save file of format 1 (those stored
         0-D values as [1]); returns (missing_keys, unexpected_keys).
         """
-        missing, unexpected = self._load_state(state_dict, assign=False)
+        missing, unexpected = self._load_state(self._in_own_layouts(state_dict), assign=False)
         for name, param in self.state_dict().items():  # used in a static Program: it reads the scope
             write_to_scope(param)
         if missing or unexpected:  # as Paddle: loading goes on, but not silently
@@ -450,13 +466,22 @@ class Layer:
         assign=True (PyTorch 2): the state dict's Tensors become the layer's parameters and
         buffers (no copy; they keep their dtype, and the layer's stop_gradient and ParamAttr
         options). An optimizer made before holds the old Tensors: make it after loading."""
+        state_dict = self._in_own_layouts(state_dict)
         own, state = self.state_dict(), self._upgrade_state_keys(state_dict)
         missing = [n for n in own if n not in state]
         unexpected = [n for n in state if n not in own]
         if strict and (missing or unexpected):
             raise RuntimeError(f"load_state_dict: {type(self).__name__} and the state dict differ: missing keys "
-                               f"{missing}, unexpected keys {unexpected} (strict=False loads the keys that match)")
+                               f"{missing}, unexpected keys {unexpected} (strict=False loads the keys that match)"
+                               f"{_torch_hint(any(k.rsplit('.', 1)[-1] in _TORCH_ONLY_KEYS for k in unexpected))}")
         return self._load_state(state_dict, assign=assign)
+
+    def _in_own_layouts(self, state_dict: dict[str, Any]) -> dict[str, Any]:
+        """`state_dict` as this layer's keys and layouts: each of `state_dict_converters` may
+        recognise another framework's dict and convert it (nn/torch_state.py: PyTorch's)."""
+        for convert in state_dict_converters:
+            state_dict = convert(self, state_dict)
+        return state_dict
 
     def _load_state(self, state_dict: dict[str, Any], assign: bool) -> tuple[list, list]:
         """Check every matching entry's shape, then copy (or with `assign`, put) them all in."""
@@ -469,8 +494,10 @@ class Layer:
                 if legacy and array.shape == (1,) and tuple(own[name].shape) == ():
                     value = array = array.reshape(())
                 if tuple(array.shape) != tuple(own[name].shape):
+                    transposed = array.ndim == 2 and tuple(array.shape[::-1]) == tuple(own[name].shape)
                     raise ValueError(f"set_state_dict: {name} has shape {list(own[name].shape)} in "
-                                     f"{type(self).__name__}, the state dict gives {list(array.shape)}")
+                                     f"{type(self).__name__}, the state dict gives {list(array.shape)}"
+                                     f"{_torch_hint(transposed)}")
                 values[name] = value
         missing = [n for n in own if n not in state]
         unexpected = [n for n in state if n not in own]

@@ -19,6 +19,9 @@ Eager mode: `step()` runs the same update kernels on each parameter's array with
 """
 from __future__ import annotations
 
+import os
+import sys
+import warnings
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
@@ -113,6 +116,35 @@ def _checked_parameters(owner: str, items: Iterable[Any]) -> list[Any]:
     return params
 
 
+def _outside_this_package() -> int:
+    """The stacklevel of the first caller outside fluidgrad.optimizer (a warning names the user's line)."""
+    frame, level, here = sys._getframe(1), 1, os.path.dirname(os.path.abspath(__file__))
+    while frame is not None and frame.f_code.co_filename.startswith(here):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _once_each(owner: str, params: list[Any]) -> list[Any]:
+    """The parameters with repeats dropped, warning as torch does (which then updates a repeated
+    parameter twice per step; here it is updated once)."""
+    seen: set[Any] = set()
+    unique = [p for p in params if not (_option_key(p) in seen or seen.add(_option_key(p)))]
+    if len(unique) != len(params):
+        warnings.warn(f"{owner}: optimizer contains a parameter group with duplicate parameters (each is updated "
+                      "once per step); list each parameter once", UserWarning, stacklevel=_outside_this_package())
+    return unique
+
+
+def _refuse_shared(owner: str, held: list[Any], params: list[Any]) -> None:
+    """A parameter in two groups would be updated twice per step, with two sets of options: torch's
+    ValueError."""
+    keys = {_option_key(p) for p in held}
+    shared = [getattr(p, "name", None) or "<unnamed>" for p in params if _option_key(p) in keys]
+    if shared:
+        raise ValueError(f"{owner}: some parameters appear in more than one parameter group: {shared[:3]} already "
+                         "belong to one")
+
+
 class Optimizer:
     """Base class. Subclasses name their update op, its accumulators and its attributes."""
 
@@ -173,12 +205,14 @@ class Optimizer:
         elif not isinstance(parameters, (list, tuple)):
             parameters = _checked_parameters(owner, parameters)
         if not any(isinstance(item, dict) for item in parameters):
-            params = _checked_parameters(owner, parameters)
+            params = _once_each(owner, _checked_parameters(owner, parameters))
             self.param_groups = [ParamGroup(self, {"params": params})]
             return params
         flat: list[Any] = []
         for index, group in enumerate(parameters):
-            flat.extend(self._add_group(index, group))
+            params = self._add_group(index, group)
+            _refuse_shared(owner, flat, params)
+            flat.extend(params)
         return flat
 
     def _add_group(self, index: int, group: Any) -> list[Any]:
@@ -193,8 +227,8 @@ class Optimizer:
             raise ValueError(f"{owner}: parameter group {index} has options {unknown} this optimizer does not "
                              f"take per group; it takes {sorted(_GROUP_OPTIONS)}")
         params = group["params"]
-        params = _checked_parameters(f"{owner} parameter group {index}",
-                                     [params] if is_tensor(params) or isinstance(params, Variable) else params)
+        params = _once_each(owner, _checked_parameters(
+            f"{owner} parameter group {index}", [params] if is_tensor(params) or isinstance(params, Variable) else params))
         factor = 1.0
         if "learning_rate" in group and "lr" in group:
             raise ValueError(f"{owner}: parameter group {index}: give 'learning_rate' (Paddle: a ratio to the "
@@ -231,15 +265,11 @@ class Optimizer:
         if not isinstance(param_group, dict):
             raise TypeError(f"{type(self).__name__}.add_param_group: expected a dict with 'params', "
                             f"got {type(param_group).__name__}")
-        held = {_option_key(p) for p in self._parameter_list}
         params = param_group.get("params")
         candidates = [params] if is_tensor(params) or isinstance(params, Variable) else params
         if candidates is not None and not isinstance(candidates, (str, bytes)) and hasattr(candidates, "__iter__"):
             candidates = list(candidates)
-            repeated = [getattr(p, "name", None) or "<unnamed>" for p in candidates if _option_key(p) in held]
-            if repeated:
-                raise ValueError(f"{type(self).__name__}.add_param_group: parameters {repeated[:3]} already "
-                                 "belong to a parameter group of this optimizer")
+            _refuse_shared(f"{type(self).__name__}.add_param_group", self._parameter_list, candidates)
             param_group = {**param_group, "params": candidates}
         self._parameter_list = self._parameter_list + self._add_group(len(self.param_groups), param_group)
 

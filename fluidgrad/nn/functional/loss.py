@@ -15,6 +15,7 @@ from ... import functions as F
 from ...dispatch import apply_op, axis_of_input, is_tensor
 from ...framework import DTypeError
 from ...tensor.search import take_along_axis, where
+from .cross_entropy_forms import check_class_weight, target_form
 from .spellings import either
 from ...framework.torch_forms import torch_keywords
 
@@ -146,16 +147,21 @@ def _weighted_reduce(loss: Any, factor: Any, reduction: str, fn: str) -> Any:
     return _reduce(loss, reduction, fn)
 
 
-@torch_keywords
+@torch_keywords(target="label")
 def cross_entropy(input: Any, label: Any, weight: Any = None, ignore_index: int = -100, reduction: str = "mean",
-                  soft_label: bool = False, axis: int = -1, use_softmax: bool = True,
+                  soft_label: bool = False, axis: int | None = None, use_softmax: bool = True,
                   label_smoothing: float = 0.0, name: str | None = None) -> Any:
     """Paddle 2 semantics: `input` are logits (softmax applied inside) unless use_softmax=False,
-    in which case `input` are probabilities along the last axis.
+    in which case `input` are probabilities along the class axis.
 
-    Soft labels with a class `weight` weigh each sample's loss by label . weight, the mean dividing
-    by the total of those (Paddle's rule; PyTorch weighs each class term instead).
-    Hard labels ([N, 1] or [N] integers) may carry a class `weight` ([C]) and an `ignore_index`;
+    The class axis is `axis`, else read from the shapes (cross_entropy_forms.py): Paddle's last
+    axis, or torch's axis 1 for [N, C, d1, ...] logits with [N, d1, ...] integer labels; where both
+    fit it is an error asking for axis=. A float target of the logits' shape without soft_label
+    is torch's class probabilities (classes on axis 1): loss -sum_c w_c y_c log p_c per element,
+    the mean over the elements (not weighed), label smoothing mixing y with the uniform e / C.
+    Soft labels (soft_label=True) with a class `weight` weigh each sample's loss by label . weight,
+    the mean dividing by the total of those (Paddle's rule).
+    Hard labels may carry a class `weight` ([C]) and an `ignore_index`;
     a label equal to `ignore_index` (default -100, as Paddle and PyTorch) adds 0 to the loss and
     nothing to the gradient, and the mean divides by the number (weighted: the total weight) of the
     counted labels, NaN when none counts. Any other label outside [0, C) is an error.
@@ -164,22 +170,27 @@ def cross_entropy(input: Any, label: Any, weight: Any = None, ignore_index: int 
     or, with use_softmax=False, the probabilities given.
     With reduction='none' the loss has the labels' shape: [N] for labels [N], [N, 1] for [N, 1].
     """
+    _check_reduction(reduction, "cross_entropy")
+    form = target_form(input, label, axis, soft_label)
+    axis = axis_of_input("cross_entropy", input, form.axis, "input")
+    check_class_weight("cross_entropy", input, weight, axis)
+    if form.torch_probabilities:
+        return _torch_probability_cross_entropy(input, label, weight, reduction, axis, use_softmax,
+                                                float(label_smoothing))
     loss = _cross_entropy(input, label, weight, ignore_index, reduction, soft_label, axis, use_softmax,
                           label_smoothing)
     if reduction == "none" and not soft_label and len(label.shape) == len(input.shape) - 1:
-        return F.squeeze(loss, axis_of_input("cross_entropy", input, axis, "input"))  # the labels' shape
+        return F.squeeze(loss, axis)  # the labels' shape
     return loss
 
 
 def _cross_entropy(input: Any, label: Any, weight: Any, ignore_index: int, reduction: str, soft_label: bool,
                    axis: int, use_softmax: bool, label_smoothing: float) -> Any:
     """cross_entropy with the class axis kept (size 1) in an unreduced loss."""
-    _check_reduction(reduction, "cross_entropy")
     if soft_label and weight is not None and label_smoothing > 0.0:
         raise ValueError("cross_entropy: weight with soft labels is not supported together with label_smoothing")
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must lie in [0, 1], got {label_smoothing}")
-    axis = axis_of_input("cross_entropy", input, axis, "input")
     if label_smoothing > 0.0:
         log_p = apply_op("log_softmax", {"X": input}, {"axis": axis}) if use_softmax else F.log(input)
         return _smoothed_cross_entropy(input, log_p, label, weight, ignore_index, reduction, soft_label, axis,
@@ -200,6 +211,24 @@ def _cross_entropy(input: Any, label: Any, weight: Any, ignore_index: int, reduc
     if reduction == "mean":                         # over the counted labels: NaN when none counts
         return apply_op("counted_mean", {"X": loss, "Label": label}, {"axis": axis, "ignore_index": int(ignore_index)})
     return _reduce(loss, reduction, "cross_entropy")
+
+
+def _torch_probability_cross_entropy(input: Any, label: Any, weight: Any, reduction: str, axis: int,
+                                     use_softmax: bool, eps: float) -> Any:
+    """torch's loss for class probabilities `label` (the logits' shape, classes on `axis`):
+    -sum_c w_c ((1 - e) y_c + e / C) log p_c, e / C * sum_c as e * mean_c (C may be unknown until
+    run time); "mean" averages over the elements, whatever the weights."""
+    if not 0.0 <= eps <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must lie in [0, 1], got {eps}")
+    if label.dtype != input.dtype:
+        label = F.cast(label, input.dtype)
+    log_p = apply_op("log_softmax", {"X": input}, {"axis": axis}) if use_softmax else F.log(input)
+    if weight is not None:
+        log_p = F.multiply(log_p, _along(weight, len(input.shape), axis))
+    loss = F.sum(F.multiply(label, log_p), axis=axis)
+    if eps > 0.0:
+        loss = F.add(F.scale(loss, 1.0 - eps), F.scale(F.mean(log_p, axis=axis), eps))
+    return _reduce(F.scale(loss, -1.0), reduction, "cross_entropy")
 
 
 def _probability_cross_entropy(input: Any, label: Any, soft_label: bool, ignore_index: int, axis: int) -> Any:
@@ -247,6 +276,7 @@ def nll_loss(input: Any, label: Any, weight: Any = None, ignore_index: int = -10
     if len(label.shape) != ndim - 1:
         raise ValueError(f"nll_loss: label of shape {list(label.shape)} does not fit input of shape "
                          f"{list(input.shape)}: expected [N, d1, ...] without the class axis")
+    check_class_weight("nll_loss", input, weight, 1)
     label, _, factor = _hard_label_terms(input, label, weight, ignore_index, 1, "nll_loss")
     picked = F.sum(F.multiply(_class_one_hot(label, input, 1), input), axis=1, keepdim=True)
     loss = F.scale(picked, -1.0)

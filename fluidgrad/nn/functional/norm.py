@@ -59,6 +59,17 @@ def _static_batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any,
     return outputs["Y"]
 
 
+def _check_values_per_channel(x: Any, data_format: str) -> None:
+    """Batch statistics of one value per channel (a last batch of one sample) would normalise every
+    value to 0 and pull the running variance toward 0: refused, as torch refuses it."""
+    shape = list(x.shape)
+    channel = 1 if data_format in ("NC",) + _SPATIAL_FIRST else len(shape) - 1
+    others = [d for i, d in enumerate(shape) if i != channel]
+    if len(shape) >= 2 and all(d >= 0 for d in others) and math.prod(others) == 1:
+        raise ValueError(f"batch_norm: Expected more than 1 value per channel when training (batch statistics), "
+                         f"got input size {shape}")
+
+
 def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any = None, bias: Any = None,
                training: bool = False, momentum: float = 0.9, epsilon: float = 1e-5, data_format: str = "NCHW",
                use_global_stats: bool | None = None, name: str | None = None) -> Any:
@@ -68,6 +79,9 @@ def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any = None, 
     use_global_stats (Paddle's) overrides that choice in both phases: True normalises with the
     running statistics, False with the batch's (in eval too, then leaving the running ones as they are, and
     in a static program's clone(for_test=True), as Paddle's trainable_statistics)."""
+    batch_stats = training if use_global_stats is None else not use_global_stats
+    if batch_stats:
+        _check_values_per_channel(x, data_format)
     rows = _channel_last_rows(x, data_format, "batch_norm")
     if rows is not None:
         y = batch_norm(rows, running_mean, running_var, weight, bias, training, momentum, epsilon, "NC",
@@ -76,7 +90,6 @@ def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any = None, 
     if weight is None or bias is None:  # no affine part: scale 1, shift 0
         weight = apply_op("fill_any_like", {"X": running_mean}, {"value": 1.0}) if weight is None else weight
         bias = apply_op("fill_any_like", {"X": running_mean}, {"value": 0.0}) if bias is None else bias
-    batch_stats = training if use_global_stats is None else not use_global_stats
     attrs = {"momentum": float(momentum), "epsilon": float(epsilon), "is_test": not (training or batch_stats),
              "use_global_stats": not batch_stats,   # an explicit False keeps batch statistics in clone(for_test=True)
              "trainable_statistics": use_global_stats is not None and not use_global_stats}
@@ -154,10 +167,26 @@ def _channel_affine(y: Any, weight: Any, bias: Any, ndim: int) -> Any:
     return y
 
 
-def group_norm(x: Any, num_groups: int, epsilon: float = 1e-5, weight: Any = None, bias: Any = None,
-               data_format: str = "NCHW", name: str | None = None) -> Any:
+def _is_tensor_like(value: Any) -> bool:
+    return is_tensor(value) or isinstance(value, Variable)
+
+
+def group_norm(x: Any, num_groups: int, epsilon: Any = 1e-5, weight: Any = None, bias: Any = None,
+               data_format: str = "NCHW", name: str | None = None, *, eps: float | None = None) -> Any:
     """Normalise each group of channels of each sample over its channels and positions, then
-    scale and shift per channel. Runs the fused layer_norm op on [N, groups, rest]."""
+    scale and shift per channel. Runs the fused layer_norm op on [N, groups, rest].
+
+    Paddle's order is (x, num_groups, epsilon, weight, bias), torch's (input, num_groups, weight,
+    bias, eps): a tensor third is never an epsilon, so it is torch's weight (the next two torch's
+    bias and eps); `eps=` is torch's keyword for epsilon."""
+    if _is_tensor_like(epsilon):
+        if weight is not None and _is_tensor_like(bias):
+            raise TypeError("group_norm: got a weight in the epsilon position (torch's order) and both weight= "
+                            "and bias= besides; give (x, num_groups, weight, bias, eps) or Paddle's order")
+        torch_eps = 1e-5 if bias is None or _is_tensor_like(bias) else bias
+        epsilon, weight, bias = torch_eps, epsilon, (bias if weight is None else weight)
+    if eps is not None:
+        epsilon = eps
     if channel_last_of_any_rank(data_format, ("NC",) + _SPATIAL_FIRST, "group_norm"):
         return to_channel_last(group_norm(to_channel_first(x), num_groups, epsilon, weight, bias))
     shape = list(x.shape)

@@ -14,10 +14,11 @@ __all__ = ['CrossEntropyLoss', 'NLLLoss', 'MSELoss', 'L1Loss', 'SmoothL1Loss', '
 
 
 class CrossEntropyLoss(Layer):
-    """The Layer form of `nn.functional.cross_entropy` (weight, ignore_index, label_smoothing)."""
+    """The Layer form of `nn.functional.cross_entropy` (weight, ignore_index, label_smoothing; axis
+    None: the class axis read from the shapes, Paddle's last or torch's 1, as the function does)."""
 
     def __init__(self, weight: Any = None, ignore_index: int = -100, reduction: str = "mean",
-                 soft_label: bool = False, axis: int = -1, use_softmax: bool = True,
+                 soft_label: bool = False, axis: int | None = None, use_softmax: bool = True,
                  label_smoothing: float = 0.0, name: str | None = None) -> None:
         super().__init__()
         self.weight, self.ignore_index, self.reduction = weight, ignore_index, reduction
