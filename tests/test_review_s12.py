@@ -706,12 +706,6 @@ _RNN_EXPORTS = {"jit.save(LSTM, input_spec=[InputSpec([None, None, 4])])": _rnn_
                 "LSTM on static.data([-1, -1, 4])": _rnn_in_a_static_program}
 
 
-@pytest.mark.xfail(strict=True, reason="a recurrent layer cannot be saved or built for a sequence length unknown "
-                   "in advance, the everyday NLP deployment: jit.save(model, path, input_spec=[InputSpec([None, "
-                   "None, 4])]) and LSTM / GRU / SimpleRNN on static.data([-1, -1, 4]) raise 'LSTM: input of shape "
-                   "[-1, -1, 4] needs a known, non-zero time length' (and onnx.export with the time axis dynamic "
-                   "refuses: 'the traced program's ops change with the size of a dynamic axis'); Paddle's static "
-                   "RNN and torch.onnx's LSTM take any length, and TransformerEncoder already does here")
 @pytest.mark.parametrize("how", sorted(_RNN_EXPORTS))
 def test_recurrent_layers_export_with_a_dynamic_sequence_length(how, tmp_path, eager):
     layer = fg.nn.LSTM(4, 5)
@@ -746,12 +740,6 @@ _EXPORT_CALLS = {"torch.onnx.export(model, args, f, input_names=, output_names=,
                  "paddle.onnx.export(layer, path_prefix, input_spec=[InputSpec])": _exported_by_paddles_call}
 
 
-@pytest.mark.xfail(strict=True, reason="fluidgrad.onnx.export takes neither torch's call (model, args, f, "
-                   "input_names=, output_names=, dynamic_axes={'input': {0: 'batch'}}: TypeError on input_names, "
-                   "and without it dynamic_axes refuses 'input' as naming no input) nor Paddle's (layer, path_prefix, "
-                   "input_spec=[InputSpec([None, 4], ...)]: TypeError on input_spec), and names the graph input "
-                   "'input_0_<n>' with n counting exports in the process, so a server feeding by name breaks on "
-                   "re-export; the input should be called as the user says and the batch stay dynamic")
 @pytest.mark.parametrize("call", sorted(_EXPORT_CALLS))
 def test_onnx_export_takes_torchs_and_paddles_calls(call, tmp_path, eager):
     import onnxruntime
