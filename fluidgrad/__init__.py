@@ -53,10 +53,10 @@ from .hapi import Model, callbacks  # noqa: E402
 from .distributed import DataParallel  # noqa: E402
 from .device import get_device, is_compiled_with_cuda, set_device  # noqa: E402  (CPU only: 'gpu' is refused)
 
-# torch's and Paddle 2's top-level names: torch.optim, torch.utils.data, torch.cuda (CPU answers),
+# torch's and Paddle 2's top-level names: torch.optim, torch.utils.data, torch.cuda (CPU answers), torch.distributions,
 # torch.return_types, torch's function names (tensor/torch_names.py: mul, eq, softmax, permute, ...),
 # paddle.shape / rank / create_parameter; fluidgrad.device is also torch.device (device.py)
-from . import cuda, optim, utils  # noqa: E402
+from . import cuda, distributions, optim, utils  # noqa: E402
 from .functions import rank, shape  # noqa: E402
 from .nn.parameter_creation import create_parameter  # noqa: E402
 from .tensor import return_types  # noqa: E402

@@ -104,6 +104,11 @@ def test_samplers_subsets_and_splits(eager):
     assert [len(p) for p in parts] == [7, 3]
     both = data.ConcatDataset([data.Subset(range(10), [1, 2]), data.Subset(range(10), [5])])
     assert [both[i] for i in range(len(both))] == [1, 2, 5]
+    first, second = data.random_split(range(6), [0.5, 0.5], generator=np.random.default_rng(3))
+    again = data.random_split(range(6), [0.5, 0.5], generator=np.random.default_rng(3))
+    assert sorted(list(first) + list(second)) == list(range(6)) and list(first) == list(again[0])
+    with pytest.raises(TypeError, match="random_split: generator must be a NumPy Generator"):
+        data.random_split(range(6), [3, 3], generator=torch.Generator())
     batch = data.default_collate([np.array([1.0, 2.0]), np.array([3.0, 4.0])])
     np.testing.assert_array_equal(_np(batch), [[1.0, 2.0], [3.0, 4.0]])
 
@@ -149,6 +154,13 @@ def test_device_is_callable_as_torch_device(eager):
 @pytest.mark.parametrize("name", sorted(TORCH_DTYPE_NAMES))
 def test_torch_dtype_names_mean_torchs_dtypes(name):
     assert getattr(fg, name) == str(getattr(torch, name)).split(".")[-1]
+
+
+def test_torch_distributions_is_fluidgrad_distribution():
+    from fluidgrad.distributions import Normal, kl_divergence
+    assert Normal is fg.distribution.Normal and kl_divergence is fg.distribution.kl_divergence
+    assert fg.distributions.Categorical is fg.distribution.Categorical
+    assert set(fg.distributions.__all__) == set(fg.distribution.__all__)
 
 
 def test_torch_dtype_names_cast_and_create(eager):
@@ -301,6 +313,7 @@ def test_return_types_are_named_as_torchs():
 # ---------------------------------------------------------------- torch's top-level function names
 _P = np.abs(_X) + 0.5
 _W = _RNG.standard_normal((4, 3, 3))
+_SPD = _X[:, :3].T @ _X[:, :3] + 3 * np.eye(3)
 _CALLS = {  # torch's call, written once for both modules (m is torch or fluidgrad; T makes a tensor)
     "mul": lambda m, T: m.mul(T(_X), T(_Y)), "sub": lambda m, T: m.sub(T(_X), T(_Y), alpha=2),
     "div": lambda m, T: m.div(T(_X), T(_Y)), "div floor": lambda m, T: m.div(T(_X), T(_Y), rounding_mode="floor"),
@@ -354,6 +367,12 @@ _CALLS = {  # torch's call, written once for both modules (m is torch or fluidgr
     "bilinear": lambda m, T: m.bilinear(T(_X), T(_Y), T(np.ones((2, 5, 5))), T(np.arange(2.0))),
     "layer_norm": lambda m, T: m.layer_norm(T(_X), [5], T(_P[0]), T(_Y[0]), 1e-5),
     "adaptive_avg_pool1d": lambda m, T: m.adaptive_avg_pool1d(T(_W), 2),
+    "is_signed": lambda m, T: m.is_signed(T(_X)),
+    "cholesky": lambda m, T: m.cholesky(T(_SPD)), "cholesky upper": lambda m, T: m.cholesky(T(_SPD), True),
+    "cholesky_solve": lambda m, T: m.cholesky_solve(T(_X.T[:3]), T(np.linalg.cholesky(_SPD))),
+    "matrix_power": lambda m, T: m.matrix_power(T(_SPD), 3), "matrix_exp": lambda m, T: m.matrix_exp(T(_SPD / 9)),
+    "pinverse": lambda m, T: m.pinverse(T(_X)), "slogdet sign": lambda m, T: m.slogdet(T(-_SPD))[0],
+    "slogdet logabsdet": lambda m, T: m.slogdet(T(_SPD))[1],
 }
 
 
@@ -370,6 +389,7 @@ def test_torch_top_level_function_matches_torch(call):
     got = _np(_CALLS[call](fg, fg.to_tensor))
     assert got.shape == expected.shape
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
+    assert got.dtype == expected.dtype
 
 
 @pytest.mark.parametrize("name", ["mul", "div", "eq", "softmax", "narrow", "movedim", "permute", "scatter_add"])
@@ -469,7 +489,6 @@ def test_onnx_and_testing_load_on_first_use_only():
 def test_an_unknown_attribute_is_still_an_attribute_error():
     with pytest.raises(AttributeError, match="no attribute 'not_a_name'"):
         fg.not_a_name  # noqa: B018
-    assert not hasattr(fg, "cli")
 
 
 def test_fluidgrad_onnx_exports_after_the_plain_import(tmp_path):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .. import complex_math, functions
+from .. import complex_math, functions, linalg
 from ..nn import functional as F
 from . import composed, everyday, math, search, torch_arithmetic, torch_everyday, torch_methods
 
@@ -24,7 +24,9 @@ __all__ = [
     # shapes and selection
     "permute", "narrow", "movedim", "swapaxes", "swapdims", "select", "unflatten", "ravel", "fliplr", "flipud",
     "msort", "take_along_dim", "argwhere", "scatter_add", "index_copy", "index_fill", "adjoint", "aminmax",
-    "mv", "ger", "concatenate", "conj_physical", "view_as_real", "view_as_complex",
+    "mv", "ger", "concatenate", "conj_physical", "view_as_real", "view_as_complex", "is_signed",
+    # linear algebra torch keeps at the top level too (torch.linalg's are fluidgrad.linalg's)
+    "cholesky", "cholesky_solve", "matrix_power", "matrix_exp", "pinverse", "slogdet",
     # nn.functional's, where torch's top-level signature is theirs
     "softmax", "log_softmax", "conv1d", "conv2d", "conv3d", "cosine_similarity", "pairwise_distance",
     "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "celu", "selu", "prelu", "hardshrink", "bilinear",
@@ -53,6 +55,10 @@ index_copy, index_fill = torch_everyday.index_copy, torch_everyday.index_fill
 adjoint, aminmax, mv = torch_arithmetic.matrix_adjoint, torch_everyday.aminmax, torch_everyday.mv
 ger, concatenate = math.outer, functions.concat
 conj_physical, view_as_real, view_as_complex = complex_math.conj, complex_math.as_real, complex_math.as_complex
+is_signed = torch_everyday.is_signed
+
+cholesky, cholesky_solve, slogdet = linalg.cholesky, linalg.cholesky_solve, linalg.slogdet
+matrix_power, matrix_exp, pinverse = linalg.matrix_power, linalg.matrix_exp, linalg.pinv
 
 softmax, log_softmax = F.softmax, F.log_softmax
 conv1d, conv2d, conv3d = F.conv1d, F.conv2d, F.conv3d
