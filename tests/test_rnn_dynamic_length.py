@@ -291,3 +291,22 @@ def test_export_program_with_sequence_length_runs_in_onnxruntime(tmp_path, eager
         want = _leaves(layer(fg.to_tensor(xv), sequence_length=fg.to_tensor(lv)))
         for a, b in zip(got, want):
             np.testing.assert_allclose(a, b.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_loop_run_without_its_gradient_keeps_no_step_scopes():
+    """Inference (a for_test clone, jit.load, ONNX's reference runs) does not keep each step's
+    values, so the grown outputs cost O(time) memory there; with `while_grad` the steps stay."""
+    main = fg.Program()
+    with fg.program_guard(main, fg.Program()):
+        x = fg.static.data("x", [3], "float64")
+        x.stop_gradient = False
+        i, y = fg.static.nn.while_loop(lambda i, y: i < 4, lambda i, y: (i + 1, y * 2.0),
+                                       [fg.full([1], 0, "int64"), x])
+        loop = next(op for op in main.global_block().ops if op.type == "while")
+        inference = main.clone(for_test=True)
+        grad, = fg.static.gradients(fg.sum(y), [x])
+    exe = fg.Executor()
+    value, steps = exe.run(inference, feed={"x": np.ones(3)}, fetch_list=[y, loop.output("StepScopes")[0]])
+    np.testing.assert_array_equal(value, [16.0] * 3)
+    assert len(steps) == 0
+    np.testing.assert_array_equal(exe.run(main, feed={"x": np.ones(3)}, fetch_list=[grad])[0], [16.0] * 3)

@@ -173,6 +173,8 @@ def _first_mismatch(fn: Any, traced: Any, tensors: list[Tensor], dynamic: dict[i
                     raise
                 continue
             got = _tensor_leaves(traced.run(inputs))
+            if len(got) != len(want):
+                return f"it gives {len(got)} outputs where the function gives {len(want)}"
             for k, (a, b) in enumerate(zip(got, want)):
                 if a.shape != b.shape or not np.allclose(a, b, rtol=1e-4, atol=1e-5, equal_nan=True):
                     return f"its output {k} differs from the function's on {at}"

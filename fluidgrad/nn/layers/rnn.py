@@ -41,6 +41,7 @@ from ...indexing import constant
 from ...initializer import Uniform
 from .. import functional as NF
 from ..layer import Layer
+from ..utils.rnn import PackedSequence, run_packed
 from .rnn_loop import is_dynamic_length, run_over_time, time_step_mask
 from .torch_keywords import either
 
@@ -254,6 +255,8 @@ class _RNNBase(Layer):
             if initial_states is not None:
                 raise TypeError(f"{type(self).__name__}: give initial_states= or hx= (PyTorch's name), not both")
             initial_states = hx
+        if isinstance(inputs, PackedSequence):   # torch's packed batch, run padded with its lengths
+            return run_packed(self, inputs, initial_states)
         if len(inputs.shape) == 2:            # torch's unbatched [time, input_size]
             return self._unbatched(inputs, initial_states, sequence_length)
         if len(inputs.shape) != 3:

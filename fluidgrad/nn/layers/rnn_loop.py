@@ -14,7 +14,11 @@ ONNX as a Loop:
 - `step(x_t, states, t)` is the caller's: the cell, and a padded batch's masks built from the
   step's time index `t` ([1] int64), as `time_step_mask` does.
 
-The buffers are O(time^2) to grow; the known-length path stays unrolled and is unchanged.
+Growing a buffer copies it, O(time^2) in all; a run with the gradient keeps every step's
+buffer for `while_grad` (O(time^2) memory), a run without keeps none (executor/control_flow.py).
+Measured (static LSTM(64, 64), batch 16, 100 steps, one run after a warm-up, float32): the
+loop's forward 15 ms against the unrolled 18 ms, forward and backward 57 ms against 26 ms, so
+a known length stays unrolled, unchanged.
 """
 from __future__ import annotations
 
