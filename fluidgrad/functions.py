@@ -493,6 +493,26 @@ def logical_not(x: Any) -> Any:
 # fill_constant and expand read when the program runs; the `shape` attribute keeps the sizes
 # known at build time (-1 for the others). These ops export to ONNX as Shape, Slice, Concat.
 
+
+def shape(input: Any) -> Any:
+    """The shape of `input` as a 1-D int64 tensor (paddle.shape): in a Program, the sizes when it
+    runs, so a -1 (batch) axis gives the fed size. `x.shape` is the shape as a list."""
+    if not _is_value(input):
+        raise TypeError(f"shape: expected a Tensor or Variable, got {type(input).__name__}")
+    out = apply_op("shape", {"X": input}, {})
+    out.stop_gradient = True
+    return out
+
+
+def rank(input: Any) -> Any:
+    """The number of axes of `input` as a 0-D int32 tensor (paddle.rank); known when a Program is
+    built, so a constant there. `x.ndim` / `x.dim()` give it as a Python int."""
+    if not _is_value(input):
+        raise TypeError(f"rank: expected a Tensor or Variable, got {type(input).__name__}")
+    if is_tensor(input):
+        return to_tensor(np.asarray(len(input.shape), dtype="int32"))
+    return apply_op("fill_constant", {}, {"shape": [], "value": len(input.shape), "dtype": "int32"})
+
 _SIZE_OPS = {"add": "elementwise_add", "sub": "elementwise_sub", "mul": "elementwise_mul",
         "floordiv": "elementwise_floordiv"}
 

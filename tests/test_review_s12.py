@@ -289,21 +289,11 @@ _FIRST_LINES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="the names in the first lines of nearly every torch script are "
-                   "AttributeErrors: fg.optim (torch.optim.Adam; fluidgrad has fg.optimizer), fg.utils.data "
-                   "(torch.utils.data.DataLoader / Dataset / TensorDataset; fluidgrad has fg.io), fg.cuda "
-                   "(torch.cuda.is_available(), which should say False on a CPU-only framework; fg.device, "
-                   "Paddle's module, should also be callable as torch.device('cpu')), fg.long / "
-                   "fg.float (torch's dtype names for int64 / float32); each should be the fluidgrad thing "
-                   "under torch's name")
 @pytest.mark.parametrize("line", sorted(_FIRST_LINES))
 def test_first_lines_of_a_torch_script(line, eager):
     assert _FIRST_LINES[line](fg) == _FIRST_LINES[line](torch)
 
 
-@pytest.mark.xfail(strict=True, reason="fg.load(path, map_location='cpu') and fg.load(path, weights_only=True), "
-                   "how torch code loads a checkpoint, are TypeErrors (unexpected keyword argument); fluidgrad "
-                   "loads to the CPU and never unpickles code, so both keywords should be accepted")
 def test_load_takes_torchs_map_location_and_weights_only(tmp_path, eager):
     layer = fg.nn.Linear(3, 2)
     path = str(tmp_path / "model.pt")
@@ -321,10 +311,6 @@ _NAMED_PAIRS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="topk / kthvalue / cummax return a plain tuple, so torch's values, "
-                   "indices = ...; idx = x.topk(2).indices fails with \"AttributeError: 'tuple' object has no "
-                   "attribute 'indices'\"; x.max(dim=1) and x.min(dim=1) already return torch's pair with "
-                   ".values / .indices, these should too")
 @pytest.mark.parametrize("call", sorted(_NAMED_PAIRS))
 def test_value_index_pairs_have_values_and_indices(call):
     ours, theirs = _NAMED_PAIRS[call]
@@ -347,10 +333,6 @@ _TOP_LEVEL = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="torch's top-level functions beyond session 11's list are AttributeErrors: "
-                   "torch.softmax / torch.log_softmax (x.softmax and F.softmax exist), torch.permute, the short "
-                   "arithmetic and comparison names torch.mul / sub / div / eq / gt (fluidgrad has Paddle's "
-                   "multiply / subtract / divide / equal / greater_than), torch.narrow and torch.movedim")
 @pytest.mark.parametrize("call", sorted(_TOP_LEVEL))
 def test_torch_top_level_functions(call):
     expected = _np(_TOP_LEVEL[call](torch, torch.tensor(_X), torch.tensor(_Y)))
@@ -634,9 +616,6 @@ _PADDLE_TOP = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="Paddle 2's top-level paddle.shape(x) (the shape as an int tensor), "
-                   "paddle.rank(x) and paddle.create_parameter(shape, dtype) are AttributeErrors (only "
-                   "fg.static.create_parameter exists); Paddle code calls them directly")
 @pytest.mark.parametrize("call", sorted(_PADDLE_TOP))
 def test_paddle_top_level_names(call, eager):
     assert _PADDLE_TOP[call]()
@@ -717,10 +696,6 @@ def test_recurrent_layers_export_with_a_dynamic_sequence_length(how, tmp_path, e
 
 
 # ---------------------------------------------------------------- ONNX
-@pytest.mark.xfail(strict=True, reason="after `import fluidgrad`, fluidgrad.onnx is an AttributeError (module "
-                   "'fluidgrad' has no attribute 'onnx') until the user writes `import fluidgrad.onnx`; torch.onnx "
-                   "and paddle.onnx are there after the plain import, so torch code's torch.onnx.export(...) "
-                   "fails: the subpackage should load on first use (onnx stays an optional dependency)")
 def test_onnx_is_reachable_after_import_fluidgrad():
     code = "import fluidgrad; print(callable(fluidgrad.onnx.export))"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
