@@ -178,6 +178,14 @@ class Optimizer(GroupedParameters):
             kernel = self._kernels[key] = update_kernel(update.op_type, **update.attrs)
         return kernel
 
+    def _own_options_update(self) -> Update:
+        """The update of the optimizer's own options, with `update_attrs()` (AdamW: its decay)."""
+        return self._update_of_group(None)._replace(attrs=self.update_attrs())
+
+    def _bound_kernel(self) -> Any:
+        """The update op's kernel with the optimizer's own options bound."""
+        return self._kernel(self._own_options_update())
+
     @property
     def accumulators(self) -> dict[str, tuple[float, str]]:
         """The accumulators of the optimizer's own options: slot -> (initial value, "param" or "scalar")."""
@@ -311,10 +319,12 @@ class Optimizer(GroupedParameters):
         return grad if regularization is None else regularization.append_ops(block, param, grad)
 
     def _accumulator(self, block: Block, startup: Program, param: Variable, slot: str,
-                     spec: tuple[float, str]) -> Variable:
+                     spec: tuple[float, str] | None = None) -> Variable:
+        """The persistable accumulator `slot` of `param` (spec: its (initial value, kind); the
+        parameter's group's by default)."""
         key = (id(block.program), param.name, slot)
         if key not in self._accumulator_vars:
-            value, kind = spec
+            value, kind = spec if spec is not None else self._update_of(param).accumulators[slot]
             shape = list(param.shape) if kind == "param" else [1]
             name = unique_name(f"{param.name}_{slot.lower()}")
             var = block.create_var(name, shape, param.dtype, persistable=True, stop_gradient=True)
@@ -351,7 +361,7 @@ class Optimizer(GroupedParameters):
         once per parameter (a batch-1 step is dominated by such per-call costs); without them, and
         without the group's `update`, those of the optimizer's own options."""
         if update is None:
-            update = self._update_of_group(None)
+            update = self._own_options_update()
         if kernel is None:
             kernel = self._kernel(update)
         if lr is None:
