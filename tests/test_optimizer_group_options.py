@@ -113,9 +113,11 @@ def test_a_write_into_param_groups_takes_effect_at_the_next_step_as_in_torch(nam
     ours, theirs = _train(lambda ps: getattr(fg.optimizer, name)(ps, **kwargs),
                           lambda ps: getattr(torch.optim, name)(ps, **kwargs), w0, xs, change)
     np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12)
-    unchanged, _ = _train(lambda ps: getattr(fg.optimizer, name)(ps, **kwargs),
-                          lambda ps: getattr(torch.optim, name)(ps, **kwargs), w0, xs)
-    assert not np.allclose(ours, unchanged, rtol=1e-12, atol=0)     # the write did something
+    unchanged, torch_unchanged = _train(lambda ps: getattr(fg.optimizer, name)(ps, **kwargs),
+                                        lambda ps: getattr(torch.optim, name)(ps, **kwargs), w0, xs)
+    # the write changed the training exactly where torch's did (amsgrad may change nothing on 8 steps)
+    assert np.allclose(ours, unchanged, rtol=1e-12, atol=0) == np.allclose(theirs, torch_unchanged, rtol=1e-12, atol=0)
+    assert key == "amsgrad" or not np.allclose(ours, unchanged, rtol=1e-12, atol=0)
 
 
 def test_groups_read_the_optimizers_options_under_both_spellings(eager):

@@ -111,6 +111,7 @@ class Optimizer(GroupedParameters):
         self._updates: dict[Any, Update] = {}         # by the options' values
         self._kernels: dict[Any, Any] = {}            # by (op, attributes)
         self._power_bases: dict[int, dict[str, float]] = {}   # the option each power was last raised with
+        self._fitted: dict[int, Update] = {}          # the update each parameter's eager state was fitted to
         # (program id, factor) -> its learning-rate variable, holding rate * factor (a factor other
         # than 1 for parameters with their own rate: ParamAttr(learning_rate=...), parameter groups)
         self._lr_vars: dict[tuple[int, float], Variable] = {}
@@ -367,8 +368,7 @@ class Optimizer(GroupedParameters):
         if lr is None:
             lr = np.full([1], self.get_lr(), dtype=param.dtype)
         accumulators = update.accumulators
-        if len(state) < len(accumulators) or any(kind == "param" and state[slot].shape != param.shape
-                                                 for slot, (_, kind) in accumulators.items() if slot in state):
+        if len(state) < len(accumulators):
             _fit_state(state, param, accumulators)
         results = kernel(param, grad, *[state[s] for s in accumulators], lr)
         if not isinstance(results, tuple):  # SGD: the new parameter alone
@@ -416,16 +416,20 @@ class Optimizer(GroupedParameters):
         lr_by_dtype: dict[Any, np.ndarray] = {}
         compiled: dict[int, tuple[Update, Any]] = {}   # by id(group), once per step
         regularization, eager_state, in_place = self.regularization, self._eager_state, self.in_place_update
+        fitted = self._fitted
         per_parameter = self._per_parameter() or any(getattr(p, "_param_attr", None) is not None for p in params)
         own_kernels = type(self)._kernel_of is not Optimizer._kernel_of
-        group_of = self._group_of
+        group_of = self._group_of if len(self.param_groups) > 1 else None     # one group: one update
+        update, kernel = self._compiled(self.param_groups[0] if self.param_groups else None)
+        in_place = in_place if update.op_type == "sgd" else None
         factor = 1.0
         for param, grad in zip(params, grads):
             value = _to_array(param)
             if grad.shape != value.shape or grad.dtype != value.dtype:
                 grad = _matching_grad(type(self).__name__, param, value, grad)
-            group = group_of.get(id(param))
-            update, kernel = compiled.get(id(group)) or compiled.setdefault(id(group), self._compiled(group))
+            if group_of is not None:
+                group = group_of.get(id(param))
+                update, kernel = compiled.get(id(group)) or compiled.setdefault(id(group), self._compiled(group))
             if per_parameter:
                 factor, regularization = self._options(param)
             if regularization is not None:
@@ -440,6 +444,9 @@ class Optimizer(GroupedParameters):
                 state = eager_state[id(param)] = {}
             if update.powers:
                 self._rebase_powers(param, state, update.powers)
+            if fitted.get(id(param)) is not update:     # a new update (new options): fit the state to it
+                _fit_state(state, value, update.accumulators)
+                fitted[id(param)] = update
             _set_array(param, self._apply_update(value, grad, state,
                                                  self._kernel_of(param, update, kernel) if own_kernels else kernel,
                                                  lr, update))
