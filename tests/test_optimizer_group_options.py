@@ -126,6 +126,8 @@ def test_groups_read_the_optimizers_options_under_both_spellings(eager):
     assert group["betas"] == (0.8, 0.9) and group["beta1"] == 0.8 and group["eps"] == group["epsilon"] == 1e-6
     assert group["weight_decay"] == 0.0 and group["lr"] == pytest.approx(0.1) and group["amsgrad"] is False
     assert {"params", "lr", "beta1", "beta2", "epsilon", "amsgrad", "weight_decay"} <= set(group)
+    assert group._optimizer.defaults == {"lr": pytest.approx(0.1), "beta1": 0.8, "beta2": 0.9, "epsilon": 1e-6,
+                                         "amsgrad": False, "weight_decay": 0.0}
     group["eps"] = 1e-3
     assert group["epsilon"] == 1e-3 and dict(group.items())["epsilon"] == 1e-3
     group["my_note"] = "kept"                                      # torch stores any key

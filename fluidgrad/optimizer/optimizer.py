@@ -16,6 +16,10 @@ scope too. `opt.set_lr(value)` changes a float rate the same way.
 
 Eager mode: `step()` runs the same update kernels on each parameter's array with its
 `.grad` (state kept per parameter in the optimizer), `clear_grad()` clears the gradients.
+
+Parameter groups (param_groups.py) may set any of a subclass's `options` (betas, momentum, ...)
+and weight_decay; the update (op, attributes, accumulators: `Update`) is built from a group's
+values when a step (or minimize) reads them, so a value written into a group takes effect then.
 """
 from __future__ import annotations
 

@@ -277,6 +277,11 @@ class GroupedParameters:
 
     _add_param_group = add_param_group
 
+    @property
+    def defaults(self) -> dict[str, Any]:
+        """torch's `optimizer.defaults`: the rate and every option a group without its own reads."""
+        return {"lr": self.get_lr(), **{name: self._default_option(name) for name in self.options + ("weight_decay",)}}
+
     def _group_factor(self, group: ParamGroup) -> float:
         return group.rate_factor
 
