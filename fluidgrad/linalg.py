@@ -2,7 +2,8 @@
 last two axes and batched over the leading ones, differentiable (twice) in both modes: the ops of
 ops/matrix.py (inverse, determinant, solve, cholesky, log_abs_det, pinv) and
 ops/decomposition.py (svd, eigh, qr), compositions of them with matmul, the norms of
-linalg_norms.py, and the triangular solves and matrix exponential of linalg_solves.py."""
+linalg_norms.py, the triangular solves and matrix exponential of linalg_solves.py, and cov and
+corrcoef (tensor/covariance.py)."""
 from __future__ import annotations
 
 from collections import namedtuple
@@ -17,11 +18,12 @@ from .functions import sum as _sum
 from .indexing import constant
 from .linalg_norms import cond, matrix_norm, matrix_rank, norm, singular_values, vector_norm
 from .linalg_solves import cholesky_solve, matrix_exp, solve_triangular, triangular_solve
+from .tensor.covariance import corrcoef, cov
 from .tensor.linalg import det, inverse
 
 __all__ = ["inv", "det", "solve", "cholesky", "norm", "matrix_power", "slogdet", "pinv", "svd", "svdvals", "qr",
            "eigh", "eigvalsh", "lstsq", "multi_dot", "cond", "matrix_rank", "vector_norm", "matrix_norm",
-           "cholesky_solve", "triangular_solve", "solve_triangular", "matrix_exp"]
+           "cholesky_solve", "triangular_solve", "solve_triangular", "matrix_exp", "cov", "corrcoef"]
 
 
 def inv(x: Any, name: str | None = None) -> Any:

@@ -40,6 +40,17 @@ from .from_data import *  # noqa: F401,F403,E402
 
 __all__ += from_data.__all__
 
+# session 13 (funcs13): functions torch and Paddle 2 both have
+from . import assembled, covariance, integrals, max_norm, quantiles, runs  # noqa: E402
+from .assembled import *  # noqa: F401,F403,E402
+from .covariance import *  # noqa: F401,F403,E402
+from .integrals import *  # noqa: F401,F403,E402
+from .quantiles import *  # noqa: F401,F403,E402
+from .max_norm import *  # noqa: F401,F403,E402
+from .runs import *  # noqa: F401,F403,E402
+
+__all__ += [name for module in (assembled, covariance, integrals, max_norm, quantiles, runs) for name in module.__all__]
+
 # torch's max / min / sort (dim=: the pair (values, indices)) and split (dim=: torch's split size)
 # beside Paddle's forms of the same names (replacing search.sort and, at the top level, functions')
 from . import torch_returns  # noqa: E402

@@ -1,6 +1,6 @@
 """Common Paddle 2 (and PyTorch) functions composed of registered ops, so they serve both modes
 and are differentiable through those ops: closeness tests, counts, dot / cross / kron, diff,
-moveaxis / rot90, nan_to_num, median / quantile, lerp, logcumsumexp, masked_select."""
+moveaxis / rot90, nan_to_num, median, lerp, logcumsumexp, masked_select (quantile: quantiles.py)."""
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -20,7 +20,7 @@ from .search import sort, where
 from ..framework.torch_forms import torch_keywords
 
 __all__ = ["allclose", "count_nonzero", "cross", "diff", "dot", "equal_all", "isclose", "kron", "lerp",
-           "logcumsumexp", "masked_select", "median", "moveaxis", "nan_to_num", "numel", "quantile", "rot90"]
+           "logcumsumexp", "masked_select", "median", "moveaxis", "nan_to_num", "numel", "rot90"]
 
 
 def _rank(x: Any) -> int:
@@ -211,27 +211,6 @@ def _with_nan(out: Any, values: Any, ax: int, axis: int | None, keepdim: bool, x
         return out
     last = _finish(_take(values, ax, values.shape[ax] - 1), axis, keepdim, x)
     return where(isnan(last), last, out)
-
-
-@torch_keywords
-def quantile(x: Any, q: float | Sequence[float], axis: int | None = None, keepdim: bool = False,
-             name: str | None = None) -> Any:
-    """The q-th quantile(s) along axis (flattened when None), interpolating linearly between the
-    sorted values (as NumPy's and PyTorch's default); several q stack on a new first axis."""
-    values, ax = _sorted_along(x, axis)
-    count = values.shape[ax]
-    if count <= 0:
-        raise ValueError(f"quantile: needs a non-empty axis of known size, got shape {list(x.shape)}")
-    results = []
-    for level in ([q] if isinstance(q, (int, float)) else list(q)):
-        if not 0.0 <= level <= 1.0:
-            raise ValueError(f"quantile: q must be in [0, 1], got {level}")
-        position = level * (count - 1)
-        low, high = int(np.floor(position)), int(np.ceil(position))
-        lower, upper = _take(values, ax, low), _take(values, ax, high)
-        results.append(_with_nan(_finish(lower + subtract(upper, lower) * (position - low), axis, keepdim, x),
-                                 values, ax, axis, keepdim, x))
-    return results[0] if isinstance(q, (int, float)) else apply_op("stack", {"X": results}, {"axis": 0})
 
 
 def median(x: Any, axis: int | None = None, keepdim: bool = False, mode: str = "avg", name: str | None = None) -> Any:

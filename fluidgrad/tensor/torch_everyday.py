@@ -20,6 +20,7 @@ from ..framework.dtypes import is_float
 from ..indexing import constant
 from . import (composed, counting, diagonals, everyday, inplace, linalg, logic, manipulation, math, pieces,
                products, search, special)
+from . import covariance, max_norm, quantiles, runs
 from .keywords import paddle_or_torch
 
 # torch.return_types.aminmax
@@ -273,7 +274,7 @@ METHODS: dict[str, Callable[..., Any]] = {
     # functions torch also has as methods (dim= beside axis=)
     "addmm": products.addmm, "inner": products.inner, "diag_embed": products.diag_embed,
     "kron": composed.kron, "diff": _keywords(composed.diff), "rot90": _keywords(composed.rot90, dims="axes"),
-    "quantile": _keywords(composed.quantile), "logcumsumexp": _keywords(composed.logcumsumexp),
+    "quantile": quantiles.quantile, "logcumsumexp": _keywords(composed.logcumsumexp),
     "logaddexp": everyday.logaddexp, "hypot": everyday.hypot, "nansum": _keywords(everyday.nansum),
     "nanmean": _keywords(everyday.nanmean), "cummax": _keywords(everyday.cummax),
     "cummin": counting.cummin, "histc": counting.histc, "bincount": everyday.bincount,
@@ -281,6 +282,8 @@ METHODS: dict[str, Callable[..., Any]] = {
     "polygamma": special.polygamma, "take": pieces.take, "tensor_split": pieces.tensor_split,
     "real": complex_math.real, "imag": complex_math.imag, "conj": complex_math.conj,
     "det": linalg.det, "isposinf": isposinf, "isneginf": isneginf,
+    "nanquantile": quantiles.nanquantile, "renorm": max_norm.renorm, "unique_consecutive": runs.unique_consecutive,
+    "cov": covariance.cov, "corrcoef": covariance.corrcoef,
 }
 PROPERTIES = {"itemsize": element_size, "nbytes": nbytes}
 
@@ -294,6 +297,7 @@ _IN_PLACE_OF = {
     "trunc_": math.trunc, "frac_": special.frac, "fmod_": math.fmod, "remainder_": functions.remainder,
     "atan2_": math.atan2, "hypot_": everyday.hypot, "logit_": math.logit, "tril_": search.tril, "triu_": search.triu,
     "cumsum_": _keywords(math.cumsum), "cumprod_": math.cumprod, "index_put_": search.index_put,
+    "renorm_": max_norm.renorm,
     "lgamma_": special.lgamma, "digamma_": special.digamma, "exp2_": exp2, "fix_": math.trunc,
     "absolute_": functions.abs, "float_power_": float_power, "index_copy_": index_copy, "index_fill_": index_fill,
 }
