@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+import numpy as np
+
 from ..lr import LRScheduler
 from ..nn.clip import GradientClipBase
-from .optimizer import Optimizer
+from .optimizer import Optimizer, default_rate
 
 
 def _check(owner: str, **bounds: tuple[float, float, float]) -> None:
@@ -51,11 +53,17 @@ class Adagrad(Optimizer):
 
     op_type = "adagrad"
 
-    def __init__(self, learning_rate: float | LRScheduler | None = None, epsilon: float = 1e-6,
+    def __init__(self, learning_rate: float | LRScheduler | None = None, epsilon: float | None = None,
                  parameters: Iterable[Any] | None = None, weight_decay: float | None = None,
                  grad_clip: GradientClipBase | None = None, name: str | None = None,
-                 initial_accumulator_value: float = 0.0, *, lr: float | LRScheduler | None = None) -> None:
-        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name, lr=lr)
+                 initial_accumulator_value: float = 0.0, *, lr: float | LRScheduler | None = None,
+                 lr_decay: float = 0.0) -> None:
+        torch_call = _torch_call(self)
+        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name,
+                         lr=default_rate(learning_rate, lr, 0.01) if torch_call else lr)
+        epsilon = (1e-10 if torch_call else 1e-6) if epsilon is None else epsilon
+        _check("Adagrad", lr_decay=(lr_decay, 0.0, None))
+        self.lr_decay = float(lr_decay)
         _check("Adagrad", epsilon=(epsilon, 0.0, None), initial_accumulator_value=(initial_accumulator_value, 0.0,
                                                                                      None))
         self.epsilon, self.initial_accumulator_value = float(epsilon), float(initial_accumulator_value)
@@ -63,6 +71,22 @@ class Adagrad(Optimizer):
 
     def update_attrs(self) -> dict[str, Any]:
         return {"epsilon": self.epsilon}
+
+    def _apply_update(self, param: Any, grad: Any, state: dict[str, Any], kernel: Any = None, lr: Any = None) -> Any:
+        """torch's lr_decay: step t of a parameter runs at lr / (1 + (t - 1) lr_decay) (eager mode)."""
+        if self.lr_decay:
+            steps = self._decay_steps = getattr(self, "_decay_steps", {})
+            key = id(state)
+            steps[key] = steps.get(key, 0) + 1
+            lr = (np.full([1], self.get_lr(), dtype=param.dtype) if lr is None else lr) / \
+                (1 + (steps[key] - 1) * self.lr_decay)
+        return super()._apply_update(param, grad, state, kernel, lr)
+
+    def apply_gradients(self, params_grads: Any, startup_program: Any = None) -> Any:
+        if self.lr_decay:
+            raise NotImplementedError("Adagrad: lr_decay is taken in eager mode (step()); a static program's "
+                                      "adagrad op has no step count, pass lr_decay=0 or use a scheduler")
+        return super().apply_gradients(params_grads, startup_program)
 
 
 class Adamax(Optimizer):
@@ -74,7 +98,8 @@ class Adamax(Optimizer):
                  epsilon: float = 1e-8, parameters: Iterable[Any] | None = None, weight_decay: float | None = None,
                  grad_clip: GradientClipBase | None = None, name: str | None = None, *,
                  lr: float | LRScheduler | None = None) -> None:
-        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name, lr=lr)
+        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name,
+                         lr=default_rate(learning_rate, lr, 0.002) if _torch_call(self) else lr)
         _check("Adamax", beta1=(beta1, 0.0, 1.0), beta2=(beta2, 0.0, 1.0), epsilon=(epsilon, 0.0, None))
         self.beta1, self.beta2, self.epsilon = float(beta1), float(beta2), float(epsilon)
         # Beta1Pow starts at beta1**1: the first step's bias correction
@@ -90,11 +115,14 @@ class Adadelta(Optimizer):
 
     op_type = "adadelta"
 
-    def __init__(self, learning_rate: float | LRScheduler | None = None, epsilon: float = 1e-6, rho: float = 0.95,
-                 parameters: Iterable[Any] | None = None, weight_decay: float | None = None,
-                 grad_clip: GradientClipBase | None = None, name: str | None = None, *,
-                 lr: float | LRScheduler | None = None) -> None:
-        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name, lr=lr)
+    def __init__(self, learning_rate: float | LRScheduler | None = None, epsilon: float = 1e-6,
+                 rho: float | None = None, parameters: Iterable[Any] | None = None,
+                 weight_decay: float | None = None, grad_clip: GradientClipBase | None = None,
+                 name: str | None = None, *, lr: float | LRScheduler | None = None) -> None:
+        torch_call = _torch_call(self)
+        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name,
+                         lr=default_rate(learning_rate, lr, 1.0) if torch_call else lr)
+        rho = (0.9 if torch_call else 0.95) if rho is None else rho
         _check("Adadelta", rho=(rho, 0.0, 1.0), epsilon=(epsilon, 0.0, None))
         self.rho, self.epsilon = float(rho), float(epsilon)
         self.accumulators = {"AvgSquaredGrad": (0.0, "param"), "AvgSquaredUpdate": (0.0, "param")}
@@ -112,11 +140,15 @@ class Rprop(Optimizer):
     op_type = "rprop"
 
     def __init__(self, learning_rate: float | LRScheduler | None = None,
-                 learning_rate_range: tuple[float, float] = (1e-5, 50.0), parameters: Iterable[Any] | None = None,
+                 learning_rate_range: tuple[float, float] | None = None, parameters: Iterable[Any] | None = None,
                  etas: tuple[float, float] = (0.5, 1.2), grad_clip: GradientClipBase | None = None,
                  multi_precision: bool = False, name: str | None = None, *,
                  lr: float | LRScheduler | None = None) -> None:
-        super().__init__(learning_rate, parameters, None, grad_clip, name, lr=lr)
+        torch_call = _torch_call(self)
+        super().__init__(learning_rate, parameters, None, grad_clip, name,
+                         lr=default_rate(learning_rate, lr, 0.01) if torch_call else lr)
+        if learning_rate_range is None:
+            learning_rate_range = (1e-6, 50.0) if torch_call else (1e-5, 50.0)
         low, high = _pair("Rprop", "learning_rate_range", learning_rate_range)
         eta_negative, eta_positive = _pair("Rprop", "etas", etas)
         if not 0 < low <= high:
@@ -131,6 +163,13 @@ class Rprop(Optimizer):
     def update_attrs(self) -> dict[str, Any]:
         return {"eta_negative": self.etas[0], "eta_positive": self.etas[1],
                 "step_size_min": self.learning_rate_range[0], "step_size_max": self.learning_rate_range[1]}
+
+
+def _torch_call(optimizer: Any) -> bool:
+    """Whether the optimizer is being built as torch builds it (parameters first, or lr=): then the
+    settings not given take torch's defaults (Adadelta lr 1.0 and rho 0.9, Adamax lr 0.002, Rprop lr
+    0.01 and step sizes (1e-6, 50), Adagrad eps 1e-10), else Paddle's (keywords.py sets the flag)."""
+    return bool(getattr(optimizer, "_torch_call", False))
 
 
 def _pair(owner: str, name: str, value: Any) -> tuple[float, float]:

@@ -30,6 +30,8 @@ class LBFGS(Optimizer):
     """`step(closure)`: closure clears the gradients, computes the loss, calls backward() and
     returns the loss. Paddle's and torch's arguments (lr= and parameters first work too)."""
 
+    takes_maximize = False   # as torch.optim.LBFGS
+
     def __init__(self, learning_rate: float | LRScheduler | None = None, max_iter: int = 20,
                  max_eval: int | None = None, tolerance_grad: float = 1e-7, tolerance_change: float = 1e-9,
                  history_size: int = 100, line_search_fn: str | None = None,

@@ -36,6 +36,7 @@ from ..lr import LRScheduler, is_rate
 from ..ops.optim import update_kernel
 from ..regularizer import L2Decay, WeightDecayRegularizer
 from .inplace import sgd_in_place
+from .group_options import set_option, torch_options
 from .keywords import accepting_torch_spellings
 
 ParamsGrads = list[tuple[Variable, Variable]]
@@ -48,6 +49,11 @@ def _torch_style(owner: str, learning_rate: Any, parameters: Any, lr: Any) -> tu
     """Accept PyTorch's habit, `Adam(model.parameters(), lr=1e-3)`, beside Paddle's
     `Adam(learning_rate=1e-3, parameters=model.parameters())`: the parameters may come first
     (any iterable that is not a number), and `lr` is another name for `learning_rate`."""
+    if not isinstance(learning_rate, LRScheduler) and (callable(learning_rate) or hasattr(learning_rate, "parameters")):
+        got = (f"the method {getattr(learning_rate, '__name__', '')} (call it: model.parameters())"
+               if callable(learning_rate) and not hasattr(learning_rate, "parameters")
+               else f"a {type(learning_rate).__name__} layer (pass its .parameters())")
+        raise TypeError(f"{owner}: the parameters must be an iterable of Tensors, got {got}")
     if hasattr(learning_rate, "__iter__") and not isinstance(learning_rate, (str, bytes, LRScheduler)):
         if parameters is not None:
             raise TypeError(f"{owner}: parameters given twice (first argument and parameters=)")
@@ -74,26 +80,52 @@ _INHERIT = object()   # a group without its own weight_decay uses the optimizer'
 class ParamGroup(dict):
     """One parameter group, as PyTorch's: `group["lr"]` (or "learning_rate") is the group's rate
     now, and setting it changes the rate the next step uses: the optimizer's own rate when it
-    has one group, else this group's ratio to it (eager mode)."""
+    has one group, else this group's ratio to it (eager mode). The optimizer's other options show
+    under torch's keys (`group["momentum"]`, `group["betas"]`: group_options.py), read live; on a
+    one-group optimizer writing one sets the optimizer's option."""
 
     _RATE_KEYS = ("lr", "learning_rate")
 
     def __init__(self, optimizer: "Optimizer", items: dict[str, Any]) -> None:
         super().__init__(items)
         self._optimizer = optimizer
+        self._own = set(items)               # options the group itself gave
         super().__setitem__("lr", None)      # always present; the value is computed on reading
+
+    def _show_options(self) -> None:
+        """Add the optimizer's options under torch's keys (computed on reading, as "lr")."""
+        for key in torch_options(self._optimizer):
+            if key not in self._own:
+                super().__setitem__(key, None)
 
     def __getitem__(self, key: Any) -> Any:
         if key in self._RATE_KEYS:
             return self._optimizer._group_rate(self)
+        if key not in self._own and dict.__contains__(self, key) and key != "params":
+            options = torch_options(self._optimizer)
+            if key in options:
+                return options[key]
         return super().__getitem__(key)
 
     def get(self, key: Any, default: Any = None) -> Any:
         return self[key] if key in self else default
 
+    def items(self) -> Any:   # type: ignore[override]
+        return [(key, self[key]) for key in self]
+
+    def values(self) -> Any:   # type: ignore[override]
+        return [self[key] for key in self]
+
+    def copy(self) -> dict[str, Any]:
+        return dict(self.items())
+
     def __setitem__(self, key: Any, value: Any) -> None:
         if key in self._RATE_KEYS:
             self._optimizer._set_group_rate(self, value)
+        elif key not in self._own and dict.__contains__(self, key) and key != "params":
+            if len(self._optimizer.param_groups) != 1 or not set_option(self._optimizer, key, value):
+                raise ValueError(f"{type(self._optimizer).__name__}: group[{key!r}] is the optimizer's option; "
+                                 "with several parameter groups set it on the optimizer (one value for all)")
         else:
             super().__setitem__(key, value)
 
@@ -154,6 +186,9 @@ class Optimizer:
     # eager: in_place_update(param, array, grad, lr) writes the update into the parameter's own
     # array when that is safe and says whether it did (optimizer/inplace.py); None: never
     in_place_update: Any = None
+    # torch's maximize=True (keywords.py takes it): each step climbs the gradient, which is negated first
+    takes_maximize = True
+    maximize = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Every optimizer takes torch.optim's keyword spellings too (betas=, eps=, ...: keywords.py)."""
@@ -170,6 +205,9 @@ class Optimizer:
                             f"got {type(learning_rate).__name__}")
         if not isinstance(learning_rate, LRScheduler):
             learning_rate = float(learning_rate)
+            if learning_rate < 0:
+                raise ValueError(f"{type(self).__name__}: Invalid learning rate: {learning_rate} (a rate below 0 "
+                                 "climbs the loss; maximize=True is gradient ascent)")
         if grad_clip is not None and not isinstance(grad_clip, GradientClipBase):
             raise TypeError(f"{type(self).__name__}: grad_clip must be a ClipGradBy* object, "
                             f"got {type(grad_clip).__name__}")
@@ -206,6 +244,9 @@ class Optimizer:
             parameters = _checked_parameters(owner, parameters)
         if not any(isinstance(item, dict) for item in parameters):
             params = _once_each(owner, _checked_parameters(owner, parameters))
+            if not params:
+                raise ValueError(f"{owner}: optimizer got an empty parameter list (layers kept in a plain Python "
+                                 "list have no parameters in model.parameters(): use nn.LayerList / ModuleList)")
             self.param_groups = [ParamGroup(self, {"params": params})]
             return params
         flat: list[Any] = []
@@ -249,6 +290,7 @@ class Optimizer:
             if factor != 1.0 or decay is not _INHERIT:
                 self._group_options[_option_key(param)] = (factor, decay)
         self.param_groups.append(ParamGroup(self, {**group, "params": params}))
+        self.param_groups[-1]._show_options()
         return params
 
     def add_param_group(self, param_group: dict[str, Any]) -> None:
@@ -430,6 +472,8 @@ class Optimizer:
             return []
         block = pairs[0][0].block.program.global_block()
         startup = startup_program or default_startup_program()
+        if self.maximize:
+            pairs = [(p, _negated(block, g)) for p, g in pairs]
         if self._grad_clip is not None:
             pairs = self._grad_clip.append_clip_ops(block, pairs)   # leaves ParamAttr(need_clip=False) ones
         options = [self._options(p) for p, _ in pairs]
@@ -520,6 +564,8 @@ class Optimizer:
         if fused_step is not None:  # DataParallel's average not computed yet: it and the update in one pass
             params = fused_step(self, params)  # (distributed/eager_fused.py); the rest as usual
         grads = [_to_array(p.grad) for p in params]
+        if self.maximize:
+            grads = [-grad for grad in grads]
         if self._grad_clip is not None:
             grads = self._grad_clip.clip_arrays(grads, params)      # leaves ParamAttr(need_clip=False) ones
         if not params:
@@ -704,6 +750,13 @@ def _matching_grad(owner: str, param: Any, value: np.ndarray, grad: np.ndarray) 
     return grad.astype(value.dtype)
 
 
+def _negated(block: Block, grad: Variable) -> Variable:
+    """-grad, as an op of the program (maximize=True)."""
+    out = block.create_var(unique_name(f"{grad.name}_negated"), list(grad.shape), grad.dtype, stop_gradient=True)
+    block.append_op("scale", {"X": grad}, {"Out": out}, {"scale": -1.0, "bias": 0.0, "op_role": OPTIMIZE})
+    return out
+
+
 def _to_array(value: Any) -> np.ndarray:
     """The Tensor's own array (not numpy()'s read-only view): the in-place step writes into it."""
     if isinstance(getattr(value, "_array", None), np.ndarray):
@@ -795,6 +848,8 @@ class Adam(Optimizer):
                  weight_decay: float | None = None, grad_clip: GradientClipBase | None = None,
                  name: str | None = None, *, lr: float | LRScheduler | None = None, amsgrad: bool = False) -> None:
         super().__init__(learning_rate, parameters, weight_decay, grad_clip, name, lr=lr)
+        if not epsilon >= 0:
+            raise ValueError(f"{type(self).__name__}: Invalid epsilon value: {epsilon}")
         if not (0 <= beta1 < 1 and 0 <= beta2 < 1):
             raise ValueError(f"{type(self).__name__}: beta1 and beta2 must lie in [0, 1), got {beta1}, {beta2}")
         if bool(amsgrad) != (self.op_type == "adam_amsgrad"):
