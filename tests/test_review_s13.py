@@ -156,11 +156,6 @@ def _rate_after_resume(m):
     return [group["lr"] for group in resumed.param_groups]
 
 
-@pytest.mark.xfail(strict=True, reason="Optimizer.state_dict() holds the accumulators and the LR_Scheduler only, "
-                   "not the parameter groups' options: a rate set by hand (for g in opt.param_groups: g['lr'] = "
-                   "0.001) is lost when training resumes from the checkpoint, which silently continues at the "
-                   "constructor's 0.1; torch's state_dict carries param_groups, and load_state_dict restores lr "
-                   "0.001")
 def test_optimizer_state_dict_keeps_a_changed_learning_rate(eager):
     assert _rate_after_resume(fg) == _rate_after_resume(torch)
 
@@ -388,9 +383,6 @@ def test_save_and_load_a_complex128_tensor(tmp_path, eager):
     np.testing.assert_array_equal(loaded.numpy(), value)
 
 
-@pytest.mark.xfail(strict=True, reason="OneCycleLR(optimizer) on Adam / AdamW, the usual pairing, raises 'cycle_"
-                   "momentum=True cycles the optimizer's momentum, and AdamW has none above 0 ... build AdamW with "
-                   "momentum > 0' (AdamW takes no momentum); torch cycles Adam's beta1 between 0.95 and 0.85")
 def test_one_cycle_lr_cycles_adams_beta1(eager):
     def betas(m):
         optim, sched = (torch.optim, torch.optim.lr_scheduler) if m is torch else (fg.optimizer,

@@ -50,9 +50,6 @@ def accepting_torch_spellings(init: Callable[..., None]) -> Callable[..., None]:
         init(self, *args, **kwargs)
         if maximize is not None:   # torch's maximize=True: gradient ascent (optimizer.py negates the gradients)
             self.maximize = bool(maximize)
-        for group in getattr(self, "param_groups", None) or []:   # torch's option keys, now all are set
-            if hasattr(group, "_show_options"):
-                group._show_options()
     return wrapped
 
 

@@ -255,11 +255,12 @@ class OneCycleLR(LRScheduler):
     """The 1cycle policy: from max_lr / div_factor up to max_lr over pct_start of total_steps (or
     epochs * steps_per_epoch), then down to max_lr / div_factor / final_div_factor; stepped per batch.
 
-    `cycle_momentum` (torch's default) moves the optimizer's momentum the other way, from
-    max_momentum to base_momentum and back. It is honoured for an optimizer with a `momentum`
-    above 0 (SGD(momentum=...), Momentum, RMSprop) stepped eagerly; elsewhere it is an error that
-    says to pass cycle_momentum=False (torch would switch momentum on for SGD(momentum=0), cycle
-    Adam's beta1 inside its bias correction, and a static program fixes momentum when built)."""
+    `cycle_momentum` (torch's default) moves the momentum the other way, from max_momentum to
+    base_momentum and back, written into every parameter group as torch writes it: `momentum`
+    (SGD, which it switches on at SGD(momentum=0) as torch does, Momentum, RMSprop) or beta1 of
+    `betas` (Adam, AdamW, Adamax, NAdam, RAdam). An optimizer with neither, or one whose static
+    program fixed its momentum when minimize() built it, is an error saying to pass
+    cycle_momentum=False."""
 
     def __init__(self, optimizer: Optimizer, max_lr: float | Sequence[float], total_steps: int | None = None,
                  epochs: int | None = None, steps_per_epoch: int | None = None, pct_start: float = 0.3,
@@ -302,20 +303,23 @@ class OneCycleLR(LRScheduler):
 
     def _apply(self) -> None:
         if self.cycle_momentum:
-            _check_cycled_momentum(self.optimizer)
-            self.optimizer.momentum = self.momentum_schedule.last_lr
+            key = _check_cycled_momentum(self.optimizer)
+            for group in self.optimizer.param_groups:
+                group[key] = self.momentum_schedule.last_lr
         super()._apply()
 
 
-def _check_cycled_momentum(optimizer: Optimizer) -> None:
+def _check_cycled_momentum(optimizer: Optimizer) -> str:
+    """The option that cycle_momentum writes into the groups: beta1 (torch's betas[0]) or momentum."""
     owner = type(optimizer).__name__
-    if not getattr(optimizer, "momentum", 0.0):
-        raise ValueError(f"OneCycleLR: cycle_momentum=True cycles the optimizer's momentum, and {owner} has none "
-                         f"above 0 (torch would switch it on for SGD, or cycle Adam's beta1); build {owner} with "
-                         f"momentum > 0, or pass cycle_momentum=False")
+    key = "beta1" if "beta1" in optimizer.options else "momentum" if "momentum" in optimizer.options else None
+    if key is None:
+        raise ValueError(f"OneCycleLR: optimizer must support momentum or beta1 with `cycle_momentum` option "
+                         f"enabled, and {owner} has neither; pass cycle_momentum=False")
     if optimizer._lr_vars:
         raise ValueError(f"OneCycleLR: cycle_momentum=True cannot reach a static program: {owner}'s update ops "
                          f"fixed their momentum when minimize() built them; pass cycle_momentum=False")
+    return key
 
 
 class ReduceLROnPlateau(LRScheduler):
