@@ -129,13 +129,6 @@ _BOUNDED_SCHEDULES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="with two parameter groups (lr 0.1 and 0.01, the fine-tuning setup) the "
-                   "schedulers that take an absolute rate apply it in proportion to each group's rate, where torch "
-                   "applies the value itself to every group: CosineAnnealingLR(eta_min=1e-3) anneals the second "
-                   "group to 1e-4 (torch: 1e-3), CosineAnnealingWarmRestarts likewise (0.00505 for torch's 0.0055), "
-                   "ReduceLROnPlateau(min_lr=4e-3) lets it fall to 0.0004 (torch stops at 0.004), and "
-                   "OneCycleLR(max_lr=0.05) peaks it at 0.005 (torch: every group at 0.05); training silently "
-                   "runs on other rates than the torch script it was ported from")
 @pytest.mark.parametrize("schedule", sorted(_BOUNDED_SCHEDULES))
 def test_lr_schedulers_bound_every_group_as_torch_does(schedule, eager):
     make = _BOUNDED_SCHEDULES[schedule]
