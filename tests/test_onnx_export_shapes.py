@@ -66,11 +66,18 @@ def test_two_inputs_sharing_a_dynamic_batch(tmp_path):
     (lambda t: t * (1.0 / t.shape[0] ** 2), "op scale"),                     # a count not linear in the size
     (lambda t: sum(t[i] for i in range(t.shape[0])), "ops change"),           # a loop over the batch
     (lambda t: t + fg.to_tensor(np.ones((t.shape[0], 1, 1), np.float32)), "constant Tensor"),
-    (lambda t: t.reshape([t.shape[0] * 3, 4]), "op reshape"),                # a product of sizes
 ])
 def test_a_shape_read_that_cannot_follow_the_batch_is_refused(tmp_path, fn, what):
     with pytest.raises(OnnxExportError, match=f"shape.*{what}"):
         export(fn, os.fspath(tmp_path / "m.onnx"), [fg.to_tensor(EXAMPLE)], dynamic_axes={0: [0]})
+
+
+def test_a_product_of_sizes_is_traced_again_with_the_axis_unknown(tmp_path):
+    """The second trace cannot write reshape's `t.shape[0] * 3`; traced with the batch -1, the
+    size is computed when the model runs (and checked against the function at two sizes)."""
+    other = np.random.default_rng(1).normal(size=(5, 3, 4)).astype(np.float32)
+    _, (got,) = _run(tmp_path, lambda t: t.reshape([t.shape[0] * 3, 4]), [EXAMPLE], {0: [0]}, [other])
+    np.testing.assert_array_equal(got, other.reshape(15, 4))
 
 
 def test_without_dynamic_axes_shape_reads_are_the_example_sizes(tmp_path):

@@ -330,7 +330,8 @@ _BAD_SIZES = {
     "full": (lambda: fg.full([-2], 1.0), "-2"),
     "ones": (lambda: fg.ones([2, -3]), "-3"),
     "chunk": (lambda: fg.chunk(fg.to_tensor(np.ones(4)), 0), "0"),
-    "one_hot": (lambda: fg.nn.functional.one_hot(fg.to_tensor(np.array([0])), -1), "-1"),
+    # -2, not -1: torch's F.one_hot(labels, -1) (its default) infers max + 1 classes, as fluidgrad's now does
+    "one_hot": (lambda: fg.nn.functional.one_hot(fg.to_tensor(np.array([0])), -2), "-2"),
 }
 
 

@@ -1,13 +1,32 @@
-"""fluidgrad.distribution: probability distributions with the names of paddle.distribution and
-torch.distributions (Normal, Uniform, Categorical, Bernoulli, kl_divergence, register_kl).
+"""fluidgrad.distribution: probability distributions with the names and arguments of
+paddle.distribution and torch.distributions: Normal, Uniform, Categorical, Bernoulli, Beta,
+Dirichlet, Gamma, Chi2, Exponential, Laplace, LogNormal, MultivariateNormal, Independent, Cauchy,
+Gumbel, StudentT, Poisson, Geometric, Multinomial, kl_divergence, register_kl.
 
 Each is composed of registered ops, so log_prob / entropy / kl_divergence / rsample are
 differentiable in both modes; draws use the generator `fluidgrad.seed` resets."""
-from . import kl  # noqa: F401  (registers the closed forms)
+from . import kl, kl_families  # noqa: F401  (register the closed forms)
 from .base import Distribution, kl_divergence, register_kl
 from .bernoulli import Bernoulli
+from .beta import Beta
+from .cauchy import Cauchy
 from .categorical import Categorical
+from .chi2 import Chi2
+from .dirichlet import Dirichlet
+from .exponential import Exponential
+from .gamma import Gamma
+from .geometric import Geometric
+from .gumbel import Gumbel
+from .independent import Independent
+from .laplace import Laplace
+from .lognormal import LogNormal
+from .multinomial import Multinomial
+from .multivariate_normal import MultivariateNormal
 from .normal import Normal
+from .poisson import Poisson
+from .student_t import StudentT
 from .uniform import Uniform
 
-__all__ = ["Distribution", "Normal", "Uniform", "Categorical", "Bernoulli", "kl_divergence", "register_kl"]
+__all__ = ["Distribution", "Normal", "Uniform", "Categorical", "Bernoulli", "Beta", "Dirichlet", "Gamma", "Chi2",
+           "Exponential", "Laplace", "LogNormal", "MultivariateNormal", "Independent", "Cauchy", "Gumbel",
+           "StudentT", "Poisson", "Geometric", "Multinomial", "kl_divergence", "register_kl"]

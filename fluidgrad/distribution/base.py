@@ -14,8 +14,9 @@ import numpy as np
 from ..eager import Tensor, no_grad, to_tensor
 from ..framework import Variable
 from ..framework.dtypes import get_default_dtype
-from ..functions import cast, exp
+from ..functions import cast, exp, log, sqrt, sum, zeros_like
 from ..tensor.manipulation import broadcast_to
+from ..tensor.search import where
 
 
 def is_value(x: Any) -> bool:
@@ -53,16 +54,80 @@ def params(owner: str, *values: Any) -> list[Any]:
 
 def positive(owner: str, name: str, value: Any) -> None:
     """Refuse a non-positive scale / probability sum in eager mode (a Program's values come later)."""
-    if isinstance(value, Tensor) and not np.all(value.numpy() > 0):
-        raise ValueError(f"{owner}: {name} must be positive, got {value.numpy()}")
+    check(owner, name, value, lambda v: v > 0, "positive")
+
+
+def check(owner: str, name: str, value: Any, ok: Callable[[np.ndarray], np.ndarray], what: str) -> None:
+    """Refuse a parameter some of whose values fail `ok` (eager only: a Program's values come
+    later), naming the distribution, the argument and the rule: torch's validate_args."""
+    if isinstance(value, Tensor):
+        values = value.numpy()
+        if not np.all(ok(values)):
+            raise ValueError(f"{owner}: {name} must be {what}, got {values} (shape {list(values.shape)})")
 
 
 class Distribution:
-    """batch_shape: independent distributions side by side; event_shape: the shape of one draw."""
+    """batch_shape: independent distributions side by side; event_shape: the shape of one draw.
 
-    def __init__(self, batch_shape: Sequence[int] = (), event_shape: Sequence[int] = ()) -> None:
+    validate_args (torch's; default `Distribution.set_default_validate_args`, True): in eager
+    mode, parameters outside their domain and log_prob values outside the support are a
+    ValueError naming the distribution and the argument. `_arg_ranks` names the constructor
+    arguments `expand` rebuilds the distribution from, with their event ranks."""
+
+    has_rsample = False
+    _validate_default = True
+    _arg_ranks: dict[str, int] = {}
+
+    def __init__(self, batch_shape: Sequence[int] = (), event_shape: Sequence[int] = (),
+                 validate_args: bool | None = None) -> None:
         self._batch_shape = [int(d) for d in batch_shape]
         self._event_shape = [int(d) for d in event_shape]
+        self._validate_args = Distribution._validate_default if validate_args is None else bool(validate_args)
+
+    @staticmethod
+    def set_default_validate_args(value: bool) -> None:
+        """Turn argument validation on or off for distributions made afterwards (torch's name)."""
+        Distribution._validate_default = bool(value)
+
+    def _check_value(self, value: Any, ok: Callable[[np.ndarray], np.ndarray], support: str) -> None:
+        """Refuse log_prob / cdf values outside the support (eager, with validate_args)."""
+        if self._validate_args and isinstance(value, Tensor) and not np.all(ok(value.numpy())):
+            raise ValueError(f"{type(self).__name__}: value must lie in the support ({support}), got "
+                             f"{value.numpy()} (shape {list(value.shape)})")
+
+    @property
+    def mean(self) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} has no mean")
+
+    @property
+    def variance(self) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} has no variance")
+
+    @property
+    def stddev(self) -> Any:
+        return sqrt(self.variance)
+
+    def entropy(self) -> Any:
+        raise NotImplementedError(f"{type(self).__name__}.entropy")
+
+    def cdf(self, value: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} has no cdf")
+
+    def icdf(self, value: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} has no icdf")
+
+    def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> "Distribution":
+        """The same distribution repeated to `batch_shape` (torch's expand): its parameters broadcast."""
+        if not self._arg_ranks:
+            raise NotImplementedError(f"{type(self).__name__} has no expand")
+        batch_shape = [int(d) for d in ([batch_shape] if isinstance(batch_shape, int) else batch_shape)]
+        broadcast_shape(f"{type(self).__name__}.expand", self._batch_shape, batch_shape)
+        arguments = {}
+        for name, rank in self._arg_ranks.items():
+            value = getattr(self, name)
+            shape = batch_shape + list(value.shape[len(value.shape) - rank:])
+            arguments[name] = value if list(value.shape) == shape else broadcast_to(value, shape)
+        return type(self)(**arguments, validate_args=False)
 
     @property
     def batch_shape(self) -> list[int]:
@@ -120,3 +185,20 @@ def kl_divergence(p: Any, q: Any) -> Any:
     raise NotImplementedError(f"kl_divergence: no formula for {type(p).__name__} || {type(q).__name__} "
                               f"(known pairs: {', '.join(f'{a.__name__}-{b.__name__}' for a, b in _KL)}); "
                               f"add one with register_kl")
+
+
+# ---------------------------------------------------------------- pieces the families share
+def draw_shape(shape: Sequence[int] | int, sample_shape: Sequence[int] | None) -> Sequence[int]:
+    """The sample shape of rsample(shape) or rsample(sample_shape=...) (torch's keyword)."""
+    return shape if sample_shape is None else sample_shape
+
+
+def xlogy(x: Any, y: Any) -> Any:
+    """x * log(y), 0 where x is 0 (torch.xlogy): a density's exponent at the edge of its support."""
+    product = x * log(y)
+    return where(x == 0, zeros_like(product), product)
+
+
+def sum_rightmost(value: Any, count: int) -> Any:
+    """value summed over its last `count` axes (an Independent's event axes)."""
+    return value if count == 0 else sum(value, axis=list(range(-count, 0)))

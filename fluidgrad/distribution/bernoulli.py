@@ -19,7 +19,10 @@ from .base import Distribution, as_param
 class Bernoulli(Distribution):
     """Exactly one of probs (in [0, 1]) and logits (log-odds)."""
 
-    def __init__(self, probs: Any = None, logits: Any = None, name: str | None = None) -> None:
+    _arg_ranks = {"logits": 0}
+
+    def __init__(self, probs: Any = None, logits: Any = None, name: str | None = None,
+                 validate_args: bool | None = None) -> None:
         if (probs is None) == (logits is None):
             raise ValueError("Bernoulli: give exactly one of probs and logits")
         if probs is not None:
@@ -32,7 +35,7 @@ class Bernoulli(Distribution):
         else:
             self.logits = as_param(logits)
             self.probs = sigmoid(self.logits)
-        super().__init__(self.probs.shape)
+        super().__init__(self.probs.shape, validate_args=validate_args)
 
     @property
     def mean(self) -> Any:

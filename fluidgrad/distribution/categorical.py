@@ -22,7 +22,10 @@ class Categorical(Distribution):
     """probs: non-negative weights over the last axis (normalized here); logits: unnormalized log
     weights. Exactly one of the two."""
 
-    def __init__(self, probs: Any = None, logits: Any = None, name: str | None = None) -> None:
+    _arg_ranks = {"logits": 1}
+
+    def __init__(self, probs: Any = None, logits: Any = None, name: str | None = None,
+                 validate_args: bool | None = None) -> None:
         if (probs is None) == (logits is None):
             raise ValueError("Categorical: give exactly one of probs and logits")
         if probs is not None:
@@ -38,7 +41,7 @@ class Categorical(Distribution):
         if len(self.logits.shape) < 1:
             raise ValueError(f"Categorical: probs or logits need a category axis, got shape {list(self.logits.shape)}")
         self.num_categories = int(self.logits.shape[-1])
-        super().__init__(self.logits.shape[:-1])
+        super().__init__(self.logits.shape[:-1], validate_args=validate_args)
 
     def sample(self, shape: Sequence[int] = (), *, sample_shape: Sequence[int] | None = None) -> Any:
         """Category indices (int64) of shape `shape + batch_shape`, drawn with replacement."""

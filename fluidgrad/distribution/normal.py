@@ -14,10 +14,14 @@ from .base import Distribution, as_param, params, positive
 class Normal(Distribution):
     """N(loc, scale^2) per element of the broadcast loc and scale."""
 
-    def __init__(self, loc: Any, scale: Any, name: str | None = None) -> None:
+    has_rsample = True
+    _arg_ranks = {"loc": 0, "scale": 0}
+
+    def __init__(self, loc: Any, scale: Any, name: str | None = None, validate_args: bool | None = None) -> None:
         self.loc, self.scale = params("Normal", loc, scale)
-        positive("Normal", "scale", self.scale)
-        super().__init__(self.loc.shape)
+        super().__init__(self.loc.shape, validate_args=validate_args)
+        if self._validate_args:
+            positive("Normal", "scale", self.scale)
 
     @property
     def mean(self) -> Any:

@@ -17,10 +17,14 @@ from .base import Distribution, as_param, broadcast_shape, params
 class Uniform(Distribution):
     """U(low, high) per element of the broadcast low and high (low < high)."""
 
-    def __init__(self, low: Any, high: Any, name: str | None = None) -> None:
+    has_rsample = True
+    _arg_ranks = {"low": 0, "high": 0}
+
+    def __init__(self, low: Any, high: Any, name: str | None = None, validate_args: bool | None = None) -> None:
         self.low, self.high = params("Uniform", low, high)
-        _check_order(self.low, self.high)
-        super().__init__(self.low.shape)
+        super().__init__(self.low.shape, validate_args=validate_args)
+        if self._validate_args:
+            _check_order(self.low, self.high)
 
     @property
     def mean(self) -> Any:

@@ -8,7 +8,8 @@ with `scope.parent.assign`. So:
 
 * `while` runs each iteration in a fresh step scope whose parent is a loop scope holding
   the op's inputs; outer writes land in the loop scope, and the list of step scopes is the
-  op's `StepScopes` output: exactly what the gradient needs, step by step.
+  op's `StepScopes` output: exactly what the gradient needs, step by step (kept only when a
+  `while_grad` of the program reads it: an inference run drops each step as the next starts).
 * `while_grad` runs the grad block once per step in reverse, in a scope whose parent is
   that step's scope. A loop-carried variable's gradient passes from step to step; the
   gradient of a variable only read in the loop is summed over the steps.
@@ -93,11 +94,26 @@ def run_while(rt: Any, xs: Sequence[Any], condition: Any, op: Any, sub_block: An
     loop_scope.vars.update(zip(op.input("X"), xs))
     loop_scope.vars[cond_name] = condition
     step_scopes: list[Scope] = []
+    keep = _step_scopes_are_read(op)  # else each step's values go when the next step starts
     while _truth(loop_scope.vars[cond_name], "while", cond_name):
         step = Scope(loop_scope)
         rt.run_block(sub_block, step)
-        step_scopes.append(step)
+        if keep:
+            step_scopes.append(step)
     return [loop_scope.vars[n] for n in op.output("Out")], step_scopes
+
+
+def _step_scopes_are_read(op: Any) -> bool:
+    """Whether a `while_grad` of the program reads this loop's step scopes: a loop run for
+    inference (jit.load, a for_test clone) keeps none, so memory does not grow with the steps."""
+    program = op.block.program
+    cache = program.__dict__.get("_step_scope_reads")
+    if cache is None or cache[0] != program._version:
+        names = frozenset(name for block in program.blocks for op_ in block.ops if op_.type == "while_grad"
+                          for name in op_.input("StepScopes"))
+        cache = (program._version, names)
+        program.__dict__["_step_scope_reads"] = cache
+    return any(name in cache[1] for name in op.output("StepScopes"))
 
 
 

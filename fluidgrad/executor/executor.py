@@ -103,6 +103,8 @@ class Executor:
         """Run `program`'s global block once; return one array per fetch (copies the caller owns).
         `return_stats=True` also returns a `RunStats` with the peak bytes of live intermediates."""
         program = program if program is not None else default_main_program()
+        if not isinstance(program, Program) and isinstance(getattr(program, "_program", None), Program):
+            program = program._program   # a static.CompiledProgram runs the program it wraps
         if not isinstance(program, Program):
             raise TypeError(f"Executor.run expects a Program, got {type(program).__name__}")
         scope = scope if scope is not None else global_scope()

@@ -5,6 +5,7 @@ import contextlib
 from itertools import chain
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
+from .name_scope import OP_NAMESCOPE, current_name_scope
 from .names import unique_name
 from .op_def import prepare
 from .variable import Parameter, Variable, names_of
@@ -196,6 +197,9 @@ class Block:
     def _insert_op(self, index: int, type: str, inputs: _SlotArgs | None, outputs: _SlotArgs | None,
                    attrs: dict[str, Any] | None, infer: bool = True) -> Operator:
         op = Operator(self, type, _arg_names(inputs), _arg_names(outputs), dict(attrs or {}))
+        scope = current_name_scope()
+        if scope is not None:
+            op.attrs.setdefault(OP_NAMESCOPE, scope)
         prepare(op, infer=infer)
         if index == len(self.ops):
             self.ops.append(op)

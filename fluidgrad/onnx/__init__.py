@@ -18,11 +18,14 @@ def import_model(model_or_path: Any, scope: Any = None) -> list:
     return importlib.import_module(".importer", __name__).import_model(model_or_path, scope)
 
 
-def export(layer_or_function: Any, path: Any, example_inputs: Any, opset_version: int | None = None,
-           dynamic_axes: Any = None) -> Any:
-    """Trace eager code with `jit.to_static` on `example_inputs` and write it as ONNX; returns the ModelProto."""
+def export(layer_or_function: Any, path: Any = None, example_inputs: Any = None, opset_version: int | None = None,
+           dynamic_axes: Any = None, **options: Any) -> Any:
+    """Trace eager code with `jit.to_static` and write it as ONNX; returns the ModelProto. Takes
+    fluidgrad's call (layer_or_function, path, example_inputs), torch.onnx.export's (model, args, f,
+    input_names=, output_names=, dynamic_axes=, ...) and paddle.onnx.export's (layer, path_prefix,
+    input_spec=[InputSpec(...)]), see exporter.export."""
     return importlib.import_module(".exporter", __name__).export(layer_or_function, path, example_inputs,
-                                                                opset_version, dynamic_axes)
+                                                                opset_version, dynamic_axes, **options)
 
 
 def export_program(path: Any, feed_vars: Any, fetch_vars: Any, program: Any = None, scope: Any = None,

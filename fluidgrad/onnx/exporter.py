@@ -22,14 +22,16 @@ import onnx
 from onnx import helper, numpy_helper
 
 from .. import __version__
-from ..eager import Tensor, to_tensor
+from ..eager import Tensor, no_grad, to_tensor
 from ..executor import Scope, global_scope
 from ..framework import Block, Operator, Program, Variable, default_main_program
 from ..io import atomic_write, prune
 from ..jit import StaticFunction, _TracedProgram
 from ..nn.layer import Layer
+from ..static import InputSpec
 from . import dtypes
 from .errors import OnnxExportError
+from .export_call import ExportCall, GraphNames, named_axes, parse_call
 from .export_shapes import (DimRead, ShapeReads, check_counts, export_count_read, export_fill_read,
                             export_shape_reads, export_slice_reads, find_shape_reads, mark_unknown_axes,
                             probe_inputs)
@@ -55,62 +57,138 @@ def export_program(path: str | os.PathLike, feed_vars: Sequence[Variable | str],
                           external_data, ShapeReads())
 
 
-def _export_pruned(path: str | os.PathLike, program: Program, feed_names: list[str], fetch_names: list[str],
+def _export_pruned(path: str | os.PathLike | None, program: Program, feed_names: list[str], fetch_names: list[str],
                    scope: Scope, opset_version: int | None, dynamic_axes: dict, external_data: bool | None,
-                   shape_reads: ShapeReads) -> onnx.ModelProto:
+                   shape_reads: ShapeReads, naming: "GraphNames | None" = None) -> onnx.ModelProto:
+    """The model (written to `path` unless it is None)."""
     opset = _check_opset(opset_version)
     pruned = prune(program.clone(for_test=True), feed_names, fetch_names, "the program to export")
     mark_unknown_axes(pruned, shape_reads.variables)
-    model = ProgramExporter(pruned, scope, opset, shape_reads).build(feed_names, fetch_names, dynamic_axes)
+    model = ProgramExporter(pruned, scope, opset, shape_reads).build(feed_names, fetch_names, dynamic_axes, naming)
     try:
         onnx.checker.check_model(model, full_check=True)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
         raise OnnxExportError(f"the exported model fails onnx.checker: {exc}") from exc
-    _write(model, Path(path), external_data)
+    if path is not None:
+        _write(model, Path(path), external_data)
     return model
 
 
-def export(layer_or_function: Any, path: str | os.PathLike, example_inputs: Any, opset_version: int | None = None,
-           dynamic_axes: dict | None = None) -> onnx.ModelProto:
-    """Trace `layer_or_function` (eager code) on `example_inputs` with `jit.to_static`, write it
-    as ONNX. `dynamic_axes` maps an input or output (its index, inputs first; the function's
-    argument name; or its ONNX name) to its axes of unknown size (a list, or a dict axis -> name
-    as PyTorch takes); a key naming nothing is an error. Shape reads of dynamic input axes
-    (`t.shape[0]`) are found by tracing again at another size (export_shapes.py).
+def export(layer_or_function: Any, path: Any = None, example_inputs: Any = None, opset_version: int | None = None,
+           dynamic_axes: dict | None = None, **options: Any) -> onnx.ModelProto:
+    """Trace `layer_or_function` (eager code) with `jit.to_static` and write it as ONNX; called as
+    fluidgrad's (layer, path, example_inputs), torch.onnx.export's (model, args, f, input_names=,
+    output_names=, ...) or paddle.onnx.export's (layer, path_prefix, input_spec=[...]) (export_call.py).
+
+    Example inputs are traced at their shapes; `dynamic_axes` maps an input or output (its index,
+    inputs first; the function's argument name; or its ONNX name) to its axes of unknown size (a
+    list, or a dict axis -> name as PyTorch takes); a key naming nothing is an error. Shape reads
+    of dynamic input axes (`t.shape[0]`) are found by tracing again at another size
+    (export_shapes.py); a function whose ops change with the size (a recurrent layer's steps)
+    is traced again with those axes unknown (-1), as InputSpecs are traced (Paddle's call).
+
+    Graph names: input_names, else the InputSpecs' names, else the function's argument names,
+    else input_<i>; output_names, else output_<i>: the same on every export.
 
     A Layer is traced in eval mode, as torch.onnx.export does by default: tracing then neither
     updates BatchNorm's running statistics nor exports dropout; each sublayer's mode is restored."""
+    call = parse_call(layer_or_function, path, example_inputs, opset_version, dynamic_axes, options)
     if not isinstance(layer_or_function, Layer):
-        return _export_traced(layer_or_function, path, example_inputs, opset_version, dynamic_axes)
-    modes = [(layer, layer.training) for layer in layer_or_function.sublayers(include_self=True)]
-    layer_or_function.eval()
-    try:
-        return _export_traced(layer_or_function, path, example_inputs, opset_version, dynamic_axes)
-    finally:
-        for layer, training in modes:
-            object.__setattr__(layer, "training", training)
+        model = _export_traced(call)
+    else:
+        modes = [(layer, layer.training) for layer in layer_or_function.sublayers(include_self=True)]
+        layer_or_function.eval()
+        try:
+            model = _export_traced(call)
+        finally:
+            for layer, training in modes:
+                object.__setattr__(layer, "training", training)
+    if call.file is not None:
+        call.file.write(model.SerializeToString())
+    if call.verbose:
+        print(onnx.printer.to_text(model.graph))
+    return model
 
 
-def _export_traced(layer_or_function: Any, path: str | os.PathLike, example_inputs: Any,
-                   opset_version: int | None, dynamic_axes: dict | None) -> onnx.ModelProto:
-    fn = layer_or_function.forward if isinstance(layer_or_function, Layer) else layer_or_function
+def _export_traced(call: ExportCall) -> onnx.ModelProto:
+    target = call.target
+    fn = target.forward if isinstance(target, Layer) else target
     fn = fn if isinstance(fn, StaticFunction) else StaticFunction(fn)
-    inputs = example_inputs if isinstance(example_inputs, (list, tuple)) else [example_inputs]
-    tensors = [x if isinstance(x, Tensor) else to_tensor(np.asarray(x)) for x in inputs]
-    fn(*tensors)
-    traced = fn._last
+    if call.specs is not None:
+        traced, tensors = _TracedProgram(fn._fn, call.specs, {}), None
+    else:
+        tensors = [x if isinstance(x, Tensor) else to_tensor(np.asarray(x)) for x in call.inputs]
+        fn(*tensors)
+        traced = fn._last
+    arguments = _argument_names(fn._fn, len(traced.input_vars))
+    naming = GraphNames.of(traced, call, arguments)
+    ranks = [len(v.shape) for v in traced.input_vars + traced.outputs]
+    axes = named_axes(call.dynamic_axes, len(traced.input_vars), naming.all, arguments, ranks)
+    reads = ShapeReads()
+    if tensors is not None:
+        try:
+            reads = _shape_reads(fn._fn, traced, tensors, [v.name for v in traced.input_vars], axes)
+        except OnnxExportError as refused:  # the ops change with the size: trace with the axes unknown
+            traced = _traced_unknown(fn._fn, tensors, axes, refused)
+    naming.dims = {naming.all[i]: {a: n for a, n in named.items() if n} for i, named in axes.items()}
+    feed = [v.name for v in traced.input_vars]
+    fetch = [v.name for v in traced.outputs]
     scope = Scope()
     for name, tensor in traced.captured:
         scope[name] = tensor._array
-        var = traced.program.global_block().var(name)
-        var.persistable = True
-    feed = [v.name for v in traced.input_vars]
-    fetch = [v.name for v in traced.outputs]
-    ranks = [len(v.shape) for v in traced.input_vars + traced.outputs]
-    axes = _named_axes(dynamic_axes or {}, feed, fetch, _argument_names(fn._fn, len(feed)), ranks)
-    reads = _shape_reads(fn._fn, traced, tensors, feed, axes)
-    return _export_pruned(path, traced.program, feed, fetch, scope, opset_version,
-                          _with_output_axes(axes, fetch, reads), None, reads)
+        traced.program.global_block().var(name).persistable = True
+    by_var = {(feed + fetch)[i]: sorted(named) for i, named in axes.items()}
+    return _export_pruned(call.path, traced.program, feed, fetch, scope, call.opset_version,
+                          _with_output_axes(by_var, fetch, reads), call.external_data, reads, naming)
+
+
+def _traced_unknown(fn: Any, tensors: list[Tensor], axes: dict[int, dict[int, str | None]],
+                    refused: OnnxExportError) -> Any:
+    """The trace with every dynamic input axis -1 (InputSpecs), for a function whose ops change
+    with the size of the example (unrolled loops). It must give the function's own outputs on the
+    example and on the example one longer on those axes (a size read that tracing cannot carry,
+    such as `range(t.shape[0])`, would not); otherwise the refusal stands."""
+    specs = [InputSpec([-1 if a in axes.get(i, {}) else d for a, d in enumerate(t.shape)], t.dtype,
+                       stop_gradient=t.stop_gradient) for i, t in enumerate(tensors)]
+    try:
+        traced = _TracedProgram(fn, specs, {})
+        mismatch = _first_mismatch(fn, traced, tensors, {i: sorted(named) for i, named in axes.items()})
+    except Exception as exc:
+        raise OnnxExportError(f"{refused}; traced again with the dynamic axes unknown (-1), it fails: "
+                              f"{type(exc).__name__}: {exc}") from exc
+    if mismatch:
+        raise OnnxExportError(f"{refused}; traced again with the dynamic axes unknown (-1), {mismatch}")
+    return traced
+
+
+def _first_mismatch(fn: Any, traced: Any, tensors: list[Tensor], dynamic: dict[int, list[int]]) -> str | None:
+    """Where `traced` and the eager `fn` disagree, on the example and on the example one longer
+    along the dynamic axes (skipped when fn cannot run at that size); None if nowhere."""
+    with no_grad():
+        for inputs, at in ((tensors, "the example"), (probe_inputs(tensors, dynamic), "the example one longer")):
+            try:
+                want = _tensor_leaves(fn(*inputs))
+            except Exception:
+                if inputs is tensors:
+                    raise
+                continue
+            got = _tensor_leaves(traced.run(inputs))
+            if len(got) != len(want):
+                return f"it gives {len(got)} outputs where the function gives {len(want)}"
+            for k, (a, b) in enumerate(zip(got, want)):
+                if a.shape != b.shape or not np.allclose(a, b, rtol=1e-4, atol=1e-5, equal_nan=True):
+                    return f"its output {k} differs from the function's on {at}"
+    return None
+
+
+def _tensor_leaves(tree: Any) -> list[np.ndarray]:
+    if isinstance(tree, Tensor):
+        return [tree.numpy()]
+    if isinstance(tree, dict):
+        tree = list(tree.values())
+    if isinstance(tree, (tuple, list)):
+        return [leaf for part in tree for leaf in _tensor_leaves(part)]
+    return []
 
 
 def _argument_names(fn: Any, count: int) -> list[str]:
@@ -127,34 +205,10 @@ def _argument_names(fn: Any, count: int) -> list[str]:
     return names
 
 
-def _named_axes(dynamic_axes: dict, feed: list[str], fetch: list[str], arguments: list[str],
-                ranks: list[int]) -> dict[str, list[int]]:
-    """ONNX name -> sorted axes. Index keys count inputs first, then outputs; argument names
-    and ONNX names are accepted too (PyTorch keys dynamic_axes by input and output names)."""
-    names = feed + fetch
-    by_name = {**{name: i for i, name in enumerate(names)}, **{arg: i for i, arg in enumerate(arguments)}}
-    result = {}
-    for key, axes in dynamic_axes.items():
-        if isinstance(key, int) and not isinstance(key, bool) and -len(names) <= key < len(names):
-            index = key % len(names)
-        elif isinstance(key, str) and key in by_name:
-            index = by_name[key]
-        else:
-            raise ValueError(f"onnx.export: dynamic_axes key {key!r} names no input or output; use an index "
-                             f"(inputs first, {len(feed)} inputs and {len(fetch)} outputs), an argument name "
-                             f"{arguments} or an ONNX name {names}")
-        rank = ranks[index]
-        if not all(isinstance(a, int) and -rank <= a < rank for a in axes):
-            raise ValueError(f"onnx.export: dynamic_axes[{key!r}] = {axes!r} names an axis outside the "
-                             f"{rank} axes of {names[index]}")
-        result[names[index]] = sorted({a % rank for a in axes})
-    return result
-
-
 def _shape_reads(fn: Any, traced: Any, tensors: list[Tensor], feed: list[str],
-                 axes: dict[str, list[int]]) -> ShapeReads:
+                 axes: dict[int, dict[int, str | None]]) -> ShapeReads:
     """Trace again with every dynamic input axis one longer: what the shapes read (see export_shapes)."""
-    dynamic = {i: axes[name] for i, name in enumerate(feed) if axes.get(name)}
+    dynamic = {i: sorted(axes[i]) for i in range(len(feed)) if axes.get(i)}
     if not dynamic:
         return ShapeReads()
     # one longer; twice as long where that cannot run (split(x, 2) of an even batch), then
@@ -248,25 +302,32 @@ class ProgramExporter:
         self.fetched: set[str] = set()
         self._read_by_ops = {n for b in program.blocks for op in b.ops for n in op.input_arg_names}
 
-    def build(self, feed_names: list[str], fetch_names: list[str], dynamic_axes: dict) -> onnx.ModelProto:
+    def build(self, feed_names: list[str], fetch_names: list[str], dynamic_axes: dict,
+              naming: "GraphNames | None" = None) -> onnx.ModelProto:
+        """The model; its inputs and outputs are named as `naming` says (default: the variables')."""
         block = self.program.global_block()
         self.fetched = set(fetch_names)
+        input_names = naming.inputs if naming is not None else feed_names
+        output_names = naming.outputs if naming is not None else [None] * len(fetch_names)
+        dims = naming.dims if naming is not None else {}
+        self.used.update(input_names)
+        self.used.update(n for n in output_names if n is not None)
         env: dict[str, str] = {}
         inputs = []
-        for name in feed_names:
-            var = block.var(name)
-            inputs.append(_value_info(name, var, dynamic_axes.get(name)))
-            env[name] = name
-            self.used.add(name)
+        for name, onnx_name in zip(feed_names, input_names):
+            inputs.append(_value_info(onnx_name, block.var(name), dynamic_axes.get(name), dims=dims.get(onnx_name)))
+            env[name] = onnx_name
         nodes: list[onnx.NodeProto] = []
         self.export_block(block, nodes, env)
         outputs = []
-        for name in fetch_names:
+        for name, wanted in zip(fetch_names, output_names):
             onnx_name = self.read(env, block, name)
-            if onnx_name in self.initializers or onnx_name in feed_names or onnx_name in {
+            if wanted is not None:
+                onnx_name = self.emit(nodes, "Identity", [onnx_name], [wanted])
+            elif onnx_name in self.initializers or onnx_name in input_names or onnx_name in {
                     o.name for o in outputs}:
                 onnx_name = self.emit(nodes, "Identity", [onnx_name])
-            outputs.append(_value_info(onnx_name, block.var(name), dynamic_axes.get(name)))
+            outputs.append(_value_info(onnx_name, block.var(name), dynamic_axes.get(name), dims=dims.get(onnx_name)))
         graph = helper.make_graph(nodes, "fluidgrad", inputs, outputs, list(self.initializers.values()))
         return helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)],
                                  producer_name="fluidgrad", producer_version=__version__)
@@ -366,13 +427,15 @@ def _describe_op(op: Operator) -> str:
     return f"inputs {ins}" if ins else "no inputs"
 
 
-def _value_info(name: str, var: Variable, dynamic: Sequence[int] | None = None, with_shape: bool = True
-                ) -> onnx.ValueInfoProto:
+def _value_info(name: str, var: Variable, dynamic: Sequence[int] | None = None, with_shape: bool = True,
+                dims: dict[int, str] | None = None) -> onnx.ValueInfoProto:
+    """`name`'s type; an unknown or dynamic axis is a named dimension (`dims`' name, or
+    `<name>_dim<axis>`)."""
     elem = dtypes.to_onnx(var.dtype)
     if not with_shape:
         return helper.make_tensor_value_info(name, elem, None)
-    dynamic = set(dynamic or ())
-    shape = [f"{name}_dim{i}" if d < 0 or i in dynamic else int(d) for i, d in enumerate(var.shape)]
+    dynamic, dims = set(dynamic or ()) | set(dims or ()), dims or {}
+    shape = [dims.get(i, f"{name}_dim{i}") if d < 0 or i in dynamic else int(d) for i, d in enumerate(var.shape)]
     return helper.make_tensor_value_info(name, elem, shape)
 
 

@@ -100,7 +100,7 @@ def _while_grad_infer(ctx: Any) -> None:
 
 
 register_op("while", inputs="X* Condition", outputs="Out* StepScopes", attrs={"sub_block": None},
-            kernel=_while_kernel, infer=_while_infer, grad=_while_grad_maker, needs_runtime=True,
+            kernel=_while_kernel, infer=_while_infer, grad=_while_grad_maker, needs_runtime=True, broadcasts=False,
             doc="Runs sub_block while Condition holds; X: every outer variable the body reads or "
                 "writes, Out: those it writes (Condition among them), StepScopes: one scope per step.")
 register_op("while_grad", inputs="X* Out@GRAD* StepScopes", outputs="X@GRAD*",

@@ -84,3 +84,29 @@ def create_parameter(shape: Sequence[int], dtype: Any = "float32", name: str | N
         initializer = param_attr.initializer or default_initializer or (Constant(0.0) if is_bias else XavierUniform())
         initializer(init_var, startup_block)
     return param
+
+
+def create_global_var(shape: Sequence[int], value: float, dtype: Any, persistable: bool = False,
+                      force_cpu: bool = False, name: str | None = None) -> Variable:
+    """A variable of the main program's global block holding `value` everywhere
+    (paddle.static.create_global_var): step counters, learning rates and flags that ops of the
+    program read and update. It takes no gradient. persistable=True: set once by an op of the
+    startup program and kept in the scope between runs (and in checkpoints). Otherwise the scope
+    keeps nothing of it, so an op at the start of the main program sets it on every run.
+    force_cpu changes nothing (all runs on the CPU)."""
+    shape = [int(d) for d in shape]
+    if any(d < 0 for d in shape):
+        raise ValueError(f"create_global_var: needs a fully known shape, got {shape}")
+    name = name or unique_name("global_var")
+    dtype = normalize_dtype(dtype)
+    main_block = default_main_program().global_block()
+    if main_block.has_var(name):
+        raise ValueError(f"create_global_var: the main program already has a variable named {name!r}")
+    var = main_block.create_var(name, shape, dtype, persistable=bool(persistable), stop_gradient=True)
+    if not persistable:
+        main_block._insert_op(0, "fill_constant", {}, {"Out": [name]}, {"shape": shape, "value": float(value),
+                                                                       "dtype": dtype})
+        return var
+    startup_block = default_startup_program().global_block()
+    Constant(float(value))(startup_block.create_var(name, shape, dtype, persistable=True), startup_block)
+    return var

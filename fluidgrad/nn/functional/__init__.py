@@ -6,7 +6,7 @@ the layer builders (`fluidgrad.static.nn`) and eager Layers create and own them.
 """
 from __future__ import annotations
 
-from ...functions import one_hot, relu, sigmoid, tanh  # noqa: F401  (re-exported)
+from ...functions import sigmoid, tanh  # noqa: F401  (re-exported)
 from .activation import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .common import *  # noqa: F401,F403
@@ -19,3 +19,5 @@ from .sampling import *  # noqa: F401,F403
 from .ctc import *  # noqa: F401,F403
 from .distance_loss import *  # noqa: F401,F403
 from .sequence import *  # noqa: F401,F403
+# torch's inplace= / relu_ forms over the functions above (relu from fluidgrad.functions): imported last
+from .inplace import *  # noqa: F401,F403,E402

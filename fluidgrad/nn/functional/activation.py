@@ -9,10 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ...dispatch import apply_op, axis_of_input
 from ...framework import normalize_dtype
 from ...functions import abs as _abs
-from ...functions import add, cast, divide, greater_than, multiply, reshape, scale, sigmoid, split, subtract, tanh
+from ...functions import (add, cast, divide, greater_equal, greater_than, log, multiply, reshape, scale, sigmoid,
+                          split, subtract, tanh, zeros_like)
+from ...tensor.random import uniform
+from ...tensor.search import argmax, put_along_axis
 from ...framework.torch_forms import torch_keywords
 
 __all__ = [
@@ -20,6 +25,7 @@ __all__ = [
     'elu',
     'gelu',
     'glu',
+    'gumbel_softmax',
     'hardshrink',
     'hardsigmoid',
     'hardswish',
@@ -27,17 +33,21 @@ __all__ = [
     'leaky_relu',
     'log_sigmoid',
     'log_softmax',
+    'logsigmoid',
     'mish',
     'prelu',
     'relu6',
+    'rrelu',
     'selu',
     'silu',
     'softmax',
+    'softmin',
     'softplus',
     'softshrink',
     'softsign',
     'swish',
     'tanhshrink',
+    'threshold',
     'thresholded_relu',
 ]
 
@@ -149,6 +159,7 @@ def hardswish(x: Any, name: str | None = None) -> Any:
     return apply_op("hardswish", {"X": x})
 
 
+@torch_keywords(min_val="min", max_val="max")
 def hardtanh(x: Any, min: float = -1.0, max: float = 1.0, name: str | None = None) -> Any:
     """clip(x, min, max), with gradient 0 at min and max (PyTorch's hardtanh; its clamp has 1 there)."""
     return apply_op("clip", {"X": x}, {"min": float(min), "max": float(max), "closed": False})
@@ -165,12 +176,14 @@ def _check_threshold(fn: str, threshold: float) -> float:
     return float(threshold)
 
 
+@torch_keywords(lambd="threshold")
 def hardshrink(x: Any, threshold: float = 0.5, name: str | None = None) -> Any:
     """x where |x| > threshold, else 0; slope 0 at +-threshold (as PyTorch)."""
     threshold = _check_threshold("hardshrink", threshold)
     return multiply(x, cast(greater_than(_abs(x), threshold), x.dtype))
 
 
+@torch_keywords(lambd="threshold")
 def softshrink(x: Any, threshold: float = 0.5, name: str | None = None) -> Any:
     """x - threshold above threshold, x + threshold below -threshold, else 0: x - clip(x, -t, t),
     whose slope at +-threshold is 0 (as PyTorch)."""
@@ -211,6 +224,46 @@ def log_sigmoid(x: Any, name: str | None = None) -> Any:
     return apply_op("log_sigmoid", {"X": x})
 
 
+logsigmoid = log_sigmoid   # PyTorch's spelling
+
+
+def softmin(x: Any, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None, *,
+            axis: int | None = None) -> Any:
+    """softmax(-x) along `dim` (PyTorch's softmin; Paddle has none, axis= is accepted). Without
+    an axis, torch's implicit choice: axis 0 for 0-, 1- and 3-D input, else axis 1."""
+    if dim is not None and axis is not None and dim != axis:
+        raise TypeError(f"softmin: give the axis once, as dim= or axis= (got {dim} and {axis})")
+    chosen = dim if dim is not None else axis
+    if chosen is None:
+        chosen = 0 if len(x.shape) in (0, 1, 3) else 1
+    return softmax(scale(x, -1.0), int(chosen), dtype)
+
+
+def threshold(x: Any, threshold: float, value: float, name: str | None = None) -> Any:
+    """x where x > threshold, else `value` (PyTorch's F.threshold: thresholded_relu with both
+    arguments required); slope 0 at and below the threshold."""
+    return thresholded_relu(x, threshold, value)
+
+
+def rrelu(x: Any, lower: float = 1.0 / 8.0, upper: float = 1.0 / 3.0, training: bool = True,
+          name: str | None = None) -> Any:
+    """Randomised leaky ReLU (Xu et al., 2015): x where x >= 0, else a * x with a drawn from
+    U(lower, upper) per element while training, and the mean slope (lower + upper) / 2 otherwise.
+    training defaults to True as in Paddle's F.rrelu (PyTorch's F.rrelu defaults to False; its
+    nn.RReLU, like fluidgrad's, follows the layer's train / eval mode)."""
+    if not 0.0 <= lower <= upper:
+        raise ValueError(f"rrelu: needs 0 <= lower <= upper, got lower={lower}, upper={upper}")
+    if not training or lower == upper:
+        return leaky_relu(x, (lower + upper) / 2.0)
+    shape = [int(d) for d in x.shape]
+    if any(d < 0 for d in shape):
+        raise ValueError(f"rrelu: drawing one slope per element while training needs x's whole shape, got "
+                         f"{shape} (-1 unknown)")
+    slopes = uniform(shape, x.dtype, float(lower), float(upper))
+    kept = cast(greater_equal(x, 0.0), x.dtype)
+    return multiply(x, add(kept, multiply(scale(kept, -1.0, 1.0), slopes)))
+
+
 @torch_keywords
 def glu(x: Any, axis: int = -1, name: str | None = None) -> Any:
     """a * sigmoid(b), where a and b are the two halves of x along `axis`."""
@@ -220,3 +273,24 @@ def glu(x: Any, axis: int = -1, name: str | None = None) -> Any:
         raise ValueError(f"glu: axis {axis} of x (shape {list(x.shape)}) must have an even size")
     a, b = split(x, 2, axis)
     return multiply(a, sigmoid(b))
+
+
+@torch_keywords(tau="temperature")
+def gumbel_softmax(x: Any, temperature: float = 1.0, hard: bool = False, axis: int = -1, name: str | None = None,
+                   *, eps: float = 1e-10) -> Any:
+    """softmax((x + g) / temperature) along `axis`, g Gumbel(0, 1) noise drawn per element (Paddle's
+    gumbel_softmax; PyTorch's tau= and dim= too, its unused eps= accepted). hard=True gives the
+    one-hot of each argmax forward and the soft sample's gradient backward (straight-through)."""
+    if not temperature > 0:
+        raise ValueError(f"gumbel_softmax: temperature must be positive, got {temperature}")
+    shape = [int(d) for d in x.shape]
+    if any(d < 0 for d in shape):
+        raise ValueError(f"gumbel_softmax: drawing the noise needs x's whole shape, got {shape} (-1 unknown)")
+    uniforms = uniform(shape, x.dtype, float(np.finfo(normalize_dtype(x.dtype)).tiny), 1.0)
+    gumbels = scale(log(scale(log(uniforms), -1.0)), -1.0)
+    soft = softmax(scale(add(x, gumbels), 1.0 / float(temperature)), axis)
+    if not hard:
+        return soft
+    index = argmax(soft, axis=axis, keepdim=True)
+    one_hot = put_along_axis(zeros_like(soft), index, 1.0, axis)
+    return add(subtract(one_hot, soft.detach()), soft)

@@ -5,11 +5,11 @@ import math
 from typing import Any, Sequence
 
 from ... import functions as F
-from ...dispatch import apply_op, beside
+from ...dispatch import apply_op, beside, is_tensor
 from ...tensor.random import bernoulli
 from ...framework.torch_forms import torch_keywords
 
-__all__ = ['linear', 'bilinear', 'embedding', 'dropout', 'alpha_dropout', 'dropout2d', 'dropout3d', 'pad', 'zeropad2d',
+__all__ = ['linear', 'bilinear', 'embedding', 'one_hot', 'dropout', 'alpha_dropout', 'dropout1d', 'dropout2d', 'dropout3d', 'pad', 'zeropad2d',
            'label_smooth']
 
 
@@ -61,6 +61,31 @@ def embedding(x: Any, weight: Any, padding_idx: int | None = None, sparse: bool 
     padding_idx = padding_idx % rows if rows > 0 else padding_idx
     keep = F.cast(F.not_equal(x, padding_idx), weight.dtype)
     return F.multiply(out, F.unsqueeze(keep, len(x.shape)))
+
+
+@torch_keywords
+def one_hot(x: Any, num_classes: int = -1, axis: int = -1, name: str | None = None) -> Any:
+    """float32 one-hot vectors of the integer labels x on a new axis (Paddle's one_hot; negative
+    labels count from the end). Without num_classes (or -1, PyTorch's default) an eager Tensor's
+    labels give it, max + 1, as torch's F.one_hot does; then a negative label is an error."""
+    if num_classes is None or int(num_classes) == -1:
+        num_classes = _classes_of(x)
+    return F.one_hot(x, int(num_classes), axis)
+
+
+def _classes_of(x: Any) -> int:
+    """max(x) + 1 of eager labels, as torch's F.one_hot(labels) infers the class count."""
+    if not is_tensor(x):
+        raise ValueError(f"one_hot: num_classes is needed for {getattr(x, 'name', 'x')} (shape {list(x.shape)}) "
+                         f"in a static program: the class count can only be read from an eager Tensor's labels")
+    labels = x.numpy()
+    if labels.size == 0:
+        raise ValueError("one_hot: cannot infer num_classes from an empty Tensor; give num_classes")
+    if labels.dtype.kind not in "iu":
+        raise TypeError(f"one_hot: labels must be integers, got {labels.dtype}")
+    if labels.min() < 0:
+        raise ValueError(f"one_hot: inferring num_classes needs non-negative labels, got {int(labels.min())}")
+    return int(labels.max()) + 1
 
 
 @torch_keywords
@@ -122,6 +147,14 @@ def _channel_dropout(fn: str, x: Any, p: float, training: bool, data_format: str
     if len(x.shape) != len(layouts[0]):
         raise ValueError(f"{fn}: expects a {len(layouts[0])}-D {data_format} input, got shape {list(x.shape)}")
     return dropout(x, p, training, axis=[0, 1 if data_format == layouts[0] else len(x.shape) - 1])
+
+
+def dropout1d(x: Any, p: float = 0.5, training: bool = True, name: str | None = None) -> Any:
+    """Zero whole channels of [N, C, L] (or unbatched [C, L]) input with probability p, the kept ones
+    scaled by 1/(1-p) (PyTorch's dropout1d)."""
+    if len(x.shape) not in (2, 3):
+        raise ValueError(f"dropout1d: expects a 2-D [C, L] or 3-D [N, C, L] input, got shape {list(x.shape)}")
+    return dropout(x, p, training, axis=[0, 1] if len(x.shape) == 3 else [0])
 
 
 def dropout2d(x: Any, p: float = 0.5, training: bool = True, data_format: str = "NCHW", name: str | None = None) -> Any:

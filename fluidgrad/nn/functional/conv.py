@@ -18,7 +18,8 @@ from ...ops.conv import transpose_out_len
 from ...ops.geometry import pad_pairs, per_axis
 from .layout import CHANNEL_FIRST, run_channel_first
 
-__all__ = ['conv1d', 'conv2d', 'conv3d', 'conv1d_transpose', 'conv2d_transpose', 'conv3d_transpose']
+__all__ = ['conv1d', 'conv2d', 'conv3d', 'conv1d_transpose', 'conv2d_transpose', 'conv3d_transpose',
+           'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d']
 
 _LAYOUTS = {nd: names[0] for nd, names in CHANNEL_FIRST.items()}
 
@@ -141,3 +142,24 @@ def conv3d_transpose(x: Any, weight: Any, bias: Any = None, stride: Any = 1, pad
     """The transpose (adjoint) of conv3d; weight is [in_channels, out_channels / groups, KD, KH, KW]."""
     return _conv_transpose(3, x, weight, bias, stride, padding, output_padding, dilation, groups, output_size,
                            data_format)
+
+
+# PyTorch's spellings: conv_transpose{1,2,3}d(input, weight, bias, stride, padding, output_padding, groups,
+# dilation), the positional order of all three (Paddle's conv2d_transpose puts dilation before groups); the
+# weight layout [in_channels, out_channels / groups, *kernel] is the same in both libraries.
+def conv_transpose1d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0,
+                     output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Any:
+    """torch.nn.functional.conv_transpose1d: conv1d_transpose in torch's argument order."""
+    return _conv_transpose(1, input, weight, bias, stride, padding, output_padding, dilation, groups, None, None)
+
+
+def conv_transpose2d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0,
+                     output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Any:
+    """torch.nn.functional.conv_transpose2d: conv2d_transpose in torch's argument order."""
+    return _conv_transpose(2, input, weight, bias, stride, padding, output_padding, dilation, groups, None, None)
+
+
+def conv_transpose3d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0,
+                     output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Any:
+    """torch.nn.functional.conv_transpose3d: conv3d_transpose in torch's argument order."""
+    return _conv_transpose(3, input, weight, bias, stride, padding, output_padding, dilation, groups, None, None)

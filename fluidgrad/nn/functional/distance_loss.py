@@ -1,5 +1,6 @@
 """Losses of embeddings compared by a distance or an angle (Paddle 2 names), for both modes:
-pairwise_distance, triplet_margin_loss, triplet_margin_with_distance_loss, cosine_embedding_loss.
+pairwise_distance, pdist (PyTorch's distances between the rows of one matrix), triplet_margin_loss,
+triplet_margin_with_distance_loss, cosine_embedding_loss.
 
 Each is a composition of registered ops (norm, clip, minimum, ...), so it has a gradient and a
 gradient of the gradient. They take Paddle's argument names and also PyTorch's where those
@@ -8,12 +9,16 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 from ... import functions as F
+from ...indexing import constant
 from ...tensor.linalg import norm
 from .loss import _broadcastable, _check_reduction, _clip, _describe, _reduce
 from .spellings import either
 
-__all__ = ['pairwise_distance', 'triplet_margin_loss', 'triplet_margin_with_distance_loss', 'cosine_embedding_loss']
+__all__ = ['pairwise_distance', 'pdist', 'triplet_margin_loss', 'triplet_margin_with_distance_loss',
+           'cosine_embedding_loss']
 
 
 def pairwise_distance(x: Any, y: Any, p: float = 2.0, epsilon: float = 1e-6, keepdim: bool = False,
@@ -26,6 +31,18 @@ def pairwise_distance(x: Any, y: Any, p: float = 2.0, epsilon: float = 1e-6, kee
     if max(len(x.shape), len(y.shape)) == 0:
         raise ValueError(f"pairwise_distance: {_describe(x=x, y=y)}: the inputs need an axis of vectors")
     return norm(F.scale(F.subtract(x, y), 1.0, float(epsilon)), p=p, axis=-1, keepdim=keepdim)
+
+
+def pdist(input: Any, p: float = 2.0) -> Any:
+    """||x_i - x_j||_p for every pair of rows i < j of the [N, M] input, in row-major order of the
+    pairs: N (N - 1) / 2 values (PyTorch's pdist). A gather of both rows of each pair and a norm,
+    so the gradient (0 where two rows are equal, as torch) and its gradient follow."""
+    if len(input.shape) != 2 or input.shape[0] < 0:
+        raise ValueError(f"pdist: expects a 2-D input [N, M] with N known, got shape {list(input.shape)}")
+    first, second = np.triu_indices(int(input.shape[0]), k=1)
+    rows = F.subtract(F.gather(input, constant(first.astype("int64"), input)),
+                      F.gather(input, constant(second.astype("int64"), input)))
+    return norm(rows, p=p, axis=-1)
 
 
 def _check_triplet(fn: str, input: Any, positive: Any, negative: Any, reduction: str) -> None:

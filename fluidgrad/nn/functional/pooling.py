@@ -24,7 +24,7 @@ from .layout import CHANNEL_FIRST, is_channel_last, run_channel_first, to_channe
 __all__ = ['max_pool1d', 'max_pool2d', 'max_pool3d', 'avg_pool1d', 'avg_pool2d', 'avg_pool3d',
            'adaptive_avg_pool1d', 'adaptive_avg_pool2d', 'adaptive_avg_pool3d',
            'adaptive_max_pool1d', 'adaptive_max_pool2d', 'adaptive_max_pool3d',
-           'max_unpool1d', 'max_unpool2d', 'max_unpool3d']
+           'max_unpool1d', 'max_unpool2d', 'max_unpool3d', 'lp_pool1d', 'lp_pool2d', 'lp_pool3d']
 
 
 def _window_attrs(nd: int, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool, dilation: Any,
@@ -240,3 +240,38 @@ def max_unpool3d(x: Any, indices: Any, kernel_size: Any, stride: Any = None, pad
                  data_format: str = "NCDHW", output_size: Any = None, name: str | None = None) -> Any:
     """The partial inverse of max_pool3d (see max_unpool2d)."""
     return _max_unpool(3, x, indices, kernel_size, stride, padding, data_format, output_size)
+
+
+def _lp_pool(nd: int, x: Any, norm_type: float, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool,
+             data_format: str) -> Any:
+    """(sum over each window of x^p)^(1/p), as torch computes it: the average of x^p times the
+    window size, its sign kept through a relu of |.| (so a window of zeros gives 0)."""
+    fn = f"lp_pool{nd}d"
+    p = float(norm_type)
+    if not p > 0:
+        raise ValueError(f"{fn}: norm_type must be positive, got {norm_type}")
+    size = math.prod(per_axis(kernel_size, nd, f"{fn}: kernel_size"))
+    pool = {1: avg_pool1d, 2: avg_pool2d, 3: avg_pool3d}[nd]
+    out = pool(F.pow(x, p), kernel_size, stride, padding, exclusive=False, ceil_mode=ceil_mode,
+               data_format=data_format)
+    out = F.multiply(F.sign(out), F.relu(F.abs(out)))
+    return F.pow(F.scale(out, float(size)), 1.0 / p)
+
+
+def lp_pool1d(x: Any, norm_type: float, kernel_size: Any, stride: Any = None, padding: Any = 0,
+              ceil_mode: bool = False, data_format: str = "NCL", name: str | None = None) -> Any:
+    """Power-average pooling over windows of NCL (or NLC) input: (sum of x^p)^(1/p) per window
+    (Paddle's and PyTorch's lp_pool1d; Paddle's order: padding before ceil_mode)."""
+    return _lp_pool(1, x, norm_type, kernel_size, stride, padding, ceil_mode, data_format)
+
+
+def lp_pool2d(x: Any, norm_type: float, kernel_size: Any, stride: Any = None, padding: Any = 0,
+              ceil_mode: bool = False, data_format: str = "NCHW", name: str | None = None) -> Any:
+    """Power-average pooling over windows of NCHW (or NHWC) input (see lp_pool1d)."""
+    return _lp_pool(2, x, norm_type, kernel_size, stride, padding, ceil_mode, data_format)
+
+
+def lp_pool3d(x: Any, norm_type: float, kernel_size: Any, stride: Any = None, padding: Any = 0,
+              ceil_mode: bool = False, data_format: str = "NCDHW", name: str | None = None) -> Any:
+    """Power-average pooling over windows of NCDHW (or NDHWC) input (PyTorch's lp_pool3d)."""
+    return _lp_pool(3, x, norm_type, kernel_size, stride, padding, ceil_mode, data_format)

@@ -17,6 +17,7 @@ import numpy as np
 
 from ... import functions as F
 from ...dispatch import apply_op
+from ...framework.torch_forms import torch_keywords
 from ...indexing import constant
 
 __all__ = ['grid_sample', 'affine_grid']
@@ -194,9 +195,10 @@ def base_grid(spatial: Sequence[int], align_corners: bool) -> np.ndarray:
     return np.stack(coords, axis=1)
 
 
+@torch_keywords(size="out_shape")
 def affine_grid(theta: Any, out_shape: Sequence[int], align_corners: bool = True, name: str | None = None) -> Any:
     """The sampling grid (N, H, W, 2) or (N, D, H, W, 3) of the affine maps theta (N, 2, 3) or
-    (N, 3, 4) for an output of shape out_shape (N, C, H, W) or (N, C, D, H, W)."""
+    (N, 3, 4) for an output of shape out_shape (N, C, H, W) or (N, C, D, H, W) (PyTorch's size=)."""
     out_shape = [int(d) for d in out_shape]
     nd = len(out_shape) - 2
     if nd not in (2, 3) or len(theta.shape) != 3 or list(theta.shape[1:]) != [nd, nd + 1]:

@@ -3,15 +3,22 @@ shuffling take channel-last input too (data_format NWC / NHWC / NDHWC: run on th
 channel-first, see layout.py)."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ... import functions as F
 from ...dispatch import apply_op
+from ...framework.torch_forms import torch_keywords
 from ...ops.geometry import per_axis
 from .layout import run_channel_first
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 
-__all__ = ['interpolate', 'upsample', 'pixel_shuffle', 'pixel_unshuffle', 'channel_shuffle', 'unfold', 'fold']
+__all__ = ['interpolate', 'upsample', 'upsample_nearest', 'upsample_bilinear', 'pixel_shuffle', 'pixel_unshuffle',
+           'channel_shuffle', 'unfold', 'fold']
+
+# PyTorch's keywords of unfold / fold (positionally Paddle's order: strides before paddings and dilations)
+_WINDOW_KEYWORDS = {"kernel_size": "kernel_sizes", "stride": "strides", "padding": "paddings",
+                    "dilation": "dilations", "output_size": "output_sizes"}
 
 _LAYOUTS = {1: ("NCL", "NCW"), 2: ("NCHW",), 3: ("NCDHW",)}
 _AREA = {1: adaptive_avg_pool1d, 2: adaptive_avg_pool2d, 3: adaptive_avg_pool3d}
@@ -19,14 +26,27 @@ _AREA = {1: adaptive_avg_pool1d, 2: adaptive_avg_pool2d, 3: adaptive_avg_pool3d}
 
 def interpolate(x: Any, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
                 align_corners: bool = False, align_mode: int = 0, data_format: str | None = None,
-                name: str | None = None) -> Any:
+                name: str | None = None, *, recompute_scale_factor: bool | None = None,
+                antialias: bool = False) -> Any:
     """Resize the spatial axes to `size`, or by `scale_factor` (output floor(size * scale); source
     coordinates then use 1 / scale, as PyTorch). Modes: nearest, linear (1-D), bilinear and
     bicubic (2-D), trilinear (3-D), area (adaptive average pooling). Without align_corners the
-    pixel centres are aligned (half-pixel); align_mode=1 is Paddle's asymmetric rule."""
+    pixel centres are aligned (half-pixel); align_mode=1 is Paddle's asymmetric rule. PyTorch's
+    recompute_scale_factor=True resizes to that output size (coordinates then use the size ratio);
+    its antialias=True is refused (no anti-aliasing filter here)."""
     nd = len(x.shape) - 2
     if nd not in _LAYOUTS:
         raise ValueError(f"interpolate: expects a 3-D, 4-D or 5-D input, got shape {list(x.shape)}")
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True (PyTorch's anti-aliased resampling) is not supported")
+    if recompute_scale_factor and scale_factor is not None and size is None:
+        channel_last = (data_format or _LAYOUTS[nd][0])[-1] == "C"
+        spatial = x.shape[1:-1] if channel_last else x.shape[2:]
+        if any(d < 0 for d in spatial):
+            raise ValueError(f"interpolate: recompute_scale_factor=True needs the spatial sizes, got shape "
+                             f"{list(x.shape)}")
+        size = [int(math.floor(d * f)) for d, f in zip(spatial, _per_axis_float(scale_factor, nd))]
+        scale_factor = None
     return run_channel_first(x, data_format or _LAYOUTS[nd][0], nd, "interpolate", lambda x: _resize(
         x, nd, size, scale_factor, mode.lower(), align_corners, align_mode))
 
@@ -61,9 +81,20 @@ def _per_axis_float(value: Any, nd: int) -> list[float]:
 
 def upsample(x: Any, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
              align_corners: bool = False, align_mode: int = 0, data_format: str | None = None,
-             name: str | None = None) -> Any:
+             name: str | None = None, *, recompute_scale_factor: bool | None = None, antialias: bool = False) -> Any:
     """Same as `interpolate`."""
-    return interpolate(x, size, scale_factor, mode, align_corners, align_mode, data_format)
+    return interpolate(x, size, scale_factor, mode, align_corners, align_mode, data_format,
+                       recompute_scale_factor=recompute_scale_factor, antialias=antialias)
+
+
+def upsample_nearest(input: Any, size: Any = None, scale_factor: Any = None) -> Any:
+    """PyTorch's (deprecated) upsample_nearest: interpolate(mode='nearest')."""
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input: Any, size: Any = None, scale_factor: Any = None) -> Any:
+    """PyTorch's (deprecated) upsample_bilinear: interpolate(mode='bilinear', align_corners=True), as torch."""
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
 def _known(x: Any, fn: str) -> list[int]:
@@ -135,13 +166,16 @@ def _window_attrs(fn: str, kernel_sizes: Any, strides: Any, paddings: Any, dilat
             "dilations": per_axis(dilations, 2, f"{fn}: dilations")}
 
 
+@torch_keywords(**_WINDOW_KEYWORDS)
 def unfold(x: Any, kernel_sizes: Any, strides: Any = 1, paddings: Any = 0, dilations: Any = 1,
            name: str | None = None) -> Any:
     """im2col: [N, C, H, W] -> [N, C * KH * KW, L], one column per window position. paddings:
-    an int, [h, w], or Paddle's [top, left, bottom, right]."""
+    an int, [h, w], or Paddle's [top, left, bottom, right]. PyTorch's keywords kernel_size=,
+    stride=, padding=, dilation= are accepted too."""
     return apply_op("unfold", {"X": x}, _window_attrs("unfold", kernel_sizes, strides, paddings, dilations))
 
 
+@torch_keywords(**_WINDOW_KEYWORDS)
 def fold(x: Any, output_sizes: Any, kernel_sizes: Any, strides: Any = 1, paddings: Any = 0, dilations: Any = 1,
          name: str | None = None) -> Any:
     """col2im, the adjoint of unfold: [N, C * KH * KW, L] columns added back into their windows of

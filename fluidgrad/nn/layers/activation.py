@@ -26,6 +26,7 @@ __all__ = [
     'PReLU',
     'ReLU',
     'ReLU6',
+    'RReLU',
     'SiLU',
     'Sigmoid',
     'Softmax',
@@ -37,6 +38,7 @@ __all__ = [
     'Swish',
     'Tanh',
     'Tanhshrink',
+    'Threshold',
     'ThresholdedReLU',
 ]
 
@@ -239,6 +241,32 @@ class ThresholdedReLU(_Activation):
 
     def __init__(self, threshold: float = 1.0, value: float = 0.0, name: str | None = None) -> None:
         super().__init__(threshold=float(threshold), value=float(value))
+
+
+class Threshold(_Activation):
+    """torch.nn.Threshold(threshold, value): x where x > threshold, else `value`."""
+    fn = staticmethod(NF.threshold)
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
+        super().__init__(threshold=float(threshold), value=float(value))
+
+
+class RReLU(Layer):
+    """Randomised leaky ReLU (torch's and Paddle's RReLU): while training the slope of each negative
+    element is drawn from U(lower, upper); in eval it is the mean slope (lower + upper) / 2."""
+
+    def __init__(self, lower: float = 1.0 / 8.0, upper: float = 1.0 / 3.0, inplace: bool = False,
+                 name: str | None = None) -> None:
+        super().__init__()
+        if not 0.0 <= lower <= upper:
+            raise ValueError(f"RReLU: needs 0 <= lower <= upper, got lower={lower}, upper={upper}")
+        self.lower, self.upper = float(lower), float(upper)
+
+    def forward(self, x: Any) -> Any:
+        return NF.rrelu(x, self.lower, self.upper, training=self.training)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}"
 
 
 class Tanhshrink(_Activation):

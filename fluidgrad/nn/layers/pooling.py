@@ -1,5 +1,5 @@
 """Pooling layers over 1-3 spatial axes: max, average, adaptive (channel-first, or channel-last by data_format),
-and max unpooling."""
+max unpooling, and power-average (LPPool1D / LPPool2D, Paddle's; torch's LPPool1d-3d in torch_spellings.py)."""
 from __future__ import annotations
 
 from typing import Any
@@ -9,7 +9,8 @@ from ..layer import Layer
 
 __all__ = ['MaxPool1D', 'MaxPool2D', 'MaxPool3D', 'AvgPool1D', 'AvgPool2D', 'AvgPool3D',
            'AdaptiveAvgPool1D', 'AdaptiveAvgPool2D', 'AdaptiveAvgPool3D',
-           'AdaptiveMaxPool1D', 'AdaptiveMaxPool2D', 'AdaptiveMaxPool3D', 'MaxUnPool1D', 'MaxUnPool2D', 'MaxUnPool3D']
+           'AdaptiveMaxPool1D', 'AdaptiveMaxPool2D', 'AdaptiveMaxPool3D', 'MaxUnPool1D', 'MaxUnPool2D', 'MaxUnPool3D',
+           'LPPool1D', 'LPPool2D']
 
 _LAYOUTS = {1: "NCL", 2: "NCHW", 3: "NCDHW"}
 
@@ -185,3 +186,31 @@ class MaxUnPool2D(_MaxUnPoolNd):
 class MaxUnPool3D(_MaxUnPoolNd):
     """The partial inverse of MaxPool3D: maxima back at their places, zeros elsewhere."""
     nd, layout = 3, "NCDHW"
+
+
+class _LPPoolNd(Layer):
+    nd = 2
+    layout = "NCHW"
+
+    def __init__(self, norm_type: float, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 ceil_mode: bool = False, data_format: str | None = None, name: str | None = None) -> None:
+        super().__init__()
+        self.norm_type, self.kernel_size, self.stride, self.padding = float(norm_type), kernel_size, stride, padding
+        self.ceil_mode, self.data_format = bool(ceil_mode), data_format or self.layout
+
+    def forward(self, x: Any) -> Any:
+        pool = {1: NF.lp_pool1d, 2: NF.lp_pool2d, 3: NF.lp_pool3d}[self.nd]
+        return pool(x, self.norm_type, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.data_format)
+
+    def extra_repr(self) -> str:
+        return f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}"
+
+
+class LPPool1D(_LPPoolNd):
+    """(sum of x^p)^(1/p) over windows of NCL (or NLC) input (paddle.nn.LPPool1D)."""
+    nd, layout = 1, "NCL"
+
+
+class LPPool2D(_LPPoolNd):
+    """(sum of x^p)^(1/p) over windows of NCHW (or NHWC) input (paddle.nn.LPPool2D)."""
+    nd, layout = 2, "NCHW"

@@ -9,7 +9,9 @@ so state dicts map one to one.
 The time loop is unrolled into ordinary ops: the input projection of every step is one
 matmul before the loop (split into steps by one op), each step adds one matmul with the
 hidden state and the gate arithmetic. Eager mode runs it on the tape; under `jit.to_static`
-it becomes one straight-line Program.
+it becomes one straight-line Program. A static time length of -1 (`static.data([-1, -1, 4])`,
+jit.save's InputSpec([None, None, 4])) is not unrolled: the steps become one `while` loop
+(rnn_loop.py), differentiable and exported to ONNX as a Loop.
 
 `sequence_length` ([batch] integers) runs a padded batch as Paddle 2 does (PyTorch: a packed
 sequence): a mask from `sequence_mask` keeps each sequence's state unchanged at its padded steps
@@ -39,6 +41,8 @@ from ...indexing import constant
 from ...initializer import Uniform
 from .. import functional as NF
 from ..layer import Layer
+from ..utils.rnn import PackedSequence, run_packed
+from .rnn_loop import is_dynamic_length, run_over_time, time_step_mask
 from .torch_keywords import either
 
 __all__ = ['GRU', 'LSTM', 'SimpleRNN']
@@ -97,19 +101,27 @@ def steps_of(x: Any, length: int) -> list[Any]:
     return [F.squeeze(p, [0]) for p in F.split(x, length, axis=0)]
 
 
-def step_masks(name: str, lengths: Any, x: Any) -> list[tuple[Any, Any]]:
-    """Per step of the time-major x: (m, 1 - m), each [batch, 1] of x's dtype, m 1 where the
-    step is within the sequence's length (`name`: the layer, for errors)."""
+def checked_lengths(name: str, lengths: Any, x: Any) -> Any:
+    """sequence_length as a Tensor / Variable in x's mode, checked against the time-major x
+    (`name`: the layer, for errors); the padded length bounds it when x's is known."""
     time, batch = x.shape[0], x.shape[1]
     lengths = constant(np.asarray(lengths) if isinstance(lengths, (list, tuple)) else lengths, x)
     if len(lengths.shape) != 1 or str(lengths.dtype) not in ("int32", "int64") or \
             (batch >= 0 and lengths.shape[0] >= 0 and lengths.shape[0] != batch):
         raise ValueError(f"{name}: sequence_length must be 1-D integers, one per sequence of the batch of "
                          f"{batch}, got shape {list(lengths.shape)} ({lengths.dtype})")
-    if is_tensor(lengths) and lengths.numpy().size and not 0 <= lengths.numpy().min() <= \
-            lengths.numpy().max() <= time:
+    if is_tensor(lengths) and lengths.numpy().size and (lengths.numpy().min() < 0 or
+                                                        0 <= time < lengths.numpy().max()):
         raise ValueError(f"{name}: sequence_length must lie in [0, {time}] (the padded length), got "
                          f"{lengths.numpy().tolist()}")
+    return lengths
+
+
+def step_masks(name: str, lengths: Any, x: Any) -> list[tuple[Any, Any]]:
+    """Per step of the time-major x: (m, 1 - m), each [batch, 1] of x's dtype, m 1 where the
+    step is within the sequence's length (`name`: the layer, for errors)."""
+    time = x.shape[0]
+    lengths = checked_lengths(name, lengths, x)
     mask = F.unsqueeze(F.transpose(NF.sequence_mask(lengths, time, x.dtype), [1, 0]), [2])   # [time, batch, 1]
     keep = F.scale(mask, -1.0, 1.0)
     return list(zip(steps_of(mask, time), steps_of(keep, time)))
@@ -220,31 +232,56 @@ class _RNNBase(Layer):
                 state, outputs[t] = _masked_update(new, state, *masks[t])
         return outputs, state
 
+    def _loop_direction(self, x: Any, layer: int, reverse: bool, state: Any, lengths: Any) -> tuple[Any, Any]:
+        """`_run_direction` for a length known only when the program runs (rnn_loop.py): one
+        `while` over the steps; returns (the outputs [time, batch, hidden], the final state)."""
+        w_ih, w_hh, b_ih, b_hh = self._weights(layer, reverse)
+        projected = F.matmul(x, w_ih, transpose_y=True)
+        projected = projected if b_ih is None else F.add(projected, b_ih)
+        w_hh_t = F.transpose(beside(w_hh, x), [1, 0])
+        b_hh = None if b_hh is None else beside(b_hh, x)
+
+        def step(x_t: Any, state: Any, t: Any) -> tuple[Any, Any]:
+            new = self._cell(x_t, state, w_hh_t, b_hh)
+            if lengths is None:
+                return self._hidden(new), new
+            new, output = _masked_update(new, state, *time_step_mask(lengths, t, x.dtype))
+            return output, new
+        return run_over_time(step, projected, state, reverse)
+
     # -- the whole stack
     def forward(self, inputs: Any, initial_states: Any = None, sequence_length: Any = None, *, hx: Any = None) -> Any:
         if hx is not None:
             if initial_states is not None:
                 raise TypeError(f"{type(self).__name__}: give initial_states= or hx= (PyTorch's name), not both")
             initial_states = hx
+        if isinstance(inputs, PackedSequence):   # torch's packed batch, run padded with its lengths
+            return run_packed(self, inputs, initial_states)
         if len(inputs.shape) == 2:            # torch's unbatched [time, input_size]
             return self._unbatched(inputs, initial_states, sequence_length)
         if len(inputs.shape) != 3:
             raise ValueError(f"{type(self).__name__}: input must be [batch, time, input_size] ([time, batch, "
                              f"input_size] when time-major, or unbatched [time, input_size]), got shape "
                              f"{list(inputs.shape)}")
-        if inputs.shape[1 if not self.time_major else 0] <= 0 or inputs.shape[2] != self.input_size:
-            raise ValueError(f"{type(self).__name__}: input of shape {list(inputs.shape)} needs a known, non-zero "
-                             f"time length and input_size {self.input_size}")
+        if inputs.shape[1 if not self.time_major else 0] == 0 or inputs.shape[2] != self.input_size:
+            raise ValueError(f"{type(self).__name__}: input of shape {list(inputs.shape)} needs a non-zero time "
+                             f"length and input_size {self.input_size}")
         x = inputs if self.time_major else F.transpose(inputs, [1, 0, 2])    # time-major inside
         initial = self._split_states(initial_states)
-        masks = None if sequence_length is None else step_masks(type(self).__name__, sequence_length, x)
+        name, dynamic = type(self).__name__, is_dynamic_length(x.shape[0])  # dynamic: a program loop
+        lengths = None if sequence_length is None else checked_lengths(name, sequence_length, x)
+        masks = None if lengths is None or dynamic else step_masks(name, lengths, x)
         finals = []
         for layer in range(self.num_layers):
             outs = []
             for d in range(self.num_directions):
                 index = layer * self.num_directions + d
-                steps, final = self._run_direction(x, layer, d == 1, initial[index], masks)
-                outs.append(F.stack(steps, axis=0))
+                if dynamic:
+                    out, final = self._loop_direction(x, layer, d == 1, initial[index], lengths)
+                else:
+                    steps, final = self._run_direction(x, layer, d == 1, initial[index], masks)
+                    out = F.stack(steps, axis=0)
+                outs.append(out)
                 finals.append(final)
             x = outs[0] if len(outs) == 1 else F.concat(outs, axis=-1)
             if self.dropout > 0.0 and layer < self.num_layers - 1:

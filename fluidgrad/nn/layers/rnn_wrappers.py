@@ -4,7 +4,8 @@
 step, as Paddle 2's `paddle.nn.RNN` does, and stacks the step outputs along the time axis. The
 cell may be SimpleRNNCell, LSTMCell, GRUCell or a user Layer with that signature; its outputs and
 states may be nested tuples / lists of Tensors. The loop is unrolled into the cell's own ops, so
-gradients, jit.to_static and static programs come with them.
+gradients, jit.to_static and static programs come with them; a static time length of -1 (an
+InputSpec's None) makes it one program loop instead (rnn_loop.py).
 
 - `initial_states` None: the zeros of the cell's `get_initial_states` (a RNNCellBase subclass);
   fluidgrad's own cells, and a cell without that method, are handed None (the built-in cells
@@ -21,7 +22,8 @@ from typing import Any, Callable
 
 from ... import functions as F
 from ..layer import Layer
-from .rnn import SimpleRNN, step_masks, steps_of
+from .rnn import SimpleRNN, checked_lengths, step_masks, steps_of
+from .rnn_loop import is_dynamic_length, run_over_time, time_step_mask
 from .rnn_cells import _RNNCellBase
 
 __all__ = ['RNN', 'BiRNN']
@@ -56,12 +58,14 @@ def _run(cell: Any, inputs: Any, states: Any, sequence_length: Any, time_major: 
                          f"got shape {list(inputs.shape)}")
     time_axis = 0 if time_major else 1
     length = inputs.shape[time_axis]
-    if length is None or length <= 0:
-        raise ValueError(f"{name}: inputs of shape {list(inputs.shape)} need a known, non-zero time length on "
+    if length is None or length == 0:
+        raise ValueError(f"{name}: inputs of shape {list(inputs.shape)} need a non-zero time length on "
                          f"axis {time_axis}")
     x = inputs if time_major else F.transpose(inputs, [1, 0] + list(range(2, len(inputs.shape))))
     if states is None and not isinstance(cell, _RNNCellBase) and hasattr(cell, "get_initial_states"):
         states = cell.get_initial_states(batch_ref=inputs, batch_dim_idx=1 if time_major else 0)
+    if is_dynamic_length(length):
+        return _loop(cell, x, states, sequence_length, time_major, is_reverse, name, kwargs)
     masks = None if sequence_length is None else step_masks(name, sequence_length, x)
     steps = steps_of(x, length)
     outputs: list[Any] = [None] * length
@@ -72,6 +76,26 @@ def _run(cell: Any, inputs: Any, states: Any, sequence_length: Any, time_major: 
             new_states = _masked(new_states, states, *masks[t])
         outputs[t], states = output, new_states
     return _map(lambda *parts: F.stack(list(parts), axis=time_axis), *outputs), states
+
+
+def _loop(cell: Any, x: Any, states: Any, sequence_length: Any, time_major: bool, is_reverse: bool, name: str,
+          kwargs: dict) -> tuple[Any, Any]:
+    """`_run` over the time-major x whose length is known only when the program runs: one
+    program loop (rnn_loop.py), the masks of a padded batch built per step."""
+    lengths = None if sequence_length is None else checked_lengths(name, sequence_length, x)
+
+    def step(x_t: Any, states: Any, t: Any) -> tuple[Any, Any]:
+        output, new_states = cell(x_t, states, **kwargs)
+        if lengths is not None:
+            mask, keep = time_step_mask(lengths, t, x.dtype)
+            output = _map(lambda o: _times(o, mask), output)
+            new_states = _masked(new_states, states, mask, keep)
+        return output, new_states
+
+    outputs, states = run_over_time(step, x, states, is_reverse)
+    if not time_major:
+        outputs = _map(lambda o: F.transpose(o, [1, 0] + list(range(2, len(o.shape)))), outputs)
+    return outputs, states
 
 
 def _torch_rnn(input_size: int, hidden_size: int, num_layers: int = 1, nonlinearity: str = "tanh", bias: bool = True,

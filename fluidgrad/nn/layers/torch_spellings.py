@@ -1,6 +1,6 @@
 """PyTorch's spellings of the layers Paddle names otherwise (Conv2d for Conv2D, ConvTranspose2d for
-Conv2DTranspose, MultiheadAttention for MultiHeadAttention, ConstantPad2d for Pad2D(mode=...));
-the normalisation layers' (BatchNorm2d, InstanceNorm2d) are in norm.py.
+Conv2DTranspose, MultiheadAttention for MultiHeadAttention); the normalisation layers' (BatchNorm2d,
+InstanceNorm2d) are in norm.py, the padding layers' (ConstantPad2d, ReflectionPad2d, ...) in padding.py.
 
 Where only the name's case differs and the constructor reads the same, the torch name is the
 Paddle class itself. Elsewhere it is a thin subclass taking torch's constructor: its positional
@@ -23,10 +23,9 @@ from ..layer import Layer, initial_value
 from ..parameter import bias_attr_of, check_device
 from .common import Dropout2D, Dropout3D
 from .conv import Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, Conv3D, Conv3DTranspose
-from .padding import Pad1D, Pad2D, Pad3D, ZeroPad1D, ZeroPad2D, ZeroPad3D
 from .pooling import (AdaptiveAvgPool1D, AdaptiveAvgPool2D, AdaptiveAvgPool3D, AdaptiveMaxPool1D,
                       AdaptiveMaxPool2D, AdaptiveMaxPool3D, AvgPool1D, AvgPool2D, AvgPool3D, MaxPool1D, MaxPool2D,
-                      MaxPool3D, MaxUnPool1D, MaxUnPool2D, MaxUnPool3D)
+                      MaxPool3D, MaxUnPool1D, MaxUnPool2D, MaxUnPool3D, LPPool1D, LPPool2D, _LPPoolNd)
 from .activation import Softmax2D
 from .transformer import MultiHeadAttention
 from .vision import UpsamplingBilinear2D, UpsamplingNearest2D
@@ -35,15 +34,11 @@ __all__ = ['Conv1d', 'Conv2d', 'Conv3d', 'ConvTranspose1d', 'ConvTranspose2d', '
            'MaxPool1d', 'MaxPool2d', 'MaxPool3d', 'AvgPool1d', 'AvgPool2d', 'AvgPool3d',
            'AdaptiveAvgPool1d', 'AdaptiveAvgPool2d', 'AdaptiveAvgPool3d',
            'AdaptiveMaxPool1d', 'AdaptiveMaxPool2d', 'AdaptiveMaxPool3d', 'MaxUnpool1d', 'MaxUnpool2d', 'MaxUnpool3d',
-           'Dropout2d', 'Dropout3d', 'ZeroPad1d', 'ZeroPad2d', 'ZeroPad3d',
-           'ConstantPad1d', 'ConstantPad2d', 'ConstantPad3d', 'ReflectionPad1d', 'ReflectionPad2d', 'ReflectionPad3d',
-           'ReplicationPad1d', 'ReplicationPad2d', 'ReplicationPad3d', 'CircularPad1d', 'CircularPad2d',
-           'CircularPad3d', 'Softmax2d', 'UpsamplingBilinear2d', 'UpsamplingNearest2d', 'MultiheadAttention']
+           'LPPool1d', 'LPPool2d', 'LPPool3d', 'Dropout1d', 'Dropout2d', 'Dropout3d', 'Softmax2d', 'UpsamplingBilinear2d', 'UpsamplingNearest2d', 'MultiheadAttention']
 
 # The same constructor under torch's name.
 AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d = AdaptiveAvgPool1D, AdaptiveAvgPool2D, AdaptiveAvgPool3D
 MaxUnpool1d, MaxUnpool2d, MaxUnpool3d = MaxUnPool1D, MaxUnPool2D, MaxUnPool3D
-ZeroPad1d, ZeroPad2d, ZeroPad3d = ZeroPad1D, ZeroPad2D, ZeroPad3D
 Softmax2d, UpsamplingBilinear2d, UpsamplingNearest2d = Softmax2D, UpsamplingBilinear2D, UpsamplingNearest2D
 
 
@@ -174,7 +169,25 @@ class AdaptiveMaxPool3d(_TorchAdaptiveMaxPool, AdaptiveMaxPool3D):
     """torch.nn.AdaptiveMaxPool3d(output_size, return_indices)."""
 
 
-# ---------------------------------------------------------------- dropout and padding
+class _TorchLPPool:
+    def __init__(self, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False) -> None:
+        super().__init__(norm_type, kernel_size, stride, 0, ceil_mode)  # type: ignore[call-arg]
+
+
+class LPPool1d(_TorchLPPool, LPPool1D):
+    """torch.nn.LPPool1d(norm_type, kernel_size, stride=None, ceil_mode=False)."""
+
+
+class LPPool2d(_TorchLPPool, LPPool2D):
+    """torch.nn.LPPool2d(norm_type, kernel_size, stride=None, ceil_mode=False)."""
+
+
+class LPPool3d(_TorchLPPool, _LPPoolNd):
+    """torch.nn.LPPool3d(norm_type, kernel_size, stride=None, ceil_mode=False) (Paddle has no 3-D one)."""
+    nd, layout = 3, "NCDHW"
+
+
+# ---------------------------------------------------------------- dropout
 class _TorchDropout:
     """`inplace` is accepted; the result is a new Tensor holding what torch writes in place."""
 
@@ -184,33 +197,28 @@ class _TorchDropout:
         super().__init__(p)  # type: ignore[call-arg]
 
 
+class Dropout1d(Layer):
+    """torch.nn.Dropout1d(p, inplace): whole channels of [N, C, L] (or [C, L]) input zeroed while training."""
+
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
+        super().__init__()
+        if not 0.0 <= float(p) <= 1.0:
+            raise ValueError(f"Dropout1d: p must lie in [0, 1], got {p}")
+        self.p = float(p)
+
+    def forward(self, x: Any) -> Any:
+        return NF.dropout1d(x, self.p, training=self.training)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
+
+
 class Dropout2d(_TorchDropout, Dropout2D):
     """torch.nn.Dropout2d(p, inplace): whole channels of NCHW input zeroed while training."""
 
 
 class Dropout3d(_TorchDropout, Dropout3D):
     """torch.nn.Dropout3d(p, inplace): whole channels of NCDHW input zeroed while training."""
-
-
-def _mode_pad(base: type, kind: str, mode: str) -> type:
-    """torch's padding layer of one mode, `{kind}Pad{nd}d(padding)` (constant: `(padding, value)`)."""
-    nd = base.nd  # type: ignore[attr-defined]
-    if mode == "constant":
-        def __init__(self: Any, padding: Any, value: float) -> None:
-            base.__init__(self, padding, "constant", value)
-        doc = f"torch.nn.ConstantPad{nd}d(padding, value): Pad{nd}D in constant mode."
-    else:
-        def __init__(self: Any, padding: Any) -> None:
-            base.__init__(self, padding, mode)
-        doc = f"torch.nn.{kind}Pad{nd}d(padding): Pad{nd}D(mode={mode!r})."
-    return type(f"{kind}Pad{nd}d", (base,), {"__init__": __init__, "__doc__": doc, "__module__": __name__})
-
-
-ConstantPad1d, ConstantPad2d, ConstantPad3d = (_mode_pad(b, "Constant", "constant") for b in (Pad1D, Pad2D, Pad3D))
-ReflectionPad1d, ReflectionPad2d, ReflectionPad3d = (_mode_pad(b, "Reflection", "reflect") for b in (Pad1D, Pad2D, Pad3D))
-ReplicationPad1d, ReplicationPad2d, ReplicationPad3d = (_mode_pad(b, "Replication", "replicate")
-                                                        for b in (Pad1D, Pad2D, Pad3D))
-CircularPad1d, CircularPad2d, CircularPad3d = (_mode_pad(b, "Circular", "circular") for b in (Pad1D, Pad2D, Pad3D))
 
 
 # ---------------------------------------------------------------- attention

