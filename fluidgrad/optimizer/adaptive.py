@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+import numpy as np
+
 from ..lr import LRScheduler, is_rate
 from ..nn.clip import GradientClipBase
-from .optimizer import Optimizer, Update
+from .optimizer import Optimizer, Update, default_rate
 
 
 def _check(owner: str, **bounds: tuple[float, float, float]) -> None:
@@ -56,11 +58,18 @@ class Adagrad(Optimizer):
     op_type = "adagrad"
     options = ("epsilon", "initial_accumulator_value")
 
-    def __init__(self, learning_rate: float | LRScheduler | None = None, epsilon: float = 1e-6,
+    def __init__(self, learning_rate: float | LRScheduler | None = None, epsilon: float | None = None,
                  parameters: Iterable[Any] | None = None, weight_decay: float | None = None,
                  grad_clip: GradientClipBase | None = None, name: str | None = None,
-                 initial_accumulator_value: float = 0.0, *, lr: float | LRScheduler | None = None) -> None:
-        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name, lr=lr)
+                 initial_accumulator_value: float = 0.0, *, lr: float | LRScheduler | None = None,
+                 lr_decay: float = 0.0) -> None:
+        torch_call = _torch_call(self)
+        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name,
+                         lr=default_rate(learning_rate, lr, 0.01) if torch_call else lr)
+        epsilon = (1e-10 if torch_call else 1e-6) if epsilon is None else epsilon
+        _check("Adagrad", lr_decay=(lr_decay, 0.0, None))
+        self.lr_decay = float(lr_decay)
+        self._decay_steps: dict[int, int] = {}   # eager steps taken per parameter (lr_decay)
         self._update_for({"epsilon": epsilon, "initial_accumulator_value": initial_accumulator_value})
         self.epsilon, self.initial_accumulator_value = float(epsilon), float(initial_accumulator_value)
 
@@ -68,6 +77,21 @@ class Adagrad(Optimizer):
         epsilon, initial = settings["epsilon"], settings["initial_accumulator_value"]
         _check("Adagrad", epsilon=(epsilon, 0.0, None), initial_accumulator_value=(initial, 0.0, None))
         return Update("adagrad", {"epsilon": float(epsilon)}, {"Moment": (float(initial), "param")})
+
+    def _apply_update(self, param: Any, grad: Any, state: dict[str, Any], kernel: Any = None, lr: Any = None,
+                      update: Any = None) -> Any:
+        """torch's lr_decay: a parameter's step t runs at lr / (1 + (t - 1) lr_decay) (eager mode)."""
+        if self.lr_decay:
+            count = self._decay_steps[id(state)] = self._decay_steps.get(id(state), 0) + 1
+            lr = (np.full([1], self.get_lr(), dtype=param.dtype) if lr is None else lr) / \
+                (1 + (count - 1) * self.lr_decay)
+        return super()._apply_update(param, grad, state, kernel, lr, update)
+
+    def apply_gradients(self, params_grads: Any, startup_program: Any = None) -> Any:
+        if self.lr_decay:
+            raise NotImplementedError("Adagrad: lr_decay is taken in eager mode (step()); a static program's "
+                                      "adagrad op keeps no step count: pass lr_decay=0 or use a scheduler")
+        return super().apply_gradients(params_grads, startup_program)
 
 
 class Adamax(Optimizer):
@@ -80,7 +104,8 @@ class Adamax(Optimizer):
                  epsilon: float = 1e-8, parameters: Iterable[Any] | None = None, weight_decay: float | None = None,
                  grad_clip: GradientClipBase | None = None, name: str | None = None, *,
                  lr: float | LRScheduler | None = None) -> None:
-        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name, lr=lr)
+        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name,
+                         lr=default_rate(learning_rate, lr, 0.002) if _torch_call(self) else lr)
         self._update_for({"beta1": beta1, "beta2": beta2, "epsilon": epsilon})
         self.beta1, self.beta2, self.epsilon = float(beta1), float(beta2), float(epsilon)
 
@@ -100,11 +125,14 @@ class Adadelta(Optimizer):
     op_type = "adadelta"
     options = ("rho", "epsilon")
 
-    def __init__(self, learning_rate: float | LRScheduler | None = None, epsilon: float = 1e-6, rho: float = 0.95,
-                 parameters: Iterable[Any] | None = None, weight_decay: float | None = None,
-                 grad_clip: GradientClipBase | None = None, name: str | None = None, *,
-                 lr: float | LRScheduler | None = None) -> None:
-        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name, lr=lr)
+    def __init__(self, learning_rate: float | LRScheduler | None = None, epsilon: float = 1e-6,
+                 rho: float | None = None, parameters: Iterable[Any] | None = None,
+                 weight_decay: float | None = None, grad_clip: GradientClipBase | None = None,
+                 name: str | None = None, *, lr: float | LRScheduler | None = None) -> None:
+        torch_call = _torch_call(self)
+        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name,
+                         lr=default_rate(learning_rate, lr, 1.0) if torch_call else lr)
+        rho = (0.9 if torch_call else 0.95) if rho is None else rho
         self._update_for({"rho": rho, "epsilon": epsilon})
         self.rho, self.epsilon = float(rho), float(epsilon)
 
@@ -125,11 +153,15 @@ class Rprop(Optimizer):
     options = ("learning_rate_range", "etas")
 
     def __init__(self, learning_rate: float | LRScheduler | None = None,
-                 learning_rate_range: tuple[float, float] = (1e-5, 50.0), parameters: Iterable[Any] | None = None,
+                 learning_rate_range: tuple[float, float] | None = None, parameters: Iterable[Any] | None = None,
                  etas: tuple[float, float] = (0.5, 1.2), grad_clip: GradientClipBase | None = None,
                  multi_precision: bool = False, name: str | None = None, *,
                  lr: float | LRScheduler | None = None) -> None:
-        super().__init__(learning_rate, parameters, None, grad_clip, name, lr=lr)
+        torch_call = _torch_call(self)
+        super().__init__(learning_rate, parameters, None, grad_clip, name,
+                         lr=default_rate(learning_rate, lr, 0.01) if torch_call else lr)
+        if learning_rate_range is None:
+            learning_rate_range = (1e-6, 50.0) if torch_call else (1e-5, 50.0)
         self._update_for({"learning_rate_range": learning_rate_range, "etas": etas})
         self.learning_rate_range = _pair("Rprop", "learning_rate_range", learning_rate_range)
         self.etas = _pair("Rprop", "etas", etas)
@@ -146,6 +178,13 @@ class Rprop(Optimizer):
         return Update("rprop", {"eta_negative": eta_negative, "eta_positive": eta_positive, "step_size_min": low,
                                 "step_size_max": high},
                       {"Prev": (0.0, "param"), "StepSize": (0.0, "param"), "Step": (0.0, "scalar")})
+
+
+def _torch_call(optimizer: Any) -> bool:
+    """Whether the optimizer is being built as torch builds it (parameters first, or lr=): the settings
+    not given then take torch's defaults (Adadelta lr 1.0 and rho 0.9, Adamax lr 0.002, Rprop lr 0.01
+    and step sizes (1e-6, 50), Adagrad eps 1e-10), else Paddle's (keywords.py sets the flag)."""
+    return bool(getattr(optimizer, "_torch_call", False))
 
 
 def _pair(owner: str, name: str, value: Any) -> tuple[float, float]:

@@ -114,6 +114,8 @@ class Adam(Optimizer):
             raise ValueError(f"{type(self).__name__}: beta1 and beta2 must lie in [0, 1), got {beta1}, {beta2}")
         if not is_rate(epsilon):
             raise ValueError(f"{type(self).__name__}: epsilon must be a float, got {epsilon!r}")
+        if epsilon < 0:
+            raise ValueError(f"{type(self).__name__}: Invalid epsilon value: {epsilon}")
         amsgrad = bool(settings["amsgrad"])
         # beta powers start at beta**1: the first step's bias correction
         accumulators = {"Moment1": (0.0, "param"), "Moment2": (0.0, "param"),

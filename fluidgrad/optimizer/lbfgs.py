@@ -33,6 +33,8 @@ class LBFGS(Optimizer):
 
     options = ("max_iter", "max_eval", "tolerance_grad", "tolerance_change", "history_size", "line_search_fn")
 
+    takes_maximize = False   # as torch.optim.LBFGS
+
     def __init__(self, learning_rate: float | LRScheduler | None = None, max_iter: int = 20,
                  max_eval: int | None = None, tolerance_grad: float = 1e-7, tolerance_change: float = 1e-9,
                  history_size: int = 100, line_search_fn: str | None = None,

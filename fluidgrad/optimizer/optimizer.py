@@ -50,6 +50,11 @@ def _torch_style(owner: str, learning_rate: Any, parameters: Any, lr: Any) -> tu
     """Accept PyTorch's habit, `Adam(model.parameters(), lr=1e-3)`, beside Paddle's
     `Adam(learning_rate=1e-3, parameters=model.parameters())`: the parameters may come first
     (any iterable that is not a number), and `lr` is another name for `learning_rate`."""
+    if not isinstance(learning_rate, LRScheduler) and (callable(learning_rate) or hasattr(learning_rate, "parameters")):
+        got = (f"the method {getattr(learning_rate, '__name__', '')} (call it: model.parameters())"
+               if callable(learning_rate) and not hasattr(learning_rate, "parameters")
+               else f"a {type(learning_rate).__name__} layer (pass its .parameters())")
+        raise TypeError(f"{owner}: the parameters must be an iterable of Tensors, got {got}")
     if hasattr(learning_rate, "__iter__") and not isinstance(learning_rate, (str, bytes, LRScheduler)):
         if parameters is not None:
             raise TypeError(f"{owner}: parameters given twice (first argument and parameters=)")
@@ -88,6 +93,9 @@ class Optimizer(GroupedParameters):
     # eager: in_place_update(param, array, grad, lr) writes the update into the parameter's own
     # array when that is safe and says whether it did (optimizer/inplace.py); None: never
     in_place_update: Any = None
+    # torch's maximize=True (keywords.py takes it): each step climbs the gradient, which is negated first
+    takes_maximize = True
+    maximize = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Every optimizer takes torch.optim's keyword spellings too (betas=, eps=, ...: keywords.py)."""
@@ -104,6 +112,9 @@ class Optimizer(GroupedParameters):
                             f"got {type(learning_rate).__name__}")
         if not isinstance(learning_rate, LRScheduler):
             learning_rate = float(learning_rate)
+            if learning_rate < 0:
+                raise ValueError(f"{type(self).__name__}: Invalid learning rate: {learning_rate} (a rate below 0 "
+                                 "climbs the loss; torch's maximize=True is gradient ascent)")
         if grad_clip is not None and not isinstance(grad_clip, GradientClipBase):
             raise TypeError(f"{type(self).__name__}: grad_clip must be a ClipGradBy* object, "
                             f"got {type(grad_clip).__name__}")
@@ -310,6 +321,8 @@ class Optimizer(GroupedParameters):
             return []
         block = pairs[0][0].block.program.global_block()
         startup = startup_program or default_startup_program()
+        if self.maximize:
+            pairs = [(p, _negated(block, g)) for p, g in pairs]
         if self._grad_clip is not None:
             pairs = self._grad_clip.append_clip_ops(block, pairs)   # leaves ParamAttr(need_clip=False) ones
         options = [self._options(p) for p, _ in pairs]
@@ -412,6 +425,8 @@ class Optimizer(GroupedParameters):
         if fused_step is not None:  # DataParallel's average not computed yet: it and the update in one pass
             params = fused_step(self, params)  # (distributed/eager_fused.py); the rest as usual
         grads = [_to_array(p.grad) for p in params]
+        if self.maximize:
+            grads = [-grad for grad in grads]
         if self._grad_clip is not None:
             grads = self._grad_clip.clip_arrays(grads, params)      # leaves ParamAttr(need_clip=False) ones
         if not params:
@@ -529,6 +544,10 @@ class Optimizer(GroupedParameters):
                 state[f"{key}.{slot}"] = value.copy()
         if isinstance(self._learning_rate, LRScheduler):
             state["LR_Scheduler"] = self._learning_rate.state_dict()
+        elif self._parameter_list is not None and any(
+                group["lr"] != getattr(group, "built_rate", group["lr"]) for group in self.param_groups):
+            # a rate set by hand (group["lr"] = ..., set_lr) resumes, as torch's param_groups; else Paddle's keys
+            state["param_groups"] = [{"lr": group["lr"]} for group in self.param_groups]
         return state
 
     def set_state_dict(self, state: dict[str, Any], scope: Scope | None = None) -> None:
@@ -554,12 +573,29 @@ class Optimizer(GroupedParameters):
                     used.add(f"{key}.{slot}")
         if "LR_Scheduler" in state and isinstance(self._learning_rate, LRScheduler):
             self._learning_rate.set_state_dict(state["LR_Scheduler"])
+        if "param_groups" in state:
+            self._restore_group_rates(state["param_groups"])
+            used.add("param_groups")
         unused = sorted(set(state) - used)
         if unused:  # a silently skipped accumulator would resume training from a different state
             raise ValueError(f"{type(self).__name__}.set_state_dict: {len(unused)} entries match no accumulator "
                              f"of this optimizer, e.g. {unused[:3]}; its parameters are "
                              f"{[k for k, _ in own][:3]}... (a static optimizer's state is restored after "
                              f"minimize() created its accumulators)")
+
+    def _restore_group_rates(self, saved: Any) -> None:
+        """Each group's saved rate (state_dict's "param_groups"); a scheduler's own state restores its rate."""
+        owner = type(self).__name__
+        if not isinstance(saved, (list, tuple)) or len(saved) != len(self.param_groups) \
+                or not all(isinstance(g, dict) and "lr" in g for g in saved):
+            raise ValueError(f"{owner}.set_state_dict: the state's param_groups ({saved!r:.80}) do not match this "
+                             f"optimizer's {len(self.param_groups)} parameter groups")
+        if isinstance(self._learning_rate, LRScheduler):
+            return
+        rates = [float(np.asarray(g["lr"]).reshape(-1)[0]) for g in saved]
+        for group, rate in zip(self.param_groups, rates):
+            if not np.isclose(group["lr"], rate, rtol=1e-12, atol=0):
+                group["lr"] = rate
 
     def load_state_dict(self, state_dict: dict[str, Any], scope: Scope | None = None) -> None:
         """PyTorch's name for `set_state_dict` (`opt.load_state_dict(checkpoint["opt"])`)."""
@@ -621,6 +657,13 @@ def _matching_grad(owner: str, param: Any, value: np.ndarray, grad: np.ndarray) 
         raise ValueError(f"{owner}.step: parameter {getattr(param, 'name', None) or '<unnamed>'} is {value.dtype} "
                          f"but its .grad is {grad.dtype}")
     return grad.astype(value.dtype)
+
+
+def _negated(block: Block, grad: Variable) -> Variable:
+    """-grad, as an op of the program (maximize=True)."""
+    out = block.create_var(unique_name(f"{grad.name}_negated"), list(grad.shape), grad.dtype, stop_gradient=True)
+    block.append_op("scale", {"X": grad}, {"Out": out}, {"scale": -1.0, "bias": 0.0, "op_role": OPTIMIZE})
+    return out
 
 
 def _to_array(value: Any) -> np.ndarray:

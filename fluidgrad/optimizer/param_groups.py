@@ -209,6 +209,9 @@ class GroupedParameters:
             parameters = [parameters]
         elif not isinstance(parameters, (list, tuple)):
             parameters = checked_parameters(owner, parameters)
+        if not parameters:
+            raise ValueError(f"{owner}: optimizer got an empty parameter list (layers kept in a plain Python "
+                             "list are not in model.parameters(): use nn.LayerList / ModuleList)")
         if not any(isinstance(item, dict) for item in parameters):
             parameters = [{"params": parameters}]
         flat: list[Any] = []
@@ -228,6 +231,7 @@ class GroupedParameters:
         params = once_each(owner, checked_parameters(
             f"{owner} parameter group {index}", [params] if is_tensor(params) or isinstance(params, Variable) else params))
         made = ParamGroup(self, {**group, "params": params}, self._rate_factor(index, group))
+        made.built_rate = self._group_rate(made)   # state_dict saves the rates changed since
         for param in params:
             self._group_of[option_key(param)] = made
         self.param_groups.append(made)
