@@ -587,16 +587,48 @@ class TranslatedLayer(Layer):
         self._feed_names = list(feed_names)
         self._traced = _TracedProgram.of_program(program, [block.var(n) for n in feed_names], fetch_vars, captured,
                                                  output_tree)
+        self._training_traced: _TracedProgram | None = None   # built on the first call in train mode
+        self.eval()   # the saved program is the inference one; train() switches to its training form
 
     def forward(self, *inputs: Any) -> Any:
         if len(inputs) != len(self._feed_names):
             raise TypeError(f"TranslatedLayer: the saved program takes {len(self._feed_names)} input(s) "
                             f"({', '.join(self._feed_names)}), got {len(inputs)}")
         tensors = [x if isinstance(x, Tensor) else Tensor(np.asarray(x)) for x in inputs]
-        outputs = self._traced.run(tensors)
-        if self._traced.output_tree is not None:
+        traced = self._for_training() if self.training else self._traced
+        outputs = traced.run(tensors)
+        if traced.output_tree is not None:
             return outputs
         return outputs[0] if len(outputs) == 1 else outputs
+
+    def _for_training(self) -> _TracedProgram:
+        """The saved program in training form (Paddle's TranslatedLayer.train()): ops with an
+        `is_test` attribute (dropout, batch norm) run as in training, batch norm on the batch's
+        statistics, and its running statistics are written back into this layer's buffers. (The
+        saved program cannot tell a batch norm built with use_global_stats=True from one traced in
+        eval mode: both train on the batch's statistics here.)"""
+        if self._training_traced is None:
+            inference = self._traced
+            program = inference.program.clone()
+            block = program.global_block()
+            captured = dict(inference.captured)
+            writes = []
+            for op in (op for b in program.blocks for op in b.ops):
+                if "is_test" in op.attrs:
+                    op.attrs["is_test"] = False
+                if op.attrs.get("use_global_stats") is True:
+                    op.attrs["use_global_stats"] = False
+                for slot_in, slot_out in (("Mean", "MeanOut"), ("Variance", "VarianceOut")):
+                    source, target = op.inputs.get(slot_in, []), op.outputs.get(slot_out, [])
+                    if len(source) == 1 and len(target) == 1 and source[0] in captured:
+                        writes.append((captured[source[0]], block.var(target[0])))
+            program._bump()
+            traced = _TracedProgram.of_program(program, [block.var(v.name) for v in inference.input_vars],
+                                               [block.var(v.name) for v in inference.outputs],
+                                               inference.captured, inference.output_tree)
+            traced.writes = writes
+            self._training_traced = traced
+        return self._training_traced
 
     def program(self) -> Program:
         """The loaded inference program."""

@@ -176,30 +176,43 @@ def _encode(obj: Any, arrays: dict[str, np.ndarray], where: str) -> Any:
     """The JSON form of `obj`; arrays go into `arrays` under their path in the structure."""
     if isinstance(obj, Tensor):
         key = _unique_key(where, arrays)
-        arrays[key] = c_ordered(obj.numpy())
-        return {"tensor": key, "stop_gradient": bool(obj.stop_gradient)}
+        arrays[key], complex_dtype = _storable(c_ordered(obj.numpy()))
+        return {"tensor": key, "stop_gradient": bool(obj.stop_gradient), **complex_dtype}
     if isinstance(obj, np.ndarray):
-        if obj.dtype.kind not in "biuf":
+        if obj.dtype.kind not in "biufc":
             raise CheckpointError(f"save: {where} is an array of dtype {obj.dtype}; only bool, "
-                                  f"integer and float arrays can be saved")
+                                  f"integer, float and complex arrays can be saved")
         key = _unique_key(where, arrays)
-        arrays[key] = c_ordered(obj)
-        return {"array": key}
+        arrays[key], complex_dtype = _storable(c_ordered(obj))
+        return {"array": key, **complex_dtype}
     if isinstance(obj, np.generic):
         return _encode(obj.item(), arrays, where)
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return {"value": obj}
     if isinstance(obj, dict):
         for key in obj:
-            if not isinstance(key, str):
+            if not isinstance(key, _KEY_TYPES):
                 raise CheckpointError(f"save: {where} has a key {key!r} of type {type(key).__name__}; "
-                                      f"keys must be strings")
+                                      f"keys must be strings, numbers, booleans or None")
         return {"dict": [[k, _encode(v, arrays, f"{where}.{k}")] for k, v in obj.items()]}
     if isinstance(obj, (list, tuple)):
         items = [_encode(v, arrays, f"{where}[{i}]") for i, v in enumerate(obj)]
         return {"tuple" if isinstance(obj, tuple) else "list": items}
     raise CheckpointError(f"save: {where} is a {type(obj).__name__}; a state dict holds Tensors, "
                           f"arrays, numbers, strings, None, and dicts and lists of those")
+
+
+# dict keys JSON keeps as they are inside the structure's [key, value] pairs
+_KEY_TYPES = (str, int, float, bool, type(None))
+
+
+def _storable(array: np.ndarray) -> tuple[np.ndarray, dict[str, str]]:
+    """A complex array (safetensors has no complex128) as its real and imaginary parts on a
+    trailing axis of 2, with the structure entry's note of its dtype; others as they are."""
+    if array.dtype.kind != "c":
+        return array, {}
+    parts = np.ascontiguousarray(array).view(array.real.dtype).reshape(array.shape + (2,))
+    return parts, {"complex": array.dtype.name}
 
 
 def _unique_key(where: str, arrays: dict[str, np.ndarray]) -> str:
@@ -213,10 +226,10 @@ def _unique_key(where: str, arrays: dict[str, np.ndarray]) -> str:
 
 def _decode(node: Any, arrays: dict[str, np.ndarray], path: Any, dict_type: type = dict,
             return_numpy: bool = False) -> Any:
-    if not isinstance(node, dict) or len(node) not in (1, 2):
+    if not isinstance(node, dict) or len(node) not in (1, 2, 3):
         raise CheckpointError(f"load: {path} has a damaged structure entry {node!r}")
     if "tensor" in node:
-        array = _array(node["tensor"], arrays, path)
+        array = _complex(_array(node["tensor"], arrays, path), node, path)
         if return_numpy:
             return array
         if array.dtype.kind in "fc":
@@ -225,7 +238,7 @@ def _decode(node: Any, arrays: dict[str, np.ndarray], path: Any, dict_type: type
         tensor.stop_gradient = bool(node.get("stop_gradient", True))
         return tensor
     if "array" in node:
-        return _array(node["array"], arrays, path)
+        return _complex(_array(node["array"], arrays, path), node, path)
     if "value" in node:
         return node["value"]
     if "dict" in node:
@@ -242,3 +255,14 @@ def _array(key: str, arrays: dict[str, np.ndarray], path: Any) -> np.ndarray:
         return np.array(arrays[key])  # owned and writable: the caller may train on it
     except KeyError:
         raise CheckpointError(f"load: {path} names an array {key!r} that the file does not hold") from None
+
+
+def _complex(array: np.ndarray, node: dict, path: Any) -> np.ndarray:
+    """The complex array `_storable` stored as parts, or `array` itself."""
+    if "complex" not in node:
+        return array
+    dtype = np.dtype(node["complex"])
+    if dtype.kind != "c" or array.shape[-1:] != (2,) or array.dtype != dtype.type(0).real.dtype:
+        raise CheckpointError(f"load: {path} has a {node['complex']} entry stored as {array.dtype} "
+                              f"{list(array.shape)}, not as its real and imaginary parts")
+    return np.ascontiguousarray(array).view(dtype).reshape(array.shape[:-1])

@@ -156,3 +156,32 @@ def test_input_spec_of_tensors_and_arrays():
     assert InputSpec([None, 3]).shape == (-1, 3)
     assert "shape=[-1, 3]" in repr(InputSpec([None, 3]))
     assert fg.static.InputSpec is InputSpec
+
+
+def test_a_loaded_layer_in_train_mode_trains_as_the_eager_one(tmp_path, monkeypatch):
+    """loaded.train(): batch norm on the batch's statistics with its running ones updated, as the
+    eager layer in train mode; eval() goes back to the inference program."""
+    import fluidgrad.framework.program as program_module
+    monkeypatch.setattr(program_module, "_guard_depth", 0)
+    rng = np.random.default_rng(0)
+    eager_model = fg.nn.Sequential(fg.nn.Linear(4, 3), fg.nn.BatchNorm1D(3))
+    eager_model.eval()
+    fg.jit.save(eager_model, str(tmp_path / "m"), input_spec=[fg.static.InputSpec([None, 4], "float32")])
+    loaded = fg.jit.load(str(tmp_path / "m"))
+    x = (rng.standard_normal((8, 4)) * 3 + 5).astype("float32")
+    eval_out = loaded(fg.to_tensor(x)).numpy()
+    loaded.train()
+    eager_model.train()
+    out = loaded(fg.to_tensor(x))
+    expected = eager_model(fg.to_tensor(x))
+    np.testing.assert_allclose(out.numpy(), expected.numpy(), rtol=1e-5, atol=1e-5)
+    running = sorted(b.numpy().sum() for b in loaded.buffers())
+    np.testing.assert_allclose(running, sorted([eager_model[1]._mean.numpy().sum(),
+                                                eager_model[1]._variance.numpy().sum()]), rtol=1e-5)
+    out.sum().backward()
+    assert all(p.grad is not None for p in loaded.parameters())
+    loaded.eval()
+    eager_model.eval()
+    np.testing.assert_allclose(loaded(fg.to_tensor(x)).numpy(), eager_model(fg.to_tensor(x)).numpy(), rtol=1e-5,
+                               atol=1e-5)
+    assert not np.allclose(eval_out, loaded(fg.to_tensor(x)).numpy())   # the running statistics moved

@@ -139,11 +139,6 @@ _GROUP_WRITES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="writing an option other than 'lr' into optimizer.param_groups, as torch code "
-                   "does to schedule weight decay or momentum (OneCycleLR cycles momentum / betas that way), is "
-                   "silently ignored: after `for g in opt.param_groups: g['weight_decay'] = 0.5` AdamW keeps its "
-                   "old decay (after 3 steps the weights differ from torch's by 0.019; momentum: 0.31); the write "
-                   "should take effect as in torch, or be refused, never ignored")
 @pytest.mark.parametrize("write", sorted(_GROUP_WRITES))
 def test_writes_into_param_groups_take_effect(write):
     name, kwargs, key, value = _GROUP_WRITES[write]

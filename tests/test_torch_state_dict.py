@@ -170,9 +170,27 @@ def test_numpy_arrays_from_torch_need_the_explicit_converter():
     np.testing.assert_array_equal(converted["weight"], arrays["weight"].T)
 
 
-def test_torch_only_keys_in_a_strict_load_point_at_the_converter():
-    theirs = torch.nn.BatchNorm1d(3)
+def test_torch_only_keys_mark_a_numpy_dict_as_torchs():
+    """BatchNorm's running_mean is torch's name alone: a NumPy dict holding it, for a model with
+    that BatchNorm, is converted whole (the square Linear beside it transposed too)."""
+    torch.manual_seed(0)
+    theirs = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4)).double().eval()
+    with torch.no_grad():
+        theirs[1].running_mean.uniform_(-1, 1)
     arrays = {key: value.numpy() for key, value in theirs.state_dict().items()}
+    ours = fg.nn.Sequential(fg.nn.Linear(4, 4), fg.nn.BatchNorm1d(4)).to(dtype="float64")
+    ours.eval()
+    result = ours.load_state_dict(arrays)
+    assert result.missing_keys == [] and result.unexpected_keys == []
+    np.testing.assert_array_equal(ours[1].running_mean.numpy(), arrays["1.running_mean"])
+    x = np.random.default_rng(7).standard_normal((3, 4))
+    np.testing.assert_allclose(ours(fg.to_tensor(x)).numpy(), theirs(torch.tensor(x)).detach().numpy(), rtol=1e-12)
+
+
+def test_torch_only_keys_in_a_strict_load_point_at_the_converter():
+    """Keys that fit no sublayer (a DataParallel "module." prefix) are not converted: the strict
+    error names them and points at the converter."""
+    arrays = {f"module.{key}": value.numpy() for key, value in torch.nn.BatchNorm1d(3).state_dict().items()}
     with pytest.raises(RuntimeError, match="load_torch_state_dict"):
         fg.nn.BatchNorm1d(3).load_state_dict(arrays)
 
@@ -206,3 +224,36 @@ def test_a_torch_pickle_is_refused_with_the_safetensors_way(tmp_path):
     torch.save(torch.nn.Linear(2, 2).state_dict(), path)
     with pytest.raises(fg.serialization.CheckpointError, match="safetensors.torch.save_file"):
         fg.load(path)
+
+
+class _TiedLanguageModel:
+    """torch's weight tying: the output Linear shares the embedding's [vocab, hidden] weight."""
+
+    def __init__(self, nn):
+        self.encoder, self.decoder = nn.Embedding(10, 6), nn.Linear(6, 10)
+        self.decoder.weight = self.encoder.weight
+
+    def __call__(self, ids):
+        return self.decoder(self.encoder(ids))
+
+
+def test_tied_embedding_and_linear_train_as_torchs():
+    torch.manual_seed(0)
+    theirs, ours = _TiedLanguageModel(torch.nn), _TiedLanguageModel(fg.nn)
+    ours.encoder.weight.set_value(theirs.encoder.weight.detach().numpy())
+    ours.decoder.bias.set_value(theirs.decoder.bias.detach().numpy())
+    ids = np.array([[1, 2, 3], [4, 5, 9]])
+    (theirs(torch.tensor(ids)) ** 2).mean().backward()
+    (ours(fg.to_tensor(ids)) ** 2).mean().backward()
+    assert ours.decoder.weight is ours.encoder.weight
+    np.testing.assert_allclose(ours.encoder.weight.grad.numpy(), theirs.encoder.weight.grad.numpy(), rtol=1e-5,
+                               atol=1e-7)
+    back = fg.nn.to_torch_state_dict(ours.decoder)
+    np.testing.assert_array_equal(back["weight"], theirs.decoder.weight.detach().numpy())
+
+
+def test_a_linear_weight_of_neither_layout_is_named():
+    layer = fg.nn.Linear(3, 2)
+    layer.weight = fg.nn.Parameter(fg.zeros([4, 4]))
+    with pytest.raises(ValueError, match=r"Linear\(3, 2\): weight of shape \[4, 4\]"):
+        layer(fg.ones([1, 3]))

@@ -14,7 +14,7 @@ BatchNorm read.
 from __future__ import annotations
 
 import warnings
-from collections import OrderedDict
+from collections import OrderedDict, namedtuple
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
@@ -27,6 +27,7 @@ from ..framework.dtypes import get_default_dtype, is_float
 from ..framework.variable import names_a_dtype
 from ..initializer import Constant, Initializer, XavierUniform
 from ..ops.registry import get_op_def
+from .backward_hooks import call_with_backward_hooks
 from .parameter import mark_parameter
 
 
@@ -37,6 +38,10 @@ call_observers: list[Callable[["Layer"], None]] = []
 # another framework's dict returns it in the layer's keys and layouts (nn/torch_state.py
 # registers PyTorch's, from above this module).
 state_dict_converters: list[Callable[["Layer", dict], dict]] = []
+
+# what load_state_dict / set_state_dict return: unpacks as Paddle's (missing, unexpected) pair and
+# reads as torch's result.missing_keys / result.unexpected_keys
+IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
 _TORCH_ONLY_KEYS = ("running_mean", "running_var", "num_batches_tracked", "in_proj_weight", "in_proj_bias")
 
@@ -438,7 +443,7 @@ class Layer:
             upgraded[key] = value
         return upgraded
 
-    def set_state_dict(self, state_dict: dict[str, Any], use_structured_name: bool = True) -> tuple[list, list]:
+    def set_state_dict(self, state_dict: dict[str, Any], use_structured_name: bool = True) -> IncompatibleKeys:
         """Copy values (Tensors or arrays) into the parameters and buffers of the same names.
 
         Shapes must match (error naming the entry), except that a [1] value fills a 0-D
@@ -452,12 +457,13 @@ class Layer:
             warnings.warn(f"set_state_dict: {type(self).__name__} kept its own values of {len(missing)} entries "
                           f"missing from the state dict {missing[:4]}, and skipped {len(unexpected)} unexpected "
                           f"entries {unexpected[:4]}", stacklevel=2)
-        return missing, unexpected
+        return IncompatibleKeys(missing, unexpected)
 
     load_dict = set_state_dict
     set_dict = set_state_dict
 
-    def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True, assign: bool = False) -> tuple[list, list]:
+    def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True,
+                        assign: bool = False) -> IncompatibleKeys:
         """PyTorch's name, so PyTorch's rule: with strict=True (the default) a key missing from
         the state dict or one the layer lacks (a renamed head, a "module." prefix) is a
         RuntimeError and nothing is loaded; strict=False loads what matches and returns
@@ -483,7 +489,7 @@ class Layer:
             state_dict = convert(self, state_dict)
         return state_dict
 
-    def _load_state(self, state_dict: dict[str, Any], assign: bool) -> tuple[list, list]:
+    def _load_state(self, state_dict: dict[str, Any], assign: bool) -> IncompatibleKeys:
         """Check every matching entry's shape, then copy (or with `assign`, put) them all in."""
         own, legacy = self.state_dict(), getattr(state_dict, "zero_d_as_shape_1", False)
         state = self._upgrade_state_keys(state_dict)
@@ -510,7 +516,7 @@ class Layer:
         else:  # copies: two layers loaded from one dict must not share arrays
             for name, value in values.items():
                 own[name].set_value(np.array(value._array if isinstance(value, Tensor) else value))
-        return missing, unexpected
+        return IncompatibleKeys(missing, unexpected)
 
     def _assign_state(self, replacements: dict[int, tuple[Tensor, Any]]) -> None:
         """Put each new value in place of its old Tensor wherever the layers hold it (tied
@@ -583,7 +589,9 @@ class Layer:
             replaced = hook(self, inputs)
             if replaced is not None:
                 inputs = replaced if isinstance(replaced, tuple) else (replaced,)
-        output = self.forward(*inputs, **kwargs)
+        backward_hooks = self.__dict__.get("_backward_hooks")
+        output = call_with_backward_hooks(self, list(backward_hooks.values()), self.forward, inputs, kwargs) \
+            if backward_hooks else self.forward(*inputs, **kwargs)
         for hook in list(post_hooks.values()) if post_hooks else ():
             replaced = hook(self, inputs, output)
             if replaced is not None:
@@ -600,6 +608,12 @@ class Layer:
         return HookRemoveHelper.add(self, "_forward_post_hooks", hook)
 
     register_forward_hook = register_forward_post_hook  # PyTorch's name
+
+    def register_full_backward_hook(self, hook: Callable[["Layer", tuple, tuple], Any]) -> "HookRemoveHelper":
+        """PyTorch's: call `hook(layer, grad_input, grad_output)` in eager backward, once the
+        gradients w.r.t. this layer's inputs are computed; a returned tuple replaces grad_input
+        (see nn/backward_hooks.py). `.remove()` on the result takes the hook away."""
+        return HookRemoveHelper.add(self, "_backward_hooks", hook)
 
     def full_name(self) -> str:
         return self._full_name

@@ -16,9 +16,11 @@ Linear loads transposed). The differences, and what this module does with them:
 
 Everything else (convolutions, embeddings, norms' weight and bias, recurrent layers, whose
 gate orders agree) has the same names and layouts. `Layer.load_state_dict` / `set_state_dict`
-convert by themselves when the dict is recognisably torch's: its values are torch Tensors, or it
-was read by `fluidgrad.load` from a safetensors file that PyTorch wrote (format "pt"). A dict of
-NumPy arrays from torch cannot be told apart: pass it through `from_torch_state_dict` first.
+convert by themselves when the dict is recognisably torch's: its values are torch Tensors, it
+was read by `fluidgrad.load` from a safetensors file that PyTorch wrote (format "pt"), or it has
+a key only torch's form of one of the layer's sublayers has (BatchNorm's running_mean, ...).
+Otherwise a dict of NumPy arrays from torch cannot be told apart from fluidgrad's own: pass it
+through `from_torch_state_dict` first.
 """
 from __future__ import annotations
 
@@ -40,12 +42,26 @@ _BATCH_NORM_NAMES = (("running_mean", "_mean"), ("running_var", "_variance"))
 _PROJECTIONS = ("q", "k", "v")
 
 
-def is_torch_state_dict(state_dict: Any) -> bool:
-    """True for a dict whose values are torch Tensors, or one `fluidgrad.load` read from a
-    safetensors file PyTorch wrote (it carries `torch_layout = True`)."""
+def is_torch_state_dict(state_dict: Any, layer: Layer | None = None) -> bool:
+    """True for a dict whose values are torch Tensors, one `fluidgrad.load` read from a
+    safetensors file PyTorch wrote (it carries `torch_layout = True`), or, given the `layer` it
+    is for, one holding a key only torch's form of a sublayer has (a BatchNorm's running_mean,
+    an attention's in_proj_weight, a decoder layer's multihead_attn)."""
     if getattr(state_dict, "torch_layout", False):
         return True
-    return any(type(value).__module__.split(".")[0] == "torch" for value in state_dict.values())
+    if any(type(value).__module__.split(".")[0] == "torch" for value in state_dict.values()):
+        return True
+    return layer is not None and any(_torch_only_keys(prefix, sub, state_dict) for prefix, sub in _sublayers(layer))
+
+
+def _torch_only_keys(prefix: str, sub: Layer, state_dict: dict[str, Any]) -> bool:
+    if isinstance(sub, _BatchNormNd):
+        return prefix + "running_mean" in state_dict or prefix + "running_var" in state_dict
+    if isinstance(sub, MultiHeadAttention):
+        return prefix + "in_proj_weight" in state_dict or prefix + "q_proj_weight" in state_dict
+    if isinstance(sub, TransformerDecoderLayer):
+        return any(key.startswith(prefix + "multihead_attn.") for key in state_dict)
+    return False
 
 
 def from_torch_state_dict(layer: Layer, state_dict: dict[str, Any]) -> "OrderedDict[str, np.ndarray]":
@@ -101,7 +117,7 @@ class _Converted(OrderedDict):
 
 def _converted_for(layer: Layer, state_dict: dict[str, Any]) -> dict[str, Any]:
     """The hook `Layer` calls on every state dict it loads: torch's dicts are converted."""
-    if isinstance(state_dict, _Converted) or not state_dict or not is_torch_state_dict(state_dict):
+    if isinstance(state_dict, _Converted) or not state_dict or not is_torch_state_dict(state_dict, layer):
         return state_dict
     return _Converted(from_torch_state_dict(layer, state_dict))
 
@@ -116,8 +132,10 @@ def _sublayers(layer: Layer) -> Iterator[tuple[str, Layer]]:
 
 
 def _relayout(state: dict[str, np.ndarray], prefix: str, sub: Layer, to_torch: bool) -> None:
-    """Linear's weight transposed; Bilinear's bias [out] <-> [1, out]."""
-    if isinstance(sub, Linear) and state.get(prefix + "weight") is not None:
+    """Linear's weight transposed (unless the layer holds it as torch does: a tied weight, see
+    Linear.weight_in_out); Bilinear's bias [out] <-> [1, out]."""
+    if isinstance(sub, Linear) and state.get(prefix + "weight") is not None and \
+            tuple(sub.weight.shape) == (sub.in_features, sub.out_features):
         state[prefix + "weight"] = np.ascontiguousarray(state[prefix + "weight"].T)
     elif isinstance(sub, Bilinear) and state.get(prefix + "bias") is not None:
         bias = state[prefix + "bias"]

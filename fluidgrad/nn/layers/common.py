@@ -38,7 +38,22 @@ class Linear(Layer):
             [self.out_features], bias_attr, is_bias=True, default_initializer=Constant(0.0))
 
     def forward(self, x: Any) -> Any:
-        return NF.linear(x, self.weight, self.bias)
+        return NF.linear(x, self.weight_in_out(), self.bias)
+
+    def weight_in_out(self) -> Any:
+        """The weight as [in, out]. PyTorch's weight tying, `decoder.weight = embedding.weight`,
+        puts a [out, in] weight here (torch's layout): it is used transposed, so its gradient
+        reaches the shared embedding. (A square tied weight cannot be told apart: it is read as
+        [in, out]; tie it as `F.linear(h, embedding.weight.T)` instead.)"""
+        weight, square = self.weight, self.in_features == self.out_features
+        shape = tuple(weight.shape)
+        if shape == (self.out_features, self.in_features) and not square:
+            return F.transpose(weight, [1, 0])
+        if len(shape) != 2 or not all(s in (-1, n) for s, n in zip(shape, (self.in_features, self.out_features))):
+            raise ValueError(f"Linear({self.in_features}, {self.out_features}): weight of shape {list(shape)} is "
+                             f"neither [in_features, out_features] = [{self.in_features}, {self.out_features}] nor, "
+                             f"as torch's tied weights, [out_features, in_features]")
+        return weight
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}"

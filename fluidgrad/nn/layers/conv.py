@@ -49,6 +49,9 @@ class _ConvNd(Layer):
             raise ValueError(f"{name}: in_channels {in_channels} and out_channels {out_channels} must be "
                              f"divisible by groups {groups}")
         self.kernel_size = per_axis(kernel_size, self.nd, f"{name}: kernel_size")
+        if any(k <= 0 for k in self.kernel_size) or int(in_channels) <= 0 or int(out_channels) <= 0:
+            raise ValueError(f"{name}: kernel_size {self.kernel_size}, in_channels {in_channels} and out_channels "
+                             f"{out_channels} must be positive")
         self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, int(groups)
         self.output_padding = output_padding
         self.data_format = data_format or _LAYOUTS[self.nd]

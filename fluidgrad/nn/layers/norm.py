@@ -8,6 +8,7 @@ import numpy as np
 from ...eager.tensor import Tensor
 from ...initializer import Constant
 from ...ops.comm import get_world
+from ...tensor.dtype_info import finfo
 from .. import functional as NF
 from ..layer import Layer
 from .torch_keywords import affine_attrs, either
@@ -71,6 +72,35 @@ class _BatchNormNd(Layer):
     def _running_momentum(self) -> float:
         """Paddle's momentum, the weight of the old running statistics (what the op takes)."""
         return self.momentum
+
+    # PyTorch's names of the running statistics and of epsilon: the same Tensors, the same value
+    @property
+    def running_mean(self) -> Tensor:
+        return self._mean
+
+    @property
+    def running_var(self) -> Tensor:
+        return self._variance
+
+    @property
+    def eps(self) -> float:
+        return self.epsilon
+
+    @eps.setter
+    def eps(self, value: float) -> None:
+        self.epsilon = float(value)
+
+    def reset_running_stats(self) -> None:
+        """Running mean 0 and variance 1, as when built (torch's method; SWA's update_bn calls it)."""
+        self._mean.set_value(np.zeros(self._mean.shape, dtype=self._mean.numpy().dtype))
+        self._variance.set_value(np.ones(self._variance.shape, dtype=self._variance.numpy().dtype))
+
+    def reset_parameters(self) -> None:
+        """The running statistics reset, weight 1 and bias 0 (torch's method)."""
+        self.reset_running_stats()
+        for param, value in ((self.weight, 1.0), (self.bias, 0.0)):
+            if param is not None:
+                param.set_value(np.full(param.shape, value, dtype=param.numpy().dtype))
 
     def forward(self, x: Any) -> Any:
         return NF.batch_norm(x, self._mean, self._variance, self.weight, self.bias, training=self.training,
@@ -288,20 +318,24 @@ class InstanceNorm3d(_TorchInstanceNorm, InstanceNorm3D):
 
 class RMSNorm(Layer):
     """x / rms(x over the trailing normalized_shape axes) * weight (init 1). PyTorch's keywords:
-    eps= (epsilon), elementwise_affine=False (no weight)."""
+    eps= (epsilon), elementwise_affine=False (no weight). Given neither epsilon= nor eps=, epsilon
+    is torch's default (eps=None): the machine epsilon of the input's dtype, 1.2e-7 in float32."""
 
-    def __init__(self, normalized_shape: int | Sequence[int], epsilon: float = 1e-6, weight_attr: Any = None,
+    def __init__(self, normalized_shape: int | Sequence[int], epsilon: float | None = None, weight_attr: Any = None,
                  name: str | None = None, *, eps: float | None = None, elementwise_affine: bool | None = None) -> None:
         super().__init__()
-        epsilon = either("RMSNorm", "epsilon", epsilon, 1e-6, "eps", eps)
+        if epsilon is not None and eps is not None:
+            raise TypeError("RMSNorm: give epsilon= or eps=, not both")
+        epsilon = eps if epsilon is None else epsilon
         weight_attr, _ = affine_attrs("RMSNorm", weight_attr, None, elementwise_affine, "elementwise_affine")
         self.normalized_shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
-        self.epsilon = float(epsilon)
+        self.epsilon = None if epsilon is None else float(epsilon)
         self.weight = None if weight_attr is False else self.create_parameter(
             self.normalized_shape, weight_attr, default_initializer=Constant(1.0))
 
     def forward(self, x: Any) -> Any:
-        return NF.rms_norm(x, self.normalized_shape, self.weight, self.epsilon)
+        epsilon = float(finfo(x.dtype).eps) if self.epsilon is None else self.epsilon
+        return NF.rms_norm(x, self.normalized_shape, self.weight, epsilon)
 
 
 class LocalResponseNorm(Layer):

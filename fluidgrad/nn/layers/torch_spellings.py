@@ -13,10 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ... import functions as F
 from ...tensor.search import where
 from .. import functional as NF
-from ..layer import Layer
+from ...initializer import Uniform
+from ..layer import Layer, initial_value
 from ..parameter import bias_attr_of, check_device
 from .common import Dropout2D, Dropout3D
 from .conv import Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, Conv3D, Conv3DTranspose
@@ -45,12 +48,29 @@ def _cast(layer: Layer, dtype: Any) -> None:
 
 
 # ---------------------------------------------------------------- convolutions
+def _torch_initialised(layer: Layer) -> None:
+    """torch's initialisation of a convolution (reset_parameters): weight kaiming_uniform with
+    a = sqrt(5), which is U(-b, b) with b = 1 / sqrt(fan_in), and bias U(-b, b) too; fan_in is the
+    weight's axis 1 times its kernel size (for a transposed convolution too, as torch computes it)."""
+    shape = [int(n) for n in layer.weight.shape]
+    fan_in = int(np.prod(shape[1:]))
+    if fan_in <= 0:
+        raise ValueError(f"{type(layer).__name__}: kernel_size and channels must be positive, got a weight of "
+                         f"shape {shape}")
+    bound = 1.0 / np.sqrt(fan_in)
+    for param in (layer.weight, layer.bias):
+        if param is not None:
+            dtype = str(param.numpy().dtype)
+            param.set_value(initial_value(Uniform(-bound, bound), list(param.shape), dtype))
+
+
 class _TorchConv:
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
                  dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
                  device: Any = None, dtype: Any = None) -> None:
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,  # type: ignore
                          padding_mode, bias=bias, device=device, dtype=dtype)
+        _torch_initialised(self)  # type: ignore[arg-type]
 
 
 class Conv1d(_TorchConv, Conv1D):
@@ -74,6 +94,7 @@ class _TorchConvTranspose:
                              f"got {padding_mode!r}")
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, output_padding,  # type: ignore
                          groups, dilation, bias=bias, device=device, dtype=dtype)
+        _torch_initialised(self)  # type: ignore[arg-type]
 
 
 class ConvTranspose1d(_TorchConvTranspose, Conv1DTranspose):
