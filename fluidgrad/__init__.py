@@ -5,6 +5,8 @@
     loss = fg.mean(fg.static.nn.fc(x, 1))
     fg.append_backward(loss)
 """
+import importlib
+
 from . import ops  # registers every op first
 from . import functions
 from .backward import append_backward, gradients
@@ -51,12 +53,36 @@ from .hapi import Model, callbacks  # noqa: E402
 from .distributed import DataParallel  # noqa: E402
 from .device import get_device, is_compiled_with_cuda, set_device  # noqa: E402  (CPU only: 'gpu' is refused)
 
+# torch's and Paddle 2's top-level names: torch.optim, torch.utils.data, torch.cuda (CPU answers), torch.distributions,
+# torch.return_types, torch's function names (tensor/torch_names.py: mul, eq, softmax, permute, ...),
+# paddle.shape / rank / create_parameter; fluidgrad.device is also torch.device (device.py)
+from . import cuda, distributions, optim, utils  # noqa: E402
+from .functions import rank, shape  # noqa: E402
+from .nn.parameter_creation import create_parameter  # noqa: E402
+from .tensor import return_types  # noqa: E402
+from .tensor.torch_names import *  # noqa: E402,F401,F403
+from .framework.dtypes import TORCH_DTYPE_NAMES as _TORCH_DTYPE_NAMES  # noqa: E402
+_LAZY_SUBPACKAGES = frozenset({"onnx", "testing"})   # loaded on first use: fluidgrad.onnx.export(...)
+
 from .framework.dtypes import DTYPE_CONSTANTS as _DTYPE_CONSTANTS  # noqa: E402
 from .framework.dtypes import get_default_dtype, set_default_dtype  # noqa: E402,F401
 
 __version__ = "0.1.0"
 globals().update(_DTYPE_CONSTANTS)   # fluidgrad.float32 == "float32" (paddle.float32); `bool` too, so set last
+globals().update({name: dtype for name, dtype in _TORCH_DTYPE_NAMES.items() if name not in globals()})  # fg.long
 
 # what `from fluidgrad import *` gives and `help(fluidgrad)` lists: every public function and class
 __all__ = sorted(name for name, value in globals().items()
                  if not name.startswith("_") and callable(value) and not isinstance(value, type(_math_mixin)))
+
+
+def __getattr__(name: str) -> object:
+    """`fluidgrad.onnx` and `fluidgrad.testing` after a plain `import fluidgrad` (as torch.onnx is),
+    imported on first use, so that importing fluidgrad stays light (PEP 562)."""
+    if name in _LAZY_SUBPACKAGES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _LAZY_SUBPACKAGES)

@@ -6,6 +6,7 @@ dtype first, so the op itself always sees one dtype.
 """
 from __future__ import annotations
 
+from builtins import slice as builtins_slice
 from typing import Any, Sequence
 
 import numpy as np
@@ -13,9 +14,11 @@ import numpy as np
 from .dispatch import append_static_op, apply_op, is_tensor
 from .eager import to_tensor
 from .framework import DTypeError, Variable, default_main_program, dtypes, in_dynamic_mode, normalize_dtype
-from .indexing import getitem, setitem  # noqa: F401  (x[...] and x[...] = v: fluidgrad/indexing.py)
+from .indexing import Indexed, getitem, setitem  # noqa: F401  (x[...] and x[...] = v: fluidgrad/indexing.py)
+from . import views
 from .framework.runtime_dims import RuntimeDim, has_runtime_dims
 from .framework.axes import checked_axes
+from .framework.sizes import checked_sizes
 from .framework.torch_forms import created, sizes_and_dtype, torch_keywords
 
 
@@ -241,16 +244,18 @@ def reshape(x: Any, shape: Sequence[int], name: str | None = None) -> Any:
     """x with a new shape of the same size; 0 keeps that axis' size, one -1 is inferred. Sizes
     read while jit.to_static traces (`[x.shape[0], -1]` of an unknown batch) are computed when
     the program runs (`runtime_shape_tensor`)."""
+    shape = checked_sizes("reshape", shape, negative="infer")
     if has_runtime_dims(shape):
         tensor, hint = runtime_shape_tensor(shape)
         return apply_op("reshape", {"X": x, "ShapeTensor": tensor}, {"shape": hint})
-    return apply_op("reshape", {"X": x}, {"shape": [int(d) for d in shape]})
+    return views.reshape_view(x, apply_op("reshape", {"X": x}, {"shape": shape}), "reshape")
 
 
 @torch_keywords
 def flatten(x: Any, start_axis: int = 0, stop_axis: int = -1, name: str | None = None) -> Any:
     """Axes start_axis..stop_axis merged into one (a 0-D x becomes [1])."""
-    return apply_op("flatten", {"X": x}, {"start_axis": int(start_axis), "stop_axis": int(stop_axis)})
+    out = apply_op("flatten", {"X": x}, {"start_axis": int(start_axis), "stop_axis": int(stop_axis)})
+    return views.reshape_view(x, out, "flatten")
 
 
 def transpose(x: Any, perm: Sequence[int], name: Any = None) -> Any:
@@ -266,7 +271,9 @@ def transpose(x: Any, perm: Sequence[int], name: Any = None) -> Any:
             axes[first], axes[second] = axes[second], axes[first]
         perm = axes
     checked_axes("transpose", perm, x.shape)
-    return apply_op("transpose", {"X": x}, {"perm": [int(p) for p in perm]})
+    perm = [int(p) for p in perm]
+    out = apply_op("transpose", {"X": x}, {"perm": perm})
+    return views.mark(out, x, lambda: views.Permuted(x, perm, "permute"))
 
 
 @torch_keywords
@@ -285,15 +292,38 @@ def split(x: Any, num_or_sections: int | Sequence[int], axis: int = 0, name: str
     """x cut along `axis` into `num_or_sections` equal parts, or parts of the given sizes."""
     count = num_or_sections if isinstance(num_or_sections, int) else len(num_or_sections)
     sections = num_or_sections if isinstance(num_or_sections, int) else [int(s) for s in num_or_sections]
-    return apply_op("split", {"X": x}, {"num_or_sections": sections, "axis": int(axis)}, n_out=count)
+    return pieces_of(x, apply_op("split", {"X": x}, {"num_or_sections": sections, "axis": int(axis)}, n_out=count),
+                     int(axis))
+
+
+def pieces_of(x: Any, parts: list[Any], axis: int) -> list[Any]:
+    """The parts x was cut into along `axis`, in order, each a view of x (PyTorch's split,
+    chunk, tensor_split give views): a write into a part reaches x."""
+    if not views.is_eager(x):
+        return parts
+    axis, start = axis % len(x.shape), 0
+    for part in parts:
+        end = start + part.shape[axis]
+        item = (builtins_slice(None),) * axis + (builtins_slice(start, end),)
+        views.mark(part, x, lambda item=item: Indexed(x, item))
+        start = end
+    return parts
 
 
 def slice(x: Any, axes: Sequence[int], starts: Sequence[int], ends: Sequence[int],
           strides: Sequence[int] | None = None) -> Any:
-    """x[starts[i]:ends[i]:strides[i]] on each of axes (ends past the size are clamped)."""
-    return apply_op("slice", {"X": x}, {"axes": [int(a) for a in axes], "starts": [int(s) for s in starts],
-                                        "ends": [int(e) for e in ends],
-                                        "strides": None if strides is None else [int(s) for s in strides]})
+    """x[starts[i]:ends[i]:strides[i]] on each of axes (ends past the size are clamped); of an
+    eager Tensor, a view (as x[...] is)."""
+    axes, starts, ends = [int(a) for a in axes], [int(s) for s in starts], [int(e) for e in ends]
+    steps = None if strides is None else [int(s) for s in strides]
+    out = apply_op("slice", {"X": x}, {"axes": axes, "starts": starts, "ends": ends, "strides": steps})
+
+    def how() -> Indexed:
+        item = [builtins_slice(None)] * len(x.shape)
+        for i, axis in enumerate(axes):
+            item[axis] = builtins_slice(starts[i], ends[i], None if steps is None else steps[i])
+        return Indexed(x, tuple(item))
+    return views.mark(out, x, how)
 
 
 @torch_keywords
@@ -306,15 +336,17 @@ def squeeze(x: Any, axis: int | Sequence[int] | None = None, name: str | None = 
     axes = checked_axes("squeeze", axes, shape)
     kept = [a for a in axes if rank and shape[a] in (1, -1)]
     if axes and not kept:
-        return assign(x)  # nothing to drop: an identity the gradient flows through
-    return apply_op("squeeze", {"X": x}, {"axes": kept})
+        out = assign(x)  # nothing to drop: an identity the gradient flows through
+    else:
+        out = apply_op("squeeze", {"X": x}, {"axes": kept})
+    return views.reshape_view(x, out, "squeeze")
 
 
 @torch_keywords
 def unsqueeze(x: Any, axis: int | Sequence[int], name: str | None = None) -> Any:
     """New axes of size 1 at the given output positions (several at once allowed)."""
     axes = [int(axis)] if isinstance(axis, (int, np.integer)) else [int(a) for a in axis]
-    return apply_op("unsqueeze", {"X": x}, {"axes": axes})
+    return views.reshape_view(x, apply_op("unsqueeze", {"X": x}, {"axes": axes}), "unsqueeze")
 
 
 def gather(x: Any, index: Any = None, axis: Any = 0, name: str | None = None, *, dim: int | None = None) -> Any:
@@ -382,7 +414,6 @@ def full(shape: Sequence[int], fill_value: float, dtype: Any = None, name: str |
          device: Any = None, requires_grad: bool = False) -> Any:
     """A Tensor, or inside `program_guard` (or after `enable_static()`) a Variable; the default
     float dtype (`set_default_dtype`) unless `dtype` is given. `shape` may also be one int."""
-    shape = [shape] if isinstance(shape, (int, np.integer)) else shape
     return created(_filled("full", shape, fill_value, dtype), "full", device, requires_grad)
 
 
@@ -412,14 +443,12 @@ def empty(*size: Any, shape: Any = None, dtype: Any = None, name: str | None = N
 def _filled(caller: str, shape: Sequence[int], fill_value: float, dtype: Any) -> Any:
     """`full` and its named forms; a negative size is refused here, naming the caller, rather
     than by NumPy at run time."""
+    shape = checked_sizes(caller, shape)
     if has_runtime_dims(shape):  # zeros([x.shape[0], 3]) while tracing: sized when the program runs
         tensor, hint = runtime_shape_tensor(shape)
         return append_static_op("fill_constant", {"ShapeTensor": tensor}, {
             "shape": hint, "value": float(fill_value), "dtype": normalize_dtype(dtype or dtypes.get_default_dtype())})
     sizes = [int(d) for d in shape]
-    negative = [d for d in sizes if d < 0]
-    if negative:  # (this module's `min` is the op)
-        raise ValueError(f"{caller}: shape {sizes} has a negative size ({negative[0]}); sizes must be >= 0")
     dtype = dtype or dtypes.get_default_dtype()
     if in_dynamic_mode():
         return to_tensor(np.full(sizes, fill_value, dtype=normalize_dtype(dtype)))
@@ -492,6 +521,26 @@ def logical_not(x: Any) -> Any:
 # sliced to entry 0, joined with the known entries into a 1-D int64 ShapeTensor that reshape,
 # fill_constant and expand read when the program runs; the `shape` attribute keeps the sizes
 # known at build time (-1 for the others). These ops export to ONNX as Shape, Slice, Concat.
+
+
+def shape(input: Any) -> Any:
+    """The shape of `input` as a 1-D int64 tensor (paddle.shape): in a Program, the sizes when it
+    runs, so a -1 (batch) axis gives the fed size. `x.shape` is the shape as a list."""
+    if not _is_value(input):
+        raise TypeError(f"shape: expected a Tensor or Variable, got {type(input).__name__}")
+    out = apply_op("shape", {"X": input}, {})
+    out.stop_gradient = True
+    return out
+
+
+def rank(input: Any) -> Any:
+    """The number of axes of `input` as a 0-D int32 tensor (paddle.rank); known when a Program is
+    built, so a constant there. `x.ndim` / `x.dim()` give it as a Python int."""
+    if not _is_value(input):
+        raise TypeError(f"rank: expected a Tensor or Variable, got {type(input).__name__}")
+    if is_tensor(input):
+        return to_tensor(np.asarray(len(input.shape), dtype="int32"))
+    return apply_op("fill_constant", {}, {"shape": [], "value": len(input.shape), "dtype": "int32"})
 
 _SIZE_OPS = {"add": "elementwise_add", "sub": "elementwise_sub", "mul": "elementwise_mul",
         "floordiv": "elementwise_floordiv"}

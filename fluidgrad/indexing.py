@@ -1,18 +1,20 @@
 """`x[...]` and `x[...] = v` for Tensors and Variables, and constants made in either mode.
 
 Indexing becomes ordinary ops, so it is differentiable (twice) in both modes: integers and
-slices (any step, negative too) one `slice` op plus `squeeze`; `None` an `unsqueeze`; one integer
-array, list or tensor a `gather`; a boolean mask `gather_nd` of `nonzero`; several index arrays
-(or a mask on a later axis) NumPy's advanced indexing: the arrays broadcast together and pair
-up, one `gather_nd`. An integer out of range raises IndexError naming the index, the axis and
-the size (at build time when the size is known, else when the op runs). Assignment is a
-`set_value` op, or for masks and index arrays PyTorch's index_put (`where` for one value,
-`scatter` for rows, else `scatter_nd` into the region the slices and integers select, its
-indexed axes moved first): any mix of arrays, masks, integers, slices, None and `...`, the
-value broadcast as NumPy places x[item]'s axes, cast to x's dtype (a float into an integer
-tensor truncates toward zero), leading axes of size 1 dropped. With a repeated index the last
-write wins. Eager Tensors take the result in place (as in PyTorch); a Variable handle moves to
-the new value (ops appended later read it).
+slices (any step, negative too) one `slice` op plus `squeeze`; `None` an `unsqueeze`; one
+integer array, list or tensor a `gather`; a boolean mask `gather_nd` of `nonzero`; several index
+arrays (or a mask on a later axis) NumPy's advanced indexing: the arrays broadcast together and
+pair up, one `gather_nd`; their axes go where PyTorch puts them (integers are plain selects
+applied first, so x[0, :, [1, 3]] of shape [2, 3, 4] is [3, 2]; arrays split by a slice or None
+go first). An integer out of range raises IndexError naming the index, the axis and the size (at
+build time when the size is known, else when the op runs). Assignment is a `set_value` op, or
+for masks and index arrays PyTorch's index_put (`where` for one value, `scatter` for rows, else
+`scatter_nd` into the region the slices and integers select, its indexed axes moved first): any
+mix of arrays, masks, integers, slices, None and `...`, the value broadcast as PyTorch places
+x[item]'s axes, cast to x's dtype (a float into an integer tensor truncates toward zero),
+leading axes of size 1 dropped. With a repeated index the last write wins. Eager Tensors take
+the result in place (as in PyTorch); a Variable handle moves to the new value (ops appended
+later read it).
 """
 from __future__ import annotations
 
@@ -22,10 +24,9 @@ from typing import Any
 import numpy as np
 
 from .dispatch import append_static_op, apply_op, is_tensor
-from .eager import Tensor, eager_apply, is_grad_enabled, to_tensor
-from .eager.mode import state
-from .eager.node import Superseded
-from .eager.tensor import _record_modification, modified_tensors
+from .eager import Tensor, eager_apply, to_tensor
+from . import views
+from .eager.tensor import mark_view
 from .framework import Parameter, Variable, in_dynamic_mode, normalize_dtype
 
 _BIG = 2**31 - 1
@@ -74,6 +75,18 @@ def _expand_ellipsis(items: tuple, ndim: int) -> list:
     for it in items:
         out.extend(fill if it is Ellipsis else [it])
     return out
+
+
+def _is_int_item(item: Any) -> bool:
+    """A plain integer index: a Python or NumPy int or a 0-D integer tensor (a select)."""
+    if isinstance(item, (bool, np.bool_)):
+        return False
+    return isinstance(item, (int, np.integer)) or (is_tensor(item) and item.dtype != "bool" and item.ndim == 0)
+
+
+def _is_0d_index_value(item: Any) -> bool:
+    """A 0-D integer Variable: an integer PyTorch would select with, whose value is not known yet."""
+    return isinstance(item, Variable) and len(item.shape) == 0 and item.dtype != "bool"
 
 
 def _is_bool(item: Any) -> bool:
@@ -134,10 +147,14 @@ class _Plan:
         self.arrays: list[tuple[int, Any]] = []  # (first axis, index array or mask), in axis order
         self.new_axes: list[int] = []        # output positions of None
         self.new_axes_first: list[int] = []  # the same when the index arrays' axes go first
-        self.advanced_positions: list[int] = []  # item positions of integers and the arrays
+        self.advanced_positions: list[int] = []  # positions of the arrays among the items other than integers
+        self.scalar_axes: list[int] = []     # integers acting as 0-D index arrays (unknown size, 0-D Variable)
         array_rank = _broadcast_rank(items)  # the axes the arrays' paired-up result takes
         out_pos, axis, basic_out = 0, 0, 0  # basic_out: output axes of slices and None so far
-        for pos, it in enumerate(items):
+        pos = -1   # the item's position, integers not counted (PyTorch selects them first)
+        for it in items:
+            scalar = _is_int_item(it) or _is_0d_index_value(it)
+            pos += 0 if scalar else 1
             if it is None:
                 self.new_axes.append(out_pos)
                 self.new_axes_first.append(array_rank + basic_out)
@@ -146,15 +163,15 @@ class _Plan:
                 continue
             if isinstance(it, (bool, np.bool_)):
                 raise TypeError("indexing with a Python bool is not supported; use a boolean tensor mask")
-            if isinstance(it, (int, np.integer)) or (is_tensor(it) and it.dtype != "bool" and it.ndim == 0):
+            if _is_int_item(it):
                 index = int(it)
-                self.advanced_positions.append(pos)
                 if shape[axis] >= 0:
                     index = _check_int(index, axis, shape[axis])
                     self._add_slice(axis, index, index + 1, 1)
                     self.drop.append(axis)
                 else:
                     self.runtime_ints.append((axis, index))
+                    self.scalar_axes.append(axis)
             elif isinstance(it, builtins.slice):
                 start, stop, step = _slice_bounds(it)
                 if step == 0:
@@ -168,8 +185,11 @@ class _Plan:
                 if _is_mask(it):
                     _check_mask_shape(it, shape[axis:axis + rank])
                 self.arrays.append((axis, it))
-                self.advanced_positions.append(pos)
-                out_pos += array_rank if len(self.arrays) == 1 else 0
+                if scalar:
+                    self.scalar_axes.append(axis)
+                else:
+                    out_pos += 0 if self.advanced_positions else array_rank
+                    self.advanced_positions.append(pos)
                 axis += max(rank, 1) - 1
             else:
                 raise TypeError(f"unsupported index {it!r}: use integers, slices, None, ..., an integer "
@@ -183,9 +203,20 @@ class _Plan:
         self.strides.append(step)
 
     def advanced_first(self) -> bool:
-        """NumPy's rule: an integer array with integers not next to it puts the array's axes first."""
+        """PyTorch's rule: index arrays (and masks) not next to each other put their axes first.
+        Integers do not count, as PyTorch applies them first as plain selects: x[0, :, [1, 3]] of
+        shape [2, 3, 4] is [3, 2] (NumPy, counting the 0 as an index array, gives [2, 3])."""
         p = self.advanced_positions
         return bool(self.arrays) and len(p) > 1 and p[-1] - p[0] != len(p) - 1
+
+    def block_position(self, kept: list[int], axes: list[int]) -> int:
+        """Where the paired-up index's axes go among the output axes left by the slices (`kept`:
+        the input axes not dropped, `axes`: those the index addresses): first, or in place of the
+        first index array, counting neither the integers nor the other indexed axes."""
+        arrays = [a for a in axes if a not in self.scalar_axes]
+        if self.advanced_first() or not arrays:
+            return 0
+        return len([a for a in kept if a not in axes and a < arrays[0]])
 
     def new_axis_positions(self) -> list[int]:
         """Where None's axes of size 1 go in the output."""
@@ -301,7 +332,22 @@ def _is_0d_mask(item: Any) -> bool:
 
 def getitem(x: Any, item: Any) -> Any:
     """x[item]: integers, slices with any step, None, ..., one integer array, or a boolean mask
-    (a 0-D mask gives x[None] when True and an empty copy when False, as in NumPy)."""
+    (a 0-D mask gives x[None] when True and an empty copy when False, as in NumPy). Basic
+    indexing (no arrays, no masks) of an eager Tensor gives a view of it (see `Indexed`)."""
+    out = _basic_getitem(x, item)
+    if isinstance(out, Tensor) and isinstance(x, Tensor) and out._view_of is None and _is_basic(item, x):
+        mark_view(out, x, Indexed(x, item))
+    return out
+
+
+def _is_basic(item: Any, x: Any) -> bool:
+    """Integers, slices, None and `...` only: PyTorch's view indexing."""
+    items = item if isinstance(item, tuple) else (item,)
+    return not builtins.any(_is_array_index(it) or isinstance(it, (bool, np.bool_)) for it in items)
+
+
+def _basic_getitem(x: Any, item: Any) -> Any:
+    """x[item] computed (no view link made)."""
     item = _lone_mask(item)
     if _is_bool(item):
         return _mask_select(x, item)
@@ -332,8 +378,6 @@ def getitem(x: Any, item: Any) -> Any:
         out = apply_op("unsqueeze", {"X": out}, {"axes": plan.new_axis_positions()})
     if out is x:  # x[:] or x[...]: a new value, as NumPy gives a new view
         out = apply_op("assign", {"X": x})
-    if is_tensor(out) and not plan.arrays and not plan.runtime_ints:
-        out._view_of = (x, item, _stamp(x))  # basic indexing: a write into `out` reaches x (see _write_back)
     return out
 
 
@@ -347,8 +391,8 @@ def _gather_paired(out: Any, x: Any, plan: _Plan, kept: list[int]) -> Any:
     if positions != list(range(len(positions))):
         out = apply_op("transpose", {"X": out}, {"perm": positions + rest})
     out = apply_op("gather_nd", {"X": out, "Index": index})
-    n, first = len(index.shape) - 1, positions[0]
-    if first and not plan.advanced_first():
+    n, first = len(index.shape) - 1, plan.block_position(kept, axes)
+    if first:
         perm = list(range(n, n + first)) + list(range(n)) + list(range(n + first, len(out.shape)))
         out = apply_op("transpose", {"X": out}, {"perm": perm})
     return out
@@ -409,7 +453,7 @@ def _scatter_into(x: Any, plan: _Plan, value: Any, reduce: str) -> Any:
     perm = positions + [p for p in range(len(kept)) if p not in positions]
     moved = _transpose(region, perm)
     places = apply_op("gather_nd", {"X": moved, "Index": index})   # read for its shape only
-    updates = _updates(value, x, places, plan, len(index.shape) - 1, positions[0])
+    updates = _updates(value, x, places, plan, len(index.shape) - 1, plan.block_position(kept, axes))
     written = apply_op("scatter_nd", {"X": moved, "Index": index, "Updates": updates}, {"reduce": reduce})
     written = _transpose(written, list(np.argsort(perm)))
     if not plan.axes:
@@ -425,12 +469,12 @@ def _transpose(x: Any, perm: list[int]) -> Any:
 
 def _updates(value: Any, x: Any, places: Any, plan: _Plan, n: int, first: int) -> Any:
     """value broadcast to the places scatter_nd writes (the n paired-up index axes, then the
-    other axes in order). Value broadcasts against x[item]'s shape, NumPy's layout: the index
-    axes stay where the advanced indices were when those are adjacent, else go first, and None
-    adds axes of size 1."""
+    other axes in order). Value broadcasts against x[item]'s shape, PyTorch's layout: the index
+    axes go to `first` (in place of the index arrays when those are adjacent, integers not
+    counted, else first), and None adds axes of size 1."""
     value = _cast_to(constant(value, x), x.dtype)
     to_layout = list(range(len(places.shape)))
-    if first and not plan.advanced_first():
+    if first:
         to_layout = list(range(n, n + first)) + list(range(n)) + list(range(n + first, len(places.shape)))
     target = _transpose(places, to_layout)
     if plan.new_axes:
@@ -538,46 +582,43 @@ def _is_index_list(indices: Any) -> bool:
 
 
 def _setitem_tensor(x: Tensor, item: Any, value: Any) -> None:
-    _refuse_leaf_update(x, "x[...] = v")
-    view = getattr(x, "_view_of", None)
-    if view is not None:
-        _check_view(x, view, "x[...] = v")
-    # the value before, for the graph (while tracing: x, which names its current variable)
-    old = x if state.tracer is not None else Tensor(x._array, x.stop_gradient, x._node, x._idx, x.name)
-    _take_tensor_value(x, _set_value(old, item, value))
-    if view is not None:
-        _write_back(x, view)
+    view = views.prepare_write(x, "x[...] = v")
+    views.finish_write(x, _set_value(views.snapshot(x), item, value), view)
 
 
-# ---- views: the result of basic indexing (integers, slices, None, ...) of an eager Tensor, as in
-# PyTorch, passes an in-place write on to the tensor it was taken from: `x[0][1] = 9`,
-# `x[:, 0].zero_()` and `x[1].add_(y)` change x. The view holds its own array (a snapshot taken
-# when it was made), so the write goes to x as `x[item] = view` (a recorded set_value: gradients
-# flow as in PyTorch); a view whose base changed since is stale and refuses to be written into.
+# ---- views: the result of basic indexing (integers, slices, None, ...) of an eager Tensor is a
+# view (fluidgrad/views.py), as in PyTorch: `x[0][1] = 9`, `x[:, 0].zero_()` and `x[1].add_(y)`
+# change x, and x's changes show in x[0]. Advanced indexing (arrays, masks) gives a copy.
+class Indexed:
+    """How x[item] (basic indexing) is a view of x: written back as x[item] = view."""
 
-def _stamp(x: Tensor) -> Any:
-    """The creation stamp of x's last in-place update (None when there was none)."""
-    entry = modified_tensors.get(id(x))
-    return entry[1] if entry is not None and entry[0]() is x else None
+    tracks_grad = True
+
+    def __init__(self, base: Tensor, item: Any) -> None:
+        self.base_shape, self.item = tuple(base.shape), item
+
+    def read(self, base: Any) -> Any:
+        return _basic_getitem(base, self.item)
+
+    def into_base(self, base: Any, value: Any) -> Any:
+        return _set_value(base, self.item, value)
+
+    def check_writable(self, what: str) -> None:
+        pass
+
+    def layout(self, base_layout: np.ndarray) -> np.ndarray:
+        items = self.item if isinstance(self.item, tuple) else (self.item,)
+        return base_layout[tuple(_plain_item(it) for it in items)]
+
+    def describe(self) -> str:
+        return f"x[{_describe(self.item)}]"
 
 
-def _check_view(x: Tensor, view: tuple, what: str) -> None:
-    base, item, stamp = view
-    if _stamp(base) != stamp:
-        raise RuntimeError(f"{what} into a view x[{_describe(item)}] of a tensor{' ' + base.name if base.name else ''} "
-                           f"of shape {list(base.shape)} that was modified after the view was taken: the view "
-                           f"holds the older values and would overwrite the newer ones. Write into the tensor "
-                           f"itself (x[{_describe(item)}] = v), or index it again after the change")
-    if getattr(base, "_view_of", None) is not None:
-        _check_view(base, base._view_of, what)
-    _refuse_leaf_update(base, f"{what} into a view x[{_describe(item)}]")
-
-
-def _write_back(x: Tensor, view: tuple) -> None:
-    """x's new value into its base (and on up a chain of views: x[0][1] = 9)."""
-    base, item, _ = view
-    setitem(base, item, x)
-    x._view_of = (base, item, _stamp(base))
+def _plain_item(item: Any) -> Any:
+    """An index item with tensors as Python ints (for NumPy)."""
+    if isinstance(item, builtins.slice):
+        return builtins.slice(*(_as_int(v, "indexing") for v in (item.start, item.stop, item.step)))
+    return int(item) if is_tensor(item) else item
 
 
 def _describe(item: Any) -> str:
@@ -591,49 +632,23 @@ def _describe(item: Any) -> str:
     return ", ".join(one(it) for it in items)
 
 
-def _refuse_leaf_update(x: Tensor, what: str) -> None:
-    if x._node is None and not x.stop_gradient and is_grad_enabled():
-        raise RuntimeError(f"{what} on a leaf Tensor{' ' + x.name if x.name else ''} that requires a gradient: "
-                           f"assign inside fluidgrad.no_grad(), or to a copy (x.clone())")
-
-
 def take_value(x: Any, new: Any, what: str) -> Any:
     """x becomes `new`, a value computed from x's old one (of any shape: `x.reshape_()`), in place:
     a Tensor's handles all see it and its graph link moves to it (as after `x[...] = v`); a
     Variable's handle names the new variable. Returns x."""
     if is_tensor(x):
-        _refuse_leaf_update(x, what)
-        view = getattr(x, "_view_of", None)
-        if view is not None:
-            _check_view(x, view, what)
-            if tuple(new.shape) != tuple(x.shape):
-                raise RuntimeError(f"{what} on a view x[{_describe(view[1])}] (shape {list(x.shape)}) would change "
-                                   f"its shape to {list(new.shape)}; fluidgrad's views cannot change shape in "
-                                   f"place: use the out-of-place form (x[...].{what.rstrip('_()')}(...), a copy)")
-        _take_tensor_value(x, new)
-        if view is not None:
-            _write_back(x, view)
+        view = views.prepare_write(x, what)
+        if view is not None and tuple(new.shape) != tuple(x.shape):
+            raise RuntimeError(f"{what} on a view {view[1].describe()} (shape {list(x.shape)}) would change its "
+                               f"shape to {list(new.shape)}; fluidgrad's views cannot change shape in place: use "
+                               f"the out-of-place form (x.{what.rstrip('_()')}(...), a new tensor)")
+        views.finish_write(x, new, view)
     elif isinstance(x, Parameter) or x.persistable:
         raise TypeError(f"{what} on the {'parameter' if isinstance(x, Parameter) else 'persistable variable'} "
                         f"{x.name} in static mode: it would not write back to the scope")
     else:
         _swap_variables(x, new)
     return x
-
-
-def _take_tensor_value(x: Tensor, new: Tensor) -> None:
-    if isinstance(new, Variable):  # jit.to_static traces an in-place update of a captured Tensor (a buffer)
-        state.tracer.rebind(x, new)
-        return
-    if not is_grad_enabled():  # as PyTorch under no_grad: the value changes, the graph link stays
-        x._array = new._array
-        _record_modification(x)
-        return
-    moved = (new._node, new._idx, new.stop_gradient) != (x._node, x._idx, x.stop_gradient)
-    before = Superseded(x) if moved else None  # what the nodes recorded so far read (x's old link)
-    x._array = new._array
-    x._node, x._idx, x.stop_gradient = new._node, new._idx, new.stop_gradient
-    _record_modification(x, before)
 
 
 _VARIABLE_SLOTS = ("block", "name", "shape", "dtype", "_persistable", "stop_gradient", "type", "is_data")

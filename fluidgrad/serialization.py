@@ -29,6 +29,7 @@ import safetensors
 import safetensors.numpy
 
 from .eager import Tensor, to_tensor
+from .framework.device import as_device
 from .framework.errors import FluidgradError
 from .io import atomic_write, c_ordered
 
@@ -67,11 +68,60 @@ def save(obj: Any, path: str | os.PathLike | BinaryIO) -> None:
         atomic_write(path, data)
 
 
-def load(path: str | os.PathLike | BinaryIO, return_numpy: bool = False) -> Any:
+def load(path: str | os.PathLike | BinaryIO, return_numpy: bool = False, *, map_location: Any = None,
+         weights_only: bool | None = None) -> Any:
     """Read what `save` wrote, from a path or a binary file object: the same structure, Tensors
     as Tensors and arrays as arrays (every Tensor as a NumPy array with `return_numpy=True`, as
     paddle.load's). A plain safetensors file (no fluidgrad metadata: `safetensors.numpy.save_file`,
-    PyTorch and Hugging Face checkpoints) gives a dict of its tensors by name, as Tensors."""
+    PyTorch and Hugging Face checkpoints) gives a dict of its tensors by name, as Tensors.
+
+    torch.load's keywords are taken: `weights_only` (True or False alike: the file holds arrays
+    and JSON, and nothing is ever unpickled) and `map_location`, which may only name the CPU:
+    "cpu", a CPUPlace, torch.device("cpu"), a dict whose targets are the CPU ({"cuda:0": "cpu"}),
+    or a callable `(tensor, "cpu") -> tensor or None`, called on each Tensor loaded (torch's
+    `lambda storage, loc: storage`). A CUDA location is a ValueError, as torch's own on a machine
+    without CUDA. `load(path, "cpu")` (torch's map_location as the second argument) works too."""
+    if not isinstance(return_numpy, (bool, np.bool_)):
+        if map_location is not None:
+            raise TypeError(f"load: map_location given twice ({return_numpy!r} and {map_location!r})")
+        return_numpy, map_location = False, return_numpy
+    if weights_only not in (None, True, False):
+        raise TypeError(f"load: weights_only must be True, False or None, got {weights_only!r}")
+    relocate = _relocation(map_location)
+    state = _load(path, bool(return_numpy))
+    return state if relocate is None else _relocated(state, relocate)
+
+
+def _relocation(map_location: Any) -> Any:
+    """The callable to run on each loaded Tensor, or None; a location other than the CPU is refused."""
+    if map_location is None:
+        return None
+    if callable(map_location):
+        return map_location
+    targets = map_location.values() if isinstance(map_location, dict) else [map_location]
+    for target in targets:
+        as_device(target, f"load(map_location={map_location!r})")
+    return None
+
+
+def _relocated(obj: Any, relocate: Any) -> Any:
+    """`obj` with each Tensor replaced by `relocate(tensor, "cpu")` (kept when that returns None)."""
+    if isinstance(obj, Tensor):
+        moved = relocate(obj, "cpu")
+        if moved is None:
+            return obj
+        if not isinstance(moved, Tensor):
+            raise CheckpointError(f"load: map_location returned a {type(moved).__name__} for a Tensor; it must "
+                                  f"return a Tensor or None")
+        return moved
+    if isinstance(obj, dict):
+        return type(obj)((key, _relocated(value, relocate)) for key, value in obj.items())
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_relocated(value, relocate) for value in obj)
+    return obj
+
+
+def _load(path: str | os.PathLike | BinaryIO, return_numpy: bool) -> Any:
     where = getattr(path, "name", "a file object") if hasattr(path, "read") else Path(path)
     try:
         metadata, arrays = _read_buffer(path) if hasattr(path, "read") else _read_file(where)

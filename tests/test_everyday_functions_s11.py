@@ -327,7 +327,7 @@ def test_torch_keyword_spellings(eager):
         (fg.tensor_split(x, indices_or_sections=[1, 3], dim=1)[1], torch.tensor_split(tx, [1, 3], dim=1)[1]),
         (fg.tensor_split(x, sections=3, dim=1)[2], torch.tensor_split(tx, sections=3, dim=1)[2]),
         (fg.tensor_split(x, indices=[2], dim=0)[0], torch.tensor_split(tx, indices=[2], dim=0)[0]),
-        (fg.nanmedian(x, dim=1, mode="min"), torch.nanmedian(tx, dim=1)[0]),
+        (fg.nanmedian(x, dim=1, mode="min").values, torch.nanmedian(tx, dim=1)[0]),
         (fg.bucketize(x, boundaries=fg.to_tensor(np.array([-1.0, 0.0, 1.0]))),
          torch.bucketize(tx, boundaries=torch.tensor([-1.0, 0.0, 1.0], dtype=torch.float64))),
         (fg.addmm(x[:, :3], mat1=x, mat2=fg.transpose(x, [1, 0])), torch.addmm(tx[:, :3], mat1=tx, mat2=tx.T)),

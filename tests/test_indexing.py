@@ -65,17 +65,37 @@ GETITEM = [
 ]
 
 
+def torch_split(item, ndim):
+    """PyTorch's reading of `item` as two NumPy indexings: its integers first (plain selects, on
+    all axes), then the rest; so x[0, :, [1, 3]] keeps the list's axis in place (NumPy's own rule,
+    counting the 0 as an index array, would put it first)."""
+    items = list(item) + ([] if any(it is Ellipsis for it in item) else [Ellipsis])
+    consumed = sum(it is not None and it is not Ellipsis for it in items)
+    first, rest = [], []
+    for it in items:
+        if it is Ellipsis:
+            first += [slice(None)] * (ndim - consumed)
+            rest += [slice(None)] * (ndim - consumed)
+        elif isinstance(it, int):
+            first.append(it)
+        else:
+            first += [] if it is None else [slice(None)]
+            rest.append(it)
+    return tuple(first), tuple(rest)
+
+
 @pytest.mark.parametrize("item", GETITEM, ids=[repr(i) for i in GETITEM])
 def test_getitem_matches_numpy_in_both_modes_with_gradient(item):
     x = X345
     got = both_modes(lambda t: t[item], x)
-    np.testing.assert_array_equal(got[0], x[item])
-    # the gradient (eager) is the scatter-add of the output gradient (NumPy's own rule for `item`)
+    first, rest = torch_split(item, x.ndim)
+    np.testing.assert_array_equal(got[0], x[first][rest])
+    # the gradient (eager) is the scatter-add of the output gradient (NumPy's rule for `item` read as PyTorch does)
     t = fg.to_tensor(x, stop_gradient=False)
-    w = RNG.uniform(0.5, 1.5, np.shape(x[item]))
+    w = RNG.uniform(0.5, 1.5, np.shape(x[first][rest]))
     fg.sum(t[item] * fg.to_tensor(w)).backward()
     expected = np.zeros_like(x)
-    np.add.at(expected, item, w)
+    np.add.at(expected[first], rest, w)   # (expected[first] is a view: basic indexing)
     np.testing.assert_allclose(t.grad.numpy(), expected, rtol=1e-12)
 
 

@@ -72,10 +72,24 @@ def test_parameter_groups_state_dict_round_trip_resumes_the_same_training():
         np.testing.assert_array_equal(mine.numpy(), ref.numpy())
 
 
-def test_a_group_option_the_optimizer_does_not_take_is_refused():
+def test_a_group_takes_the_optimizers_options_and_stores_other_keys_as_torch():
+    rng, ours, theirs = _models()
+    opt = fg.optimizer.Adam([{"params": ours[:2], "betas": (0.8, 0.9), "note": "head"}, {"params": ours[2:]}],
+                            lr=0.05)
+    topt = torch.optim.Adam([{"params": theirs[:2], "betas": (0.8, 0.9), "note": "head"}, {"params": theirs[2:]}],
+                            lr=0.05)
+    assert opt.param_groups[0]["note"] == "head" and opt.param_groups[1]["betas"] == (0.9, 0.999)
+    for _ in range(3):
+        x = rng.standard_normal((4, 3))
+        _loss_fg(ours, x).backward()
+        _loss_torch(theirs, x).backward()
+        opt.step(), topt.step()
+        opt.clear_grad(), topt.zero_grad()
+    for mine, ref in zip(ours, theirs):
+        np.testing.assert_allclose(mine.numpy(), ref.detach().numpy(), rtol=1e-10, atol=1e-12)
     layer = fg.nn.Linear(2, 2)
-    with pytest.raises(ValueError, match="betas"):
-        fg.optimizer.Adam(0.1, parameters=[{"params": layer.parameters(), "betas": (0.8, 0.9)}])
+    with pytest.raises(ValueError, match=r"beta1 and beta2 must lie in \[0, 1\)"):
+        fg.optimizer.Adam(0.1, parameters=[{"params": layer.parameters()}]).param_groups[0]["betas"] = (1.5, 0.9)
     with pytest.raises(TypeError, match="group 1"):
         fg.optimizer.Adam(0.1, parameters=[{"params": [layer.weight]}, layer.bias])
 

@@ -129,13 +129,6 @@ _BOUNDED_SCHEDULES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="with two parameter groups (lr 0.1 and 0.01, the fine-tuning setup) the "
-                   "schedulers that take an absolute rate apply it in proportion to each group's rate, where torch "
-                   "applies the value itself to every group: CosineAnnealingLR(eta_min=1e-3) anneals the second "
-                   "group to 1e-4 (torch: 1e-3), CosineAnnealingWarmRestarts likewise (0.00505 for torch's 0.0055), "
-                   "ReduceLROnPlateau(min_lr=4e-3) lets it fall to 0.0004 (torch stops at 0.004), and "
-                   "OneCycleLR(max_lr=0.05) peaks it at 0.005 (torch: every group at 0.05); training silently "
-                   "runs on other rates than the torch script it was ported from")
 @pytest.mark.parametrize("schedule", sorted(_BOUNDED_SCHEDULES))
 def test_lr_schedulers_bound_every_group_as_torch_does(schedule, eager):
     make = _BOUNDED_SCHEDULES[schedule]
@@ -156,11 +149,6 @@ def _rate_after_resume(m):
     return [group["lr"] for group in resumed.param_groups]
 
 
-@pytest.mark.xfail(strict=True, reason="Optimizer.state_dict() holds the accumulators and the LR_Scheduler only, "
-                   "not the parameter groups' options: a rate set by hand (for g in opt.param_groups: g['lr'] = "
-                   "0.001) is lost when training resumes from the checkpoint, which silently continues at the "
-                   "constructor's 0.1; torch's state_dict carries param_groups, and load_state_dict restores lr "
-                   "0.001")
 def test_optimizer_state_dict_keeps_a_changed_learning_rate(eager):
     assert _rate_after_resume(fg) == _rate_after_resume(torch)
 
@@ -173,12 +161,6 @@ _TORCH_DEFAULTS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="called as torch calls them (parameters first), Adadelta / Adamax / Rprop "
-                   "/ Adagrad still take Paddle's defaults: Adadelta lr 0.001 and rho 0.95 (torch: lr 1.0, rho "
-                   "0.9), so the weights move 2.3e-5 in five steps where torch's move 0.017; Adamax lr 0.001 "
-                   "(torch 0.002), Rprop lr 0.001 (torch 0.01), Adagrad eps 1e-6 (torch 1e-10); RMSprop already "
-                   "takes torch's defaults under its torch spelling; these should too (or refuse the call "
-                   "without a rate)")
 @pytest.mark.parametrize("call", sorted(_TORCH_DEFAULTS))
 def test_torch_style_optimizers_take_torchs_defaults(call, eager):
     w0, x0 = _RNG.standard_normal((3, 2)), _RNG.standard_normal((5, 3))
@@ -325,11 +307,6 @@ _OPTIMIZER_ARGUMENTS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="an optimizer is built without complaint over no parameters, the result of "
-                   "keeping layers in a plain Python list instead of ModuleList (training then silently changes "
-                   "nothing), and with a negative rate (gradient ascent) or a negative eps; torch raises "
-                   "ValueError: 'optimizer got an empty parameter list', 'Invalid learning rate: -0.1', 'Invalid "
-                   "epsilon value: -1.0'")
 @pytest.mark.parametrize("call", sorted(_OPTIMIZER_ARGUMENTS))
 def test_optimizer_refuses_no_parameters_and_negative_rates(call, eager):
     with pytest.raises(ValueError):
@@ -380,9 +357,6 @@ def test_save_and_load_a_complex128_tensor(tmp_path, eager):
     np.testing.assert_array_equal(loaded.numpy(), value)
 
 
-@pytest.mark.xfail(strict=True, reason="OneCycleLR(optimizer) on Adam / AdamW, the usual pairing, raises 'cycle_"
-                   "momentum=True cycles the optimizer's momentum, and AdamW has none above 0 ... build AdamW with "
-                   "momentum > 0' (AdamW takes no momentum); torch cycles Adam's beta1 between 0.95 and 0.85")
 def test_one_cycle_lr_cycles_adams_beta1(eager):
     def betas(m):
         optim, sched = (torch.optim, torch.optim.lr_scheduler) if m is torch else (fg.optimizer,
@@ -427,10 +401,6 @@ _NOT_PARAMETERS = {"Adam(model.parameters, lr=0.01) (the method, not its result)
     model.parameters, lr=0.01), "Adam(model, lr=0.01)": lambda model: fg.optimizer.Adam(model, lr=0.01)}
 
 
-@pytest.mark.xfail(strict=True, reason="an optimizer given model.parameters (the method, parentheses forgotten) or "
-                   "the model itself fails with 'TypeError: Adam: give the learning rate once, as learning_rate= "
-                   "or lr=', a message about the rate, which was given once; torch says \"'method' object is not "
-                   "iterable\" / \"'Linear' object is not iterable\"; the message should name the parameters")
 @pytest.mark.parametrize("call", sorted(_NOT_PARAMETERS))
 def test_optimizer_given_no_parameter_list_names_the_parameters(call, eager):
     with pytest.raises(TypeError, match="param"):
@@ -519,11 +489,6 @@ _GROUP_OPTIONS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="optimizer.param_groups hold only 'params' and 'lr', so torch code that reads "
-                   "an option back (logging the momentum, schedules that read betas / weight_decay, "
-                   "group['momentum'] under OneCycleLR) fails with KeyError: 'momentum'; torch fills every group "
-                   "with all of the optimizer's options (test_writes_into_param_groups_take_effect of session 12 "
-                   "is about writing them)")
 @pytest.mark.parametrize("read", sorted(_GROUP_OPTIONS))
 def test_param_groups_show_the_optimizers_options(read, eager):
     make, key = _GROUP_OPTIONS[read]
@@ -539,9 +504,6 @@ _OPTIMIZER_KEYWORDS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="torch optimizer keywords are TypeErrors (unexpected keyword argument): "
-                   "maximize=True (gradient ascent: GAN critics, RL objectives) on Adam and SGD, and Adagrad's "
-                   "lr_decay=")
 @pytest.mark.parametrize("call", sorted(_OPTIMIZER_KEYWORDS))
 def test_torch_optimizer_keywords_of_session_13(call, eager):
     w0 = _RNG.standard_normal(3)

@@ -23,13 +23,10 @@ IDX5 = np.array([4, 0, 1])
 
 
 def _torch_item(item):
-    """item for PyTorch. With index arrays present, an integer becomes a one-element array: NumPy
-    (and fluidgrad) count integers as advanced indices when placing the arrays' axes (first, when
-    a slice or None separates the advanced indices); PyTorch applies integers first."""
+    """item for PyTorch (index arrays as tensors). fluidgrad places the arrays' axes as PyTorch
+    does: integers are selects applied first, so they never count as advanced indices."""
     item = item if isinstance(item, tuple) else (item,)
-    arrays = any(isinstance(i, (np.ndarray, list)) for i in item)
-    return tuple(torch.tensor(i) if isinstance(i, np.ndarray) else torch.tensor([i]) if arrays and isinstance(i, int)
-                 else i for i in item)
+    return tuple(torch.tensor(i) if isinstance(i, np.ndarray) else i for i in item)
 
 
 def _set(x, item, v):
@@ -39,7 +36,8 @@ def _set(x, item, v):
 
 
 def _places_shape(shape, item):
-    return np.empty(shape)[item].shape
+    """The shape of x[item] (PyTorch's placement of the arrays' axes)."""
+    return tuple(torch.empty(shape)[_torch_item(item)].shape)
 
 
 # ---------------------------------------------------------------- the patterns users meet first
@@ -318,17 +316,19 @@ def test_an_integer_out_of_range_on_an_axis_of_unknown_size_raises_when_run():
         Executor().run(main, feed={"x": X345[:, :, 0]}, fetch_list=[y], scope=Scope())
 
 
-# ---------------------------------------------------------------- NumPy's placement with None
+# ---------------------------------------------------------------- placement with None
 @pytest.mark.parametrize("item", [(np.array([0, 1]), None, 0), (slice(None), None, np.array([0, 1]), None, IDX5[:2]),
                                   (None, np.array([0, 1]), slice(None), np.array([1, 2])), (0, None, slice(None), IDX5)])
-def test_none_with_separated_advanced_indices_follows_numpy(item):
+def test_none_with_separated_advanced_indices_follows_torch(item):
     """The arrays' axes go first and None's axes follow among the other axes, in both x[item]
-    and x[item] = v (PyTorch places integers differently: NumPy is the reference here)."""
+    and x[item] = v; an integer is a select applied first (PyTorch's rule, the reference)."""
     got = fg.to_tensor(X345)[item].numpy()
-    np.testing.assert_array_equal(got, X345[item])
-    v = RNG.uniform(-1, 1, X345[item].shape)
-    want = X345.copy()
-    want[item] = v
+    reference = torch.tensor(X345)[_torch_item(item)].numpy()
+    np.testing.assert_array_equal(got, reference)
+    v = RNG.uniform(-1, 1, reference.shape)
+    want = torch.tensor(X345)
+    want[_torch_item(item)] = torch.tensor(v)
+    want = want.numpy()
     y = fg.to_tensor(X345) * 1.0
     y[item] = v
     np.testing.assert_array_equal(y.numpy(), want)

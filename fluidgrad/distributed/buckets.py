@@ -51,6 +51,8 @@ def own_options(optimizer: Any, params: list[Any], decoupled_decay_ok: bool = Fa
         if (factor != 1.0 or decay is not optimizer.regularization
                 or decoupled is not None and decoupled(param) != optimizer.weight_decay):
             return f"{name} has a learning rate or weight decay of its own"
+        if optimizer._own_update(param):
+            return f"{name}'s parameter group has options of its own"
         if clipping and not optimize_options(param)[2]:
             return f"{name} is left out of gradient clipping (need_clip=False)"
     return None

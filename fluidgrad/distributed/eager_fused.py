@@ -153,7 +153,7 @@ def rule_for(optimizer: Optimizer, params: list[Tensor], cache: dict | None = No
     if (not FUSE_UPDATES or type(optimizer) not in (SGD, Momentum, Adam, AdamW) or optimizer._grad_clip is not None
             or not (regularization is None or type(regularization) is L2Decay)):
         return None
-    key = (id(optimizer), regularization, tuple(optimizer._group_options.items()),
+    key = (id(optimizer), regularization, optimizer._groups_version, tuple(optimizer._settings().values()),
            getattr(optimizer, "_apply_decay_param_fun", None), getattr(optimizer, "weight_decay", None),
            tuple(map(id, params)), tuple(getattr(p, "_param_attr", None) for p in params))
     if cache is not None and cache.get("key") == key:

@@ -68,6 +68,90 @@ def _record_modification(tensor: "Tensor", before: Any = None) -> None:
             entry = relinked[key] = (weakref.ref(tensor, lambda _, key=key: relinked.pop(key, None)), [])
         before.stamp = stamp
         entry[1].append((stamp, before))
+    views = getattr(tensor, "_views", None)
+    if views:
+        refresh_views(tensor, views)
+
+
+def modification_stamp(tensor: "Tensor") -> Any:
+    """The creation stamp of tensor's last in-place update (None when there was none)."""
+    entry = modified_tensors.get(id(tensor))
+    return entry[1] if entry is not None and entry[0]() is tensor else None
+
+
+# ---- views (PyTorch's: x.view, x.t(), x[0], x.detach(), ... share x's storage). A view holds
+# an array of its own; `_view_of` = (base, how, base's modification stamp) says where it came
+# from, and the base keeps its live views (`_views`, weak). A write into the view is written into
+# the base (fluidgrad/views.py: `how.into_base`), and any change of the base refreshes its views
+# (`refresh_views`, which fluidgrad/views.py installs: `how.read`), so both always agree.
+def refresh_views(tensor: "Tensor", views: Any) -> None:
+    raise RuntimeError("a tensor with views changed before fluidgrad.views was imported (import fluidgrad)")
+
+
+def written_outside_autograd(tensor: "Tensor") -> None:
+    """tensor's array was replaced outside autograd (set_value, an optimizer step, x.data writes):
+    note it, and (fluidgrad/views.py) pass it on to the tensor it is a view of."""
+    _record_modification(tensor)
+
+
+def mark_view(view: "Tensor", base: "Tensor", how: Any) -> "Tensor":
+    """`view` (a Tensor just computed from `base`) is from now on a view of base (see above);
+    `how` says how (fluidgrad/views.py, `Indexed` in fluidgrad/indexing.py, `Detached`)."""
+    # x.detach() keeps no strong hold on x: `losses.append(loss.detach())` must not keep loss's graph
+    view._view_of = (base if how.tracks_grad else weakref.ref(base), how, modification_stamp(base))
+    views = getattr(base, "_views", None)
+    if views is None:
+        base._views = [weakref.ref(view)]
+    else:
+        views.append(weakref.ref(view))
+        if not len(views) & 63:    # every 64 views made: drop the dead ones (amortised)
+            views[:] = [ref for ref in views if ref() is not None]
+    return view
+
+
+def view_link(tensor: Any) -> tuple | None:
+    """(base, how, stamp) when tensor is a view of a live base, else None."""
+    link = getattr(tensor, "_view_of", None)
+    if link is None or not isinstance(link[0], weakref.ref):
+        return link
+    base = link[0]()
+    return None if base is None else (base, link[1], link[2])
+
+
+def unlink_views(tensor: "Tensor") -> None:
+    """tensor's views keep their values and stop following it (after `x.data = y`, as PyTorch's
+    views keep the storage x had)."""
+    for ref in getattr(tensor, "_views", None) or ():
+        view = ref()
+        link = view_link(view)
+        if link is not None and link[0] is tensor:
+            view._view_of = None
+    tensor._views = None
+
+
+class Detached:
+    """How `x.detach()` is a view of x: the same values outside autograd; a write into it changes
+    x's values without touching x's graph (PyTorch's detach shares the storage)."""
+
+    tracks_grad = False
+
+    def __init__(self, base: "Tensor") -> None:
+        self.base_shape = tuple(base.shape)
+
+    def read(self, base: "Tensor") -> "Tensor":
+        return Tensor(base._array, True)
+
+    def into_base(self, base: "Tensor", value: "Tensor") -> None:
+        return None     # written as it is, outside autograd
+
+    def check_writable(self, what: str) -> None:
+        pass
+
+    def layout(self, base_layout: np.ndarray) -> np.ndarray:
+        return base_layout
+
+    def describe(self) -> str:
+        return "x.detach()"
 
 
 _retaining: dict[int, Any] = {}   # id -> weak reference: intermediates whose .grad is kept (retain_grads)
@@ -77,11 +161,11 @@ class Tensor(MathMixin, TorchHabits):
     """An eager value. `stop_gradient=False` asks for its gradient (`.grad` after backward)."""
 
     # _param_attr: a parameter's optimizer options (ParamAttr.optimize_options), unset for others;
-    # _view_of: (base, item, base's modification stamp) for a result of basic indexing, else None
-    # (see fluidgrad/indexing.py; subclasses made without __init__ may leave it unset: read it
-    # with getattr(t, "_view_of", None))
+    # _view_of: (base, how, base's modification stamp) for a view (x[0], x.t(), x.view(...), see
+    # mark_view), else None; _views: weak references to the views of this tensor, or None.
+    # (Subclasses made without __init__ may leave them unset: read them with getattr(t, ..., None))
     __slots__ = ("_array", "stop_gradient", "grad", "_node", "_idx", "name", "_hooks", "persistable", "_param_attr",
-                 "_view_of", "__weakref__")
+                 "_view_of", "_views", "__weakref__")
 
     def __init__(self, data: np.ndarray, stop_gradient: bool = True, node: Any = None, idx: int = 0,
                  name: str | None = None) -> None:
@@ -95,6 +179,14 @@ class Tensor(MathMixin, TorchHabits):
         self.persistable = False  # True for a Layer's parameters and buffers
         self._param_attr = None
         self._view_of = None
+        self._views = None
+
+    def __getstate__(self) -> tuple:
+        """A copy (copy.deepcopy, pickle) is a tensor of its own: not a view, without views."""
+        slots = {name: getattr(self, name) for cls in type(self).__mro__ for name in getattr(cls, "__slots__", ())
+                 if name != "__weakref__" and hasattr(self, name)}
+        slots["_view_of"] = slots["_views"] = None
+        return getattr(self, "__dict__", None) or None, slots
 
     @property
     def trainable(self) -> bool:
@@ -145,6 +237,8 @@ class Tensor(MathMixin, TorchHabits):
         if not self.stop_gradient and not carries_gradient(array.dtype):
             raise TypeError(f"x.data = v: tensor {self.name or ''} requires a gradient, so its value must be a float "
                             f"array, got {array.dtype}")
+        unlink_views(self)   # (PyTorch: x now has t's storage; x's views keep the old one, x is no view)
+        self._view_of = None
         self._array = array
         _record_modification(self)
 
@@ -220,8 +314,9 @@ class Tensor(MathMixin, TorchHabits):
         _backward([self], None if grad_tensor is None else [grad_tensor], retain_graph)
 
     def detach(self) -> "Tensor":
-        """The same array, cut from the graph."""
-        return Tensor(self._array, True, name=self.name)
+        """The same values, cut from the graph: a view (PyTorch's), so a write into either is
+        seen by the other; a write into it changes this tensor's values, not its graph."""
+        return mark_view(Tensor(self._array, True, name=self.name), self, Detached(self))
 
     def detach_(self) -> "Tensor":
         """PyTorch's in-place detach: this tensor leaves the graph (a leaf without a gradient)."""
@@ -309,7 +404,7 @@ class Tensor(MathMixin, TorchHabits):
             raise ValueError(f"{what}: tensor {self.name or ''} has shape {list(self.shape)}, "
                              f"the new value has shape {list(array.shape)}")
         self._array = array if array.dtype == self._array.dtype else array.astype(self._array.dtype)
-        _record_modification(self)
+        written_outside_autograd(self)
 
     def clone(self) -> "Tensor":
         return apply_unary("scale", self, {"scale": 1.0, "bias": 0.0, "bias_after_scale": True})
@@ -396,7 +491,7 @@ class DataView(Tensor):
     def _array(self, array: np.ndarray) -> None:
         base = self._base
         base._array = array
-        _record_modification(base)
+        written_outside_autograd(base)
 
     def snapshot(self) -> Tensor:
         """A plain Tensor of the current value with this view's graph link (what a node keeps)."""
@@ -421,6 +516,7 @@ def _data_view(tensor: Tensor) -> DataView:
     view.persistable = False
     view._param_attr = None
     view._view_of = None
+    view._views = None
     return view
 
 
@@ -439,6 +535,7 @@ def op_output(data: np.ndarray, stop_gradient: bool = True, node: Any = None, id
     tensor.persistable = False
     tensor._param_attr = None
     tensor._view_of = None
+    tensor._views = None
     return tensor
 
 

@@ -159,3 +159,8 @@ def set_default_dtype(dtype: Any) -> None:
 DTYPE_CONSTANTS = {name: name for name in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
                                            "uint64", "float16", "bfloat16", "float32", "float64", "complex64",
                                            "complex128")}
+# torch's other names for them (torch.long, torch.float, torch.cfloat, ...) and its float8 formats
+# (STORAGE_DTYPES): the same strings, so `x.to(fluidgrad.long)` is `x.to("int64")`
+TORCH_DTYPE_NAMES = {"float": "float32", "double": "float64", "half": "float16", "long": "int64", "int": "int32",
+                     "short": "int16", "cfloat": "complex64", "cdouble": "complex128",
+                     **{name: name for name in STORAGE_DTYPES if name.startswith("float8")}}

@@ -77,7 +77,7 @@ class MathMixin:
         """x.reshape([4, 2]) as Paddle's, or x.reshape(4, 2) / x.reshape(-1) as PyTorch's."""
         return _api.reshape(self, _sizes(shape))
 
-    view = reshape   # PyTorch's view(6, 4): a new value here (fluidgrad never aliases arrays)
+    view = reshape   # PyTorch's view(6, 4) (Tensors: tensor/torch_methods.py's, a view of x)
 
     def transpose(self, *perm):
         """x.transpose([1, 0, 2]) as Paddle's (a permutation), or x.transpose(1, 2) as PyTorch's

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..eager import Tensor
-from ..ops.random import generator
+from ..ops.random import generator as global_generator
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "random_split"]
 
@@ -81,10 +81,14 @@ class Subset(Dataset):
         return len(self.indices)
 
 
-def random_split(dataset: Dataset, lengths: Sequence[int | float], generator_: Any = None) -> list[Subset]:
+def random_split(dataset: Dataset, lengths: Sequence[int | float], generator: Any = None) -> list[Subset]:
     """Split `dataset` into non-overlapping random Subsets of the given lengths (counts summing to
     len(dataset), or fractions summing to 1, as PyTorch). The permutation comes from fluidgrad's
-    global generator (`fluidgrad.seed`), or from `generator_`, a NumPy Generator."""
+    global generator (`fluidgrad.seed`), or from `generator=` (Paddle's and torch's keyword), a
+    NumPy Generator."""
+    if generator is not None and not hasattr(generator, "permutation"):
+        raise TypeError(f"random_split: generator must be a NumPy Generator (np.random.default_rng(seed)), "
+                        f"got {type(generator).__name__}")
     total = len(dataset)
     counts = [int(n) for n in lengths]
     if lengths and all(isinstance(n, float) for n in lengths) and abs(sum(lengths) - 1) < 1e-6:
@@ -93,6 +97,6 @@ def random_split(dataset: Dataset, lengths: Sequence[int | float], generator_: A
             counts[i % len(counts)] += 1
     if sum(counts) != total or any(n < 0 for n in counts):
         raise ValueError(f"random_split: lengths {list(lengths)} do not add up to the dataset's {total} samples")
-    order = (generator_ or generator()).permutation(total)
+    order = (generator or global_generator()).permutation(total)
     starts = np.cumsum([0] + counts)
     return [Subset(dataset, order[a:b].tolist()) for a, b in zip(starts[:-1], starts[1:])]

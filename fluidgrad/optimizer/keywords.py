@@ -36,6 +36,8 @@ def accepting_torch_spellings(init: Callable[..., None]) -> Callable[..., None]:
 
     @functools.wraps(init)
     def wrapped(self: Any, *args: Any, **kwargs: Any) -> None:
+        # called as torch calls it (parameters first, or lr=): the defaults are torch's (adaptive.py)
+        self.__dict__.setdefault("_torch_call", bool(args and _is_parameter_list(args[0])) or "lr" in kwargs)
         if args and _is_parameter_list(args[0]):
             args = _torch_positional(type(self).__name__, params, args, kwargs)
         if any(name in kwargs for name in spellings):
@@ -44,7 +46,10 @@ def accepting_torch_spellings(init: Callable[..., None]) -> Callable[..., None]:
             for torch_name in [name for name in spellings if name in kwargs]:
                 kwargs.update(_paddle_keywords(owner, torch_name, spellings[torch_name], kwargs.pop(torch_name),
                                                given))
+        maximize = kwargs.pop("maximize", None) if getattr(self, "takes_maximize", False) else None
         init(self, *args, **kwargs)
+        if maximize is not None:   # torch's maximize=True: gradient ascent (optimizer.py negates the gradients)
+            self.maximize = bool(maximize)
     return wrapped
 
 

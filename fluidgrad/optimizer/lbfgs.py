@@ -19,7 +19,7 @@ from ..framework import Variable
 from ..lr import LRScheduler
 from ..nn.clip import GradientClipBase
 from .line_search import strong_wolfe
-from .optimizer import Optimizer, _checked, _set_array, _to_array, default_rate
+from .optimizer import Optimizer, Update, _checked, _set_array, _to_array, default_rate
 
 # what state_dict saves: arrays, lists of arrays, numbers
 _ARRAYS, _ARRAY_LISTS = ("d", "prev_flat_grad"), ("old_dirs", "old_stps", "ro")
@@ -28,7 +28,12 @@ _NUMBERS = ("t", "H_diag", "prev_loss", "n_iter", "func_evals")
 
 class LBFGS(Optimizer):
     """`step(closure)`: closure clears the gradients, computes the loss, calls backward() and
-    returns the loss. Paddle's and torch's arguments (lr= and parameters first work too)."""
+    returns the loss. Paddle's and torch's arguments (lr= and parameters first work too); the
+    options are read from `param_groups[0]` at each step, so writing one there takes effect."""
+
+    options = ("max_iter", "max_eval", "tolerance_grad", "tolerance_change", "history_size", "line_search_fn")
+
+    takes_maximize = False   # as torch.optim.LBFGS
 
     def __init__(self, learning_rate: float | LRScheduler | None = None, max_iter: int = 20,
                  max_eval: int | None = None, tolerance_grad: float = 1e-7, tolerance_change: float = 1e-9,
@@ -38,18 +43,26 @@ class LBFGS(Optimizer):
                  lr: float | LRScheduler | None = None) -> None:
         super().__init__(learning_rate, parameters, weight_decay, grad_clip, name,
                          lr=default_rate(learning_rate, lr, 1.0))
-        if line_search_fn not in (None, "strong_wolfe"):
-            raise ValueError(f"LBFGS: line_search_fn must be None or 'strong_wolfe', got {line_search_fn!r}")
-        for what, value in (("max_iter", max_iter), ("history_size", history_size)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise ValueError(f"LBFGS: {what} must be a positive integer, got {value!r}")
         if len(self.param_groups) > 1:
             raise ValueError("LBFGS: parameter groups are not supported (one flat vector of all parameters)")
+        self._update_for({"max_iter": max_iter, "max_eval": max_eval, "tolerance_grad": tolerance_grad,
+                          "tolerance_change": tolerance_change, "history_size": history_size,
+                          "line_search_fn": line_search_fn})
         self.max_iter, self.history_size = int(max_iter), int(history_size)
         self.max_eval = int(max_eval) if max_eval is not None else self.max_iter * 5 // 4
         self.tolerance_grad, self.tolerance_change = float(tolerance_grad), float(tolerance_change)
         self.line_search_fn = line_search_fn
         self._state: dict[str, Any] = {"func_evals": 0, "n_iter": 0}
+
+    def _update_for(self, settings: dict[str, Any]) -> Update:
+        """No update op (the step is the L-BFGS iteration): the options checked."""
+        if settings["line_search_fn"] not in (None, "strong_wolfe"):
+            raise ValueError(f"LBFGS: line_search_fn must be None or 'strong_wolfe', got {settings['line_search_fn']!r}")
+        for what in ("max_iter", "history_size") + (("max_eval",) if settings["max_eval"] is not None else ()):
+            value = settings[what]
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise ValueError(f"LBFGS: {what} must be a positive integer, got {value!r}")
+        return Update("", {}, {})
 
     # ------------------------------------------------------------------ the flat vector
     def _params(self) -> list[Any]:
@@ -64,8 +77,9 @@ class LBFGS(Optimizer):
                  for p, v in zip(params, values)]
         if self._grad_clip is not None:
             grads = self._grad_clip.clip_arrays(grads, params)
-        if self.regularization is not None:
-            grads = [self.regularization.apply_array(v, g) for v, g in zip(values, grads)]
+        decay = self.param_groups[0].regularizer if self.param_groups else self.regularization
+        if decay is not None:
+            grads = [decay.apply_array(v, g) for v, g in zip(values, grads)]
         return np.concatenate([g.reshape(-1) for g in grads]) if grads else np.zeros(0)
 
     def _add(self, t: Any, direction: np.ndarray) -> None:
@@ -93,35 +107,41 @@ class LBFGS(Optimizer):
         if closure is None:
             raise TypeError("LBFGS.step needs a closure: step(closure), where closure clears the gradients, "
                             "computes the loss, calls loss.backward() and returns the loss")
-        state, lr = self._state, self.get_lr()
+        group = self.param_groups[0] if self.param_groups else None   # its options now (torch reads them each step)
+        o = self._settings(group)
+        self._update_for(o)
+        if o["max_eval"] is None:
+            o["max_eval"] = o["max_iter"] * 5 // 4
+        state, lr = self._state, (self.get_lr() if group is None else group["lr"])
         with enable_grad():
             first_loss = closure()
         loss = float(_loss_value(first_loss))
         evals = 1
         state["func_evals"] += 1
         grad = self._flat_grad()
-        if grad.size == 0 or np.abs(grad).max() <= self.tolerance_grad:
+        if grad.size == 0 or np.abs(grad).max() <= o["tolerance_grad"]:
             return first_loss
         dtype = grad.dtype.type
         d, t = state.get("d"), state.get("t")
         old_dirs, old_stps, ro = state.get("old_dirs"), state.get("old_stps"), state.get("ro")
         h_diag, prev_grad, prev_loss = state.get("H_diag"), state.get("prev_flat_grad"), state.get("prev_loss")
         n_iter = 0
-        while n_iter < self.max_iter:
+        while n_iter < o["max_iter"]:
             n_iter += 1
             state["n_iter"] += 1
             if state["n_iter"] == 1:
                 d, old_dirs, old_stps, ro, h_diag = -grad, [], [], [], dtype(1)
             else:
-                h_diag = self._remember(grad - prev_grad, d * dtype(t), old_dirs, old_stps, ro, h_diag)
+                h_diag = self._remember(grad - prev_grad, d * dtype(t), old_dirs, old_stps, ro, h_diag,
+                                        o["history_size"])
                 d = _two_loop(-grad, old_dirs, old_stps, ro, h_diag)
             prev_grad, prev_loss = grad.copy(), loss
             t = dtype(min(1.0, float(dtype(1) / np.abs(grad).sum())) * lr) if state["n_iter"] == 1 else lr
             gtd = grad.dot(d)
-            if gtd > -self.tolerance_change:
+            if gtd > -o["tolerance_change"]:
                 break
             line_evals = 0
-            if self.line_search_fn == "strong_wolfe":
+            if o["line_search_fn"] == "strong_wolfe":
                 start = self._values()
 
                 def along(x: list[np.ndarray], step: float, direction: np.ndarray) -> tuple[float, np.ndarray]:
@@ -131,33 +151,34 @@ class LBFGS(Optimizer):
                     self._restore(x)
                     return value, flat
                 loss, grad, t, line_evals = strong_wolfe(along, start, t, d, loss, grad, gtd,
-                                                         max_ls=self.max_eval - evals)
+                                                         max_ls=o["max_eval"] - evals)
                 self._add(t, d)
-                converged = np.abs(grad).max() <= self.tolerance_grad
+                converged = np.abs(grad).max() <= o["tolerance_grad"]
             else:
                 self._add(t, d)
                 converged = False
-                if n_iter != self.max_iter:
+                if n_iter != o["max_iter"]:
                     loss = self._evaluate(closure)
                     grad = self._flat_grad()
-                    converged = np.abs(grad).max() <= self.tolerance_grad
+                    converged = np.abs(grad).max() <= o["tolerance_grad"]
                     line_evals = 1
             evals += line_evals
             state["func_evals"] += line_evals
-            if n_iter == self.max_iter or evals >= self.max_eval or converged \
-                    or np.abs(d * dtype(t)).max() <= self.tolerance_change or abs(loss - prev_loss) < self.tolerance_change:
+            if n_iter == o["max_iter"] or evals >= o["max_eval"] or converged \
+                    or np.abs(d * dtype(t)).max() <= o["tolerance_change"] or abs(loss - prev_loss) < o["tolerance_change"]:
                 break
         state.update(d=d, t=t, old_dirs=old_dirs, old_stps=old_stps, ro=ro, H_diag=h_diag,
                      prev_flat_grad=prev_grad, prev_loss=prev_loss)
         return first_loss
 
-    def _remember(self, y: np.ndarray, s: np.ndarray, old_dirs: list, old_stps: list, ro: list, h_diag: Any) -> Any:
+    def _remember(self, y: np.ndarray, s: np.ndarray, old_dirs: list, old_stps: list, ro: list, h_diag: Any,
+                  history_size: int) -> Any:
         """Keep the curvature pair (y, s) when y.s > 1e-10 (dropping the oldest past history_size);
         returns the new initial Hessian scale y.s / y.y."""
         ys = y.dot(s)
         if ys <= 1e-10:
             return h_diag
-        if len(old_dirs) == self.history_size:
+        while old_dirs and len(old_dirs) >= history_size:
             old_dirs.pop(0), old_stps.pop(0), ro.pop(0)
         old_dirs.append(y)
         old_stps.append(s)

@@ -13,10 +13,13 @@ the optimizer with `set_lr`, so an eager `step()` uses it and a static program r
 rate variable at the next run. The formulas are the closed forms, equal to torch's recursive
 ones to rounding.
 
-One rate per optimizer: fluidgrad's parameter groups keep a fixed ratio to the optimizer's rate,
-so every group follows the schedule in proportion (torch's exactly, for the schedules that are
-a factor times the initial rate; with an `eta_min` or `min_lr` floor the floor applies to the
-optimizer's own rate). `get_last_lr()` lists the groups' rates.
+fluidgrad's parameter groups keep a ratio to the optimizer's rate, so every group follows a
+schedule that is a factor times the initial rate in proportion (torch's exactly). The schedules
+that take absolute rates (CosineAnnealingLR's and CosineAnnealingWarmRestarts' eta_min,
+ReduceLROnPlateau's min_lr, OneCycleLR's max_lr: one value for every group, or for min_lr and
+max_lr a list of one per group, as torch) run one schedule per group when there are several, and set each group's rate
+(eager mode: a static program holds one rate variable per ratio). `get_last_lr()` lists the
+groups' rates.
 """
 from __future__ import annotations
 
@@ -53,6 +56,17 @@ def _checked_optimizer(owner: str, optimizer: Any) -> Optimizer:
     return optimizer
 
 
+def _per_group(owner: str, name: str, value: Any, optimizer: Optimizer) -> list[Any]:
+    """A setting torch takes per parameter group: one value for all, or a list of one per group."""
+    groups = max(len(optimizer.param_groups), 1)
+    if isinstance(value, (list, tuple)):
+        if len(value) != groups:
+            raise ValueError(f"{owner}: expected {groups} values for {name} (one per parameter group), got "
+                             f"{len(value)}")
+        return [float(v) for v in value]
+    return [float(value)] * groups
+
+
 def _one(owner: str, name: str, value: Any) -> Any:
     """A per-group setting (torch takes a list, one per group): one value serves the one rate here."""
     if isinstance(value, (list, tuple)):
@@ -72,7 +86,14 @@ class LRScheduler:
         self.optimizer = _checked_optimizer(owner, optimizer)
         base_lr = self._initial_rate(last_epoch)
         self.base_lrs = _group_rates(optimizer, base_lr)
-        self.schedule = self._schedule(base_lr, last_epoch)   # already stepped to last_epoch + 1
+        # schedules of absolute rates run one per group (module docstring); others one for the optimizer
+        self.group_schedules: list[_Schedule] | None = None
+        if self._absolute and len(optimizer.param_groups) > 1:
+            self.base_lrs = self._group_bases()
+            self.group_schedules = [self._schedule(rate, last_epoch, index) for index, rate in enumerate(self.base_lrs)]
+            self.schedule = self.group_schedules[0]
+        else:
+            self.schedule = self._schedule(base_lr, last_epoch)   # already stepped to last_epoch + 1
         self._step_count = 1
         self._apply()
 
@@ -87,6 +108,15 @@ class LRScheduler:
                            f"initial rate ('initial_lr'), set by a scheduler built with last_epoch=-1; none was")
         return self.optimizer._initial_lr
 
+    _absolute = False   # whether the schedule takes absolute rates (one schedule per group)
+
+    def _group_bases(self) -> list[float]:
+        """Each group's initial rate (torch's initial_lr per group)."""
+        return [float(group["lr"]) for group in self.optimizer.param_groups]
+
+    def _schedules(self) -> list[_Schedule]:
+        return self.group_schedules if self.group_schedules is not None else [self.schedule]
+
     def _schedule(self, base_lr: float, last_epoch: int) -> _Schedule:
         raise NotImplementedError(f"{type(self).__name__} must define _schedule(base_lr, last_epoch)")
 
@@ -96,15 +126,26 @@ class LRScheduler:
 
     @last_epoch.setter
     def last_epoch(self, value: int) -> None:
-        self.schedule.last_epoch = value
+        for schedule in self._schedules():
+            schedule.last_epoch = value
 
     def _apply(self) -> None:
-        self.optimizer.set_lr(self.schedule.last_lr)
-        self._last_lr = _group_rates(self.optimizer, self.schedule.last_lr)
+        if self.group_schedules is None:
+            self.optimizer.set_lr(self.schedule.last_lr)
+            self._last_lr = _group_rates(self.optimizer, self.schedule.last_lr)
+            return
+        rates = [float(schedule.last_lr) for schedule in self.group_schedules]
+        base = max(rates)
+        self.optimizer.set_lr(base)
+        if base > 0:   # all at 0: the ratios stay as they were
+            for group, rate in zip(self.optimizer.param_groups, rates):
+                group["lr"] = rate
+        self._last_lr = rates
 
     def step(self, epoch: int | None = None) -> None:
         """Advance one epoch (or jump to `epoch`, torch's deprecated form) and set the optimizer's rate."""
-        self.schedule.step(epoch)
+        for schedule in self._schedules():
+            schedule.step(epoch)
         self._step_count += 1
         self._apply()
 
@@ -118,12 +159,18 @@ class LRScheduler:
 
     def state_dict(self) -> dict[str, Any]:
         """Plain values (no optimizer, no functions): the schedule's state and the bookkeeping."""
-        return {**self.schedule.state_dict(), "base_lrs": list(self.base_lrs), "_step_count": self._step_count,
-                "_last_lr": list(self._last_lr)}
+        state = {**self.schedule.state_dict(), "base_lrs": list(self.base_lrs), "_step_count": self._step_count,
+                 "_last_lr": list(self._last_lr)}
+        if self.group_schedules is not None:
+            state["group_schedules"] = [schedule.state_dict() for schedule in self.group_schedules]
+        return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Resume at the saved epoch; the optimizer takes the restored rate."""
         self.schedule.set_state_dict(state_dict)
+        if self.group_schedules is not None and "group_schedules" in state_dict:
+            for schedule, state in zip(self.group_schedules, state_dict["group_schedules"]):
+                schedule.set_state_dict(state)
         self.base_lrs = [float(v) for v in state_dict.get("base_lrs", self.base_lrs)]
         self._step_count = int(state_dict.get("_step_count", self._step_count))
         self._apply()
@@ -170,10 +217,14 @@ class CosineAnnealingLR(LRScheduler):
     def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1,
                  verbose: Any = "deprecated") -> None:
         self.T_max, self.eta_min = T_max, eta_min
+        self._eta_mins = _per_group(type(self).__name__, "eta_min", eta_min, _checked_optimizer(
+            type(self).__name__, optimizer))
         super().__init__(optimizer, last_epoch)
 
-    def _schedule(self, base_lr: float, last_epoch: int) -> _Schedule:
-        return CosineAnnealingDecay(base_lr, self.T_max, self.eta_min, last_epoch)
+    _absolute = True
+
+    def _schedule(self, base_lr: float, last_epoch: int, index: int = 0) -> _Schedule:
+        return CosineAnnealingDecay(base_lr, self.T_max, self._eta_mins[index], last_epoch)
 
 
 class LambdaLR(LRScheduler):
@@ -245,21 +296,26 @@ class CosineAnnealingWarmRestarts(LRScheduler):
     def __init__(self, optimizer: Optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0, last_epoch: int = -1,
                  verbose: Any = "deprecated") -> None:
         self.T_0, self.T_mult, self.eta_min = T_0, T_mult, eta_min
+        self._eta_mins = _per_group(type(self).__name__, "eta_min", eta_min, _checked_optimizer(
+            type(self).__name__, optimizer))
         super().__init__(optimizer, last_epoch)
 
-    def _schedule(self, base_lr: float, last_epoch: int) -> _Schedule:
-        return _WarmRestarts(base_lr, self.T_0, self.T_mult, self.eta_min, last_epoch)
+    _absolute = True
+
+    def _schedule(self, base_lr: float, last_epoch: int, index: int = 0) -> _Schedule:
+        return _WarmRestarts(base_lr, self.T_0, self.T_mult, self._eta_mins[index], last_epoch)
 
 
 class OneCycleLR(LRScheduler):
     """The 1cycle policy: from max_lr / div_factor up to max_lr over pct_start of total_steps (or
     epochs * steps_per_epoch), then down to max_lr / div_factor / final_div_factor; stepped per batch.
 
-    `cycle_momentum` (torch's default) moves the optimizer's momentum the other way, from
-    max_momentum to base_momentum and back. It is honoured for an optimizer with a `momentum`
-    above 0 (SGD(momentum=...), Momentum, RMSprop) stepped eagerly; elsewhere it is an error that
-    says to pass cycle_momentum=False (torch would switch momentum on for SGD(momentum=0), cycle
-    Adam's beta1 inside its bias correction, and a static program fixes momentum when built)."""
+    `cycle_momentum` (torch's default) moves the momentum the other way, from max_momentum to
+    base_momentum and back, written into every parameter group as torch writes it: `momentum`
+    (SGD, which it switches on at SGD(momentum=0) as torch does, Momentum, RMSprop) or beta1 of
+    `betas` (Adam, AdamW, Adamax, NAdam, RAdam). An optimizer with neither, or one whose static
+    program fixed its momentum when minimize() built it, is an error saying to pass
+    cycle_momentum=False."""
 
     def __init__(self, optimizer: Optimizer, max_lr: float | Sequence[float], total_steps: int | None = None,
                  epochs: int | None = None, steps_per_epoch: int | None = None, pct_start: float = 0.3,
@@ -271,7 +327,8 @@ class OneCycleLR(LRScheduler):
             if epochs is None or steps_per_epoch is None:
                 raise ValueError("OneCycleLR: give total_steps, or epochs and steps_per_epoch")
             total_steps = int(epochs) * int(steps_per_epoch)
-        self.total_steps, self.max_lr = total_steps, float(_one(owner, "max_lr", max_lr))
+        self._max_lrs = _per_group(owner, "max_lr", max_lr, _checked_optimizer(owner, optimizer))
+        self.total_steps, self.max_lr = total_steps, self._max_lrs[0]
         self._phases = dict(phase_pct=pct_start, anneal_strategy=anneal_strategy, three_phase=three_phase)
         self.div_factor, self.final_div_factor = float(div_factor), float(final_div_factor)
         self.cycle_momentum = bool(cycle_momentum)
@@ -291,8 +348,13 @@ class OneCycleLR(LRScheduler):
         self.optimizer._initial_lr = self.max_lr / self.div_factor
         return self.optimizer._initial_lr
 
-    def _schedule(self, base_lr: float, last_epoch: int) -> _Schedule:
-        return _OneCycle(self.max_lr, self.total_steps, divide_factor=self.div_factor,
+    _absolute = True
+
+    def _group_bases(self) -> list[float]:
+        return [rate / self.div_factor for rate in self._max_lrs]
+
+    def _schedule(self, base_lr: float, last_epoch: int, index: int = 0) -> _Schedule:
+        return _OneCycle(self._max_lrs[index], self.total_steps, divide_factor=self.div_factor,
                          end_learning_rate=base_lr / self.final_div_factor, last_epoch=last_epoch, **self._phases)
 
     def step(self, epoch: int | None = None) -> None:
@@ -302,20 +364,23 @@ class OneCycleLR(LRScheduler):
 
     def _apply(self) -> None:
         if self.cycle_momentum:
-            _check_cycled_momentum(self.optimizer)
-            self.optimizer.momentum = self.momentum_schedule.last_lr
+            key = _check_cycled_momentum(self.optimizer)
+            for group in self.optimizer.param_groups:
+                group[key] = self.momentum_schedule.last_lr
         super()._apply()
 
 
-def _check_cycled_momentum(optimizer: Optimizer) -> None:
+def _check_cycled_momentum(optimizer: Optimizer) -> str:
+    """The option that cycle_momentum writes into the groups: beta1 (torch's betas[0]) or momentum."""
     owner = type(optimizer).__name__
-    if not getattr(optimizer, "momentum", 0.0):
-        raise ValueError(f"OneCycleLR: cycle_momentum=True cycles the optimizer's momentum, and {owner} has none "
-                         f"above 0 (torch would switch it on for SGD, or cycle Adam's beta1); build {owner} with "
-                         f"momentum > 0, or pass cycle_momentum=False")
+    key = "beta1" if "beta1" in optimizer.options else "momentum" if "momentum" in optimizer.options else None
+    if key is None:
+        raise ValueError(f"OneCycleLR: optimizer must support momentum or beta1 with `cycle_momentum` option "
+                         f"enabled, and {owner} has neither; pass cycle_momentum=False")
     if optimizer._lr_vars:
         raise ValueError(f"OneCycleLR: cycle_momentum=True cannot reach a static program: {owner}'s update ops "
                          f"fixed their momentum when minimize() built them; pass cycle_momentum=False")
+    return key
 
 
 class ReduceLROnPlateau(LRScheduler):
@@ -327,18 +392,23 @@ class ReduceLROnPlateau(LRScheduler):
                  min_lr: float | Sequence[float] = 0.0, eps: float = 1e-8, verbose: Any = "deprecated") -> None:
         self._options = dict(mode=mode, factor=factor, patience=patience, threshold=threshold,
                              threshold_mode=threshold_mode, cooldown=cooldown,
-                             min_lr=float(_one(type(self).__name__, "min_lr", min_lr)), epsilon=eps)
+                             epsilon=eps)
+        self._min_lrs = _per_group(type(self).__name__, "min_lr", min_lr, _checked_optimizer(
+            type(self).__name__, optimizer))
         super().__init__(optimizer, 0)
+
+    _absolute = True
 
     def _initial_rate(self, last_epoch: int) -> float:
         return self.optimizer.get_lr()
 
-    def _schedule(self, base_lr: float, last_epoch: int) -> _Schedule:
-        return ReduceOnPlateau(base_lr, **self._options)
+    def _schedule(self, base_lr: float, last_epoch: int, index: int = 0) -> _Schedule:
+        return ReduceOnPlateau(base_lr, min_lr=self._min_lrs[index], **self._options)
 
     def step(self, metrics: Any = None, epoch: int | None = None) -> None:  # type: ignore[override]
         """Record this epoch's metric (e.g. the validation loss) and reduce the rate if it stalled."""
-        self.schedule.step(metrics, epoch)
+        for schedule in self._schedules():
+            schedule.step(metrics, epoch)
         self._step_count += 1
         self._apply()
 

@@ -16,13 +16,15 @@ scope too. `opt.set_lr(value)` changes a float rate the same way.
 
 Eager mode: `step()` runs the same update kernels on each parameter's array with its
 `.grad` (state kept per parameter in the optimizer), `clear_grad()` clears the gradients.
+
+Parameter groups (param_groups.py) may set any of a subclass's `options` (betas, momentum, ...)
+and weight_decay; the update (op, attributes, accumulators: `Update`) is built from a group's
+values when a step (or minimize) reads them, so a value written into a group takes effect then.
 """
 from __future__ import annotations
 
-import os
-import sys
-import warnings
-from typing import Any, Callable, Iterable, Sequence
+import math
+from typing import Any, Iterable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -30,13 +32,13 @@ from ..backward import append_backward
 from ..nn.clip import GradientClipBase
 from ..dispatch import is_tensor, lifted_parameter
 from ..executor import Scope, global_scope
-from ..framework import (OPTIMIZE, Block, Operator, Program, Variable, default_startup_program, optimize_options,
-                         unique_name)
+from ..framework import (OPTIMIZE, Block, Operator, Program, Variable, default_startup_program, unique_name)
 from ..lr import LRScheduler, is_rate
 from ..ops.optim import update_kernel
 from ..regularizer import L2Decay, WeightDecayRegularizer
-from .inplace import sgd_in_place
 from .keywords import accepting_torch_spellings
+from .param_groups import GroupedParameters, ParamGroup
+from .param_groups import option_key as _option_key
 
 ParamsGrads = list[tuple[Variable, Variable]]
 
@@ -48,6 +50,11 @@ def _torch_style(owner: str, learning_rate: Any, parameters: Any, lr: Any) -> tu
     """Accept PyTorch's habit, `Adam(model.parameters(), lr=1e-3)`, beside Paddle's
     `Adam(learning_rate=1e-3, parameters=model.parameters())`: the parameters may come first
     (any iterable that is not a number), and `lr` is another name for `learning_rate`."""
+    if not isinstance(learning_rate, LRScheduler) and (callable(learning_rate) or hasattr(learning_rate, "parameters")):
+        got = (f"the method {getattr(learning_rate, '__name__', '')} (call it: model.parameters())"
+               if callable(learning_rate) and not hasattr(learning_rate, "parameters")
+               else f"a {type(learning_rate).__name__} layer (pass its .parameters())")
+        raise TypeError(f"{owner}: the parameters must be an iterable of Tensors, got {got}")
     if hasattr(learning_rate, "__iter__") and not isinstance(learning_rate, (str, bytes, LRScheduler)):
         if parameters is not None:
             raise TypeError(f"{owner}: parameters given twice (first argument and parameters=)")
@@ -67,93 +74,28 @@ def default_rate(learning_rate: Any, lr: Any, default: float) -> Any:
     return lr if lr is not None or given else default
 
 
-_GROUP_OPTIONS = {"params", "learning_rate", "lr", "weight_decay"}
-_INHERIT = object()   # a group without its own weight_decay uses the optimizer's
+class Update(NamedTuple):
+    """What one parameter's eager step or static update op is, for a group's options: the op, its
+    attributes, its accumulators (slot -> (initial value, "param" shape or "scalar")) and the
+    scalar accumulators that are powers of an option (Adam's Beta1Pow: beta1 ** step)."""
+
+    op_type: str
+    attrs: dict[str, Any]
+    accumulators: dict[str, tuple[float, str]]
+    powers: dict[str, float] = {}
 
 
-class ParamGroup(dict):
-    """One parameter group, as PyTorch's: `group["lr"]` (or "learning_rate") is the group's rate
-    now, and setting it changes the rate the next step uses: the optimizer's own rate when it
-    has one group, else this group's ratio to it (eager mode)."""
-
-    _RATE_KEYS = ("lr", "learning_rate")
-
-    def __init__(self, optimizer: "Optimizer", items: dict[str, Any]) -> None:
-        super().__init__(items)
-        self._optimizer = optimizer
-        super().__setitem__("lr", None)      # always present; the value is computed on reading
-
-    def __getitem__(self, key: Any) -> Any:
-        if key in self._RATE_KEYS:
-            return self._optimizer._group_rate(self)
-        return super().__getitem__(key)
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        return self[key] if key in self else default
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        if key in self._RATE_KEYS:
-            self._optimizer._set_group_rate(self, value)
-        else:
-            super().__setitem__(key, value)
-
-
-def _checked_parameters(owner: str, items: Iterable[Any]) -> list[Any]:
-    """The parameters as a list; anything but Tensors / Variables (or static names) is a TypeError
-    (a Layer given instead of its parameters(), NumPy arrays) rather than a step that updates nothing."""
-    if hasattr(items, "parameters") and callable(items.parameters):
-        raise TypeError(f"{owner}: parameters must be Tensors; got a {type(items).__name__} layer, "
-                        "pass its .parameters()")
-    if isinstance(items, (str, bytes, np.ndarray)) or is_tensor(items) or isinstance(items, Variable) \
-            or not hasattr(items, "__iter__"):
-        raise TypeError(f"{owner}: parameters must be a list of Tensors, got a {type(items).__name__}")
-    params = list(items)
-    for param in params:
-        if not (is_tensor(param) or isinstance(param, (Variable, str))):
-            raise TypeError(f"{owner}: parameters must be Tensors (or static Variables), got a "
-                            f"{type(param).__name__}" + (", pass model.parameters()"
-                                                          if hasattr(param, "parameters") else ""))
-    return params
-
-
-def _outside_this_package() -> int:
-    """The stacklevel of the first caller outside fluidgrad.optimizer (a warning names the user's line)."""
-    frame, level, here = sys._getframe(1), 1, os.path.dirname(os.path.abspath(__file__))
-    while frame is not None and frame.f_code.co_filename.startswith(here):
-        frame, level = frame.f_back, level + 1
-    return level
-
-
-def _once_each(owner: str, params: list[Any]) -> list[Any]:
-    """The parameters with repeats dropped, warning as torch does (which then updates a repeated
-    parameter twice per step; here it is updated once)."""
-    seen: set[Any] = set()
-    unique = [p for p in params if not (_option_key(p) in seen or seen.add(_option_key(p)))]
-    if len(unique) != len(params):
-        warnings.warn(f"{owner}: optimizer contains a parameter group with duplicate parameters (each is updated "
-                      "once per step); list each parameter once", UserWarning, stacklevel=_outside_this_package())
-    return unique
-
-
-def _refuse_shared(owner: str, held: list[Any], params: list[Any]) -> None:
-    """A parameter in two groups would be updated twice per step, with two sets of options: torch's
-    ValueError."""
-    keys = {_option_key(p) for p in held}
-    shared = [getattr(p, "name", None) or "<unnamed>" for p in params if _option_key(p) in keys]
-    if shared:
-        raise ValueError(f"{owner}: some parameters appear in more than one parameter group: {shared[:3]} already "
-                         "belong to one")
-
-
-class Optimizer:
-    """Base class. Subclasses name their update op, its accumulators and its attributes."""
+class Optimizer(GroupedParameters):
+    """Base class. Subclasses name their update op and the options it reads (`options`: attribute
+    names, a parameter group's keys too), and build the update of a group's options in `_update_for`."""
 
     op_type = ""
-    # accumulator slot -> (initial value, shape: "param" for the parameter's shape, else [1])
-    accumulators: dict[str, tuple[float, str]] = {}
     # eager: in_place_update(param, array, grad, lr) writes the update into the parameter's own
     # array when that is safe and says whether it did (optimizer/inplace.py); None: never
     in_place_update: Any = None
+    # torch's maximize=True (keywords.py takes it): each step climbs the gradient, which is negated first
+    takes_maximize = True
+    maximize = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Every optimizer takes torch.optim's keyword spellings too (betas=, eps=, ...: keywords.py)."""
@@ -170,120 +112,34 @@ class Optimizer:
                             f"got {type(learning_rate).__name__}")
         if not isinstance(learning_rate, LRScheduler):
             learning_rate = float(learning_rate)
+            if learning_rate < 0:
+                raise ValueError(f"{type(self).__name__}: Invalid learning rate: {learning_rate} (a rate below 0 "
+                                 "climbs the loss; torch's maximize=True is gradient ascent)")
         if grad_clip is not None and not isinstance(grad_clip, GradientClipBase):
             raise TypeError(f"{type(self).__name__}: grad_clip must be a ClipGradBy* object, "
                             f"got {type(grad_clip).__name__}")
         self._learning_rate = learning_rate
         self.regularization = self._regularizer(weight_decay)
-        # per-parameter (learning-rate factor, regularizer or _INHERIT) from parameter groups,
-        # keyed by id(Tensor) or a static Variable's name
-        self._group_options: dict[Any, tuple[float, Any]] = {}
-        self.param_groups: list[dict[str, Any]] = []
+        self.param_groups: list[ParamGroup] = []
+        self._group_of: dict[Any, ParamGroup] = {}     # by id(Tensor) or a static Variable's name
+        self._groups_version = 0                      # counts changes of the groups' options
+        self._updates: dict[Any, Update] = {}         # by the options' values
+        self._kernels: dict[Any, Any] = {}            # by (op, attributes)
+        self._power_bases: dict[int, dict[str, float]] = {}   # the option each power was last raised with
+        self._fitted: dict[int, Update] = {}          # the update each parameter's eager state was fitted to
+        # (program id, factor) -> its learning-rate variable, holding rate * factor (a factor other
+        # than 1 for parameters with their own rate: ParamAttr(learning_rate=...), parameter groups)
+        self._lr_vars: dict[tuple[int, float], Variable] = {}
         self._parameter_list = self._take_parameters(parameters) if parameters is not None else None
         self._grad_clip = grad_clip
         self._name = name or unique_name(type(self).__name__.lower())
         self.lr_var: Variable | None = None
-        # (program id, factor) -> its learning-rate variable, holding rate * factor (a factor other
-        # than 1 for parameters with their own rate: ParamAttr(learning_rate=...), parameter groups)
-        self._lr_vars: dict[tuple[int, float], Variable] = {}
         self._lr_init_ops: list[tuple[Operator, float]] = []   # the startup ops filling them
         self._bound_scopes: list[Scope] = []            # scopes given to sync_lr
         self._accumulator_vars: dict[tuple[int, str, str], Variable] = {}  # (program id, param, slot)
         self._eager_state: dict[int, dict[str, np.ndarray]] = {}
         if isinstance(learning_rate, LRScheduler):
             learning_rate._subscribe(self._on_new_lr)
-
-    def _take_parameters(self, parameters: Any) -> list[Any]:
-        """A flat parameter list; parameter groups (dicts with "params" and their own
-        "learning_rate" (or "lr") and "weight_decay", as PyTorch and Paddle take them) are
-        flattened, their options kept per parameter. A group's "learning_rate" multiplies the
-        optimizer's rate, as in Paddle 2; its "lr" is the group's own rate, as in PyTorch. Either
-        way the group keeps a fixed ratio to the optimizer's rate, so a scheduler scales it too."""
-        owner = type(self).__name__
-        if isinstance(parameters, dict):
-            parameters = [parameters]
-        elif not isinstance(parameters, (list, tuple)):
-            parameters = _checked_parameters(owner, parameters)
-        if not any(isinstance(item, dict) for item in parameters):
-            params = _once_each(owner, _checked_parameters(owner, parameters))
-            self.param_groups = [ParamGroup(self, {"params": params})]
-            return params
-        flat: list[Any] = []
-        for index, group in enumerate(parameters):
-            params = self._add_group(index, group)
-            _refuse_shared(owner, flat, params)
-            flat.extend(params)
-        return flat
-
-    def _add_group(self, index: int, group: Any) -> list[Any]:
-        """Check one parameter group, record its options per parameter and append it to
-        `param_groups`; returns its parameters. Options it does not give are the optimizer's."""
-        owner = type(self).__name__
-        if not isinstance(group, dict) or "params" not in group:
-            raise TypeError(f"{owner}: parameter group {index} must be a dict with 'params' (every item "
-                            f"is a group once one is), got {type(group).__name__}")
-        unknown = sorted(set(group) - _GROUP_OPTIONS)
-        if unknown:
-            raise ValueError(f"{owner}: parameter group {index} has options {unknown} this optimizer does not "
-                             f"take per group; it takes {sorted(_GROUP_OPTIONS)}")
-        params = group["params"]
-        params = _once_each(owner, _checked_parameters(
-            f"{owner} parameter group {index}", [params] if is_tensor(params) or isinstance(params, Variable) else params))
-        factor = 1.0
-        if "learning_rate" in group and "lr" in group:
-            raise ValueError(f"{owner}: parameter group {index}: give 'learning_rate' (Paddle: a ratio to the "
-                             "optimizer's rate) or 'lr' (PyTorch: the group's own rate), not both")
-        if group.get("learning_rate") is not None:
-            if not is_rate(group["learning_rate"]):
-                raise ValueError(f"{owner}: parameter group {index}: learning_rate must be a float, "
-                                 f"got {group['learning_rate']!r}")
-            factor = float(group["learning_rate"])
-        elif group.get("lr") is not None:
-            rate, base = group["lr"], self.get_lr()
-            if not is_rate(rate) or base == 0:
-                raise ValueError(f"{owner}: parameter group {index}: lr must be a float and the "
-                                 f"optimizer's own rate non-zero, got {rate!r} and {base!r}")
-            factor = float(rate) / base
-        decay = self._regularizer(group["weight_decay"]) if "weight_decay" in group else _INHERIT
-        for param in params:
-            if factor != 1.0 or decay is not _INHERIT:
-                self._group_options[_option_key(param)] = (factor, decay)
-        self.param_groups.append(ParamGroup(self, {**group, "params": params}))
-        return params
-
-    def add_param_group(self, param_group: dict[str, Any]) -> None:
-        """Add parameters to optimize, with their own options (PyTorch's `add_param_group`, e.g.
-        layers unfrozen while fine-tuning; Paddle's `_add_param_group`): a dict with "params" and
-        optionally "lr" (its own rate), "learning_rate" (a ratio to the optimizer's rate) and
-        "weight_decay"; options not given are the optimizer's. The parameters join the next
-        `step()`; their accumulators are created at their first update. A parameter may belong to
-        one group only. In static mode the group applies to later `minimize()` calls."""
-        if self._parameter_list is None:
-            raise ValueError(f"{type(self).__name__}.add_param_group: this optimizer was built without "
-                             "parameters (static mode: it updates every trainable parameter of the program); "
-                             "give parameters= at construction to use parameter groups")
-        if not isinstance(param_group, dict):
-            raise TypeError(f"{type(self).__name__}.add_param_group: expected a dict with 'params', "
-                            f"got {type(param_group).__name__}")
-        params = param_group.get("params")
-        candidates = [params] if is_tensor(params) or isinstance(params, Variable) else params
-        if candidates is not None and not isinstance(candidates, (str, bytes)) and hasattr(candidates, "__iter__"):
-            candidates = list(candidates)
-            _refuse_shared(f"{type(self).__name__}.add_param_group", self._parameter_list, candidates)
-            param_group = {**param_group, "params": candidates}
-        self._parameter_list = self._parameter_list + self._add_group(len(self.param_groups), param_group)
-
-    _add_param_group = add_param_group
-
-    def _options(self, param: Any) -> tuple[float, WeightDecayRegularizer | None]:
-        """(learning-rate factor, regularizer) of one parameter: its group's options times its
-        ParamAttr(learning_rate=...); its ParamAttr(regularizer=...) before its group's or the
-        optimizer's weight decay (as Paddle)."""
-        factor, decay = self._group_options.get(_option_key(param), (1.0, _INHERIT)) if self._group_options \
-            else (1.0, _INHERIT)
-        own_factor, own_decay, _ = optimize_options(param)
-        decay = own_decay if own_decay is not None else decay
-        return factor * own_factor, (self.regularization if decay is _INHERIT else decay)
 
     def _regularizer(self, weight_decay: Any) -> WeightDecayRegularizer | None:
         """None, a float (L2 coefficient) or an L1Decay / L2Decay."""
@@ -294,43 +150,78 @@ class Optimizer:
         raise TypeError(f"{type(self).__name__}: weight_decay must be a float, L1Decay or L2Decay, "
                         f"got {type(weight_decay).__name__}")
 
+    # ------------------------------------------------------------------ options and updates
+    def _update_for(self, settings: dict[str, Any]) -> Update:
+        """The update for these option values (`settings`: each of `options` by name); raises on a
+        value the update cannot take."""
+        return Update(self.op_type, {}, {})
+
+    def _settings(self, group: ParamGroup | None = None) -> dict[str, Any]:
+        """The options' values: the group's (its own, else the optimizer's), or the optimizer's."""
+        if group is None:
+            return {name: getattr(self, name) for name in self.options}
+        return {name: group[name] for name in self.options}
+
+    def _default_option(self, name: str) -> Any:
+        """What a group without its own value of option `name` reads: the optimizer's."""
+        if name == "weight_decay":
+            decay = self.regularization
+            return 0.0 if decay is None else decay.coeff if type(decay) is L2Decay else decay
+        return getattr(self, name)
+
+    def _cached_update(self, settings: dict[str, Any]) -> Update:
+        key = tuple(settings.values())
+        try:
+            update = self._updates.get(key)
+        except TypeError:                        # an unhashable value (a list): built each time
+            return self._update_for(settings)
+        if update is None:
+            update = self._updates[key] = self._update_for(settings)
+        return update
+
+    def _update_of_group(self, group: ParamGroup | None) -> Update:
+        return self._cached_update(self._settings(group))
+
+    def _update_of(self, param: Any) -> Update:
+        """The update of one parameter: its group's options (AdamW: and its own decay)."""
+        return self._update_of_group(self._group_of.get(_option_key(param)))
+
+    def _kernel(self, update: Update) -> Any:
+        """The update op's kernel with the update's attributes bound (kept: a step must not rebuild it)."""
+        key = (update.op_type, tuple(update.attrs.items()))
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            kernel = self._kernels[key] = update_kernel(update.op_type, **update.attrs)
+        return kernel
+
+    def _own_options_update(self) -> Update:
+        """The update of the optimizer's own options, with `update_attrs()` (AdamW: its decay)."""
+        return self._update_of_group(None)._replace(attrs=self.update_attrs())
+
+    def _bound_kernel(self) -> Any:
+        """The update op's kernel with the optimizer's own options bound."""
+        return self._kernel(self._own_options_update())
+
+    @property
+    def accumulators(self) -> dict[str, tuple[float, str]]:
+        """The accumulators of the optimizer's own options: slot -> (initial value, "param" or "scalar")."""
+        return self._update_of_group(None).accumulators
+
     def update_attrs(self) -> dict[str, Any]:
-        """The update op's attributes (beta1, mu, ...)."""
-        return {}
+        """The update op's attributes (beta1, mu, ...) for the optimizer's own options."""
+        return self._update_of_group(None).attrs
+
+    def _all_slots(self) -> set[str]:
+        """Every accumulator slot some group's update has."""
+        slots = set(self.accumulators)
+        for group in self.param_groups:
+            slots.update(self._update_of_group(group).accumulators)
+        return slots
 
     # ------------------------------------------------------------------ learning rate
     def get_lr(self) -> float:
         lr = self._learning_rate
         return lr() if isinstance(lr, LRScheduler) else float(lr)
-
-    def _group_factor(self, group: ParamGroup) -> float:
-        params = dict.__getitem__(group, "params")
-        if not params or not self._group_options:
-            return 1.0
-        return self._group_options.get(_option_key(params[0]), (1.0, _INHERIT))[0]
-
-    def _group_rate(self, group: ParamGroup) -> float:
-        return self.get_lr() * self._group_factor(group)
-
-    def _set_group_rate(self, group: ParamGroup, value: Any) -> None:
-        """`group["lr"] = value`: the optimizer's own rate for a one-group optimizer, else the
-        group's ratio to it (eager: read at each step)."""
-        owner = type(self).__name__
-        if not is_rate(value):
-            raise TypeError(f"{owner}: a parameter group's lr must be a number, got {type(value).__name__}")
-        factor = self._group_factor(group)
-        if len(self.param_groups) == 1 and factor:
-            self.set_lr(float(value) / factor)
-            return
-        base = self.get_lr()
-        if base == 0 or self._lr_vars:
-            raise ValueError(f"{owner}: cannot set one parameter group's lr to {value} "
-                             + ("in static mode (the program holds each rate): use set_lr or a scheduler"
-                                if self._lr_vars else "while the optimizer's own rate is 0"))
-        decay = {k: d for k, (_, d) in self._group_options.items()}
-        for param in dict.__getitem__(group, "params"):
-            key = _option_key(param)
-            self._group_options[key] = (float(value) / base, decay.get(key, _INHERIT))
 
     def set_lr(self, value: float) -> None:
         """Change a float learning rate (and the program's `lr_var` in `global_scope()`)."""
@@ -418,8 +309,8 @@ class Optimizer:
             static = lifted_parameter(param, program) if is_tensor(param) else param
             if static is None:
                 continue
-            if static is not param and _option_key(param) in self._group_options:
-                self._group_options[_option_key(static)] = self._group_options[_option_key(param)]
+            if static is not param and _option_key(param) in self._group_of:
+                self._group_of[_option_key(static)] = self._group_of[_option_key(param)]
             found.append(static)
         return found
 
@@ -430,6 +321,8 @@ class Optimizer:
             return []
         block = pairs[0][0].block.program.global_block()
         startup = startup_program or default_startup_program()
+        if self.maximize:
+            pairs = [(p, _negated(block, g)) for p, g in pairs]
         if self._grad_clip is not None:
             pairs = self._grad_clip.append_clip_ops(block, pairs)   # leaves ParamAttr(need_clip=False) ones
         options = [self._options(p) for p, _ in pairs]
@@ -443,10 +336,13 @@ class Optimizer:
                       regularization: WeightDecayRegularizer | None = None) -> Variable:
         return grad if regularization is None else regularization.append_ops(block, param, grad)
 
-    def _accumulator(self, block: Block, startup: Program, param: Variable, slot: str) -> Variable:
+    def _accumulator(self, block: Block, startup: Program, param: Variable, slot: str,
+                     spec: tuple[float, str] | None = None) -> Variable:
+        """The persistable accumulator `slot` of `param` (spec: its (initial value, kind); the
+        parameter's group's by default)."""
         key = (id(block.program), param.name, slot)
         if key not in self._accumulator_vars:
-            value, kind = self.accumulators[slot]
+            value, kind = spec if spec is not None else self._update_of(param).accumulators[slot]
             shape = list(param.shape) if kind == "param" else [1]
             name = unique_name(f"{param.name}_{slot.lower()}")
             var = block.create_var(name, shape, param.dtype, persistable=True, stop_gradient=True)
@@ -461,37 +357,36 @@ class Optimizer:
                        lr: Variable) -> Operator:
         inputs: dict[str, Any] = {"Param": param, "Grad": grad, "LearningRate": lr}
         outputs: dict[str, Any] = {"ParamOut": param}
-        for slot in self.accumulators:
-            acc = self._accumulator(block, startup, param, slot)
+        update = self._update_of(param)
+        for slot, spec in update.accumulators.items():
+            acc = self._accumulator(block, startup, param, slot, spec)
             inputs[slot], outputs[slot + "Out"] = acc, acc
-        return block.append_op(self.op_type, inputs, outputs, {**self._update_attrs_of(param), "op_role": OPTIMIZE})
+        return block.append_op(update.op_type, inputs, outputs, {**update.attrs, "op_role": OPTIMIZE})
 
-    def _update_attrs_of(self, param: Any) -> dict[str, Any]:
-        """The update op's attributes for one parameter (AdamW: its own decay)."""
-        return self.update_attrs()
-
-    def _kernel_of(self, param: Any, kernel: Any) -> Any:
-        """The eager update kernel for one parameter: the step's `kernel` unless its attributes differ."""
+    def _kernel_of(self, param: Any, update: Update, kernel: Any) -> Any:
+        """The eager update kernel for one parameter: its group's `kernel` unless its attributes differ."""
         return kernel
 
     # ------------------------------------------------------------------ eager mode
-    def _apply_update(self, param: np.ndarray, grad: np.ndarray, state: dict[str, np.ndarray],
-                      kernel: Any = None, lr: np.ndarray | None = None) -> np.ndarray:
+    def _apply_update(self, param: np.ndarray, grad: np.ndarray, state: dict[str, np.ndarray], kernel: Any = None,
+                      lr: np.ndarray | None = None, update: Update | None = None) -> np.ndarray:
         """One update of `param` by `grad` with the same kernel as the static op.
 
-        `state` holds this parameter's accumulators by slot name; it starts empty and is
-        filled and advanced here. Returns the new parameter array (nothing is written in place).
-        `step()` passes the bound `kernel` and the 1-element `lr` array, built once per step
-        rather than once per parameter (a batch-1 step is dominated by such per-call costs).
-        """
-        accumulators = self.accumulators
-        if len(state) != len(accumulators):
-            for slot, value in self._initial_state(param).items():
-                state.setdefault(slot, value)
+        `state` holds this parameter's accumulators by slot name; it starts empty and is filled
+        (and fitted to the update's accumulators, which a group's new options may change) and
+        advanced here. Returns the new parameter array (nothing is written in place). `step()`
+        passes the bound `kernel` and the 1-element `lr` array, built once per step rather than
+        once per parameter (a batch-1 step is dominated by such per-call costs); without them, and
+        without the group's `update`, those of the optimizer's own options."""
+        if update is None:
+            update = self._own_options_update()
+        if kernel is None:
+            kernel = self._kernel(update)
         if lr is None:
             lr = np.full([1], self.get_lr(), dtype=param.dtype)
-        if kernel is None:
-            kernel = self._bound_kernel()
+        accumulators = update.accumulators
+        if len(state) < len(accumulators):
+            _fit_state(state, param, accumulators)
         results = kernel(param, grad, *[state[s] for s in accumulators], lr)
         if not isinstance(results, tuple):  # SGD: the new parameter alone
             return results
@@ -499,14 +394,24 @@ class Optimizer:
             state[slot] = value
         return results[0]
 
-    def _initial_state(self, param: np.ndarray) -> dict[str, np.ndarray]:
-        """The accumulators of a parameter before its first update, by slot."""
-        return {slot: np.full(param.shape if kind == "param" else [1], value, dtype=param.dtype)
-                for slot, (value, kind) in self.accumulators.items()}
+    def _rebase_powers(self, param: Any, state: dict[str, np.ndarray], powers: dict[str, float]) -> None:
+        """A power accumulator (Adam's Beta1Pow = beta1 ** step) raised with an option that a group
+        changed since: the same power of the new value, as torch's `beta1 ** step` reads it."""
+        bases = self._power_bases.setdefault(id(param), {})
+        for slot, base in powers.items():
+            old = bases.get(slot, base)
+            if old != base and slot in state:
+                power = float(state[slot].reshape(-1)[0])
+                if 0.0 < old < 1.0 and 0.0 < power <= 1.0:
+                    state[slot] = np.full_like(state[slot], base ** round(math.log(power) / math.log(old)))
+            bases[slot] = base
 
-    def _bound_kernel(self) -> Any:
-        """The update op's kernel with this optimizer's current attributes bound."""
-        return update_kernel(self.op_type, **self.update_attrs())
+    def _initial_state(self, param: np.ndarray, accumulators: dict[str, tuple[float, str]] | None = None
+                       ) -> dict[str, np.ndarray]:
+        """The accumulators of a parameter before its first update, by slot."""
+        state: dict[str, np.ndarray] = {}
+        _fit_state(state, param, self.accumulators if accumulators is None else accumulators)
+        return state
 
     def _eager_parameters(self) -> list[Any]:
         if self._parameter_list is None:
@@ -514,26 +419,36 @@ class Optimizer:
         return [p for p in self._parameter_list if not getattr(p, "stop_gradient", False)]
 
     def step(self) -> None:
-        """Eager mode: update every parameter that has a gradient."""
+        """Eager mode: update every parameter that has a gradient, with its group's options now."""
         params = [p for p in self._eager_parameters() if getattr(p, "grad", None) is not None]
         fused_step = getattr(params[0].grad, "fused_step", None) if params else None
         if fused_step is not None:  # DataParallel's average not computed yet: it and the update in one pass
             params = fused_step(self, params)  # (distributed/eager_fused.py); the rest as usual
         grads = [_to_array(p.grad) for p in params]
+        if self.maximize:
+            grads = [-grad for grad in grads]
         if self._grad_clip is not None:
             grads = self._grad_clip.clip_arrays(grads, params)      # leaves ParamAttr(need_clip=False) ones
         if not params:
             return
-        kernel, rate = self._bound_kernel(), self.get_lr()  # once per step, not per parameter
+        rate = self.get_lr()  # once per step, not per parameter
         lr_by_dtype: dict[Any, np.ndarray] = {}
+        compiled: dict[int, tuple[Update, Any]] = {}   # by id(group), once per step
         regularization, eager_state, in_place = self.regularization, self._eager_state, self.in_place_update
-        per_parameter = bool(self._group_options) or any(getattr(p, "_param_attr", None) is not None for p in params)
+        fitted = self._fitted
+        per_parameter = self._per_parameter() or any(getattr(p, "_param_attr", None) is not None for p in params)
         own_kernels = type(self)._kernel_of is not Optimizer._kernel_of
+        group_of = self._group_of if len(self.param_groups) > 1 else None     # one group: one update
+        update, kernel = self._compiled(self.param_groups[0] if self.param_groups else None)
+        in_place = in_place if update.op_type == "sgd" else None
         factor = 1.0
         for param, grad in zip(params, grads):
             value = _to_array(param)
             if grad.shape != value.shape or grad.dtype != value.dtype:
                 grad = _matching_grad(type(self).__name__, param, value, grad)
+            if group_of is not None:
+                group = group_of.get(id(param))
+                update, kernel = compiled.get(id(group)) or compiled.setdefault(id(group), self._compiled(group))
             if per_parameter:
                 factor, regularization = self._options(param)
             if regularization is not None:
@@ -541,13 +456,23 @@ class Optimizer:
             lr = lr_by_dtype.get((value.dtype, factor))
             if lr is None:
                 lr = lr_by_dtype[(value.dtype, factor)] = np.full([1], rate * factor, dtype=value.dtype)
-            if in_place is not None and in_place(param, value, grad, lr):
+            if in_place is not None and update.op_type == "sgd" and in_place(param, value, grad, lr):
                 continue
             state = eager_state.get(id(param))
             if state is None:
                 state = eager_state[id(param)] = {}
+            if update.powers:
+                self._rebase_powers(param, state, update.powers)
+            if fitted.get(id(param)) is not update:     # a new update (new options): fit the state to it
+                _fit_state(state, value, update.accumulators)
+                fitted[id(param)] = update
             _set_array(param, self._apply_update(value, grad, state,
-                                                 self._kernel_of(param, kernel) if own_kernels else kernel, lr))
+                                                 self._kernel_of(param, update, kernel) if own_kernels else kernel,
+                                                 lr, update))
+
+    def _compiled(self, group: ParamGroup | None) -> tuple[Update, Any]:
+        update = self._update_of_group(group)
+        return update, self._kernel(update)
 
     def clear_grad(self, set_to_zero: bool = False) -> None:
         for param in self._eager_parameters():
@@ -586,9 +511,9 @@ class Optimizer:
         """(key in the state, parameter) pairs: by name when every saved name is one of `own`,
         else by position among the parameters whose state is saved (a model built again gets
         new names, in the same order; PyTorch's optimizer state is keyed by position too)."""
-        names = [key for key, _ in own]
+        names, slots = [key for key, _ in own], self._all_slots()
         saved = list(dict.fromkeys(k.rsplit(".", 1)[0] for k in state
-                                   if "." in k and k.rsplit(".", 1)[1] in self.accumulators))
+                                   if "." in k and k.rsplit(".", 1)[1] in slots))
         if not saved or set(saved) <= set(names):
             return own
         holders = own if len(saved) == len(own) else [(k, p) for k, p in own if not _frozen(p)]
@@ -613,11 +538,16 @@ class Optimizer:
         for key, param in self._eager_state_keys():
             if not self._has_eager_state(param):
                 continue
-            slots = self._eager_state.get(id(param)) or self._initial_state(_to_array(param))
+            slots = self._eager_state.get(id(param)) or self._initial_state(_to_array(param),
+                                                                             self._update_of(param).accumulators)
             for slot, value in slots.items():
                 state[f"{key}.{slot}"] = value.copy()
         if isinstance(self._learning_rate, LRScheduler):
             state["LR_Scheduler"] = self._learning_rate.state_dict()
+        elif self._parameter_list is not None and any(
+                group["lr"] != getattr(group, "built_rate", group["lr"]) for group in self.param_groups):
+            # a rate set by hand (group["lr"] = ..., set_lr) resumes, as torch's param_groups; else Paddle's keys
+            state["param_groups"] = [{"lr": group["lr"]} for group in self.param_groups]
         return state
 
     def set_state_dict(self, state: dict[str, Any], scope: Scope | None = None) -> None:
@@ -635,7 +565,7 @@ class Optimizer:
         own = self._eager_state_keys()
         for key, param in self._saved_parameter_keys(state, own):
             value = _to_array(param)
-            for slot, (_, kind) in self.accumulators.items():
+            for slot, (_, kind) in self._update_of(param).accumulators.items():
                 if f"{key}.{slot}" in state:
                     shape = value.shape if kind == "param" else (1,)
                     restored = _checked(state[f"{key}.{slot}"], shape, f"{key}.{slot}", legacy).astype(value.dtype)
@@ -643,12 +573,29 @@ class Optimizer:
                     used.add(f"{key}.{slot}")
         if "LR_Scheduler" in state and isinstance(self._learning_rate, LRScheduler):
             self._learning_rate.set_state_dict(state["LR_Scheduler"])
+        if "param_groups" in state:
+            self._restore_group_rates(state["param_groups"])
+            used.add("param_groups")
         unused = sorted(set(state) - used)
         if unused:  # a silently skipped accumulator would resume training from a different state
             raise ValueError(f"{type(self).__name__}.set_state_dict: {len(unused)} entries match no accumulator "
                              f"of this optimizer, e.g. {unused[:3]}; its parameters are "
                              f"{[k for k, _ in own][:3]}... (a static optimizer's state is restored after "
                              f"minimize() created its accumulators)")
+
+    def _restore_group_rates(self, saved: Any) -> None:
+        """Each group's saved rate (state_dict's "param_groups"); a scheduler's own state restores its rate."""
+        owner = type(self).__name__
+        if not isinstance(saved, (list, tuple)) or len(saved) != len(self.param_groups) \
+                or not all(isinstance(g, dict) and "lr" in g for g in saved):
+            raise ValueError(f"{owner}.set_state_dict: the state's param_groups ({saved!r:.80}) do not match this "
+                             f"optimizer's {len(self.param_groups)} parameter groups")
+        if isinstance(self._learning_rate, LRScheduler):
+            return
+        rates = [float(np.asarray(g["lr"]).reshape(-1)[0]) for g in saved]
+        for group, rate in zip(self.param_groups, rates):
+            if not np.isclose(group["lr"], rate, rtol=1e-12, atol=0):
+                group["lr"] = rate
 
     def load_state_dict(self, state_dict: dict[str, Any], scope: Scope | None = None) -> None:
         """PyTorch's name for `set_state_dict` (`opt.load_state_dict(checkpoint["opt"])`)."""
@@ -687,8 +634,16 @@ def _frozen(param: Any) -> bool:
     return bool(getattr(param, "stop_gradient", False))
 
 
-def _option_key(param: Any) -> Any:
-    return param.name if isinstance(param, Variable) else id(param)
+def _fit_state(state: dict[str, np.ndarray], param: np.ndarray, accumulators: dict[str, tuple[float, str]]) -> None:
+    """Each accumulator the update reads, at its initial value when missing; a one-element
+    placeholder (an option that was off: RMSProp's momentum) grown to the parameter's shape."""
+    for slot, (value, kind) in accumulators.items():
+        shape = param.shape if kind == "param" else (1,)
+        held = state.get(slot)
+        if held is None:
+            state[slot] = np.full(shape, value, dtype=param.dtype)
+        elif held.shape != shape and held.size == 1:
+            state[slot] = np.full(shape, held.reshape(-1)[0], dtype=held.dtype)
 
 
 def _matching_grad(owner: str, param: Any, value: np.ndarray, grad: np.ndarray) -> np.ndarray:
@@ -702,6 +657,13 @@ def _matching_grad(owner: str, param: Any, value: np.ndarray, grad: np.ndarray) 
         raise ValueError(f"{owner}.step: parameter {getattr(param, 'name', None) or '<unnamed>'} is {value.dtype} "
                          f"but its .grad is {grad.dtype}")
     return grad.astype(value.dtype)
+
+
+def _negated(block: Block, grad: Variable) -> Variable:
+    """-grad, as an op of the program (maximize=True)."""
+    out = block.create_var(unique_name(f"{grad.name}_negated"), list(grad.shape), grad.dtype, stop_gradient=True)
+    block.append_op("scale", {"X": grad}, {"Out": out}, {"scale": -1.0, "bias": 0.0, "op_role": OPTIMIZE})
+    return out
 
 
 def _to_array(value: Any) -> np.ndarray:
@@ -721,168 +683,4 @@ def _set_array(param: Any, value: np.ndarray) -> None:
         param.set_value(value)
 
 
-class SGD(Optimizer):
-    """p -= lr * g; with torch.optim.SGD's `momentum=` (and `nesterov=`) the `momentum` op's update,
-    as Momentum (an instance of a subclass of SGD that names that op)."""
-
-    op_type = "sgd"
-    accumulators: dict[str, tuple[float, str]] = {}
-    in_place_update = staticmethod(sgd_in_place)
-
-    def __new__(cls, *args: Any, momentum: float = 0.0, **kwargs: Any) -> "SGD":
-        return super().__new__(_MomentumSGD if cls is SGD and momentum else cls)
-
-    def __init__(self, learning_rate: float | LRScheduler | None = None, parameters: Iterable[Any] | None = None,
-                 weight_decay: float | None = None, grad_clip: GradientClipBase | None = None,
-                 name: str | None = None, *, lr: float | LRScheduler | None = None, momentum: float = 0.0,
-                 dampening: float = 0.0, use_nesterov: bool = False) -> None:
-        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name, lr=lr)
-        if not is_rate(momentum) or momentum < 0:
-            raise ValueError(f"SGD: momentum must be a non-negative float, got {momentum!r}")
-        if dampening:
-            raise ValueError(f"SGD: dampening={dampening!r} is not supported (only 0, torch.optim.SGD's default: "
-                             "its first step is undampened, which the momentum op does not track)")
-        if use_nesterov and not momentum:
-            raise ValueError("SGD: Nesterov momentum (nesterov=True) needs a momentum > 0")
-        self.momentum, self.use_nesterov = float(momentum), bool(use_nesterov)
-
-
-class _MomentumSGD(SGD):
-    """SGD(momentum=m > 0): v = m * v + g; p -= lr * v (Nesterov: p -= lr * (g + m * v)). Its own
-    type, so code dispatching on type(optimizer) (the distributed fused updates) never takes it for
-    plain SGD."""
-
-    op_type = "momentum"
-    accumulators = {"Velocity": (0.0, "param")}
-    in_place_update = None
-
-    def update_attrs(self) -> dict[str, Any]:
-        return {"mu": self.momentum, "use_nesterov": self.use_nesterov}
-
-
-_MomentumSGD.__name__ = "SGD"   # errors name the class the user wrote
-
-
-class Momentum(Optimizer):
-    """v = momentum * v + g; p -= lr * v (Nesterov: p -= lr * (g + momentum * v)), torch.optim.SGD's form."""
-
-    op_type = "momentum"
-    accumulators = {"Velocity": (0.0, "param")}
-
-    def __init__(self, learning_rate: float | LRScheduler | None = None, momentum: float = 0.9,
-                 parameters: Iterable[Any] | None = None, use_nesterov: bool = False,
-                 weight_decay: float | None = None, grad_clip: GradientClipBase | None = None,
-                 name: str | None = None, *, lr: float | LRScheduler | None = None) -> None:
-        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name, lr=lr)
-        self.momentum, self.use_nesterov = float(momentum), bool(use_nesterov)
-
-    def update_attrs(self) -> dict[str, Any]:
-        return {"mu": self.momentum, "use_nesterov": self.use_nesterov}
-
-
-class Adam(Optimizer):
-    """Adam with bias correction; `weight_decay` is L2 added to the gradient (torch.optim.Adam).
-    `amsgrad=True` (Paddle 2 and torch) divides by the running maximum of the second moment: the
-    `adam_amsgrad` op, in an instance of a subclass of Adam (see _MomentumSGD for why)."""
-
-    op_type = "adam"
-
-    def __new__(cls, *args: Any, amsgrad: bool = False, **kwargs: Any) -> "Adam":
-        return super().__new__(_AMSGRAD.get(cls, cls) if amsgrad else cls)
-
-    def __init__(self, learning_rate: float | LRScheduler | None = None, beta1: float = 0.9, beta2: float = 0.999,
-                 epsilon: float = 1e-8, parameters: Iterable[Any] | None = None,
-                 weight_decay: float | None = None, grad_clip: GradientClipBase | None = None,
-                 name: str | None = None, *, lr: float | LRScheduler | None = None, amsgrad: bool = False) -> None:
-        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name, lr=lr)
-        if not (0 <= beta1 < 1 and 0 <= beta2 < 1):
-            raise ValueError(f"{type(self).__name__}: beta1 and beta2 must lie in [0, 1), got {beta1}, {beta2}")
-        if bool(amsgrad) != (self.op_type == "adam_amsgrad"):
-            raise TypeError(f"{type(self).__name__}: amsgrad={amsgrad!r} does not fit this class's update op "
-                            f"{self.op_type}")
-        self.beta1, self.beta2, self.epsilon, self.amsgrad = float(beta1), float(beta2), float(epsilon), bool(amsgrad)
-        # beta powers start at beta**1: the first step's bias correction
-        self.accumulators = {"Moment1": (0.0, "param"), "Moment2": (0.0, "param"),
-                             **({"Moment2Max": (0.0, "param")} if amsgrad else {}),
-                             "Beta1Pow": (self.beta1, "scalar"), "Beta2Pow": (self.beta2, "scalar")}
-
-    def update_attrs(self) -> dict[str, Any]:
-        return {"beta1": self.beta1, "beta2": self.beta2, "epsilon": self.epsilon}
-
-
-class AdamW(Adam):
-    """Adam with decoupled weight decay: p *= 1 - lr * weight_decay before the Adam step
-    (torch.optim.AdamW; the decay is an attribute of the `adam` op, not added to the gradient).
-    A parameter group's weight_decay is its own decoupled decay (as torch.optim.AdamW's groups);
-    `apply_decay_param_fun(name)` (Paddle 2) returning False leaves that parameter undecayed."""
-
-    def __init__(self, learning_rate: float | LRScheduler | None = None, beta1: float = 0.9, beta2: float = 0.999,
-                 epsilon: float = 1e-8, parameters: Iterable[Any] | None = None, weight_decay: float = 0.01,
-                 lr_ratio: Any = None, apply_decay_param_fun: Callable[[str], bool] | None = None,
-                 grad_clip: GradientClipBase | None = None, lazy_mode: bool = False, multi_precision: bool = False,
-                 name: str | None = None, *, lr: float | LRScheduler | None = None, amsgrad: bool = False) -> None:
-        if isinstance(lr_ratio, GradientClipBase) and grad_clip is None:  # the old positional order
-            lr_ratio, grad_clip = None, lr_ratio
-        if lr_ratio is not None:
-            raise NotImplementedError("AdamW: lr_ratio is not supported; use parameter groups' learning_rate")
-        if apply_decay_param_fun is not None and not callable(apply_decay_param_fun):
-            raise TypeError(f"AdamW: apply_decay_param_fun must be callable (name -> bool), "
-                            f"got {type(apply_decay_param_fun).__name__}")
-        super().__init__(learning_rate, beta1, beta2, epsilon, parameters, None, grad_clip, name, lr=lr,
-                         amsgrad=amsgrad)
-        if not isinstance(weight_decay, (int, float)) or weight_decay < 0:
-            raise ValueError(f"AdamW: weight_decay (decoupled) must be a non-negative float, got {weight_decay!r}")
-        self.weight_decay = float(weight_decay)
-        self._apply_decay_param_fun = apply_decay_param_fun
-        self._kernels: dict[float, Any] = {}
-
-    def update_attrs(self) -> dict[str, Any]:
-        return {**super().update_attrs(), "weight_decay": self.weight_decay}
-
-    def _options(self, param: Any) -> tuple[float, WeightDecayRegularizer | None]:
-        return super()._options(param)[0], None     # a group's weight_decay is decoupled, see _decay_of
-
-    def _decay_of(self, param: Any) -> float:
-        """This parameter's decoupled decay: its group's, or the optimizer's; 0 where
-        apply_decay_param_fun says no."""
-        if self._apply_decay_param_fun is not None and not self._apply_decay_param_fun(param.name):
-            return 0.0
-        decay = self._group_options.get(_option_key(param), (1.0, _INHERIT))[1] if self._group_options \
-            else _INHERIT
-        if decay is _INHERIT:
-            return self.weight_decay
-        if decay is None:
-            return 0.0
-        if not isinstance(decay, L2Decay):
-            raise TypeError(f"AdamW: a parameter group's weight_decay is a decoupled coefficient (a float), "
-                            f"got {type(decay).__name__}")
-        return float(decay.coeff)
-
-    def _update_attrs_of(self, param: Any) -> dict[str, Any]:
-        return {**self.update_attrs(), "weight_decay": self._decay_of(param)}
-
-    def _kernel_of(self, param: Any, kernel: Any) -> Any:
-        decay = self._decay_of(param)
-        if decay == self.weight_decay:
-            return kernel
-        if decay not in self._kernels:
-            self._kernels[decay] = update_kernel(self.op_type, **{**self.update_attrs(), "weight_decay": decay})
-        return self._kernels[decay]
-
-
-class _AMSGradAdam(Adam):
-    """Adam(amsgrad=True)."""
-
-    op_type = "adam_amsgrad"
-
-
-class _AMSGradAdamW(AdamW):
-    """AdamW(amsgrad=True)."""
-
-    op_type = "adam_amsgrad"
-
-
-_AMSGradAdam.__name__, _AMSGradAdamW.__name__ = "Adam", "AdamW"
-_AMSGRAD: dict[type, type] = {Adam: _AMSGradAdam, AdamW: _AMSGradAdamW}
-
-__all__ = ["Adam", "AdamW", "Momentum", "Optimizer", "SGD"]
+__all__ = ["Optimizer", "Update"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..dispatch import apply_op
 from ..framework import normalize_dtype
 from ..functions import (cast, divide, equal, floor_divide, full_like, greater_equal, less_equal, logical_and,
@@ -12,11 +14,12 @@ from ..functions import max as _max
 from ..functions import min as _min
 from ..functions import sum as _sum
 from ..indexing import constant
+from . import return_types
 from .composed import median
 from .keywords import paddle_or_torch
 from .everyday import bincount, cummax, searchsorted
 from .logic import bitwise_not, isnan
-from .search import sort, take_along_axis, where
+from .search import argsort, sort, take_along_axis, where
 
 __all__ = ["bucketize", "cummin", "histc", "histogram", "nanmedian"]
 
@@ -54,7 +57,7 @@ def cummin(x: Any, axis: int | None = None, dtype: Any = "int64", name: str | No
         values = x
     else:
         values = take_along_axis(flat, index, 0 if axis is None else int(axis))
-    return values, index if normalize_dtype(dtype) == "int64" else cast(index, dtype)
+    return return_types.cummin(values, index if normalize_dtype(dtype) == "int64" else cast(index, dtype))
 
 
 def nanmedian(x: Any, axis: int | None = None, keepdim: bool = False, mode: str = "avg", name: str | None = None, *,
@@ -62,8 +65,12 @@ def nanmedian(x: Any, axis: int | None = None, keepdim: bool = False, mode: str 
     """The median of the entries that are not NaN, along axis (flattened when None); NaN where all
     are. Of an even count: the mean of the two middle values (mode='avg', Paddle's default) or the
     lower one (mode='min', torch.nanmedian's). The gradient reaches the one or two middle entries.
-    torch.nanmedian(x, dim) returns (values, indices); here, as median, the values only."""
-    axis = paddle_or_torch("nanmedian", "axis", axis, "dim", dim)
+    torch's nanmedian(x, dim=d) gives the named pair (values, indices) of the lower median (mode
+    'min', whatever `mode` says), as median(x, dim=d)."""
+    if dim is not None:
+        if axis is not None:
+            raise TypeError("nanmedian: give axis= (Paddle) or dim= (PyTorch), not both")
+        return _nanmedian_with_indices(x, dim, keepdim)
     if mode not in ("avg", "min"):
         raise ValueError(f"nanmedian: mode must be 'avg' or 'min', got {mode!r}")
     if not str(x.dtype).startswith(("float", "bfloat")):
@@ -87,6 +94,32 @@ def nanmedian(x: Any, axis: int | None = None, keepdim: bool = False, mode: str 
     if axis is None or rank == 0:
         return reshape(middle, [1] * rank if keepdim else [])
     return middle if keepdim else apply_op("squeeze", {"X": middle}, {"axes": [ax]})
+
+
+def _nanmedian_with_indices(x: Any, dim: Any, keepdim: bool) -> Any:
+    """torch.nanmedian(x, dim): the lower median of the entries that are not NaN and its index (a
+    slice of NaNs only: its first NaN, whose index torch leaves unspecified). The values are x at
+    the indices, so the gradient reaches the chosen entry, as torch's."""
+    rank = len(x.shape)
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or not -max(rank, 1) <= dim < max(rank, 1):
+        raise ValueError(f"nanmedian(dim={dim!r}): dim must be one axis of {_describe(x)}")
+    if rank == 0:
+        return return_types.nanmedian(x, constant(0, x, "int64"))
+    dim = int(dim) % rank
+    if x.shape[dim] <= 0:
+        raise ValueError(f"nanmedian(dim={dim}): needs a non-empty axis of known size, got {_describe(x)}")
+    order = argsort(x, axis=dim, stable=True)          # NaNs sort last
+    if str(x.dtype).startswith(("float", "bfloat")):
+        count = _sum(cast(logical_not(isnan(x)), "int64"), axis=dim, keepdim=True)
+        lower_at = maximum(floor_divide(subtract(count, 1), constant(2, count)), constant(0, count))
+        indices = take_along_axis(order, lower_at, dim)
+    else:
+        middle = (x.shape[dim] - 1) // 2
+        indices = slice(order, [dim], [middle], [middle + 1])
+    values = take_along_axis(x, indices, dim)
+    if not keepdim:
+        values, indices = (apply_op("squeeze", {"X": v}, {"axes": [dim]}) for v in (values, indices))
+    return return_types.nanmedian(values, indices)
 
 
 def _bin_index(x: Any, bins: int, low: Any, high: Any) -> Any:

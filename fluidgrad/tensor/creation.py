@@ -14,8 +14,9 @@ from ..indexing import constant, create  # noqa: F401  (shared with search.py an
 
 from ..framework import Variable, normalize_dtype
 from ..framework.dtypes import get_default_dtype
+from ..framework.sizes import checked_sizes
 from ..framework.torch_forms import created
-from .diagonals import diagonal
+from .diagonals import _diagonal
 from .keywords import paddle_or_torch
 
 __all__ = ["arange", "diag", "eye", "linspace", "meshgrid"]
@@ -85,9 +86,11 @@ def eye(num_rows: int, num_columns: int | None = None, dtype: Any = None, name: 
         device: Any = None, requires_grad: bool = False) -> Any:
     """The identity matrix [num_rows, num_columns] (square when num_columns is None), of the default
     float dtype unless told (paddle.eye, torch.eye, with torch's device= / requires_grad=)."""
-    rows, columns = int(_number(num_rows)), -1 if num_columns is None else int(_number(num_columns))
-    if rows < 0 or (num_columns is not None and columns < 0):
+    rows, columns = checked_sizes("eye", [_number(num_rows), _number(num_rows if num_columns is None else num_columns)],
+                                  negative="any")
+    if rows < 0 or columns < 0:
         raise ValueError(f"eye: num_rows and num_columns must be >= 0, got {num_rows} and {num_columns}")
+    columns = -1 if num_columns is None else columns
     out = create("eye", {"num_rows": rows, "num_columns": columns,
                          "dtype": normalize_dtype(dtype or get_default_dtype())})
     return created(out, "eye", device, requires_grad)
@@ -99,7 +102,7 @@ def diag(x: Any, offset: int = 0, padding_value: Any = 0, name: str | None = Non
     (paddle.diag, torch.diag). Composed of gather (and diagonal's indexing): differentiable twice."""
     rank, offset = len(x.shape), int(offset)
     if rank == 2:
-        return diagonal(x, offset)
+        return _diagonal(x, offset, 0, 1)    # a copy, as torch.diag's
     if rank != 1:
         raise ValueError(f"diag: expects a 1-D or 2-D tensor, got shape {list(x.shape)}")
     length = x.shape[0]

@@ -15,6 +15,7 @@ from ..functions import abs as _abs
 from ..functions import max as _max
 from ..functions import sum as _sum
 from ..indexing import constant
+from . import return_types
 from .composed import moveaxis
 from .logic import isinf, isnan
 from .search import put_along_axis, take_along_axis, where
@@ -144,7 +145,7 @@ def cummax(x: Any, axis: int | None = None, dtype: Any = "int64", name: str | No
     index = cast(index, dtype) if normalize_dtype(dtype) != "int64" else index
     if scalar:
         values, index = reshape(values, []), reshape(index, [])
-    return values, index
+    return return_types.cummax(values, index)
 
 
 @torch_keywords

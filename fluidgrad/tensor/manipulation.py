@@ -11,7 +11,10 @@ import numpy as np
 
 from ..dispatch import apply_op, axis_of_input, is_tensor
 from ..framework.runtime_dims import has_runtime_dims
-from ..functions import concat, runtime_shape_tensor
+from ..framework.sizes import checked_sizes
+from .. import views
+from ..functions import concat, pieces_of, runtime_shape_tensor
+from ..indexing import Indexed
 from ..indexing import constant
 from ..framework.torch_forms import torch_keywords
 
@@ -36,21 +39,23 @@ def cat(tensors: Sequence[Any], dim: int = 0, *, axis: int | None = None, name: 
 
 def tile(x: Any, repeat_times: Sequence[int], name: str | None = None) -> Any:
     """x repeated repeat_times[i] times along axis i (x gains leading axes if repeat_times is longer)."""
-    return apply_op("tile", {"X": x}, {"repeat_times": _ints(repeat_times)})
+    return apply_op("tile", {"X": x}, {"repeat_times": checked_sizes("tile", repeat_times)})
 
 
 def expand(x: Any, shape: Sequence[int], name: str | None = None) -> Any:
     """x broadcast to `shape`; -1 keeps x's size on that axis. Sizes read while jit.to_static
     traces (`y.shape[0]` of an unknown batch) are computed when the program runs."""
+    shape = checked_sizes("expand", shape, negative="keep")
     if has_runtime_dims(shape):
         tensor, hint = runtime_shape_tensor(shape)
         return apply_op("expand", {"X": x, "ShapeTensor": tensor}, {"shape": hint})
-    return apply_op("expand", {"X": x}, {"shape": _ints(shape)})
+    out = apply_op("expand", {"X": x}, {"shape": shape})
+    return views.mark(out, x, lambda: views.Expanded(x, tuple(out.shape)))
 
 
 def broadcast_to(x: Any, shape: Sequence[int], name: str | None = None) -> Any:
     """x expanded to `shape` by broadcasting (the gradient sums back)."""
-    return expand(x, shape)
+    return expand(x, checked_sizes("broadcast_to", shape, negative="keep"))
 
 
 def expand_as(x: Any, y: Any, name: str | None = None) -> Any:
@@ -87,7 +92,9 @@ def unstack(x: Any, axis: int = 0, num: int | None = None) -> list[Any]:
     if num is not None and num != n:
         raise ValueError(f"unstack: num={num} but axis {axis} of x has size {n}")
     parts = apply_op("split", {"X": x}, {"num_or_sections": n, "axis": axis}, n_out=n)
-    return [apply_op("squeeze", {"X": p}, {"axes": [axis]}) for p in parts]
+    slices = [apply_op("squeeze", {"X": p}, {"axes": [axis]}) for p in parts]
+    rest = (slice(None),) * (axis % max(len(x.shape), 1))
+    return [views.mark(part, x, lambda i=i: Indexed(x, rest + (i,))) for i, part in enumerate(slices)]
 
 
 @torch_keywords
@@ -110,10 +117,12 @@ def chunk(x: Any, chunks: int, axis: int = 0, name: str | None = None) -> list[A
         return apply_op("split", {"X": x}, {"num_or_sections": int(chunks), "axis": axis, "chunked": True},
                         n_out=int(chunks))
     if n % chunks == 0:
-        return apply_op("split", {"X": x}, {"num_or_sections": int(chunks), "axis": axis}, n_out=int(chunks))
+        return pieces_of(x, apply_op("split", {"X": x}, {"num_or_sections": int(chunks), "axis": axis},
+                                     n_out=int(chunks)), axis)
     size = -(-n // chunks)
     sections = [size] * (n // size) + ([n % size] if n % size else [])
-    return apply_op("split", {"X": x}, {"num_or_sections": sections, "axis": axis}, n_out=len(sections))
+    return pieces_of(x, apply_op("split", {"X": x}, {"num_or_sections": sections, "axis": axis},
+                                 n_out=len(sections)), axis)
 
 
 @torch_keywords

@@ -15,6 +15,7 @@ from ..dispatch import apply_op
 from ..framework import normalize_dtype
 from ..functions import full_like
 from ..framework.dtypes import get_default_dtype
+from ..framework.sizes import checked_sizes
 from ..framework.torch_forms import created, sizes_and_dtype
 from ..indexing import create
 
@@ -22,10 +23,7 @@ __all__ = ["bernoulli", "multinomial", "rand", "randn", "standard_normal", "rand
 
 
 def _sizes(caller: str, shape: Any) -> list[int]:
-    sizes = [int(shape)] if isinstance(shape, int) else [int(d) for d in shape]
-    if any(d < 0 for d in sizes):
-        raise ValueError(f"{caller}: shape {sizes} has a negative size; sizes must be >= 0")
-    return sizes
+    return [int(d) for d in checked_sizes(caller, shape)]
 
 
 def _float_dtype(caller: str, dtype: Any) -> str:
@@ -103,7 +101,8 @@ def randint(low: int = 0, high: Any = None, shape: Any = (1,), dtype: Any = None
 
 def randperm(n: int, dtype: Any = "int64", name: str | None = None) -> Any:
     """A random permutation of 0 .. n-1."""
-    if int(n) < 0:
+    n, = checked_sizes("randperm", [n], negative="any")
+    if n < 0:
         raise ValueError(f"randperm: n must be >= 0, got {n}")
     name_ = normalize_dtype(dtype)
     if name_ not in ("int32", "int64", "float32", "float64"):

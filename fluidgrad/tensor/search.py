@@ -11,6 +11,7 @@ from ..framework import Variable, normalize_dtype
 from ..indexing import constant, create
 from ..indexing import index_put as _index_put
 from ..framework.torch_forms import torch_keywords
+from . import return_types
 
 __all__ = ["where", "argmax", "argmin", "topk", "sort", "argsort", "take_along_axis", "put_along_axis",
            "gather_nd", "kthvalue", "scatter", "scatter_nd_add", "scatter_nd", "index_put", "index_select", "masked_fill", "nonzero",
@@ -72,16 +73,17 @@ def argmin(x: Any, axis: int | None = None, keepdim: bool = False, dtype: Any = 
 @torch_keywords
 def topk(x: Any, k: int, axis: int | None = None, largest: bool = True, sorted: bool = True,
          name: str | None = None) -> tuple[Any, Any]:
-    """(values, indices) of the k largest (or smallest) entries along axis (default the last)."""
-    return apply_op("top_k", {"X": x}, {"k": int(k), "axis": -1 if axis is None else int(axis),
-                                        "largest": bool(largest), "sorted": bool(sorted)})
+    """(values, indices) of the k largest (or smallest) entries along axis (default the last), a
+    named pair as torch's (`.values`, `.indices`)."""
+    attrs = {"k": int(k), "axis": -1 if axis is None else int(axis), "largest": bool(largest), "sorted": bool(sorted)}
+    return return_types.topk(*apply_op("top_k", {"X": x}, attrs))
 
 
 @torch_keywords
 def kthvalue(x: Any, k: int, axis: int | None = None, keepdim: bool = False, name: str | None = None) -> tuple[Any, Any]:
     """(values, indices) of the k-th smallest entries along axis (default the last; k counts from
-    1), as paddle.kthvalue and torch.kthvalue: the last of top_k's k smallest, so the gradient
-    goes to the chosen entry."""
+    1), as paddle.kthvalue and torch.kthvalue (a named pair: `.values`, `.indices`): the last of
+    top_k's k smallest, so the gradient goes to the chosen entry."""
     along = -1 if axis is None else int(axis)
     rank = len(x.shape)
     if not -max(rank, 1) <= along < max(rank, 1):
@@ -92,12 +94,12 @@ def kthvalue(x: Any, k: int, axis: int | None = None, keepdim: bool = False, nam
         raise ValueError(f"kthvalue: k={k} must lie in [1, {size}] for axis {along} of shape {list(x.shape)}")
     values, indices = topk(x, int(k), axis=along, largest=False, sorted=True)
     if rank == 0:
-        return values, indices
+        return return_types.kthvalue(values, indices)
     picked = [apply_op("slice", {"X": v}, {"axes": [along], "starts": [int(k) - 1], "ends": [int(k)],
                                             "strides": None}) for v in (values, indices)]
     if not keepdim:
         picked = [apply_op("squeeze", {"X": v}, {"axes": [along]}) for v in picked]
-    return picked[0], picked[1]
+    return return_types.kthvalue(picked[0], picked[1])
 
 
 def sort(x: Any, axis: int = -1, descending: bool = False, stable: bool = False, name: str | None = None) -> Any:

@@ -9,7 +9,6 @@ functions (`x.log_()`, `x.neg_()`, ...), and the function methods torch has and 
 (`x.addmm(a, b)`, `x.logaddexp(y)`, `x.nansum(dim=1)`, `x.cummax(dim)`, ...)."""
 from __future__ import annotations
 
-from collections import namedtuple
 from typing import Any, Callable
 
 import numpy as np
@@ -19,12 +18,11 @@ from ..framework import normalize_dtype
 from ..framework.dtypes import is_float
 from ..indexing import constant
 from . import (composed, counting, diagonals, everyday, inplace, linalg, logic, manipulation, math, pieces,
-               products, search, special)
+               products, return_types, search, special)
 from . import covariance, max_norm, quantiles, runs
 from .keywords import paddle_or_torch
 
-# torch.return_types.aminmax
-MinMax = namedtuple("aminmax", ["min", "max"])
+MinMax = return_types.aminmax
 
 
 def _describe(x: Any) -> str:
@@ -129,7 +127,7 @@ def unflatten(x: Any, dim: int, sizes: Any) -> Any:
 
 
 def ravel(x: Any) -> Any:
-    """x as one axis (a new value: fluidgrad never aliases)."""
+    """x as one axis (of an eager Tensor a view where torch's is one: fluidgrad/views.py)."""
     return functions.reshape(x, [-1])
 
 
@@ -277,7 +275,7 @@ METHODS: dict[str, Callable[..., Any]] = {
     "quantile": quantiles.quantile, "logcumsumexp": _keywords(composed.logcumsumexp),
     "logaddexp": everyday.logaddexp, "hypot": everyday.hypot, "nansum": _keywords(everyday.nansum),
     "nanmean": _keywords(everyday.nanmean), "cummax": _keywords(everyday.cummax),
-    "cummin": counting.cummin, "histc": counting.histc, "bincount": everyday.bincount,
+    "cummin": counting.cummin, "nanmedian": counting.nanmedian, "histc": counting.histc, "bincount": everyday.bincount,
     "lgamma": special.lgamma, "digamma": special.digamma, "frac": special.frac, "heaviside": special.heaviside,
     "polygamma": special.polygamma, "take": pieces.take, "tensor_split": pieces.tensor_split,
     "real": complex_math.real, "imag": complex_math.imag, "conj": complex_math.conj,

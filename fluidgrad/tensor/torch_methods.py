@@ -14,10 +14,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import functions
+from .. import functions, views
 from ..framework import normalize_dtype
 from ..framework.device import as_device
 from ..framework.axes import checked_axes
+from ..framework.sizes import checked_sizes
 from ..indexing import constant, create
 from ..nn.functional import activation
 from . import composed, everyday, inplace, manipulation, math, search, torch_arithmetic, torch_everyday, torch_statistics
@@ -34,11 +35,7 @@ def _is_int(value: Any) -> bool:
 
 def _sizes(size: tuple, what: str) -> list[int]:
     """torch's `new_zeros(2, 3)` or `new_zeros((2, 3))`."""
-    sizes = size[0] if len(size) == 1 and not _is_int(size[0]) else size
-    try:
-        return [int(d) for d in sizes]
-    except TypeError:
-        raise TypeError(f"{what}: sizes must be integers (as arguments or one list), got {size!r}") from None
+    return checked_sizes(what, size[0] if len(size) == 1 and not _is_int(size[0]) else size)
 
 
 def type_(x: Any, dtype: Any = None, non_blocking: bool = False) -> Any:
@@ -59,7 +56,26 @@ def type_as(x: Any, other: Any) -> Any:
 
 
 def view_as(x: Any, other: Any) -> Any:
-    """x reshaped to other's shape (a new value: fluidgrad never aliases arrays)."""
+    """x viewed with other's shape (torch's x.view(other.size()))."""
+    return view(x, list(other.shape))
+
+
+def view(x: Any, *shape: Any) -> Any:
+    """torch's x.view(3, 2) / x.view([3, 2]): x with another shape sharing its values (a view:
+    writes into either reach the other); a view whose elements are out of order (a transpose)
+    cannot be viewed so, and torch's RuntimeError says to reshape (a copy) instead."""
+    sizes = shape[0] if len(shape) == 1 and not _is_int(shape[0]) else list(shape)
+    out = functions.reshape(x, sizes)
+    if views.is_eager(out) and views.view_link(x) is not None and views.view_link(out) is None:
+        raise RuntimeError(f"view: the size {list(out.shape)} is not compatible with the input's size "
+                           f"{list(x.shape)} and stride (x is a view whose elements are not in row-major order, "
+                           f"such as a transpose: at least one dimension spans across two contiguous subspaces); "
+                           f"use reshape(...), which copies, instead")
+    return out
+
+
+def reshape_as(x: Any, other: Any) -> Any:
+    """x reshaped to other's shape (a view where torch's is one, else a copy)."""
     return functions.reshape(x, list(other.shape))
 
 
@@ -182,12 +198,14 @@ def where_(x: Any, condition: Any, y: Any) -> Any:
 
 
 def contiguous(x: Any, memory_format: Any = None) -> Any:
-    """x itself: fluidgrad's values are always contiguous."""
-    return x
+    """x itself when its elements are in row-major order, else a copy that is (torch's: a
+    transpose's contiguous() is a new tensor, no longer a view)."""
+    return x if views.is_contiguous(x) else x.clone()
 
 
 def is_contiguous(x: Any, memory_format: Any = None) -> bool:
-    return True
+    """False for views whose elements are out of row-major order (x.t(), x[:, ::2], x.expand(...))."""
+    return views.is_contiguous(x)
 
 
 def index_select(x: Any, *args: Any, **kwargs: Any) -> Any:
@@ -255,7 +273,8 @@ def gather(x: Any, *args: Any, **kwargs: Any) -> Any:
 
 # method name -> function (the tensor first)
 METHODS: dict[str, Callable[..., Any]] = {
-    "type": type_, "type_as": type_as, "view_as": view_as, "reshape_as": view_as,
+    "type": type_, "type_as": type_as, "view_as": view_as, "reshape_as": reshape_as,
+    "view": view,
     "new_zeros": new_zeros, "new_ones": new_ones, "new_empty": new_empty, "new_full": new_full,
     "new_tensor": new_tensor, "repeat": repeat,
     "softmax": activation.softmax, "log_softmax": activation.log_softmax, "relu": functions.relu,
@@ -275,7 +294,7 @@ METHODS: dict[str, Callable[..., Any]] = {
 
 # torch's forms of methods Paddle has too (each still takes Paddle's call): they replace the
 # plain function methods `methods.install` puts on first
-REPLACING = frozenset({"index_select", "scatter", "gather", *torch_arithmetic.METHODS, *torch_statistics.METHODS})
+REPLACING = frozenset({"index_select", "scatter", "gather", "view", *torch_arithmetic.METHODS, *torch_statistics.METHODS})
 
 # torch's matrix transposes, read as attributes: x.mT, x.mH, x.H
 PROPERTIES: dict[str, property] = {name: property(fn, doc=fn.__doc__)

@@ -8,19 +8,18 @@ code gets other shapes than it wrote.
 `fg.max` and the method `x.max` are these same functions (tensor/methods.py takes them from here)."""
 from __future__ import annotations
 
-from collections import namedtuple
 from typing import Any, Sequence
 
 import numpy as np
 
 from .. import functions
-from . import search
+from . import return_types, search
 from .keywords import paddle_or_torch
 
 __all__ = ["max", "min", "sort", "split"]
 
 # torch.return_types.max / min / sort: what torch's max(x, dim=1) returns
-VALUES_AND_INDICES = {name: namedtuple(name, ["values", "indices"]) for name in ("max", "min", "sort")}
+VALUES_AND_INDICES = {"max": return_types.max, "min": return_types.min, "sort": return_types.sort}
 
 
 def _one_axis(caller: str, axis: Any, dim: Any) -> int:

@@ -9,17 +9,15 @@ x.median(dim=) takes the lower one, with its index). Each maps onto public funct
 Tensors and Variables and differentiates through their ops."""
 from __future__ import annotations
 
-from collections import namedtuple
 from typing import Any
 
 from .. import functions
 from ..framework import normalize_dtype
 from ..framework.dtypes import is_float
-from . import composed, logic, math, search, stat
+from . import composed, logic, math, return_types, search, stat
 from .keywords import paddle_or_torch
 
-# torch.return_types.median: what torch's x.median(dim=1) returns
-MedianResult = namedtuple("median", ["values", "indices"])
+MedianResult = return_types.median   # what torch's x.median(dim=1) returns
 
 
 def _reduced_count(x: Any, axis: Any, keepdim: bool) -> float | Any:
