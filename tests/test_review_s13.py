@@ -442,11 +442,12 @@ def test_torch_batch_norm_names(what, eager):
 
 
 _X = _RNG.standard_normal((3, 4))
+_BATCH1 = _RNG.standard_normal((2, 2, 3)).round(3)   # drawn once: both frameworks get the same batch
 _EVERYDAY = {
     "x.scatter_reduce(0, index, src, 'amax')": lambda m: _tensor(m, np.zeros(4)).scatter_reduce(
         0, _tensor(m, np.array([0, 0, 2])), _tensor(m, np.array([1.0, 3.0, 2.0])), reduce="amax"),
     "baddbmm(c, a, b, beta=0.5, alpha=2)": lambda m: m.baddbmm(
-        _tensor(m, np.ones((2, 2, 4))), _tensor(m, _RNG.standard_normal((2, 2, 3)).round(3)),
+        _tensor(m, np.ones((2, 2, 4))), _tensor(m, _BATCH1),
         _tensor(m, np.ones((2, 3, 4))), beta=0.5, alpha=2.0),
     "dist(x, y)": lambda m: m.dist(_tensor(m, _X), _tensor(m, _X * 2)),
     "randn_like(x).shape": lambda m: np.array(m.randn_like(_tensor(m, _X)).shape),
@@ -455,10 +456,14 @@ _EVERYDAY = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="everyday torch functions are AttributeErrors: Tensor.scatter_reduce "
-                   "(segment max / mean of GNN code; Paddle has put_along_axis(reduce=)), baddbmm (attention "
-                   "scores with a bias), dist, randn_like (VAE / diffusion noise) and Tensor.put_")
-@pytest.mark.parametrize("call", sorted(_EVERYDAY))
+_EVERYDAY_MISSING = pytest.mark.xfail(strict=True, reason="everyday torch functions are AttributeErrors: "
+                                       "Tensor.scatter_reduce (segment max / mean of GNN code; Paddle has "
+                                       "put_along_axis(reduce=)) and Tensor.put_")
+_EVERYDAY_FIXED = ("baddbmm(c, a, b, beta=0.5, alpha=2)", "dist(x, y)", "randn_like(x).shape")   # session 13
+
+
+@pytest.mark.parametrize("call", [name if name in _EVERYDAY_FIXED else pytest.param(name, marks=_EVERYDAY_MISSING)
+                                  for name in sorted(_EVERYDAY)])
 def test_everyday_torch_functions(call, eager):
     np.testing.assert_allclose(_np(_EVERYDAY[call](fg)), _np(_EVERYDAY[call](torch)), rtol=1e-10)
 

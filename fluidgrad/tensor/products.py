@@ -1,5 +1,5 @@
 """Products and distances of Paddle 2 and PyTorch composed of registered ops (so gradients, static
-mode and ONNX export come from those ops): addmm, inner, cdist, diag_embed."""
+mode and ONNX export come from those ops): addmm, baddbmm, inner, cdist, dist, diag_embed."""
 from __future__ import annotations
 
 import math
@@ -15,7 +15,7 @@ from .keywords import paddle_or_torch
 from .linalg import norm, tensordot
 from .search import where
 
-__all__ = ["addmm", "cdist", "diag_embed", "inner"]
+__all__ = ["addmm", "baddbmm", "cdist", "diag_embed", "dist", "inner"]
 
 
 def _describe(x: Any) -> str:
@@ -43,6 +43,36 @@ def addmm(input: Any, x: Any = None, y: Any = None, beta: float = 1.0, alpha: fl
     if beta == 0:
         return product
     return add(input if beta == 1 else scale(input, float(beta)), product)
+
+
+def baddbmm(input: Any, batch1: Any, batch2: Any, *, beta: float = 1.0, alpha: float = 1.0) -> Any:
+    """beta * input + alpha * (batch1 @ batch2) for batches of matrices [b, n, m] @ [b, m, p],
+    input broadcast to [b, n, p] (torch.baddbmm: attention scores plus a bias). With beta = 0
+    input is not read (its NaNs do not leak), as torch."""
+    if len(batch1.shape) != 3 or len(batch2.shape) != 3:
+        raise ValueError(f"baddbmm: batch1 and batch2 must be 3-D batches of matrices, got {_describe(batch1)} "
+                         f"and {_describe(batch2)}")
+    if any(a != b and -1 not in (a, b) for a, b in ((batch1.shape[0], batch2.shape[0]),
+                                                    (batch1.shape[2], batch2.shape[1]))):
+        raise ValueError(f"baddbmm: batch1 {_describe(batch1)} and batch2 {_describe(batch2)} cannot be multiplied "
+                         f"batch by batch")
+    target = (batch1.shape[0], batch1.shape[1], batch2.shape[2])
+    if len(input.shape) > 3 or any(a not in (1, b, -1) and b != -1 for a, b in
+                                   zip(reversed(input.shape), reversed(target))):
+        raise ValueError(f"baddbmm: input {_describe(input)} does not broadcast to the product's shape "
+                         f"{list(target)}")
+    product = matmul(batch1, batch2)
+    product = product if alpha == 1 else scale(product, float(alpha))
+    if beta == 0:
+        return product
+    return add(input if beta == 1 else scale(input, float(beta)), product)
+
+
+def dist(x: Any, y: Any, p: float = 2, name: str | None = None) -> Any:
+    """The p-norm of x - y over all elements (broadcast), a 0-D Tensor (paddle.dist, torch.dist;
+    p > 0 or +-inf)."""
+    difference = subtract(x, y)
+    return norm(reshape(difference, [-1]), p=float(p))
 
 
 def inner(x: Any, y: Any = None, name: str | None = None, *, other: Any = None) -> Any:

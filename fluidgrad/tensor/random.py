@@ -19,7 +19,8 @@ from ..framework.sizes import checked_sizes
 from ..framework.torch_forms import created, sizes_and_dtype
 from ..indexing import create
 
-__all__ = ["bernoulli", "multinomial", "rand", "randn", "standard_normal", "randint", "randperm", "uniform", "normal"]
+__all__ = ["bernoulli", "multinomial", "rand", "randn", "standard_normal", "randint", "randperm", "uniform", "normal",
+           "rand_like", "randn_like"]
 
 
 def _sizes(caller: str, shape: Any) -> list[int]:
@@ -72,6 +73,18 @@ def randn(*size: Any, shape: Any = None, dtype: Any = None, name: str | None = N
 
 
 standard_normal = randn
+
+
+def randn_like(x: Any, dtype: Any = None, name: str | None = None, *, device: Any = None,
+               requires_grad: bool = False) -> Any:
+    """randn of x's shape and (float) dtype (torch.randn_like: the noise of VAEs and diffusion)."""
+    return randn(list(x.shape), dtype=dtype or x.dtype, device=device, requires_grad=requires_grad)
+
+
+def rand_like(x: Any, dtype: Any = None, name: str | None = None, *, device: Any = None,
+              requires_grad: bool = False) -> Any:
+    """rand of x's shape and (float) dtype (torch.rand_like)."""
+    return rand(list(x.shape), dtype=dtype or x.dtype, device=device, requires_grad=requires_grad)
 
 
 def randint(low: int = 0, high: Any = None, shape: Any = (1,), dtype: Any = None, name: str | None = None, *,

@@ -270,7 +270,8 @@ METHODS: dict[str, Callable[..., Any]] = {
     "byte": _cast("uint8"), "char": _cast("int8"), "short": _cast("int16"), "bfloat16": _cast("bfloat16"),
     "cfloat": _cast("complex64"), "cdouble": _cast("complex128"),
     # functions torch also has as methods (dim= beside axis=)
-    "addmm": products.addmm, "inner": products.inner, "diag_embed": products.diag_embed,
+    "addmm": products.addmm, "baddbmm": products.baddbmm, "dist": products.dist, "inner": products.inner,
+    "diag_embed": products.diag_embed,
     "kron": composed.kron, "diff": _keywords(composed.diff), "rot90": _keywords(composed.rot90, dims="axes"),
     "quantile": quantiles.quantile, "logcumsumexp": _keywords(composed.logcumsumexp),
     "logaddexp": everyday.logaddexp, "hypot": everyday.hypot, "nansum": _keywords(everyday.nansum),
