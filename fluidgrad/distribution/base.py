@@ -14,13 +14,28 @@ import numpy as np
 from ..eager import Tensor, no_grad, to_tensor
 from ..framework import Variable
 from ..framework.dtypes import get_default_dtype
-from ..functions import cast, exp, log, sqrt, sum, zeros_like
+from ..functions import cast, exp, log, sigmoid, sqrt, sum, zeros_like
 from ..tensor.manipulation import broadcast_to
+from ..tensor.math import clip, log1p
 from ..tensor.search import where
 
 
 def is_value(x: Any) -> bool:
     return isinstance(x, (Tensor, Variable))
+
+
+def binary_probs_and_logits(name: str, probs: Any, logits: Any) -> tuple[Any, Any]:
+    """(probs, logits) of a two-outcome law given exactly one of them: probs clipped by the
+    dtype's eps before log-odds (torch's probs_to_logits(is_binary=True)), or sigmoid(logits)."""
+    if (probs is None) == (logits is None):
+        raise ValueError(f"{name}: give exactly one of probs and logits")
+    if logits is not None:
+        logits = as_param(logits)
+        return sigmoid(logits), logits
+    probs = as_param(probs)
+    eps = float(np.finfo(probs.dtype).eps)
+    clipped = clip(probs, eps, 1 - eps)
+    return probs, log(clipped) - log1p(-clipped)
 
 
 def as_param(value: Any, dtype: str | None = None) -> Any:

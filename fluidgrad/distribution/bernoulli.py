@@ -8,12 +8,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..eager import Tensor
-from ..functions import log, sigmoid
 from ..nn.functional.activation import log_sigmoid
 from ..tensor.manipulation import broadcast_to
-from ..tensor.math import clip, log1p
 from ..tensor.random import bernoulli
-from .base import Distribution, as_param
+from .base import Distribution, as_param, binary_probs_and_logits
 
 
 class Bernoulli(Distribution):
@@ -23,18 +21,11 @@ class Bernoulli(Distribution):
 
     def __init__(self, probs: Any = None, logits: Any = None, name: str | None = None,
                  validate_args: bool | None = None) -> None:
-        if (probs is None) == (logits is None):
-            raise ValueError("Bernoulli: give exactly one of probs and logits")
         if probs is not None:
-            self.probs = as_param(probs)
-            if isinstance(self.probs, Tensor) and not np.all((self.probs.numpy() >= 0) & (self.probs.numpy() <= 1)):
-                raise ValueError(f"Bernoulli: probs must lie in [0, 1], got {self.probs.numpy()}")
-            eps = float(np.finfo(self.probs.dtype).eps)
-            clipped = clip(self.probs, eps, 1 - eps)
-            self.logits = log(clipped) - log1p(-clipped)         # torch's probs_to_logits(is_binary=True)
-        else:
-            self.logits = as_param(logits)
-            self.probs = sigmoid(self.logits)
+            given = as_param(probs)
+            if isinstance(given, Tensor) and not np.all((given.numpy() >= 0) & (given.numpy() <= 1)):
+                raise ValueError(f"Bernoulli: probs must lie in [0, 1], got {given.numpy()}")
+        self.probs, self.logits = binary_probs_and_logits("Bernoulli", probs, logits)
         super().__init__(self.probs.shape, validate_args=validate_args)
 
     @property

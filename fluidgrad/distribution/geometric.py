@@ -7,13 +7,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..functions import log, sigmoid, zeros_like
+from ..functions import log, zeros_like
 from ..nn.functional.activation import softplus
 from ..tensor.math import clip, floor, log1p
 from ..tensor.random import rand
 from ..tensor.search import where
 from ..eager import no_grad
-from .base import Distribution, as_param, draw_shape, check
+from .base import Distribution, as_param, binary_probs_and_logits, draw_shape, check
 
 
 class Geometric(Distribution):
@@ -23,16 +23,7 @@ class Geometric(Distribution):
 
     def __init__(self, probs: Any = None, logits: Any = None, name: str | None = None,
                  validate_args: bool | None = None) -> None:
-        if (probs is None) == (logits is None):
-            raise ValueError("Geometric: give exactly one of probs and logits")
-        if probs is not None:
-            self.probs = as_param(probs)
-            eps = float(np.finfo(self.probs.dtype).eps)
-            clipped = clip(self.probs, eps, 1 - eps)
-            self.logits = log(clipped) - log1p(-clipped)         # torch's probs_to_logits(is_binary=True)
-        else:
-            self.logits = as_param(logits)
-            self.probs = sigmoid(self.logits)
+        self.probs, self.logits = binary_probs_and_logits("Geometric", probs, logits)
         super().__init__(self.probs.shape, validate_args=validate_args)
         if self._validate_args and probs is not None:
             check("Geometric", "probs", self.probs, lambda v: (v > 0) & (v <= 1), "in (0, 1]")
