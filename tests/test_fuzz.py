@@ -529,6 +529,7 @@ def test_every_differentiable_op_is_fuzzed_or_excused():
         "cast",
         # collectives: identities in a world of one; tests/test_distributed.py checks them on 2-3 ranks
         "c_allreduce_sum", "c_allreduce_avg", "c_broadcast", "c_reduce_sum", "c_allgather", "c_reducescatter",
+        "c_alltoall",
         "c_bucket_allreduce", "coalesce", "uncoalesce",  # gradient-bucket packing, each the other's gradient (op cases)
         # piecewise constant or with kinks (op cases check them at chosen points), or shape-changing
         # reductions and scans (op cases in tests/op_cases/reduce.py and linalg.py, with grad of grad)
