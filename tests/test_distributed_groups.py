@@ -133,3 +133,40 @@ def test_all_to_all_refusals_and_the_op_in_a_world_of_one():
         assert out.shape == (4, 2) and out.block.ops[-1].type == "c_alltoall"
         with pytest.raises(ValueError, match="alltoall_single in a Program splits into equal parts"):
             dist.alltoall_single(v, None, [4])
+
+
+# ------------------------------------------------------------------ spawn
+def spawned(out_dir):
+    """Run by test_spawn_of_a_module_function: each rank writes its rank and the world size."""
+    np.save(f"{out_dir}/r{dist.get_rank()}.npy", np.array([dist.get_rank(), dist.get_world_size()]))
+
+
+def test_spawn_runs_a_function_of_the_calling_script_and_names_a_failed_rank(tmp_path):
+    _mpi()
+    result = run(SCRIPTS / "spawn_job.py", tmp_path, launched=False)
+    assert result.returncode == 0, result.err[-3000:]
+    assert [np.load(tmp_path / f"rank{r}.npy").tolist() for r in range(2)] == [[30.0], [30.0]]
+    assert ("spawn raised: spawn(fails): rank 1 of 2 failed: raised ValueError: rank one fails"
+            in result.out), result.out[-3000:]
+
+
+def test_spawn_of_a_module_function(tmp_path):
+    _mpi()
+    dist.spawn(spawned, args=(str(tmp_path),), nprocs=2)
+    assert [np.load(tmp_path / f"r{r}.npy").tolist() for r in range(2)] == [[0, 2], [1, 2]]
+
+
+def test_spawn_refuses_what_the_ranks_cannot_import():
+    def local():
+        pass
+    with pytest.raises(ValueError, match=r"spawn: func \S*<lambda> cannot be found by the new ranks"):
+        dist.spawn(lambda: None, nprocs=2)
+    with pytest.raises(ValueError, match=r"spawn: func test_spawn_refuses_what_the_ranks_cannot_import.<locals>.local "
+                                         r"cannot be found"):
+        dist.spawn(local, nprocs=2)
+    with pytest.raises(ValueError, match=r"spawn: unknown options \['gpus'\]"):
+        dist.spawn(spawned, nprocs=2, gpus="0,1")
+    with pytest.raises(TypeError, match="spawn: args must be picklable"):
+        dist.spawn(spawned, args=(lambda: None,), nprocs=2)
+    with pytest.raises(ValueError, match="spawn: nprocs must be at least 1"):
+        dist.spawn(spawned, nprocs=0)

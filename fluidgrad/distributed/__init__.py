@@ -30,6 +30,7 @@ from .exchange import all_to_all, all_to_all_single, alltoall, alltoall_single, 
 from .group import (Group, ParallelEnv, get_global_rank, get_group, get_group_rank, get_process_group_ranks,
                     new_group)
 from .point_to_point import P2POp, P2PTask, batch_isend_irecv, irecv, isend, recv, send
+from .spawn import SpawnContext, spawn
 from .eager_sharding import ShardedOptimizer, ZeroRedundancyOptimizer, group_sharded_parallel
 from .optimizer import DistributedOptimizer
 
@@ -40,4 +41,4 @@ __all__ = ["CollectiveMismatchError", "DataParallel", "DistributedBatchSampler",
            "load", "load_state_dict", "new_group", "recv", "reduce", "reduce_scatter", "save", "save_state_dict",
            "scatter", "send", "shard",
            "all_to_all", "all_to_all_single", "alltoall", "alltoall_single", "batch_isend_irecv", "gather",
-           "get_global_rank", "get_group_rank", "get_process_group_ranks", "irecv", "isend"]
+           "get_global_rank", "get_group_rank", "get_process_group_ranks", "irecv", "isend", "SpawnContext", "spawn"]

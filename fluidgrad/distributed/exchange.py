@@ -33,7 +33,11 @@ def _parts(tensors: Any, nranks: int, what: str, name: str) -> list[np.ndarray]:
 def _fill(out_list: list[Any], received: list[np.ndarray], like: Any, what: str) -> list[Any]:
     """Received parts into the given output tensors (in place), or appended to an empty list."""
     if out_list:
-        for out, value in zip(out_list, received):
+        for r, (out, value) in enumerate(zip(out_list, received)):
+            target = _values(out, what)
+            if target.shape != value.shape or target.dtype != value.dtype:
+                raise ValueError(f"{what}: output tensor {r} has shape {list(target.shape)} ({target.dtype}); rank "
+                                 f"{r} of the group sends shape {list(value.shape)} ({value.dtype})")
             _check_writable(out, what)
             _in_place(out, value)
         return out_list

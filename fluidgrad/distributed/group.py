@@ -47,10 +47,14 @@ class Group:
 
     @property
     def rank(self) -> int:
+        if self.id == 0:
+            return _Rank(get_world().rank)
         return _Rank(self.ranks.index(get_world().rank) if self.is_member() else -1)
 
     @property
     def nranks(self) -> int:
+        if self.id == 0:
+            return get_world().size
         return len(self.ranks) if self.is_member() else -1
 
     world_size = nranks
