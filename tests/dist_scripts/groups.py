@@ -40,6 +40,13 @@ def groups(failures, rank, world):
         failures.append(f"rank {rank}: get_group_rank / get_global_rank disagree with {members}")
     if dist.get_group(group.id) is not group or group.is_member() != inside:
         failures.append(f"rank {rank}: get_group({group.id}) / is_member disagree")
+    try:  # DataParallel averages over every rank: a group of some ranks is refused, not ignored
+        dist.DataParallel(fg.nn.Linear(2, 2), group=group)
+        if world > 1:
+            failures.append(f"rank {rank}: DataParallel(group=new_group({members})) was accepted")
+    except ValueError as exc:
+        if "DataParallel averages gradients over every rank" not in str(exc):
+            failures.append(f"rank {rank}: DataParallel(group=...) raised {exc}")
     every = np.stack([value_of(r) for r in members])
     if not inside:
         with warnings.catch_warnings(record=True) as caught:
