@@ -115,8 +115,9 @@ def _run_eager(fn: Any, arrays: Sequence[np.ndarray], grads: bool, traced: bool)
     return values, result
 
 
-def run_static(fn: Any, arrays: Sequence[np.ndarray], grads: bool = True):
-    """(outputs, gradients) from a static Program with `gradients`, run by the Executor."""
+def run_static(fn: Any, arrays: Sequence[np.ndarray], grads: bool = True, shapes: Sequence[tuple] | None = None):
+    """(outputs, gradients) from a static Program with `gradients`, run by the Executor; `shapes`: the
+    outputs' shapes (torch's), for outputs whose size is known only at run time (masked_select)."""
     ours = split_fns(fn)[0]
     main, startup = fg.Program(), fg.Program()
     with fg.program_guard(main, startup):
@@ -133,14 +134,14 @@ def run_static(fn: Any, arrays: Sequence[np.ndarray], grads: bool = True):
             terms = []
             for k, o in enumerate(outs):
                 if _is_float(o.dtype) and not o.stop_gradient:
-                    w = fg.static.data(f"w{k}", list(o.shape), str(o.dtype))
+                    w = fg.static.data(f"w{k}", [-1 if d < 0 else d for d in o.shape], str(o.dtype))
                     terms.append(fg.sum(o * w))
             if wanted and terms:
                 grad_vars = fg.gradients([sum(terms[1:], terms[0])], wanted)
     feed = {f"x{i}": a for i, a in enumerate(arrays)}
     for k, o in enumerate(outs):
         if grads and _is_float(o.dtype) and not o.stop_gradient:
-            feed[f"w{k}"] = cotangent(_shape_of(o, arrays, fn), k, str(o.dtype))
+            feed[f"w{k}"] = cotangent(_shape_of(o, k, shapes), k, str(o.dtype))
     fetch += [g for g in grad_vars if g is not None]
     values = fg.Executor().run(main, feed=feed, fetch_list=fetch)
     outs_np, grad_np = values[:len(outs)], iter(values[len(outs):])
@@ -157,11 +158,13 @@ def run_static(fn: Any, arrays: Sequence[np.ndarray], grads: bool = True):
     return outs_np, result
 
 
-def _shape_of(var: Any, arrays: Sequence[np.ndarray], fn: Any) -> tuple:
+def _shape_of(var: Any, k: int, shapes: Sequence[tuple] | None) -> tuple:
     shape = tuple(var.shape)
     if all(s >= 0 for s in shape):
         return shape
-    raise AssertionError(f"static output {var.name} has an unknown size {shape}")
+    if shapes is None or k >= len(shapes):
+        raise AssertionError(f"static output {var.name} has an unknown size {shape}")
+    return tuple(shapes[k])
 
 
 def run_onnx(fn: Any, arrays: Sequence[np.ndarray]):
@@ -205,7 +208,7 @@ def compare(fn: Any, arrays: Sequence[np.ndarray], ways: Sequence[str] = ("eager
         if way == "onnx":
             got, got_grads = run_onnx(fn, arrays), None
         elif way == "static":
-            got, got_grads = run_static(fn, arrays, grads)
+            got, got_grads = run_static(fn, arrays, grads, [np.shape(w) for w in want])
         else:
             got, got_grads = run_eager(fn, arrays, grads, traced=way == "to_static")
         assert len(got) == len(want), f"{way}: {len(got)} outputs, torch {len(want)}"
