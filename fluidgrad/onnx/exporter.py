@@ -520,17 +520,36 @@ def _export_while(c: OpContext) -> None:
         body_env[name] = inner
         body_inputs.append(_value_info(inner, c.var(name), with_shape=False))
 
+    scan_vars = list(op.attr("scan_vars") or [])
+
     def body_outputs(nodes, env):
         cond_ctx = OpContext(exporter, op, sub, nodes, env)
         outs = [helper.make_tensor_value_info(cond_ctx.scalar_bool(env[cond_name]), onnx.TensorProto.BOOL, [])]
         for name in carried:
             value = exporter.emit(nodes, "Identity", [env[name]])
             outs.append(_value_info(value, c.var(name), with_shape=False))
+        for name in scan_vars:  # the Loop's scan outputs, one row per step
+            value = exporter.emit(nodes, "Identity", [env[name]])
+            outs.append(_value_info(value, sub.var(name), with_shape=False))
         return outs
 
     body = exporter.subgraph(sub, body_env, body_inputs, body_outputs, "loop_body")
     results = [c.out("Out", op.output("Out").index(n)) for n in carried]
-    c.node("Loop", ["", c.scalar_bool(c.x("Condition"))] + initial, results, body=body)
+    steps = [exporter.fresh("scan_rows") for _ in scan_vars]
+    c.node("Loop", ["", c.scalar_bool(c.x("Condition"))] + initial, results + steps, body=body)
+    for k, rows in enumerate(steps):
+        _export_scan_output(c, k, rows)
+
+
+def _export_scan_output(c: OpContext, k: int, rows: str) -> None:
+    """ScanOut k = Concat(ScanInit k, the Loop's rows). A Loop that ran no step gives rows of
+    shape [0, 0, ...] (onnxruntime cannot know a dynamic size), so the rows are first reshaped
+    to [-1] + ScanInit's row shape."""
+    init = c.x("ScanInit", k)
+    row_shape = c.node("Slice", [c.node("Shape", [init]), c.const(np.array([1], "int64")),
+                                 c.const(np.array([np.iinfo(np.int64).max], "int64"))])
+    target = c.node("Concat", [c.const(np.array([-1], "int64")), row_shape], axis=0)
+    c.node("Concat", [init, c.node("Reshape", [rows, target])], [c.out("ScanOut", k)], axis=0)
 
 
 def _export_conditional_block(c: OpContext) -> None:

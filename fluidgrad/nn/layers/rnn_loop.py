@@ -6,19 +6,20 @@ so the steps become one `static.nn.while_loop`, differentiable (`while_grad`) an
 ONNX as a Loop:
 
 - the first step runs before the loop (peeled): it gives the states their shapes and dtypes
-  (a None initial state stays the cell's own zero state, as in the unrolled path) and starts
-  each output buffer with one row;
-- each later step reads its row of the time-major input with `gather` and adds its output
-  row to the buffer with `concat` (appended, or prepended when the steps run in reverse), so
-  the buffers end [time, batch, ...] in input order;
+  (a None initial state stays the cell's own zero state, as in the unrolled path) and the
+  first row of each output;
+- each later step reads its row of the time-major input with `gather`; its output rows are
+  the loop's scan outputs (`while_loop_scan`: collected per step and stacked once, after the
+  peeled row), flipped when the steps ran in reverse, so the outputs end [time, batch, ...]
+  in input order;
 - `step(x_t, states, t)` is the caller's: the cell, and a padded batch's masks built from the
   step's time index `t` ([1] int64), as `time_step_mask` does.
 
-Growing a buffer copies it, O(time^2) in all; a run with the gradient keeps every step's
-buffer for `while_grad` (O(time^2) memory), a run without keeps none (executor/control_flow.py).
-Measured (static LSTM(64, 64), batch 16, 100 steps, one run after a warm-up, float32): the
-loop's forward 15 ms against the unrolled 18 ms, forward and backward 57 ms against 26 ms, so
-a known length stays unrolled, unchanged.
+Training costs O(time): each step keeps its own values for `while_grad` and the gradient of
+an output row is a view of the outputs' gradient. (Appending each row to a loop-carried buffer
+with `concat`, as this loop did before, copied the buffer every step and kept every copy for
+the gradient: O(time^2) memory; benchmarks/bench_rnn_loop.py measures both.) A known length
+stays unrolled into ordinary ops, which is faster still.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from typing import Any, Callable
 
 from ... import functions as F
 from ...dispatch import apply_op
-from ...static.control_flow import while_loop
+from ...static.control_flow import while_loop_scan
 
 __all__ = ['is_dynamic_length', 'run_over_time', 'time_step_mask']
 
@@ -54,18 +55,6 @@ def _row(x: Any, t: Any) -> Any:
     return F.squeeze(F.gather(x, t, axis=0), [0])
 
 
-def _started(output: Any) -> Any:
-    """A buffer of one row: `output` with a new axis 0 whose size is declared unknown (it grows)."""
-    buffer = F.unsqueeze(output, [0])
-    buffer.shape = (-1,) + tuple(buffer.shape[1:])
-    return buffer
-
-
-def _grown(buffer: Any, output: Any, reverse: bool) -> Any:
-    row = F.unsqueeze(output, [0])
-    return F.concat([row, buffer] if reverse else [buffer, row], axis=0)
-
-
 def run_over_time(step: Callable[[Any, Any, Any], tuple[Any, Any]], x: Any, states: Any,
                   reverse: bool = False) -> tuple[Any, Any]:
     """`step` over every row of the time-major Variable x, whose length is known only when the
@@ -86,15 +75,15 @@ def run_over_time(step: Callable[[Any, Any, Any], tuple[Any, Any]], x: Any, stat
     def more(k: Any, *carried: Any) -> Any:
         return F.less_than(k, length)
 
-    def body(k: Any, *carried: Any) -> list[Any]:
+    def body(k: Any, *carried: Any) -> tuple[list[Any], list[Any]]:
         t = time_of(k)
-        new_output, new_states = step(_row(x, t), _rebuild(state_tree, iter(carried[:n_states])), t)
-        buffers = [_grown(b, o, reverse) for b, o in zip(carried[n_states:], _leaves(new_output))]
-        return [F.add(k, one)] + _leaves(new_states) + buffers
+        new_output, new_states = step(_row(x, t), _rebuild(state_tree, iter(carried)), t)
+        return [F.add(k, one)] + _leaves(new_states), _leaves(new_output)
 
-    finals = while_loop(more, body, [one] + state_leaves + [_started(o) for o in out_leaves])
-    return (_rebuild(out_tree, iter(finals[1 + n_states:])),
-            _rebuild(state_tree, iter(finals[1:1 + n_states])))
+    finals, stacked = while_loop_scan(more, body, [one] + state_leaves, [F.unsqueeze(o, [0]) for o in out_leaves])
+    if reverse:  # the rows come in the order the steps ran: last time first
+        stacked = [apply_op("flip", {"X": s}, {"axis": [0]}) for s in stacked]
+    return _rebuild(out_tree, iter(stacked)), _rebuild(state_tree, iter(finals[1:]))
 
 
 def time_step_mask(lengths: Any, t: Any, dtype: str) -> tuple[Any, Any]:
