@@ -253,7 +253,8 @@ class _BackwardBuilder:
             self.append_grad_ops(steps, grad_block, inner_flowing, callbacks)
             self.add_up_repeated_grads(grad_block)
             provided = {self.grad_name(n) for n in outer_writes} | self._declare_scan_grads(grad_block, sub, scanned)
-            self.remove_no_grad_branches(grad_block, provided, sub=sub)
+            leaving = {self.grad_name(n) for n in op.attrs.get("scan_in_vars") or []}
+            self.remove_no_grad_branches(grad_block, provided, sub=sub, leaving=leaving)
         finally:
             self.program._current_block_idx = op.block.idx
         return grad_block
@@ -330,20 +331,21 @@ class _BackwardBuilder:
 
     # ---- step 5
     def remove_no_grad_branches(self, block: Block, provided: set[str], start: int = 0,
-                                sub: Block | None = None) -> None:
+                                sub: Block | None = None, leaving: set[str] = frozenset()) -> None:
         """Fluid's `_remove_no_grad_branch_`, in one place. Grad ops with no gradient flowing in
         were never built (step 3 skips them: a symbolic zero), nor those whose inputs all stop
         the gradient (step 1's constants); here, in a grad block, grad ops whose results nobody
         reads go, and a gradient that a kept grad op reads but nobody writes gets zeros."""
         if sub is not None:
-            self.prune_unread_grads(block, sub)
+            self.prune_unread_grads(block, sub, leaving)
         self.fill_missing_grads(block, provided, start)
 
-    def prune_unread_grads(self, grad_block: Block, sub: Block) -> None:
+    def prune_unread_grads(self, grad_block: Block, sub: Block, leaving: set[str] = frozenset()) -> None:
         """Drop grad ops of a grad block whose outputs nobody reads: only gradients of outer
         variables leave a grad block (the control-flow grad op reads them), so the gradient of
-        a local such as `x_t = gather(x, i)` with `x` stop_gradient is dead work, every step."""
-        read: set[str] = set()
+        a local such as `x_t = gather(x, i)` with `x` stop_gradient is dead work, every step.
+        `leaving`: gradients of locals that leave too (a loop's scan-input rows)."""
+        read: set[str] = set(leaving)
         kept = []
         for op in reversed(grad_block.ops):
             if any(n in read or self._leaves_block(n, sub) for n in op.output_arg_names if n != EMPTY_VAR_NAME):

@@ -91,8 +91,8 @@ class _Zeros:
 
 
 
-def run_while(rt: Any, xs: Sequence[Any], condition: Any, scan_inits: Sequence[Any], op: Any, sub_block: Any,
-              scan_vars: Sequence[str] = ()) -> tuple:
+def run_while(rt: Any, xs: Sequence[Any], condition: Any, scan_inits: Sequence[Any], scan_ins: Sequence[Any],
+              op: Any, sub_block: Any, scan_vars: Sequence[str] = (), scan_in_vars: Sequence[str] = ()) -> tuple:
     cond_name = op.input("Condition")[0]
     loop_scope = Scope()
     loop_scope.vars.update(zip(op.input("X"), xs))
@@ -101,14 +101,25 @@ def run_while(rt: Any, xs: Sequence[Any], condition: Any, scan_inits: Sequence[A
     rows: list[tuple] = []
     scan_vars = tuple(scan_vars)
     keep = _step_scopes_are_read(op)  # else each step's values go when the next step starts
+    steps = 0
     while _truth(loop_scope.vars[cond_name], "while", cond_name):
         step = Scope(loop_scope)
+        _give_rows(step, steps, scan_ins, scan_in_vars)
         scanned = rt.run_block(sub_block, step, scan_vars)
         if scan_vars:
             rows.append(scanned)
         if keep:
             step_scopes.append(step)
+        steps += 1
     return [loop_scope.vars[n] for n in op.output("Out")], step_scopes, _stacked(scan_inits, rows, scan_vars)
+
+
+def _give_rows(step: Scope, i: int, scan_ins: Sequence[Any], scan_in_vars: Sequence[str]) -> None:
+    """Step i reads row i of each scan input (a view)."""
+    for x, name in zip(scan_ins, scan_in_vars):
+        if i >= len(x):
+            raise ValueError(f"while: step {i} reads row {i} of the scan input of {name}, which has {len(x)} rows")
+        step.vars[name] = x[i]
 
 
 def _stacked(scan_inits: Sequence[Any], rows: list[tuple], scan_vars: Sequence[str]) -> list:
@@ -117,11 +128,15 @@ def _stacked(scan_inits: Sequence[Any], rows: list[tuple], scan_vars: Sequence[s
     result = []
     for k, (init, name) in enumerate(zip(scan_inits, scan_vars)):
         init = np.asarray(init)
+        out = np.empty((len(init) + len(rows),) + init.shape[1:], init.dtype)
+        out[:len(init)] = init
         for i, row in enumerate(rows):
-            if np.shape(row[k]) != init.shape[1:]:
-                raise ValueError(f"while: step {i} gave the scanned {name} shape {list(np.shape(row[k]))}, "
-                                 f"but its ScanInit rows have shape {list(init.shape[1:])}")
-        result.append(np.concatenate([init] + [np.expand_dims(row[k], 0) for row in rows], axis=0))
+            value = np.asarray(row[k])
+            if value.shape != init.shape[1:] or value.dtype != init.dtype:
+                raise ValueError(f"while: step {i} gave the scanned {name} shape {list(value.shape)} {value.dtype}, "
+                                 f"but its ScanInit rows are {list(init.shape[1:])} {init.dtype}")
+            out[len(init) + i] = value
+        result.append(out)
     return result
 
 
@@ -140,13 +155,16 @@ def _step_scopes_are_read(op: Any) -> bool:
 
 
 def run_while_grad(rt: Any, xs: Sequence[Any], out_grads: Sequence[Any], step_scopes: list,
-                   scan_inits: Sequence[Any], scan_out_grads: Sequence[Any], op: Any, sub_block: Any,
-                   carried: Sequence[str], x_grad_names: Sequence[str], scan_grad_names: Sequence[str] = ()) -> list:
+                   scan_inits: Sequence[Any], scan_out_grads: Sequence[Any], scan_ins: Sequence[Any], op: Any,
+                   sub_block: Any, carried: Sequence[str], x_grad_names: Sequence[str],
+                   scan_grad_names: Sequence[str] = (), scan_in_grad_names: Sequence[str] = ()) -> list:
     scan_rows = _scan_grad_rows(scan_inits, scan_out_grads, len(step_scopes), scan_grad_names)
-    x_grads = _run_while_grad_steps(rt, xs, out_grads, step_scopes, scan_rows, op, sub_block, carried,
-                                    x_grad_names)
-    return x_grads + [np.asarray(g)[:len(init)] if g is not None else np.zeros_like(init)
-                      for init, g in zip(scan_inits, scan_out_grads)]
+    scan_in_grads = [(name, np.zeros_like(x)) for name, x in zip(scan_in_grad_names, scan_ins)]
+    x_grads = _run_while_grad_steps(rt, xs, out_grads, step_scopes, scan_rows, scan_in_grads, op, sub_block,
+                                    carried, x_grad_names)
+    init_grads = [np.asarray(g)[:len(init)] if g is not None else np.zeros_like(init)
+                  for init, g in zip(scan_inits, scan_out_grads)]
+    return x_grads + init_grads + [grad for _, grad in scan_in_grads]
 
 
 def _scan_grad_rows(scan_inits: Sequence[Any], scan_out_grads: Sequence[Any], steps: int,
@@ -166,8 +184,8 @@ def _scan_grad_rows(scan_inits: Sequence[Any], scan_out_grads: Sequence[Any], st
 
 
 def _run_while_grad_steps(rt: Any, xs: Sequence[Any], out_grads: Sequence[Any], step_scopes: list,
-                          scan_rows: list[tuple[str, Any, int]], op: Any, sub_block: Any,
-                          carried: Sequence[str], x_grad_names: Sequence[str]) -> list:
+                          scan_rows: list[tuple[str, Any, int]], scan_in_grads: list[tuple[str, np.ndarray]],
+                          op: Any, sub_block: Any, carried: Sequence[str], x_grad_names: Sequence[str]) -> list:
     grad_block = sub_block
     written = _block_writes(grad_block)
     x_names = op.input("X")
@@ -180,7 +198,7 @@ def _run_while_grad_steps(rt: Any, xs: Sequence[Any], out_grads: Sequence[Any], 
                  if n not in carried_set and _is_float_array(x) and grad_of[n] in written]
     summed: dict[str, np.ndarray] = {}
     owned: set[str] = set()
-    local = {g: _is_local(grad_block, g) for g in incoming.keys() | set(read_only)}
+    local = {g: _is_local(grad_block, g) for g in incoming.keys() | set(read_only) | {n for n, _ in scan_in_grads}}
     for i in range(len(step_scopes) - 1, -1, -1):
         grad_scope = Scope(step_scopes[i])
         grad_scope.vars.update(incoming)
@@ -193,6 +211,9 @@ def _run_while_grad_steps(rt: Any, xs: Sequence[Any], out_grads: Sequence[Any], 
                                    else zeros.like(name, values[name]))
         for grad_name in read_only:
             _accumulate(summed, owned, grad_name, _value_left(grad_scope, grad_name, local[grad_name]))
+        for grad_name, rows in scan_in_grads:  # row i of a scan input's gradient: step i's alone
+            if grad_name in written:
+                rows[i] = _value_left(grad_scope, grad_name, local[grad_name])
     if _last_reader_of_step_scopes(op):
         step_scopes.clear()  # the forward values of every step go now, not with the program
     result = []

@@ -408,8 +408,10 @@ class ProgramExporter:
         return False
 
     def subgraph(self, block: Block, env: dict[str, str], inputs: list[onnx.ValueInfoProto],
-                 outputs_of: Any, name: str) -> onnx.GraphProto:
+                 outputs_of: Any, name: str, prologue: Any = None) -> onnx.GraphProto:
         nodes: list = []
+        if prologue is not None:  # nodes before the block's own (a Loop body's scan-input rows)
+            prologue(nodes, env)
         self.export_block(block, nodes, env)
         outputs = outputs_of(nodes, env)
         return helper.make_graph(nodes, self.fresh(name), inputs, outputs)
@@ -533,7 +535,13 @@ def _export_while(c: OpContext) -> None:
             outs.append(_value_info(value, sub.var(name), with_shape=False))
         return outs
 
-    body = exporter.subgraph(sub, body_env, body_inputs, body_outputs, "loop_body")
+    scan_ins = c.xs("ScanIn")
+
+    def rows_of_scan_inputs(nodes, env):  # ONNX Loop has no scan inputs: step i gathers its row
+        for name, x in zip(op.attr("scan_in_vars") or [], scan_ins):
+            env[name] = exporter.emit(nodes, "Gather", [x, iteration], axis=0)
+
+    body = exporter.subgraph(sub, body_env, body_inputs, body_outputs, "loop_body", rows_of_scan_inputs)
     results = [c.out("Out", op.output("Out").index(n)) for n in carried]
     steps = [exporter.fresh("scan_rows") for _ in scan_vars]
     c.node("Loop", ["", c.scalar_bool(c.x("Condition"))] + initial, results + steps, body=body)

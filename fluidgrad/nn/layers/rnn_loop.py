@@ -8,17 +8,19 @@ ONNX as a Loop:
 - the first step runs before the loop (peeled): it gives the states their shapes and dtypes
   (a None initial state stays the cell's own zero state, as in the unrolled path) and the
   first row of each output;
-- each later step reads its row of the time-major input with `gather`; its output rows are
-  the loop's scan outputs (`while_loop_scan`: collected per step and stacked once, after the
-  peeled row), flipped when the steps ran in reverse, so the outputs end [time, batch, ...]
-  in input order;
+- the later steps are a `while_loop_scan`: the rest of the time-major input (flipped when
+  the steps run in reverse) is its scan input, each step reading its row; the output rows are
+  its scan outputs (collected per step and stacked once, after the peeled row), flipped back
+  when the steps ran in reverse, so the outputs end [time, batch, ...] in input order;
 - `step(x_t, states, t)` is the caller's: the cell, and a padded batch's masks built from the
   step's time index `t` ([1] int64), as `time_step_mask` does.
 
-Training costs O(time): each step keeps its own values for `while_grad` and the gradient of
-an output row is a view of the outputs' gradient. (Appending each row to a loop-carried buffer
-with `concat`, as this loop did before, copied the buffer every step and kept every copy for
-the gradient: O(time^2) memory; benchmarks/bench_rnn_loop.py measures both.) A known length
+Training costs O(time): each step keeps its own values for `while_grad`, the gradient of an
+output row is a view of the outputs' gradient, and each step writes its own row of the input's
+gradient. (This loop used to append each output row to a loop-carried buffer with `concat`,
+copying the buffer every step and keeping every copy for the gradient, O(time^2) memory, and
+to `gather` each input row, whose gradient is a zero-filled full-size copy per step, O(time^2)
+time; benchmarks/bench_rnn_loop.py measures the difference.) A known length
 stays unrolled into ordinary ops, which is faster still.
 """
 from __future__ import annotations
@@ -50,6 +52,9 @@ def _rebuild(tree: Any, leaves: Any) -> Any:
     return next(leaves)
 
 
+_TO_THE_END = 2**62  # a slice end past any length
+
+
 def _row(x: Any, t: Any) -> Any:
     """Row t ([1] int64) of axis 0 of x, that axis dropped."""
     return F.squeeze(F.gather(x, t, axis=0), [0])
@@ -75,12 +80,16 @@ def run_over_time(step: Callable[[Any, Any, Any], tuple[Any, Any]], x: Any, stat
     def more(k: Any, *carried: Any) -> Any:
         return F.less_than(k, length)
 
-    def body(k: Any, *carried: Any) -> tuple[list[Any], list[Any]]:
+    def body(k: Any, *carried_and_row: Any) -> tuple[list[Any], list[Any]]:
+        *carried, x_t = carried_and_row
         t = time_of(k)
-        new_output, new_states = step(_row(x, t), _rebuild(state_tree, iter(carried)), t)
+        new_output, new_states = step(x_t, _rebuild(state_tree, iter(carried)), t)
         return [F.add(k, one)] + _leaves(new_states), _leaves(new_output)
 
-    finals, stacked = while_loop_scan(more, body, [one] + state_leaves, [F.unsqueeze(o, [0]) for o in out_leaves])
+    # loop step i (time k = i + 1, or T - 2 - i in reverse) reads row i of the rows after the first
+    rest = F.slice(apply_op("flip", {"X": x}, {"axis": [0]}) if reverse else x, [0], [1], [_TO_THE_END])
+    finals, stacked = while_loop_scan(more, body, [one] + state_leaves, [F.unsqueeze(o, [0]) for o in out_leaves],
+                                      [rest])
     if reverse:  # the rows come in the order the steps ran: last time first
         stacked = [apply_op("flip", {"X": s}, {"axis": [0]}) for s in stacked]
     return _rebuild(out_tree, iter(stacked)), _rebuild(state_tree, iter(finals[1:]))
