@@ -2,7 +2,7 @@
 
 With a known length the layers unroll their steps into ordinary ops (rnn.py, rnn_wrappers.py).
 An InputSpec([None, None, 4]) or `static.data("x", [-1, -1, 4])` leaves the length to the run,
-so the steps become one `static.nn.while_loop`, differentiable (`while_grad`) and exported to
+so the steps become one `while` loop, differentiable (`while_grad`) and exported to
 ONNX as a Loop:
 
 - the first step runs before the loop (peeled): it gives the states their shapes and dtypes
@@ -75,7 +75,6 @@ def run_over_time(step: Callable[[Any, Any, Any], tuple[Any, Any]], x: Any, stat
     output, states = step(_row(x, first), states, first)
     out_tree, state_tree = output, states
     out_leaves, state_leaves = _leaves(output), _leaves(states)
-    n_states = len(state_leaves)
 
     def more(k: Any, *carried: Any) -> Any:
         return F.less_than(k, length)
@@ -86,7 +85,7 @@ def run_over_time(step: Callable[[Any, Any, Any], tuple[Any, Any]], x: Any, stat
         new_output, new_states = step(x_t, _rebuild(state_tree, iter(carried)), t)
         return [F.add(k, one)] + _leaves(new_states), _leaves(new_output)
 
-    # loop step i (time k = i + 1, or T - 2 - i in reverse) reads row i of the rows after the first
+    # loop step i (counter k = i + 1: time k, or T - 1 - k in reverse) reads row i of the rows after the first
     rest = F.slice(apply_op("flip", {"X": x}, {"axis": [0]}) if reverse else x, [0], [1], [_TO_THE_END])
     finals, stacked = while_loop_scan(more, body, [one] + state_leaves, [F.unsqueeze(o, [0]) for o in out_leaves],
                                       [rest])
