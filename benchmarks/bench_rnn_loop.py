@@ -9,7 +9,8 @@ One training step of `nn.LSTM(inputs, hidden)` in static mode: loss = mean(out^2
 "fixed": a program per T built on `[batch, T, inputs]` (the steps unrolled into ordinary ops);
 "torch": torch.nn.LSTM, forward + backward + SGD, the time reference. Peak memory is
 tracemalloc's (NumPy reports its buffers to it) over one run after a warm-up, in a run of its
-own (tracing slows Python down, so the times come from untraced runs, best of --repeat).
+own (tracing slows Python down, so the times come from untraced runs: best of --repeat rounds,
+each round running the three in turn, so that load from elsewhere hits them alike).
 The last columns divide each value by the one at the previous T: a linear cost doubles
 when T doubles, a quadratic one quadruples.
 """
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 import tracemalloc
 from pathlib import Path
 
@@ -26,7 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common import limit_threads, print_table  # noqa: E402  (sets OMP_WAIT_POLICY before torch)
+from common import interleaved_best, limit_threads, print_table  # noqa: E402  (sets OMP_WAIT_POLICY first)
 
 import fluidgrad as fg  # noqa: E402
 from fluidgrad import nn, static  # noqa: E402
@@ -55,16 +55,6 @@ def traced_peak(fn) -> int:
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     return peak - base
-
-
-def best_seconds(fn, repeat: int) -> float:
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def torch_step(torch, model, optimizer, x):
@@ -113,8 +103,9 @@ def measure(torch, lengths: list[int], repeat: int, batch: int, inputs: int, hid
 
         tx = torch.from_numpy(x)
         memory = [traced_peak(run(dynamic)), traced_peak(run(fixed))]
-        seconds = [best_seconds(run(dynamic), repeat), best_seconds(run(fixed), repeat),
-                   best_seconds(lambda: torch_step(torch, model, optimizer, tx), repeat)]
+        best = interleaved_best({"dynamic": run(dynamic), "fixed": run(fixed),
+                                 "torch": lambda: torch_step(torch, model, optimizer, tx)}, repeat)
+        seconds = [best["dynamic"], best["fixed"], best["torch"]]
         growth = ["", ""] if previous is None else [f"{memory[0] / previous[0]:.2f}",
                                                     f"{seconds[0] / previous[1]:.2f}"]
         rows.append([length, f"{memory[0] / 2**20:.1f}", f"{memory[1] / 2**20:.1f}",
