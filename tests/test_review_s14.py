@@ -82,9 +82,6 @@ _MASKING = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="relu / clamp / maximum / minimum / hardtanh / relu6 / threshold multiply the "
-                   "incoming gradient by their mask, so inf from a later sqrt at 0 becomes NaN in the cut-off elements "
-                   "where torch's gradient is 0")
 @pytest.mark.parametrize("call", sorted(_MASKING))
 def test_masking_ops_do_not_pass_inf_gradients_into_cut_off_elements(call):
     with warnings.catch_warnings():

@@ -95,7 +95,9 @@ def _register_fused_grad(name, kernel, d_out_factor):
                 grad=_fused_grad_grad(name, d_out_factor), doc=f"The gradient of {name}, from its output.")
 
 
-_register_fused_grad("relu", lambda out, dout: dout * (out > 0), None)  # piecewise linear: f'' = 0
+# relu selects DOut (never DOut * mask: an inf DOut from a later sqrt at 0 would give inf * 0 = nan where
+# relu cut x off, and torch's gradient there is 0); piecewise linear: f'' = 0
+_register_fused_grad("relu", lambda out, dout: np.where(out > 0, dout, dout.dtype.type(0)), None)
 _register_fused_grad("sigmoid", lambda out, dout: dout * (out * (1 - out)),
                      lambda g, out: g.op("scale", {"X": out}, scale=-2.0, bias=1.0))    # 1 - 2 out
 _register_fused_grad("tanh", lambda out, dout: dout * (1 - out * out),

@@ -143,10 +143,18 @@ def _select_grad(g: GradBuilder, compare):
     won = g.op("cast", {"X": g.op(compare, {"X": x, "Y": y})}, dtype=dtype)
     tie = g.op("cast", {"X": g.op("equal", {"X": x, "Y": y})}, dtype=dtype)
     share = g.op("elementwise_add", {"X": won, "Y": g.op("scale", {"X": tie}, scale=0.5)})
-    dx = g.op("elementwise_mul", {"X": dout, "Y": share})
-    g.set_input_grad("X", dx)
+    g.set_input_grad("X", _share_of(g, dout, share))
     if g.needs_input_grad("Y"):
-        g.set_input_grad("Y", g.op("elementwise_sub", {"X": dout, "Y": dx}))
+        g.set_input_grad("Y", _share_of(g, dout, g.op("scale", {"X": share}, scale=-1.0, bias=1.0)))
+
+
+def _share_of(g: GradBuilder, dout, share):
+    """DOut * share where share > 0, else 0 (selected, so an inf DOut gives torch's 0 to the input
+    that lost, never inf * 0 = nan)."""
+    zeros = g.op("fill_zeros_like", {"X": share})
+    taken = g.op("greater_than", {"X": share, "Y": zeros})
+    scaled = g.op("elementwise_mul", {"X": dout, "Y": share})
+    return g.op("where", {"Condition": taken, "X": scaled, "Y": g.op("fill_zeros_like", {"X": scaled})})
 
 
 # ---------------------------------------------------------------- comparisons and logic

@@ -29,8 +29,12 @@ def _clip_infer(ctx):
 
 
 def _clip_grad(g: GradBuilder) -> None:
+    """DOut where X is inside the bounds, else 0: a select, not DOut * mask, so an inf DOut (from a
+    later sqrt at 0) gives torch's 0 in the clipped elements rather than inf * 0 = nan."""
     mask = g.op("clip_mask", {"X": g.input("X")}, min=g.attr("min"), max=g.attr("max"), closed=g.attr("closed"))
-    g.set_input_grad("X", g.op("elementwise_mul", {"X": g.output_grad("Out"), "Y": mask}))
+    dout = g.output_grad("Out")
+    inside = g.op("cast", {"X": mask}, dtype="bool")
+    g.set_input_grad("X", g.op("where", {"Condition": inside, "X": dout, "Y": g.op("fill_zeros_like", {"X": dout})}))
 
 
 def _clip_kernel(x, min, max, closed=True):

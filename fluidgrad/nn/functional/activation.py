@@ -192,9 +192,10 @@ def softshrink(x: Any, threshold: float = 0.5, name: str | None = None) -> Any:
 
 
 def thresholded_relu(x: Any, threshold: float = 1.0, value: float = 0.0, name: str | None = None) -> Any:
-    """x where x > threshold, else `value` (PyTorch's threshold); slope 0 at the threshold."""
-    above = cast(greater_than(x, float(threshold)), x.dtype)
-    return add(multiply(x, above), scale(above, -float(value), float(value)))
+    """x where x > threshold, else `value` (PyTorch's threshold); slope 0 at the threshold. A select, so
+    an inf gradient coming back gives 0 below the threshold (as PyTorch), not inf * 0 = nan."""
+    fill = apply_op("fill_any_like", {"X": x}, {"value": float(value)})
+    return apply_op("where", {"Condition": greater_than(x, float(threshold)), "X": x, "Y": fill})
 
 
 def tanhshrink(x: Any, name: str | None = None) -> Any:
