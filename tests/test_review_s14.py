@@ -214,9 +214,6 @@ _EMPTY_CUMULATIVE = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="cummax / cummin / logcumsumexp of an empty tensor raise 'op reduce_max: cannot "
-                   "reduce X ...which hold no elements', and cumprod's gradient raises IndexError, where torch returns "
-                   "empty results")
 @pytest.mark.parametrize("call", sorted(_EMPTY_CUMULATIVE))
 def test_cumulative_ops_of_an_empty_tensor(call):
     fn, shape = _EMPTY_CUMULATIVE[call]

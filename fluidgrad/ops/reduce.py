@@ -371,6 +371,8 @@ def _cumprod_grad_kernel(x, dout, axis=-1, exclusive=False, reverse=False):
     axis = axis % max(x.ndim, 1)
     if x.ndim == 0:
         return np.zeros_like(x) if exclusive else dout.astype(x.dtype, copy=True)
+    if x.size == 0:  # nothing to scan: an empty gradient, as PyTorch
+        return np.zeros_like(x)
     if reverse:
         x, dout = np.flip(x, axis), np.flip(dout, axis)
     x, dout = np.moveaxis(x, axis, 0), np.moveaxis(dout, axis, 0)

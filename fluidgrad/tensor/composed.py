@@ -186,6 +186,8 @@ def logcumsumexp(x: Any, axis: int | None = None, dtype: Any = None, name: str |
         x, axis = reshape(x, [-1]), 0
     if dtype is not None:
         x = cast(x, dtype)
+    if 0 in x.shape:  # no elements, so no maximum to shift by (and nothing that could overflow)
+        return log(cumsum(exp(x), axis=axis))
     shift = amax(x, axis=axis, keepdim=True)
     shift = where(isinf(shift), full_like(shift, 0), shift)     # (the result does not depend on it)
     return log(cumsum(exp(subtract(x, shift)), axis=axis)) + shift

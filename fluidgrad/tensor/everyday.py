@@ -128,6 +128,10 @@ def cummax(x: Any, axis: int | None = None, dtype: Any = "int64", name: str | No
     n = x.shape[axis]
     if n < 0:
         raise ValueError(f"cummax: axis {axis} of {_describe(x)} has a size known only at run time")
+    if 0 in x.shape:  # no elements: empty values (still x's, for the gradient) and empty indices, as torch
+        index = cast(x, "int64")
+        values = take_along_axis(x, index, axis)
+        return return_types.cummax(values, index if normalize_dtype(dtype) == "int64" else cast(index, dtype))
     last = moveaxis(x, axis, -1) if axis != rank - 1 else x
     earlier = constant(np.tril(np.ones((n, n), bool)), x)             # [i, j]: j <= i
     rows = unsqueeze(last, rank - 1)                                   # [..., 1, n] (j)
