@@ -112,9 +112,6 @@ _ALL_ANY = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="ONNX export of all / any casts a non-bool input to int32 and takes ReduceMin / "
-                   "ReduceMax, so -3 counts as true for all, -1 as false for any, and 0.5 as false (eager and torch "
-                   "test x != 0)")
 @pytest.mark.parametrize("call", sorted(_ALL_ANY))
 def test_onnx_all_and_any_of_non_bool_tensors(call):
     fn, x = _ALL_ANY[call]

@@ -213,8 +213,12 @@ def _logsumexp(c):
 
 @exporter("reduce_all", "reduce_any")
 def _reduce_bool(c):
-    """all / any as the min / max of the values as int32 (ONNX reduces no bools)."""
-    as_int = c.cast(c.x("X"), "int32")
+    """all / any as the min / max of `X != 0` as int32 (ONNX reduces no bools). The test comes first:
+    cast straight to int32, -3 would count as false for any, 0.5 as false for all."""
+    x = c.x("X")
+    if c.dtype_in("X") != "bool":
+        x = c.node("Not", [c.node("Equal", [x, c.const(np.asarray(0, c.dtype_in("X")))])])
+    as_int = c.cast(x, "int32")
     kind = "ReduceMin" if c.op.type == "reduce_all" else "ReduceMax"
     c.node("Cast", [reduce_node(c, kind, as_int, reduce_axes(c))], [c.out("Out")], to=c.onnx_dtype("bool"))
 
