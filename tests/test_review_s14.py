@@ -217,8 +217,6 @@ def test_cumulative_ops_of_an_empty_tensor(call):
     compare(fn, [np.zeros(shape)], ways=_TRACED)
 
 
-@pytest.mark.xfail(strict=True, reason="grad of grad through F.batch_norm(x, None, None, training=True) (torch's form "
-                   "without running statistics) fails with 'op fill_any_like needs input slot X'")
 def test_grad_of_grad_through_batch_norm_without_running_statistics(eager):
     x0 = _a(4, 3)
     reference = torch.tensor(x0, requires_grad=True)

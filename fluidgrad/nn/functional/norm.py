@@ -70,6 +70,22 @@ def _check_values_per_channel(x: Any, data_format: str) -> None:
                          f"got input size {shape}")
 
 
+def _untracked_statistics(x: Any, running_mean: Any, running_var: Any, batch_stats: bool) -> tuple[Any, Any]:
+    """torch's F.batch_norm(x, None, None, training=True): batch statistics with no running ones to
+    update; the op still takes Mean / Variance, so per-channel zeros and ones (shaped by a per-channel
+    sum of x, whose channel count may be known only at run time) stand in for them."""
+    if not batch_stats:
+        raise ValueError(f"batch_norm: running_mean and running_var are needed to normalise with the running "
+                         f"statistics (training=False), got running_mean={running_mean!r} and "
+                         f"running_var={running_var!r} for input of shape {list(x.shape)}")
+    per_channel = F.sum(x, axis=[0] + list(range(2, len(x.shape))))
+    if running_mean is None:
+        running_mean = apply_op("fill_any_like", {"X": per_channel}, {"value": 0.0})
+    if running_var is None:
+        running_var = apply_op("fill_any_like", {"X": per_channel}, {"value": 1.0})
+    return running_mean, running_var
+
+
 def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any = None, bias: Any = None,
                training: bool = False, momentum: float = 0.9, epsilon: float = 1e-5, data_format: str = "NCHW",
                use_global_stats: bool | None = None, name: str | None = None) -> Any:
@@ -87,6 +103,9 @@ def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any = None, 
         y = batch_norm(rows, running_mean, running_var, weight, bias, training, momentum, epsilon, "NC",
                        use_global_stats)
         return apply_op("reshape_as", {"X": y, "Target": x})
+    tracked = running_mean is not None and running_var is not None
+    if not tracked:
+        running_mean, running_var = _untracked_statistics(x, running_mean, running_var, batch_stats)
     if weight is None or bias is None:  # no affine part: scale 1, shift 0
         weight = apply_op("fill_any_like", {"X": running_mean}, {"value": 1.0}) if weight is None else weight
         bias = apply_op("fill_any_like", {"X": running_mean}, {"value": 0.0}) if bias is None else bias
@@ -97,7 +116,7 @@ def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any = None, 
         return _static_batch_norm(x, running_mean, running_var, weight, bias, attrs, training)
     y, mean_out, var_out, _saved_mean, _saved_inv_std = apply_op(
         "batch_norm", {"X": x, "Scale": weight, "Bias": bias, "Mean": running_mean, "Variance": running_var}, attrs)
-    if training:
+    if training and tracked:
         _write_back(running_mean, mean_out)
         _write_back(running_var, var_out)
     return y
