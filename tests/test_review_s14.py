@@ -125,8 +125,6 @@ def test_onnx_all_and_any_guard_bool_inputs():
 
 
 # ---------------------------------------------------------------- ONNX batch_norm(training=True)
-@pytest.mark.xfail(strict=True, reason="ONNX export of F.batch_norm(training=True) normalises with the running "
-                   "statistics instead of the batch's, so onnxruntime's output differs from eager's and torch's")
 def test_onnx_batch_norm_in_training_mode_uses_the_batch_statistics():
     x = (_a(4, 3, 2) * 2 + 1).astype("float32")
     compare(lambda m, x: F(m).batch_norm(x, m.zeros(3), m.ones(3), training=True), [x], ways=("eager", "onnx"),

@@ -36,6 +36,7 @@ from .export_shapes import (DimRead, ShapeReads, check_counts, export_count_read
                             export_shape_reads, export_slice_reads, find_shape_reads, mark_unknown_axes,
                             probe_inputs)
 from .export_table import EXPORTERS
+from ..ops.norm_grad_grad import running_statistics
 from .load import max_opset
 
 DEFAULT_OPSET = 18
@@ -138,8 +139,23 @@ def _export_traced(call: ExportCall) -> onnx.ModelProto:
         scope[name] = tensor._array
         traced.program.global_block().var(name).persistable = True
     by_var = {(feed + fetch)[i]: sorted(named) for i, named in axes.items()}
-    return _export_pruned(call.path, traced.program, feed, fetch, scope, call.opset_version,
+    return _export_pruned(call.path, _with_traced_batch_statistics(traced.program), feed, fetch, scope, call.opset_version,
                           _with_output_axes(by_var, fetch, reads), call.external_data, reads, naming)
+
+
+def _with_traced_batch_statistics(program: Program) -> Program:
+    """A copy of a traced program whose batch_norm ops that normalised with the batch's statistics
+    keep doing so in the exported model (trainable_statistics survives clone(for_test=True)): the
+    function asked for that (F.batch_norm(training=True)), as torch's export keeps it. A Layer is
+    traced in eval mode, so its BatchNorm exports the running statistics."""
+    copy = program.clone()
+    for block in copy.blocks:
+        for op in block.ops:
+            if op.type == "batch_norm" and not running_statistics(
+                    op.attrs.get("is_test", False), op.attrs.get("use_global_stats", False),
+                    op.attrs.get("trainable_statistics", False)):
+                op.attrs["trainable_statistics"] = True
+    return copy
 
 
 def _traced_unknown(fn: Any, tensors: list[Tensor], axes: dict[int, dict[int, str | None]],
