@@ -26,7 +26,7 @@ import numpy as np
 from .dispatch import append_static_op, apply_op, is_tensor
 from .eager import Tensor, eager_apply, to_tensor
 from . import views
-from .eager.tensor import mark_view
+from .eager.tensor import mark_view, view_link
 from .framework import Parameter, Variable, in_dynamic_mode, normalize_dtype
 
 _BIG = 2**31 - 1
@@ -582,8 +582,32 @@ def _is_index_list(indices: Any) -> bool:
 
 
 def _setitem_tensor(x: Tensor, item: Any, value: Any) -> None:
+    if _is_own_view(x, item, value):   # `x[i] += v`: the in-place op on the view x[i] already wrote x
+        return
     view = views.prepare_write(x, "x[...] = v")
     views.finish_write(x, _set_value(views.snapshot(x), item, value), view)
+
+
+def _is_own_view(x: Tensor, item: Any, value: Any) -> bool:
+    """Whether value is x's live view x[item] for this very item: then x[item] = value changes
+    nothing. Python runs `x[i] += v` as x[i].__iadd__(v), which writes through the view into x,
+    then x[i] = that view; writing it again would record an op reading the view it overwrites."""
+    link = view_link(value) if is_tensor(value) else None
+    return link is not None and link[0] is x and isinstance(link[1], Indexed) and _same_item(link[1].item, item)
+
+
+def _same_item(a: Any, b: Any) -> bool:
+    """a and b index alike: the same ints, slices of ints, None and Ellipsis, or the same objects
+    (a tensor index compares by identity, never elementwise)."""
+    if a is b:
+        return True
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and builtins.all(_same_item(p, q) for p, q in zip(a, b))
+    if isinstance(a, builtins.slice) and isinstance(b, builtins.slice):
+        return builtins.all(_same_item(p, q) for p, q in zip((a.start, a.stop, a.step), (b.start, b.stop, b.step)))
+    plain = (int, np.integer)
+    return isinstance(a, plain) and isinstance(b, plain) and not isinstance(a, bool) and not isinstance(b, bool) \
+        and int(a) == int(b)
 
 
 # ---- views: the result of basic indexing (integers, slices, None, ...) of an eager Tensor is a

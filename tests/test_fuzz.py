@@ -536,6 +536,7 @@ def test_every_differentiable_op_is_fuzzed_or_excused():
         "floor", "ceil", "round", "trunc", "elementwise_mod", "elementwise_fmod", "elementwise_floordiv",
         "elu", "elu_grad", "hardswish", "hardswish_grad", "prelu", "gelu_grad", "silu_grad", "mish_grad",
         "softplus_grad", "log_sigmoid_grad", "logsumexp", "p_norm", "reduce_prod", "cumsum", "cumprod", "cumprod_grad",
+        "logcumsumexp", "logcumsumexp_grad",
         "einsum",
         # integer labels and lengths a random program cannot draw consistently: op cases (tests/op_cases/ctc.py)
         # and tests/test_ctc.py check gradient, PyTorch parity and eager

@@ -244,6 +244,39 @@ def _cumsum(c):
     write_in_kernel_dtype(c, "CumSum", lambda x, out: c.node("CumSum", [x, axis], out, **flags))
 
 
+@exporter("logcumsumexp")
+def _logcumsumexp(c):
+    """ONNX has no running log-add: out_i = m_i + Log(sum over j <= i of Exp(x_j - m_i)) with m_i the
+    running maximum, both from an [n, n] lower-triangular table along the axis (exact, n^2 memory).
+    An axis of unknown length: one shift by the axis' largest value (prefixes more than ~88 in float32
+    below it become -inf)."""
+    x, shape = c.x("X"), c.shape_in("X")
+    if not shape:
+        c.node("Identity", [x], [c.out("Out")])
+        return
+    axis = int(c.attr("axis")) % len(shape)
+    n = shape[axis]
+
+    def reduce(kind, v, axes, keep):
+        if c.opset >= 18 or kind == "ReduceSum":
+            return c.node(kind, [v, _i64(c, axes)], keepdims=keep)
+        return c.node(kind, [v], axes=axes, keepdims=keep)
+
+    def shift_of(peak):
+        return c.node("Where", [c.node("IsInf", [peak]), _c(c, 0.0), peak])
+    if n < 0:
+        shift = shift_of(reduce("ReduceMax", x, [axis], 1))
+        running = c.node("CumSum", [c.node("Exp", [c.node("Sub", [x, shift])]), _i64(c, axis)])
+        c.node("Add", [c.node("Log", [running]), shift], [c.out("Out")])
+        return
+    below = c.const(np.tril(np.ones((n, n), bool)).reshape([n, n] + [1] * (len(shape) - 1 - axis)))
+    columns = c.node("Unsqueeze", [x, _i64(c, [axis])])               # [.., i (1), j, ..]: x_j
+    shift = shift_of(reduce("ReduceMax", c.node("Where", [below, columns, _c(c, -np.inf)]), [axis + 1], 0))
+    gaps = c.node("Sub", [columns, c.node("Unsqueeze", [shift, _i64(c, [axis + 1])])])
+    terms = c.node("Where", [below, c.node("Exp", [gaps]), _c(c, 0.0)])
+    c.node("Add", [c.node("Log", [reduce("ReduceSum", terms, [axis + 1], 0)]), shift], [c.out("Out")])
+
+
 @exporter("einsum")
 def _einsum(c):
     """ONNX's Einsum broadcasts only ellipsis axes: an operand whose index has size 1 where the

@@ -9,13 +9,12 @@ import numpy as np
 
 from ..dispatch import apply_op, is_tensor
 from ..framework import Variable
-from ..functions import abs, cast, concat, equal, exp, full_like, log, multiply, reshape, split, subtract, transpose
+from ..functions import abs, cast, concat, equal, full_like, multiply, reshape, split, subtract, transpose
 from ..functions import sum as _sum
 from ..indexing import constant
 from .logic import isinf, isnan
 from .manipulation import flip
 from .math import all as _all
-from .math import amax, cumsum
 from .search import sort, where
 from ..framework.torch_forms import torch_keywords
 from ..framework.axes import checked_axes
@@ -181,16 +180,13 @@ def _is_value(v: Any) -> bool:
 
 @torch_keywords
 def logcumsumexp(x: Any, axis: int | None = None, dtype: Any = None, name: str | None = None) -> Any:
-    """log(cumsum(exp(x))) along axis (flattened when None), shifted by the maximum for range."""
+    """log(cumsum(exp(x))) along axis (flattened when None): the logcumsumexp op, exact for every
+    prefix (a running log-add, as PyTorch), also those far below the axis' largest value."""
     if axis is None:
         x, axis = reshape(x, [-1]), 0
     if dtype is not None:
         x = cast(x, dtype)
-    if 0 in x.shape:  # no elements, so no maximum to shift by (and nothing that could overflow)
-        return log(cumsum(exp(x), axis=axis))
-    shift = amax(x, axis=axis, keepdim=True)
-    shift = where(isinf(shift), full_like(shift, 0), shift)     # (the result does not depend on it)
-    return log(cumsum(exp(subtract(x, shift)), axis=axis)) + shift
+    return apply_op("logcumsumexp", {"X": x}, {"axis": int(axis)})
 
 
 def _sorted_along(x: Any, axis: int | None) -> tuple[Any, int]:
