@@ -334,6 +334,10 @@ def squeeze(x: Any, axis: int | Sequence[int] | None = None, name: str | None = 
     axes = [] if axis is None else [int(axis)] if isinstance(axis, (int, np.integer)) else [int(a) for a in axis]
     shape, rank = list(x.shape), len(x.shape)
     axes = checked_axes("squeeze", axes, shape)
+    repeated = [a for i, a in enumerate(axes) if a in axes[:i]]
+    if repeated:
+        raise ValueError(f"squeeze: dim {repeated[0]} appears more than once in the axes {axis} for a tensor of "
+                         f"shape {shape} (torch refuses it too)")
     kept = [a for a in axes if rank and shape[a] in (1, -1)]
     if axes and not kept:
         out = assign(x)  # nothing to drop: an identity the gradient flows through
