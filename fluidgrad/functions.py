@@ -12,7 +12,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .dispatch import append_static_op, apply_op, is_tensor
-from .eager import to_tensor
+from .eager import Tensor, to_tensor
 from .framework import DTypeError, Variable, default_main_program, dtypes, in_dynamic_mode, normalize_dtype
 from .indexing import Indexed, getitem, setitem  # noqa: F401  (x[...] and x[...] = v: fluidgrad/indexing.py)
 from . import views
@@ -299,8 +299,8 @@ def split(x: Any, num_or_sections: int | Sequence[int], axis: int = 0, name: str
 def pieces_of(x: Any, parts: list[Any], axis: int) -> list[Any]:
     """The parts x was cut into along `axis`, in order, each a view of x (PyTorch's split,
     chunk, tensor_split give views): a write into a part reaches x."""
-    if not views.is_eager(x):
-        return parts
+    if not isinstance(x, (Tensor, Variable)) or any(part.shape[axis] < 0 for part in parts):
+        return parts   # (a part of a size known only at run time has no known place in x)
     axis, start = axis % len(x.shape), 0
     for part in parts:
         end = start + part.shape[axis]
