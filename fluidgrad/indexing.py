@@ -28,6 +28,7 @@ from .eager import Tensor, eager_apply, to_tensor
 from . import static_views, views
 from .eager.tensor import mark_view
 from .framework import Variable, in_dynamic_mode, normalize_dtype
+from .framework.runtime_dims import TracedSize
 
 _BIG = 2**31 - 1
 
@@ -191,6 +192,8 @@ class _Plan:
                     out_pos += 0 if self.advanced_positions else array_rank
                     self.advanced_positions.append(pos)
                 axis += max(rank, 1) - 1
+            elif isinstance(it, TracedSize):
+                raise it.refusal("as an index (int)")
             else:
                 raise TypeError(f"unsupported index {it!r}: use integers, slices, None, ..., an integer "
                                 f"array or a boolean mask")
