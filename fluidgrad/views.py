@@ -57,7 +57,10 @@ _variable_views: dict[int, tuple[weakref.ref, list[weakref.ref]]] = {}
 
 
 def mark_variable(view: Variable, base: Any, how: Any) -> Variable:
-    """`view` (a Variable just computed from `base`) is from now on a view of base."""
+    """`view` (a Variable just computed from `base`) is from now on a view of base (of a Tensor
+    only while jit.to_static traces: the trace captured it, and takes its new value)."""
+    if isinstance(base, Tensor) and state.tracer is None:
+        return view
     view.__dict__["_view_of"] = (base, how, None)
     entry = _variable_views.get(id(base))
     if entry is None or entry[0]() is not base:

@@ -25,6 +25,9 @@ _VALUES = {
     else x + torch.zeros(x.shape[0], 4, dtype=x.dtype),
     "new_zeros(n, 4)": lambda x: x + x.new_zeros(x.shape[0], 4),
     "1 - 1 / n": lambda x: x * (1 - 1 / x.shape[0]),
+    "np.float32(2) * n": lambda x: x * (np.float32(2.0) * x.shape[0]),
+    "n < x (a tensor)": lambda x: (x.shape[0] < x * 4.0).float(),
+    "n ** x (a tensor)": lambda x: x * 3.0 + x.shape[0] ** (x * 0.0 + 2.0),
 }
 
 

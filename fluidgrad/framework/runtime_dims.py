@@ -175,9 +175,11 @@ class TracedSize:
     def __neg__(self) -> Any: return self._combine("mul", -1)
     def __pos__(self) -> Any: return self
 
-    def _refuse(symbol: str, why: str = "") -> Any:  # type: ignore[misc]
+    def _refuse(symbol: str, why: str = "", binary: bool = True) -> Any:  # type: ignore[misc]
         def refuse(self: "TracedSize", *other: Any) -> Any:
-            raise _refusal(f"{symbol} {other[0]!r}" if other else symbol, self.expr, why)
+            if binary and other and not isinstance(other[0], (TracedSize, Real)):
+                return NotImplemented   # a tensor: its reflected operator computes it when the program runs
+            raise _refusal(f"{symbol} {other[0]!r}" if binary and other else symbol, self.expr, why)
         return refuse
 
     __mod__ = __rmod__ = _refuse("%")
@@ -185,17 +187,19 @@ class TracedSize:
     __divmod__ = __rdivmod__ = _refuse("divmod")
     __lshift__ = __rlshift__ = __rshift__ = __rrshift__ = _refuse("<< / >>")
     __and__ = __rand__ = __or__ = __ror__ = __xor__ = __rxor__ = _refuse("& | ^")
-    __abs__ = __round__ = __trunc__ = __floor__ = __ceil__ = _refuse("rounded", "its value is not known yet")
-    __int__ = __index__ = _refuse("as an int (int(), range(), an index)", "its value is not known yet")
-    __float__ = __complex__ = _refuse("as a float", "its value is not known yet")
-    __bool__ = _refuse("as a truth value", "its value is not known yet")
-    __hash__ = _refuse("as a key (hash())", "its value is not known yet")   # type: ignore[assignment]
-    __array__ = _refuse("as a NumPy value", "its value is not known yet")
     __lt__ = _refuse("<", "the comparison has no answer while tracing")
     __le__ = _refuse("<=", "the comparison has no answer while tracing")
     __gt__ = _refuse(">", "the comparison has no answer while tracing")
     __ge__ = _refuse(">=", "the comparison has no answer while tracing")
-    del _refuse
+    _unknown = "its value is not known yet"
+    __abs__ = __round__ = __trunc__ = __floor__ = __ceil__ = _refuse("rounded", _unknown, binary=False)
+    __int__ = __index__ = _refuse("as an int (int(), range(), an index)", _unknown, binary=False)
+    __float__ = __complex__ = _refuse("as a float", _unknown, binary=False)
+    __bool__ = _refuse("as a truth value", _unknown, binary=False)
+    __hash__ = _refuse("as a key (hash())", _unknown, binary=False)   # type: ignore[assignment]
+    __array__ = _refuse("as a NumPy value", _unknown, binary=False)
+    __array_ufunc__ = None   # NumPy's scalars and arrays leave `np.float32(2) * size` to __rmul__
+    del _refuse, _unknown
 
     def _same(self, other: Any) -> Any:
         """`==`: True for the same axis of the same variable; a number or another size has no
