@@ -40,6 +40,7 @@ from ..regularizer import L2Decay, WeightDecayRegularizer
 from .keywords import accepting_torch_spellings
 from .param_groups import GroupedParameters, ParamGroup
 from .param_groups import option_key as _option_key
+from .flat_state import load_flat_form
 from .saved_state import TORCH_KEYS, is_torch_form, load_torch_form, torch_form
 
 ParamsGrads = list[tuple[Variable, Variable]]
@@ -520,24 +521,6 @@ class Optimizer(GroupedParameters):
     def _eager_state_keys(self) -> list[tuple[str, Any]]:
         return [(p.name or f"param_{i}", p) for i, p in enumerate(self._parameter_list or [])]
 
-    def _saved_parameter_keys(self, state: dict[str, Any],
-                              own: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
-        """(key in the state, parameter) pairs: by name when every saved name is one of `own`,
-        else by position among the parameters whose state is saved (a model built again gets
-        new names, in the same order; PyTorch's optimizer state is keyed by position too)."""
-        names, slots = [key for key, _ in own], self._all_slots()
-        saved = list(dict.fromkeys(k.rsplit(".", 1)[0] for k in state
-                                   if "." in k and k.rsplit(".", 1)[1] in slots))
-        if not saved or set(saved) <= set(names):
-            return own
-        holders = own if len(saved) == len(own) else [(k, p) for k, p in own if not _frozen(p)]
-        if len(saved) != len(holders):
-            raise ValueError(f"{type(self).__name__}.set_state_dict: the state holds accumulators of "
-                             f"{len(saved)} parameters under other names, e.g. {saved[:3]}; this optimizer has "
-                             f"{len(own)} parameters, {len(holders)} of them trainable, so they cannot be "
-                             f"matched by position")
-        return [(key, param) for key, (_, param) in zip(saved, holders)]
-
     def state_dict(self, scope: Scope | None = None) -> dict[str, Any]:
         """torch's form (saved_state.py): "state" (each parameter's accumulators, by its position in
         the parameter list) and "param_groups" (every option of each group, its rate, its
@@ -577,19 +560,8 @@ class Optimizer(GroupedParameters):
         if is_torch_form(state):
             self._finish_loading(state, used)
             return
-        own = self._eager_state_keys()
-        for key, param in self._saved_parameter_keys(state, own):
-            value = _to_array(param)
-            for slot, (_, kind) in self._update_of(param).accumulators.items():
-                if f"{key}.{slot}" in state:
-                    shape = value.shape if kind == "param" else (1,)
-                    restored = _checked(state[f"{key}.{slot}"], shape, f"{key}.{slot}", legacy).astype(value.dtype)
-                    self._eager_state.setdefault(id(param), {})[slot] = restored
-                    used.add(f"{key}.{slot}")
-        if "param_groups" in state:
-            self._restore_group_rates(state["param_groups"])
-            used.add("param_groups")
-        self._finish_loading(state, used, [k for k, _ in own])
+        load_flat_form(self, state, used, lambda value, shape, name: _checked(value, shape, name, legacy))
+        self._finish_loading(state, used, [k for k, _ in self._eager_state_keys()])
 
     def _finish_loading(self, state: dict[str, Any], used: set[str], names: list[str] | None = None) -> None:
         """The scheduler's state; an error for entries nothing took."""
@@ -601,20 +573,6 @@ class Optimizer(GroupedParameters):
                              f"of this optimizer, e.g. {unused[:3]}; its parameters are "
                              f"{(names or [])[:3]}... (a static optimizer's state is restored after "
                              f"minimize() created its accumulators)")
-
-    def _restore_group_rates(self, saved: Any) -> None:
-        """Each group's saved rate (state_dict's "param_groups"); a scheduler's own state restores its rate."""
-        owner = type(self).__name__
-        if not isinstance(saved, (list, tuple)) or len(saved) != len(self.param_groups) \
-                or not all(isinstance(g, dict) and "lr" in g for g in saved):
-            raise ValueError(f"{owner}.set_state_dict: the state's param_groups ({saved!r:.80}) do not match this "
-                             f"optimizer's {len(self.param_groups)} parameter groups")
-        if isinstance(self._learning_rate, LRScheduler):
-            return
-        rates = [float(np.asarray(g["lr"]).reshape(-1)[0]) for g in saved]
-        for group, rate in zip(self.param_groups, rates):
-            if not np.isclose(group["lr"], rate, rtol=1e-12, atol=0):
-                group["lr"] = rate
 
     def load_state_dict(self, state_dict: dict[str, Any], scope: Scope | None = None) -> None:
         """PyTorch's name for `set_state_dict` (`opt.load_state_dict(checkpoint["opt"])`)."""
@@ -647,10 +605,6 @@ def _checked(value: Any, shape: tuple[int, ...], name: str, zero_d_as_shape_1: b
     if array.shape != tuple(shape):
         raise ValueError(f"optimizer.set_state_dict: {name} has shape {list(array.shape)}, expected {list(shape)}")
     return array
-
-
-def _frozen(param: Any) -> bool:
-    return bool(getattr(param, "stop_gradient", False))
 
 
 def _fit_state(state: dict[str, np.ndarray], param: np.ndarray, accumulators: dict[str, tuple[float, str]]) -> None:
