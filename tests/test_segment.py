@@ -133,3 +133,23 @@ def test_onnx_export_refuses_the_op_by_name(tmp_path):
     out = fg.geometric.segment_sum(x, ids)
     with pytest.raises(Exception, match="op segment_pool .*has no ONNX equivalent"):
         fg.onnx.export_program(str(tmp_path / "m.onnx"), [x, ids], [out])
+
+
+@pytest.mark.parametrize("kind", ["max", "min"])
+def test_split_ties_attribute_shares_the_gradient_as_torch_scatter_reduce(kind, monkeypatch):
+    """split_ties=True (embedding_bag's max): tied rows share the gradient, as torch's amax / amin."""
+    monkeypatch.setattr(fg.framework.program, "_guard_depth", 0)
+    x = np.array([[1.0, 2.0], [1.0, -2.0], [3.0, 3.0], [3.0, 3.0], [0.5, 3.0]])
+    ids = np.array([0, 0, 1, 1, 1])
+    dout = np.array([[10.0, 20.0], [30.0, 40.0]])
+    tx = torch.tensor(x, requires_grad=True)
+    index = torch.tensor(ids)[:, None].expand(5, 2)
+    start = torch.full((2, 2), -np.inf if kind == "max" else np.inf, dtype=torch.float64)
+    expected = start.scatter_reduce(0, index, tx, _FUNCS[kind][1], include_self=False)
+    expected.backward(torch.tensor(dout))
+    ex = fg.to_tensor(x, stop_gradient=False)
+    out, _ = fg.dispatch.apply_op("segment_pool", {"X": ex, "SegmentIds": fg.to_tensor(ids)},
+                                  {"pooltype": kind.upper(), "split_ties": True})
+    out.backward(fg.to_tensor(dout))
+    np.testing.assert_array_equal(out.numpy(), expected.detach().numpy())
+    np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), rtol=1e-12)

@@ -10,8 +10,9 @@ gradient divides by it, gathered at the ids.
 Gradients, in registered ops so that the backward is itself differentiable: the sum's is the
 output gradient gathered at the ids, the mean's that divided by the count. The maximum's and
 minimum's follow Paddle's rule (segment_pooling.cc, SegmentPoolGradFunctor): every row equal to
-its segment's extreme receives the segment's whole output gradient; ties are not split as
-torch's scatter_reduce(amax) splits them.
+its segment's extreme receives the segment's whole output gradient. With the attribute
+split_ties (fluidgrad's, for embedding_bag) the tied rows share it equally, as torch's
+scatter_reduce(amax) does: a table row repeated in a bag then gets its gradient once.
 """
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ def check_segment_ids(ids: np.ndarray, what: str = "segment_pool") -> None:
                          f"> SegmentIds[{i + 1}] = {int(ids[i + 1])}")
 
 
-def _segment_kernel(x, ids, pooltype, num_segments):
+def _segment_kernel(x, ids, pooltype, num_segments, split_ties):
     if ids.shape[:1] != x.shape[:1]:
         raise ValueError(f"segment_pool: SegmentIds (shape {list(ids.shape)}) must hold one id per row of X "
                          f"(shape {list(x.shape)})")
@@ -95,11 +96,15 @@ def _segment_grad(g: GradBuilder):
         x = g.input("X")
         extreme = g.op("gather", {"X": g.output("Out"), "Index": ids}, axis=0)
         hit = g.op("cast", {"X": g.op("equal", {"X": x, "Y": extreme})}, dtype=g.dtype(x))
+        if g.attr("split_ties"):
+            ties = g.op("segment_pool", {"X": hit, "SegmentIds": ids}, n_out=2, pooltype="SUM",
+                        num_segments=g.attr("num_segments"), split_ties=False)[0]
+            hit = g.op("elementwise_div", {"X": hit, "Y": g.op("gather", {"X": ties, "Index": ids}, axis=0)})
         spread = g.op("elementwise_mul", {"X": spread, "Y": hit})
     g.set_input_grad("X", spread)
 
 
-register_op("segment_pool", inputs="X SegmentIds", outputs="Out SummedIds", attrs={"pooltype": "SUM", "num_segments": -1},
+register_op("segment_pool", inputs="X SegmentIds", outputs="Out SummedIds", attrs={"pooltype": "SUM", "num_segments": -1, "split_ties": False},
             kernel=_segment_kernel, infer=_segment_infer, grad=_segment_grad,
             doc="The SUM / MEAN / MAX / MIN of the rows of X sharing a (sorted, non-negative) segment id; "
                 "Out has max(SegmentIds) + 1 rows, zeros for a segment without rows; SummedIds: the row counts.")

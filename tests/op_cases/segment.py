@@ -25,8 +25,9 @@ def _torch_segment(pooltype):
     return fn
 
 
-def _case(pooltype, x, ids, **kw):
-    return OpCase("segment_pool", {"X": x, "SegmentIds": np.asarray(ids, np.int64)}, {"pooltype": pooltype, "num_segments": ids[-1] + 1},
+def _case(pooltype, x, ids, split_ties=False, **kw):
+    attrs = {"pooltype": pooltype, "num_segments": ids[-1] + 1, "split_ties": split_ties}
+    return OpCase("segment_pool", {"X": x, "SegmentIds": np.asarray(ids, np.int64)}, attrs,
                   use_outputs=(0,), torch_fn=_torch_segment(pooltype), id=f"segment-{pooltype.lower()}-{kw.pop('id')}",
                   **kw)
 
@@ -38,4 +39,5 @@ CASES = [
     _case("MEAN", rand(3, 2), [0, 1, 2], id="singletons"),
     _case("MAX", distinct(6, 3) + 0.125, [0, 0, 1, 3, 3, 3], id="gap"),
     _case("MIN", distinct(5, 2) + 0.125, [0, 0, 0, 2, 2], id="gap"),
+    _case("MAX", distinct(5, 2) + 0.125, [0, 1, 1, 1, 3], id="split-ties-attr", split_ties=True),
 ]
