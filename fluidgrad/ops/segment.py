@@ -22,7 +22,7 @@ from .grad_builder import GradBuilder
 from .registry import register_op
 
 POOLTYPES = ("SUM", "MEAN", "MAX", "MIN")
-_DATA_DTYPES = ("float16", "float32", "float64", "int32", "int64")
+_DATA_DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "int32", "int64")
 _REDUCERS = {"SUM": np.add, "MEAN": np.add, "MAX": np.maximum, "MIN": np.minimum}
 
 
@@ -54,12 +54,13 @@ def _segment_kernel(x, ids, pooltype, num_segments, split_ties):
         return np.zeros((segments,) + x.shape[1:], x.dtype), np.zeros((segments,) + count_shape[1:], x.dtype)
     starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
     present = ids[starts]
-    wide = x.astype(np.float32) if x.dtype == np.float16 else x   # float16 sums accumulate in float32
+    narrow = x.dtype.name in ("float16", "bfloat16")
+    wide = x.astype(np.float32) if narrow else x   # float16 / bfloat16 sums accumulate in float32
     pooled = _REDUCERS[pooltype].reduceat(wide, starts, axis=0)
     counts = np.bincount(ids, minlength=segments)
     if pooltype == "MEAN":
         runs = counts[present].reshape(count_shape)
-        if x.dtype.kind == "f":
+        if x.dtype.kind == "f" or narrow:
             pooled = pooled / runs
         else:   # integers: the quotient truncated toward zero, as Paddle's integer kernels divide
             pooled = np.sign(pooled) * (np.abs(pooled) // runs)
@@ -72,6 +73,8 @@ def _segment_infer(ctx):
     if ctx.attr("pooltype") not in POOLTYPES:
         raise ctx.shape_error(f"pooltype must be one of {list(POOLTYPES)}, got {ctx.attr('pooltype')!r}")
     x, ids = ctx.shape("X"), ctx.shape("SegmentIds")
+    if ctx.dtype("X") == "bool":
+        raise ctx.dtype_error(f"segments of bool values are not supported (cast to int32), got {ctx.describe('X')}")
     if ctx.dtype("X") not in _DATA_DTYPES:
         raise ctx.dtype_error(f"X must be one of {list(_DATA_DTYPES)}, got {ctx.describe('X')}")
     if ctx.dtype("SegmentIds") not in ("int32", "int64"):
