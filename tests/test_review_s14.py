@@ -166,9 +166,6 @@ _CLAMP_TENSOR = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="clamp with tensor bounds splits the gradient at x == bound between x and the "
-                   "bound (as maximum / minimum do); torch's clamp gives it all to x (the bound gets 0), as fluidgrad "
-                   "already does for number bounds")
 @pytest.mark.parametrize("call", sorted(_CLAMP_TENSOR))
 def test_clamp_with_tensor_bounds_gives_x_the_gradient_at_the_bound(call):
     x, lo, hi = np.array([1.0, 2.0, 0.5, 1.5]), np.array([1.0, 1.0, 1.0, 1.0]), np.array([2.0, 2.0, 2.0, 2.0])
@@ -204,9 +201,6 @@ _ONE_VALUE = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="normalising over one value returns zeros (static batch_norm whose batch of 1 is "
-                   "known at run time, instance_norm over one spatial element, group_norm over one value per group) "
-                   "where torch, and fluidgrad's eager batch_norm, raise 'Expected more than 1 value per channel'")
 @pytest.mark.parametrize("call", sorted(_ONE_VALUE))
 def test_normalising_over_one_value_is_refused(call):
     with pytest.raises(ValueError, match="(?i)more than 1"):

@@ -45,7 +45,10 @@ def batch_norm_kernel(x, scale, bias, mean, variance, momentum=0.9, epsilon=1e-5
         centered = None if fused else x - _channel_view(batch_mean, ndim)
         mean_out, var_out = mean, variance
     else:
-        count = x.size // x.shape[1]
+        count = x.size // x.shape[1] if x.shape[1] else 0
+        if count == 1 and not is_test:   # a batch known only at run time (static), as torch and F.batch_norm
+            raise ValueError(f"op batch_norm: Expected more than 1 value per channel when training (batch "
+                             f"statistics of one value normalise it to 0), got X of shape {list(x.shape)}")
         if fused:
             batch_mean, batch_var = fused_norm.batch_norm_stats_of(x)
         else:

@@ -123,12 +123,26 @@ def _is_value(v: Any) -> bool:
 
 def clip(x: Any, min: Any = None, max: Any = None, name: str | None = None) -> Any:
     """Clamp into [min, max]; either bound may be None (ONNX Clip), a number or a tensor."""
+    if (_is_value(min) or _is_value(max)) and x.dtype.startswith("float"):
+        out = x if min is None else _clamp_to(x, min, "less_than")
+        return out if max is None else _clamp_to(out, max, "greater_than")
     if _is_value(min) or _is_value(max) or not x.dtype.startswith("float"):
         out = x if min is None else maximum(x, min)
         return out if max is None else minimum(out, max)
     lo = -_math.inf if min is None else float(min)
     hi = _math.inf if max is None else float(max)
     return apply_op("clip", {"X": x}, {"min": lo, "max": hi})
+
+
+def _clamp_to(x: Any, bound: Any, beyond: str) -> Any:
+    """bound where x is beyond it (`beyond`: less_than for min, greater_than for max), else x: a select, so
+    at x == bound the gradient is x's alone (torch's clamp; maximum / minimum would split it); a NaN
+    bound gives NaN, as torch."""
+    bound = bound if _is_value(bound) else constant(np.asarray(bound, x.dtype), x)
+    bound = bound if bound.dtype == x.dtype else cast(bound, x.dtype)
+    cut = apply_op("logical_or", {"X": apply_op(beyond, {"X": x, "Y": bound}),
+                                  "Y": apply_op("isnan", {"X": bound})})
+    return apply_op("where", {"Condition": cut, "X": bound, "Y": x})
 
 
 # ---------------------------------------------------------------- reductions

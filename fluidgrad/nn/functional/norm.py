@@ -212,6 +212,10 @@ def group_norm(x: Any, num_groups: int, epsilon: Any = 1e-5, weight: Any = None,
     if len(shape) < 2 or shape[1] < 0 or shape[1] % int(num_groups):
         raise ValueError(f"group_norm: needs channel-first input whose channels divide by num_groups="
                          f"{num_groups}, got shape {shape} and data_format {data_format!r}")
+    per_channel = [shape[0]] + shape[2:]   # torch's check (its batch_norm's): one sample of one position
+    if all(d >= 0 for d in per_channel) and math.prod(per_channel) == 1:
+        raise ValueError(f"group_norm: Expected more than 1 value per channel when training, got input of shape "
+                         f"{shape} and num_groups={num_groups}")
     grouped = F.reshape(x, [0, int(num_groups), -1])
     y, _mean, _var = apply_op("layer_norm", {"X": grouped}, {"begin_norm_axis": 2, "epsilon": float(epsilon)})
     y = apply_op("reshape_as", {"X": y, "Target": x})
@@ -233,6 +237,10 @@ def instance_norm(x: Any, running_mean: Any = None, running_var: Any = None, wei
                           use_global_stats=True)
     if x.shape[1] < 0:
         raise ValueError(f"instance_norm: the channel axis of shape {list(x.shape)} must be known")
+    spatial = list(x.shape)[2:]
+    if all(d >= 0 for d in spatial) and math.prod(spatial) == 1:   # as torch: each value would normalise to 0
+        raise ValueError(f"instance_norm: Expected more than 1 spatial element when training, got input of shape "
+                         f"{list(x.shape)}")
     return group_norm(x, x.shape[1], eps, weight, bias)
 
 
