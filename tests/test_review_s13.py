@@ -265,11 +265,6 @@ _NEGATIVE_INDICES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="a negative index silently counts from the end in index_select / gather, "
-                   "x.gather(dim, index) / take_along_axis, one_hot, scatter, scatter_add, index_add_ and "
-                   "index_copy: F.one_hot([-1, 1], 3) gives [[0, 0, 1], [0, 1, 0]], so the -1 'unlabelled' mark of "
-                   "a dataset trains as the last class; torch raises ('Class values must be non-negative', 'index "
-                   "-1 is out of bounds for dimension 1 with size 3'), as Embedding here already does")
 @pytest.mark.parametrize("call", sorted(_NEGATIVE_INDICES))
 def test_negative_indices_are_refused_where_torch_refuses(call, eager):
     with pytest.raises((IndexError, RuntimeError)):
