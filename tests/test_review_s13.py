@@ -328,11 +328,6 @@ _EMPTY_RESHAPES = {"[0, 3] -> [3, 0]": ((0, 3), (3, 0)), "[2, 0, 3] -> [0, 6]": 
                    "[4, 0] -> [0]": ((4, 0), (0,))}
 
 
-@pytest.mark.xfail(strict=True, reason="reshaping an empty tensor to another empty shape fails with a message that "
-                   "contradicts itself: x.reshape([3, 0]) of a [0, 3] tensor raises 'cannot reshape X (shape [0, 3]) "
-                   "(0 elements) to [3, 0]', a shape of 0 elements, because Paddle's rule reads the 0 as 'copy "
-                   "this axis of x' (so [3, 3]); torch returns shape [3, 0]; the reshape should follow torch where "
-                   "no axis can be copied, or say that 0 copies x's size")
 @pytest.mark.parametrize("case", sorted(_EMPTY_RESHAPES))
 def test_reshape_of_an_empty_tensor_to_an_empty_shape(case):
     source, target = _EMPTY_RESHAPES[case]

@@ -49,8 +49,14 @@ def wrap_negative(index, size):
 
 # ---------------------------------------------------------------- reshape
 def _resolve_shape(in_shape, shape):
-    """Paddle's rules: 0 copies the input's size, one -1 is inferred."""
-    return [in_shape[i] if d == 0 else d for i, d in enumerate(shape)]
+    """Paddle's rules: 0 copies the input's size, one -1 is inferred. Where copying cannot give
+    the zero elements of an empty x (a [0, 3] x to [3, 0] would copy 3: [3, 3]), a 0 is a size of
+    0, as torch reads it; a copy that holds zero elements stays Paddle's ([0, -1] of [0, 3] is [0, 3])."""
+    copied = [in_shape[i] if d == 0 and i < len(in_shape) else d for i, d in enumerate(shape)]
+    if 0 in shape and 0 in in_shape and (len(shape) > len(in_shape) and 0 in shape[len(in_shape):]
+                                         or all(d > 0 for d in copied)):
+        return list(shape)
+    return copied
 
 
 def _reshape_kernel(x, shape_tensor, shape):
@@ -73,10 +79,13 @@ def _reshape_infer(ctx):
             return
     if shape.count(-1) > 1:
         raise ctx.shape_error(f"shape {shape} has more than one -1 for {ctx.describe('X')}")
-    if any(d == 0 and i >= len(in_shape) for i, d in enumerate(shape)):
-        raise ctx.shape_error(f"shape {shape} copies (0) a dimension that {ctx.describe('X')} lacks")
     out = _resolve_shape(in_shape, shape)
+    if 0 not in in_shape and any(d == 0 and i >= len(in_shape) for i, d in enumerate(shape)):
+        raise ctx.shape_error(f"shape {shape} copies (0) a dimension that {ctx.describe('X')} lacks")
     n_in, known = static_numel(in_shape), static_numel([d for d in out if d != -1])
+    if -1 in out and known == 0:
+        raise ctx.shape_error(f"cannot reshape {ctx.describe('X')} to {shape}: with another size 0 "
+                              f"(here {out}) the -1 could be any size (torch refuses it too); give that size")
     if -1 in shape and n_in < 0:
         # dims copied by 0 cancel out: [-1, 5, 1] -> [0, -1] gives [-1, 5] (the batch dim stays unknown)
         copied = {i for i, d in enumerate(shape) if d == 0}
