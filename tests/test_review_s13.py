@@ -446,14 +446,7 @@ _EVERYDAY = {
 }
 
 
-_EVERYDAY_MISSING = pytest.mark.xfail(strict=True, reason="everyday torch functions are AttributeErrors: "
-                                       "Tensor.scatter_reduce (segment max / mean of GNN code; Paddle has "
-                                       "put_along_axis(reduce=)) and Tensor.put_")
-_EVERYDAY_FIXED = ("baddbmm(c, a, b, beta=0.5, alpha=2)", "dist(x, y)", "randn_like(x).shape")   # session 13
-
-
-@pytest.mark.parametrize("call", [name if name in _EVERYDAY_FIXED else pytest.param(name, marks=_EVERYDAY_MISSING)
-                                  for name in sorted(_EVERYDAY)])
+@pytest.mark.parametrize("call", sorted(_EVERYDAY))   # baddbmm, dist, randn_like: session 13; the rest 14
 def test_everyday_torch_functions(call, eager):
     np.testing.assert_allclose(_np(_EVERYDAY[call](fg)), _np(_EVERYDAY[call](torch)), rtol=1e-10)
 
