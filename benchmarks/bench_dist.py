@@ -175,12 +175,17 @@ class Contender(NamedTuple):
     # static default's two-rank rows: "adaptive" (streamed on the steps a probe finds the cores far:
     # the default), or "stream" every step (sessions 9 and 10's default) (comm_stream.ROWS_POLICY)
     rows_policy: str = "adaptive"
+    # every step ends at a barrier (no all-reduce): the ranks kept in step as any synchronous
+    # data-parallel step keeps them, so each step waits for the slower rank
+    in_step: bool = False
 
 
 # the 2-rank contenders, one line each; bucket size 0 MB = one all-reduce per parameter
 NO_SPLIT = {"split_grads": False}  # the all-reduce contenders: weight gradients made whole on every rank
 CONTENDERS = {
     "no all-reduce": Contender(alone, alone),  # each rank trains alone: the 2-rank compute
+    # the floor of any synchronous step: the same compute, the ranks waiting for each other at every step
+    "no all-reduce, a barrier each step": Contender(alone, alone, in_step=True),
     "bucketed": Contender(dp_optimizer(25.0, **NO_SPLIT), dp_model(25.0)),
     # the same, its rows written with ordinary stores (and offered to the gradients' producers: placement)
     "bucketed, ordinary stores": Contender(dp_optimizer(25.0, **NO_SPLIT), dp_model(25.0), stream=False),
@@ -310,6 +315,8 @@ def on_path(world: World, contender: Contender, step: Callable[[], Any]) -> Call
         try:
             with comm_stream.STREAM.use(contender.stream):
                 step()
+            if contender.in_step:
+                world.barrier()
         finally:
             comm_split.ACTIVATIONS_IN_PLACE, comm_shards.STREAM_PEER_PART = SPLIT_PLACE_DEFAULT, SHARDED_STORES_DEFAULT
             comm_split.STREAM_PARAMS, comm_stream.ROWS_POLICY = False, "adaptive"

@@ -53,6 +53,12 @@ def _sub_block(op: Operator) -> Block | None:
     return sub if isinstance(sub, Block) else None
 
 
+def _scanned_vars(op: Operator) -> dict[str, str]:
+    """A loop's scanned sub-block variables -> their scan outputs (`while`'s scan_vars / ScanOut)."""
+    inner = op.attrs.get("scan_vars") or []
+    return dict(zip(inner, op.outputs.get("ScanOut", [])))
+
+
 # An op of the forward part with its input and output names, listed once per pass: the forward
 # ops' names do not change while their backward is built, and each step below reads them.
 _Step = tuple[Operator, list[str], list[str]]
@@ -241,24 +247,28 @@ class _BackwardBuilder:
             steps = _steps(sub.ops)
             self.check_no_overwrite(steps, loop_body=sub)
             outer_writes = {n for _, _, outputs in steps for n in outputs if not sub.has_var(n)}
-            inner_flowing = self._flowing_outer_writes(sub, steps, outer_writes, flowing)
+            scanned = _scanned_vars(op)
+            inner_flowing = self._flowing_outer_writes(sub, steps, outer_writes, flowing,
+                                                       {inner for inner, outer in scanned.items() if outer in flowing})
             self.append_grad_ops(steps, grad_block, inner_flowing, callbacks)
             self.add_up_repeated_grads(grad_block)
-            provided = {self.grad_name(n) for n in outer_writes}
-            self.remove_no_grad_branches(grad_block, provided, sub=sub)
+            provided = {self.grad_name(n) for n in outer_writes} | self._declare_scan_grads(grad_block, sub, scanned)
+            leaving = {self.grad_name(n) for n in op.attrs.get("scan_in_vars") or []}
+            self.remove_no_grad_branches(grad_block, provided, sub=sub, leaving=leaving)
         finally:
             self.program._current_block_idx = op.block.idx
         return grad_block
 
     def _flowing_outer_writes(self, sub: Block, steps: Sequence[_Step], outer_writes: set[str],
-                              flowing: set[str]) -> set[str]:
-        """The outer variables written by `sub` whose gradient can be non-zero at some step.
+                              flowing: set[str], scanned: set[str] = frozenset()) -> set[str]:
+        """The outer variables written by `sub` whose gradient can be non-zero at some step,
+        with the `scanned` locals (a loop's scan outputs whose gradient flows).
 
         Those flowing outside the op, and, to a fixed point, those whose value read at the
         start of a step gets a gradient from one that flows: in a loop, that read value is
         what the previous step wrote. Gradients of the others are zero; no grad op is built
         for them (a loop variable that never reaches the loss costs nothing per step)."""
-        result = {n for n in outer_writes if n in flowing}
+        result = {n for n in outer_writes if n in flowing} | scanned
         while True:
             reached = set(result)
             for _, inputs, outputs in reversed(steps):
@@ -268,6 +278,18 @@ class _BackwardBuilder:
             if not grown:
                 return result
             result |= grown
+
+    def _declare_scan_grads(self, grad_block: Block, sub: Block, scanned: dict[str, str]) -> set[str]:
+        """The gradients of a loop's scanned locals: the grad op hands each step its row of the
+        scan output's gradient, so they are declared in the grad block and written by no op."""
+        names = set()
+        for inner in scanned:
+            name, var = self.grad_name(inner), sub.var(inner)
+            if not grad_block.has_var(name):
+                grad_block.create_var(name, var.shape, var.dtype)
+            self.grad_to_var[name] = inner
+            names.add(name)
+        return names
 
     # ---- step 4
     def add_up_repeated_grads(self, block: Block, start: int = 0) -> None:
@@ -309,20 +331,21 @@ class _BackwardBuilder:
 
     # ---- step 5
     def remove_no_grad_branches(self, block: Block, provided: set[str], start: int = 0,
-                                sub: Block | None = None) -> None:
+                                sub: Block | None = None, leaving: set[str] = frozenset()) -> None:
         """Fluid's `_remove_no_grad_branch_`, in one place. Grad ops with no gradient flowing in
         were never built (step 3 skips them: a symbolic zero), nor those whose inputs all stop
         the gradient (step 1's constants); here, in a grad block, grad ops whose results nobody
         reads go, and a gradient that a kept grad op reads but nobody writes gets zeros."""
         if sub is not None:
-            self.prune_unread_grads(block, sub)
+            self.prune_unread_grads(block, sub, leaving)
         self.fill_missing_grads(block, provided, start)
 
-    def prune_unread_grads(self, grad_block: Block, sub: Block) -> None:
+    def prune_unread_grads(self, grad_block: Block, sub: Block, leaving: set[str] = frozenset()) -> None:
         """Drop grad ops of a grad block whose outputs nobody reads: only gradients of outer
         variables leave a grad block (the control-flow grad op reads them), so the gradient of
-        a local such as `x_t = gather(x, i)` with `x` stop_gradient is dead work, every step."""
-        read: set[str] = set()
+        a local such as `x_t = gather(x, i)` with `x` stop_gradient is dead work, every step.
+        `leaving`: gradients of locals that leave too (a loop's scan-input rows)."""
+        read: set[str] = set(leaving)
         kept = []
         for op in reversed(grad_block.ops):
             if any(n in read or self._leaves_block(n, sub) for n in op.output_arg_names if n != EMPTY_VAR_NAME):

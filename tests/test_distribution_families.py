@@ -98,7 +98,12 @@ def test_scalar_families_match_torch_on_broadcast_shapes(name, case):
     for moment in ("mean", "variance", "stddev"):
         _close(getattr(ours, moment), getattr(theirs, moment))
     if name in HAS_CDF:
-        _close(ours.cdf(fg.to_tensor(value)), theirs.cdf(torch.tensor(value)), rtol=1e-8)   # torch's gammainc: ~2e-9
+        # torch's Gumbel.cdf validates the uniform behind it, and refuses a value whose cdf
+        # underflows to 0 (hypothesis finds one: value -5 at loc 3, scale 0.3): its math is the
+        # oracle here, not its validation
+        unchecked = getattr(torch.distributions, name)(**{k: _wrap(torch, v) for k, v in arrays.items()},
+                                                       validate_args=False)
+        _close(ours.cdf(fg.to_tensor(value)), unchecked.cdf(torch.tensor(value)), rtol=1e-8)  # gammainc: ~2e-9
     if name in HAS_ICDF:
         level = rng.uniform(0.02, 0.98, sample + list(theirs.batch_shape))
         _close(ours.icdf(fg.to_tensor(level)), theirs.icdf(torch.tensor(level)))

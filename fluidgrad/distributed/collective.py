@@ -5,9 +5,12 @@ Eager Tensors and NumPy arrays are updated in place (as Paddle's `all_reduce` an
 `c_broadcast`, ...) writing the same variable, so the Program shows the communication.
 With a world of one (no launcher) every collective is the identity.
 
-The spellings of Paddle 2 and PyTorch: `op=ReduceOp.SUM` (or "sum"), `group=None` (or the one
-group, `new_group()`; group.py), and `sync_op=False` / `async_op=True`, which return a `Task`
-that is already complete (these collectives block until done).
+The spellings of Paddle 2 and PyTorch: `op=ReduceOp.SUM` (or "sum"), `group=None` (the job's
+group) or a group of some ranks from `new_group(ranks)` (group.py; `src=` / `dst=` are global
+ranks, PyTorch's `group_src=` / `group_dst=` group ranks; a rank outside the group does nothing
+and gets None, as in PyTorch), and `sync_op=False` / `async_op=True`, which return a `Task` that
+is already complete (these collectives block until done; point-to-point `isend` / `irecv` do
+not, point_to_point.py).
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ import numpy as np
 from ..dispatch import apply_op, is_tensor
 from ..framework import Variable, default_main_program
 from ..ops.comm import REDUCE_OPS, current_world, get_world
-from .group import check_group
+from .group import check_group, comm_of, to_group_rank
 
 
 class ReduceOp(str, enum.Enum):
@@ -63,21 +66,22 @@ def is_initialized() -> bool:
 
 
 def get_rank(group: Any = None) -> int:
-    """This process's rank, 0 to world size - 1 (0 without a launcher)."""
-    check_group(group, "get_rank")
-    return get_world().rank
+    """This process's rank, 0 to world size - 1 (0 without a launcher); with `group`, its rank
+    in the group (-1 outside it, as PyTorch and Paddle)."""
+    return int(check_group(group, "get_rank").rank)
 
 
 def get_world_size(group: Any = None) -> int:
-    """How many processes train together (1 without a launcher)."""
-    check_group(group, "get_world_size")
-    return get_world().size
+    """How many processes train together (1 without a launcher); with `group`, how many ranks
+    the group has (-1 on a rank outside it, as PyTorch and Paddle)."""
+    return check_group(group, "get_world_size").nranks
 
 
 def barrier(group: Any = None) -> None:
-    """Wait until every rank gets here."""
-    check_group(group, "barrier")
-    get_world().barrier()
+    """Wait until every rank (of `group`) gets here."""
+    comm = comm_of(group, "barrier")
+    if comm is not None:
+        comm.barrier()
 
 
 def _check_op(op: Any, what: str = "all_reduce") -> str:
@@ -129,7 +133,8 @@ def _check_writable(x: Any, what: str) -> None:
                          f"(scope[name] = array)")
 
 
-def _append_in_place(op_type: str, x: Variable, attrs: dict[str, Any]) -> Variable:
+def _append_in_place(op_type: str, x: Variable, attrs: dict[str, Any], group: Any = None) -> Variable:
+    attrs = {**attrs, "ring_id": check_group(group, op_type).id}
     default_main_program().current_block().append_op(op_type, {"X": x}, {"Out": x}, attrs)
     return x
 
@@ -139,63 +144,69 @@ def all_reduce(x: Any, op: str | ReduceOp = "sum", group: Any = None, sync_op: b
     """Reduce `x` over every rank ("sum", "max", "min", "prod" or "avg", or `ReduceOp.SUM`, ...),
     in place; returns `x` (a number `x` cannot change in place: the reduced number is returned)."""
     op = _check_op(op)
-    check_group(group, "all_reduce")
+    comm = comm_of(group, "all_reduce")
+    if comm is None:
+        return None
     if isinstance(x, Variable):
-        return _finish(_append_in_place(f"c_allreduce_{op}", x, {}), sync_op, async_op)
+        return _finish(_append_in_place(f"c_allreduce_{op}", x, {}, group), sync_op, async_op)
     array = _values(x, "all_reduce")
     _check_reducible(array, op, "all_reduce")
     _check_writable(x, "all_reduce")
-    return _finish(_in_place(x, get_world().all_reduce(array, op)), sync_op, async_op)
+    return _finish(_in_place(x, comm.all_reduce(array, op)), sync_op, async_op)
 
 
-def reduce(x: Any, dst: int = 0, op: str | ReduceOp = "sum", group: Any = None, sync_op: bool = True,
-           async_op: bool = False) -> Any:
+def reduce(x: Any, dst: int | None = None, op: str | ReduceOp = "sum", group: Any = None, sync_op: bool = True,
+           async_op: bool = False, group_dst: int | None = None) -> Any:
     """Rank `dst` gets `x` reduced over every rank, in place; the other ranks' `x` is left as it
     was (an all-reduce underneath, kept by `dst` only). In a Program (op "sum" only, op
     `c_reduce_sum`) the other ranks' variable becomes zeros, as that op defines."""
     op = _check_op(op, "reduce")
-    check_group(group, "reduce")
-    world = get_world()
-    world._check_rank(int(dst), "reduce")
+    comm = comm_of(group, "reduce")
+    if comm is None:
+        return None
+    root = to_group_rank(group, dst, group_dst, "reduce", "dst")
     if isinstance(x, Variable):
         if op != "sum":
             raise ValueError(f"reduce in a Program supports op='sum' (op c_reduce_sum), got {op!r}; "
                              f"all_reduce(x, op={op!r}) gives every rank the result")
-        return _finish(_append_in_place("c_reduce_sum", x, {"root": int(dst)}), sync_op, async_op)
+        return _finish(_append_in_place("c_reduce_sum", x, {"root": root}, group), sync_op, async_op)
     array = _values(x, "reduce")
     _check_reducible(array, op, "reduce")
     _check_writable(x, "reduce")
-    reduced = world.all_reduce(array, op, what="reduce")
-    return _finish(_in_place(x, reduced) if world.rank == int(dst) else x, sync_op, async_op)
+    reduced = comm.all_reduce(array, op, what="reduce")
+    return _finish(_in_place(x, reduced) if comm.rank == root else x, sync_op, async_op)
 
 
-def broadcast(x: Any, src: int = 0, group: Any = None, sync_op: bool = True, async_op: bool = False) -> Any:
+def broadcast(x: Any, src: int | None = None, group: Any = None, sync_op: bool = True, async_op: bool = False,
+              group_src: int | None = None) -> Any:
     """Give every rank rank `src`'s value of `x`, in place; returns `x` (a number is returned
     as a new number)."""
-    check_group(group, "broadcast")
-    world = get_world()
-    world._check_rank(int(src), "broadcast")
+    comm = comm_of(group, "broadcast")
+    if comm is None:
+        return None
+    root = to_group_rank(group, src, group_src, "broadcast", "src")
     if isinstance(x, Variable):
-        return _finish(_append_in_place("c_broadcast", x, {"root": int(src)}), sync_op, async_op)
+        return _finish(_append_in_place("c_broadcast", x, {"root": root}, group), sync_op, async_op)
     _check_writable(x, "broadcast")
-    return _finish(_in_place(x, world.broadcast(_values(x, "broadcast"), int(src))), sync_op, async_op)
+    return _finish(_in_place(x, comm.broadcast(_values(x, "broadcast"), root)), sync_op, async_op)
 
 
 def all_gather(tensor_or_list: Any, tensor: Any = None, group: Any = None, sync_op: bool = True,
                async_op: bool = False) -> Any:
     """Every rank's `x`, in rank order: `all_gather(x)` returns the list; Paddle's and PyTorch's
     form `all_gather(tensor_list, x)` also fills `tensor_list`."""
-    check_group(group, "all_gather")
-    parts = _all_gather(tensor_or_list, tensor)
+    comm = comm_of(group, "all_gather")
+    if comm is None:
+        return None
+    parts = _all_gather(tensor_or_list, tensor, comm, check_group(group, "all_gather").id)
     return _finish(parts, sync_op, async_op)
 
 
-def _all_gather(tensor_or_list: Any, tensor: Any) -> list[Any]:
+def _all_gather(tensor_or_list: Any, tensor: Any, world: Any, ring_id: int) -> list[Any]:
     out_list, x = (tensor_or_list, tensor) if tensor is not None else (None, tensor_or_list)
-    world = get_world()
     if isinstance(x, Variable):
         # split, not coalesce / uncoalesce: the first axis may be known only at run time
-        gathered = apply_op("c_allgather", {"X": x}, {"nranks": world.size})
+        gathered = apply_op("c_allgather", {"X": x}, {"nranks": world.size, "ring_id": ring_id})
         parts = apply_op("split", {"X": gathered}, {"num_or_sections": world.size, "axis": 0}, n_out=world.size)
         if not x.shape:  # 0-D values were gathered as [nranks]
             parts = [apply_op("squeeze", {"X": p}, {"axes": [0]}) for p in parts]
@@ -216,14 +227,16 @@ def reduce_scatter(x: Any, tensor_list: Any = None, op: str | ReduceOp = "sum", 
     if isinstance(tensor_list, (str, ReduceOp)):  # reduce_scatter(x, "avg")
         tensor_list, op = None, tensor_list
     op = _check_op(op, "reduce_scatter")
-    check_group(group, "reduce_scatter")
-    world = get_world()
+    world = comm_of(group, "reduce_scatter")
+    if world is None:
+        return None
     if tensor_list is not None:
         return _finish(_reduce_scatter_into(x, list(tensor_list), op, world), sync_op, async_op)
     if isinstance(x, Variable):
         if op != "sum":
             raise ValueError(f"reduce_scatter in a Program supports op='sum', got {op!r}")
-        return apply_op("c_reducescatter", {"X": x}, {"nranks": world.size})
+        return apply_op("c_reducescatter", {"X": x},
+                        {"nranks": world.size, "ring_id": check_group(group, "reduce_scatter").id})
     array = _values(x, "reduce_scatter")
     _check_reducible(array, op, "reduce_scatter")
     return _finish(_like(x, world.reduce_scatter(array, op)), sync_op, async_op)
@@ -240,13 +253,14 @@ def _reduce_scatter_into(out: Any, parts: list[Any], op: str, world: Any) -> Any
     return _in_place(out, world.reduce_scatter(stacked, op).reshape(target.shape))
 
 
-def scatter(x: Any, tensor_list: Any = None, src: int = 0, group: Any = None, sync_op: bool = True,
-            async_op: bool = False) -> Any:
-    """Rank r's `x` becomes rank `src`'s `tensor_list[r]`, in place (the other ranks' `tensor_list`
-    is not read); returns `x`."""
-    check_group(group, "scatter")
-    world = get_world()
-    world._check_rank(int(src), "scatter")
+def scatter(x: Any, tensor_list: Any = None, src: int | None = None, group: Any = None, sync_op: bool = True,
+            async_op: bool = False, group_src: int | None = None) -> Any:
+    """Rank r's `x` becomes rank `src`'s `tensor_list[r]` (r: the group rank), in place (the other
+    ranks' `tensor_list` is not read); returns `x`."""
+    world = comm_of(group, "scatter")
+    if world is None:
+        return None
+    src = to_group_rank(group, src, group_src, "scatter", "src")
     _eager_only(x, "scatter")
     target = _values(x, "scatter")
     _check_writable(x, "scatter")
@@ -263,20 +277,24 @@ def scatter(x: Any, tensor_list: Any = None, src: int = 0, group: Any = None, sy
 
 def all_gather_object(object_list: list[Any], obj: Any, group: Any = None) -> list[Any]:
     """Every rank's picklable `obj`, in rank order, into `object_list` (cleared first)."""
-    check_group(group, "all_gather_object")
-    gathered = get_world().all_gather_object(obj, "all_gather_object")
+    comm = comm_of(group, "all_gather_object")
+    if comm is None:
+        return None
+    gathered = comm.all_gather_object(obj, "all_gather_object")
     object_list.clear()
     object_list.extend(gathered)
     return object_list
 
 
-def broadcast_object_list(object_list: list[Any], src: int = 0, group: Any = None) -> list[Any]:
+def broadcast_object_list(object_list: list[Any], src: int | None = None, group: Any = None,
+                          group_src: int | None = None) -> list[Any]:
     """Every rank's `object_list` becomes rank `src`'s (picklable objects), in place."""
-    check_group(group, "broadcast_object_list")
-    world = get_world()
-    world._check_rank(int(src), "broadcast_object_list")
+    comm = comm_of(group, "broadcast_object_list")
+    if comm is None:
+        return None
+    src = to_group_rank(group, src, group_src, "broadcast_object_list", "src")
     # (small objects: gathering them all is the simplest exchange that cannot mismatch)
-    theirs = world.all_gather_object(list(object_list), "broadcast_object_list")[int(src)]
+    theirs = comm.all_gather_object(list(object_list), "broadcast_object_list")[src]
     object_list[:] = theirs
     return object_list
 

@@ -56,6 +56,7 @@ from ..ops.comm_buckets import PairReduce, add_scaled
 from ..optimizer import Optimizer
 from . import eager_fused
 from .eager_stores import StoreChooser
+from .group import check_group
 from .buckets import plan_buckets
 from .eager_fused import DeferredGrad
 
@@ -82,6 +83,9 @@ class DataParallel(Layer):
         super().__init__()
         if not isinstance(layers, Layer):
             raise TypeError(f"DataParallel wraps a fluidgrad.nn.Layer, got {type(layers).__name__}")
+        if group is not None and check_group(group, "DataParallel").id != 0:
+            raise ValueError(f"DataParallel averages gradients over every rank of the job; group must be None or "
+                             f"the job's group, got {group!r}")
         self._layers = layers
         self._world = get_world()
         named = [(n, p) for n, p in layers.named_parameters() if not p.stop_gradient]

@@ -305,6 +305,15 @@ def launch(nproc: int, command: Sequence[str], threads: int | None = 1, mpiexec_
     """Run `command` (a Python script and its arguments, or a full command after `--`) on
     `nproc` ranks; return the exit status (non-zero, with the failed rank named, on failure).
     `timeout` (seconds) bounds every wait in a collective (`FLUIDGRAD_COLLECTIVE_TIMEOUT`)."""
+    status, failure = run_job(nproc, command, threads, mpiexec_args, timeout)
+    if failure:
+        print(f"fluidgrad launch: {failure}", file=sys.stderr)
+    return status
+
+
+def run_job(nproc: int, command: Sequence[str], threads: int | None = 1, mpiexec_args: Sequence[str] = (),
+            timeout: float | None = None) -> tuple[int, str]:
+    """`launch` without the last line: (exit status, what failed and on which rank, or "")."""
     if nproc < 1:
         raise ValueError(f"launch: -n must be at least 1, got {nproc}")
     if timeout is not None and not timeout > 0:
@@ -325,8 +334,8 @@ def launch(nproc: int, command: Sequence[str], threads: int | None = 1, mpiexec_
         ranks, what = watch.failed_rank()
         if status != 0 or ranks:
             status = _job_status(watch, status)
-            print(f"fluidgrad launch: {_explain(watch, nproc, status, ranks, what)}", file=sys.stderr)
-        return status
+            return status, _explain(watch, nproc, status, ranks, what)
+        return status, ""
 
 
 def _job_status(watch: _Watch, mpi_status: int) -> int:

@@ -10,9 +10,12 @@ with `scope.parent.assign`. So:
   the op's inputs; outer writes land in the loop scope, and the list of step scopes is the
   op's `StepScopes` output: exactly what the gradient needs, step by step (kept only when a
   `while_grad` of the program reads it: an inference run drops each step as the next starts).
+  Scan outputs collect one row per step (the value a step left in a scanned variable) and are
+  stacked once at the end, so a loop's outputs cost O(steps), not a copy per step.
 * `while_grad` runs the grad block once per step in reverse, in a scope whose parent is
   that step's scope. A loop-carried variable's gradient passes from step to step; the
-  gradient of a variable only read in the loop is summed over the steps.
+  gradient of a variable only read in the loop is summed over the steps; a scanned variable's
+  gradient at step i is row i of its scan output's gradient (a view, no copy).
 * `conditional_block` runs its sub-block when `Cond` holds and keeps the scope it ran in;
   `conditional_block_grad` runs the grad block there, or gives zeros if the branch did not run.
 """
@@ -88,19 +91,53 @@ class _Zeros:
 
 
 
-def run_while(rt: Any, xs: Sequence[Any], condition: Any, op: Any, sub_block: Any) -> tuple:
+def run_while(rt: Any, xs: Sequence[Any], condition: Any, scan_inits: Sequence[Any], scan_ins: Sequence[Any],
+              op: Any, sub_block: Any, scan_vars: Sequence[str] = (), scan_in_vars: Sequence[str] = ()) -> tuple:
     cond_name = op.input("Condition")[0]
     loop_scope = Scope()
     loop_scope.vars.update(zip(op.input("X"), xs))
     loop_scope.vars[cond_name] = condition
     step_scopes: list[Scope] = []
+    rows: list[tuple] = []
+    scan_vars = tuple(scan_vars)
     keep = _step_scopes_are_read(op)  # else each step's values go when the next step starts
+    steps = 0
     while _truth(loop_scope.vars[cond_name], "while", cond_name):
         step = Scope(loop_scope)
-        rt.run_block(sub_block, step)
+        _give_rows(step, steps, scan_ins, scan_in_vars)
+        scanned = rt.run_block(sub_block, step, scan_vars)
+        if scan_vars:
+            rows.append(scanned)
         if keep:
             step_scopes.append(step)
-    return [loop_scope.vars[n] for n in op.output("Out")], step_scopes
+        steps += 1
+    return [loop_scope.vars[n] for n in op.output("Out")], step_scopes, _stacked(scan_inits, rows, scan_vars)
+
+
+def _give_rows(step: Scope, i: int, scan_ins: Sequence[Any], scan_in_vars: Sequence[str]) -> None:
+    """Step i reads row i of each scan input (a view)."""
+    for x, name in zip(scan_ins, scan_in_vars):
+        if i >= len(x):
+            raise ValueError(f"while: step {i} reads row {i} of the scan input of {name}, which has {len(x)} rows")
+        step.vars[name] = x[i]
+
+
+def _stacked(scan_inits: Sequence[Any], rows: list[tuple], scan_vars: Sequence[str]) -> list:
+    """Each scan output in one copy: its initial rows, then one row per step (ONNX Loop's scan
+    outputs). Growing it step by step instead would copy it every step (time^2)."""
+    result = []
+    for k, (init, name) in enumerate(zip(scan_inits, scan_vars)):
+        init = np.asarray(init)
+        out = np.empty((len(init) + len(rows),) + init.shape[1:], init.dtype)
+        out[:len(init)] = init
+        for i, row in enumerate(rows):
+            value = np.asarray(row[k])
+            if value.shape != init.shape[1:] or value.dtype != init.dtype:
+                raise ValueError(f"while: step {i} gave the scanned {name} shape {list(value.shape)} {value.dtype}, "
+                                 f"but its ScanInit rows are {list(init.shape[1:])} {init.dtype}")
+            out[len(init) + i] = value
+        result.append(out)
+    return result
 
 
 def _step_scopes_are_read(op: Any) -> bool:
@@ -118,7 +155,37 @@ def _step_scopes_are_read(op: Any) -> bool:
 
 
 def run_while_grad(rt: Any, xs: Sequence[Any], out_grads: Sequence[Any], step_scopes: list,
-                       op: Any, sub_block: Any, carried: Sequence[str], x_grad_names: Sequence[str]) -> list:
+                   scan_inits: Sequence[Any], scan_out_grads: Sequence[Any], scan_ins: Sequence[Any], op: Any,
+                   sub_block: Any, carried: Sequence[str], x_grad_names: Sequence[str],
+                   scan_grad_names: Sequence[str] = (), scan_in_grad_names: Sequence[str] = ()) -> list:
+    scan_rows = _scan_grad_rows(scan_inits, scan_out_grads, len(step_scopes), scan_grad_names)
+    scan_in_grads = [(name, np.zeros_like(x)) for name, x in zip(scan_in_grad_names, scan_ins)]
+    x_grads = _run_while_grad_steps(rt, xs, out_grads, step_scopes, scan_rows, scan_in_grads, op, sub_block,
+                                    carried, x_grad_names)
+    init_grads = [np.asarray(g)[:len(init)] if g is not None else np.zeros_like(init)
+                  for init, g in zip(scan_inits, scan_out_grads)]
+    return x_grads + init_grads + [grad for _, grad in scan_in_grads]
+
+
+def _scan_grad_rows(scan_inits: Sequence[Any], scan_out_grads: Sequence[Any], steps: int,
+                    scan_grad_names: Sequence[str]) -> list[tuple[str, Any, int]]:
+    """(grad name in the grad block, ScanOut@GRAD, row of step 0) per scanned variable whose
+    gradient flows: step i's grad block reads row first + i as the scanned variable's gradient."""
+    rows = []
+    for init, grad, name in zip(scan_inits, scan_out_grads, scan_grad_names):
+        if grad is None:
+            continue
+        first = len(init)
+        if len(grad) != first + steps:
+            raise ValueError(f"while_grad: the gradient of a scan output has {len(grad)} rows, but the loop gave "
+                             f"{first} initial rows and ran {steps} steps")
+        rows.append((name, grad, first))
+    return rows
+
+
+def _run_while_grad_steps(rt: Any, xs: Sequence[Any], out_grads: Sequence[Any], step_scopes: list,
+                          scan_rows: list[tuple[str, Any, int]], scan_in_grads: list[tuple[str, np.ndarray]],
+                          op: Any, sub_block: Any, carried: Sequence[str], x_grad_names: Sequence[str]) -> list:
     grad_block = sub_block
     written = _block_writes(grad_block)
     x_names = op.input("X")
@@ -131,10 +198,12 @@ def run_while_grad(rt: Any, xs: Sequence[Any], out_grads: Sequence[Any], step_sc
                  if n not in carried_set and _is_float_array(x) and grad_of[n] in written]
     summed: dict[str, np.ndarray] = {}
     owned: set[str] = set()
-    local = {g: _is_local(grad_block, g) for g in incoming.keys() | set(read_only)}
-    for step in reversed(step_scopes):
-        grad_scope = Scope(step)
+    local = {g: _is_local(grad_block, g) for g in incoming.keys() | set(read_only) | {n for n, _ in scan_in_grads}}
+    for i in range(len(step_scopes) - 1, -1, -1):
+        grad_scope = Scope(step_scopes[i])
         grad_scope.vars.update(incoming)
+        for name, grad, first in scan_rows:
+            grad_scope.vars[name] = grad[first + i]
         rt.run_block(grad_block, grad_scope)
         for name in carried:
             grad_name = grad_of[name]
@@ -142,6 +211,9 @@ def run_while_grad(rt: Any, xs: Sequence[Any], out_grads: Sequence[Any], step_sc
                                    else zeros.like(name, values[name]))
         for grad_name in read_only:
             _accumulate(summed, owned, grad_name, _value_left(grad_scope, grad_name, local[grad_name]))
+        for grad_name, rows in scan_in_grads:  # row i of a scan input's gradient: step i's alone
+            if grad_name in written:
+                rows[i] = _value_left(grad_scope, grad_name, local[grad_name])
     if _last_reader_of_step_scopes(op):
         step_scopes.clear()  # the forward values of every step go now, not with the program
     result = []

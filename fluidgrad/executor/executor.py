@@ -43,17 +43,20 @@ class Runtime:
     def __init__(self, executor: "Executor") -> None:
         self.executor = executor
 
-    def run_block(self, block: Block, scope: Scope) -> None:
-        """Run `block`'s plan in `scope`. A loop does this every step: the plan sits on the block
-        (valid for the program's version), so a step costs one dictionary lookup before the body."""
+    def run_block(self, block: Block, scope: Scope, fetch: tuple[str, ...] = ()) -> tuple:
+        """Run `block`'s plan in `scope`; the values of the locals named in `fetch` (a loop's scanned
+        variables). A loop does this every step: the plan sits on the block (valid for the
+        program's version), so a step costs one dictionary lookup before the body."""
         nan_check = self.executor.check_nan_inf
         cached = block.__dict__.get("_step_plan")
-        if cached is None or cached[0] != block.program._version or cached[1] != nan_check:
-            cached = (block.program._version, nan_check, self.executor._plan(block, (), (), keep_all=True))
+        if (cached is None or cached[0] != block.program._version or cached[1] != nan_check
+                or cached[2] != fetch):
+            plan = self.executor._plan(block, (), fetch, keep_all=True)
+            cached = (block.program._version, nan_check, fetch, plan)
             block.__dict__["_step_plan"] = cached
-        plan = cached[2]
+        plan = cached[3]
         try:
-            plan.fn(scope, _NO_FEED, self)
+            return plan.fn(scope, _NO_FEED, self)
         except FluidgradError:
             raise
         except Exception as exc:

@@ -408,8 +408,10 @@ class ProgramExporter:
         return False
 
     def subgraph(self, block: Block, env: dict[str, str], inputs: list[onnx.ValueInfoProto],
-                 outputs_of: Any, name: str) -> onnx.GraphProto:
+                 outputs_of: Any, name: str, prologue: Any = None) -> onnx.GraphProto:
         nodes: list = []
+        if prologue is not None:  # nodes before the block's own (a Loop body's scan-input rows)
+            prologue(nodes, env)
         self.export_block(block, nodes, env)
         outputs = outputs_of(nodes, env)
         return helper.make_graph(nodes, self.fresh(name), inputs, outputs)
@@ -520,17 +522,42 @@ def _export_while(c: OpContext) -> None:
         body_env[name] = inner
         body_inputs.append(_value_info(inner, c.var(name), with_shape=False))
 
+    scan_vars = list(op.attr("scan_vars") or [])
+
     def body_outputs(nodes, env):
         cond_ctx = OpContext(exporter, op, sub, nodes, env)
         outs = [helper.make_tensor_value_info(cond_ctx.scalar_bool(env[cond_name]), onnx.TensorProto.BOOL, [])]
         for name in carried:
             value = exporter.emit(nodes, "Identity", [env[name]])
             outs.append(_value_info(value, c.var(name), with_shape=False))
+        for name in scan_vars:  # the Loop's scan outputs, one row per step
+            value = exporter.emit(nodes, "Identity", [env[name]])
+            outs.append(_value_info(value, sub.var(name), with_shape=False))
         return outs
 
-    body = exporter.subgraph(sub, body_env, body_inputs, body_outputs, "loop_body")
+    scan_ins = c.xs("ScanIn")
+
+    def rows_of_scan_inputs(nodes, env):  # ONNX Loop has no scan inputs: step i gathers its row
+        for name, x in zip(op.attr("scan_in_vars") or [], scan_ins):
+            env[name] = exporter.emit(nodes, "Gather", [x, iteration], axis=0)
+
+    body = exporter.subgraph(sub, body_env, body_inputs, body_outputs, "loop_body", rows_of_scan_inputs)
     results = [c.out("Out", op.output("Out").index(n)) for n in carried]
-    c.node("Loop", ["", c.scalar_bool(c.x("Condition"))] + initial, results, body=body)
+    steps = [exporter.fresh("scan_rows") for _ in scan_vars]
+    c.node("Loop", ["", c.scalar_bool(c.x("Condition"))] + initial, results + steps, body=body)
+    for k, rows in enumerate(steps):
+        _export_scan_output(c, k, rows)
+
+
+def _export_scan_output(c: OpContext, k: int, rows: str) -> None:
+    """ScanOut k = Concat(ScanInit k, the Loop's rows). A Loop that ran no step gives rows of
+    shape [0, 0, ...] (onnxruntime cannot know a dynamic size), so the rows are first reshaped
+    to [-1] + ScanInit's row shape."""
+    init = c.x("ScanInit", k)
+    row_shape = c.node("Slice", [c.node("Shape", [init]), c.const(np.array([1], "int64")),
+                                 c.const(np.array([np.iinfo(np.int64).max], "int64"))])
+    target = c.node("Concat", [c.const(np.array([-1], "int64")), row_shape], axis=0)
+    c.node("Concat", [init, c.node("Reshape", [rows, target])], [c.out("ScanOut", k)], axis=0)
 
 
 def _export_conditional_block(c: OpContext) -> None:

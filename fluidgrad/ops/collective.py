@@ -6,6 +6,9 @@ the sum of the per-rank losses, so each collective's gradient is its adjoint col
 
     c_allreduce_sum  <->  c_allreduce_sum        c_allgather      <->  c_reducescatter
     c_allreduce_avg  <->  c_allreduce_avg        c_broadcast(root) <->  c_reduce_sum(root)
+    c_alltoall       <->  c_alltoall
+
+`ring_id` names the process group (0: every rank; ops/comm_groups.py); `root` is a group rank.
 
 Sharded buckets (ZeRO stage 1, `DistributedOptimizer(..., sharding=True)`, see comm_shards.py):
 `c_bucket_reducescatter` gives each rank its part of a bucket's averaged gradient,
@@ -34,6 +37,7 @@ import numpy as np
 
 from . import comm_shards, comm_stream, fused_shards, placement
 from .comm import get_world
+from .comm_groups import ring
 from .comm_shards import Layout
 from .grad_builder import GradBuilder
 from .registry import NO_GRADIENT, register_op
@@ -54,23 +58,24 @@ def _floating_same_as(ctx) -> None:
     same_as()(ctx)
 
 
-def _world_of(op: str, nranks: int):
-    world = get_world()
+def _world_of(op: str, nranks: int, ring_id: int = 0):
+    world = ring(ring_id, f"op {op}")
     if nranks != world.size:
-        raise ValueError(f"op {op}: built for nranks={nranks}, but this job has {world.size} rank(s)")
+        where = "this job has" if ring_id == 0 else f"group {ring_id} has"
+        raise ValueError(f"op {op}: built for nranks={nranks}, but {where} {world.size} rank(s)")
     return world
 
 
 # ------------------------------------------------------------------ all-reduce
 def _allreduce_kernel(op: str):
     def kernel(x, ring_id=0):
-        return get_world().all_reduce(np.asarray(x), op, what=f"op c_allreduce_{op}")
+        return ring(ring_id, f"op c_allreduce_{op}").all_reduce(np.asarray(x), op, what=f"op c_allreduce_{op}")
     return kernel
 
 
 def _self_adjoint_grad(op_type: str):
     def grad(g: GradBuilder) -> None:
-        g.set_input_grad("X", g.op(op_type, {"X": g.output_grad("Out")}))
+        g.set_input_grad("X", g.op(op_type, {"X": g.output_grad("Out")}, ring_id=g.attr("ring_id")))
     return grad
 
 
@@ -84,21 +89,23 @@ for _op in ("sum", "avg", "max", "min", "prod"):
 
 # ------------------------------------------------------------------ broadcast and reduce
 def _broadcast_kernel(x, root=0, ring_id=0):
-    return get_world().broadcast(np.asarray(x), root, what="op c_broadcast")
+    return ring(ring_id, "op c_broadcast").broadcast(np.asarray(x), root, what="op c_broadcast")
 
 
 def _reduce_sum_kernel(x, root=0, ring_id=0):
-    world = get_world()
+    world = ring(ring_id, "op c_reduce_sum")
     total = world.all_reduce(np.asarray(x), "sum", what="op c_reduce_sum")
     return total if world.rank == root else np.zeros_like(total)
 
 
 def _broadcast_grad(g: GradBuilder) -> None:
-    g.set_input_grad("X", g.op("c_reduce_sum", {"X": g.output_grad("Out")}, root=g.attr("root")))
+    g.set_input_grad("X", g.op("c_reduce_sum", {"X": g.output_grad("Out")}, root=g.attr("root"),
+                               ring_id=g.attr("ring_id")))
 
 
 def _reduce_sum_grad(g: GradBuilder) -> None:
-    g.set_input_grad("X", g.op("c_broadcast", {"X": g.output_grad("Out")}, root=g.attr("root")))
+    g.set_input_grad("X", g.op("c_broadcast", {"X": g.output_grad("Out")}, root=g.attr("root"),
+                               ring_id=g.attr("ring_id")))
 
 
 register_op("c_broadcast", inputs="X", outputs="Out", attrs={"root": 0, "ring_id": 0}, kernel=_broadcast_kernel,
@@ -111,12 +118,12 @@ register_op("c_reduce_sum", inputs="X", outputs="Out", attrs={"root": 0, "ring_i
 # ------------------------------------------------------------------ gather and scatter
 def _allgather_kernel(x, nranks=1, ring_id=0):
     x = np.asarray(x)
-    gathered = _world_of("c_allgather", nranks).all_gather(x, what="op c_allgather")
+    gathered = _world_of("c_allgather", nranks, ring_id).all_gather(x, what="op c_allgather")
     return gathered.reshape((nranks * x.shape[0],) + x.shape[1:]) if x.ndim else gathered
 
 
 def _reducescatter_kernel(x, nranks=1, ring_id=0):
-    return _world_of("c_reducescatter", nranks).reduce_scatter(np.asarray(x), "sum", what="op c_reducescatter")
+    return _world_of("c_reducescatter", nranks, ring_id).reduce_scatter(np.asarray(x), "sum", what="op c_reducescatter")
 
 
 def _allgather_infer(ctx) -> None:
@@ -135,11 +142,13 @@ def _reducescatter_infer(ctx) -> None:
 
 
 def _allgather_grad(g: GradBuilder) -> None:
-    g.set_input_grad("X", g.op("c_reducescatter", {"X": g.output_grad("Out")}, nranks=g.attr("nranks")))
+    g.set_input_grad("X", g.op("c_reducescatter", {"X": g.output_grad("Out")}, nranks=g.attr("nranks"),
+                               ring_id=g.attr("ring_id")))
 
 
 def _reducescatter_grad(g: GradBuilder) -> None:
-    g.set_input_grad("X", g.op("c_allgather", {"X": g.output_grad("Out")}, nranks=g.attr("nranks")))
+    g.set_input_grad("X", g.op("c_allgather", {"X": g.output_grad("Out")}, nranks=g.attr("nranks"),
+                               ring_id=g.attr("ring_id")))
 
 
 register_op("c_allgather", inputs="X", outputs="Out", attrs={"nranks": 1, "ring_id": 0}, kernel=_allgather_kernel,
@@ -148,6 +157,23 @@ register_op("c_allgather", inputs="X", outputs="Out", attrs={"nranks": 1, "ring_
 register_op("c_reducescatter", inputs="X", outputs="Out", attrs={"nranks": 1, "ring_id": 0},
             kernel=_reducescatter_kernel, infer=_reducescatter_infer, grad=_reducescatter_grad,
             doc="X summed over ranks, split into nranks parts along axis 0; rank r keeps part r.")
+
+
+# ------------------------------------------------------------------ all-to-all
+def _alltoall_kernel(x, ring_id=0):
+    return ring(ring_id, "op c_alltoall").all_to_all(np.asarray(x), what="op c_alltoall")
+
+
+def _alltoall_infer(ctx) -> None:
+    _numeric_same_as(ctx)
+    if not ctx.shape("X"):
+        raise ctx.shape_error(f"all-to-all splits the first axis of X among the ranks; {ctx.describe('X')} has none")
+
+
+register_op("c_alltoall", inputs="X", outputs="Out", attrs={"ring_id": 0}, kernel=_alltoall_kernel,
+            infer=_alltoall_infer, grad=_self_adjoint_grad("c_alltoall"),
+            doc="X split along axis 0 into one part per rank, part r sent to rank r; Out = the parts received, "
+                "in rank order. Its own adjoint.")
 
 
 # ------------------------------------------------------------------ buckets

@@ -120,8 +120,10 @@ class World:
             (self.launch_dir / f"rank{self.rank}.pid").write_text(str(os.getpid()))
 
     # ------------------------------------------------------------------ waiting without hanging
-    def wait(self, request: Any, what: str) -> None:
-        """Complete `request`, raising RankFailedError if a peer fails meanwhile."""
+    def wait(self, request: Any, what: str, peers: Any = None) -> None:
+        """Complete `request`, raising RankFailedError if a peer fails meanwhile. `peers`: the
+        global ranks the request waits for (a process group's, a point-to-point partner;
+        default every rank): only their leaving normally stops the wait (any failure does)."""
         start = time.perf_counter()
         marked = False
         try:
@@ -131,7 +133,7 @@ class World:
             while not request.Test():
                 now = time.perf_counter()
                 if now >= next_check:
-                    left = self.check_peers(what)
+                    left = self.check_peers(what, peers)
                     left_at = left_at or (now if left else None)
                     if left and now - left_at > _EXIT_GRACE_SECONDS:  # its last messages had time to land
                         raise RankFailedError(left)
@@ -140,7 +142,7 @@ class World:
                         marked = self._mark_waiting(what)
                     if now >= deadline:
                         message = (f"rank {self.rank}: {what} did not complete within {self.timeout:g} s "
-                                   f"(FLUIDGRAD_COLLECTIVE_TIMEOUT): {self._who_is_missing()}")
+                                   f"(FLUIDGRAD_COLLECTIVE_TIMEOUT): {self._who_is_missing(peers)}")
                         if self.launch_dir is not None:  # the cause of the abort that follows, for the launcher
                             (self.launch_dir / f"rank{self.rank}.timedout").write_text(message)
                         raise RankFailedError(message)
@@ -160,11 +162,11 @@ class World:
         (self.launch_dir / f"rank{self.rank}.waiting").write_text(what)
         return True
 
-    def _who_is_missing(self) -> str:
+    def _who_is_missing(self, peers: Any = None) -> str:
         if self.launch_dir is None:
             return "some rank is not taking part"
         notes = []
-        for rank in range(self.size):
+        for rank in range(self.size) if peers is None else peers:
             note = self.launch_dir / f"rank{rank}.waiting"
             if rank != self.rank:
                 try:
@@ -173,8 +175,9 @@ class World:
                     notes.append(f"rank {rank} is in no collective (still computing, or stuck)")
         return "; ".join(notes)
 
-    def check_peers(self, what: str) -> str | None:
-        """Raise RankFailedError if some rank reported a failure; say so if one left normally."""
+    def check_peers(self, what: str, peers: Any = None) -> str | None:
+        """Raise RankFailedError if some rank reported a failure; say so if one of `peers`
+        (default: every rank) left normally."""
         if self.comm.Iprobe(source=self.mpi.ANY_SOURCE, tag=FAILURE_TAG):
             status = self.mpi.Status()
             report = self.comm.recv(source=self.mpi.ANY_SOURCE, tag=FAILURE_TAG, status=status)
@@ -185,7 +188,7 @@ class World:
         failed = self.launch_dir / "failed"
         if failed.exists():
             raise RankFailedError(f"{failed.read_text().strip()}; rank {self.rank} stops in {what}")
-        for rank in range(self.size):
+        for rank in range(self.size) if peers is None else peers:
             mark = self.launch_dir / f"rank{rank}.exit"
             if rank != self.rank and mark.exists():
                 code, _, message = (mark.read_text().strip() or "0").partition(" ")
@@ -224,7 +227,7 @@ class World:
         out = np.array(array, order="C")
         if self.size == 1:
             return out
-        self.check_same_layout(out, what, src, kind=f"broadcast (from rank {src})")
+        self.check_same_layout(out, what, src, kind=f"broadcast (from rank {self.global_rank(src)})")
         self.wait(self.comm.Ibcast(out, root=src), what)
         return out
 
@@ -252,6 +255,62 @@ class World:
         out = np.empty(part, array.dtype)
         self.wait(self.comm.Ireduce_scatter_block(array, out, op=self.mpi_op(op)), what)
         return out / out.dtype.type(self.size) if op == "avg" else out
+
+    def gather(self, array: np.ndarray, root: int, what: str = "gather") -> np.ndarray | None:
+        """Every rank's `array` stacked along a new first axis, in rank order, on rank `root`;
+        None on the others."""
+        array = np.ascontiguousarray(array)
+        if self.size == 1:
+            return array[None].copy()
+        self.check_same_layout(array, what, root, kind=f"gather (to rank {self.global_rank(root)})")
+        out = np.empty((self.size,) + array.shape, array.dtype) if self.rank == root else None
+        self.wait(self.comm.Igather(array, out, root=root), what)
+        return out
+
+    def all_to_all(self, array: np.ndarray, what: str = "all_to_all") -> np.ndarray:
+        """`array`'s first axis split into world-size equal parts, part r sent to rank r; returns
+        the parts every rank sent here, in rank order (the shape of `array`)."""
+        array = np.ascontiguousarray(array)
+        if array.ndim == 0 or array.shape[0] % self.size:
+            raise ValueError(f"{what}: the first axis of shape {list(array.shape)} must divide into "
+                             f"{self.size} equal parts (one per rank)")
+        if self.size == 1:
+            return array.copy()
+        self.check_same_layout(array, what, kind="all_to_all")
+        out = np.empty_like(array)
+        self.wait(self.comm.Ialltoall(array, out), what)
+        return out
+
+    def all_to_all_v(self, array: np.ndarray, send_rows: list[int], recv_rows: list[int] | None,
+                     what: str = "all_to_all") -> np.ndarray:
+        """`array`'s first axis cut into `send_rows[r]` rows for each rank r; returns the rows every
+        rank sent here, in rank order. `recv_rows` (or None: whatever is sent) is checked against
+        what the others send, and the other axes and dtype against theirs."""
+        array = np.ascontiguousarray(array)
+        send = np.asarray(send_rows, np.int64)
+        if array.ndim == 0 or len(send) != self.size or (send < 0).any() or send.sum() != array.shape[0]:
+            raise ValueError(f"{what}: the input's split sizes {send.tolist()} must be {self.size} counts (one per "
+                             f"rank) adding up to its first axis, {list(array.shape)[:1]}")
+        if self.size == 1:
+            got = send.copy()
+        else:
+            self.check_same_layout(array[:0], what, kind="all_to_all (split sizes)")
+            got = np.empty(self.size, np.int64)
+            self.wait(self.comm.Ialltoall(send, got), what)
+        if recv_rows is not None and list(got) != [int(r) for r in recv_rows]:
+            raise CollectiveMismatchError(f"{what}: rank {self.global_rank(self.rank)} expects "
+                                          f"{[int(r) for r in recv_rows]} rows from the ranks, they send "
+                                          f"{got.tolist()}")
+        row = array[:1].nbytes if array.shape[0] else int(np.prod(array.shape[1:], dtype=np.int64)) * array.itemsize
+        out = np.empty((int(got.sum()),) + array.shape[1:], array.dtype)
+        if self.size == 1:
+            out[...] = array
+            return out
+        def spec(buffer: np.ndarray, counts: np.ndarray) -> list[Any]:  # byte counts and offsets, per rank
+            offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]) * row
+            return [buffer.reshape(-1).view(np.uint8), (counts * row, offsets), self.mpi.BYTE]
+        self.wait(self.comm.Ialltoallv(spec(array, send), spec(out, got)), what)
+        return out
 
     def barrier(self) -> None:
         if self.size > 1:
@@ -348,13 +407,18 @@ class World:
         for rank, layout in enumerate(layouts):
             if layout[2] != reference[2]:
                 raise CollectiveMismatchError(
-                    f"{what}: rank {rank} calls {layout[2]}, rank {layouts.index(reference)} calls "
+                    f"{what}: rank {self.global_rank(rank)} calls {layout[2]}, rank "
+                    f"{self.global_rank(layouts.index(reference))} calls "
                     f"{reference[2]}; every rank must call the same collectives in the same order")
             if layout != reference:
                 raise CollectiveMismatchError(
-                    f"{what}: rank {rank} passes shape {list(layout[0])} ({layout[1]}), rank "
-                    f"{layouts.index(reference)} passes shape {list(reference[0])} ({reference[1]}); "
+                    f"{what}: rank {self.global_rank(rank)} passes shape {list(layout[0])} ({layout[1]}), rank "
+                    f"{self.global_rank(layouts.index(reference))} passes shape {list(reference[0])} ({reference[1]}); "
                     f"every rank must pass the same shape and dtype")
+
+    def global_rank(self, rank: int) -> int:
+        """The job's rank of this communicator's `rank` (the same here; a process group's differs)."""
+        return rank
 
     def _check_rank(self, rank: int, what: str) -> None:
         if not 0 <= rank < self.size:

@@ -45,13 +45,17 @@ def _set_scope_output(ctx: Any, slot: str) -> None:
 # ---------------------------------------------------------------- shared
 # The kernels hand the work to the executor's runtime (`rt`, executor/control_flow.py): how a
 # sub-block runs, in which scopes, and where its plan leaves the values is the executor's.
-def _while_kernel(rt: Any, xs: Sequence[Any], condition: Any, op: Any, sub_block: Any) -> tuple:
-    return rt.run_while(xs, condition, op, sub_block)
+def _while_kernel(rt: Any, xs: Sequence[Any], condition: Any, scan_inits: Sequence[Any], scan_ins: Sequence[Any],
+                  op: Any, sub_block: Any, scan_vars: Sequence[str], scan_in_vars: Sequence[str]) -> tuple:
+    return rt.run_while(xs, condition, scan_inits, scan_ins, op, sub_block, scan_vars, scan_in_vars)
 
 
 def _while_grad_kernel(rt: Any, xs: Sequence[Any], out_grads: Sequence[Any], step_scopes: list,
-                       op: Any, sub_block: Any, carried: Sequence[str], x_grad_names: Sequence[str]) -> list:
-    return rt.run_while_grad(xs, out_grads, step_scopes, op, sub_block, carried, x_grad_names)
+                       scan_inits: Sequence[Any], scan_out_grads: Sequence[Any], scan_ins: Sequence[Any], op: Any,
+                       sub_block: Any, carried: Sequence[str], x_grad_names: Sequence[str],
+                       scan_grad_names: Sequence[str], scan_in_grad_names: Sequence[str]) -> list:
+    return rt.run_while_grad(xs, out_grads, step_scopes, scan_inits, scan_out_grads, scan_ins, op, sub_block,
+                             carried, x_grad_names, scan_grad_names, scan_in_grad_names)
 
 
 def _conditional_block_kernel(rt: Any, cond: Any, inputs: Sequence[Any], op: Any, sub_block: Any) -> tuple:
@@ -75,6 +79,40 @@ def _while_infer(ctx: Any) -> None:
     if ctx.attr("sub_block") is None:
         raise ctx.shape_error("needs a sub_block")
     _set_scope_output(ctx, "StepScopes")
+    _infer_scan_outputs(ctx)
+
+
+def _infer_scan_outputs(ctx: Any) -> None:
+    """ScanOut k: ScanInit k's rows, then one row per step of the sub-block variable scan_vars[k]."""
+    names, inits = list(ctx.attr("scan_vars") or []), ctx.shapes("ScanInit") if ctx.has_input("ScanInit") else []
+    if len(inits) != len(names) or ctx.num_outputs("ScanOut") != len(names):
+        raise ctx.shape_error(f"scan_vars {names} needs one ScanInit and one ScanOut each, got "
+                              f"{len(inits)} and {ctx.num_outputs('ScanOut')}")
+    sub = ctx.attr("sub_block")
+    for k, (name, init) in enumerate(zip(names, inits)):
+        if not sub.has_var(name):
+            raise ctx.shape_error(f"scan_vars[{k}] {name!r} is not a variable of the loop's sub-block {sub.idx}")
+        row = sub.var(name)
+        if ctx.dtypes("ScanInit")[k] != row.dtype or len(init) != len(row.shape) + 1 or any(
+                a != b and -1 not in (a, b) for a, b in zip(init[1:], row.shape)):
+            raise ctx.shape_error(f"ScanInit {ctx.describe('ScanInit', k)} must be rows of the scanned {name} "
+                                  f"(shape {list(row.shape)}, {row.dtype})")
+        ctx.set_output("ScanOut", [-1] + list(row.shape), row.dtype, index=k)
+    _check_scan_inputs(ctx, sub)
+
+
+def _check_scan_inputs(ctx: Any, sub: Any) -> None:
+    """ScanIn k: step i finds its row i in the sub-block variable scan_in_vars[k]."""
+    names, shapes = list(ctx.attr("scan_in_vars") or []), ctx.shapes("ScanIn") if ctx.has_input("ScanIn") else []
+    if len(shapes) != len(names):
+        raise ctx.shape_error(f"scan_in_vars {names} needs one ScanIn each, got {len(shapes)}")
+    for k, (name, shape) in enumerate(zip(names, shapes)):
+        row = sub.var(name) if sub.has_var(name) else None
+        if row is None or ctx.dtypes("ScanIn")[k] != row.dtype or len(shape) != len(row.shape) + 1 or any(
+                a != b and -1 not in (a, b) for a, b in zip(shape[1:], row.shape)):
+            found = f"shape {list(row.shape)}, {row.dtype}" if row is not None else "not in the sub-block"
+            raise ctx.shape_error(f"scan_in_vars[{k}] {name!r} ({found}) must be a row of "
+                                  f"{ctx.describe('ScanIn', k)}, a variable of the loop's sub-block {sub.idx}")
 
 
 def _carried(g: Any, out_slot: str, in_slot: str) -> list[str]:
@@ -84,31 +122,53 @@ def _carried(g: Any, out_slot: str, in_slot: str) -> list[str]:
 
 
 def _while_grad_maker(g: GradBuilder) -> None:
-    xs = g.input("X")
+    xs, scan_inits = g.input("X"), g.input("ScanInit") or []
     carried = _carried(g, "Out", "X")
+    scan_ins = g.input("ScanIn") or []
+    scanned, scanned_in = list(g.attr("scan_vars") or []), list(g.attr("scan_in_vars") or [])
     grads = g.op("while_grad", {"X": xs, "Out@GRAD": [g.grad_name(n) for n in carried],
-                                "StepScopes": g.output("StepScopes")},
-                 n_out=len(xs), sub_block=g.grad_sub_block, carried=carried,
-                 x_grad_names=[g.grad_name(n) for n in xs])
+                                "StepScopes": g.output("StepScopes"), "ScanInit": scan_inits or None,
+                                "ScanOut@GRAD": g.output_grad("ScanOut") or None, "ScanIn": scan_ins or None},
+                 n_out=len(xs) + len(scan_inits) + len(scan_ins), sub_block=g.grad_sub_block, carried=carried,
+                 x_grad_names=[g.grad_name(n) for n in xs], scan_grad_names=[g.grad_name(n) for n in scanned],
+                 scan_in_grad_names=[g.grad_name(n) for n in scanned_in])
     # the builder records Out@GRAD -> Out for zero-filling; output_grad does that bookkeeping
     g.output_grad("Out")
-    g.set_input_grad("X", grads)
+    g.set_input_grad("X", grads[:len(xs)])
+    if scan_inits:
+        g.set_input_grad("ScanInit", grads[len(xs):len(xs) + len(scan_inits)])
+    if scan_ins:
+        g.set_input_grad("ScanIn", grads[len(xs) + len(scan_inits):])
 
 
 def _while_grad_infer(ctx: Any) -> None:
     _set_like_inputs(ctx, "X", "X@GRAD")
+    n = len(ctx.shapes("X"))
+    for slot in ("ScanInit", "ScanIn"):
+        for shape, dtype in zip(ctx.shapes(slot), ctx.dtypes(slot)):
+            ctx.set_output("X@GRAD", shape, dtype, index=n)
+            n += 1
 
 
-register_op("while", inputs="X* Condition", outputs="Out* StepScopes", attrs={"sub_block": None},
+register_op("while", inputs="X* Condition ScanInit*? ScanIn*?", outputs="Out* StepScopes ScanOut*?",
+            attrs={"sub_block": None, "scan_vars": [], "scan_in_vars": []},
             kernel=_while_kernel, infer=_while_infer, grad=_while_grad_maker, needs_runtime=True, broadcasts=False,
             doc="Runs sub_block while Condition holds; X: every outer variable the body reads or "
-                "writes, Out: those it writes (Condition among them), StepScopes: one scope per step.")
-register_op("while_grad", inputs="X* Out@GRAD* StepScopes", outputs="X@GRAD*",
-            attrs={"sub_block": None, "carried": [], "x_grad_names": []},
+                "writes, Out: those it writes (Condition among them), StepScopes: one scope per step. "
+                "Scan outputs (ONNX Loop's): ScanOut k is ScanInit k's rows followed by the value of "
+                "the sub-block variable scan_vars[k] at the end of each step, one row per step; "
+                "scan inputs (ONNX Scan's): step i finds row i of ScanIn k in scan_in_vars[k].")
+register_op("while_grad", inputs="X* Out@GRAD* StepScopes ScanInit*? ScanOut@GRAD*? ScanIn*?",
+            outputs="X@GRAD*",
+            attrs={"sub_block": None, "carried": [], "x_grad_names": [], "scan_grad_names": [],
+                   "scan_in_grad_names": []},
             kernel=_while_grad_kernel, infer=_while_grad_infer, grad=NO_GRADIENT, needs_runtime=True,
             doc="Runs the grad block over the step scopes in reverse. `carried`: the outputs that are "
                 "also inputs, in Out@GRAD order; their gradient passes from step to step, the "
-                "gradients of the other float inputs are summed over steps. Releases the step scopes.")
+                "gradients of the other float inputs are summed over steps. Step i's grad block finds "
+                "its row of ScanOut@GRAD k in scan_grad_names[k], and leaves row i of ScanIn k's "
+                "gradient in scan_in_grad_names[k]. X@GRAD: the gradients of X, then of ScanInit (the "
+                "first rows of ScanOut@GRAD), then of ScanIn. Releases the step scopes.")
 
 
 # ---------------------------------------------------------------- conditional_block

@@ -24,7 +24,7 @@ from ..framework.names import EMPTY_VAR_NAME
 from ..framework.transaction import atomic_build
 from ..ops.control_flow import SCOPE_VAR_DTYPE
 
-__all__ = ["While", "assign", "case", "cond", "increment", "switch_case", "while_loop"]
+__all__ = ["While", "assign", "case", "cond", "increment", "switch_case", "while_loop", "while_loop_scan"]
 
 
 # ---------------------------------------------------------------- free variables
@@ -109,14 +109,46 @@ def while_loop(cond: Callable[..., Variable], body: Callable[..., Any], loop_var
         raise TypeError("while_loop: loop_vars must be a non-empty list or tuple of Variables")
     if any(is_tensor(v) for v in loop_vars):
         return _eager_while_loop(cond, body, list(loop_vars))
+    return _static_while_loop(cond, lambda *values: (body(*values), []), loop_vars, [], [])[0]
+
+
+@atomic_build
+def while_loop_scan(cond: Callable[..., Variable], body: Callable[..., Any], loop_vars: Sequence[Variable],
+                    scan_inits: Sequence[Variable], scan_inputs: Sequence[Variable] = ()
+                    ) -> tuple[list[Variable], list[Variable]]:
+    """`while_loop` with scan inputs and outputs (ONNX Scan's and Loop's): step i reads row i of
+    each scan input, and gives one row per scan output. `body(*loop_vars, *input_rows)` returns
+    (new loop vars, [one row per scan output]); `cond(*loop_vars)` as in `while_loop`. Returns
+    (the loop vars' final values, the scan outputs): scan output k is `scan_inits[k]`'s rows
+    followed by one row per step, built in one copy at the end. Differentiable, at O(steps)
+    cost: each step's gradient is a view of the scan output's, and writes its own row of the
+    scan input's. (Appending to a loop var with `concat`, or `gather`ing rows of an outer
+    variable, costs a full-size copy per step instead, forward or backward: time^2.)"""
+    if any(is_tensor(v) for v in [*loop_vars, *scan_inits, *scan_inputs]):
+        return _eager_while_loop_scan(cond, body, list(loop_vars), list(scan_inits), list(scan_inputs))
+    inits = _as_list(scan_inits, "while_loop_scan: scan_inits")
+    return _static_while_loop(cond, body, loop_vars, inits, _as_list(scan_inputs, "while_loop_scan: scan_inputs"))
+
+
+def _static_while_loop(cond: Callable[..., Variable], body: Callable[..., Any], loop_vars: Sequence[Variable],
+                       scan_inits: list[Variable], scan_inputs: list[Variable]) -> tuple[list[Variable], list[Variable]]:
+    """The `while` op: `body(*loop_vars, *input_rows)` returns (new loop vars, rows of the scan outputs)."""
     originals = _as_list(loop_vars, "while_loop: loop_vars")
     program = default_main_program()
     parent = program.current_block()
     carried = [apply_op("assign", {"X": v}) for v in originals]
     condition = apply_op("assign", {"X": _check_condition(cond(*carried), "while_loop: cond")})
     with program._sub_block_guard() as sub:
-        new = _as_list(body(*carried), "while_loop: body result")
+        input_rows = [_scan_row(sub, x) for x in scan_inputs]
+        result, rows = body(*carried, *input_rows)
+        new = _as_list(result, "while_loop: body result")
         _check_body_result(new, carried)
+        rows = _as_list(rows, "while_loop_scan: the rows the body gives")
+        if len(rows) != len(scan_inits):
+            raise ValueError(f"while_loop_scan: body gave {len(rows)} rows for {len(scan_inits)} scan outputs")
+        # a scanned value is a copy that nothing else in the body reads: the gradient the loop
+        # hands a step for it is then the only one
+        scanned = [apply_op("assign", {"X": row}) for row in rows]
         # outer values are copied first, so that `return b, a` swaps instead of reading a new a
         new = [v if v is var or sub.has_var(v.name) else apply_op("assign", {"X": v})
                for v, var in zip(new, carried)]
@@ -125,8 +157,15 @@ def while_loop(cond: Callable[..., Variable], body: Callable[..., Any], loop_var
             if value is not var:
                 _write(sub, value, var)
         _write(sub, next_condition, condition)
-    _append_while(parent, sub, condition)
-    return carried
+    scan_outs = _append_while(parent, sub, condition, scan_inits, scanned, scan_inputs, input_rows)
+    return carried, scan_outs
+
+
+def _scan_row(sub: Block, x: Variable) -> Variable:
+    """The sub-block variable holding a step's row of the scan input x (the loop sets it)."""
+    if not x.shape:
+        raise ValueError(f"while_loop_scan: a scan input needs an axis to scan, got {_describe(x)}")
+    return sub.create_var(unique_name("while.scan_row"), list(x.shape[1:]), x.dtype, stop_gradient=x.stop_gradient)
 
 
 def _eager_while_loop(cond: Callable[..., Any], body: Callable[..., Any], values: list[Any]) -> list[Any]:
@@ -140,12 +179,36 @@ def _eager_while_loop(cond: Callable[..., Any], body: Callable[..., Any], values
     return values
 
 
-def _append_while(parent: Block, sub: Block, condition: Variable) -> None:
+def _eager_while_loop_scan(cond: Callable[..., Any], body: Callable[..., Any], values: list[Any],
+                           scan_inits: list[Any], scan_inputs: list[Any]) -> tuple[list[Any], list[Any]]:
+    rows: list[list[Any]] = [[init] for init in scan_inits]
+    step = 0
+    while bool(cond(*values)):
+        new, step_rows = body(*values, *(x[step] for x in scan_inputs))
+        step += 1
+        new, step_rows = (list(new) if isinstance(new, (list, tuple)) else [new]), list(step_rows)
+        if len(new) != len(values) or len(step_rows) != len(rows):
+            raise ValueError(f"while_loop_scan: body returned {len(new)} values and {len(step_rows)} rows for "
+                             f"{len(values)} loop vars and {len(rows)} scan outputs")
+        for parts, row in zip(rows, step_rows):
+            parts.append(F.unsqueeze(row, [0]))
+        values = new
+    return values, [F.concat(parts, axis=0) for parts in rows]
+
+
+def _append_while(parent: Block, sub: Block, condition: Variable, scan_inits: Sequence[Variable] = (),
+                  scanned: Sequence[Variable] = (), scan_inputs: Sequence[Variable] = (),
+                  input_rows: Sequence[Variable] = ()) -> list[Variable]:
     read, written = _free_variables(sub)
     inputs = [n for n in dict.fromkeys(read + written) if n != condition.name]
     step_scopes = _scope_var(parent, "while.step_scopes")
-    parent.append_op("while", {"X": inputs, "Condition": [condition]},
-                     {"Out": written, "StepScopes": [step_scopes]}, {"sub_block": sub})
+    scan_outs = [parent.create_var(unique_name("while.scan_out"), [-1] + list(v.shape), v.dtype) for v in scanned]
+    parent.append_op("while", {"X": inputs, "Condition": [condition], "ScanInit": list(scan_inits),
+                               "ScanIn": list(scan_inputs)},
+                     {"Out": written, "StepScopes": [step_scopes], "ScanOut": scan_outs},
+                     {"sub_block": sub, "scan_vars": [v.name for v in scanned],
+                      "scan_in_vars": [v.name for v in input_rows]})
+    return scan_outs
 
 
 class While:

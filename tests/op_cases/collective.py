@@ -51,6 +51,7 @@ CASES = [
     OpCase("c_reduce_sum", {"X": rand(2, 2)}, {"root": 0}, torch_fn=lambda X: X),
     OpCase("c_allgather", {"X": rand(2, 3)}, {"nranks": 1}, torch_fn=lambda X: X),
     OpCase("c_reducescatter", {"X": rand(4, 2)}, {"nranks": 1}, torch_fn=lambda X: X),
+    OpCase("c_alltoall", {"X": np.array([[0.3, -1.2], [0.7, 0.5], [-0.4, 1.1]])}, torch_fn=lambda X: X),
     OpCase("c_bucket_allreduce", {"X": [rand(2, 3), rand(4)]}, {"reduce": "avg", "bucket": "case"}, n_out=2,
            torch_fn=lambda X: list(X)),
     # sharded buckets in a world of one: the one rank's part is the whole bucket, flattened

@@ -2,23 +2,26 @@
 
 With a known length the layers unroll their steps into ordinary ops (rnn.py, rnn_wrappers.py).
 An InputSpec([None, None, 4]) or `static.data("x", [-1, -1, 4])` leaves the length to the run,
-so the steps become one `static.nn.while_loop`, differentiable (`while_grad`) and exported to
+so the steps become one `while` loop, differentiable (`while_grad`) and exported to
 ONNX as a Loop:
 
 - the first step runs before the loop (peeled): it gives the states their shapes and dtypes
-  (a None initial state stays the cell's own zero state, as in the unrolled path) and starts
-  each output buffer with one row;
-- each later step reads its row of the time-major input with `gather` and adds its output
-  row to the buffer with `concat` (appended, or prepended when the steps run in reverse), so
-  the buffers end [time, batch, ...] in input order;
+  (a None initial state stays the cell's own zero state, as in the unrolled path) and the
+  first row of each output;
+- the later steps are a `while_loop_scan`: the rest of the time-major input (flipped when
+  the steps run in reverse) is its scan input, each step reading its row; the output rows are
+  its scan outputs (collected per step and stacked once, after the peeled row), flipped back
+  when the steps ran in reverse, so the outputs end [time, batch, ...] in input order;
 - `step(x_t, states, t)` is the caller's: the cell, and a padded batch's masks built from the
   step's time index `t` ([1] int64), as `time_step_mask` does.
 
-Growing a buffer copies it, O(time^2) in all; a run with the gradient keeps every step's
-buffer for `while_grad` (O(time^2) memory), a run without keeps none (executor/control_flow.py).
-Measured (static LSTM(64, 64), batch 16, 100 steps, one run after a warm-up, float32): the
-loop's forward 15 ms against the unrolled 18 ms, forward and backward 57 ms against 26 ms, so
-a known length stays unrolled, unchanged.
+Training costs O(time): each step keeps its own values for `while_grad`, the gradient of an
+output row is a view of the outputs' gradient, and each step writes its own row of the input's
+gradient. (This loop used to append each output row to a loop-carried buffer with `concat`,
+copying the buffer every step and keeping every copy for the gradient, O(time^2) memory, and
+to `gather` each input row, whose gradient is a zero-filled full-size copy per step, O(time^2)
+time; benchmarks/bench_rnn_loop.py measures the difference.) A known length
+stays unrolled into ordinary ops, which is faster still.
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ from typing import Any, Callable
 
 from ... import functions as F
 from ...dispatch import apply_op
-from ...static.control_flow import while_loop
+from ...static.control_flow import while_loop_scan
 
 __all__ = ['is_dynamic_length', 'run_over_time', 'time_step_mask']
 
@@ -49,21 +52,12 @@ def _rebuild(tree: Any, leaves: Any) -> Any:
     return next(leaves)
 
 
+_TO_THE_END = 2**62  # a slice end past any length
+
+
 def _row(x: Any, t: Any) -> Any:
     """Row t ([1] int64) of axis 0 of x, that axis dropped."""
     return F.squeeze(F.gather(x, t, axis=0), [0])
-
-
-def _started(output: Any) -> Any:
-    """A buffer of one row: `output` with a new axis 0 whose size is declared unknown (it grows)."""
-    buffer = F.unsqueeze(output, [0])
-    buffer.shape = (-1,) + tuple(buffer.shape[1:])
-    return buffer
-
-
-def _grown(buffer: Any, output: Any, reverse: bool) -> Any:
-    row = F.unsqueeze(output, [0])
-    return F.concat([row, buffer] if reverse else [buffer, row], axis=0)
 
 
 def run_over_time(step: Callable[[Any, Any, Any], tuple[Any, Any]], x: Any, states: Any,
@@ -81,20 +75,23 @@ def run_over_time(step: Callable[[Any, Any, Any], tuple[Any, Any]], x: Any, stat
     output, states = step(_row(x, first), states, first)
     out_tree, state_tree = output, states
     out_leaves, state_leaves = _leaves(output), _leaves(states)
-    n_states = len(state_leaves)
 
     def more(k: Any, *carried: Any) -> Any:
         return F.less_than(k, length)
 
-    def body(k: Any, *carried: Any) -> list[Any]:
+    def body(k: Any, *carried_and_row: Any) -> tuple[list[Any], list[Any]]:
+        *carried, x_t = carried_and_row
         t = time_of(k)
-        new_output, new_states = step(_row(x, t), _rebuild(state_tree, iter(carried[:n_states])), t)
-        buffers = [_grown(b, o, reverse) for b, o in zip(carried[n_states:], _leaves(new_output))]
-        return [F.add(k, one)] + _leaves(new_states) + buffers
+        new_output, new_states = step(x_t, _rebuild(state_tree, iter(carried)), t)
+        return [F.add(k, one)] + _leaves(new_states), _leaves(new_output)
 
-    finals = while_loop(more, body, [one] + state_leaves + [_started(o) for o in out_leaves])
-    return (_rebuild(out_tree, iter(finals[1 + n_states:])),
-            _rebuild(state_tree, iter(finals[1:1 + n_states])))
+    # loop step i (counter k = i + 1: time k, or T - 1 - k in reverse) reads row i of the rows after the first
+    rest = F.slice(apply_op("flip", {"X": x}, {"axis": [0]}) if reverse else x, [0], [1], [_TO_THE_END])
+    finals, stacked = while_loop_scan(more, body, [one] + state_leaves, [F.unsqueeze(o, [0]) for o in out_leaves],
+                                      [rest])
+    if reverse:  # the rows come in the order the steps ran: last time first
+        stacked = [apply_op("flip", {"X": s}, {"axis": [0]}) for s in stacked]
+    return _rebuild(out_tree, iter(stacked)), _rebuild(state_tree, iter(finals[1:]))
 
 
 def time_step_mask(lengths: Any, t: Any, dtype: str) -> tuple[Any, Any]:
