@@ -34,7 +34,7 @@ def _clip_grad(g: GradBuilder) -> None:
     mask = g.op("clip_mask", {"X": g.input("X")}, min=g.attr("min"), max=g.attr("max"), closed=g.attr("closed"))
     dout = g.output_grad("Out")
     inside = g.op("cast", {"X": mask}, dtype="bool")
-    g.set_input_grad("X", g.op("where", {"Condition": inside, "X": dout, "Y": g.op("fill_zeros_like", {"X": dout})}))
+    g.set_input_grad("X", g.op("where", {"Condition": inside, "X": dout, "Y": g.op("fill_zeros_like", {"X": g.input("X")})}))
 
 
 def _clip_kernel(x, min, max, closed=True):
