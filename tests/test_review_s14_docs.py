@@ -217,14 +217,7 @@ def test_every_check_names_a_block_the_docs_still_have():
     assert not set(CHECKS) - {key for key, _, _ in _BLOCKS}
 
 
-_MINIMIZE_OUTSIDE = ("docs/distributed.md shows `opt.minimize(loss)` after the program_guard(main, startup) that built "
-                     "the model, which fails: the optimizer's state goes to the default startup program")
-_FAILING_BLOCKS = {
-    S.DIST_STATIC: _MINIMIZE_OUTSIDE,
-    S.DIST_SHARDED_STATIC: _MINIMIZE_OUTSIDE,
-    S.ONNX_IN_OUT: ("docs/onnx.md exports `main` with `scope=scope`, the scope import_model filled for another model, "
-                    "so the export fails: main's parameters are not in it"),
-}
+_FAILING_BLOCKS: dict[str, str] = {}
 
 
 def _block_params():
@@ -577,18 +570,12 @@ def test_static_variables_say_they_have_no_value_yet(what):
         _raises(call, words)
 
 
-@pytest.mark.xfail(strict=True, reason="running a training program before its startup program blames the order of "
-                                       "ops ('append the writer first', as sgd writes the weight) instead of saying "
-                                       "to run the startup program")
 def test_forgetting_the_startup_program_says_so():
     main, startup, loss = _static_training()
     _raises(lambda: fg.Executor().run(main, feed={"x": _X, "label": _LABEL}, fetch_list=[loss]),
             ["fc_0.w_0", "startup"])
 
 
-@pytest.mark.xfail(strict=True, reason="minimize(loss) after leaving program_guard(main, startup) puts the "
-                                       "optimizer's state into the default startup program; running `startup` then "
-                                       "fails later saying to run the startup program (DistributedOptimizer names it)")
 def test_minimize_after_the_guard_trains_or_names_the_startup_program():
     main, startup = fg.Program(), fg.Program()
     with fg.program_guard(main, startup):
@@ -647,8 +634,6 @@ def _onnx_pass_counts(monkeypatch):
     return table
 
 
-@pytest.mark.xfail(strict=True, reason="docs/onnx.md says 1833 of 1884 node cases pass and Attention 186 of 186; "
-                                       "tests/onnx_expected_failures.txt lists 53 failures (1831), two of Attention")
 def test_onnx_pass_table_is_the_node_suites_own(monkeypatch):
     pytest.importorskip("onnx")
     text = (ROOT / "docs" / "onnx.md").read_text()
@@ -675,8 +660,6 @@ def test_onnx_versions_and_opsets_the_page_names(tmp_path, eager):
         fg.onnx.export(layer, str(tmp_path / "c.onnx"), example, opset_version=12)
 
 
-@pytest.mark.xfail(strict=True, reason="docs/onnx.md lists reduce_prod as not exported (its re-import pending); it "
-                                       "exports as ReduceProd and imports back")
 def test_ops_the_onnx_page_calls_not_exported_are_refused():
     pytest.importorskip("onnx")
     from fluidgrad.onnx.export_table import EXPORTERS
@@ -774,8 +757,6 @@ def test_what_the_guides_say_of_eager_tensors_holds(claim, eager):
     assert _EAGER_GUIDE[claim]()
 
 
-@pytest.mark.xfail(strict=True, reason="docs/guide/indexing.md says x[0, :, idx] follows NumPy, shape [len(idx), "
-                                       "x.shape[1]]; it follows torch since session 12: [x.shape[1], len(idx)]")
 def test_the_indexing_guides_placement_of_an_integer_and_an_index_array(eager):
     import torch
     text = (ROOT / "docs" / "guide" / "indexing.md").read_text()
