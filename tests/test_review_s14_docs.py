@@ -478,8 +478,6 @@ def test_static_labels_of_another_batch_size_name_the_op_and_the_shapes():
     _raises(lambda: fg.Executor().run(main, feed=feed, fetch_list=[loss]), ["softmax_with_cross_entropy", "[4, 3]", "[2]"])
 
 
-@pytest.mark.xfail(strict=True, reason="an optimizer takes a non-leaf Tensor (w = randn(..., requires_grad=True) * "
-                                       "0.01) and silently never updates it; torch: can't optimize a non-leaf Tensor")
 def test_optimizer_refuses_a_non_leaf_tensor(eager):
     import torch
     with pytest.raises(ValueError, match="non-leaf"):
@@ -488,8 +486,6 @@ def test_optimizer_refuses_a_non_leaf_tensor(eager):
     _raises(lambda: fg.optimizer.SGD([w], lr=0.1), ["leaf"], (ValueError, TypeError))
 
 
-@pytest.mark.xfail(strict=True, reason="requires_grad_(True) / requires_grad = True on an int64 tensor is accepted "
-                                       "(to_tensor refuses it); backward then blames stop_gradient")
 @pytest.mark.parametrize("how", ["requires_grad_", "requires_grad ="])
 def test_requiring_a_gradient_of_an_integer_tensor_is_refused(how, eager):
     import torch
@@ -505,8 +501,6 @@ def test_requiring_a_gradient_of_an_integer_tensor_is_refused(how, eager):
     _raises(ask, ["int64", "float"], (RuntimeError, TypeError))
 
 
-@pytest.mark.xfail(strict=True, reason="bool() of a Tensor of several values raises NumPy's 'truth value of an "
-                                       "array' message, naming neither a Tensor nor its shape")
 def test_a_tensor_of_several_values_as_a_python_bool_names_the_tensor(eager):
     import torch
     with pytest.raises(RuntimeError, match="Tensor with more than one value"):
@@ -518,8 +512,6 @@ def test_a_one_value_tensor_is_a_python_bool(eager):
     assert bool(fg.to_tensor([2.0]) > 1) is True and bool(fg.to_tensor(0.0)) is False
 
 
-@pytest.mark.xfail(strict=True, reason="reading .grad of a non-leaf Tensor gives None without a word; torch warns "
-                                       "that it is not populated and points at retain_grad()")
 def test_grad_of_a_non_leaf_warns_as_torch_does(eager):
     x = fg.randn(3, requires_grad=True)
     y = x * 2
@@ -765,9 +757,6 @@ def test_the_indexing_guides_placement_of_an_integer_and_an_index_array(eager):
     assert "`x[0, :, idx]` has shape `[len(idx), x.shape[1]]`" not in text
 
 
-@pytest.mark.xfail(strict=True, reason="assigning a plain Tensor to a Layer's parameter (model.weight = fg.randn(..)) "
-                                       "silently drops it from parameters(), so it never trains; torch and Paddle "
-                                       "refuse the assignment")
 def test_assigning_a_plain_tensor_to_a_parameter_is_refused(eager):
     import torch
     with pytest.raises(TypeError, match="weight"):
@@ -786,8 +775,6 @@ def test_assigning_a_parameter_or_a_leaf_requiring_grad_replaces_the_parameter(e
     assert [p.shape for p in layer.parameters()] == [(2, 2), (2,)]
 
 
-@pytest.mark.xfail(strict=True, reason="static.data declared again under the same name with another shape (a notebook "
-                                       "cell re-run after an edit) silently returns the first variable and its shape")
 def test_a_data_variable_declared_again_with_another_shape_is_refused():
     with fg.program_guard(fg.Program(), fg.Program()):
         fg.static.data("x", [None, 3], "float32")
