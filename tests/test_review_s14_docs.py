@@ -433,8 +433,6 @@ def test_an_in_place_change_of_an_op_output_keeps_the_gradient_right(eager):
     np.testing.assert_allclose(x.grad.numpy(), 4 * s * (1 - s), rtol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="nll_loss takes a label of another batch size: batch 1 silently broadcasts "
-                                       "over the batch, batch 2 fails in a `where` op that does not name nll_loss")
 @pytest.mark.parametrize("labels", [[1], [1, 2]])
 def test_nll_loss_refuses_labels_of_another_batch_size(labels, eager):
     import torch
@@ -461,8 +459,6 @@ _STATIC_LABEL_LOSSES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="in a static program (batch -1) a label batch of 1 against 4 rows is "
-                                       "broadcast at run time: every row scored against one label, no error")
 @pytest.mark.parametrize("name", list(_STATIC_LABEL_LOSSES))
 def test_static_losses_refuse_a_fed_label_batch_of_another_size(name):
     make, label_shape, label = _STATIC_LABEL_LOSSES[name]
