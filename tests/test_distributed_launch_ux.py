@@ -206,7 +206,8 @@ def test_checkpoints_are_written_by_rank_zero_and_load_at_any_world_size(tmp_pat
             np.testing.assert_allclose(three[case]["after"][key], value, rtol=1e-5, atol=1e-6, err_msg=f"{case} {key}")
     for key, value in one["eager"]["loaded"].items():
         part, name = key.split("/", 1)
-        stored = eager_file[part][name]
+        index, _, slot = name.partition(".")   # the optimizer's state: {position: {slot: array}}
+        stored = eager_file[part][name] if part == "model" else eager_file[part]["state"][int(index)][slot]
         np.testing.assert_array_equal(value, stored.numpy() if hasattr(stored, "numpy") else stored)
     assert one["static-sharding=True"]["loaded"] == one["static-sharding=False"]["loaded"]
     for name, value in one["static-sharding=True"]["loaded"].items():

@@ -225,7 +225,7 @@ SKIP: dict[str, str] = {
                      "select_input_grad", "increment"], "control flow: runs sub-blocks (tests/test_control_flow.py)"),
     "pylayer": "a traced PyLayer: passes on its forward ops' values; the user's backward (tests/test_pylayer_static.py)",
     **dict.fromkeys(["sgd", "momentum", "adam", "rmsprop", "adagrad", "adamax", "adadelta", "adam_amsgrad",
-                     "nadam", "radam", "rprop"],
+                     "nadam", "radam", "rprop", "adagrad_decay"],
                     "optimizer update: float parameters and state only"),
     **dict.fromkeys(["multinomial", "bernoulli"], "sampling: float probabilities only, random draws to compare "
                                                   "by statistics (tests/test_sampling.py)"),

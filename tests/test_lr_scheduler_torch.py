@@ -167,7 +167,7 @@ def test_bad_uses_are_clear_errors(eager):
         fls.OneCycleLR(fg.optimizer.SGD(params, lr=0.1), max_lr=1.0, epochs=3, cycle_momentum=False)
     with pytest.raises(ValueError, match="ConstantLR: factor"):
         fls.ConstantLR(fg.optimizer.SGD(params, lr=0.1), factor=2.0)
-    with pytest.raises(ValueError, match="LambdaLR: lr_lambda per parameter group"):
+    with pytest.raises(ValueError, match="LambdaLR: Expected 1 lr_lambdas"):
         fls.LambdaLR(fg.optimizer.SGD(params, lr=0.1), [lambda e: 1.0, lambda e: 2.0])
     opt = fg.optimizer.SGD(params, lr=0.1)
     with pytest.raises(ValueError, match="SequentialLR: expects one milestone fewer"):

@@ -46,6 +46,7 @@ TESTED_ELSEWHERE: dict[str, str] = {
     **dict.fromkeys(["sgd", "momentum", "adam"], _OPTIM),
     **dict.fromkeys(["rmsprop", "adagrad", "adamax", "adadelta", "adam_amsgrad", "nadam", "radam",
                      "rprop"], "test_optimizer_adaptive.py"),
+    "adagrad_decay": "test_optimizer_state_groups.py",
     "nonzero": "test_indexing.py",  # its output size is known only at run time
     "bincount": "test_bincount_static.py",  # its output size is known only at run time
     "pylayer": "test_pylayer_static.py",  # its gradient is a recorded block of the user's backward

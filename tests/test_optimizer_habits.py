@@ -124,7 +124,9 @@ def test_add_param_group_trains_the_new_parameters_as_torch(spelling):
         _fg_step(opt, ours)
         _torch_step(reference, theirs)
     _assert_same(ours, theirs)
-    assert len(opt.state_dict()) == 3 * 4             # every parameter's accumulators are saved
+    state = opt.state_dict()
+    assert sorted(state["state"]) == [0, 1, 2] and [g["params"] for g in state["param_groups"]] == [[0], [1], [2]]
+    assert all(len(slots) == 4 for slots in state["state"].values())     # every parameter's accumulators
 
 
 def test_add_param_group_with_paddles_ratio():

@@ -43,6 +43,15 @@ def adagrad_kernel(param, grad, moment, learning_rate, epsilon=1e-6):
     return param - lr * grad / (np.sqrt(moment) + param.dtype.type(epsilon)), moment
 
 
+def adagrad_decay_kernel(param, grad, moment, step, learning_rate, epsilon=1e-6, lr_decay=0.0):
+    """Adagrad with torch's `lr_decay`: step t (Step counts the steps before it) runs at
+    lr / (1 + (t - 1) lr_decay), computed in float64 as torch does; Step is a scalar accumulator,
+    so a static program and an eager step keep the count alike (and a state dict saves it)."""
+    rate = float(np.asarray(learning_rate).reshape(-1)[0]) / (1.0 + float(np.asarray(step).reshape(-1)[0]) * lr_decay)
+    new_param, moment = adagrad_kernel(param, grad, moment, np.full([1], rate), epsilon)
+    return new_param, moment, step + step.dtype.type(1)
+
+
 def adamax_kernel(param, grad, moment, inf_norm, beta1_pow, learning_rate, beta1=0.9, beta2=0.999, epsilon=1e-8):
     """m = beta1 m + (1 - beta1) g; u = max(beta2 u, |g| + epsilon); p -= lr / (1 - beta1^t) m / u,
     Beta1Pow holding beta1^t and advanced here (torch.optim.Adamax; Paddle: max(beta2 u + epsilon, |g|))."""
@@ -112,6 +121,9 @@ register_op("rmsprop", inputs="Param Grad MeanSquare MeanGrad Moment LearningRat
 register_op("adagrad", inputs="Param Grad Moment LearningRate", outputs="ParamOut MomentOut",
             attrs={"epsilon": 1e-6}, kernel=adagrad_kernel, infer=_infer(("Moment",)), grad=NO_GRADIENT,
             doc="Adagrad: the rate divided by the root of the summed squared gradients.")
+register_op("adagrad_decay", inputs="Param Grad Moment Step LearningRate", outputs="ParamOut MomentOut StepOut",
+            attrs={"epsilon": 1e-6, "lr_decay": 0.0}, kernel=adagrad_decay_kernel, infer=_infer(("Moment",), ("Step",)),
+            grad=NO_GRADIENT, doc="Adagrad with torch's lr_decay: the rate divided by 1 + (steps taken) lr_decay.")
 register_op("adamax", inputs="Param Grad Moment InfNorm Beta1Pow LearningRate",
             outputs="ParamOut MomentOut InfNormOut Beta1PowOut",
             attrs={"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8}, kernel=adamax_kernel,

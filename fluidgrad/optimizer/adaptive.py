@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-import numpy as np
 
 from ..lr import LRScheduler, is_rate
 from ..nn.clip import GradientClipBase
@@ -53,10 +52,12 @@ class RMSProp(Optimizer):
 
 class Adagrad(Optimizer):
     """Divides the rate by the root of each coordinate's summed squared gradients (which start at
-    initial_accumulator_value)."""
+    initial_accumulator_value). torch's `lr_decay` (a group option too) runs step t at
+    lr / (1 + (t - 1) lr_decay): the `adagrad_decay` op, whose Step accumulator counts each
+    parameter's steps, in a static program as in eager steps."""
 
     op_type = "adagrad"
-    options = ("epsilon", "initial_accumulator_value")
+    options = ("epsilon", "initial_accumulator_value", "lr_decay")
 
     def __init__(self, learning_rate: float | LRScheduler | None = None, epsilon: float | None = None,
                  parameters: Iterable[Any] | None = None, weight_decay: float | None = None,
@@ -67,31 +68,19 @@ class Adagrad(Optimizer):
         super().__init__(learning_rate, parameters, weight_decay, grad_clip, name,
                          lr=default_rate(learning_rate, lr, 0.01) if torch_call else lr)
         epsilon = (1e-10 if torch_call else 1e-6) if epsilon is None else epsilon
-        _check("Adagrad", lr_decay=(lr_decay, 0.0, None))
-        self.lr_decay = float(lr_decay)
-        self._decay_steps: dict[int, int] = {}   # eager steps taken per parameter (lr_decay)
-        self._update_for({"epsilon": epsilon, "initial_accumulator_value": initial_accumulator_value})
+        self._update_for({"epsilon": epsilon, "initial_accumulator_value": initial_accumulator_value,
+                          "lr_decay": lr_decay})
         self.epsilon, self.initial_accumulator_value = float(epsilon), float(initial_accumulator_value)
+        self.lr_decay = float(lr_decay)
 
     def _update_for(self, settings: dict[str, Any]) -> Update:
-        epsilon, initial = settings["epsilon"], settings["initial_accumulator_value"]
-        _check("Adagrad", epsilon=(epsilon, 0.0, None), initial_accumulator_value=(initial, 0.0, None))
+        epsilon, initial, lr_decay = settings["epsilon"], settings["initial_accumulator_value"], settings["lr_decay"]
+        _check("Adagrad", epsilon=(epsilon, 0.0, None), initial_accumulator_value=(initial, 0.0, None),
+               lr_decay=(lr_decay, 0.0, None))
+        if lr_decay:
+            return Update("adagrad_decay", {"epsilon": float(epsilon), "lr_decay": float(lr_decay)},
+                          {"Moment": (float(initial), "param"), "Step": (0.0, "scalar")})
         return Update("adagrad", {"epsilon": float(epsilon)}, {"Moment": (float(initial), "param")})
-
-    def _apply_update(self, param: Any, grad: Any, state: dict[str, Any], kernel: Any = None, lr: Any = None,
-                      update: Any = None) -> Any:
-        """torch's lr_decay: a parameter's step t runs at lr / (1 + (t - 1) lr_decay) (eager mode)."""
-        if self.lr_decay:
-            count = self._decay_steps[id(state)] = self._decay_steps.get(id(state), 0) + 1
-            lr = (np.full([1], self.get_lr(), dtype=param.dtype) if lr is None else lr) / \
-                (1 + (count - 1) * self.lr_decay)
-        return super()._apply_update(param, grad, state, kernel, lr, update)
-
-    def apply_gradients(self, params_grads: Any, startup_program: Any = None) -> Any:
-        if self.lr_decay:
-            raise NotImplementedError("Adagrad: lr_decay is taken in eager mode (step()); a static program's "
-                                      "adagrad op keeps no step count: pass lr_decay=0 or use a scheduler")
-        return super().apply_gradients(params_grads, startup_program)
 
 
 class Adamax(Optimizer):

@@ -17,9 +17,10 @@ fluidgrad's parameter groups keep a ratio to the optimizer's rate, so every grou
 schedule that is a factor times the initial rate in proportion (torch's exactly). The schedules
 that take absolute rates (CosineAnnealingLR's and CosineAnnealingWarmRestarts' eta_min,
 ReduceLROnPlateau's min_lr, OneCycleLR's max_lr: one value for every group, or for min_lr and
-max_lr a list of one per group, as torch) run one schedule per group when there are several, and set each group's rate
-(eager mode: a static program holds one rate variable per ratio). `get_last_lr()` lists the
-groups' rates.
+max_lr a list of one per group, as torch), and LambdaLR / MultiplicativeLR given a list of functions,
+run one schedule per group when there are several, and set each group's rate (a static program
+built with several groups reads each group's rate from its own variable, which that write
+updates: `scheduler.step()` between Executor runs). `get_last_lr()` lists the groups' rates.
 """
 from __future__ import annotations
 
@@ -227,28 +228,41 @@ class CosineAnnealingLR(LRScheduler):
         return CosineAnnealingDecay(base_lr, self.T_max, self._eta_mins[index], last_epoch)
 
 
+def _functions(owner: str, lr_lambda: Any, optimizer: Any) -> list[Callable[[int], float]]:
+    """torch's lr_lambda: one function for every group, or a list of one per group."""
+    groups = max(len(_checked_optimizer(owner, optimizer).param_groups), 1)
+    if not isinstance(lr_lambda, (list, tuple)):
+        return [lr_lambda] * groups
+    if len(lr_lambda) != groups:
+        raise ValueError(f"{owner}: Expected {groups} lr_lambdas (one per parameter group), but got {len(lr_lambda)}")
+    return list(lr_lambda)
+
+
 class LambdaLR(LRScheduler):
-    """lr = initial * lr_lambda(epoch)."""
+    """lr = initial * lr_lambda(epoch); a list of functions, one per parameter group, gives each
+    group its own schedule from its own initial rate (as torch), in eager and static mode alike."""
 
     def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float] | Sequence[Callable[[int], float]],
                  last_epoch: int = -1, verbose: Any = "deprecated") -> None:
-        self.lr_lambda = _one(type(self).__name__, "lr_lambda", lr_lambda)
+        self.lr_lambdas = _functions(type(self).__name__, lr_lambda, optimizer)
+        self.lr_lambda, self._absolute = self.lr_lambdas[0], isinstance(lr_lambda, (list, tuple))
         super().__init__(optimizer, last_epoch)
 
-    def _schedule(self, base_lr: float, last_epoch: int) -> _Schedule:
-        return LambdaDecay(base_lr, self.lr_lambda, last_epoch)
+    def _schedule(self, base_lr: float, last_epoch: int, index: int = 0) -> _Schedule:
+        return LambdaDecay(base_lr, self.lr_lambdas[index], last_epoch)
 
 
 class MultiplicativeLR(LRScheduler):
-    """lr = initial * lr_lambda(1) * ... * lr_lambda(epoch)."""
+    """lr = initial * lr_lambda(1) * ... * lr_lambda(epoch); a list: one function per group, as LambdaLR."""
 
     def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float] | Sequence[Callable[[int], float]],
                  last_epoch: int = -1, verbose: Any = "deprecated") -> None:
-        self.lr_lambda = _one(type(self).__name__, "lr_lambda", lr_lambda)
+        self.lr_lambdas = _functions(type(self).__name__, lr_lambda, optimizer)
+        self.lr_lambda, self._absolute = self.lr_lambdas[0], isinstance(lr_lambda, (list, tuple))
         super().__init__(optimizer, last_epoch)
 
-    def _schedule(self, base_lr: float, last_epoch: int) -> _Schedule:
-        return MultiplicativeDecay(base_lr, self.lr_lambda, last_epoch)
+    def _schedule(self, base_lr: float, last_epoch: int, index: int = 0) -> _Schedule:
+        return MultiplicativeDecay(base_lr, self.lr_lambdas[index], last_epoch)
 
 
 class LinearLR(LRScheduler):

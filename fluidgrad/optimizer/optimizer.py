@@ -32,7 +32,7 @@ from ..backward import append_backward
 from ..nn.clip import GradientClipBase
 from ..dispatch import is_tensor, lifted_parameter
 from ..executor import Scope, global_scope
-from ..framework import (OPTIMIZE, Block, Operator, Program, Variable, unique_name)
+from ..framework import (OPTIMIZE, Block, Operator, Program, Variable, optimize_options, unique_name)
 from ..framework.program import startup_program_of
 from ..lr import LRScheduler, is_rate
 from ..ops.optim import update_kernel
@@ -40,6 +40,8 @@ from ..regularizer import L2Decay, WeightDecayRegularizer
 from .keywords import accepting_torch_spellings
 from .param_groups import GroupedParameters, ParamGroup
 from .param_groups import option_key as _option_key
+from .flat_state import load_flat_form
+from .saved_state import TORCH_KEYS, is_torch_form, load_torch_form, torch_form
 
 ParamsGrads = list[tuple[Variable, Variable]]
 
@@ -128,14 +130,17 @@ class Optimizer(GroupedParameters):
         self._kernels: dict[Any, Any] = {}            # by (op, attributes)
         self._power_bases: dict[int, dict[str, float]] = {}   # the option each power was last raised with
         self._fitted: dict[int, Update] = {}          # the update each parameter's eager state was fitted to
-        # (program id, factor) -> its learning-rate variable, holding rate * factor (a factor other
-        # than 1 for parameters with their own rate: ParamAttr(learning_rate=...), parameter groups)
-        self._lr_vars: dict[tuple[int, float], Variable] = {}
+        # (program id, group index, factor) -> its learning-rate variable, holding rate * factor (a
+        # factor other than 1 for parameters with their own rate: ParamAttr(learning_rate=...), a
+        # group's ratio), times the group's ratio read at each write when the group index is not -1
+        # (several groups: a per-group schedule moves each group's rate, see _write_lr)
+        self._lr_vars: dict[tuple[int, int, float], Variable] = {}
+        self._folded_groups: set[int] = set()   # groups whose ratio a program's rate variable fixed
         self._parameter_list = self._take_parameters(parameters) if parameters is not None else None
         self._grad_clip = grad_clip
         self._name = name or unique_name(type(self).__name__.lower())
         self.lr_var: Variable | None = None
-        self._lr_init_ops: list[tuple[Operator, float]] = []   # the startup ops filling them
+        self._lr_init_ops: list[tuple[Operator, tuple[int, int, float]]] = []   # the startup ops filling them
         self._bound_scopes: list[Scope] = []            # scopes given to sync_lr
         self._accumulator_vars: dict[tuple[int, str, str], Variable] = {}  # (program id, param, slot)
         self._eager_state: dict[int, dict[str, np.ndarray]] = {}
@@ -241,34 +246,42 @@ class Optimizer(GroupedParameters):
             self._bound_scopes.append(scope)
         self._write_lr(scope)
 
-    def _write_lr(self, scope: Scope) -> None:
+    def _lr_value(self, key: tuple[int, int, float]) -> float:
+        """The rate a rate variable holds: rate * factor, the factor times the group's ratio now for
+        a group's own variable (the product in the order an eager step forms it: bit for bit alike)."""
+        _, group, factor = key
         rate = self.get_lr()
-        for (_, factor), var in self._lr_vars.items():
-            scope.assign(var.name, np.full([1], rate * factor, dtype=var.dtype))
+        return rate * factor if group < 0 else rate * (self.param_groups[group].rate_factor * factor)
+
+    def _write_lr(self, scope: Scope) -> None:
+        for key, var in self._lr_vars.items():
+            scope.assign(var.name, np.full([1], self._lr_value(key), dtype=var.dtype))
 
     def _on_new_lr(self, _value: float) -> None:
         """A new rate: update the startup initialisers (for programs not started yet), then every
         known scope that already holds the rate variable."""
-        for op, factor in self._lr_init_ops:
-            op._set_attr("value", self.get_lr() * factor)
+        for op, key in self._lr_init_ops:
+            op._set_attr("value", self._lr_value(key))
         global_ = global_scope()
         for scope in [global_] + [s for s in self._bound_scopes if s is not global_]:
             if all(var.name in scope for var in self._lr_vars.values()):
                 self._write_lr(scope)
 
-    def _create_lr_var(self, block: Block, startup: Program, dtype: str, factor: float = 1.0) -> Variable:
-        """The program's persistable rate variable (rate * factor), filled by the startup program
-        and rewritten on every change of rate: no op per step computes it."""
-        key = (id(block.program), factor)
+    def _create_lr_var(self, block: Block, startup: Program, dtype: str, factor: float = 1.0,
+                       group: int = -1) -> Variable:
+        """The program's persistable rate variable (rate * factor; with a `group` index, rate * the
+        group's ratio * factor), filled by the startup program and rewritten on every change of
+        rate or of a group's rate: no op per step computes it."""
+        key = (id(block.program), group, factor)
         if key not in self._lr_vars:
             name = unique_name("learning_rate")
             var = block.create_var(name, [1], dtype, persistable=True, stop_gradient=True)
             init = startup.global_block().create_var(name, [1], dtype, persistable=True, stop_gradient=True)
             self._lr_init_ops.append((startup.global_block().append_op(
                 "fill_constant", {}, {"Out": [init]},
-                {"shape": [1], "value": self.get_lr() * factor, "dtype": dtype}), factor))
+                {"shape": [1], "value": self._lr_value(key), "dtype": dtype}), key))
             self._lr_vars[key] = var
-        if factor == 1.0:
+        if factor == 1.0 and group < 0:
             self.lr_var = self._lr_vars[key]
         return self._lr_vars[key]
 
@@ -330,8 +343,21 @@ class Optimizer(GroupedParameters):
         pairs = [(p, self._append_decay(block, p, g, decay)) for (p, g), (_, decay) in zip(pairs, options)]
         dtype = pairs[0][0].dtype
         self._create_lr_var(block, startup, dtype)
-        return [self._append_update(block, startup, p, g, self._create_lr_var(block, startup, dtype, factor))
+        return [self._append_update(block, startup, p, g, self._create_lr_var(block, startup, dtype,
+                                                                              *self._rate_source(p, factor)))
                 for (p, g), (factor, _) in zip(pairs, options)]
+
+    def _rate_source(self, param: Variable, factor: float) -> tuple[float, int]:
+        """(factor, group index) of the rate variable `param`'s update reads: with several groups,
+        the group's own (its ratio read at each write, so a per-group schedule reaches the program)
+        and the parameter's ParamAttr factor; else one variable per factor (`factor`, its group's
+        ratio folded in)."""
+        group = self._group_of.get(_option_key(param))
+        if len(self.param_groups) < 2 or group is None:
+            if group is not None:
+                self._folded_groups.add(self._group_index(group))
+            return factor, -1
+        return optimize_options(param)[0], self._group_index(group)
 
     def _append_decay(self, block: Block, param: Variable, grad: Variable,
                       regularization: WeightDecayRegularizer | None = None) -> Variable:
@@ -406,13 +432,6 @@ class Optimizer(GroupedParameters):
                 if 0.0 < old < 1.0 and 0.0 < power <= 1.0:
                     state[slot] = np.full_like(state[slot], base ** round(math.log(power) / math.log(old)))
             bases[slot] = base
-
-    def _initial_state(self, param: np.ndarray, accumulators: dict[str, tuple[float, str]] | None = None
-                       ) -> dict[str, np.ndarray]:
-        """The accumulators of a parameter before its first update, by slot."""
-        state: dict[str, np.ndarray] = {}
-        _fit_state(state, param, self.accumulators if accumulators is None else accumulators)
-        return state
 
     def _eager_parameters(self) -> list[Any]:
         if self._parameter_list is None:
@@ -502,53 +521,25 @@ class Optimizer(GroupedParameters):
     def _eager_state_keys(self) -> list[tuple[str, Any]]:
         return [(p.name or f"param_{i}", p) for i, p in enumerate(self._parameter_list or [])]
 
-    def _has_eager_state(self, param: Any) -> bool:
-        """Whether state_dict holds accumulators of `param`: once any parameter has stepped, every
-        trainable one (at its initial values until it steps), and a frozen one that has stepped."""
-        return id(param) in self._eager_state or (bool(self._eager_state) and not _frozen(param))
-
-    def _saved_parameter_keys(self, state: dict[str, Any],
-                              own: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
-        """(key in the state, parameter) pairs: by name when every saved name is one of `own`,
-        else by position among the parameters whose state is saved (a model built again gets
-        new names, in the same order; PyTorch's optimizer state is keyed by position too)."""
-        names, slots = [key for key, _ in own], self._all_slots()
-        saved = list(dict.fromkeys(k.rsplit(".", 1)[0] for k in state
-                                   if "." in k and k.rsplit(".", 1)[1] in slots))
-        if not saved or set(saved) <= set(names):
-            return own
-        holders = own if len(saved) == len(own) else [(k, p) for k, p in own if not _frozen(p)]
-        if len(saved) != len(holders):
-            raise ValueError(f"{type(self).__name__}.set_state_dict: the state holds accumulators of "
-                             f"{len(saved)} parameters under other names, e.g. {saved[:3]}; this optimizer has "
-                             f"{len(own)} parameters, {len(holders)} of them trainable, so they cannot be "
-                             f"matched by position")
-        return [(key, param) for key, (_, param) in zip(saved, holders)]
-
     def state_dict(self, scope: Scope | None = None) -> dict[str, Any]:
-        """Accumulators by name (static: `<param>_<slot>_<k>` read from `scope`; eager:
-        `<param name>.<slot>`, in the parameters' order), and the scheduler's state under
-        "LR_Scheduler". After the first step every trainable eager parameter has its entries,
-        those that got no gradient yet at their initial values: a model built again (new
-        parameter names) then takes the state back by position."""
+        """torch's form (saved_state.py): "state" (each parameter's accumulators, by its position in
+        the parameter list) and "param_groups" (every option of each group, its rate, its
+        parameters' positions), and the optimizer's own rate "lr", for an optimizer of eager
+        parameters (Tensors); a static program's accumulators by variable name (`<param>_<slot>_<k>`,
+        read from `scope`, Paddle's form, with "param_groups" holding the groups' rates when one
+        was set by hand); a fluidgrad.optimizer.lr scheduler's state under "LR_Scheduler"."""
         state: dict[str, Any] = {}
         scope = scope if scope is not None else global_scope()
         for var in self._accumulator_vars.values():
             if var.name in scope:
                 state[var.name] = np.array(scope[var.name])
-        for key, param in self._eager_state_keys():
-            if not self._has_eager_state(param):
-                continue
-            slots = self._eager_state.get(id(param)) or self._initial_state(_to_array(param),
-                                                                             self._update_of(param).accumulators)
-            for slot, value in slots.items():
-                state[f"{key}.{slot}"] = value.copy()
-        if isinstance(self._learning_rate, LRScheduler):
-            state["LR_Scheduler"] = self._learning_rate.state_dict()
+        if self._parameter_list is not None and any(is_tensor(p) for p in self._parameter_list):
+            state.update(torch_form(self))
         elif self._parameter_list is not None and any(
                 group["lr"] != getattr(group, "built_rate", group["lr"]) for group in self.param_groups):
-            # a rate set by hand (group["lr"] = ..., set_lr) resumes, as torch's param_groups; else Paddle's keys
             state["param_groups"] = [{"lr": group["lr"]} for group in self.param_groups]
+        if isinstance(self._learning_rate, LRScheduler):
+            state["LR_Scheduler"] = self._learning_rate.state_dict()
         return state
 
     def set_state_dict(self, state: dict[str, Any], scope: Scope | None = None) -> None:
@@ -559,44 +550,29 @@ class Optimizer(GroupedParameters):
         scope = scope if scope is not None else global_scope()
         used = {"LR_Scheduler"}
         legacy = getattr(state, "zero_d_as_shape_1", False)   # read from a fluidgrad.save file of format 1
+        if is_torch_form(state):
+            load_torch_form(self, state, lambda value, shape, name: _checked(value, shape, name, legacy))
+            used.update(TORCH_KEYS)
         for var in self._accumulator_vars.values():
             if var.name in state:
                 scope.assign(var.name, _checked(state[var.name], tuple(var.shape), var.name, legacy))
                 used.add(var.name)
-        own = self._eager_state_keys()
-        for key, param in self._saved_parameter_keys(state, own):
-            value = _to_array(param)
-            for slot, (_, kind) in self._update_of(param).accumulators.items():
-                if f"{key}.{slot}" in state:
-                    shape = value.shape if kind == "param" else (1,)
-                    restored = _checked(state[f"{key}.{slot}"], shape, f"{key}.{slot}", legacy).astype(value.dtype)
-                    self._eager_state.setdefault(id(param), {})[slot] = restored
-                    used.add(f"{key}.{slot}")
+        if is_torch_form(state):
+            self._finish_loading(state, used)
+            return
+        load_flat_form(self, state, used, lambda value, shape, name: _checked(value, shape, name, legacy))
+        self._finish_loading(state, used, [k for k, _ in self._eager_state_keys()])
+
+    def _finish_loading(self, state: dict[str, Any], used: set[str], names: list[str] | None = None) -> None:
+        """The scheduler's state; an error for entries nothing took."""
         if "LR_Scheduler" in state and isinstance(self._learning_rate, LRScheduler):
             self._learning_rate.set_state_dict(state["LR_Scheduler"])
-        if "param_groups" in state:
-            self._restore_group_rates(state["param_groups"])
-            used.add("param_groups")
         unused = sorted(set(state) - used)
         if unused:  # a silently skipped accumulator would resume training from a different state
             raise ValueError(f"{type(self).__name__}.set_state_dict: {len(unused)} entries match no accumulator "
                              f"of this optimizer, e.g. {unused[:3]}; its parameters are "
-                             f"{[k for k, _ in own][:3]}... (a static optimizer's state is restored after "
+                             f"{(names or [])[:3]}... (a static optimizer's state is restored after "
                              f"minimize() created its accumulators)")
-
-    def _restore_group_rates(self, saved: Any) -> None:
-        """Each group's saved rate (state_dict's "param_groups"); a scheduler's own state restores its rate."""
-        owner = type(self).__name__
-        if not isinstance(saved, (list, tuple)) or len(saved) != len(self.param_groups) \
-                or not all(isinstance(g, dict) and "lr" in g for g in saved):
-            raise ValueError(f"{owner}.set_state_dict: the state's param_groups ({saved!r:.80}) do not match this "
-                             f"optimizer's {len(self.param_groups)} parameter groups")
-        if isinstance(self._learning_rate, LRScheduler):
-            return
-        rates = [float(np.asarray(g["lr"]).reshape(-1)[0]) for g in saved]
-        for group, rate in zip(self.param_groups, rates):
-            if not np.isclose(group["lr"], rate, rtol=1e-12, atol=0):
-                group["lr"] = rate
 
     def load_state_dict(self, state_dict: dict[str, Any], scope: Scope | None = None) -> None:
         """PyTorch's name for `set_state_dict` (`opt.load_state_dict(checkpoint["opt"])`)."""
@@ -629,10 +605,6 @@ def _checked(value: Any, shape: tuple[int, ...], name: str, zero_d_as_shape_1: b
     if array.shape != tuple(shape):
         raise ValueError(f"optimizer.set_state_dict: {name} has shape {list(array.shape)}, expected {list(shape)}")
     return array
-
-
-def _frozen(param: Any) -> bool:
-    return bool(getattr(param, "stop_gradient", False))
 
 
 def _fit_state(state: dict[str, np.ndarray], param: np.ndarray, accumulators: dict[str, tuple[float, str]]) -> None:

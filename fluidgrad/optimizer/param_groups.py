@@ -235,7 +235,7 @@ class GroupedParameters:
         params = once_each(owner, checked_parameters(
             f"{owner} parameter group {index}", [params] if is_tensor(params) or isinstance(params, Variable) else params))
         made = ParamGroup(self, {**group, "params": params}, self._rate_factor(index, group))
-        made.built_rate = self._group_rate(made)   # state_dict saves the rates changed since
+        made.built_rate = self._group_rate(made)   # a static optimizer's state_dict saves the rates changed since
         for param in params:
             self._group_of[option_key(param)] = made
         self.param_groups.append(made)
@@ -290,6 +290,10 @@ class GroupedParameters:
         """torch's `optimizer.defaults`: the rate and every option a group without its own reads."""
         return {"lr": self.get_lr(), **{name: self._default_option(name) for name in self.options + ("weight_decay",)}}
 
+    def _group_index(self, group: ParamGroup) -> int:
+        """The group's position in `param_groups` (by identity: groups holding equal values differ)."""
+        return next(i for i, held in enumerate(self.param_groups) if held is group)
+
     def _group_factor(self, group: ParamGroup) -> float:
         return group.rate_factor
 
@@ -306,12 +310,16 @@ class GroupedParameters:
             self.set_lr(float(value) / group.rate_factor)
             return
         base = self.get_lr()
-        if base == 0 or self._lr_vars:
+        folded = self._group_index(group) in self._folded_groups
+        if base == 0 or folded:
             raise ValueError(f"{owner}: cannot set one parameter group's lr to {value} "
-                             + ("in static mode (the program holds each rate): use set_lr or a scheduler"
-                                if self._lr_vars else "while the optimizer's own rate is 0"))
+                             + ("in static mode: minimize() ran while the optimizer had one parameter group, "
+                                "and the program's rate variable fixed this group's ratio; use set_lr or a scheduler"
+                                if folded else "while the optimizer's own rate is 0"))
         group.rate_factor = float(value) / base
         self._groups_version += 1
+        if self._lr_vars:   # a static program reads each group's rate from its variable
+            self._on_new_lr(base)
 
     def _check_group_option(self, group: ParamGroup, key: str, value: Any) -> None:
         """A write of option `key` into `group`: refused once a static program fixed the options,

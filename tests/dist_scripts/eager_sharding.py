@@ -151,9 +151,8 @@ def run_case(case, rank, world, out_dir):
             ref_opt._learning_rate.step()
     eager_sharding.FUSE_UPDATES = True
     params, ref_params = model.parameters(), reference.parameters()
-    state, ref_state = opt.state_dict(), ref_opt.state_dict()
-    state.pop("LR_Scheduler", None)
-    ref_state.pop("LR_Scheduler", None)
+    state, ref_state = ({f"{i}.{slot}": v for i, slots in o.state_dict()["state"].items() for slot, v in slots.items()}
+                        for o in (opt, ref_opt))
     slots = [k.rsplit(".", 1)[1] for k in state]
     if slots != [k.rsplit(".", 1)[1] for k in ref_state]:
         raise AssertionError(f"optimizer state entries differ: {list(state)} vs {list(ref_state)}")

@@ -65,7 +65,7 @@ def eager_step(model, opt, step):
 
 def eager_values(model, opt):
     values = {f"model/{k}": v for k, v in model.state_dict().items()}
-    values.update({f"opt/{k}": v for k, v in opt.state_dict().items()})
+    values.update({f"opt/{i}.{slot}": v for i, slots in opt.state_dict()["state"].items() for slot, v in slots.items()})
     return {k: np.array(v.numpy() if hasattr(v, "numpy") else v) for k, v in values.items()}
 
 
