@@ -39,6 +39,7 @@ _tensor_methods.install()  # x.max(), x.unsqueeze(0), abs(x), ~mask: Paddle's Te
 from . import autograd, jit  # noqa: E402  (eager mode's PyLayer and to_static)
 from . import linalg  # noqa: E402  (paddle.linalg / torch.linalg names: inv, solve, cholesky, pinv, ...)
 from . import fft  # noqa: E402  (paddle.fft / torch.fft: fft, rfft, irfft, fftn, fftfreq, fftshift, ...)
+from . import geometric, incubate  # noqa: E402  (paddle.geometric / paddle.incubate: segment_sum, ...)
 from .complex_math import as_complex, as_real, complex, conj, imag, is_complex, real  # noqa: E402,F401
 from . import distribution  # noqa: E402  (paddle.distribution / torch.distributions: Normal, Categorical, ...)
 from . import io, viz  # noqa: E402  (static save/load and pictures: fg.io.save, fg.viz.draw)

@@ -12,11 +12,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from .dispatch import append_static_op, apply_op, is_tensor
-from .eager import to_tensor
+from .eager import Tensor, to_tensor
 from .framework import DTypeError, Variable, default_main_program, dtypes, in_dynamic_mode, normalize_dtype
 from .indexing import Indexed, getitem, setitem  # noqa: F401  (x[...] and x[...] = v: fluidgrad/indexing.py)
 from . import views
-from .framework.runtime_dims import RuntimeDim, has_runtime_dims
+from .framework.runtime_dims import RuntimeDim, RuntimeFloat, has_runtime_dims, library_form
 from .framework.axes import checked_axes
 from .framework.sizes import checked_sizes
 from .framework.torch_forms import created, sizes_and_dtype, torch_keywords
@@ -40,10 +40,10 @@ def _exact(value: Any) -> int | float | bool:
 
 def _constant(value: Any, dtype: str, like: Any) -> Any:
     """A 0-D constant of `dtype` in `like`'s mode, so that it broadcasts against anything."""
+    if isinstance(value, (RuntimeDim, RuntimeFloat)):  # x / x.shape[0] while tracing: the size at run time
+        return _runtime_value(value, dtype)
     if is_tensor(like):  # an integer out of the dtype's range wraps, as in PyTorch and fill_constant
         return to_tensor(np.asarray(value).astype(dtype))
-    if isinstance(value, RuntimeDim):  # x / x.shape[0] while tracing: the size at run time
-        return _runtime_value(value, dtype)
     return apply_op("fill_constant", {}, {"shape": [], "value": _exact(value), "dtype": dtype})
 
 
@@ -61,6 +61,7 @@ def _operand(value: Any, other: Any, op_type: str) -> Any:
 def _binary(op_type: str, x: Any, y: Any, attrs: dict[str, Any] | None = None) -> Any:
     """`op_type(x, y)`; a Python scalar on either side becomes a constant of the promoted
     dtype (`dtypes.result_type`), the other side cast to it."""
+    x, y = library_form(x), library_form(y)   # x.shape[0] read while tracing: computed at run time
     if not _is_value(x):
         if not _is_value(y):
             raise TypeError(f"{op_type}: at least one operand must be a Variable or Tensor, "
@@ -80,7 +81,7 @@ def _binary(op_type: str, x: Any, y: Any, attrs: dict[str, Any] | None = None) -
 def _with_scalar(x: Any, y: Any) -> tuple[Any, Any] | None:
     """(value cast to the result dtype, scalar) when one operand is a value and the other a
     Python scalar, the result is not bool (bool arithmetic is logical: elementwise ops do it)."""
-    if _is_value(x) and dtypes.is_scalar(y):
+    if _is_value(x) and dtypes.is_scalar(y) and not isinstance(y, (RuntimeDim, RuntimeFloat)):
         value = _lift(x, dtypes.result_type(x.dtype, y))
         return None if value.dtype == "bool" else (value, _exact(y))
     return None
@@ -299,8 +300,8 @@ def split(x: Any, num_or_sections: int | Sequence[int], axis: int = 0, name: str
 def pieces_of(x: Any, parts: list[Any], axis: int) -> list[Any]:
     """The parts x was cut into along `axis`, in order, each a view of x (PyTorch's split,
     chunk, tensor_split give views): a write into a part reaches x."""
-    if not views.is_eager(x):
-        return parts
+    if not isinstance(x, (Tensor, Variable)) or any(part.shape[axis] < 0 for part in parts):
+        return parts   # (a part of a size known only at run time has no known place in x)
     axis, start = axis % len(x.shape), 0
     for part in parts:
         end = start + part.shape[axis]
@@ -334,6 +335,10 @@ def squeeze(x: Any, axis: int | Sequence[int] | None = None, name: str | None = 
     axes = [] if axis is None else [int(axis)] if isinstance(axis, (int, np.integer)) else [int(a) for a in axis]
     shape, rank = list(x.shape), len(x.shape)
     axes = checked_axes("squeeze", axes, shape)
+    repeated = [a for i, a in enumerate(axes) if a in axes[:i]]
+    if repeated:
+        raise ValueError(f"squeeze: dim {repeated[0]} appears more than once in the axes {axis} for a tensor of "
+                         f"shape {shape} (torch refuses it too)")
     kept = [a for a in axes if rank and shape[a] in (1, -1)]
     if axes and not kept:
         out = assign(x)  # nothing to drop: an identity the gradient flows through
@@ -582,13 +587,29 @@ def runtime_shape_tensor(sizes: Sequence[Any]) -> tuple[Any, list[int]]:
     return tensor, [int(d) for d in sizes]
 
 
-def _runtime_value(dim: RuntimeDim, dtype: str) -> Any:
-    """`dim` as a 0-D value of `dtype` (`x / x.shape[0]`)."""
-    value = append_static_op("reshape", {"X": runtime_size(dim)}, {"shape": []})
-    if dtype != "int64":
+def _runtime_value(dim: RuntimeDim | RuntimeFloat, dtype: str) -> Any:
+    """`dim` as a 0-D value of `dtype` (`x / x.shape[0]`, `x * (1.0 / x.shape[0])`)."""
+    value = append_static_op("reshape", {"X": _runtime_number(dim)}, {"shape": []})
+    if value.dtype != dtype:
         value = append_static_op("cast", {"X": value}, {"dtype": dtype})
     value.stop_gradient = True
     return value
+
+
+def _runtime_number(value: Any) -> Any:
+    """A [1] Variable computing `value` when the program runs: int64 for an integer size (a
+    RuntimeDim, an int), float64 once `/` or a float enters (a RuntimeFloat), as Python computes."""
+    if not isinstance(value, RuntimeFloat):
+        if isinstance(value, (int, np.integer)):
+            return runtime_size(value)
+        return append_static_op("fill_constant", {}, {"shape": [1], "value": float(value), "dtype": "float64"})
+    op, *sides = value.expr
+    left, right = (_as_float64(_runtime_number(side)) for side in sides)
+    return append_static_op({**_SIZE_OPS, "truediv": "elementwise_div"}[op], {"X": left, "Y": right}, {})
+
+
+def _as_float64(value: Any) -> Any:
+    return value if value.dtype == "float64" else append_static_op("cast", {"X": value}, {"dtype": "float64"})
 
 
 def _int64_constant(values: list[int]) -> Any:

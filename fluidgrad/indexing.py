@@ -25,9 +25,10 @@ import numpy as np
 
 from .dispatch import append_static_op, apply_op, is_tensor
 from .eager import Tensor, eager_apply, to_tensor
-from . import views
+from . import static_views, views
 from .eager.tensor import mark_view
-from .framework import Parameter, Variable, in_dynamic_mode, normalize_dtype
+from .framework import Variable, in_dynamic_mode, normalize_dtype
+from .framework.runtime_dims import TracedSize
 
 _BIG = 2**31 - 1
 
@@ -191,6 +192,8 @@ class _Plan:
                     out_pos += 0 if self.advanced_positions else array_rank
                     self.advanced_positions.append(pos)
                 axis += max(rank, 1) - 1
+            elif isinstance(it, TracedSize):
+                raise it.refusal("as an index (int)")
             else:
                 raise TypeError(f"unsupported index {it!r}: use integers, slices, None, ..., an integer "
                                 f"array or a boolean mask")
@@ -337,6 +340,8 @@ def getitem(x: Any, item: Any) -> Any:
     out = _basic_getitem(x, item)
     if isinstance(out, Tensor) and isinstance(x, Tensor) and out._view_of is None and _is_basic(item, x):
         mark_view(out, x, Indexed(x, item))
+    elif isinstance(out, Variable) and out is not x and _is_basic(item, x):   # static / traced code
+        views.mark_variable(out, x, Indexed(x, item))
     return out
 
 
@@ -643,35 +648,20 @@ def take_value(x: Any, new: Any, what: str) -> Any:
                                f"shape to {list(new.shape)}; fluidgrad's views cannot change shape in place: use "
                                f"the out-of-place form (x.{what.rstrip('_()')}(...), a new tensor)")
         views.finish_write(x, new, view)
-    elif isinstance(x, Parameter) or x.persistable:
-        raise TypeError(f"{what} on the {'parameter' if isinstance(x, Parameter) else 'persistable variable'} "
-                        f"{x.name} in static mode: it would not write back to the scope")
     else:
-        _swap_variables(x, new)
+        static_views.check_write(x, what)
+        if static_views.views.view_link(x) is not None and tuple(new.shape) != tuple(x.shape):
+            raise RuntimeError(f"{what} on a view {x._view_of[1].describe()} (shape {list(x.shape)}) would change "
+                               f"its shape to {list(new.shape)}; fluidgrad's views cannot change shape in place: "
+                               f"use the out-of-place form (x.{what.rstrip('_()')}(...), a new tensor)")
+        static_views.take(x, new)
     return x
-
-
-_VARIABLE_SLOTS = ("block", "name", "shape", "dtype", "_persistable", "stop_gradient", "type", "is_data")
 
 
 def _setitem_variable(x: Variable, item: Any, value: Any) -> None:
     """The op computing the new value writes a new variable; then the two Python handles swap,
     so that `x` names the new value (as after `x = ...`) and ops appended before keep reading
-    the old one. The program stays free of overwrites, and its gradient is the ordinary one."""
-    if isinstance(x, Parameter) or x.persistable:
-        raise TypeError(f"x[...] = v on the {'parameter' if isinstance(x, Parameter) else 'persistable variable'} "
-                        f"{x.name} in static mode: it would not write back to the scope; compute the new value "
-                        f"with fluidgrad.where / put_along_axis and assign it")
-    _swap_variables(x, _set_value(x, item, value))
-
-
-def _swap_variables(x: Variable, new: Variable) -> None:
-    """The Python handle `x` names `new`'s variable from now on (and `new` x's old one)."""
-    vars_ = x.block.vars
-    for slot in _VARIABLE_SLOTS:
-        a, b = getattr(x, slot), getattr(new, slot)
-        setattr(x, slot, b)
-        setattr(new, slot, a)
-    x.__dict__, new.__dict__ = new.__dict__, x.__dict__
-    vars_[x.name], vars_[new.name] = x, new
-    x.block.program._bump()
+    the old one. The program stays free of overwrites, and its gradient is the ordinary one.
+    Through a view the write reaches its base (fluidgrad/static_views.py)."""
+    static_views.check_write(x, "x[...] = v")
+    static_views.take(x, _set_value(x, item, value))

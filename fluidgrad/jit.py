@@ -69,6 +69,7 @@ from .io.model_files import ModelFileError, read_metadata
 from .nn import layer as layer_module
 from .nn.layer import Layer
 from .recompute_eager import marked_checkpoints
+from . import static_views
 from .static import InputSpec, data
 
 __all__ = ["ConcreteProgram", "InputSpec", "StaticFunction", "TranslatedLayer", "load", "not_to_static", "save",
@@ -130,6 +131,7 @@ class _Tracer:
         traced after it read `value`, and `value` is copied into the Tensor after every run."""
         self.write(tensor, value)
         self.vars[id(tensor)] = value
+        static_views.refresh(tensor)   # its views traced so far read the new value
 
 
 def _flatten_outputs(result: Any, tracer: _Tracer) -> tuple[list[Variable], Callable[[list], Any], Any]:

@@ -20,6 +20,7 @@ that `reshape` of a non-contiguous view copies (and `view` refuses) exactly wher
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable
 
 import numpy as np
@@ -38,11 +39,49 @@ def is_eager(value: Any) -> bool:
 
 
 def mark(out: Any, base: Any, how: Callable[[], Any]) -> Any:
-    """`out` as a view of `base` when both are eager Tensors (never while tracing or in a
-    program); `how` makes the description (only called then). Returns out."""
+    """`out` as a view of `base`: of eager Tensors here; of a Variable (static or traced code,
+    whose base may be a Tensor the trace captured) by `mark_variable`. `how` makes the
+    description (only called then). Returns out."""
     if isinstance(out, Tensor) and isinstance(base, Tensor) and state.tracer is None:
         mark_view(out, base, how())
+    elif isinstance(out, Variable) and isinstance(base, (Variable, Tensor)) and out is not base:
+        mark_variable(out, base, how())
     return out
+
+
+# ---- views of Variables. A Variable computed by a view op of `base` (a Variable, or while
+# tracing a captured Tensor) keeps `_view_of` = (base, how, None) on its Python handle, and the
+# base's handle lists it here (weakly); fluidgrad/static_views.py writes through these links
+# and refreshes them, as the eager rules above do for Tensors.
+_variable_views: dict[int, tuple[weakref.ref, list[weakref.ref]]] = {}
+
+
+def mark_variable(view: Variable, base: Any, how: Any) -> Variable:
+    """`view` (a Variable just computed from `base`) is from now on a view of base (of a Tensor
+    only while jit.to_static traces: the trace captured it, and takes its new value)."""
+    if isinstance(base, Tensor) and state.tracer is None:
+        return view
+    view.__dict__["_view_of"] = (base, how, None)
+    entry = _variable_views.get(id(base))
+    if entry is None or entry[0]() is not base:
+        if len(_variable_views) > 4096:   # drop the entries of dead bases (amortised)
+            for key in [k for k, (ref, _) in _variable_views.items() if ref() is None]:
+                del _variable_views[key]
+        entry = (weakref.ref(base), [])
+        _variable_views[id(base)] = entry
+    entry[1].append(weakref.ref(view))
+    return view
+
+
+def variable_views(base: Any) -> list[Variable]:
+    """The live Variable views of `base` (a Variable or a Tensor) that still follow it."""
+    entry = _variable_views.get(id(base))
+    if entry is None or entry[0]() is not base:
+        return []
+    found = [(ref, ref()) for ref in entry[1]]
+    found = [(ref, v) for ref, v in found if v is not None and (view_link(v) or (None,))[0] is base]
+    entry[1][:] = [ref for ref, _ in found]
+    return [v for _, v in found]
 
 
 # ---- writes
@@ -163,6 +202,7 @@ _BYTE = np.zeros(1, dtype=np.uint8)
 
 
 def _contiguous(shape: tuple) -> np.ndarray:
+    shape = tuple(2 if size < 0 else int(size) for size in shape)   # a size known only at run time: any above 1
     strides, step = [], 1
     for size in reversed(shape):
         strides.append(step)
@@ -191,7 +231,7 @@ def reshaped_layout(base_layout: np.ndarray, shape: tuple) -> np.ndarray | None:
 
 def is_contiguous(x: Any) -> bool:
     """Whether x's elements lie in row-major order in its storage (a transpose's do not)."""
-    return not is_eager(x) or view_link(x) is None or bool(layout(x).flags.c_contiguous)
+    return not isinstance(x, (Tensor, Variable)) or view_link(x) is None or bool(layout(x).flags.c_contiguous)
 
 
 # ---- the ways of being a view (basic indexing: indexing.Indexed; detach: eager/tensor.py Detached;
@@ -281,6 +321,10 @@ def reshape_view(x: Any, out: Any, name: str) -> Any:
     """out (x reshaped) as a view of x where PyTorch's is one; of a view whose elements are out
     of row-major order (a transpose, a strided slice) a copy, as torch's reshape / flatten give
     (torch's view refuses there: tensor/torch_methods.py)."""
+    if isinstance(out, Variable) and isinstance(x, (Variable, Tensor)) and out is not x:
+        if view_link(x) is not None and reshaped_layout(layout(x), tuple(out.shape)) is None:
+            return out
+        return mark_variable(out, x, Reshaped(x, tuple(out.shape), name))
     if not (isinstance(out, Tensor) and isinstance(x, Tensor)) or state.tracer is not None:
         return out
     if view_link(x) is not None and reshaped_layout(layout(x), tuple(out.shape)) is None:

@@ -550,6 +550,7 @@ def test_every_differentiable_op_is_fuzzed_or_excused():
         "pylayer",  # a traced PyLayer: its gradient is the user's backward (tests/test_pylayer_static.py)
         "print",  # prints on every run (a fuzzed program would flood stdout); an identity: op cases (printing.py)
         "bincount",  # integer bins and an output length known at run time only (tests/test_bincount_static.py)
+        "segment_pool",  # sorted integer ids, run-time length: op cases (segment.py) and tests/test_segment.py
         # complex values, which the fuzzer's real programs do not make: tests/test_fft.py checks gradients against
         # central differences and torch, grad of grad, and eager against static
         "fft_c2c", "fft_r2c", "fft_c2r", "fft_resize", "fft_hermitian_weight", "real", "imag", "complex", "conj",

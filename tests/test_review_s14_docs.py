@@ -135,7 +135,14 @@ def _check_recompute(ns, out):
 
 def _check_traced_recompute(ns, out):
     checkpoints = ns["traced"].backward_program.recompute_checkpoints
-    assert len(checkpoints) >= len(ns["model"].blocks)
+    assert len(checkpoints) >= len(ns["model"].blocks)   # "the block boundaries"
+    params = ns["model"].parameters()
+    traced = [p.grad.numpy().copy() for p in params]
+    for p in params:
+        p.clear_grad()
+    ns["loss_fn"](ns["idx"], ns["targets"]).backward()   # "the same eager code checkpoints ... in both modes"
+    for got, p in zip(traced, params):
+        np.testing.assert_allclose(got, p.grad.numpy(), rtol=1e-4, atol=1e-6)
 
 
 def _check_checkpoint(ns, out):
@@ -849,3 +856,34 @@ def test_forgetting_eval_before_export_still_exports_the_evaluation_model(how, t
     assert model.training and model[1].training
     model.eval()
     np.testing.assert_allclose(got, model(fg.to_tensor(x)).numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.xfail(strict=True, reason="Model.prepare(opt, nn.CrossEntropyLoss) (the class, not an instance) is "
+                                       "accepted; fit() then fails with \"'CrossEntropyLoss' object has no attribute "
+                                       "'backward'\", naming neither prepare nor loss")
+def test_hapi_prepare_refuses_a_loss_class(eager):
+    net = fg.nn.Linear(4, 3)
+    model = fg.Model(net)
+    data = fg.io.TensorDataset([fg.randn(8, 4), fg.randint(0, 3, (8, 1))])
+
+    def prepare_and_fit():
+        model.prepare(fg.optimizer.Adam(parameters=net.parameters()), fg.nn.CrossEntropyLoss)
+        model.fit(data, epochs=1, batch_size=4, verbose=0)
+    _raises(prepare_and_fit, ["loss", "CrossEntropyLoss"], TypeError)
+
+
+def test_hapi_fit_evaluate_and_predict_as_a_paddle_user_writes_them(eager):
+    fg.seed(0)
+    net = fg.nn.Sequential(fg.nn.Linear(4, 16), fg.nn.ReLU(), fg.nn.Linear(16, 3), fg.nn.Dropout(0.5))
+    model = fg.Model(net)
+    data = fg.io.TensorDataset([fg.randn(32, 4), fg.randint(0, 3, (32, 1))])
+    with pytest.raises(RuntimeError, match="prepare"):
+        model.fit(data, epochs=1, batch_size=16, verbose=0)
+    model.prepare(fg.optimizer.Adam(learning_rate=0.01, parameters=net.parameters()), fg.nn.CrossEntropyLoss(),
+                  fg.metric.Accuracy())
+    model.fit(data, epochs=1, batch_size=16, verbose=0)
+    result = model.evaluate(data, batch_size=16, verbose=0)
+    assert set(result) == {"loss", "acc"} and 0.0 <= result["acc"] <= 1.0
+    inputs = fg.io.TensorDataset([fg.randn(8, 4)])
+    first, second = (model.predict(inputs, batch_size=8, verbose=0) for _ in range(2))
+    np.testing.assert_array_equal(np.asarray(first[0][0]), np.asarray(second[0][0]))   # eval mode: no dropout

@@ -7,19 +7,25 @@ tensor of another size. A bool is refused too (PyTorch refuses `zeros([True])`).
 mean something only where the function says so (`-1`: inferred by reshape, kept by expand);
 anything else below 0 is refused naming the function and the shape.
 
-Sizes known only when a traced program runs (`RuntimeDim`, an int) pass through as they are.
+Sizes known only when a traced program runs (`RuntimeDim`, an int; a `TracedSize` becomes one) pass
+through as they are.
 """
 from __future__ import annotations
 
 import operator
 from typing import Any
 
-from .runtime_dims import RuntimeDim
+from .runtime_dims import RuntimeDim, RuntimeFloat, library_form
 
 
 def _one_size(caller: str, value: Any, shape: Any) -> int:
+    value = library_form(value)   # x.shape[0] as the traced function read it
     if isinstance(value, RuntimeDim):
         return value
+    if isinstance(value, RuntimeFloat):
+        raise TypeError(f"{caller}: sizes must be integers, got {value.describe()} in {_show(shape)}: a number "
+                        f"known only when the program runs, and not an integer; a size computed by division "
+                        f"needs // ({value.describe()} with // instead of /)")
     dtype = getattr(value, "dtype", None)
     if isinstance(value, bool) or type(value).__name__ == "bool_" or str(dtype) == "bool":
         raise TypeError(f"{caller}: sizes must be integers, got the bool {value!r} in {_show(shape)}")

@@ -13,6 +13,7 @@ import numbers
 from typing import Any, Callable, Sequence
 
 from .device import as_device
+from .runtime_dims import RuntimeDim, TracedSize
 
 # torch's keyword -> Paddle's, wherever the function takes Paddle's
 TORCH_KEYWORDS = {"dim": "axis", "start_dim": "start_axis", "end_dim": "stop_axis"}
@@ -56,7 +57,10 @@ def torch_keywords(fn: Callable[..., Any] | None = None, /, **extra: str) -> Any
 
 
 def _is_int(value: Any) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)   # NumPy's integers too
+    """An integer size: NumPy's integers too, and an unknown size read while tracing."""
+    if isinstance(value, TracedSize):
+        return not value.floating
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def sizes_and_dtype(caller: str, args: Sequence[Any], dtype: Any = None, shape: Any = None) -> tuple[Any, Any]:
@@ -70,7 +74,7 @@ def sizes_and_dtype(caller: str, args: Sequence[Any], dtype: Any = None, shape: 
     if not args:
         raise TypeError(f"{caller}: give the sizes, as arguments ({caller}(2, 3)) or as one list ({caller}([2, 3]))")
     if all(_is_int(a) for a in args):
-        return [int(a) for a in args], dtype
+        return [a if isinstance(a, (RuntimeDim, TracedSize)) else int(a) for a in args], dtype
     shape, rest = args[0], list(args[1:])
     if _is_int(shape) or len(rest) > 1 or any(_is_int(a) for a in rest):
         raise TypeError(f"{caller}: sizes must be integers, as arguments or as one list; got {tuple(args)!r}")

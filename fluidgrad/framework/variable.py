@@ -1,6 +1,7 @@
 """Variables: named, typed slots in a Block. They hold no data; a Scope does."""
 from __future__ import annotations
 
+import sys
 from typing import Any, Sequence
 
 from . import math_mixin, runtime_dims
@@ -72,14 +73,15 @@ class ElementCount(int):
 
 class UnknownElementCount:
     """`x.size` of a Variable with a dimension known only at run time: PyTorch's x.size() (the
-    shape, -1 where unknown) and x.size(d) (-1 when axis d is unknown, as x.shape[d]) work, as
-    they do while jit.to_static traces `x.view(x.size(0), -1)`; using it as Paddle's element
+    shape, -1 where unknown) and x.size(d) (-1 when axis d is unknown, as x.shape[d]; while
+    jit.to_static traces, the same TracedSize, so `x.view(x.size(0), -1)` reshapes at run time)
+    work; using it as Paddle's element
     count (a number) is a TypeError, since that count does not exist yet."""
 
     __slots__ = ("shape", "name")
 
     def __init__(self, shape: Sequence[int], name: str) -> None:
-        self.shape, self.name = tuple(int(d) for d in shape), name
+        self.shape, self.name = tuple(shape), name   # (while tracing, x.size(0) reads as x.shape[0])
 
     def __call__(self, dim: int | None = None) -> Any:
         return ElementCount.__call__(self, dim)  # type: ignore[arg-type]
@@ -194,10 +196,11 @@ class Variable(MathMixin, TorchHabits):
     @property
     def shape(self) -> tuple[int, ...]:
         """The sizes, -1 where known only at run time; while jit.to_static traces, each -1 is a
-        RuntimeDim remembering which size it is (framework/runtime_dims.py)."""
+        TracedSize (read by the traced function) or RuntimeDim (read by fluidgrad) remembering
+        which size it is (framework/runtime_dims.py)."""
         shape = self._shape
         if runtime_dims.depth and -1 in shape:
-            return runtime_dims.dims_of(self, shape)
+            return runtime_dims.dims_of(self, shape, sys._getframe(1))
         return shape
 
     @shape.setter
@@ -240,8 +243,9 @@ class Variable(MathMixin, TorchHabits):
         """The number of elements (Paddle's Tensor.size), when every dimension is known; also
         callable as PyTorch's x.size() / x.size(d) (see ElementCount). With a dimension unknown,
         only the call works (UnknownElementCount)."""
-        if any(d < 0 for d in self.shape):
-            return UnknownElementCount(self.shape, self.name)
+        if any(d < 0 for d in self._shape):
+            shape = runtime_dims.dims_of(self, self._shape, sys._getframe(1)) if runtime_dims.depth else self._shape
+            return UnknownElementCount(shape, self.name)
         return ElementCount(self.shape)
 
     def detach(self) -> "Variable":

@@ -269,6 +269,9 @@ def _lookup_table(c):
 
 @exporter("squeeze", "unsqueeze")
 def _squeeze(c):
+    if c.op.type == "squeeze" and not c.shape_in("X"):   # a 0-D X stays as it is
+        c.node("Identity", [c.x("X")], [c.out("Out")])
+        return
     if c.op.type == "squeeze" and not c.attr("axes"):  # every size-1 axis: ONNX's Squeeze without axes
         c.node("Squeeze", [c.x("X")], [c.out("Out")])
         return

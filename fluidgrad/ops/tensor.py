@@ -434,12 +434,25 @@ register_op("one_hot", inputs="X", outputs="Out", attrs={"depth": 2, "dtype": "f
 
 # ---------------------------------------------------------------- squeeze / unsqueeze
 def _squeeze_kernel(x, axes):
+    if np.ndim(x) == 0:   # axis 0 / -1 of a 0-D x: nothing to drop (the shape rule checked them)
+        return np.asarray(x).copy()
     return np.squeeze(x, axis=tuple(axes) if axes else None)
 
 
 def _squeeze_infer(ctx):
-    """Empty axes squeeze every axis of size 1 (ONNX Squeeze without axes; unknown sizes stay)."""
+    """Empty axes squeeze every axis of size 1 (ONNX Squeeze without axes; unknown sizes stay).
+    A 0-D X is returned as it is, its axes 0 and -1 accepted (PyTorch's squeeze of a 0-D
+    tensor; once each, as there)."""
     shape = list(ctx.shape("X"))
+    if not shape:
+        axes = list(ctx.attr("axes"))
+        bad = [a for a in axes if a not in (0, -1)]
+        if bad or len(axes) > 1:
+            why = f"axis {bad[0]} is out of range (expected to be in range of [-1, 0])" if bad \
+                else f"axes {axes} name axis 0 more than once"
+            raise ctx.shape_error(f"cannot squeeze {ctx.describe('X')}, a 0-D tensor: {why}")
+        ctx.set_output("Out", [], ctx.dtype("X"))
+        return
     axes = {normalize_axis(ctx, a, len(shape)) for a in ctx.attr("axes")} or \
         {i for i, d in enumerate(shape) if d == 1}
     for a in axes:

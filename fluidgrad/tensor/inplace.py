@@ -6,16 +6,17 @@ sees the new value, its graph link moves to the update, and a leaf that requires
 refuses unless under `no_grad()` (as PyTorch). The result must keep x's shape and dtype (PyTorch
 refuses `int_tensor += 0.5` and a broadcast that grows x). A Variable's in-place method moves
 its handle to the new value (as `x[...] = v` does); `v += 1` on a Variable rebinds the name, as
-it always did (ops appended before keep reading the old value either way)."""
+it always did (ops appended before keep reading the old value either way), unless v is a view or
+has views: then it writes in place, through to them (fluidgrad/static_views.py)."""
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from .. import functions
+from .. import functions, views
 from ..dispatch import is_tensor
 from ..eager import Tensor
 from ..eager.mode import state
-from ..framework import DTypeError, normalize_dtype
+from ..framework import DTypeError, Variable, normalize_dtype
 from ..indexing import create, setitem, take_value
 from . import math, search
 
@@ -49,12 +50,18 @@ AUGMENTED: tuple[tuple[str, str, Callable[[Any, Any], Any]], ...] = (
 def augmented(fn: Callable[[Any, Any], Any], symbol: str) -> Callable[[Any, Any], Any]:
     """`x op= y` writing into x (a Tensor; a Variable's name is rebound to the new value)."""
     def operator(self: Any, other: Any) -> Any:
-        if not is_tensor(self):
+        if not is_tensor(self) and not _aliased(self):
             return fn(self, other)
         before = _before(self)
         result = fn(before, before if other is self else other)
         return write_in_place(self, result, f"x {symbol}= y")
     return operator
+
+
+def _aliased(x: Any) -> bool:
+    """A Variable that is a view or has views: `x += 1` writes into it (and so into its base and
+    its other views, fluidgrad/static_views.py), as PyTorch's in-place `+=` does."""
+    return isinstance(x, Variable) and (views.view_link(x) is not None or bool(views.variable_views(x)))
 
 
 def _computed(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
@@ -146,9 +153,10 @@ METHODS: dict[str, Callable[..., Any]] = {
 
 def install(cls: type) -> None:
     """The in-place methods on `cls` (Tensor and Variable's shared class), where it has none of
-    its own; augmented assignments on Tensor."""
+    its own; augmented assignments."""
     for name, method in METHODS.items():
         if name not in vars(cls):
             setattr(cls, name, method)
-    for dunder, symbol, fn in AUGMENTED:
+    for dunder, symbol, fn in AUGMENTED:   # (on Variables they write in place only into views)
+        setattr(cls, f"__i{dunder}__", augmented(fn, symbol))
         setattr(Tensor, f"__i{dunder}__", augmented(fn, symbol))

@@ -114,6 +114,8 @@ def select(x: Any, dim: int, index: int) -> Any:
     size, index = x.shape[axis], int(index)
     if size >= 0 and not -size <= index < size:
         raise IndexError(f"select: index {index} is out of range for axis {axis} of {_describe(x)}")
+    if size < 0 and index < 0:   # counted from an end known only at run time
+        return x[(slice(None),) * axis + (index,)]
     start = index + size if index < 0 else index
     return functions.squeeze(functions.slice(x, [axis], [start], [start + 1]), [axis])
 

@@ -18,6 +18,7 @@ from .. import functions, views
 from ..framework import normalize_dtype
 from ..framework.device import as_device
 from ..framework.axes import checked_axes
+from ..framework.runtime_dims import has_runtime_dims
 from ..framework.sizes import checked_sizes
 from ..indexing import constant, create
 from ..nn.functional import activation
@@ -83,6 +84,9 @@ def _new_filled(x: Any, what: str, size: tuple, value: float, dtype: Any, requir
                 device: Any) -> Any:
     as_device(device, what)
     sizes = _sizes(size, what)
+    if has_runtime_dims(sizes):   # x.new_zeros(x.shape[0], 3) while tracing: sized when the program runs
+        return functions.full(sizes, float(value), normalize_dtype(dtype) if dtype is not None else x.dtype,
+                              requires_grad=requires_grad)
     if any(d < 0 for d in sizes):
         raise ValueError(f"{what}: sizes must be >= 0, got {sizes}")
     out = create("fill_constant", {"shape": sizes, "value": float(value),

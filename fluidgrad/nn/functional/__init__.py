@@ -19,5 +19,6 @@ from .sampling import *  # noqa: F401,F403
 from .ctc import *  # noqa: F401,F403
 from .distance_loss import *  # noqa: F401,F403
 from .sequence import *  # noqa: F401,F403
+from .embedding_bag import embedding_bag  # noqa: F401  (torch's F.embedding_bag)
 # torch's inplace= / relu_ forms over the functions above (relu from fluidgrad.functions): imported last
 from .inplace import *  # noqa: F401,F403,E402

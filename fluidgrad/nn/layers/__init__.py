@@ -13,3 +13,4 @@ from .transformer import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
 from .rnn_cells import *  # noqa: F401,F403
 from .rnn_wrappers import *  # noqa: F401,F403
+from .embedding_bag import EmbeddingBag  # noqa: F401  (torch's nn.EmbeddingBag)
