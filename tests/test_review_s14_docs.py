@@ -858,9 +858,6 @@ def test_forgetting_eval_before_export_still_exports_the_evaluation_model(how, t
     np.testing.assert_allclose(got, model(fg.to_tensor(x)).numpy(), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="Model.prepare(opt, nn.CrossEntropyLoss) (the class, not an instance) is "
-                                       "accepted; fit() then fails with \"'CrossEntropyLoss' object has no attribute "
-                                       "'backward'\", naming neither prepare nor loss")
 def test_hapi_prepare_refuses_a_loss_class(eager):
     net = fg.nn.Linear(4, 3)
     model = fg.Model(net)
