@@ -411,7 +411,8 @@ def assign(x: Any, output: Any = None) -> Any:
 
 @torch_keywords
 def one_hot(x: Any, num_classes: int, axis: int = -1) -> Any:
-    """float32 one-hot vectors on a new axis (default last); negative labels count from the end."""
+    """float32 one-hot vectors on a new axis (default last); a negative label is an error (torch's
+    and Paddle's rule: a -1 'unlabelled' mark must not become the last class)."""
     return apply_op("one_hot", {"X": x}, {"depth": int(num_classes), "dtype": "float32", "axis": int(axis)})
 
 

@@ -366,13 +366,13 @@ def _basic_getitem(x: Any, item: Any) -> Any:
         out = apply_op("squeeze", {"X": out}, {"axes": plan.drop})
     for axis, index in sorted(plan.runtime_ints, reverse=True):
         out = apply_op("gather", {"X": out, "Index": constant(np.int64(index), out, "int64")},
-                       {"axis": kept.index(axis)})
+                       {"axis": kept.index(axis), "wrap_negative": True})
         kept.remove(axis)
     if plan.single_array():
         axis, value = plan.arrays[0]
         index = _array_index(value, x, axis)
         position = kept.index(axis)
-        out = apply_op("gather", {"X": out, "Index": index}, {"axis": position})
+        out = apply_op("gather", {"X": out, "Index": index}, {"axis": position, "wrap_negative": True})
         if plan.advanced_first() and position:
             n, rank = len(index.shape), len(out.shape)
             perm = list(range(position, position + n)) + [i for i in range(rank) if not position <= i < position + n]
@@ -551,9 +551,10 @@ def _set_rows(x: Any, plan: _Plan, value: Any) -> Any:
     and each copy of value gets the gradient of the row, as PyTorch's backward gives)."""
     index = _array_index(plan.arrays[0][1], x, 0)
     value = _cast_to(constant(value, x), x.dtype)
-    rows = apply_op("gather", {"X": x, "Index": index}, {"axis": 0})   # read for its shape only
+    rows = apply_op("gather", {"X": x, "Index": index}, {"axis": 0, "wrap_negative": True})   # for its shape
     updates = apply_op("expand_as", {"X": value, "Target": rows})
-    return apply_op("scatter", {"X": x, "Ids": index, "Updates": updates}, {"overwrite": True})
+    return apply_op("scatter", {"X": x, "Ids": index, "Updates": updates},
+                    {"overwrite": True, "wrap_negative": True})
 
 
 def _cast_to(value: Any, dtype: str) -> Any:

@@ -72,6 +72,22 @@ def _gen_put_along_axis(gen):
     return Node("put_along_axis", (x, v), (("index", _nested(index)), ("axis", axis)), (gen.pool[x],))
 
 
+# sum and mean: smooth in both inputs (prod, amax and amin: op cases in tests/op_cases/scatter_reduce.py
+# check them where they are smooth, and at prod's zeros)
+@kind("scatter_reduce", ("scatter_reduce",),
+      lambda F, ctx, n, x, v: F.scatter_reduce(x, n.p("axis"), ctx.int_input(_arr(n, "index")), v, n.p("reduce"),
+                                               include_self=n.p("include_self")),
+      lambda T, n, x, v: x.scatter_reduce(n.p("axis"), T.tensor(_arr(n, "index")), v, n.p("reduce"),
+                                          include_self=n.p("include_self")))
+def _gen_scatter_reduce(gen):
+    x = gen.pick(lambda s: len(s) >= 1)
+    axis, index = _along(gen, gen.pool[x])
+    v = gen.pick(lambda s: s == index.shape, fresh=lambda: index.shape)
+    reduce, include_self = gen.draw(st.sampled_from(("sum", "mean"))), gen.draw(st.booleans())
+    return Node("scatter_reduce", (x, v), (("index", _nested(index)), ("axis", axis), ("reduce", reduce),
+                                            ("include_self", include_self)), (gen.pool[x],))
+
+
 # ---------------------------------------------------------------- gather_nd / scatter_nd / scatter
 def _nd_index(gen, shape):
     k = gen.draw(st.integers(1, len(shape)))

@@ -380,11 +380,15 @@ def test_creation_functions(monkeypatch):
 
 
 def test_one_hot_axis_and_negative_labels():
-    labels = np.array([[0, -1], [2, -3]])
+    labels = np.array([[0, 1], [2, 0]])
     got = both_modes(lambda t: fg.one_hot(t, 3, axis=1), labels)
-    expected = TF.one_hot(torch.tensor(labels) % 3, 3).permute(0, 2, 1).float()
+    expected = TF.one_hot(torch.tensor(labels), 3).permute(0, 2, 1).float()
     assert got[0].dtype == np.float32
     assert_matches(got, expected)
+    with pytest.raises(RuntimeError, match="non-negative"):   # torch refuses a negative label ...
+        TF.one_hot(torch.tensor([[0, -1]]), 3)
+    with pytest.raises(IndexError, match=r"one_hot: index -1 .* \[0, 3\)"):   # ... and so does fluidgrad
+        both_modes(lambda t: fg.one_hot(t, 3, axis=1), np.array([[0, -1]]))
 
 
 def test_meshgrid_grad_of_grad():

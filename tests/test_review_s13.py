@@ -265,11 +265,6 @@ _NEGATIVE_INDICES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="a negative index silently counts from the end in index_select / gather, "
-                   "x.gather(dim, index) / take_along_axis, one_hot, scatter, scatter_add, index_add_ and "
-                   "index_copy: F.one_hot([-1, 1], 3) gives [[0, 0, 1], [0, 1, 0]], so the -1 'unlabelled' mark of "
-                   "a dataset trains as the last class; torch raises ('Class values must be non-negative', 'index "
-                   "-1 is out of bounds for dimension 1 with size 3'), as Embedding here already does")
 @pytest.mark.parametrize("call", sorted(_NEGATIVE_INDICES))
 def test_negative_indices_are_refused_where_torch_refuses(call, eager):
     with pytest.raises((IndexError, RuntimeError)):
@@ -333,11 +328,6 @@ _EMPTY_RESHAPES = {"[0, 3] -> [3, 0]": ((0, 3), (3, 0)), "[2, 0, 3] -> [0, 6]": 
                    "[4, 0] -> [0]": ((4, 0), (0,))}
 
 
-@pytest.mark.xfail(strict=True, reason="reshaping an empty tensor to another empty shape fails with a message that "
-                   "contradicts itself: x.reshape([3, 0]) of a [0, 3] tensor raises 'cannot reshape X (shape [0, 3]) "
-                   "(0 elements) to [3, 0]', a shape of 0 elements, because Paddle's rule reads the 0 as 'copy "
-                   "this axis of x' (so [3, 3]); torch returns shape [3, 0]; the reshape should follow torch where "
-                   "no axis can be copied, or say that 0 copies x's size")
 @pytest.mark.parametrize("case", sorted(_EMPTY_RESHAPES))
 def test_reshape_of_an_empty_tensor_to_an_empty_shape(case):
     source, target = _EMPTY_RESHAPES[case]
@@ -456,14 +446,7 @@ _EVERYDAY = {
 }
 
 
-_EVERYDAY_MISSING = pytest.mark.xfail(strict=True, reason="everyday torch functions are AttributeErrors: "
-                                       "Tensor.scatter_reduce (segment max / mean of GNN code; Paddle has "
-                                       "put_along_axis(reduce=)) and Tensor.put_")
-_EVERYDAY_FIXED = ("baddbmm(c, a, b, beta=0.5, alpha=2)", "dist(x, y)", "randn_like(x).shape")   # session 13
-
-
-@pytest.mark.parametrize("call", [name if name in _EVERYDAY_FIXED else pytest.param(name, marks=_EVERYDAY_MISSING)
-                                  for name in sorted(_EVERYDAY)])
+@pytest.mark.parametrize("call", sorted(_EVERYDAY))   # baddbmm, dist, randn_like: session 13; the rest 14
 def test_everyday_torch_functions(call, eager):
     np.testing.assert_allclose(_np(_EVERYDAY[call](fg)), _np(_EVERYDAY[call](torch)), rtol=1e-10)
 

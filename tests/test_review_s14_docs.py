@@ -721,12 +721,22 @@ _EAGER_GUIDE = {   # docs/guide/eager.md and indexing.md, sentence by sentence
     "nn.RNN(3, 4) is a SimpleRNN": lambda: isinstance(fg.nn.RNN(3, 4), fg.nn.SimpleRNN),
     "arange: int64 for integers, float32 otherwise": lambda: (fg.arange(3).dtype, fg.arange(0.0, 1.0, 0.5).dtype)
     == ("int64", "float32"),
-    "one_hot is float32, negative labels count from the end": lambda: F.one_hot(fg.to_tensor([-1]), 3).numpy().tolist()
-    == [[0.0, 0.0, 1.0]],
+    "one_hot is float32, a negative label is an IndexError (torch's rule, review s13)": lambda: _one_hot_as_guided(),
     "chunk gives pieces of ceil(size / chunks)": lambda: [t.shape for t in fg.chunk(fg.randn(5), 2)] == [(3,), (2,)],
     "topk: ties in index order": lambda: fg.topk(fg.to_tensor([1.0, 3.0, 3.0, 2.0]), 2)[1].numpy().tolist() == [1, 2],
     "argmax gives the first extreme": lambda: fg.argmax(fg.to_tensor([1.0, 3.0, 3.0])).item() == 1,
 }
+
+
+def _one_hot_as_guided():
+    """docs/guide/indexing.md: float32 rows, labels in [0, depth); torch.nn.functional.one_hot(
+    torch.tensor([-1]), 3) raises 'Class values must be non-negative.'"""
+    hot = F.one_hot(fg.to_tensor([2]), 3)
+    try:
+        F.one_hot(fg.to_tensor([-1]), 3)
+    except IndexError:
+        return hot.dtype == "float32" and hot.numpy().tolist() == [[0.0, 0.0, 1.0]]
+    return False
 
 
 def _refused(call):

@@ -129,6 +129,11 @@ DIFFERENT = {
     "test_onehot_with_axis": "labels outside [-depth, depth) raise IndexError (ONNX: an all-off row)",
     "test_onehot_without_axis": "labels outside [-depth, depth) raise IndexError (ONNX: an all-off row)",
     "test_onehot_out_of_range_indices": "labels outside [-depth, depth) raise IndexError (ONNX: an all-off row)",
+    "test_onehot_negative_indices": "negative labels raise IndexError as in torch's F.one_hot (ONNX: from the end)",
+    "test_gather_elements_negative_indices": "take_along_axis raises IndexError on a negative index as torch.gather "
+                                             "(ONNX: from the end; the ONNX importer wraps)",
+    "test_scatter_elements_with_negative_indices": "put_along_axis raises IndexError on a negative index as "
+                                                   "torch.scatter (ONNX: from the end; the ONNX importer wraps)",
     "test_reshape_allowzero_reordered": "reshape's 0 copies the input's size (Paddle), so this one raises; "
                                         "ONNX allowzero=1 makes 0 a size",
     "test_top_k_uint64": "uint64 is not a fluidgrad dtype: the cast raises",

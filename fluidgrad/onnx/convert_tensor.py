@@ -447,7 +447,7 @@ def _gather(ctx):
         return np.take(data, index, axis=axis)
     x = ctx.input(0)
     axis = normalize_axes([axis], len(x.shape))[0]
-    return ctx.op("gather", {"X": x, "Index": ctx.input(1)}, axis=axis)
+    return ctx.op("gather", {"X": x, "Index": ctx.input(1)}, axis=axis, wrap_negative=True)   # ONNX's rule
 
 
 @converter("Expand")

@@ -11,6 +11,7 @@ from . import optim_adam_variants, optim_adaptive, sampling  # noqa: F401
 from . import complex, fft  # noqa: F401  (complex values and the Fourier transforms)
 from . import pylayer  # noqa: F401  (static_pylayer, PyLayer traced by jit.to_static)
 from . import printing  # noqa: F401  (print, paddle.static.Print)
+from . import scatter_reduce  # noqa: F401  (torch's Tensor.scatter_reduce)
 from . import segment  # noqa: F401  (segment_pool: paddle.geometric.segment_sum / mean / max / min)
 from .grad_builder import GradBuilder, OpDesc, StaticGradBuilder, get_grad_op_desc
 from .registry import NO_GRADIENT, ZERO_GRADIENT, InferContext, OpDef, get_op_def, register_op, registered_ops

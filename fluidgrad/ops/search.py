@@ -13,7 +13,8 @@ from ..framework.errors import NoGradientError
 from .grad_builder import GradBuilder
 from .registry import NO_GRADIENT, register_op
 from .shape_rules import broadcast_shapes, normalize_axis
-from .tensor import check_index_range, check_integer, wrap_negative
+from .tensor import check_index_range, check_integer
+from .tensor import wrap_negative as _wrap
 
 _REDUCE_UFUNCS = {"add": np.add, "mul": np.multiply, "multiply": np.multiply, "amax": np.maximum,
                   "max": np.maximum, "amin": np.minimum, "min": np.minimum}
@@ -190,12 +191,14 @@ register_op("top_k", inputs="X", outputs="Out Indices",
 
 
 # ---------------------------------------------------------------- take_along_axis / put_along_axis
-def _along_index(x_shape, index, axis, op):
+def _along_index(x_shape, index, axis, op, wrap):
     """Open index arrays selecting, for each entry of `index`, its element of an array shaped
-    `x_shape` (ONNX GatherElements / torch.gather: off `axis`, index may be shorter than x)."""
+    `x_shape` (ONNX GatherElements / torch.gather: off `axis`, index may be shorter than x).
+    A negative index counts from the end only when `wrap` (torch.take_along_dim's, put's)."""
     size = x_shape[axis]
-    check_index_range(op, index, size, axis)
-    index = wrap_negative(index, size)
+    check_index_range(op, index, size, axis, wrap)
+    if wrap:
+        index = _wrap(index, size)
     parts = []
     for d in range(index.ndim):
         if d == axis:
@@ -207,10 +210,10 @@ def _along_index(x_shape, index, axis, op):
     return tuple(parts)
 
 
-def _take_along_axis_kernel(x, index, axis):
+def _take_along_axis_kernel(x, index, axis, wrap_negative):
     if x.ndim == 0:  # as a vector of one value
-        return _take_along_axis_kernel(x.reshape(1), index.reshape(1), 0).reshape(())
-    return x[_along_index(x.shape, index, axis % x.ndim, "take_along_axis")]
+        return _take_along_axis_kernel(x.reshape(1), index.reshape(1), 0, wrap_negative).reshape(())
+    return x[_along_index(x.shape, index, axis % x.ndim, "take_along_axis", wrap_negative)]
 
 
 def _check_along(ctx, index_slot="Index"):
@@ -233,20 +236,23 @@ def _take_along_axis_infer(ctx):
 def _take_along_axis_grad(g: GradBuilder):
     x = g.input_like("X")
     g.set_input_grad("X", g.op("put_along_axis", {"X": _zeros_like(g, x), "Index": g.input("Index"),
-                                                   "Value": g.output_grad("Out")}, axis=g.attr("axis"), reduce="add"))
+                                                   "Value": g.output_grad("Out")}, axis=g.attr("axis"), reduce="add",
+                               wrap_negative=True))
 
 
-register_op("take_along_axis", inputs="X Index", outputs="Out", attrs={"axis": 0},
+register_op("take_along_axis", inputs="X Index", outputs="Out", attrs={"axis": 0, "wrap_negative": False},
             kernel=_take_along_axis_kernel, infer=_take_along_axis_infer, grad=_take_along_axis_grad,
-            doc="Out[i][j] = X[Index[i][j]][j] on axis 0 (ONNX GatherElements, torch.gather).")
+            doc="Out[i][j] = X[Index[i][j]][j] on axis 0 (ONNX GatherElements, torch.gather). A negative "
+                "index is an error unless wrap_negative (torch.take_along_dim): then it counts from the end.")
 
 
-def _put_along_axis_kernel(x, index, value, axis, reduce):
+def _put_along_axis_kernel(x, index, value, axis, reduce, wrap_negative):
     if x.ndim == 0:  # as a vector of one value
-        return _put_along_axis_kernel(x.reshape(1), index.reshape(1), np.reshape(value, 1), 0, reduce).reshape(())
+        return _put_along_axis_kernel(x.reshape(1), index.reshape(1), np.reshape(value, 1), 0, reduce,
+                                      wrap_negative).reshape(())
     axis %= x.ndim
     out = x.copy()
-    where = _along_index(x.shape, index, axis, "put_along_axis")
+    where = _along_index(x.shape, index, axis, "put_along_axis", wrap_negative)
     value = np.broadcast_to(np.asarray(value, dtype=x.dtype), index.shape)
     if reduce in ("assign", "none"):
         out[where] = value
@@ -275,23 +281,26 @@ def _put_along_axis_grad(g: GradBuilder):
             dx = g.op("assign", {"X": dout})
         elif reduce in ("assign", "none"):
             dx = g.op("put_along_axis", {"X": dout, "Index": index, "Value": _zeros_like(g, value)},
-                      axis=axis, reduce="assign")
+                      axis=axis, reduce="assign", wrap_negative=True)
         elif reduce in ("mul", "multiply"):
-            dx = g.op("put_along_axis", {"X": dout, "Index": index, "Value": value}, axis=axis, reduce="mul")
+            dx = g.op("put_along_axis", {"X": dout, "Index": index, "Value": value}, axis=axis, reduce="mul",
+                      wrap_negative=True)
         else:
             _no_value_grad(g, "put_along_axis", "X")
         g.set_input_grad("X", dx)
     if g.needs_input_grad("Value"):
         if reduce not in ("add", "assign", "none"):
             _no_value_grad(g, "put_along_axis", "Value")
-        g.set_input_grad("Value", g.op("take_along_axis", {"X": dout, "Index": index}, axis=axis))
+        g.set_input_grad("Value", g.op("take_along_axis", {"X": dout, "Index": index}, axis=axis, wrap_negative=True))
 
 
-register_op("put_along_axis", inputs="X Index Value", outputs="Out", attrs={"axis": 0, "reduce": "assign"},
+register_op("put_along_axis", inputs="X Index Value", outputs="Out",
+            attrs={"axis": 0, "reduce": "assign", "wrap_negative": False},
             kernel=_put_along_axis_kernel, infer=_put_along_axis_infer, grad=_put_along_axis_grad,
             doc="X with Value written (or reduced: add, mul, amax, amin) at Index along axis "
                 "(ONNX ScatterElements). Value broadcasts to Index's shape. With repeated indices and "
-                "reduce='assign' the last write wins and the gradient of Value assumes no repeats.")
+                "reduce='assign' the last write wins and the gradient of Value assumes no repeats. A negative "
+                "index is an error unless wrap_negative (torch.put_): then it counts from the end.")
 
 
 # ---------------------------------------------------------------- gather_nd / scatter_nd
@@ -305,7 +314,7 @@ def _nd_where(x_shape, index, batch_dims, op):
     for j in range(k):
         axis, size = batch_dims + j, x_shape[batch_dims + j]
         check_index_range(op, rows[..., j], size, axis)
-        parts.append(wrap_negative(rows[..., j], size))
+        parts.append(_wrap(rows[..., j], size))
     return tuple(parts), batch, m
 
 
@@ -403,9 +412,10 @@ register_op("scatter_nd", inputs="X Index Updates", outputs="Out", attrs={"batch
 
 
 # ---------------------------------------------------------------- scatter (rows of axis 0)
-def _scatter_kernel(x, ids, updates, overwrite):
-    check_index_range("scatter", ids, x.shape[0], 0)
-    ids = wrap_negative(ids, x.shape[0])
+def _scatter_kernel(x, ids, updates, overwrite, wrap_negative):
+    check_index_range("scatter", ids, x.shape[0], 0, wrap_negative, slot="Ids")
+    if wrap_negative:
+        ids = _wrap(ids, x.shape[0])
     out = x.copy()
     if overwrite:
         out[ids] = updates
@@ -433,15 +443,16 @@ def _scatter_grad(g: GradBuilder):
     dout, ids, updates = g.output_grad("Out"), g.input("Ids"), g.input("Updates")
     if g.needs_input_grad("X"):  # the rows written lose X's contribution, whether overwritten or summed
         g.set_input_grad("X", g.op("scatter", {"X": dout, "Ids": ids, "Updates": _zeros_like(g, updates)},
-                                   overwrite=True))
+                                   overwrite=True, wrap_negative=True))
     if g.needs_input_grad("Updates"):
-        g.set_input_grad("Updates", g.op("gather", {"X": dout, "Index": ids}, axis=0))
+        g.set_input_grad("Updates", g.op("gather", {"X": dout, "Index": ids}, axis=0, wrap_negative=True))
 
 
-register_op("scatter", inputs="X Ids Updates", outputs="Out", attrs={"overwrite": True},
+register_op("scatter", inputs="X Ids Updates", outputs="Out", attrs={"overwrite": True, "wrap_negative": False},
             kernel=_scatter_kernel, infer=_scatter_infer, grad=_scatter_grad,
             doc="X with rows Ids replaced by Updates (overwrite) or by the sum of the Updates "
-                "sent to them (paddle.scatter). With repeated Ids and overwrite, the last write wins.")
+                "sent to them (paddle.scatter). With repeated Ids and overwrite, the last write wins. A negative "
+                "id is an error (paddle.scatter's rule) unless wrap_negative (x[ids] = v): then it counts from the end.")
 
 
 # ---------------------------------------------------------------- nonzero

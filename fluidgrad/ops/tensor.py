@@ -16,14 +16,30 @@ def check_integer(ctx, slot):
         raise ctx.dtype_error(f"{slot} must be an integer tensor, got {ctx.describe(slot)}")
 
 
-def check_index_range(op, index, size, axis):
-    """IndexError naming the first index outside [-size, size) (negative ones count from the end)."""
+# where a refused negative index comes from: the public calls built on each op
+_CALLERS = {"gather": "index_select / gather(x, index)", "take_along_axis": "x.gather(dim, index) / take_along_axis",
+            "put_along_axis": "scatter / scatter_add / scatter_reduce / index_add / index_copy / put_along_axis",
+            "scatter": "scatter(x, index, updates)", "one_hot": "one_hot"}
+
+
+def check_index_range(op, index, size, axis, wrap=True, slot="Index"):
+    """IndexError naming the first index outside the valid range: [-size, size) where negative
+    indices count from the end (`wrap`: x[-1], torch.take, ONNX), else [0, size) as torch's
+    index_select / gather / scatter / one_hot refuse a negative index. One min and one max pass:
+    cheap next to the gather itself."""
     index = np.asarray(index)
-    if index.size:
-        bad = (index >= size) | (index < -size)
-        if bad.any():
-            raise IndexError(f"{op}: index {int(index[bad].flat[0])} is out of range for axis {axis} "
-                             f"of size {size}")
+    if not index.size:
+        return
+    low, high, lowest = index.min(), index.max(), -size if wrap else 0
+    if low >= lowest and high < size:
+        return
+    bad = int(low if low < lowest else high)
+    if bad < 0 and not wrap and bad >= -size:
+        raise IndexError(f"{op}: index {bad} is out of range for axis {axis} of size {size}: {slot} must lie in "
+                         f"[0, {size}); a negative index does not count from the end in "
+                         f"{_CALLERS.get(op, op)} (as in torch), only in x[index]")
+    raise IndexError(f"{op}: index {bad} is out of range for axis {axis} of size {size} ({slot} must lie in "
+                     f"[{lowest}, {size}))")
 
 
 def wrap_negative(index, size):
@@ -33,8 +49,14 @@ def wrap_negative(index, size):
 
 # ---------------------------------------------------------------- reshape
 def _resolve_shape(in_shape, shape):
-    """Paddle's rules: 0 copies the input's size, one -1 is inferred."""
-    return [in_shape[i] if d == 0 else d for i, d in enumerate(shape)]
+    """Paddle's rules: 0 copies the input's size, one -1 is inferred. Where copying cannot give
+    the zero elements of an empty x (a [0, 3] x to [3, 0] would copy 3: [3, 3]), a 0 is a size of
+    0, as torch reads it; a copy that holds zero elements stays Paddle's ([0, -1] of [0, 3] is [0, 3])."""
+    copied = [in_shape[i] if d == 0 and i < len(in_shape) else d for i, d in enumerate(shape)]
+    if 0 in shape and 0 in in_shape and (len(shape) > len(in_shape) and 0 in shape[len(in_shape):]
+                                         or all(d > 0 for d in copied)):
+        return list(shape)
+    return copied
 
 
 def _reshape_kernel(x, shape_tensor, shape):
@@ -57,10 +79,13 @@ def _reshape_infer(ctx):
             return
     if shape.count(-1) > 1:
         raise ctx.shape_error(f"shape {shape} has more than one -1 for {ctx.describe('X')}")
-    if any(d == 0 and i >= len(in_shape) for i, d in enumerate(shape)):
-        raise ctx.shape_error(f"shape {shape} copies (0) a dimension that {ctx.describe('X')} lacks")
     out = _resolve_shape(in_shape, shape)
+    if 0 not in in_shape and any(d == 0 and i >= len(in_shape) for i, d in enumerate(shape)):
+        raise ctx.shape_error(f"shape {shape} copies (0) a dimension that {ctx.describe('X')} lacks")
     n_in, known = static_numel(in_shape), static_numel([d for d in out if d != -1])
+    if -1 in out and known == 0:
+        raise ctx.shape_error(f"cannot reshape {ctx.describe('X')} to {shape}: with another size 0 "
+                              f"(here {out}) the -1 could be any size (torch refuses it too); give that size")
     if -1 in shape and n_in < 0:
         # dims copied by 0 cancel out: [-1, 5, 1] -> [0, -1] gives [-1, 5] (the batch dim stays unknown)
         copied = {i for i, d in enumerate(shape) if d == 0}
@@ -336,8 +361,8 @@ def _gather_infer(ctx):
     ctx.set_output("Out", out, ctx.dtype("X"))
 
 
-def _gather_kernel(x, index, axis):
-    check_index_range("gather", index, x.shape[axis], axis % max(x.ndim, 1))
+def _gather_kernel(x, index, axis, wrap_negative):
+    check_index_range("gather", index, x.shape[axis], axis % max(x.ndim, 1), wrap_negative)
     return np.take(x, index, axis=axis)
 
 
@@ -388,7 +413,7 @@ def _gather_grad_kernel(dout, index, target, axis):
 
 def _gather_grad_grad(g: GradBuilder):
     g.set_input_grad("X", g.op("gather", {"X": g.output_grad("Out"), "Index": g.input("Index")},
-                               axis=g.attr("axis")))
+                               axis=g.attr("axis"), wrap_negative=True))
 
 
 def _gather_grad_infer(ctx):
@@ -396,8 +421,10 @@ def _gather_grad_infer(ctx):
     ctx.set_output("Out", ctx.shape("Target"), ctx.dtype("X"))
 
 
-register_op("gather", inputs="X Index", outputs="Out", attrs={"axis": 0}, kernel=_gather_kernel,
-            infer=_gather_infer, grad=_gather_grad)
+register_op("gather", inputs="X Index", outputs="Out", attrs={"axis": 0, "wrap_negative": False},
+            kernel=_gather_kernel, infer=_gather_infer, grad=_gather_grad,
+            doc="The slices of X at Index along axis (index_select). A negative index is an error unless "
+                "wrap_negative (x[index], ONNX Gather, torch.take): then it counts from the end.")
 register_op("gather_grad", inputs="X Index Target", outputs="Out", attrs={"axis": 0},
             kernel=_gather_grad_kernel, infer=_gather_grad_infer, grad=_gather_grad_grad,
             doc="Scatter-adds X into zeros shaped like Target at Index (the transpose of gather).")
@@ -422,9 +449,10 @@ def _check_index_slot(ctx):
 
 
 def _one_hot_kernel(x, depth, dtype, axis):
-    """Negative labels count from the end, as in ONNX OneHot; labels outside [-depth, depth) raise."""
-    check_index_range("one_hot", x, depth, axis % (x.ndim + 1))
-    out = (wrap_negative(x, depth)[..., None] == np.arange(depth)).astype(dtype)
+    """A negative label is an error, as in torch's F.one_hot and paddle.nn.functional.one_hot (a -1
+    'unlabelled' mark must not train as the last class); the ONNX importer wraps OneHot's itself."""
+    check_index_range("one_hot", x, depth, axis % (x.ndim + 1), wrap=False, slot="X (the labels)")
+    out = (x[..., None] == np.arange(depth)).astype(dtype)
     return np.moveaxis(out, -1, axis) if axis % (x.ndim + 1) != x.ndim else out
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from ..dispatch import apply_op, is_tensor
 from ..framework import Variable, normalize_dtype
 from ..framework.dtypes import get_default_dtype
-from ..functions import concat, gather, reshape, slice, unsqueeze
+from ..functions import concat, reshape, slice, unsqueeze
 from ..indexing import constant
 from ..functions import remainder
 from .keywords import paddle_or_torch
@@ -39,7 +39,7 @@ def take(x: Any, index: Any, mode: str = "raise", name: str | None = None) -> An
         if any(d < 0 for d in x.shape):
             raise ValueError(f"take: mode {mode!r} needs the size of x, unknown for {_describe(x)}")
         flat_index = remainder(flat_index, constant(size, index)) if mode == "wrap" else clip(flat_index, 0, size - 1)
-    taken = gather(reshape(x, [-1]), flat_index, axis=0)
+    taken = apply_op("gather", {"X": reshape(x, [-1]), "Index": flat_index}, {"axis": 0, "wrap_negative": True})
     return apply_op("reshape_as", {"X": taken, "Target": index})
 
 

@@ -117,19 +117,31 @@ def argsort(x: Any, axis: int = -1, descending: bool = False, stable: bool = Fal
 @torch_keywords
 def take_along_axis(arr: Any, indices: Any, axis: int, broadcast: bool = True) -> Any:
     """`out[i][j] = arr[indices[i][j]][j]` for axis 0 (torch.gather). indices has arr's rank and may
-    be shorter off axis; negative indices count from the end."""
-    return apply_op("take_along_axis", {"X": arr, "Index": indices}, {"axis": int(axis)})
+    be shorter off axis; a negative index is an error, as in torch.gather (Paddle 3 and NumPy count
+    it from the end, as fluidgrad's take_along_dim does after torch.take_along_dim)."""
+    return _taken_along(arr, indices, axis)
+
+
+def _taken_along(arr: Any, indices: Any, axis: int, wrap_negative: bool = False) -> Any:
+    return apply_op("take_along_axis", {"X": arr, "Index": indices}, {"axis": int(axis),
+                                                                      "wrap_negative": bool(wrap_negative)})
 
 
 @torch_keywords
 def put_along_axis(arr: Any, indices: Any, values: Any, axis: int, reduce: str = "assign",
                    include_self: bool = True, broadcast: bool = True) -> Any:
     """arr with values written at indices along axis; reduce: 'assign', 'add', 'mul' ('multiply'),
-    'amax', 'amin'. values (a number or a tensor) broadcast to the shape of indices."""
+    'amax', 'amin'. values (a number or a tensor) broadcast to the shape of indices. A negative
+    index is an error, as in torch's scatter (Paddle 3 counts it from the end)."""
     if not include_self:
         raise NotImplementedError("put_along_axis: include_self=False is not supported")
+    return _put_along(arr, indices, values, axis, reduce)
+
+
+def _put_along(arr: Any, indices: Any, values: Any, axis: int, reduce: str = "assign",
+               wrap_negative: bool = False) -> Any:
     return apply_op("put_along_axis", {"X": arr, "Index": indices, "Value": constant(values, arr)},
-                    {"axis": int(axis), "reduce": reduce})
+                    {"axis": int(axis), "reduce": reduce, "wrap_negative": bool(wrap_negative)})
 
 
 def gather_nd(x: Any, index: Any, name: str | None = None, batch_dims: int = 0) -> Any:
@@ -163,7 +175,8 @@ def scatter(x: Any, index: Any, updates: Any, overwrite: bool = True, name: str 
 
 @torch_keywords
 def index_select(x: Any, index: Any, axis: int = 0, name: str | None = None) -> Any:
-    """The entries of x at the 1-D integer `index` along `axis`."""
+    """The entries of x at the 1-D integer `index` along `axis`; a negative index is an error (torch's
+    and paddle.gather's rule; Paddle 3's index_select counts it from the end)."""
     if len(index.shape) != 1:
         raise ValueError(f"index_select: index must be 1-D, got shape {list(index.shape)}")
     return apply_op("gather", {"X": x, "Index": index}, {"axis": int(axis)})

@@ -14,6 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import complex_math, functions
+from ..dispatch import apply_op
 from ..framework import normalize_dtype
 from ..framework.dtypes import is_float
 from ..indexing import constant
@@ -64,7 +65,11 @@ def fill_diagonal(x: Any, fill_value: float, wrap: bool = False) -> Any:
 
 def index_copy(x: Any, dim: int, index: Any, source: Any) -> Any:
     """x with source's slices written at the 1-D `index` along dim (torch's x.index_copy); the
-    gradient reaches x where nothing was written, and source."""
+    gradient reaches x where nothing was written, and source. A negative index is an error (torch's)."""
+    return _index_copy(x, dim, index, source, False)
+
+
+def _index_copy(x: Any, dim: int, index: Any, source: Any, wrap_negative: bool) -> Any:
     axis = _axis(x, dim, "index_copy")
     rank = len(x.shape)
     if len(index.shape) != 1 or len(source.shape) != rank:
@@ -73,16 +78,19 @@ def index_copy(x: Any, dim: int, index: Any, source: Any) -> Any:
     shape = [1] * rank
     shape[axis] = -1
     where_to = manipulation.expand_as(functions.reshape(index, shape), source) if rank > 1 else index
-    return search.put_along_axis(x, where_to, source, axis)
+    return search._put_along(x, where_to, source, axis, wrap_negative=wrap_negative)
 
 
 def index_fill(x: Any, dim: int, index: Any, value: Any) -> Any:
-    """x with `value` (a number or a one-element tensor) in the slices at `index` along dim."""
+    """x with `value` (a number or a one-element tensor) in the slices at `index` along dim; a
+    negative index counts from the end (torch's index_fill does, unlike its index_copy)."""
     axis = _axis(x, dim, "index_fill")
-    picked = search.index_select(x, index, axis)
+    if len(index.shape) != 1:
+        raise ValueError(f"index_fill: index {_describe(index)} must be 1-D")
+    picked = apply_op("gather", {"X": x, "Index": index}, {"axis": axis, "wrap_negative": True})
     filled = functions.full_like(picked, value) if not hasattr(value, "shape") else \
         functions.add(functions.full_like(picked, 0.0), functions.cast(value, x.dtype))
-    return index_copy(x, axis, index, filled)
+    return _index_copy(x, axis, index, filled, True)
 
 
 # ---- sizes
@@ -172,10 +180,11 @@ def aminmax(x: Any, *, dim: int | None = None, keepdim: bool = False) -> Any:
 
 
 def take_along_dim(x: Any, indices: Any, dim: int | None = None) -> Any:
-    """torch's x.take_along_dim(indices, dim): take_along_axis, over the flattened x when dim is None."""
+    """torch's x.take_along_dim(indices, dim): take_along_axis, over the flattened x when dim is None;
+    a negative index counts from the end here, as in torch (not in torch.gather / take_along_axis)."""
     if dim is None:
-        return search.take_along_axis(functions.reshape(x, [-1]), functions.reshape(indices, [-1]), 0)
-    return search.take_along_axis(x, indices, int(dim))
+        return search._taken_along(functions.reshape(x, [-1]), functions.reshape(indices, [-1]), 0, True)
+    return search._taken_along(x, indices, int(dim), True)
 
 
 def msort(x: Any) -> Any:

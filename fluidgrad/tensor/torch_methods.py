@@ -23,6 +23,7 @@ from ..framework.sizes import checked_sizes
 from ..indexing import constant, create
 from ..nn.functional import activation
 from . import composed, everyday, inplace, manipulation, math, search, torch_arithmetic, torch_everyday, torch_statistics
+from . import torch_scatter
 
 # the legacy type names torch's x.type(...) takes and gives
 _LEGACY_TYPES = {"FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
@@ -293,7 +294,7 @@ METHODS: dict[str, Callable[..., Any]] = {
     "swapaxes": swapaxes, "swapdims": swapaxes, "narrow": narrow, "where": where_,
     "contiguous": contiguous, "is_contiguous": is_contiguous,
     "index_select": index_select, "scatter": scatter, "gather": gather, "scatter_add": scatter_add,
-    **torch_arithmetic.METHODS, **torch_statistics.METHODS, **torch_everyday.METHODS,
+    **torch_arithmetic.METHODS, **torch_statistics.METHODS, **torch_everyday.METHODS, **torch_scatter.METHODS,
 }
 
 # torch's forms of methods Paddle has too (each still takes Paddle's call): they replace the
@@ -312,7 +313,7 @@ IN_PLACE: dict[str, Callable[..., Any]] = {
         ("add_", torch_arithmetic.add), ("sub_", torch_arithmetic.subtract), ("subtract_", torch_arithmetic.subtract),
         ("pow_", functions.pow), ("square_", functions.square), ("index_add_", torch_arithmetic.index_add),
         ("scatter_add_", scatter_add), ("sigmoid_", functions.sigmoid))},
-    **torch_everyday.IN_PLACE, **torch_everyday.RESHAPING,
+    **torch_everyday.IN_PLACE, **torch_everyday.RESHAPING, **torch_scatter.IN_PLACE,
 }
 
 # the Paddle function each torch-order method falls back to

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 from .. import complex_math, functions, linalg
 from ..nn import functional as F
-from . import composed, everyday, math, search, torch_arithmetic, torch_everyday, torch_methods
+from . import composed, everyday, math, search, torch_arithmetic, torch_everyday, torch_methods, torch_scatter
 
 __all__ = [
     # arithmetic and comparison under torch's short names
@@ -25,6 +25,7 @@ __all__ = [
     "permute", "narrow", "movedim", "swapaxes", "swapdims", "select", "unflatten", "ravel", "fliplr", "flipud",
     "msort", "take_along_dim", "argwhere", "scatter_add", "index_copy", "index_fill", "adjoint", "aminmax",
     "mv", "ger", "concatenate", "conj_physical", "view_as_real", "view_as_complex", "is_signed",
+    "scatter_reduce", "put",
     # linear algebra torch keeps at the top level too (torch.linalg's are fluidgrad.linalg's)
     "cholesky", "cholesky_solve", "matrix_power", "matrix_exp", "pinverse", "slogdet",
     # nn.functional's, where torch's top-level signature is theirs
@@ -56,6 +57,7 @@ adjoint, aminmax, mv = torch_arithmetic.matrix_adjoint, torch_everyday.aminmax, 
 ger, concatenate = math.outer, functions.concat
 conj_physical, view_as_real, view_as_complex = complex_math.conj, complex_math.as_real, complex_math.as_complex
 is_signed = torch_everyday.is_signed
+scatter_reduce, put = torch_scatter.scatter_reduce, torch_scatter.put
 
 cholesky, cholesky_solve, slogdet = linalg.cholesky, linalg.cholesky_solve, linalg.slogdet
 matrix_power, matrix_exp, pinverse = linalg.matrix_power, linalg.matrix_exp, linalg.pinv

@@ -57,6 +57,8 @@ c += [Case("reshape", {"X": rand(2, 3, 4)}, {"shape": [0, -1]}, id="reshape-0-ne
            torch_fn=lambda X, Index: _gather_torch(X, Index, 1)),
       Case("gather", {"X": rand(5, 2), "Index": np.array([[0, 4], [4, 4]])}, id="gather-2d-index",
            torch_fn=lambda X, Index: _gather_torch(X, Index)),
+      Case("gather", {"X": rand(4, 3), "Index": np.array([-1, 0, -4])}, {"wrap_negative": True},
+           id="gather-negative-wrapped", torch_fn=lambda X, Index: X[Index]),
       Case("one_hot", {"X": ints(4, 3, 2)}, {"depth": 4, "dtype": "float64"},
            torch_fn=lambda X: TF.one_hot(X, 4).to(T.float64)),
       Case("squeeze", {"X": rand(3, 1, 4, 1)}, {"axes": [1, -1]}, torch_fn=lambda X: X.reshape(3, 4)),

@@ -65,9 +65,9 @@ def embedding(x: Any, weight: Any, padding_idx: int | None = None, sparse: bool 
 
 @torch_keywords
 def one_hot(x: Any, num_classes: int = -1, axis: int = -1, name: str | None = None) -> Any:
-    """float32 one-hot vectors of the integer labels x on a new axis (Paddle's one_hot; negative
-    labels count from the end). Without num_classes (or -1, PyTorch's default) an eager Tensor's
-    labels give it, max + 1, as torch's F.one_hot does; then a negative label is an error."""
+    """float32 one-hot vectors of the integer labels x on a new axis (Paddle's one_hot; a negative
+    label is an error, as in torch and Paddle). Without num_classes (or -1, PyTorch's default) an
+    eager Tensor's labels give it, max + 1, as torch's F.one_hot does."""
     if num_classes is None or int(num_classes) == -1:
         num_classes = _classes_of(x)
     return F.one_hot(x, int(num_classes), axis)
