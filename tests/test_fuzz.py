@@ -506,6 +506,9 @@ def test_every_differentiable_op_is_fuzzed_or_excused():
         # cross_entropy's mean over labels not ignored (integer labels, as softmax_with_cross_entropy's):
         # op cases in tests/op_cases/core_loss.py, whole losses in tests/test_ignore_index.py
         "counted_mean",
+        # the losses' run-time label shape check (the label itself): op cases in tests/op_cases/core_loss.py,
+        # whole losses in tests/test_review_s14_docs.py
+        "check_label_shape",
         # op cases in tests/op_cases/attention.py (mask, causal, grad of grad, eager); public use in
         # tests/test_attention.py
         "attention_softmax",

@@ -224,14 +224,7 @@ def test_every_check_names_a_block_the_docs_still_have():
     assert not set(CHECKS) - {key for key, _, _ in _BLOCKS}
 
 
-_MINIMIZE_OUTSIDE = ("docs/distributed.md shows `opt.minimize(loss)` after the program_guard(main, startup) that built "
-                     "the model, which fails: the optimizer's state goes to the default startup program")
-_FAILING_BLOCKS = {
-    S.DIST_STATIC: _MINIMIZE_OUTSIDE,
-    S.DIST_SHARDED_STATIC: _MINIMIZE_OUTSIDE,
-    S.ONNX_IN_OUT: ("docs/onnx.md exports `main` with `scope=scope`, the scope import_model filled for another model, "
-                    "so the export fails: main's parameters are not in it"),
-}
+_FAILING_BLOCKS: dict[str, str] = {}
 
 
 def _block_params():
@@ -447,8 +440,6 @@ def test_an_in_place_change_of_an_op_output_keeps_the_gradient_right(eager):
     np.testing.assert_allclose(x.grad.numpy(), 4 * s * (1 - s), rtol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="nll_loss takes a label of another batch size: batch 1 silently broadcasts "
-                                       "over the batch, batch 2 fails in a `where` op that does not name nll_loss")
 @pytest.mark.parametrize("labels", [[1], [1, 2]])
 def test_nll_loss_refuses_labels_of_another_batch_size(labels, eager):
     import torch
@@ -475,8 +466,6 @@ _STATIC_LABEL_LOSSES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="in a static program (batch -1) a label batch of 1 against 4 rows is "
-                                       "broadcast at run time: every row scored against one label, no error")
 @pytest.mark.parametrize("name", list(_STATIC_LABEL_LOSSES))
 def test_static_losses_refuse_a_fed_label_batch_of_another_size(name):
     make, label_shape, label = _STATIC_LABEL_LOSSES[name]
@@ -492,8 +481,6 @@ def test_static_labels_of_another_batch_size_name_the_op_and_the_shapes():
     _raises(lambda: fg.Executor().run(main, feed=feed, fetch_list=[loss]), ["softmax_with_cross_entropy", "[4, 3]", "[2]"])
 
 
-@pytest.mark.xfail(strict=True, reason="an optimizer takes a non-leaf Tensor (w = randn(..., requires_grad=True) * "
-                                       "0.01) and silently never updates it; torch: can't optimize a non-leaf Tensor")
 def test_optimizer_refuses_a_non_leaf_tensor(eager):
     import torch
     with pytest.raises(ValueError, match="non-leaf"):
@@ -502,8 +489,6 @@ def test_optimizer_refuses_a_non_leaf_tensor(eager):
     _raises(lambda: fg.optimizer.SGD([w], lr=0.1), ["leaf"], (ValueError, TypeError))
 
 
-@pytest.mark.xfail(strict=True, reason="requires_grad_(True) / requires_grad = True on an int64 tensor is accepted "
-                                       "(to_tensor refuses it); backward then blames stop_gradient")
 @pytest.mark.parametrize("how", ["requires_grad_", "requires_grad ="])
 def test_requiring_a_gradient_of_an_integer_tensor_is_refused(how, eager):
     import torch
@@ -519,8 +504,6 @@ def test_requiring_a_gradient_of_an_integer_tensor_is_refused(how, eager):
     _raises(ask, ["int64", "float"], (RuntimeError, TypeError))
 
 
-@pytest.mark.xfail(strict=True, reason="bool() of a Tensor of several values raises NumPy's 'truth value of an "
-                                       "array' message, naming neither a Tensor nor its shape")
 def test_a_tensor_of_several_values_as_a_python_bool_names_the_tensor(eager):
     import torch
     with pytest.raises(RuntimeError, match="Tensor with more than one value"):
@@ -532,8 +515,6 @@ def test_a_one_value_tensor_is_a_python_bool(eager):
     assert bool(fg.to_tensor([2.0]) > 1) is True and bool(fg.to_tensor(0.0)) is False
 
 
-@pytest.mark.xfail(strict=True, reason="reading .grad of a non-leaf Tensor gives None without a word; torch warns "
-                                       "that it is not populated and points at retain_grad()")
 def test_grad_of_a_non_leaf_warns_as_torch_does(eager):
     x = fg.randn(3, requires_grad=True)
     y = x * 2
@@ -584,18 +565,12 @@ def test_static_variables_say_they_have_no_value_yet(what):
         _raises(call, words)
 
 
-@pytest.mark.xfail(strict=True, reason="running a training program before its startup program blames the order of "
-                                       "ops ('append the writer first', as sgd writes the weight) instead of saying "
-                                       "to run the startup program")
 def test_forgetting_the_startup_program_says_so():
     main, startup, loss = _static_training()
     _raises(lambda: fg.Executor().run(main, feed={"x": _X, "label": _LABEL}, fetch_list=[loss]),
             ["fc_0.w_0", "startup"])
 
 
-@pytest.mark.xfail(strict=True, reason="minimize(loss) after leaving program_guard(main, startup) puts the "
-                                       "optimizer's state into the default startup program; running `startup` then "
-                                       "fails later saying to run the startup program (DistributedOptimizer names it)")
 def test_minimize_after_the_guard_trains_or_names_the_startup_program():
     main, startup = fg.Program(), fg.Program()
     with fg.program_guard(main, startup):
@@ -654,8 +629,6 @@ def _onnx_pass_counts(monkeypatch):
     return table
 
 
-@pytest.mark.xfail(strict=True, reason="docs/onnx.md says 1833 of 1884 node cases pass and Attention 186 of 186; "
-                                       "tests/onnx_expected_failures.txt lists 53 failures (1831), two of Attention")
 def test_onnx_pass_table_is_the_node_suites_own(monkeypatch):
     pytest.importorskip("onnx")
     text = (ROOT / "docs" / "onnx.md").read_text()
@@ -682,8 +655,6 @@ def test_onnx_versions_and_opsets_the_page_names(tmp_path, eager):
         fg.onnx.export(layer, str(tmp_path / "c.onnx"), example, opset_version=12)
 
 
-@pytest.mark.xfail(strict=True, reason="docs/onnx.md lists reduce_prod as not exported (its re-import pending); it "
-                                       "exports as ReduceProd and imports back")
 def test_ops_the_onnx_page_calls_not_exported_are_refused():
     pytest.importorskip("onnx")
     from fluidgrad.onnx.export_table import EXPORTERS
@@ -791,8 +762,6 @@ def test_what_the_guides_say_of_eager_tensors_holds(claim, eager):
     assert _EAGER_GUIDE[claim]()
 
 
-@pytest.mark.xfail(strict=True, reason="docs/guide/indexing.md says x[0, :, idx] follows NumPy, shape [len(idx), "
-                                       "x.shape[1]]; it follows torch since session 12: [x.shape[1], len(idx)]")
 def test_the_indexing_guides_placement_of_an_integer_and_an_index_array(eager):
     import torch
     text = (ROOT / "docs" / "guide" / "indexing.md").read_text()
@@ -801,9 +770,6 @@ def test_the_indexing_guides_placement_of_an_integer_and_an_index_array(eager):
     assert "`x[0, :, idx]` has shape `[len(idx), x.shape[1]]`" not in text
 
 
-@pytest.mark.xfail(strict=True, reason="assigning a plain Tensor to a Layer's parameter (model.weight = fg.randn(..)) "
-                                       "silently drops it from parameters(), so it never trains; torch and Paddle "
-                                       "refuse the assignment")
 def test_assigning_a_plain_tensor_to_a_parameter_is_refused(eager):
     import torch
     with pytest.raises(TypeError, match="weight"):
@@ -822,8 +788,6 @@ def test_assigning_a_parameter_or_a_leaf_requiring_grad_replaces_the_parameter(e
     assert [p.shape for p in layer.parameters()] == [(2, 2), (2,)]
 
 
-@pytest.mark.xfail(strict=True, reason="static.data declared again under the same name with another shape (a notebook "
-                                       "cell re-run after an edit) silently returns the first variable and its shape")
 def test_a_data_variable_declared_again_with_another_shape_is_refused():
     with fg.program_guard(fg.Program(), fg.Program()):
         fg.static.data("x", [None, 3], "float32")
@@ -904,9 +868,6 @@ def test_forgetting_eval_before_export_still_exports_the_evaluation_model(how, t
     np.testing.assert_allclose(got, model(fg.to_tensor(x)).numpy(), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="Model.prepare(opt, nn.CrossEntropyLoss) (the class, not an instance) is "
-                                       "accepted; fit() then fails with \"'CrossEntropyLoss' object has no attribute "
-                                       "'backward'\", naming neither prepare nor loss")
 def test_hapi_prepare_refuses_a_loss_class(eager):
     net = fg.nn.Linear(4, 3)
     model = fg.Model(net)

@@ -29,9 +29,9 @@ from ..framework import (
     Operator,
     Program,
     Variable,
-    default_startup_program,
     unique_name,
 )
+from ..framework.program import startup_program_of
 from ..ops.comm import CollectiveMismatchError, get_world
 from ..optimizer import Optimizer
 from .buckets import own_options, plan_buckets
@@ -92,7 +92,7 @@ class DistributedOptimizer:
         if not isinstance(loss, Variable):
             raise TypeError("DistributedOptimizer.minimize builds a Program: loss must be a Variable; "
                             "in eager mode wrap the model in fluidgrad.DataParallel instead")
-        startup = startup_program or default_startup_program()
+        startup = startup_program or startup_program_of(loss.block.program)
         params_grads = self.inner.backward(loss, startup, parameter_list or parameters, no_grad_set)
         pairs = [(p, g) for p, g in params_grads if g is not None]
         block = loss.block.program.global_block()

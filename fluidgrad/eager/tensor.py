@@ -14,6 +14,7 @@ entry points to `install_engine` when the eager package is imported.
 """
 from __future__ import annotations
 
+import warnings
 import weakref
 from typing import Any, Callable
 
@@ -164,7 +165,7 @@ class Tensor(MathMixin, TorchHabits):
     # _view_of: (base, how, base's modification stamp) for a view (x[0], x.t(), x.view(...), see
     # mark_view), else None; _views: weak references to the views of this tensor, or None.
     # (Subclasses made without __init__ may leave them unset: read them with getattr(t, ..., None))
-    __slots__ = ("_array", "stop_gradient", "grad", "_node", "_idx", "name", "_hooks", "persistable", "_param_attr",
+    __slots__ = ("_array", "stop_gradient", "_grad", "_node", "_idx", "name", "_hooks", "persistable", "_param_attr",
                  "_view_of", "_views", "__weakref__")
 
     def __init__(self, data: np.ndarray, stop_gradient: bool = True, node: Any = None, idx: int = 0,
@@ -187,6 +188,22 @@ class Tensor(MathMixin, TorchHabits):
                  if name != "__weakref__" and hasattr(self, name)}
         slots["_view_of"] = slots["_views"] = None
         return getattr(self, "__dict__", None) or None, slots
+
+    @property
+    def grad(self) -> "Tensor | None":
+        """The gradient backward() accumulated. A non-leaf keeps none unless retain_grad() asked
+        for it: reading it then warns, as PyTorch (None there is almost always a mistake)."""
+        grad = self._grad
+        if grad is None and self._node is not None and not self.stop_gradient and not self.retains_grad:
+            warnings.warn(f"The .grad of a Tensor that is not a leaf (shape {list(self._array.shape)}, made by "
+                          f"{getattr(self._node.call, 'type', 'an op')}) is not populated by backward(): call "
+                          f".retain_grad() on it before backward() to keep it, or read the .grad of the leaf "
+                          f"Tensor instead", UserWarning, stacklevel=2)
+        return grad
+
+    @grad.setter
+    def grad(self, value: "Tensor | None") -> None:
+        self._grad = value
 
     @property
     def trainable(self) -> bool:
@@ -279,6 +296,10 @@ class Tensor(MathMixin, TorchHabits):
             yield self[i]
 
     def __bool__(self) -> bool:
+        if self._array.size != 1:   # NumPy's message names neither a Tensor nor its shape
+            raise RuntimeError(f"bool() of a Tensor with {'no values' if self._array.size == 0 else 'more than one value'}"
+                               f" is ambiguous: this Tensor has shape {list(self._array.shape)}; use .any() or "
+                               f".all(), or compare one element")
         return bool(self._array)
 
     def __float__(self) -> float:

@@ -65,9 +65,14 @@ class Plan:
         return self.line_ops.get(lineno)
 
 
-def _load(scope: Any, name: str, op_index: int, op_type: str, later_writer: str | None = None) -> Any:
+def _load(block: Block, scope: Any, name: str, op_index: int, op_type: str, later_writer: str | None = None) -> Any:
     owner = scope.find_owner(name)
     if owner is None:
+        if _is_persistable(block, name):  # a parameter or optimizer state: never initialised
+            raise ExecutionError(f"op #{op_index} ({op_type}) reads variable {name!r}, which is neither fed nor in "
+                                 f"the scope: it is persistable, so run the startup program first "
+                                 f"(exe.run(startup_program)), or load its saved value into the scope"
+                                 + (f"; {later_writer} only updates it later" if later_writer else ""))
         if later_writer is not None:  # ops run in block order: the value would come too late
             raise ExecutionError(f"op #{op_index} ({op_type}) reads variable {name!r} before {later_writer} "
                                  f"writes it, and it is neither fed nor in the scope (ops run in the order "
@@ -307,7 +312,7 @@ def compile_block(block: Block, feed_names: Iterable[str] = (), fetch_names: Ite
             kept |= {n for n in live.written if not _is_local(block, n)}
             kept |= needed & (set(live.written) | set(live.external))
     w = _Writer()
-    w.globals.update(_load=_load, _chk=functools.partial(_check_finite, block), np=np)
+    w.globals.update(_load=functools.partial(_load, block), _chk=functools.partial(_check_finite, block), np=np)
     w.globals["_own"] = _own
     w.globals["_meta"] = _meta
     w.globals["_meta_of"] = _meta_of
@@ -409,7 +414,8 @@ def _is_persistable(block: Block, name: str) -> bool:
 
 def _emit_loads(w: _Writer, ops: list[Operator], order: list[int], live: _Liveness, feed_names: set[str],
                 keep_all: bool, kept: set[str]) -> None:
-    """Variables read before written come from the feed, else from the scope chain."""
+    """Variables read before written come from the feed, else from the scope chain (a persistable
+    one there missing says to run the startup program)."""
     for name, first in live.external.items():
         op_type = ops[first].type if first >= 0 else "fetch"
         if name in feed_names:

@@ -376,6 +376,15 @@ def default_startup_program() -> Program:
     return _startup_program
 
 
+def startup_program_of(program: Program) -> Program:
+    """The startup program that goes with `program`: the default one while `program` is the
+    default main program, else the one the last program_guard over `program` named (so
+    `minimize(loss)` after leaving the guard still initialises its state there), else the default."""
+    if program is _main_program:
+        return _startup_program
+    return program.__dict__.get("_paired_startup", _startup_program)
+
+
 @contextlib.contextmanager
 def program_guard(main_program: Program, startup_program: Program | None = None) -> Iterator[None]:
     """Make builders write into `main_program` (and `startup_program`) inside the block."""
@@ -388,6 +397,7 @@ def program_guard(main_program: Program, startup_program: Program | None = None)
         if not isinstance(startup_program, Program):
             raise TypeError(f"program_guard expects a Program as startup, got {type(startup_program).__name__}")
         _startup_program = startup_program
+    main_program._paired_startup = _startup_program
     _guard_depth += 1
     try:
         yield

@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 from . import math_mixin, runtime_dims
 from .device import CPU, CPUPlace, as_device, names_a_device
-from .dtypes import ALL_DTYPES, EXTENSION_DTYPES, FLOAT_DTYPES, require_extension_dtype
+from .dtypes import ALL_DTYPES, EXTENSION_DTYPES, FLOAT_DTYPES, has_gradients, require_extension_dtype
 from .math_mixin import MathMixin
 
 DTYPES = ALL_DTYPES
@@ -153,12 +153,22 @@ class TorchHabits:
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
+        _refuse_gradient_of(self, bool(value), "requires_grad = True")
         self.stop_gradient = not bool(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> Any:
         """Set `requires_grad` in place and return this value (PyTorch's spelling)."""
+        _refuse_gradient_of(self, bool(requires_grad), "requires_grad_(True)")
         self.stop_gradient = not bool(requires_grad)
         return self
+
+
+def _refuse_gradient_of(value: Any, wanted: bool, how: str) -> None:
+    """PyTorch's rule: only floating point and complex values can require a gradient (an integer
+    one would be accepted, then blamed by backward for its stop_gradient)."""
+    if wanted and not has_gradients(str(value.dtype)):
+        raise RuntimeError(f"{how}: only Tensors of floating point and complex dtype can require gradients; "
+                           f"this one is {value.dtype} (shape {list(value.shape)}): cast it first, e.g. x.float()")
 
 
 class Variable(MathMixin, TorchHabits):

@@ -111,6 +111,9 @@ class Model:
                             f"got {type(optimizer).__name__}")
         if loss is not None and not callable(loss):
             raise TypeError(f"Model.prepare: loss must be a Layer or a function, got {type(loss).__name__}")
+        if isinstance(loss, type):   # callable, but calling it makes a loss Layer, not a loss value
+            raise TypeError(f"Model.prepare: loss is the class {loss.__name__}, not a loss: pass an instance, "
+                            f"{loss.__name__}()")
         metrics = _as_list(metrics)
         for metric in metrics:
             if not isinstance(metric, Metric):

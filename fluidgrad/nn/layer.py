@@ -165,6 +165,11 @@ class Layer:
                 target = params
             else:
                 target = None
+                if name in params and isinstance(value, Tensor):   # torch and Paddle refuse: it would never train
+                    raise TypeError(f"{type(self).__name__}: cannot assign a plain Tensor (shape {list(value.shape)}, "
+                                    f"{value.dtype}) as parameter {name!r} (nn.Parameter or None expected): wrap it, "
+                                    f"self.{name} = nn.Parameter(t), or copy its values in with "
+                                    f"self.{name}.set_value(t)")
             for registry in (params, buffers, layers):
                 if registry is not target:
                     registry.pop(name, None)

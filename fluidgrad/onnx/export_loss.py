@@ -120,3 +120,9 @@ def _one_hot_like(c):
     hit = c.cast(c.node("Equal", [label, positions]), c.dtype_of("Out"))
     counted = c.node("Not", [c.node("Equal", [label, c.const(np.asarray(int(c.attr("ignore_index")), dtype))])])
     c.node("Mul", [hit, c.cast(counted, c.dtype_of("Out"))], [c.out("Out")])
+
+
+@exporter("check_label_shape")
+def _check_label_shape(c):
+    """The label itself (ONNX has no run-time check of a shape against another's)."""
+    c.node("Identity", [c.x("Label")], [c.out("Out")])

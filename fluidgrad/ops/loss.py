@@ -177,6 +177,45 @@ register_op("one_hot_like", inputs="Label Logits", outputs="Out", attrs={"axis":
                                       "constant in both.")
 
 
+def _label_shape_wanted(input_shape, class_axis):
+    """The label's shape for an input: the input's, without `class_axis` (-1: none)."""
+    shape = list(input_shape)
+    if class_axis >= 0:
+        del shape[class_axis]
+    return shape
+
+
+def _check_label_shape_kernel(label, input, loss="", class_axis=-1):
+    """The label itself, once its shape is checked against the input's: a loss built with a
+    batch size known only at run time refuses a fed label batch of another size there (NumPy
+    would broadcast a batch of one over every row: a wrong loss, no error)."""
+    if list(label.shape) != _label_shape_wanted(input.shape, class_axis):
+        raise ValueError(f"{loss}: label of shape {list(label.shape)} does not fit input of shape "
+                         f"{list(input.shape)}" + (f" (one label per element, the class axis {class_axis} "
+                                                   f"left out)" if class_axis >= 0 else " (the same shape)")
+                         + ": the batch sizes differ")
+    return label
+
+
+def _check_label_shape_infer(ctx):
+    want = _label_shape_wanted(ctx.shape("Input"), ctx.attr("class_axis"))
+    got = list(ctx.shape("Label"))
+    if len(got) != len(want) or any(a != b and -1 not in (a, b) for a, b in zip(got, want)):
+        raise ctx.shape_error(f"{ctx.attr('loss')}: {ctx.describe('Label')} does not fit {ctx.describe('Input')}")
+    ctx.set_output("Out", got, ctx.dtype("Label"))
+
+
+def _check_label_shape_grad(g: GradBuilder) -> None:
+    if g.needs_input_grad("Label"):
+        g.set_input_grad("Label", g.output_grad("Out"))
+
+
+register_op("check_label_shape", inputs="Label Input", outputs="Out", attrs={"loss": "", "class_axis": -1},
+            kernel=_check_label_shape_kernel, infer=_check_label_shape_infer, grad=_check_label_shape_grad,
+            doc="Label itself, checked at run time to have Input's shape without class_axis (-1: Input's shape); "
+                "`loss` names the loss in the error.")
+
+
 def _swce_kernel(logits, label, soft_label=False, axis=-1, ignore_index=-100):
     """Softmax in one buffer; the loss is log(sum(exp(shifted))) - shifted[label] (hard labels),
     read before the buffer is exponentiated in place. A hard label equal to `ignore_index` gives
@@ -184,10 +223,14 @@ def _swce_kernel(logits, label, soft_label=False, axis=-1, ignore_index=-100):
     axis = axis % logits.ndim
     ignored = None
     if not soft_label:
+        given = label.shape
         label = _hard_label(label, logits.ndim, axis)
+        if label.shape != logits.shape[:axis] + (1,) + logits.shape[axis + 1:]:
+            # a fed batch of another size (batch -1 in the program): PyTorch refuses, NumPy would broadcast
+            raise ValueError(f"softmax_with_cross_entropy: Label of shape {list(given)} does not fit Logits of "
+                             f"shape {list(logits.shape)}: one label per row on axis {axis} (the batch sizes differ)")
         ignored = _ignored_labels(label, logits.shape[axis], ignore_index, "softmax_with_cross_entropy")
-        # one pass per row (numba), which reads one label per row: a label broadcast over the
-        # batch (a fed batch-1 label) stays on NumPy's take_along_axis, which broadcasts it
+        # one pass per row (numba), which reads one label per row
         if label.shape[:-1] == logits.shape[:-1] and fused_softmax.compiled(logits, axis=axis):
             return fused_softmax.softmax_cross_entropy(logits, label, ignore_index)
         if ignored is not None:

@@ -32,8 +32,8 @@ from ..backward import append_backward
 from ..nn.clip import GradientClipBase
 from ..dispatch import is_tensor, lifted_parameter
 from ..executor import Scope, global_scope
-from ..framework import (OPTIMIZE, Block, Operator, Program, Variable, default_startup_program, optimize_options,
-                         unique_name)
+from ..framework import (OPTIMIZE, Block, Operator, Program, Variable, optimize_options, unique_name)
+from ..framework.program import startup_program_of
 from ..lr import LRScheduler, is_rate
 from ..ops.optim import update_kernel
 from ..regularizer import L2Decay, WeightDecayRegularizer
@@ -334,7 +334,7 @@ class Optimizer(GroupedParameters):
         if not pairs:
             return []
         block = pairs[0][0].block.program.global_block()
-        startup = startup_program or default_startup_program()
+        startup = startup_program or startup_program_of(block.program)   # the guard's, after it closed too
         if self.maximize:
             pairs = [(p, _negated(block, g)) for p, g in pairs]
         if self._grad_clip is not None:

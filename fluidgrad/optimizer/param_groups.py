@@ -186,6 +186,10 @@ def checked_parameters(owner: str, items: Iterable[Any]) -> list[Any]:
             raise TypeError(f"{owner}: parameters must be Tensors (or static Variables), got a "
                             f"{type(param).__name__}" + (", pass model.parameters()"
                                                           if hasattr(param, "parameters") else ""))
+        if is_tensor(param) and not param.is_leaf:   # torch's rule: its update would never reach a leaf
+            raise ValueError(f"{owner}: can't optimize a non-leaf Tensor (shape {list(param.shape)}, the result of an "
+                             f"op): make the leaf the parameter, e.g. (fg.randn(...) * 0.01).requires_grad_() "
+                             f"or nn.Parameter(...)")
     return params
 
 

@@ -18,7 +18,15 @@ def data(name: str, shape: Sequence[int | None], dtype: Any = None, lod_level: i
         raise TypeError(f"data: name must be a string, got {type(name).__name__}")
     block = default_main_program().global_block()
     dims = [-1 if d is None else int(d) for d in shape]
-    return block.create_var(name, dims, normalize_dtype(dtype or get_default_dtype()), stop_gradient=True,
+    dtype = normalize_dtype(dtype or get_default_dtype())
+    existing = block.vars.get(name)
+    if existing is not None and (list(existing.shape) != dims or existing.dtype != dtype):
+        # a notebook cell run again after an edit: the first declaration would silently win
+        raise ValueError(f"data: {name!r} is already declared in this program as {list(existing.shape)} "
+                         f"{existing.dtype}; declaring it again as {dims} {dtype} would keep the first. Use "
+                         f"another name, or build the model in a new Program (fg.program_guard(fg.Program(), "
+                         f"fg.Program()))")
+    return block.create_var(name, dims, dtype, stop_gradient=True,
                             is_data=True)
 
 

@@ -136,6 +136,11 @@ c += [Case("softmax_with_cross_entropy", {"Logits": rand(6, 5), "Label": ignored
            torch_fn=lambda Label, Logits: (TF.one_hot(Label[:, 0].clamp(min=0), 3)
                                            * (Label != -100)).to(Logits.dtype) + 0 * Logits)]
 c += [Case("softmax", {"X": np.array(0.3)}, {"axis": -1}, id="softmax-0d", torch_fn=lambda X: T.softmax(X, -1))]
+# ---- check_label_shape: the label itself once its shape fits the input's (the losses' run-time check)
+c += [Case("check_label_shape", {"Label": rand(4, 3), "Input": rand(4, 3)}, {"loss": "bce"}, id="check_label_shape-same",
+           torch_fn=lambda Label, Input: Label.clone()),
+      Case("check_label_shape", {"Label": rand(4, 5), "Input": rand(4, 3, 5)}, {"loss": "nll", "class_axis": 1},
+           id="check_label_shape-class-axis")]
 
 # ---- bce_loss: binary cross-entropy of probabilities (PyTorch's binary_cross_entropy, reduction="none")
 c += [Case("bce_loss", {"X": rand(3, 4, lo=0.05, hi=0.95), "Label": rand(3, 4, lo=0.0, hi=1.0)},

@@ -61,13 +61,34 @@ def _same_shape(a: Any, b: Any) -> bool:
     return len(a.shape) == len(b.shape) and all(x == y or -1 in (x, y) for x, y in zip(a.shape, b.shape))
 
 
-def _refuse_another_shape(fn: str, input: Any, label: Any, input_name: str = "input") -> None:
+def _refuse_another_shape(fn: str, input: Any, label: Any, input_name: str = "input") -> Any:
     """The binary cross-entropies take a label shaped like their input, as PyTorch's and Paddle's:
-    a [N] label against a [N, 1] input would broadcast to an [N, N] loss (a wrong answer)."""
+    a [N] label against a [N, 1] input would broadcast to an [N, N] loss (a wrong answer).
+    Returns the label, checked again at run time where a size is unknown until then."""
     if not _same_shape(input, label):
         raise ValueError(f"{fn}: label of shape {list(label.shape)} differs from {input_name} of shape "
                          f"{list(input.shape)}; they must be the same (reshape the label, e.g. "
                          f"label.reshape({list(input.shape)}))")
+    return _checked_at_run_time(fn, input, label, -1)
+
+
+def _refuse_another_batch(fn: str, input: Any, label: Any, class_axis: int) -> Any:
+    """A label of one class index per element of `input` (its shape without `class_axis`), as
+    PyTorch requires: a label batch of one would otherwise broadcast over every row. Returns the
+    label, checked again at run time where a size is unknown until then."""
+    want = [d for axis, d in enumerate(input.shape) if axis != class_axis]
+    got = list(label.shape)
+    if len(got) != len(want) or any(a != b and -1 not in (a, b) for a, b in zip(got, want)):
+        raise ValueError(f"{fn}: label of shape {got} does not fit input of shape {list(input.shape)}: "
+                         f"expected {want}, one class index per element (the batch sizes differ)")
+    return _checked_at_run_time(fn, input, label, class_axis)
+
+
+def _checked_at_run_time(fn: str, input: Any, label: Any, class_axis: int) -> Any:
+    """`label` through a `check_label_shape` op when a static shape leaves a size to run time."""
+    if is_tensor(label) or is_tensor(input) or -1 not in (*label.shape, *input.shape):
+        return label
+    return apply_op("check_label_shape", {"Label": label, "Input": input}, {"loss": fn, "class_axis": class_axis})
 
 
 def _broadcastable(*shapes: Any) -> bool:
@@ -277,6 +298,7 @@ def nll_loss(input: Any, label: Any, weight: Any = None, ignore_index: int = -10
         raise ValueError(f"nll_loss: label of shape {list(label.shape)} does not fit input of shape "
                          f"{list(input.shape)}: expected [N, d1, ...] without the class axis")
     check_class_weight("nll_loss", input, weight, 1)
+    label = _refuse_another_batch("nll_loss", input, label, 1)
     label, _, factor = _hard_label_terms(input, label, weight, ignore_index, 1, "nll_loss")
     # selected, not multiplied by the one-hot: 0 * -inf of a masked class would make the loss NaN
     chosen = F.cast(_class_one_hot(label, input, 1), "bool")
@@ -356,7 +378,7 @@ def binary_cross_entropy(input: Any, label: Any, weight: Any = None, reduction: 
     clamped at -100 (as PyTorch and Paddle), so x = 0 or 1 gives a finite loss, and a finite
     gradient (x - y) / max(x (1 - x), 1e-12): the `bce_loss` op. x outside [0, 1] is an error."""
     _check_reduction(reduction, "binary_cross_entropy")
-    _refuse_another_shape("binary_cross_entropy", input, label)
+    label = _refuse_another_shape("binary_cross_entropy", input, label)
     loss = apply_op("bce_loss", {"X": input, "Label": label})
     if weight is not None:
         loss = F.multiply(loss, weight)
@@ -370,7 +392,7 @@ def binary_cross_entropy_with_logits(logit: Any, label: Any, weight: Any = None,
     gradient is sigmoid(-x) everywhere, so a logit of exactly 0 (a zero-initialised head) gets
     sigmoid(0) - y, as PyTorch (a max(-x, 0) + log(1 + exp(-|x|)) form has kinks there)."""
     _check_reduction(reduction, "binary_cross_entropy_with_logits")
-    _refuse_another_shape("binary_cross_entropy_with_logits", logit, label, "logit")
+    label = _refuse_another_shape("binary_cross_entropy_with_logits", logit, label, "logit")
     softplus_neg = F.scale(apply_op("log_sigmoid", {"X": logit}), -1.0)      # log(1 + exp(-x))
     if pos_weight is not None:
         log_weight = F.add(F.multiply(F.scale(pos_weight, 1.0, -1.0), label), F.ones_like(label))
@@ -527,7 +549,7 @@ def sigmoid_focal_loss(logit: Any = None, label: Any = None, normalizer: Any = N
     logit = either(fn, "logit", logit, None, "inputs", inputs)
     label = either(fn, "label", label, None, "targets", targets)
     _check_reduction(reduction, fn)
-    _refuse_another_shape(fn, logit, label, "logit")
+    label = _refuse_another_shape(fn, logit, label, "logit")
     if normalizer is not None and len(normalizer.shape) > 1:
         raise ValueError(f"{fn}: normalizer must be a scalar ([] or [1]), got {_describe(normalizer=normalizer)}")
     if not str(label.dtype).startswith(("float", "bfloat")):
@@ -570,7 +592,7 @@ def multi_label_soft_margin_loss(input: Any, label: Any = None, weight: Any = No
     fn = "multi_label_soft_margin_loss"
     label = either(fn, "label", label, None, "target", target)
     _check_reduction(reduction, fn)
-    _refuse_another_shape(fn, input, label)
+    label = _refuse_another_shape(fn, input, label)
     if not str(label.dtype).startswith(("float", "bfloat")):
         label = F.cast(label, input.dtype)
     log_p = apply_op("log_sigmoid", {"X": input})
