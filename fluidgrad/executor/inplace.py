@@ -72,12 +72,14 @@ def _relu(kernel: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _relu_grad(kernel: Callable[..., Any]) -> Callable[..., Any]:
-    """`dout * (out > 0)` into DOut (its second input)."""
+    """DOut where out > 0, else 0, into DOut (its second input): a select like the kernel's (an inf or a
+    negative DOut times 0 would give nan or -0.0)."""
     def relu_grad(out: Any, dout: Any) -> Any:
         if (type(dout) is _ndarray and dout.size >= MIN_ELEMENTS and _refs(dout) <= _PLAN_ONLY
                 and dout.base is None and dout.flags.writeable and dout.dtype.kind == "f"
                 and getattr(out, "shape", None) == dout.shape):
-            return np.multiply(dout, out > 0, out=dout)
+            np.copyto(dout, 0, where=~(out > 0))
+            return dout
         return kernel(out, dout)
     return relu_grad
 

@@ -250,14 +250,16 @@ def _relu_form(kernel: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _relu_grad_form(kernel: Callable[..., Any]) -> Callable[..., Any]:
-    """dout * (out > 0) written with `out=` (as relu_grad's in-place form)."""
+    """DOut where out > 0, else 0, written into the destination (a select, as relu_grad's kernel)."""
     def placed(destination: Any, out: Any, dout: Any) -> Any:
         if destination is None:
             return kernel(out, dout)
         array, scale = destination[0], destination[1]
         if (_writable(array) and type(dout) is np.ndarray and dout.shape == array.shape and dout.dtype == array.dtype
                 and dout.dtype.kind == "f" and getattr(out, "shape", None) == dout.shape):
-            return _scaled(np.multiply(dout, out > 0, out=array), scale)
+            np.copyto(array, dout)
+            np.copyto(array, 0, where=~(out > 0))
+            return _scaled(array, scale)
         return write(destination, kernel(out, dout))
     return placed
 
