@@ -62,11 +62,11 @@ def _record_modification(tensor: "Tensor", before: Any = None) -> None:
     if entry is not None and entry[0]() is tensor:  # updated before (every optimizer step): same weak reference
         modified_tensors[key] = (entry[0], stamp)
     else:
-        modified_tensors[key] = (weakref.ref(tensor, lambda _, key=key: modified_tensors.pop(key, None)), stamp)
+        modified_tensors[key] = (weakref.ref(tensor, lambda _, key=key, table=modified_tensors: table.pop(key, None)), stamp)
     if before is not None:
         entry = relinked.get(key)
         if entry is None or entry[0]() is not tensor:
-            entry = relinked[key] = (weakref.ref(tensor, lambda _, key=key: relinked.pop(key, None)), [])
+            entry = relinked[key] = (weakref.ref(tensor, lambda _, key=key, table=relinked: table.pop(key, None)), [])
         before.stamp = stamp
         entry[1].append((stamp, before))
     views = getattr(tensor, "_views", None)
