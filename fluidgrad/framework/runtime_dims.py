@@ -49,7 +49,24 @@ def _refusal(what: str, expr: tuple, why: str = "") -> TypeError:
                      f"(fluidgrad.shape(x)), or give the size in the InputSpec")
 
 
-class RuntimeDim(int):
+class _SizeArithmetic:
+    """`+ - * //` (and unary - / +) of a size, each a new expression made by the class's `_combine`."""
+
+    __slots__ = ()
+
+    def __add__(self, other: Any) -> Any: return self._combine("add", other)
+    def __radd__(self, other: Any) -> Any: return self._combine("add", other, True)
+    def __sub__(self, other: Any) -> Any: return self._combine("sub", other)
+    def __rsub__(self, other: Any) -> Any: return self._combine("sub", other, True)
+    def __mul__(self, other: Any) -> Any: return self._combine("mul", other)
+    def __rmul__(self, other: Any) -> Any: return self._combine("mul", other, True)
+    def __floordiv__(self, other: Any) -> Any: return self._combine("floordiv", other)
+    def __rfloordiv__(self, other: Any) -> Any: return self._combine("floordiv", other, True)
+    def __neg__(self) -> Any: return self._combine("mul", -1)
+    def __pos__(self) -> Any: return self
+
+
+class RuntimeDim(_SizeArithmetic, int):
     """An unknown size (-1) and how to compute it at run time, as fluidgrad's own code reads it:
     `expr` is ("dim", variable, axis) or (op, left, right) with op one of add, sub, mul, floordiv
     and each side a RuntimeDim or an int."""
@@ -71,16 +88,6 @@ class RuntimeDim(int):
         other = other if isinstance(other, RuntimeDim) else int(other.__index__())
         return RuntimeDim((op, other, self) if swapped else (op, self, other))
 
-    def __add__(self, other: Any) -> Any: return self._combine("add", other)
-    def __radd__(self, other: Any) -> Any: return self._combine("add", other, True)
-    def __sub__(self, other: Any) -> Any: return self._combine("sub", other)
-    def __rsub__(self, other: Any) -> Any: return self._combine("sub", other, True)
-    def __mul__(self, other: Any) -> Any: return self._combine("mul", other)
-    def __rmul__(self, other: Any) -> Any: return self._combine("mul", other, True)
-    def __floordiv__(self, other: Any) -> Any: return self._combine("floordiv", other)
-    def __rfloordiv__(self, other: Any) -> Any: return self._combine("floordiv", other, True)
-    def __neg__(self) -> Any: return self._combine("mul", -1)
-    def __pos__(self) -> Any: return self
 
     def _refusal(self, what: str, why: str = "") -> TypeError:
         return _refusal(what, self.expr, why)
@@ -125,7 +132,7 @@ class RuntimeFloat(float):
         return float, (float("nan"),)
 
 
-class TracedSize:
+class TracedSize(_SizeArithmetic):
     """An unknown size as the traced function reads it (`x.shape[0]`), or a number computed from
     such sizes (see the module docstring): never a number itself, so it can't be silently read as -1."""
 
@@ -162,18 +169,8 @@ class TracedSize:
         return TracedSize((op, value, mine) if swapped else (op, mine, value),
                           floating or self.floating or op == "truediv")
 
-    def __add__(self, other: Any) -> Any: return self._combine("add", other)
-    def __radd__(self, other: Any) -> Any: return self._combine("add", other, True)
-    def __sub__(self, other: Any) -> Any: return self._combine("sub", other)
-    def __rsub__(self, other: Any) -> Any: return self._combine("sub", other, True)
-    def __mul__(self, other: Any) -> Any: return self._combine("mul", other)
-    def __rmul__(self, other: Any) -> Any: return self._combine("mul", other, True)
-    def __floordiv__(self, other: Any) -> Any: return self._combine("floordiv", other)
-    def __rfloordiv__(self, other: Any) -> Any: return self._combine("floordiv", other, True)
     def __truediv__(self, other: Any) -> Any: return self._combine("truediv", other)
     def __rtruediv__(self, other: Any) -> Any: return self._combine("truediv", other, True)
-    def __neg__(self) -> Any: return self._combine("mul", -1)
-    def __pos__(self) -> Any: return self
 
     def _refuse(symbol: str, why: str = "", binary: bool = True) -> Any:  # type: ignore[misc]
         def refuse(self: "TracedSize", *other: Any) -> Any:
