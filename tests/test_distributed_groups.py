@@ -6,11 +6,7 @@ not), and the refusals."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
-import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,24 +14,8 @@ import pytest
 import fluidgrad as fg
 import fluidgrad.distributed as dist
 
-ROOT = Path(__file__).resolve().parent.parent
-SCRIPTS = Path(__file__).resolve().parent / "dist_scripts"
-BOUND_SECONDS = 45  # a failing job must end well within this
-
-
-def run(*args, launched=True, timeout=240):
-    """`python -m fluidgrad launch ARGS`, or the script alone (`launched=False`)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    command = [sys.executable, *(["-m", "fluidgrad", "launch"] if launched else []), *map(str, args)]
-    start = time.perf_counter()
-    result = subprocess.run(command, env=env, capture_output=True, timeout=timeout, cwd=ROOT, check=False)
-    result.seconds = time.perf_counter() - start
-    result.out, result.err = result.stdout.decode(errors="replace"), result.stderr.decode(errors="replace")
-    return result
-
-
-def _mpi():
-    pytest.importorskip("mpi4py", reason="the `dist` extra (mpi4py + the mpich wheel) is not installed")
+from launch_support import BOUND_SECONDS, SCRIPTS, run
+from launch_support import need_mpi as _mpi
 
 
 def test_groups_p2p_and_all_to_all_in_a_world_of_one(tmp_path):
